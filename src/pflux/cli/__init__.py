@@ -1,0 +1,49 @@
+"""The ``pflux`` command: a thin dispatcher over one module per sub-command.
+
+Only the chosen sub-command's module is imported, so ``pflux --version`` and
+every other call pay for nothing they do not use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# sub-command -> module under pflux.cli with a ``main(argv) -> int``
+COMMANDS: dict[str, str] = {
+    "submit": "submit",
+    "job": "job",
+}
+
+USAGE = """\
+usage: pflux [--version] COMMAND [ARGS...]
+
+commands:
+  submit     submit a job (--dry-run prints its jobspec)
+  job        job utilities: validate, id
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``pflux`` console script."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-V", "--version"):
+        from pflux import __version__
+
+        print(f"pflux {__version__}")
+        return 0
+    return dispatch("pflux", COMMANDS, USAGE, args)
+
+
+def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> int:
+    """Run the sub-command ``argv[0]`` names in ``table`` with the rest of argv."""
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(usage)
+        return 0 if argv else 2
+    module = table.get(argv[0])
+    if module is None:
+        sys.stderr.write(f"{prog}: '{argv[0]}' is not a command here\n{usage}")
+        return 2
+    command = importlib.import_module(f"pflux.cli.{module}")
+    rc: int = command.main(argv[1:])
+    return rc

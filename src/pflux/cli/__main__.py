@@ -1,0 +1,7 @@
+"""Allow ``python -m pflux.cli``."""
+
+import sys
+
+from pflux.cli import main
+
+sys.exit(main())

@@ -1,0 +1,46 @@
+"""What every sub-command shares: its parser and the one error boundary.
+
+Errors print as ``pflux-COMMAND: ERROR: message`` and exit 1; usage errors exit 2
+(argparse's convention). Set ``PFLUX_DEBUG=1`` to see tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from pflux.errors import PfluxError, UsageError
+
+
+def parser(name: str, description: str) -> argparse.ArgumentParser:
+    """An argument parser whose messages say ``pflux NAME``."""
+    return argparse.ArgumentParser(prog=f"pflux {name}", description=description)
+
+
+def run(name: str, body: Callable[[], int | None]) -> int:
+    """Run a sub-command's body, turning pflux errors into one line on stderr."""
+    try:
+        return body() or 0
+    except UsageError as exc:
+        _error(name, exc)
+        return 2
+    except PfluxError as exc:
+        _error(name, exc)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`); silence the interpreter's own complaint
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _error(name: str, exc: Exception) -> None:
+    if os.environ.get("PFLUX_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(f"pflux-{name.replace(' ', '-')}: ERROR: {exc}", file=sys.stderr)

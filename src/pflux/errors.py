@@ -1,0 +1,83 @@
+"""The exceptions pflux raises, as one small tree.
+
+    PfluxError                    anything pflux raises on purpose
+    ├── SpecError (ValueError)    input that breaks a specification
+    │   ├── JobspecError          RFC 25; carries every problem found, not only the first
+    │   ├── JobIDError            RFC 19 FLUID text that decodes in no encoding
+    │   ├── EventlogError         RFC 18; names the line, flags a partial last line
+    │   ├── IdsetError            RFC 22
+    │   ├── HostlistError
+    │   ├── ResourceError         RFC 20 (R)
+    │   ├── DependencyError       RFC 26 command-line URI or object
+    │   └── DurationError         Flux Standard Duration
+    └── UsageError                a command line that cannot be acted on
+
+Callers at a boundary (the CLI, an RPC handler) catch PfluxError and print or
+send its message; anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class PfluxError(Exception):
+    """Base of every error pflux raises on purpose."""
+
+
+class SpecError(PfluxError, ValueError):
+    """Input that does not satisfy a specification."""
+
+
+class JobspecError(SpecError):
+    """An invalid jobspec, with every problem found.
+
+    Each problem is ``"PATH: MESSAGE"``; PATH is a dotted/indexed path from the
+    document root such as ``resources[0].with[0].count`` (empty for the root).
+    """
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems: list[str] = list(problems) or ["invalid jobspec"]
+        super().__init__("; ".join(self.problems))
+
+
+class JobIDError(SpecError):
+    """Text that is not a job id in any FLUID encoding."""
+
+
+class EventlogError(SpecError):
+    """A malformed eventlog or event.
+
+    ``lineno`` is the 1-based line of the problem (None for a single event);
+    ``partial`` is true when the problem is an unterminated last line, which a
+    reader following a live eventlog may wait on rather than reject.
+    """
+
+    def __init__(self, message: str, *, lineno: int | None = None, partial: bool = False) -> None:
+        self.lineno = lineno
+        self.partial = partial
+        super().__init__(f"line {lineno}: {message}" if lineno is not None else message)
+
+
+class IdsetError(SpecError):
+    """Text that is not an RFC 22 idset."""
+
+
+class HostlistError(SpecError):
+    """Text that is not a hostlist."""
+
+
+class ResourceError(SpecError):
+    """An invalid RFC 20 resource set (R)."""
+
+
+class DependencyError(SpecError):
+    """An RFC 26 dependency that cannot be parsed."""
+
+
+class DurationError(SpecError):
+    """Text that is not a Flux Standard Duration."""
+
+
+class UsageError(PfluxError):
+    """A command line or option value that cannot be acted on."""
