@@ -32,13 +32,14 @@ class SpecError(PfluxError, ValueError):
 class JobspecError(SpecError):
     """An invalid jobspec, with every problem found.
 
-    Each problem is ``"PATH: MESSAGE"``; PATH is a dotted/indexed path from the
-    document root such as ``resources[0].with[0].count`` (empty for the root).
+    ``problems`` holds ``(path, message)`` pairs; a path is dotted and indexed
+    from the document root, e.g. ``resources[0].with[0].count``, and is empty
+    for a problem with the document as a whole (such as a YAML syntax error).
     """
 
-    def __init__(self, problems: Iterable[str]) -> None:
-        self.problems: list[str] = list(problems) or ["invalid jobspec"]
-        super().__init__("; ".join(self.problems))
+    def __init__(self, problems: Iterable[tuple[str, str]]) -> None:
+        self.problems: list[tuple[str, str]] = list(problems) or [("", "invalid jobspec")]
+        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in self.problems))
 
 
 class JobIDError(SpecError):
