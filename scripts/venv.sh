@@ -20,3 +20,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 export PATH="$venv/bin:$PATH"
+# Byte-compile once: with PYTHONDONTWRITEBYTECODE set, every command would
+# otherwise recompile pflux on each start.
+"$venv/bin/python" -m compileall -q src/pflux >/dev/null

@@ -18,7 +18,9 @@ send its message; anything else escaping is a bug.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every command
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class PfluxError(Exception):
@@ -43,7 +45,7 @@ class JobspecError(SpecError):
 
 
 class JobIDError(SpecError):
-    """Text that is not a job id in any FLUID encoding."""
+    """A job id that cannot be parsed or encoded, or a FLUID generator misused."""
 
 
 class EventlogError(SpecError):

@@ -11,16 +11,32 @@ import sys
 
 # sub-command -> module under pflux.cli with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
+    "start": "start",
     "submit": "submit",
+    "run": "run",
+    "jobs": "jobs",
     "job": "job",
+    "kvs": "kvs",
+    "resource": "resource",
+    "shutdown": "shutdown",
+    "cancel": "cancel",
+    "queue": "queue",
 }
 
 USAGE = """\
 usage: pflux [--version] COMMAND [ARGS...]
 
 commands:
+  start      run an instance (and a command inside it)
   submit     submit a job (--dry-run prints its jobspec)
-  job        job utilities: validate, id
+  run        submit a job and follow it to the end
+  jobs       list jobs
+  job        job utilities: attach, eventlog, wait-event, info, urgency, ...
+  kvs        read and write the KVS
+  resource   show the instance's resources
+  shutdown   stop the instance
+  cancel     cancel jobs
+  queue      control the queue: status, enable, disable, start, stop, drain, idle
 """
 
 

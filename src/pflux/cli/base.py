@@ -11,7 +11,10 @@ import os
 import sys
 from collections.abc import Callable
 
+from pflux.broker.message import RPCError
 from pflux.errors import PfluxError, UsageError
+
+__all__ = ["RPCError", "parser", "run"]
 
 
 def parser(name: str, description: str) -> argparse.ArgumentParser:

@@ -7,6 +7,17 @@ from pflux.cli import dispatch
 SUBCOMMANDS: dict[str, str] = {
     "validate": "job_validate",
     "id": "job_id",
+    "attach": "job_attach",
+    "submit": "job_submit",
+    "eventlog": "job_eventlog",
+    "wait-event": "job_wait_event",
+    "info": "job_info",
+    "urgency": "job_urgency",
+    "raise": "job_raise",
+    "kill": "job_kill",
+    "cancel": "job_cancel",
+    "wait": "job_wait",
+    "status": "job_status",
 }
 
 USAGE = """\
@@ -15,6 +26,17 @@ usage: pflux job SUBCOMMAND [ARGS...]
 subcommands:
   validate   validate jobspec files (YAML or JSON)
   id         convert job ids between encodings
+  attach     follow a job's output until it ends
+  submit     submit a jobspec file
+  eventlog   print a job's eventlog (-F: follow it)
+  wait-event wait for an event in a job's eventlog
+  info       print a job's jobspec, R, J or eventlogs
+  urgency    change a pending job's urgency
+  raise      raise an exception on jobs
+  kill       send a signal to running jobs
+  cancel     cancel jobs (as pflux cancel)
+  wait       wait for jobs to finish
+  status     wait for jobs and exit with their exit code
 """
 
 

@@ -1,0 +1,95 @@
+"""Jobspec decode + validate rate on one core, for RFC 25's main example.
+
+Run with the project's interpreter: ``.venv/bin/python bench/bench_jobspec.py``.
+Each figure is the median of several repeats; the target for JSON bytes is
+50,000 jobspecs per second.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import timeit
+from collections.abc import Callable
+
+from pflux.errors import JobspecError
+from pflux.spec import jobspec
+
+TARGET = 50_000
+
+EXAMPLE_YAML = """\
+version: 1
+resources:
+  - type: node
+    count: 4
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 2
+tasks:
+  - command: [ "app" ]
+    slot: default
+    count:
+      per_slot: 1
+attributes:
+  system:
+    duration: 3600.
+    cwd: "/home/flux"
+    environment:
+      HOME: "/home/flux"
+"""
+
+EXAMPLE_JSON = jobspec.dumps(jobspec.loads(EXAMPLE_YAML))
+
+# five problems: node count 0, core count 0, per_slot 0, an unknown task key, duration "1h"
+INVALID_JSON = (
+    b'{"version":1,"resources":[{"type":"node","count":0,"with":[{"type":"slot","count":1,'
+    b'"label":"default","with":[{"type":"core","count":0}]}]}],"tasks":[{"command":["app"],'
+    b'"slot":"default","count":{"per_slot":0},"color":"red"}],"attributes":{"system":'
+    b'{"duration":"1h","cwd":"/home/flux","environment":{"HOME":"/home/flux"}}}}'
+)
+
+
+def rate(func: Callable[[], object], repeats: int = 9) -> float:
+    """Calls per second: the median of ``repeats`` runs of about 0.2 s each."""
+    timer = timeit.Timer(func)
+    number, _ = timer.autorange()
+    return number / statistics.median(timer.repeat(repeat=repeats, number=number))
+
+
+def rejected(data: bytes) -> Callable[[], None]:
+    def call() -> None:
+        try:
+            jobspec.loads(data)
+        except JobspecError:
+            return
+        raise AssertionError("the invalid jobspec was accepted")
+
+    return call
+
+
+def main() -> int:
+    decoded = jobspec.decode(EXAMPLE_JSON)
+    cases = (
+        ("JSON bytes, valid (RFC 25 example)", lambda: jobspec.loads(EXAMPLE_JSON)),
+        ("YAML text, valid (RFC 25 example)", lambda: jobspec.loads(EXAMPLE_YAML)),
+        ("JSON bytes, invalid (5 problems)", rejected(INVALID_JSON)),
+        ("validate only, valid dict", lambda: jobspec.validate(decoded)),
+    )
+    print(f"{'decode + validate':40} {'per s':>10} {'µs each':>9}")
+    results = {}
+    for name, func in cases:
+        per_second = rate(func)
+        results[name] = per_second
+        print(f"{name:40} {per_second:10,.0f} {1e6 / per_second:9.1f}")
+    json_rate = results[cases[0][0]]
+    verdict = "meets" if json_rate >= TARGET else "MISSES"
+    print(f"JSON bytes: {json_rate:,.0f}/s {verdict} the target of {TARGET:,}/s")
+    return 0 if json_rate >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,518 @@
+"""Measure the candidate libraries for decoding and validating jobspecs against each other.
+
+Run it in a scratch virtual environment that has every candidate, e.g.::
+
+    python3 -m venv /tmp/cmpvenv
+    /tmp/cmpvenv/bin/pip install pyyaml ruamel.yaml orjson ujson msgspec \\
+        jsonschema fastjsonschema pydantic
+    /tmp/cmpvenv/bin/python bench/compare_libraries.py
+
+A candidate that is not installed is reported as skipped.  Every figure is the
+median of several repeats on one core; ``errors`` says how many problems a
+validator reports for a jobspec that has five (only all of them will do).
+"""
+
+# No ``from __future__ import annotations`` here: msgspec and pydantic read the
+# annotations of the function-local model classes below at run time.
+import contextlib
+import importlib
+import json
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+SCHEMA_PATH = ROOT / "src" / "pflux" / "spec" / "jobspec_v1.schema.json"
+
+# RFC 25's main example
+EXAMPLE_YAML = """\
+version: 1
+resources:
+  - type: node
+    count: 4
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 2
+tasks:
+  - command: [ "app" ]
+    slot: default
+    count:
+      per_slot: 1
+attributes:
+  system:
+    duration: 3600.
+    cwd: "/home/flux"
+    environment:
+      HOME: "/home/flux"
+"""
+
+
+def example() -> dict[str, Any]:
+    return {
+        "version": 1,
+        "resources": [
+            {
+                "type": "node",
+                "count": 4,
+                "with": [
+                    {
+                        "type": "slot",
+                        "count": 1,
+                        "label": "default",
+                        "with": [{"type": "core", "count": 2}],
+                    }
+                ],
+            }
+        ],
+        "tasks": [{"command": ["app"], "slot": "default", "count": {"per_slot": 1}}],
+        "attributes": {
+            "system": {
+                "duration": 3600.0,
+                "cwd": "/home/flux",
+                "environment": {"HOME": "/home/flux"},
+            }
+        },
+    }
+
+
+def broken() -> dict[str, Any]:
+    """The example with five problems that RFC 25's schema itself catches."""
+    doc = example()
+    doc["resources"][0]["count"] = 0
+    doc["resources"][0]["with"][0]["with"][0]["count"] = 0
+    doc["tasks"][0]["count"]["per_slot"] = 0
+    doc["tasks"][0]["color"] = "red"
+    doc["attributes"]["system"]["duration"] = "1h"
+    return doc
+
+
+EXAMPLE_JSON = json.dumps(example()).encode()
+BROKEN_JSON = json.dumps(broken()).encode()
+
+
+def rate(func: Callable[[], object], repeats: int = 7) -> float:
+    """Calls per second: the median of ``repeats`` runs of about 0.2 s each."""
+    number, _ = timeit.Timer(func).autorange()
+    runs = timeit.Timer(func).repeat(repeat=repeats, number=number)
+    return number / statistics.median(runs)
+
+
+def first_use(setup: str, action: str) -> float:
+    """Milliseconds a fresh interpreter spends on ``setup`` then one ``action``."""
+    code = (
+        "import time, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'src')!r}); sys.path.insert(0, {str(ROOT / 'bench')!r})\n"
+        "t0 = time.perf_counter()\n"
+        f"{setup}\n{action}\n"
+        "print((time.perf_counter() - t0) * 1000)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    return float(out)
+
+
+def have(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def row(name: str, per_second: float | None, note: str = "") -> None:
+    if per_second is None:
+        print(f"| {name:44} | {'skipped':>10} | {'':>8} | {note}")
+    else:
+        micro = 1e6 / per_second
+        print(f"| {name:44} | {per_second:10,.0f} | {micro:8.1f} | {note}")
+
+
+def header(title: str, note: str = "notes") -> None:
+    print(f"\n### {title}\n")
+    print(f"| {'candidate':44} | {'per s':>10} | {'µs each':>8} | {note}")
+    print(f"|{'-' * 46}|{'-' * 12}|{'-' * 10}|------")
+
+
+# ------------------------------------------------------------------ candidates
+
+
+def json_decoders() -> None:
+    header("JSON decode (RFC 25 example, bytes)")
+    row("json (stdlib)", rate(lambda: json.loads(EXAMPLE_JSON)))
+    for name, module, attr in (
+        ("orjson", "orjson", "loads"),
+        ("ujson", "ujson", "loads"),
+        ("msgspec.json (untyped)", "msgspec.json", "decode"),
+    ):
+        if not have(module):
+            row(name, None, "not installed")
+            continue
+        func = getattr(importlib.import_module(module), attr)
+        row(name, rate(lambda f=func: f(EXAMPLE_JSON)))
+
+
+def yaml_decoders() -> None:
+    header("YAML decode (RFC 25 example, text)")
+    import yaml
+
+    c_loader = getattr(yaml, "CSafeLoader", None)
+    if c_loader is None:
+        row("PyYAML CSafeLoader", None, "libyaml not available")
+    else:
+        row("PyYAML CSafeLoader", rate(lambda: yaml.load(EXAMPLE_YAML, Loader=c_loader)))
+    row(
+        "PyYAML SafeLoader (pure Python)",
+        rate(lambda: yaml.load(EXAMPLE_YAML, Loader=yaml.SafeLoader)),
+    )
+    from pflux.spec import jobspec
+
+    row(
+        "pflux decode (CSafeLoader + duplicate-key check)",
+        rate(lambda: jobspec.decode(EXAMPLE_YAML, fmt="yaml")),
+    )
+    if have("ruamel.yaml"):
+        from ruamel.yaml import YAML
+
+        safe = YAML(typ="safe")  # libyaml-based where ruamel's C extension is present
+        row("ruamel.yaml typ=safe", rate(lambda: safe.load(EXAMPLE_YAML)))
+        round_trip = YAML()
+        row("ruamel.yaml typ=rt (default)", rate(lambda: round_trip.load(EXAMPLE_YAML)))
+    else:
+        row("ruamel.yaml", None, "not installed")
+
+
+def _msgspec_types() -> Any:
+    """RFC 25's schema as msgspec structs (tagged unions on ``type``)."""
+    import msgspec
+    from msgspec import UNSET, Meta, Struct, UnsetType, field
+
+    positive = Annotated[int, Meta(ge=1)]
+
+    class Core(Struct, tag_field="type", tag="core", forbid_unknown_fields=True):
+        count: positive
+        unit: str | UnsetType = UNSET
+
+    class Gpu(Struct, tag_field="type", tag="gpu", forbid_unknown_fields=True):
+        count: Annotated[int, Meta(ge=0)]
+        unit: str | UnsetType = UNSET
+
+    class Slot(Struct, tag_field="type", tag="slot", forbid_unknown_fields=True):
+        count: positive
+        label: str
+        with_: Annotated[list[Core | Gpu], Meta(min_length=1, max_length=2)] = field(name="with")
+        unit: str | UnsetType = UNSET
+        exclusive: bool | UnsetType = UNSET
+
+    class Node(Struct, tag_field="type", tag="node", forbid_unknown_fields=True):
+        count: positive
+        with_: Annotated[list[Slot], Meta(min_length=1, max_length=1)] = field(name="with")
+        unit: str | UnsetType = UNSET
+        exclusive: bool | UnsetType = UNSET
+
+    class TaskCount(Struct, forbid_unknown_fields=True):
+        per_slot: positive | UnsetType = UNSET
+        total: positive | UnsetType = UNSET
+
+    class Task(Struct, forbid_unknown_fields=True):
+        command: Annotated[list[str], Meta(min_length=1)]
+        slot: str
+        count: TaskCount
+
+    class System(Struct):
+        duration: Annotated[float, Meta(ge=0)]
+        cwd: str | UnsetType = UNSET
+        environment: dict[str, str] | UnsetType = UNSET
+
+    class Attributes(Struct, forbid_unknown_fields=True):
+        system: System
+        user: dict[str, Any] | UnsetType = UNSET
+
+    class Spec(Struct, forbid_unknown_fields=True):
+        version: Literal[1]
+        resources: Annotated[list[Node | Slot], Meta(min_length=1, max_length=1)]
+        tasks: Annotated[list[Task], Meta(min_length=1, max_length=1)]
+        attributes: Attributes
+
+    return msgspec.json.Decoder(Spec)
+
+
+def _pydantic_adapter() -> Any:
+    """RFC 25's schema as pydantic models (strict, discriminated on ``type``)."""
+    from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+    strict = ConfigDict(extra="forbid", strict=True)
+
+    class Core(BaseModel):
+        model_config = strict
+        type: Literal["core"]
+        count: int = Field(ge=1)
+        unit: str | None = None
+
+    class Gpu(BaseModel):
+        model_config = strict
+        type: Literal["gpu"]
+        count: int = Field(ge=0)
+        unit: str | None = None
+
+    class Slot(BaseModel):
+        model_config = strict
+        type: Literal["slot"]
+        count: int = Field(ge=1)
+        label: str
+        with_: list[Annotated[Core | Gpu, Field(discriminator="type")]] = Field(
+            alias="with", min_length=1, max_length=2
+        )
+        unit: str | None = None
+        exclusive: bool | None = None
+
+    class Node(BaseModel):
+        model_config = strict
+        type: Literal["node"]
+        count: int = Field(ge=1)
+        with_: list[Slot] = Field(alias="with", min_length=1, max_length=1)
+        unit: str | None = None
+        exclusive: bool | None = None
+
+    class TaskCount(BaseModel):
+        model_config = strict
+        per_slot: int | None = Field(default=None, ge=1)
+        total: int | None = Field(default=None, ge=1)
+
+    class Task(BaseModel):
+        model_config = strict
+        command: list[str] = Field(min_length=1)
+        slot: str
+        count: TaskCount
+
+    class System(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+        duration: float = Field(ge=0)
+        cwd: str | None = None
+        environment: dict[str, str] | None = None
+
+    class Attributes(BaseModel):
+        model_config = strict
+        system: System
+        user: dict[str, Any] | None = None
+
+    class Spec(BaseModel):
+        model_config = strict
+        version: Literal[1]
+        resources: list[Annotated[Node | Slot, Field(discriminator="type")]] = Field(
+            min_length=1, max_length=1
+        )
+        tasks: list[Task] = Field(min_length=1, max_length=1)
+        attributes: Attributes
+
+    return TypeAdapter(Spec)
+
+
+def quietly(func: Callable[[], object], errors: type[Exception]) -> Callable[[], None]:
+    """``func`` with the rejection it is expected to raise swallowed, for timing."""
+
+    def call() -> None:
+        with contextlib.suppress(errors):
+            func()
+
+    return call
+
+
+def reported(func: Callable[[], object], count: Callable[[Any], int]) -> str:
+    """How many problems ``func``'s exception reports."""
+    try:
+        func()
+    except Exception as exc:
+        return str(count(exc))
+    return "0"
+
+
+def schema_validators() -> tuple[Any, Any]:
+    """RFC 25's schema as a jsonschema Draft7Validator and a fastjsonschema function."""
+    schema = json.loads(SCHEMA_PATH.read_text())
+    draft7 = compiled = None
+    if have("jsonschema"):
+        import jsonschema
+
+        draft7 = jsonschema.Draft7Validator(schema)
+    if have("fastjsonschema"):
+        import fastjsonschema
+
+        compiled = fastjsonschema.compile(schema)
+    return draft7, compiled
+
+
+def validators() -> None:
+    from pflux.errors import JobspecError
+    from pflux.spec import jobspec
+
+    draft7, compiled = schema_validators()
+    valid, invalid = example(), broken()
+    header("Validate a decoded dict (valid example / example with 5 errors)", "errors reported")
+    if draft7 is None:
+        row("jsonschema", None, "not installed")
+    else:
+        row("jsonschema Draft7Validator.is_valid, valid", rate(lambda: draft7.is_valid(valid)))
+        row(
+            "jsonschema iter_errors, invalid",
+            rate(lambda: list(draft7.iter_errors(invalid))),
+            f"{len(list(draft7.iter_errors(invalid)))} (a failed oneOf hides its branch's errors)",
+        )
+    if compiled is None:
+        row("fastjsonschema", None, "not installed")
+    else:
+        import fastjsonschema
+
+        row("fastjsonschema compiled, valid", rate(lambda: compiled(valid)))
+        errors = fastjsonschema.JsonSchemaException
+        row(
+            "fastjsonschema compiled, invalid",
+            rate(quietly(lambda: compiled(invalid), errors)),
+            "1",
+        )
+    row("hand-written walker (pflux validate), valid", rate(lambda: jobspec.validate(valid)))
+    row(
+        "hand-written walker (pflux validate), invalid",
+        rate(quietly(lambda: jobspec.validate(invalid), JobspecError)),
+        reported(lambda: jobspec.validate(invalid), lambda e: len(e.problems)),
+    )
+
+
+def pipelines() -> None:
+    import orjson
+
+    from pflux.errors import JobspecError
+    from pflux.spec import jobspec
+
+    draft7, compiled = schema_validators()
+    header("Decode + validate from JSON bytes (valid example / example with 5 errors)", "errors")
+    if compiled is not None and draft7 is not None:
+        import fastjsonschema
+
+        def hybrid(data: bytes) -> list[Any]:
+            """Fast accept; on rejection, collect every error with jsonschema."""
+            doc = orjson.loads(data)
+            try:
+                compiled(doc)
+            except fastjsonschema.JsonSchemaException:
+                return list(draft7.iter_errors(doc))
+            return []
+
+        row("orjson + fastjsonschema, valid", rate(lambda: hybrid(EXAMPLE_JSON)))
+        row(
+            "orjson + fastjsonschema, then jsonschema, invalid",
+            rate(lambda: hybrid(BROKEN_JSON)),
+            str(len(hybrid(BROKEN_JSON))),
+        )
+    if have("msgspec"):
+        import msgspec
+
+        decoder = _msgspec_types()
+        row("msgspec typed structs, valid", rate(lambda: decoder.decode(EXAMPLE_JSON)))
+        row(
+            "msgspec typed structs, invalid",
+            rate(quietly(lambda: decoder.decode(BROKEN_JSON), msgspec.ValidationError)),
+            "1",
+        )
+    else:
+        row("msgspec", None, "not installed")
+    if have("pydantic"):
+        import pydantic
+
+        adapter = _pydantic_adapter()
+        row("pydantic v2 strict models, valid", rate(lambda: adapter.validate_json(EXAMPLE_JSON)))
+        row(
+            "pydantic v2 strict models, invalid",
+            rate(quietly(lambda: adapter.validate_json(BROKEN_JSON), pydantic.ValidationError)),
+            reported(lambda: adapter.validate_json(BROKEN_JSON), lambda e: e.error_count()),
+        )
+    else:
+        row("pydantic", None, "not installed")
+    row("pflux loads (orjson + walker), valid", rate(lambda: jobspec.loads(EXAMPLE_JSON)))
+    row(
+        "pflux loads (orjson + walker), invalid",
+        rate(quietly(lambda: jobspec.loads(BROKEN_JSON), JobspecError)),
+        reported(lambda: jobspec.loads(BROKEN_JSON), lambda e: len(e.problems)),
+    )
+
+
+FIRST_USE = (
+    ("import orjson + decode", "import orjson", "orjson.loads(b'{}')"),
+    (
+        "import yaml + CSafeLoader decode",
+        "import yaml",
+        "yaml.load('a: 1', Loader=yaml.CSafeLoader)",
+    ),
+    (
+        "import ruamel.yaml + safe decode",
+        "from ruamel.yaml import YAML",
+        "YAML(typ='safe').load('a: 1')",
+    ),
+    (
+        "import fastjsonschema + compile RFC schema",
+        "import fastjsonschema, json",
+        f"fastjsonschema.compile(json.load(open({str(SCHEMA_PATH)!r})))",
+    ),
+    (
+        "import jsonschema + Draft7Validator + 1 check",
+        "import jsonschema, json",
+        f"jsonschema.Draft7Validator(json.load(open({str(SCHEMA_PATH)!r}))).is_valid({{}})",
+    ),
+    (
+        "import msgspec + define structs",
+        "import compare_libraries as c",
+        "c._msgspec_types()",
+    ),
+    (
+        "import pydantic + build models",
+        "import compare_libraries as c",
+        "c._pydantic_adapter()",
+    ),
+    (
+        "import pflux.spec.jobspec + loads (JSON)",
+        "from pflux.spec import jobspec",
+        f"jobspec.loads({EXAMPLE_JSON!r})",
+    ),
+    (
+        "import pflux.spec.jobspec + loads (YAML)",
+        "from pflux.spec import jobspec",
+        f"jobspec.loads({EXAMPLE_YAML!r})",
+    ),
+)
+
+
+def first_use_costs() -> None:
+    print("\n### First use: import + first call in a fresh interpreter (start-up excluded)\n")
+    print(f"| {'what':44} | {'ms':>8} |")
+    print(f"|{'-' * 46}|{'-' * 10}|")
+    for name, setup, action in FIRST_USE:
+        try:
+            times = [first_use(setup, action) for _ in range(5)]
+        except subprocess.CalledProcessError:
+            print(f"| {name:44} | {'skipped':>8} |")
+            continue
+        print(f"| {name:44} | {statistics.median(times):8.1f} |")
+
+
+def main() -> None:
+    print(f"python {sys.version.split()[0]} on {sys.platform}; {time.strftime('%Y-%m-%d')}")
+    json_decoders()
+    yaml_decoders()
+    validators()
+    pipelines()
+    first_use_costs()
+
+
+if __name__ == "__main__":
+    main()

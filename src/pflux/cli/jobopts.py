@@ -1,0 +1,576 @@
+"""The job options of ``flux submit`` (and later ``run``): argparse in, a job request out.
+
+Names, defaults and meanings follow flux-core's submission commands
+(``flux/cli/base.py``, ``MiniCmd`` and ``SubmitBaseCmd``) so that a Flux user
+types the same options and gets the same jobspec; see ``job_request`` for the
+order in which they are applied, which is flux-core's too.  Bad values are
+reported as ``--OPTION=VALUE: why`` and exit 1, as in flux-core; argparse's
+own usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, NoReturn
+
+from pflux.errors import (
+    DependencyError,
+    DurationError,
+    JobspecError,
+    SpecError,
+    UsageError,
+)
+from pflux.spec import builder
+
+__all__ = [
+    "JobRequest",
+    "add_options",
+    "current_rlimits",
+    "dry_run_text",
+    "filter_environment",
+    "filter_rlimits",
+    "job_request",
+]
+
+URGENCY_NAMES = {"hold": 0, "default": 16, "expedite": 31}
+URGENCY_MAX = 31
+SUBMIT_FLAGS = ("debug", "waitable", "novalidate")
+# flux-core propagates every soft limit but these (flux/job/_utils.py)
+DEFAULT_RLIMIT_RULES = (
+    "-memlock",
+    "-ofile",
+    "-msgqueue",
+    "-nice",
+    "-rtprio",
+    "-rttime",
+    "-sigpending",
+)
+UNLIMITED = -1  # how jobspec (and flux-core's job shell) writes RLIM_INFINITY
+_UNLIMITED_WORDS = ("unlimited", "infinity", "inf")
+_MAX_ENV_FILE_DEPTH = 16
+_IDSET = re.compile(r"\[?[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*\]?")
+
+
+class JobRequest(NamedTuple):
+    """What a submission sends: the jobspec and the request's own fields."""
+
+    jobspec: dict[str, Any]
+    urgency: int
+    flags: frozenset[str]
+    # --input given as an idset of task ranks: stdin is fed at attach, not from a file
+    input_ranks: str | None
+
+
+class _Ordered(argparse.Action):
+    """Append ``(const, value)`` to a list that several options share, in command-line order.
+
+    flux-core applies ``--env``, ``--env-remove`` and ``--env-file`` as one
+    ordered list of rules, and ``--dependency`` with ``--begin-time`` likewise.
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        items = getattr(namespace, self.dest, None) or []
+        items.append((self.const, values))
+        setattr(namespace, self.dest, items)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``."""
+    parser.allow_abbrev = False  # flux-core spells long options out in full
+    res = parser.add_argument_group("resources")
+    res.add_argument("-n", "--ntasks", metavar="N", help="number of tasks to start (default 1)")
+    res.add_argument("-c", "--cores-per-task", metavar="N", help="cores per task (default 1)")
+    res.add_argument("-g", "--gpus-per-task", metavar="N", help="GPUs per task (default none)")
+    res.add_argument(
+        "-N",
+        "--nodes",
+        metavar="N",
+        help="spread the tasks over N nodes; without -n, one task per node, exclusively",
+    )
+    res.add_argument("-x", "--exclusive", action="store_true", help="with -N, allocate whole nodes")
+
+    job = parser.add_argument_group("job")
+    job.add_argument(
+        "-t",
+        "--time-limit",
+        metavar="MIN|FSD",
+        help="time limit: minutes when no unit is given, else a Flux standard duration (2h, 30s)",
+    )
+    job.add_argument("--job-name", metavar="NAME", help="name the job")
+    job.add_argument("-q", "--queue", metavar="NAME", help="submit to queue NAME")
+    job.add_argument("-B", "--bank", metavar="BANK", help="charge the job to bank BANK")
+    job.add_argument(
+        "--urgency",
+        metavar="N",
+        default="16",
+        help="urgency 0-31, or hold (0), default (16), expedite (31)",
+    )
+    job.add_argument("--cwd", metavar="DIRECTORY", help="working directory (default: this one)")
+    job.add_argument(
+        "--dependency",
+        dest="dependencies",
+        action=_Ordered,
+        const="uri",
+        metavar="URI",
+        help="an RFC 26 dependency, SCHEME:VALUE[?KEY=VAL[&KEY=VAL...]] (repeatable)",
+    )
+    job.add_argument(
+        "--begin-time",
+        dest="dependencies",
+        action=_Ordered,
+        const="begin-time",
+        metavar="+FSD|TIME",
+        help="start no earlier than TIME: +FSD from now, a date, a time, today, tomorrow",
+    )
+    job.add_argument(
+        "-S",
+        "--setattr",
+        action="append",
+        metavar="KEY[=VAL]",
+        help="set jobspec attribute KEY (system. is implied unless KEY starts with user. or .);"
+        " VAL is JSON or else a string (default 1); ^KEY=FILE reads JSON from FILE (repeatable)",
+    )
+    job.add_argument(
+        "-o",
+        "--setopt",
+        action="append",
+        metavar="KEY[=VAL]",
+        help="set job shell option KEY, VAL as for --setattr (repeatable)",
+    )
+    job.add_argument(
+        "--flags",
+        action="append",
+        metavar="FLAGS",
+        help="comma-separated submission flags: debug, waitable, novalidate",
+    )
+
+    env = parser.add_argument_group("environment and limits (rules apply in order)")
+    env.add_argument(
+        "--env",
+        dest="env",
+        action=_Ordered,
+        const="",
+        metavar="RULE",
+        help="-PATTERN drops, PATTERN copies, NAME=VALUE sets ($NAME expands),"
+        " ^FILE reads rules from FILE; the default passes the whole environment",
+    )
+    env.add_argument(
+        "--env-remove",
+        dest="env",
+        action=_Ordered,
+        const="-",
+        metavar="PATTERN",
+        help="drop variables matching PATTERN (a glob, or /regex/)",
+    )
+    env.add_argument(
+        "--env-file",
+        dest="env",
+        action=_Ordered,
+        const="^",
+        metavar="FILE",
+        help="apply the rules in FILE, one per line (as --env=^FILE)",
+    )
+    env.add_argument(
+        "--rlimit",
+        action="append",
+        metavar="RULE",
+        help="resource limits to pass on: -NAME drops, NAME passes, NAME=VALUE sets"
+        " (default: all but memlock, ofile, msgqueue, nice, rtprio, rttime, sigpending)",
+    )
+
+    io = parser.add_argument_group("standard I/O")
+    io.add_argument("--input", metavar="FILENAME", help="read stdin from FILENAME")
+    io.add_argument("--output", metavar="TEMPLATE", help="write stdout to TEMPLATE")
+    io.add_argument("--error", metavar="TEMPLATE", help="write stderr to TEMPLATE")
+    io.add_argument(
+        "-l", "--label-io", action="store_true", help="label output lines with task ranks"
+    )
+    io.add_argument("-u", "--unbuffered", action="store_true", help="do not buffer output")
+
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the jobspec instead of submitting it"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("json", "yaml"),
+        default="json",
+        help="how --dry-run prints the jobspec (default json)",
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="job command and arguments")
+
+
+def job_request(
+    args: argparse.Namespace,
+    *,
+    environ: Mapping[str, str],
+    cwd: str,
+    now: float,
+    rlimits: Mapping[str, int],
+) -> JobRequest:
+    """Turn parsed options into a validated jobspec and the request's fields.
+
+    ``environ``, ``cwd`` (used unless ``--cwd``), ``now`` (epoch seconds, for
+    ``--begin-time``) and ``rlimits`` (``current_rlimits()``) describe the
+    submitting process.  As in flux-core, options apply in this order: the
+    counts and stdio, then env-expand and rlimit shell options, dependencies,
+    ``--setopt`` and last ``--setattr``, which may override anything.
+    """
+    flags = _flags(args.flags)
+    urgency = _urgency(args.urgency)
+    stdin, input_ranks = _input(args.input)
+    environment, env_expand = filter_environment(_env_rules(args.env), environ)
+    jobspec = builder.from_command(
+        _command(args.command),
+        **_counts(args),
+        duration=_time_limit(args.time_limit),
+        environment=environment,
+        cwd=cwd if args.cwd is None else args.cwd,
+        name=args.job_name,
+        input=stdin,
+        output=args.output,
+        error=args.error,
+        label_io=args.label_io,
+        unbuffered=args.unbuffered,
+        queue=args.queue,
+        bank=args.bank,
+    )
+    if env_expand:
+        builder.set_shell_option(jobspec, "env-expand", env_expand)
+    limits = filter_rlimits(_split_commas(args.rlimit), rlimits)
+    if limits:
+        builder.set_shell_option(jobspec, "rlimit", limits)
+    if args.dependencies:
+        dependencies = [_dependency(kind, text, now) for kind, text in args.dependencies]
+        builder.set_attr(jobspec, "system.dependencies", dependencies)
+    _set_keyvals(jobspec, "--setopt", args.setopt, builder.set_shell_option)
+    _set_keyvals(jobspec, "--setattr", args.setattr, builder.set_attr)
+    if "novalidate" not in flags:
+        from pflux.spec.jobspec import validate
+
+        validate(jobspec)
+    return JobRequest(jobspec, urgency, flags, input_ranks)
+
+
+def request_for(args: argparse.Namespace) -> JobRequest:
+    """``job_request`` for this process: its environment, directory, clock and rlimits."""
+    import os
+    import time
+
+    return job_request(
+        args,
+        environ=os.environ,
+        cwd=os.getcwd() if args.cwd is None else args.cwd,
+        now=time.time(),
+        rlimits=current_rlimits(),
+    )
+
+
+def dry_run_text(jobspec: Mapping[str, Any], fmt: str) -> str:
+    """The jobspec as ``--dry-run`` prints it: flux-core's JSON (one line), or YAML."""
+    if fmt == "yaml":
+        from pflux.spec.jobspec import dumps_yaml
+
+        return dumps_yaml(jobspec)
+    import json
+
+    return json.dumps(jobspec, ensure_ascii=False) + "\n"
+
+
+def _bad(option: str, value: str, why: str) -> NoReturn:
+    raise JobspecError([("", f"{option}={value}: {why}")])
+
+
+def _command(command: Sequence[str]) -> list[str]:
+    args = list(command)
+    if args[:1] == ["--"]:  # the user's separator between options and command
+        del args[0]
+    if not args:
+        raise UsageError("job command and arguments are missing")
+    return args
+
+
+def _count(option: str, text: str | None, minimum: int) -> int | None:
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
+        _bad(option, text, f"must be an integer >= {minimum}")
+    return int(text)
+
+
+def _counts(args: argparse.Namespace) -> dict[str, Any]:
+    """flux-core's rule: -N without -n runs one task per node, on whole nodes."""
+    ntasks = _count("--ntasks", args.ntasks, 1)
+    nodes = _count("--nodes", args.nodes, 1)
+    exclusive: bool = args.exclusive
+    if ntasks is None and nodes is not None:
+        ntasks, exclusive = nodes, True
+    return {
+        "num_tasks": 1 if ntasks is None else ntasks,
+        "cores_per_task": _count("--cores-per-task", args.cores_per_task, 1) or 1,
+        "gpus_per_task": _count("--gpus-per-task", args.gpus_per_task, 0),
+        "num_nodes": nodes,
+        "exclusive": exclusive,
+    }
+
+
+def _time_limit(text: str | None) -> float | None:
+    """Minutes when the value is a bare number (flux-core's ``-t``), else FSD."""
+    if text is None:
+        return None
+    from pflux.spec import duration
+
+    try:
+        seconds = duration.parse(text, default_unit="m")
+    except DurationError as exc:
+        raise DurationError(f"--time-limit: {exc}") from None
+    if seconds == float("inf"):
+        raise DurationError(f"--time-limit={text}: must be finite (0 means no limit)")
+    return seconds
+
+
+def _input(text: str | None) -> tuple[str | None, str | None]:
+    """``--input``: a file to read stdin from, or an idset of task ranks (flux-core's rule)."""
+    if text is not None and _IDSET.fullmatch(text):
+        return None, text
+    return text, None
+
+
+def _urgency(text: str) -> int:
+    if text in URGENCY_NAMES:
+        return URGENCY_NAMES[text]
+    if text.isascii() and text.isdigit() and int(text) <= URGENCY_MAX:
+        return int(text)
+    raise SpecError(f"--urgency={text}: must be 0-{URGENCY_MAX}, hold, default or expedite")
+
+
+def _flags(values: Sequence[str] | None) -> frozenset[str]:
+    flags = frozenset(_split_commas(values))
+    for flag in sorted(flags):
+        if flag not in SUBMIT_FLAGS:
+            expected = ", ".join(SUBMIT_FLAGS)
+            raise SpecError(f'--flags: unknown flag "{flag}" (expected {expected})')
+    return flags
+
+
+def _split_commas(values: Sequence[str] | None) -> list[str]:
+    return [item for value in values or () for item in value.split(",")]
+
+
+def _dependency(kind: str, text: str, now: float) -> dict[str, Any]:
+    from pflux.spec import dependency
+
+    try:
+        if kind == "begin-time":
+            return dependency.begin_time(text, now=now)
+        return dependency.parse_uri(text)
+    except DependencyError as exc:
+        option = "--begin-time" if kind == "begin-time" else "--dependency"
+        raise DependencyError(f"{option}: {exc}") from None
+
+
+def _keyval(option: str, text: str) -> tuple[str, Any]:
+    """``KEY[=VAL]`` of --setattr and --setopt: VAL as JSON if it parses, else text; 1 if absent.
+
+    ``^KEY=FILE`` takes the value from FILE, which must hold JSON.
+    """
+    key, equals, value = text.partition("=")
+    if key.startswith("^"):
+        key = key.lstrip("^")
+        if not equals or not value:
+            _bad(option, text, "^KEY needs =FILE")
+        return key, _read_json(option, value)
+    if not equals:
+        return key, 1
+    return key, _json_or_text(value)
+
+
+def _json_or_text(text: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return text
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON data")
+
+
+def _read_json(option: str, path: str) -> Any:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file, parse_constant=_reject_constant)
+    except OSError as exc:
+        raise JobspecError([("", f"{option}: {path}: {exc.strerror or exc}")]) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN
+        raise JobspecError([("", f"{option}: {path}: {exc}")]) from None
+
+
+def _set_keyvals(
+    jobspec: dict[str, Any],
+    option: str,
+    texts: Sequence[str] | None,
+    setter: Callable[[dict[str, Any], str, Any], None],
+) -> None:
+    for text in texts or ():
+        key, value = _keyval(option, text)
+        try:
+            setter(jobspec, key, value)
+        except JobspecError as exc:
+            _bad(option, text, str(exc))
+
+
+# ----------------------------------------------------------------- environment
+
+
+def _env_rules(entries: Sequence[tuple[str, str]] | None) -> list[str]:
+    """``--env`` rules as flux-core writes them: ``-PATTERN``, ``^FILE`` or as given."""
+    return [prefix + value for prefix, value in entries or ()]
+
+
+def filter_environment(
+    rules: Sequence[str], environ: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The job's environment and its ``env-expand`` templates, after applying ``rules``.
+
+    flux-core's rules (``get_filtered_environment``), starting from all of
+    ``environ``: ``-PATTERN`` drops matching names; ``^FILE`` applies the rules
+    in FILE, one per line (blank lines and ``#`` comments skipped); ``NAME=VALUE``
+    sets NAME, expanding ``$VAR`` and ``${VAR}`` from the environment built so
+    far, then from ``environ`` (``$$`` is a dollar), or, when VALUE holds a
+    ``{{mustache}}`` template, leaves it to the job shell; a bare ``PATTERN``
+    copies matching names from ``environ`` that are not yet set.  A PATTERN is
+    a shell glob, or a regular expression written ``/regex/``.
+    """
+    env = dict(environ)
+    expand: dict[str, str] = {}
+    _apply_env_rules(rules, env, expand, environ, 0)
+    return env, expand
+
+
+def _apply_env_rules(
+    rules: Sequence[str],
+    env: dict[str, str],
+    expand: dict[str, str],
+    environ: Mapping[str, str],
+    depth: int,
+) -> None:
+    for rule in rules:
+        if rule.startswith("-"):
+            matches = _matcher("--env", rule, rule[1:])
+            for name in [name for name in env if matches(name)]:
+                del env[name]
+        elif rule.startswith("^"):
+            lines = _env_file(rule, depth)
+            _apply_env_rules(lines, env, expand, environ, depth + 1)
+        elif "=" not in rule:
+            matches = _matcher("--env", rule, rule)
+            for name, value in environ.items():
+                if name not in env and matches(name):
+                    env[name] = value
+        else:
+            name, _, value = rule.partition("=")
+            if not name:
+                _bad("--env", rule, "the variable name is empty")
+            if "{{" in value:
+                expand[name] = value
+            else:
+                env[name] = _substitute(rule, value, env, environ)
+
+
+def _env_file(rule: str, depth: int) -> list[str]:
+    if depth >= _MAX_ENV_FILE_DEPTH:
+        _bad("--env", rule, f"env files nest more than {_MAX_ENV_FILE_DEPTH} deep")
+    path = os.path.expanduser(rule[1:])
+    try:
+        with open(path, encoding="utf-8") as file:
+            lines = [line.strip() for line in file]
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise JobspecError([("", f"--env: cannot read rules from {path}: {why}")]) from None
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _substitute(rule: str, value: str, env: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    if "$" not in value:
+        return value
+    from string import Template
+
+    try:
+        return Template(value).substitute({**environ, **env})
+    except KeyError as exc:
+        _bad("--env", rule, f'variable "{exc.args[0]}" is not set')
+    except ValueError:
+        _bad("--env", rule, "a $ must start $NAME or ${NAME}, or be written $$")
+
+
+def _matcher(option: str, rule: str, pattern: str) -> Callable[[str], bool]:
+    """A name test: ``/regex/`` (matched at the start, as flux-core does) or a shell glob."""
+    if pattern.startswith("/"):
+        try:
+            regex = re.compile(pattern[1:].rstrip("/"))
+        except re.error as exc:
+            _bad(option, rule, f"bad regular expression: {exc}")
+        return lambda name: regex.match(name) is not None
+    from fnmatch import fnmatchcase
+
+    return lambda name: fnmatchcase(name, pattern)
+
+
+# ---------------------------------------------------------------------- rlimits
+
+
+def current_rlimits() -> dict[str, int]:
+    """This process's soft resource limits, by flux-core's lower-case names, -1 for none."""
+    import resource
+
+    limits = {}
+    for symbol in vars(resource):
+        if symbol.startswith("RLIMIT_"):
+            soft = resource.getrlimit(getattr(resource, symbol))[0]
+            limits[symbol[7:].lower()] = UNLIMITED if soft == resource.RLIM_INFINITY else soft
+    return limits
+
+
+def filter_rlimits(rules: Sequence[str], current: Mapping[str, int]) -> dict[str, int]:
+    """The limits to pass on: flux-core's defaults, then ``rules`` in order.
+
+    ``-PATTERN`` drops matching limits; ``NAME=VALUE`` sets one (``unlimited``,
+    ``infinity`` or ``inf`` for none); a bare ``PATTERN`` passes matching limits
+    at their ``current`` values.  Names are ``current``'s, case-insensitive.
+    """
+    limits = dict(current)
+    for rule in (*DEFAULT_RLIMIT_RULES, *rules):
+        if rule.startswith("-"):
+            matches = _matcher("--rlimit", rule, rule[1:].lower())
+            limits = {name: value for name, value in limits.items() if not matches(name)}
+            continue
+        name, equals, value = rule.partition("=")
+        name = name.lower()
+        if not equals:
+            matches = _matcher("--rlimit", rule, name)
+            found = {limit: soft for limit, soft in current.items() if matches(limit)}
+            if not found:
+                _bad("--rlimit", rule, "no resource limit matches")
+            limits.update(found)
+        elif name not in current:
+            _bad("--rlimit", rule, f"unknown resource limit (known: {', '.join(current)})")
+        elif value in _UNLIMITED_WORDS:
+            limits[name] = UNLIMITED
+        elif value.isascii() and value.isdigit():
+            limits[name] = int(value)
+        else:
+            _bad("--rlimit", rule, "the value must be an integer or unlimited")
+    return limits

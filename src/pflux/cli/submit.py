@@ -1,0 +1,118 @@
+"""``pflux submit [OPTIONS] COMMAND [ARGS...]``: enqueue a job, as ``flux submit`` does.
+
+``--dry-run`` prints the jobspec instead (JSON as flux-core prints it, YAML with
+``--format=yaml``). ``--cc``/``--bcc IDSET`` submit a copy per id (``{cc}`` in
+the command line and option values becomes the id); all copies are in flight
+at once. ``--wait``, ``--watch`` and ``--progress`` follow the jobs to the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pflux.cli import base, jobopts
+from pflux.errors import UsageError
+
+FLAG_BITS = {"debug": 1, "waitable": 2}
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``pflux submit``."""
+    parser = base.parser("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
+    parser.usage = "pflux submit [OPTIONS...] COMMAND [ARGS...]"
+    jobopts.add_options(parser)
+    group = parser.add_argument_group("submission")
+    group.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+    group.add_argument("--cc", metavar="IDSET", help="submit a copy per id; {cc} is the id")
+    group.add_argument("--bcc", metavar="IDSET", help="as --cc, without setting FLUX_JOB_CC")
+    group.add_argument("--wait", action="store_true", help="wait for the jobs to finish")
+    group.add_argument(
+        "--watch", action="store_true", help="show the jobs' output (implies --wait)"
+    )
+    group.add_argument("--progress", action="store_true", help="show a progress bar with jobs/s")
+    group.add_argument("--quiet", action="store_true", help="do not print job ids")
+    args = parser.parse_args(argv)
+    return base.run("submit", lambda: _submit(args))
+
+
+def _submit(args: argparse.Namespace) -> int:
+    copies = _cc_list(args)
+    requests = [jobopts.request_for(_with_cc(args, cc)) for cc in copies]
+    if requests[0].input_ranks is not None:
+        raise UsageError(
+            f"--input={requests[0].input_ranks}: per-task input is not supported by submit"
+        )
+    if args.cc:
+        for cc, request in zip(copies, requests, strict=True):
+            request.jobspec["attributes"]["system"].setdefault("environment", {})["FLUX_JOB_CC"] = (
+                str(cc)
+            )
+    if args.dry_run:
+        for request in requests:
+            sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
+        return 0
+    from pflux.client.handle import Handle
+    from pflux.spec.fluid import JobID
+
+    with Handle(args.uri) as handle:
+        rpcs = [handle.rpc("job-ingest.submit", submit_payload(r)) for r in requests]
+        follow = args.wait or args.watch or args.progress
+        watcher = None
+        if follow:
+            from pflux.cli.watcher import Watcher
+
+            watcher = Watcher(handle, watch=args.watch, progress=args.progress, total=len(rpcs))
+        failed = 0
+        for rpc in rpcs:
+            try:
+                jobid = JobID(rpc.get()["id"])
+            except base.RPCError as exc:
+                print(f"pflux-submit: ERROR: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            if not args.quiet:
+                print(jobid)
+            if watcher is not None:
+                watcher.add(jobid)
+        sys.stdout.flush()
+        code = watcher.run() if watcher is not None and (args.wait or args.watch) else 0
+        return max(code, 1 if failed else 0)
+
+
+def submit_payload(request: jobopts.JobRequest) -> dict[str, Any]:
+    """The job-ingest.submit request for a parsed command line."""
+    flags = 0
+    for name in request.flags:
+        flags |= FLAG_BITS.get(name, 0)
+    return {"jobspec": request.jobspec, "urgency": request.urgency, "flags": flags}
+
+
+def _cc_list(args: argparse.Namespace) -> list[int | None]:
+    if args.cc and args.bcc:
+        raise UsageError("specify only one of --cc or --bcc")
+    text = args.cc or args.bcc
+    if not text:
+        return [None]
+    from pflux.spec.idset import IdSet
+
+    return list(IdSet.decode(text))
+
+
+def _with_cc(args: argparse.Namespace, cc: int | None) -> argparse.Namespace:
+    """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments)."""
+    if cc is None:
+        return args
+    values = {key: _replace(value, str(cc)) for key, value in vars(args).items()}
+    return argparse.Namespace(**values)
+
+
+def _replace(value: Any, cc: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{cc}", cc)
+    if isinstance(value, list):
+        return [_replace(item, cc) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_replace(item, cc) for item in value)
+    return value

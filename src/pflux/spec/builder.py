@@ -1,0 +1,207 @@
+"""Build an RFC 25 jobspec from a command and counts, exactly as flux-core does.
+
+A Flux user who types the same options must get the same jobspec, so this
+follows flux-core's ``JobspecV1.from_command`` and its setters
+(``flux/job/Jobspec.py``) in shape, defaults, key order and messages: one slot
+labelled ``task``; with a node count, node>slot with ``ceil(tasks / nodes)``
+slots per node and, when tasks do not divide evenly, a ``total`` task count
+(some slots then stay idle); gpus beside the cores in the slot; ``exclusive``
+on the node; ``duration`` 0 (unlimited) unless given.
+
+It is pure: the caller passes the environment, working directory and any file
+contents, so the same call always gives the same jobspec.  Errors raise
+JobspecError with flux-core's wording.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
+
+from pflux.errors import JobspecError
+
+__all__ = ["attribute_path", "from_command", "set_attr", "set_shell_option"]
+
+SLOT_LABEL = "task"
+# stdio that stays in the KVS (flux-core's ``--output=kvs``): nothing to redirect
+_NOT_A_FILE = ("none", "kvs")
+
+
+def from_command(
+    command: Sequence[str],
+    *,
+    num_tasks: int = 1,
+    cores_per_task: int = 1,
+    gpus_per_task: int | None = None,
+    num_nodes: int | None = None,
+    exclusive: bool = False,
+    duration: float | None = None,
+    environment: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    name: str | None = None,
+    input: str | None = None,
+    output: str | None = None,
+    error: str | None = None,
+    label_io: bool = False,
+    unbuffered: bool = False,
+    queue: str | None = None,
+    bank: str | None = None,
+) -> dict[str, Any]:
+    """The version 1 jobspec running ``command`` as ``num_tasks`` tasks.
+
+    ``duration`` is in seconds (None or 0: no limit); ``environment`` None
+    leaves the job's environment out.  ``output`` and ``error`` of ``none`` or
+    ``kvs`` keep the stream in the KVS; ``label_io`` labels redirected output
+    with task ranks; ``unbuffered`` asks the shell to pass output on at once.
+    """
+    _check_command(command)
+    top, count = _resources(num_tasks, cores_per_task, gpus_per_task, num_nodes, exclusive)
+    system: dict[str, Any] = {"duration": 0 if duration is None else _duration(duration)}
+    jobspec: dict[str, Any] = {
+        "resources": [top],
+        "tasks": [{"command": list(command), "slot": SLOT_LABEL, "count": count}],
+        "attributes": {"system": system},
+        "version": 1,
+    }
+    if environment is not None:
+        system["environment"] = dict(environment)
+    if cwd is not None:
+        system["cwd"] = cwd
+    if name is not None:
+        set_attr(jobspec, "system.job.name", name)
+    _set_stdio(jobspec, input, output, error, label_io)
+    if unbuffered:
+        set_shell_option(jobspec, "output.stdout.buffer.type", "none")
+        set_shell_option(jobspec, "output.stderr.buffer.type", "none")
+        set_shell_option(jobspec, "output.batch-timeout", 0.05)
+        set_shell_option(jobspec, "input.batch-timeout", 0.0)
+    if queue is not None:
+        system["queue"] = queue
+    if bank is not None:
+        system["bank"] = bank
+    return jobspec
+
+
+def _resources(
+    num_tasks: int,
+    cores_per_task: int,
+    gpus_per_task: int | None,
+    num_nodes: int | None,
+    exclusive: bool,
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The resource vertex and the task count, as flux-core lays them out."""
+    _check_count("task count", num_tasks, 1)
+    _check_count("cores per task", cores_per_task, 1)
+    if gpus_per_task is not None:
+        _check_count("gpus per task", gpus_per_task, 0)
+    children: list[dict[str, Any]] = [{"type": "core", "count": cores_per_task}]
+    if gpus_per_task:
+        children.append({"type": "gpu", "count": gpus_per_task})
+    if num_nodes is None:
+        if exclusive:
+            _fail("exclusive can only be set with a node count")
+        slot = {"type": "slot", "count": num_tasks, "with": children, "label": SLOT_LABEL}
+        return slot, {"per_slot": 1}
+    _check_count("node count", num_nodes, 1, "(if set)")
+    if num_nodes > num_tasks:
+        _fail("node count must not be greater than task count")
+    slot = {
+        "type": "slot",
+        "count": math.ceil(num_tasks / num_nodes),
+        "with": children,
+        "label": SLOT_LABEL,
+    }
+    node: dict[str, Any] = {"type": "node", "count": num_nodes}
+    if exclusive:
+        node["exclusive"] = True
+    node["with"] = [slot]
+    # uneven: the last node's spare slots stay idle, as in flux-core
+    count = {"total": num_tasks} if num_tasks % num_nodes else {"per_slot": 1}
+    return node, count
+
+
+def _set_stdio(
+    jobspec: dict[str, Any], stdin: str | None, stdout: str | None, stderr: str | None, label: bool
+) -> None:
+    """flux-core's stdio setters: file redirections as job shell options."""
+    if stdin is not None:
+        set_shell_option(jobspec, "input.stdin.type", "file")
+        set_shell_option(jobspec, "input.stdin.path", stdin)
+    for stream, path in (("stdout", stdout), ("stderr", stderr)):
+        if path is not None and path not in _NOT_A_FILE:
+            set_shell_option(jobspec, f"output.{stream}.type", "file")
+            set_shell_option(jobspec, f"output.{stream}.path", path)
+            if label:
+                set_shell_option(jobspec, f"output.{stream}.label", True)
+
+
+def _check_command(command: Sequence[str]) -> None:
+    if isinstance(command, str) or not isinstance(command, Sequence):
+        _fail("command must be a list of strings")
+    if not command:
+        _fail("command must not be empty")
+    if not all(isinstance(arg, str) for arg in command):
+        _fail("command must be a list of strings")
+
+
+def _check_count(what: str, value: int, minimum: int, note: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        _fail(f"{what} must be an integer >= {minimum}" + (f" {note}" if note else ""))
+
+
+def _duration(seconds: float) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        _fail("duration must be a number of seconds")
+    if math.isnan(seconds) or math.isinf(seconds):
+        _fail("duration must be a normal, finite value")
+    if seconds < 0:
+        _fail("duration must not be negative")
+    return float(seconds)
+
+
+def _fail(message: str) -> NoReturn:
+    raise JobspecError([("", message)])
+
+
+def attribute_path(key: str) -> list[str]:
+    """Where ``--setattr`` puts ``key``, as a path from the jobspec root.
+
+    flux-core's rule: a key starting ``system.``, ``user.`` or ``attributes.``
+    is taken as it is (under ``attributes``); a leading ``.`` addresses
+    ``attributes`` itself; any other key goes under ``attributes.system``.
+    """
+    if key.startswith("."):
+        key = "attributes" + key
+    elif not key.startswith(("attributes.", "user.", "system.")):
+        key = "system." + key
+    if not key.startswith("attributes."):
+        key = "attributes." + key
+    path = key.split(".")
+    if "" in path:
+        _fail(f'attribute key "{key}" has an empty component')
+    return path
+
+
+def set_attr(jobspec: dict[str, Any], key: str, value: Any) -> None:
+    """Set attribute ``key`` (dotted, placed by ``attribute_path``) to ``value``."""
+    _set_path(jobspec, attribute_path(key), value)
+
+
+def set_shell_option(jobspec: dict[str, Any], key: str, value: Any) -> None:
+    """Set job shell option ``key`` (dotted) to ``value``, under ``system.shell.options``."""
+    path = key.split(".")
+    if "" in path:
+        _fail(f'shell option "{key}" has an empty component')
+    _set_path(jobspec, ["attributes", "system", "shell", "options", *path], value)
+
+
+def _set_path(jobspec: dict[str, Any], path: list[str], value: Any) -> None:
+    """``jobspec[a][b]...[z] = value``, making mappings on the way as flux-core does."""
+    node: Any = jobspec
+    for depth, part in enumerate(path[:-1]):
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            where = ".".join(path[: depth + 1])
+            _fail(f"cannot set {'.'.join(path)}: {where} is already set and is not a mapping")
+    node[path[-1]] = value

@@ -1,0 +1,393 @@
+"""RFC 19 FLUIDs: job ids, their text encodings, and the generator that issues them.
+
+A FLUID is 64 bits: a 40-bit timestamp (milliseconds since the generator's own
+epoch), a 14-bit generator id and a 10-bit sequence number. Ids print in any of
+six encodings (dec, hex, dothex, kvs, words, f58) and every pflux command must
+accept all of them, so decoding is on the hot path of every CLI call and every
+RPC that names a job: the code here favours str methods and table look-ups over
+regular expressions, and loads the mnemonicode word list only when words are
+actually used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from pflux.errors import JobIDError
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (several ms)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["ENCODINGS", "FluidGenerator", "JobID", "ascii_f58_preferred"]
+
+_TS_BITS = 40
+_GEN_BITS = 14
+_SEQ_BITS = 10
+_SEQ_MAX = (1 << _SEQ_BITS) - 1
+_GEN_MAX = (1 << _GEN_BITS) - 1
+_ID_MAX = (1 << 64) - 1
+
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_B58_VALUE = {c: i for i, c in enumerate(_B58)}
+# every two-digit base58 string, so encoding takes half as many divisions
+_B58_PAIRS = tuple(a + b for a in _B58 for b in _B58)
+_F58_PREFIX = "ƒ"
+_F58_ASCII_PREFIX = "f"
+_F58_MAX_DIGITS = 12  # as flux-core: 11 digits cover 64 bits, one more allows a leading '1'
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_MN_BASE = 1626  # mnemonicode words; three of them cover 32 bits
+
+#: The names ``JobID.encode`` and ``pflux job id --to`` accept.
+ENCODINGS = ("dec", "hex", "dothex", "kvs", "words", "f58", "f58plain")
+
+
+def _invalid(text: str, reason: str) -> JobIDError:
+    shown = text if len(text) <= 64 else text[:60] + "..."
+    return JobIDError(f"{shown!r} is not a valid job id: {reason}")
+
+
+# filled on first use: (words, word -> position)
+_WORDLIST: list[tuple[tuple[str, ...], dict[str, int]]] = []
+
+
+def _wordlist() -> tuple[tuple[str, ...], dict[str, int]]:
+    """The mnemonicode words and their positions, imported on first use only."""
+    if not _WORDLIST:
+        from pflux.spec._wordlist import WORDS
+
+        _WORDLIST.append((WORDS, {w: i for i, w in enumerate(WORDS)}))
+    return _WORDLIST[0]
+
+
+class JobID(int):
+    """A job id: an ``int`` that parses and prints every RFC 19 encoding.
+
+    ``JobID(n)`` checks that n fits in 64 unsigned bits; ``JobID(text)`` is
+    ``JobID.parse(text)``. ``str()`` (and an f-string) gives f58, as flux does.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: int | str) -> JobID:
+        if isinstance(value, str):
+            return cls.parse(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise JobIDError(f"{value!r} is not a valid job id: expected an int or a string")
+        if not 0 <= value <= _ID_MAX:
+            raise JobIDError(f"{int(value)} is not a valid job id: outside 0..2**64-1")
+        return int.__new__(cls, value)
+
+    @classmethod
+    def parse(cls, text: str) -> JobID:
+        """Decode ``text`` in whichever encoding it is in (RFC 19's detection rules).
+
+        Surrounding whitespace and a leading ``job.`` are ignored, then, in
+        flux-core's order: a ``.`` means dothex, a ``-`` words, a leading
+        ``ƒ``/``f`` f58, ``0x`` hex, and anything else must be decimal digits.
+        (Decimal and ``ƒ`` are tested first only because they are the common
+        cases; neither can be mistaken for another encoding.)
+        """
+        if not isinstance(text, str):
+            raise JobIDError(f"{text!r} is not a valid job id: expected a string")
+        s = text.strip()
+        if s.startswith("job."):
+            s = s[4:]
+        if s.isdigit() and s.isascii():
+            value = int(s)
+        elif s.startswith(_F58_PREFIX):  # no dothex or words starts with it: skip their tests
+            value = _f58_decode(text, s)
+        elif "." in s:
+            value = _dothex_decode(text, s)
+        elif "-" in s:
+            value = _words_decode(text, s)
+        elif s.startswith(_F58_ASCII_PREFIX):
+            value = _f58_decode(text, s)
+        elif not s:
+            raise _invalid(text, "empty")
+        elif s.startswith("0x"):
+            digits = s[2:]
+            if not digits or not _HEX_DIGITS.issuperset(digits):
+                raise _invalid(text, "0x must be followed by hex digits")
+            value = int(digits, 16)
+        else:
+            raise _invalid(text, "not in dec, hex, dothex, kvs, words or f58 encoding")
+        if value > _ID_MAX:
+            raise _invalid(text, "larger than 64 bits")
+        return int.__new__(cls, value)
+
+    def encode(self, fmt: str) -> str:
+        """This id in encoding ``fmt`` (one of ``ENCODINGS``, any case)."""
+        encoder = _ENCODERS.get(fmt) or _ENCODERS.get(fmt.lower())
+        if encoder is None:
+            raise JobIDError(
+                f"unknown job id encoding {fmt!r}: expected one of {', '.join(ENCODINGS)}"
+            )
+        return encoder(self)
+
+    @property
+    def dec(self) -> str:
+        """Decimal, e.g. ``6787342413402046``."""
+        return int.__repr__(self)
+
+    @property
+    def hex(self) -> str:
+        """``0x`` and lower-case hex, e.g. ``0x181d0d4d850fbe``."""
+        return f"{self:#x}"
+
+    @property
+    def dothex(self) -> str:
+        """Four dot-separated 16-bit groups, e.g. ``0018.1d0d.4d85.0fbe``."""
+        return _dothex(self)
+
+    @property
+    def kvs(self) -> str:
+        """The job's KVS directory (RFC 16), e.g. ``job.0018.1d0d.4d85.0fbe``."""
+        return "job." + _dothex(self)
+
+    @property
+    def words(self) -> str:
+        """Mnemonicode, e.g. ``cake-plume-nepal--neuron-pencil-academy``."""
+        return _words_encode(self)
+
+    @property
+    def f58(self) -> str:
+        """Base58 after ``ƒ``, e.g. ``ƒLUv``: what pflux prints by default."""
+        return _F58_PREFIX + _b58(self)
+
+    @property
+    def f58plain(self) -> str:
+        """Base58 after an ASCII ``f``, for output that cannot carry ``ƒ``."""
+        return _F58_ASCII_PREFIX + _b58(self)
+
+    @property
+    def timestamp(self) -> int:
+        """Milliseconds since the issuing generator's epoch (the top 40 bits)."""
+        return self >> (_GEN_BITS + _SEQ_BITS)
+
+    @property
+    def generator(self) -> int:
+        """The id of the generator that issued this id (14 bits)."""
+        return (self >> _SEQ_BITS) & _GEN_MAX
+
+    @property
+    def sequence(self) -> int:
+        """The sequence number within its millisecond (10 bits)."""
+        return self & _SEQ_MAX
+
+    def __str__(self) -> str:
+        return _F58_PREFIX + _b58(self)
+
+    def __repr__(self) -> str:
+        return f"JobID({int.__repr__(self)})"
+
+
+def _b58(n: int) -> str:
+    if n < 58:
+        return _B58[n]
+    pairs = _B58_PAIRS
+    parts = []
+    while n >= 3364:
+        n, r = divmod(n, 3364)
+        parts.append(pairs[r])
+    parts.append(pairs[n] if n >= 58 else _B58[n])
+    parts.reverse()
+    return "".join(parts)
+
+
+def _dothex(n: int) -> str:
+    h = f"{n:016x}"
+    return f"{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
+
+
+def _words_encode(n: int) -> str:
+    words = _wordlist()[0]
+    lo = n & 0xFFFFFFFF
+    hi = n >> 32
+    return (
+        f"{words[lo % _MN_BASE]}-{words[lo // _MN_BASE % _MN_BASE]}-{words[lo // 2643876]}--"
+        f"{words[hi % _MN_BASE]}-{words[hi // _MN_BASE % _MN_BASE]}-{words[hi // 2643876]}"
+    )
+
+
+def _dothex_decode(text: str, s: str) -> int:
+    if len(s) == 19 and s[4] == s[9] == s[14] == ".":  # the canonical form, in one go
+        digits = s[:4] + s[5:9] + s[10:14] + s[15:]
+        if _HEX_DIGITS.issuperset(digits):
+            return int(digits, 16)
+    groups = s.split(".")
+    if len(groups) != 4:
+        raise _invalid(text, "dothex needs four groups, e.g. 0018.1d0d.4d85.0fbe")
+    value = 0
+    for g in groups:
+        if not 1 <= len(g) <= 4 or not _HEX_DIGITS.issuperset(g):
+            raise _invalid(text, "each dothex group must be 1 to 4 hex digits")
+        value = value << 16 | int(g, 16)
+    return value
+
+
+def _words_decode(text: str, s: str) -> int:
+    words = s.split("-")
+    # w-w-w--w-w-w splits into seven parts, the fourth empty
+    if len(words) != 7 or words[3]:
+        raise _invalid(text, "words must have the form w-w-w--w-w-w")
+    if not s.islower():
+        words = s.lower().split("-")
+    index = _wordlist()[1]
+    try:
+        lo = index[words[0]] + _MN_BASE * (index[words[1]] + _MN_BASE * index[words[2]])
+        hi = index[words[4]] + _MN_BASE * (index[words[5]] + _MN_BASE * index[words[6]])
+    except KeyError as exc:
+        raise _invalid(text, f"{exc.args[0]!r} is not a mnemonicode word") from None
+    if lo >> 32 or hi >> 32:
+        triple = "-".join(words[:3] if lo >> 32 else words[4:])
+        raise _invalid(text, f"{triple!r} encodes more than 32 bits")
+    return hi << 32 | lo
+
+
+def _f58_decode(text: str, s: str) -> int:
+    digits = s[1:]
+    if not 1 <= len(digits) <= _F58_MAX_DIGITS:
+        raise _invalid(text, f"f58 needs 1 to {_F58_MAX_DIGITS} base58 digits after the prefix")
+    table = _B58_VALUE
+    value = 0
+    try:
+        for c in digits:
+            value = value * 58 + table[c]
+    except KeyError as exc:
+        raise _invalid(text, f"{exc.args[0]!r} is not a base58 digit") from None
+    return value
+
+
+_ENCODERS: dict[str, Callable[[JobID], str]] = {
+    "dec": int.__repr__,
+    "hex": lambda n: f"{n:#x}",
+    "dothex": _dothex,
+    "kvs": lambda n: "job." + _dothex(n),
+    "words": _words_encode,
+    "f58": lambda n: _F58_PREFIX + _b58(n),
+    "f58plain": lambda n: _F58_ASCII_PREFIX + _b58(n),
+}
+
+
+def ascii_f58_preferred(encoding: str | None = None) -> bool:
+    """Whether to print f58 with ``f`` rather than ``ƒ``.
+
+    flux-core prints ``f`` when the locale is not UTF-8 or when
+    ``FLUX_F58_FORCE_ASCII`` is set. pflux honours that variable (and
+    ``PFLUX_F58_FORCE_ASCII``) and otherwise asks whether the output encoding
+    (``sys.stdout``'s unless given) can carry ``ƒ`` at all.
+    """
+    if os.environ.get("FLUX_F58_FORCE_ASCII") or os.environ.get("PFLUX_F58_FORCE_ASCII"):
+        return True
+    if encoding is None:
+        encoding = getattr(sys.stdout, "encoding", None)
+    if not encoding:
+        return True
+    try:
+        _F58_PREFIX.encode(encoding)
+    except (LookupError, UnicodeError):
+        return True
+    return False
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class FluidGenerator:
+    """Issues strictly increasing FLUIDs for one generator id.
+
+    As in flux-core, the timestamp counts milliseconds of a monotonic clock
+    from the generator's start, offset so that a generator built with
+    ``after=largest_id_ever_issued`` starts one millisecond past that id's
+    timestamp: ids never repeat or go backwards across restarts, and wall-clock
+    steps cannot disturb them. Without ``after`` (a new instance) it starts at
+    timestamp 1, as flux-core's job-ingest does, so no job is ever id 0.
+
+    When 1024 ids have been issued in one millisecond, flux-core busy-waits for
+    the next. This generator instead moves its timestamp one millisecond ahead
+    of the clock and carries on, so a burst never blocks the event loop; it runs
+    ahead by at most burst/1024 ms and the clock catches up once the burst ends.
+    Not thread-safe: one generator belongs to one job-ingest.
+    """
+
+    __slots__ = ("_bits", "_generator_id", "_now", "_offset", "_seq", "_timestamp", "_zero")
+
+    def __init__(
+        self,
+        generator_id: int = 0,
+        *,
+        after: int | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if (
+            not isinstance(generator_id, int)
+            or isinstance(generator_id, bool)
+            or not 0 <= generator_id <= _GEN_MAX
+        ):
+            raise JobIDError(f"FLUID generator id must be an int in 0..{_GEN_MAX}")
+        start = JobID(0 if after is None else after).timestamp + 1
+        if start >> _TS_BITS:
+            raise JobIDError(f"FLUID timestamp overflow: no ids remain after {after}")
+        self._generator_id = generator_id
+        self._bits = generator_id << _SEQ_BITS
+        if clock is None:
+            self._now = _monotonic_ms
+        else:
+            read = clock
+            self._now = lambda: int(read() * 1000 // 1)
+        self._zero = self._now()
+        self._offset = start
+        self._timestamp = start
+        self._seq = 0
+
+    @property
+    def generator_id(self) -> int:
+        """The 14-bit generator id stamped into every id issued."""
+        return self._generator_id
+
+    @property
+    def timestamp(self) -> int:
+        """The timestamp of the latest id issued (before the first, the starting one)."""
+        return self._timestamp
+
+    def next(self) -> JobID:
+        """The next id, greater than every id this generator issued before."""
+        now = self._now() - self._zero + self._offset
+        if now > self._timestamp:
+            self._timestamp = now
+            self._seq = 0
+        elif self._seq > _SEQ_MAX:
+            self._timestamp += 1
+            self._seq = 0
+        ts = self._timestamp
+        if ts >> _TS_BITS:
+            raise JobIDError("FLUID timestamp overflow: the 40-bit millisecond count is spent")
+        seq = self._seq
+        self._seq = seq + 1
+        return int.__new__(JobID, ts << 24 | self._bits | seq)
+
+    def next_many(self, n: int) -> list[JobID]:
+        """``n`` consecutive ids at once, for batched ingest; same guarantees as ``next``."""
+        now = self._now() - self._zero + self._offset
+        ts, seq = self._timestamp, self._seq
+        if now > ts:
+            ts, seq = now, 0
+        out: list[JobID] = []
+        new = int.__new__
+        while n > 0:
+            if seq > _SEQ_MAX:
+                ts, seq = ts + 1, 0
+            if ts >> _TS_BITS:
+                raise JobIDError("FLUID timestamp overflow: the 40-bit millisecond count is spent")
+            take = min(n, _SEQ_MAX + 1 - seq)
+            base = ts << 24 | self._bits
+            out.extend([new(JobID, i) for i in range(base + seq, base + seq + take)])
+            seq += take
+            n -= take
+        self._timestamp, self._seq = ts, seq
+        return out
