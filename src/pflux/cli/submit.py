@@ -14,8 +14,9 @@ from typing import Any
 
 from pflux.cli import base, jobopts
 from pflux.errors import UsageError
+from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
 
-FLAG_BITS = {"debug": 1, "waitable": 2}
+FLAG_BITS = {"debug": FLAG_DEBUG, "waitable": FLAG_WAITABLE}
 
 
 def main(argv: list[str]) -> int:

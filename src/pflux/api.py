@@ -1,0 +1,351 @@
+"""The Python API: submit jobs, wait for them, follow their events, cancel them, list them.
+
+``Client`` blocks; ``AsyncClient`` is the same API for asyncio. Both speak the
+messages of docs/interfaces.md; the request payloads are built once, here, and
+the two differ only in how they wait.
+
+    with pflux.Client() as client:
+        jobid = client.submit(["hostname"], num_tasks=2)
+        print(client.wait(jobid).success)
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pflux.broker.message import RPCError
+from pflux.client.handle import Handle
+from pflux.errors import PfluxError
+from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
+from pflux.manager.states import URGENCY_DEFAULT, URGENCY_EXPEDITE, URGENCY_HOLD
+from pflux.spec.eventlog import Event, EventlogReader
+from pflux.spec.fluid import JobID
+
+if TYPE_CHECKING:
+    from pflux.client.aio import AsyncHandle
+
+__all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
+
+URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a job ended: ``success``, and ``errstr`` saying why not."""
+
+    id: JobID
+    success: bool
+    errstr: str
+
+
+def jobspec_of(job: Mapping[str, Any] | Sequence[str], **options: Any) -> dict[str, Any]:
+    """A jobspec from a jobspec mapping, or from a command line and builder options.
+
+    A command gets the caller's environment and working directory, as `pflux submit` does.
+    """
+    if isinstance(job, Mapping):
+        if options:
+            raise PfluxError("builder options apply to a command, not to a ready jobspec")
+        return dict(job)
+    from pflux.spec.builder import from_command
+
+    options.setdefault("environment", dict(os.environ))
+    options.setdefault("cwd", os.getcwd())
+    return from_command(list(job), **options)
+
+
+def _submit_payload(
+    jobspec: Mapping[str, Any], urgency: int | str, waitable: bool, debug: bool
+) -> dict[str, Any]:
+    flags = (FLAG_WAITABLE if waitable else 0) | (FLAG_DEBUG if debug else 0)
+    return {"jobspec": dict(jobspec), "urgency": _urgency(urgency), "flags": flags}
+
+
+def _urgency(urgency: int | str) -> int:
+    if isinstance(urgency, str):
+        if urgency in URGENCY_NAMES:
+            return URGENCY_NAMES[urgency]
+        try:
+            return int(urgency)
+        except ValueError:
+            raise PfluxError(
+                f"urgency: must be 0-31, hold, expedite or default, got {urgency!r}"
+            ) from None
+    return urgency
+
+
+def _raise_payload(jobid: int, etype: str, severity: int, note: str) -> dict[str, Any]:
+    return {"id": int(jobid), "type": etype, "severity": severity, "note": note}
+
+
+def _list_payload(
+    states: int, results: int, userid: int, max_entries: int, attrs: Sequence[str]
+) -> dict[str, Any]:
+    return {
+        "states": states,
+        "results": results,
+        "userid": userid,
+        "max_entries": max_entries,
+        "attrs": list(attrs),
+    }
+
+
+def _result(reply: dict[str, Any]) -> JobResult:
+    return JobResult(JobID(reply["id"]), bool(reply["success"]), reply.get("errstr", ""))
+
+
+def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
+    if event.name != name:
+        return False
+    context = event.context or {}
+    return all(context.get(k) == v for k, v in (match or {}).items())
+
+
+class Client:
+    """A blocking client of one instance (``uri``, else PFLUX_URI)."""
+
+    def __init__(self, uri: str | None = None) -> None:
+        self.handle = Handle(uri)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def submit(
+        self,
+        job: Mapping[str, Any] | Sequence[str],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+        **options: Any,
+    ) -> JobID:
+        """Submit a jobspec, or a command line with builder options; return its id."""
+        jobspec = jobspec_of(job, **options)
+        return self.submit_many([jobspec], urgency=urgency, waitable=waitable, debug=debug)[0]
+
+    def submit_many(
+        self,
+        jobspecs: Sequence[Mapping[str, Any]],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+    ) -> list[JobID]:
+        """Submit many jobspecs with every request in flight at once."""
+        rpcs = [
+            self.handle.rpc("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
+            for js in jobspecs
+        ]
+        return [JobID(rpc.get()["id"]) for rpc in rpcs]
+
+    def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
+        """Wait until the job is inactive."""
+        return _result(self.handle.call("job-manager.wait", {"id": int(jobid)}, timeout))
+
+    def events(self, jobid: int, *, path: str = "eventlog", follow: bool = True) -> Iterator[Event]:
+        """The job's events (or a guest eventlog's: ``guest.output``, ``guest.exec.eventlog``).
+
+        With ``follow`` they arrive live until the job is inactive; without it,
+        only the job's own eventlog as it is now.
+        """
+        if not follow:
+            if path != "eventlog":
+                raise PfluxError(f"{path}: only the job eventlog can be read without following")
+            reply = self.handle.call("job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]})
+            yield from EventlogReader().feed(reply["eventlog"])
+            return
+        reader = EventlogReader()
+        rpc = self.handle.rpc(
+            "job-info.eventlog-watch", {"id": int(jobid), "path": path}, streaming=True
+        )
+        for payload in rpc:
+            yield from reader.feed(payload["data"])
+
+    def wait_event(
+        self,
+        jobid: int,
+        name: str,
+        *,
+        match: Mapping[str, Any] | None = None,
+        path: str = "eventlog",
+    ) -> Event:
+        """The first event named ``name`` (with ``match`` in its context)."""
+        for event in self.events(jobid, path=path):
+            if _matches(event, name, match):
+                return event
+        raise RPCError(errno.ENODATA, f"event {name!r} never received")
+
+    def raise_exception(
+        self, jobid: int, etype: str = "cancel", severity: int = 0, note: str = ""
+    ) -> None:
+        self.handle.call("job-manager.raise", _raise_payload(jobid, etype, severity, note))
+
+    def cancel(self, jobid: int, note: str = "") -> None:
+        self.raise_exception(jobid, "cancel", 0, note)
+
+    def kill(self, jobid: int, signum: int = 15) -> None:
+        self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    def urgency(self, jobid: int, urgency: int | str) -> int:
+        """Set a pending job's urgency; return the old one."""
+        reply = self.handle.call(
+            "job-manager.urgency", {"id": int(jobid), "urgency": _urgency(urgency)}
+        )
+        return int(reply["old_urgency"])
+
+    def list_jobs(
+        self,
+        *,
+        states: int = 0,
+        results: int = 0,
+        userid: int = -1,
+        max_entries: int = 0,
+        attrs: Sequence[str] = ("all",),
+    ) -> list[dict[str, Any]]:
+        """Jobs from job-list (0 for states/results means all)."""
+        payload = _list_payload(states, results, userid, max_entries, attrs)
+        jobs: list[dict[str, Any]] = self.handle.call("job-list.list", payload)["jobs"]
+        return jobs
+
+    def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+        reply = self.handle.call("job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
+        job: dict[str, Any] = reply["job"]
+        return job
+
+    def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
+        """The job's stored text for each of ``keys`` (``J``, ``jobspec``, ``R``, ``eventlog``)."""
+        reply = self.handle.call("job-info.lookup", {"id": int(jobid), "keys": list(keys)})
+        return {key: reply[key] for key in keys}
+
+    def raise_all(
+        self,
+        etype: str = "cancel",
+        severity: int = 0,
+        note: str = "",
+        *,
+        userid: int = -1,
+        states: int | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """Raise an exception on every active job of ``userid`` (-1: everyone's) in ``states``.
+
+        Returns how many jobs matched; with ``dry_run`` nothing is raised.
+        """
+        payload: dict[str, Any] = {
+            "type": etype,
+            "severity": severity,
+            "note": note,
+            "userid": userid,
+            "dry_run": dry_run,
+        }
+        if states is not None:
+            payload["states"] = states
+        return int(self.handle.call("job-manager.raiseall", payload)["count"])
+
+    def queue_status(self) -> dict[str, Any]:
+        """``{enable, start}``, with ``disable_reason`` / ``stop_reason`` when they are off."""
+        status: dict[str, Any] = self.handle.call("job-manager.queue-status", {})
+        return status
+
+    def queue_enable(self, enable: bool, reason: str = "") -> None:
+        """Accept (or, with a reason, refuse) new submissions."""
+        self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
+
+    def queue_start(self, start: bool, reason: str = "") -> None:
+        """Start (or, with a reason, stop) allocating resources to pending jobs."""
+        self.handle.call("job-manager.queue-start", {"start": start, "reason": reason})
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until no job is active (RPCTimeout after ``timeout`` seconds)."""
+        self.handle.call("job-manager.drain", {}, timeout)
+
+    def idle(self, timeout: float | None = None) -> int:
+        """Wait until no job is running; return how many are still pending."""
+        return int(self.handle.call("job-manager.idle", {}, timeout)["pending"])
+
+
+class AsyncClient:
+    """The asyncio twin of Client: ``async with await AsyncClient.connect() as client``."""
+
+    def __init__(self, handle: AsyncHandle) -> None:
+        self.handle = handle
+
+    @classmethod
+    async def connect(cls, uri: str | None = None) -> AsyncClient:
+        from pflux.client.aio import AsyncHandle  # asyncio only for those who use it
+
+        return cls(await AsyncHandle.connect(uri))
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.handle.close()
+
+    async def submit(
+        self,
+        job: Mapping[str, Any] | Sequence[str],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+        **options: Any,
+    ) -> JobID:
+        payload = _submit_payload(jobspec_of(job, **options), urgency, waitable, debug)
+        return JobID((await self.handle.call("job-ingest.submit", payload))["id"])
+
+    async def wait(self, jobid: int) -> JobResult:
+        return _result(await self.handle.call("job-manager.wait", {"id": int(jobid)}))
+
+    async def events(self, jobid: int, *, path: str = "eventlog") -> AsyncIterator[Event]:
+        reader = EventlogReader()
+        payload = {"id": int(jobid), "path": path}
+        async for reply in self.handle.stream("job-info.eventlog-watch", payload):
+            for event in reader.feed(reply["data"]):
+                yield event
+
+    async def wait_event(
+        self, jobid: int, name: str, *, match: Mapping[str, Any] | None = None
+    ) -> Event:
+        async for event in self.events(jobid):
+            if _matches(event, name, match):
+                return event
+        raise RPCError(errno.ENODATA, f"event {name!r} never received")
+
+    async def raise_exception(
+        self, jobid: int, etype: str = "cancel", severity: int = 0, note: str = ""
+    ) -> None:
+        await self.handle.call("job-manager.raise", _raise_payload(jobid, etype, severity, note))
+
+    async def cancel(self, jobid: int, note: str = "") -> None:
+        await self.raise_exception(jobid, "cancel", 0, note)
+
+    async def urgency(self, jobid: int, urgency: int | str) -> int:
+        payload = {"id": int(jobid), "urgency": _urgency(urgency)}
+        return int((await self.handle.call("job-manager.urgency", payload))["old_urgency"])
+
+    async def list_jobs(
+        self,
+        *,
+        states: int = 0,
+        results: int = 0,
+        userid: int = -1,
+        max_entries: int = 0,
+        attrs: Sequence[str] = ("all",),
+    ) -> list[dict[str, Any]]:
+        payload = _list_payload(states, results, userid, max_entries, attrs)
+        jobs: list[dict[str, Any]] = (await self.handle.call("job-list.list", payload))["jobs"]
+        return jobs

@@ -1,0 +1,1 @@
+"""The broker: message routing, the local connector, and the instance that hosts the services."""

@@ -1,0 +1,185 @@
+"""Messages between clients and services, and their wire form.
+
+A message is a request, a response or an error response (RFC 6 in spirit):
+requests name a ``service.method`` topic and carry a matchtag that their
+responses repeat. A streaming request gets any number of responses and is ended
+by an error response; ``ENODATA`` is the normal end of a stream.
+
+On the socket every message is a 4-byte big-endian length followed by that
+many bytes of JSON: ``{"type", "topic", "matchtag", "flags", "payload",
+"errnum", "errstr"}``. Within the broker messages are passed as objects and
+never encoded.
+"""
+
+from __future__ import annotations
+
+import errno
+import struct
+from typing import Any
+
+import orjson
+
+from pflux.errors import PfluxError
+
+REQUEST = 1
+RESPONSE = 2
+
+FLAG_STREAMING = 1  # the requester accepts many responses, ended by an error
+FLAG_NORESPONSE = 2  # the requester wants no response at all
+
+HEADER = struct.Struct(">I")
+MAX_SIZE = 64 * 1024 * 1024  # one message, body only
+
+ROLE_OWNER = 1
+ROLE_USER = 2
+
+
+class ProtocolError(PfluxError):
+    """Bytes on a connection that are not a message; the connection cannot go on."""
+
+
+class RPCError(PfluxError):
+    """An error response: errnum (an errno value) and a message for people."""
+
+    def __init__(self, errnum: int, errstr: str | None = None) -> None:
+        self.errnum = errnum
+        self.errstr = errstr or _strerror(errnum)
+        super().__init__(self.errstr)
+
+
+def _strerror(errnum: int) -> str:
+    import os
+
+    return os.strerror(errnum) if errnum else "unknown error"
+
+
+class Message:
+    """One message; ``userid`` and ``rolemask`` are stamped by the broker, never the sender."""
+
+    __slots__ = (
+        "errnum",
+        "errstr",
+        "flags",
+        "matchtag",
+        "payload",
+        "rolemask",
+        "topic",
+        "type",
+        "userid",
+    )
+
+    def __init__(
+        self,
+        type: int,
+        topic: str,
+        matchtag: int = 0,
+        payload: Any = None,
+        *,
+        flags: int = 0,
+        errnum: int = 0,
+        errstr: str | None = None,
+        userid: int = -1,
+        rolemask: int = 0,
+    ) -> None:
+        self.type = type
+        self.topic = topic
+        self.matchtag = matchtag
+        self.payload = payload
+        self.flags = flags
+        self.errnum = errnum
+        self.errstr = errstr
+        self.userid = userid
+        self.rolemask = rolemask
+
+    def __repr__(self) -> str:
+        kind = "request" if self.type == REQUEST else "response"
+        return f"Message({kind} {self.topic!r} tag={self.matchtag} errnum={self.errnum})"
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.flags & FLAG_STREAMING)
+
+    def raise_for_error(self) -> Any:
+        """Return the payload, or raise RPCError for an error response."""
+        if self.errnum:
+            raise RPCError(self.errnum, self.errstr)
+        return self.payload
+
+
+def encode(msg: Message) -> bytes:
+    """The wire form of ``msg``: length header and JSON body."""
+    body = orjson.dumps(
+        {
+            "type": msg.type,
+            "topic": msg.topic,
+            "matchtag": msg.matchtag,
+            "flags": msg.flags,
+            "payload": msg.payload,
+            "errnum": msg.errnum,
+            "errstr": msg.errstr,
+        }
+    )
+    if len(body) > MAX_SIZE:
+        raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
+    return HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes | bytearray) -> Message:
+    """Parse one message body; anything malformed raises ProtocolError."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"message is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("message must be a JSON object")
+    mtype = obj.get("type")
+    topic = obj.get("topic")
+    matchtag = obj.get("matchtag", 0)
+    flags = obj.get("flags", 0)
+    errnum = obj.get("errnum", 0)
+    errstr = obj.get("errstr")
+    if mtype not in (REQUEST, RESPONSE):
+        raise ProtocolError(f"message type must be {REQUEST} or {RESPONSE}, got {mtype!r}")
+    if not isinstance(topic, str) or not topic:
+        raise ProtocolError("message topic must be a non-empty string")
+    for name, value in (("matchtag", matchtag), ("flags", flags), ("errnum", errnum)):
+        if type(value) is not int or value < 0:
+            raise ProtocolError(f"message {name} must be a non-negative integer")
+    if errstr is not None and not isinstance(errstr, str):
+        raise ProtocolError("message errstr must be a string or null")
+    return Message(
+        mtype, topic, matchtag, obj.get("payload"), flags=flags, errnum=errnum, errstr=errstr
+    )
+
+
+class Decoder:
+    """Splits a byte stream into messages, however the bytes arrive."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[Message]:
+        """Add ``data``; return every message now complete (ProtocolError on garbage)."""
+        buf = self._buf
+        buf += data
+        out: list[Message] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            (size,) = HEADER.unpack_from(buf, pos)
+            if size > MAX_SIZE:
+                raise ProtocolError(f"message of {size} bytes exceeds the limit of {MAX_SIZE}")
+            if end - pos - 4 < size:
+                break
+            out.append(decode_body(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete message held back."""
+        return len(self._buf)

@@ -1,0 +1,336 @@
+"""The broker's router: services register methods, requests find them, responses go home.
+
+Every request, from a socket or from another service, is dispatched on a later
+turn of the event loop, never inside the sender's call stack, so a service can
+send a request in the middle of its own work without being re-entered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, Protocol
+
+from pflux.broker.message import (
+    FLAG_NORESPONSE,
+    FLAG_STREAMING,
+    REQUEST,
+    RESPONSE,
+    ROLE_OWNER,
+    Message,
+    RPCError,
+)
+from pflux.errors import PfluxError
+
+log = logging.getLogger("pflux.broker")
+
+Handler = Callable[["Request"], Awaitable[None] | None]
+
+
+class Route(Protocol):
+    """Where a request's responses are delivered."""
+
+    def deliver(self, msg: Message) -> None: ...
+
+    def add_disconnect(self, callback: Callable[[], None]) -> None: ...
+
+    def discard_disconnect(self, callback: Callable[[], None]) -> None: ...
+
+
+class Request:
+    """A request as a handler sees it, with the means to answer it."""
+
+    __slots__ = (
+        "_done",
+        "_route",
+        "matchtag",
+        "payload",
+        "rolemask",
+        "sender",
+        "streaming",
+        "topic",
+        "userid",
+    )
+
+    def __init__(self, msg: Message, route: Route) -> None:
+        self.sender = route  # who sent it (a connection, or a service): matches cancels
+        self.topic = msg.topic
+        self.payload = msg.payload
+        self.userid = msg.userid
+        self.rolemask = msg.rolemask
+        self.matchtag = msg.matchtag
+        self.streaming = bool(msg.flags & FLAG_STREAMING)
+        self._route: Route | None = None if msg.flags & FLAG_NORESPONSE else route
+        self._done = False
+
+    @property
+    def owner(self) -> bool:
+        """The requester is the instance owner (or root)."""
+        return bool(self.rolemask & ROLE_OWNER)
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def respond(self, payload: Any = None) -> None:
+        """Send a response; for a non-streaming request this is its only one."""
+        if self._done:
+            return
+        if not self.streaming:
+            self._done = True
+        if self._route is not None:
+            self._route.deliver(Message(RESPONSE, self.topic, self.matchtag, payload))
+
+    def error(self, errnum: int, errstr: str | None = None) -> None:
+        """Send an error response, which ends the request (and a stream)."""
+        if self._done:
+            return
+        self._done = True
+        if self._route is not None:
+            self._route.deliver(
+                Message(RESPONSE, self.topic, self.matchtag, None, errnum=errnum, errstr=errstr)
+            )
+
+    def end(self) -> None:
+        """End a stream normally (ENODATA, as Flux does)."""
+        self.error(errno.ENODATA)
+
+    def on_disconnect(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` if the requester goes away before the request is done."""
+        if self._route is not None:
+            self._route.add_disconnect(callback)
+
+    def forget_disconnect(self, callback: Callable[[], None]) -> None:
+        if self._route is not None:
+            self._route.discard_disconnect(callback)
+
+
+def method(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a Service method as the handler for ``<service>.<name>``."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__pflux_method__ = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+class Service:
+    """A broker service: a name and the methods marked with @method."""
+
+    name: str = ""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def methods(self) -> Iterator[tuple[str, Handler]]:
+        for attr in dir(type(self)):
+            fn = getattr(type(self), attr)
+            name = getattr(fn, "__pflux_method__", None)
+            if name is not None:
+                yield name, getattr(self, attr)
+
+    async def start(self) -> None:
+        """Called once every service is registered, in registration order."""
+
+    async def stop(self) -> None:
+        """Called at shutdown, in reverse registration order."""
+
+
+class LocalRoute:
+    """Delivers responses to a callback inside the broker, on a later loop turn.
+
+    ``cancel`` is the in-broker equivalent of a client hanging up: the
+    responder's disconnect callbacks run (a watch is dropped, say) and no more
+    responses are delivered.
+    """
+
+    __slots__ = ("_callback", "_disconnect", "_loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[Message], None]):
+        self._loop = loop
+        self._callback: Callable[[Message], None] | None = callback
+        self._disconnect: dict[Callable[[], None], None] = {}
+
+    def deliver(self, msg: Message) -> None:
+        if self._callback is not None:
+            self._loop.call_soon(self._deliver, msg)
+
+    def _deliver(self, msg: Message) -> None:
+        if self._callback is not None:
+            self._callback(msg)
+
+    def add_disconnect(self, callback: Callable[[], None]) -> None:
+        if self._callback is None:
+            callback()
+        else:
+            self._disconnect[callback] = None
+
+    def discard_disconnect(self, callback: Callable[[], None]) -> None:
+        self._disconnect.pop(callback, None)
+
+    def cancel(self) -> None:
+        """Stop delivery and tell the responder the requester has gone."""
+        self._callback = None
+        callbacks, self._disconnect = self._disconnect, {}
+        for callback in callbacks:
+            callback()
+
+
+class Broker:
+    """Owns the service table and routes requests between services and connections."""
+
+    def __init__(
+        self,
+        owner: int,
+        *,
+        attrs: dict[str, str] | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self.owner = owner
+        self.attrs: dict[str, str] = attrs or {}
+        self.config: dict[str, Any] = config or {}
+        self.services: dict[str, Service] = {}
+        self._handlers: dict[str, Handler] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._tag = 0
+        self.on_fatal: Callable[[str], None] | None = None
+
+    def fatal(self, reason: str) -> None:
+        """Something the instance cannot go on without has failed: stop it, loudly."""
+        log.critical("fatal: %s", reason)
+        if self.on_fatal is not None:
+            self.on_fatal(reason)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    def register(self, service: Service) -> None:
+        """Add a service; its methods become reachable as ``<name>.<method>``."""
+        if service.name in self.services:
+            raise PfluxError(f"service {service.name!r} is already registered")
+        self.services[service.name] = service
+        for name, handler in service.methods():
+            self._handlers[f"{service.name}.{name}"] = handler
+
+    def unregister(self, name: str) -> None:
+        self.services.pop(name, None)
+        prefix = name + "."
+        for topic in [t for t in self._handlers if t.startswith(prefix)]:
+            del self._handlers[topic]
+
+    def add_method(self, topic: str, handler: Handler) -> None:
+        """Register one extra topic (a service named by its client, as exec-hello does)."""
+        self._handlers[topic] = handler
+
+    def remove_method(self, topic: str) -> None:
+        self._handlers.pop(topic, None)
+
+    async def start(self) -> None:
+        for service in list(self.services.values()):
+            await service.start()
+
+    async def stop(self) -> None:
+        for service in reversed(list(self.services.values())):
+            try:
+                await service.stop()
+            except Exception:
+                log.exception("stopping %s", service.name)
+
+    # --- dispatch -----------------------------------------------------------------
+
+    def dispatch(self, msg: Message, route: Route) -> None:
+        """Route a request to its handler on a later loop turn."""
+        self.loop.call_soon(self._handle, msg, route)
+
+    def _handle(self, msg: Message, route: Route) -> None:
+        req = Request(msg, route)
+        handler = self._handlers.get(msg.topic)
+        if handler is None:
+            req.error(errno.ENOSYS, f"no service provides {msg.topic!r}")
+            return
+        try:
+            result = handler(req)
+        except Exception as exc:
+            self._fail(req, exc)
+            return
+        if inspect.isawaitable(result):
+            task = self.loop.create_task(self._finish(req, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _finish(self, req: Request, result: Awaitable[None]) -> None:
+        try:
+            await result
+        except Exception as exc:
+            self._fail(req, exc)
+
+    def _fail(self, req: Request, exc: Exception) -> None:
+        """Turn a handler's exception into an error response; a bug is logged, not fatal."""
+        if isinstance(exc, RPCError):
+            req.error(exc.errnum, exc.errstr)
+        elif isinstance(exc, PfluxError):
+            req.error(errno.EINVAL, str(exc))
+        else:
+            log.exception("%s handler failed", req.topic)
+            req.error(errno.EINVAL, f"internal error in {req.topic}: {exc!r}")
+
+    # --- requests from inside the broker -----------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        payload: Any = None,
+        callback: Callable[[Message], None] | None = None,
+        *,
+        streaming: bool = False,
+    ) -> LocalRoute:
+        """Send a request as the instance owner; responses go to ``callback``.
+
+        The returned route's ``cancel`` withdraws the request (ends a stream).
+        """
+        flags = FLAG_STREAMING if streaming else 0
+        if callback is None:
+            flags |= FLAG_NORESPONSE
+        self._tag += 1
+        msg = Message(
+            REQUEST, topic, self._tag, payload, flags=flags, userid=self.owner, rolemask=ROLE_OWNER
+        )
+        route = LocalRoute(self.loop, callback or _ignore)
+        self.dispatch(msg, route)
+        return route
+
+    async def stream(self, topic: str, payload: Any = None) -> AsyncIterator[Any]:
+        """Send a streaming request; yield each response's payload until the stream ends."""
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+        route = self.send(topic, payload, queue.put_nowait, streaming=True)
+        try:
+            while True:
+                msg = await queue.get()
+                if msg.errnum == errno.ENODATA:
+                    return
+                yield msg.raise_for_error()
+        finally:
+            route.cancel()
+
+    async def call(self, topic: str, payload: Any = None) -> Any:
+        """Send a request and wait for its one response; an error raises RPCError."""
+        future: asyncio.Future[Message] = self.loop.create_future()
+
+        def done(msg: Message) -> None:
+            if not future.done():
+                future.set_result(msg)
+
+        self.send(topic, payload, done)
+        return (await future).raise_for_error()
+
+
+def _ignore(msg: Message) -> None:
+    """A response nobody asked for."""

@@ -1,0 +1,161 @@
+"""``pflux job status [-v] [-e N] [--json] ID...``: wait for jobs and exit with their status.
+
+As ``flux job status``: the exit code is the largest of the jobs' exit codes
+(the largest task exit code, 128+signal for a signal), and a job ended by a
+fatal exception counts as ``--exception-exit-code`` (default 1). Each job's
+eventlog is followed to its end; all of them at once, on one connection.
+The result is replayed through the job manager's own state machine, so
+``result`` means exactly what job-list and ``job wait`` say. ``--json`` prints
+flux's result object; its exception is the most severe one (the first of
+equal severity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import functools
+import sys
+from typing import TYPE_CHECKING, Any
+
+from pflux.cli import base, jobcommon
+from pflux.errors import PfluxError
+
+if TYPE_CHECKING:
+    from pflux.broker.message import Message
+    from pflux.spec.eventlog import Event
+    from pflux.spec.fluid import JobID
+
+NAME = "job"
+# flux's result numbers (FLUX_JOB_RESULT_*)
+RESULTS = {"COMPLETED": 1, "FAILED": 2, "CANCELED": 4, "TIMEOUT": 8}
+
+
+def main(argv: list[str]) -> int:
+    parser = base.parser("job status", "Wait for jobs and exit with the largest exit code.")
+    jobcommon.add_uri(parser)
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="say why jobs failed (-vv: all jobs)"
+    )
+    parser.add_argument(
+        "-e",
+        "--exception-exit-code",
+        type=int,
+        default=1,
+        metavar="N",
+        help="exit code of a job ended by a fatal exception (default 1)",
+    )
+    parser.add_argument("-j", "--json", action="store_true", help="print each job's result as JSON")
+    parser.add_argument("jobids", nargs="+", metavar="ID", help="job ids (any encoding)")
+    args = parser.parse_args(argv)
+    return base.run(NAME, lambda: _status(args))
+
+
+class JobStatus:
+    """One job's eventlog, followed to its end and summarized as flux's result object."""
+
+    def __init__(self, text: str, jobid: JobID) -> None:
+        from pflux.manager.job import Job
+        from pflux.spec.eventlog import EventlogReader
+
+        self.text = text
+        self.reader = EventlogReader()
+        self.job = Job(jobid)
+        self.result: dict[str, Any] = {"id": int(jobid), "exception_occurred": False}
+        self.error: str | None = None
+
+    def on_message(self, msg: Message) -> None:
+        from pflux.manager.states import apply
+
+        if msg.errnum:
+            if msg.errnum != errno.ENODATA:
+                self.error = msg.errstr
+            return
+        for event in self.reader.feed(msg.payload["data"]):
+            apply(self.job, event)
+            self._record(event)
+
+    def _record(self, event: Event) -> None:
+        result = self.result
+        context = event.context or {}
+        if event.name == "submit":
+            result["t_submit"] = event.timestamp
+        elif event.name == "alloc":
+            result["t_run"] = event.timestamp
+        elif event.name == "finish":
+            result["t_cleanup"] = event.timestamp
+            result["waitstatus"] = context["status"]
+        elif event.name == "exception":
+            severity = context["severity"]
+            if not result["exception_occurred"] or severity < result["exception_severity"]:
+                result["exception_occurred"] = True
+                result["exception_type"] = context["type"]
+                result["exception_note"] = context.get("note", "")
+                result["exception_severity"] = severity
+
+    @property
+    def fatal(self) -> bool:
+        return self.job.exception is not None
+
+    @property
+    def exit_code(self) -> int:
+        from pflux.manager.job import exit_code
+
+        status = self.job.finish_status
+        return 0 if status is None else exit_code(status)
+
+    def summary(self) -> dict[str, Any]:
+        """flux's result object: the times, waitstatus, exception and result number."""
+        outcome = self.job.result
+        return {**self.result, "result": RESULTS[outcome] if outcome else RESULTS["FAILED"]}
+
+
+def _status(args: argparse.Namespace) -> int:
+    from pflux.client.handle import Handle
+    from pflux.spec.fluid import JobID
+
+    jobs = [JobStatus(text, JobID.parse(text)) for text in args.jobids]
+    verbose = args.verbose
+    following = len(jobs)
+
+    def on_message(job: JobStatus, msg: Message) -> None:
+        nonlocal following
+        job.on_message(msg)
+        following -= bool(msg.errnum)  # an error response ends a stream, once
+
+    with Handle(args.uri) as handle:
+        for job in jobs:
+            payload = {"id": int(job.job.id), "path": "eventlog"}
+            rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True)
+            rpc.then(functools.partial(on_message, job))
+        if verbose and len(jobs) > 1:
+            jobcommon.note(NAME, f"fetching status for {len(jobs)} jobs")
+        while following:
+            handle.process(None)
+    if verbose and len(jobs) > 1:
+        jobcommon.note(NAME, "all done.")
+    rc = 0
+    for job in jobs:
+        if job.error is not None:
+            raise PfluxError(job.error)
+        if args.json:
+            import orjson
+
+            sys.stdout.write(orjson.dumps(job.summary()).decode() + "\n")
+        rc = max(rc, job.exit_code)
+        if job.fatal:
+            rc = max(rc, args.exception_exit_code)
+        if verbose:
+            _explain(job, verbose)
+    return rc
+
+
+def _explain(job: JobStatus, verbose: int) -> None:
+    status = job.job.finish_status or 0
+    if status & 0x7F:
+        jobcommon.note(NAME, f"{job.text}: job shell died by signal {status & 0x7F}")
+    elif verbose > 1 or job.exit_code:
+        if job.fatal:
+            jobcommon.note(NAME, f"{job.text}: exception type={job.result['exception_type']}")
+        else:
+            jobcommon.note(NAME, f"{job.text}: exited with exit code {job.exit_code}")

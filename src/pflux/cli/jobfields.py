@@ -1,0 +1,583 @@
+"""One job as `pflux jobs` shows it: job-list's attributes and the fields derived from them.
+
+``JobInfo`` wraps a job object from ``job-list.list`` and computes each format
+field (state and result names, run time, return code, contextual information,
+annotation paths) only when a format asks for it, as flux-core's ``JobInfo``
+does; ``attrs_for`` names the job-list attributes a set of fields needs, so a
+listing asks for no more.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from pflux.joblist.codes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
+from pflux.manager.states import SHORT, State
+from pflux.spec.fluid import JobID, ascii_f58_preferred
+
+_PENDING_OR_RUNNING: Final = int(State.PENDING | State.RUNNING)
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float if it is a number (not a bool), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def fsd(seconds: float) -> str:
+    """A duration as ``flux jobs`` prints it: 4 significant digits, ``0s`` under 1 ms."""
+    if seconds == float("inf"):
+        return "inf"
+    if seconds < 1.0e-3:
+        return "0s"
+    if seconds < 10.0:
+        return f"{seconds:.3f}s"
+    for limit, unit, scale in ((60.0, "s", 1.0), (3600.0, "m", 60.0), (86400.0, "h", 3600.0)):
+        if seconds < limit:
+            return f"{seconds / scale:.4g}{unit}"
+    return f"{seconds / 86400.0:.4g}d"
+
+
+# --- one job -----------------------------------------------------------------------------
+
+# what a missing attribute reads as (flux-core's JobInfo defaults)
+_DEFAULTS: Final[dict[str, Any]] = {
+    "t_submit": 0.0,
+    "t_depend": 0.0,
+    "t_priority": 0.0,
+    "t_sched": 0.0,
+    "t_run": 0.0,
+    "t_cleanup": 0.0,
+    "t_inactive": 0.0,
+    "duration": 0.0,
+    "expiration": 0.0,
+}
+
+
+@functools.cache
+def _ascii_ids() -> bool:
+    return ascii_f58_preferred()
+
+
+@functools.cache
+def username(userid: int) -> str:
+    """The user name of ``userid``, or the number when there is none."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(userid).pw_name
+    except (KeyError, OverflowError):
+        return str(userid)
+
+
+class DisplayID(JobID):
+    """A job id that prints in f58 (ASCII ``f`` when the output cannot carry ``ƒ``)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return self.f58plain if _ascii_ids() else self.f58
+
+    def __format__(self, spec: str) -> str:
+        if spec and spec[-1] in "bcdoxXn":
+            return int.__format__(self, spec)
+        return format(str(self), spec)
+
+
+class Annotations:
+    """An annotations object: prints as JSON (nothing when empty), reads down by key."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def __str__(self) -> str:
+        import json
+
+        return json.dumps(self.data) if self.data else ""
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def lookup(self, path: list[str]) -> Any:
+        """The value at ``path``; a flat dotted key (``sched.reason_pending``) counts too."""
+        node: Any = self.data
+        while path:
+            if not isinstance(node, dict):
+                return ""
+            flat = ".".join(path)
+            if flat in node:
+                node = node[flat]
+                break
+            if path[0] not in node:
+                return ""
+            node = node[path[0]]
+            path = path[1:]
+        return Annotations(node) if isinstance(node, dict) else node
+
+
+class InfoList(list[str]):
+    """A list that prints comma separated."""
+
+    def __str__(self) -> str:
+        return ",".join(self)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _dependency_text(description: str) -> str:
+    """``begin-time=T`` as ``begin@HH:MM`` (with the date unless today), as flux shows it."""
+    if not description.startswith("begin-time="):
+        return description
+    from datetime import datetime
+
+    try:
+        when = datetime.fromtimestamp(float(description.partition("=")[2]))
+    except (ValueError, OverflowError, OSError):
+        return description
+    today = when.date() == datetime.fromtimestamp(time.time()).date()
+    text = f"begin@{when:%H:%M}" if today else f"begin@{when:%b%d-%H:%M}"
+    return f"{text}:{when:%S}" if when.second else text
+
+
+class JobInfo:
+    """One job of a job-list response, with the derived fields computed on demand."""
+
+    __slots__ = ("_memo", "data")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self._memo: dict[str, Any] = {}
+
+    def get(self, field: str) -> Any:
+        """The value of a format field (``""`` when the job does not have it)."""
+        memo = self._memo
+        if field in memo:
+            return memo[field]
+        compute = FIELDS.get(field)
+        if compute is not None:
+            value = compute(self)
+        else:
+            # annotations.PATH, sched.PATH or user.PATH: a path into the annotations
+            root, _, rest = field.partition(".")
+            path = rest.split(".") if root == "annotations" else [root, *rest.split(".")]
+            value = self.get("annotations").lookup(path)
+        memo[field] = value
+        return value
+
+    def raw(self, key: str) -> Any:
+        """A job-list attribute, or its default when the job does not have it."""
+        return self.data.get(key, _DEFAULTS.get(key, ""))
+
+    @property
+    def state_id(self) -> int:
+        state = self.data.get("state")
+        return state if type(state) is int else 0
+
+    @property
+    def result_id(self) -> int:
+        result = self.data.get("result")
+        return result if type(result) is int else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as ``flux jobs --json`` shows it: set values only, names not numbers."""
+        out: dict[str, Any] = {}
+        for key in _JSON_KEYS:
+            value = self.get(key)
+            if isinstance(value, InfoList):
+                value = list(value)
+            if value == "" or (value == 0 and (key.startswith("t_") or key in _ZERO_UNSET)):
+                continue
+            out[key] = int(value) if key == "id" else value
+        out["jobid"] = JobID(self.get("id")).f58
+        out["annotations"] = self.get("annotations").data
+        if self.raw("exception_occurred") is True:
+            out["exception"] = {
+                "occurred": True,
+                "severity": self.raw("exception_severity"),
+                "type": self.raw("exception_type"),
+                "note": self.raw("exception_note"),
+            }
+        else:
+            out["exception"] = {"occurred": False}
+        return out
+
+
+def _state_name(job: JobInfo) -> str:
+    state = job.state_id
+    return State(state).name or "" if state in _STATE_VALUES else ""
+
+
+def _state_single(job: JobInfo) -> str:
+    state = job.state_id
+    return SHORT[State(state)] if state in _STATE_VALUES else ""
+
+
+def _status(job: JobInfo) -> str:
+    if job.state_id & _PENDING_OR_RUNNING:
+        return _state_name(job)
+    return NAMES.get(job.result_id, "")
+
+
+def _status_abbrev(job: JobInfo) -> str:
+    if job.state_id & _PENDING_OR_RUNNING:
+        return _state_single(job)
+    return ABBREVIATIONS.get(job.result_id, "")
+
+
+def _runtime(job: JobInfo) -> float:
+    t_run = number(job.raw("t_run")) or 0.0
+    t_cleanup = number(job.raw("t_cleanup")) or 0.0
+    if t_run > 0 and t_cleanup > 0:
+        return t_cleanup - t_run
+    if t_run > 0:
+        return time.time() - t_run
+    return 0.0
+
+
+def _t_remaining(job: JobInfo) -> float:
+    if _status(job) != "RUN":
+        return 0.0
+    return max(0.0, (number(job.raw("expiration")) or 0.0) - time.time())
+
+
+def _returncode(job: JobInfo) -> int | str:
+    """The highest task exit code, -signal, -128 if canceled before running, 1 if it failed."""
+    status = job.raw("waitstatus")
+    if type(status) is not int:
+        if job.result_id == RESULT_CANCELED:
+            return -128
+        return 1 if job.result_id == RESULT_FAILED else ""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return ""
+
+
+def _dependencies(job: JobInfo) -> InfoList:
+    deps = job.data.get("dependencies")
+    return InfoList(_dependency_text(d) for d in deps if isinstance(d, str)) if deps else InfoList()
+
+
+def _contextual_info(job: JobInfo) -> Any:
+    """What matters for the job's state (flux-core's ``contextual_info``).
+
+    PRIORITY: ``priority-wait``; DEPEND: ``depends:`` and the outstanding
+    dependencies; SCHED: the scheduler's estimate, else ``held`` (urgency 0) or
+    ``priority-hold`` (priority 0), else the scheduler's pending reason, if any;
+    otherwise the nodes the job was given.
+    """
+    state = _state_name(job)
+    if state == "PRIORITY":
+        return "priority-wait"
+    if state == "DEPEND":
+        return f"depends:{job.get('dependencies')}"
+    if state == "SCHED":
+        estimate = job.get("sched.t_estimate")
+        if isinstance(estimate, (int, float)) and not isinstance(estimate, bool):
+            eta = estimate - time.time()
+            return f"eta:{'now' if eta < 0 else fsd(eta)}"
+        if job.raw("urgency") == 0:
+            return "held"
+        if job.raw("priority") == 0:
+            return "priority-hold"
+        reason = job.get("sched.reason_pending")
+        return reason if isinstance(reason, str) else ""
+    return job.raw("nodelist")
+
+
+def _contextual_time(job: JobInfo) -> Any:
+    if _state_name(job) in ("DEPEND", "PRIORITY", "SCHED"):
+        return job.raw("duration")
+    return job.get("runtime")
+
+
+def _inactive_reason(job: JobInfo) -> str:
+    """Why an inactive job ended, in flux-core's words."""
+    if _state_name(job) != "INACTIVE":
+        return ""
+    result = NAMES.get(job.result_id, "")
+    occurred = job.raw("exception_occurred") is True
+    etype, note = job.raw("exception_type"), job.raw("exception_note")
+    if result == "CANCELED":
+        return f"Canceled: {note}" if occurred and etype == "cancel" and note else "Canceled"
+    if result == "TIMEOUT":
+        return "Timeout"
+    code = job.get("returncode")
+    if result != "FAILED":
+        return f"Exit {code}"
+    if occurred and etype != "exec" and job.raw("exception_severity") == 0:
+        return f"Exception: type={etype}" + (f" note={note}" if note else "")
+    if isinstance(code, int):
+        if code > 128:
+            return _signal_text(code - 128)
+        if code in _EXIT_TEXT:
+            return _EXIT_TEXT[code]
+    return f"Exit {code}"
+
+
+_EXIT_TEXT: Final = {
+    126: "Command invoked cannot execute",
+    127: "command not found",
+    128: "Invalid argument to exit",
+}
+
+
+def _signal_text(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.strsignal(signum) or f"Signaled {signum}"
+    except ValueError:
+        return f"Signaled {signum}"
+
+
+_STATE_EMOJI: Final = dict(
+    zip(
+        "NDPSRCI",
+        "\U0001f381\U0001f6d1\U0001f6a6\U0001f4c5\U0001f3c3\U0001f5d1\U0001f480",
+        strict=True,
+    )
+)
+_RESULT_EMOJI: Final = {
+    "CD": ("\U0001f600", ":-)"),
+    "F": ("\U0001f4a9", ":'-("),
+    "CA": ("\U0001f4a5", "%-|"),
+    "TO": ("\u231b", "(-_-)"),
+    "": ("\u3000", ""),
+}
+
+
+def _encodable(text: str) -> bool:
+    import sys
+
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _state_emoji(job: JobInfo) -> str:
+    single = _state_single(job)
+    emoji = _STATE_EMOJI.get(single, "")
+    return emoji if emoji and _encodable(emoji) else single
+
+
+def _result_emoji(job: JobInfo) -> str:
+    emoji, alt = _RESULT_EMOJI[ABBREVIATIONS.get(job.result_id, "")]
+    return emoji if _encodable(emoji) else alt
+
+
+def _status_emoji(job: JobInfo) -> str:
+    return _state_emoji(job) if job.state_id & _PENDING_OR_RUNNING else _result_emoji(job)
+
+
+def _id_as(encoding: str) -> Callable[[JobInfo], Any]:
+    return lambda job: job.get("id").encode(encoding)
+
+
+def _attr(name: str) -> Callable[[JobInfo], Any]:
+    return lambda job: job.raw(name)
+
+
+def _annotations(job: JobInfo) -> Annotations:
+    data = job.data.get("annotations")
+    return Annotations(data if isinstance(data, dict) else {})
+
+
+FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
+    "id": lambda job: DisplayID(job.data["id"]),
+    "id.dec": _id_as("dec"),
+    "id.hex": _id_as("hex"),
+    "id.f58": lambda job: str(job.get("id")),
+    "id.f58plain": _id_as("f58plain"),
+    "id.kvs": _id_as("kvs"),
+    "id.words": _id_as("words"),
+    "id.dothex": _id_as("dothex"),
+    "userid": _attr("userid"),
+    "username": lambda job: username(job.data["userid"]) if "userid" in job.data else "",
+    "urgency": _attr("urgency"),
+    "priority": _attr("priority"),
+    "state": _state_name,
+    "state_single": _state_single,
+    "state_emoji": _state_emoji,
+    "name": _attr("name"),
+    "cwd": _attr("cwd"),
+    "queue": _attr("queue"),
+    "project": _attr("project"),
+    "bank": _attr("bank"),
+    "ntasks": _attr("ntasks"),
+    "ncores": _attr("ncores"),
+    "duration": _attr("duration"),
+    "nnodes": _attr("nnodes"),
+    "expiration": _attr("expiration"),
+    "t_remaining": _t_remaining,
+    "ranks": _attr("ranks"),
+    "nodelist": _attr("nodelist"),
+    "success": _attr("success"),
+    "result": lambda job: NAMES.get(job.result_id, ""),
+    "result_abbrev": lambda job: ABBREVIATIONS.get(job.result_id, ""),
+    "result_emoji": _result_emoji,
+    "t_submit": _attr("t_submit"),
+    "t_depend": _attr("t_depend"),
+    "t_priority": _attr("t_priority"),
+    "t_sched": _attr("t_sched"),
+    "t_run": _attr("t_run"),
+    "t_cleanup": _attr("t_cleanup"),
+    "t_inactive": _attr("t_inactive"),
+    "runtime": _runtime,
+    "status": _status,
+    "status_abbrev": _status_abbrev,
+    "status_emoji": _status_emoji,
+    "waitstatus": _attr("waitstatus"),
+    "returncode": _returncode,
+    "exception.occurred": _attr("exception_occurred"),
+    "exception.severity": _attr("exception_severity"),
+    "exception.type": _attr("exception_type"),
+    "exception.note": _attr("exception_note"),
+    "annotations": _annotations,
+    "sched": lambda job: job.get("annotations").lookup(["sched"]),
+    "user": lambda job: job.get("annotations").lookup(["user"]),
+    "dependencies": _dependencies,
+    "contextual_info": _contextual_info,
+    "contextual_time": _contextual_time,
+    "inactive_reason": _inactive_reason,
+}
+
+_STATE_VALUES: Final = frozenset(int(state) for state in SHORT)
+_ZERO_UNSET: Final = frozenset(("runtime", "expiration"))
+_JSON_KEYS: Final = (
+    "t_depend", "t_priority", "t_sched", "t_run", "t_cleanup", "t_inactive", "duration",
+    "expiration", "name", "cwd", "queue", "project", "bank", "ntasks", "ncores", "nnodes",
+    "priority", "ranks", "nodelist", "success", "result", "waitstatus", "id", "t_submit",
+    "t_remaining", "state", "username", "userid", "urgency", "runtime", "status",
+    "returncode", "dependencies",
+)  # fmt: skip
+
+# the job-list attributes each field needs
+_TIMES: Final = ("t_run", "t_cleanup")
+ATTRS_FOR: Final[dict[str, tuple[str, ...]]] = {
+    "id": (),
+    "username": ("userid",),
+    "state_single": ("state",),
+    "state_emoji": ("state",),
+    "result_abbrev": ("result",),
+    "result_emoji": ("result",),
+    "runtime": _TIMES,
+    "status": ("state", "result"),
+    "status_abbrev": ("state", "result"),
+    "status_emoji": ("state", "result"),
+    "returncode": ("waitstatus", "result"),
+    "expiration": ("expiration", "state", "result"),
+    "t_remaining": ("expiration", "state", "result"),
+    "exception.occurred": ("exception_occurred",),
+    "exception.severity": ("exception_severity",),
+    "exception.type": ("exception_type",),
+    "exception.note": ("exception_note",),
+    "contextual_info": (
+        "state", "dependencies", "annotations", "nodelist", "priority", "urgency",
+    ),
+    "contextual_time": ("state", "t_run", "t_cleanup", "duration"),
+    "inactive_reason": (
+        "state", "result", "waitstatus", "exception_occurred", "exception_severity",
+        "exception_type", "exception_note",
+    ),
+    "sched": ("annotations",),
+    "user": ("annotations",),
+}  # fmt: skip
+
+
+def attrs_for(fields: Iterable[str]) -> list[str]:
+    """The job-list attributes that the format ``fields`` need."""
+    attrs: set[str] = set()
+    for field in fields:
+        if field.startswith(("id.", "annotations.", "sched.", "user.")):
+            if not field.startswith("id."):
+                attrs.add("annotations")
+        else:
+            attrs.update(ATTRS_FOR.get(field, (field,)))
+    return sorted(attrs)
+
+
+def is_field(name: str) -> bool:
+    return name in FIELDS or name.startswith(("annotations.", "sched.", "user."))
+
+
+# --- headings ------------------------------------------------------------------------------
+
+HEADINGS: Final[dict[str, str]] = {
+    **{f"id{suffix}": "JOBID" for suffix in ("", ".dec", ".hex", ".f58", ".f58plain")},
+    **{f"id.{suffix}": "JOBID" for suffix in ("kvs", "words", "dothex")},
+    "userid": "UID",
+    "username": "USER",
+    "urgency": "URG",
+    "priority": "PRI",
+    "state": "STATE",
+    "state_single": "S",
+    "state_emoji": "STATE",
+    "name": "NAME",
+    "cwd": "CWD",
+    "queue": "QUEUE",
+    "project": "PROJECT",
+    "bank": "BANK",
+    "ntasks": "NTASKS",
+    "ncores": "NCORES",
+    "duration": "DURATION",
+    "nnodes": "NNODES",
+    "expiration": "EXPIRATION",
+    "t_remaining": "T_REMAINING",
+    "ranks": "RANKS",
+    "nodelist": "NODELIST",
+    "success": "SUCCESS",
+    "result": "RESULT",
+    "result_abbrev": "RS",
+    "result_emoji": "RESULT",
+    "t_submit": "T_SUBMIT",
+    "t_depend": "T_DEPEND",
+    "t_priority": "T_PRIORITY",
+    "t_sched": "T_SCHED",
+    "t_run": "T_RUN",
+    "t_cleanup": "T_CLEANUP",
+    "t_inactive": "T_INACTIVE",
+    "runtime": "RUNTIME",
+    "status": "STATUS",
+    "status_abbrev": "ST",
+    "status_emoji": "STATUS",
+    "waitstatus": "WSTATUS",
+    "returncode": "RC",
+    "exception.occurred": "EXCEPTION-OCCURRED",
+    "exception.severity": "EXCEPTION-SEVERITY",
+    "exception.type": "EXCEPTION-TYPE",
+    "exception.note": "EXCEPTION-NOTE",
+    "annotations": "ANNOTATIONS",
+    "dependencies": "DEPENDENCIES",
+    "contextual_info": "INFO",
+    "contextual_time": "TIME",
+    "inactive_reason": "INACTIVE-REASON",
+    "sched": "SCHED",
+    "user": "USER",
+    "annotations.sched.t_estimate": "T_ESTIMATE",
+    "annotations.sched.reason_pending": "REASON",
+    "annotations.sched.resource_summary": "RESOURCES",
+    "sched.t_estimate": "T_ESTIMATE",
+    "sched.reason_pending": "REASON",
+    "sched.resource_summary": "RESOURCES",
+}
+
+
+def heading(field: str) -> str:
+    known = HEADINGS.get(field)
+    if known is not None:
+        return known
+    if field.startswith("annotations."):
+        return field[len("annotations.") :].upper()
+    return field.upper()

@@ -1,0 +1,358 @@
+"""``pflux jobs``: list jobs, as ``flux jobs`` does.
+
+By default the user's pending and running jobs, in job-list's order (pending
+by priority, then running and inactive jobs newest first), in flux's default
+format. The options are flux's: ``-a``/``-A``/``-u`` choose whose jobs and
+which, ``-f`` filters on states and results, ``-c`` caps the count, ``-o``
+picks a named format or gives one in flux's format language (see
+``pflux.cli.jobformat``), ``--json`` prints job objects, and job ids list just
+those jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any, Final
+
+from pflux.cli import base
+from pflux.errors import PfluxError
+from pflux.joblist.codes import USERID_ANY
+
+if TYPE_CHECKING:
+    from pflux.cli.jobfields import JobInfo
+    from pflux.cli.jobformat import OutputFormat
+    from pflux.client.handle import Handle
+
+DEFAULT_COUNT: Final = 1000
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``pflux jobs``."""
+    args = _parser().parse_args(argv)
+    return base.run("jobs", lambda: _jobs(args))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = base.parser("jobs", "List jobs: by default your pending and running ones.")
+    p.add_argument("-a", action="store_true", help="list jobs in all states, inactive too")
+    p.add_argument("-A", action="store_true", help="list the jobs of all users")
+    p.add_argument(
+        "-c",
+        "--count",
+        type=int,
+        default=DEFAULT_COUNT,
+        metavar="N",
+        help=f"list at most N jobs; 0 for all (default {DEFAULT_COUNT})",
+    )
+    p.add_argument(
+        "-f",
+        "--filter",
+        action="append",
+        default=[],
+        metavar="STATE|RESULT",
+        help="list jobs in these states or with these results, e.g. pending,failed",
+    )
+    p.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only jobs active since WHEN (-DURATION ago, a date, or a timestamp); implies -a",
+    )
+    p.add_argument("-n", "--no-header", action="store_true", help="print no header line")
+    p.add_argument("--suppress-header", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument(
+        "-u", "--user", metavar="USER", help='list the jobs of USER (name or id, or "all")'
+    )
+    p.add_argument("--name", metavar="NAME", help="list only jobs named NAME")
+    p.add_argument(
+        "-q",
+        "--queue",
+        action="append",
+        default=[],
+        metavar="QUEUE,...",
+        help="list only jobs in these queues",
+    )
+    p.add_argument(
+        "-o",
+        "--format",
+        default="default",
+        metavar="FORMAT",
+        help="a named format (see --format=help) or a format string",
+    )
+    p.add_argument("--sort", default="", metavar="KEY,...", help="sort on these fields")
+    p.add_argument(
+        "-w",
+        "--width",
+        type=int,
+        nargs="?",
+        const=0,
+        default=-1,
+        metavar="N",
+        help="truncate lines at N columns (0 or none: the terminal's width)",
+    )
+    p.add_argument("--json", action="store_true", help="print the jobs as JSON")
+    p.add_argument("--uri", help="the instance to ask (default: PFLUX_URI)")
+    p.add_argument("--from-stdin", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("jobids", nargs="*", metavar="JOBID", help="list only these jobs")
+    return p
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from pflux.cli import jobformat
+
+    if args.format == "help":
+        sys.stdout.write(jobformat.format_help())
+        return 0
+    if args.format.startswith("get-config="):
+        sys.stdout.write(jobformat.format_config(args.format.partition("=")[2]))
+        return 0
+    formatter = jobformat.OutputFormat(jobformat.resolve_format(args.format))
+    if args.sort:
+        formatter.set_sort_keys(args.sort)
+    no_header = args.no_header or args.suppress_header or args.json
+    jobs, truncated = _fetch(args, formatter.fields)
+    if args.jobids and not jobs:
+        return 1
+    if args.json:
+        _print_json(jobs, args)
+    else:
+        _print_table(jobs, formatter, no_header=no_header, width=args.width)
+    if truncated and not no_header:
+        _warn(f"output truncated at {args.count} jobs.")
+        sys.stderr.write("Raise -c/--count to list more, or filter to list fewer.\n")
+    return 0
+
+
+# --- fetching -----------------------------------------------------------------------------
+
+
+def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], bool]:
+    """The jobs to show, and whether ``--count`` cut the list short."""
+    from pflux.cli.jobfields import JobInfo, attrs_for
+
+    if args.from_stdin:
+        return [JobInfo(job) for job in _jobs_from_stdin()], False
+    attrs = ["all"] if args.json else attrs_for(fields)
+    filtered = _filters_given(args)
+    if args.jobids:
+        if filtered:
+            _warn("Filtering options ignored with jobid list")
+        return [JobInfo(job) for job in _by_id(args, attrs)], False
+    payload = _list_request(args, attrs)
+    count = args.count
+    payload["max_entries"] = count + 1 if count > 0 else 0
+    with _connect(args) as handle:
+        jobs = handle.call("job-list.list", payload)["jobs"]
+    truncated = 0 < count < len(jobs)
+    if truncated:
+        jobs = jobs[:count]
+    return [JobInfo(job) for job in jobs], truncated
+
+
+def _filters_given(args: argparse.Namespace) -> bool:
+    return bool(
+        args.a
+        or args.A
+        or args.filter
+        or args.user
+        or args.name
+        or args.queue
+        or args.since
+        or args.count != DEFAULT_COUNT
+    )
+
+
+def _list_request(args: argparse.Namespace, attrs: list[str]) -> dict[str, Any]:
+    """The job-list.list payload for the filtering options."""
+    names = [name for value in args.filter for name in value.split(",") if name]
+    since = 0.0
+    if args.since:
+        since = parse_since(args.since)
+        if not names:
+            args.a = True  # --since implies -a unless filters are given
+    if args.a:
+        if names:
+            _warn("Both -a and --filter specified, ignoring -a")
+        else:
+            names = ["pending", "running", "inactive"]
+    states, results = filter_masks(names or ["pending", "running"])
+    payload: dict[str, Any] = {
+        "attrs": attrs,
+        "userid": USERID_ANY if args.A else user_id(args.user),
+        "states": states,
+        "results": results,
+    }
+    if since:
+        payload["since"] = since
+    if args.name:
+        payload["name"] = args.name
+    queues = [q for value in args.queue for q in value.split(",") if q]
+    if queues:
+        payload["queue"] = queues
+    return payload
+
+
+def filter_masks(names: list[str]) -> tuple[int, int]:
+    """(states, results) masks for ``-f`` names such as ``pending`` or ``FAILED``."""
+    from pflux.joblist.codes import CODES
+    from pflux.manager.states import State
+
+    state_names = ("depend", "priority", "sched", "run", "cleanup", "inactive")
+    states = {name: int(State[name.upper()]) for name in state_names}
+    states.update(pending=int(State.PENDING), running=int(State.RUNNING))
+    states["active"] = int(State.ACTIVE)
+    results = {name.lower(): code for name, code in CODES.items()}
+    state_mask = result_mask = 0
+    for name in names:
+        key = name.strip().lower()
+        if key in states:
+            state_mask |= states[key]
+        elif key in results:
+            result_mask |= results[key]
+        else:
+            raise PfluxError(f"Invalid filter specified: {name}")
+    return state_mask, result_mask
+
+
+def user_id(user: str | None) -> int:
+    """The userid ``-u`` names: a user name, a number, or ``all``; default: the caller."""
+    if user is None:
+        return os.getuid()
+    if user == "all":
+        return USERID_ANY
+    import pwd
+
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        pass
+    try:
+        return int(user)
+    except ValueError:
+        raise PfluxError(f"Invalid user {user} specified") from None
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``--since``: ``-DURATION`` ago (RFC 23), a timestamp, or an ISO 8601 date and time."""
+    import time
+
+    now = time.time() if now is None else now
+    when: float
+    if text.startswith("-"):
+        from pflux.spec import duration
+
+        when = now - duration.parse(text[1:])
+    elif text == "now":
+        when = now
+    else:
+        try:
+            when = float(text)
+        except ValueError:
+            from datetime import datetime
+
+            try:
+                when = datetime.fromisoformat(text).timestamp()
+            except ValueError:
+                raise PfluxError(
+                    f"--since={text}: expected -DURATION, a timestamp or an ISO 8601 date"
+                ) from None
+    if when > now:
+        raise PfluxError(f"--since={text} appears to be in the future")
+    return when
+
+
+def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[dict[str, Any]]:
+    """``list-id`` for each job id given, all in flight at once; unknown ids are reported."""
+    import errno
+
+    from pflux.broker.message import RPCError
+    from pflux.spec.fluid import JobID
+
+    ids = [JobID.parse(text) for text in args.jobids]
+    jobs = []
+    with _connect(args) as handle:
+        rpcs = [handle.rpc("job-list.list-id", {"id": int(i), "attrs": attrs}) for i in ids]
+        for text, rpc in zip(args.jobids, rpcs, strict=True):
+            try:
+                jobs.append(rpc.get()["job"])
+            except RPCError as exc:
+                reason = "unknown" if exc.errnum == errno.ENOENT else f"rpc: {exc.errstr}"
+                sys.stderr.write(f"JobID {text} {reason}\n")
+    return jobs
+
+
+def _connect(args: argparse.Namespace) -> Handle:
+    from pflux.client.handle import Handle
+
+    return Handle(args.uri)
+
+
+def _jobs_from_stdin() -> list[dict[str, Any]]:
+    """Job objects, one JSON object a line (a testing aid, as in flux)."""
+    import orjson
+
+    jobs = []
+    for lineno, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            job = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise PfluxError(f"JSON input error: line {lineno}: {exc}") from None
+        if not isinstance(job, dict) or type(job.get("id")) is not int:
+            raise PfluxError(f"JSON input error: line {lineno}: not a job object with an id")
+        jobs.append(job)
+    return jobs
+
+
+# --- printing -----------------------------------------------------------------------------
+
+
+def _print_table(
+    jobs: list[JobInfo], formatter: OutputFormat, *, no_header: bool, width: int
+) -> None:
+    shown = formatter.filtered(jobs, no_header=no_header)
+    shown.sort(jobs)
+    limit = _width(width)
+    lines = [] if no_header else [shown.header()]
+    for job in jobs:
+        line = shown.format(job)
+        if line and not line.isspace():
+            lines.append(line)
+    if limit > 0:
+        lines = [line if len(line) <= limit else line[: limit - 1] + "+" for line in lines]
+    _write("".join(line + "\n" for line in lines))
+
+
+def _width(width: int) -> int:
+    if width == 0:
+        try:
+            return os.get_terminal_size().columns
+        except OSError:
+            return -1
+    return width
+
+
+def _print_json(jobs: list[JobInfo], args: argparse.Namespace) -> None:
+    import json
+
+    result = [job.to_dict() for job in jobs]
+    if args.jobids and len(args.jobids) == 1:
+        if result:
+            _write(json.dumps(result[0]) + "\n")
+    else:
+        _write(json.dumps({"jobs": result}) + "\n")
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        sys.stdout.write(text.encode(encoding, errors="replace").decode(encoding))
+    sys.stdout.flush()
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"pflux-jobs: WARNING: {message}\n")

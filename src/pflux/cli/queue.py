@@ -1,0 +1,160 @@
+"""``pflux queue status|enable|disable|start|stop|drain|idle``: control the queue, as flux.
+
+pflux has one queue, so flux's queue names do not apply (``--all`` is accepted
+and means that queue). Submission is enabled or disabled (with a reason);
+scheduling is started or stopped (with an optional reason). Output is flux's:
+``Job submission is enabled``, ``Scheduling is stopped: REASON``. ``drain``
+waits until no job is active, ``idle`` until none is running and prints how
+many are pending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pflux.cli import base, jobcommon
+from pflux.errors import PfluxError
+
+if TYPE_CHECKING:
+    from pflux.api import Client
+
+NAME = "queue"
+DEFAULT_DISABLE_REASON = "disabled by administrator"
+
+
+def main(argv: list[str]) -> int:
+    parser = base.parser(NAME, "Control the job queue.")
+    commands = parser.add_subparsers(title="subcommands", dest="subcommand", metavar="COMMAND")
+    commands.required = True
+    status = commands.add_parser("status", help="show whether submission and scheduling are on")
+    jobcommon.add_uri(status)
+    _verbose(status)
+    status.set_defaults(func=_status)
+    for command, func, what in (
+        ("enable", _enable, "accept new jobs"),
+        ("disable", _disable, "refuse new jobs"),
+        ("start", _start, "start scheduling"),
+        ("stop", _stop, "stop scheduling (running jobs go on)"),
+    ):
+        sub = commands.add_parser(command, help=what)
+        jobcommon.add_uri(sub)
+        sub.add_argument("-a", "--all", action="store_true", help="the (one) queue")
+        sub.add_argument("--quiet", action="store_true", help="print only errors")
+        _verbose(sub)
+        if command in ("disable", "stop"):
+            sub.add_argument("-m", "--message", metavar="REASON", help="why, shown by status")
+        sub.set_defaults(func=func)
+    for command, func, what in (
+        ("drain", _drain, "wait until no job is active"),
+        ("idle", _idle, "wait until no job is running"),
+    ):
+        sub = commands.add_parser(command, help=what)
+        jobcommon.add_uri(sub)
+        sub.add_argument("-t", "--timeout", metavar="DURATION", help="give up after DURATION (FSD)")
+        if command == "idle":
+            sub.add_argument(
+                "--quiet", action="store_true", help="print the pending count only if nonzero"
+            )
+        sub.set_defaults(func=func)
+    args = parser.parse_args(argv)
+    return base.run(NAME, lambda: _connected(args))
+
+
+def _verbose(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also show the job manager's alloc queue"
+    )
+
+
+def _connected(args: argparse.Namespace) -> int | None:
+    from pflux.api import Client
+
+    func: Callable[[Client, argparse.Namespace], int | None] = args.func
+    with Client(args.uri) as client:
+        return func(client, args)
+
+
+def _call(what: str, fn: Callable[[], Any]) -> Any:
+    """Run one request; its error is reported as ``WHAT: message``, as flux-queue does."""
+    from pflux.broker.message import RPCError
+
+    try:
+        return fn()
+    except RPCError as exc:
+        if exc.errnum == errno.ETIMEDOUT:
+            raise PfluxError(f"{what}: timeout") from None
+        raise PfluxError(f"{what}: {exc.errstr}") from None
+
+
+def _enable_line(status: dict[str, Any]) -> str:
+    if status["enable"]:
+        return "Job submission is enabled"
+    reason = status.get("disable_reason")
+    return f"Job submission is disabled: {reason}" if reason else "Job submission is disabled"
+
+
+def _start_line(status: dict[str, Any]) -> str:
+    if status["start"]:
+        return "Scheduling is started"
+    reason = status.get("stop_reason")
+    return f"Scheduling is stopped: {reason}" if reason else "Scheduling is stopped"
+
+
+def _alloc_query(client: Client) -> None:
+    query = _call("alloc-query", lambda: client.handle.call("job-manager.alloc-query", {}))
+    print(f"{query['queue_length']} alloc requests queued")
+    print(f"{query['alloc_pending']} alloc requests pending to scheduler")
+    print(f"{query['running']} running jobs")
+
+
+def _status(client: Client, args: argparse.Namespace) -> None:
+    status = _call("status", client.queue_status)
+    print(_enable_line(status))
+    print(_start_line(status))
+    if args.verbose:
+        _alloc_query(client)
+
+
+def _set_enable(client: Client, args: argparse.Namespace, enable: bool, reason: str) -> None:
+    _call("enable", lambda: client.queue_enable(enable, reason))
+    if not args.quiet:
+        print(_enable_line(_call("status", client.queue_status)))
+
+
+def _set_start(client: Client, args: argparse.Namespace, start: bool, reason: str) -> None:
+    _call("start", lambda: client.queue_start(start, reason))
+    if not args.quiet:
+        print(_start_line(_call("status", client.queue_status)))
+        if args.verbose:
+            _alloc_query(client)
+
+
+def _enable(client: Client, args: argparse.Namespace) -> None:
+    _set_enable(client, args, True, "")
+
+
+def _disable(client: Client, args: argparse.Namespace) -> None:
+    _set_enable(client, args, False, args.message or DEFAULT_DISABLE_REASON)
+
+
+def _start(client: Client, args: argparse.Namespace) -> None:
+    _set_start(client, args, True, "")
+
+
+def _stop(client: Client, args: argparse.Namespace) -> None:
+    _set_start(client, args, False, args.message or "")
+
+
+def _drain(client: Client, args: argparse.Namespace) -> None:
+    timeout = jobcommon.duration_arg(args.timeout)
+    _call("drain", lambda: client.drain(timeout))
+
+
+def _idle(client: Client, args: argparse.Namespace) -> None:
+    timeout = jobcommon.duration_arg(args.timeout)
+    pending: int = _call("idle", lambda: client.idle(timeout))
+    if not args.quiet or pending:
+        print(f"{pending} jobs")

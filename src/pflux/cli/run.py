@@ -1,0 +1,39 @@
+"""``pflux run [OPTIONS] COMMAND [ARGS...]``: submit a job and attach to it, as ``flux run``.
+
+The exit code is the job's: the largest task exit code, 128+signal for a task
+killed by a signal, 1 after a fatal exception.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pflux.cli import base, jobopts
+
+
+def main(argv: list[str]) -> int:
+    parser = base.parser("run", "Run a job interactively: submit it and follow its output.")
+    parser.usage = "pflux run [OPTIONS...] COMMAND [ARGS...]"
+    jobopts.add_options(parser)
+    parser.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+    parser.add_argument(
+        "-E", "--show-events", action="store_true", help="print the job's events on stderr"
+    )
+    args = parser.parse_args(argv)
+    return base.run("run", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sys
+
+    request = jobopts.request_for(args)
+    if args.dry_run:
+        sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
+        return 0
+    from pflux.cli.job_attach import attach
+    from pflux.cli.submit import submit_payload
+    from pflux.client.handle import Handle
+
+    with Handle(args.uri) as handle:
+        jobid = handle.call("job-ingest.submit", submit_payload(request))["id"]
+        return attach(handle, jobid, label_io=args.label_io, show_events=args.show_events)

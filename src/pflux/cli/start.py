@@ -1,0 +1,63 @@
+"""``pflux start [OPTIONS] [COMMAND...]``: run an instance in the foreground.
+
+With COMMAND, it runs inside the instance (PFLUX_URI set) and the instance
+shuts down when it exits, with its exit code; without, the instance serves
+until ``pflux shutdown`` or SIGTERM. ``--state-dir`` keeps the instance's data
+across runs: a directory that already holds an instance's data is restarted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pflux.cli import base
+from pflux.errors import UsageError
+
+
+def main(argv: list[str]) -> int:
+    parser = base.parser("start", "Run a pflux instance (and, optionally, a command in it).")
+    parser.add_argument("--state-dir", type=Path, help="keep the instance's data here")
+    parser.add_argument("--cores", type=int, help="cores to manage (default: this machine's)")
+    parser.add_argument("--gpus", type=int, help="GPUs to manage (default: this machine's)")
+    parser.add_argument("--config", type=Path, help="instance configuration (TOML)")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more (repeat for debug)"
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
+    args = parser.parse_args(argv)
+    return base.run("start", lambda: _start(args))
+
+
+def _start(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from pflux.broker.instance import Instance
+
+    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    config = _config(args)
+    instance = Instance(args.state_dir, config=config)
+    return asyncio.run(instance.run(args.command or None))
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if args.config is not None:
+        import tomllib
+
+        try:
+            config = tomllib.loads(args.config.read_text())
+        except OSError as exc:
+            raise UsageError(f"--config={args.config}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"--config={args.config}: {exc}") from None
+    for name in ("cores", "gpus"):
+        value = getattr(args, name)
+        if value is not None:
+            if value < 0:
+                raise UsageError(f"--{name}={value}: must be 0 or more")
+            config.setdefault("resource", {})[name] = value
+    return config

@@ -1,0 +1,130 @@
+"""An asyncio connection to an instance, for the Python API.
+
+Requests are futures; a streaming request is an async iterator of payloads
+that ends at the stream's normal end (ENODATA) and raises RPCError on others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pflux.broker.message import (
+    FLAG_STREAMING,
+    REQUEST,
+    Decoder,
+    Message,
+    ProtocolError,
+    RPCError,
+    encode,
+)
+from pflux.client.uri import NoInstanceError, socket_path
+
+
+class _Protocol(asyncio.Protocol):
+    def __init__(self, handle: AsyncHandle) -> None:
+        self.handle = handle
+        self.decoder = Decoder()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            messages = self.decoder.feed(data)
+        except ProtocolError as exc:
+            self.handle._lost(RPCError(errno.EPROTO, str(exc)))
+            return
+        for msg in messages:
+            self.handle._route(msg)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.handle._lost(RPCError(errno.ECONNRESET, "lost connection to the instance"))
+
+
+class AsyncHandle:
+    """A connection; open it with ``await AsyncHandle.connect(uri)``."""
+
+    def __init__(self) -> None:
+        self._protocol: _Protocol | None = None
+        self._tag = 0
+        self._queues: dict[int, asyncio.Queue[Message]] = {}
+        self._streams: set[int] = set()
+        self._error: RPCError | None = None
+
+    @classmethod
+    async def connect(cls, uri: str | None = None) -> AsyncHandle:
+        path = socket_path(uri)
+        handle = cls()
+        loop = asyncio.get_running_loop()
+        try:
+            _, protocol = await loop.create_unix_connection(lambda: _Protocol(handle), path)
+        except OSError as exc:
+            raise NoInstanceError(
+                f"cannot connect to the instance at {path}: {exc.strerror}"
+            ) from None
+        handle._protocol = protocol
+        return handle
+
+    async def __aenter__(self) -> AsyncHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._protocol is not None and self._protocol.transport is not None:
+            self._protocol.transport.close()
+
+    def _send(self, topic: str, payload: Any, flags: int) -> asyncio.Queue[Message]:
+        if self._error is not None:
+            raise self._error
+        assert self._protocol is not None
+        assert self._protocol.transport is not None
+        self._tag += 1
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+        self._queues[self._tag] = queue
+        if flags & FLAG_STREAMING:
+            self._streams.add(self._tag)
+        self._protocol.transport.write(
+            encode(Message(REQUEST, topic, self._tag, payload, flags=flags))
+        )
+        return queue
+
+    async def call(self, topic: str, payload: Any = None) -> Any:
+        """Send a request and return its response's payload (RPCError on an error)."""
+        queue = self._send(topic, payload, 0)
+        return (await queue.get()).raise_for_error()
+
+    async def stream(self, topic: str, payload: Any = None) -> AsyncIterator[Any]:
+        """Send a streaming request and yield each response's payload until its end."""
+        queue = self._send(topic, payload, FLAG_STREAMING)
+        while True:
+            msg = await queue.get()
+            if msg.errnum == errno.ENODATA:
+                return
+            yield msg.raise_for_error()
+
+    def _route(self, msg: Message) -> None:
+        if msg.matchtag == 0 and msg.errnum:
+            self._lost(RPCError(msg.errnum, msg.errstr))
+            return
+        queue = self._queues.get(msg.matchtag)
+        if queue is None:
+            return
+        queue.put_nowait(msg)
+        if msg.errnum or msg.matchtag not in self._streams:
+            del self._queues[msg.matchtag]
+            self._streams.discard(msg.matchtag)
+
+    def _lost(self, error: RPCError) -> None:
+        if self._error is None:
+            self._error = error
+        for tag, queue in list(self._queues.items()):
+            queue.put_nowait(Message(REQUEST, "", tag, errnum=error.errnum, errstr=error.errstr))
+        self._queues.clear()
+        self._streams.clear()

@@ -1,0 +1,147 @@
+"""Test execution: a job's run simulated with one timer and no process (flux-core's testexec).
+
+A jobspec with ``attributes.system.exec.test`` (an object, possibly empty)
+runs in test mode. Its keys, as flux-core's ``job-exec/testexec.c`` reads them:
+
+- ``run_duration`` (FSD string, e.g. ``"0.01s"``): how long the job runs;
+  by default the jobspec's ``duration``. 0 means until it is killed, as in
+  flux-core (a timer is set only for a positive duration).
+- ``wait_status`` (integer): the status of the ``finish`` response (default 0).
+- ``mock_exception`` (``"init"`` or ``"run"``): raise a fatal ``exec``
+  exception before the job starts (no ``start``, no ``finish``) or just after
+  it starts (the job is then killed).
+- ``override`` (integer): when nonzero the job starts only when told to by
+  ``job-exec.override {jobid, event: "start"}``, and a job of no duration
+  finishes only on ``{event: "finish", status}`` or an exception.
+
+A signal to a running test job ends it at once with the signal as its wait
+status, as flux-core's testexec does: a canceled job finishes with status 15
+(SIGTERM), one whose time limit expired with 14 (SIGALRM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pflux.broker.message import RPCError
+from pflux.errors import DurationError, PfluxError
+from pflux.spec import duration
+
+if TYPE_CHECKING:
+    from pflux.exec.service import ExecJob
+
+__all__ = ["MockConfig", "MockRun", "mock_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class MockConfig:
+    """A test-mode job's settings (see the module docstring)."""
+
+    run_duration: float
+    wait_status: int = 0
+    mock_exception: str | None = None
+    override: bool = False
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def mock_config(jobspec: Mapping[str, Any]) -> MockConfig | None:
+    """The test settings of ``jobspec``, or None when it does not ask for test mode.
+
+    Settings of the wrong type raise PfluxError naming the key.
+    """
+    system = jobspec.get("attributes", {}).get("system", {})
+    test = system.get("exec", {}).get("test") if isinstance(system, Mapping) else None
+    if test is None:
+        return None
+    where = "attributes.system.exec.test"
+    if not isinstance(test, Mapping):
+        raise PfluxError(f"{where} must be an object")
+    run_duration = float(system.get("duration", 0) or 0)
+    text = test.get("run_duration")
+    if text is not None:
+        if not isinstance(text, str):
+            raise PfluxError(f"{where}.run_duration must be a duration string such as 0.1s")
+        try:
+            run_duration = duration.parse(text)
+        except DurationError as exc:
+            raise PfluxError(f"{where}.run_duration: {exc}") from None
+    wait_status = test.get("wait_status", 0)
+    if not _is_int(wait_status):
+        raise PfluxError(f"{where}.wait_status must be an integer")
+    mock = test.get("mock_exception")
+    if mock is not None and not isinstance(mock, str):
+        raise PfluxError(f"{where}.mock_exception must be a string")
+    override = test.get("override", 0)
+    if not _is_int(override):
+        raise PfluxError(f"{where}.override must be an integer")
+    return MockConfig(run_duration, wait_status, mock, bool(override))
+
+
+class MockRun:
+    """One test-mode job's simulated execution."""
+
+    __slots__ = ("config", "job", "timer")
+
+    def __init__(self, job: ExecJob, config: MockConfig) -> None:
+        self.job = job
+        self.config = config
+        self.timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        if self.config.mock_exception == "init":
+            self.job.fatal("mock initialization exception generated")
+            return
+        self.job.started = True
+        if not self.config.override:
+            self._run()
+        if self.config.mock_exception == "run":
+            self.job.fatal("mock run exception generated")
+
+    def _run(self) -> None:
+        seconds = self.config.run_duration
+        if seconds > 0:
+            self.timer = self.job.loop.call_later(seconds, self._finished)
+        self.job.set_running()
+
+    def _finished(self) -> None:
+        self.timer = None
+        self.job.complete(self.config.wait_status)
+
+    def kill(self, signum: int) -> None:
+        """End the run now, with the signal as its wait status."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.job.started:
+            self.job.complete(signum)
+
+    def kill_shell(self, signum: int) -> None:
+        """There is no shell to kill."""
+
+    def finalize(self, finished: bool, status: int) -> None:
+        """Nothing to clean up."""
+
+    def override(self, event: str, status: int) -> None:
+        """``job-exec.override``: start the job, or finish it with ``status``."""
+        if not self.config.override:
+            raise RPCError(errno.EINVAL, "Job not in exec override mode")
+        if event == "start":
+            if self.job.running:
+                raise RPCError(errno.EINVAL, "Job already running")
+            self._run()
+        elif event == "finish":
+            if not self.job.running:
+                raise RPCError(errno.EINVAL, "Job not running")
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            self.job.complete(status)
+        else:
+            raise RPCError(errno.EINVAL, "Invalid event")

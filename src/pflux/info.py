@@ -1,0 +1,141 @@
+"""job-info: read access to a job's KVS data, the proxy RFC 16 describes for guests.
+
+``lookup`` returns J, jobspec, R or the eventlog; ``eventlog-watch`` streams an
+eventlog (the job's own, or a guest one such as ``guest.output``) from its first
+line, live, and ends once the job is inactive and every line has been sent.
+Both check that the requester owns the job (or owns the instance).
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import orjson
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import LocalRoute, Request, Service, method
+from pflux.kvs.keys import job_key
+from pflux.manager.requests import job_id_arg, payload_of
+from pflux.spec.fluid import JobID
+
+LOOKUP_KEYS = frozenset(("J", "jobspec", "R", "eventlog"))
+WATCH_PATHS = frozenset(("eventlog", "guest.exec.eventlog", "guest.output", "guest.input"))
+TERMINAL_EVENTS = (b'"name":"clean"', b'"name":"invalidate"')
+
+
+class JobInfo(Service):
+    name = "job-info"
+
+    async def _check_owner(self, req: Request, jobid: int) -> str:
+        """The job's eventlog, after checking the job exists and the requester may read it."""
+        try:
+            reply = await self.broker.call("kvs.get", {"key": job_key(jobid, "eventlog")})
+        except RPCError as exc:
+            if exc.errnum == errno.ENOENT:
+                raise RPCError(errno.ENOENT, f"job {JobID(jobid)} not found") from None
+            raise
+        eventlog: str = reply["value"]
+        if not req.owner:
+            first = orjson.loads(eventlog.split("\n", 1)[0])
+            if first.get("context", {}).get("userid") != req.userid:
+                raise RPCError(errno.EPERM, f"job {JobID(jobid)}: permission denied")
+        return eventlog
+
+    @method("lookup")
+    async def lookup(self, req: Request) -> None:
+        payload = payload_of(req)
+        jobid = job_id_arg(payload)
+        keys = payload.get("keys", ["jobspec"])
+        if not isinstance(keys, list) or not keys or not set(keys) <= LOOKUP_KEYS:
+            raise RPCError(
+                errno.EINVAL, f"keys: must be a list of {', '.join(sorted(LOOKUP_KEYS))}"
+            )
+        eventlog = await self._check_owner(req, jobid)
+        reply: dict[str, Any] = {"id": jobid}
+        for key in keys:
+            if key == "eventlog":
+                reply[key] = eventlog
+                continue
+            try:
+                got = await self.broker.call("kvs.get", {"key": job_key(jobid, key)})
+            except RPCError as exc:
+                if exc.errnum == errno.ENOENT:
+                    raise RPCError(errno.ENOENT, f"job {JobID(jobid)} has no {key}") from None
+                raise
+            reply[key] = got["value"]
+        req.respond(reply)
+
+    @method("eventlog-watch")
+    async def eventlog_watch(self, req: Request) -> None:
+        payload = payload_of(req)
+        jobid = job_id_arg(payload)
+        path = payload.get("path", "eventlog")
+        if path not in WATCH_PATHS:
+            raise RPCError(errno.EINVAL, f"path: must be one of {', '.join(sorted(WATCH_PATHS))}")
+        if not req.streaming:
+            raise RPCError(errno.EPROTO, "eventlog-watch must be a streaming request")
+        await self._check_owner(req, jobid)
+        _Watch(self, req, jobid, path).start()
+
+
+class _Watch:
+    """One eventlog-watch: a KVS watch on the log, and on the job's eventlog for its end."""
+
+    def __init__(self, service: JobInfo, req: Request, jobid: int, path: str) -> None:
+        self.broker = service.broker
+        self.req = req
+        self.jobid = jobid
+        self.path = path
+        self.guest = path != "eventlog"
+        self.routes: list[LocalRoute] = []
+
+    def start(self) -> None:
+        key = job_key(self.jobid, *self.path.split("."))
+        self._watch(key, self._on_data)
+        if self.guest:
+            self._watch(job_key(self.jobid, "eventlog"), self._on_main)
+        self.req.on_disconnect(self._cancel)
+
+    def _watch(self, key: str, callback: Any) -> None:
+        payload = {"key": key, "append": True, "waitcreate": True}
+        self.routes.append(self.broker.send("kvs.watch", payload, callback, streaming=True))
+
+    def _on_data(self, msg: Message) -> None:
+        if self.req.done:
+            return
+        if msg.errnum:
+            self._end(msg)
+            return
+        data = msg.payload.get("value", "")
+        if data:
+            self.req.respond({"data": data})
+        if not self.guest and any(t in data.encode() for t in TERMINAL_EVENTS):
+            self._finish()
+
+    def _on_main(self, msg: Message) -> None:
+        if self.req.done:
+            return
+        if msg.errnum:
+            self._end(msg)
+            return
+        data = msg.payload.get("value", "")
+        if any(t in data.encode() for t in TERMINAL_EVENTS):
+            # the guest namespace is final before the job is: everything has been sent
+            self._finish()
+
+    def _end(self, msg: Message) -> None:
+        if msg.errnum == errno.ENOENT:
+            self._finish(errno.ENOENT, f"job {JobID(self.jobid)}: {self.path} was removed")
+        else:
+            self._finish(msg.errnum, msg.errstr)
+
+    def _finish(self, errnum: int = errno.ENODATA, errstr: str | None = None) -> None:
+        """End the stream and withdraw the KVS watches."""
+        self.req.error(errnum, errstr)
+        for route in self.routes:
+            route.cancel()
+        self.routes = []
+
+    def _cancel(self) -> None:
+        self._finish()

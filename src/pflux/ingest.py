@@ -1,0 +1,128 @@
+"""job-ingest: validate a jobspec, sign J, assign a FLUID, commit, then answer the id.
+
+Submissions arriving in one loop turn are committed together: one ``kvs.commit``
+holds every new job's J, jobspec and ``submit`` event, and one
+``job-manager.submit`` hands them all over. A client hears its id only after
+both, so an id a user holds is a job that survives a crash (RFC 16, RFC 21).
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import logging
+import time
+from typing import Any
+
+import orjson
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import JobspecError
+from pflux.kvs.keys import job_key
+from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
+from pflux.manager.requests import check_urgency
+from pflux.manager.states import URGENCY_DEFAULT
+from pflux.spec.eventlog import Event
+from pflux.spec.fluid import FluidGenerator
+from pflux.spec.jobspec import dumps, validate
+
+log = logging.getLogger("pflux.job-ingest")
+
+FLAGS_MASK = FLAG_DEBUG | FLAG_WAITABLE
+
+
+def sign_none(userid: int, payload: bytes) -> str:
+    """J under the ``none`` mechanism: a userid-stamped, unsigned wrapper (RFC 15's shape)."""
+    header = orjson.dumps({"version": 1, "mechanism": "none", "userid": userid})
+    return f"{_b64(header)}.{_b64(payload)}.none"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class _Submission:
+    __slots__ = ("event", "jobid", "jobspec", "req")
+
+    def __init__(self, req: Request, jobid: int, jobspec: dict[str, Any], event: Event) -> None:
+        self.req = req
+        self.jobid = jobid
+        self.jobspec = jobspec
+        self.event = event
+
+
+class IngestService(Service):
+    """Accepts jobs; the only writer of J, jobspec and the first event."""
+
+    name = "job-ingest"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        self.fluid = FluidGenerator(0)
+        self._batch: list[_Submission] = []
+        self._ops: list[list[Any]] = []
+
+    async def start(self) -> None:
+        info = await self.broker.call("job-manager.getinfo", {})
+        self.fluid = FluidGenerator(0, after=info["max_jobid"] or None)
+
+    @method("submit")
+    def submit(self, req: Request) -> None:
+        payload = req.payload
+        if not isinstance(payload, dict):
+            raise RPCError(errno.EPROTO, "job-ingest.submit: payload must be a JSON object")
+        jobspec = payload.get("jobspec")
+        try:
+            validate(jobspec)
+        except JobspecError as exc:
+            raise RPCError(errno.EINVAL, f"invalid jobspec: {exc}") from None
+        assert isinstance(jobspec, dict)
+        urgency = check_urgency(payload.get("urgency", URGENCY_DEFAULT), owner=req.owner)
+        flags = payload.get("flags", 0)
+        if type(flags) is not int or flags & ~FLAGS_MASK:
+            raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
+        jobid = int(self.fluid.next())
+        event = Event(
+            time.time(),
+            "submit",
+            {"urgency": urgency, "userid": req.userid, "flags": flags, "version": 1},
+        )
+        canonical = dumps(jobspec)
+        self._ops += (
+            ["put", job_key(jobid, "J"), sign_none(req.userid, canonical)],
+            ["put", job_key(jobid, "jobspec"), canonical.decode()],
+            ["append", job_key(jobid, "eventlog"), event.to_line()],
+        )
+        if not self._batch:
+            self.broker.loop.call_soon(self._flush)
+        self._batch.append(_Submission(req, jobid, jobspec, event))
+
+    def _flush(self) -> None:
+        batch, self._batch = self._batch, []
+        ops, self._ops = self._ops, []
+        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(batch, msg))
+
+    def _committed(self, batch: list[_Submission], msg: Message) -> None:
+        if msg.errnum:
+            self.broker.fatal(f"job-ingest: KVS commit failed: {msg.errstr}")
+            for sub in batch:
+                sub.req.error(msg.errnum, f"job could not be stored: {msg.errstr}")
+            return
+        jobs = [
+            {"id": sub.jobid, "jobspec": sub.jobspec, "event": sub.event.to_json()} for sub in batch
+        ]
+        self.broker.send("job-manager.submit", {"jobs": jobs}, lambda m: self._accepted(batch, m))
+
+    def _accepted(self, batch: list[_Submission], msg: Message) -> None:
+        if msg.errnum:
+            for sub in batch:
+                sub.req.error(msg.errnum, msg.errstr)
+            return
+        refused = dict((jobid, text) for jobid, text in msg.payload.get("errors", []))
+        for sub in batch:
+            error = refused.get(sub.jobid)
+            if error is None:
+                sub.req.respond({"id": sub.jobid})
+            else:
+                sub.req.error(errno.EINVAL, error)

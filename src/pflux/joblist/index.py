@@ -1,0 +1,308 @@
+"""The job-list index: every job's summary, fed by journal entries, and three orderings.
+
+Entries are applied per job in ``seq`` order. At start-up the journal's backlog
+(every job's history, read from the KVS) interleaves with live entries, so an
+entry whose ``seq`` the job already has is a duplicate and is dropped, and one
+whose predecessors have not arrived is held back until they do (the journal
+guarantees that they will, before its sentinel). Annotations travel with
+``seq`` -1 and are merged whenever they come.
+
+Listing follows flux-core's job-list: pending jobs by priority (highest first)
+then id, running jobs by ``t_run`` and inactive jobs by ``t_inactive``, newest
+first. Each ordering is a list kept sorted as jobs move, so a list request
+walks it and stops at ``max_entries`` instead of sorting every job; nearly
+every insertion is an append, since new jobs are the newest. While the backlog
+is read nothing is listed and the orderings are built once, at the sentinel
+(flux-core does the same to avoid a quadratic replay).
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final
+
+from pflux.errors import EventlogError
+from pflux.joblist.codes import USERID_ANY
+from pflux.joblist.summary import JobSummary, Selection, to_json
+from pflux.manager.states import State
+from pflux.spec.eventlog import Event
+
+log = logging.getLogger("pflux.job-list")
+
+_PENDING: Final = int(State.PENDING)
+_RUNNING: Final = int(State.RUNNING)
+_INACTIVE: Final = int(State.INACTIVE)
+
+Key = tuple[float, int]
+
+
+def _pending_key(s: JobSummary) -> Key:
+    return (-s.priority, s.id)
+
+
+def _running_key(s: JobSummary) -> Key:
+    return (s.t_run, s.id)
+
+
+def _inactive_key(s: JobSummary) -> Key:
+    return (s.t_inactive, s.id)
+
+
+class _Ordered:
+    """Summaries sorted ascending by ``key`` (keys are unique: they end with the id)."""
+
+    __slots__ = ("items", "key")
+
+    def __init__(self, key: Callable[[JobSummary], Key]) -> None:
+        self.key = key
+        self.items: list[JobSummary] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, summary: JobSummary) -> None:
+        items, key = self.items, self.key
+        k = key(summary)
+        if not items or key(items[-1]) < k:
+            items.append(summary)
+        else:
+            items.insert(bisect_right(items, k, key=key), summary)
+
+    def discard(self, summary: JobSummary, k: Key) -> None:
+        """Remove ``summary``, which was added when its key was ``k``."""
+        items = self.items
+        i = bisect_left(items, k, key=self.key)
+        if i < len(items) and items[i] is summary:
+            del items[i]
+        else:  # a bug: keep going, correctly if slowly
+            log.error("job-list: job %d was not where its key put it", summary.id)
+            if summary in items:
+                items.remove(summary)
+
+    def rebuild(self, summaries: Iterable[JobSummary]) -> None:
+        self.items = sorted(summaries, key=self.key)
+
+
+class JobIndex:
+    """Every job job-list knows, by id, and the orderings it lists them in."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[int, JobSummary] = {}
+        self.pending = _Ordered(_pending_key)
+        self.running = _Ordered(_running_key)
+        self.inactive = _Ordered(_inactive_key)
+        self.ready = False  # the backlog is in and the orderings are built
+        self._held: dict[int, dict[int, dict[str, Any]]] = {}
+        self._early_annotations: dict[int, list[dict[str, Any]]] = {}
+        self._removed: set[int] = set()  # invalidated while the backlog is read
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def get(self, jobid: int) -> JobSummary | None:
+        return self.jobs.get(jobid)
+
+    @property
+    def held(self) -> int:
+        """Entries waiting for their predecessors."""
+        return sum(len(entries) for entries in self._held.values())
+
+    # --- feeding -----------------------------------------------------------------------
+
+    def feed(self, entries: Iterable[Any]) -> None:
+        """Apply journal entries ``{id, seq, entry, jobspec?, R?}``; bad ones are logged."""
+        for entry in entries:
+            self.feed_one(entry)
+
+    def feed_one(self, entry: Any) -> None:
+        jobid = entry.get("id") if isinstance(entry, dict) else None
+        seq = entry.get("seq") if isinstance(entry, dict) else None
+        if type(jobid) is not int or type(seq) is not int:
+            log.warning("job-list: ignoring a malformed journal entry: %.200r", entry)
+            return
+        if seq < 0:
+            self._annotate(jobid, entry)
+            return
+        summary = self.jobs.get(jobid)
+        expected = summary.next_seq if summary is not None else 0
+        if seq < expected or (summary is None and jobid in self._removed):
+            return  # already applied (the backlog and live entries overlap)
+        if seq > expected:
+            self._held.setdefault(jobid, {})[seq] = entry
+            return
+        applied = self._apply(jobid, summary, entry)
+        held = self._held.get(jobid)
+        if held is not None:
+            while applied is not None and applied.next_seq in held:
+                applied = self._apply(jobid, applied, held.pop(applied.next_seq))
+            if not held or applied is None:
+                del self._held[jobid]
+
+    def _apply(
+        self, jobid: int, summary: JobSummary | None, entry: dict[str, Any]
+    ) -> JobSummary | None:
+        """Apply the entry a job expects next; None if the job is gone."""
+        if summary is None:
+            summary = JobSummary(jobid)
+            self.jobs[jobid] = summary
+            for update in self._early_annotations.pop(jobid, ()):
+                summary.update_annotations(update)
+        summary.next_seq += 1
+        try:
+            event = Event.from_json(entry.get("entry"))
+        except EventlogError as exc:
+            log.warning("job-list: job %d seq %d: bad event: %s", jobid, entry["seq"], exc)
+            return summary
+        if event.name == "invalidate":
+            # the job was refused at submission and removed from the KVS: forget it
+            self._forget(summary)
+            return None
+        old_state = summary.state
+        if self.ready and event.name == "priority" and old_state & _PENDING:
+            # the key changes with the priority: take the job out before it does
+            self.pending.discard(summary, _pending_key(summary))
+            summary.apply(event, entry)
+            self._list(summary)
+        else:
+            summary.apply(event, entry)
+            if self.ready and summary.state is not old_state:
+                self._move(summary, old_state)
+        return summary
+
+    def _annotate(self, jobid: int, entry: dict[str, Any]) -> None:
+        event = entry.get("entry")
+        update = event.get("context") if isinstance(event, dict) else None
+        if not isinstance(update, dict):
+            log.warning("job-list: job %d: annotations entry without an object", jobid)
+            return
+        summary = self.jobs.get(jobid)
+        if summary is not None:
+            summary.update_annotations(update)
+        elif jobid not in self._removed:
+            # a live annotation can overtake the job's history from the backlog
+            self._early_annotations.setdefault(jobid, []).append(update)
+
+    def _forget(self, summary: JobSummary) -> None:
+        del self.jobs[summary.id]
+        ordered = self._ordering(summary.state)
+        if self.ready and ordered is not None:
+            ordered.discard(summary, ordered.key(summary))
+        if not self.ready:
+            self._removed.add(summary.id)
+
+    # --- orderings ---------------------------------------------------------------------
+
+    def _ordering(self, state: State) -> _Ordered | None:
+        if state & _PENDING:
+            return self.pending
+        if state & _RUNNING:
+            return self.running
+        if state is State.INACTIVE:
+            return self.inactive
+        return None  # NEW jobs are not listed until validated
+
+    def _move(self, summary: JobSummary, old_state: State) -> None:
+        """Move a job whose state changed; keys never change while a job is listed
+        (t_run and t_inactive are set on entering their ordering, the priority is
+        handled apart)."""
+        old = self._ordering(old_state)
+        new = self._ordering(summary.state)
+        if old is new:
+            return
+        if old is not None:
+            old.discard(summary, old.key(summary))
+        self._list(summary)
+
+    def _list(self, summary: JobSummary) -> None:
+        ordering = self._ordering(summary.state)
+        if ordering is not None:
+            ordering.add(summary)
+
+    def settle(self) -> None:
+        """The backlog is complete: build the orderings; from now on keep them as jobs move."""
+        if self.ready:
+            return
+        if self._held:
+            log.error(
+                "job-list: %d journal entries of %d jobs never got their predecessors",
+                self.held,
+                len(self._held),
+            )
+            self._held.clear()
+        self._early_annotations.clear()
+        self._removed.clear()
+        summaries = self.jobs.values()
+        self.pending.rebuild(s for s in summaries if s.state & _PENDING)
+        self.running.rebuild(s for s in summaries if s.state & _RUNNING)
+        self.inactive.rebuild(s for s in summaries if s.state is State.INACTIVE)
+        self.ready = True
+
+    # --- listing -----------------------------------------------------------------------
+
+    def list(
+        self,
+        selection: Selection,
+        *,
+        max_entries: int = 0,
+        userid: int = USERID_ANY,
+        states: int = 0,
+        results: int = 0,
+        since: float = 0.0,
+        name: str | None = None,
+        queues: frozenset[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Jobs in flux-core's order, as ``to_json`` gives them.
+
+        ``states`` and ``results`` are masks; a job matches either (flux's
+        ``flux jobs -f running,failed``), and neither given means every job.
+        ``since`` keeps only inactive jobs that became inactive after it.
+        """
+        out: list[dict[str, Any]] = []
+        match = _matcher(userid, states, results, name, queues)
+        for summary in self._candidates(states, results, since):
+            if match is None or match(summary):
+                out.append(to_json(summary, selection))
+                if len(out) == max_entries:
+                    break
+        return out
+
+    def _candidates(self, states: int, results: int, since: float) -> Iterator[JobSummary]:
+        every = not states and not results
+        if every or states & _PENDING:
+            yield from self.pending.items
+        if every or states & _RUNNING:
+            yield from reversed(self.running.items)
+        if every or states & _INACTIVE or results:
+            for summary in reversed(self.inactive.items):
+                if summary.t_inactive <= since:
+                    break
+                yield summary
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "pending": len(self.pending),
+            "running": len(self.running),
+            "inactive": len(self.inactive),
+        }
+
+
+def _matcher(
+    userid: int, states: int, results: int, name: str | None, queues: frozenset[str] | None
+) -> Callable[[JobSummary], bool] | None:
+    """A test for the filters given, or None when every job matches."""
+    tests: list[Callable[[JobSummary], bool]] = []
+    if userid not in (USERID_ANY, -1):
+        tests.append(lambda s: s.userid == userid)
+    if states or results:
+        tests.append(lambda s: bool(s.state & states or s.result & results))
+    if name is not None:
+        tests.append(lambda s: s.name == name)
+    if queues is not None:
+        tests.append(lambda s: s.queue in queues)
+    if not tests:
+        return None
+    if len(tests) == 1:
+        return tests[0]
+    return lambda s: all(test(s) for test in tests)

@@ -1,0 +1,250 @@
+"""The job-list service: answers `pflux jobs` from an index fed only by the events journal.
+
+At start it subscribes to ``job-manager.events-journal`` with ``full``, so it
+gets every job's history and then each event as it is committed; it never
+reads job data from the KVS. Requests that arrive before the history is in
+wait for it, as flux-core's job-list defers them. ``list-id`` for a job it has
+not seen yet (a client that has just been given the id by submit may ask
+first) waits briefly for it; a quick look for the job's eventlog in the KVS
+tells an id that will never come from one still on its way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+from typing import Any, Final
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import Broker, Request, Service, method
+from pflux.joblist.codes import (
+    RESULT_CANCELED,
+    RESULT_COMPLETED,
+    RESULT_FAILED,
+    RESULT_TIMEOUT,
+    USERID_ANY,
+)
+from pflux.joblist.index import JobIndex
+from pflux.joblist.summary import ATTRS, JobSummary, select, to_json
+from pflux.manager.states import State
+from pflux.spec.fluid import JobID
+
+log = logging.getLogger("pflux.job-list")
+
+LIST_ID_WAIT: Final = 5.0  # seconds list-id waits for a job it has not seen
+_STATE_MASK: Final = int(State.NEW | State.ACTIVE | State.INACTIVE)
+_WAITABLE: Final = int(State.ACTIVE | State.INACTIVE)  # states list-id may wait for
+_RESULT_MASK: Final = RESULT_COMPLETED | RESULT_FAILED | RESULT_CANCELED | RESULT_TIMEOUT
+
+
+class _Waiter:
+    """A list-id request waiting for its job to arrive (or leave NEW, or reach a state)."""
+
+    __slots__ = ("future", "seen", "state")
+
+    def __init__(self, future: asyncio.Future[JobSummary], state: int) -> None:
+        self.future = future
+        self.state = state
+        self.seen = False
+
+
+class JobList(Service):
+    """Lists jobs in flux-core's order, with flux-core's attributes."""
+
+    name = "job-list"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        self.index = JobIndex()
+        self.wait_timeout = LIST_ID_WAIT
+        self._ready = asyncio.Event()
+        self._waiters: dict[int, list[_Waiter]] = {}
+
+    async def start(self) -> None:
+        self.broker.send(
+            "job-manager.events-journal", {"full": True}, self._journal, streaming=True
+        )
+
+    async def stop(self) -> None:
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                if not waiter.future.done():
+                    waiter.future.cancel()
+        self._waiters.clear()
+
+    # --- the journal ------------------------------------------------------------------
+
+    def _journal(self, msg: Message) -> None:
+        if msg.errnum:
+            if msg.errnum == errno.ENODATA:
+                log.info("job-list: the events journal ended")
+            else:
+                log.error("job-list: events journal: %s", msg.errstr)
+            self._settle()  # serve what arrived rather than hold requests forever
+            return
+        payload = msg.payload
+        if not isinstance(payload, dict):
+            log.warning("job-list: ignoring a journal response that is not an object")
+            return
+        events = payload.get("events")
+        if isinstance(events, list):
+            try:
+                self.index.feed(events)
+            except Exception:  # a bug must not stop the feed
+                log.exception("job-list: applying journal entries failed")
+            if self._waiters:
+                self._check_waiters()
+        if payload.get("sentinel"):
+            self._settle()
+
+    def _settle(self) -> None:
+        if not self.index.ready:
+            self.index.settle()
+            log.info("job-list: %d jobs from the journal", len(self.index))
+            self._ready.set()
+            if self._waiters:
+                self._check_waiters()
+
+    async def _until_ready(self) -> None:
+        if not self._ready.is_set():
+            await self._ready.wait()
+
+    # --- list -------------------------------------------------------------------------
+
+    @method("list")
+    async def list_jobs(self, req: Request) -> None:
+        payload = _payload(req)
+        selection = select(payload.get("attrs", ["all"]))
+        max_entries = _int(payload, "max_entries", 0, 0, 2**31 - 1)
+        userid = _int(payload, "userid", USERID_ANY, -1, USERID_ANY)
+        states = _mask(payload, "states", _STATE_MASK)
+        results = _mask(payload, "results", _RESULT_MASK)
+        since = payload.get("since", 0.0)
+        if type(since) not in (int, float) or since < 0:
+            raise RPCError(errno.EPROTO, f"since: must be a timestamp >= 0, got {since!r}")
+        name = payload.get("name")
+        if name is not None and not isinstance(name, str):
+            raise RPCError(errno.EPROTO, f"name: must be a string, got {name!r}")
+        queues = _queues(payload.get("queue"))
+        await self._until_ready()
+        jobs = self.index.list(
+            selection,
+            max_entries=max_entries,
+            userid=userid,
+            states=states,
+            results=results,
+            since=float(since),
+            name=name,
+            queues=queues,
+        )
+        req.respond({"jobs": jobs})
+
+    @method("list-attrs")
+    def list_attrs(self, req: Request) -> None:
+        req.respond({"attrs": [*ATTRS, "all"]})
+
+    # --- list-id ----------------------------------------------------------------------
+
+    @method("list-id")
+    async def list_id(self, req: Request) -> None:
+        payload = _payload(req)
+        jobid = payload.get("id")
+        if type(jobid) is not int or not 0 <= jobid < 2**64:
+            raise RPCError(
+                errno.EPROTO, f"id: must be a job id (an unsigned integer), got {jobid!r}"
+            )
+        selection = select(payload.get("attrs", ["all"]))
+        state = _mask(payload, "state", _WAITABLE)
+        await self._until_ready()
+        summary = self.index.get(jobid)
+        if summary is None or not _arrived(summary, state):
+            summary = await self._wait_for(jobid, state, known=summary is not None)
+        req.respond({"job": to_json(summary, selection)})
+
+    async def _wait_for(self, jobid: int, state: int, *, known: bool) -> JobSummary:
+        waiter = _Waiter(self.broker.loop.create_future(), state)
+        waiter.seen = known
+        self._waiters.setdefault(jobid, []).append(waiter)
+        if not known:
+            self._probe(jobid, waiter)
+        try:
+            return await asyncio.wait_for(waiter.future, self.wait_timeout)
+        except TimeoutError:
+            raise _not_found(jobid) from None
+        finally:
+            waiters = self._waiters.get(jobid)
+            if waiters is not None and waiter in waiters:
+                waiters.remove(waiter)
+                if not waiters:
+                    del self._waiters[jobid]
+
+    def _probe(self, jobid: int, waiter: _Waiter) -> None:
+        """Ask the KVS whether the job exists at all; if not, stop waiting for it."""
+        from pflux.kvs.keys import job_key
+
+        def answered(msg: Message) -> None:
+            gone = msg.errnum == errno.ENOENT and self.index.get(jobid) is None
+            if gone and not waiter.seen and not waiter.future.done():
+                waiter.future.set_exception(_not_found(jobid))
+
+        self.broker.send("kvs.get", {"key": job_key(jobid, "eventlog")}, answered)
+
+    def _check_waiters(self) -> None:
+        for jobid, waiters in list(self._waiters.items()):
+            summary = self.index.get(jobid)
+            for waiter in waiters:
+                if waiter.future.done():
+                    continue
+                if summary is None:
+                    if waiter.seen:  # it was there and is gone: refused at submission
+                        waiter.future.set_exception(_not_found(jobid))
+                    continue
+                waiter.seen = True
+                if _arrived(summary, waiter.state):
+                    waiter.future.set_result(summary)
+
+
+def _arrived(summary: JobSummary, state: int) -> bool:
+    """Whether list-id may answer: past NEW, and in or past ``state`` if one was asked for."""
+    if summary.state is State.INACTIVE:
+        return True  # it will never reach any other state
+    if summary.state is State.NEW:
+        return False
+    return not state or bool(summary.states & state)
+
+
+def _not_found(jobid: int) -> RPCError:
+    return RPCError(errno.ENOENT, f"job {JobID(jobid)} not found")
+
+
+def _payload(req: Request) -> dict[str, Any]:
+    if req.payload is None:
+        return {}
+    if not isinstance(req.payload, dict):
+        raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
+    return req.payload
+
+
+def _int(payload: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    value = payload.get(key, default)
+    if type(value) is not int or not lo <= value <= hi:
+        raise RPCError(errno.EPROTO, f"{key}: must be an integer {lo}-{hi}, got {value!r}")
+    return value
+
+
+def _mask(payload: dict[str, Any], key: str, valid: int) -> int:
+    value = payload.get(key, 0)
+    if type(value) is not int or value < 0 or value & ~valid:
+        raise RPCError(errno.EPROTO, f"{key}: must be a mask of the bits {valid:#x}, got {value!r}")
+    return value
+
+
+def _queues(value: Any) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return frozenset((value,))
+    if isinstance(value, list) and all(isinstance(q, str) for q in value):
+        return frozenset(value)
+    raise RPCError(errno.EPROTO, f"queue: must be a name or a list of names, got {value!r}")

@@ -1,0 +1,549 @@
+"""One job as job-list reports it: a compact summary built from the job's events.
+
+The job's state comes from the job manager's own transition table: while the
+job is active the summary holds a manager ``Job`` and feeds each event to
+``states.apply``, so job-list and the job manager cannot disagree about a
+state or a result. Beside it the summary derives the attributes flux-core's
+job-list reports, with flux-core's names and meanings (``job-list/job_state.c``
+for the events, ``job_data.c`` for the jobspec and R, ``job_util.c`` for when
+an attribute is reported at all). Once the job is inactive only the summary is
+kept: 100,000 of them must fit in the instance's memory budget, so it is
+slotted, shares repeated strings and keeps annotations as JSON text.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, Final
+
+import orjson
+
+from pflux.errors import PfluxError, ResourceError
+from pflux.joblist.codes import CODES, RESULT_COMPLETED
+from pflux.manager.job import FAILED, Job
+from pflux.manager.states import InvalidTransition, State, apply
+from pflux.spec import hostlist
+from pflux.spec.eventlog import Event
+from pflux.spec.jobspec import Jobspec
+from pflux.spec.resource import ResourceSet
+
+log = logging.getLogger("pflux.job-list")
+
+_ZERO: Final = 0.0  # one shared float for every unset time and every zero duration
+
+
+class JobSummary:
+    """What job-list knows of one job.
+
+    Counts are -1 and times 0.0 until known; ``states`` is the mask of states
+    entered (flux-core's ``states_mask``), which decides which attributes are
+    reported. ``live`` is the manager ``Job`` replaying the events while the
+    job is active, None once it is inactive.
+    """
+
+    __slots__ = (
+        "annotations",
+        "bank",
+        "cwd",
+        "dependencies",
+        "duration",
+        "exception",
+        "expiration",
+        "id",
+        "live",
+        "name",
+        "ncores",
+        "next_seq",
+        "nnodes",
+        "nodelist",
+        "ntasks",
+        "priority",
+        "project",
+        "queue",
+        "ranks",
+        "result",
+        "state",
+        "states",
+        "t_cleanup",
+        "t_depend",
+        "t_inactive",
+        "t_priority",
+        "t_run",
+        "t_sched",
+        "t_submit",
+        "urgency",
+        "userid",
+        "waitstatus",
+    )
+
+    def __init__(self, jobid: int) -> None:
+        self.id = jobid
+        self.live: Job | None = Job(jobid)
+        self.next_seq = 0
+        self.userid = -1
+        self.urgency = 16
+        self.priority = 0  # unprioritized pending jobs list after prioritized ones
+        self.state = State.NEW
+        self.states = int(State.NEW)
+        self.t_submit = _ZERO
+        self.t_depend = _ZERO
+        self.t_priority = _ZERO
+        self.t_sched = _ZERO
+        self.t_run = _ZERO
+        self.t_cleanup = _ZERO
+        self.t_inactive = _ZERO
+        self.name: str | None = None
+        self.cwd: str | None = None
+        self.queue: str | None = None
+        self.project: str | None = None
+        self.bank: str | None = None
+        self.ntasks = -1
+        self.ncores = -1
+        self.nnodes = -1
+        self.duration = -1.0
+        self.ranks: str | None = None
+        self.nodelist: str | None = None
+        self.expiration = -1.0
+        self.waitstatus = -1
+        self.result = 0  # a RESULT_* once inactive
+        self.exception: tuple[str, int, str] | None = None  # (type, severity, note)
+        self.annotations: dict[str, Any] | str | None = None  # JSON text once inactive
+        self.dependencies: tuple[str, ...] | None = None  # kept once inactive
+
+    def __repr__(self) -> str:
+        return f"JobSummary({self.id}, {self.state.name})"
+
+    # --- applying one event -------------------------------------------------------------
+
+    def apply(self, event: Event, entry: dict[str, Any]) -> None:
+        """Apply one event (``entry`` is its journal entry, for the jobspec or R it carries).
+
+        An event the transition table refuses is logged and skipped, as the job
+        manager's own replay does; nothing changes an inactive job.
+        """
+        live = self.live
+        if live is None:
+            return
+        old = live.state
+        try:
+            apply(live, event)
+        except InvalidTransition as exc:
+            log.warning("job-list: skipping an event: %s", exc)
+            return
+        extra = _EXTRA.get(event.name)
+        if extra is not None:
+            extra(self, live, event, entry)
+        if live.state is not old:
+            self._enter(live, old, event.timestamp)
+
+    def _enter(self, live: Job, old: State, timestamp: float) -> None:
+        """Record entering ``live.state``, as flux-core's ``update_job_state`` does."""
+        new = live.state
+        if new is State.DEPEND:
+            self.t_depend = timestamp
+        elif new is State.PRIORITY:
+            if not self.t_priority:
+                self.t_priority = timestamp
+            if old is State.SCHED:
+                # back to PRIORITY: the priority is unknown until it is posted again
+                self.states &= ~int(State.SCHED)
+        elif new is State.SCHED:
+            if not self.t_sched:
+                self.t_sched = timestamp
+        elif new is State.RUN:
+            self.t_run = timestamp
+        elif new is State.CLEANUP:
+            self.t_cleanup = timestamp
+        elif new is State.INACTIVE:
+            self.t_inactive = timestamp
+            self._finish(live)
+        self.state = new
+        self.states |= int(new)
+
+    def _finish(self, live: Job) -> None:
+        """Keep what an inactive job reports and let the replaying Job go."""
+        self.result = CODES[live.result or FAILED]
+        if live.dependencies or live.satisfied:
+            self.dependencies = tuple(live.dependencies)
+        if isinstance(self.annotations, dict):
+            self.annotations = _compact(self.annotations)
+        self.live = None
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def annotations_dict(self) -> dict[str, Any] | None:
+        value = self.annotations
+        if isinstance(value, str):
+            decoded: dict[str, Any] = orjson.loads(value)
+            return decoded
+        return value
+
+    def dependency_list(self) -> list[str] | None:
+        """Outstanding dependencies, or None if the job never had any (flux: no attribute)."""
+        live = self.live
+        if live is None:
+            return None if self.dependencies is None else list(self.dependencies)
+        if live.dependencies or live.satisfied:
+            return list(live.dependencies)
+        return None
+
+    def update_annotations(self, update: dict[str, Any], under: str | None = None) -> None:
+        """Merge ``update`` (null deletes) into the annotations, or into one key of them."""
+        current = self.annotations_dict()
+        merged = dict(current) if current else {}
+        if under is None:
+            _merge(merged, update)
+        else:
+            inner = merged.get(under)
+            inner = dict(inner) if isinstance(inner, dict) else {}
+            _merge(inner, update)
+            if inner:
+                merged[under] = inner
+            else:
+                merged.pop(under, None)
+        value = merged or None
+        self.annotations = _compact(value) if value and self.live is None else value
+
+    # --- the jobspec and R (flux-core's job_data.c) -----------------------------------------
+
+    def read_jobspec(self, data: Any) -> None:
+        """Name, cwd, queue, project, bank, duration and the counts a jobspec gives."""
+        if not isinstance(data, dict):
+            log.warning("job-list: job %d: submit entry carries no jobspec", self.id)
+            return
+        jobspec = Jobspec(data)
+        try:
+            system = jobspec.data["attributes"]["system"]
+            self.name = _share(jobspec.name)
+            self.cwd = _share(jobspec.cwd)
+            self.queue = _share(jobspec.queue)
+            self.project = _share(system.get("project"))
+            self.bank = _share(system.get("bank"))
+            duration = jobspec.duration
+            self.duration = _ZERO if duration == 0.0 else duration
+            nnodes = jobspec.nnodes
+            nslots = jobspec.nslots
+            cores = nslots * jobspec.cores_per_slot
+            self.nnodes = -1 if nnodes is None else nnodes
+            # with whole nodes the core count is only known from R
+            self.ncores = -1 if nnodes is not None and jobspec.exclusive else cores
+            kind, count = _per_resource(jobspec.shell_options)
+            if kind == "node":
+                self.ntasks = nnodes * count if nnodes is not None else -1
+            elif kind == "core":
+                self.ntasks = cores * count if nnodes is None else -1
+            else:
+                self.ntasks = jobspec.ntasks
+        except (LookupError, TypeError, ValueError, AttributeError, PfluxError) as exc:
+            # as flux-core: an unreadable jobspec leaves what could be read
+            log.warning("job-list: job %d: cannot read the jobspec: %r", self.id, exc)
+
+    def read_resources(self, data: Any, jobspec: Any) -> None:
+        """nnodes, ranks, nodelist, ncores and expiration from R, and ntasks if it waited on R."""
+        try:
+            placement = _placement(data)
+        except (PfluxError, orjson.JSONEncodeError) as exc:
+            log.warning("job-list: job %d: invalid R: %s", self.id, exc)
+            return
+        self.nnodes, self.ranks, self.nodelist, self.ncores, self.expiration = placement
+        if isinstance(jobspec, dict):
+            try:
+                kind, count = _per_resource(Jobspec(jobspec).shell_options)
+            except (LookupError, TypeError, AttributeError):
+                kind, count = None, 1
+            if kind == "node":
+                self.ntasks = self.nnodes * count
+            elif kind == "core" and self.ntasks < 0:
+                self.ntasks = self.ncores * count
+
+
+Placement = tuple[int, str, str, int, float]  # nnodes, ranks, nodelist, ncores, expiration
+_PLACEMENTS: dict[bytes, tuple[int, str, str, int]] = {}
+_PLACEMENTS_MAX: Final = 4096
+
+
+def _placement(data: Any) -> Placement:
+    """What job-list reports of an R; ResourceError if it is invalid.
+
+    Validating R and encoding its ranks and hosts is most of the cost of a job,
+    and jobs are placed on the same few layouts again and again: the answer is
+    remembered by the layout (R less its times).
+    """
+    execution: Any = data.get("execution") if isinstance(data, dict) else None
+    layout = None
+    if isinstance(execution, dict):
+        layout = orjson.dumps(
+            [data.get("version"), execution.get("R_lite"), execution.get("nodelist"),
+             execution.get("properties"), execution.get("nslots"), sorted(data)]
+        )  # fmt: skip
+    known = _PLACEMENTS.get(layout) if layout is not None else None
+    if known is None:
+        rset = ResourceSet.from_json(data)  # raises if R is invalid, naming the problem
+        ranks = _share(rset.ranks().encode(brackets=True))
+        known = (rset.nnodes, ranks, _share(hostlist.encode(rset.nodelist)), rset.ncores())
+        if layout is not None:
+            if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
+                _PLACEMENTS.clear()
+            _PLACEMENTS[layout] = known
+        execution = data["execution"]
+    expiration = execution.get("expiration", 0.0)
+    if type(expiration) not in (int, float) or not 0 <= expiration < float("inf"):
+        raise ResourceError(f"execution.expiration: must be a time >= 0, got {expiration!r}")
+    return (*known, float(expiration))
+
+
+def _compact(annotations: dict[str, Any]) -> str:
+    """Annotations as JSON text: a tenth of the dicts' size.
+
+    Text, not orjson's bytes: a small bytes object from ``orjson.dumps`` keeps
+    a 4 KiB allocation behind it.
+    """
+    return orjson.dumps(annotations).decode()
+
+
+def _share(text: Any) -> Any:
+    """One copy of a string that many jobs repeat (names, directories, node lists)."""
+    return sys.intern(text) if type(text) is str else text
+
+
+def _per_resource(options: Any) -> tuple[str | None, int]:
+    """The shell's ``per-resource`` option: (type, count), or (None, 1) without one."""
+    spec = options.get("per-resource") if isinstance(options, dict) else None
+    if not isinstance(spec, dict):
+        return None, 1
+    kind = spec.get("type")
+    count = spec.get("count", 1)
+    if kind not in ("node", "core") or type(count) is not int or count < 1:
+        return None, 1
+    return kind, count
+
+
+def _merge(target: dict[str, Any], update: dict[str, Any]) -> None:
+    """Merge ``update`` into ``target`` recursively; null deletes, emptied objects go."""
+    for key, value in update.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict):
+            inner = target.get(key)
+            inner = dict(inner) if isinstance(inner, dict) else {}
+            _merge(inner, value)
+            if inner:
+                target[key] = inner
+            else:
+                target.pop(key, None)
+        else:
+            target[key] = value
+
+
+# --- what each event adds beside the state (flux-core's journal_*_event) ----------------------
+
+Extra = Callable[[JobSummary, Job, Event, dict[str, Any]], None]
+
+
+def _on_submit(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    summary.userid = live.userid
+    summary.urgency = live.urgency
+    summary.t_submit = live.t_submit
+    live.jobspec = entry.get("jobspec")
+    summary.read_jobspec(live.jobspec)
+
+
+def _on_priority(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    summary.priority = live.priority
+
+
+def _on_urgency(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    summary.urgency = live.urgency
+
+
+def _on_alloc(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    live.R = entry.get("R")
+    if live.R is not None:
+        summary.read_resources(live.R, live.jobspec)
+    # unlike flux-core, keep the scheduler's annotations the event records, so that
+    # a restarted job-list, which gets no annotations entries, lists the same
+    annotations = (event.context or {}).get("annotations")
+    if isinstance(annotations, dict):
+        summary.update_annotations(annotations)
+
+
+def _on_finish(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    if live.finish_status is not None:
+        summary.waitstatus = live.finish_status
+
+
+def _on_exception(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    # flux-core reports the most severe exception, the first of equal severity
+    context = event.context or {}
+    severity = context["severity"]  # apply() has checked type and severity
+    if summary.exception is None or severity < summary.exception[1]:
+        note = context.get("note", "")
+        summary.exception = (context["type"], severity, note if isinstance(note, str) else "")
+
+
+def _on_memo(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    summary.update_annotations(event.context or {}, under="user")
+
+
+def _on_jobspec_update(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+    from pflux.manager.restart import apply_jobspec_updates
+
+    if not isinstance(live.jobspec, dict):
+        log.warning("job-list: job %d: jobspec-update before the jobspec", summary.id)
+        return
+    # the jobspec may be the job manager's own object: never change it in place
+    updated = copy.deepcopy(live.jobspec)
+    apply_jobspec_updates(updated, event.context or {})
+    live.jobspec = updated
+    summary.read_jobspec(updated)
+
+
+def _on_resource_update(
+    summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]
+) -> None:
+    if live.expiration is not None:
+        summary.expiration = live.expiration
+
+
+_EXTRA: dict[str, Extra] = {
+    "submit": _on_submit,
+    "priority": _on_priority,
+    "urgency": _on_urgency,
+    "alloc": _on_alloc,
+    "finish": _on_finish,
+    "exception": _on_exception,
+    "memo": _on_memo,
+    "jobspec-update": _on_jobspec_update,
+    "resource-update": _on_resource_update,
+}
+
+
+# --- attributes, as flux-core's job-list reports them (job_util.c) ----------------------------
+
+ATTRS: Final[tuple[str, ...]] = (
+    "userid", "urgency", "priority", "t_submit", "t_depend", "t_priority", "t_sched", "t_run",
+    "t_cleanup", "t_inactive", "state", "name", "cwd", "queue", "project", "bank", "ntasks",
+    "ncores", "duration", "nnodes", "ranks", "nodelist", "success", "exception_occurred",
+    "exception_type", "exception_severity", "exception_note", "result", "expiration",
+    "annotations", "waitstatus", "dependencies",
+)  # fmt: skip
+_KNOWN: Final = frozenset(ATTRS)
+_DEPEND: Final = int(State.DEPEND)
+_SCHED: Final = int(State.SCHED)
+_RUN: Final = int(State.RUN)
+_CLEANUP: Final = int(State.CLEANUP)
+_INACTIVE: Final = int(State.INACTIVE)
+
+Selection = tuple[str, ...] | None  # "id" and attribute names in ATTRS order; None: all
+
+
+class AttrError(PfluxError):
+    """An attribute name job-list does not know."""
+
+
+def select(attrs: Any) -> Selection:
+    """The attributes an ``attrs`` array asks for; ``"all"`` means every one (None)."""
+    if not isinstance(attrs, list):
+        raise AttrError("attrs must be an array of attribute names")
+    for name in attrs:
+        if not isinstance(name, str):
+            raise AttrError(f"attrs: {name!r} is not an attribute name")
+        if name not in _KNOWN and name not in ("all", "id"):
+            raise AttrError(f"{name} is not a valid attribute")
+    if "all" in attrs:
+        return None
+    return ("id", *(name for name in ATTRS if name in attrs))
+
+
+def to_json(summary: JobSummary, selection: Selection) -> dict[str, Any]:
+    """``{id, attr: value, ...}``: the selected attributes the job has (as flux-core)."""
+    if selection is None:
+        return attributes(summary)
+    if len(selection) == 1:
+        return {"id": summary.id}
+    full = attributes(
+        summary,
+        annotations="annotations" in selection,
+        dependencies="dependencies" in selection,
+    )
+    return {key: full[key] for key in selection if key in full}
+
+
+def attributes(
+    s: JobSummary, *, annotations: bool = True, dependencies: bool = True
+) -> dict[str, Any]:
+    """Every attribute the job has now; each appears once it means something.
+
+    flux-core's rules (``job_util.c``): times once their state is entered,
+    ``priority`` once in SCHED, counts once known, ranks, nodes and expiration
+    once it ran, outcome attributes once inactive, the exception ones only if
+    there was one.
+    """
+    out: dict[str, Any] = {"id": s.id, "userid": s.userid, "urgency": s.urgency}
+    if s.states & _SCHED:
+        out["priority"] = s.priority
+    _times(s, out)
+    out["state"] = s.state.value
+    for key, text in (
+        ("name", s.name), ("cwd", s.cwd), ("queue", s.queue), ("project", s.project),
+        ("bank", s.bank),
+    ):  # fmt: skip
+        if text is not None:
+            out[key] = text
+    for key, count in (
+        ("ntasks", s.ntasks), ("ncores", s.ncores), ("duration", s.duration),
+        ("nnodes", s.nnodes),
+    ):  # fmt: skip
+        if count >= 0:
+            out[key] = count
+    if s.states & _RUN:
+        _ran(s, out)
+    if s.states & _INACTIVE:
+        _outcome(s, out)
+    if annotations and s.annotations is not None:
+        out["annotations"] = s.annotations_dict()
+    if s.waitstatus >= 0:
+        out["waitstatus"] = s.waitstatus
+    if dependencies:
+        deps = s.dependency_list()
+        if deps is not None:
+            out["dependencies"] = deps
+    return out
+
+
+def _times(s: JobSummary, out: dict[str, Any]) -> None:
+    states = s.states
+    out["t_submit"] = s.t_submit
+    if states & _DEPEND:
+        out["t_depend"] = s.t_depend
+    if s.t_priority:
+        out["t_priority"] = s.t_priority  # PRIORITY and SCHED are re-entered: the first time
+    if s.t_sched:
+        out["t_sched"] = s.t_sched
+    if states & _RUN:
+        out["t_run"] = s.t_run
+    if states & _CLEANUP:
+        out["t_cleanup"] = s.t_cleanup
+    if states & _INACTIVE:
+        out["t_inactive"] = s.t_inactive
+
+
+def _ran(s: JobSummary, out: dict[str, Any]) -> None:
+    if s.ranks is not None:
+        out["ranks"] = s.ranks
+    if s.nodelist is not None:
+        out["nodelist"] = s.nodelist
+    if s.expiration >= 0:
+        out["expiration"] = s.expiration
+
+
+def _outcome(s: JobSummary, out: dict[str, Any]) -> None:
+    out["success"] = s.result == RESULT_COMPLETED
+    exc = s.exception
+    out["exception_occurred"] = exc is not None
+    if exc is not None:
+        out["exception_type"], out["exception_severity"], out["exception_note"] = exc
+    out["result"] = s.result

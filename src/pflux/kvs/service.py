@@ -1,0 +1,418 @@
+"""The ``kvs`` service: RFC 16's key-value store for the instance, over the SQLite store.
+
+Writes are batched. Every ``kvs.commit`` (and namespace change) that arrives in
+one loop turn is queued and applied at the end of the turn in one SQLite
+transaction, each commit atomic within it (a savepoint), and each request is
+answered only after that transaction has committed. This is what lets
+job-ingest and job-manager, which send one commit per batch of jobs, reach
+thousands of jobs per second.
+
+A failed SQLite transaction is fatal: the requests in it get EIO, the service
+refuses everything after, and the broker is told to stop (``Broker.fatal``).
+Carrying on would let other services act on events that were never stored;
+stopping lets a restart recover from what was.
+
+Watches are fed from the changes each transaction reports, after it commits,
+in commit order: a watcher sees every change once, with exactly the appended
+text, and never polls.
+
+Reads see committed data: a read that arrives in the same turn as a commit
+does not see it, so a client reads after its commit is answered.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pflux.broker.router import Broker, LocalRoute, Request, Service, method
+from pflux.errors import PfluxError
+from pflux.kvs.keys import (
+    PRIMARY,
+    ROOT,
+    KVSError,
+    check_key,
+    from_primary,
+    quote,
+    to_primary,
+)
+from pflux.kvs.store import APPEND, PUT, UNLINK, Change, Store, StoreError
+
+log = logging.getLogger("pflux.kvs")
+
+DB_NAME = "kvs.sqlite"
+WALK_BATCH = 1024  # entries per kvs.walk response
+
+
+class _Watch:
+    """One ``kvs.watch`` stream."""
+
+    __slots__ = ("append", "gone", "key", "namespace", "req", "sender", "started", "value")
+
+    def __init__(self, req: Request, key: str, namespace: str, append: bool) -> None:
+        self.req = req
+        self.key = key  # primary key
+        self.namespace = namespace
+        self.append = append
+        self.started = False  # the first value has been sent
+        self.value = ""  # the current value, kept for a plain watch
+        self.sender: tuple[object, int] = (_sender(req), req.matchtag)
+        self.gone: Any = None  # the disconnect callback
+
+
+class _Pending:
+    """A write waiting for the end of the loop turn."""
+
+    __slots__ = ("args", "kind", "req")
+
+    def __init__(self, req: Request, kind: str, args: Any) -> None:
+        self.req = req
+        self.kind = kind  # "commit", "namespace-create" or "namespace-remove"
+        self.args = args
+
+
+class KVSService(Service):
+    """kvs.commit, get, ls, walk, watch, watch-cancel and the namespace methods."""
+
+    name = "kvs"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        self._store: Store | None = None
+        self._queue: list[_Pending] = []
+        self._scheduled = False
+        self._watches: dict[str, list[_Watch]] = {}  # by primary key
+        self._by_sender: dict[tuple[object, int], _Watch] = {}
+        self._failed: str | None = None
+
+    @property
+    def store(self) -> Store:
+        """The store, while the service can serve; KVSError otherwise."""
+        if self._failed is not None:
+            raise KVSError(errno.EIO, f"kvs: unavailable after a failed commit: {self._failed}")
+        if self._store is None:
+            raise KVSError(errno.ENOSYS, "kvs: not running")
+        return self._store
+
+    async def start(self) -> None:
+        state_dir = self.broker.attrs.get("state-dir")
+        if not state_dir:
+            raise PfluxError("kvs: the broker attribute state-dir is not set")
+        config = self.broker.config.get("kvs", {})
+        if not isinstance(config, dict):
+            raise PfluxError(f"kvs: configuration must be a table, got {quote(config)}")
+        sync = config.get("sync", "normal")
+        self._store = Store(Path(state_dir) / DB_NAME, sync=sync)
+        log.info("kvs: %s (sync=%s)", self._store.path, sync)
+
+    async def stop(self) -> None:
+        if self._queue:
+            self._flush()
+        for watch in list(self._by_sender.values()):
+            self._end(watch, errno.ENOSYS, "kvs: the instance is stopping")
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # --- writes -------------------------------------------------------------------------
+
+    @method("commit")
+    def commit(self, req: Request) -> None:
+        payload = _payload(req)
+        ops = payload.get("ops")
+        if not isinstance(ops, list):
+            raise KVSError(errno.EINVAL, f"kvs.commit: ops must be an array, got {quote(ops)}")
+        namespace = _namespace_field(req, payload)
+        if namespace == PRIMARY:
+            _require_owner(req, PRIMARY)
+        else:
+            # keys are made primary when the namespace is known, at the end of the turn
+            for i, op in enumerate(ops):
+                if not isinstance(op, list) or len(op) != 3:
+                    raise KVSError(errno.EINVAL, f"kvs.commit: ops[{i}]: must be [op, key, value]")
+                try:
+                    check_key(op[1])
+                except KVSError as exc:
+                    raise KVSError(errno.EINVAL, f"kvs.commit: ops[{i}]: {exc.errstr}") from None
+        self._enqueue(req, "commit", (namespace, ops))
+
+    @method("namespace-create")
+    def namespace_create(self, req: Request) -> None:
+        payload = _payload(req)
+        _require_owner(req, None)
+        self._enqueue(
+            req,
+            "namespace-create",
+            (payload.get("name"), payload.get("owner"), payload.get("prefix")),
+        )
+
+    @method("namespace-remove")
+    def namespace_remove(self, req: Request) -> None:
+        payload = _payload(req)
+        _require_owner(req, None)
+        name = payload.get("name")
+        if not isinstance(name, str):
+            raise KVSError(
+                errno.EINVAL, f"kvs.namespace-remove: name must be a string, got {quote(name)}"
+            )
+        self._enqueue(req, "namespace-remove", name)
+
+    def _enqueue(self, req: Request, kind: str, args: Any) -> None:
+        _ = self.store  # refuse at once when there is nowhere to write
+        self._queue.append(_Pending(req, kind, args))
+        if not self._scheduled:
+            self._scheduled = True
+            self.broker.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Apply everything queued in one transaction, then answer and notify."""
+        self._scheduled = False
+        queue, self._queue = self._queue, []
+        if not queue:
+            return
+        try:
+            store = self.store
+        except KVSError as exc:
+            for item in queue:
+                item.req.error(exc.errnum, f"{item.req.topic}: not stored: {exc.errstr}")
+            return
+        results: list[tuple[_Pending, KVSError | None, list[Change]]] = []
+        nops = 0
+        try:
+            with store.transaction():
+                for item in queue:
+                    try:
+                        changes = self._apply(store, item)
+                    except KVSError as exc:
+                        results.append((item, exc, []))
+                    else:
+                        results.append((item, None, changes))
+                        if item.kind == "commit":
+                            nops += len(item.args[1])
+        except StoreError as exc:
+            self._fail(str(exc), queue)
+            return
+        log.debug("kvs: %d requests, %d ops, one transaction", len(queue), nops)
+        self._answer(results)
+
+    def _answer(self, results: list[tuple[_Pending, KVSError | None, list[Change]]]) -> None:
+        """Answer each request of a committed transaction, and feed the watches, in order."""
+        for item, error, changes in results:
+            if error is not None:
+                item.req.error(error.errnum, f"{item.req.topic}: {error.errstr}")
+                continue
+            item.req.respond({})
+            if changes:
+                self._notify(changes)
+            if item.kind == "namespace-remove":
+                self._namespace_gone(item.args)
+
+    def _apply(self, store: Store, item: _Pending) -> list[Change]:
+        req = item.req
+        if item.kind == "commit":
+            namespace, ops = item.args
+            if namespace != PRIMARY:
+                prefix = self._namespace(req, namespace)
+                ops = [(op[0], to_primary(prefix, op[1]), op[2]) for op in ops]
+            return store.apply(ops, self._watches)
+        if item.kind == "namespace-create":
+            store.namespace_create(*item.args)
+        else:
+            store.namespace_remove(item.args)
+        return []
+
+    def _fail(self, reason: str, queue: list[_Pending]) -> None:
+        """A transaction failed: nothing in it may be acknowledged, and the instance stops."""
+        self._failed = reason
+        self.broker.fatal(f"kvs: {reason}")
+        for item in queue:
+            item.req.error(errno.EIO, f"{item.req.topic}: not stored: {reason}")
+
+    # --- reads -----------------------------------------------------------------------------
+
+    @method("get")
+    def get(self, req: Request) -> None:
+        payload = _payload(req)
+        prefix = self._resolve(req, payload)
+        key = check_key(payload.get("key"), root=True)
+        req.respond({"value": self.store.get(to_primary(prefix, key))})
+
+    @method("ls")
+    def ls(self, req: Request) -> None:
+        payload = _payload(req)
+        prefix = self._resolve(req, payload)
+        key = check_key(payload.get("key", ROOT), root=True)
+        req.respond({"entries": self.store.ls(to_primary(prefix, key))})
+
+    @method("walk")
+    def walk(self, req: Request) -> None:
+        payload = _payload(req)
+        _require_streaming(req)
+        prefix = self._resolve(req, payload)
+        key = check_key(payload.get("key", ROOT), root=True)
+        suffix = payload.get("suffix")
+        respond = req.respond
+        batch: list[list[str]] = []
+        for full, value in self.store.walk(to_primary(prefix, key), suffix):
+            batch.append([full if prefix == ROOT else from_primary(prefix, full), value])
+            if len(batch) == WALK_BATCH:
+                respond({"entries": batch})
+                batch = []
+        if batch:
+            respond({"entries": batch})
+        req.end()
+
+    # --- watches ---------------------------------------------------------------------------
+
+    @method("watch")
+    def watch(self, req: Request) -> None:
+        payload = _payload(req)
+        _require_streaming(req)
+        namespace = _namespace_field(req, payload)
+        prefix = self._resolve(req, payload)
+        key = to_primary(prefix, check_key(payload.get("key"), root=True))
+        append = _flag(req, payload, "append")
+        waitcreate = _flag(req, payload, "waitcreate")
+        watch = _Watch(req, key, namespace, append)
+        if watch.sender in self._by_sender:
+            raise KVSError(errno.EEXIST, f"kvs.watch: matchtag {req.matchtag} is already watching")
+        try:
+            value = self.store.get(key)
+        except KVSError as exc:
+            if exc.errnum != errno.ENOENT or not waitcreate:
+                raise
+        else:
+            watch.started = True
+            watch.value = "" if append else value
+            req.respond({"value": value})
+        self._watches.setdefault(key, []).append(watch)
+        self._by_sender[watch.sender] = watch
+        watch.gone = partial(self._forget, watch)
+        req.on_disconnect(watch.gone)
+
+    @method("watch-cancel")
+    def watch_cancel(self, req: Request) -> None:
+        matchtag = _payload(req).get("matchtag")
+        if type(matchtag) is not int:
+            raise KVSError(
+                errno.EINVAL,
+                f"kvs.watch-cancel: matchtag must be an integer, got {quote(matchtag)}",
+            )
+        watch = self._by_sender.get((_sender(req), matchtag))
+        if watch is not None:
+            self._end(watch, errno.ENODATA)
+        req.respond({})
+
+    def _notify(self, changes: list[Change]) -> None:
+        """Feed one commit's changes to the watches on the keys they touch."""
+        for key, kind, data in changes:
+            for watch in list(self._watches.get(key, ())):
+                if kind == UNLINK:
+                    self._end(watch, errno.ENOENT, f"key {quote(key)}: removed")
+                    continue
+                assert data is not None
+                if watch.append:
+                    if kind == PUT and watch.started:
+                        self._end(
+                            watch,
+                            errno.EINVAL,
+                            f"key {quote(key)}: value of key watched with append overwritten",
+                        )
+                        continue
+                    watch.req.respond({"value": data})
+                else:
+                    watch.value = watch.value + data if kind == APPEND else data
+                    watch.req.respond({"value": watch.value})
+                watch.started = True
+
+    def _end(self, watch: _Watch, errnum: int, errstr: str | None = None) -> None:
+        """End a watch stream with an error (ENODATA: a normal end)."""
+        self._forget(watch)
+        watch.req.forget_disconnect(watch.gone)
+        watch.req.error(errnum, errstr)
+
+    def _forget(self, watch: _Watch) -> None:
+        """Drop a watch from the indexes (its requester hung up, or it ended)."""
+        if self._by_sender.get(watch.sender) is watch:
+            del self._by_sender[watch.sender]
+        watches = self._watches.get(watch.key)
+        if watches is not None and watch in watches:
+            watches.remove(watch)
+            if not watches:
+                del self._watches[watch.key]
+
+    def _namespace_gone(self, name: str) -> None:
+        for watch in [w for w in self._by_sender.values() if w.namespace == name]:
+            self._end(watch, errno.ENOTSUP, f"namespace {quote(name)}: removed")
+
+    # --- namespaces ----------------------------------------------------------------------------
+
+    @method("namespace-list")
+    def namespace_list(self, req: Request) -> None:
+        primary = {"name": PRIMARY, "owner": self.broker.owner, "prefix": ROOT}
+        listed = [{"name": n, "owner": o, "prefix": p} for n, o, p in self.store.namespaces()]
+        req.respond({"namespaces": [primary, *listed]})
+
+    def _resolve(self, req: Request, payload: dict[str, Any]) -> str:
+        """The key prefix of the request's namespace, once the requester may use it."""
+        namespace = _namespace_field(req, payload)
+        if namespace == PRIMARY:
+            _require_owner(req, PRIMARY)
+            return ROOT
+        return self._namespace(req, namespace)
+
+    def _namespace(self, req: Request, name: str) -> str:
+        ns = self.store.namespace(name)
+        if not req.owner and ns.owner != req.userid:
+            raise KVSError(errno.EPERM, f"namespace {quote(name)}: permission denied")
+        return ns.prefix
+
+
+def _sender(req: Request) -> object:
+    """Who sent ``req``: its connection; None for services inside the broker.
+
+    Matchtags are unique per connection, and unique across the broker for
+    in-broker requests, so (sender, matchtag) names one request.
+    """
+    route = req.sender
+    return None if isinstance(route, LocalRoute) else route
+
+
+def _payload(req: Request) -> dict[str, Any]:
+    if not isinstance(req.payload, dict):
+        raise KVSError(errno.EINVAL, f"{req.topic}: payload must be a JSON object")
+    return req.payload
+
+
+def _namespace_field(req: Request, payload: dict[str, Any]) -> str:
+    namespace = payload.get("namespace", PRIMARY)
+    if namespace is None:
+        return PRIMARY
+    if not isinstance(namespace, str):
+        raise KVSError(
+            errno.EINVAL, f"{req.topic}: namespace must be a string, got {quote(namespace)}"
+        )
+    return namespace
+
+
+def _flag(req: Request, payload: dict[str, Any], name: str) -> bool:
+    value = payload.get(name, False)
+    if type(value) is not bool:
+        raise KVSError(
+            errno.EINVAL, f"{req.topic}: {name} must be true or false, got {quote(value)}"
+        )
+    return value
+
+
+def _require_owner(req: Request, namespace: str | None) -> None:
+    if not req.owner:
+        what = f"namespace {quote(namespace)}" if namespace else req.topic
+        raise KVSError(errno.EPERM, f"{what}: permission denied")
+
+
+def _require_streaming(req: Request) -> None:
+    if not req.streaming:
+        raise KVSError(errno.EPROTO, f"{req.topic}: must be a streaming request")

@@ -1,0 +1,613 @@
+"""The KVS store: RFC 16's hierarchical keys in one SQLite table, plus the namespace table.
+
+Synchronous and free of asyncio, so it can be tested and benchmarked alone; the
+service drives it from the event loop.
+
+Layout. Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered
+by the key's last component (WITHOUT ROWID): every ``eventlog`` is in one range
+of the table, so a batch of appends to many jobs' eventlogs dirties few pages
+(not the pages of their J and jobspec), and the restart walk of every eventlog
+is one ordered range scan. An index on ``key`` makes a directory a key range.
+An append grows the key's last chunk in place until it reaches CHUNK
+characters, then starts a new one: eventlogs stay one row, while a job's output
+stream never rewrites more than one chunk per append.
+Directories are implicit: one exists while a value is below it. The invariant
+is that no value has anything below it, which ``put`` and ``append`` keep by
+replacing a value that stands where a directory is needed, and vice versa.
+
+Durability. WAL journal; ``synchronous=NORMAL`` makes a committed transaction
+survive the death of the process (it is in the WAL), ``full`` survives power
+loss too. The database is opened in exclusive locking mode: one instance owns
+it, and a second one fails at once instead of corrupting it.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import wraps
+from pathlib import Path
+from typing import Any, NamedTuple, ParamSpec, TypeVar
+
+from pflux.broker.message import RPCError
+from pflux.kvs.keys import (
+    KEY_PATTERN,
+    PRIMARY,
+    ROOT,
+    KVSError,
+    check_component,
+    check_key,
+    check_name,
+    quote,
+)
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as such
+PAGE_SIZE = 16384  # rows of a few KiB stay in the b-tree page (measured: bench/bench_kvs.py)
+CACHE_KIB = 32768
+CHUNK = 4000  # characters; a chunk this size still fits in its b-tree page
+SYNC_MODES = ("normal", "full")
+_DIRS_MAX = 65536  # directories remembered to skip the ancestor check
+
+# --- SQL ---------------------------------------------------------------------------------
+
+SQL_SCHEMA = (
+    # clustered by last component, so that rows written together in job-manager's
+    # batches (eventlogs) share pages, apart from the bigger J and jobspec of the same jobs
+    """CREATE TABLE kv (
+        leaf TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (leaf, key, seq)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX kv_key ON kv (key, seq)",  # directories: key ranges
+    """CREATE TABLE namespace (
+        name TEXT PRIMARY KEY,
+        owner INTEGER NOT NULL,
+        prefix TEXT NOT NULL,
+        removed INTEGER NOT NULL DEFAULT 0
+    )""",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+    f"PRAGMA application_id = {APPLICATION_ID}",
+)
+# one value: ?1 key, ?2 its last component
+SQL_GET = "SELECT data FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq"
+SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
+SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, 0, ?3)"
+SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
+# grow the last chunk while it is small; rowcount 0 means a full chunk or no such value
+SQL_APPEND_CHUNK = f"""UPDATE kv SET data = data || ?3 WHERE leaf = ?2 AND key = ?1
+    AND seq = (SELECT max(seq) FROM kv WHERE leaf = ?2 AND key = ?1) AND length(data) < {CHUNK}"""
+SQL_APPEND_NEW_CHUNK = """INSERT INTO kv (leaf, key, seq, data)
+    SELECT ?2, ?1, max(seq) + 1, ?3 FROM kv WHERE leaf = ?2 AND key = ?1
+    HAVING max(seq) IS NOT NULL"""
+# directories: everything between ?1 = "dir." and ?2 = "dir/"
+SQL_HAS_RANGE = "SELECT 1 FROM kv WHERE key >= ? AND key < ? LIMIT 1"
+SQL_DELETE_RANGE = "DELETE FROM kv WHERE key >= ? AND key < ? RETURNING key"
+# ls: the first key after a cursor, to skip a whole child directory per step
+SQL_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? AND key < ? ORDER BY key LIMIT 1"
+SQL_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMIT 1"
+SQL_ROOT_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? ORDER BY key LIMIT 1"
+SQL_ROOT_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? ORDER BY key LIMIT 1"
+SQL_WALK = "SELECT key, data FROM kv WHERE key >= ? AND key < ? ORDER BY key, seq"
+SQL_ROOT_WALK = "SELECT key, data FROM kv ORDER BY key, seq"
+# with a suffix, one range of the clustered table
+SQL_WALK_SUFFIX = """SELECT key, data FROM kv
+    WHERE leaf = ?3 AND key >= ?1 AND key < ?2 ORDER BY leaf, key, seq"""
+SQL_ROOT_WALK_SUFFIX = "SELECT key, data FROM kv WHERE leaf = ? ORDER BY leaf, key, seq"
+SQL_NS_LIVE = "SELECT name, owner, prefix FROM namespace WHERE removed = 0 ORDER BY name"
+SQL_NS_REMOVED = "SELECT 1 FROM namespace WHERE name = ? AND removed = 1"
+SQL_NS_CREATE = """INSERT OR REPLACE INTO namespace (name, owner, prefix, removed)
+    VALUES (?, ?, ?, 0)"""
+SQL_NS_REMOVE = "UPDATE namespace SET removed = 1 WHERE name = ? AND removed = 0"
+
+# --- kinds of change, as reported to watchers ---------------------------------------------
+
+PUT = "put"
+APPEND = "append"
+UNLINK = "unlink"
+OPS = (PUT, APPEND, UNLINK)
+
+Op = tuple[str, str, str | None]
+#: (key, PUT, new value) | (key, APPEND, appended text) | (key, UNLINK, None): the key is gone
+Change = tuple[str, str, str | None]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class StoreError(RPCError):
+    """The database failed (EIO): at start-up, or in a transaction, fatal for the instance."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.EIO, message)
+
+
+def _reading(method: Callable[P, R]) -> Callable[P, R]:
+    """Report a failure of SQLite while reading as StoreError, not as a bug."""
+
+    @wraps(method)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as exc:
+            raise StoreError(f"kvs: reading the database failed: {exc}") from None
+
+    return guarded
+
+
+class Namespace(NamedTuple):
+    """A namespace: a name for the keys below ``prefix``, writable by ``owner``."""
+
+    name: str
+    owner: int
+    prefix: str
+
+
+def _range(key: str) -> tuple[str, str]:
+    """The key range holding everything below ``key`` ('/' follows '.')."""
+    return key + ".", key + "/"
+
+
+def _kl(key: str) -> tuple[str, str]:
+    """``key`` and its last component, the parameters of a one-value statement."""
+    return key, key[key.rfind(".") + 1 :]
+
+
+class Store:
+    """One SQLite database holding every key and namespace of an instance."""
+
+    def __init__(self, path: str | Path, *, sync: str = "normal") -> None:
+        if sync not in SYNC_MODES:
+            raise StoreError(f"kvs: sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+        self.path = Path(path)
+        self._dirs: set[str] = set()  # known directories none of whose ancestors is a value
+        self._namespaces: dict[str, Namespace] = {}
+        try:
+            # no busy wait: the only other user of the file can be another instance
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
+        try:
+            self._open(sync)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _open(self, sync: str) -> None:
+        conn = self._conn
+        try:
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                raise self._corrupt("; ".join(problems).replace("\n", "; "))
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise StoreError(f"{self.path}: cannot use WAL mode (journal mode is {mode})")
+            conn.execute(f"PRAGMA synchronous = {sync.upper()}")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._open_error(exc) from None
+        try:
+            self._check_schema()
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._load_namespaces()
+
+    def _open_error(self, exc: sqlite3.Error) -> StoreError:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return StoreError(
+                f"{self.path}: the KVS database is in use by another process"
+                " (is another instance running on this state directory?)"
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+            return self._corrupt(str(exc))
+        return StoreError(f"{self.path}: cannot open the KVS database: {exc}")
+
+    def _corrupt(self, detail: str) -> StoreError:
+        return StoreError(
+            f"{self.path}: the KVS database is corrupt ({detail}); "
+            "restore it from a backup or move it aside to start afresh"
+        )
+
+    def _check_schema(self) -> None:
+        conn = self._conn
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if version == 0 and app == 0 and tables == 0:
+            for sql in SQL_SCHEMA:
+                conn.execute(sql)
+            return
+        if app != APPLICATION_ID:
+            raise StoreError(f"{self.path}: not a pflux KVS database (application_id {app:#x})")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: KVS schema version {version} is newer than this pflux"
+                f" understands ({SCHEMA_VERSION}); use a newer pflux"
+            )
+        if version < SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: KVS schema version {version} is unknown (expected {SCHEMA_VERSION})"
+            )
+
+    def _load_namespaces(self) -> None:
+        self._namespaces = {
+            name: Namespace(name, owner, prefix)
+            for name, owner, prefix in self._conn.execute(SQL_NS_LIVE)
+        }
+
+    def close(self) -> None:
+        """Close the database (checkpointing the WAL into it)."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes into one durable transaction; joins one already open.
+
+        A KVSError from the body rolls everything back and propagates; any SQLite
+        failure, the final COMMIT included, becomes StoreError: nothing of the
+        transaction may be reported as done.
+        """
+        conn = self._conn
+        if conn.in_transaction:
+            yield
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot begin a transaction: {exc}") from None
+        try:
+            yield
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise StoreError(f"{self.path}: transaction failed: {exc}") from None
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            # SQLite may have rolled back already after the error being reported
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+        self._dirs.clear()
+        with suppress(sqlite3.Error):  # a database this broken is already fatal
+            self._load_namespaces()
+
+    # --- reads ------------------------------------------------------------------------------
+
+    @_reading
+    def get(self, key: str) -> str:
+        """The value at ``key``: KVSError ENOENT if nothing is there, EISDIR for a directory."""
+        check_key(key, root=True)
+        rows = self._conn.execute(SQL_GET, _kl(key)).fetchall()
+        if rows:
+            return rows[0][0] if len(rows) == 1 else "".join([row[0] for row in rows])
+        if key == ROOT or self._is_dir(key):
+            raise KVSError(errno.EISDIR, f"key {quote(key)}: is a directory")
+        raise self._missing(key)
+
+    @_reading
+    def ls(self, key: str = ROOT) -> dict[str, str]:
+        """The entries of directory ``key``, ``{name: "dir" or "val"}``, sorted by name."""
+        check_key(key, root=True)
+        execute = self._conn.execute
+        entries: dict[str, str] = {}
+        if key == ROOT:
+            lo, hi, start = "", "", 0
+            after, from_ = SQL_ROOT_NEXT_AFTER, SQL_ROOT_NEXT_FROM
+        else:
+            lo, hi = _range(key)
+            start = len(lo)
+            after, from_ = SQL_NEXT_AFTER, SQL_NEXT_FROM
+            if execute(SQL_HAS_VALUE, _kl(key)).fetchone():
+                raise KVSError(errno.ENOTDIR, f"key {quote(key)}: not a directory")
+        bounds: tuple[str, ...] = (lo,) if key == ROOT else (lo, hi)
+        row = execute(from_, bounds).fetchone()
+        while row is not None:
+            found = row[0]
+            dot = found.find(".", start)
+            if dot < 0:
+                entries[found[start:]] = "val"
+                row = execute(after, (found, *bounds[1:])).fetchone()
+            else:
+                child = found[:dot]
+                entries[child[start:]] = "dir"
+                row = execute(from_, (child + "/", *bounds[1:])).fetchone()
+        if not entries and key != ROOT:
+            raise self._missing(key)
+        return dict(sorted(entries.items()))
+
+    @_reading
+    def walk(self, key: str = ROOT, suffix: str | None = None) -> Iterator[tuple[str, str]]:
+        """Every ``(key, value)`` below ``key`` in key order, in one range scan.
+
+        With ``suffix``, only keys whose last component is ``suffix``. Nothing below
+        (or no such directory) yields nothing; a value at ``key`` is ENOTDIR.
+        """
+        check_key(key, root=True)
+        if suffix is not None:
+            check_component(suffix, "suffix")
+        args: tuple[str | int, ...]
+        if key == ROOT:
+            if suffix is None:
+                sql, args = SQL_ROOT_WALK, ()
+            else:
+                sql, args = SQL_ROOT_WALK_SUFFIX, (suffix,)
+        else:
+            if self._conn.execute(SQL_HAS_VALUE, _kl(key)).fetchone():
+                raise KVSError(errno.ENOTDIR, f"key {quote(key)}: not a directory")
+            lo, hi = _range(key)
+            if suffix is None:
+                sql, args = SQL_WALK, (lo, hi)
+            else:
+                sql, args = SQL_WALK_SUFFIX, (lo, hi, suffix)
+        return self._joined(self._conn.execute(sql, args))
+
+    @staticmethod
+    def _joined(rows: Iterator[Any]) -> Iterator[tuple[str, str]]:
+        """Join consecutive chunks of the same key."""
+        prev: str | None = None
+        parts: list[str] = []
+        try:
+            for key, data in rows:
+                if key == prev:
+                    parts.append(data)
+                    continue
+                if prev is not None:
+                    yield prev, parts[0] if len(parts) == 1 else "".join(parts)
+                prev = key
+                parts = [data]
+        except sqlite3.Error as exc:
+            raise StoreError(f"kvs: reading the database failed: {exc}") from None
+        if prev is not None:
+            yield prev, parts[0] if len(parts) == 1 else "".join(parts)
+
+    def _is_dir(self, key: str) -> bool:
+        return self._conn.execute(SQL_HAS_RANGE, _range(key)).fetchone() is not None
+
+    def _missing(self, key: str) -> KVSError:
+        """ENOENT for ``key``, or ENOTDIR if a value stands where one of its directories would."""
+        parts = key.split(".")
+        for i in range(1, len(parts)):
+            ancestor = ".".join(parts[:i])
+            if self._conn.execute(SQL_HAS_VALUE, _kl(ancestor)).fetchone():
+                return KVSError(
+                    errno.ENOTDIR, f"key {quote(key)}: {quote(ancestor)} is not a directory"
+                )
+        return KVSError(errno.ENOENT, f"key {quote(key)}: not found")
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def put(self, key: str, value: str) -> None:
+        """Store ``value`` at ``key``, replacing whatever is there (a value or a directory)."""
+        self.apply([(PUT, key, value)])
+
+    def append(self, key: str, text: str) -> None:
+        """Append ``text`` to the value at ``key``, creating it; EISDIR for a directory."""
+        self.apply([(APPEND, key, text)])
+
+    def unlink(self, key: str) -> None:
+        """Remove ``key``, value or whole directory; nothing there is not an error."""
+        self.apply([(UNLINK, key, None)])
+
+    def apply(self, ops: Sequence[Op], watched: Collection[str] = ()) -> list[Change]:
+        """Apply one commit's ops atomically, in order, inside the current transaction.
+
+        Returns the changes to keys in ``watched``, in order. A bad op raises
+        KVSError naming ``ops[i]`` and leaves the store as it was.
+        """
+        valid = KEY_PATTERN.fullmatch
+        for i, op in enumerate(ops):
+            # the common case in one expression; _op_error says what is wrong otherwise
+            if not (
+                type(op) in _SEQUENCES
+                and len(op) == 3
+                and (
+                    (op[0] in _TEXT_OPS and type(op[2]) is str)
+                    or (op[0] == UNLINK and op[2] is None)
+                )
+                and type(op[1]) is str
+                and valid(op[1])
+            ):
+                raise _op_error(i, op)
+        changes: list[Change] = []
+        if not ops:
+            return changes
+        with self.transaction():
+            if len(ops) == 1:
+                # a single op checks everything before it writes anything
+                self._apply_one(0, ops[0], watched, changes)
+                return changes
+            self._conn.execute("SAVEPOINT kvs_commit")
+            try:
+                if not self._append_in_place(ops, watched, changes):
+                    for i, op in enumerate(ops):
+                        self._apply_one(i, op, watched, changes)
+            except KVSError:
+                self._conn.execute("ROLLBACK TO kvs_commit")
+                self._conn.execute("RELEASE kvs_commit")
+                self._dirs.clear()
+                raise
+            self._conn.execute("RELEASE kvs_commit")
+        return changes
+
+    def _append_in_place(
+        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+    ) -> bool:
+        """job-manager's batches in one statement: appends that all grow an existing chunk.
+
+        False (with nothing changed) if the ops are anything else, for the caller to
+        apply one by one.
+        """
+        if any(op[0] != APPEND for op in ops):
+            return False
+        params = [(key, key[key.rfind(".") + 1 :], value) for _, key, value in ops]
+        if self._conn.executemany(SQL_APPEND_CHUNK, params).rowcount != len(ops):
+            self._conn.execute("ROLLBACK TO kvs_commit")
+            return False
+        if watched:
+            changes += [(k, APPEND, v) for _, k, v in ops if v and k in watched]
+        return True
+
+    def _apply_one(self, i: int, op: Op, watched: Collection[str], changes: list[Change]) -> None:
+        kind, key, value = op
+        kl = _kl(key)
+        execute = self._conn.execute
+        if kind == APPEND:
+            assert value is not None
+            if (
+                execute(SQL_APPEND_CHUNK, (*kl, value)).rowcount
+                or execute(SQL_APPEND_NEW_CHUNK, (*kl, value)).rowcount
+            ):
+                if value and watched and key in watched:
+                    changes.append((key, APPEND, value))
+                return
+            if key in self._dirs or self._is_dir(key):
+                raise KVSError(
+                    errno.EISDIR, f"ops[{i}]: key {quote(key)}: cannot append to a directory"
+                )
+            self._create(key, value, watched, changes)
+            if watched and key in watched:
+                changes.append((key, APPEND, value))
+        elif kind == PUT:
+            assert value is not None
+            if execute(SQL_DELETE_VALUE, kl).rowcount:
+                execute(SQL_INSERT, (*kl, value))
+            else:
+                self._remove_below(key, watched, changes)
+                self._create(key, value, watched, changes)
+            if watched and key in watched:
+                changes.append((key, PUT, value))
+        elif execute(SQL_DELETE_VALUE, kl).rowcount:
+            self._dirs.clear()  # its directory may be gone with it
+            if watched and key in watched:
+                changes.append((key, UNLINK, None))
+        else:
+            self._remove_below(key, watched, changes)
+
+    def _remove_below(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
+        """Remove the directory at ``key``, if there is one."""
+        removed = self._conn.execute(SQL_DELETE_RANGE, _range(key)).fetchall()
+        if removed:
+            self._dirs.clear()
+            if watched:
+                for gone in sorted({row[0] for row in removed}):
+                    if gone in watched:
+                        changes.append((gone, UNLINK, None))
+
+    def _create(
+        self, key: str, value: str, watched: Collection[str], changes: list[Change]
+    ) -> None:
+        """Insert a new value at ``key`` (nothing is there), replacing any value above it."""
+        dot = key.rfind(".")
+        dirs = self._dirs
+        if dot > 0 and key[:dot] not in dirs:
+            execute = self._conn.execute
+            parts = key.split(".")
+            for n in range(1, len(parts)):
+                ancestor = ".".join(parts[:n])
+                if ancestor not in dirs and execute(SQL_DELETE_VALUE, _kl(ancestor)).rowcount:
+                    dirs.clear()
+                    if watched and ancestor in watched:
+                        changes.append((ancestor, UNLINK, None))
+            if len(dirs) > _DIRS_MAX:
+                dirs.clear()
+            dirs.update(".".join(parts[:n]) for n in range(1, len(parts)))
+        self._conn.execute(SQL_INSERT, (*_kl(key), value))
+
+    # --- namespaces -------------------------------------------------------------------------
+
+    def namespaces(self) -> list[Namespace]:
+        """The namespaces that exist (not removed), by name."""
+        return sorted(self._namespaces.values())
+
+    @_reading
+    def namespace(self, name: str) -> Namespace:
+        """The namespace called ``name``; KVSError ENOTSUP if there is none."""
+        ns = self._namespaces.get(name)
+        if ns is not None:
+            return ns
+        if self._conn.execute(SQL_NS_REMOVED, (name,)).fetchone():
+            raise KVSError(
+                errno.ENOTSUP, f"namespace {quote(name)}: was removed (its keys are read-only now)"
+            )
+        raise KVSError(errno.ENOTSUP, f"namespace {quote(name)}: does not exist")
+
+    def namespace_create(self, name: str, owner: int, prefix: str) -> Namespace:
+        """Create a namespace rooted at ``prefix`` (its keys, if any, are kept)."""
+        check_name(name)
+        if type(owner) is not int or owner < 0:
+            raise KVSError(
+                errno.EINVAL, f"namespace {quote(name)}: owner must be a userid, got {quote(owner)}"
+            )
+        check_key(prefix)
+        if name == PRIMARY or name in self._namespaces:
+            raise KVSError(errno.EEXIST, f"namespace {quote(name)}: already exists")
+        with self.transaction():
+            self._conn.execute(SQL_NS_CREATE, (name, owner, prefix))
+            ns = self._namespaces[name] = Namespace(name, owner, prefix)
+        return ns
+
+    def namespace_remove(self, name: str) -> bool:
+        """Remove a namespace, keeping its keys; False if it did not exist."""
+        if name == PRIMARY:
+            raise KVSError(errno.ENOTSUP, 'namespace "primary": cannot be removed')
+        if name not in self._namespaces:
+            return False
+        with self.transaction():
+            self._conn.execute(SQL_NS_REMOVE, (name,))
+            del self._namespaces[name]
+        return True
+
+
+_SEQUENCES = (list, tuple)
+_TEXT_OPS = (PUT, APPEND)
+
+
+def _op_error(i: int, op: object) -> KVSError:
+    """What is wrong with ``ops[i]``, which failed the check in ``Store.apply``."""
+    if not isinstance(op, list | tuple) or len(op) != 3:
+        return KVSError(errno.EINVAL, f"ops[{i}]: must be [op, key, value]")
+    kind, key, value = op
+    if kind not in OPS:
+        return KVSError(
+            errno.EINVAL, f"ops[{i}]: unknown op {quote(kind)} (expected put, append or unlink)"
+        )
+    if kind == UNLINK and value is not None:
+        return KVSError(errno.EINVAL, f"ops[{i}]: the value of unlink must be null")
+    if kind != UNLINK and type(value) is not str:
+        return KVSError(
+            errno.EINVAL, f"ops[{i}]: the value of {kind} must be a string, got {_type(value)}"
+        )
+    try:
+        check_key(key)
+    except KVSError as exc:
+        return KVSError(errno.EINVAL, f"ops[{i}]: {exc.errstr}")
+    raise AssertionError(f"ops[{i}] is valid")  # pragma: no cover - the check agrees
+
+
+def _type(value: object) -> str:
+    """A JSON-ish name for the type of ``value``, for error messages."""
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__
+    )

@@ -1,0 +1,69 @@
+"""What the job manager does next for a job, decided from its state alone.
+
+After every event the manager asks ``next_actions``; the answer depends only on
+the job's replayed state, its run-time flags and whether the scheduler and the
+execution service are ready, so the same question after a restart gets the
+right answer (flux-core's ``event_job_action`` is the model). Performing an
+action sets the flag that stops it being asked for twice.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from pflux.manager.job import Job
+from pflux.manager.states import State
+
+
+class Action(enum.Enum):
+    RUN_DEPENDENCIES = "run dependency plugins"
+    POST_DEPEND = "post depend"
+    POST_PRIORITY = "post priority"
+    ALLOC = "send sched.alloc"
+    CANCEL_ALLOC = "send sched.cancel"
+    START = "send <exec>.start"
+    KILL = "tell exec of the fatal exception"
+    FREE = "send sched.free"
+    POST_CLEAN = "post clean"
+
+
+def next_actions(
+    job: Job, *, sched_ready: bool, exec_ready: bool, queue_started: bool
+) -> list[Action]:
+    """The actions due for ``job`` now."""
+    state = job.state
+    if state is State.DEPEND:
+        if not job.depend_checked:
+            return [Action.RUN_DEPENDENCIES]
+        return [] if job.dependencies else [Action.POST_DEPEND]
+    if state is State.PRIORITY:
+        return [Action.POST_PRIORITY]
+    if state is State.SCHED:
+        return _sched(job, sched_ready, queue_started)
+    if state is State.RUN:
+        ready = exec_ready and not job.start_pending and not job.perilog
+        return [Action.START] if ready and not job.release_final else []
+    if state is State.CLEANUP:
+        return _cleanup(job)
+    return []
+
+
+def _sched(job: Job, sched_ready: bool, queue_started: bool) -> list[Action]:
+    wanted = job.priority > 0 and queue_started
+    if job.alloc_pending:
+        return [] if wanted or job.alloc_canceled else [Action.CANCEL_ALLOC]
+    return [Action.ALLOC] if wanted and sched_ready and not job.has_resources else []
+
+
+def _cleanup(job: Job) -> list[Action]:
+    actions: list[Action] = []
+    if job.alloc_pending and not job.alloc_canceled:
+        actions.append(Action.CANCEL_ALLOC)
+    if job.start_pending and not job.exec_killed and job.exception is not None:
+        actions.append(Action.KILL)
+    busy = job.alloc_pending or job.start_pending or job.perilog or job.free_pending
+    if job.has_resources and not busy:
+        actions.append(Action.FREE)
+    elif not job.has_resources and not busy:
+        actions.append(Action.POST_CLEAN)
+    return actions

@@ -1,0 +1,165 @@
+"""The job manager's side of the scheduler protocol (RFC 27).
+
+The scheduler says hello (and learns which jobs hold resources), then ready with
+a mode; after that every job in SCHED with a non-zero priority has one
+``sched.alloc`` in flight ("unlimited"), or the best ``limit`` of them do
+("limited"). Responses are matched by job id.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import Request
+from pflux.manager.states import State
+from pflux.spec.sched_protocol import AllocResponse
+
+if TYPE_CHECKING:
+    from pflux.manager.job import Job
+    from pflux.manager.service import JobManager
+
+log = logging.getLogger("pflux.job-manager")
+
+
+class AllocClient:
+    """Sends alloc, cancel, free and prioritize requests; posts what they yield."""
+
+    def __init__(self, manager: JobManager) -> None:
+        self.manager = manager
+        self.ready = False
+        self.limit = 0  # 0: unlimited
+        self.outstanding = 0
+        self.waiting: dict[Job, None] = {}  # wanting an alloc while at the limit
+
+    # --- requests from the scheduler ------------------------------------------------
+
+    def hello(self, req: Request) -> None:
+        """Stream every job holding resources, then end (the scheduler marks them used)."""
+        for job in self.manager.jobs.values():
+            if job.has_resources:
+                req.respond(
+                    {
+                        "id": job.id,
+                        "priority": job.priority,
+                        "userid": job.userid,
+                        "t_submit": job.t_submit,
+                        "R": job.R,
+                    }
+                )
+        req.end()
+
+    def sched_ready(self, req: Request) -> None:
+        payload = req.payload if isinstance(req.payload, dict) else {}
+        mode = payload.get("mode")
+        limit: Any = 0
+        if mode == "unlimited":
+            limit = 0
+        elif mode == "limited":
+            limit = payload.get("limit")
+            if type(limit) is not int or limit < 1:
+                raise RPCError(errno.EPROTO, "sched-ready: limit must be an integer >= 1")
+        else:
+            raise RPCError(
+                errno.EPROTO, f'sched-ready: mode must be "unlimited" or "limited", got {mode!r}'
+            )
+        self.limit = limit
+        self.ready = True
+        count = self.manager.count(State.SCHED)
+        req.respond({"count": count})
+        self.manager.advance_state(State.SCHED)
+
+    # --- requests to the scheduler --------------------------------------------------------
+
+    def alloc(self, job: Job) -> None:
+        if self.limit and self.outstanding >= self.limit:
+            self.waiting[job] = None
+            return
+        job.alloc_pending = True
+        job.alloc_canceled = False
+        self.outstanding += 1
+        if job.debug:
+            self.manager.post(job, "debug.alloc-request")
+        payload = {
+            "id": job.id,
+            "priority": job.priority,
+            "userid": job.userid,
+            "t_submit": job.t_submit,
+            "jobspec": job.jobspec,
+        }
+        self.manager.broker.send(
+            "sched.alloc", payload, lambda msg: self._response(job, msg), streaming=True
+        )
+
+    def cancel(self, job: Job) -> None:
+        self.waiting.pop(job, None)
+        if job.alloc_pending:
+            job.alloc_canceled = True
+            self.manager.broker.send("sched.cancel", {"id": job.id})
+
+    def prioritize(self, jobs: list[Job]) -> None:
+        pending = [[job.id, job.priority] for job in jobs if job.alloc_pending]
+        if pending:
+            self.manager.broker.send("sched.prioritize", {"jobs": pending})
+
+    def free(self, job: Job) -> None:
+        job.free_pending = True
+        if job.debug:
+            self.manager.post(job, "debug.free-request")
+        payload = {"id": job.id, "R": job.R, "final": True}
+        self.manager.broker.send("sched.free", payload, lambda msg: self._freed(job, msg))
+
+    def forget(self, job: Job) -> None:
+        """``job`` no longer wants an allocation (it left SCHED)."""
+        self.waiting.pop(job, None)
+
+    # --- responses ------------------------------------------------------------------
+
+    def _done(self, job: Job) -> None:
+        job.alloc_pending = False
+        job.alloc_canceled = False
+        self.outstanding -= 1
+        while self.waiting and (not self.limit or self.outstanding < self.limit):
+            best = max(self.waiting, key=lambda j: (j.priority, -j.id))
+            del self.waiting[best]
+            self.manager.advance(best)
+
+    def _response(self, job: Job, msg: Message) -> None:
+        if not job.alloc_pending:
+            return
+        if msg.errnum:
+            log.error(
+                "sched.alloc for %d failed: %s; waiting for a new scheduler", job.id, msg.errstr
+            )
+            self.ready = False
+            self._done(job)
+            return
+        payload: dict[str, Any] = msg.payload if isinstance(msg.payload, dict) else {}
+        kind = payload.get("type")
+        annotations = payload.get("annotations")
+        if isinstance(annotations, dict) and annotations:
+            self.manager.annotate(job, annotations)
+        if kind == AllocResponse.ANNOTATE:
+            return
+        self._done(job)
+        if kind == AllocResponse.SUCCESS:
+            job.R = payload.get("R")
+            context = {"annotations": annotations} if annotations else None
+            self.manager.post(job, "alloc", context)
+        elif kind == AllocResponse.DENY:
+            note = payload.get("note") or "the scheduler refused the request"
+            self.manager.raise_exception(job, "alloc", str(note))
+        elif kind == AllocResponse.CANCEL:
+            self.manager.advance(job)
+        else:
+            log.error("sched.alloc response for %d has unknown type %r", job.id, kind)
+            self.manager.raise_exception(job, "alloc", f"scheduler sent response type {kind!r}")
+
+    def _freed(self, job: Job, msg: Message) -> None:
+        job.free_pending = False
+        if msg.errnum:
+            # flux-core raises a non-fatal free exception and keeps the job's R marked used
+            self.manager.raise_exception(job, "free", f"sched.free: {msg.errstr}", severity=1)
+        self.manager.post(job, "free")

@@ -1,0 +1,125 @@
+"""Posting events: applied in memory at once, committed in batches, acted on after the commit.
+
+An event posted during one turn of the event loop joins that turn's batch; the
+batch goes to the KVS as one ``kvs.commit`` at the end of the turn. Only when
+the commit is answered are the batch's callbacks run: responses to clients,
+journal entries, requests to other services. So nobody hears of an event that
+is not durable (flux-core's ``job-manager/event.c`` is the model).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from pflux.broker.message import Message
+from pflux.broker.router import Broker
+from pflux.kvs.keys import job_key
+from pflux.manager.job import Job
+from pflux.manager.states import InvalidTransition, State, apply
+from pflux.spec.eventlog import Event
+
+log = logging.getLogger("pflux.job-manager")
+
+
+class Batch:
+    """Everything posted in one loop turn, and what to do once it is durable."""
+
+    __slots__ = ("callbacks", "durable", "entries", "jobs", "ops")
+
+    def __init__(self) -> None:
+        self.durable = False
+        self.ops: list[list[Any]] = []
+        self.entries: list[dict[str, Any]] = []  # journal entries
+        self.jobs: dict[Job, None] = {}  # jobs with events in this batch, in order
+        self.callbacks: list[Callable[[], None]] = []
+
+
+class EventPoster:
+    """Applies, batches and commits job events; calls back when each batch is durable."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        on_transition: Callable[[Job, State], None],
+        on_commit: Callable[[Batch], None],
+    ) -> None:
+        self.broker = broker
+        self._on_transition = on_transition
+        self._on_commit = on_commit
+        self._batch: Batch | None = None
+        self._flushed: deque[Batch] = deque()  # committing, answered in this order
+
+    @property
+    def batch(self) -> Batch:
+        """The current turn's batch, scheduling its commit on first use."""
+        if self._batch is None:
+            self._batch = Batch()
+            self.broker.loop.call_soon(self._flush)
+        return self._batch
+
+    def uncommitted(self, job: Job) -> bool:
+        """Whether ``job`` has events not yet committed in this turn's batch."""
+        return self._batch is not None and job in self._batch.jobs
+
+    def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> bool:
+        """Apply an event to ``job`` and queue it for commit; False if it is illegal."""
+        event = Event(time.time(), name, context)
+        try:
+            old = apply(job, event)
+        except InvalidTransition:
+            log.exception("not posting an illegal event")
+            return False
+        self.record(job, event, len(job.history) - 1)
+        if job.state is not old:
+            self._on_transition(job, old)
+        return True
+
+    def record(self, job: Job, event: Event, seq: int, *, commit: bool = True) -> None:
+        """Add an applied event to the batch (``commit=False``: already in the KVS)."""
+        batch = self.batch
+        if commit:
+            batch.ops.append(["append", job_key(job.id, "eventlog"), event.to_line()])
+        entry: dict[str, Any] = {"id": job.id, "seq": seq, "entry": event.to_json()}
+        if event.name == "submit":
+            entry["jobspec"] = job.jobspec
+        elif event.name == "alloc":
+            entry["R"] = job.R
+        batch.entries.append(entry)
+        batch.jobs[job] = None
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once everything posted so far is durable."""
+        self.batch.callbacks.append(callback)
+
+    def add_ops(self, ops: list[list[Any]]) -> None:
+        """Commit extra KVS operations with this turn's events (e.g. removing a job)."""
+        self.batch.ops.extend(ops)
+
+    def _flush(self) -> None:
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        self._flushed.append(batch)
+        if not batch.ops:
+            self._durable(batch)
+            return
+
+        def committed(msg: Message) -> None:
+            if msg.errnum:
+                # never act on, or acknowledge, an event that is not durable
+                self.broker.fatal(f"job-manager: KVS commit failed: {msg.errstr}")
+                return
+            self._durable(batch)
+
+        self.broker.send("kvs.commit", {"ops": batch.ops}, committed)
+
+    def _durable(self, batch: Batch) -> None:
+        """Mark ``batch`` durable and act on every durable batch at the front, in order."""
+        batch.durable = True
+        flushed = self._flushed
+        while flushed and flushed[0].durable:
+            self._on_commit(flushed.popleft())

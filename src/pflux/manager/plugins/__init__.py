@@ -1,0 +1,66 @@
+"""Job-manager plugins: the hooks through which policy reaches the state machine.
+
+A plugin sees a job at submit (``validate``, which may refuse it), when it
+enters DEPEND (``depend``, which adds dependencies through the host), after
+each committed event (``event``), before its resources are freed
+(``before_free``) and after a restart (``restarted``). Dependency schemes (RFC 26) are plugins that
+name the ``schemes`` they handle; the priority plugin maps urgency to priority.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from pflux.manager.job import Job
+    from pflux.spec.eventlog import Event
+
+
+class Host(Protocol):
+    """What the job manager offers its plugins."""
+
+    owner: int
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> None: ...
+
+    def raise_exception(self, job: Job, etype: str, note: str, severity: int = 0) -> None: ...
+
+    def dependency_add(self, job: Job, description: str) -> bool: ...
+
+    def dependency_remove(self, job: Job, description: str) -> None: ...
+
+    def lookup(self, jobid: int) -> Job | None: ...
+
+
+class Plugin:
+    """Base class: every hook does nothing."""
+
+    name = ""
+    schemes: tuple[str, ...] = ()  # RFC 26 dependency schemes this plugin handles
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def validate(self, job: Job) -> None:
+        """Raise a PfluxError to refuse ``job`` at submit; its message reaches the user."""
+
+    def validate_dependency(self, job: Job, dependency: dict[str, Any]) -> None:
+        """Check one of ``job``'s dependencies of this plugin's schemes (raise to refuse)."""
+
+    def depend(self, job: Job) -> None:
+        """``job`` entered DEPEND (or was found there at restart): add its dependencies."""
+
+    def event(self, job: Job, event: Event) -> None:
+        """``event`` was committed to ``job``'s eventlog."""
+
+    def before_free(self, job: Job) -> bool:
+        """``job``'s resources are about to go back; True to hold them (an epilog started)."""
+        return False
+
+    def restarted(self, job: Job) -> None:
+        """The instance restarted with ``job`` active (replayed, flux-restart posted)."""

@@ -1,0 +1,494 @@
+"""The job-manager service: jobs move through RFC 21's states by events it posts.
+
+The pure parts live beside this file: the transition table (states.py), the
+job record (job.py) and the choice of what to do next (actions.py). This module
+is the I/O around them: RPC methods, event posting (events.py), the scheduler
+protocol (alloc.py), the execution protocol (start.py), the journal
+(journal.py), restart (restart.py) and plugins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pflux.broker.message import RPCError
+from pflux.broker.router import Broker, Request, Service, method
+from pflux.kvs.keys import job_key
+from pflux.manager import restart
+from pflux.manager.actions import Action, next_actions
+from pflux.manager.alloc import AllocClient
+from pflux.manager.events import Batch, EventPoster
+from pflux.manager.job import Job
+from pflux.manager.journal import Journal
+from pflux.manager.plugins import Plugin
+from pflux.manager.plugins.perilog import Perilog
+from pflux.manager.plugins.priority import priority
+from pflux.manager.requests import check_urgency, exception_args, job_id_arg, payload_of
+from pflux.manager.start import StartClient
+from pflux.manager.states import State, apply
+from pflux.spec.eventlog import Event
+from pflux.spec.fluid import JobID
+
+log = logging.getLogger("pflux.job-manager")
+
+KNOWN_FLAGS = frozenset(("debug", "waitable"))
+
+
+class JobManager(Service):
+    """Owns every job's state; the only writer of job eventlogs."""
+
+    name = "job-manager"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        self.owner = broker.owner
+        self.jobs: dict[int, Job] = {}
+        self.by_state: dict[State, dict[Job, None]] = {
+            state: {} for state in (State(1 << i) for i in range(7))
+        }
+        self.events = EventPoster(broker, self._on_transition, self._on_commit)
+        self.alloc = AllocClient(self)
+        self.exec = StartClient(self)
+        self.journal = Journal(self)
+        self.plugins: list[Plugin] = []
+        self.schemes: dict[str, Plugin] = {}
+        self.queue_enabled = True
+        self.disable_reason = ""
+        self.queue_started = True
+        self.stop_reason = ""
+        self.max_jobid = 0
+        self._drain: list[Request] = []
+        self._idle: list[Request] = []
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self.broker.loop
+
+    def add_plugin(self, plugin: Plugin) -> None:
+        self.plugins.append(plugin)
+        for scheme in plugin.schemes:
+            self.schemes[scheme] = plugin
+
+    # --- life cycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        perilog = Perilog(self, self.broker.config)
+        if perilog.active:
+            self.add_plugin(perilog)
+        self.jobs = await restart.load(self.broker)
+        self.max_jobid = max(self.jobs, default=0)
+        for job in self.jobs.values():
+            self.by_state[job.state][job] = None
+        active = [job for job in self.jobs.values() if job.state is not State.INACTIVE]
+        if active:
+            log.info("restart: %d jobs, %d active", len(self.jobs), len(active))
+        for job in active:
+            self.post(job, "flux-restart")
+            for plugin in self.plugins:
+                plugin.restarted(job)
+            if job.state is State.NEW:
+                self._validate(job)
+
+    # --- counting and lookup --------------------------------------------------------------
+
+    def count(self, mask: State) -> int:
+        return sum(len(jobs) for state, jobs in self.by_state.items() if state & mask)
+
+    def lookup(self, jobid: int) -> Job | None:
+        return self.jobs.get(jobid)
+
+    def _job_for(self, req: Request, jobid: int) -> Job:
+        """The job a request names, if the requester may act on it."""
+        job = self.jobs.get(jobid)
+        if job is None:
+            raise RPCError(errno.ENOENT, f"job {JobID(jobid)} not found")
+        if not req.owner and req.userid != job.userid:
+            raise RPCError(errno.EPERM, f"job {JobID(jobid)}: permission denied")
+        return job
+
+    # --- posting and acting -----------------------------------------------------------
+
+    def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> None:
+        """Post an event to ``job`` and do at once whatever needs no one outside."""
+        if self.events.post(job, name, context):
+            self.advance(job)
+
+    def raise_exception(
+        self,
+        job: Job,
+        etype: str,
+        note: str,
+        severity: int = 0,
+        userid: int | None = None,
+    ) -> None:
+        context: dict[str, Any] = {"type": etype, "severity": severity}
+        if userid is not None and userid != self.owner:
+            context["userid"] = userid
+        context["note"] = note
+        self.post(job, "exception", context)
+
+    def annotate(self, job: Job, annotations: dict[str, Any]) -> None:
+        self.journal.annotations(job, annotations)
+
+    def advance(self, job: Job) -> None:
+        """Perform the actions due for ``job``; those reaching outside wait for its commit."""
+        actions = next_actions(
+            job,
+            sched_ready=self.alloc.ready,
+            exec_ready=self.exec.ready,
+            queue_started=self.queue_started,
+        )
+        uncommitted = self.events.uncommitted(job)
+        for action in actions:
+            if action in _INTERNAL:
+                _INTERNAL[action](self, job)
+            elif not uncommitted:
+                _EXTERNAL[action](self, job)
+
+    def advance_state(self, state: State) -> None:
+        for job in list(self.by_state[state]):
+            self.advance(job)
+
+    def _run_dependencies(self, job: Job) -> None:
+        job.depend_checked = True
+        for plugin in self.plugins:
+            plugin.depend(job)
+
+    def _free(self, job: Job) -> None:
+        if not any(plugin.before_free(job) for plugin in self.plugins):
+            self.alloc.free(job)
+
+    def _post_priority(self, job: Job) -> None:
+        self.post(job, "priority", {"priority": priority(job.urgency)})
+        if job.alloc_pending:
+            self.alloc.prioritize([job])
+
+    def _on_transition(self, job: Job, old: State) -> None:
+        del self.by_state[old][job]
+        self.by_state[job.state][job] = None
+        if old is State.SCHED:
+            self.alloc.forget(job)
+        if job.state is State.INACTIVE:
+            waiters, job.waiters = job.waiters, []
+            self.events.after_commit(lambda: self._inactive(job, waiters))
+
+    def _inactive(self, job: Job, waiters: list[Request]) -> None:
+        reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
+        for req in waiters:
+            req.respond(reply)
+        job.slim()
+
+    def _on_commit(self, batch: Batch) -> None:
+        self.journal.publish(batch.entries)
+        for callback in batch.callbacks:
+            callback()
+        for entry in batch.entries:
+            job = self.jobs.get(entry["id"])
+            if job is not None and self.plugins:
+                event = Event.from_json(entry["entry"])
+                for plugin in self.plugins:
+                    plugin.event(job, event)
+        for job in batch.jobs:
+            if job.state is not State.INACTIVE:
+                self.advance(job)
+        self._check_waiters()
+
+    def _check_waiters(self) -> None:
+        if self._drain and not self.count(State.ACTIVE | State.NEW):
+            for req in self._drain:
+                req.respond({})
+            self._drain = []
+        if self._idle and not self.count(State.RUNNING):
+            pending = self.count(State.PENDING | State.NEW)
+            for req in self._idle:
+                req.respond({"pending": pending})
+            self._idle = []
+
+    # --- dependencies, for plugins (RFC 26 event semantics) -------------------------------
+
+    def dependency_add(self, job: Job, description: str) -> bool:
+        """Add a dependency; False (and nothing posted) if it is already outstanding."""
+        if description in job.dependencies:
+            return False
+        if description in job.satisfied:
+            raise RPCError(errno.EEXIST, f"dependency {description} was already satisfied")
+        self.post(job, "dependency-add", {"description": description})
+        return True
+
+    def dependency_remove(self, job: Job, description: str) -> None:
+        if description in job.dependencies:
+            self.post(job, "dependency-remove", {"description": description})
+
+    # --- submission (from job-ingest) ----------------------------------------------------
+
+    @method("submit")
+    def submit(self, req: Request) -> None:
+        """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "job-manager.submit is for job-ingest only")
+        errors: list[list[Any]] = []
+        for spec in payload_of(req).get("jobs", []):
+            job = Job(spec["id"])
+            self.max_jobid = max(self.max_jobid, job.id)
+            job.jobspec = spec["jobspec"]
+            event = Event.from_json(spec["event"])
+            apply(job, event)
+            self.jobs[job.id] = job
+            self.by_state[job.state][job] = None
+            self.events.record(job, event, 0, commit=False)
+            error = self._validate(job)
+            if error:
+                errors.append([job.id, error])
+        self.events.after_commit(lambda: req.respond({"errors": errors}))
+
+    def _validate(self, job: Job) -> str | None:
+        """Post validate, or invalidate and remove the job; return why it was refused."""
+        error = None
+        if not self.queue_enabled:
+            error = f"job submission is disabled: {self.disable_reason}".rstrip(": ")
+        else:
+            try:
+                self._check_dependencies(job)
+                for plugin in self.plugins:
+                    plugin.validate(job)
+            except (RPCError, ValueError) as exc:
+                error = str(exc)
+        if error is None:
+            self.post(job, "validate")
+            return None
+        self.post(job, "invalidate")
+        self.events.add_ops([["unlink", job_key(job.id), None]])
+        del self.jobs[job.id]
+        self.by_state[job.state].pop(job, None)
+        return error
+
+    def _check_dependencies(self, job: Job) -> None:
+        system = (job.jobspec or {}).get("attributes", {}).get("system", {})
+        for dependency in system.get("dependencies", []):
+            plugin = self.schemes.get(dependency["scheme"])
+            if plugin is None:
+                raise RPCError(
+                    errno.EINVAL, f'dependency scheme "{dependency["scheme"]}" not supported'
+                )
+            plugin.validate_dependency(job, dependency)
+
+    # --- job requests -------------------------------------------------------------------
+
+    @method("raise")
+    def raise_(self, req: Request) -> None:
+        payload = payload_of(req)
+        etype, severity, note = exception_args(payload)
+        job = self._job_for(req, job_id_arg(payload))
+        if job.state is State.INACTIVE:
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
+        self.raise_exception(job, etype, note, severity, req.userid)
+        self.events.after_commit(lambda: req.respond({}))
+
+    @method("raiseall")
+    def raiseall(self, req: Request) -> None:
+        payload = payload_of(req)
+        etype, severity, note = exception_args(payload)
+        userid = payload.get("userid", req.userid if not req.owner else -1)
+        if not req.owner and userid != req.userid:
+            raise RPCError(errno.EPERM, "guests may only raise exceptions on their own jobs")
+        states = payload.get("states", int(State.ACTIVE | State.NEW))
+        if type(states) is not int:
+            raise RPCError(errno.EPROTO, "raiseall: states must be an integer mask")
+        targets = [
+            job
+            for state, jobs in self.by_state.items()
+            if state & states and state is not State.INACTIVE
+            for job in jobs
+            if userid in (-1, job.userid)
+        ]
+        if not payload.get("dry_run"):
+            for job in targets:
+                self.raise_exception(job, etype, note, severity, req.userid)
+        self.events.after_commit(lambda: req.respond({"count": len(targets)}))
+
+    @method("kill")
+    async def kill(self, req: Request) -> None:
+        payload = payload_of(req)
+        job = self._job_for(req, job_id_arg(payload))
+        signum = payload.get("signum", 15)
+        if type(signum) is not int or not 0 < signum < 65:
+            raise RPCError(errno.EINVAL, f"signum: must be a signal number 1-64, got {signum!r}")
+        if job.state is not State.RUN:
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running")
+        await self.exec.kill(job, signum)
+        req.respond({})
+
+    @method("urgency")
+    def urgency(self, req: Request) -> None:
+        payload = payload_of(req)
+        urgency = check_urgency(payload.get("urgency"), owner=req.owner)
+        job = self._job_for(req, job_id_arg(payload))
+        if not job.state & (State.PENDING | State.NEW):
+            raise RPCError(
+                errno.EINVAL,
+                f"job {JobID(job.id)}: urgency cannot be changed once resources are allocated",
+            )
+        old = job.urgency
+        self.post(job, "urgency", {"urgency": urgency, "userid": req.userid})
+        self.events.after_commit(lambda: req.respond({"old_urgency": old}))
+
+    @method("memo")
+    def memo(self, req: Request) -> None:
+        payload = payload_of(req)
+        job = self._job_for(req, job_id_arg(payload))
+        memo = payload.get("memo")
+        if not isinstance(memo, dict) or not memo:
+            raise RPCError(errno.EPROTO, "memo: must be a non-empty object")
+        if job.state is State.INACTIVE:
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
+        self.post(job, "memo", memo)
+        self.events.after_commit(lambda: req.respond({}))
+
+    @method("set-flags")
+    def set_flags(self, req: Request) -> None:
+        payload = payload_of(req)
+        job = self._job_for(req, job_id_arg(payload))
+        flags = payload.get("flags")
+        if not isinstance(flags, list) or not flags or not set(flags) <= KNOWN_FLAGS:
+            known = ", ".join(sorted(KNOWN_FLAGS))
+            raise RPCError(
+                errno.EINVAL, f"flags: must be a non-empty list of {known}; got {flags!r}"
+            )
+        if job.state is State.INACTIVE:
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
+        self.post(job, "set-flags", {"flags": flags})
+        self.events.after_commit(lambda: req.respond({}))
+
+    @method("update")
+    def update(self, req: Request) -> None:
+        """Change a pending job's jobspec (a ``jobspec-update`` event)."""
+        payload = payload_of(req)
+        job = self._job_for(req, job_id_arg(payload))
+        updates = payload.get("updates")
+        if not isinstance(updates, dict) or not updates:
+            raise RPCError(errno.EPROTO, "updates: must be a non-empty object of jobspec keys")
+        if not job.state & (State.PENDING | State.NEW):
+            raise RPCError(
+                errno.EINVAL, f"job {JobID(job.id)}: only a pending job's jobspec can be updated"
+            )
+        candidate = _updated(job.jobspec or {}, updates)
+        from pflux.spec.jobspec import validate
+
+        validate(candidate)
+        job.jobspec = candidate
+        self.post(job, "jobspec-update", updates)
+        if job.alloc_pending:
+            self.alloc.cancel(job)  # the scheduler must see the new jobspec
+        self.events.after_commit(lambda: req.respond({}))
+
+    @method("wait")
+    def wait(self, req: Request) -> None:
+        job = self._job_for(req, job_id_arg(payload_of(req)))
+        if job.state is State.INACTIVE:
+            req.respond({"id": job.id, "success": job.success, "errstr": job.error_text()})
+        else:
+            job.waiters.append(req)
+
+    # --- the queue ----------------------------------------------------------------------
+
+    @method("queue-status")
+    def queue_status(self, req: Request) -> None:
+        reply: dict[str, Any] = {"enable": self.queue_enabled, "start": self.queue_started}
+        if not self.queue_enabled:
+            reply["disable_reason"] = self.disable_reason
+        if not self.queue_started:
+            reply["stop_reason"] = self.stop_reason
+        req.respond(reply)
+
+    @method("queue-enable")
+    def queue_enable(self, req: Request) -> None:
+        payload = self._owner_payload(req)
+        self.queue_enabled = bool(payload.get("enable", True))
+        self.disable_reason = "" if self.queue_enabled else str(payload.get("reason") or "")
+        req.respond({})
+
+    @method("queue-start")
+    def queue_start(self, req: Request) -> None:
+        payload = self._owner_payload(req)
+        self.queue_started = bool(payload.get("start", True))
+        self.stop_reason = "" if self.queue_started else str(payload.get("reason") or "")
+        req.respond({})
+        self.advance_state(State.SCHED)
+
+    @method("alloc-query")
+    def alloc_query(self, req: Request) -> None:
+        """How the queue stands with the scheduler (``pflux queue status -v``)."""
+        req.respond(
+            {
+                "queue_length": len(self.alloc.waiting),
+                "alloc_pending": self.alloc.outstanding,
+                "running": self.count(State.RUN),
+            }
+        )
+
+    @method("drain")
+    def drain(self, req: Request) -> None:
+        self._drain.append(req)
+        self._check_waiters()
+
+    @method("idle")
+    def idle(self, req: Request) -> None:
+        self._idle.append(req)
+        self._check_waiters()
+
+    def _owner_payload(self, req: Request) -> dict[str, Any]:
+        if not req.owner:
+            raise RPCError(errno.EPERM, "only the instance owner may control the queue")
+        return payload_of(req)
+
+    # --- other services -----------------------------------------------------------------
+
+    @method("getinfo")
+    def getinfo(self, req: Request) -> None:
+        """The largest job id ever seen, so job-ingest never issues one again."""
+        req.respond({"max_jobid": self.max_jobid})
+
+    @method("events-journal")
+    def events_journal(self, req: Request) -> None:
+        self.journal.subscribe(req)
+
+    @method("exec-hello")
+    def exec_hello(self, req: Request) -> None:
+        self.exec.hello(req)
+
+    @method("sched-hello")
+    def sched_hello(self, req: Request) -> None:
+        self.alloc.hello(req)
+
+    @method("sched-ready")
+    def sched_ready(self, req: Request) -> None:
+        self.alloc.sched_ready(req)
+
+
+def _updated(jobspec: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
+    import copy
+
+    candidate = copy.deepcopy(jobspec)
+    restart.apply_jobspec_updates(candidate, updates)
+    return candidate
+
+
+_ActionFn = Callable[[JobManager, Job], None]
+
+_INTERNAL: dict[Action, _ActionFn] = {
+    Action.RUN_DEPENDENCIES: JobManager._run_dependencies,
+    Action.POST_DEPEND: lambda mgr, job: mgr.post(job, "depend"),
+    Action.POST_PRIORITY: JobManager._post_priority,
+    Action.POST_CLEAN: lambda mgr, job: mgr.post(job, "clean"),
+}
+_EXTERNAL: dict[Action, _ActionFn] = {
+    Action.ALLOC: lambda mgr, job: mgr.alloc.alloc(job),
+    Action.CANCEL_ALLOC: lambda mgr, job: mgr.alloc.cancel(job),
+    Action.START: lambda mgr, job: mgr.exec.start(job),
+    Action.KILL: lambda mgr, job: mgr.exec.exception(job),
+    Action.FREE: JobManager._free,
+}

@@ -1,0 +1,306 @@
+"""RFC 21's job state machine: the states and one explicit transition table.
+
+``apply(job, event)`` is the whole of it: it looks up ``(job.state, event.name)``
+in ``TRANSITIONS``, updates the job's replayed fields and moves it to the next
+state. It does no I/O, so replaying an eventlog through it reproduces the state
+exactly, and tests feed it events directly. A pair missing from the table is
+not a legal transition and raises InvalidTransition carrying the job's story.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pflux.errors import PfluxError
+
+if TYPE_CHECKING:
+    from pflux.manager.job import Job
+    from pflux.spec.eventlog import Event
+
+
+class State(enum.IntFlag):
+    """Job states; the values are flux-core's, so masks mean the same in both."""
+
+    NEW = 1
+    DEPEND = 2
+    PRIORITY = 4
+    SCHED = 8
+    RUN = 16
+    CLEANUP = 32
+    INACTIVE = 64
+
+    # virtual states (RFC 21)
+    PENDING = DEPEND | PRIORITY | SCHED
+    RUNNING = RUN | CLEANUP
+    ACTIVE = PENDING | RUNNING
+
+    @property
+    def short(self) -> str:
+        """The one-letter form `pflux jobs` prints."""
+        return SHORT[self]
+
+    @classmethod
+    def parse(cls, text: str) -> State:
+        """A state or virtual state by name (any case), e.g. ``pending`` or ``R``."""
+        upper = text.strip().upper()
+        for state in cls:
+            if upper in (state.name, SHORT.get(state)):
+                return state
+        for name in ("PENDING", "RUNNING", "ACTIVE"):
+            if upper == name:
+                return cls[name]
+        raise PfluxError(f"invalid job state {text!r}")
+
+
+SHORT = {
+    State.NEW: "N",
+    State.DEPEND: "D",
+    State.PRIORITY: "P",
+    State.SCHED: "S",
+    State.RUN: "R",
+    State.CLEANUP: "C",
+    State.INACTIVE: "I",
+}
+
+URGENCY_MIN, URGENCY_DEFAULT, URGENCY_MAX = 0, 16, 31
+URGENCY_HOLD, URGENCY_EXPEDITE = URGENCY_MIN, URGENCY_MAX
+PRIORITY_MIN, PRIORITY_MAX = 0, 4294967295
+SEVERITY_MAX = 7
+
+
+class InvalidTransition(PfluxError):
+    """An event that is not legal in the job's state, or whose context is malformed."""
+
+    def __init__(self, job: Job, event: Event, reason: str) -> None:
+        self.job_id = job.id
+        self.history = list(job.history)
+        story = " ".join(self.history) or "(no events)"
+        super().__init__(
+            f"job {job.id}: event {event.name!r} in state {job.state.name}: {reason}"
+            f" (events so far: {story})"
+        )
+
+
+Handler = Callable[["Job", "Event"], State]
+
+
+def _context(
+    job: Job, event: Event, key: str, kind: type | tuple[type, ...], *, lo: int = 0, hi: int = 0
+) -> Any:
+    """A required context value of the right type (and range, for integers)."""
+    value: Any = (event.context or {}).get(key)
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    if not ok or (hi and not lo <= value <= hi):
+        raise InvalidTransition(job, event, f"context {key!r} is missing or invalid: {value!r}")
+    return value
+
+
+# --- handlers: update the replayed fields, return the next state ---------------------------
+
+
+def _submit(job: Job, event: Event) -> State:
+    if job.history:
+        raise InvalidTransition(job, event, "submit must be the first event")
+    job.urgency = _context(job, event, "urgency", int, lo=URGENCY_MIN, hi=URGENCY_MAX)
+    job.userid = _context(job, event, "userid", int, lo=0, hi=2**32 - 1)
+    job.flags = _context(job, event, "flags", int, lo=0, hi=2**31)
+    job.t_submit = event.timestamp
+    return State.NEW
+
+
+def _validate(job: Job, event: Event) -> State:
+    return State.DEPEND
+
+
+def _invalidate(job: Job, event: Event) -> State:
+    return State.INACTIVE
+
+
+def _dependency_add(job: Job, event: Event) -> State:
+    desc = _context(job, event, "description", str)
+    if desc not in job.satisfied:
+        job.dependencies[desc] = None
+    return job.state
+
+
+def _dependency_remove(job: Job, event: Event) -> State:
+    desc = _context(job, event, "description", str)
+    if desc not in job.dependencies:
+        raise InvalidTransition(job, event, f"no dependency {desc!r} was added")
+    del job.dependencies[desc]
+    job.satisfied.add(desc)
+    return job.state
+
+
+def _depend(job: Job, event: Event) -> State:
+    if job.dependencies:
+        raise InvalidTransition(job, event, f"dependencies remain: {', '.join(job.dependencies)}")
+    return State.PRIORITY
+
+
+def _priority(job: Job, event: Event) -> State:
+    job.priority = _context(job, event, "priority", int, lo=PRIORITY_MIN, hi=PRIORITY_MAX)
+    return State.SCHED
+
+
+def _urgency(job: Job, event: Event) -> State:
+    job.urgency = _context(job, event, "urgency", int, lo=URGENCY_MIN, hi=URGENCY_MAX)
+    # a new urgency means a new priority: a job waiting for resources goes back
+    # through PRIORITY (see spec-notes "Urgency and priority")
+    return State.PRIORITY if job.state is State.SCHED else job.state
+
+
+def _alloc(job: Job, event: Event) -> State:
+    job.has_resources = True
+    return State.RUN if job.state is State.SCHED else job.state
+
+
+def _prolog_start(job: Job, event: Event) -> State:
+    job.perilog[_context(job, event, "description", str)] = None
+    return job.state
+
+
+def _perilog_finish(job: Job, event: Event) -> State:
+    job.perilog.pop(_context(job, event, "description", str), None)
+    _context(job, event, "status", int)
+    return job.state
+
+
+_epilog_start = _prolog_start
+
+
+def _start(job: Job, event: Event) -> State:
+    job.started = True
+    return job.state
+
+
+def _finish(job: Job, event: Event) -> State:
+    job.finish_status = _context(job, event, "status", int)
+    return State.CLEANUP
+
+
+def _release(job: Job, event: Event) -> State:
+    _context(job, event, "ranks", str)
+    final = (event.context or {}).get("final")
+    if not isinstance(final, bool):
+        raise InvalidTransition(job, event, "context 'final' must be a boolean")
+    job.release_final = job.release_final or final
+    return job.state
+
+
+def _free(job: Job, event: Event) -> State:
+    job.has_resources = False
+    return job.state
+
+
+def _clean(job: Job, event: Event) -> State:
+    job.t_inactive = event.timestamp
+    return State.INACTIVE
+
+
+def _exception(job: Job, event: Event) -> State:
+    severity = _context(job, event, "severity", int, lo=0, hi=SEVERITY_MAX)
+    etype = _context(job, event, "type", str)
+    if severity == 0:
+        if job.exception is None:
+            note = (event.context or {}).get("note", "")
+            job.exception = (etype, str(note))
+        return State.CLEANUP
+    return job.state
+
+
+def _memo(job: Job, event: Event) -> State:
+    memo = job.memo
+    for key, value in (event.context or {}).items():
+        if value is None:
+            memo.pop(key, None)
+        else:
+            memo[key] = value
+    return job.state
+
+
+def _jobspec_update(job: Job, event: Event) -> State:
+    if not event.context:
+        raise InvalidTransition(job, event, "jobspec-update needs at least one key")
+    job.jobspec_updates.update(event.context)
+    return job.state
+
+
+def _resource_update(job: Job, event: Event) -> State:
+    job.expiration = float(_context(job, event, "expiration", (int, float)))
+    return job.state
+
+
+def _set_flags(job: Job, event: Event) -> State:
+    flags = (event.context or {}).get("flags")
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise InvalidTransition(job, event, "context 'flags' must be a list of names")
+    job.flag_names.update(flags)
+    return job.state
+
+
+def _unchanged(job: Job, event: Event) -> State:
+    return job.state
+
+
+S = State
+ACTIVE_STATES = (S.NEW, S.DEPEND, S.PRIORITY, S.SCHED, S.RUN, S.CLEANUP)
+PENDING_STATES = (S.NEW, S.DEPEND, S.PRIORITY, S.SCHED)
+
+
+def _table() -> dict[tuple[State, str], Handler]:
+    table: dict[tuple[State, str], Handler] = {
+        (S.NEW, "submit"): _submit,
+        (S.NEW, "validate"): _validate,
+        (S.NEW, "invalidate"): _invalidate,
+        (S.DEPEND, "dependency-add"): _dependency_add,
+        (S.DEPEND, "dependency-remove"): _dependency_remove,
+        (S.DEPEND, "depend"): _depend,
+        (S.PRIORITY, "priority"): _priority,
+        (S.SCHED, "priority"): _priority,
+        (S.SCHED, "alloc"): _alloc,
+        (S.CLEANUP, "alloc"): _alloc,  # the scheduler answered just as an exception came
+        (S.RUN, "prolog-start"): _prolog_start,
+        (S.RUN, "prolog-finish"): _perilog_finish,
+        (S.CLEANUP, "prolog-finish"): _perilog_finish,
+        (S.RUN, "start"): _start,
+        (S.CLEANUP, "start"): _start,
+        (S.RUN, "finish"): _finish,
+        (S.CLEANUP, "finish"): _finish,
+        (S.RUN, "release"): _release,
+        (S.CLEANUP, "release"): _release,
+        (S.RUN, "resource-update"): _resource_update,
+        (S.CLEANUP, "epilog-start"): _epilog_start,
+        (S.CLEANUP, "epilog-finish"): _perilog_finish,
+        (S.CLEANUP, "free"): _free,
+        (S.CLEANUP, "clean"): _clean,
+    }
+    for state in ACTIVE_STATES:
+        table[state, "exception"] = _exception
+        table[state, "memo"] = _memo
+        table[state, "set-flags"] = _set_flags
+        table[state, "flux-restart"] = _unchanged
+    for state in PENDING_STATES:
+        table[state, "urgency"] = _urgency
+        table[state, "jobspec-update"] = _jobspec_update
+    return table
+
+
+TRANSITIONS: dict[tuple[State, str], Handler] = _table()
+
+
+def apply(job: Job, event: Event) -> State:
+    """Apply one event to ``job``; return the state it was in before."""
+    old = job.state
+    if not job.history and event.name != "submit":
+        raise InvalidTransition(job, event, "the first event must be submit")
+    handler = TRANSITIONS.get((old, event.name))
+    if handler is None:
+        if not event.name.startswith("debug.") or old is State.INACTIVE:
+            raise InvalidTransition(job, event, "not a legal transition")
+        handler = _unchanged
+    job.state = handler(job, event)
+    job.history.append(event.name)
+    return old

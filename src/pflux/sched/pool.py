@@ -1,0 +1,442 @@
+"""The resource pool: which cores and GPUs of which rank are free, and until when.
+
+Pure bookkeeping with no I/O, so the scheduler's policy can be tested (and
+simulated forward in time for backfill) without a broker.  Every execution
+target is named by its rank, as R names them; nothing here assumes one rank.
+
+Allocation follows flux-core's Rv1 pool (sched-simple): candidate ranks are
+tried worst-fit (most free cores first, then most free GPUs, then lowest rank)
+and the lowest free ids of a rank are taken.  A request without a node level
+may spread its slots over ranks, each slot within one rank; a node-level
+request takes ``nslots / nnodes`` slots on each of ``nnodes`` ranks, and an
+``exclusive`` one takes whole ranks that are entirely free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from pflux.errors import JobspecError, ResourceError
+from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
+from pflux.spec.jobspec import Jobspec, validate
+from pflux.spec.resource import ResourceSet, Target
+
+__all__ = ["Pool", "Reservation", "ResourceRequest"]
+
+_EMPTY = IdSet()
+# what a rank has free (or what a job holds there): (cores, gpus)
+Holding = tuple[IdSet, IdSet]
+
+
+class ResourceRequest(NamedTuple):
+    """What one job asks for, as the pool needs it (from the jobspec, RFC 25).
+
+    ``nnodes`` is 0 when the jobspec has no node level; ``duration`` is in
+    seconds, 0 for none.
+    """
+
+    nslots: int
+    cores_per_slot: int
+    gpus_per_slot: int = 0
+    nnodes: int = 0
+    exclusive: bool = False
+    duration: float = 0.0
+
+    @classmethod
+    def from_jobspec(cls, data: Any) -> ResourceRequest:
+        """Read the request from a decoded jobspec; JobspecError names what is wrong.
+
+        The job manager forwards jobspecs that ingest has validated, so only
+        the fields used here are checked; full validation runs only to
+        explain a failure.
+        """
+        try:
+            spec = Jobspec(data)
+            nnodes = spec.nnodes
+            request = cls(
+                spec.nslots,
+                spec.cores_per_slot,
+                spec.gpus_per_slot,
+                0 if nnodes is None else nnodes,
+                spec.exclusive,
+                spec.duration,
+            )
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError):
+            request = None
+        if request is None or not request._sane():
+            validate(data)  # raises JobspecError with every problem
+            raise JobspecError([("resources", "cannot be read as a resource request")])
+        return request
+
+    def _sane(self) -> bool:
+        return (
+            type(self.nslots) is int
+            and type(self.cores_per_slot) is int
+            and type(self.gpus_per_slot) is int
+            and type(self.nnodes) is int
+            and self.nslots >= 1
+            and self.cores_per_slot >= 1
+            and self.gpus_per_slot >= 0
+            and self.nnodes >= 0
+            and math.isfinite(self.duration)
+            and self.duration >= 0
+        )
+
+    @property
+    def slots_per_node(self) -> int:
+        return self.nslots // self.nnodes if self.nnodes else self.nslots
+
+
+class Reservation(NamedTuple):
+    """When a blocked request could start, and the resources it would get then."""
+
+    time: float
+    resources: Mapping[int, Holding]
+
+
+class _Held:
+    """What one job holds, until when, and whether its R only partly fit the pool."""
+
+    __slots__ = ("damaged", "expiration", "ranks")
+
+    def __init__(self, ranks: dict[int, Holding], expiration: float, damaged: bool) -> None:
+        self.ranks = ranks
+        self.expiration = expiration
+        self.damaged = damaged
+
+
+class Pool:
+    """Free and allocated cores and GPUs per rank, and each job's allocation."""
+
+    def __init__(self, resources: ResourceSet) -> None:
+        self.all = resources
+        self._targets: dict[int, Target] = dict(resources.targets)
+        self._hosts = {rank: target.hostname for rank, target in self._targets.items()}
+        self._free: dict[int, Holding] = {
+            rank: (target.cores, target.gpus) for rank, target in self._targets.items()
+        }
+        self._jobs: dict[int, _Held] = {}
+        self.free_cores = resources.ncores()
+        self.free_gpus = resources.ngpus()
+        self._expiring = 0  # jobs holding resources with an expiration
+        self.generation = 0  # bumped on every change, for callers' caches
+
+    # --- queries ----------------------------------------------------------------------
+
+    def __contains__(self, jobid: object) -> bool:
+        return jobid in self._jobs
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def held(self, jobid: int) -> ResourceSet:
+        """What ``jobid`` holds (empty if nothing), with its expiration."""
+        job = self._jobs.get(jobid)
+        if job is None:
+            return ResourceSet({})
+        return ResourceSet(self._targets_of(job.ranks), expiration=job.expiration)
+
+    def damaged(self, jobid: int) -> bool:
+        """Whether ``jobid``'s R only partly fit the pool when it was adopted."""
+        return self._job(jobid).damaged
+
+    def expiration(self, jobid: int) -> float:
+        """When ``jobid``'s allocation ends (0: never); ResourceError if it holds nothing."""
+        return self._job(jobid).expiration
+
+    def available(self) -> ResourceSet:
+        """The free resources."""
+        return ResourceSet(self._targets_of(self._free))
+
+    def allocated(self) -> ResourceSet:
+        """The resources some job holds."""
+        used = {}
+        for rank, target in self._targets.items():
+            cores, gpus = self._free[rank]
+            used[rank] = (target.cores - cores, target.gpus - gpus)
+        return ResourceSet(self._targets_of(used))
+
+    def unsatisfiable(self, request: ResourceRequest) -> str | None:
+        """Why ``request`` could never be met by the whole pool, or None if it could.
+
+        The wording is flux-core's (sched-simple's Rv1 pool).
+        """
+        spn = request.slots_per_node
+        cores, gpus = spn * request.cores_per_slot, spn * request.gpus_per_slot
+        targets = self._targets.values()
+        if request.nnodes:
+            eligible = sum(1 for t in targets if len(t.cores) >= cores and len(t.gpus) >= gpus)
+            if eligible >= request.nnodes:
+                return None
+            if request.exclusive:
+                return (
+                    f"unsatisfiable request: need {request.nnodes} exclusive node(s),"
+                    f" only {eligible} eligible"
+                )
+            with_gpus = f" and {gpus} GPUs" if gpus else ""
+            return (
+                f"unsatisfiable request: need {request.nnodes} node(s) with {cores} cores"
+                f"{with_gpus} each, only {eligible} eligible"
+            )
+        cps, gps = request.cores_per_slot, request.gpus_per_slot
+        slots = sum(len(t.cores) // cps for t in targets)
+        if slots < request.nslots:
+            return (
+                f"unsatisfiable request: need {request.nslots} slot(s) of {cps} core(s),"
+                f" only {slots} such slot(s) available (total cores: {self.all.ncores()})"
+            )
+        if gps:
+            slots = sum(min(len(t.cores) // cps, len(t.gpus) // gps) for t in targets)
+            if slots < request.nslots:
+                return (
+                    f"unsatisfiable request: need {request.nslots} slot(s) with {gps} GPU(s)"
+                    f" each, only {slots} available (total GPUs: {self.all.ngpus()})"
+                )
+        return None
+
+    # --- changes ----------------------------------------------------------------------
+
+    def alloc(
+        self,
+        jobid: int,
+        request: ResourceRequest,
+        now: float,
+        *,
+        avoid: Mapping[int, Holding] | None = None,
+    ) -> ResourceSet | None:
+        """Allocate ``request`` to ``jobid`` now, or return None if it does not fit yet.
+
+        The result is R valid from ``now`` for the request's duration (no
+        expiration without one).  With ``avoid``, resources it names are not
+        used (a backfilled job keeps off a reservation).
+        """
+        if jobid in self._jobs:
+            raise ResourceError(f"job {JobID(jobid)} already holds resources")
+        if (
+            request.nslots * request.cores_per_slot > self.free_cores
+            or request.nslots * request.gpus_per_slot > self.free_gpus
+        ):
+            return None
+        free = self._free if avoid is None else _minus(self._free, avoid)
+        chosen = self._select(request, free)
+        if chosen is None:
+            return None
+        expiration = 0.0
+        if request.duration > 0:
+            expiration = now + request.duration
+            if expiration <= now:  # a duration too small to move the clock
+                expiration = math.nextafter(now, math.inf)
+        self._take(jobid, chosen, expiration, damaged=False)
+        nslots = request.slots_per_node * len(chosen) if request.nnodes else request.nslots
+        return ResourceSet(self._targets_of(chosen), now, expiration, nslots)
+
+    def adopt(self, jobid: int, resources: ResourceSet | None) -> ResourceSet:
+        """Mark a running job's R allocated (the scheduler restarted); return what did not fit.
+
+        The part of R outside the pool or already held by another job is
+        returned and not taken; ``None`` stands for an R that could not be
+        read.  A job that did not fit whole is *damaged*: its later free may
+        name resources it never got here.
+        """
+        if jobid in self._jobs:
+            raise ResourceError(f"job {JobID(jobid)} already holds resources")
+        if resources is None:
+            self._take(jobid, {}, 0.0, damaged=True)
+            return ResourceSet({})
+        taken: dict[int, Holding] = {}
+        for rank, target in resources.targets.items():
+            free = self._free.get(rank)
+            if free is None:
+                continue
+            cores, gpus = target.cores & free[0], target.gpus & free[1]
+            if cores or gpus:
+                taken[rank] = (cores, gpus)
+        held = ResourceSet(self._targets_of(taken))
+        lost = resources.difference(held)
+        self._take(jobid, taken, resources.expiration, damaged=bool(lost))
+        return lost
+
+    def free(self, jobid: int, resources: ResourceSet | None = None, final: bool = True) -> None:
+        """Return ``resources`` (all that ``jobid`` holds when None) to the pool.
+
+        ``final`` releases whatever the job still holds and forgets it.  R
+        naming resources the job does not hold is a ResourceError and
+        changes nothing (unless the job is damaged, see :meth:`adopt`).
+        """
+        job = self._job(jobid)
+        release = job.ranks
+        if resources is not None:
+            release = {}
+            for rank, target in resources.targets.items():
+                held = job.ranks.get(rank, (_EMPTY, _EMPTY))
+                cores, gpus = target.cores & held[0], target.gpus & held[1]
+                missing = len(cores) < len(target.cores) or len(gpus) < len(target.gpus)
+                if missing and not job.damaged:
+                    raise ResourceError(
+                        f"job {JobID(jobid)} does not hold rank {rank}"
+                        f" {_describe(target.cores - cores, target.gpus - gpus)}"
+                    )
+                if cores or gpus:
+                    release[rank] = (cores, gpus)
+        if final:
+            release = job.ranks
+        for rank, (cores, gpus) in release.items():
+            free_cores, free_gpus = self._free[rank]
+            if gpus:
+                free_gpus = free_gpus | gpus
+                self.free_gpus += len(gpus)
+            self._free[rank] = (free_cores | cores, free_gpus)
+            self.free_cores += len(cores)
+        if final:
+            del self._jobs[jobid]
+            if job.expiration:
+                self._expiring -= 1
+        else:
+            job.ranks = _minus(job.ranks, release, drop_empty=True)
+        self.generation += 1
+
+    def set_expiration(self, jobid: int, expiration: float) -> None:
+        """Change when ``jobid``'s allocation ends (0: never)."""
+        job = self._job(jobid)
+        self._expiring += bool(expiration) - bool(job.expiration)
+        job.expiration = expiration
+        self.generation += 1
+
+    # --- time ---------------------------------------------------------------------------
+
+    def reservation(self, request: ResourceRequest) -> Reservation | None:
+        """The earliest time ``request`` fits, if every job ends at its expiration.
+
+        None when it never would: some resource it needs is held by jobs
+        without an expiration.  Only the ending jobs are simulated, in time
+        order, so the cost grows with the number of running jobs, not the queue.
+        """
+        if not self._expiring:
+            return None
+        ending = sorted(
+            (job.expiration, jobid) for jobid, job in self._jobs.items() if job.expiration
+        )
+        free = dict(self._free)
+        ncores, ngpus = self.free_cores, self.free_gpus
+        need_cores = request.nslots * request.cores_per_slot
+        need_gpus = request.nslots * request.gpus_per_slot
+        for i, (when, jobid) in enumerate(ending):
+            for rank, (cores, gpus) in self._jobs[jobid].ranks.items():
+                have = free[rank]
+                free[rank] = (have[0] | cores, have[1] | gpus)
+                ncores += len(cores)
+                ngpus += len(gpus)
+            if i + 1 < len(ending) and ending[i + 1][0] == when:
+                continue  # release everything ending at the same moment first
+            if ncores >= need_cores and ngpus >= need_gpus:
+                chosen = self._select(request, free)
+                if chosen is not None:
+                    return Reservation(when, chosen)
+        return None
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _job(self, jobid: int) -> _Held:
+        job = self._jobs.get(jobid)
+        if job is None:
+            raise ResourceError(f"job {JobID(jobid)} holds no resources")
+        return job
+
+    def _take(
+        self, jobid: int, chosen: dict[int, Holding], expiration: float, *, damaged: bool
+    ) -> None:
+        for rank, (cores, gpus) in chosen.items():
+            free_cores, free_gpus = self._free[rank]
+            if gpus:
+                free_gpus = free_gpus - gpus
+                self.free_gpus -= len(gpus)
+            self._free[rank] = (free_cores - cores, free_gpus)
+            self.free_cores -= len(cores)
+        self._jobs[jobid] = _Held(chosen, expiration, damaged)
+        if expiration:
+            self._expiring += 1
+        self.generation += 1
+
+    def _targets_of(self, ranks: Mapping[int, Holding]) -> dict[int, Target]:
+        hosts = self._hosts
+        if len(ranks) == 1:  # the common case, without sorting
+            for rank, (cores, gpus) in ranks.items():
+                return {rank: Target(hosts[rank], cores, gpus)} if cores or gpus else {}
+        return {
+            rank: Target(hosts[rank], cores, gpus)
+            for rank, (cores, gpus) in sorted(ranks.items())
+            if cores or gpus
+        }
+
+    def _candidates(self, free: Mapping[int, Holding]) -> list[int]:
+        """Ranks, worst fit first: most free cores, then most free GPUs, then lowest rank."""
+        if len(free) == 1:
+            return list(free)
+        return sorted(free, key=lambda rank: (-len(free[rank][0]), -len(free[rank][1]), rank))
+
+    def _select(
+        self, request: ResourceRequest, free: Mapping[int, Holding]
+    ) -> dict[int, Holding] | None:
+        """Which free resources would satisfy ``request``, or None."""
+        if request.nnodes:
+            return self._select_nodes(request, free)
+        cps, gps = request.cores_per_slot, request.gpus_per_slot
+        left = request.nslots
+        chosen: dict[int, Holding] = {}
+        for rank in self._candidates(free):
+            cores, gpus = free[rank]
+            fit = len(cores) // cps
+            if gps:
+                fit = min(fit, len(gpus) // gps)
+            take = min(fit, left)
+            if take:
+                chosen[rank] = (cores.take(take * cps), gpus.take(take * gps) if gps else _EMPTY)
+                left -= take
+                if not left:
+                    return chosen
+        return None
+
+    def _select_nodes(
+        self, request: ResourceRequest, free: Mapping[int, Holding]
+    ) -> dict[int, Holding] | None:
+        spn = request.slots_per_node
+        cores_needed, gpus_needed = spn * request.cores_per_slot, spn * request.gpus_per_slot
+        chosen: dict[int, Holding] = {}
+        for rank in self._candidates(free):
+            cores, gpus = free[rank]
+            if len(cores) < cores_needed or len(gpus) < gpus_needed:
+                continue
+            if request.exclusive:
+                target = self._targets[rank]
+                if len(cores) < len(target.cores) or len(gpus) < len(target.gpus):
+                    continue  # someone holds part of this node
+                chosen[rank] = (cores, gpus)
+            else:
+                chosen[rank] = (cores.take(cores_needed), gpus.take(gpus_needed))
+            if len(chosen) == request.nnodes:
+                return chosen
+        return None
+
+
+def _minus(
+    have: Mapping[int, Holding], less: Mapping[int, Holding], *, drop_empty: bool = False
+) -> dict[int, Holding]:
+    out: dict[int, Holding] = {}
+    for rank, (cores, gpus) in have.items():
+        gone = less.get(rank)
+        left = (cores, gpus) if gone is None else (cores - gone[0], gpus - gone[1])
+        if left[0] or left[1] or not drop_empty:
+            out[rank] = left
+    return out
+
+
+def _describe(cores: IdSet, gpus: IdSet) -> str:
+    parts = []
+    if cores:
+        parts.append(f"core{cores.encode(brackets=True)}")
+    if gpus:
+        parts.append(f"gpu{gpus.encode(brackets=True)}")
+    return ",".join(parts)

@@ -1,0 +1,402 @@
+"""The ``sched`` service: RFC 27's protocol around the pool and the policy.
+
+At start it says hello to the job manager (marking the resources of running
+jobs allocated) and ready (``unlimited``: every job in SCHED has its alloc in
+flight).  Requests only change the queue or the pool and ask for a
+scheduling pass; the passes of one loop turn are coalesced into one, and the
+R of every job a pass allocates is committed in one KVS transaction before
+any of them is answered.
+
+Resources: rank 0 is this host (``broker.attrs["hostname"]``) with this
+process's CPUs and the machine's NVIDIA GPUs, or ``[resource] cores`` /
+``gpus`` from the configuration.  Core and GPU ids in R are 0..N-1; the job
+shell maps them onto real devices.  ``[sched] queue-depth`` bounds backfill.
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import logging
+import math
+import os
+import time
+from typing import Any
+
+import orjson
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import JobspecError, PfluxError, ResourceError
+from pflux.kvs.keys import job_key
+from pflux.sched.policy import DEFAULT_DEPTH, PassResult, PendingJob, Policy
+from pflux.sched.pool import Pool, ResourceRequest
+from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet, Target
+from pflux.spec.sched_protocol import AllocResponse
+
+log = logging.getLogger("pflux.sched")
+
+MAX_PRIORITY = 4294967295
+# flux-core's exception for a running job whose R the restarted scheduler cannot take back
+RESTART_EXCEPTION = "scheduler-restart"
+RESTART_NOTE = "failed to reallocate R for running job"
+
+
+def count_gpus() -> int:
+    """NVIDIA GPUs on this machine, found cheaply (no driver library); 0 when none."""
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return len(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def inventory(config: dict[str, Any], hostname: str) -> ResourceSet:
+    """The resources this instance manages: rank 0, this host."""
+    section = config.get("resource", {})
+    if not isinstance(section, dict):
+        raise PfluxError("resource: configuration must be a table")
+    counts = []
+    for name in ("cores", "gpus"):
+        value = section.get(name)
+        if value is None:
+            value = len(os.sched_getaffinity(0)) if name == "cores" else count_gpus()
+        elif type(value) is not int or value < 0:
+            raise PfluxError(f"resource.{name}: must be an integer >= 0, got {value!r}")
+        counts.append(value)
+    if not any(counts):
+        return ResourceSet({})
+    cores, gpus = (IdSet.range(0, n - 1) if n else IdSet() for n in counts)
+    return ResourceSet({0: Target(hostname, cores, gpus)})
+
+
+def queue_depth(config: dict[str, Any]) -> int:
+    """How many jobs behind a blocked one each pass considers for backfill."""
+    section = config.get("sched", {})
+    if not isinstance(section, dict):
+        raise PfluxError("sched: configuration must be a table")
+    depth = section.get("queue-depth", DEFAULT_DEPTH)
+    if type(depth) is not int or depth < 0:
+        raise PfluxError(f"sched.queue-depth: must be an integer >= 0, got {depth!r}")
+    return depth
+
+
+def _payload(req: Request) -> dict[str, Any]:
+    if not isinstance(req.payload, dict):
+        raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
+    return req.payload
+
+
+def _job_id(payload: dict[str, Any], topic: str) -> int:
+    jobid = payload.get("id")
+    if type(jobid) is not int or not 0 <= jobid < 2**64:
+        raise RPCError(errno.EPROTO, f"{topic}: id must be a job id (an unsigned integer)")
+    return jobid
+
+
+def _priority(value: object, topic: str) -> int:
+    if type(value) is not int or not 0 <= value <= MAX_PRIORITY:
+        raise RPCError(
+            errno.EPROTO, f"{topic}: priority must be an integer 0-{MAX_PRIORITY}, got {value!r}"
+        )
+    return value
+
+
+def _seconds(value: object, topic: str, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise RPCError(errno.EPROTO, f"{topic}: {name} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _owner_only(req: Request) -> None:
+    if not req.owner:
+        raise RPCError(errno.EPERM, f"{req.topic}: only the instance owner may do this")
+
+
+class _Waiter:
+    """An alloc request in the queue; called if its requester goes away."""
+
+    __slots__ = ("jobid", "req", "sched")
+
+    def __init__(self, sched: Scheduler, jobid: int, req: Request) -> None:
+        self.sched = sched
+        self.jobid = jobid
+        self.req = req
+
+    def __call__(self) -> None:
+        self.sched._requester_gone(self.jobid)
+
+
+class Scheduler(Service):
+    """RFC 27 scheduler: FIFO within priority, EASY backfill, one pool of ranks."""
+
+    name = "sched"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        hostname = broker.attrs.get("hostname") or os.uname().nodename
+        self.pool = Pool(inventory(broker.config, hostname))
+        self.policy = Policy(self.pool, depth=queue_depth(broker.config))
+        self.ready = False
+        self._pass_due = False
+        self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
+
+    # --- start: hello and ready -------------------------------------------------------
+
+    async def start(self) -> None:
+        try:
+            async for entry in self.broker.stream("job-manager.sched-hello", {}):
+                await self._hello(entry)
+            reply = await self.broker.call("job-manager.sched-ready", {"mode": "unlimited"})
+        except RPCError as exc:
+            log.error("scheduler handshake with the job manager failed: %s", exc)
+            return
+        self.ready = True
+        count = reply.get("count") if isinstance(reply, dict) else None
+        log.info(
+            "ready: %s; %d running jobs hold %s; %s jobs waiting",
+            self.pool.all.summary() or "no resources",
+            len(self.pool),
+            self.pool.allocated().summary() or "nothing",
+            count,
+        )
+
+    async def _hello(self, entry: Any) -> None:
+        """Mark a running job's resources allocated; a job that no longer fits is killed."""
+        jobid = entry.get("id") if isinstance(entry, dict) else None
+        if type(jobid) is not int or not 0 <= jobid < 2**64 or jobid in self.pool:
+            log.error("sched-hello: ignoring malformed or repeated entry %r", entry)
+            return
+        doc = entry.get("R")
+        if doc is None:
+            doc = await self._lookup_r(jobid)
+        elif isinstance(doc, str):
+            doc = _loads(doc)
+        try:
+            resources: ResourceSet | None = ResourceSet.from_json(doc)
+        except ResourceError as exc:
+            log.error("sched-hello: job %s: invalid R: %s", JobID(jobid), exc)
+            resources = None
+        lost = self.pool.adopt(jobid, resources)
+        if resources is not None and not lost:
+            self._granted[jobid] = doc
+            return
+        if lost:
+            log.error(
+                "sched-hello: job %s: R no longer fits the resource pool (%s is missing"
+                " or taken); raising a fatal exception",
+                JobID(jobid),
+                lost.summary(),
+            )
+        self.broker.send(
+            "job-manager.raise",
+            {"id": jobid, "type": RESTART_EXCEPTION, "severity": 0, "note": RESTART_NOTE},
+            lambda msg: _log_failure(msg, f"raising an exception on job {JobID(jobid)}"),
+        )
+
+    async def _lookup_r(self, jobid: int) -> Any:
+        try:
+            reply = await self.broker.call("kvs.get", {"key": job_key(jobid, "R")})
+        except RPCError as exc:
+            log.error("sched-hello: job %s: cannot read R: %s", JobID(jobid), exc)
+            return None
+        return _loads(reply.get("value") if isinstance(reply, dict) else None)
+
+    # --- requests -----------------------------------------------------------------
+
+    @method("alloc")
+    def alloc(self, req: Request) -> None:
+        _owner_only(req)
+        if not req.streaming:
+            raise RPCError(errno.EPROTO, "sched.alloc: must be a streaming request")
+        payload = _payload(req)
+        jobid = _job_id(payload, req.topic)
+        priority = _priority(payload.get("priority"), req.topic)
+        t_submit = _seconds(payload.get("t_submit", 0.0), req.topic, "t_submit")
+        if jobid in self.policy.queue or jobid in self.pool:
+            raise RPCError(
+                errno.EEXIST,
+                f"sched.alloc: job {JobID(jobid)} already has an alloc pending or resources",
+            )
+        try:
+            request = ResourceRequest.from_jobspec(payload.get("jobspec"))
+        except JobspecError as exc:
+            self._deny(req, jobid, f"cannot parse jobspec: {exc}")
+            return
+        note = self.pool.unsatisfiable(request)
+        if note is not None:
+            self._deny(req, jobid, note)
+            return
+        waiter = _Waiter(self, jobid, req)
+        self.policy.queue.add(PendingJob(jobid, priority, t_submit, request, waiter))
+        req.on_disconnect(waiter)
+        self._schedule_soon()
+
+    @method("cancel")
+    def cancel(self, req: Request) -> None:
+        _owner_only(req)
+        jobid = _job_id(_payload(req), req.topic)
+        job = self.policy.cancel(jobid)
+        if job is None:
+            return  # RFC 27: no alloc pending, nothing to do
+        waiter: _Waiter = job.tag
+        waiter.req.forget_disconnect(waiter)
+        if job.sent:
+            self._annotate(job, dict.fromkeys(job.sent))
+        waiter.req.respond({"id": jobid, "type": AllocResponse.CANCEL})
+        self._schedule_soon()
+
+    @method("prioritize")
+    def prioritize(self, req: Request) -> None:
+        _owner_only(req)
+        jobs = _payload(req).get("jobs")
+        if not isinstance(jobs, list):
+            raise RPCError(errno.EPROTO, "sched.prioritize: jobs must be a list of [id, priority]")
+        changed = False
+        for entry in jobs:
+            if (
+                not isinstance(entry, list)
+                or len(entry) != 2
+                or type(entry[0]) is not int
+                or type(entry[1]) is not int
+                or not 0 <= entry[1] <= MAX_PRIORITY
+            ):
+                log.error("sched.prioritize: ignoring malformed entry %r", entry)
+                continue
+            changed |= self.policy.queue.reprioritize(entry[0], entry[1])
+        if changed:
+            self._schedule_soon()
+
+    @method("free")
+    def free(self, req: Request) -> None:
+        _owner_only(req)
+        payload = _payload(req)
+        jobid = _job_id(payload, req.topic)
+        final = payload.get("final", True)
+        if not isinstance(final, bool):
+            raise RPCError(errno.EPROTO, f"sched.free: final must be a boolean, got {final!r}")
+        doc = payload.get("R")
+        granted = self._granted.get(jobid)
+        resources: ResourceSet | None = None
+        if granted is None or (doc is not granted and doc != granted):
+            try:
+                resources = ResourceSet.from_json(doc)
+            except ResourceError as exc:
+                if jobid not in self.pool or not self.pool.damaged(jobid):
+                    raise RPCError(
+                        errno.EINVAL, f"sched.free: job {JobID(jobid)}: invalid R: {exc}"
+                    ) from None
+        try:
+            self.pool.free(jobid, resources, final)
+        except ResourceError as exc:
+            raise RPCError(errno.EINVAL, f"sched.free: {exc}") from None
+        if final:
+            self._granted.pop(jobid, None)
+        req.respond({"id": jobid})
+        self._schedule_soon()
+
+    @method("expiration")
+    def expiration(self, req: Request) -> None:
+        _owner_only(req)
+        payload = _payload(req)
+        jobid = _job_id(payload, req.topic)
+        expiration = _seconds(payload.get("expiration"), req.topic, "expiration")
+        if jobid not in self.pool:
+            raise RPCError(errno.ENOENT, f"sched.expiration: job {JobID(jobid)} holds no resources")
+        self.pool.set_expiration(jobid, expiration)
+        req.respond({})
+        self._schedule_soon()
+
+    @method("resource-status")
+    def resource_status(self, req: Request) -> None:
+        req.respond(
+            {
+                "all": self.pool.all.to_json(),
+                "allocated": self.pool.allocated().to_json(),
+                "down": ResourceSet({}).to_json(),
+            }
+        )
+
+    # --- scheduling passes ------------------------------------------------------------
+
+    def _schedule_soon(self) -> None:
+        """Run one pass on the next loop turn, however many requests ask for it."""
+        if not self._pass_due:
+            self._pass_due = True
+            self.broker.loop.call_soon(self._pass)
+
+    def _pass(self) -> None:
+        self._pass_due = False
+        result = self.policy.schedule(time.time())
+        for job, changes in result.annotations.items():
+            self._annotate(job, changes)
+        if result.allocated:
+            self._commit(result)
+
+    def _annotate(self, job: PendingJob, changes: dict[str, Any]) -> None:
+        waiter: _Waiter = job.tag
+        waiter.req.respond(
+            {"id": job.id, "type": AllocResponse.ANNOTATE, "annotations": {"sched": changes}}
+        )
+
+    def _commit(self, result: PassResult) -> None:
+        """Write every allocated job's R in one transaction, then answer them."""
+        ops = []
+        replies = []
+        for job, resources in result.allocated:
+            doc = resources.to_json()
+            ops.append(["put", job_key(job.id, "R"), orjson.dumps(doc).decode()])
+            sched = dict.fromkeys(job.sent)  # pending-state annotations no longer apply
+            sched["resource_summary"] = resources.summary()
+            replies.append((job, doc, sched))
+            self._granted[job.id] = doc
+        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(msg, replies))
+
+    def _committed(
+        self, msg: Message, replies: list[tuple[PendingJob, Any, dict[str, Any]]]
+    ) -> None:
+        if msg.errnum:
+            log.error("committing R for %d jobs failed: %s", len(replies), msg.errstr)
+        for job, doc, sched in replies:
+            waiter: _Waiter = job.tag
+            waiter.req.forget_disconnect(waiter)
+            if msg.errnum:
+                # the job manager takes an error response as the scheduler failing (RFC 27)
+                self.pool.free(job.id, None, True)
+                self._granted.pop(job.id, None)
+                waiter.req.error(msg.errnum, f"sched: storing R failed: {msg.errstr}")
+                continue
+            waiter.req.respond(
+                {
+                    "id": job.id,
+                    "type": AllocResponse.SUCCESS,
+                    "R": doc,
+                    "annotations": {"sched": sched},
+                }
+            )
+
+    # --- housekeeping ---------------------------------------------------------------
+
+    def _deny(self, req: Request, jobid: int, note: str) -> None:
+        log.debug("job %s denied: %s", JobID(jobid), note)
+        req.respond({"id": jobid, "type": AllocResponse.DENY, "note": note})
+
+    def _requester_gone(self, jobid: int) -> None:
+        """Whoever asked for ``jobid``'s resources disconnected: stop waiting for them."""
+        if self.policy.cancel(jobid) is not None:
+            log.info("job %s: alloc requester disconnected; dropped", JobID(jobid))
+            self._schedule_soon()
+
+
+def _loads(text: Any) -> Any:
+    """Parse R text; None (which R validation rejects) if it is not JSON."""
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+
+
+def _log_failure(msg: Message, what: str) -> None:
+    if msg.errnum:
+        log.error("%s: %s", what, msg.errstr)

@@ -1,0 +1,280 @@
+"""Task output: RFC 24 events for the guest ``output`` eventlog, and redirection to files.
+
+The events follow flux-core's shell (``src/shell/output/kvs.c`` and
+``libioencode``): a ``header`` (version 1, UTF-8 encodings, per-stream task
+counts, empty options), then ``data`` events ``{stream, rank, data}`` (rank
+as a string; ``encoding: base64`` when the bytes are not UTF-8), and for each
+task and stream a final ``data`` event with ``eof: true``. A stream sent to
+a file gets a ``redirect`` event ``{stream, rank, path}`` instead. ``log``
+events carry the shell's own warnings (``{rank, level, component, message}``).
+
+As flux-core does, output kept in the KVS is capped per stream (10M by
+default, ``output.limit`` to change it, at most 1G): the lines that would
+cross the limit and all later ones are dropped, with a warning when it
+happens and a count of truncated bytes at the end. Unlike flux-core, one ``data`` event
+holds every complete line read at once, not one line each: readers see the
+same bytes with far fewer events.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from pflux.errors import JobspecError
+from pflux.spec.fluid import ENCODINGS, JobID
+
+__all__ = [
+    "DEFAULT_BATCH_TIMEOUT",
+    "DEFAULT_LIMIT",
+    "DEFAULT_LIMIT_BYTES",
+    "KVSOutput",
+    "LineBuffer",
+    "OutputConfig",
+    "StreamConfig",
+    "event_line",
+    "output_config",
+    "parse_size",
+    "render_path",
+]
+
+DEFAULT_LIMIT: Final = "10M"
+DEFAULT_LIMIT_BYTES: Final = 10 << 20
+LIMIT_MAX: Final = 1 << 30
+DEFAULT_BATCH_TIMEOUT: Final = 0.5  # flux-core's default output.batch-timeout
+MAX_PARTIAL_LINE: Final = 65536  # a line longer than this is passed on in pieces
+LOG_WARNING: Final = 4  # syslog level, as flux-core's shell_warn
+
+_OPTIONS: Final = "attributes.system.shell.options.output"
+_SIZE: Final = re.compile(r"([0-9]+(?:\.[0-9]*)?)([kKmMgGtTpPeE]?)")
+_SIZE_SCALE: Final = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
+_MUSTACHE: Final = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
+
+
+def event_line(name: str, context: Mapping[str, Any] | None = None) -> str:
+    """One RFC 18 eventlog line stamped now, newline included."""
+    event: dict[str, Any] = {"timestamp": time.time(), "name": name}
+    if context is not None:
+        event["context"] = context
+    return orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """Where one stream goes: ``kvs`` or a ``file`` at ``path`` (a template)."""
+
+    type: str = "kvs"
+    path: str | None = None
+    label: bool = False
+    buffer: str = "line"  # "line" or "none"
+    mode: str = "truncate"  # how a file is opened: "truncate" or "append"
+
+
+@dataclass(frozen=True, slots=True)
+class OutputConfig:
+    stdout: StreamConfig
+    stderr: StreamConfig
+    limit: int
+    limit_text: str
+    batch_timeout: float
+
+
+def _fail(key: str, message: str) -> JobspecError:
+    return JobspecError([(f"{_OPTIONS}.{key}" if key else _OPTIONS, message)])
+
+
+def _stream(options: Mapping[str, Any], name: str, base: StreamConfig) -> StreamConfig:
+    """One stream's settings over ``base`` (stderr starts from stdout's, as in flux-core)."""
+    given = options.get(name, {})
+    if not isinstance(given, Mapping):
+        raise _fail(name, "must be a mapping")
+    buffer_opts = given.get("buffer", {})
+    if not isinstance(buffer_opts, Mapping):
+        raise _fail(f"{name}.buffer", "must be a mapping")
+    # a path alone means a file, as in flux-core's output/conf.c
+    kind = given.get("type", "file" if "path" in given else base.type)
+    path = given.get("path", base.path)
+    label = given.get("label", base.label)
+    buffer = buffer_opts.get("type", base.buffer)
+    mode = options.get("mode", base.mode)
+    if kind not in ("kvs", "file"):
+        raise _fail(f"{name}.type", f'must be "kvs" or "file", not {kind!r}')
+    if kind == "kvs":
+        path = None
+    elif not isinstance(path, str) or not path:
+        raise _fail(f"{name}.path", "must name a file when the type is file")
+    if not isinstance(label, bool):
+        raise _fail(f"{name}.label", "must be a boolean")
+    if not isinstance(buffer, str) or buffer.lower() not in ("line", "none"):
+        raise _fail(f"{name}.buffer.type", f'must be "line" or "none", not {buffer!r}')
+    if mode not in ("truncate", "append"):
+        raise _fail("mode", f'must be "truncate" or "append", not {mode!r}')
+    return StreamConfig(kind, path, label, buffer.lower(), mode)
+
+
+def output_config(options: Mapping[str, Any]) -> OutputConfig:
+    """The ``output`` shell options (``attributes.system.shell.options.output``).
+
+    stderr follows stdout unless set (so ``--output=FILE`` takes both), except
+    that it is unbuffered by default, as in flux-core's ``output/conf.c``.
+    """
+    if not isinstance(options, Mapping):
+        raise _fail("", "must be a mapping")
+    stdout = _stream(options, "stdout", StreamConfig())
+    inherited = StreamConfig(stdout.type, stdout.path, stdout.label, "none", stdout.mode)
+    stderr = _stream(options, "stderr", inherited)
+    limit_value = options.get("limit", DEFAULT_LIMIT)
+    limit = parse_size(limit_value, "limit") if "limit" in options else DEFAULT_LIMIT_BYTES
+    if not 0 < limit <= LIMIT_MAX:
+        raise _fail("limit", f"must be more than 0 and at most 1G, not {limit_value!r}")
+    timeout = options.get("batch-timeout", DEFAULT_BATCH_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise _fail("batch-timeout", f"must be a number of seconds >= 0, not {timeout!r}")
+    return OutputConfig(stdout, stderr, limit, str(limit_value), float(timeout))
+
+
+def parse_size(value: object, key: str = "limit") -> int:
+    """Bytes in an integer or a size like ``10M`` (K, M, G, T, P, E: powers of 1024)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise _fail(key, f"must be a size such as 1024, 10M or 1G, not {value!r}")
+    return int(float(match[1]) * (1 << _SIZE_SCALE[match[2].lower()]))
+
+
+def render_path(template: str, jobid: JobID, name: str) -> str:
+    """Fill ``{{id}}``, ``{{jobid}}`` (f58), ``{{id.ENCODING}}`` and ``{{name}}`` in a path.
+
+    Other tags are left as they are.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        tag = match[1]
+        if tag == "name":
+            return name
+        head, _, encoding = tag.partition(".")
+        if head in ("id", "jobid") and (not encoding or encoding in ENCODINGS):
+            return jobid.encode(encoding or "f58")
+        return match[0]
+
+    return _MUSTACHE.sub(fill, template)
+
+
+class LineBuffer:
+    """Holds back a partial last line until its newline arrives, unless unbuffered."""
+
+    __slots__ = ("_held", "_line")
+
+    def __init__(self, line: bool) -> None:
+        self._line = line
+        self._held = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes ready to pass on now."""
+        if not self._line:
+            return data
+        held = self._held + data if self._held else data
+        end = held.rfind(b"\n") + 1
+        if not end and len(held) < MAX_PARTIAL_LINE:
+            self._held = held
+            return b""
+        if not end:
+            end = len(held)
+        self._held = held[end:]
+        return held[:end]
+
+    def rest(self) -> bytes:
+        """Whatever is still held (at end of file)."""
+        held, self._held = self._held, b""
+        return held
+
+
+class KVSOutput:
+    """Builds the ``output`` eventlog text, counting each stream against the limit."""
+
+    __slots__ = ("_bytes", "_kept", "_limit", "_limit_text", "_lines", "pending_bytes")
+
+    def __init__(self, limit: int, limit_text: str) -> None:
+        self._limit = limit
+        self._limit_text = limit_text
+        self._bytes = {"stdout": 0, "stderr": 0}  # written by the tasks
+        self._kept = {"stdout": 0, "stderr": 0}  # kept in the eventlog
+        self._lines: list[str] = []
+        self.pending_bytes = 0
+
+    def set_limit(self, limit: int, limit_text: str) -> None:
+        """Cap each stream at ``limit`` bytes (``limit_text`` is how warnings name it)."""
+        self._limit = limit
+        self._limit_text = limit_text
+
+    def _add(self, name: str, context: Mapping[str, Any]) -> None:
+        line = event_line(name, context)
+        self._lines.append(line)
+        self.pending_bytes += len(line)
+
+    def header(self, ntasks: int) -> None:
+        self._add(
+            "header",
+            {
+                "version": 1,
+                "encoding": {"stdout": "UTF-8", "stderr": "UTF-8"},
+                "count": {"stdout": ntasks, "stderr": ntasks},
+                "options": {},
+            },
+        )
+
+    def data(self, stream: str, rank: int, data: bytes) -> None:
+        """Task ``rank`` wrote ``data`` on ``stream``; kept up to the limit, in whole lines."""
+        before = self._bytes[stream]
+        self._bytes[stream] = before + len(data)
+        if before != self._kept[stream]:
+            return  # already truncating
+        room = self._limit - before
+        if len(data) > room:
+            self.log(f"{stream} will be truncated, {self._limit_text} limit exceeded")
+            data = data[: data.rfind(b"\n", 0, room) + 1]
+            if not data:
+                return
+        self._kept[stream] += len(data)
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            encoded = base64.b64encode(data).decode()
+            self._add(
+                "data", {"stream": stream, "rank": str(rank), "encoding": "base64", "data": encoded}
+            )
+        else:
+            self._add("data", {"stream": stream, "rank": str(rank), "data": text})
+
+    def eof(self, stream: str, rank: int) -> None:
+        self._add("data", {"stream": stream, "rank": str(rank), "eof": True})
+
+    def redirect(self, stream: str, ranks: str, path: str) -> None:
+        self._add("redirect", {"stream": stream, "rank": ranks, "path": path})
+
+    def log(self, message: str, level: int = LOG_WARNING) -> None:
+        self._add("log", {"rank": 0, "level": level, "component": "output.kvs", "message": message})
+
+    def close(self) -> None:
+        """Report what the limit cut off, as flux-core does at the end."""
+        for stream in ("stderr", "stdout"):
+            total = self._bytes[stream]
+            if total > self._kept[stream]:
+                self.log(f"{stream}: {total - self._kept[stream]} of {total} bytes truncated")
+
+    def take(self) -> str:
+        """The events added since the last take, as eventlog text."""
+        text = "".join(self._lines)
+        self._lines.clear()
+        self.pending_bytes = 0
+        return text
+
+    def __bool__(self) -> bool:
+        return bool(self._lines)

@@ -1,0 +1,108 @@
+"""Starting, signalling and reaping task processes.
+
+Tasks start with ``posix_spawn`` (vfork and exec, no Python in the child),
+which is what makes a warm shell cheap: the CPU binding is set on the shell
+itself just before each spawn, since a child inherits its parent's affinity,
+and the PATH search uses the shell's own PATH, which the shell sets to the
+job's. Each task leads its own process group, so a signal reaches the
+processes it started too, as in flux-core's shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = [
+    "children",
+    "exit_code",
+    "set_subreaper",
+    "signal_task",
+    "spawn",
+    "start_failure_code",
+]
+
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_libc: list[Any] = []
+
+# signals a Python parent ignores that a task must not inherit ignored
+_DEFAULT_SIGNALS: Final = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def spawn(
+    argv: list[str],
+    env: Mapping[str, str],
+    *,
+    stdin: int,
+    stdout: int,
+    stderr: int,
+) -> int:
+    """Start ``argv`` with its stdio on the given fds; its pid, or OSError as exec gives it."""
+    return os.posix_spawnp(
+        argv[0],
+        argv,
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_DUP2, stdin, 0),
+            (os.POSIX_SPAWN_DUP2, stdout, 1),
+            (os.POSIX_SPAWN_DUP2, stderr, 2),
+        ],
+        setpgroup=0,
+        setsigdef=_DEFAULT_SIGNALS,
+        setsigmask=(),
+    )
+
+
+def signal_task(pid: int, signum: int) -> None:
+    """Send ``signum`` to a task's process group (the task itself if it left it)."""
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
+def exit_code(status: int) -> int:
+    """The shell's view of a wait status: the exit code, or 128 + signal."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def start_failure_code(errnum: int) -> int:
+    """The exit code for a task that could not start: 126 not executable, 127 not found.
+
+    The shell conventions flux-core's shell follows.
+    """
+    if errnum in (errno.EPERM, errno.EACCES):
+        return 126
+    if errnum == errno.ENOENT:
+        return 127
+    return 1
+
+
+def set_subreaper() -> bool:
+    """Adopt orphaned descendants (``PR_SET_CHILD_SUBREAPER``, not inherited by a fork).
+
+    A job's processes then stay findable however they detach, and can be
+    killed when the job ends. False if the kernel refused.
+    """
+    if not _libc:
+        import ctypes
+
+        _libc.append(ctypes.CDLL(None, use_errno=True))
+    return bool(_libc[0].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+
+
+def children() -> list[int]:
+    """The pids of the calling process's children (Linux ``/proc/PID/task/PID/children``)."""
+    pid = os.getpid()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []

@@ -1,0 +1,28 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pflux.api import Client
+from support.instance import LiveInstance
+
+
+@pytest.fixture(scope="module")
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:
+    """A live instance shared by one test module."""
+    with LiveInstance(tmp_path_factory.mktemp("instance") / "state") as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def uri(instance: LiveInstance) -> str:
+    return instance.uri
+
+
+@pytest.fixture
+def client(uri: str) -> Iterator[Client]:
+    with Client(uri) as c:
+        yield c

@@ -1,0 +1,186 @@
+"""job-exec in a real instance: the RFC 32 stream over the socket, ``pflux run``, and restarts.
+
+Each test runs ``pflux start``; the first plays the job-manager itself, sending
+``job-exec.start`` through a client connection, the others go through the
+whole instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+PFLUX = Path(sys.executable).with_name("pflux")
+
+
+def environment() -> dict[str, str]:
+    env = {**os.environ, "PATH": f"{PFLUX.parent}:{os.environ['PATH']}"}
+    env.pop("PFLUX_URI", None)
+    return env
+
+
+def start(*command: str, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(PFLUX), "start", *options, *command],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=120,
+        check=False,
+    )
+
+
+DRIVER = """
+import json, os, sys
+from pflux.client.handle import Handle
+from pflux.spec.builder import from_command
+from pflux.spec.fluid import JobID
+
+h = Handle()
+R = {"version": 1, "execution": {"R_lite": [{"rank": "0", "children": {"core": "0"}}],
+     "nodelist": ["localhost"], "starttime": 0, "expiration": 0}}
+results = {}
+for jobid, command in ((1 << 40, ["echo", "hello"]), (2 << 40, ["sh", "-c", "exit 3"])):
+    jobspec = from_command(command, environment=dict(os.environ))
+    rpc = h.rpc("job-exec.start", {"id": jobid, "userid": os.getuid(), "jobspec": jobspec,
+                                   "reattach": False, "R": R}, streaming=True)
+    responses = []
+    while not responses or responses[-1]["type"] != "release":
+        responses.append(rpc.get(30))
+    key = JobID(jobid).kvs + ".guest.output"
+    results[command[0]] = {"responses": responses, "output": h.call("kvs.get", {"key": key})}
+print(json.dumps(results))
+"""
+
+
+def test_the_start_stream_over_a_real_socket(tmp_path: Path) -> None:
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    result = start(sys.executable, str(script))
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    echo = got["echo"]["responses"]
+    assert [r["type"] for r in echo] == ["start", "finish", "release"]
+    assert all(r["id"] == 1 << 40 for r in echo)
+    assert '"data":"hello\\n"' in got["echo"]["output"]["value"]
+    assert got["sh"]["responses"][1] == {"id": 2 << 40, "type": "finish", "data": {"status": 768}}
+
+
+def test_pflux_run_exit_codes_output_and_environment(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """\
+        pflux run sh -c 'echo "out $FLUX_TASK_RANK of $FLUX_JOB_SIZE"; echo err >&2'
+        pflux run -n2 sh -c 'exit 3'; echo "rc=$?"
+        pflux run sh -c 'kill -9 $$'; echo "rc=$?"
+        pflux run no-such-command 2>/dev/null; echo "rc=$?"
+        """
+    )
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["out 0 of 1", "rc=3", "rc=137", "rc=127"]
+    assert "err" in result.stderr
+
+
+def pidfd_wait(pids: list[int], timeout: float) -> list[int]:
+    """The pids still running after ``timeout`` (waiting on pidfds, not polling)."""
+    fds = {}
+    for pid in pids:
+        try:
+            fds[os.pidfd_open(pid)] = pid
+        except ProcessLookupError:
+            continue
+    remaining = dict(fds)
+    try:
+        while remaining:
+            ready, _, _ = select.select(list(remaining), [], [], timeout)
+            if not ready:
+                break
+            for fd in ready:
+                del remaining[fd]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return [pid for pid in remaining.values() if not _zombie(pid)]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return True
+    return text[text.rfind(b")") + 2 :].startswith(b"Z")
+
+
+def children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def read_fifo(path: Path, timeout: float) -> str:
+    """What the first writer of a FIFO writes (waiting for it with select, not polling)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"nothing written to {path} in {timeout} s"
+        return os.read(fd, 4096).decode().strip()
+    finally:
+        os.close(fd)
+
+
+def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    script = "id=$(pflux submit sleep 100) && pflux job wait-event $id start >/dev/null"
+    script += f" && echo $id > {fifo} && exec sleep 100"
+    broker = subprocess.Popen(
+        [str(PFLUX), "start", "--state-dir", str(state), "sh", "-c", script],
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    initial: list[int] = []
+    try:
+        jobid = read_fifo(fifo, 60)
+        tree = children(broker.pid)
+        launcher = next(p for p in tree if "pflux.exec.launcher" in _cmdline(p))
+        initial = [p for p in tree if p != launcher]
+        [shell] = children(launcher)
+        [task] = children(shell)
+        broker.send_signal(signal.SIGKILL)
+        broker.wait()
+        assert pidfd_wait([launcher, shell, task], 10) == []
+    finally:
+        if broker.poll() is None:
+            broker.kill()
+            broker.wait()
+        for pid in initial:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    again = start(
+        "sh",
+        "-c",
+        f"pflux job wait-event {jobid} clean >/dev/null && pflux job eventlog {jobid}",
+        options=("--state-dir", str(state)),
+    )
+    assert again.returncode == 0, again.stderr
+    assert 'note="job was running when the instance restarted"' in again.stdout
+    assert again.stdout.count(" start") == 1  # never started again
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""

@@ -1,0 +1,151 @@
+"""A live pflux instance for end-to-end tests, and the CLI run against it.
+
+``LiveInstance`` runs ``pflux start --state-dir DIR`` with an initial program
+that prints the URI and then waits for its stdin to close, so a test holds the
+instance open exactly as long as it needs, and can also SIGKILL it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from pflux.cli import main
+
+PFLUX = Path(sys.executable).with_name("pflux")
+WAIT_ON_STDIN = ("sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null')
+
+
+class LiveInstance:
+    """``pflux start`` in a subprocess; ``uri`` once it is ready."""
+
+    def __init__(self, state_dir: Path, *args: str, cores: int = 4) -> None:
+        self.state_dir = state_dir
+        self.log = state_dir.parent / f"{state_dir.name}.log"
+        with self.log.open("a") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(PFLUX),
+                    "start",
+                    "--state-dir",
+                    str(state_dir),
+                    "--cores",
+                    str(cores),
+                    *args,
+                    *WAIT_ON_STDIN,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                start_new_session=True,
+            )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("local://"):
+            self.proc.kill()
+            raise RuntimeError(f"instance did not start:\n{self.log.read_text()}")
+        self.uri = line
+
+    def stop(self) -> int:
+        """Close the initial program's stdin: the instance shuts down cleanly."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
+        rc = self.proc.wait(timeout=60)
+        self._close()
+        return rc
+
+    def _close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
+
+    def kill(self) -> None:
+        """SIGKILL the broker alone, as a crash would."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self._close()
+        # the initial program is left; end it too (it is not part of the instance's state)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def __enter__(self) -> LiveInstance:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.stop()
+
+
+def pflux(
+    uri: str, *args: str, stdin: str | None = None, script: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``pflux ARGS`` in this process (fast), or with ``stdin``/``script`` the console script."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("F58_FORCE_ASCII")}
+    env.update(PFLUX_URI=uri, PYTHONIOENCODING="utf-8")
+    if stdin is not None or script:
+        return subprocess.run(
+            [str(PFLUX), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    # UTF-8 streams, as the console script has, so that ids print with ƒ
+    out = io.TextIOWrapper(io.BytesIO(), "utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), "utf-8", write_through=True)
+    with (
+        mock.patch.dict(os.environ, env, clear=True),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            rc = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            rc = exc.code if isinstance(exc.code, int) else 2
+    texts = [stream.buffer.getvalue().decode() for stream in (out, err)]
+    return subprocess.CompletedProcess(args, rc, *texts)
+
+
+def ok(uri: str, *args: str, stdin: str | None = None, script: bool = False) -> str:
+    proc = pflux(uri, *args, stdin=stdin, script=script)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def fails(uri: str, *args: str, rc: int = 1, script: bool = False) -> str:
+    """The error output of a command that must fail with ``rc``."""
+    proc = pflux(uri, *args, script=script)
+    assert proc.returncode == rc, (proc.stdout, proc.stderr)
+    return proc.stderr
+
+
+def jobspec(run_duration: str = "0.01s", *, cores: int = 1, **test: Any) -> dict[str, Any]:
+    """A test-mode jobspec: no process; it 'runs' for ``run_duration`` (0: until killed)."""
+    return {
+        "version": 1,
+        "resources": [
+            {
+                "type": "slot",
+                "count": 1,
+                "label": "task",
+                "with": [{"type": "core", "count": cores}],
+            }
+        ],
+        "tasks": [{"command": ["true"], "slot": "task", "count": {"per_slot": 1}}],
+        "attributes": {
+            "system": {"duration": 0, "exec": {"test": {"run_duration": run_duration, **test}}}
+        },
+    }

@@ -1,0 +1,195 @@
+"""job-exec's side of RFC 32: hello, the start stream's rules, reattach, configuration."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pflux.broker.message import RPCError
+from pflux.broker.router import Broker
+from pflux.errors import PfluxError
+from pflux.exec.launcher import kill_recorded
+from pflux.exec.service import JobExec
+
+
+def test_hello_names_the_service(live: Any) -> None:
+    assert live.manager.hellos == [{"service": "job-exec"}]
+
+
+def test_a_refused_hello_is_logged_as_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, live: Any
+) -> None:
+    caplog.set_level(logging.ERROR, "pflux.job-exec")
+    other = type(live)(tmp_path, refuse_hello=True)
+    try:
+        other.call("kvs.namespace-list", {})  # a round trip: the hello has been answered
+        assert other.manager.hellos == [{"service": "job-exec"}]
+    finally:
+        other.close()
+    assert "job-manager.exec-hello failed: exec-hello: busy" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [],
+        {"id": "12", "userid": 0, "jobspec": {}, "reattach": False, "R": {}},
+        {"id": 1 << 64, "userid": 0, "jobspec": {}, "reattach": False, "R": {}},
+        {"id": 12, "jobspec": {}, "reattach": False, "R": {}},
+        {"id": 12, "userid": 0, "jobspec": [], "reattach": False, "R": {}},
+        {"id": 12, "userid": 0, "jobspec": {}, "reattach": 0, "R": {}},
+        {"id": 12, "userid": 0, "jobspec": {}, "reattach": False},
+    ],
+)
+def test_a_malformed_start_gets_an_error_response(live: Any, payload: Any) -> None:
+    stream = live.start({}, payload=payload)
+    with pytest.raises(RPCError) as info:
+        stream.next()
+    assert info.value.errnum == errno.EPROTO
+
+
+def test_a_second_start_for_a_running_job_is_an_error(live: Any) -> None:
+    first = live.start(live.mock_job())
+    assert first.next() == ("start", {})
+    second = live.start(live.mock_job(), jobid=first.id)
+    with pytest.raises(RPCError) as info:
+        second.next()
+    assert info.value.errnum == errno.EEXIST
+    live.call("job-exec.kill", {"id": first.id, "signum": 9})
+    assert first.kinds() == ["finish", "release"]
+
+
+def test_a_bad_R_is_an_exception_not_an_error(live: Any) -> None:  # noqa: N802
+    stream = live.start(live.mock_job(), {"version": 1, "execution": {"expiration": "soon"}})
+    [(kind, data), (release, _)] = stream.all()
+    assert (kind, data["type"], release) == ("exception", "exec", "release")
+    assert data["note"] == "R: execution.expiration must be a number >= 0, not 'soon'"
+
+
+def test_kill_and_override_name_the_job_they_cannot_find(live: Any) -> None:
+    with pytest.raises(RPCError, match="not running") as info:
+        live.call("job-exec.kill", {"id": 99, "signum": 9})
+    assert info.value.errnum == errno.ENOENT
+    with pytest.raises(RPCError, match="id must be an integer"):
+        live.call("job-exec.kill", {"signum": 9})
+    with pytest.raises(RPCError, match="not running"):
+        live.call("job-exec.override", {"jobid": 99, "event": "start"})
+
+
+def test_kill_checks_the_signal_number(live: Any) -> None:
+    stream = live.start(live.mock_job())
+    stream.next()
+    for signum in (0, 65, "TERM"):
+        with pytest.raises(RPCError, match="invalid signal number"):
+            live.call("job-exec.kill", {"id": stream.id, "signum": signum})
+    live.call("job-exec.kill", {"id": stream.id, "signum": 15})
+    assert stream.kinds() == ["finish", "release"]
+
+
+def test_an_exception_for_an_unknown_job_is_ignored(live: Any) -> None:
+    assert live.call("job-exec.exception", {"id": 5, "type": "cancel", "severity": 0}) == {}
+    assert live.call("job-exec.exception", "nonsense") == {}
+
+
+def test_shells_may_only_attach_to_jobs_run_by_a_shell(live: Any) -> None:
+    stream = live.start(live.mock_job())
+    stream.next()
+    for topic in ("job-exec.shell-attach", "job-exec.shell-update"):
+        with pytest.raises(RPCError) as info:
+            live.call(topic, {"id": stream.id, "type": "start"})
+        assert info.value.errnum == errno.EPROTO
+    live.call("job-exec.kill", {"id": stream.id, "signum": 9})
+    assert stream.kinds() == ["finish", "release"]
+
+
+def _record(record_dir: Path, jobid: int, pid: int) -> None:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        text = f.read()
+    start = int(text[text.rfind(b")") + 2 :].split()[19])
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    (record_dir / str(jobid)).write_text(f"{pid} {start} {boot}\n")
+
+
+def test_reattach_kills_what_is_left_and_releases(live: Any) -> None:
+    leftover = subprocess.Popen(["sleep", "100"], start_new_session=True)
+    jobid = 4242 << 24
+    _record(live.state_dir / "exec", jobid, leftover.pid)
+    stream = live.start(live.job(["true"]), jobid=jobid, reattach=True)
+    assert stream.all() == [
+        (
+            "exception",
+            {"severity": 0, "type": "exec", "note": "job was running when the instance restarted"},
+        ),
+        ("release", {"ranks": "all", "final": True}),
+    ]
+    assert leftover.wait(timeout=5) == -9
+    assert not (live.state_dir / "exec" / str(jobid)).exists()
+
+
+def test_records_are_swept_when_job_exec_starts(tmp_path: Path, live: Any) -> None:
+    (tmp_path / "exec").mkdir()
+    leftover = subprocess.Popen(["sh", "-c", "sleep 100 & sleep 100"], start_new_session=True)
+    _record(tmp_path / "exec", 77, leftover.pid)
+    (tmp_path / "exec" / "88").write_text("garbage\n")
+    other = type(live)(tmp_path)
+    try:
+        assert leftover.wait(timeout=5) == -9
+        assert sorted(os.listdir(tmp_path / "exec")) == []
+    finally:
+        other.close()
+
+
+def test_a_stale_record_from_another_boot_kills_nothing(tmp_path: Path) -> None:
+    bystander = subprocess.Popen(["sleep", "100"], start_new_session=True)
+    try:
+        _record(tmp_path, 5, bystander.pid)
+        text = (tmp_path / "5").read_text().split()
+        (tmp_path / "5").write_text(f"{text[0]} {text[1]} another-boot\n")
+        assert kill_recorded(str(tmp_path)) == [5]
+        assert bystander.poll() is None
+        assert not (tmp_path / "5").exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_a_reused_session_id_kills_nothing(tmp_path: Path) -> None:
+    bystander = subprocess.Popen(["sleep", "100"], start_new_session=True)
+    try:
+        _record(tmp_path, 6, bystander.pid)
+        pid, start, boot = (tmp_path / "6").read_text().split()
+        (tmp_path / "6").write_text(f"{pid} {int(start) - 1} {boot}\n")
+        assert kill_recorded(str(tmp_path), 6) == [6]
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"exec": {"kill-timeout": "soon"}}, "kill-timeout"),
+        ({"exec": {"kill-timeout": 0}}, "kill-timeout: must be more than 0"),
+        ({"exec": {"term-signal": "SIGNOPE"}}, "term-signal: not a signal"),
+        ({"exec": []}, r"\[exec\] must be a table"),
+    ],
+)
+def test_bad_configuration_is_refused(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(PfluxError, match=message):
+        JobExec(Broker(os.getuid(), config=config))
+
+
+def test_configuration_takes_durations_and_signal_names() -> None:
+    service = JobExec(
+        Broker(os.getuid(), config={"exec": {"kill-timeout": "2m", "kill-signal": "USR1"}})
+    )
+    assert service.kill_timeout == 120.0
+    assert service.kill_signal == 10
+    assert service.term_signal == 15

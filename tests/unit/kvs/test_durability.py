@@ -1,0 +1,80 @@
+"""A commit the kvs service has answered survives kill -9 of the broker (synchronous=NORMAL)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pflux.client.handle import Handle
+from pflux.kvs.store import Store
+
+SERVE = """
+import asyncio, logging, sys
+from pathlib import Path
+from pflux.broker.instance import Instance
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+asyncio.run(Instance(Path(sys.argv[1]), services=["pflux.kvs.service:KVSService"]).run())
+"""
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="pflux-kvs-"))  # short: it holds a Unix socket
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def start_instance(state_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    """A broker with only the kvs service, in a child process; returns it and its URI."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(state_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for line in child.stdout:
+        if line.startswith("instance ready at "):
+            return child, line.split()[-1]
+    child.wait()
+    raise AssertionError(f"the instance did not start (exit {child.returncode})")
+
+
+def test_answered_commits_survive_kill_9(state_dir: Path) -> None:
+    child, uri = start_instance(state_dir)
+    try:
+        with Handle(uri) as h:
+            rpcs = [
+                h.rpc(
+                    "kvs.commit",
+                    {"ops": [["append", f"job.{j}.eventlog", f"event {i}\n"] for j in range(100)]},
+                )
+                for i in range(10)
+            ]
+            for rpc in rpcs:
+                assert rpc.get(timeout=30) == {}
+            child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    # the commits were never checkpointed into the database file: they are in the WAL
+    wal = state_dir / "kvs.sqlite-wal"
+    assert wal.exists()
+    assert wal.stat().st_size > 0
+    with Store(state_dir / "kvs.sqlite") as store:
+        expected = "".join(f"event {i}\n" for i in range(10))
+        assert dict(store.walk("job", "eventlog")) == {
+            f"job.{j}.eventlog": expected for j in range(100)
+        }
+    assert not os.path.exists(state_dir / "kvs.sqlite-wal")  # closing checkpointed it

@@ -1,0 +1,482 @@
+"""The kvs service through a live broker: commits, batching, reads, watches, namespaces, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import Broker
+from pflux.kvs.service import WALK_BATCH, KVSService
+from pflux.kvs.store import StoreError
+
+Run = Callable[..., Any]
+ENODATA = (errno.ENODATA, None)
+
+
+def kvs(broker: Broker) -> KVSService:
+    service = broker.services["kvs"]
+    assert isinstance(service, KVSService)
+    return service
+
+
+def count_transactions(broker: Broker, events: list[str]) -> None:
+    """Record each transaction's commit in ``events``, next to the responses the test records."""
+    store = kvs(broker).store
+    inner = store.transaction
+
+    @contextmanager
+    def counted() -> Iterator[None]:
+        outermost = not store._conn.in_transaction
+        with inner():
+            yield
+        if outermost:
+            events.append("transaction")
+
+    store.transaction = counted  # type: ignore[method-assign]
+
+
+async def error_of(client: Any, topic: str, payload: Any) -> tuple[int, str]:
+    with pytest.raises(RPCError) as info:
+        await client.call(topic, payload)
+    return info.value.errnum, info.value.errstr
+
+
+# --- commits -----------------------------------------------------------------------------------
+
+
+def test_commit_then_read(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        ops = [
+            ["put", "a.b", "1"],
+            ["append", "log", "x\n"],
+            ["append", "log", "y\n"],
+            ["put", "gone", "z"],
+            ["unlink", "gone", None],
+        ]
+        assert await client.call("kvs.commit", {"ops": ops}) == {}
+        assert await client.call("kvs.get", {"key": "log"}) == {"value": "x\ny\n"}
+        assert await client.call("kvs.ls", {"key": "."}) == {"entries": {"a": "dir", "log": "val"}}
+        assert await client.call("kvs.ls", {}) == {"entries": {"a": "dir", "log": "val"}}
+        assert await error_of(client, "kvs.get", {"key": "gone"}) == (
+            errno.ENOENT,
+            'key "gone": not found',
+        )
+        assert (await error_of(client, "kvs.get", {"key": "a"}))[0] == errno.EISDIR
+        assert (await error_of(client, "kvs.ls", {"key": "log"}))[0] == errno.ENOTDIR
+        assert await client.call("kvs.commit", {"ops": []}) == {}
+
+    run_kvs(scenario)
+
+
+def test_commits_in_one_turn_share_one_transaction_and_wait_for_it(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        events: list[str] = []
+        count_transactions(broker, events)
+        original = client.deliver
+
+        def deliver(msg: Message) -> None:
+            events.append(f"response {msg.matchtag}")
+            original(msg)
+
+        client.deliver = deliver
+        tags = [
+            client.send("kvs.commit", {"ops": [["append", f"job.{i}.eventlog", "e\n"]]})
+            for i in range(50)
+        ]
+        await client.wait(tags[-1])
+        assert events == ["transaction"] + [f"response {t}" for t in tags]
+        assert all(client.responses[t][0].payload == {} for t in tags)
+        # a later turn is a later transaction
+        await client.call("kvs.commit", {"ops": [["put", "x", "1"]]})
+        assert events.count("transaction") == 2
+
+    run_kvs(scenario)
+
+
+def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "d.x", "1"]]})
+        events: list[str] = []
+        count_transactions(broker, events)
+        good1 = client.send("kvs.commit", {"ops": [["put", "a", "1"]]})
+        bad = client.send("kvs.commit", {"ops": [["put", "b", "2"], ["append", "d", "x"]]})
+        good2 = client.send("kvs.commit", {"ops": [["put", "c", "3"]]})
+        await client.wait(good2)
+        assert events == ["transaction"]
+        assert client.responses[good1][0].payload == {}
+        assert client.responses[good2][0].payload == {}
+        (msg,) = client.responses[bad]
+        assert msg.errnum == errno.EISDIR
+        assert msg.errstr == 'kvs.commit: ops[1]: key "d": cannot append to a directory'
+        listing = await client.call("kvs.ls", {"key": "."})
+        assert listing == {"entries": {"a": "val", "c": "val", "d": "dir"}}
+
+    run_kvs(scenario)
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "errnum", "errstr"),
+    [
+        (
+            "kvs.commit",
+            ["put", "a", "b"],
+            errno.EINVAL,
+            "kvs.commit: payload must be a JSON object",
+        ),
+        ("kvs.commit", {}, errno.EINVAL, "kvs.commit: ops must be an array, got null"),
+        (
+            "kvs.commit",
+            {"ops": [["put", "a", "1"], ["put", "b", "2"], ["frob", "c", "3"]]},
+            errno.EINVAL,
+            'kvs.commit: ops[2]: unknown op "frob" (expected put, append or unlink)',
+        ),
+        (
+            "kvs.commit",
+            {"ops": [["put", "a..b", "1"]]},
+            errno.EINVAL,
+            'kvs.commit: ops[0]: key "a..b": empty path component',
+        ),
+        (
+            "kvs.commit",
+            {"ops": [["put", "a", {"x": 1}]]},
+            errno.EINVAL,
+            "kvs.commit: ops[0]: the value of put must be a string, got object",
+        ),
+        (
+            "kvs.commit",
+            {"ops": [["put", "a", "1"]], "namespace": 5},
+            errno.EINVAL,
+            "kvs.commit: namespace must be a string, got 5",
+        ),
+        (
+            "kvs.commit",
+            {"ops": [["put", "a", "1"]], "namespace": "nope"},
+            errno.ENOTSUP,
+            'kvs.commit: namespace "nope": does not exist',
+        ),
+        ("kvs.get", {}, errno.EINVAL, "key must be a string, got null"),
+        ("kvs.get", {"key": "a b"}, errno.EINVAL, 'key "a b": path component "a b" contains'),
+        ("kvs.ls", {"key": ""}, errno.EINVAL, 'key "": empty'),
+        ("kvs.watch", {"key": "a"}, errno.EPROTO, "kvs.watch: must be a streaming request"),
+        ("kvs.walk", {"key": "a"}, errno.EPROTO, "kvs.walk: must be a streaming request"),
+        ("kvs.watch-cancel", {}, errno.EINVAL, "kvs.watch-cancel: matchtag must be an integer"),
+        ("kvs.namespace-remove", {"name": 3}, errno.EINVAL, "kvs.namespace-remove: name must"),
+        (
+            "kvs.namespace-create",
+            {"name": "n", "owner": 1, "prefix": "a..b"},
+            errno.EINVAL,
+            'kvs.namespace-create: key "a..b": empty path component',
+        ),
+        ("kvs.frob", {}, errno.ENOSYS, "no service provides 'kvs.frob'"),
+    ],
+)
+def test_bad_input_is_answered_with_a_clear_error(
+    run_kvs: Run, topic: str, payload: Any, errnum: int, errstr: str
+) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        got = await error_of(client, topic, payload)
+        assert got[0] == errnum
+        assert got[1].startswith(errstr)
+        # and the service carries on
+        assert await client.call("kvs.commit", {"ops": [["put", "ok", "1"]]}) == {}
+
+    run_kvs(scenario)
+
+
+def test_a_failed_transaction_is_fatal_and_never_acknowledged(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        reasons: list[str] = []
+        broker.on_fatal = reasons.append
+        store = kvs(broker).store
+
+        @contextmanager
+        def failing() -> Iterator[None]:
+            yield
+            raise StoreError("kvs.sqlite: transaction failed: disk I/O error")
+
+        store.transaction = failing  # type: ignore[method-assign]
+        tags = [client.send("kvs.commit", {"ops": [["put", f"k{i}", "v"]]}) for i in range(3)]
+        for tag in tags:
+            (msg,) = await client.wait(tag)
+            assert msg.errnum == errno.EIO
+            assert "not stored: kvs.sqlite: transaction failed: disk I/O error" in msg.errstr
+        assert reasons == ["kvs: kvs.sqlite: transaction failed: disk I/O error"]
+        errnum, errstr = await error_of(client, "kvs.get", {"key": "k0"})
+        assert errnum == errno.EIO
+        assert errstr.startswith("kvs: unavailable after a failed commit")
+
+    run_kvs(scenario)
+
+
+def test_config_sync_full_and_bad_config(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        conn = kvs(broker).store._conn
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+    run_kvs(scenario, config={"kvs": {"sync": "full"}})
+    with pytest.raises(StoreError, match="sync must be one of normal, full"):
+        run_kvs(scenario, config={"kvs": {"sync": "sometimes"}})
+
+
+# --- walk ----------------------------------------------------------------------------------------
+
+
+def test_walk_streams_batches_in_key_order(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        n = WALK_BATCH * 2 + 5
+        ops = [["append", f"job.{i:05d}.eventlog", f"e{i}\n"] for i in range(n)]
+        ops += [["put", f"job.{i:05d}.jobspec", "{}"] for i in range(n)]
+        await client.call("kvs.commit", {"ops": ops})
+        tag = client.send("kvs.walk", {"key": "job", "suffix": "eventlog"}, streaming=True)
+        msgs = await client.wait(tag, 4)
+        assert [len(m.payload["entries"]) for m in msgs[:3]] == [WALK_BATCH, WALK_BATCH, 5]
+        assert msgs[3].errnum == errno.ENODATA
+        entries = [tuple(e) for m in msgs[:3] for e in m.payload["entries"]]
+        assert entries == [(f"job.{i:05d}.eventlog", f"e{i}\n") for i in range(n)]
+        # nothing there: just the end
+        tag = client.send("kvs.walk", {"key": "nothing"}, streaming=True)
+        assert [m.errnum for m in await client.wait(tag)] == [errno.ENODATA]
+
+    run_kvs(scenario)
+
+
+# --- watches --------------------------------------------------------------------------------------
+
+
+def test_watch_append_sees_every_append_once_in_order(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["append", "log", "1\n"]]})
+        tag = client.send("kvs.watch", {"key": "log", "append": True}, streaming=True)
+        await client.wait(tag)
+        # several in one commit, several commits in one turn, then later turns
+        client.send("kvs.commit", {"ops": [["append", "log", "2\n"], ["append", "log", "3\n"]]})
+        client.send("kvs.commit", {"ops": [["append", "other", "x"], ["append", "log", "4\n"]]})
+        client.send("kvs.commit", {"ops": [["append", "log", ""]]})
+        await client.call("kvs.commit", {"ops": [["append", "log", "5\n"]]})
+        await client.call("kvs.commit", {"ops": [["append", "log", "6\n"]]})
+        assert client.values(tag) == ["1\n", "2\n", "3\n", "4\n", "5\n", "6\n"]
+        assert await client.call("kvs.get", {"key": "log"}) == {"value": "1\n2\n3\n4\n5\n6\n"}
+
+    run_kvs(scenario)
+
+
+def test_plain_watch_sees_whole_values(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "k", "a"]]})
+        tag = client.send("kvs.watch", {"key": "k"}, streaming=True)
+        await client.call("kvs.commit", {"ops": [["append", "k", "b"], ["put", "k", "c"]]})
+        await client.call("kvs.commit", {"ops": [["append", "k", "d"]]})
+        await client.call("kvs.commit", {"ops": [["unlink", "k", None]]})
+        assert client.values(tag) == [
+            "a",
+            "ab",
+            "c",
+            "cd",
+            (errno.ENOENT, 'key "k": removed'),
+        ]
+
+    run_kvs(scenario)
+
+
+def test_waitcreate_waits_without_polling(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        events: list[str] = []
+        count_transactions(broker, events)
+        tag = client.send(
+            "kvs.watch",
+            {"key": "job.1.eventlog", "append": True, "waitcreate": True},
+            streaming=True,
+        )
+        missing = client.send("kvs.watch", {"key": "job.1.eventlog"}, streaming=True)
+        assert (await client.wait(missing))[0].errnum == errno.ENOENT
+        assert client.values(tag) == []
+        assert events == []  # waiting costs no transactions, and nothing polls
+        await client.call("kvs.commit", {"ops": [["append", "job.1.eventlog", "submit\n"]]})
+        await client.call("kvs.commit", {"ops": [["append", "job.1.eventlog", "alloc\n"]]})
+        assert client.values(tag) == ["submit\n", "alloc\n"]
+
+    run_kvs(scenario)
+
+
+def test_unlink_of_a_directory_above_ends_the_watch(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "job.1.eventlog", "e\n"]]})
+        tag = client.send("kvs.watch", {"key": "job.1.eventlog", "append": True}, streaming=True)
+        await client.call("kvs.commit", {"ops": [["unlink", "job.1", None]]})
+        assert client.values(tag) == ["e\n", (errno.ENOENT, 'key "job.1.eventlog": removed')]
+        assert client.watching == 0
+
+    run_kvs(scenario)
+
+
+def test_put_over_an_append_watch_ends_it(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "k", "a"]]})
+        tag = client.send("kvs.watch", {"key": "k", "append": True}, streaming=True)
+        await client.call("kvs.commit", {"ops": [["put", "k", "b"]]})
+        assert client.values(tag) == [
+            "a",
+            (errno.EINVAL, 'key "k": value of key watched with append overwritten'),
+        ]
+
+    run_kvs(scenario)
+
+
+def test_watch_cancel_and_disconnect_drop_the_watch(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "k", "a"]]})
+        first = client.send("kvs.watch", {"key": "k", "append": True}, streaming=True)
+        second = client.send("kvs.watch", {"key": "k", "append": True}, streaming=True)
+        await client.wait(second)
+        assert client.watching == 2
+        assert await client.call("kvs.watch-cancel", {"matchtag": first}) == {}
+        assert client.values(first) == ["a", ENODATA]
+        assert await client.call("kvs.watch-cancel", {"matchtag": first}) == {}
+        # another client cannot cancel this client's watch
+        other = type(client)(broker)
+        await other.call("kvs.watch-cancel", {"matchtag": second})
+        client.hang_up()
+        assert kvs(broker)._watches == {}
+        await client.call("kvs.commit", {"ops": [["append", "k", "b"]]})
+        assert client.values(second) == ["a"]
+
+    run_kvs(scenario)
+
+
+def test_in_broker_watch_is_dropped_by_route_cancel(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        got: list[Message] = []
+        route = broker.send(
+            "kvs.watch", {"key": "k", "waitcreate": True}, got.append, streaming=True
+        )
+        await client.call("kvs.commit", {"ops": [["put", "k", "a"]]})
+        await asyncio.sleep(0)  # one loop turn: local responses are delivered on the next
+        assert [m.payload for m in got] == [{"value": "a"}]
+        route.cancel()
+        assert kvs(broker)._watches == {}
+
+    run_kvs(scenario)
+
+
+# --- namespaces -------------------------------------------------------------------------
+
+
+def test_guest_namespace_lifecycle(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        ns = {"name": "job-42", "owner": 5000, "prefix": "job.0000.0000.0000.002a.guest"}
+        assert await client.call("kvs.namespace-create", ns) == {}
+        assert (await error_of(client, "kvs.namespace-create", ns))[0] == errno.EEXIST
+        listed = await client.call("kvs.namespace-list", {})
+        assert listed["namespaces"][1:] == [ns]
+        assert listed["namespaces"][0]["name"] == "primary"
+
+        guest = type(client)(broker, userid=5000, owner=False)
+        stranger = type(client)(broker, userid=5001, owner=False)
+        commit = {"ops": [["append", "output", "hello\n"]], "namespace": "job-42"}
+        assert await guest.call("kvs.commit", commit) == {}
+        assert await guest.call("kvs.get", {"key": "output", "namespace": "job-42"}) == {
+            "value": "hello\n"
+        }
+        assert await guest.call("kvs.ls", {"key": ".", "namespace": "job-42"}) == {
+            "entries": {"output": "val"}
+        }
+        tag = guest.send("kvs.walk", {"key": ".", "namespace": "job-42"}, streaming=True)
+        (batch, end) = await guest.wait(tag, 2)
+        assert batch.payload == {"entries": [["output", "hello\n"]]}
+        assert end.errnum == errno.ENODATA
+        # the primary namespace sees the same key under the prefix (RFC 16's link)
+        assert await client.call("kvs.get", {"key": f"{ns['prefix']}.output"}) == {
+            "value": "hello\n"
+        }
+        assert (await error_of(stranger, "kvs.commit", commit))[0] == errno.EPERM
+        assert (await error_of(guest, "kvs.get", {"key": "x"}))[0] == errno.EPERM
+        errnum, errstr = await error_of(
+            guest, "kvs.commit", {**commit, "ops": [["unlink", ".", None]]}
+        )
+        assert (errnum, errstr) == (
+            errno.EINVAL,
+            'kvs.commit: ops[0]: key ".": the root directory is not allowed here',
+        )
+        assert (await error_of(guest, "kvs.namespace-remove", {"name": "job-42"}))[0] == errno.EPERM
+
+        watch = guest.send(
+            "kvs.watch", {"key": "output", "namespace": "job-42", "append": True}, streaming=True
+        )
+        await guest.wait(watch)
+        assert await client.call("kvs.namespace-remove", {"name": "job-42"}) == {}
+        assert await client.call("kvs.namespace-remove", {"name": "job-42"}) == {}
+        assert guest.values(watch) == [
+            "hello\n",
+            (errno.ENOTSUP, 'namespace "job-42": removed'),
+        ]
+        errnum, errstr = await error_of(guest, "kvs.commit", commit)
+        assert errnum == errno.ENOTSUP
+        assert errstr == 'kvs.commit: namespace "job-42": was removed (its keys are read-only now)'
+        # the final snapshot stays readable through the primary namespace
+        assert await client.call("kvs.get", {"key": f"{ns['prefix']}.output"}) == {
+            "value": "hello\n"
+        }
+
+    run_kvs(scenario)
+
+
+def test_namespace_created_and_used_in_one_turn(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        create = client.send("kvs.namespace-create", {"name": "n", "owner": 1, "prefix": "p"})
+        commit = client.send("kvs.commit", {"ops": [["put", "k", "v"]], "namespace": "n"})
+        remove = client.send("kvs.namespace-remove", {"name": "n"})
+        late = client.send("kvs.commit", {"ops": [["put", "k2", "v"]], "namespace": "n"})
+        await client.wait(late)
+        assert [client.responses[t][0].errnum for t in (create, commit, remove, late)] == [
+            0,
+            0,
+            0,
+            errno.ENOTSUP,
+        ]
+        assert await client.call("kvs.get", {"key": "p.k"}) == {"value": "v"}
+
+    run_kvs(scenario)
+
+
+def test_data_and_namespaces_survive_a_restart(run_kvs: Run) -> None:
+    async def first(broker: Broker, client: Any) -> None:
+        await client.call("kvs.namespace-create", {"name": "n", "owner": 1, "prefix": "p"})
+        await client.call("kvs.commit", {"ops": [["put", "k", "v"]], "namespace": "n"})
+
+    async def second(broker: Broker, client: Any) -> None:
+        assert await client.call("kvs.get", {"key": "k", "namespace": "n"}) == {"value": "v"}
+
+    run_kvs(first)
+    run_kvs(second)
+
+
+def test_watch_refuses_a_directory_and_a_missing_key(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "d.x", "1"]]})
+        tag = client.send("kvs.watch", {"key": "d"}, streaming=True)
+        (msg,) = await client.wait(tag)
+        assert (msg.errnum, msg.errstr) == (errno.EISDIR, 'key "d": is a directory')
+        tag = client.send("kvs.watch", {"key": "nope", "append": "yes"}, streaming=True)
+        (msg,) = await client.wait(tag)
+        assert (msg.errnum, msg.errstr) == (
+            errno.EINVAL,
+            'kvs.watch: append must be true or false, got "yes"',
+        )
+        assert client.watching == 0
+
+    run_kvs(scenario)
+
+
+def test_requests_after_stop_are_refused(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await kvs(broker).stop()
+        errnum, errstr = await error_of(client, "kvs.commit", {"ops": [["put", "a", "1"]]})
+        assert (errnum, errstr) == (errno.ENOSYS, "kvs: not running")
+
+    run_kvs(scenario)

@@ -1,0 +1,390 @@
+"""The SQLite store alone: keys and directories, atomic commits, namespaces, the file itself."""
+
+from __future__ import annotations
+
+import errno
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pflux.kvs.keys import KVSError
+from pflux.kvs.store import (
+    APPEND,
+    CHUNK,
+    PAGE_SIZE,
+    PUT,
+    SCHEMA_VERSION,
+    UNLINK,
+    Namespace,
+    Store,
+    StoreError,
+)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "kvs.sqlite"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[Store]:
+    with Store(path) as s:
+        yield s
+
+
+def errnum(store: Store, method: str, *args: str) -> int:
+    with pytest.raises(KVSError) as info:
+        getattr(store, method)(*args)
+    return info.value.errnum
+
+
+# --- keys and directories ------------------------------------------------------------------
+
+
+def test_put_get_and_directories_appear(store: Store) -> None:
+    store.put("a.b.c", "1")
+    store.put("a.d", "2")
+    assert store.get("a.b.c") == "1"
+    assert store.ls() == {"a": "dir"}
+    assert store.ls("a") == {"b": "dir", "d": "val"}
+    assert store.ls("a.b") == {"c": "val"}
+
+
+def test_get_errors(store: Store) -> None:
+    store.put("a.b", "1")
+    assert errnum(store, "get", "x") == errno.ENOENT
+    assert errnum(store, "get", "a") == errno.EISDIR
+    assert errnum(store, "get", ".") == errno.EISDIR
+    with pytest.raises(KVSError, match=re.escape('key "a.b.c": "a.b" is not a directory')) as info:
+        store.get("a.b.c")
+    assert info.value.errnum == errno.ENOTDIR
+
+
+def test_ls_errors_and_empty_root(store: Store) -> None:
+    assert store.ls(".") == {}
+    store.put("a.b", "1")
+    assert errnum(store, "ls", "x") == errno.ENOENT
+    assert errnum(store, "ls", "a.b") == errno.ENOTDIR
+    assert errnum(store, "ls", "a.b.c") == errno.ENOTDIR
+
+
+def test_ls_is_sorted_and_sees_neighbours_that_sort_inside_a_directory(store: Store) -> None:
+    # '-' and '!' sort before '.', '0' after '/': the skip over a directory must not lose them
+    for key in ("p.a.x", "p.a-b", "p.a!", "p.a0", "p.b", "p.a.y.z"):
+        store.put(key, "v")
+    store.append("p.c", "chunk" * CHUNK)
+    store.append("p.c", "more")
+    assert list(store.ls("p").items()) == [
+        ("a", "dir"),
+        ("a!", "val"),
+        ("a-b", "val"),
+        ("a0", "val"),
+        ("b", "val"),
+        ("c", "val"),
+    ]
+
+
+def test_put_replaces_a_directory_and_a_value_in_the_way(store: Store) -> None:
+    store.put("a.b.c", "1")
+    store.put("a.b", "2")  # the directory a.b goes
+    assert store.ls("a") == {"b": "val"}
+    assert errnum(store, "get", "a.b.c") == errno.ENOTDIR
+    store.put("a.b.x.y", "3")  # the value a.b goes
+    assert store.ls("a.b") == {"x": "dir"}
+    assert list(store.walk()) == [("a.b.x.y", "3")]
+
+
+def test_unlink_a_value_a_directory_and_nothing(store: Store) -> None:
+    store.put("a.b.c", "1")
+    store.put("a.b.d", "2")
+    store.put("a.e", "3")
+    store.unlink("a.b.c")
+    assert store.ls("a.b") == {"d": "val"}
+    store.unlink("a.b")
+    assert store.ls("a") == {"e": "val"}
+    store.unlink("a.e")
+    assert store.ls() == {}  # a directory exists only while something is below it
+    store.unlink("never.was")
+
+
+def test_append_creates_grows_and_refuses_a_directory(store: Store) -> None:
+    store.append("log", "one\n")
+    store.append("log", "two\n")
+    store.append("log", "")
+    assert store.get("log") == "one\ntwo\n"
+    store.put("d.x", "1")
+    with pytest.raises(KVSError, match='key "d": cannot append to a directory') as info:
+        store.append("d", "x")
+    assert info.value.errnum == errno.EISDIR
+    store.put("v", "1")
+    store.append("v.w", "2")  # a value in the way of a new key is replaced
+    assert list(store.walk("v")) == [("v.w", "2")]
+
+
+def test_long_appends_are_chunked_not_rewritten(store: Store, path: Path) -> None:
+    pieces = [f"{i:06d}" * 50 + "\n" for i in range(200)]  # 60 KB in 301-byte appends
+    for piece in pieces:
+        store.append("out", piece)
+    assert store.get("out") == "".join(pieces)
+    assert list(store.walk()) == [("out", "".join(pieces))]
+    store.close()
+    with sqlite3.connect(path) as db:
+        chunks = [n for (n,) in db.execute("SELECT length(data) FROM kv WHERE key = 'out'")]
+    db.close()
+    assert len(chunks) > 10
+    assert max(chunks) < CHUNK + 301
+    with Store(path) as again:
+        again.put("out", "short")
+        assert again.get("out") == "short"
+
+
+def test_walk_is_ordered_and_filters_by_suffix(store: Store) -> None:
+    store.put("job.2.eventlog", "e2")
+    store.put("job.1.eventlog", "e1")
+    store.put("job.1.jobspec", "j1")
+    store.put("job.1.guest.eventlog", "g1")
+    store.put("jobs", "not below job")
+    store.put("eventlog", "top")
+    assert list(store.walk("job")) == [
+        ("job.1.eventlog", "e1"),
+        ("job.1.guest.eventlog", "g1"),
+        ("job.1.jobspec", "j1"),
+        ("job.2.eventlog", "e2"),
+    ]
+    assert [k for k, _ in store.walk("job", "eventlog")] == [
+        "job.1.eventlog",
+        "job.1.guest.eventlog",
+        "job.2.eventlog",
+    ]
+    assert [k for k, _ in store.walk(".", "eventlog")] == [
+        "eventlog",
+        "job.1.eventlog",
+        "job.1.guest.eventlog",
+        "job.2.eventlog",
+    ]
+    assert list(store.walk("nothing")) == []
+    assert errnum(store, "walk", "jobs") == errno.ENOTDIR
+    with pytest.raises(KVSError, match=re.escape('suffix "a.b": must be one path component')):
+        store.walk("job", "a.b")
+
+
+# --- commits -------------------------------------------------------------------------------
+
+
+def test_a_commit_is_atomic(store: Store) -> None:
+    store.put("d.x", "1")
+    with pytest.raises(KVSError, match=r"ops\[2\]: key \"d\": cannot append"):
+        store.apply([(PUT, "a", "1"), (UNLINK, "e", None), (APPEND, "d", "2")])
+    assert errnum(store, "get", "a") == errno.ENOENT
+    assert store.get("d.x") == "1"
+    # and the store is sane afterwards: the directory cache was rolled back too
+    store.apply([(PUT, "d", "v"), (PUT, "e.f", "w")])
+    assert store.ls() == {"d": "val", "e": "dir"}
+
+
+@pytest.mark.parametrize(
+    ("op", "message"),
+    [
+        (("frob", "a", "b"), 'ops[1]: unknown op "frob" (expected put, append or unlink)'),
+        (("put", "a..b", "v"), 'ops[1]: key "a..b": empty path component'),
+        (("put", "a", 5), "ops[1]: the value of put must be a string, got number"),
+        (("append", "a", None), "ops[1]: the value of append must be a string, got null"),
+        (("unlink", "a", "x"), "ops[1]: the value of unlink must be null"),
+        (("put", "a"), "ops[1]: must be [op, key, value]"),
+        ("put a b", "ops[1]: must be [op, key, value]"),
+        (("put", ".", "v"), 'ops[1]: key ".": the root directory is not allowed here'),
+    ],
+)
+def test_bad_ops_are_refused_before_anything_is_written(
+    store: Store, op: object, message: str
+) -> None:
+    with pytest.raises(KVSError) as info:
+        store.apply([(PUT, "first", "1"), op])  # type: ignore[list-item]
+    assert info.value.errnum == errno.EINVAL
+    assert info.value.errstr == message
+    assert store.ls() == {}
+
+
+def test_changes_are_reported_for_watched_keys_only(store: Store) -> None:
+    store.put("d.a", "1")
+    store.put("d.b", "2")
+    store.put("v", "3")
+    changes = store.apply(
+        [
+            (APPEND, "log", "x"),
+            (APPEND, "log", "y"),
+            (APPEND, "log", ""),
+            (PUT, "other", "z"),
+            (PUT, "d", "now a value"),
+            (PUT, "v.w", "below a former value"),
+        ],
+        watched={"log", "d.a", "d", "v"},
+    )
+    assert changes == [
+        ("log", APPEND, "x"),
+        ("log", APPEND, "y"),
+        ("d.a", UNLINK, None),
+        ("d", PUT, "now a value"),
+        ("v", UNLINK, None),
+    ]
+    assert store.apply([(UNLINK, "log", None)], watched={"log"}) == [("log", UNLINK, None)]
+
+
+def test_a_transaction_groups_commits(store: Store, path: Path) -> None:
+    with store.transaction():
+        store.apply([(PUT, "a", "1")])
+        with pytest.raises(KVSError):
+            store.apply([(PUT, "b", "2"), (APPEND, ".", "x")])
+        store.apply([(PUT, "c", "3")])
+    assert store.ls() == {"a": "val", "c": "val"}
+
+    def abandon() -> None:
+        with store.transaction():
+            store.put("d", "4")
+            raise RuntimeError("abandon")
+
+    with pytest.raises(RuntimeError):
+        abandon()
+    assert store.ls() == {"a": "val", "c": "val"}
+
+
+# --- namespaces ------------------------------------------------------------------------------
+
+
+def test_namespaces_persist_and_removal_keeps_the_keys(path: Path) -> None:
+    with Store(path) as store:
+        store.namespace_create("job-1", 1000, "job.1.guest")
+        store.put("job.1.guest.output", "hi")
+        with pytest.raises(KVSError) as info:
+            store.namespace_create("job-1", 1000, "job.1.guest")
+        assert info.value.errnum == errno.EEXIST
+    with Store(path) as store:
+        assert store.namespaces() == [Namespace("job-1", 1000, "job.1.guest")]
+        assert store.namespace("job-1").prefix == "job.1.guest"
+        assert store.namespace_remove("job-1") is True
+        assert store.namespace_remove("job-1") is False
+    with Store(path) as store:
+        assert store.namespaces() == []
+        with pytest.raises(KVSError, match='namespace "job-1": was removed') as info:
+            store.namespace("job-1")
+        assert info.value.errnum == errno.ENOTSUP
+        assert store.get("job.1.guest.output") == "hi"
+        with pytest.raises(KVSError, match='namespace "job-2": does not exist'):
+            store.namespace("job-2")
+        store.namespace_create("job-1", 1001, "job.1.guest")  # a removed name may come back
+        assert store.namespace("job-1").owner == 1001
+
+
+@pytest.mark.parametrize(
+    ("name", "owner", "prefix", "errnum_"),
+    [
+        ("primary", 0, "x", errno.EEXIST),
+        ("", 0, "x", errno.EINVAL),
+        ("a b", 0, "x", errno.EINVAL),
+        ("n", -1, "x", errno.EINVAL),
+        ("n", "0", "x", errno.EINVAL),
+        ("n", 0, ".", errno.EINVAL),
+        ("n", 0, "a..b", errno.EINVAL),
+    ],
+)
+def test_namespace_create_refuses(
+    store: Store, name: str, owner: int, prefix: str, errnum_: int
+) -> None:
+    with pytest.raises(KVSError) as info:
+        store.namespace_create(name, owner, prefix)
+    assert info.value.errnum == errnum_
+    assert store.namespaces() == []
+
+
+def test_primary_cannot_be_removed(store: Store) -> None:
+    assert errnum(store, "namespace_remove", "primary") == errno.ENOTSUP
+
+
+# --- the database file -------------------------------------------------------------------------
+
+
+def test_data_survives_reopening_in_wal_mode(path: Path) -> None:
+    with Store(path) as store:
+        store.put("a", "1")
+        mode = store._conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    with Store(path, sync="full") as store:
+        assert store.get("a") == "1"
+        assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_bad_sync_mode(path: Path) -> None:
+    with pytest.raises(StoreError, match="kvs: sync must be one of normal, full, got 'off'"):
+        Store(path, sync="off")
+
+
+def test_a_second_opener_is_refused(store: Store, path: Path) -> None:
+    with pytest.raises(StoreError, match="in use by another process"):
+        Store(path)
+
+
+def test_a_newer_schema_is_refused(path: Path) -> None:
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(StoreError, match=r"schema version 2 is newer than this pflux understands"):
+        Store(path)
+
+
+def test_someone_elses_database_is_refused(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x)")
+    db.close()
+    with pytest.raises(StoreError, match=f"{path}: not a pflux KVS database"):
+        Store(path)
+
+
+def test_a_file_that_is_not_a_database_is_corrupt(path: Path) -> None:
+    path.write_bytes(b"this is not SQLite, not even close" * 200)
+    with pytest.raises(StoreError, match=f"{path}: the KVS database is corrupt"):
+        Store(path)
+
+
+def test_a_damaged_page_fails_quick_check(path: Path) -> None:
+    with Store(path) as store:
+        store.apply([(PUT, f"k.{i:05d}", "v" * 500) for i in range(400)])
+    raw = bytearray(path.read_bytes())
+    assert len(raw) > 4 * PAGE_SIZE
+    page = 1 * PAGE_SIZE  # page 2, the root of the kv b-tree: overwrite its cell pointers
+    raw[page + 12 : page + 64] = b"\xff" * 52
+    path.write_bytes(bytes(raw))
+    with pytest.raises(StoreError, match=f"{path}: the KVS database is corrupt") as info:
+        Store(path)
+    assert "On tree page 2" in str(info.value)
+    assert "move it aside" in str(info.value)
+
+
+class FailingCommit:
+    """A connection whose COMMIT fails, as on a full or failing disk."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def test_a_failed_commit_raises_store_error_and_keeps_nothing(store: Store) -> None:
+    store.put("kept", "1")
+    real = store._conn
+    store._conn = FailingCommit(real)  # type: ignore[assignment]
+    with pytest.raises(StoreError, match="transaction failed: disk I/O error") as info:
+        store.put("lost", "2")
+    assert info.value.errnum == errno.EIO
+    store._conn = real
+    assert not real.in_transaction
+    assert list(store.walk()) == [("kept", "1")]

@@ -1,0 +1,94 @@
+"""What the job manager does next, decided from a job's state and flags alone."""
+
+from __future__ import annotations
+
+from pflux.manager.actions import Action, next_actions
+from pflux.manager.job import Job
+from pflux.manager.states import State, apply
+from pflux.spec.eventlog import Event
+
+READY = {"sched_ready": True, "exec_ready": True, "queue_started": True}
+SUBMIT = {"urgency": 16, "userid": 1, "flags": 0, "version": 1}
+
+
+def job_in(*names: str, **contexts: dict[str, object]) -> Job:
+    job = Job(1)
+    for i, name in enumerate(("submit", *names)):
+        context = contexts.get(name.replace("-", "_"), SUBMIT if name == "submit" else None)
+        apply(job, Event(100.0 + i, name, context))
+    return job
+
+
+PRIORITY = {"priority": {"priority": 16}}
+
+
+def test_depend_runs_plugins_once_then_posts_depend() -> None:
+    job = job_in("validate")
+    assert next_actions(job, **READY) == [Action.RUN_DEPENDENCIES]
+    job.depend_checked = True
+    assert next_actions(job, **READY) == [Action.POST_DEPEND]
+    job.dependencies["x"] = None
+    assert next_actions(job, **READY) == []
+
+
+def test_priority_state_asks_for_a_priority() -> None:
+    assert next_actions(job_in("validate", "depend"), **READY) == [Action.POST_PRIORITY]
+
+
+def test_sched_allocates_only_when_everything_is_ready() -> None:
+    job = job_in("validate", "depend", "priority", **PRIORITY)
+    assert next_actions(job, **READY) == [Action.ALLOC]
+    assert next_actions(job, **{**READY, "sched_ready": False}) == []
+    assert next_actions(job, **{**READY, "queue_started": False}) == []
+    job.alloc_pending = True
+    assert next_actions(job, **READY) == []
+
+
+def test_held_job_is_not_allocated_and_a_pending_alloc_is_canceled() -> None:
+    job = job_in("validate", "depend", "priority", priority={"priority": 0})
+    assert next_actions(job, **READY) == []
+    job.alloc_pending = True
+    assert next_actions(job, **READY) == [Action.CANCEL_ALLOC]
+    job.alloc_canceled = True
+    assert next_actions(job, **READY) == []
+
+
+def test_run_starts_once_exec_is_ready_and_no_prolog_runs() -> None:
+    job = job_in("validate", "depend", "priority", "alloc", **PRIORITY)
+    assert next_actions(job, **READY) == [Action.START]
+    assert next_actions(job, **{**READY, "exec_ready": False}) == []
+    job.perilog["prolog"] = None
+    assert next_actions(job, **READY) == []
+
+
+def test_cleanup_kills_then_frees_then_cleans() -> None:
+    job = job_in("validate", "depend", "priority", "alloc", **PRIORITY)
+    job.start_pending = True
+    apply(job, Event(200.0, "exception", {"type": "cancel", "severity": 0, "note": ""}))
+    assert next_actions(job, **READY) == [Action.KILL]
+    job.exec_killed = True
+    assert next_actions(job, **READY) == []
+    job.start_pending = False
+    assert next_actions(job, **READY) == [Action.FREE]
+    job.free_pending = True
+    assert next_actions(job, **READY) == []
+    job.free_pending = False
+    apply(job, Event(201.0, "free"))
+    assert next_actions(job, **READY) == [Action.POST_CLEAN]
+
+
+def test_cleanup_cancels_a_pending_alloc_before_cleaning() -> None:
+    job = job_in("validate", "depend", "priority", **PRIORITY)
+    job.alloc_pending = True
+    apply(job, Event(200.0, "exception", {"type": "cancel", "severity": 0, "note": ""}))
+    assert next_actions(job, **READY) == [Action.CANCEL_ALLOC]
+    job.alloc_canceled = True
+    assert next_actions(job, **READY) == []
+    job.alloc_pending = False
+    assert next_actions(job, **READY) == [Action.POST_CLEAN]
+
+
+def test_inactive_and_new_jobs_need_nothing() -> None:
+    assert next_actions(job_in(), **READY) == []
+    assert next_actions(job_in("invalidate"), **READY) == []
+    assert job_in("invalidate").state is State.INACTIVE

@@ -1,0 +1,387 @@
+"""The resource pool: requests from jobspecs, allocation, frees, adoption, reservations."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pflux.errors import JobspecError, ResourceError
+from pflux.sched.pool import Pool, ResourceRequest
+from pflux.spec.builder import from_command
+from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet, Target
+
+NOW = 1_700_000_000.0
+
+
+def node(cores: int, gpus: int = 0, rank: int = 0, host: str = "node0") -> dict[int, Target]:
+    coreset = IdSet.range(0, cores - 1) if cores else IdSet()
+    gpuset = IdSet.range(0, gpus - 1) if gpus else IdSet()
+    return {rank: Target(host, coreset, gpuset)}
+
+
+def pool_of(*ranks: tuple[int, int]) -> Pool:
+    """A pool with one (cores, gpus) entry per rank, hosts node0, node1, ..."""
+    targets: dict[int, Target] = {}
+    for rank, (cores, gpus) in enumerate(ranks):
+        targets.update(node(cores, gpus, rank, f"node{rank}"))
+    return Pool(ResourceSet(targets))
+
+
+def req(nslots: int = 1, cores: int = 1, gpus: int = 0, **kw: object) -> ResourceRequest:
+    return ResourceRequest(nslots, cores, gpus, **kw)  # type: ignore[arg-type]
+
+
+# --- requests from jobspecs -----------------------------------------------------------
+
+
+def test_request_from_simple_jobspec() -> None:
+    spec = from_command(["true"], num_tasks=4, cores_per_task=2, duration=60)
+    assert ResourceRequest.from_jobspec(spec) == ResourceRequest(4, 2, 0, 0, False, 60.0)
+
+
+def test_request_from_node_level_jobspec() -> None:
+    spec = from_command(["true"], num_tasks=4, num_nodes=2, gpus_per_task=1, exclusive=True)
+    assert ResourceRequest.from_jobspec(spec) == ResourceRequest(4, 1, 1, 2, True, 0.0)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda s: s.pop("resources"),
+        lambda s: s["resources"][0].update(count="four"),
+        lambda s: s["attributes"]["system"].update(duration=-1),
+        lambda s: s["resources"][0]["with"][0].update(count=0),
+    ],
+)
+def test_malformed_jobspec_raises_jobspec_error(mutate: object) -> None:
+    spec = from_command(["true"])
+    mutate(spec)  # type: ignore[operator]
+    with pytest.raises(JobspecError):
+        ResourceRequest.from_jobspec(spec)
+
+
+@pytest.mark.parametrize("data", [None, 3, "text", [], {"resources": "x"}])
+def test_non_jobspecs_raise_jobspec_error(data: object) -> None:
+    with pytest.raises(JobspecError):
+        ResourceRequest.from_jobspec(data)
+
+
+# --- allocation ---------------------------------------------------------------------
+
+
+def test_alloc_takes_lowest_free_ids_and_sets_times() -> None:
+    pool = pool_of((4, 0))
+    r1 = pool.alloc(1, req(2, duration=30.0), NOW)
+    r2 = pool.alloc(2, req(1), NOW)
+    assert r1 is not None
+    assert r2 is not None
+    assert r1.cores(0) == IdSet.range(0, 1)
+    assert r2.cores(0) == IdSet([2])
+    assert (r1.starttime, r1.expiration, r1.nslots) == (NOW, NOW + 30, 2)
+    assert r2.expiration == 0.0  # no duration, no expiration (RFC 20: 0 = unset)
+    assert r1.nodelist == ("node0",)
+    assert r1.summary() == "rank0/core[0-1]"
+    assert pool.free_cores == 1
+    assert pool.alloc(3, req(2), NOW) is None  # does not fit now
+    assert 3 not in pool
+
+
+def test_alloc_round_trips_through_r_json() -> None:
+    pool = pool_of((4, 2))
+    r = pool.alloc(1, req(2, gpus=1, duration=10.0), NOW)
+    assert r is not None
+    assert ResourceSet.from_json(r.to_json()) == r
+    assert r.to_json()["execution"]["R_lite"] == [
+        {"rank": "0", "children": {"core": "0-1", "gpu": "0-1"}}
+    ]
+
+
+def test_gpus_limit_slots() -> None:
+    pool = pool_of((8, 2))
+    assert pool.alloc(1, req(3, gpus=1), NOW) is None
+    r = pool.alloc(1, req(2, gpus=1), NOW)
+    assert r is not None
+    assert r.gpus(0) == IdSet.range(0, 1)
+    assert pool.alloc(2, req(1, gpus=1), NOW) is None
+    assert pool.alloc(3, req(6), NOW) is not None  # cores are still free
+
+
+def test_slots_spread_over_ranks_worst_fit_first() -> None:
+    pool = pool_of((2, 0), (4, 0))
+    r = pool.alloc(1, req(5), NOW)
+    assert r is not None
+    assert r.ranks() == IdSet([0, 1])
+    assert r.cores(1) == IdSet.range(0, 3)
+    assert r.cores(0) == IdSet([0])
+    assert r.nodelist == ("node0", "node1")
+
+
+def test_slot_never_splits_across_ranks() -> None:
+    pool = pool_of((3, 0), (3, 0))
+    assert pool.alloc(1, req(3, cores=2), NOW) is None  # 6 cores free, but only 2 slots of 2
+    assert pool.unsatisfiable(req(3, cores=2)) is not None
+
+
+def test_node_level_request_takes_per_node_slots() -> None:
+    pool = pool_of((4, 0), (4, 0))
+    pool.alloc(9, req(1), NOW)
+    r = pool.alloc(1, req(4, cores=1, nnodes=2), NOW)
+    assert r is not None
+    assert r.nnodes == 2
+    assert r.ncores() == 4
+    assert r.nslots == 4
+
+
+def test_exclusive_takes_whole_free_nodes_only() -> None:
+    pool = pool_of((4, 2))
+    exclusive = req(1, nnodes=1, exclusive=True)
+    r = pool.alloc(1, exclusive, NOW)
+    assert r is not None
+    assert r.cores(0) == IdSet.range(0, 3)
+    assert r.gpus(0) == IdSet.range(0, 1)
+    pool.free(1)
+    pool.alloc(2, req(1), NOW)
+    assert pool.alloc(3, exclusive, NOW) is None  # the node is partly used
+    pool.free(2)
+    assert pool.alloc(3, exclusive, NOW) is not None
+
+
+def test_alloc_twice_for_one_job_is_an_error() -> None:
+    pool = pool_of((4, 0))
+    pool.alloc(1, req(1), NOW)
+    with pytest.raises(ResourceError, match="already holds resources"):
+        pool.alloc(1, req(1), NOW)
+
+
+def test_avoid_keeps_off_named_resources() -> None:
+    pool = pool_of((4, 0))
+    avoid = {0: (IdSet.range(0, 2), IdSet())}
+    r = pool.alloc(1, req(1), NOW, avoid=avoid)
+    assert r is not None
+    assert r.cores(0) == IdSet([3])
+    assert pool.alloc(2, req(1), NOW, avoid=avoid) is None
+
+
+def test_tiny_duration_still_expires_after_start() -> None:
+    pool = pool_of((1, 0))
+    r = pool.alloc(1, req(1, duration=1e-300), NOW)
+    assert r is not None
+    assert r.expiration > r.starttime
+
+
+# --- unsatisfiable requests ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("request_", "note"),
+    [
+        (
+            req(5),
+            "unsatisfiable request: need 5 slot(s) of 1 core(s), only 4 such slot(s)"
+            " available (total cores: 4)",
+        ),
+        (
+            req(1, gpus=3),
+            "unsatisfiable request: need 1 slot(s) with 3 GPU(s) each, only 0 available"
+            " (total GPUs: 2)",
+        ),
+        (
+            req(2, nnodes=2),
+            "unsatisfiable request: need 2 node(s) with 1 cores each, only 1 eligible",
+        ),
+        (
+            req(2, gpus=1, nnodes=2),
+            "unsatisfiable request: need 2 node(s) with 1 cores and 1 GPUs each, only 1 eligible",
+        ),
+        (
+            req(2, nnodes=2, exclusive=True),
+            "unsatisfiable request: need 2 exclusive node(s), only 1 eligible",
+        ),
+    ],
+)
+def test_unsatisfiable_notes_use_flux_wording(request_: ResourceRequest, note: str) -> None:
+    assert pool_of((4, 2)).unsatisfiable(request_) == note
+
+
+def test_satisfiable_requests_have_no_note() -> None:
+    pool = pool_of((4, 2))
+    for request in (req(4), req(2, gpus=1), req(4, nnodes=1), req(1, nnodes=1, exclusive=True)):
+        assert pool.unsatisfiable(request) is None
+
+
+def test_empty_pool_denies_everything() -> None:
+    pool = Pool(ResourceSet({}))
+    assert pool.unsatisfiable(req(1)) is not None
+    assert pool.alloc(1, req(1), NOW) is None
+
+
+# --- free ----------------------------------------------------------------------------
+
+
+def test_free_restores_and_rejects_foreign_resources() -> None:
+    pool = pool_of((4, 0))
+    r = pool.alloc(1, req(2), NOW)
+    assert r is not None
+    other = ResourceSet(node(4)).difference(r)
+    with pytest.raises(ResourceError, match=r"does not hold rank 0 core\[2-3\]"):
+        pool.free(1, other)
+    assert pool.free_cores == 2  # nothing changed
+    pool.free(1, r)
+    assert pool.free_cores == 4
+    assert 1 not in pool
+    with pytest.raises(ResourceError, match="holds no resources"):
+        pool.free(1, r)
+
+
+def test_partial_free_keeps_the_rest() -> None:
+    pool = pool_of((2, 0), (2, 0))
+    r = pool.alloc(1, req(4), NOW)
+    assert r is not None
+    rank1 = ResourceSet({1: r.targets[1]})
+    pool.free(1, rank1, final=False)
+    assert pool.free_cores == 2
+    assert pool.held(1).ranks() == IdSet([0])
+    pool.free(1, ResourceSet({0: r.targets[0]}), final=True)
+    assert pool.free_cores == 4
+    assert len(pool) == 0
+
+
+def test_allocated_and_available_views() -> None:
+    pool = pool_of((4, 1))
+    pool.alloc(1, req(1, gpus=1), NOW)
+    assert pool.allocated().summary() == "rank0/core0,gpu0"
+    assert pool.available().summary() == "rank0/core[1-3]"
+
+
+# --- adoption after a restart ------------------------------------------------------------
+
+
+def test_adopt_marks_r_allocated() -> None:
+    pool = pool_of((4, 0))
+    r = ResourceSet(node(2), starttime=NOW, expiration=NOW + 5)
+    assert not pool.adopt(7, r)
+    assert pool.free_cores == 2
+    assert pool.expiration(7) == NOW + 5
+    assert pool.alloc(8, req(3), NOW) is None
+
+
+def test_adopt_returns_what_does_not_fit_and_free_accepts_it() -> None:
+    pool = pool_of((2, 0))
+    r = ResourceSet(node(4, host="elsewhere"))
+    lost = pool.adopt(7, r)
+    assert lost.cores(0) == IdSet.range(2, 3)
+    assert pool.free_cores == 0
+    pool.free(7, r)  # a damaged job's free may name what it never got here
+    assert pool.free_cores == 2
+
+
+def test_adopt_of_unreadable_r_holds_nothing() -> None:
+    pool = pool_of((2, 0))
+    assert not pool.adopt(7, None)
+    assert 7 in pool
+    assert pool.free_cores == 2
+    pool.free(7, ResourceSet(node(2)))
+    assert 7 not in pool
+    assert pool.free_cores == 2
+
+
+def test_adopt_overlap_is_lost() -> None:
+    pool = pool_of((4, 0))
+    pool.adopt(1, ResourceSet(node(2)))
+    lost = pool.adopt(2, ResourceSet(node(3)))
+    assert lost.summary() == "rank0/core[0-1]"
+
+
+# --- reservations ---------------------------------------------------------------------
+
+
+def test_reservation_is_the_earliest_expiration_that_frees_enough() -> None:
+    pool = pool_of((4, 0))
+    pool.alloc(1, req(2, duration=100.0), NOW)
+    pool.alloc(2, req(1, duration=50.0), NOW)
+    pool.alloc(3, req(1, duration=200.0), NOW)
+    reservation = pool.reservation(req(3))
+    assert reservation is not None
+    assert reservation.time == NOW + 100
+    assert reservation.resources == {0: (IdSet.range(0, 2), IdSet())}
+
+
+def test_no_reservation_when_a_job_never_ends() -> None:
+    pool = pool_of((4, 0))
+    pool.alloc(1, req(3), NOW)  # no duration
+    pool.alloc(2, req(1, duration=10.0), NOW)
+    assert pool.reservation(req(2)) is None
+    assert pool.reservation(req(1)) is not None
+
+
+def test_set_expiration_moves_the_reservation() -> None:
+    pool = pool_of((2, 0))
+    pool.alloc(1, req(2), NOW)
+    assert pool.reservation(req(1)) is None
+    pool.set_expiration(1, NOW + 42)
+    reservation = pool.reservation(req(1))
+    assert reservation is not None
+    assert reservation.time == NOW + 42
+    pool.set_expiration(1, 0.0)
+    assert pool.reservation(req(1)) is None
+
+
+# --- properties -------------------------------------------------------------------------
+
+POOL_SHAPES = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), min_size=1, max_size=3)
+REQUESTS = st.builds(
+    ResourceRequest,
+    nslots=st.integers(1, 6),
+    cores_per_slot=st.integers(1, 3),
+    gpus_per_slot=st.integers(0, 2),
+    nnodes=st.integers(0, 2),
+    exclusive=st.booleans(),
+    duration=st.sampled_from([0.0, 10.0]),
+)
+STEPS = st.lists(st.tuples(st.booleans(), REQUESTS, st.integers(0, 30)), max_size=40)
+
+
+def _node_level_fits(request: ResourceRequest) -> ResourceRequest:
+    """Keep generated node-level requests well formed: nslots a multiple of nnodes."""
+    if request.nnodes:
+        return request._replace(nslots=request.nnodes * max(1, request.nslots // request.nnodes))
+    return request._replace(exclusive=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape=POOL_SHAPES, steps=STEPS)
+def test_random_allocs_and_frees_keep_the_pool_consistent(
+    shape: list[tuple[int, int]], steps: list[tuple[bool, ResourceRequest, int]]
+) -> None:
+    shape = [(c, g) if c or g else (1, g) for c, g in shape]
+    pool = pool_of(*shape)
+    everything = pool.all
+    granted: dict[int, ResourceSet] = {}
+    for jobid, (do_alloc, generated, pick) in enumerate(steps):
+        if do_alloc or not granted:
+            request = _node_level_fits(generated)
+            r = pool.alloc(jobid, request, NOW)
+            if r is None:
+                continue
+            assert r.issubset(everything)
+            for other in granted.values():
+                assert r.is_disjoint(other)
+            assert r.ncores() >= request.nslots * request.cores_per_slot
+            assert r.ngpus() >= request.nslots * request.gpus_per_slot
+            granted[jobid] = r
+        else:
+            victim = sorted(granted)[pick % len(granted)]
+            pool.free(victim, granted.pop(victim))
+        used = ResourceSet({})
+        for r in granted.values():
+            used = used | r
+        assert pool.allocated() == used.with_times(0.0, 0.0)
+        assert pool.free_cores == everything.ncores() - used.ncores()
+        assert pool.free_gpus == everything.ngpus() - used.ngpus()
+    for jobid in list(granted):
+        pool.free(jobid, granted.pop(jobid))
+    assert pool.available() == everything
+    assert pool.free_cores == everything.ncores()
+    assert len(pool) == 0

@@ -1,0 +1,129 @@
+"""``pflux resource list`` without an instance: states, formats and flux's sentinels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pflux.cli import resource
+from pflux.errors import PfluxError
+from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet, Target
+
+
+def two_nodes() -> dict[str, Any]:
+    """What sched.resource-status says for two 4-core nodes, node1 with 2 GPUs, 3 cores used."""
+    all_ = ResourceSet(
+        {
+            0: Target("node0", IdSet.range(0, 3), IdSet()),
+            1: Target("node1", IdSet.range(0, 3), IdSet.range(0, 1)),
+        }
+    )
+    allocated = ResourceSet(
+        {
+            0: Target("node0", IdSet.range(0, 1), IdSet()),
+            1: Target("node1", IdSet([0]), IdSet([1])),
+        }
+    )
+    return {
+        "all": all_.to_json(),
+        "allocated": allocated.to_json(),
+        "down": ResourceSet({}).to_json(),
+    }
+
+
+@pytest.fixture
+def status(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    reply = two_nodes()
+
+    class FakeHandle:
+        def __init__(self, uri: str | None) -> None:
+            self.uri = uri
+
+        def __enter__(self) -> FakeHandle:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def call(self, topic: str, payload: Any) -> Any:
+            assert topic == "sched.resource-status"
+            return reply
+
+    monkeypatch.setattr("pflux.client.handle.Handle", FakeHandle)
+    return reply
+
+
+def out(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert resource.main(["list", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_default_format_matches_flux(status: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert out(capsys) == (
+        "     STATE NNODES NCORES NGPUS NODELIST\n"
+        "      free      2      5     1 node[0-1]\n"
+        " allocated      2      3     1 node[0-1]\n"
+        "      down      0      0     0 \n"
+    )
+
+
+def test_states_in_the_order_given(status: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    text = out(capsys, "-s", "all,up,free,all", "-n", "-o", "{state} {ncores} {ranks}")
+    assert text == "all 8 0-1\nup 8 0-1\nfree 5 0-1\n"
+
+
+def test_rlist_format(status: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    text = out(capsys, "-o", "rlist", "-s", "allocated", "-n")
+    assert text == " allocated      2      3     1 rank0/core[0-1] rank1/core0,gpu1\n"
+
+
+def test_include_by_rank_or_host_and_skip_empty(
+    status: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert out(capsys, "-i", "1", "-no", "{state} {nodelist} {ncores}") == (
+        "free node1 3\nallocated node1 1\ndown  0\n"
+    )
+    assert out(capsys, "-i", "node0", "--skip-empty", "-no", "{state} {ncores}") == (
+        "free 2\nallocated 2\n"
+    )
+
+
+def test_sentinels_drop_and_widen(status: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    text = out(capsys, "-s", "free", "-o", "{state}?:{queue:>9} +:{nodelist:>3}|")
+    assert text == "STATE  NODELIST|\nfree node[0-1]|\n"
+
+
+def test_spec_extensions(status: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    text = out(capsys, "-s", "free,down", "-no", "{nodelist:<5.5+}|{nodelist:h}|")
+    assert text == "node+|node[0-1]|\n     |-|\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-s", "free,lost"], "Invalid resource state lost specified"),
+        (["-o", "{state} {bogus}"], "Unknown format field: bogus"),
+        (["-o", "{state"], "invalid format"),
+        (["-i", "node[", "-s", "free"], "--include:"),
+    ],
+)
+def test_errors_exit_1(
+    status: Any, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert resource.main(["list", *argv]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pflux-resource: ERROR: ")
+    assert message in err
+
+
+def test_format_help_lists_named_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    text = out(capsys, "-o", "help")
+    assert "default" in text
+    assert "rlist" in text
+
+
+def test_output_format_rejects_unknown_fields() -> None:
+    with pytest.raises(PfluxError, match="Unknown format field: x"):
+        resource.OutputFormat("{x}")

@@ -1,0 +1,193 @@
+"""RFC 24 output events, the KVS output limit, line buffering and output options."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pflux.errors import JobspecError
+from pflux.shell.output import (
+    KVSOutput,
+    LineBuffer,
+    StreamConfig,
+    output_config,
+    parse_size,
+    render_path,
+)
+from pflux.spec.eventlog import parse
+from pflux.spec.fluid import JobID
+
+
+def events(out: KVSOutput) -> list[tuple[str, dict[str, object]]]:
+    return [(e.name, e.context or {}) for e in parse(out.take())]
+
+
+def test_header_data_and_eof_match_flux_cores_shape() -> None:
+    out = KVSOutput(100, "100")
+    out.header(2)
+    out.data("stdout", 1, b"hello\n")
+    out.eof("stdout", 1)
+    assert events(out) == [
+        (
+            "header",
+            {
+                "version": 1,
+                "encoding": {"stdout": "UTF-8", "stderr": "UTF-8"},
+                "count": {"stdout": 2, "stderr": 2},
+                "options": {},
+            },
+        ),
+        ("data", {"stream": "stdout", "rank": "1", "data": "hello\n"}),
+        ("data", {"stream": "stdout", "rank": "1", "eof": True}),
+    ]
+    assert not out
+
+
+def test_bytes_that_are_not_utf8_are_base64() -> None:
+    out = KVSOutput(100, "100")
+    out.data("stderr", 0, b"\xff\xfe\n")
+    [(name, context)] = events(out)
+    assert name == "data"
+    assert context["encoding"] == "base64"
+    assert base64.b64decode(str(context["data"])) == b"\xff\xfe\n"
+
+
+def test_the_limit_keeps_whole_lines_and_warns_once() -> None:
+    out = KVSOutput(10, "10")
+    out.data("stdout", 0, b"12345\n")
+    out.data("stdout", 0, b"678\n90\n")
+    out.data("stdout", 0, b"x\n")
+    out.data("stderr", 0, b"ok\n")
+    out.close()
+    got = events(out)
+    assert [c.get("data") for n, c in got if n == "data"] == ["12345\n", "678\n", "ok\n"]
+    logs = [c["message"] for n, c in got if n == "log"]
+    assert logs == [
+        "stdout will be truncated, 10 limit exceeded",
+        "stdout: 5 of 15 bytes truncated",
+    ]
+    assert all(c["level"] == 4 for n, c in got if n == "log")
+
+
+def test_pending_bytes_counts_what_take_returns() -> None:
+    out = KVSOutput(1000, "1000")
+    out.data("stdout", 0, b"abc\n")
+    pending = out.pending_bytes
+    assert pending == len(out.take())
+    assert out.pending_bytes == 0
+
+
+def test_line_buffer_holds_a_partial_line() -> None:
+    buf = LineBuffer(line=True)
+    assert buf.feed(b"ab") == b""
+    assert buf.feed(b"c\nde") == b"abc\n"
+    assert buf.rest() == b"de"
+    assert buf.rest() == b""
+    assert LineBuffer(line=False).feed(b"ab") == b"ab"
+
+
+@settings(max_examples=200)
+@given(st.integers(1, 50), st.lists(st.binary(max_size=30), max_size=10))
+def test_the_limit_is_never_exceeded(limit: int, chunks: list[bytes]) -> None:
+    out = KVSOutput(limit, str(limit))
+    for chunk in chunks:
+        out.data("stdout", 0, chunk)
+    kept = b"".join(
+        base64.b64decode(str(c["data"])) if c.get("encoding") else str(c["data"]).encode()
+        for n, c in events(out)
+        if n == "data"
+    )
+    assert len(kept) <= limit
+    assert b"".join(chunks).startswith(kept)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.binary(max_size=40), max_size=20))
+def test_line_buffer_passes_every_byte_on_in_order_and_only_whole_lines(
+    chunks: list[bytes],
+) -> None:
+    buf = LineBuffer(line=True)
+    passed = []
+    for chunk in chunks:
+        out = buf.feed(chunk)
+        assert not out or out.endswith(b"\n")
+        passed.append(out)
+    assert b"".join(passed) + buf.rest() == b"".join(chunks)
+
+
+def test_stderr_follows_stdout_to_a_file_but_is_unbuffered() -> None:
+    conf = output_config({"stdout": {"type": "file", "path": "out.txt", "label": True}})
+    assert conf.stdout == StreamConfig("file", "out.txt", True, "line", "truncate")
+    assert conf.stderr == StreamConfig("file", "out.txt", True, "none", "truncate")
+    assert conf.limit == 10 * 1024 * 1024
+    assert conf.batch_timeout == 0.5
+
+
+def test_a_path_alone_means_a_file_and_kvs_drops_the_path() -> None:
+    conf = output_config(
+        {"stdout": {"path": "o"}, "stderr": {"type": "kvs"}, "mode": "append", "limit": "1K"}
+    )
+    assert (conf.stdout.type, conf.stdout.path, conf.stdout.mode) == ("file", "o", "append")
+    assert (conf.stderr.type, conf.stderr.path) == ("kvs", None)
+    assert conf.limit == 1024
+
+
+@pytest.mark.parametrize(
+    ("options", "where"),
+    [
+        ({"stdout": {"type": "pipe"}}, "output.stdout.type"),
+        ({"stdout": {"type": "file"}}, "output.stdout.path"),
+        ({"stdout": {"buffer": {"type": "full"}}}, "output.stdout.buffer.type"),
+        ({"stdout": {"buffer": 3}}, "output.stdout.buffer"),
+        ({"stderr": {"label": "yes"}}, "output.stderr.label"),
+        ({"mode": "w"}, "output.mode"),
+        ({"limit": "2G"}, "output.limit"),
+        ({"limit": "lots"}, "output.limit"),
+        ({"batch-timeout": -1}, "output.batch-timeout"),
+        ({"stdout": []}, "output.stdout"),
+    ],
+)
+def test_bad_output_options_name_the_option(options: dict[str, object], where: str) -> None:
+    with pytest.raises(JobspecError) as info:
+        output_config(options)
+    assert info.value.problems[0][0] == f"attributes.system.shell.options.{where}"
+
+
+def test_sizes() -> None:
+    assert parse_size(5) == 5
+    assert parse_size("10M") == 10 << 20
+    assert parse_size("1.5k") == 1536
+    with pytest.raises(JobspecError):
+        parse_size(True)
+
+
+@settings(max_examples=100)
+@given(st.one_of(st.text(max_size=8), st.floats(), st.none(), st.booleans()))
+def test_parse_size_raises_only_pflux_errors(value: object) -> None:
+    problems: list[tuple[str, str]] = []
+    try:
+        size: object = parse_size(value)
+    except JobspecError as exc:
+        problems, size = exc.problems, 0
+    assert isinstance(size, int)
+    assert all(path.endswith("output.limit") for path, _ in problems)
+
+
+def test_render_path_fills_job_tags_and_leaves_others() -> None:
+    jobid = JobID(65535)
+    assert render_path("out-{{id}}.{{name}}", jobid, "sleep") == "out-ƒLUv.sleep"
+    assert render_path("{{jobid.dec}}-{{ id.hex }}", jobid, "x") == "65535-0xffff"
+    assert render_path("{{taskid}}", jobid, "x") == "{{taskid}}"
+
+
+def test_event_lines_are_compact_json_lines() -> None:
+    out = KVSOutput(100, "100")
+    out.redirect("stdout", "[0-3]", "/tmp/o")
+    text = out.take()
+    assert text.endswith("\n")
+    assert text.count("\n") == 1
+    assert json.loads(text)["context"] == {"stream": "stdout", "rank": "[0-3]", "path": "/tmp/o"}
