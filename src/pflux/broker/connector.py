@@ -15,8 +15,10 @@ import socket
 import struct
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from pflux.broker.message import (
+    FLAG_NORESPONSE,
     REQUEST,
     RESPONSE,
     ROLE_OWNER,
@@ -27,7 +29,7 @@ from pflux.broker.message import (
     RPCError,
     encode,
 )
-from pflux.broker.router import Broker
+from pflux.broker.router import Broker, Route
 
 log = logging.getLogger("pflux.connector")
 
@@ -53,12 +55,13 @@ class Connection(asyncio.Protocol):
         self.rolemask = 0
         self._disconnect: dict[Callable[[], None], None] = {}
         self.closed = False
+        self.provider: Provider | None = None  # set once this peer provides a service
 
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it
+        self.transport = cast("asyncio.Transport", transport)
         sock = transport.get_extra_info("socket")
         self.pid, self.userid, _ = peer_credentials(sock)
         if self.userid not in (self.broker.owner, 0):
@@ -80,7 +83,10 @@ class Connection(asyncio.Protocol):
             return
         for msg in messages:
             if msg.type != REQUEST:
-                # clients only send requests; a stray response is ignored, as in Flux
+                # a response answers a request forwarded to a service this peer provides;
+                # from anyone else it is stray, and ignored as Flux does
+                if self.provider is not None:
+                    self.provider.response(msg)
                 continue
             msg.userid = self.userid
             msg.rolemask = self.rolemask or ROLE_USER
@@ -90,6 +96,8 @@ class Connection(asyncio.Protocol):
         if self.decoder.pending:
             log.info("uid %d pid %d disconnected mid-message", self.userid, self.pid)
         self.closed = True
+        if self.provider is not None:
+            self.provider.lost()
         callbacks = list(self._disconnect)
         self._disconnect.clear()
         for callback in callbacks:
@@ -129,6 +137,108 @@ class Connection(asyncio.Protocol):
             )
             self.transport.close()
         self.closed = True
+
+
+class _Forwarded:
+    __slots__ = ("matchtag", "on_gone", "route", "streaming", "topic")
+
+    def __init__(self, route: Route, msg: Message, on_gone: Callable[[], None]) -> None:
+        self.route = route
+        self.matchtag = msg.matchtag
+        self.topic = msg.topic
+        self.streaming = msg.streaming
+        self.on_gone = on_gone
+
+
+class Provider:
+    """A connection whose peer provides services: requests go to it, its responses come back.
+
+    Each forwarded request gets a matchtag of this connection's own; the peer
+    answers with it and the answer is delivered to the requester under the
+    requester's matchtag. A requester that goes away is reported to the peer as
+    a ``<service>.disconnect`` request naming the forwarded matchtag.
+    """
+
+    def __init__(self, broker: Broker, conn: Connection) -> None:
+        self.broker = broker
+        self.conn = conn
+        self.services: set[str] = set()
+        self._tag = 0
+        self._pending: dict[int, _Forwarded] = {}
+
+    def add(self, service: str) -> None:
+        self.services.add(service)
+        self.broker.remote[service] = self.forward
+
+    def forward(self, msg: Message, route: Route) -> None:
+        self._tag += 1
+        tag = self._tag
+        if not msg.flags & FLAG_NORESPONSE:
+
+            def gone() -> None:
+                if self._pending.pop(tag, None) is not None:
+                    service = msg.topic.partition(".")[0]
+                    self.conn.deliver(
+                        Message(
+                            REQUEST,
+                            f"{service}.disconnect",
+                            0,
+                            {"matchtag": tag},
+                            flags=FLAG_NORESPONSE,
+                            userid=self.broker.owner,
+                            rolemask=ROLE_OWNER,
+                        )
+                    )
+
+            self._pending[tag] = _Forwarded(route, msg, gone)
+            route.add_disconnect(gone)
+        self.conn.deliver(
+            Message(
+                REQUEST,
+                msg.topic,
+                tag,
+                msg.payload,
+                flags=msg.flags,
+                userid=msg.userid,
+                rolemask=msg.rolemask,
+            )
+        )
+
+    def response(self, msg: Message) -> None:
+        entry = self._pending.get(msg.matchtag)
+        if entry is None:
+            return
+        if msg.errnum or not entry.streaming:
+            del self._pending[msg.matchtag]
+            entry.route.discard_disconnect(entry.on_gone)
+        entry.route.deliver(
+            Message(
+                RESPONSE,
+                entry.topic,
+                entry.matchtag,
+                msg.payload,
+                errnum=msg.errnum,
+                errstr=msg.errstr,
+            )
+        )
+
+    def lost(self) -> None:
+        """The peer is gone: its services with it, and every request it held fails."""
+        for service in self.services:
+            if self.broker.remote.get(service) == self.forward:
+                del self.broker.remote[service]
+        pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            entry.route.discard_disconnect(entry.on_gone)
+            entry.route.deliver(
+                Message(
+                    RESPONSE,
+                    entry.topic,
+                    entry.matchtag,
+                    errnum=errno.ENOSYS,
+                    errstr=f"the service providing {entry.topic!r} went away",
+                )
+            )
 
 
 async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:

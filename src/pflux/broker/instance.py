@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import importlib
 import logging
 import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pflux.broker.connector import serve
+from pflux.broker.connector import Connection, Provider, serve
+from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import uri_for
 from pflux.errors import PfluxError
@@ -35,8 +38,13 @@ SERVICES: tuple[str, ...] = (
     "pflux.sched.service:Scheduler",
     "pflux.exec.service:JobExec",
     "pflux.info:JobInfo",
-    "pflux.joblist:JobList",
 )
+
+# Services that run in processes of their own (see broker/module.py), started
+# once the broker listens: job-list does as much work per job as the job
+# manager, and in its own process it uses the second core.
+MODULES: dict[str, str] = {"job-list": "pflux.joblist:JobList"}
+MODULE_START_TIMEOUT = 60.0
 
 SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
@@ -50,6 +58,7 @@ class BrokerService(Service):
     def __init__(self, broker: Broker, stop: asyncio.Event) -> None:
         super().__init__(broker)
         self._stop = stop
+        self.added: dict[str, asyncio.Event] = {}  # services awaited from module processes
 
     @method("ping")
     def ping(self, req: Request) -> None:
@@ -64,6 +73,25 @@ class BrokerService(Service):
         req.respond({})
         self._stop.set()
 
+    @method("service-add")
+    def service_add(self, req: Request) -> None:
+        """A process connected to this broker provides ``service`` from now on."""
+        service = req.payload.get("service") if isinstance(req.payload, dict) else None
+        if not isinstance(req.sender, Connection) or not req.owner:
+            raise RPCError(errno.EPERM, "service-add: only the instance owner's processes")
+        if not isinstance(service, str) or not service or "." in service:
+            raise RPCError(errno.EINVAL, f"service-add: service must be a name, got {service!r}")
+        if service in self.broker.services or service in self.broker.remote:
+            raise RPCError(errno.EEXIST, f"service-add: {service} is already provided")
+        conn = req.sender
+        if conn.provider is None:
+            conn.provider = Provider(self.broker, conn)
+        conn.provider.add(service)
+        req.respond({})
+        added = self.added.get(service)
+        if added is not None:
+            added.set()
+
 
 class Instance:
     """Runs one instance until shutdown, SIGTERM/SIGINT, or the initial program's exit."""
@@ -74,11 +102,16 @@ class Instance:
         *,
         config: dict[str, Any] | None = None,
         services: Sequence[str] = SERVICES,
+        modules: dict[str, str] | None = None,
     ) -> None:
         self._temporary = state_dir is None
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
         self.service_paths = services
+        self.module_paths = MODULES if modules is None else modules
+        self._modules: list[asyncio.subprocess.Process] = []
+        self._watchers: set[asyncio.Task[None]] = set()
+        self._stopping = False
         self.socket_path = self.state_dir / SOCKET_NAME
         if len(os.fsencode(self.socket_path.absolute())) > MAX_SOCKET_PATH:
             raise PfluxError(
@@ -94,7 +127,8 @@ class Instance:
         stop = asyncio.Event()
         broker = Broker(os.getuid(), attrs=self._attrs(), config=self.config)
         broker.on_fatal = lambda reason: stop.set()
-        broker.register(BrokerService(broker, stop))
+        self.broker_service = BrokerService(broker, stop)
+        broker.register(self.broker_service)
         for path in self.service_paths:
             module, _, cls = path.partition(":")
             broker.register(getattr(importlib.import_module(module), cls)(broker))
@@ -104,14 +138,17 @@ class Instance:
         rc = 0
         await broker.start()
         server = await serve(broker, self.socket_path)
-        log.info("instance ready at %s", self.uri)
         try:
+            await self._start_modules()
+            log.info("instance ready at %s", self.uri)
             if argv:
                 rc = await self._run_initial(argv, stop)
             else:
                 await stop.wait()
         finally:
+            self._stopping = True
             server.close()
+            await self._stop_modules()
             await broker.stop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
@@ -120,6 +157,51 @@ class Instance:
             if self._temporary:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
         return rc
+
+    async def _start_modules(self) -> None:
+        """Start each module process and wait until it provides its service."""
+        waits = []
+        for name, path in self.module_paths.items():
+            event = self.broker_service.added.setdefault(name, asyncio.Event())
+            waits.append(event.wait())
+            await self._spawn(path)
+        if waits:
+            try:
+                await asyncio.wait_for(asyncio.gather(*waits), MODULE_START_TIMEOUT)
+            except TimeoutError:
+                raise PfluxError(
+                    f"a service process did not start in {MODULE_START_TIMEOUT:.0f}s"
+                ) from None
+
+    async def _spawn(self, path: str) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "pflux.broker.module", self.uri, path, start_new_session=True
+        )
+        self._modules.append(proc)
+        task = asyncio.get_running_loop().create_task(self._watch(path, proc))
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+
+    async def _watch(self, path: str, proc: asyncio.subprocess.Process) -> None:
+        """A module process that dies while the instance runs is logged and started again."""
+        code = await proc.wait()
+        if not self._stopping:
+            log.error("service process %s exited with %s; starting it again", path, code)
+            self._modules.remove(proc)
+            await self._spawn(path)
+
+    async def _stop_modules(self) -> None:
+        for proc in self._modules:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+        for proc in self._modules:
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        self._modules = []
 
     async def _run_initial(self, argv: Sequence[str], stop: asyncio.Event) -> int:
         env = dict(os.environ, PFLUX_URI=self.uri)

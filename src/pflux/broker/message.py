@@ -107,18 +107,25 @@ class Message:
 
 
 def encode(msg: Message) -> bytes:
-    """The wire form of ``msg``: length header and JSON body."""
-    body = orjson.dumps(
-        {
-            "type": msg.type,
-            "topic": msg.topic,
-            "matchtag": msg.matchtag,
-            "flags": msg.flags,
-            "payload": msg.payload,
-            "errnum": msg.errnum,
-            "errstr": msg.errstr,
-        }
-    )
+    """The wire form of ``msg``: length header and JSON body.
+
+    A request the broker forwards to a service in another process carries the
+    requester's ``userid`` and ``rolemask``; the broker overwrites both on
+    anything a connection sends it, so a client cannot claim them.
+    """
+    obj = {
+        "type": msg.type,
+        "topic": msg.topic,
+        "matchtag": msg.matchtag,
+        "flags": msg.flags,
+        "payload": msg.payload,
+        "errnum": msg.errnum,
+        "errstr": msg.errstr,
+    }
+    if msg.userid >= 0:
+        obj["userid"] = msg.userid
+        obj["rolemask"] = msg.rolemask
+    body = orjson.dumps(obj)
     if len(body) > MAX_SIZE:
         raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
     return HEADER.pack(len(body)) + body
@@ -147,8 +154,20 @@ def decode_body(body: bytes | bytearray) -> Message:
             raise ProtocolError(f"message {name} must be a non-negative integer")
     if errstr is not None and not isinstance(errstr, str):
         raise ProtocolError("message errstr must be a string or null")
+    userid = obj.get("userid", -1)
+    rolemask = obj.get("rolemask", 0)
+    if type(userid) is not int or type(rolemask) is not int:
+        raise ProtocolError("message userid and rolemask must be integers")
     return Message(
-        mtype, topic, matchtag, obj.get("payload"), flags=flags, errnum=errnum, errstr=errstr
+        mtype,
+        topic,
+        matchtag,
+        obj.get("payload"),
+        flags=flags,
+        errnum=errnum,
+        errstr=errstr,
+        userid=userid,
+        rolemask=rolemask,
     )
 
 

@@ -28,6 +28,7 @@ from pflux.errors import PfluxError
 log = logging.getLogger("pflux.broker")
 
 Handler = Callable[["Request"], Awaitable[None] | None]
+Forward = Callable[[Message, "Route"], None]
 
 
 class Route(Protocol):
@@ -199,6 +200,10 @@ class Broker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._tag = 0
         self.on_fatal: Callable[[str], None] | None = None
+        # services in other processes, by name: how to pass them a request
+        self.remote: dict[str, Forward] = {}
+        # in a module process: where requests for services not here go (the main broker)
+        self.fallback: Forward | None = None
 
     def fatal(self, reason: str) -> None:
         """Something the instance cannot go on without has failed: stop it, loudly."""
@@ -251,11 +256,15 @@ class Broker:
         self.loop.call_soon(self._handle, msg, route)
 
     def _handle(self, msg: Message, route: Route) -> None:
-        req = Request(msg, route)
         handler = self._handlers.get(msg.topic)
         if handler is None:
-            req.error(errno.ENOSYS, f"no service provides {msg.topic!r}")
+            forward = self.remote.get(msg.topic.partition(".")[0]) or self.fallback
+            if forward is not None:
+                forward(msg, route)
+                return
+            Request(msg, route).error(errno.ENOSYS, f"no service provides {msg.topic!r}")
             return
+        req = Request(msg, route)
         try:
             result = handler(req)
         except Exception as exc:

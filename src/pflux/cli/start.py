@@ -40,7 +40,9 @@ def _start(args: argparse.Namespace) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     config = _config(args)
     instance = Instance(args.state_dir, config=config)
-    return asyncio.run(instance.run(args.command or None))
+    import uvloop
+
+    return uvloop.run(instance.run(args.command or None))
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:

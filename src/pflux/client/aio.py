@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from pflux.broker.message import (
     FLAG_STREAMING,
@@ -30,8 +30,7 @@ class _Protocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast("asyncio.Transport", transport)  # uvloop's do not subclass it
 
     def data_received(self, data: bytes) -> None:
         try:

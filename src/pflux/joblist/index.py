@@ -33,6 +33,7 @@ log = logging.getLogger("pflux.job-list")
 
 _PENDING: Final = int(State.PENDING)
 _RUNNING: Final = int(State.RUNNING)
+_PENDING_STATES: Final = frozenset((State.DEPEND, State.PRIORITY, State.SCHED))
 _INACTIVE: Final = int(State.INACTIVE)
 
 Key = tuple[float, int]
@@ -93,6 +94,15 @@ class JobIndex:
         self.pending = _Ordered(_pending_key)
         self.running = _Ordered(_running_key)
         self.inactive = _Ordered(_inactive_key)
+        # a dict, not Flag arithmetic: enum.Flag's & costs microseconds on this hot path
+        self._orderings: dict[State, _Ordered] = {
+            State.DEPEND: self.pending,
+            State.PRIORITY: self.pending,
+            State.SCHED: self.pending,
+            State.RUN: self.running,
+            State.CLEANUP: self.running,
+            State.INACTIVE: self.inactive,
+        }
         self.ready = False  # the backlog is in and the orderings are built
         self._held: dict[int, dict[int, dict[str, Any]]] = {}
         self._early_annotations: dict[int, list[dict[str, Any]]] = {}
@@ -160,7 +170,7 @@ class JobIndex:
             self._forget(summary)
             return None
         old_state = summary.state
-        if self.ready and event.name == "priority" and old_state & _PENDING:
+        if self.ready and event.name == "priority" and old_state in _PENDING_STATES:
             # the key changes with the priority: take the job out before it does
             self.pending.discard(summary, _pending_key(summary))
             summary.apply(event, entry)
@@ -195,13 +205,7 @@ class JobIndex:
     # --- orderings ---------------------------------------------------------------------
 
     def _ordering(self, state: State) -> _Ordered | None:
-        if state & _PENDING:
-            return self.pending
-        if state & _RUNNING:
-            return self.running
-        if state is State.INACTIVE:
-            return self.inactive
-        return None  # NEW jobs are not listed until validated
+        return self._orderings.get(state)  # NEW jobs are not listed until validated
 
     def _move(self, summary: JobSummary, old_state: State) -> None:
         """Move a job whose state changed; keys never change while a job is listed

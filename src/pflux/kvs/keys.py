@@ -107,9 +107,12 @@ def job_key(jobid: int, *path: str) -> str:
     >>> job_key(6787342413402046, "eventlog")
     'job.0018.1d0d.4d85.0fbe.eventlog'
     """
-    from pflux.spec.fluid import JobID
+    if type(jobid) is not int or not 0 <= jobid < 1 << 64:
+        from pflux.spec.fluid import JobID
 
-    base = JobID(jobid).kvs
+        JobID(jobid)  # raises the JobIDError that says why
+    h = f"{jobid:016x}"  # the kvs encoding, written out: this is on every job's hot path
+    base = f"job.{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
     return ".".join((base, *path)) if path else base
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from pflux.broker.message import Message
 from pflux.broker.router import Broker
-from pflux.kvs.keys import job_key
 from pflux.manager.job import Job
 from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec.eventlog import Event
@@ -82,7 +81,7 @@ class EventPoster:
         """Add an applied event to the batch (``commit=False``: already in the KVS)."""
         batch = self.batch
         if commit:
-            batch.ops.append(["append", job_key(job.id, "eventlog"), event.to_line()])
+            batch.ops.append(["append", job.kvs("eventlog"), event.to_line()])
         entry: dict[str, Any] = {"id": job.id, "seq": seq, "entry": event.to_json()}
         if event.name == "submit":
             entry["jobspec"] = job.jobspec

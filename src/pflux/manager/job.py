@@ -39,6 +39,7 @@ class Job:
         "id",
         "jobspec",
         "jobspec_updates",
+        "key",
         "memo",
         "perilog",
         "plugin_data",
@@ -58,6 +59,7 @@ class Job:
 
     def __init__(self, jobid: int) -> None:
         self.id = jobid
+        self.key = ""  # the job's KVS directory, once asked for
         self.state = State.NEW
         self.history: list[str] = []
         self.userid = -1
@@ -98,6 +100,14 @@ class Job:
     def active(self) -> bool:
         return bool(self.state & State.ACTIVE) or self.state is State.NEW
 
+    def kvs(self, name: str) -> str:
+        """The KVS key of ``name`` in the job's directory (computed once per job)."""
+        if not self.key:
+            from pflux.kvs.keys import job_key
+
+            self.key = job_key(self.id)
+        return f"{self.key}.{name}"
+
     @property
     def debug(self) -> bool:
         """Submitted with the debug flag, or given it since: post debug.* events."""
@@ -126,6 +136,7 @@ class Job:
 
     def slim(self) -> None:
         """Drop what an inactive job no longer needs, to keep 100,000 of them small."""
+        self.key = ""
         self.jobspec = None
         self.R = None
         self.waiters = []

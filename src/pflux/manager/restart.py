@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pflux.errors import EventlogError
-from pflux.kvs.keys import job_id_from_key, job_key
+from pflux.kvs.keys import job_id_from_key
 from pflux.manager.job import Job
 from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec.eventlog import Event, parse
@@ -85,11 +85,11 @@ async def load(broker: Broker) -> dict[int, Job]:
         if job.state is State.INACTIVE:
             job.slim()
             continue
-        job.jobspec = await _get_json(broker, job_key(job.id, "jobspec"))
+        job.jobspec = await _get_json(broker, job.kvs("jobspec"))
         if job.jobspec is not None and job.jobspec_updates:
             apply_jobspec_updates(job.jobspec, job.jobspec_updates)
         if job.has_resources:
-            job.R = await _get_json(broker, job_key(job.id, "R"))
+            job.R = await _get_json(broker, job.kvs("R"))
         # a job whose shells may still be running is started again with reattach
         job.reattach = job.state is State.RUN
     return jobs

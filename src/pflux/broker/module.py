@@ -1,0 +1,182 @@
+"""A service in a process of its own: ``python -m pflux.broker.module URI MODULE:CLASS``.
+
+The process runs a router of its own holding the one service, linked to the
+instance's broker over the local connector: requests for the service arrive
+over the link and their responses go back, and whatever the service asks of
+other services (``broker.send``/``call``/``stream``) goes to the broker. The
+service's code is the same as in the broker; only where it runs differs, so a
+busy service (job-list) costs the broker no CPU and uses the second core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import cast
+
+from pflux.broker.message import (
+    FLAG_NORESPONSE,
+    REQUEST,
+    RESPONSE,
+    Decoder,
+    Message,
+    ProtocolError,
+    encode,
+)
+from pflux.broker.router import Broker, Route
+from pflux.client.uri import socket_path
+
+log = logging.getLogger("pflux.module")
+
+
+class _Reply:
+    """Route for a request that came over the link: answers go back under its matchtag."""
+
+    __slots__ = ("_disconnect", "link", "matchtag")
+
+    def __init__(self, link: Link, matchtag: int) -> None:
+        self.link = link
+        self.matchtag = matchtag
+        self._disconnect: dict[Callable[[], None], None] = {}
+
+    def deliver(self, msg: Message) -> None:
+        msg.matchtag = self.matchtag
+        self.link.write(msg)
+        if msg.errnum or not self.link.streaming.get(self.matchtag, False):
+            self.link.replies.pop(self.matchtag, None)
+            self.link.streaming.pop(self.matchtag, None)
+
+    def add_disconnect(self, callback: Callable[[], None]) -> None:
+        self._disconnect[callback] = None
+
+    def discard_disconnect(self, callback: Callable[[], None]) -> None:
+        self._disconnect.pop(callback, None)
+
+    def gone(self) -> None:
+        callbacks, self._disconnect = self._disconnect, {}
+        for callback in callbacks:
+            callback()
+
+
+class Link(asyncio.Protocol):
+    """The module's connection to the broker, carrying requests both ways."""
+
+    def __init__(self, local: Broker) -> None:
+        self.local = local
+        self.decoder = Decoder()
+        self.transport: asyncio.Transport | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._tag = 0
+        self._out: dict[int, tuple[Route, int, str, bool]] = {}  # our requests to the broker
+        self.replies: dict[int, _Reply] = {}  # the broker's requests to us
+        self.streaming: dict[int, bool] = {}
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast("asyncio.Transport", transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def write(self, msg: Message) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(encode(msg))
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            messages = self.decoder.feed(data)
+        except ProtocolError as exc:
+            log.error("link to the broker: %s", exc)
+            if self.transport is not None:
+                self.transport.close()
+            return
+        for msg in messages:
+            if msg.type == RESPONSE:
+                self._response(msg)
+            elif msg.topic.endswith(".disconnect") and msg.flags & FLAG_NORESPONSE:
+                reply = self.replies.pop(int((msg.payload or {}).get("matchtag", 0)), None)
+                if reply is not None:
+                    reply.gone()
+            else:
+                self._request(msg)
+
+    def _request(self, msg: Message) -> None:
+        reply = _Reply(self, msg.matchtag)
+        if not msg.flags & FLAG_NORESPONSE:
+            self.replies[msg.matchtag] = reply
+            self.streaming[msg.matchtag] = msg.streaming
+        self.local.dispatch(msg, reply)
+
+    def forward(self, msg: Message, route: Route) -> None:
+        """A request of the module's service for a service elsewhere: send it to the broker."""
+        self._tag += 1
+        if not msg.flags & FLAG_NORESPONSE:
+            self._out[self._tag] = (route, msg.matchtag, msg.topic, msg.streaming)
+        self.write(Message(REQUEST, msg.topic, self._tag, msg.payload, flags=msg.flags))
+
+    def _response(self, msg: Message) -> None:
+        entry = self._out.get(msg.matchtag)
+        if entry is None:
+            return
+        route, matchtag, topic, streaming = entry
+        if msg.errnum or not streaming:
+            del self._out[msg.matchtag]
+        route.deliver(
+            Message(RESPONSE, topic, matchtag, msg.payload, errnum=msg.errnum, errstr=msg.errstr)
+        )
+
+    async def call(self, topic: str, payload: object) -> object:
+        """A request of the module host itself (service-add, attrs)."""
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+
+        class _Once:
+            def deliver(self, msg: Message) -> None:
+                if not future.done():
+                    future.set_result(msg)
+
+            def add_disconnect(self, callback: Callable[[], None]) -> None:
+                """The host never goes away while it waits."""
+
+            def discard_disconnect(self, callback: Callable[[], None]) -> None:
+                """Nothing was added."""
+
+        self.forward(Message(REQUEST, topic, 0, payload), _Once())
+        return (await future).raise_for_error()
+
+
+async def run(uri: str, path: str) -> int:
+    """Provide the service ``path`` names (``module:Class``) until the link closes."""
+    loop = asyncio.get_running_loop()
+    local = Broker(os.getuid())
+    link = Link(local)
+    await loop.create_unix_connection(lambda: link, socket_path(uri))
+    local.fallback = link.forward
+    attrs = await link.call("broker.attrs", {})
+    local.attrs = dict(attrs["attrs"])  # type: ignore[index]
+    module, _, cls = path.partition(":")
+    service = getattr(importlib.import_module(module), cls)(local)
+    local.register(service)
+    await local.start()
+    await link.call("broker.service-add", {"service": service.name})
+    await link.closed
+    await local.stop()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(
+        level=os.environ.get("PFLUX_MODULE_LOGLEVEL", "WARNING"),
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+    )
+    uri, path = argv
+    import uvloop
+
+    return uvloop.run(run(uri, path))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
