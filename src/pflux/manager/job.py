@@ -25,6 +25,7 @@ class Job:
         "R",
         "alloc_canceled",
         "alloc_pending",
+        "allocated",
         "depend_checked",
         "dependencies",
         "exception",
@@ -73,6 +74,7 @@ class Job:
         self.satisfied: set[str] = set()
         self.perilog: dict[str, None] = {}  # prolog/epilog actions running
         self.has_resources = False
+        self.allocated = False  # an alloc event was ever posted
         self.started = False
         self.finish_status: int | None = None
         self.release_final = False

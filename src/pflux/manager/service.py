@@ -17,6 +17,7 @@ from typing import Any
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
 from pflux.manager import restart
 from pflux.manager.actions import Action, next_actions
@@ -25,6 +26,9 @@ from pflux.manager.events import Batch, EventPoster
 from pflux.manager.job import Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin
+from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
+from pflux.manager.plugins.begin_time import BeginTime
+from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.priority import priority
 from pflux.manager.requests import check_urgency, exception_args, job_id_arg, payload_of
@@ -56,6 +60,7 @@ class JobManager(Service):
         self.journal = Journal(self)
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
+        self.watchers: dict[str, list[Plugin]] = {}  # event name -> plugins that want it
         self.queue_enabled = True
         self.disable_reason = ""
         self.queue_started = True
@@ -63,6 +68,8 @@ class JobManager(Service):
         self.max_jobid = 0
         self._drain: list[Request] = []
         self._idle: list[Request] = []
+        for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
+            self.add_plugin(scheme(self))
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -72,6 +79,8 @@ class JobManager(Service):
         self.plugins.append(plugin)
         for scheme in plugin.schemes:
             self.schemes[scheme] = plugin
+        for name in plugin.events:
+            self.watchers.setdefault(name, []).append(plugin)
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -156,8 +165,8 @@ class JobManager(Service):
 
     def _run_dependencies(self, job: Job) -> None:
         job.depend_checked = True
-        for plugin in self.plugins:
-            plugin.depend(job)
+        for dependency in dependencies_of(job):
+            self.schemes[dependency["scheme"]].depend(job, dependency)
 
     def _free(self, job: Job) -> None:
         if not any(plugin.before_free(job) for plugin in self.plugins):
@@ -187,11 +196,13 @@ class JobManager(Service):
         self.journal.publish(batch.entries)
         for callback in batch.callbacks:
             callback()
+        watchers = self.watchers
         for entry in batch.entries:
-            job = self.jobs.get(entry["id"])
-            if job is not None and self.plugins:
+            plugins = watchers.get(entry["entry"]["name"])
+            job = self.jobs.get(entry["id"]) if plugins else None
+            if job is not None and plugins is not None:
                 event = Event.from_json(entry["entry"])
-                for plugin in self.plugins:
+                for plugin in plugins:
                     plugin.event(job, event)
         for job in batch.jobs:
             if job.state is not State.INACTIVE:
@@ -256,7 +267,7 @@ class JobManager(Service):
                 self._check_dependencies(job)
                 for plugin in self.plugins:
                     plugin.validate(job)
-            except (RPCError, ValueError) as exc:
+            except PfluxError as exc:
                 error = str(exc)
         if error is None:
             self.post(job, "validate")
@@ -268,8 +279,7 @@ class JobManager(Service):
         return error
 
     def _check_dependencies(self, job: Job) -> None:
-        system = (job.jobspec or {}).get("attributes", {}).get("system", {})
-        for dependency in system.get("dependencies", []):
+        for dependency in dependencies_of(job):
             plugin = self.schemes.get(dependency["scheme"])
             if plugin is None:
                 raise RPCError(
@@ -468,6 +478,14 @@ class JobManager(Service):
     @method("sched-ready")
     def sched_ready(self, req: Request) -> None:
         self.alloc.sched_ready(req)
+
+
+def dependencies_of(job: Job) -> list[dict[str, Any]]:
+    """The RFC 26 dependencies in a job's jobspec (``attributes.system.dependencies``)."""
+    deps: list[dict[str, Any]] = (
+        (job.jobspec or {}).get("attributes", {}).get("system", {}).get("dependencies", [])
+    )
+    return deps
 
 
 def _updated(jobspec: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:

@@ -154,6 +154,7 @@ def _urgency(job: Job, event: Event) -> State:
 
 def _alloc(job: Job, event: Event) -> State:
     job.has_resources = True
+    job.allocated = True
     return State.RUN if job.state is State.SCHED else job.state
 
 

@@ -42,6 +42,7 @@ class Plugin:
 
     name = ""
     schemes: tuple[str, ...] = ()  # RFC 26 dependency schemes this plugin handles
+    events: frozenset[str] = frozenset()  # the event names ``event`` is called for
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -52,11 +53,12 @@ class Plugin:
     def validate_dependency(self, job: Job, dependency: dict[str, Any]) -> None:
         """Check one of ``job``'s dependencies of this plugin's schemes (raise to refuse)."""
 
-    def depend(self, job: Job) -> None:
-        """``job`` entered DEPEND (or was found there at restart): add its dependencies."""
+    def depend(self, job: Job, dependency: dict[str, Any]) -> None:
+        """``job`` entered DEPEND (or was found there at restart) with ``dependency``, of one
+        of this plugin's schemes: add it (or nothing, if it is already satisfied)."""
 
     def event(self, job: Job, event: Event) -> None:
-        """``event`` was committed to ``job``'s eventlog."""
+        """``event``, one of ``events``, was committed to ``job``'s eventlog."""
 
     def before_free(self, job: Job) -> bool:
         """``job``'s resources are about to go back; True to hold them (an epilog started)."""

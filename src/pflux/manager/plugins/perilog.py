@@ -51,6 +51,7 @@ class Perilog(Plugin):
     """Runs the configured prolog and epilog of every job."""
 
     name = "perilog"
+    events = frozenset(("alloc",))
 
     def __init__(self, host: Host, config: dict[str, Any]) -> None:
         super().__init__(host)
@@ -70,7 +71,7 @@ class Perilog(Plugin):
             self.host.raise_exception(job, kind, f"{kind} was running when the instance restarted")
 
     def event(self, job: Job, event: Event) -> None:
-        if self.prolog and event.name == "alloc" and job.state is State.RUN:
+        if self.prolog and job.state is State.RUN:
             self._run(job, "prolog", PROLOG, self.prolog)
 
     def before_free(self, job: Job) -> bool:

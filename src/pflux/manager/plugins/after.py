@@ -1,0 +1,105 @@
+"""RFC 26's simple dependencies: after, afterany, afterok, afternotok (plus flux's afterstart).
+
+The value is the antecedent's job id in any FLUID encoding. Submission is
+refused, with flux-core's words, for an id that does not parse or names no
+job, for another user's job (unless the submitter owns the instance), and for
+an antecedent already inactive that can never satisfy the dependency. The
+dependency's description is ``after-start=VALUE`` (after), ``after-finish``
+(afterany), ``after-success`` (afterok) or ``after-failure`` (afternotok), with
+VALUE the id as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING, Any
+
+from pflux.broker.message import RPCError
+from pflux.errors import JobIDError
+from pflux.manager.plugins import Host, Plugin
+from pflux.manager.plugins.antecedents import NEVER_STARTED, Antecedents, Condition, verdict
+from pflux.manager.states import State
+from pflux.spec.fluid import JobID
+
+if TYPE_CHECKING:
+    from pflux.manager.job import Job
+    from pflux.spec.eventlog import Event
+
+
+def _refuse(message: str) -> RPCError:
+    return RPCError(errno.EINVAL, message)
+
+
+class AfterScheme(Plugin):
+    """One after* scheme: its condition, its submit-time checks, its edges."""
+
+    condition: Condition
+    events = frozenset(("start", "clean"))
+
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self.edges = Antecedents(host)
+
+    def _antecedent(self, job: Job, dependency: dict[str, Any]) -> Job:
+        scheme, value = dependency["scheme"], dependency["value"]
+        try:
+            jobid = JobID.parse(value)
+        except JobIDError:
+            raise _refuse(f'dependency: {scheme}: "{value}" is not a valid jobid') from None
+        antecedent = self.host.lookup(jobid)
+        if antecedent is None:
+            raise _refuse(f"dependency: {scheme}: id {value}: job not found")
+        if job.userid not in (antecedent.userid, self.host.owner):
+            raise RPCError(errno.EPERM, f"{scheme}: Permission denied for job {value}")
+        return antecedent
+
+    def validate_dependency(self, job: Job, dependency: dict[str, Any]) -> None:
+        antecedent = self._antecedent(job, dependency)
+        if antecedent.state is not State.INACTIVE:
+            return
+        why = verdict(self.condition, antecedent)
+        value = dependency["value"]
+        if why == NEVER_STARTED:
+            raise _refuse(f"dependency: after: {value} never started")
+        if why is not None and self.condition is Condition.SUCCESS:
+            raise _refuse(f"dependency: afterok: job {value} failed or was canceled")
+        if why is not None:
+            raise _refuse(f"dependency: afternotok: job {value} succeeded")
+
+    def depend(self, job: Job, dependency: dict[str, Any]) -> None:
+        antecedent = self.host.lookup(JobID.parse(dependency["value"]))
+        description = f"{self.condition.value}={dependency['value']}"
+        if antecedent is None:  # gone since submit (it cannot be: jobs are never purged)
+            self.host.raise_exception(job, "depend", f"dependency {description} job not found")
+            return
+        self.edges.add(antecedent, job, description, self.condition)
+
+    def event(self, job: Job, event: Event) -> None:
+        if event.name == "start":
+            self.edges.started(job)
+        else:
+            self.edges.finished(job)
+
+
+class After(AfterScheme):
+    name = "after"
+    schemes = ("after", "afterstart")
+    condition = Condition.START
+
+
+class AfterAny(AfterScheme):
+    name = "afterany"
+    schemes = ("afterany",)
+    condition = Condition.FINISH
+
+
+class AfterOk(AfterScheme):
+    name = "afterok"
+    schemes = ("afterok",)
+    condition = Condition.SUCCESS
+
+
+class AfterNotOk(AfterScheme):
+    name = "afternotok"
+    schemes = ("afternotok",)
+    condition = Condition.FAILURE

@@ -1,0 +1,52 @@
+"""RFC 26's begin-time dependency: a job waits until the clock reaches a timestamp.
+
+The value is seconds since the Unix epoch. The dependency (``begin-time=%.3f``,
+flux-core's description) is removed by a timer, never by polling; a time in
+the past is satisfied at once. After a restart the timer is set again from the
+eventlog's outstanding dependency.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from pflux.broker.message import RPCError
+from pflux.manager.plugins import Plugin
+from pflux.manager.states import State
+
+if TYPE_CHECKING:
+    from pflux.manager.job import Job
+
+
+def _timestamp(value: Any) -> float:
+    try:
+        stamp = float(value)
+    except (TypeError, ValueError):
+        stamp = math.nan
+    if not math.isfinite(stamp) or stamp < 0:
+        raise RPCError(errno.EINVAL, f"Invalid begin-time={value}")
+    return stamp
+
+
+class BeginTime(Plugin):
+    name = "begin-time"
+    schemes = ("begin-time",)
+
+    def validate_dependency(self, job: Job, dependency: dict[str, Any]) -> None:
+        _timestamp(dependency["value"])
+
+    def depend(self, job: Job, dependency: dict[str, Any]) -> None:
+        begin = _timestamp(dependency["value"])
+        description = f"begin-time={begin:.3f}"
+        if description in job.satisfied:
+            return
+        self.host.dependency_add(job, description)
+        delay = max(0.0, begin - time.time())
+        self.host.loop.call_later(delay, self._due, job, description)
+
+    def _due(self, job: Job, description: str) -> None:
+        if job.state is State.DEPEND and description in job.dependencies:
+            self.host.dependency_remove(job, description)
