@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -151,6 +151,58 @@ class Client:
     def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """Wait until the job is inactive."""
         return _result(self.handle.call("job-manager.wait", {"id": int(jobid)}, timeout))
+
+    def wait_all(self, jobids: Iterable[int]) -> dict[JobID, JobResult]:
+        """Wait for every job, all waits in flight at once."""
+        rpcs = [self.handle.rpc("job-manager.wait", {"id": int(j)}) for j in jobids]
+        results = [_result(rpc.get()) for rpc in rpcs]
+        return {result.id: result for result in results}
+
+    def submit_dag(
+        self,
+        nodes: Mapping[Hashable, Mapping[str, Any] | Sequence[str]],
+        edges: Iterable[tuple[Hashable, Hashable]] = (),
+        *,
+        scheme: str = "afterok",
+        **options: Any,
+    ) -> dict[Any, JobID]:
+        """Submit a workflow: ``nodes`` maps names to commands or jobspecs, ``edges`` are
+        ``(parent, child)`` pairs; each child depends on its parents by ``scheme``.
+
+        Returns each node's job id. Nodes are submitted level by level, each level's
+        jobs all in flight at once; a cycle or an unknown node is refused before
+        anything is submitted.
+        """
+        from pflux.dag import levels, parents_of
+
+        parents = parents_of(nodes, edges)
+        order = levels(parents)
+        ids: dict[Any, JobID] = {}
+        for level in order:
+            jobspecs = []
+            for name in level:
+                spec = nodes[name]
+                jobspec = jobspec_of(spec, **(options if not isinstance(spec, Mapping) else {}))
+                deps = [{"scheme": scheme, "value": str(ids[p])} for p in parents[name]]
+                if deps:
+                    system = jobspec["attributes"]["system"]
+                    system["dependencies"] = [*system.get("dependencies", []), *deps]
+                jobspecs.append(jobspec)
+            ids.update(zip(level, self.submit_many(jobspecs), strict=True))
+        return ids
+
+    def run_dag(
+        self,
+        nodes: Mapping[Hashable, Mapping[str, Any] | Sequence[str]],
+        edges: Iterable[tuple[Hashable, Hashable]] = (),
+        *,
+        scheme: str = "afterok",
+        **options: Any,
+    ) -> dict[Any, tuple[JobID, JobResult]]:
+        """``submit_dag`` and wait for every node: each node's id and result."""
+        ids = self.submit_dag(nodes, edges, scheme=scheme, **options)
+        results = self.wait_all(ids.values())
+        return {name: (jobid, results[jobid]) for name, jobid in ids.items()}
 
     def events(self, jobid: int, *, path: str = "eventlog", follow: bool = True) -> Iterator[Event]:
         """The job's events (or a guest eventlog's: ``guest.output``, ``guest.exec.eventlog``).

@@ -68,6 +68,7 @@ class JobManager(Service):
         self.max_jobid = 0
         self._drain: list[Request] = []
         self._idle: list[Request] = []
+        self._depending: set[Job] = set()  # jobs whose dependencies are being added
         for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
             self.add_plugin(scheme(self))
 
@@ -146,6 +147,8 @@ class JobManager(Service):
 
     def advance(self, job: Job) -> None:
         """Perform the actions due for ``job``; those reaching outside wait for its commit."""
+        if job in self._depending:
+            return
         actions = next_actions(
             job,
             sched_ready=self.alloc.ready,
@@ -164,9 +167,16 @@ class JobManager(Service):
             self.advance(job)
 
     def _run_dependencies(self, job: Job) -> None:
+        # no advancing this job until every dependency is added: one satisfied at once
+        # must not let it post depend while the rest are still to come
+        self._depending.add(job)
+        try:
+            for dependency in dependencies_of(job):
+                self.schemes[dependency["scheme"]].depend(job, dependency)
+        finally:
+            self._depending.discard(job)
         job.depend_checked = True
-        for dependency in dependencies_of(job):
-            self.schemes[dependency["scheme"]].depend(job, dependency)
+        self.advance(job)
 
     def _free(self, job: Job) -> None:
         if not any(plugin.before_free(job) for plugin in self.plugins):
