@@ -182,7 +182,10 @@ class Client:
             jobspecs = []
             for name in level:
                 spec = nodes[name]
-                jobspec = jobspec_of(spec, **(options if not isinstance(spec, Mapping) else {}))
+                if isinstance(spec, Mapping):
+                    jobspec = jobspec_of(spec)
+                else:  # a command: the node's name names the job too
+                    jobspec = jobspec_of(spec, **{"name": str(name), **options})
                 deps = [{"scheme": scheme, "value": str(ids[p])} for p in parents[name]]
                 if deps:
                     system = jobspec["attributes"]["system"]

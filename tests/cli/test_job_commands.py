@@ -353,7 +353,7 @@ def urgency_changes(uri: str, client: Client, jobid: JobID) -> None:
     assert err.startswith(f"pflux-job: ERROR: {jobid.f58}: urgency: must be")
     client.cancel(jobid)
     client.wait(jobid)
-    assert "urgency cannot be changed" in fails(uri, "job", "urgency", str(jobid), "16")
+    assert "is inactive" in fails(uri, "job", "urgency", str(jobid), "16")
 
 
 # ------------------------------------------------------------------ job raise, cancel, kill

@@ -56,6 +56,7 @@ class Connection(asyncio.Protocol):
         self._disconnect: dict[Callable[[], None], None] = {}
         self.closed = False
         self.provider: Provider | None = None  # set once this peer provides a service
+        self._writable: asyncio.Event | None = None  # set while the peer keeps up
 
     # asyncio.Protocol
 
@@ -93,6 +94,8 @@ class Connection(asyncio.Protocol):
             self.broker.dispatch(msg, self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._writable is not None:
+            self._writable.set()  # nobody waits on a connection that is gone
         if self.decoder.pending:
             log.info("uid %d pid %d disconnected mid-message", self.userid, self.pid)
         self.closed = True
@@ -118,6 +121,21 @@ class Connection(asyncio.Protocol):
                 Message(RESPONSE, msg.topic, msg.matchtag, errnum=exc.errnum, errstr=exc.errstr)
             )
         self.transport.write(data)
+
+    # flow control: asyncio calls these as the transport's buffer fills and empties
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = asyncio.Event()
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None:
+            self._writable.set()
+
+    async def drain(self) -> None:
+        if self._writable is not None and not self.closed:
+            await self._writable.wait()
 
     def add_disconnect(self, callback: Callable[[], None]) -> None:
         if self.closed:

@@ -56,6 +56,9 @@ class _Reply:
     def discard_disconnect(self, callback: Callable[[], None]) -> None:
         self._disconnect.pop(callback, None)
 
+    async def drain(self) -> None:
+        await self.link.drain()
+
     def gone(self) -> None:
         callbacks, self._disconnect = self._disconnect, {}
         for callback in callbacks:
@@ -74,13 +77,26 @@ class Link(asyncio.Protocol):
         self._out: dict[int, tuple[Route, int, str, bool]] = {}  # our requests to the broker
         self.replies: dict[int, _Reply] = {}  # the broker's requests to us
         self.streaming: dict[int, bool] = {}
+        self._writable = asyncio.Event()
+        self._writable.set()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast("asyncio.Transport", transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._writable.set()
         if not self.closed.done():
             self.closed.set_result(None)
+
+    # flow control, as the broker's connections do it
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    async def drain(self) -> None:
+        await self._writable.wait()
 
     def write(self, msg: Message) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -143,6 +159,9 @@ class Link(asyncio.Protocol):
 
             def discard_disconnect(self, callback: Callable[[], None]) -> None:
                 """Nothing was added."""
+
+            async def drain(self) -> None:
+                """One response: nothing to hold up."""
 
         self.forward(Message(REQUEST, topic, 0, payload), _Once())
         return (await future).raise_for_error()

@@ -40,6 +40,9 @@ class Route(Protocol):
 
     def discard_disconnect(self, callback: Callable[[], None]) -> None: ...
 
+    async def drain(self) -> None:
+        """Return once responses may be sent again (the peer has read what was sent)."""
+
 
 class Request:
     """A request as a handler sees it, with the means to answer it."""
@@ -108,6 +111,11 @@ class Request:
         if self._route is not None:
             self._route.discard_disconnect(callback)
 
+    async def drained(self) -> None:
+        """Wait until the requester has read what was sent: a long stream's flow control."""
+        if self._route is not None:
+            await self._route.drain()
+
 
 def method(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a Service method as the handler for ``<service>.<name>``."""
@@ -172,6 +180,9 @@ class LocalRoute:
 
     def discard_disconnect(self, callback: Callable[[], None]) -> None:
         self._disconnect.pop(callback, None)
+
+    async def drain(self) -> None:
+        """Responses inside the broker are never held up."""
 
     def cancel(self) -> None:
         """Stop delivery and tell the responder the requester has gone."""

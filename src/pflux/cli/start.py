@@ -31,7 +31,6 @@ def main(argv: list[str]) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    import asyncio
     import logging
 
     from pflux.broker.instance import Instance

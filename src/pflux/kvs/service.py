@@ -22,9 +22,11 @@ does not see it, so a client reads after its commit is answered.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -249,21 +251,25 @@ class KVSService(Service):
         req.respond({"entries": self.store.ls(to_primary(prefix, key))})
 
     @method("walk")
-    def walk(self, req: Request) -> None:
+    async def walk(self, req: Request) -> None:
+        """Stream the values below a key, a page at a time, letting the loop run between pages
+        (the restart of 100,000 jobs must not hold them all in memory at once)."""
         payload = _payload(req)
         _require_streaming(req)
         prefix = self._resolve(req, payload)
-        key = check_key(payload.get("key", ROOT), root=True)
+        key = to_primary(prefix, check_key(payload.get("key", ROOT), root=True))
         suffix = payload.get("suffix")
-        respond = req.respond
-        batch: list[list[str]] = []
-        for full, value in self.store.walk(to_primary(prefix, key), suffix):
-            batch.append([full if prefix == ROOT else from_primary(prefix, full), value])
-            if len(batch) == WALK_BATCH:
-                respond({"entries": batch})
-                batch = []
-        if batch:
-            respond({"entries": batch})
+        after: str | None = None
+        while not req.done:
+            page = list(islice(self.store.walk(key, suffix, after=after), WALK_BATCH))
+            if page:
+                entries = [[k if prefix == ROOT else from_primary(prefix, k), v] for k, v in page]
+                req.respond({"entries": entries})
+            if len(page) < WALK_BATCH:
+                break
+            after = page[-1][0]
+            await req.drained()
+            await asyncio.sleep(0)
         req.end()
 
     # --- watches ---------------------------------------------------------------------------

@@ -93,11 +93,9 @@ SQL_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMI
 SQL_ROOT_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? ORDER BY key LIMIT 1"
 SQL_ROOT_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? ORDER BY key LIMIT 1"
 SQL_WALK = "SELECT key, data FROM kv WHERE key >= ? AND key < ? ORDER BY key, seq"
-SQL_ROOT_WALK = "SELECT key, data FROM kv ORDER BY key, seq"
 # with a suffix, one range of the clustered table
 SQL_WALK_SUFFIX = """SELECT key, data FROM kv
     WHERE leaf = ?3 AND key >= ?1 AND key < ?2 ORDER BY leaf, key, seq"""
-SQL_ROOT_WALK_SUFFIX = "SELECT key, data FROM kv WHERE leaf = ? ORDER BY leaf, key, seq"
 SQL_NS_LIVE = "SELECT name, owner, prefix FROM namespace WHERE removed = 0 ORDER BY name"
 SQL_NS_REMOVED = "SELECT 1 FROM namespace WHERE name = ? AND removed = 1"
 SQL_NS_CREATE = """INSERT OR REPLACE INTO namespace (name, owner, prefix, removed)
@@ -336,30 +334,29 @@ class Store:
         return dict(sorted(entries.items()))
 
     @_reading
-    def walk(self, key: str = ROOT, suffix: str | None = None) -> Iterator[tuple[str, str]]:
+    def walk(
+        self, key: str = ROOT, suffix: str | None = None, *, after: str | None = None
+    ) -> Iterator[tuple[str, str]]:
         """Every ``(key, value)`` below ``key`` in key order, in one range scan.
 
-        With ``suffix``, only keys whose last component is ``suffix``. Nothing below
+        With ``suffix``, only keys whose last component is ``suffix``; with
+        ``after``, only keys after that one (to walk page by page). Nothing below
         (or no such directory) yields nothing; a value at ``key`` is ENOTDIR.
         """
         check_key(key, root=True)
         if suffix is not None:
             check_component(suffix, "suffix")
-        args: tuple[str | int, ...]
         if key == ROOT:
-            if suffix is None:
-                sql, args = SQL_ROOT_WALK, ()
-            else:
-                sql, args = SQL_ROOT_WALK_SUFFIX, (suffix,)
+            lo, hi = "", "\U0010ffff"
         else:
-            if self._conn.execute(SQL_HAS_VALUE, _kl(key)).fetchone():
+            if after is None and self._conn.execute(SQL_HAS_VALUE, _kl(key)).fetchone():
                 raise KVSError(errno.ENOTDIR, f"key {quote(key)}: not a directory")
             lo, hi = _range(key)
-            if suffix is None:
-                sql, args = SQL_WALK, (lo, hi)
-            else:
-                sql, args = SQL_WALK_SUFFIX, (lo, hi, suffix)
-        return self._joined(self._conn.execute(sql, args))
+        if after is not None:
+            lo = after + "\x00"  # the smallest key after ``after``
+        if suffix is None:
+            return self._joined(self._conn.execute(SQL_WALK, (lo, hi)))
+        return self._joined(self._conn.execute(SQL_WALK_SUFFIX, (lo, hi, suffix)))
 
     @staticmethod
     def _joined(rows: Iterator[Any]) -> Iterator[tuple[str, str]]:

@@ -18,8 +18,38 @@ FLAG_DEBUG = 1  # submit flags (RFC 21 "flags": 1=debug)
 FLAG_WAITABLE = 2
 
 
-class Job:
-    """One job; slotted because an instance holds 100,000 of them."""
+class Outcome:
+    """How a job ended, for the ``Job`` that is live and the ``Ended`` that remains."""
+
+    __slots__ = ()
+    state: State
+    exception: tuple[str, str] | None
+    finish_status: int | None
+
+    @property
+    def result(self) -> str | None:
+        """COMPLETED, FAILED, CANCELED or TIMEOUT once inactive (flux-core's rule)."""
+        if self.state is not State.INACTIVE:
+            return None
+        if self.exception is not None:
+            etype = self.exception[0]
+            return CANCELED if etype == "cancel" else TIMEOUT if etype == "timelimit" else FAILED
+        return COMPLETED if self.finish_status == 0 else FAILED
+
+    @property
+    def success(self) -> bool:
+        return self.result == COMPLETED
+
+    def error_text(self) -> str:
+        """Why a job did not succeed, in flux-core's words (``flux job wait``)."""
+        if self.exception is not None:
+            etype, note = self.exception
+            return f"Fatal exception type={etype} {note}"
+        return waitstatus_text(self.finish_status or 0)
+
+
+class Job(Outcome):
+    """One active job: its replayed state and what is in flight for it."""
 
     __slots__ = (
         "R",
@@ -98,10 +128,6 @@ class Job:
     def __repr__(self) -> str:
         return f"Job({self.id}, {self.state.name})"
 
-    @property
-    def active(self) -> bool:
-        return bool(self.state & State.ACTIVE) or self.state is State.NEW
-
     def kvs(self, name: str) -> str:
         """The KVS key of ``name`` in the job's directory (computed once per job)."""
         if not self.key:
@@ -115,37 +141,27 @@ class Job:
         """Submitted with the debug flag, or given it since: post debug.* events."""
         return bool(self.flags & FLAG_DEBUG) or "debug" in self.flag_names
 
-    @property
-    def result(self) -> str | None:
-        """COMPLETED, FAILED, CANCELED or TIMEOUT once inactive (flux-core's rule)."""
-        if self.state is not State.INACTIVE:
-            return None
-        if self.exception is not None:
-            etype = self.exception[0]
-            return CANCELED if etype == "cancel" else TIMEOUT if etype == "timelimit" else FAILED
-        return COMPLETED if self.finish_status == 0 else FAILED
 
-    @property
-    def success(self) -> bool:
-        return self.result == COMPLETED
+class Ended(Outcome):
+    """An inactive job, as small as can be: 100,000 of them stay in memory.
 
-    def error_text(self) -> str:
-        """Why a job did not succeed, in flux-core's words (``flux job wait``)."""
-        if self.exception is not None:
-            etype, note = self.exception
-            return f"Fatal exception type={etype} {note}"
-        return waitstatus_text(self.finish_status or 0)
+    It keeps what later requests and other jobs' dependencies ask of it: its
+    owner, whether it was allocated and started, and how it ended.
+    """
 
-    def slim(self) -> None:
-        """Drop what an inactive job no longer needs, to keep 100,000 of them small."""
-        self.key = ""
-        self.jobspec = None
-        self.R = None
-        self.waiters = []
-        self.plugin_data = {}
-        self.jobspec_updates = {}
-        self.dependencies = {}
-        self.satisfied = set()
+    __slots__ = ("allocated", "exception", "finish_status", "id", "started", "userid")
+    state = State.INACTIVE
+
+    def __init__(self, job: Job) -> None:
+        self.id = job.id
+        self.userid = job.userid
+        self.allocated = job.allocated
+        self.started = job.started
+        self.finish_status = job.finish_status
+        self.exception = job.exception
+
+    def __repr__(self) -> str:
+        return f"Ended({self.id}, {self.result})"
 
 
 def exit_code(status: int) -> int:

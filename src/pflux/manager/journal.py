@@ -83,6 +83,7 @@ class Journal:
                 if len(batch) >= BACKLOG_BATCH:
                     req.respond({"events": batch})
                     batch = []
+                    await req.drained()  # a slow subscriber must not make us buffer it all
         except RPCError as exc:
             log.error("journal backlog: %s", exc)
         if batch:

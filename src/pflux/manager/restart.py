@@ -16,7 +16,7 @@ import orjson
 
 from pflux.errors import EventlogError
 from pflux.kvs.keys import job_id_from_key
-from pflux.manager.job import Job
+from pflux.manager.job import Ended, Job
 from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec.eventlog import Event, parse
 
@@ -70,21 +70,24 @@ def apply_jobspec_updates(jobspec: dict[str, Any], updates: dict[str, Any]) -> N
         node[leaf] = value
 
 
-async def load(broker: Broker) -> dict[int, Job]:
-    """Every job in the KVS, replayed; active ones with their jobspec (and R if held)."""
+async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
+    """Every job in the KVS, replayed: the active ones, with their jobspec (and R if
+    held), and the inactive ones, reduced to their outcome."""
     jobs: dict[int, Job] = {}
+    ended: dict[int, Ended] = {}
     async for payload in broker.stream("kvs.walk", {"key": "job", "suffix": "eventlog"}):
         for key, text in payload.get("entries", []):
             jobid = job_id_from_key(key, "eventlog")
             if jobid is None:
                 continue
             job = replay(jobid, text)
-            if job is not None:
+            if job is None:
+                continue
+            if job.state is State.INACTIVE:
+                ended[jobid] = Ended(job)
+            else:
                 jobs[jobid] = job
     for job in jobs.values():
-        if job.state is State.INACTIVE:
-            job.slim()
-            continue
         job.jobspec = await _get_json(broker, job.kvs("jobspec"))
         if job.jobspec is not None and job.jobspec_updates:
             apply_jobspec_updates(job.jobspec, job.jobspec_updates)
@@ -92,7 +95,7 @@ async def load(broker: Broker) -> dict[int, Job]:
             job.R = await _get_json(broker, job.kvs("R"))
         # a job whose shells may still be running is started again with reattach
         job.reattach = job.state is State.RUN
-    return jobs
+    return jobs, ended
 
 
 async def _get_json(broker: Broker, key: str) -> Any:

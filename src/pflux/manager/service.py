@@ -23,7 +23,7 @@ from pflux.manager import restart
 from pflux.manager.actions import Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
-from pflux.manager.job import Job
+from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin
 from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
@@ -50,7 +50,8 @@ class JobManager(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.owner = broker.owner
-        self.jobs: dict[int, Job] = {}
+        self.jobs: dict[int, Job] = {}  # active (and NEW) jobs
+        self.ended: dict[int, Ended] = {}  # inactive jobs, kept small
         self.by_state: dict[State, dict[Job, None]] = {
             state: {} for state in (State(1 << i) for i in range(7))
         }
@@ -89,13 +90,13 @@ class JobManager(Service):
         perilog = Perilog(self, self.broker.config)
         if perilog.active:
             self.add_plugin(perilog)
-        self.jobs = await restart.load(self.broker)
-        self.max_jobid = max(self.jobs, default=0)
+        self.jobs, self.ended = await restart.load(self.broker)
+        self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
         for job in self.jobs.values():
             self.by_state[job.state][job] = None
-        active = [job for job in self.jobs.values() if job.state is not State.INACTIVE]
-        if active:
-            log.info("restart: %d jobs, %d active", len(self.jobs), len(active))
+        active = list(self.jobs.values())
+        if self.jobs or self.ended:
+            log.info("restart: %d jobs, %d active", len(self.jobs) + len(self.ended), len(active))
         for job in active:
             self.post(job, "flux-restart")
             for plugin in self.plugins:
@@ -107,18 +108,26 @@ class JobManager(Service):
 
     def count(self, mask: State) -> int:
         bits = mask.value  # plain ints: enum.Flag arithmetic is slow
-        return sum(len(jobs) for state, jobs in self.by_state.items() if state.value & bits)
+        count = sum(len(jobs) for state, jobs in self.by_state.items() if state.value & bits)
+        return count + (len(self.ended) if bits & State.INACTIVE.value else 0)
 
-    def lookup(self, jobid: int) -> Job | None:
-        return self.jobs.get(jobid)
+    def lookup(self, jobid: int) -> Job | Ended | None:
+        return self.jobs.get(jobid) or self.ended.get(jobid)
 
-    def _job_for(self, req: Request, jobid: int) -> Job:
+    def _job_for(self, req: Request, jobid: int) -> Job | Ended:
         """The job a request names, if the requester may act on it."""
-        job = self.jobs.get(jobid)
+        job = self.lookup(jobid)
         if job is None:
             raise RPCError(errno.ENOENT, f"job {JobID(jobid)} not found")
         if not req.owner and req.userid != job.userid:
             raise RPCError(errno.EPERM, f"job {JobID(jobid)}: permission denied")
+        return job
+
+    def _active_job(self, req: Request, jobid: int) -> Job:
+        """As ``_job_for``, for requests that need the job still active."""
+        job = self._job_for(req, jobid)
+        if not isinstance(job, Job):
+            raise RPCError(errno.EINVAL, f"job {JobID(jobid)} is inactive")
         return job
 
     # --- posting and acting -----------------------------------------------------------
@@ -189,18 +198,21 @@ class JobManager(Service):
 
     def _on_transition(self, job: Job, old: State) -> None:
         del self.by_state[old][job]
-        self.by_state[job.state][job] = None
         if old is State.SCHED:
             self.alloc.forget(job)
         if job.state is State.INACTIVE:
             waiters, job.waiters = job.waiters, []
             self.events.after_commit(lambda: self._inactive(job, waiters))
+        else:
+            self.by_state[job.state][job] = None
 
     def _inactive(self, job: Job, waiters: list[Request]) -> None:
+        """The job's end is durable: answer its waiters and keep only its outcome."""
         reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
         for req in waiters:
             req.respond(reply)
-        job.slim()
+        if self.jobs.pop(job.id, None) is not None:  # an invalidated job is gone entirely
+            self.ended[job.id] = Ended(job)
 
     def _on_commit(self, batch: Batch) -> None:
         self.journal.publish(batch.entries)
@@ -209,7 +221,7 @@ class JobManager(Service):
         watchers = self.watchers
         for entry in batch.entries:
             plugins = watchers.get(entry["entry"]["name"])
-            job = self.jobs.get(entry["id"]) if plugins else None
+            job = self.lookup(entry["id"]) if plugins else None
             if job is not None and plugins is not None:
                 event = Event.from_json(entry["entry"])
                 for plugin in plugins:
@@ -285,7 +297,6 @@ class JobManager(Service):
         self.post(job, "invalidate")
         self.events.add_ops([["unlink", job_key(job.id), None]])
         del self.jobs[job.id]
-        self.by_state[job.state].pop(job, None)
         return error
 
     def _check_dependencies(self, job: Job) -> None:
@@ -303,9 +314,7 @@ class JobManager(Service):
     def raise_(self, req: Request) -> None:
         payload = payload_of(req)
         etype, severity, note = exception_args(payload)
-        job = self._job_for(req, job_id_arg(payload))
-        if job.state is State.INACTIVE:
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
+        job = self._active_job(req, job_id_arg(payload))
         self.raise_exception(job, etype, note, severity, req.userid)
         self.events.after_commit(lambda: req.respond({}))
 
@@ -334,7 +343,7 @@ class JobManager(Service):
     @method("kill")
     async def kill(self, req: Request) -> None:
         payload = payload_of(req)
-        job = self._job_for(req, job_id_arg(payload))
+        job = self._active_job(req, job_id_arg(payload))
         signum = payload.get("signum", 15)
         if type(signum) is not int or not 0 < signum < 65:
             raise RPCError(errno.EINVAL, f"signum: must be a signal number 1-64, got {signum!r}")
@@ -347,7 +356,7 @@ class JobManager(Service):
     def urgency(self, req: Request) -> None:
         payload = payload_of(req)
         urgency = check_urgency(payload.get("urgency"), owner=req.owner)
-        job = self._job_for(req, job_id_arg(payload))
+        job = self._active_job(req, job_id_arg(payload))
         if not job.state & (State.PENDING | State.NEW):
             raise RPCError(
                 errno.EINVAL,
@@ -360,27 +369,23 @@ class JobManager(Service):
     @method("memo")
     def memo(self, req: Request) -> None:
         payload = payload_of(req)
-        job = self._job_for(req, job_id_arg(payload))
+        job = self._active_job(req, job_id_arg(payload))
         memo = payload.get("memo")
         if not isinstance(memo, dict) or not memo:
             raise RPCError(errno.EPROTO, "memo: must be a non-empty object")
-        if job.state is State.INACTIVE:
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
         self.post(job, "memo", memo)
         self.events.after_commit(lambda: req.respond({}))
 
     @method("set-flags")
     def set_flags(self, req: Request) -> None:
         payload = payload_of(req)
-        job = self._job_for(req, job_id_arg(payload))
+        job = self._active_job(req, job_id_arg(payload))
         flags = payload.get("flags")
         if not isinstance(flags, list) or not flags or not set(flags) <= KNOWN_FLAGS:
             known = ", ".join(sorted(KNOWN_FLAGS))
             raise RPCError(
                 errno.EINVAL, f"flags: must be a non-empty list of {known}; got {flags!r}"
             )
-        if job.state is State.INACTIVE:
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
         self.post(job, "set-flags", {"flags": flags})
         self.events.after_commit(lambda: req.respond({}))
 
@@ -388,7 +393,7 @@ class JobManager(Service):
     def update(self, req: Request) -> None:
         """Change a pending job's jobspec (a ``jobspec-update`` event)."""
         payload = payload_of(req)
-        job = self._job_for(req, job_id_arg(payload))
+        job = self._active_job(req, job_id_arg(payload))
         updates = payload.get("updates")
         if not isinstance(updates, dict) or not updates:
             raise RPCError(errno.EPROTO, "updates: must be a non-empty object of jobspec keys")
@@ -409,10 +414,10 @@ class JobManager(Service):
     @method("wait")
     def wait(self, req: Request) -> None:
         job = self._job_for(req, job_id_arg(payload_of(req)))
-        if job.state is State.INACTIVE:
-            req.respond({"id": job.id, "success": job.success, "errstr": job.error_text()})
-        else:
+        if isinstance(job, Job):
             job.waiters.append(req)
+        else:
+            req.respond({"id": job.id, "success": job.success, "errstr": job.error_text()})
 
     # --- the queue ----------------------------------------------------------------------
 

@@ -51,6 +51,9 @@ class Client:
     def discard_disconnect(self, callback: Callable[[], None]) -> None:
         self._disconnect.pop(callback, None)
 
+    async def drain(self) -> None:
+        """This fake reads everything at once."""
+
     def hang_up(self) -> None:
         callbacks, self._disconnect = list(self._disconnect), {}
         for callback in callbacks:

@@ -572,6 +572,9 @@ def test_requester_disconnect_drops_its_pending_allocs(tmp_path: Path) -> None:
         def discard_disconnect(self, callback: Callable[[], None]) -> None:
             self.callbacks.remove(callback)
 
+        async def drain(self) -> None:
+            """Reads everything at once."""
+
     async def body() -> None:
         async with live(tmp_path, cores=1) as t:
             t.alloc(1)

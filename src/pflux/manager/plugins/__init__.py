@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import asyncio
 
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended, Job
     from pflux.spec.eventlog import Event
 
 
@@ -34,7 +34,7 @@ class Host(Protocol):
 
     def dependency_remove(self, job: Job, description: str) -> None: ...
 
-    def lookup(self, jobid: int) -> Job | None: ...
+    def lookup(self, jobid: int) -> Job | Ended | None: ...
 
 
 class Plugin:
@@ -57,8 +57,9 @@ class Plugin:
         """``job`` entered DEPEND (or was found there at restart) with ``dependency``, of one
         of this plugin's schemes: add it (or nothing, if it is already satisfied)."""
 
-    def event(self, job: Job, event: Event) -> None:
-        """``event``, one of ``events``, was committed to ``job``'s eventlog."""
+    def event(self, job: Job | Ended, event: Event) -> None:
+        """``event``, one of ``events``, was committed to ``job``'s eventlog (an inactive
+        job is an ``Ended`` by then)."""
 
     def before_free(self, job: Job) -> bool:
         """``job``'s resources are about to go back; True to hold them (an epilog started)."""

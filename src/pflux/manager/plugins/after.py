@@ -22,7 +22,7 @@ from pflux.manager.states import State
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended, Job
     from pflux.spec.eventlog import Event
 
 
@@ -40,7 +40,7 @@ class AfterScheme(Plugin):
         super().__init__(host)
         self.edges = Antecedents(host)
 
-    def _antecedent(self, job: Job, dependency: dict[str, Any]) -> Job:
+    def _antecedent(self, job: Job, dependency: dict[str, Any]) -> Job | Ended:
         scheme, value = dependency["scheme"], dependency["value"]
         try:
             jobid = JobID.parse(value)
@@ -74,7 +74,7 @@ class AfterScheme(Plugin):
             return
         self.edges.add(antecedent, job, description, self.condition)
 
-    def event(self, job: Job, event: Event) -> None:
+    def event(self, job: Job | Ended, event: Event) -> None:
         if event.name == "start":
             self.edges.started(job)
         else:

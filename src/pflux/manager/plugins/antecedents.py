@@ -16,7 +16,7 @@ from pflux.manager.job import COMPLETED
 from pflux.manager.states import State
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended, Job
     from pflux.manager.plugins import Host
 
 
@@ -33,7 +33,7 @@ NEVER_STARTED = "job never started"
 NEVER_SATISFIED = "can never be satisfied"
 
 
-def verdict(condition: Condition, antecedent: Job) -> str | None:
+def verdict(condition: Condition, antecedent: Job | Ended) -> str | None:
     """None if ``antecedent`` (started, or inactive) satisfies ``condition``, else why not.
 
     flux-core's rule: only after-finish may be satisfied by a job that was never
@@ -53,7 +53,7 @@ def verdict(condition: Condition, antecedent: Job) -> str | None:
     return None if not succeeded else NEVER_SATISFIED
 
 
-def decided(condition: Condition, antecedent: Job) -> bool:
+def decided(condition: Condition, antecedent: Job | Ended) -> bool:
     """Whether ``antecedent`` has done what can decide ``condition`` either way."""
     if condition is Condition.START and antecedent.started:
         return True
@@ -67,7 +67,9 @@ class Antecedents:
         self.host = host
         self._edges: dict[int, list[tuple[Job, str, Condition]]] = {}
 
-    def add(self, antecedent: Job, dependent: Job, description: str, condition: Condition) -> None:
+    def add(
+        self, antecedent: Job | Ended, dependent: Job, description: str, condition: Condition
+    ) -> None:
         """Make ``dependent`` wait on ``antecedent``, or settle it now if it can be."""
         if description in dependent.satisfied:
             return  # satisfied before a restart: nothing to reacquire
@@ -77,7 +79,7 @@ class Antecedents:
         else:
             self._edges.setdefault(antecedent.id, []).append((dependent, description, condition))
 
-    def started(self, antecedent: Job) -> None:
+    def started(self, antecedent: Job | Ended) -> None:
         """``antecedent`` posted start: settle what waited for that."""
         edges = self._edges.get(antecedent.id)
         if not edges:
@@ -91,13 +93,13 @@ class Antecedents:
         else:
             del self._edges[antecedent.id]
 
-    def finished(self, antecedent: Job) -> None:
+    def finished(self, antecedent: Job | Ended) -> None:
         """``antecedent`` is inactive: settle every edge from it."""
         for dependent, description, condition in self._edges.pop(antecedent.id, ()):
             self._settle(antecedent, dependent, description, condition)
 
     def _settle(
-        self, antecedent: Job, dependent: Job, description: str, condition: Condition
+        self, antecedent: Job | Ended, dependent: Job, description: str, condition: Condition
     ) -> None:
         if dependent.state is not State.DEPEND or description not in dependent.dependencies:
             return  # canceled meanwhile, or settled already

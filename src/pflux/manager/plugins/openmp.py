@@ -33,7 +33,7 @@ from pflux.manager.states import State
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended, Job
     from pflux.spec.eventlog import Event
 
 TYPES = ("in", "out", "inout")
@@ -66,10 +66,10 @@ class _OpenMP(Plugin):
         super().__init__(host)
         self.edges = Antecedents(host)
 
-    def event(self, job: Job, event: Event) -> None:
+    def event(self, job: Job | Ended, event: Event) -> None:
         self.edges.finished(job)
 
-    def _wait(self, antecedent: Job, job: Job, description: str) -> None:
+    def _wait(self, antecedent: Job | Ended, job: Job, description: str) -> None:
         self.edges.add(antecedent, job, description, Condition.SUCCESS)
 
 
@@ -119,7 +119,7 @@ class String(_OpenMP):
             if dependency.get("scheme") == "string" and dependency.get("type") in ("out", "inout"):
                 self._produce(job, self._key(job, dependency.get("scope", ""), dependency["value"]))
 
-    def event(self, job: Job, event: Event) -> None:
+    def event(self, job: Job | Ended, event: Event) -> None:
         super().event(job, event)
         for key in self._keys.pop(job.id, ()):
             producers = self.producers.get(key)
@@ -135,7 +135,7 @@ class Fluid(_OpenMP):
     name = "fluid"
     schemes = ("fluid",)
 
-    def _antecedent(self, job: Job, dependency: dict[str, Any], scope: str) -> Job:
+    def _antecedent(self, job: Job, dependency: dict[str, Any], scope: str) -> Job | Ended:
         value = dependency["value"]
         try:
             jobid = JobID.parse(value)

@@ -23,12 +23,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from pflux.errors import PfluxError
+from pflux.manager.job import Job
 from pflux.manager.plugins import Host, Plugin
 from pflux.manager.states import State
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended
     from pflux.spec.eventlog import Event
 
 log = logging.getLogger("pflux.job-manager")
@@ -70,8 +71,8 @@ class Perilog(Plugin):
             self.host.post(job, f"{kind}-finish", {"description": description, "status": 1})
             self.host.raise_exception(job, kind, f"{kind} was running when the instance restarted")
 
-    def event(self, job: Job, event: Event) -> None:
-        if self.prolog and job.state is State.RUN:
+    def event(self, job: Job | Ended, event: Event) -> None:
+        if self.prolog and isinstance(job, Job) and job.state is State.RUN:
             self._run(job, "prolog", PROLOG, self.prolog)
 
     def before_free(self, job: Job) -> bool:

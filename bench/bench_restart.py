@@ -1,0 +1,85 @@
+"""Memory and restart time with many inactive jobs.
+
+Fills a state directory with N inactive test-mode jobs (or reuses one), reports
+the RSS of the broker and of the job-list process while they are loaded, then
+times restarts: ``pflux start --state-dir DIR true`` runs once every job has
+been replayed and job-list holds them all, so its wall time is the restart.
+
+    python bench/bench_restart.py -n 100000 --state-dir /tmp/pflux-100k
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pflux.api import Client, jobspec_of
+
+BATCH = 5000
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def fill(n: int) -> None:
+    """Inside an instance: submit n test-mode jobs and wait until all are inactive."""
+    jobspec = jobspec_of(["true"], environment={})
+    jobspec["attributes"]["system"]["exec"] = {"test": {"run_duration": "0.001s"}}
+    with Client() as client:
+        for done in range(0, n, BATCH):
+            client.submit_many([jobspec] * min(BATCH, n - done))
+            client.handle.call("job-manager.drain", {})
+        broker = int(client.handle.call("broker.attrs", {})["attrs"]["pid"])
+        module = subprocess.run(
+            ["pgrep", "-f", "pflux.broker.module .* pflux.joblist"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        total = len(client.list_jobs(attrs=["state"], max_entries=0))
+    print(f"jobs: {total}; broker RSS {rss_mb(broker):.0f} MB", end="")
+    for pid in module:
+        print(f"; job-list RSS {rss_mb(int(pid)):.0f} MB", end="")
+    print()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("-n", "--njobs", type=int, default=100000)
+    parser.add_argument("--state-dir", type=Path, default=Path("/tmp/pflux-bench-restart"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.fill:
+        fill(args.njobs)
+        return 0
+    pflux = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(args.state_dir)]
+    if not (args.state_dir / "kvs.sqlite").exists():
+        t0 = time.time()
+        me = [sys.executable, __file__, "--fill", "-n", str(args.njobs)]
+        subprocess.run([*pflux, "--cores", "16", *me], check=True, env=dict(os.environ))
+        print(f"filled in {time.time() - t0:.1f}s")
+    else:
+        # report memory with the jobs loaded, without adding any
+        me = [sys.executable, __file__, "--fill", "-n", "0"]
+        subprocess.run([*pflux, *me], check=True, env=dict(os.environ))
+    walls = []
+    for _ in range(args.repeat):
+        t0 = time.time()
+        subprocess.run([*pflux, "true"], check=True)
+        walls.append(time.time() - t0)
+    print(f"restart (start to ready to stopped): median {statistics.median(walls):.2f}s {walls}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
