@@ -1,5 +1,6 @@
 """Jobspec decode + validate rate on one core, for RFC 25's main example.
 
+The example is the test suite's copy (tests/data/rfc25, read by tests/support/rfc25.py).
 Run with the project's interpreter: ``.venv/bin/python bench/bench_jobspec.py``.
 Each figure is the median of several repeats; the target for JSON bytes is
 50,000 jobspecs per second.
@@ -7,50 +8,25 @@ Each figure is the median of several repeats; the target for JSON bytes is
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import timeit
 from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pflux.errors import JobspecError
 from pflux.spec import jobspec
+from support import rfc25
 
 TARGET = 50_000
 
-EXAMPLE_YAML = """\
-version: 1
-resources:
-  - type: node
-    count: 4
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 2
-tasks:
-  - command: [ "app" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-"""
-
+EXAMPLE_YAML = rfc25.text()
 EXAMPLE_JSON = jobspec.dumps(jobspec.loads(EXAMPLE_YAML))
-
 # five problems: node count 0, core count 0, per_slot 0, an unknown task key, duration "1h"
-INVALID_JSON = (
-    b'{"version":1,"resources":[{"type":"node","count":0,"with":[{"type":"slot","count":1,'
-    b'"label":"default","with":[{"type":"core","count":0}]}]}],"tasks":[{"command":["app"],'
-    b'"slot":"default","count":{"per_slot":0},"color":"red"}],"attributes":{"system":'
-    b'{"duration":"1h","cwd":"/home/flux","environment":{"HOME":"/home/flux"}}}}'
-)
+INVALID_JSON = json.dumps(rfc25.broken(), separators=(",", ":")).encode()
 
 
 def rate(func: Callable[[], object], repeats: int = 9) -> float:

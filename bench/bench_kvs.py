@@ -23,7 +23,6 @@ import asyncio
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,12 +32,15 @@ from typing import Any
 
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
 from pflux.broker.router import Broker
 from pflux.client.handle import Handle
 from pflux.kvs.keys import job_key
 from pflux.kvs.service import KVSService
 from pflux.kvs.store import Store
 from pflux.spec.eventlog import Event
+from support.kvs_broker import kvs_broker
 
 EVENTS = (
     "submit",
@@ -69,14 +71,6 @@ JOBSPEC = orjson.dumps(
     }
 ).decode()
 J = "eyJ2ZXJzaW9uIjoxLCJtZWNoYW5pc20iOiJub25lIiwidXNlcmlkIjoxMDAwfQ." + "A" * len(JOBSPEC) + ".none"
-SERVE = """
-import asyncio, logging, sys
-from pathlib import Path
-from pflux.broker.instance import Instance
-logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
-asyncio.run(Instance(Path(sys.argv[1]), services=["pflux.kvs.service:KVSService"]).run())
-"""
-
 Ops = list[list[Any]]
 
 
@@ -172,12 +166,7 @@ def run_service(path: Path, n: int, batch: int) -> Result:
 
 def run_socket(path: Path, n: int, batch: int) -> Result:
     ingest, rounds, logs = workload(n, batch)
-    child = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(path.parent)], stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
-    uri = next(line.split()[-1] for line in child.stdout if line.startswith("instance ready at "))
-    try:
+    with kvs_broker(path.parent) as (child, uri):
         with Handle(uri) as h:
 
             def pipelined(payloads: list[dict[str, Any]], topic: str = "kvs.commit") -> None:
@@ -187,9 +176,7 @@ def run_socket(path: Path, n: int, batch: int) -> Result:
             with Timer() as put:
                 pipelined([{"ops": ops} for ops in ingest])
             with Timer() as app:
-                for (
-                    commits
-                ) in rounds:  # a round's commits in flight together, as job-manager's would be
+                for commits in rounds:  # a round's commits in flight together, as job-manager's
                     pipelined([{"ops": ops} for ops in commits])
             with Timer() as walk:
                 count = sum(
@@ -200,9 +187,7 @@ def run_socket(path: Path, n: int, batch: int) -> Result:
             with Timer() as get:
                 pipelined([{"key": k} for k in logs], "kvs.get")
             h.call("broker.shutdown", {})
-    finally:
         child.wait(timeout=60)
-        child.stdout.close()
     return per_job(n, put, app, walk, get)
 
 

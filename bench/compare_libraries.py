@@ -15,6 +15,7 @@ validator reports for a jobspec that has five (only all of them will do).
 # No ``from __future__ import annotations`` here: msgspec and pydantic read the
 # annotations of the function-local model classes below at run time.
 import contextlib
+import functools
 import importlib
 import json
 import statistics
@@ -26,79 +27,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from support import rfc25
+
+ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "src" / "pflux" / "spec" / "jobspec_v1.schema.json"
 
-# RFC 25's main example
-EXAMPLE_YAML = """\
-version: 1
-resources:
-  - type: node
-    count: 4
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 2
-tasks:
-  - command: [ "app" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-"""
+# RFC 25's main example, the test suite's copy (tests/data/rfc25)
+EXAMPLE_YAML = rfc25.text()
 
 
-def example() -> dict[str, Any]:
-    return {
-        "version": 1,
-        "resources": [
-            {
-                "type": "node",
-                "count": 4,
-                "with": [
-                    {
-                        "type": "slot",
-                        "count": 1,
-                        "label": "default",
-                        "with": [{"type": "core", "count": 2}],
-                    }
-                ],
-            }
-        ],
-        "tasks": [{"command": ["app"], "slot": "default", "count": {"per_slot": 1}}],
-        "attributes": {
-            "system": {
-                "duration": 3600.0,
-                "cwd": "/home/flux",
-                "environment": {"HOME": "/home/flux"},
-            }
-        },
-    }
+@functools.cache
+def example_json() -> bytes:
+    """The example as JSON, made on first use: the msgspec and pydantic first-use rows
+    time importing this module, which must not import PyYAML."""
+    return json.dumps(rfc25.example()).encode()
 
 
-def broken() -> dict[str, Any]:
-    """The example with five problems that RFC 25's schema itself catches."""
-    doc = example()
-    doc["resources"][0]["count"] = 0
-    doc["resources"][0]["with"][0]["with"][0]["count"] = 0
-    doc["tasks"][0]["count"]["per_slot"] = 0
-    doc["tasks"][0]["color"] = "red"
-    doc["attributes"]["system"]["duration"] = "1h"
-    return doc
-
-
-EXAMPLE_JSON = json.dumps(example()).encode()
-BROKEN_JSON = json.dumps(broken()).encode()
+@functools.cache
+def broken_json() -> bytes:
+    """The example with five problems (``rfc25.broken``) as JSON."""
+    return json.dumps(rfc25.broken()).encode()
 
 
 def rate(func: Callable[[], object], repeats: int = 7) -> float:
@@ -150,7 +101,8 @@ def header(title: str, note: str = "notes") -> None:
 
 def json_decoders() -> None:
     header("JSON decode (RFC 25 example, bytes)")
-    row("json (stdlib)", rate(lambda: json.loads(EXAMPLE_JSON)))
+    data = example_json()
+    row("json (stdlib)", rate(lambda: json.loads(data)))
     for name, module, attr in (
         ("orjson", "orjson", "loads"),
         ("ujson", "ujson", "loads"),
@@ -160,7 +112,7 @@ def json_decoders() -> None:
             row(name, None, "not installed")
             continue
         func = getattr(importlib.import_module(module), attr)
-        row(name, rate(lambda f=func: f(EXAMPLE_JSON)))
+        row(name, rate(lambda f=func: f(data)))
 
 
 def yaml_decoders() -> None:
@@ -358,7 +310,7 @@ def validators() -> None:
     from pflux.spec import jobspec
 
     draft7, compiled = schema_validators()
-    valid, invalid = example(), broken()
+    valid, invalid = rfc25.example(), rfc25.broken()
     header("Validate a decoded dict (valid example / example with 5 errors)", "errors reported")
     if draft7 is None:
         row("jsonschema", None, "not installed")
@@ -395,6 +347,7 @@ def pipelines() -> None:
     from pflux.errors import JobspecError
     from pflux.spec import jobspec
 
+    good, bad = example_json(), broken_json()
     draft7, compiled = schema_validators()
     header("Decode + validate from JSON bytes (valid example / example with 5 errors)", "errors")
     if compiled is not None and draft7 is not None:
@@ -409,20 +362,20 @@ def pipelines() -> None:
                 return list(draft7.iter_errors(doc))
             return []
 
-        row("orjson + fastjsonschema, valid", rate(lambda: hybrid(EXAMPLE_JSON)))
+        row("orjson + fastjsonschema, valid", rate(lambda: hybrid(good)))
         row(
             "orjson + fastjsonschema, then jsonschema, invalid",
-            rate(lambda: hybrid(BROKEN_JSON)),
-            str(len(hybrid(BROKEN_JSON))),
+            rate(lambda: hybrid(bad)),
+            str(len(hybrid(bad))),
         )
     if have("msgspec"):
         import msgspec
 
         decoder = _msgspec_types()
-        row("msgspec typed structs, valid", rate(lambda: decoder.decode(EXAMPLE_JSON)))
+        row("msgspec typed structs, valid", rate(lambda: decoder.decode(good)))
         row(
             "msgspec typed structs, invalid",
-            rate(quietly(lambda: decoder.decode(BROKEN_JSON), msgspec.ValidationError)),
+            rate(quietly(lambda: decoder.decode(bad), msgspec.ValidationError)),
             "1",
         )
     else:
@@ -431,72 +384,74 @@ def pipelines() -> None:
         import pydantic
 
         adapter = _pydantic_adapter()
-        row("pydantic v2 strict models, valid", rate(lambda: adapter.validate_json(EXAMPLE_JSON)))
+        row("pydantic v2 strict models, valid", rate(lambda: adapter.validate_json(good)))
         row(
             "pydantic v2 strict models, invalid",
-            rate(quietly(lambda: adapter.validate_json(BROKEN_JSON), pydantic.ValidationError)),
-            reported(lambda: adapter.validate_json(BROKEN_JSON), lambda e: e.error_count()),
+            rate(quietly(lambda: adapter.validate_json(bad), pydantic.ValidationError)),
+            reported(lambda: adapter.validate_json(bad), lambda e: e.error_count()),
         )
     else:
         row("pydantic", None, "not installed")
-    row("pflux loads (orjson + walker), valid", rate(lambda: jobspec.loads(EXAMPLE_JSON)))
+    row("pflux loads (orjson + walker), valid", rate(lambda: jobspec.loads(good)))
     row(
         "pflux loads (orjson + walker), invalid",
-        rate(quietly(lambda: jobspec.loads(BROKEN_JSON), JobspecError)),
-        reported(lambda: jobspec.loads(BROKEN_JSON), lambda e: len(e.problems)),
+        rate(quietly(lambda: jobspec.loads(bad), JobspecError)),
+        reported(lambda: jobspec.loads(bad), lambda e: len(e.problems)),
     )
 
 
-FIRST_USE = (
-    ("import orjson + decode", "import orjson", "orjson.loads(b'{}')"),
-    (
-        "import yaml + CSafeLoader decode",
-        "import yaml",
-        "yaml.load('a: 1', Loader=yaml.CSafeLoader)",
-    ),
-    (
-        "import ruamel.yaml + safe decode",
-        "from ruamel.yaml import YAML",
-        "YAML(typ='safe').load('a: 1')",
-    ),
-    (
-        "import fastjsonschema + compile RFC schema",
-        "import fastjsonschema, json",
-        f"fastjsonschema.compile(json.load(open({str(SCHEMA_PATH)!r})))",
-    ),
-    (
-        "import jsonschema + Draft7Validator + 1 check",
-        "import jsonschema, json",
-        f"jsonschema.Draft7Validator(json.load(open({str(SCHEMA_PATH)!r}))).is_valid({{}})",
-    ),
-    (
-        "import msgspec + define structs",
-        "import compare_libraries as c",
-        "c._msgspec_types()",
-    ),
-    (
-        "import pydantic + build models",
-        "import compare_libraries as c",
-        "c._pydantic_adapter()",
-    ),
-    (
-        "import pflux.spec.jobspec + loads (JSON)",
-        "from pflux.spec import jobspec",
-        f"jobspec.loads({EXAMPLE_JSON!r})",
-    ),
-    (
-        "import pflux.spec.jobspec + loads (YAML)",
-        "from pflux.spec import jobspec",
-        f"jobspec.loads({EXAMPLE_YAML!r})",
-    ),
-)
+def first_use_cases() -> tuple[tuple[str, str, str], ...]:
+    """(row, setup, action) for ``first_use``."""
+    return (
+        ("import orjson + decode", "import orjson", "orjson.loads(b'{}')"),
+        (
+            "import yaml + CSafeLoader decode",
+            "import yaml",
+            "yaml.load('a: 1', Loader=yaml.CSafeLoader)",
+        ),
+        (
+            "import ruamel.yaml + safe decode",
+            "from ruamel.yaml import YAML",
+            "YAML(typ='safe').load('a: 1')",
+        ),
+        (
+            "import fastjsonschema + compile RFC schema",
+            "import fastjsonschema, json",
+            f"fastjsonschema.compile(json.load(open({str(SCHEMA_PATH)!r})))",
+        ),
+        (
+            "import jsonschema + Draft7Validator + 1 check",
+            "import jsonschema, json",
+            f"jsonschema.Draft7Validator(json.load(open({str(SCHEMA_PATH)!r}))).is_valid({{}})",
+        ),
+        (
+            "import msgspec + define structs",
+            "import compare_libraries as c",
+            "c._msgspec_types()",
+        ),
+        (
+            "import pydantic + build models",
+            "import compare_libraries as c",
+            "c._pydantic_adapter()",
+        ),
+        (
+            "import pflux.spec.jobspec + loads (JSON)",
+            "from pflux.spec import jobspec",
+            f"jobspec.loads({example_json()!r})",
+        ),
+        (
+            "import pflux.spec.jobspec + loads (YAML)",
+            "from pflux.spec import jobspec",
+            f"jobspec.loads({EXAMPLE_YAML!r})",
+        ),
+    )
 
 
 def first_use_costs() -> None:
     print("\n### First use: import + first call in a fresh interpreter (start-up excluded)\n")
     print(f"| {'what':44} | {'ms':>8} |")
     print(f"|{'-' * 46}|{'-' * 10}|")
-    for name, setup, action in FIRST_USE:
+    for name, setup, action in first_use_cases():
         try:
             times = [first_use(setup, action) for _ in range(5)]
         except subprocess.CalledProcessError:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from pflux.cli import main
+from support.instance import console
 
-PFLUX = Path(sys.executable).with_name("pflux")
 ID = 6787342413402046
 FORMS = {
     "dec": "6787342413402046",
@@ -29,21 +26,6 @@ FORMS = {
 def _utf8_f58(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FLUX_F58_FORCE_ASCII", raising=False)
     monkeypatch.delenv("PFLUX_F58_FORCE_ASCII", raising=False)
-
-
-def pflux(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
-    # the autouse fixture has already removed the F58_FORCE_ASCII variables
-    environ = {**os.environ, "PYTHONIOENCODING": "utf-8", **env}
-    return subprocess.run(
-        [str(PFLUX), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=environ,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("to", sorted(FORMS))
@@ -100,26 +82,26 @@ def test_unknown_encoding_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_script_converts_and_reads_stdin() -> None:
-    r = pflux("job", "id", "--to=words", "ƒuzzybunny")
+    r = console("job", "id", "--to=words", "ƒuzzybunny")
     assert (r.returncode, r.stdout, r.stderr) == (0, FORMS["words"] + "\n", "")
-    r = pflux("job", "id", "--to", "f58", stdin="6787342413402046\n\n1\n")
+    r = console("job", "id", "--to", "f58", stdin="6787342413402046\n\n1\n")
     assert (r.returncode, r.stdout, r.stderr) == (0, "ƒuzzybunny\nƒ2\n", "")
 
 
 def test_script_errors() -> None:
-    r = pflux("job", "id", "ƒ2", "bar", "ƒ3")
+    r = console("job", "id", "ƒ2", "bar", "ƒ3")
     assert r.returncode == 1
     assert r.stdout == "1\n"
     assert r.stderr == (
         "pflux-job-id: ERROR: 'bar' is not a valid job id: "
         "not in dec, hex, dothex, kvs, words or f58 encoding\n"
     )
-    r = pflux("job", "id", "--to=nope", "1")
+    r = console("job", "id", "--to=nope", "1")
     assert r.returncode == 2
     assert r.stdout == ""
     assert "usage: pflux job id" in r.stderr
 
 
 def test_script_ascii_f58() -> None:
-    assert pflux("job", "id", "--to=f58", "65535", FLUX_F58_FORCE_ASCII="1").stdout == "fLUv\n"
-    assert pflux("job", "id", "--to=f58", "65535", PYTHONIOENCODING="ascii").stdout == "fLUv\n"
+    assert console("job", "id", "--to=f58", "65535", FLUX_F58_FORCE_ASCII="1").stdout == "fLUv\n"
+    assert console("job", "id", "--to=f58", "65535", PYTHONIOENCODING="ascii").stdout == "fLUv\n"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-PFLUX = Path(sys.executable).with_name("pflux")
+from support.instance import console
+
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "jobspec"
 
 VALID_JSON = (
@@ -20,15 +19,7 @@ VALID_JSON = (
 
 
 def validate(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(PFLUX), "job", "validate", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
-        check=False,
-        timeout=60,
-    )
+    return console("job", "validate", *args, stdin=stdin)
 
 
 def test_valid_corpus_prints_ok() -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,8 +21,8 @@ import yaml
 from pflux.cli import jobopts, main
 from pflux.errors import JobspecError, SpecError, UsageError
 from pflux.spec.jobspec import validate
+from support.instance import console
 
-PFLUX = Path(sys.executable).with_name("pflux")
 # no environment, no rlimits, a fixed directory: what is left is flux's jobspec
 PLAIN = ("--env=-*", "--rlimit=-*", "--cwd=/home/flux")
 
@@ -58,20 +56,6 @@ def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
         main(["submit", *args])
     assert info.value.code == 2
     return capsys.readouterr().err
-
-
-def pflux(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run(
-        [str(PFLUX), *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=environ,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-    )
 
 
 # ------------------------------------------------------------ RFC 25 use cases
@@ -111,13 +95,13 @@ def test_rfc25_use_cases_print_as_flux(options: str, capsys: pytest.CaptureFixtu
 
 
 def test_use_case_through_the_console_script() -> None:
-    result = pflux("submit", "--dry-run", *PLAIN, "-n5", "-N4", "hostname")
+    result = console("submit", "--dry-run", *PLAIN, "-n5", "-N4", "hostname")
     assert result.returncode == 0, result.stderr
     assert result.stdout == USE_CASES["-n5 -N4 hostname"] + "\n"
 
 
 def test_yaml_through_the_console_script() -> None:
-    result = pflux("submit", "--dry-run", "--format=yaml", *PLAIN, "-n16", "-N4", "-g1", "myapp")
+    result = console("submit", "--dry-run", "--format=yaml", *PLAIN, "-n16", "-N4", "-g1", "myapp")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("resources:\n- type: node\n")
     assert yaml.safe_load(result.stdout) == json.loads(USE_CASES["-n16 -N4 -g1 myapp"])
@@ -164,7 +148,7 @@ def test_without_an_instance_submit_says_how_to_get_one(
 
 
 def test_a_missing_instance_through_the_console_script(tmp_path: Path) -> None:
-    result = pflux("submit", "--uri", f"local://{tmp_path}/nothing", "hostname")
+    result = console("submit", "--uri", f"local://{tmp_path}/nothing", "hostname")
     assert result.returncode == 1
     assert result.stderr.startswith("pflux-submit: ERROR: cannot connect to the instance at")
 

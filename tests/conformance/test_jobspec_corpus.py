@@ -1,4 +1,4 @@
-"""RFC 25's own examples and flux-core's jobspec corpus (tests/data/jobspec)."""
+"""RFC 25's own examples (tests/data/rfc25) and flux-core's jobspec corpus (tests/data/jobspec)."""
 
 from __future__ import annotations
 
@@ -8,156 +8,11 @@ import pytest
 
 from pflux.errors import JobspecError
 from pflux.spec import jobspec
+from support import rfc25
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "jobspec"
 
-# RFC 25's text: the main example and use cases 1.1, 2.1, 2.2, 2.3 and 2.4, verbatim
-RFC_EXAMPLES = {
-    "example": """\
-version: 1
-resources:
-  - type: node
-    count: 4
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: core
-            count: 2
-tasks:
-  - command: [ "app" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-""",
-    "1.1": """\
-version: 1
-resources:
-  - type: node
-    count: 4
-    with:
-    - type: slot
-      count: 1
-      label: default
-      with:
-        - type: core
-          count: 1
-tasks:
-  - command: [ "flux", "start" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-""",
-    "2.1": """\
-version: 1
-resources:
-  - type: node
-    count: 4
-    with:
-      - type: slot
-        count: 1
-        label: myslot
-        with:
-          - type: core
-            count: 1
-tasks:
-  - command: [ "hostname" ]
-    slot: myslot
-    count:
-      total: 5
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-""",
-    "2.2": """\
-version: 1
-resources:
-  - type: slot
-    label: default
-    count: 10
-    with:
-      - type: core
-        count: 2
-tasks:
-  - command: [ "myapp" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-""",
-    "2.3": """\
-version: 1
-resources:
-  - type: slot
-    count: 10
-    label: default
-    with:
-      - type: core
-        count: 2
-      - type: gpu
-        count: 1
-tasks:
-  - command: [ "myapp" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-""",
-    "2.4": """\
-version: 1
-resources:
-  - type: node
-    count: 4
-    with:
-    - type: slot
-      count: 4
-      label: default
-      with:
-        - type: core
-          count: 1
-        - type: gpu
-          count: 1
-tasks:
-  - command: [ "myapp" ]
-    slot: default
-    count:
-      per_slot: 1
-attributes:
-  system:
-    duration: 3600.
-    cwd: "/home/flux"
-    environment:
-      HOME: "/home/flux"
-""",
-}
-
-# what each example asks for: (nnodes, nslots, cores/slot, gpus/slot, ntasks, name)
+# what each of RFC 25's examples asks for: (nnodes, nslots, cores/slot, gpus/slot, ntasks, name)
 RFC_EXPECTED = {
     "example": (4, 4, 2, 0, 4, "app"),
     "1.1": (4, 4, 1, 0, 4, "flux"),
@@ -251,9 +106,9 @@ def under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
-@pytest.mark.parametrize("name", RFC_EXAMPLES)
+@pytest.mark.parametrize("name", rfc25.CASES)
 def test_rfc_example_validates(name: str) -> None:
-    spec = jobspec.loads(RFC_EXAMPLES[name])
+    spec = jobspec.loads(rfc25.text(name))
     got = (
         spec.nnodes,
         spec.nslots,
@@ -273,9 +128,9 @@ def test_rfc_examples_match_the_corpus() -> None:
         name: jobspec.decode((CORPUS / "valid" / f"{name}.yaml").read_bytes())
         for name in names("valid")
     }
-    assert jobspec.decode(RFC_EXAMPLES["example"]) == corpus["example1"]
+    assert jobspec.decode(rfc25.text()) == corpus["example1"]
     for case in ("1.1", "2.1", "2.2", "2.3", "2.4"):
-        assert jobspec.decode(RFC_EXAMPLES[case]) == corpus[f"use_case_{case}"]
+        assert jobspec.decode(rfc25.text(case)) == corpus[f"use_case_{case}"]
 
 
 def test_corpus_is_present() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -15,14 +14,7 @@ import pytest
 from pflux.cli import main
 from pflux.client.handle import Handle
 from pflux.spec.eventlog import Event, format_text
-
-SERVE = """
-import asyncio, logging, sys
-from pathlib import Path
-from pflux.broker.instance import Instance
-logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
-asyncio.run(Instance(Path(sys.argv[1]), services=["pflux.kvs.service:KVSService"]).run())
-"""
+from support.kvs_broker import kvs_broker
 
 EVENTS = [
     Event(1738774194.185372, "submit", {"userid": 1000, "urgency": 16, "flags": 0}),
@@ -34,21 +26,10 @@ EVENTS = [
 @pytest.fixture(scope="module")
 def uri() -> Iterator[str]:
     state_dir = Path(tempfile.mkdtemp(prefix="pflux-kvs-"))  # short: it holds a Unix socket
-    child = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(state_dir)], stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
     try:
-        for line in child.stdout:
-            if line.startswith("instance ready at "):
-                yield line.split()[-1]
-                break
-        else:
-            raise AssertionError("the instance did not start")
+        with kvs_broker(state_dir) as (_, uri):
+            yield uri
     finally:
-        child.terminate()
-        child.wait(timeout=30)
-        child.stdout.close()
         shutil.rmtree(state_dir, ignore_errors=True)
 
 

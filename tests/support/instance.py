@@ -2,7 +2,9 @@
 
 ``LiveInstance`` runs ``pflux start --state-dir DIR`` with an initial program
 that prints the URI and then waits for its stdin to close, so a test holds the
-instance open exactly as long as it needs, and can also SIGKILL it.
+instance open exactly as long as it needs, and can also SIGKILL it. ``pflux``
+runs a command in this process (fast) or through the console script
+(``console``); ``held`` and ``quiesce`` set up and clear jobs through the API.
 """
 
 from __future__ import annotations
@@ -13,11 +15,16 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from pflux.cli import main
+
+if TYPE_CHECKING:
+    from pflux.api import Client
+    from pflux.spec.fluid import JobID
 
 PFLUX = Path(sys.executable).with_name("pflux")
 WAIT_ON_STDIN = ("sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null')
@@ -86,28 +93,39 @@ class LiveInstance:
             self.stop()
 
 
+def environ(**overrides: str) -> dict[str, str]:
+    """This process's environment for a pflux command: ids print with ƒ, streams are UTF-8."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("F58_FORCE_ASCII")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.update(overrides)
+    return env
+
+
+def console(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    """The real ``pflux`` script in ``environ(**env)``, fed ``stdin`` (never the runner's)."""
+    return subprocess.run(
+        [str(PFLUX), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=environ(**env),
+        timeout=60,
+        check=False,
+    )
+
+
 def pflux(
     uri: str, *args: str, stdin: str | None = None, script: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """``pflux ARGS`` in this process (fast), or with ``stdin``/``script`` the console script."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("F58_FORCE_ASCII")}
-    env.update(PFLUX_URI=uri, PYTHONIOENCODING="utf-8")
     if stdin is not None or script:
-        return subprocess.run(
-            [str(PFLUX), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        return console(*args, stdin=stdin or "", PFLUX_URI=uri)
     # UTF-8 streams, as the console script has, so that ids print with ƒ
     out = io.TextIOWrapper(io.BytesIO(), "utf-8", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), "utf-8", write_through=True)
     with (
-        mock.patch.dict(os.environ, env, clear=True),
+        mock.patch.dict(os.environ, environ(PFLUX_URI=uri), clear=True),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
     ):
@@ -132,7 +150,9 @@ def fails(uri: str, *args: str, rc: int = 1, script: bool = False) -> str:
     return proc.stderr
 
 
-def jobspec(run_duration: str = "0.01s", *, cores: int = 1, **test: Any) -> dict[str, Any]:
+def jobspec(
+    run_duration: str = "0.01s", *, cores: int = 1, command: Sequence[str] = ("true",), **test: Any
+) -> dict[str, Any]:
     """A test-mode jobspec: no process; it 'runs' for ``run_duration`` (0: until killed)."""
     return {
         "version": 1,
@@ -144,8 +164,21 @@ def jobspec(run_duration: str = "0.01s", *, cores: int = 1, **test: Any) -> dict
                 "with": [{"type": "core", "count": cores}],
             }
         ],
-        "tasks": [{"command": ["true"], "slot": "task", "count": {"per_slot": 1}}],
+        "tasks": [{"command": list(command), "slot": "task", "count": {"per_slot": 1}}],
         "attributes": {
             "system": {"duration": 0, "exec": {"test": {"run_duration": run_duration, **test}}}
         },
     }
+
+
+def held(client: Client) -> JobID:
+    """A job that stays pending (urgency 0) until its urgency is raised or it is canceled."""
+    jobid = client.submit(jobspec(), urgency="hold")
+    client.wait_event(jobid, "priority")
+    return jobid
+
+
+def quiesce(client: Client) -> None:
+    """Cancel whatever earlier tests left active and wait until nothing is."""
+    client.raise_all("cancel", note="test cleanup")
+    client.drain()

@@ -414,10 +414,13 @@ class JobManager(Service):
     @method("wait")
     def wait(self, req: Request) -> None:
         job = self._job_for(req, job_id_arg(payload_of(req)))
-        if isinstance(job, Job):
+        if job.state is not State.INACTIVE:
+            assert isinstance(job, Job)
             job.waiters.append(req)
-        else:
-            req.respond({"id": job.id, "success": job.success, "errstr": job.error_text()})
+            return
+        # inactive, perhaps not yet durably: answer once everything posted so far is
+        reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
+        self.events.after_commit(lambda: req.respond(reply))
 
     # --- the queue ----------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,59 +20,24 @@ import pytest
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-
-PFLUX = Path(sys.executable).with_name("pflux")
-SHELL = ("sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null')
+from support.instance import LiveInstance, console, jobspec
 
 
 @contextmanager
 def instance(state: Path) -> Iterator[str]:
-    with (state.parent / "log").open("a") as log:
-        proc = subprocess.Popen(
-            [str(PFLUX), "start", "--state-dir", str(state), "--cores", "2", *SHELL],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    try:
-        assert line.startswith("local://"), (state.parent / "log").read_text()
-        yield line
-    finally:
-        proc.stdin.close()
-        proc.stdout.close()
-        assert proc.wait(timeout=30) == 0
+    """The instance on ``state`` (2 cores): its URI; it must shut down cleanly."""
+    with LiveInstance(state, cores=2) as live:
+        yield live.uri
+        assert live.stop() == 0
 
 
-def jobspec(run_duration: str = "0.01s", **test: Any) -> dict[str, Any]:
-    """A test-mode jobspec: no process; it 'runs' for ``run_duration`` (0: until killed)."""
-    return {
-        "version": 1,
-        "resources": [
-            {"type": "slot", "count": 1, "label": "task", "with": [{"type": "core", "count": 1}]}
-        ],
-        "tasks": [{"command": ["/bin/work"], "slot": "task", "count": {"per_slot": 1}}],
-        "attributes": {
-            "system": {"duration": 0, "exec": {"test": {"run_duration": run_duration, **test}}}
-        },
-    }
+def job(run_duration: str = "0.01s", **test: Any) -> dict[str, Any]:
+    """A test-mode job whose name, as the listings show it, is ``work``."""
+    return jobspec(run_duration, command=["/bin/work"], **test)
 
 
 def pflux_jobs(uri: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("F58_FORCE_ASCII")}
-    env.update(PFLUX_URI=uri, PYTHONIOENCODING="utf-8")
-    return subprocess.run(
-        [str(PFLUX), "jobs", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return console("jobs", *args, PFLUX_URI=uri)
 
 
 @pytest.fixture(scope="module")
@@ -86,17 +50,17 @@ def jobs(state: Path) -> Iterator[tuple[str, dict[str, JobID]]]:
     """The instance, with one job of each kind."""
     with instance(state) as uri, Client(uri) as client:
         ids = {
-            "done": client.submit(jobspec()),
-            "failed": client.submit(jobspec(wait_status=256)),
-            "canceled": client.submit(jobspec(), urgency="hold"),
+            "done": client.submit(job()),
+            "failed": client.submit(job(wait_status=256)),
+            "canceled": client.submit(job(), urgency="hold"),
         }
         for name in ("done", "failed"):
             client.wait(ids[name])
         client.cancel(ids["canceled"], "not today")
         client.wait(ids["canceled"])
-        ids["running"] = client.submit(jobspec("0"))
+        ids["running"] = client.submit(job("0"))
         client.wait_event(ids["running"], "start")
-        ids["held"] = client.submit(jobspec(), urgency="hold")
+        ids["held"] = client.submit(job(), urgency="hold")
         client.wait_event(ids["held"], "priority")
         yield uri, ids
         client.cancel(ids["running"])
@@ -108,7 +72,7 @@ def test_list_id_right_after_submit(jobs: tuple[str, dict[str, JobID]]) -> None:
     uri, _ = jobs
     with Client(uri) as client:
         for _ in range(20):
-            jobid = client.submit(jobspec())
+            jobid = client.submit(job())
             assert client.job_info(jobid, ["userid"]) == {"id": jobid, "userid": os.getuid()}
             client.wait(jobid)  # leave only the module's pending and running jobs
 
@@ -160,10 +124,10 @@ def test_json_for_one_job(jobs: tuple[str, dict[str, JobID]]) -> None:
 def test_restart_rebuilds_the_same_list(tmp_path: Path) -> None:
     state = tmp_path / "state"
     with instance(state) as uri, Client(uri) as client:
-        done = [client.submit(jobspec(wait_status=256 * i)) for i in range(3)]
+        done = [client.submit(job(wait_status=256 * i)) for i in range(3)]
         for jobid in done:
             client.wait(jobid)
-        held = client.submit(jobspec(), urgency="hold")
+        held = client.submit(job(), urgency="hold")
         client.wait_event(held, "priority")
         before = client.list_jobs(max_entries=0)
     with instance(state) as uri, Client(uri) as client:

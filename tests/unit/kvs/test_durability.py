@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +13,7 @@ import pytest
 
 from pflux.client.handle import Handle
 from pflux.kvs.store import Store
-
-SERVE = """
-import asyncio, logging, sys
-from pathlib import Path
-from pflux.broker.instance import Instance
-logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
-asyncio.run(Instance(Path(sys.argv[1]), services=["pflux.kvs.service:KVSService"]).run())
-"""
+from support.kvs_broker import kvs_broker
 
 
 @pytest.fixture
@@ -32,24 +23,8 @@ def state_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def start_instance(state_dir: Path) -> tuple[subprocess.Popen[str], str]:
-    """A broker with only the kvs service, in a child process; returns it and its URI."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(state_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    for line in child.stdout:
-        if line.startswith("instance ready at "):
-            return child, line.split()[-1]
-    child.wait()
-    raise AssertionError(f"the instance did not start (exit {child.returncode})")
-
-
 def test_answered_commits_survive_kill_9(state_dir: Path) -> None:
-    child, uri = start_instance(state_dir)
-    try:
+    with kvs_broker(state_dir) as (child, uri):
         with Handle(uri) as h:
             rpcs = [
                 h.rpc(
@@ -62,12 +37,6 @@ def test_answered_commits_survive_kill_9(state_dir: Path) -> None:
                 assert rpc.get(timeout=30) == {}
             child.send_signal(signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
     # the commits were never checkpointed into the database file: they are in the WAL
     wal = state_dir / "kvs.sqlite-wal"
     assert wal.exists()

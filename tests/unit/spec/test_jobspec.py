@@ -20,49 +20,12 @@ from hypothesis import strategies as st
 from pflux.errors import JobspecError, SpecError
 from pflux.spec import jobspec
 from pflux.spec.jobspec import Jobspec
-
-
-def example() -> dict[str, Any]:
-    """RFC 25's main example."""
-    return {
-        "version": 1,
-        "resources": [
-            {
-                "type": "node",
-                "count": 4,
-                "with": [
-                    {
-                        "type": "slot",
-                        "count": 1,
-                        "label": "default",
-                        "with": [{"type": "core", "count": 2}],
-                    }
-                ],
-            }
-        ],
-        "tasks": [{"command": ["app"], "slot": "default", "count": {"per_slot": 1}}],
-        "attributes": {
-            "system": {
-                "duration": 3600.0,
-                "cwd": "/home/flux",
-                "environment": {"HOME": "/home/flux"},
-            }
-        },
-    }
+from support.rfc25 import example
 
 
 def slot_only() -> dict[str, Any]:
     """Use case 2.3: slot>(core,gpu)."""
-    doc = example()
-    doc["resources"] = [
-        {
-            "type": "slot",
-            "count": 10,
-            "label": "default",
-            "with": [{"type": "core", "count": 2}, {"type": "gpu", "count": 1}],
-        }
-    ]
-    return doc
+    return example("2.3")
 
 
 def problems_of(doc: Any) -> list[tuple[str, str]]:

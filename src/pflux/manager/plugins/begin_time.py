@@ -44,9 +44,15 @@ class BeginTime(Plugin):
         if description in job.satisfied:
             return
         self.host.dependency_add(job, description)
-        delay = max(0.0, begin - time.time())
-        self.host.loop.call_later(delay, self._due, job, description)
+        self._arm(job, description, begin)
 
-    def _due(self, job: Job, description: str) -> None:
-        if job.state is State.DEPEND and description in job.dependencies:
+    def _arm(self, job: Job, description: str, begin: float) -> None:
+        self.host.loop.call_later(max(0.0, begin - time.time()), self._due, job, description, begin)
+
+    def _due(self, job: Job, description: str, begin: float) -> None:
+        if time.time() < begin:
+            # the loop's clock is monotonic, the timestamp is wall-clock time: a timer
+            # can fire a hair early, never the dependency
+            self._arm(job, description, begin)
+        elif job.state is State.DEPEND and description in job.dependencies:
             self.host.dependency_remove(job, description)
