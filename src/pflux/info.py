@@ -92,36 +92,29 @@ class _Watch:
 
     def start(self) -> None:
         key = job_key(self.jobid, *self.path.split("."))
-        self._watch(key, self._on_data)
+        self._watch(key, lambda msg: self._on_append(msg, send=True, ends=not self.guest))
         if self.guest:
-            self._watch(job_key(self.jobid, "eventlog"), self._on_main)
+            # the job's own eventlog, only to see it end: the guest one is final by then
+            main = job_key(self.jobid, "eventlog")
+            self._watch(main, lambda msg: self._on_append(msg, send=False, ends=True))
         self.req.on_disconnect(self._cancel)
 
     def _watch(self, key: str, callback: Any) -> None:
         payload = {"key": key, "append": True, "waitcreate": True}
         self.routes.append(self.broker.send("kvs.watch", payload, callback, streaming=True))
 
-    def _on_data(self, msg: Message) -> None:
+    def _on_append(self, msg: Message, *, send: bool, ends: bool) -> None:
+        """New lines of a watched eventlog: pass them on (``send``); the job's end in them
+        (``ends``: this is the job's own eventlog) ends the stream."""
         if self.req.done:
             return
         if msg.errnum:
             self._end(msg)
             return
         data = msg.payload.get("value", "")
-        if data:
+        if send and data:
             self.req.respond({"data": data})
-        if not self.guest and any(t in data.encode() for t in TERMINAL_EVENTS):
-            self._finish()
-
-    def _on_main(self, msg: Message) -> None:
-        if self.req.done:
-            return
-        if msg.errnum:
-            self._end(msg)
-            return
-        data = msg.payload.get("value", "")
-        if any(t in data.encode() for t in TERMINAL_EVENTS):
-            # the guest namespace is final before the job is: everything has been sent
+        if ends and any(t in data.encode() for t in TERMINAL_EVENTS):
             self._finish()
 
     def _end(self, msg: Message) -> None:

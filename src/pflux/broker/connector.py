@@ -167,6 +167,12 @@ class _Forwarded:
         self.streaming = msg.streaming
         self.on_gone = on_gone
 
+    def answer(self, payload: object, errnum: int = 0, errstr: str | None = None) -> None:
+        """Deliver a response to the requester, under its own matchtag."""
+        self.route.deliver(
+            Message(RESPONSE, self.topic, self.matchtag, payload, errnum=errnum, errstr=errstr)
+        )
+
 
 class Provider:
     """A connection whose peer provides services: requests go to it, its responses come back.
@@ -229,16 +235,7 @@ class Provider:
         if msg.errnum or not entry.streaming:
             del self._pending[msg.matchtag]
             entry.route.discard_disconnect(entry.on_gone)
-        entry.route.deliver(
-            Message(
-                RESPONSE,
-                entry.topic,
-                entry.matchtag,
-                msg.payload,
-                errnum=msg.errnum,
-                errstr=msg.errstr,
-            )
-        )
+        entry.answer(msg.payload, msg.errnum, msg.errstr)
 
     def lost(self) -> None:
         """The peer is gone: its services with it, and every request it held fails."""
@@ -248,15 +245,7 @@ class Provider:
         pending, self._pending = self._pending, {}
         for entry in pending.values():
             entry.route.discard_disconnect(entry.on_gone)
-            entry.route.deliver(
-                Message(
-                    RESPONSE,
-                    entry.topic,
-                    entry.matchtag,
-                    errnum=errno.ENOSYS,
-                    errstr=f"the service providing {entry.topic!r} went away",
-                )
-            )
+            entry.answer(None, errno.ENOSYS, f"the service providing {entry.topic!r} went away")
 
 
 async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
