@@ -1,6 +1,8 @@
 """Job execution (RFC 32): the job-exec service, its test mode, and the shell launcher.
 
 ``service`` is the broker service; ``testexec`` simulates runs from jobspec
-attributes without any process; ``launcher`` forks a job shell
-(``pflux.shell``) per job from one warm process.
+attributes without any process; ``launcher`` is the one process that forks a
+job shell (``pflux.shell``) per job, reached through ``link``; ``wire`` is the
+record format between them, and ``journal`` the record of shell sessions that
+keeps a job from ever running twice.
 """

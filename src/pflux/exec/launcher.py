@@ -1,490 +1,409 @@
-"""The shell launcher: a warm process that forks one job shell per job.
+"""The shell launcher: one warm process that forks a job shell per job and relays for all of them.
 
 Starting a Python interpreter costs tens of milliseconds; forking one that has
-already imported the shell costs about one. So job-exec starts this process
-once (``python -m pflux.exec.launcher FD RECORD_DIR``) and asks it, over a
-socket pair, for one shell per job. Messages are lines of text:
+already imported the shell costs about a millisecond, and a shell that runs
+little Python after the fork not much more (``pflux.shell.main``). So job-exec
+starts this process once (``python -c COMMAND FD RECORDS JOURNAL``) and it
+serves every job: it forks shells ahead of need, gives each job to one of
+them, passes signals on, and reaps them. The shells send what they have to
+say (``pflux.exec.wire``) straight to job-exec, on the datagram socket RECORDS
+that they all inherit; the launcher tells job-exec only the status of a shell
+that could not (one killed, say), after reaping it. The per-job work is the
+shells', in parallel, and the launcher's own loop stays short.
 
-- job-exec to launcher: ``spawn ID SPEC`` fork a shell for SPEC, the JSON job
-  description ``pflux.shell.main.run`` takes; ``kill ID SIGNUM`` signal that
-  job's shell itself (job-exec's last resort when a shell ignores kill
-  requests).
-- launcher to job-exec: ``exit ID STATUS`` the shell has exited with that
-  wait status, or ``exit ID -1 REASON`` if it could not be forked.
+FD is a listening Unix socket in the state directory that job-exec has bound
+and connected to (or an already connected socket): the launcher serves the
+first connection from its own user. It runs in its own session, so it can
+outlive the broker, and a later job-exec could reconnect to it; for now, when
+job-exec's end goes away it asks its shells to SIGTERM their tasks, kills
+what is left after a grace period, and exits.
 
-The launcher reads only the words it needs and leaves SPEC to the shell: it is
-one process serving every job, while the shells run side by side.
+Nothing of a job may outlive the launcher's knowledge of it: each shell
+journals its session before it starts a task (``pflux.exec.journal``); the
+launcher appends the end of each shell once the shell and whatever it left
+are gone; it is a child subreaper, so the tasks of a shell that died are
+adopted by it and killed; and a shell whose launcher goes away kills its
+tasks.
 
-The launcher process imports neither asyncio, subprocess nor logging (so
-neither threading): each of them adds after-fork work, and page faults, to
-every shell it forks. Each shell leads its own session, and both the launcher and the shells are
-child subreapers: a task's orphaned descendants are adopted by its shell,
-which kills them when the job ends, and the tasks of a shell that died are
-adopted by the launcher, which kills them. A shell writes a *record*
-(``RECORD_DIR/<id>``: its pid, which is its session id, its start time and
-the boot id) before it starts anything, and the launcher removes it once the
-shell is gone. A record left behind means the launcher itself died with the
-job's session perhaps alive; job-exec kills such sessions before it runs
-anything (``kill_recorded``), so that no job ever runs twice.
-
-The launcher runs in its own session, so signals to the broker's process
-group miss it and it could outlive the broker, as a later reattach will need.
-For now it ends when job-exec's end of the socket closes: it sends SIGTERM to
-its shells and kills the tasks they leave, which it adopts, then exits.
+Every fork copies the launcher's page tables, every shell's exit frees them,
+and every page either writes after a fork costs a page fault (about 5 us
+here): a megabyte less in the launcher is about a quarter of a millisecond
+less per job. So the launcher keeps small: it imports no Python-level
+library it can do without (not asyncio, subprocess or logging, so not
+threading; not even socket, signal or struct, only their C modules), it is
+started with ``-c`` rather than ``-m``, it gives the memory its imports freed
+back to the system, and it collects no garbage (``gc.freeze`` then
+``gc.disable``: a collection would write to every object's page). It
+watches shells through their sockets rather than SIGCHLD, so a forked shell
+has no signal handler to undo.
 """
 
 from __future__ import annotations
 
-import contextlib
+import _socket
+import _struct
 import gc
 import os
 import select
-import signal
-import socket
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
 
-import orjson
+from pflux.exec import journal, wire
+from pflux.shell import main as shell
+from pflux.shell.tasks import children, set_subreaper, trim_heap
 
-from pflux.shell.tasks import children, set_subreaper
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
+if TYPE_CHECKING:  # typing stays out of the launcher (see the module docstring)
+    import signal as _signal
+    from typing import Final
+else:
+    import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-if TYPE_CHECKING:
-    import asyncio
-    import logging
-    import subprocess
+__all__ = ["COMMAND", "Server", "main"]
 
-__all__ = ["Launcher", "kill_recorded", "main", "write_record"]
-
-SHUTDOWN_GRACE: Final = 5.0  # seconds shells get to clean up when the launcher ends
-_BOOT_ID: Final = "/proc/sys/kernel/random/boot_id"
-
-
-# --- records of running shells ---------------------------------------------------------
-
-
-def _log() -> logging.Logger:
-    """job-exec's logger, imported only on the broker's side (see the module docstring)."""
-    import logging
-
-    return logging.getLogger("pflux.job-exec")
-
-
-def _read(path: str) -> bytes | None:
-    """A small file's bytes (None if it cannot be read), with no Python file objects."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+# How job-exec starts the launcher: ``python -c COMMAND FD RECORDS JOURNAL``. Not ``-m``, whose
+# runpy machinery would stay in memory, a megabyte more for every fork to copy.
+COMMAND: Final = "import sys; from pflux.exec.launcher import main; sys.exit(main(sys.argv))"
+SHUTDOWN_GRACE: Final = 5.0  # seconds tasks get after SIGTERM when job-exec has gone
+SPARES: Final = 4  # shells forked ahead of need
+SPARES_LOW: Final = 1  # forking starts again when this few are left
+RECV_SIZE: Final = 1 << 16  # more than job-exec sends at once, mostly
+MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
+JOURNAL_IDLE_LIMIT: Final = 1 << 16  # journal bytes worth rewriting when no shell runs
+JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shells run
+_IN: Final = select.EPOLLIN
+_CREDENTIALS: Final = _struct.Struct("3i")
 
 
-def _boot_id() -> str:
-    data = _read(_BOOT_ID)
-    return data.decode().strip() if data else ""
+class _Shell:
+    __slots__ = ("jobid", "pid", "sock")
+
+    def __init__(self, pid: int, sock: _socket.socket) -> None:
+        self.jobid = -1  # a spare, until it is given a job
+        self.pid = pid
+        self.sock = sock  # the launcher's end of the shell's socket
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(session id, start time in clock ticks) of a live process; None if gone or a zombie."""
-    text = _read(f"/proc/{pid}/stat")
-    if not text:
-        return None
-    fields = text[text.rfind(b")") + 2 :].split()
-    if fields[0] == b"Z":
-        return None
-    return int(fields[3]), int(fields[19])
+class Server:
+    """The launcher's loop (see the module docstring).
 
+    Shells are forked ahead of need, so a job waits for a ``send`` rather than
+    for a fork, which costs a millisecond here: when no more than
+    ``SPARES_LOW`` are left, the launcher forks spares until there are
+    ``SPARES``, one each time nothing else is ready. Several in a row, because
+    after a fork every page the launcher writes costs it a page fault once:
+    whatever it writes after the last of them is paid for once per batch
+    rather than once per job.
 
-def write_record(record_dir: str, jobid: int, boot_id: str) -> None:
-    """Record the calling shell (a session leader) before it starts any task."""
-    pid = os.getpid()
-    stat = _stat(pid)
-    start = stat[1] if stat is not None else 0
-    fd = os.open(os.path.join(record_dir, str(jobid)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, f"{pid} {start} {boot_id}\n".encode())
-    finally:
-        os.close(fd)
-
-
-def _session_members(sid: int, started: int) -> list[int]:
-    """The processes of session ``sid`` that belong to the recorded shell's session.
-
-    When the leader (pid == sid) is alive it must have the recorded start time,
-    or the session id was reused and nothing is ours. When it is gone, only
-    processes started no earlier than it count.
-    """
-    leader = _stat(sid)
-    if leader is not None and (leader[0] != sid or leader[1] != started):
-        return []
-    members = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        stat = _stat(pid)
-        if stat is not None and stat[0] == sid and stat[1] >= started:
-            members.append(pid)
-    return members
-
-
-def kill_recorded(record_dir: str, jobid: int | None = None, timeout: float = 5.0) -> list[int]:
-    """SIGKILL the sessions of recorded shells (one job's, or all) and remove their records.
-
-    Returns the ids of the jobs that had a record. Waits (up to ``timeout``)
-    for the sessions to be gone, so a job is never running when this returns.
-    """
-    try:
-        names = [str(jobid)] if jobid is not None else os.listdir(record_dir)
-    except FileNotFoundError:
-        return []
-    found = []
-    boot = _boot_id()
-    for name in names:
-        path = os.path.join(record_dir, name)
-        try:
-            pid_text, start_text, record_boot = (_read(path) or b"").decode().split()
-        except (UnicodeDecodeError, ValueError):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            continue
-        if name.isdigit():
-            found.append(int(name))
-        if record_boot == boot:
-            _kill_session(int(pid_text), int(start_text), timeout)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-    return found
-
-
-def _kill_session(sid: int, started: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while members := _session_members(sid, started):
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            _log().error("processes %s of a job shell session survive SIGKILL", members)
-            return
-        time.sleep(0.01)  # SIGKILL is delivered asynchronously; the kernel gives no event
-
-
-# --- job-exec's side -------------------------------------------------------------------
-
-
-class Launcher:
-    """job-exec's end of the launcher: starts it and exchanges JSON lines with it."""
-
-    def __init__(
-        self,
-        record_dir: str,
-        on_exit: Callable[[int, int, str | None], None],
-        on_lost: Callable[[], None],
-    ) -> None:
-        self.record_dir = record_dir
-        self._on_exit = on_exit
-        self._on_lost = on_lost
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._in = b""
-        self._out = bytearray()
-        self._closed: asyncio.Event | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._sock is not None
-
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the launcher process; requests may be sent at once (they wait in the socket)."""
-        import asyncio
-        import subprocess
-
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pflux.exec.launcher",
-                    str(theirs.fileno()),
-                    self.record_dir,
-                ],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-        ours.setblocking(False)
-        self._sock = ours
-        self._loop = loop
-        self._in = b""
-        self._out.clear()
-        self._closed = asyncio.Event()
-        loop.add_reader(ours.fileno(), self._readable)
-
-    def spawn(self, jobid: int, spec: dict[str, Any]) -> None:
-        """Ask for a shell for job ``jobid`` (its exit is reported to ``on_exit``)."""
-        self._send(b"spawn %d " % jobid + orjson.dumps(spec) + b"\n")
-
-    def kill(self, jobid: int, signum: int) -> None:
-        """Signal the shell of job ``jobid`` itself."""
-        self._send(b"kill %d %d\n" % (jobid, signum))
-
-    def _send(self, data: bytes) -> None:
-        sock = self._sock
-        if sock is None or self._loop is None:
-            return
-        if self._out:
-            self._out += data
-            return
-        try:
-            sent = sock.send(data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            return  # the reader sees the end and reports the loss
-        if sent < len(data):
-            self._out += data[sent:]
-            self._loop.add_writer(sock.fileno(), self._writable)
-
-    def _writable(self) -> None:
-        sock = self._sock
-        if sock is None or self._loop is None:
-            return
-        try:
-            sent = sock.send(self._out)
-        except BlockingIOError:
-            return
-        except OSError:
-            sent = len(self._out)
-        del self._out[:sent]
-        if not self._out:
-            self._loop.remove_writer(sock.fileno())
-
-    def _readable(self) -> None:
-        assert self._sock is not None
-        try:
-            data = self._sock.recv(1 << 20)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._close()
-            self._on_lost()
-            return
-        lines = (self._in + data).split(b"\n")
-        self._in = lines.pop()
-        for line in lines:
-            words = line.split(b" ", 3)
-            try:
-                if words[0] != b"exit":
-                    raise ValueError(words[0])
-                jobid, status = int(words[1]), int(words[2])
-            except (ValueError, IndexError):
-                _log().error("shell launcher sent garbage: %r", line[:200])
-                continue
-            self._on_exit(jobid, status, words[3].decode() if len(words) > 3 else None)
-
-    def _close(self) -> None:
-        sock, self._sock = self._sock, None
-        if sock is not None and self._loop is not None:
-            self._loop.remove_reader(sock.fileno())
-            if self._out:
-                self._loop.remove_writer(sock.fileno())
-            sock.close()
-        if self._closed is not None:
-            self._closed.set()
-        proc = self._proc
-        if proc is not None and proc.poll() is None and self._loop is not None:
-            # it has closed its end and is exiting: reap it off the loop
-            self._loop.run_in_executor(None, proc.wait)
-
-    async def stop(self) -> None:
-        """End the launcher: it cleans up its shells, then closes its end; reap it."""
-        import asyncio
-        import subprocess
-
-        sock, proc, closed = self._sock, self._proc, self._closed
-        if sock is not None and closed is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_WR)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(closed.wait(), SHUTDOWN_GRACE + 5.0)
-            self._close()
-        if proc is not None and proc.poll() is None:
-            try:
-                await asyncio.to_thread(proc.wait, 5.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                await asyncio.to_thread(proc.wait)
-        self._proc = None
-
-
-# --- the launcher process ----------------------------------------------------------------
-
-
-class _Server:
-    """The launcher's loop: spawn requests in, exits out.
-
-    It waits on pidfds, not SIGCHLD: with no signal handler installed, a
-    forked shell has nothing to undo, and SIGTERM simply ends it.
+    A shell is known by its socket: it is reaped when the socket reaches its
+    end, which the shell's exit causes (no task inherits it), so the launcher
+    needs no pidfd or SIGCHLD per shell. A shell that has sent job-exec its
+    job's status exits with 0, before its teardown, which nobody waits for;
+    for any other end, the launcher reports the shell's wait status.
     """
 
-    def __init__(self, sock: socket.socket, record_dir: str) -> None:
-        self.sock = sock
-        self.record_dir = record_dir
-        self.boot_id = _boot_id()
-        self.shells: dict[int, int] = {}  # pid -> job id
-        self.by_job: dict[int, int] = {}  # job id -> pid
-        self.pidfds: dict[int, int] = {}  # pidfd -> pid
+    def __init__(self, link: _socket.socket, records: _socket.socket, journal_path: str) -> None:
+        link.setblocking(False)
+        self.link = link
+        self.records = records  # the shells' socket to job-exec, passed on to each
+        self.journal_path = journal_path
+        self.journal = os.open(
+            journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
+        )
+        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self.context = shell.Context(
+            journal=self.journal,
+            boot=journal.boot_id().encode(),
+            devnull=self.devnull,
+            cpus=tuple(sorted(os.sched_getaffinity(0))),
+            path=os.environ.get("PATH"),
+            records=records,
+        )
+        # the descriptors a shell keeps, with its own socket
+        self.keep = (0, 1, 2, self.journal, self.devnull, records.fileno())
         self.poller = select.epoll()
-        self.poller.register(sock.fileno(), select.EPOLLIN)
-        self.inbuf = b""
-        self.closing = False
+        self.poller.register(link.fileno(), _IN)
+        self.by_fd: dict[int, _Shell] = {}
+        self.by_job: dict[int, _Shell] = {}
+        self.spares: list[_Shell] = []
+        self.inbuf = bytearray()
+        self.unsent = bytearray()  # records for job-exec, sent at the end of each turn
+        self.writing = False  # waiting for job-exec's socket to be writable
+        self.ended: list[int] = []  # jobs whose end the journal must record
+        self.closing = False  # job-exec has closed its end
+        self.link_open = True
+        self.buffer = bytearray(RECV_SIZE)
 
     def run(self) -> int:
+        refill = False  # forking spares, until there are SPARES of them
         while not self.closing:
-            self._poll(-1)
+            refill = (refill or len(self.spares) <= SPARES_LOW) and len(self.spares) < SPARES
+            if not self._turn(0 if refill else -1) and refill:
+                refill = self._fork()  # one at a time: what is ready goes first
         self._shutdown()
         return 0
 
-    def _poll(self, timeout: float) -> None:
-        exited = []
-        for fd, _ in self.poller.poll(timeout):
-            if fd in self.pidfds:
-                exited.append(self._reap(fd))
-            elif not self.closing:
-                self._on_socket()
-        if any(status != 0 for _, status in exited):
-            self._kill_orphans()
-        for jobid, status in exited:
-            if status != 0:  # a shell that ends well removes its own record
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(self.record_dir, str(jobid)))
-            self._send(b"exit %d %d\n" % (jobid, status))
+    def _turn(self, timeout: float) -> bool:
+        """Handle what is ready (waiting up to ``timeout``); False if nothing was."""
+        link = self.link.fileno()
+        by_fd = self.by_fd
+        ready = self.poller.poll(timeout)
+        for fd, events in ready:
+            if fd == link:
+                if events & select.EPOLLOUT:
+                    self._write_link()
+                if events & ~select.EPOLLOUT:
+                    self._from_jobexec()
+            elif fd in by_fd:
+                self._from_shell(by_fd[fd])
+        if self.unsent and not self.writing:
+            self._write_link()
+        if self.ended:
+            os.write(self.journal, journal.end_lines(self.ended))
+            self.ended.clear()
+            self._trim_journal()
+        return bool(ready)
 
-    def _on_socket(self) -> None:
+    # --- job-exec's requests ------------------------------------------------------------
+
+    def _from_jobexec(self) -> None:
         try:
-            data = self.sock.recv(1 << 20)
+            data = self.link.recv(RECV_SIZE)
+        except BlockingIOError:
+            return
         except OSError:
             data = b""
         if not data:
-            self.closing = True
-            self.poller.unregister(self.sock.fileno())
+            self._link_closed()
             return
-        lines = (self.inbuf + data).split(b"\n")
-        self.inbuf = lines.pop()
-        for line in lines:
-            op, jobid, rest = line.split(b" ", 2)
-            if op == b"spawn":
-                self._spawn(int(jobid), rest)
-            elif op == b"kill":
-                pid = self.by_job.get(int(jobid))
-                if pid is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(pid, int(rest))
+        self.inbuf += data
+        records, used = wire.split(self.inbuf)
+        del self.inbuf[:used]
+        for kind, jobid, payload in records:
+            if kind == wire.SPAWN:
+                self._spawn(jobid, payload)
+            elif kind == wire.KILL:
+                self._to_shell(jobid, wire.record(wire.KILL, jobid, payload))
+            elif kind == wire.TERMINATE:
+                target = self.by_job.get(jobid)
+                if target is not None:
+                    _signal_group(target.pid, int(payload))
 
-    def _send(self, line: bytes) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.sendall(line)
+    def _link_closed(self) -> None:
+        """job-exec has stopped sending (and, the second time, reading): wind down."""
+        if self.closing:  # hung up altogether: nothing more can be sent either
+            self.poller.unregister(self.link.fileno())
+            self.link_open = False
+            self.unsent.clear()
+            return
+        self.closing = True
+        self.poller.modify(self.link.fileno(), select.EPOLLOUT if self.writing else 0)
 
-    def _spawn(self, jobid: int, spec: bytes) -> None:
+    def _to_shell(self, jobid: int, data: bytes) -> None:
+        target = self.by_job.get(jobid)
+        if target is not None:
+            try:
+                target.sock.send(data, _socket.MSG_DONTWAIT)
+            except OSError:
+                return  # the shell is gone, or cannot listen: its end is reported anyway
+
+    def _spawn(self, jobid: int, description: bytes) -> None:
+        """Give the job to a spare shell (forking one if there is none)."""
+        if jobid in self.by_job:
+            self._not_started(jobid, "a shell for the job runs already")
+            return
+        if not self.spares and not self._fork():
+            self._not_started(jobid, "cannot fork a job shell")
+            return
+        entry = self.spares.pop()
+        data = wire.record(wire.SPAWN, jobid, description)
+        try:
+            for start in range(0, len(data), shell.SPAWN_CHUNK):
+                entry.sock.send(data[start : start + shell.SPAWN_CHUNK])
+        except OSError as exc:  # the spare has died: it is reaped as spares are
+            self._not_started(jobid, f"job shell: {exc.strerror}")
+            return
+        entry.jobid = jobid
+        self.by_job[jobid] = entry
+
+    def _not_started(self, jobid: int, reason: str) -> None:
+        self.unsent += wire.record(wire.EXITED, jobid, f"-1 {reason}".encode())
+
+    def _fork(self) -> bool:
+        """Fork a spare shell; False (having said why) if the system refuses."""
+        try:
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        except OSError as exc:
+            sys.stderr.write(f"pflux-launcher: socketpair: {exc.strerror}\n")
+            return False
         try:
             pid = os.fork()
         except OSError as exc:
-            self._send(b"exit %d -1 fork: %s\n" % (jobid, str(exc.strerror).encode()))
-            return
+            ours.close()
+            theirs.close()
+            sys.stderr.write(f"pflux-launcher: fork: {exc.strerror}\n")
+            return False
         if pid == 0:
-            self._child(jobid, spec)
-        pidfd = os.pidfd_open(pid)
-        self.poller.register(pidfd, select.EPOLLIN)
-        self.pidfds[pidfd] = pid
-        self.shells[pid] = jobid
-        self.by_job[jobid] = pid
+            self._child(theirs)
+        theirs.close()
+        entry = _Shell(pid, ours)
+        self.spares.append(entry)
+        self.by_fd[ours.fileno()] = entry
+        self.poller.register(ours.fileno(), _IN)
+        return True
 
-    def _child(self, jobid: int, spec_text: bytes) -> None:
-        """In the forked shell: drop the launcher's state, record the shell, run it."""
+    def _child(self, sock: _socket.socket) -> None:
+        """In the forked shell: keep only what the shell uses, then serve; never returns.
+
+        Every page a forked shell writes costs a fault, so this does as little as it can:
+        the context is made once, in the launcher.
+        """
         code = 1
         try:
-            os.setsid()
-            self.poller.close()
-            self.sock.close()
-            for fd in self.pidfds:
-                os.close(fd)
-            write_record(self.record_dir, jobid, self.boot_id)
-            spec = orjson.loads(spec_text)
-            spec["record"] = os.path.join(self.record_dir, str(jobid))
-            from pflux.shell.main import run
-
-            code = run(spec)
-        except BaseException:
-            import traceback
-
-            sys.stderr.write(f"pflux-shell: job shell for job {jobid} failed:\n")
-            traceback.print_exc()
+            low = 0
+            for fd in sorted((*self.keep, sock.fileno())):
+                if fd > low:  # closerange(n, n) would close everything from n on
+                    os.closerange(low, fd)
+                low = fd + 1
+            os.closerange(low, MAX_FD)
+            code = shell.serve(self.context, sock)
         finally:
             os._exit(code)
 
-    def _reap(self, pidfd: int) -> tuple[int, int]:
-        """(job id, wait status) of the shell whose pidfd is readable."""
-        pid = self.pidfds.pop(pidfd)
-        self.poller.unregister(pidfd)
-        os.close(pidfd)
-        _, status = os.waitpid(pid, 0)
-        jobid = self.shells.pop(pid)
-        del self.by_job[jobid]
-        return jobid, status
+    # --- the shells ---------------------------------------------------------------------
+
+    def _from_shell(self, entry: _Shell) -> None:
+        """A shell's socket is readable: it has ended (a shell sends the launcher nothing)."""
+        try:
+            n = entry.sock.recv_into(self.buffer, RECV_SIZE, _socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            n = 0
+        if not n:
+            self._reap(entry)
+
+    def _reap(self, entry: _Shell) -> None:
+        """The shell's socket has reached its end: the shell has exited, or is exiting."""
+        fd = entry.sock.fileno()
+        self.poller.unregister(fd)
+        del self.by_fd[fd]
+        entry.sock.close()
+        _, status = os.waitpid(entry.pid, 0)
+        if os.WIFSIGNALED(status):
+            self._kill_orphans()  # the shell could not clean up: its tasks are ours now
+        if entry.jobid < 0:
+            if entry in self.spares:
+                self.spares.remove(entry)
+            return
+        del self.by_job[entry.jobid]
+        if status:  # it could not report the job's status itself
+            self.unsent += wire.record(wire.EXITED, entry.jobid, b"%d" % status)
+        self.ended.append(entry.jobid)
 
     def _kill_orphans(self) -> None:
-        """Kill and reap adopted processes, the leftovers of shells that died, before reporting."""
-        while orphans := [pid for pid in children() if pid not in self.shells]:
+        """Kill and reap adopted processes: what shells that died left running."""
+        shells = {entry.pid for entry in self.by_fd.values()}
+        while orphans := [pid for pid in children() if pid not in shells]:
             for pid in orphans:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                _signal_group(pid, _signal.SIGKILL, group=False)
             for pid in orphans:
-                with contextlib.suppress(ChildProcessError):
+                try:
                     os.waitpid(pid, 0)
+                except ChildProcessError:
+                    continue
+
+    def _retire_spares(self) -> None:
+        """End the spares (their end of the socket closes): they run nothing and exit."""
+        for entry in self.spares:
+            try:
+                entry.sock.shutdown(_socket.SHUT_RDWR)
+            except OSError:
+                continue
+        self.spares.clear()  # reaped when their socket ends, as any shell
+
+    # --- the journal and job-exec's socket ----------------------------------------------
+
+    def _trim_journal(self) -> None:
+        size = os.fstat(self.journal).st_size
+        if size > (JOURNAL_BUSY_LIMIT if self.by_job else JOURNAL_IDLE_LIMIT):
+            shells = {jobid: entry.pid for jobid, entry in self.by_job.items()}
+            journal.compact(self.journal_path, self.journal, shells)
+            self._retire_spares()  # they hold the old journal
+
+    def _write_link(self) -> None:
+        """Send what job-exec has not taken; wait for its socket when it is full."""
+        if not self.link_open:
+            self.unsent.clear()
+            return
+        try:
+            sent = self.link.send(self.unsent)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            sent = len(self.unsent)  # job-exec is gone: nobody to tell
+        del self.unsent[:sent]
+        writing = bool(self.unsent)
+        if writing != self.writing:
+            self.writing = writing
+            events = (0 if self.closing else _IN) | (select.EPOLLOUT if writing else 0)
+            self.poller.modify(self.link.fileno(), events)
 
     def _shutdown(self) -> None:
-        """job-exec is gone: end the shells, killing the tasks they leave; SIGKILL if need be."""
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            for pid in self.shells:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signum)
-            deadline = time.monotonic() + SHUTDOWN_GRACE
-            while self.shells and time.monotonic() < deadline:
-                self._poll(deadline - time.monotonic())
+        """job-exec is gone: SIGTERM every task, then after the grace SIGKILL the shells."""
+        self._retire_spares()
+        for jobid in self.by_job:
+            self._to_shell(jobid, wire.record(wire.KILL, jobid, b"%d" % _signal.SIGTERM))
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        while self.by_fd and time.monotonic() < deadline:
+            self._turn(deadline - time.monotonic())
+        for entry in self.by_fd.values():
+            _signal_group(entry.pid, _signal.SIGKILL)
+        while self.by_fd:
+            self._turn(-1)
         self._kill_orphans()
 
 
-def main(argv: list[str]) -> int:
-    """``python -m pflux.exec.launcher FD RECORD_DIR``."""
-    if len(argv) != 3:
-        sys.stderr.write("usage: python -m pflux.exec.launcher FD RECORD_DIR\n")
-        return 2
-    sock = socket.socket(fileno=int(argv[1]))
-    import pflux.shell.main  # noqa: F401  (warm: every shell forked from here has it)
+def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
+    """Signal a process group (a shell's own, since it leads its session), or a process."""
+    try:
+        if group:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except (ProcessLookupError, ValueError):
+        return
 
+
+def _connection(sock: _socket.socket) -> _socket.socket:
+    """job-exec's connection: accepted from the listening socket, from our own user only."""
+    if not sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN):
+        return sock
+    while True:
+        fd, _ = sock._accept()  # type: ignore[attr-defined]  # the C socket's accept
+        conn = _socket.socket(fileno=fd)
+        creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size)
+        if _CREDENTIALS.unpack(creds)[1] == os.getuid():
+            sock.close()
+            return conn
+        conn.close()
+
+
+def main(argv: list[str]) -> int:
+    """``python -m pflux.exec.launcher FD RECORDS JOURNAL`` (job-exec runs ``COMMAND``, lighter)."""
+    if len(argv) != 4 or not argv[1].isdigit() or not argv[2].isdigit():
+        sys.stderr.write("usage: python -m pflux.exec.launcher FD RECORDS JOURNAL\n")
+        return 2
+    link = _connection(_socket.socket(fileno=int(argv[1])))
     if not set_subreaper():
         sys.stderr.write("pflux-launcher: cannot adopt orphaned processes\n")
-    os.makedirs(argv[2], exist_ok=True)
+    server = Server(link, _socket.socket(fileno=int(argv[2])), argv[3])
     # Objects made so far stay shared with the forked shells: nothing collects them
     # (which would write to their pages), and the launcher makes no cycles worth collecting.
     gc.freeze()
     gc.disable()
-    return _Server(sock, argv[2]).run()
+    trim_heap()  # what the imports freed: fewer pages for every fork to copy
+    return server.run()
 
 
 if __name__ == "__main__":

@@ -9,18 +9,35 @@ has errnum 0; a conventional error response means job-exec itself is broken
 
 A job runs in test mode (``pflux.exec.testexec``: one timer, no process)
 when its jobspec asks, and otherwise in a job shell forked by the shell
-launcher (``pflux.exec.launcher``). For a real job, job-exec creates the
-guest namespace ``job-<id>`` over ``job.<kvs id>.guest`` and posts ``init``
-and ``starting`` to its ``exec.eventlog``; the shell adds ``shell.init`` and
-``shell.start``; once the shell is gone job-exec posts ``complete {status}``
-and ``done``, removes the namespace (its keys stay as the final snapshot,
-RFC 16), and only then answers ``finish`` and ``release``.
+launcher (``pflux.exec.launcher``, reached through ``pflux.exec.link``). For
+a real job, job-exec plans the shell (``pflux.shell.plan``), creates the
+guest namespace ``job-<id>`` over ``job.<kvs id>.guest``, posts ``init`` and
+``starting`` to its ``exec.eventlog`` and the ``output`` header, and asks the
+launcher for a shell, all in the same loop turn. The shell's records
+(``pflux.exec.wire``) come straight back: STARTED with the time the tasks
+started (job-exec answers ``start`` and posts ``shell.init`` and
+``shell.start``), an EXCEPTION for a launch failure, what the tasks write and
+the ends of their streams (job-exec builds the RFC 24 ``output`` events, line
+buffered and capped as flux-core's shell does), and last the job's wait
+status (from the launcher, if the shell died). job-exec then posts
+``complete {status}`` and ``done`` and removes the namespace (its keys stay
+as the final snapshot, RFC 16), and only then answers ``finish`` and
+``release``.
 
-Shells talk to job-exec through ``job-exec.shell-attach {id}``, sent once
-the tasks are launched (job-exec answers ``start``; the stream's responses
-``{signal}`` carry signals for the tasks), and ``job-exec.shell-update {id,
-type, data}`` (``exception``, then ``finish {status}`` with the output not
-yet committed; see ``pflux.shell.main``).
+Writes to the KVS are batched: everything job-exec appends to any job's
+guest keys in one loop turn goes in one ``kvs.commit`` (to the primary
+namespace, where the guest keys live; the keys a job's start makes go in one
+before it), after the turn's namespace creations and before its removals.
+The KVS applies the requests of a turn in order in one transaction, so a
+namespace exists before anything its job could read, a job's output is
+durable when its namespace removal is answered, and nothing waits for the
+first commit. A batch that fails as a whole (a job can make its own
+``output`` a directory) is retried job by job.
+
+The namespace needs no wait before the shell is forked: the launcher's fork,
+the shell and its task take far longer than the loop turn in which the KVS
+applies the creation, and a task's first request to the broker arrives in a
+later turn still.
 
 Signals and time, as flux-core's job-exec: a fatal exception (``job-exec.exception``
 severity 0, or one job-exec raises) sends SIGTERM to the tasks, SIGKILL
@@ -42,24 +59,33 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import logging
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any, Final, Protocol, TypeGuard
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import DurationError, PfluxError
-from pflux.exec.launcher import Launcher, kill_recorded
+from pflux.exec import wire
+from pflux.exec.journal import kill_recorded
+from pflux.exec.link import LauncherLink
 from pflux.exec.testexec import MockRun, mock_config
-from pflux.shell.output import event_line
+from pflux.shell.layout import Layout
+from pflux.shell.lines import LineBuffer
+from pflux.shell.output import DEFAULT_LIMIT, DEFAULT_LIMIT_BYTES, KVSOutput, event_line
+from pflux.shell.plan import STREAMS, plan
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
 
 __all__ = ["ExecJob", "JobExec", "ShellRun"]
 
@@ -72,6 +98,7 @@ MAX_START_DELAY_PERCENT: Final = 25.0
 MAX_JOBID: Final = (1 << 64) - 1
 RESTART_NOTE: Final = "job was running when the instance restarted"
 TIMELIMIT_NOTE: Final = "resource allocation expired"
+_STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
 
 
 class Execution(Protocol):
@@ -83,7 +110,8 @@ class Execution(Protocol):
 
     def kill_shell(self, signum: int) -> None: ...
 
-    def finalize(self, finished: bool, status: int) -> Coroutine[Any, Any, None] | None: ...
+    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
+        """Clean up after the run; call ``then`` once done (at once, or later)."""
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -202,17 +230,10 @@ class ExecJob:
         self.finalizing = True
         self.stop_timers()
         finished = self.running
-        cleanup = self.impl.finalize(finished, self.status) if self.impl is not None else None
-        if cleanup is None:
+        if self.impl is None:
             self._release(finished)
         else:
-            self.service.track(self._release_after(cleanup, finished))
-
-    async def _release_after(self, cleanup: Coroutine[Any, Any, None], finished: bool) -> None:
-        try:
-            await cleanup
-        finally:
-            self._release(finished)
+            self.impl.finalize(finished, self.status, partial(self._release, finished))
 
     def _release(self, finished: bool) -> None:
         if finished:
@@ -308,163 +329,174 @@ class ExecJob:
 
 
 class ShellRun:
-    """A real run: the guest namespace, a job shell from the launcher, and its messages.
+    """A real run: the guest namespace, a job shell from the launcher, and its records."""
 
-    The KVS applies the writes that arrive in one loop turn in order, in one
-    transaction (``pflux.kvs.service``), so job-exec sends the namespace's
-    creation with its first commit, and its last commit with the removal,
-    and waits only for the second of each pair.
-    """
+    __slots__ = (
+        "after_retries",
+        "buffers",
+        "eof_pending",
+        "exited",
+        "job",
+        "key",
+        "line",
+        "namespace",
+        "out",
+        "places",
+        "retries",
+        "service",
+    )
 
     def __init__(self, job: ExecJob) -> None:
         self.job = job
         self.service = job.service
         self.namespace = f"job-{job.id}"
-        self.created: asyncio.Future[bool] | None = None  # the namespace exists
-        self.attach: Request | None = None
-        self.pending: list[int] = []  # signals for a shell not attached yet
-        self.spawned = False
+        self.key = f"{JobID(job.id).kvs}.guest."  # the guest keys, as primary keys
+        self.out = KVSOutput(DEFAULT_LIMIT_BYTES, DEFAULT_LIMIT)  # the output eventlog
+        self.line = {"stdout": True, "stderr": False}  # line-buffered streams
+        self.buffers: dict[tuple[str, int], LineBuffer] = {}
+        self.eof_pending: set[tuple[str, int]] = set()  # KVS streams not ended yet
+        self.places: Layout | None = None
         self.exited = False
-        self.reported: int | None = None  # the status the shell reported
-        self.leftover: list[list[str]] = []  # the shell's last events, committed at the end
+        self.retries = 0  # commits of this job's keys being retried on their own
+        self.after_retries: Callable[[], None] | None = None
 
     def start(self) -> None:
-        self.created = self.job.loop.create_future()
-        self.service.track(self._start(self.created))
-
-    async def _start(self, created: asyncio.Future[bool]) -> None:
+        """Plan the shell, create the namespace, write the first events, ask for the shell."""
         job = self.job
-        failed: list[str] = []
-
-        def create_done(msg: Message) -> None:
-            if msg.errnum:
-                failed.append(msg.errstr or os.strerror(msg.errnum))
-
-        namespace = {
-            "name": self.namespace,
-            "owner": job.userid,
-            "prefix": f"{JobID(job.id).kvs}.guest",
-        }
-        self.service.broker.send("kvs.namespace-create", namespace, create_done)
+        service = self.service
         try:
-            await self._commit([self._exec_op(event_line("init") + event_line("starting"))])
-        except RPCError as exc:
-            created.set_result(not failed)
-            reason = f"failed to create guest namespace: {failed[0]}" if failed else None
-            job.fatal(reason or f"failed to write exec.eventlog: {exc.errstr}")
+            planned = plan(
+                job.id,
+                job.jobspec,
+                job.R,
+                uri=service.uri,
+                namespace=self.namespace,
+                tmp_parents=service.tmp_parents,
+                hostname=service.hostname,
+                cpus=service.cpus,
+            )
+        except PfluxError as exc:
+            job.fatal(str(exc))
             return
-        created.set_result(True)
-        if self._abandoned():
-            return
+        conf = planned.output
+        ntasks = planned.ntasks
+        out = self.out
+        out.set_limit(conf.limit, conf.limit_text)
+        out.header(ntasks)
+        ranks = IdSet.range(0, ntasks - 1).encode(brackets=True)
+        for stream, path in planned.redirects:
+            out.redirect(stream, ranks, path)
+        for stream in STREAMS:
+            stream_conf = getattr(conf, stream)
+            self.line[stream] = stream_conf.buffer == "line"
+            if stream_conf.type != "file":
+                self.eof_pending.update((stream, rank) for rank in range(ntasks))
+        service.create_namespace(self)
+        service.append(self, "exec.eventlog", event_line("init") + event_line("starting"), new=True)
+        service.append(self, "output", out.take().decode(), new=True)
         job.started = True
-        self.spawned = True
-        self.service.spawn(
-            job.id,
-            {
-                "id": job.id,
-                "userid": job.userid,
-                "jobspec": job.jobspec,
-                "R": job.R,
-                "uri": self.service.uri,
-                "namespace": self.namespace,
-                "tmpdir": self.service.rundir,
-            },
-        )
-
-    def _abandoned(self) -> bool:
-        """An exception ended the job while its start was under way."""
-        return self.job.finalizing
-
-    def _exec_op(self, text: str) -> list[str]:
-        return ["append", "exec.eventlog", text]
-
-    async def _commit(self, ops: list[list[str]]) -> None:
-        await self.service.broker.call("kvs.commit", {"ops": ops, "namespace": self.namespace})
+        self.places = planned.layout
+        service.send_launcher(wire.record(wire.SPAWN, job.id, planned.description))
 
     def kill(self, signum: int) -> None:
-        if self.attach is not None:
-            self.attach.respond({"signal": signum})
-        elif not self.exited:
-            self.pending.append(signum)
+        if not self.exited:
+            self.service.send_launcher(wire.record(wire.KILL, self.job.id, b"%d" % signum))
 
     def kill_shell(self, signum: int) -> None:
-        if self.spawned and not self.exited:
-            self.service.kill_shell(self.job.id, signum)
+        if not self.exited:
+            self.service.send_launcher(wire.record(wire.TERMINATE, self.job.id, b"%d" % signum))
 
-    def on_attach(self, req: Request) -> None:
-        """The shell has launched the tasks (or failed to): the job has started."""
-        if self.attach is not None or self.exited:
-            raise RPCError(errno.EEXIST, f"job {JobID(self.job.id)} already has a shell")
-        self.attach = req
-        self.job.set_running()
-        for signum in self.pending:
-            req.respond({"signal": signum})
-        self.pending.clear()
-
-    def on_update(self, req: Request, kind: str, data: dict[str, Any]) -> None:
-        if kind == "exception":
-            severity = data.get("severity", 0)
-            note = data.get("note", "")
-            exc_type = data.get("type", "exec")
-            if not _is_int(severity) or not isinstance(note, str) or not isinstance(exc_type, str):
-                raise RPCError(errno.EPROTO, "shell-update: malformed exception")
-            self.job.raise_exception(exc_type, severity, note)
-        elif kind == "finish":
-            status = data.get("status")
-            output = req.payload.get("output")
-            events = req.payload.get("exec")
-            if not _is_int(status):
-                raise RPCError(errno.EPROTO, "shell-update: finish status must be an integer")
-            if isinstance(output, str) and output:
-                self.leftover.append(["append", "output", output])
-            if isinstance(events, str) and events:
-                self.leftover.append(self._exec_op(events))
-            self.reported = status
-            self._end_attach()
+    def on_record(self, kind: bytes, payload: bytes) -> None:
+        """A record from the job's shell, or from the launcher about it."""
+        if kind == wire.OUTPUT:
+            stream, rank = _STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big")
+            buffer = self.buffers.get((stream, rank))
+            if buffer is None:
+                buffer = self.buffers[stream, rank] = LineBuffer(self.line[stream])
+            chunk = buffer.feed(payload[5:])
+            if chunk:
+                self.out.data(stream, rank, chunk)
+                self._output()
+        elif kind == wire.EOF:
+            self._eof(_STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big"))
+            self._output()
+        elif kind == wire.STARTED:
+            self.job.set_running()
+            places = self.places
+            assert places is not None
+            when = float(payload) if payload else None  # when the tasks started
+            leader = places.tasks[0].broker_rank
+            text = event_line("shell.init", {"leader-rank": leader, "size": 1}, when)
+            text += event_line("shell.start", {"taskmap": places.taskmap()}, when)
+            self.service.append(self, "exec.eventlog", text)
+        elif kind == wire.EXCEPTION:
+            self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
+        elif kind == wire.EXITED:
+            for stream, rank in sorted(self.eof_pending):
+                self._eof(stream, rank)
+            self.out.close()
+            self._output()
+            status, _, reason = payload.decode(errors="replace").partition(" ")
+            self.on_exit(int(status), reason)
         else:
-            raise RPCError(errno.EPROTO, f"shell-update: unknown type {kind!r}")
-        req.respond({})
+            log.error("job %s: unknown record %r from the launcher", JobID(self.job.id), kind)
 
-    def on_exit(self, status: int, error: str | None = None) -> None:
-        """The launcher reaped the shell (``status`` -1: it never started)."""
+    def _eof(self, stream: str, rank: int) -> None:
+        """A task's stream has ended: what it held back, then the eof event."""
+        buffer = self.buffers.pop((stream, rank), None)
+        rest = buffer.rest() if buffer is not None else b""
+        if rest:
+            self.out.data(stream, rank, rest)
+        self.out.eof(stream, rank)
+        self.eof_pending.discard((stream, rank))
+
+    def _output(self) -> None:
+        if self.out:
+            self.service.append(self, "output", self.out.take().decode())
+
+    def on_exit(self, status: int, reason: str = "") -> None:
+        """The shell has exited with wait ``status`` (-1: it never ran, for ``reason``)."""
         if self.exited:
             return
         self.exited = True
-        self._end_attach()
         job = self.job
-        if self.reported is not None:
-            job.complete(self.reported)
-            return
-        if error is None:
-            error = f"job shell exited unexpectedly ({_describe(status)})"
-        job.fatal(error)
-        job.complete(status if status > 0 else 1 << 8)
+        if status < 0:
+            job.fatal(reason or "job shell never started")
+            status = 1 << 8
+        elif os.WIFSIGNALED(status):
+            job.fatal(f"job shell exited unexpectedly (killed by signal {os.WTERMSIG(status)})")
+        job.complete(status)
 
-    def _end_attach(self) -> None:
-        if self.attach is not None:
-            self.attach.end()
-            self.attach = None
-
-    async def finalize(self, finished: bool, status: int) -> None:
-        """Commit the last events and remove the namespace (its keys stay as the snapshot)."""
-        self._end_attach()
-        if self.created is None or not await self.created:
-            return
+    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
+        """Post the last events and remove the namespace; ``then`` once both are durable."""
         text = event_line("done")
         if finished:
             text = event_line("complete", {"status": status}) + text
-        jobid = JobID(self.job.id)
+        self.service.append(self, "exec.eventlog", text)
+        self.service.remove_namespace(self, then)
 
-        def committed(msg: Message) -> None:
-            if msg.errnum:
-                log.error("job %s: last exec.eventlog commit: %s", jobid, msg.errstr)
+    def on_created(self, msg: Message) -> None:
+        if msg.errnum:
+            self.job.fatal(f"failed to create guest namespace: {msg.errstr}")
 
-        ops = [*self.leftover, self._exec_op(text)]
-        self.service.broker.send("kvs.commit", {"ops": ops, "namespace": self.namespace}, committed)
-        try:
-            await self.service.broker.call("kvs.namespace-remove", {"name": self.namespace})
-        except RPCError as exc:
-            log.error("job %s: namespace-remove: %s", jobid, exc.errstr)
+    def on_removed(self, then: Callable[[], None], msg: Message) -> None:
+        if msg.errnum:
+            log.error("job %s: namespace-remove: %s", JobID(self.job.id), msg.errstr)
+        if self.retries:
+            self.after_retries = then  # some of its output is still being committed
+        else:
+            then()
+
+    def on_retried(self, msg: Message) -> None:
+        """A commit of this job's keys alone, after a batch failed, is answered."""
+        self.retries -= 1
+        if msg.errnum:
+            log.error("job %s: guest namespace commit: %s", JobID(self.job.id), msg.errstr)
+            if not self.job.finalizing:
+                self.job.fatal(f"failed to write to the guest namespace: {msg.errstr}")
+        if not self.retries and self.after_retries is not None:
+            then, self.after_retries = self.after_retries, None
+            then()
 
 
 class Leftover:
@@ -482,15 +514,38 @@ class Leftover:
     def kill_shell(self, signum: int) -> None:
         """Nothing runs."""
 
-    async def finalize(self, finished: bool, status: int) -> None:
+    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
+        self.job.service.track(self._clean(then))
+
+    async def _clean(self, then: Callable[[], None]) -> None:
         service = self.job.service
-        if await asyncio.to_thread(kill_recorded, service.record_dir, self.job.id):
-            log.warning("job %s: killed its shell left from before the restart", JobID(self.job.id))
+        jobid = JobID(self.job.id)
         try:
+            found, survivors = await asyncio.to_thread(
+                kill_recorded, service.journal, [self.job.id]
+            )
+            if found:
+                log.warning("job %s: killed its shell left from before the restart", jobid)
+            if survivors:
+                log.error("job %s: processes %s survive SIGKILL", jobid, survivors)
             await service.broker.call("kvs.namespace-remove", {"name": f"job-{self.job.id}"})
         except RPCError as exc:
-            if exc.errnum != errno.ENOENT:
-                log.error("job %s: namespace-remove: %s", JobID(self.job.id), exc.errstr)
+            log.error("job %s: namespace-remove: %s", jobid, exc.errstr)
+        finally:
+            then()
+
+
+def _job_rundir(broker: Broker, state_dir: str) -> str:
+    """The instance's directory for its jobs' FLUX_JOB_TMPDIR, emptied and made anew.
+
+    Named after the state directory, so that a restart after a crash finds
+    what the earlier run left (its shells are killed by then) and removes it.
+    """
+    digest = hashlib.sha1(os.path.abspath(state_dir).encode()).hexdigest()[:16]
+    path = os.path.join(_run_parent(broker), f"pflux-jobs-{os.getuid()}-{digest}")
+    shutil.rmtree(path, ignore_errors=True)
+    os.mkdir(path, 0o700)
+    return path
 
 
 def _run_parent(broker: Broker) -> str:
@@ -507,14 +562,6 @@ def _run_parent(broker: Broker) -> str:
         if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
             return candidate
     return tempfile.gettempdir()
-
-
-def _describe(status: int) -> str:
-    if status < 0:
-        return "never started"
-    if os.WIFSIGNALED(status):
-        return f"killed by signal {os.WTERMSIG(status)}"
-    return f"exit code {os.WEXITSTATUS(status)}"
 
 
 def _config_seconds(conf: dict[str, Any], key: str, default: float) -> float:
@@ -559,20 +606,34 @@ class JobExec(Service):
         self.term_signal = _config_signal(conf, "term-signal", signal.SIGTERM)
         self.kill_signal = _config_signal(conf, "kill-signal", signal.SIGKILL)
         self.state_dir = broker.attrs.get("state-dir") or tempfile.gettempdir()
-        self.record_dir = os.path.join(self.state_dir, "exec")
+        self.exec_dir = os.path.join(self.state_dir, "exec")
+        self.journal = os.path.join(self.exec_dir, "journal")
         self.rundir = ""  # the parent of the jobs' FLUX_JOB_TMPDIR, made at start
+        self.tmp_parents: tuple[str, ...] = ()  # where FLUX_JOB_TMPDIR may go, best first
         self.uri = broker.attrs.get("uri", "")
+        self.hostname = socket.gethostname()  # the shells' host, which notes name
+        self.cpus = tuple(sorted(os.sched_getaffinity(0)))  # the launcher's, inherited
         self.jobs: dict[int, ExecJob] = {}
-        self.launcher: Launcher | None = None
+        self.launcher: LauncherLink | None = None
         self.stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
+        # the KVS writes of this loop turn (see the module docstring)
+        self._creates: list[ShellRun] = []
+        self._new: dict[str, tuple[ShellRun, list[str]]] = {}  # primary key -> texts
+        self._appends: dict[str, tuple[ShellRun, list[str]]] = {}
+        self._removes: list[tuple[ShellRun, Callable[[], None]]] = []
+        self._flush_due = False
 
     async def start(self) -> None:
-        leftovers = await asyncio.to_thread(kill_recorded, self.record_dir)
-        if leftovers:
-            log.warning("killed job shells left from an earlier run: %s", leftovers)
-        os.makedirs(self.record_dir, exist_ok=True)
-        self.rundir = tempfile.mkdtemp(prefix="pflux-jobs-", dir=_run_parent(self.broker))
+        found, survivors = await asyncio.to_thread(kill_recorded, self.journal)
+        if found:
+            log.warning("killed job shells left from an earlier run: %s", found)
+        if survivors:
+            log.error("processes %s of earlier job shells survive SIGKILL", survivors)
+        os.makedirs(self.exec_dir, exist_ok=True)
+        self.rundir = _job_rundir(self.broker, self.state_dir)
+        fallback = os.environ.get("TMPDIR") or "/tmp"
+        self.tmp_parents = (self.rundir, fallback) if fallback != self.rundir else (self.rundir,)
         self._start_launcher()
         self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello_done)
 
@@ -586,6 +647,8 @@ class JobExec(Service):
             job.stop_timers()
         if self.launcher is not None:
             await self.launcher.stop()
+        if self._flush_due:
+            self._flush()
         for task in list(self._tasks):
             task.cancel()
         if self.rundir:
@@ -605,33 +668,117 @@ class JobExec(Service):
     # --- the launcher -------------------------------------------------------------------
 
     def _start_launcher(self) -> None:
-        self.launcher = Launcher(self.record_dir, self._shell_exited, self._launcher_lost)
+        self.launcher = LauncherLink(self.exec_dir, self._on_records, self._launcher_lost)
         self.launcher.start(self.broker.loop)
 
-    def spawn(self, jobid: int, spec: dict[str, Any]) -> None:
+    def send_launcher(self, data: bytes) -> None:
+        """Send records to the launcher, starting it again if it has died."""
         if self.launcher is None or not self.launcher.running:
+            if self.stopping:
+                return
             self._start_launcher()
         assert self.launcher is not None
-        self.launcher.spawn(jobid, spec)
+        self.launcher.send(data)
 
-    def kill_shell(self, jobid: int, signum: int) -> None:
-        if self.launcher is not None:
-            self.launcher.kill(jobid, signum)
-
-    def _shell_exited(self, jobid: int, status: int, error: str | None) -> None:
-        job = self.jobs.get(jobid)
-        if job is not None and isinstance(job.impl, ShellRun):
-            job.impl.on_exit(status, error)
+    def _on_records(self, records: list[wire.Record]) -> None:
+        jobs = self.jobs
+        for kind, jobid, payload in records:
+            job = jobs.get(jobid)
+            if job is not None and isinstance(job.impl, ShellRun):
+                try:
+                    job.impl.on_record(kind, payload)
+                except (LookupError, ValueError) as exc:  # a bug in the shell or launcher
+                    log.error("job %s: bad %r record: %r", JobID(jobid), kind, exc)
 
     def _launcher_lost(self) -> None:
         if self.stopping:
             return
         log.error("the job shell launcher died; failing the jobs it was running")
-        for job in list(self.jobs.values()):
-            run = job.impl
-            if isinstance(run, ShellRun) and run.spawned and not run.exited:
-                kill_recorded(self.record_dir, job.id)
-                run.on_exit(-1, "job shell launcher died")
+        runs = [
+            job.impl
+            for job in self.jobs.values()
+            if isinstance(job.impl, ShellRun) and job.started and not job.impl.exited
+        ]
+        self.track(self._fail_runs(runs))
+
+    async def _fail_runs(self, runs: list[ShellRun]) -> None:
+        """Kill what is left of the shells of a launcher that died, then end their jobs."""
+        _, survivors = await asyncio.to_thread(
+            kill_recorded, self.journal, [run.job.id for run in runs]
+        )
+        if survivors:
+            log.error("processes %s of job shells survive SIGKILL", survivors)
+        for run in runs:
+            run.on_exit(-1, "job shell launcher died")
+
+    # --- the guest namespaces, one commit a turn ------------------------------------------
+
+    def create_namespace(self, run: ShellRun) -> None:
+        self._creates.append(run)
+        self._flush_soon()
+
+    def append(self, run: ShellRun, name: str, text: str, *, new: bool = False) -> None:
+        """Append ``text`` to the guest key ``name`` of ``run``'s job, with this turn's batch.
+
+        ``new``: the key does not exist yet. New keys are made with ``put`` in a
+        commit of their own, before the turn's other appends, which then all grow
+        existing values: the KVS applies those in one statement, and makes a new
+        key with fewer than it needs to find that an append's key is missing.
+        """
+        key = run.key + name
+        batch = self._new if new else self._appends
+        pending = batch.get(key)
+        if pending is None:
+            batch[key] = (run, [text])
+            self._flush_soon()
+        else:
+            pending[1].append(text)
+
+    def remove_namespace(self, run: ShellRun, then: Callable[[], None]) -> None:
+        self._removes.append((run, then))
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        if not self._flush_due:
+            self._flush_due = True
+            self.broker.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Send this turn's creations, its one commit, then its removals, in that order."""
+        self._flush_due = False
+        creates, self._creates = self._creates, []
+        new, self._new = self._new, {}
+        appends, self._appends = self._appends, {}
+        removes, self._removes = self._removes, []
+        send = self.broker.send
+        for run in creates:
+            job = run.job
+            namespace = {"name": run.namespace, "owner": job.userid, "prefix": run.key[:-1]}
+            send("kvs.namespace-create", namespace, run.on_created)
+        for op, batch in (("put", new), ("append", appends)):
+            if batch:
+                ops = [[op, key, "".join(texts)] for key, (_, texts) in batch.items()]
+                send("kvs.commit", {"ops": ops}, partial(self._committed, op, batch))
+        for run, then in removes:
+            send("kvs.namespace-remove", {"name": run.namespace}, partial(run.on_removed, then))
+
+    def _committed(
+        self, op: str, batch: dict[str, tuple[ShellRun, list[str]]], msg: Message
+    ) -> None:
+        """A turn's commit is answered; if it failed, commit each job's part on its own.
+
+        The answer comes before those of the removals sent after it, so a job
+        whose part is retried answers ``finish`` only once that part is durable.
+        """
+        if not msg.errnum:
+            return
+        log.warning("job-exec: a batched commit failed (%s); retrying job by job", msg.errstr)
+        by_run: dict[ShellRun, list[list[str]]] = {}
+        for key, (run, texts) in batch.items():
+            by_run.setdefault(run, []).append([op, key, "".join(texts)])
+        for run, ops in by_run.items():
+            run.retries += 1
+            self.broker.send("kvs.commit", {"ops": ops}, run.on_retried)
 
     # --- requests -----------------------------------------------------------------------
 
@@ -705,21 +852,3 @@ class JobExec(Service):
             raise RPCError(errno.EINVAL, "Job not in exec override mode")
         job.impl.override(event, status)
         req.respond({})
-
-    @method("shell-attach")
-    def shell_attach(self, req: Request) -> None:
-        job = self._job(req)
-        if not isinstance(job.impl, ShellRun) or not req.streaming:
-            raise RPCError(errno.EPROTO, f"job {JobID(job.id)}: not run by a shell")
-        job.impl.on_attach(req)
-
-    @method("shell-update")
-    def shell_update(self, req: Request) -> None:
-        job = self._job(req)
-        kind = req.payload.get("type")
-        data = req.payload.get("data", {})
-        if not isinstance(job.impl, ShellRun) or not isinstance(kind, str):
-            raise RPCError(errno.EPROTO, "shell-update: needs a job run by a shell and a type")
-        if not isinstance(data, dict):
-            raise RPCError(errno.EPROTO, "shell-update: data must be an object")
-        job.impl.on_update(req, kind, data)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +125,9 @@ class MockRun:
     def kill_shell(self, signum: int) -> None:
         """There is no shell to kill."""
 
-    def finalize(self, finished: bool, status: int) -> None:
+    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
         """Nothing to clean up."""
+        then()
 
     def override(self, event: str, status: int) -> None:
         """``job-exec.override``: start the job, or finish it with ``status``."""

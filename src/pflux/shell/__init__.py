@@ -1,12 +1,13 @@
 """The job shell: one process per job that launches its tasks and reports back.
 
-job-exec asks its shell launcher (``pflux.exec.launcher``) to fork a shell for
-each job; the shell connects to the broker with the blocking client, starts the
-tasks the jobspec asks for on the cores and GPUs in R, captures their output
-into the job's guest KVS namespace (RFC 24), forwards signals, and reports the
-largest task wait status to job-exec.
+job-exec plans each job's shell (``plan``) and asks its launcher
+(``pflux.exec.launcher``) for one; the shell, forked ahead of need, starts the
+tasks on the cores and GPUs in R, relays their output and its events to the
+launcher, passes signals on, and exits with flux's status. job-exec turns what
+it relays into RFC 32 responses and the guest namespace's eventlogs.
 
-Modules: ``layout`` (pure: which task runs where), ``output`` (RFC 24 output
-events, file redirection), ``tasks`` (spawning and signalling processes),
-``main`` (the shell's event loop).
+Modules: ``plan`` (pure: the shell's description, made by job-exec), ``layout``
+(pure: which task runs where), ``output`` (RFC 24 output events and options,
+used by job-exec), ``lines`` (line buffering and labels), ``tasks`` (spawning
+and signalling processes), ``main`` (the shell itself).
 """

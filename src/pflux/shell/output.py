@@ -1,19 +1,23 @@
-"""Task output: RFC 24 events for the guest ``output`` eventlog, and redirection to files.
+"""Task output: RFC 24 events for the guest ``output`` eventlog, and the output options.
 
-The events follow flux-core's shell (``src/shell/output/kvs.c`` and
+job-exec builds the ``output`` eventlog from the raw data and ends of
+stream its job shells relay, so the shells themselves run no formatting
+code. The events follow flux-core's shell (``src/shell/output/kvs.c`` and
 ``libioencode``): a ``header`` (version 1, UTF-8 encodings, per-stream task
 counts, empty options), then ``data`` events ``{stream, rank, data}`` (rank
 as a string; ``encoding: base64`` when the bytes are not UTF-8), and for each
 task and stream a final ``data`` event with ``eof: true``. A stream sent to
 a file gets a ``redirect`` event ``{stream, rank, path}`` instead. ``log``
-events carry the shell's own warnings (``{rank, level, component, message}``).
+events carry warnings about the output (``{rank, level, component, message}``).
 
 As flux-core does, output kept in the KVS is capped per stream (10M by
 default, ``output.limit`` to change it, at most 1G): the lines that would
 cross the limit and all later ones are dropped, with a warning when it
-happens and a count of truncated bytes at the end. Unlike flux-core, one ``data`` event
-holds every complete line read at once, not one line each: readers see the
-same bytes with far fewer events.
+happens and a count of truncated bytes at the end. Unlike flux-core, one
+``data`` event holds every complete line relayed at once, not one line each:
+readers see the same bytes with far fewer events. ``output.batch-timeout``
+is checked as flux-core checks it, but job-exec commits output every turn of
+its loop, whatever the timeout.
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ __all__ = [
     "DEFAULT_LIMIT",
     "DEFAULT_LIMIT_BYTES",
     "KVSOutput",
-    "LineBuffer",
     "OutputConfig",
     "StreamConfig",
     "event_line",
@@ -48,7 +51,6 @@ DEFAULT_LIMIT: Final = "10M"
 DEFAULT_LIMIT_BYTES: Final = 10 << 20
 LIMIT_MAX: Final = 1 << 30
 DEFAULT_BATCH_TIMEOUT: Final = 0.5  # flux-core's default output.batch-timeout
-MAX_PARTIAL_LINE: Final = 65536  # a line longer than this is passed on in pieces
 LOG_WARNING: Final = 4  # syslog level, as flux-core's shell_warn
 
 _OPTIONS: Final = "attributes.system.shell.options.output"
@@ -57,9 +59,11 @@ _SIZE_SCALE: Final = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 6
 _MUSTACHE: Final = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
 
 
-def event_line(name: str, context: Mapping[str, Any] | None = None) -> str:
-    """One RFC 18 eventlog line stamped now, newline included."""
-    event: dict[str, Any] = {"timestamp": time.time(), "name": name}
+def event_line(
+    name: str, context: Mapping[str, Any] | None = None, timestamp: float | None = None
+) -> str:
+    """One RFC 18 eventlog line stamped ``timestamp`` (now by default), newline included."""
+    event: dict[str, Any] = {"timestamp": timestamp or time.time(), "name": name}
     if context is not None:
         event["context"] = context
     return orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE).decode()
@@ -167,47 +171,17 @@ def render_path(template: str, jobid: JobID, name: str) -> str:
     return _MUSTACHE.sub(fill, template)
 
 
-class LineBuffer:
-    """Holds back a partial last line until its newline arrives, unless unbuffered."""
-
-    __slots__ = ("_held", "_line")
-
-    def __init__(self, line: bool) -> None:
-        self._line = line
-        self._held = b""
-
-    def feed(self, data: bytes) -> bytes:
-        """The bytes ready to pass on now."""
-        if not self._line:
-            return data
-        held = self._held + data if self._held else data
-        end = held.rfind(b"\n") + 1
-        if not end and len(held) < MAX_PARTIAL_LINE:
-            self._held = held
-            return b""
-        if not end:
-            end = len(held)
-        self._held = held[end:]
-        return held[:end]
-
-    def rest(self) -> bytes:
-        """Whatever is still held (at end of file)."""
-        held, self._held = self._held, b""
-        return held
-
-
 class KVSOutput:
     """Builds the ``output`` eventlog text, counting each stream against the limit."""
 
-    __slots__ = ("_bytes", "_kept", "_limit", "_limit_text", "_lines", "pending_bytes")
+    __slots__ = ("_bytes", "_kept", "_limit", "_limit_text", "_lines")
 
     def __init__(self, limit: int, limit_text: str) -> None:
         self._limit = limit
         self._limit_text = limit_text
         self._bytes = {"stdout": 0, "stderr": 0}  # written by the tasks
         self._kept = {"stdout": 0, "stderr": 0}  # kept in the eventlog
-        self._lines: list[str] = []
-        self.pending_bytes = 0
+        self._lines: list[bytes] = []
 
     def set_limit(self, limit: int, limit_text: str) -> None:
         """Cap each stream at ``limit`` bytes (``limit_text`` is how warnings name it)."""
@@ -215,9 +189,11 @@ class KVSOutput:
         self._limit_text = limit_text
 
     def _add(self, name: str, context: Mapping[str, Any]) -> None:
-        line = event_line(name, context)
+        line = orjson.dumps(
+            {"timestamp": time.time(), "name": name, "context": context},
+            option=orjson.OPT_APPEND_NEWLINE,
+        )
         self._lines.append(line)
-        self.pending_bytes += len(line)
 
     def header(self, ntasks: int) -> None:
         self._add(
@@ -269,11 +245,10 @@ class KVSOutput:
             if total > self._kept[stream]:
                 self.log(f"{stream}: {total - self._kept[stream]} of {total} bytes truncated")
 
-    def take(self) -> str:
-        """The events added since the last take, as eventlog text."""
-        text = "".join(self._lines)
+    def take(self) -> bytes:
+        """The events added since the last take, as eventlog text (UTF-8)."""
+        text = b"".join(self._lines)
         self._lines.clear()
-        self.pending_bytes = 0
         return text
 
     def __bool__(self) -> bool:

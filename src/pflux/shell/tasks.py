@@ -10,12 +10,16 @@ processes it started too, as in flux-core's shell.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
-from collections.abc import Mapping
-from typing import Any, Final
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
+if TYPE_CHECKING:  # forked shells import this: keep typing out of the launcher
+    import signal as _signal
+    from collections.abc import Mapping
+    from typing import Any, Final
+else:
+    import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
 __all__ = [
     "children",
@@ -24,13 +28,14 @@ __all__ = [
     "signal_task",
     "spawn",
     "start_failure_code",
+    "trim_heap",
 ]
 
 _PR_SET_CHILD_SUBREAPER: Final = 36
 _libc: list[Any] = []
 
 # signals a Python parent ignores that a task must not inherit ignored
-_DEFAULT_SIGNALS: Final = (signal.SIGPIPE, signal.SIGXFSZ)
+_DEFAULT_SIGNALS: Final = (_signal.SIGPIPE, _signal.SIGXFSZ)
 
 
 def spawn(
@@ -62,8 +67,14 @@ def signal_task(pid: int, signum: int) -> None:
     try:
         os.killpg(pid, signum)
     except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
+        _kill(pid, signum)
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return
 
 
 def exit_code(status: int) -> int:
@@ -85,24 +96,43 @@ def start_failure_code(errnum: int) -> int:
     return 1
 
 
+def _c_library() -> Any:
+    if not _libc:
+        import ctypes
+
+        _libc.append(ctypes.CDLL(None, use_errno=True))
+    return _libc[0]
+
+
+def trim_heap() -> None:
+    """Give the C heap's free memory back to the system (glibc ``malloc_trim``).
+
+    A process that forks shells pays, at every fork and every exit, for each
+    page it has: importing leaves freed memory behind, worth trimming once.
+    """
+    _c_library().malloc_trim(0)
+
+
 def set_subreaper() -> bool:
     """Adopt orphaned descendants (``PR_SET_CHILD_SUBREAPER``, not inherited by a fork).
 
     A job's processes then stay findable however they detach, and can be
     killed when the job ends. False if the kernel refused.
     """
-    if not _libc:
-        import ctypes
-
-        _libc.append(ctypes.CDLL(None, use_errno=True))
-    return bool(_libc[0].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    return bool(_c_library().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
 
 
 def children() -> list[int]:
     """The pids of the calling process's children (Linux ``/proc/PID/task/PID/children``)."""
     pid = os.getpid()
     try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-            return [int(p) for p in f.read().split()]
+        fd = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY)
     except OSError:
         return []
+    try:
+        data = b""
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    finally:
+        os.close(fd)
+    return [int(p) for p in data.split()]

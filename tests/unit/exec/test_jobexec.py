@@ -14,7 +14,7 @@ import pytest
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
 from pflux.errors import PfluxError
-from pflux.exec.launcher import kill_recorded
+from pflux.exec import journal
 from pflux.exec.service import JobExec
 
 
@@ -97,29 +97,23 @@ def test_an_exception_for_an_unknown_job_is_ignored(live: Any) -> None:
     assert live.call("job-exec.exception", "nonsense") == {}
 
 
-def test_shells_may_only_attach_to_jobs_run_by_a_shell(live: Any) -> None:
-    stream = live.start(live.mock_job())
-    stream.next()
-    for topic in ("job-exec.shell-attach", "job-exec.shell-update"):
-        with pytest.raises(RPCError) as info:
-            live.call(topic, {"id": stream.id, "type": "start"})
-        assert info.value.errnum == errno.EPROTO
-    live.call("job-exec.kill", {"id": stream.id, "signum": 9})
-    assert stream.kinds() == ["finish", "release"]
-
-
-def _record(record_dir: Path, jobid: int, pid: int) -> None:
+def _record(path: Path, jobid: int, pid: int, delta: int = 0) -> None:
+    """Journal ``pid`` as a job shell, as a shell does (``delta``: ticks off its start)."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         text = f.read()
-    start = int(text[text.rfind(b")") + 2 :].split()[19])
-    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    (record_dir / str(jobid)).write_text(f"{pid} {start} {boot}\n")
+    start = int(text[text.rfind(b")") + 2 :].split()[19]) + delta
+    when = start * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().encode()
+    path.parent.mkdir(exist_ok=True)
+    with path.open("ab") as f:
+        f.write(journal.start_line(jobid, pid, when, boot))
 
 
 def test_reattach_kills_what_is_left_and_releases(live: Any) -> None:
     leftover = subprocess.Popen(["sleep", "100"], start_new_session=True)
     jobid = 4242 << 24
-    _record(live.state_dir / "exec", jobid, leftover.pid)
+    path = live.state_dir / "exec" / "journal"
+    _record(path, jobid, leftover.pid)
     stream = live.start(live.job(["true"]), jobid=jobid, reattach=True)
     assert stream.all() == [
         (
@@ -129,18 +123,19 @@ def test_reattach_kills_what_is_left_and_releases(live: Any) -> None:
         ("release", {"ranks": "all", "final": True}),
     ]
     assert leftover.wait(timeout=5) == -9
-    assert not (live.state_dir / "exec" / str(jobid)).exists()
+    assert jobid not in journal.live(str(path))
 
 
-def test_records_are_swept_when_job_exec_starts(tmp_path: Path, live: Any) -> None:
-    (tmp_path / "exec").mkdir()
+def test_journalled_sessions_are_killed_when_job_exec_starts(tmp_path: Path, live: Any) -> None:
     leftover = subprocess.Popen(["sh", "-c", "sleep 100 & sleep 100"], start_new_session=True)
-    _record(tmp_path / "exec", 77, leftover.pid)
-    (tmp_path / "exec" / "88").write_text("garbage\n")
+    path = tmp_path / "exec" / "journal"
+    _record(path, 77, leftover.pid)
+    with path.open("ab") as f:
+        f.write(b"garbage\nS 88 not numbers\nE 99\n")
     other = type(live)(tmp_path)
     try:
         assert leftover.wait(timeout=5) == -9
-        assert sorted(os.listdir(tmp_path / "exec")) == []
+        assert journal.live(str(path)) == {}
     finally:
         other.close()
 
@@ -148,12 +143,11 @@ def test_records_are_swept_when_job_exec_starts(tmp_path: Path, live: Any) -> No
 def test_a_stale_record_from_another_boot_kills_nothing(tmp_path: Path) -> None:
     bystander = subprocess.Popen(["sleep", "100"], start_new_session=True)
     try:
-        _record(tmp_path, 5, bystander.pid)
-        text = (tmp_path / "5").read_text().split()
-        (tmp_path / "5").write_text(f"{text[0]} {text[1]} another-boot\n")
-        assert kill_recorded(str(tmp_path)) == [5]
+        path = tmp_path / "journal"
+        path.write_bytes(journal.start_line(5, bystander.pid, 0, b"another-boot"))
+        assert journal.kill_recorded(str(path)) == ([5], [])
         assert bystander.poll() is None
-        assert not (tmp_path / "5").exists()
+        assert not path.exists()
     finally:
         bystander.kill()
         bystander.wait()
@@ -162,11 +156,11 @@ def test_a_stale_record_from_another_boot_kills_nothing(tmp_path: Path) -> None:
 def test_a_reused_session_id_kills_nothing(tmp_path: Path) -> None:
     bystander = subprocess.Popen(["sleep", "100"], start_new_session=True)
     try:
-        _record(tmp_path, 6, bystander.pid)
-        pid, start, boot = (tmp_path / "6").read_text().split()
-        (tmp_path / "6").write_text(f"{pid} {int(start) - 1} {boot}\n")
-        assert kill_recorded(str(tmp_path), 6) == [6]
+        path = tmp_path / "journal"
+        _record(path, 6, bystander.pid, delta=-2)  # recorded before the process started
+        assert journal.kill_recorded(str(path), [6]) == ([6], [])
         assert bystander.poll() is None
+        assert journal.live(str(path)) == {}
     finally:
         bystander.kill()
         bystander.wait()
@@ -193,3 +187,19 @@ def test_configuration_takes_durations_and_signal_names() -> None:
     assert service.kill_timeout == 120.0
     assert service.kill_signal == 10
     assert service.term_signal == 15
+
+
+def test_a_restart_clears_what_a_crash_left_in_the_jobs_directory(
+    tmp_path: Path, live: Any
+) -> None:
+    first = type(live)(tmp_path)
+    rundir = Path(first.exec.rundir)
+    first.close()
+    assert not rundir.exists()
+    (rundir / "jobtmp-0-ƒleft").mkdir(parents=True)  # as a killed instance would leave it
+    again = type(live)(tmp_path)
+    try:
+        assert Path(again.exec.rundir) == rundir
+        assert list(rundir.iterdir()) == []
+    finally:
+        again.close()

@@ -1,4 +1,8 @@
-"""Real runs: job shells from the launcher, their tasks, output, signals and results."""
+"""Real runs: job shells from the launcher, their tasks, output, signals and results.
+
+The finish status is the shell's wait status, and the shell exits as flux-core's
+does: with the largest task exit code, 128 + signal for a task a signal killed.
+"""
 
 from __future__ import annotations
 
@@ -62,7 +66,7 @@ def test_output_is_complete_when_finish_is_answered(live: Any) -> None:
     [
         (["false"], 1 << 8),
         (["sh", "-c", "exit 3"], 3 << 8),
-        (["sh", "-c", "kill -9 $$"], 9),
+        (["sh", "-c", "kill -9 $$"], (128 + 9) << 8),
     ],
 )
 def test_the_finish_status_is_the_task_wait_status(
@@ -77,7 +81,7 @@ def test_the_largest_exit_code_wins_over_ranks(live: Any) -> None:
     script = "case $FLUX_TASK_RANK in 0) exit 2;; 1) kill -9 $$;; *) exit 0;; esac"
     stream = live.start(sh(live, script, num_tasks=3))
     stream.all()
-    assert stream.status() == 9  # 128 + 9 > 2
+    assert stream.status() == (128 + 9) << 8  # 128 + 9 > 2
 
 
 def test_a_missing_command_raises_flux_cores_exception(live: Any) -> None:
@@ -285,7 +289,7 @@ def test_kill_signals_every_task(live: Any) -> None:
     assert stream.next() == ("start", {})
     live.call("job-exec.kill", {"id": stream.id, "signum": 10})
     assert stream.kinds() == ["finish", "release"]
-    assert stream.status() == 10
+    assert stream.status() == (128 + 10) << 8
 
 
 def test_cancel_sends_sigterm(live: Any) -> None:
@@ -294,7 +298,7 @@ def test_cancel_sends_sigterm(live: Any) -> None:
     live.wait_output(stream.id, "ready")
     live.send("job-exec.exception", {"id": stream.id, "type": "cancel", "severity": 0, "note": ""})
     assert stream.kinds() == ["finish", "release"]
-    assert stream.status() == 15
+    assert stream.status() == (128 + 15) << 8  # as flux-core: 36608
 
 
 def test_a_task_that_ignores_sigterm_gets_sigkill_after_the_grace(live: Any) -> None:
@@ -306,7 +310,7 @@ def test_a_task_that_ignores_sigterm_gets_sigkill_after_the_grace(live: Any) -> 
         live.wait_output(stream.id, "ready")
         live.send("job-exec.exception", {"id": stream.id, "type": "cancel", "severity": 0})
         assert stream.kinds() == ["finish", "release"]
-        assert stream.status() == 9
+        assert stream.status() == (128 + 9) << 8
     finally:
         live.exec.kill_timeout = 5.0
 
@@ -321,7 +325,7 @@ def test_the_time_limit_raises_timelimit_and_sends_sigalrm(live: Any) -> None:
     assert stream.all() == [
         ("start", {}),
         ("exception", {"severity": 0, "type": "timelimit", "note": "resource allocation expired"}),
-        ("finish", {"status": 14}),
+        ("finish", {"status": (128 + 14) << 8}),
         ("release", {"ranks": "all", "final": True}),
     ]
 
@@ -334,11 +338,43 @@ def test_an_exception_before_the_shell_runs_releases_without_finish(live: Any) -
     assert f"job-{stream.id}" not in live.namespaces()
 
 
-def test_a_shell_attach_for_another_users_job_is_refused(live: Any) -> None:
-    from pflux.broker.message import RPCError
+def test_a_job_that_cannot_be_planned_fails_before_it_starts(live: Any) -> None:
+    R = {"version": 1, "execution": {"R_lite": []}}  # noqa: N806 (R names no target)
+    stream = live.start(live.job(["true"]), R)
+    [(kind, data), (release, _)] = stream.all()
+    assert (kind, data["type"], release) == ("exception", "exec", "release")
+    assert data["note"] == "invalid job: R: execution.R_lite names no execution target"
+    assert f"job-{stream.id}" not in live.namespaces()
 
-    with pytest.raises(RPCError, match="not running"):
-        live.call("job-exec.shell-attach", {"id": 12345})
+
+def test_the_exec_eventlog_times_the_tasks_start(live: Any) -> None:
+    stream = live.start(live.job(["sleep", "0.05"]))
+    stream.all()
+    events = parse(live.guest(stream.id, "exec.eventlog"))
+    times = {e.name: e.timestamp for e in events}
+    assert times["starting"] <= times["shell.init"] == times["shell.start"] <= times["complete"]
+    assert times["complete"] - times["shell.start"] >= 0.05
+
+
+def test_the_shells_start_is_not_held_back_for_long(live: Any) -> None:
+    stream = live.start(live.job(["sleep", "100"]))
+    assert stream.next(timeout=5) == ("start", {})
+    live.call("job-exec.kill", {"id": stream.id, "signum": 9})
+    assert stream.kinds() == ["finish", "release"]
+
+
+def test_output_is_relayed_while_the_job_runs(live: Any) -> None:
+    stream = live.start(sh(live, "echo first; exec sleep 100", unbuffered=True))
+    live.wait_output(stream.id, "first")
+    live.call("job-exec.kill", {"id": stream.id, "signum": 15})
+    assert stream.kinds() == ["start", "finish", "release"]
+
+
+def test_much_output_arrives_whole_and_in_order(live: Any) -> None:
+    stream = live.start(sh(live, "seq 1 200000; seq 1 50000 >&2"))
+    stream.all()
+    assert stdout_text(live, stream.id)["0"] == "".join(f"{i}\n" for i in range(1, 200001))
+    assert stdout_text(live, stream.id, "stderr")["0"] == "".join(f"{i}\n" for i in range(1, 50001))
 
 
 def test_shell_quoting_survives(live: Any) -> None:

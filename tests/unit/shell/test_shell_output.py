@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import JobspecError
+from pflux.shell.lines import LineBuffer, label
 from pflux.shell.output import (
     KVSOutput,
-    LineBuffer,
     StreamConfig,
+    event_line,
     output_config,
     parse_size,
     render_path,
@@ -23,7 +24,7 @@ from pflux.spec.fluid import JobID
 
 
 def events(out: KVSOutput) -> list[tuple[str, dict[str, object]]]:
-    return [(e.name, e.context or {}) for e in parse(out.take())]
+    return [(e.name, e.context or {}) for e in parse(out.take().decode())]
 
 
 def test_header_data_and_eof_match_flux_cores_shape() -> None:
@@ -73,12 +74,14 @@ def test_the_limit_keeps_whole_lines_and_warns_once() -> None:
     assert all(c["level"] == 4 for n, c in got if n == "log")
 
 
-def test_pending_bytes_counts_what_take_returns() -> None:
+def test_take_returns_the_events_added_since_the_last_take() -> None:
     out = KVSOutput(1000, "1000")
     out.data("stdout", 0, b"abc\n")
-    pending = out.pending_bytes
-    assert pending == len(out.take())
-    assert out.pending_bytes == 0
+    first = out.take()
+    out.eof("stdout", 0)
+    assert [e.name for e in parse(first.decode())] == ["data"]
+    assert json.loads(out.take())["context"] == {"stream": "stdout", "rank": "0", "eof": True}
+    assert out.take() == b""
 
 
 def test_line_buffer_holds_a_partial_line() -> None:
@@ -187,7 +190,22 @@ def test_render_path_fills_job_tags_and_leaves_others() -> None:
 def test_event_lines_are_compact_json_lines() -> None:
     out = KVSOutput(100, "100")
     out.redirect("stdout", "[0-3]", "/tmp/o")
-    text = out.take()
+    text = out.take().decode()
     assert text.endswith("\n")
     assert text.count("\n") == 1
     assert json.loads(text)["context"] == {"stream": "stdout", "rank": "[0-3]", "path": "/tmp/o"}
+
+
+def test_label_prefixes_every_line_and_a_partial_last_one() -> None:
+    assert label(b"0: ", b"a\nb\n") == b"0: a\n0: b\n"
+    assert label(b"1: ", b"a\npartial") == b"1: a\n1: partial"
+    assert label(b"1: ", b"") == b""
+
+
+def test_an_event_line_takes_a_given_time() -> None:
+    line = event_line("shell.start", {"taskmap": {}}, 12.5)
+    assert json.loads(line) == {
+        "timestamp": 12.5,
+        "name": "shell.start",
+        "context": {"taskmap": {}},
+    }

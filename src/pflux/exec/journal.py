@@ -1,0 +1,202 @@
+"""The launcher's journal: which job shell sessions may be alive, so no job ever runs twice.
+
+A job shell leads its own session. Before it starts any task it appends
+``S <job id> <pid> <when> <boot id>`` to ``<state-dir>/exec/journal``: one
+``write`` to a file the launcher opened with ``O_APPEND`` (about a
+microsecond, where a file per job cost a hundred). ``pid`` is also the
+session id and ``when`` the ``CLOCK_BOOTTIME`` nanoseconds at the time of
+writing, the clock process start times in ``/proc/PID/stat`` count. Once the
+shell and everything it started are gone the launcher appends
+``E <job id>``. An ``S`` line without its ``E`` names a session that may
+still run a job's processes: when job-exec starts it kills every such
+session before running anything, and removes the journal.
+
+A session id can be reused once its processes are gone, so a session is
+ours only if its leader, when alive, started no later than the record was
+written, and only processes started since the record count as its members
+(the tasks all start after it). A record from another boot names nothing
+alive.
+
+The launcher keeps the journal short: it rewrites it with the live shells'
+lines alone when it grows (``compact``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Iterable, Mapping
+else:
+    import _signal  # not signal, which imports enum: the launcher keeps its imports few
+
+__all__ = [
+    "boot_id",
+    "compact",
+    "end_lines",
+    "kill_recorded",
+    "live",
+    "proc_stat",
+    "start_line",
+]
+
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+
+Entry = tuple[int, int, str]  # (pid, CLOCK_BOOTTIME ns when recorded, boot id)
+
+
+def _read(path: str, size: int = 4096) -> bytes | None:
+    """A small file's bytes (None if it cannot be read), with no Python file objects."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def boot_id() -> str:
+    data = _read(BOOT_ID_PATH)
+    return data.decode().strip() if data else ""
+
+
+def proc_stat(pid: int) -> tuple[int, int] | None:
+    """(session id, start time in clock ticks) of a live process; None if gone or a zombie."""
+    text = _read(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    fields = text[text.rfind(b")") + 2 :].split()
+    if fields[0] == b"Z":
+        return None
+    return int(fields[3]), int(fields[19])
+
+
+def start_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
+    """The line a shell writes before it starts a task (``when``: CLOCK_BOOTTIME ns)."""
+    return b"S %d %d %d %s\n" % (jobid, pid, when, boot)
+
+
+def end_lines(jobids: Iterable[int]) -> bytes:
+    return b"".join(b"E %d\n" % jobid for jobid in jobids)
+
+
+def live(path: str) -> dict[int, Entry]:
+    """The shells the journal records as started and not ended; unreadable lines are skipped."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return {}
+    entries: dict[int, Entry] = {}
+    for line in data.split(b"\n"):
+        words = line.split()
+        try:
+            if words[0] == b"S" and len(words) == 5:
+                entries[int(words[1])] = (int(words[2]), int(words[3]), words[4].decode())
+            elif words[0] == b"E" and len(words) == 2:
+                entries.pop(int(words[1]), None)
+        except (IndexError, ValueError, UnicodeDecodeError):
+            continue
+    return entries
+
+
+def _members(sid: int, when: int) -> list[int]:
+    """The live processes of the session recorded at ``when`` (in clock ticks)."""
+    leader = proc_stat(sid)
+    if leader is not None and (leader[0] != sid or leader[1] > when):
+        return []  # the pid names a process started since: the session is gone
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        stat = proc_stat(pid)
+        if stat is not None and stat[0] == sid and (pid == sid or stat[1] >= when):
+            members.append(pid)
+    return members
+
+
+def _kill_session(sid: int, when: int, timeout: float) -> list[int]:
+    """SIGKILL the session until it is gone; what survives ``timeout`` (nothing, normally)."""
+    deadline = time.monotonic() + timeout
+    while members := _members(sid, when):
+        for pid in members:
+            try:
+                os.kill(pid, _signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+        if time.monotonic() > deadline:
+            return members
+        time.sleep(0.01)  # SIGKILL is delivered asynchronously; the kernel gives no event
+    return []
+
+
+def kill_recorded(
+    path: str, jobids: Iterable[int] | None = None, timeout: float = 5.0
+) -> tuple[list[int], list[int]]:
+    """SIGKILL the sessions of recorded shells (of ``jobids``, or all) and forget them.
+
+    Returns the ids of the jobs that had a live record, and the pids that
+    survived SIGKILL for ``timeout`` seconds. With every job, the journal is
+    removed; with some, their ``E`` lines are appended.
+    """
+    entries = live(path)
+    if jobids is not None:
+        wanted = set(jobids)
+        entries = {jobid: e for jobid, e in entries.items() if jobid in wanted}
+    boot = boot_id()
+    hz = os.sysconf("SC_CLK_TCK")
+    survivors: list[int] = []
+    for pid, when, entry_boot in entries.values():
+        if entry_boot == boot:
+            survivors += _kill_session(pid, when * hz // 1_000_000_000, timeout)
+    if jobids is None:
+        _unlink(path)
+    elif entries and os.path.exists(path):
+        with open(path, "ab") as f:
+            f.write(end_lines(entries))
+    return sorted(entries), survivors
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+
+
+def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
+    """Rewrite the journal with the start lines of ``shells`` (job id -> pid) alone.
+
+    The new file takes the place of the old one, and of descriptor ``fd``,
+    which shells forked later inherit. A shell forked earlier that has not
+    written its line yet writes it to the old file, but its line is already in
+    the new one, made from /proc: only shells still alive need one.
+    """
+    recorded = live(path)
+    boot = boot_id().encode()
+    hz = os.sysconf("SC_CLK_TCK")
+    lines = []
+    for jobid, pid in shells.items():
+        entry = recorded.get(jobid)
+        if entry is not None:
+            lines.append(start_line(jobid, entry[0], entry[1], entry[2].encode()))
+            continue
+        stat = proc_stat(pid)
+        if stat is not None:  # else it died before it recorded itself: it started no task
+            lines.append(start_line(jobid, pid, stat[1] * 1_000_000_000 // hz, boot))
+    new = f"{path}.new"
+    tmp = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(tmp, b"".join(lines))
+        os.rename(new, path)
+        os.dup2(tmp, fd, inheritable=False)
+    finally:
+        os.close(tmp)

@@ -1,0 +1,239 @@
+"""job-exec's end of the shell launcher: starting it, and the records both ways.
+
+The shells send their records (``pflux.exec.wire``) straight to job-exec, as
+datagrams on one socket they all inherit: the launcher passes none of them on,
+which saves it a wakeup and a copy per job and the job a hop. The launcher
+itself sends job-exec only the status of a shell that could not send it (it
+was killed, say); job-exec reads what the shells sent before that.
+
+job-exec binds a Unix socket in the state directory (``exec/sock``), starts
+the launcher (``pflux.exec.launcher``) in a session of its own with the
+listening socket, and connects: the connection is queued at once, so
+requests may be sent before the launcher has even started, and a later
+job-exec could find a launcher that outlived its broker there. If the path is
+too long for a Unix socket, a socket pair is used instead.
+
+The first record sent in a turn of the event loop goes out at once, the
+others of the turn together at the end of it; records received are handed to
+job-exec in the batches they arrived in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Final
+
+from pflux.exec import wire
+from pflux.exec.launcher import COMMAND
+
+__all__ = ["LauncherLink"]
+
+SHUTDOWN_WAIT: Final = 15.0  # the launcher's shutdown grace, and some
+RECV_SIZE: Final = 1 << 20
+
+
+class LauncherLink:
+    """A launcher process and the connection to it."""
+
+    def __init__(
+        self,
+        exec_dir: str,
+        on_records: Callable[[list[wire.Record]], None],
+        on_lost: Callable[[], None],
+    ) -> None:
+        self.exec_dir = exec_dir
+        self.journal = os.path.join(exec_dir, "journal")
+        self.path = os.path.join(exec_dir, "sock")
+        self._on_records = on_records
+        self._on_lost = on_lost
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._records: socket.socket | None = None  # what the shells send, straight here
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._in = bytearray()
+        self._buffer = bytearray(RECV_SIZE)
+        self._out = bytearray()
+        self._flushing = False  # a flush is scheduled, or the socket is full
+        self._closed: asyncio.Event | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._sock is not None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the launcher; records may be sent at once (they wait in the socket)."""
+        ours, theirs = self._sockets()
+        records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    COMMAND,
+                    str(theirs.fileno()),
+                    str(shells.fileno()),
+                    self.journal,
+                ],
+                pass_fds=(theirs.fileno(), shells.fileno()),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                # Symbols bound once, at start, rather than by each forked shell on first
+                # use, which writes (and so copies) a page; tasks get the job's environment.
+                env={**os.environ, "LD_BIND_NOW": "1"},
+            )
+        except OSError:
+            ours.close()
+            records.close()
+            raise
+        finally:
+            theirs.close()
+            shells.close()
+        ours.setblocking(False)
+        records.setblocking(False)
+        self._sock = ours
+        self._records = records
+        self._loop = loop
+        self._in.clear()
+        self._out.clear()
+        self._flushing = False
+        self._closed = asyncio.Event()
+        loop.add_reader(ours.fileno(), self._readable)
+        loop.add_reader(records.fileno(), self._shell_records)
+
+    def _sockets(self) -> tuple[socket.socket, socket.socket]:
+        """(job-exec's end, the launcher's): a connection queued on a listening socket."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            listener.bind(self.path)
+            listener.listen(1)
+            ours.connect(self.path)
+        except OSError:  # a path too long for a Unix socket, say
+            listener.close()
+            ours.close()
+            return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        return ours, listener
+
+    def send(self, data: bytes) -> None:
+        """Send records: the first of a loop turn at once, the others of the turn in one write.
+
+        At once, because a job's start waits on it; together, because a burst of
+        jobs is cheaper to send, and for the launcher to read, in one piece.
+        """
+        if self._sock is None or self._loop is None:
+            return
+        self._out += data
+        if not self._flushing:
+            self._flushing = True
+            self._flush()
+            if self._flushing:  # not all of it went: the writer finishes
+                return
+            self._flushing = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        sock, loop = self._sock, self._loop
+        if sock is None or loop is None:
+            return
+        try:
+            sent = sock.send(self._out)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            sent = len(self._out)  # the reader sees the end and reports the loss
+        del self._out[:sent]
+        if not self._out:
+            self._flushing = False
+            loop.remove_writer(sock.fileno())
+        else:
+            loop.add_writer(sock.fileno(), self._flush)
+
+    def _readable(self) -> None:
+        """The launcher's records (a shell's status, when the shell could not send it)."""
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            n = sock.recv_into(self._buffer)
+        except BlockingIOError:
+            return
+        except OSError:
+            n = 0
+        if not n:
+            self._close()
+            self._on_lost()
+            return
+        with memoryview(self._buffer) as view:
+            self._in += view[:n]
+        records, used = wire.split(self._in)
+        del self._in[:used]
+        if records:
+            # whatever the shells sent before they ended comes before the launcher's word
+            self._shell_records()
+            self._on_records(records)
+
+    def _shell_records(self) -> None:
+        """Every datagram the shells have sent, handed on in one batch."""
+        sock = self._records
+        if sock is None:
+            return
+        batch: list[wire.Record] = []
+        with memoryview(self._buffer) as view:
+            while True:
+                try:
+                    n = sock.recv_into(view)
+                except BlockingIOError:
+                    break
+                batch += wire.split(view[:n])[0]
+        if batch:
+            self._on_records(batch)
+
+    def _close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None and self._loop is not None:
+            self._loop.remove_reader(sock.fileno())
+            self._loop.remove_writer(sock.fileno())
+            sock.close()
+        records, self._records = self._records, None
+        if records is not None and self._loop is not None:
+            self._loop.remove_reader(records.fileno())
+            records.close()  # shells of this launcher that still send are orphans now
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        if self._closed is not None:
+            self._closed.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None and self._loop is not None:
+            # it has closed its end and is exiting: reap it off the loop
+            self._loop.run_in_executor(None, proc.wait)
+
+    async def stop(self) -> None:
+        """End the launcher: it ends its shells, then closes its end; reap it."""
+        sock, proc, closed = self._sock, self._proc, self._closed
+        if sock is not None and closed is not None:
+            if self._out:
+                self._flush()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_WR)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(closed.wait(), SHUTDOWN_WAIT)
+            self._close()
+        if proc is not None and proc.poll() is None:
+            try:
+                await asyncio.to_thread(proc.wait, 5.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                await asyncio.to_thread(proc.wait)
+        self._proc = None

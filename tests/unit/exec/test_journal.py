@@ -1,0 +1,85 @@
+"""The launcher's journal of job shell sessions: reading, killing what it names, compacting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pflux.exec import journal
+
+BOOT = journal.boot_id().encode()
+
+
+def now() -> int:
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def test_a_start_without_its_end_is_live(tmp_path: Path) -> None:
+    path = tmp_path / "journal"
+    path.write_bytes(
+        journal.start_line(1, 100, 5, BOOT)
+        + journal.start_line(2, 200, 6, BOOT)
+        + journal.end_lines([1])
+        + b"S 3 garbage\nnonsense\n\nE x\nS 4 400 7 b"  # damage, and a partial last line
+    )
+    assert journal.live(str(path)) == {2: (200, 6, BOOT.decode()), 4: (400, 7, "b")}
+    assert journal.live(str(tmp_path / "none")) == {}
+
+
+@settings(max_examples=100)
+@given(st.binary(max_size=200))
+def test_reading_any_bytes_raises_nothing(data: bytes) -> None:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        assert isinstance(journal.live(f.name), dict)
+
+
+def test_a_session_is_killed_whole_and_the_journal_removed(tmp_path: Path) -> None:
+    when = now()
+    session = subprocess.Popen(["sh", "-c", "sleep 100 & sleep 100 & wait"], start_new_session=True)
+    path = tmp_path / "journal"
+    path.write_bytes(journal.start_line(9, session.pid, when, BOOT))
+    members = []
+    deadline = time.monotonic() + 10
+    while len(members) < 3 and time.monotonic() < deadline:  # the shell and its two sleeps
+        members = [
+            int(p)
+            for p in os.listdir("/proc")
+            if p.isdigit() and (stat := journal.proc_stat(int(p))) and stat[0] == session.pid
+        ]
+    assert journal.kill_recorded(str(path)) == ([9], [])
+    assert session.wait(timeout=5) == -9
+    assert all(journal.proc_stat(pid) is None for pid in members)
+    assert not path.exists()
+
+
+def test_killing_some_jobs_records_their_end(tmp_path: Path) -> None:
+    path = tmp_path / "journal"
+    path.write_bytes(journal.start_line(1, 1 << 22, 0, b"gone") + journal.start_line(2, 1, 0, b"x"))
+    assert journal.kill_recorded(str(path), [1, 3]) == ([1], [])
+    assert journal.live(str(path)) == {2: (1, 0, "x")}
+
+
+def test_compact_keeps_the_live_shells_on_the_same_descriptor(tmp_path: Path) -> None:
+    path = tmp_path / "journal"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, journal.start_line(1, 11, 5, BOOT) + journal.start_line(2, 22, 6, BOOT))
+        os.write(fd, journal.end_lines([1]) * 1000)
+        me = os.getpid()  # alive, and not recorded yet: its line comes from /proc
+        journal.compact(str(path), fd, {2: 22, 3: me, 4: 1 << 22})
+        entries = journal.live(str(path))
+        assert entries[2] == (22, 6, BOOT.decode())
+        assert set(entries) == {2, 3}
+        os.write(fd, journal.end_lines([2]))  # the descriptor now writes the new file
+        assert set(journal.live(str(path))) == {3}
+    finally:
+        os.close(fd)

@@ -1,0 +1,49 @@
+"""The records job-exec, the launcher and the shells exchange."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pflux.exec import wire
+
+KINDS = st.sampled_from(
+    [wire.SPAWN, wire.KILL, wire.TERMINATE, wire.OUTPUT, wire.EOF, wire.STARTED, wire.EXITED]
+)
+RECORDS = st.lists(
+    st.tuples(KINDS, st.integers(0, (1 << 64) - 1), st.binary(max_size=64)), max_size=8
+)
+
+
+def test_a_record_is_a_header_then_its_payload() -> None:
+    data = wire.record(wire.EXITED, 258, b"256")
+    assert data == b"w" + (258).to_bytes(8, "big") + (3).to_bytes(4, "big") + b"256"
+    assert wire.split(data) == ([(wire.EXITED, 258, b"256")], len(data))
+
+
+@settings(max_examples=200)
+@given(RECORDS, st.integers(0, 200))
+def test_split_returns_whole_records_and_where_the_rest_starts(
+    records: list[wire.Record], cut: int
+) -> None:
+    data = b"".join(wire.record(*r) for r in records)
+    cut = min(cut, len(data))
+    first, used = wire.split(data[:cut])
+    assert used <= cut
+    rest, end = wire.split(data[used:])
+    assert first + rest == records
+    assert used + end == len(data)
+
+
+def test_split_reads_a_memoryview_too() -> None:
+    data = bytearray(wire.record(wire.EOF, 7, b"o\0\0\0\1") + b"\0" * 8)
+    with memoryview(data) as view:
+        assert wire.split(view[:18]) == ([(wire.EOF, 7, b"o\0\0\0\1")], 18)
+
+
+def test_split_reads_a_bytearray_that_is_then_cut() -> None:
+    buffer = bytearray(wire.record(wire.STARTED, 1) + wire.record(wire.OUTPUT, 1, b"x")[:5])
+    records, used = wire.split(buffer)
+    del buffer[:used]  # the view split used is released
+    assert records == [(wire.STARTED, 1, b"")]
+    assert len(buffer) == 5

@@ -1,0 +1,125 @@
+"""job-exec's plan of a job shell: what the shell is told, and what job-exec keeps."""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pflux.errors import PfluxError
+from pflux.shell.plan import plan
+from pflux.spec.builder import from_command
+from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet
+
+JOB = 65535
+
+
+def resources(cores: str = "0-3", gpus: str = "") -> dict[str, Any]:
+    return ResourceSet.build({0: (IdSet.decode(cores), IdSet.decode(gpus))}, "h").to_json()
+
+
+def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: Any) -> Any:  # noqa: N803
+    options = {
+        "uri": "local:///s",
+        "namespace": "job-65535",
+        "tmp_parents": ("/run/jobs", "/tmp"),
+        "hostname": "node1",
+        "cpus": (0, 1, 2, 3),
+    }
+    options.update(kw)
+    planned = plan(JOB, jobspec, R or resources(), **options)
+    return planned, marshal.loads(planned.description)
+
+
+def test_the_description_carries_the_command_and_flux_environment() -> None:
+    jobspec = from_command(["sh", "-c", "x"], num_tasks=2, environment={"A": "1", "HOSTNAME": "a"})
+    planned, (argv, env, tasks, cwd, tmpdirs, host, out, err) = described(jobspec)
+    assert argv == ["sh", "-c", "x"]
+    assert env == {
+        "A": "1",
+        "HOSTNAME": "node1",
+        "FLUX_JOB_ID": JobID(JOB).f58,
+        "FLUX_JOB_SIZE": "2",
+        "FLUX_JOB_NNODES": "1",
+        "PFLUX_URI": "local:///s",
+        "PFLUX_KVS_NAMESPACE": "job-65535",
+    }
+    assert tasks == [(0, 0, (0,), "-1"), (1, 1, (1,), "-1")]
+    assert cwd is None
+    assert tmpdirs[0] == f"/run/jobs/jobtmp-0-{JobID(JOB).f58}"
+    assert host == "node1"
+    assert (out, err) == (None, None)
+    assert planned.ntasks == 2
+    assert planned.redirects == ()
+    assert planned.layout.taskmap() == {"version": 1, "map": [[0, 1, 2, 1]]}
+
+
+def test_a_task_on_every_cpu_is_not_bound_and_gpus_are_listed() -> None:
+    jobspec = from_command(["true"], cores_per_task=4, gpus_per_task=2)
+    _, (_, _, tasks, *_) = described(jobspec, resources("0-3", "0-1"))
+    assert tasks == [(0, 0, None, "0,1")]
+
+
+def test_cores_beyond_the_instances_cpus_wrap_around() -> None:
+    _, (_, _, tasks, *_) = described(from_command(["true"]), resources("3"), cpus=(4, 5))
+    assert tasks == [(0, 0, (5,), "-1")]
+
+
+def test_files_are_rendered_and_named_in_redirects() -> None:
+    jobspec = from_command(["true"], output="/o/{{id}}.out", label_io=True)
+    planned, (*_, out, err) = described(jobspec)
+    path = f"/o/{JobID(JOB).f58}.out"
+    assert out == (path, False, True)
+    assert err == (path, False, True)  # stderr follows stdout
+    assert planned.redirects == (("stdout", path), ("stderr", path))
+
+
+def test_cwd_and_the_tmpdirs_to_try() -> None:
+    jobspec = from_command(["true"], cwd="/w")
+    _, (_, _, _, cwd, tmpdirs, *_) = described(jobspec, tmp_parents=("/a", "/b"))
+    assert cwd == "/w"
+    name = f"jobtmp-0-{JobID(JOB).f58}"
+    assert tmpdirs == (f"/a/{name}", f"/b/{name}")
+
+
+@pytest.mark.parametrize(
+    ("R", "message"),
+    [
+        ({"version": 1, "execution": {"R_lite": []}}, "names no execution target"),
+        ({"version": 1}, "R_lite cannot be read"),
+        ({"version": 1, "execution": {"R_lite": [{"rank": "x", "children": {}}]}}, "R_lite"),
+    ],
+)
+def test_an_unusable_r_is_an_invalid_job(R: dict[str, Any], message: str) -> None:  # noqa: N803
+    with pytest.raises(PfluxError, match=f"^invalid job: .*{message}"):
+        described(from_command(["true"]), R)
+
+
+def test_bad_output_options_are_an_invalid_job() -> None:
+    jobspec = from_command(["true"])
+    jobspec["attributes"]["system"]["shell"] = {"options": {"output": {"limit": "lots"}}}
+    with pytest.raises(PfluxError, match=r"^invalid job: .*output\.limit"):
+        described(jobspec)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(st.sampled_from(["resources", "tasks", "attributes", "version"]), JSON))
+def test_only_pflux_errors_come_out_of_a_broken_jobspec(jobspec: dict[str, Any]) -> None:
+    message = "planned"
+    try:
+        described(jobspec)
+    except PfluxError as exc:
+        message = str(exc)
+    assert message == "planned" or message.startswith("invalid job: ")
