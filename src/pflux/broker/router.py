@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import inspect
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
@@ -149,6 +149,40 @@ class Service:
         """Called at shutdown, in reverse registration order."""
 
 
+class RunQueue:
+    """Work for a later turn of the loop, run in order, with one loop callback per turn.
+
+    asyncio's ``call_soon`` costs about 2 µs a call (a handle and a context copy
+    each); services exchange several messages per job, so the broker queues its
+    own work here and the loop runs it in one go. Work queued while a turn runs
+    waits for the next turn, so nothing runs inside its sender's call stack and
+    I/O is never starved.
+    """
+
+    __slots__ = ("_items", "_loop", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
+        self._scheduled = False
+
+    def push(self, fn: Callable[..., None], *args: Any) -> None:
+        self._items.append((fn, args))
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run)
+
+    def _run(self) -> None:
+        self._scheduled = False
+        items = self._items
+        for _ in range(len(items)):
+            fn, args = items.popleft()
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("broker: %r failed", fn)
+
+
 class LocalRoute:
     """Delivers responses to a callback inside the broker, on a later loop turn.
 
@@ -157,16 +191,16 @@ class LocalRoute:
     responses are delivered.
     """
 
-    __slots__ = ("_callback", "_disconnect", "_loop")
+    __slots__ = ("_callback", "_disconnect", "_queue")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[Message], None]):
-        self._loop = loop
+    def __init__(self, queue: RunQueue, callback: Callable[[Message], None]):
+        self._queue = queue
         self._callback: Callable[[Message], None] | None = callback
         self._disconnect: dict[Callable[[], None], None] = {}
 
     def deliver(self, msg: Message) -> None:
         if self._callback is not None:
-            self._loop.call_soon(self._deliver, msg)
+            self._queue.push(self._deliver, msg)
 
     def _deliver(self, msg: Message) -> None:
         if self._callback is not None:
@@ -208,6 +242,7 @@ class Broker:
         self.services: dict[str, Service] = {}
         self._handlers: dict[str, Handler] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: RunQueue | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._tag = 0
         self.on_fatal: Callable[[str], None] | None = None
@@ -227,6 +262,13 @@ class Broker:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         return self._loop
+
+    @property
+    def queue(self) -> RunQueue:
+        """The broker's own queue of work for the next turn."""
+        if self._queue is None:
+            self._queue = RunQueue(self.loop)
+        return self._queue
 
     def register(self, service: Service) -> None:
         """Add a service; its methods become reachable as ``<name>.<method>``."""
@@ -264,7 +306,7 @@ class Broker:
 
     def dispatch(self, msg: Message, route: Route) -> None:
         """Route a request to its handler on a later loop turn."""
-        self.loop.call_soon(self._handle, msg, route)
+        self.queue.push(self._handle, msg, route)
 
     def _handle(self, msg: Message, route: Route) -> None:
         handler = self._handlers.get(msg.topic)
@@ -281,7 +323,7 @@ class Broker:
         except Exception as exc:
             self._fail(req, exc)
             return
-        if inspect.isawaitable(result):
+        if result is not None:  # an async handler's coroutine
             task = self.loop.create_task(self._finish(req, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -323,7 +365,7 @@ class Broker:
         msg = Message(
             REQUEST, topic, self._tag, payload, flags=flags, userid=self.owner, rolemask=ROLE_OWNER
         )
-        route = LocalRoute(self.loop, callback or _ignore)
+        route = LocalRoute(self.queue, callback or _ignore)
         self.dispatch(msg, route)
         return route
 

@@ -443,7 +443,7 @@ def test_guests_may_only_read_status(tmp_path: Path) -> None:
     async def body() -> None:
         async with live(tmp_path) as t:
             replies: asyncio.Queue[Message] = asyncio.Queue()
-            route = LocalRoute(t.broker.loop, replies.put_nowait)
+            route = LocalRoute(t.broker.queue, replies.put_nowait)
             for tag, topic in enumerate(("sched.alloc", "sched.free", "sched.resource-status")):
                 msg = Message(REQUEST, topic, tag, {"id": 1}, userid=4242, rolemask=ROLE_USER)
                 t.broker.dispatch(msg, route)
