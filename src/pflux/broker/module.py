@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import cast
 
+from pflux.broker.instance import freeze_gc, tune_gc
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     REQUEST,
@@ -169,6 +170,7 @@ class Link(asyncio.Protocol):
 
 async def run(uri: str, path: str) -> int:
     """Provide the service ``path`` names (``module:Class``) until the link closes."""
+    tune_gc()
     loop = asyncio.get_running_loop()
     local = Broker(os.getuid())
     link = Link(local)
@@ -180,6 +182,7 @@ async def run(uri: str, path: str) -> int:
     service = getattr(importlib.import_module(module), cls)(local)
     local.register(service)
     await local.start()
+    freeze_gc()
     await link.call("broker.service-add", {"service": service.name})
     await link.closed
     await local.stop()
