@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
 import tempfile
@@ -93,6 +94,10 @@ class Model:
         return dict(sorted(entries.items()))
 
 
+class Abandoned(Exception):
+    """Raised to roll a transaction back."""
+
+
 class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -125,6 +130,20 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def many_ops(self, data: st.DataObject) -> None:
         self.commit(data.draw(st.lists(ops(self.keys()), min_size=2, max_size=5)))
+
+    @rule(data=st.data(), abandon=st.booleans())
+    def one_turn(self, data: st.DataObject, abandon: bool) -> None:
+        """Commits sharing one transaction, as the service applies a loop turn's: each is
+        atomic on its own; abandoning the transaction undoes them all."""
+        before = self.model
+        commits = st.lists(ops(self.keys()), min_size=1, max_size=5)
+        with contextlib.suppress(Abandoned), self.store.transaction():
+            for batch in data.draw(st.lists(commits, min_size=2, max_size=4)):
+                self.commit(batch)
+            if abandon:
+                raise Abandoned
+        if abandon:
+            self.model = before
 
     def commit(self, batch: list[Op]) -> None:
         self.seen.update(op[1] for op in batch)
