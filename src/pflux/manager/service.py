@@ -72,6 +72,9 @@ class JobManager(Service):
         self._depending: set[Job] = set()  # jobs whose dependencies are being added
         for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
             self.add_plugin(scheme(self))
+        perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
+        if perilog.active:
+            self.add_plugin(perilog)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -87,9 +90,6 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        perilog = Perilog(self, self.broker.config)
-        if perilog.active:
-            self.add_plugin(perilog)
         self.jobs, self.ended = await restart.load(self.broker)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
         for job in self.jobs.values():
@@ -103,6 +103,10 @@ class JobManager(Service):
                 plugin.restarted(job)
             if job.state is State.NEW:
                 self._validate(job)
+
+    async def stop(self) -> None:
+        for plugin in self.plugins:
+            await plugin.stop()
 
     # --- counting and lookup --------------------------------------------------------------
 
