@@ -353,9 +353,15 @@ class JobManager(Service):
         signum = payload.get("signum", 15)
         if type(signum) is not int or not 0 < signum < 65:
             raise RPCError(errno.EINVAL, f"signum: must be a signal number 1-64, got {signum!r}")
-        if job.state is not State.RUN:
+        # RUN or CLEANUP, as in flux-core: tasks may outlive a fatal exception for a while
+        if not job.state & State.RUNNING or not job.start_pending:
             raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running")
-        await self.exec.kill(job, signum)
+        try:
+            await self.exec.kill(job, signum)
+        except RPCError as exc:
+            if exc.errnum != errno.ENOENT:  # ENOENT: its tasks have just ended
+                raise
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running") from None
         req.respond({})
 
     @method("urgency")
