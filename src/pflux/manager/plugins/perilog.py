@@ -66,6 +66,7 @@ log = logging.getLogger("pflux.job-manager")
 PROLOG: Final = "job-manager.prolog"
 EPILOG: Final = "job-manager.epilog"
 DEFAULT_KILL_TIMEOUT: Final = 60.0  # flux-core's
+READ_SIZE: Final = 65536
 _KEYS: Final = frozenset(("command", "timeout", "kill-timeout", "per-rank", "cancel-on-exception"))
 
 
@@ -318,14 +319,22 @@ class Perilog(Plugin):
     async def _relay(self, run: _Run, stream: str, reader: asyncio.StreamReader) -> None:
         """Log what the command prints, a line at a time, as flux-core copies it to its log."""
         level = logging.ERROR if stream == "stderr" else logging.INFO
-        jobid = JobID(run.job.id)
-        while line := await reader.readline():
-            text = line.decode(errors="replace").rstrip("\n")
-            if not any(pattern.search(text) for pattern in self.log_ignore):
-                log.log(
-                    level, "%s: %s: %s (rank 0): %s: %s", jobid, run.action.kind, self.hostname,
-                    stream, text,
-                )  # fmt: skip
+        prefix = f"{JobID(run.job.id)}: {run.action.kind}: {self.hostname} (rank 0): {stream}:"
+        pending = b""
+        while chunk := await reader.read(READ_SIZE):
+            *lines, pending = (pending + chunk).split(b"\n")
+            if len(pending) >= READ_SIZE:  # a line that long is logged in pieces
+                lines.append(pending)
+                pending = b""
+            for line in lines:
+                self._log(level, prefix, line)
+        if pending:
+            self._log(level, prefix, pending)
+
+    def _log(self, level: int, prefix: str, line: bytes) -> None:
+        text = line.decode(errors="replace")
+        if not any(pattern.search(text) for pattern in self.log_ignore):
+            log.log(level, "%s %s", prefix, text)
 
     def _timed_out(self, run: _Run) -> None:
         run.timer = None
