@@ -18,6 +18,13 @@ text, and never polls.
 
 Reads see committed data: a read that arrives in the same turn as a commit
 does not see it, so a client reads after its commit is answered.
+
+A job's guest namespace belongs to the job's owner, who may read all of it
+and write all of it but ``exec``, ``output`` and ``input``: those are the
+execution service's (``exec.eventlog``, the tasks' output and input), and it
+writes them as primary keys. Writing them through the namespace is EPERM for
+everyone, the instance owner included, so a task cannot corrupt its own job's
+record; the instance owner can still reach them through ``primary``.
 """
 
 from __future__ import annotations
@@ -46,6 +53,9 @@ from pflux.kvs.store import APPEND, PUT, UNLINK, Change, Store, StoreError
 log = logging.getLogger("pflux.kvs")
 
 DB_NAME = "kvs.sqlite"
+# A job's guest namespace is the job's to write (RFC 16: ``application``, ``tools.<name>``,
+# other ``<service>`` keys) except these, which job-exec writes through the primary namespace
+EXEC_KEYS = frozenset(("exec", "output", "input"))
 WALK_BATCH = 1024  # entries per kvs.walk response
 
 
@@ -136,9 +146,16 @@ class KVSService(Service):
                 if not isinstance(op, list) or len(op) != 3:
                     raise KVSError(errno.EINVAL, f"kvs.commit: ops[{i}]: must be [op, key, value]")
                 try:
-                    check_key(op[1])
+                    key = check_key(op[1])
                 except KVSError as exc:
                     raise KVSError(errno.EINVAL, f"kvs.commit: ops[{i}]: {exc.errstr}") from None
+                if key.partition(".")[0] in EXEC_KEYS:
+                    raise KVSError(
+                        errno.EPERM,
+                        f"kvs.commit: ops[{i}]: key {quote(key)} in namespace {quote(namespace)}:"
+                        " permission denied: exec, output and input are written by the"
+                        " execution service only (use application or tools.<name>)",
+                    )
         self._enqueue(req, "commit", (namespace, ops))
 
     @method("namespace-create")
