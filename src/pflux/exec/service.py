@@ -756,7 +756,7 @@ class JobExec(Service):
     def _flush_soon(self) -> None:
         if not self._flush_due:
             self._flush_due = True
-            self.broker.loop.call_soon(self._flush)
+            self.broker.at_turn_end(self._flush)
 
     def _flush(self) -> None:
         """Send this turn's creations, its one commit, then its removals, in that order."""

@@ -324,7 +324,7 @@ class Scheduler(Service):
         """Run one pass on the next loop turn, however many requests ask for it."""
         if not self._pass_due:
             self._pass_due = True
-            self.broker.loop.call_soon(self._pass)
+            self.broker.at_turn_end(self._pass)
 
     def _pass(self) -> None:
         self._pass_due = False

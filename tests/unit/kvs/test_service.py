@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker
-from pflux.kvs.service import WALK_BATCH, KVSService
+from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
 from pflux.kvs.store import StoreError
 
 Run = Callable[..., Any]
@@ -520,5 +521,32 @@ def test_requests_after_stop_are_refused(run_kvs: Run) -> None:
         await kvs(broker).stop()
         errnum, errstr = await error_of(client, "kvs.commit", {"ops": [["put", "a", "1"]]})
         assert (errnum, errstr) == (errno.ENOSYS, "kvs: not running")
+
+    run_kvs(scenario)
+
+
+def test_checkpoints_run_off_the_loop_once_enough_is_committed(run_kvs: Run) -> None:
+    """After CHECKPOINT_TRANSACTIONS transactions the WAL is copied, by a thread of the service."""
+
+    async def scenario(broker: Broker, client: Any) -> None:
+        store = kvs(broker).store
+        threads: list[str] = []
+        inner = store.checkpoint
+
+        def spied() -> int:
+            threads.append(threading.current_thread().name)
+            return inner()
+
+        store.checkpoint = spied  # type: ignore[method-assign]
+        for i in range(CHECKPOINT_TRANSACTIONS):
+            await client.call("kvs.commit", {"ops": [["put", f"k.{i}", "v"]]})
+        assert threads == [] or threads[0].startswith("kvs-checkpoint")
+        await client.call("kvs.commit", {"ops": [["put", "last", "v"]]})
+        pending = kvs(broker)._checkpointing
+        if pending is not None:
+            await pending
+        assert threads
+        assert all(name.startswith("kvs-checkpoint") for name in threads)
+        assert inner() == 0  # nothing was left uncopied
 
     run_kvs(scenario)
