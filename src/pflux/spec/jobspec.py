@@ -1,13 +1,16 @@
 """RFC 25 jobspec version 1: decode, validate, wrap and encode.
 
-``validate`` is one hand-written pass over the document that checks RFC 25's
-JSON Schema and every rule of its prose, and collects *all* problems as
-``(path, message)`` pairs.  It was chosen over schema libraries by measurement
-(``bench/compare_libraries.py``): it is faster than a compiled fastjsonschema
-check on the accept path, reports every problem (fastjsonschema stops at the
-first), and states each one in the user's terms, which jsonschema's errors on
-``oneOf`` branches do not.  The RFC's own schema (``jobspec_v1.schema.json``)
-is kept as a test oracle: whatever this module accepts, it accepts too.
+The judge is the walker: one hand-written pass over the document that checks
+RFC 25's JSON Schema and every rule of its prose, and collects *all* problems
+as ``(path, message)`` pairs.  ``validate`` asks a flat, pathless check of the
+common shapes first (``_accepts``, below), which may only accept what the
+walker accepts, and goes to the walker for anything else, so the usual valid
+jobspec costs a quarter of a walk.  Both were chosen over schema libraries by
+measurement (``bench/compare_libraries.py``): faster than a compiled
+fastjsonschema check, they report every problem (fastjsonschema stops at the
+first) in the user's terms, which jsonschema's errors on ``oneOf`` branches
+are not.  The RFC's own schema (``jobspec_v1.schema.json``) is kept as a test
+oracle: whatever this module accepts, it accepts too.
 
 orjson and PyYAML are imported on first use, so that importing this module
 (the job shell does, for ``Jobspec``) costs next to nothing.
