@@ -143,7 +143,7 @@ class JobID(int):
     @property
     def kvs(self) -> str:
         """The job's KVS directory (RFC 16), e.g. ``job.0018.1d0d.4d85.0fbe``."""
-        return "job." + _dothex(self)
+        return _kvs(self)
 
     @property
     def words(self) -> str:
@@ -199,6 +199,11 @@ def _f58plain(n: int) -> str:
 def _dothex(n: int) -> str:
     h = f"{n:016x}"
     return f"{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
+
+
+def _kvs(n: int) -> str:
+    h = f"{n:016x}"
+    return f"job.{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
 
 
 def _words_encode(n: int) -> str:
@@ -286,7 +291,7 @@ _ENCODERS: dict[str, Callable[[JobID], str]] = {
     "dec": int.__repr__,
     "hex": lambda n: f"{n:#x}",
     "dothex": _dothex,
-    "kvs": lambda n: "job." + _dothex(n),
+    "kvs": _kvs,
     "words": _words_encode,
     "f58": _f58,
     "f58plain": _f58plain,
