@@ -672,12 +672,16 @@ _PLAIN_SYSTEM_KEYS: Final = frozenset({"duration", "cwd", "environment"})
 
 
 def _plain_attributes(attributes: Any) -> bool:
-    """Whether ``attributes`` is valid: the walker's own check unless only pflux's usual keys."""
+    """Whether ``attributes`` is valid: the usual system keys checked here, others by the walker.
+
+    Any other system key gets the walker's own check for it, as ``_check_system``
+    would run it; ``attributes.user`` sends the whole of ``attributes`` there.
+    """
     if type(attributes) is not dict or len(attributes) != 1:
         return _walker_accepts(_check_attributes, attributes)
     system = attributes["system"]
-    if type(system) is not dict or not system.keys() <= _PLAIN_SYSTEM_KEYS:
-        return _walker_accepts(_check_attributes, attributes)
+    if type(system) is not dict:
+        return False
     duration, cwd, environment = (
         system["duration"],
         system.get("cwd", ""),
@@ -691,7 +695,18 @@ def _plain_attributes(attributes: Any) -> bool:
         return False
     if type(cwd) is not str or not (cwd.isascii() or _is_unicode(cwd)):
         return False
-    return type(environment) is dict and _texts(environment) and _texts(environment.values())
+    if type(environment) is not dict or not (_texts(environment) and _texts(environment.values())):
+        return False
+    if system.keys() <= _PLAIN_SYSTEM_KEYS:
+        return True
+    problems = _Problems()
+    for key, value in system.items():
+        if key not in _PLAIN_SYSTEM_KEYS:
+            check = _SYSTEM_CHECKS.get(key)
+            if check is None and not _is_text(key):
+                return False
+            (check or _check_data)(value, key, problems)
+    return not problems
 
 
 def _walker_accepts(check: Callable[[Any, _Problems], None], value: Any) -> bool:

@@ -998,10 +998,12 @@ def single_changes(base: dict[str, Any]) -> list[dict[str, Any]]:
     return changed
 
 
-@pytest.mark.parametrize("case", ["example", "2.3", "2.4"])
-def test_fast_path_accepts_no_single_change_that_the_walker_rejects(case: str) -> None:
+@pytest.mark.parametrize(("case", "bare"), [("example", False), ("2.3", False), ("2.4", True)])
+def test_fast_path_accepts_no_single_change_that_the_walker_rejects(case: str, bare: bool) -> None:
     base = example(case)
     base["resources"][0]["exclusive"] = False
+    if bare:  # duration alone in system
+        del system(base)["cwd"], system(base)["environment"]
     for doc in single_changes(base):
         if jobspec._accepts(doc):
             assert jobspec._collect(doc) == [], doc
