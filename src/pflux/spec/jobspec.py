@@ -580,12 +580,12 @@ _SYSTEM_CHECKS: Final = {
 #
 # ``validate`` first asks ``_accepts``: a check without paths of the common
 # shapes (node>slot or a lone slot, holding a core and perhaps a gpu, without
-# ``unit``; one task; ``attributes.system`` holding only duration, cwd and
-# environment, else checked by the walker's own functions) on exact built-in
-# types.  It answers True only for a document that the walker accepts (the
-# property tests hold it to that); False sends the document to the walker,
-# which accepts the rarer shapes and reports every problem with its path.
-# It is flat on purpose: each call or generator here costs as much as a rule.
+# ``unit``; one task; duration, cwd and environment; any other system key, and
+# ``attributes.user``, get the walker's own checks) on exact built-in types.
+# It answers True only for a document that the walker accepts (the property
+# tests hold it to that); False sends the document to the walker, which
+# accepts the rarer shapes and reports every problem with its path.  It is
+# flat on purpose: each call or generator here costs as much as a rule.
 
 
 def _accepts(obj: Any) -> bool:
