@@ -135,7 +135,7 @@ def read_fifo(path: Path, timeout: float) -> str:
         os.close(fd)
 
 
-def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
+def test_a_killed_broker_leaves_its_jobs_running_and_a_restart_takes_them_over(
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
@@ -156,10 +156,12 @@ def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
         launcher = next(p for p in tree if "pflux.exec.launcher" in _cmdline(p))
         initial = [p for p in tree if p != launcher]
         shells = children(launcher)  # the job's shell, and spares forked ahead of need
-        [task] = [task for shell in shells for task in children(shell)]
+        [(shell, task)] = [(shell, task) for shell in shells for task in children(shell)]
+        spares = [pid for pid in shells if pid != shell]
         broker.send_signal(signal.SIGKILL)
         broker.wait()
-        assert pidfd_wait([launcher, *shells, task], 10) == []
+        assert pidfd_wait(spares, 10) == []  # they held the dead broker's socket
+        assert pidfd_wait([launcher, shell, task], 0) == [launcher, shell, task]
     finally:
         if broker.poll() is None:
             broker.kill()
@@ -170,12 +172,14 @@ def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
     again = start(
         "sh",
         "-c",
-        f"pflux job wait-event {jobid} clean >/dev/null && pflux job eventlog {jobid}",
+        f"pflux cancel {jobid} && pflux job wait-event {jobid} clean >/dev/null"
+        f" && pflux job eventlog {jobid}",
         options=("--state-dir", str(state)),
     )
     assert again.returncode == 0, again.stderr
-    assert 'note="job was running when the instance restarted"' in again.stdout
     assert again.stdout.count(" start") == 1  # never started again
+    assert f"finish status={(128 + signal.SIGTERM) << 8}" in again.stdout  # the same task
+    assert pidfd_wait([launcher, shell, task], 10) == []
 
 
 def _cmdline(pid: int) -> str:

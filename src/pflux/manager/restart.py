@@ -93,8 +93,10 @@ async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
             apply_jobspec_updates(job.jobspec, job.jobspec_updates)
         if job.has_resources:
             job.R = await _get_json(broker, job.kvs("R"))
-        # a job whose shells may still be running is started again with reattach
-        job.reattach = job.state is State.RUN
+        # a started job is taken over by the execution service, never started again
+        # (RFC 32's reattach, flux-core's "started" flag); one in RUN but not started
+        # is started, unless the service finds it already running
+        job.reattach = job.state is State.RUN and job.started
     return jobs, ended
 
 
