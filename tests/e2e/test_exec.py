@@ -188,3 +188,54 @@ def _cmdline(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode()
     except FileNotFoundError:
         return ""
+
+
+def test_megabytes_of_output_are_kept_whole_and_attach_keeps_up(tmp_path: Path) -> None:
+    size = 8_000_000  # 8 MB: under the 1G a job of the instance's owner may keep
+    line = "0123456789" * 7 + "abcdefghi"
+    script = textwrap.dedent(
+        f"""\
+        id=$(pflux submit sh -c 'yes {line} | head -c {size}')
+        pflux job attach $id > {tmp_path}/attached
+        pflux job eventlog -p output --format=json $id > {tmp_path}/eventlog
+        """
+    )
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    expected = (line + "\n") * (size // 80)
+    assert (tmp_path / "attached").read_text() == expected
+    events = [json.loads(text) for text in (tmp_path / "eventlog").read_text().splitlines()]
+    data = "".join(e["context"].get("data", "") for e in events if e["name"] == "data")
+    assert data == expected
+    assert not [e for e in events if e["name"] == "log"]  # nothing truncated, no warning
+
+
+def test_pflux_run_and_attach_forward_stdin(tmp_path: Path) -> None:
+    (tmp_path / "in").write_text("from a file\n")
+    script = textwrap.dedent(
+        f"""\
+        printf 'one\\ntwo\\n' | pflux run cat
+        printf 'all\\n' | pflux run -n2 --label-io cat | sort
+        printf 'first\\n' | pflux run -n2 --input=0 sh -c 'cat; echo "$FLUX_TASK_RANK done"' | sort
+        pflux run --input={tmp_path}/in cat
+        id=$(pflux submit cat)
+        printf 'attached\\n' | pflux job attach $id
+        pflux job eventlog -p input $id | cut -d' ' -f2- | sed 's/^/input: /'
+        """
+    )
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "one",
+        "two",
+        "0: all",
+        "1: all",
+        "0 done",
+        "1 done",
+        "first",
+        "from a file",
+        "attached",
+        'input: header version=1 encoding={"stdin":"UTF-8"} count={"stdin":1} options={}',
+        'input: data stream="stdin" rank="all" data="attached\\n"',
+        'input: data stream="stdin" rank="all" eof=true',
+    ]

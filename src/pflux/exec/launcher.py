@@ -286,7 +286,7 @@ class Server:
         lines = [b"%d\n" % jobid for jobid in self.by_job]
         lines += [b"%d %d\n" % item for item in self.died.items()]
         self.died.clear()
-        self.unsent += wire.record(wire.LIVE, 0, b"".join(lines))
+        self.unsent += wire.record(wire.LIVE, os.getpid(), b"".join(lines))
 
     def _to_shell(self, jobid: int, data: bytes, fd: int = -1) -> None:
         target = self.by_job.get(jobid)

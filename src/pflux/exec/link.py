@@ -84,7 +84,7 @@ class LauncherLink:
         self._out = bytearray()
         self._flushing = False  # a flush is scheduled, or the socket is full
         self._closed: asyncio.Event | None = None
-        self._live: asyncio.Future[bytes] | None = None  # LIVE, while attaching
+        self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
 
     @property
     def running(self) -> bool:
@@ -131,7 +131,6 @@ class LauncherLink:
         try:
             with _short(self.path) as path:
                 sock.connect(path)
-            pid = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
         except OSError:
             sock.close()
             return None
@@ -151,14 +150,14 @@ class LauncherLink:
         self._live = loop.create_future()
         self._open(loop, sock, records)
         try:
-            payload = await asyncio.wait_for(asyncio.shield(self._live), ATTACH_WAIT)
+            pid, payload = await asyncio.wait_for(asyncio.shield(self._live), ATTACH_WAIT)
         except (TimeoutError, ConnectionError):
             self._close()
             return None
         finally:
             self._live = None
         self._proc = None
-        self._pid = int.from_bytes(pid[:4], sys.byteorder)
+        self._pid = pid
         return Survivors(payload)
 
     def _open(
@@ -249,7 +248,8 @@ class LauncherLink:
         records, used = wire.split(self._in)
         del self._in[:used]
         if self._live is not None and records and records[0][0] == wire.LIVE:
-            self._live.set_result(records.pop(0)[2])
+            _, pid, payload = records.pop(0)
+            self._live.set_result((pid, payload))
         if records:
             # whatever the shells sent before they ended comes before the launcher's word
             self._shell_records()
@@ -313,10 +313,11 @@ class LauncherLink:
                 await asyncio.to_thread(proc.wait)
         self._proc = None
 
-    def detach(self) -> None:
-        """Let go without QUIT, as a broker that dies does (for tests of a restart)."""
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Let go without QUIT, as a broker that dies does; the launcher, if ours, to reap."""
+        proc, self._proc = self._proc, None
         self._close()
-        self._proc = None
+        return proc
 
 
 @contextlib.contextmanager

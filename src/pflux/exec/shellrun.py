@@ -41,6 +41,7 @@ import binascii
 import errno
 import logging
 import os
+import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -187,36 +188,49 @@ class ShellRun:
         """Take over a job an earlier job-exec ran (see the module docstring)."""
         job = self.job
         planned = self._plan()
-        if planned is None:
-            self._forget(leftover)
-            return
-        self.spool = leftover.spool if leftover is not None else None
-        try:
-            events = await self._read_events()
-            state = await self._read(self.state_key)
-            given = await self._read(self.key + "input") if self.input_kvs else None
-            if given is not None:
-                self._restore_input(given)
-        except (PfluxError, RPCError, IdsetError) as exc:
-            self._forget(leftover)
-            job.fatal(f"reattach: {exc}")
-            return
-        if job.finalizing:  # an exception came meanwhile, with nothing to kill
-            self._forget(leftover)
+        events: list[Any] | None = None
+        if planned is not None:
+            self.spool = leftover.spool if leftover is not None else None
+            try:
+                events = await self._recover()
+            except (PfluxError, RPCError, IdsetError) as exc:
+                job.fatal(f"reattach: {exc}")
+                planned = None
+        if planned is None or job.finalizing:  # it cannot go on, or was ended meanwhile
+            self._forget(leftover, kill=True)
             return
         names = [event.name for event in events or ()]
         if "done" in names:
             self._forget(leftover)
             self._conclude(events or [])
-            return
-        job.started = True
-        if events is None:  # it had not reached the KVS: begin it there now
-            self._create(planned)
+        elif events is None and leftover is None:  # it never ran
+            self.concluded = True
+            job.fatal(LOST_NOTE)
         else:
-            self.service.append(self, "exec.eventlog", event_line("reattach"))
+            await self._go_on(leftover, planned, events is not None, "shell.start" in names)
+
+    async def _recover(self) -> list[Any] | None:
+        """The job's exec.eventlog, having restored where the earlier job-exec stood."""
+        events = await self._read_events()
+        state = await self._read(self.state_key)
         if state is not None:
             self._restore(state)
-        if "shell.start" in names:
+        given = await self._read(self.key + "input") if self.input_kvs else None
+        if given is not None:
+            self._restore_input(given)
+        return events
+
+    async def _go_on(
+        self, leftover: Leftover | None, planned: Plan, logged: bool, running: bool
+    ) -> None:
+        """Resume the shell, or replay its spool, or say what became of it."""
+        job = self.job
+        job.started = True
+        if logged:
+            self.service.append(self, "exec.eventlog", event_line("reattach"))
+        else:  # its start had not reached the KVS: begin it there now
+            self._create(planned)
+        if running:
             job.set_running()
         if leftover is not None and leftover.running:
             self.live = True
@@ -281,12 +295,16 @@ class ShellRun:
         job.set_running()
         job.complete(int((complete.context or {}).get("status", 0)))
 
-    def _forget(self, leftover: Leftover | None) -> None:
+    def _forget(self, leftover: Leftover | None, *, kill: bool = False) -> None:
         """What an earlier job-exec left of the job is not needed: let its shell go."""
-        if leftover is not None and leftover.running:
-            self.service.send_launcher(wire.record(wire.RESUME, self.job.id, b"%d" % ALL))
-        if leftover is not None and leftover.spool is not None:
-            self.spool = leftover.spool
+        if leftover is None:
+            return
+        if leftover.running:
+            send = self.service.send_launcher
+            send(wire.record(wire.RESUME, self.job.id, b"%d" % ALL))
+            if kill:
+                send(wire.record(wire.TERMINATE, self.job.id, b"%d" % signal.SIGKILL))
+        self.spool = leftover.spool
 
     async def _replay(self, path: str) -> None:
         """Apply the records a shell spooled while no job-exec was there, from ``applied``."""

@@ -72,7 +72,11 @@ def input_config(options: object) -> InputConfig:
 
 def limit_note(limit: int) -> str:
     """flux-core's note for input past ``input.limit``."""
-    size = f"{limit >> 20}M" if limit % (1 << 20) == 0 else f"{limit}B"
+    size = f"{limit}B"
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if limit % (1 << shift) == 0:
+            size = f"{limit >> shift}{unit}"
+            break
     return (
         f"stdin exceeds {size} limit. Try file input (pflux submit --input=FILE)"
         " or redirect input to your command to avoid the KVS for large amounts of input"
