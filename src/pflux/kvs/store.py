@@ -82,9 +82,9 @@ SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
 # grow the last chunk while it is small; rowcount 0 means a full chunk or no such value
 SQL_APPEND_CHUNK = f"""UPDATE kv SET data = data || ?3 WHERE leaf = ?2 AND key = ?1
     AND seq = (SELECT max(seq) FROM kv WHERE leaf = ?2 AND key = ?1) AND length(data) < {CHUNK}"""
+# the last chunk by the index (an aggregate with HAVING would read every chunk: O(value))
 SQL_APPEND_NEW_CHUNK = """INSERT INTO kv (leaf, key, seq, data)
-    SELECT ?2, ?1, max(seq) + 1, ?3 FROM kv WHERE leaf = ?2 AND key = ?1
-    HAVING max(seq) IS NOT NULL"""
+    SELECT ?2, ?1, seq + 1, ?3 FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq DESC LIMIT 1"""
 # directories: everything between ?1 = "dir." and ?2 = "dir/"
 SQL_HAS_RANGE = "SELECT 1 FROM kv WHERE key >= ? AND key < ? LIMIT 1"
 SQL_DELETE_RANGE = "DELETE FROM kv WHERE key >= ? AND key < ? RETURNING key"
