@@ -18,6 +18,7 @@ Run by hand or by ``./scripts/bench``; never part of the test suite.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -124,8 +125,6 @@ def measure(mb: int) -> None:
         text=True,
         check=True,
     ).stdout.splitlines()
-    import json
-
     times = {json.loads(e)["name"]: json.loads(e)["timestamp"] for e in events}
     run_s = times["complete"] - times["shell.start"]
     later = subprocess.Popen(
@@ -150,7 +149,9 @@ def measure(mb: int) -> None:
         f" done {t_attach - times['complete']:.2f} s after the job's end"
         f" ({t_attach - t0:.1f} s in all)"
     )
-    print(f"eventlog -p output after the job: {later_bytes / 1e6:.0f} MB of JSON in {t_later:.1f} s")
+    print(
+        f"eventlog -p output after the job: {later_bytes / 1e6:.0f} MB of JSON in {t_later:.1f} s"
+    )
     print("peak resident memory (VmHWM):")
     for name, kib in sorted(instance.items()):
         print(f"  {name:10} {kib / 1024:7.1f} MiB")

@@ -28,7 +28,7 @@ REATTACHED = 20
 
 def gated(tmp: Path, body: str) -> dict[str, object]:
     """A real job running the shell script ``body``; ``$GATE`` names its FIFOs in ``tmp``."""
-    script = f'GATE={tmp}/gate-$FLUX_JOB_ID; echo $$ $PPID >> {tmp}/pid-$FLUX_JOB_ID\n{body}'
+    script = f"GATE={tmp}/gate-$FLUX_JOB_ID; echo $$ $PPID >> {tmp}/pid-$FLUX_JOB_ID\n{body}"
     return jobspec_of(["sh", "-c", script], environment={"PATH": os.environ["PATH"]})
 
 

@@ -114,7 +114,7 @@ def _zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
     return text[text.rfind(b")") + 2 :].startswith(b"Z")
 

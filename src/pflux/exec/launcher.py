@@ -109,8 +109,10 @@ class Server:
     A shell is known by its socket: it is reaped when the socket reaches its
     end, which the shell's exit causes (no task inherits it), so the launcher
     needs no pidfd or SIGCHLD per shell. A shell that has reported its job's
-    status exits with 0, before its teardown, which nobody waits for; for any
-    other end, the launcher reports the shell's wait status.
+    status exits with 0, before its teardown, which nobody waits for; one that
+    left it in its spool with ``SPOOLED``, which job-exec hears of as EXITED
+    ``-2`` (if it is there: else it finds the spool); for any other end, the
+    launcher reports the shell's wait status.
     """
 
     def __init__(
@@ -393,7 +395,10 @@ class Server:
                 self.spares.remove(entry)
             return
         del self.by_job[entry.jobid]
-        if not status:
+        spooled = os.WIFEXITED(status) and os.WEXITSTATUS(status) == shell.SPOOLED
+        if not status or spooled:
+            if spooled and not self.detached:  # it ended before job-exec resumed it
+                self.unsent += wire.record(wire.EXITED, entry.jobid, b"-2 spooled")
             self.ended.append(journal.end_lines([entry.jobid]))
         elif self.detached:  # nobody to tell now: the journal and the next job-exec are
             self.died[entry.jobid] = status

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from pflux.broker.message import RPCError
 from pflux.exec import journal, wire
-from pflux.exec.shellrun import ALL
+from pflux.exec.shellrun import ALL, SPOOLED
 from pflux.kvs.keys import job_key
 from pflux.manager.restart import replay
 from pflux.manager.states import State
@@ -50,6 +50,15 @@ class Leftover:
     running: bool = False  # its shell runs, under the launcher taken over
     died: int | None = None  # the wait status of a shell that died unheard
     spool: str | None = None  # the records its shell spooled
+
+    def ended(self, exited: bytes, spool_dir: str) -> None:
+        """Its shell ended before the job's start request came (the launcher's EXITED)."""
+        self.running = False
+        status = int(exited.split()[0])
+        if status == SPOOLED:
+            self.spool = os.path.join(spool_dir, str(self.jobid))
+        elif status > 0:
+            self.died = status
 
 
 async def survey(service: JobExec, survivors: Survivors | None) -> dict[int, Leftover]:

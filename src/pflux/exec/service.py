@@ -488,8 +488,12 @@ class JobExec(Service):
             job = jobs.get(jobid)
             run = job.impl if job is not None else None
             if not isinstance(run, ShellRun):
-                if from_shell and kind == wire.EXITED:  # a shell whose job is over: let it go
+                if kind != wire.EXITED:
+                    continue
+                if from_shell:  # a shell whose job is over: let it go
                     self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL))
+                elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
+                    self.leftovers[jobid].ended(payload, self.spool_dir)
                 continue
             if from_shell:
                 run.applied += _RECORD + len(payload)

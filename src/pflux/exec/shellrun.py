@@ -69,6 +69,7 @@ log = logging.getLogger("pflux.job-exec")
 
 ACK_STEP: Final = 1 << 20  # acknowledge a running job's records every this many bytes
 ALL: Final = 1 << 62  # an offset past any record: the shell may forget everything
+SPOOLED: Final = -2  # the launcher's EXITED for a shell that ended into its spool
 RESUME_KEY: Final = "data.job-exec.resume"  # in the job's directory (RFC 16 data.<service>)
 REPLAY_CHUNK: Final = 1 << 20  # spool bytes replayed per commit
 LOST_NOTE: Final = "job shell and tasks not found when the instance restarted"
@@ -325,6 +326,16 @@ class ShellRun:
         except (OSError, PfluxError) as exc:
             log.error("job %s: reading its spool: %s", JobID(self.job.id), exc)
 
+    async def spooled(self) -> None:
+        """The shell ended before it was resumed: what it did not send is in its spool."""
+        if not self.live or self.exited:
+            return
+        self.live = False
+        self.spool = os.path.join(self.service.spool_dir, str(self.job.id))
+        await self._replay(self.spool)
+        if not (self.exited or self.job.finalizing):
+            self._lost(None)
+
     def _lost(self, status: int | None) -> None:
         """The shell is gone and said nothing more: it died, or nothing of it is left."""
         if status is None:
@@ -372,7 +383,10 @@ class ShellRun:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
         elif kind == wire.EXITED:
             status, _, reason = payload.decode(errors="replace").partition(" ")
-            self._ended(int(status), reason)
+            if int(status) == SPOOLED:
+                self.service.track(self.spooled())
+            else:
+                self._ended(int(status), reason)
         else:
             log.error("job %s: unknown record %r from the launcher", JobID(self.job.id), kind)
 

@@ -40,7 +40,8 @@ the offsets ACK and RESUME name):
 - ``w`` EXITED: the job's wait status in decimal, always its last record.
 
 The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
-died, or never ran: then ``-1`` and a reason); ``L`` LIVE, the answer to
+died, or never ran: then ``-1`` and a reason, or it ended before a new
+job-exec resumed it: ``-2``, its records are in its spool); ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``).

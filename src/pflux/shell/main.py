@@ -40,7 +40,8 @@ In order, a shell
    largest task exit code (128 + signal for a task killed by a signal), or
    for a launch failure 127 (not found), 126 (not executable) or 1. Then it
    waits until job-exec acknowledges that everything it sent is in the KVS,
-   and exits with 0, which tells the launcher the status is reported.
+   and exits with 0, which tells the launcher the status is reported (or
+   with ``SPOOLED``: it is in the spool, see below).
 
 Nothing a shell sends is lost when the broker dies (``_Log``): the shell
 keeps every record until job-exec acknowledges it (ACK, once it is
@@ -94,6 +95,7 @@ INPUT_HELD_MAX: Final = 1 << 25  # stdin bytes a task may leave unread (flux-cor
 _IDLE: Final = os.sched_param(0)
 START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module docstring)
 LAUNCHER_LOST: Final = "job shell launcher died"
+SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
 _IN: Final = select.POLLIN
 _OUT: Final = select.POLLOUT
@@ -362,8 +364,8 @@ class Shell:
         self._remove_tmpdir()
         code = self.failure.code if self.failure is not None else max(self.codes, default=0)
         self._emit(wire.EXITED, b"%d" % (code << 8))  # last: the job is over
-        self._finish()
-        return 0  # the status is reported (or spooled): nobody need wait for us
+        # the status is reported, to job-exec or to the spool: nobody need wait for us
+        return SPOOLED if self._finish() else 0
 
     def _dispatch(self, ready: list[tuple[int, int]]) -> None:
         sock = self.sock.fileno()
@@ -382,8 +384,8 @@ class Shell:
             else:
                 self._write_input(fd)
 
-    def _finish(self) -> None:
-        """Wait until job-exec has everything in the KVS, or leave it all in the spool."""
+    def _finish(self) -> bool:
+        """Wait until job-exec has everything in the KVS, or leave it in the spool (True)."""
         poll = self.poller.poll
         self._flush()
         while self.log.acked < self.log.end and not (self.detached or self.quitting):
@@ -391,6 +393,8 @@ class Shell:
             self._flush()
         if self.log.acked < self.log.end:
             self.log.spool_all()
+            return True
+        return False
 
     # --- setting up -------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ def gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
     return text[text.rfind(b")") + 2 :].startswith(b"Z")
 
@@ -312,13 +312,15 @@ def test_a_shell_that_does_not_answer_is_killed_with_its_tasks(live: Any) -> Non
 
 
 def test_a_launcher_whose_job_exec_dies_keeps_the_jobs_for_the_next(tmp_path: Path) -> None:
-    go = tmp_path / "go"
+    go, more = tmp_path / "go", tmp_path / "more"  # one FIFO per read: no race on reopening
     os.mkfifo(go)
+    os.mkfifo(more)
     launcher = Launcher(tmp_path, listening=True)
     try:
-        script = f"echo one; read x < {go}; echo two; read x < {go}; echo three; exit 4"
+        script = f"echo one; read x < {go}; echo two; read x < {more}; echo three; exit 4"
         launcher.send(wire.SPAWN, launcher.job(["sh", "-c", script]))
         before = launcher.until(wire.OUTPUT)  # received, and never acknowledged
+        shell, _ = busy_shell(launcher.proc.pid)
         launcher.sock.close()  # its broker died: no QUIT
         with open(go, "w") as f:  # "two" is written while nobody listens: it is spooled
             f.write("go\n")
@@ -329,12 +331,11 @@ def test_a_launcher_whose_job_exec_dies_keeps_the_jobs_for_the_next(tmp_path: Pa
         again = launcher.until(wire.OUTPUT)
         assert again == before  # everything not acknowledged, again, byte for byte
         assert launcher.until(wire.OUTPUT)[-1][2][5:] == b"two\n"
-        with open(go, "w") as f:
+        with open(more, "w") as f:
             f.write("go\n")
         got = launcher.until(wire.EXITED)
         assert got[-1][2] == b"%d" % (4 << 8)
         assert [p[5:] for k, _, p in got if k == wire.OUTPUT] == [b"three\n"]
-        shell = next(pid for pid in children(launcher.proc.pid) if children(pid) == [])
         launcher.send(wire.ACK, b"%d" % (1 << 62))  # all of it is in the KVS: it may go
         assert wait_gone([shell]) == []
         assert not (tmp_path / "spool" / str(JOB)).exists()

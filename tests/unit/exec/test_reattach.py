@@ -111,8 +111,8 @@ def again(tmp_path: Path, live: Any) -> Any:
 def test_a_running_job_is_taken_over_and_keeps_what_it_wrote_meanwhile(
     tmp_path: Path, live: Any, first: Any
 ) -> None:
-    go = gate(tmp_path, "go")
-    script = f"echo before; read x < {go}; echo while-down; read x < {go}; echo after; exit 3"
+    go, more = gate(tmp_path, "go"), gate(tmp_path, "more")  # one FIFO per read
+    script = f"echo before; read x < {go}; echo while-down; read x < {more}; echo after; exit 3"
     stream = first.start(first.job(["sh", "-c", script]))
     assert stream.next() == ("start", {})
     first.wait_output(stream.id, "before")
@@ -125,7 +125,7 @@ def test_a_running_job_is_taken_over_and_keeps_what_it_wrote_meanwhile(
         assert second.exec.launcher.pid == launcher  # taken over, not started anew
         taken = second.start(second.job(["sh", "-c", script]), jobid=stream.id, reattach=True)
         second.wait_output(stream.id, "while-down")
-        release(go)
+        release(more)
         assert taken.all() == [  # no second start: the job-manager had it
             ("finish", {"status": 3 << 8}),
             ("release", {"ranks": "all", "final": True}),
