@@ -146,6 +146,7 @@ class ExecJob:
         self.jobspec = jobspec
         self.R = R
         self.reattach = reattach
+        self.taken_over = False  # an earlier job-exec started it: its R times stand as they are
         self.impl: Execution | None = None
         self.started = False  # execution has begun: tasks may exist
         self.running = False  # the start response has been sent
@@ -169,6 +170,7 @@ class ExecJob:
 
     def begin(self, leftover: Leftover | None) -> None:
         """Choose how the job runs and start it, or take over what an earlier job-exec ran."""
+        self.taken_over = leftover is not None or self.reattach
         try:
             self.times = _r_times(self.R)
             config = mock_config(self.jobspec)
@@ -302,7 +304,7 @@ class ExecJob:
         starttime, expiration = self.times
         if not expiration:
             return
-        if starttime > 0 and expiration > starttime:
+        if starttime > 0 and expiration > starttime and not self.taken_over:
             # a start long delayed relative to a short job's duration extends it (flux-core)
             delay = self.t0 - starttime
             if delay / (expiration - starttime) * 100 > MAX_START_DELAY_PERCENT:

@@ -291,3 +291,16 @@ def test_the_resume_state_follows_a_running_jobs_output(live: Any) -> None:
     assert state["offset"] > 0
     live.call("job-exec.kill", {"id": stream.id, "signum": 9})
     stream.all()
+
+
+def test_a_job_taken_over_keeps_its_time_limit(live: Any) -> None:
+    now = time.time()
+    jobid = 7779 << 24
+    put_eventlog(live, jobid)
+    R = live.make_R(starttime=now - 100, expiration=now + 0.3)  # noqa: N806
+    stream = live.start(live.mock_job(run_duration="1h"), R, jobid=jobid, reattach=True)
+    assert stream.all() == [
+        ("exception", {"severity": 0, "type": "timelimit", "note": "resource allocation expired"}),
+        ("finish", {"status": 14}),  # SIGALRM ends a test-mode job at once
+        ("release", {"ranks": "all", "final": True}),
+    ]
