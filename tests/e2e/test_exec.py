@@ -239,3 +239,12 @@ def test_pflux_run_and_attach_forward_stdin(tmp_path: Path) -> None:
         'input: data stream="stdin" rank="all" data="attached\\n"',
         'input: data stream="stdin" rank="all" eof=true',
     ]
+
+
+def test_bytes_that_are_not_utf8_come_out_as_they_went_in(tmp_path: Path) -> None:
+    script = f"""pflux run sh -c "printf 'a\\377b\\n'" > {tmp_path}/run
+    pflux submit --watch sh -c "printf 'c\\376\\n'" > {tmp_path}/watch"""
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "run").read_bytes() == b"a\xffb\n"
+    assert (tmp_path / "watch").read_bytes().endswith(b"c\xfe\n")

@@ -157,6 +157,7 @@ class Server:
         self.closing = False  # job-exec has closed its end after QUIT: wind down
         self.quit = False  # job-exec said it stops for good
         self.detached = False  # job-exec is gone; waiting for the next on the listener
+        self.attaching = False  # a new job-exec has connected and not said ATTACH yet
         self.link_open = True
         self.buffer = bytearray(RECV_SIZE)
 
@@ -201,12 +202,16 @@ class Server:
     # --- job-exec's requests ------------------------------------------------------------
 
     def _from_jobexec(self) -> None:
+        ancillary: list[tuple[int, int, bytes]] = []
         try:
-            data, ancillary, _, _ = self.link.recvmsg(RECV_SIZE, _CMSG_SPACE)
+            if self.attaching:  # ATTACH comes with a descriptor
+                data, ancillary, _, _ = self.link.recvmsg(RECV_SIZE, _CMSG_SPACE)
+            else:
+                data = self.link.recv(RECV_SIZE)
         except BlockingIOError:
             return
         except OSError:
-            data, ancillary = b"", []
+            data = b""
         fds = _passed_fds(ancillary)
         if not data:
             self._link_closed()
@@ -278,13 +283,14 @@ class Server:
         conn.setblocking(False)
         self.link = conn
         self.link_open = True
+        self.attaching = True
         self.poller.register(conn.fileno(), _IN)
 
     def _attached(self, fd: int) -> None:
         """ATTACH: the shells' new socket to job-exec; answer with what runs and what died."""
         os.dup2(fd, self.records.fileno(), inheritable=False)  # shells forked later inherit it
         os.close(fd)
-        self.detached = False
+        self.detached = self.attaching = False
         lines = [b"%d\n" % jobid for jobid in self.by_job]
         lines += [b"%d %d\n" % item for item in self.died.items()]
         self.died.clear()

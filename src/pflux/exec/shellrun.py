@@ -75,8 +75,6 @@ REPLAY_CHUNK: Final = 1 << 20  # spool bytes replayed per commit
 LOST_NOTE: Final = "job shell and tasks not found when the instance restarted"
 DIED_NOTE: Final = "job shell died while the instance was down"
 _STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
-_STREAM_BYTES: Final = {"stdout": wire.STDOUT, "stderr": wire.STDERR}
-_RECORD: Final = wire.HEADER.size
 
 
 class ShellRun:

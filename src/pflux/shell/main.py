@@ -161,13 +161,14 @@ class _Pipe:
 class _Input:
     """A task's stdin pipe: what the job's input holds for it and the task has not read."""
 
-    __slots__ = ("eof", "fd", "held", "polling")
+    __slots__ = ("eof", "fd", "held", "polling", "ready")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.held = bytearray()
         self.eof = False
         self.polling = False  # waiting for the pipe to take more
+        self.ready = False  # made non-blocking (most jobs are never sent input)
 
 
 class _Log:
@@ -182,6 +183,7 @@ class _Log:
 
     __slots__ = (
         "acked",
+        "cursor",
         "end",
         "mem",
         "mem_base",
@@ -196,6 +198,7 @@ class _Log:
         self.path = path
         self.mem: list[bytes] = []
         self.mem_base = 0
+        self.cursor = 0  # the first record of ``mem`` not sent (when sending from memory)
         self.end = 0  # the offset after the last record made
         self.sent = 0  # the offset after the last record sent
         self.acked = 0
@@ -217,7 +220,7 @@ class _Log:
             self.spool_base = self.spool_end = self.mem_base
             _write_all(self.spool, self.spool_base.to_bytes(_SPOOL_HEADER, "big"))
         if self.mem:  # what memory held comes first
-            held, self.mem = b"".join(self.mem), []
+            held, self.mem, self.cursor = b"".join(self.mem), [], 0
             _write_all(self.spool, held)
             self.spool_end += len(held)
         _write_all(self.spool, data)
@@ -244,6 +247,7 @@ class _Log:
         if drop:
             del mem[:drop]
             self.mem_base = base
+            self.cursor = max(0, self.cursor - drop)
         if self.spool >= 0 and self.acked >= self.spool_end:
             self.drop_spool()
 
@@ -251,6 +255,7 @@ class _Log:
         """Send again from ``offset`` (a new job-exec lacks what follows it)."""
         self.ack(offset)
         self.sent = self.acked
+        self.cursor = 0  # memory now begins at what was acknowledged, or is empty
 
     def drop_spool(self) -> None:
         if self.spool >= 0:
@@ -258,8 +263,9 @@ class _Log:
             self.spool = -1
             _unlink(self.path)
 
-    def chunk(self) -> bytes:
-        """The next whole records to send, about a datagram's worth, from ``sent``."""
+    def chunk(self) -> tuple[bytes, int]:
+        """(the next whole records to send, about a datagram's worth, from ``sent``;
+        how many of them are memory's, for ``advance``)."""
         start = self.sent
         if self.spool >= 0 and start < self.spool_end:
             position = start - self.spool_base + _SPOOL_HEADER
@@ -269,17 +275,19 @@ class _Log:
                 _, _, length = wire.HEADER.unpack_from(data)
                 data = os.pread(self.spool, wire.HEADER.size + length, position)
                 used = len(data)
-            return data[:used]
+            return data[:used], 0
         mem = self.mem
-        index, base = 0, self.mem_base
-        while index < len(mem) and base < start:
-            base += len(mem[index])
-            index += 1
-        stop, size = index, 0
+        index = stop = self.cursor
+        size = 0
         while stop < len(mem) and (stop == index or size + len(mem[stop]) <= DATAGRAM):
             size += len(mem[stop])
             stop += 1
-        return mem[index] if stop == index + 1 else b"".join(mem[index:stop])
+        return (mem[index] if stop == index + 1 else b"".join(mem[index:stop])), stop - index
+
+    def advance(self, data: bytes, records: int) -> None:
+        """``data``, of which ``records`` of memory's, is sent."""
+        self.sent += len(data)
+        self.cursor += records
 
 
 class Shell:
@@ -485,9 +493,7 @@ class Shell:
                 raise _Failed(
                     f"error opening input file '{self.stdin_file}': {exc.strerror}", 1
                 ) from None
-        reader, writer = os.pipe()
-        os.set_blocking(writer, False)
-        return reader, writer
+        return os.pipe()  # the shell's end is made non-blocking when input first comes
 
     def _spawn(self, rank: int, argv: list[str], env: dict[str, str]) -> None:
         ends = []  # the task's stdout and stderr
@@ -628,6 +634,9 @@ class Shell:
         """Give a task what it has not read of its input; close it at the end."""
         if target.fd < 0:
             return
+        if not target.ready:
+            target.ready = True
+            os.set_blocking(target.fd, False)
         try:
             while target.held:
                 n = os.write(target.fd, target.held)
@@ -677,7 +686,7 @@ class Shell:
         while not (self.detached or self.waiting_out) and log.sent < log.end:
             if log.sent - log.acked >= WINDOW:
                 break
-            data = log.chunk()
+            data, records = log.chunk()
             if not data:
                 break
             try:
@@ -689,7 +698,7 @@ class Shell:
             except OSError:  # job-exec is gone
                 self._detach()
                 break
-            log.sent += len(data)
+            log.advance(data, records)
         self._pace()
 
     def _pace(self) -> None:
