@@ -15,8 +15,10 @@ guest namespace's ``exec.eventlog`` and ``output``.
 
 Writes to the KVS are batched: everything job-exec appends to any job's
 guest keys in one loop turn goes in one ``kvs.commit`` (to the primary
-namespace, where the guest keys live; the keys a job's start makes go in one
-before it), after the turn's namespace creations and before its removals.
+namespace, where the guest keys live; the keys a job's start makes, and each
+running job's resume state, go in one before it), after the turn's namespace
+creations and before its removals; once it is answered, the shells hear
+which of their records are durable (``pflux.exec.shellrun``).
 The KVS applies the requests of a turn in order in one transaction, so a
 namespace exists before anything its job could read, a job's output is
 durable when its namespace removal is answered, and nothing waits for the
