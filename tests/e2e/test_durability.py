@@ -1,13 +1,21 @@
 """Durability: kill -9 the instance with jobs pending and running, restart it, lose nothing.
 
 Every id a submit acknowledged must come back, reach INACTIVE exactly once,
-and never run twice; pending jobs run after the restart, and the jobs that were
-running end with an exception that says the instance restarted.
+and never run twice; pending jobs run after the restart, and the jobs that
+were running go on: their shells outlive the broker, and the restarted
+instance takes them over, so they finish with their real exit status and all
+their output, what the tasks wrote while the instance was down included. A
+job whose shell died while the instance was down ends with an exception that
+says so. The tests sequence themselves with FIFOs, never with sleeps: a task
+blocks reading its FIFO until the test writes to it.
 """
 
 from __future__ import annotations
 
 import os
+import select
+import signal
+import textwrap
 from pathlib import Path
 
 from pflux.api import Client, jobspec_of
@@ -15,12 +23,63 @@ from pflux.spec.eventlog import parse
 from support.instance import LiveInstance, jobspec
 
 PENDING = 500
+REATTACHED = 20
 
 
-def running_marker(tmp: Path) -> dict[str, object]:
-    """A real job that records its pid and then sleeps past the test."""
-    script = f"echo $$ > {tmp}/pid-$FLUX_JOB_ID; exec sleep 300"
+def gated(tmp: Path, body: str) -> dict[str, object]:
+    """A real job running the shell script ``body``; ``$GATE`` names its FIFOs in ``tmp``."""
+    script = f"GATE={tmp}/gate-$FLUX_JOB_ID; echo $$ $PPID >> {tmp}/pid-$FLUX_JOB_ID\n{body}"
     return jobspec_of(["sh", "-c", script], environment={"PATH": os.environ["PATH"]})
+
+
+def make_gates(tmp: Path, jobids: list[int], *names: str) -> None:
+    for jobid in jobids:
+        for name in names:
+            os.mkfifo(tmp / f"gate-{jobid}{name}")
+
+
+def open_gate(tmp: Path, jobid: int, name: str = "") -> None:
+    """Let the job's task past ``read < $GATE{name}`` (the open waits for the reader)."""
+    with open(tmp / f"gate-{jobid}{name}", "w") as gate:
+        gate.write("go\n")
+
+
+def wait_line(path: Path, count: int, timeout: float = 60.0) -> list[str]:
+    """The first ``count`` lines written to the FIFO ``path`` (select, not polling)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    keep = os.open(path, os.O_WRONLY)  # so the end of one writer is not the end of the file
+    try:
+        data = b""
+        while data.count(b"\n") < count:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            assert ready, f"{path}: {data!r} after {timeout} s, wanted {count} lines"
+            data += os.read(fd, 65536)
+        return data.decode().splitlines()[:count]
+    finally:
+        os.close(keep)
+        os.close(fd)
+
+
+def pids(tmp: Path, jobid: int) -> list[tuple[int, int]]:
+    """(task, its shell) each time the job's task started: once, if it never ran twice."""
+    lines = (tmp / f"pid-{jobid}").read_text().splitlines()
+    return [(int(a), int(b)) for a, b in (line.split() for line in lines)]
+
+
+def wait_exit(pids: list[int], timeout: float = 30.0) -> None:
+    """Wait until every process has ended (on pidfds: they are not our children)."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue
+    try:
+        for fd in fds:
+            assert select.select([fd], [], [], timeout)[0], "a process did not end"
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def alive(pid: int) -> bool:
@@ -31,20 +90,31 @@ def alive(pid: int) -> bool:
     return True
 
 
+def output_of(client: Client, jobid: int) -> str:
+    """The job's stdout as the output eventlog holds it."""
+    return "".join(
+        (event.context or {}).get("data", "")
+        for event in client.events(jobid, path="guest.output")
+        if event.name == "data" and (event.context or {}).get("stream") == "stdout"
+    )
+
+
 def test_kill_9_loses_no_job(tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = LiveInstance(state, cores=2)
     with Client(first.uri) as client:
-        running = client.submit_many([running_marker(tmp_path)] * 2)
+        running = client.submit_many([gated(tmp_path, "read x < $GATE; echo done")] * 2)
+        make_gates(tmp_path, running, "")
         for jobid in running:
             client.wait_event(jobid, "start")
         pending = client.submit_many([jobspec("0.001s")] * PENDING)
-        pids = [int((tmp_path / f"pid-{jobid}").read_text()) for jobid in running]
     first.kill()
 
     second = LiveInstance(state, cores=2)
     try:
         with Client(second.uri) as client:
+            for jobid in running:
+                open_gate(tmp_path, jobid)
             client.handle.call("job-manager.drain", {})
             for jobid in [*running, *pending]:
                 log = client.handle.call(
@@ -54,15 +124,108 @@ def test_kill_9_loses_no_job(tmp_path: Path) -> None:
                 assert names.count("clean") == 1, (jobid, names)
                 assert names.count("flux-restart") <= 1, (jobid, names)
                 assert names.count("start") <= 1, (jobid, names)
-            for jobid in pending:
-                assert client.wait(jobid).success, jobid
-            for jobid in running:
+            for jobid in [*pending, *running]:
                 result = client.wait(jobid)
-                assert not result.success
-                assert "restarted" in result.errstr, result.errstr
-            # the tasks of the jobs that were running are gone: nothing runs twice
-            assert not [pid for pid in pids if alive(pid)]
+                assert result.success, (jobid, result.errstr)
+            for jobid in running:  # taken over, not run again
+                assert len(pids(tmp_path, jobid)) == 1
+                assert output_of(client, jobid) == "done\n"
             listed = {job["id"] for job in client.list_jobs(attrs=["state"])}
             assert {int(j) for j in [*running, *pending]} <= listed
+    finally:
+        second.stop()
+
+
+# Each job writes a line before the crash, some while the instance is down, the rest after
+# the restart, and exits with its own status. Jobs 0-9 end while the instance is down;
+# 10-19 after the restart. Each says on the FIFO "phase" when it is past its second gate.
+REATTACH_BODY = textwrap.dedent(
+    """\
+    n=$1
+    seq -f "$n before %g" 1 200
+    echo $n > {tmp}/ready
+    read x < $GATE.1
+    seq -f "$n down %g" 1 5000
+    echo $n > {tmp}/phase
+    [ $n -lt 10 ] || {{ read x < $GATE.2; seq -f "$n after %g" 1 200; }}
+    exit $(( n % 4 ))
+    """
+)
+
+
+def expected_output(n: int) -> str:
+    lines = [f"{n} before {i}" for i in range(1, 201)]
+    lines += [f"{n} down {i}" for i in range(1, 5001)]
+    if n >= 10:
+        lines += [f"{n} after {i}" for i in range(1, 201)]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def test_jobs_running_when_the_broker_dies_finish_with_all_their_output(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    os.mkfifo(tmp_path / "ready")
+    os.mkfifo(tmp_path / "phase")
+    first = LiveInstance(state, cores=REATTACHED)
+    with Client(first.uri) as client:
+        body = REATTACH_BODY.format(tmp=tmp_path)
+        specs = []
+        for n in range(REATTACHED):
+            spec = gated(tmp_path, body)
+            spec["tasks"][0]["command"] += ["job", str(n)]  # sh -c SCRIPT job N: $1 is N
+            specs.append(spec)
+        jobs = client.submit_many(specs)
+        make_gates(tmp_path, jobs, ".1", ".2")
+        assert sorted(wait_line(tmp_path / "ready", REATTACHED), key=int) == [
+            str(n) for n in range(REATTACHED)
+        ]
+    first.kill()
+    # the instance is down: every job writes on; the first ten end
+    for jobid in jobs:
+        open_gate(tmp_path, jobid, ".1")
+    assert len(wait_line(tmp_path / "phase", REATTACHED)) == REATTACHED
+    wait_exit([pids(tmp_path, jobid)[0][0] for jobid in jobs[:10]])
+    second = LiveInstance(state, cores=REATTACHED)
+    try:
+        with Client(second.uri) as client:
+            for jobid in jobs[10:]:
+                open_gate(tmp_path, jobid, ".2")
+            results = client.wait_all(jobs)
+            for n, jobid in enumerate(jobs):
+                log = [e.name for e in client.events(jobid, follow=False)]
+                assert log.count("start") == 1, log
+                finish = next(e for e in client.events(jobid) if e.name == "finish")
+                assert (finish.context or {})["status"] == (n % 4) << 8, n
+                assert results[jobid].success == (n % 4 == 0), (n, results[jobid].errstr)
+                assert "exception" not in log, (n, log)
+                assert output_of(client, jobid) == expected_output(n), n
+                assert len(pids(tmp_path, jobid)) == 1  # never ran twice
+                execlog = [e.name for e in client.events(jobid, path="guest.exec.eventlog")]
+                assert "reattach" in execlog
+    finally:
+        second.stop()
+
+
+def test_a_shell_that_dies_while_the_instance_is_down_fails_its_job(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = LiveInstance(state, cores=2)
+    with Client(first.uri) as client:
+        doomed, spared = client.submit_many([gated(tmp_path, "echo up; read x < $GATE")] * 2)
+        make_gates(tmp_path, [doomed, spared], "")
+        for jobid in (doomed, spared):
+            client.wait_event(jobid, "start")
+        [(task, shell)] = pids(tmp_path, doomed)
+    first.kill()
+    os.kill(shell, signal.SIGKILL)  # its launcher kills the task it leaves
+    wait_exit([task])
+    second = LiveInstance(state, cores=2)
+    try:
+        with Client(second.uri) as client:
+            open_gate(tmp_path, spared)
+            result = client.wait(doomed)
+            assert not result.success
+            assert "died while the instance was down" in result.errstr, result.errstr
+            assert "killed by signal 9" in result.errstr
+            assert client.wait(spared).success
+            assert not alive(task)
     finally:
         second.stop()

@@ -114,7 +114,7 @@ def _zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
     return text[text.rfind(b")") + 2 :].startswith(b"Z")
 
@@ -135,7 +135,7 @@ def read_fifo(path: Path, timeout: float) -> str:
         os.close(fd)
 
 
-def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
+def test_a_killed_broker_leaves_its_jobs_running_and_a_restart_takes_them_over(
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
@@ -156,10 +156,12 @@ def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
         launcher = next(p for p in tree if "pflux.exec.launcher" in _cmdline(p))
         initial = [p for p in tree if p != launcher]
         shells = children(launcher)  # the job's shell, and spares forked ahead of need
-        [task] = [task for shell in shells for task in children(shell)]
+        [(shell, task)] = [(shell, task) for shell in shells for task in children(shell)]
+        spares = [pid for pid in shells if pid != shell]
         broker.send_signal(signal.SIGKILL)
         broker.wait()
-        assert pidfd_wait([launcher, *shells, task], 10) == []
+        assert pidfd_wait(spares, 10) == []  # they held the dead broker's socket
+        assert pidfd_wait([launcher, shell, task], 0) == [launcher, shell, task]
     finally:
         if broker.poll() is None:
             broker.kill()
@@ -170,12 +172,14 @@ def test_a_killed_broker_takes_its_jobs_along_and_a_restart_does_not_rerun_them(
     again = start(
         "sh",
         "-c",
-        f"pflux job wait-event {jobid} clean >/dev/null && pflux job eventlog {jobid}",
+        f"pflux cancel {jobid} && pflux job wait-event {jobid} clean >/dev/null"
+        f" && pflux job eventlog {jobid}",
         options=("--state-dir", str(state)),
     )
     assert again.returncode == 0, again.stderr
-    assert 'note="job was running when the instance restarted"' in again.stdout
     assert again.stdout.count(" start") == 1  # never started again
+    assert f"finish status={(128 + signal.SIGTERM) << 8}" in again.stdout  # the same task
+    assert pidfd_wait([launcher, shell, task], 10) == []
 
 
 def _cmdline(pid: int) -> str:
@@ -184,3 +188,63 @@ def _cmdline(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode()
     except FileNotFoundError:
         return ""
+
+
+def test_megabytes_of_output_are_kept_whole_and_attach_keeps_up(tmp_path: Path) -> None:
+    size = 8_000_000  # 8 MB: under the 1G a job of the instance's owner may keep
+    line = "0123456789" * 7 + "abcdefghi"
+    script = textwrap.dedent(
+        f"""\
+        id=$(pflux submit sh -c 'yes {line} | head -c {size}')
+        pflux job attach $id > {tmp_path}/attached
+        pflux job eventlog -p output --format=json $id > {tmp_path}/eventlog
+        """
+    )
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    expected = (line + "\n") * (size // 80)
+    assert (tmp_path / "attached").read_text() == expected
+    events = [json.loads(text) for text in (tmp_path / "eventlog").read_text().splitlines()]
+    data = "".join(e["context"].get("data", "") for e in events if e["name"] == "data")
+    assert data == expected
+    assert not [e for e in events if e["name"] == "log"]  # nothing truncated, no warning
+
+
+def test_pflux_run_and_attach_forward_stdin(tmp_path: Path) -> None:
+    (tmp_path / "in").write_text("from a file\n")
+    script = textwrap.dedent(
+        f"""\
+        printf 'one\\ntwo\\n' | pflux run cat
+        printf 'all\\n' | pflux run -n2 --label-io cat | sort
+        printf 'first\\n' | pflux run -n2 --input=0 sh -c 'cat; echo "$FLUX_TASK_RANK done"' | sort
+        pflux run --input={tmp_path}/in cat
+        id=$(pflux submit cat)
+        printf 'attached\\n' | pflux job attach $id
+        pflux job eventlog -p input $id | cut -d' ' -f2- | sed 's/^/input: /'
+        """
+    )
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "one",
+        "two",
+        "0: all",
+        "1: all",
+        "0 done",
+        "1 done",
+        "first",
+        "from a file",
+        "attached",
+        'input: header version=1 encoding={"stdin":"UTF-8"} count={"stdin":1} options={}',
+        'input: data stream="stdin" rank="all" data="attached\\n"',
+        'input: data stream="stdin" rank="all" eof=true',
+    ]
+
+
+def test_bytes_that_are_not_utf8_come_out_as_they_went_in(tmp_path: Path) -> None:
+    script = f"""pflux run sh -c "printf 'a\\377b\\n'" > {tmp_path}/run
+    pflux submit --watch sh -c "printf 'c\\376\\n'" > {tmp_path}/watch"""
+    result = start("sh", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "run").read_bytes() == b"a\xffb\n"
+    assert (tmp_path / "watch").read_bytes().endswith(b"c\xfe\n")

@@ -89,33 +89,37 @@ class EventPrinter:
         return format_text(event, time_format=self.time_format, t0=self.t0) + "\n"
 
 
-def read(handle: Handle, jobid: JobID, path: str) -> list[Event]:
-    """The events of a job's log as it is now."""
-    from pflux.spec.eventlog import parse
-
-    return parse(read_text(handle, jobid, path))
+def read(handle: Handle, jobid: JobID, path: str) -> Iterator[Event]:
+    """The events of a job's log as it is now, parsed as its pieces arrive."""
+    reader = EventlogReader()
+    for text in _pieces(handle, jobid, path):
+        yield from reader.feed(text)
+    reader.finish()
 
 
 def read_text(handle: Handle, jobid: JobID, path: str) -> str:
-    """A job's log as it is now, as text.
+    """A job's log as it is now, as text."""
+    return "".join(_pieces(handle, jobid, path))
 
-    The job eventlog comes through job-info (which checks ownership); a guest
-    log straight from the KVS, since job-info can only follow those.
-    """
+
+def _pieces(handle: Handle, jobid: JobID, path: str) -> Iterator[str]:
+    """A job's log in pieces. The job eventlog comes through job-info (which checks
+    ownership); a guest log straight from the KVS, since job-info can only follow
+    those, a piece at a time (a job's output may be larger than a message)."""
     if path == "eventlog":
         reply = handle.call("job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]})
-        text: str = reply["eventlog"]
-        return text
+        yield reply["eventlog"]
+        return
     from pflux.kvs.keys import job_key
 
+    rpc = handle.rpc("kvs.get", {"key": job_key(jobid, *path.split("."))}, streaming=True)
     try:
-        reply = handle.call("kvs.get", {"key": job_key(jobid, *path.split("."))})
+        for reply in rpc:
+            yield reply["value"]
     except RPCError as exc:
         if exc.errnum in (errno.ENOENT, errno.EISDIR):
             raise RPCError(exc.errnum, f"eventlog path {path} not found") from None
         raise
-    value: str = reply["value"]
-    return value
 
 
 def follow(handle: Handle, jobid: JobID, path: str, timeout: float | None) -> Iterator[Event]:

@@ -3,6 +3,12 @@
 Output comes from the job's guest ``output`` eventlog, exceptions and the exit
 status from its eventlog; the exit code is the job's (the largest task exit
 code, 128+signal for a signalled task, 1 after a fatal exception).
+
+Standard input is forwarded to the job's tasks (all of them, or those
+``--stdin-ranks`` names) once they run, as ``job-exec.stdin`` requests that
+job-exec appends to the guest ``input`` eventlog; the end of stdin closes the
+tasks' stdin. With ``--stdin-ranks``, the other tasks' stdin is closed at
+once, as flux-core does; ``--read-only`` forwards nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +17,9 @@ import sys
 from typing import Any
 
 from pflux.cli import base
+
+STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
+STDIN_IN_FLIGHT = 4  # stdin requests unanswered before reading stops
 
 
 def main(argv: list[str]) -> int:
@@ -22,6 +31,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "-E", "--show-events", action="store_true", help="print the job's events on stderr"
     )
+    parser.add_argument(
+        "-i",
+        "--stdin-ranks",
+        metavar="RANKS",
+        default="all",
+        help="send standard input to only RANKS (default: all)",
+    )
+    parser.add_argument(
+        "-r", "--read-only", action="store_true", help="do not forward standard input"
+    )
     parser.add_argument("jobid", help="job id (any encoding)")
     args = parser.parse_args(argv)
 
@@ -30,24 +49,117 @@ def main(argv: list[str]) -> int:
         from pflux.spec.fluid import JobID
 
         jobid = JobID.parse(args.jobid)
+        stdin_ranks = None if args.read_only else _ranks(args.stdin_ranks)
         with Handle(args.uri) as handle:
-            return attach(handle, jobid, label_io=args.label_io, show_events=args.show_events)
+            return attach(
+                handle,
+                jobid,
+                label_io=args.label_io,
+                show_events=args.show_events,
+                stdin_ranks=stdin_ranks,
+            )
 
     return base.run("job attach", body)
 
 
-class _Attach:
-    """Two streams at once on one connection: the eventlog and the output eventlog."""
+def _ranks(text: str) -> str:
+    """``all`` or an idset, checked here rather than by the job."""
+    if text == "all":
+        return text
+    from pflux.errors import IdsetError, UsageError
+    from pflux.spec.idset import IdSet
 
-    def __init__(self, jobid: int, label_io: bool, show_events: bool) -> None:
+    try:
+        return IdSet.decode(text).encode()
+    except IdsetError as exc:
+        raise UsageError(f"--stdin-ranks: {exc}") from None
+
+
+class _Stdin:
+    """Forwarding standard input to the job, a chunk at a time, a few in flight."""
+
+    def __init__(self, handle: Any, jobid: int, ranks: str) -> None:
+        self.handle = handle
+        self.jobid = jobid
+        self.ranks = ranks
+        self.reading = False  # the job runs and stdin is open
+        self.in_flight = 0
+        self.sent_data = False
+        self.error: str | None = None
+
+    def begin(self, ntasks: int | None) -> None:
+        """The tasks run: close the stdin of those not named, then forward."""
+        if ntasks is not None and self.ranks != "all":
+            from pflux.spec.idset import IdSet
+
+            named = IdSet.decode(self.ranks)
+            others = IdSet.range(0, ntasks - 1) - named if ntasks else IdSet()
+            if others:
+                self._send(others.encode(), b"", eof=True)
+            if not named & IdSet.range(0, max(ntasks - 1, 0)):
+                return  # none of the named tasks exists: nothing to forward to
+        self.reading = True
+
+    def wanted(self) -> bool:
+        return self.reading and self.in_flight < STDIN_IN_FLIGHT
+
+    def read(self) -> None:
+        """Stdin is readable: send what it holds, or its end."""
+        import os
+
+        try:
+            data = os.read(0, STDIN_CHUNK)
+        except OSError:
+            data = b""
+        if not data:
+            self.reading = False
+        else:
+            self.sent_data = True
+        self._send(self.ranks, data, eof=not data)
+
+    def _send(self, ranks: str, data: bytes, *, eof: bool) -> None:
+        payload: dict[str, Any] = {"id": int(self.jobid), "stream": "stdin", "rank": ranks}
+        if data:
+            try:
+                payload["data"] = data.decode()
+            except UnicodeDecodeError:
+                import base64
+
+                payload["encoding"] = "base64"
+                payload["data"] = base64.b64encode(data).decode()
+        if eof:
+            payload["eof"] = True
+        self.in_flight += 1
+        self.handle.rpc("job-exec.stdin", payload).then(self._answered)
+
+    def _answered(self, msg: Any) -> None:
+        import errno
+
+        self.in_flight -= 1
+        if not msg.errnum:
+            return
+        self.reading = False
+        if msg.errnum in (errno.ENOSYS, errno.EPIPE, errno.ENOENT):
+            if self.sent_data:  # an end nobody takes is no loss; data is (flux-core)
+                self.error = "stdin not accepted by job"
+        elif self.error is None:
+            self.error = msg.errstr
+
+
+class _Attach:
+    """The job's streams at once on one connection: its eventlog and output, and stdin."""
+
+    def __init__(self, jobid: int, label_io: bool, show_events: bool, stdin: _Stdin | None) -> None:
         from pflux.spec.eventlog import EventlogReader
         from pflux.spec.fluid import JobID
 
         self.jobid = JobID(jobid)
         self.label_io = label_io
         self.show_events = show_events
+        self.stdin = stdin
         self.events = EventlogReader()
         self.output = EventlogReader()
+        self.exec_events = EventlogReader()
         self.t0 = 0.0
         self.exit_code = 0
         self.fatal = False
@@ -79,21 +191,44 @@ class _Attach:
                 from pflux.spec.eventlog import format_text
 
                 sys.stderr.write(format_text(event, time_format="offset", t0=self.t0) + "\n")
+            if event.name == "start" and self.stdin is not None and self.stdin.ranks == "all":
+                self.stdin.begin(None)
+            elif event.name in ("finish", "clean") and self.stdin is not None:
+                self.stdin.reading = False
+
+    def on_exec_event(self, msg: Any) -> None:
+        """The exec eventlog, watched for ``shell.start`` when stdin goes to some ranks."""
+        if self._ended(msg):
+            return
+        for event in self.exec_events.feed(msg.payload["data"]):
+            if event.name == "shell.start" and self.stdin is not None:
+                taskmap = (event.context or {}).get("taskmap", {})
+                blocks = taskmap.get("map", [])  # RFC 34: [node, nodes, tasks per node, repeat]
+                ntasks = sum(block[1] * block[2] * block[3] for block in blocks)
+                self.stdin.begin(ntasks)
 
     def on_output(self, msg: Any) -> None:
         if self._ended(msg):
             return
+        out = sys.stdout
         for event in self.output.feed(msg.payload["data"]):
             context = event.context or {}
             data = context.get("data")
             if event.name != "data" or not isinstance(data, str):
                 continue
-            stream = sys.stderr if context.get("stream") == "stderr" else sys.stdout
+            stream = sys.stderr if context.get("stream") == "stderr" else out
+            if context.get("encoding") == "base64":
+                import base64
+
+                stream.flush()
+                stream.buffer.write(base64.b64decode(data))
+                stream.buffer.flush()
+                continue
             if self.label_io:
                 rank = context.get("rank", "0")
                 data = "".join(f"{rank}: {line}" for line in data.splitlines(keepends=True))
             stream.write(data)
-        sys.stdout.flush()
+        out.flush()
 
     def _ended(self, msg: Any) -> bool:
         import errno
@@ -108,19 +243,56 @@ class _Attach:
         return True
 
 
-def attach(handle: Any, jobid: int, *, label_io: bool = False, show_events: bool = False) -> int:
-    """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code."""
-    state = _Attach(jobid, label_io, show_events)
-    handle.rpc(
-        "job-info.eventlog-watch", {"id": int(jobid), "path": "eventlog"}, streaming=True
-    ).then(state.on_event)
-    handle.rpc(
-        "job-info.eventlog-watch", {"id": int(jobid), "path": "guest.output"}, streaming=True
-    ).then(state.on_output)
-    while state.open:
-        handle.process(None)
+def attach(
+    handle: Any,
+    jobid: int,
+    *,
+    label_io: bool = False,
+    show_events: bool = False,
+    stdin_ranks: str | None = None,
+) -> int:
+    """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code.
+
+    ``stdin_ranks`` (``all`` or an idset): forward this process's stdin to
+    those tasks; None forwards nothing.
+    """
+    stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
+    state = _Attach(jobid, label_io, show_events, stdin)
+    watch = "job-info.eventlog-watch"
+    handle.rpc(watch, {"id": int(jobid), "path": "eventlog"}, streaming=True).then(state.on_event)
+    handle.rpc(watch, {"id": int(jobid), "path": "guest.output"}, streaming=True).then(
+        state.on_output
+    )
+    if stdin is not None and stdin_ranks != "all":
+        state.open += 1
+        handle.rpc(watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True).then(
+            state.on_exec_event
+        )
+    _loop(handle, state)
     if state.error is not None:
         raise state.error
+    if stdin is not None and stdin.error is not None:
+        from pflux.errors import PfluxError
+
+        raise PfluxError(stdin.error)
     if state.fatal and state.exit_code == 0:
         return 1
     return state.exit_code
+
+
+def _loop(handle: Any, state: _Attach) -> None:
+    """Serve the streams until they end, reading stdin whenever it can be sent."""
+    import select
+
+    stdin = state.stdin
+    conn = handle.fileno()
+    while state.open:
+        if stdin is None or not stdin.wanted():
+            handle.process(None)
+            continue
+        handle.flush()
+        ready, _, _ = select.select([conn, 0], [], [])
+        if conn in ready:
+            handle.process(None)
+        if 0 in ready and stdin.wanted():
+            stdin.read()

@@ -39,7 +39,8 @@ def _eventlog(args: argparse.Namespace) -> int:
     write = sys.stdout.write
     with Handle(args.uri) as handle:
         if not args.follow:
-            write("".join(printer.line(event) for event in eventwatch.read(handle, jobid, path)))
+            for event in eventwatch.read(handle, jobid, path):
+                write(printer.line(event))
             return 0
         for event in eventwatch.follow(handle, jobid, path, None):
             write(printer.line(event))

@@ -1,7 +1,9 @@
 """``pflux run [OPTIONS] COMMAND [ARGS...]``: submit a job and attach to it, as ``flux run``.
 
 The exit code is the job's: the largest task exit code, 128+signal for a task
-killed by a signal, 1 after a fatal exception.
+killed by a signal, 1 after a fatal exception. Standard input goes to the
+tasks, all of them or those ``--input=RANKS`` names (``--input=FILE`` makes
+them read the file instead).
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ def _run(args: argparse.Namespace) -> int:
     from pflux.cli.submit import submit_payload
     from pflux.client.handle import Handle
 
+    # stdin goes to the tasks --input names (all by default), unless they read a file
+    reads_file = args.input is not None and request.input_ranks is None
+    stdin_ranks = None if reads_file else request.input_ranks or "all"
     with Handle(args.uri) as handle:
         jobid = handle.call("job-ingest.submit", submit_payload(request))["id"]
-        return attach(handle, jobid, label_io=args.label_io, show_events=args.show_events)
+        return attach(
+            handle,
+            jobid,
+            label_io=args.label_io,
+            show_events=args.show_events,
+            stdin_ranks=stdin_ranks,
+        )

@@ -109,5 +109,12 @@ class Watcher:
             context = event.context or {}
             if event.name == "data" and isinstance(context.get("data"), str):
                 stream = sys.stderr if context.get("stream") == "stderr" else sys.stdout
-                stream.write(context["data"])
+                if context.get("encoding") == "base64":  # bytes that are not UTF-8
+                    import base64
+
+                    stream.flush()
+                    stream.buffer.write(base64.b64decode(context["data"]))
+                    stream.buffer.flush()
+                else:
+                    stream.write(context["data"])
         sys.stdout.flush()

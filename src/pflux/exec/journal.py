@@ -7,9 +7,11 @@ microsecond, where a file per job cost a hundred). ``pid`` is also the
 session id and ``when`` the ``CLOCK_BOOTTIME`` nanoseconds at the time of
 writing, the clock process start times in ``/proc/PID/stat`` count. Once the
 shell and everything it started are gone the launcher appends
-``E <job id>``. An ``S`` line without its ``E`` names a session that may
-still run a job's processes: when job-exec starts it kills every such
-session before running anything, and removes the journal.
+``E <job id>``, or ``E <job id> <wait status>`` for a shell that could not
+report its job's end itself (it died) while no job-exec was there to be
+told. An ``S`` line without its ``E`` names a session that may still run a
+job's processes: a job-exec that starts and finds no launcher to take over
+kills every such session before running anything, and removes the journal.
 
 A session id can be reused once its processes are gone, so a session is
 ours only if its leader, when alive, started no later than the record was
@@ -37,6 +39,8 @@ __all__ = [
     "boot_id",
     "compact",
     "end_lines",
+    "ended_line",
+    "entries",
     "kill_recorded",
     "live",
     "proc_stat",
@@ -87,24 +91,41 @@ def end_lines(jobids: Iterable[int]) -> bytes:
     return b"".join(b"E %d\n" % jobid for jobid in jobids)
 
 
-def live(path: str) -> dict[int, Entry]:
-    """The shells the journal records as started and not ended; unreadable lines are skipped."""
+def ended_line(jobid: int, status: int) -> bytes:
+    """The end of a shell that died unheard, with its wait status."""
+    return b"E %d %d\n" % (jobid, status)
+
+
+def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
+    """(the shells started and not ended, the wait statuses of shells that died unheard).
+
+    Unreadable lines are skipped.
+    """
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        return {}
-    entries: dict[int, Entry] = {}
+        return {}, {}
+    started: dict[int, Entry] = {}
+    died: dict[int, int] = {}
     for line in data.split(b"\n"):
         words = line.split()
         try:
             if words[0] == b"S" and len(words) == 5:
-                entries[int(words[1])] = (int(words[2]), int(words[3]), words[4].decode())
-            elif words[0] == b"E" and len(words) == 2:
-                entries.pop(int(words[1]), None)
+                started[int(words[1])] = (int(words[2]), int(words[3]), words[4].decode())
+            elif words[0] == b"E" and len(words) in (2, 3):
+                jobid = int(words[1])
+                started.pop(jobid, None)
+                if len(words) == 3:
+                    died[jobid] = int(words[2])
         except (IndexError, ValueError, UnicodeDecodeError):
             continue
-    return entries
+    return started, died
+
+
+def live(path: str) -> dict[int, Entry]:
+    """The shells the journal records as started and not ended."""
+    return entries(path)[0]
 
 
 def _members(sid: int, when: int) -> list[int]:

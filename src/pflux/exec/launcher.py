@@ -13,17 +13,26 @@ shells', in parallel, and the launcher's own loop stays short.
 
 FD is a listening Unix socket in the state directory that job-exec has bound
 and connected to (or an already connected socket): the launcher serves the
-first connection from its own user. It runs in its own session, so it can
-outlive the broker, and a later job-exec could reconnect to it; for now, when
-job-exec's end goes away it asks its shells to SIGTERM their tasks, kills
-what is left after a grace period, and exits.
+first connection from its own user. It runs in its own session, so it
+outlives the broker. When job-exec stops for good it says QUIT first; then
+the launcher asks its shells to SIGTERM their tasks, kills what is left
+after a grace period, and exits. When job-exec's end goes away without a
+QUIT, its broker died: the launcher tells its shells (DETACH), which keep
+their tasks running and spool what they have to say, and waits on the
+listening socket for the next job-exec. That one says ATTACH, passing the
+shells' new socket, and gets the list of the jobs whose shells run (LIVE);
+it then RESUMEs each job the job-manager asks it to start, and the launcher
+passes the new socket on to that job's shell. A launcher left with no job
+shell and no job-exec exits; so does one without a listening socket (a
+socket pair: nobody could reconnect) when job-exec goes away.
 
 Nothing of a job may outlive the launcher's knowledge of it: each shell
 journals its session before it starts a task (``pflux.exec.journal``); the
 launcher appends the end of each shell once the shell and whatever it left
-are gone; it is a child subreaper, so the tasks of a shell that died are
-adopted by it and killed; and a shell whose launcher goes away kills its
-tasks.
+are gone (with its wait status when the shell died while no job-exec was
+there to be told); it is a child subreaper, so the tasks of a shell that
+died are adopted by it and killed; and a shell whose launcher goes away
+kills its tasks.
 
 Every fork copies the launcher's page tables, every shell's exit frees them,
 and every page either writes after a fork costs a page fault (about 5 us
@@ -73,6 +82,8 @@ JOURNAL_IDLE_LIMIT: Final = 1 << 16  # journal bytes worth rewriting when no she
 JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shells run
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
+_FD_SIZE: Final = 4
+_CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 
 
 class _Shell:
@@ -97,20 +108,31 @@ class Server:
 
     A shell is known by its socket: it is reaped when the socket reaches its
     end, which the shell's exit causes (no task inherits it), so the launcher
-    needs no pidfd or SIGCHLD per shell. A shell that has sent job-exec its
-    job's status exits with 0, before its teardown, which nobody waits for;
-    for any other end, the launcher reports the shell's wait status.
+    needs no pidfd or SIGCHLD per shell. A shell that has reported its job's
+    status exits with 0, before its teardown, which nobody waits for; one that
+    left it in its spool with ``SPOOLED``, which job-exec hears of as EXITED
+    ``-2`` (if it is there: else it finds the spool); for any other end, the
+    launcher reports the shell's wait status.
     """
 
-    def __init__(self, link: _socket.socket, records: _socket.socket, journal_path: str) -> None:
+    def __init__(
+        self,
+        link: _socket.socket,
+        records: _socket.socket,
+        journal_path: str,
+        listener: _socket.socket | None = None,
+    ) -> None:
         link.setblocking(False)
         self.link = link
+        self.listener = listener  # where a job-exec connects (None: nobody could reconnect)
         self.records = records  # the shells' socket to job-exec, passed on to each
         self.journal_path = journal_path
         self.journal = os.open(
             journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
         )
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        spool = os.path.join(os.path.dirname(journal_path), "spool")
+        os.makedirs(spool, 0o700, exist_ok=True)
         self.context = shell.Context(
             journal=self.journal,
             boot=journal.boot_id().encode(),
@@ -118,6 +140,7 @@ class Server:
             cpus=tuple(sorted(os.sched_getaffinity(0))),
             path=os.environ.get("PATH"),
             records=records,
+            spool=spool,
         )
         # the descriptors a shell keeps, with its own socket
         self.keep = (0, 1, 2, self.journal, self.devnull, records.fileno())
@@ -129,23 +152,32 @@ class Server:
         self.inbuf = bytearray()
         self.unsent = bytearray()  # records for job-exec, sent at the end of each turn
         self.writing = False  # waiting for job-exec's socket to be writable
-        self.ended: list[int] = []  # jobs whose end the journal must record
-        self.closing = False  # job-exec has closed its end
+        self.ended: list[bytes] = []  # the journal lines of the shells that ended
+        self.died: dict[int, int] = {}  # wait statuses of shells that died with nobody told
+        self.closing = False  # job-exec has closed its end after QUIT: wind down
+        self.quit = False  # job-exec said it stops for good
+        self.detached = False  # job-exec is gone; waiting for the next on the listener
+        self.attaching = False  # a new job-exec has connected and not said ATTACH yet
         self.link_open = True
         self.buffer = bytearray(RECV_SIZE)
 
     def run(self) -> int:
         refill = False  # forking spares, until there are SPARES of them
         while not self.closing:
-            refill = (refill or len(self.spares) <= SPARES_LOW) and len(self.spares) < SPARES
+            if self.detached and not self.by_job:
+                break  # nothing left to take over
+            wanted = not self.detached and len(self.spares) < SPARES
+            refill = (refill or len(self.spares) <= SPARES_LOW) and wanted
             if not self._turn(0 if refill else -1) and refill:
                 refill = self._fork()  # one at a time: what is ready goes first
-        self._shutdown()
+        if self.closing:
+            self._shutdown()
         return 0
 
     def _turn(self, timeout: float) -> bool:
         """Handle what is ready (waiting up to ``timeout``); False if nothing was."""
-        link = self.link.fileno()
+        link = self.link.fileno() if self.link_open else -1
+        listener = self.listener.fileno() if self.listener is not None else -1
         by_fd = self.by_fd
         ready = self.poller.poll(timeout)
         for fd, events in ready:
@@ -156,23 +188,31 @@ class Server:
                     self._from_jobexec()
             elif fd in by_fd:
                 self._from_shell(by_fd[fd])
+            elif fd == listener:
+                self._accept()
         if self.unsent and not self.writing:
             self._write_link()
         if self.ended:
-            os.write(self.journal, journal.end_lines(self.ended))
+            os.write(self.journal, b"".join(self.ended))
             self.ended.clear()
-            self._trim_journal()
+            if not self.detached:
+                self._trim_journal()
         return bool(ready)
 
     # --- job-exec's requests ------------------------------------------------------------
 
     def _from_jobexec(self) -> None:
+        ancillary: list[tuple[int, int, bytes]] = []
         try:
-            data = self.link.recv(RECV_SIZE)
+            if self.attaching:  # ATTACH comes with a descriptor
+                data, ancillary, _, _ = self.link.recvmsg(RECV_SIZE, _CMSG_SPACE)
+            else:
+                data = self.link.recv(RECV_SIZE)
         except BlockingIOError:
             return
         except OSError:
             data = b""
+        fds = _passed_fds(ancillary)
         if not data:
             self._link_closed()
             return
@@ -180,17 +220,34 @@ class Server:
         records, used = wire.split(self.inbuf)
         del self.inbuf[:used]
         for kind, jobid, payload in records:
-            if kind == wire.SPAWN:
-                self._spawn(jobid, payload)
-            elif kind == wire.KILL:
-                self._to_shell(jobid, wire.record(wire.KILL, jobid, payload))
-            elif kind == wire.TERMINATE:
-                target = self.by_job.get(jobid)
-                if target is not None:
-                    _signal_group(target.pid, int(payload))
+            if kind == wire.ATTACH and fds:
+                self._attached(fds.pop(0))
+            else:
+                self._request(kind, jobid, payload)
+        for fd in fds:
+            os.close(fd)
+
+    def _request(self, kind: bytes, jobid: int, payload: bytes) -> None:
+        if kind == wire.SPAWN:
+            self._spawn(jobid, payload)
+        elif kind in _PASSED_ON:
+            self._to_shell(jobid, wire.record(kind, jobid, payload))
+        elif kind == wire.RESUME:
+            self._to_shell(jobid, wire.record(kind, jobid, payload), self.records.fileno())
+        elif kind == wire.TERMINATE:
+            target = self.by_job.get(jobid)
+            if target is not None:
+                _signal_group(target.pid, int(payload))
+        elif kind == wire.QUIT:
+            self.quit = True
+            for entry in self.by_job.values():
+                self._to_shell(entry.jobid, wire.record(wire.QUIT, entry.jobid))
 
     def _link_closed(self) -> None:
-        """job-exec has stopped sending (and, the second time, reading): wind down."""
+        """job-exec has stopped sending (and, the second time, reading)."""
+        if self.listener is not None and not self.quit:
+            self._detach()  # its broker died: wait for the next
+            return
         if self.closing:  # hung up altogether: nothing more can be sent either
             self.poller.unregister(self.link.fileno())
             self.link_open = False
@@ -199,13 +256,60 @@ class Server:
         self.closing = True
         self.poller.modify(self.link.fileno(), select.EPOLLOUT if self.writing else 0)
 
-    def _to_shell(self, jobid: int, data: bytes) -> None:
+    def _detach(self) -> None:
+        """job-exec died: keep the jobs, tell their shells to spool, wait for the next one."""
+        self.poller.unregister(self.link.fileno())
+        self.link.close()
+        self.link_open = False
+        self.detached = True
+        self.writing = False
+        self.unsent.clear()
+        self.inbuf.clear()
+        self._retire_spares()  # they hold the dead job-exec's socket
+        for jobid in self.by_job:
+            self._to_shell(jobid, wire.record(wire.DETACH, jobid))
+        assert self.listener is not None
+        self.poller.register(self.listener.fileno(), _IN)
+
+    def _accept(self) -> None:
+        """A new job-exec connects (it says ATTACH next)."""
+        assert self.listener is not None
+        conn = _accept_own(self.listener, block=False)
+        if conn is None or not self.detached:
+            if conn is not None:
+                conn.close()
+            return
+        self.poller.unregister(self.listener.fileno())
+        conn.setblocking(False)
+        self.link = conn
+        self.link_open = True
+        self.attaching = True
+        self.poller.register(conn.fileno(), _IN)
+
+    def _attached(self, fd: int) -> None:
+        """ATTACH: the shells' new socket to job-exec; answer with what runs and what died."""
+        os.dup2(fd, self.records.fileno(), inheritable=False)  # shells forked later inherit it
+        os.close(fd)
+        self.detached = self.attaching = False
+        lines = [b"%d\n" % jobid for jobid in self.by_job]
+        lines += [b"%d %d\n" % item for item in self.died.items()]
+        self.died.clear()
+        self.unsent += wire.record(wire.LIVE, os.getpid(), b"".join(lines))
+
+    def _to_shell(self, jobid: int, data: bytes, fd: int = -1) -> None:
         target = self.by_job.get(jobid)
-        if target is not None:
-            try:
+        if target is None:
+            return
+        try:
+            if fd < 0:
                 target.sock.send(data, _socket.MSG_DONTWAIT)
-            except OSError:
-                return  # the shell is gone, or cannot listen: its end is reported anyway
+            else:
+                rights = [
+                    (_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd.to_bytes(_FD_SIZE, sys.byteorder))
+                ]
+                target.sock.sendmsg([data], rights, _socket.MSG_DONTWAIT)
+        except OSError:
+            return  # the shell is gone, or cannot listen: its end is reported anyway
 
     def _spawn(self, jobid: int, description: bytes) -> None:
         """Give the job to a spare shell (forking one if there is none)."""
@@ -297,9 +401,17 @@ class Server:
                 self.spares.remove(entry)
             return
         del self.by_job[entry.jobid]
-        if status:  # it could not report the job's status itself
+        spooled = os.WIFEXITED(status) and os.WEXITSTATUS(status) == shell.SPOOLED
+        if not status or spooled:
+            if spooled and not self.detached:  # it ended before job-exec resumed it
+                self.unsent += wire.record(wire.EXITED, entry.jobid, b"-2 spooled")
+            self.ended.append(journal.end_lines([entry.jobid]))
+        elif self.detached:  # nobody to tell now: the journal and the next job-exec are
+            self.died[entry.jobid] = status
+            self.ended.append(journal.ended_line(entry.jobid, status))
+        else:  # it could not report the job's status itself
             self.unsent += wire.record(wire.EXITED, entry.jobid, b"%d" % status)
-        self.ended.append(entry.jobid)
+            self.ended.append(journal.end_lines([entry.jobid]))
 
     def _kill_orphans(self) -> None:
         """Kill and reap adopted processes: what shells that died left running."""
@@ -353,6 +465,7 @@ class Server:
         """job-exec is gone: SIGTERM every task, then after the grace SIGKILL the shells."""
         self._retire_spares()
         for jobid in self.by_job:
+            self._to_shell(jobid, wire.record(wire.QUIT, jobid))
             self._to_shell(jobid, wire.record(wire.KILL, jobid, b"%d" % _signal.SIGTERM))
         deadline = time.monotonic() + SHUTDOWN_GRACE
         while self.by_fd and time.monotonic() < deadline:
@@ -362,6 +475,19 @@ class Server:
         while self.by_fd:
             self._turn(-1)
         self._kill_orphans()
+
+
+_PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT)
+
+
+def _passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    return [
+        int.from_bytes(data[i : i + _FD_SIZE], sys.byteorder)
+        for level, kind, data in ancillary
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+        for i in range(0, len(data) - _FD_SIZE + 1, _FD_SIZE)
+    ]
 
 
 def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
@@ -375,18 +501,30 @@ def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
         return
 
 
-def _connection(sock: _socket.socket) -> _socket.socket:
-    """job-exec's connection: accepted from the listening socket, from our own user only."""
-    if not sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN):
-        return sock
+def _accept_own(listener: _socket.socket, *, block: bool = True) -> _socket.socket | None:
+    """A connection from our own user (others are closed), or None if none is waiting."""
     while True:
-        fd, _ = sock._accept()  # type: ignore[attr-defined]  # the C socket's accept
+        try:
+            fd, _ = listener._accept()  # type: ignore[attr-defined]  # the C socket's accept
+        except BlockingIOError:
+            return None
         conn = _socket.socket(fileno=fd)
         creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size)
         if _CREDENTIALS.unpack(creds)[1] == os.getuid():
-            sock.close()
             return conn
         conn.close()
+        if not block:
+            return None
+
+
+def _connection(sock: _socket.socket) -> tuple[_socket.socket, _socket.socket | None]:
+    """job-exec's connection, and the listening socket it came from (None for a socket pair)."""
+    if not sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN):
+        return sock, None
+    conn = _accept_own(sock)
+    assert conn is not None
+    sock.setblocking(False)
+    return conn, sock
 
 
 def main(argv: list[str]) -> int:
@@ -394,10 +532,10 @@ def main(argv: list[str]) -> int:
     if len(argv) != 4 or not argv[1].isdigit() or not argv[2].isdigit():
         sys.stderr.write("usage: python -m pflux.exec.launcher FD RECORDS JOURNAL\n")
         return 2
-    link = _connection(_socket.socket(fileno=int(argv[1])))
+    link, listener = _connection(_socket.socket(fileno=int(argv[1])))
     if not set_subreaper():
         sys.stderr.write("pflux-launcher: cannot adopt orphaned processes\n")
-    server = Server(link, _socket.socket(fileno=int(argv[2])), argv[3])
+    server = Server(link, _socket.socket(fileno=int(argv[2])), argv[3], listener)
     # Objects made so far stay shared with the forked shells: nothing collects them
     # (which would write to their pages), and the launcher makes no cycles worth collecting.
     gc.freeze()

@@ -1,4 +1,4 @@
-"""job-exec's end of the shell launcher: starting it, and the records both ways.
+"""job-exec's end of the shell launcher: starting it or taking it over, and the records both ways.
 
 The shells send their records (``pflux.exec.wire``) straight to job-exec, as
 datagrams on one socket they all inherit: the launcher passes none of them on,
@@ -9,33 +9,55 @@ was killed, say); job-exec reads what the shells sent before that.
 job-exec binds a Unix socket in the state directory (``exec/sock``), starts
 the launcher (``pflux.exec.launcher``) in a session of its own with the
 listening socket, and connects: the connection is queued at once, so
-requests may be sent before the launcher has even started, and a later
-job-exec could find a launcher that outlived its broker there. If the path is
-too long for a Unix socket, a socket pair is used instead.
+requests may be sent before the launcher has even started. The launcher
+outlives a broker that dies: a job-exec that starts first tries ``attach``,
+which connects to the socket a launcher may still be listening on, passes it
+the shells' new socket (ATTACH) and reads the jobs it still runs (LIVE). A
+path too long for a Unix socket is reached through the directory's
+descriptor (``/proc/self/fd/N/sock``).
 
 The first record sent in a turn of the event loop goes out at once, the
 others of the turn together at the end of it; records received are handed to
-job-exec in the batches they arrived in.
+job-exec in the batches they arrived in. Stopping for good sends QUIT first,
+which tells the launcher to end its jobs rather than wait for another
+job-exec.
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from pflux.exec import wire
 from pflux.exec.launcher import COMMAND
 
-__all__ = ["LauncherLink"]
+__all__ = ["LauncherLink", "Survivors"]
 
 SHUTDOWN_WAIT: Final = 15.0  # the launcher's shutdown grace, and some
+ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATTACH
 RECV_SIZE: Final = 1 << 20
+MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
+
+
+class Survivors:
+    """What a launcher that outlived its broker still has: LIVE's answer."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.running: set[int] = set()  # jobs whose shells run
+        self.died: dict[int, int] = {}  # wait statuses of shells that died unheard
+        for line in payload.split(b"\n"):
+            words = line.split()
+            if len(words) == 1:
+                self.running.add(int(words[0]))
+            elif len(words) == 2:
+                self.died[int(words[0])] = int(words[1])
 
 
 class LauncherLink:
@@ -44,15 +66,16 @@ class LauncherLink:
     def __init__(
         self,
         exec_dir: str,
-        on_records: Callable[[list[wire.Record]], None],
+        on_records: Callable[[list[wire.Record], bool], None],
         on_lost: Callable[[], None],
     ) -> None:
         self.exec_dir = exec_dir
         self.journal = os.path.join(exec_dir, "journal")
         self.path = os.path.join(exec_dir, "sock")
-        self._on_records = on_records
+        self._on_records = on_records  # (records, from the shells rather than the launcher)
         self._on_lost = on_lost
         self._proc: subprocess.Popen[bytes] | None = None
+        self._pid: int | None = None  # a launcher taken over is not our child
         self._sock: socket.socket | None = None
         self._records: socket.socket | None = None  # what the shells send, straight here
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -61,6 +84,7 @@ class LauncherLink:
         self._out = bytearray()
         self._flushing = False  # a flush is scheduled, or the socket is full
         self._closed: asyncio.Event | None = None
+        self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
 
     @property
     def running(self) -> bool:
@@ -68,7 +92,7 @@ class LauncherLink:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self._proc.pid if self._proc is not None else self._pid
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the launcher; records may be sent at once (they wait in the socket)."""
@@ -98,16 +122,57 @@ class LauncherLink:
         finally:
             theirs.close()
             shells.close()
-        ours.setblocking(False)
+        self._pid = None
+        self._open(loop, ours, records)
+
+    async def attach(self, loop: asyncio.AbstractEventLoop) -> Survivors | None:
+        """Take over a launcher that outlived its broker; None if there is none."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with _short(self.path) as path:
+                sock.connect(path)
+        except OSError:
+            sock.close()
+            return None
+        records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            rights = array.array("i", [shells.fileno()])
+            sock.sendmsg(
+                [wire.record(wire.ATTACH, 0)],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights.tobytes())],
+            )
+        except OSError:
+            sock.close()
+            records.close()
+            return None
+        finally:
+            shells.close()
+        self._live = loop.create_future()
+        self._open(loop, sock, records)
+        try:
+            pid, payload = await asyncio.wait_for(asyncio.shield(self._live), ATTACH_WAIT)
+        except (TimeoutError, ConnectionError):
+            self._close()
+            return None
+        finally:
+            self._live = None
+        self._proc = None
+        self._pid = pid
+        return Survivors(payload)
+
+    def _open(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, records: socket.socket
+    ) -> None:
+        sock.setblocking(False)
         records.setblocking(False)
-        self._sock = ours
+        self._sock = sock
         self._records = records
         self._loop = loop
         self._in.clear()
         self._out.clear()
         self._flushing = False
         self._closed = asyncio.Event()
-        loop.add_reader(ours.fileno(), self._readable)
+        loop.add_reader(sock.fileno(), self._readable)
         loop.add_reader(records.fileno(), self._shell_records)
 
     def _sockets(self) -> tuple[socket.socket, socket.socket]:
@@ -117,10 +182,11 @@ class LauncherLink:
         try:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-            listener.bind(self.path)
-            listener.listen(1)
-            ours.connect(self.path)
-        except OSError:  # a path too long for a Unix socket, say
+            with _short(self.path) as path:
+                listener.bind(path)
+                listener.listen(4)
+                ours.connect(path)
+        except OSError:  # no socket in the directory: the launcher cannot be taken over
             listener.close()
             ours.close()
             return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -172,17 +238,22 @@ class LauncherLink:
         except OSError:
             n = 0
         if not n:
+            attaching = self._live is not None
             self._close()
-            self._on_lost()
+            if not attaching:
+                self._on_lost()
             return
         with memoryview(self._buffer) as view:
             self._in += view[:n]
         records, used = wire.split(self._in)
         del self._in[:used]
+        if self._live is not None and records and records[0][0] == wire.LIVE:
+            _, pid, payload = records.pop(0)
+            self._live.set_result((pid, payload))
         if records:
             # whatever the shells sent before they ended comes before the launcher's word
             self._shell_records()
-            self._on_records(records)
+            self._on_records(records, False)
 
     def _shell_records(self) -> None:
         """Every datagram the shells have sent, handed on in one batch."""
@@ -198,7 +269,7 @@ class LauncherLink:
                     break
                 batch += wire.split(view[:n])[0]
         if batch:
-            self._on_records(batch)
+            self._on_records(batch, True)
 
     def _close(self) -> None:
         sock, self._sock = self._sock, None
@@ -210,8 +281,8 @@ class LauncherLink:
         if records is not None and self._loop is not None:
             self._loop.remove_reader(records.fileno())
             records.close()  # shells of this launcher that still send are orphans now
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        if self._live is not None and not self._live.done():
+            self._live.set_exception(ConnectionError("the launcher hung up"))
         if self._closed is not None:
             self._closed.set()
         proc = self._proc
@@ -220,11 +291,15 @@ class LauncherLink:
             self._loop.run_in_executor(None, proc.wait)
 
     async def stop(self) -> None:
-        """End the launcher: it ends its shells, then closes its end; reap it."""
+        """End the launcher for good (QUIT): it ends its shells, then closes its end."""
         sock, proc, closed = self._sock, self._proc, self._closed
         if sock is not None and closed is not None:
-            if self._out:
-                self._flush()
+            self._out += wire.record(wire.QUIT, 0)
+            sock.setblocking(True)  # what is left goes out before the end of the stream
+            with contextlib.suppress(OSError):
+                sock.sendall(self._out)
+                self._out.clear()
+            sock.setblocking(False)
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_WR)
             with contextlib.suppress(TimeoutError):
@@ -237,3 +312,23 @@ class LauncherLink:
                 proc.kill()
                 await asyncio.to_thread(proc.wait)
         self._proc = None
+
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Let go without QUIT, as a broker that dies does; the launcher, if ours, to reap."""
+        proc, self._proc = self._proc, None
+        self._close()
+        return proc
+
+
+@contextlib.contextmanager
+def _short(path: str) -> Iterator[str]:
+    """``path``, or one short enough for a Unix socket through its directory's descriptor."""
+    if len(os.fsencode(path)) < MAX_SOCKET_PATH:
+        yield path
+        return
+    directory, name = os.path.split(path)
+    fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{fd}/{name}"
+    finally:
+        os.close(fd)

@@ -9,25 +9,16 @@ has errnum 0; a conventional error response means job-exec itself is broken
 
 A job runs in test mode (``pflux.exec.testexec``: one timer, no process)
 when its jobspec asks, and otherwise in a job shell forked by the shell
-launcher (``pflux.exec.launcher``, reached through ``pflux.exec.link``). For
-a real job, job-exec plans the shell (``pflux.shell.plan``), creates the
-guest namespace ``job-<id>`` over ``job.<kvs id>.guest``, posts ``init`` and
-``starting`` to its ``exec.eventlog`` and the ``output`` header, and asks the
-launcher for a shell, all in the same loop turn. The shell's records
-(``pflux.exec.wire``) come straight back: STARTED with the time the tasks
-started (job-exec answers ``start`` and posts ``shell.init`` and
-``shell.start``), an EXCEPTION for a launch failure, what the tasks write and
-the ends of their streams (job-exec builds the RFC 24 ``output`` events, line
-buffered and capped as flux-core's shell does), and last the job's wait
-status (from the launcher, if the shell died). job-exec then posts
-``complete {status}`` and ``done`` and removes the namespace (its keys stay
-as the final snapshot, RFC 16), and only then answers ``finish`` and
-``release``.
+launcher (``pflux.exec.launcher``, reached through ``pflux.exec.link``),
+which ``pflux.exec.shellrun`` drives and whose records it turns into the
+guest namespace's ``exec.eventlog`` and ``output``.
 
 Writes to the KVS are batched: everything job-exec appends to any job's
 guest keys in one loop turn goes in one ``kvs.commit`` (to the primary
-namespace, where the guest keys live; the keys a job's start makes go in one
-before it), after the turn's namespace creations and before its removals.
+namespace, where the guest keys live; the keys a job's start makes, and each
+running job's resume state, go in one before it), after the turn's namespace
+creations and before its removals; once it is answered, the shells hear
+which of their records are durable (``pflux.exec.shellrun``).
 The KVS applies the requests of a turn in order in one transaction, so a
 namespace exists before anything its job could read, a job's output is
 durable when its namespace removal is answered, and nothing waits for the
@@ -52,10 +43,17 @@ job-exec as ``job-exec.expiration {id, expiration}`` from the job manager
 but which had a fatal exception finishes with status 256 (exit code 1), as
 in flux-core.
 
-Reattach (``reattach: true`` after an instance restart) is not supported
-yet: the job gets a fatal ``exec`` exception noting that it was running when
-the instance restarted, anything left of its shell is killed, and it is
-released.
+Reattach. The launcher and the shells outlive a broker that dies; the next
+job-exec takes them over (``pflux.exec.leftovers``) before it says hello.
+The job-manager then sends ``start`` for every job in RUN, with ``reattach``
+true for those whose ``start`` event it had posted (RFC 32; flux-core sends
+its ``started`` flag). A start request for a job something is left of takes
+that over (``ShellRun.resume``): the job finishes with its real status and
+all its output, or with a fatal exception saying what became of its shell.
+A job with ``reattach`` is never started again: with nothing left of it, it
+ends as its ``exec.eventlog`` says, or with a fatal exception. A job without
+it, and with nothing left of it, starts as usual. A test-mode job goes on
+for what remains of its run time, as flux-core's testexec does.
 """
 
 from __future__ import annotations
@@ -79,18 +77,15 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import DurationError, PfluxError
 from pflux.exec import wire
 from pflux.exec.journal import kill_recorded
+from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink
+from pflux.exec.shellrun import ALL, ShellRun
 from pflux.exec.testexec import MockRun, mock_config
-from pflux.shell.layout import Layout
-from pflux.shell.lines import LineBuffer
-from pflux.shell.output import DEFAULT_LIMIT, DEFAULT_LIMIT_BYTES, KVSOutput, event_line
-from pflux.shell.plan import STREAMS, plan
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
-from pflux.spec.idset import IdSet
 
-__all__ = ["ExecJob", "JobExec", "ShellRun"]
+__all__ = ["ExecJob", "JobExec"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -99,9 +94,8 @@ MAX_KILL_TIMEOUT: Final = 300.0
 SHELL_KILL_FACTOR: Final = 5  # the shell itself is killed after this many kill timeouts
 MAX_START_DELAY_PERCENT: Final = 25.0
 MAX_JOBID: Final = (1 << 64) - 1
-RESTART_NOTE: Final = "job was running when the instance restarted"
 TIMELIMIT_NOTE: Final = "resource allocation expired"
-_STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
+_RECORD: Final = wire.HEADER.size
 
 
 class Execution(Protocol):
@@ -157,6 +151,7 @@ class ExecJob:
         self.jobspec = jobspec
         self.R = R
         self.reattach = reattach
+        self.taken_over = False  # an earlier job-exec started it: its R times stand as they are
         self.impl: Execution | None = None
         self.started = False  # execution has begun: tasks may exist
         self.running = False  # the start response has been sent
@@ -178,28 +173,36 @@ class ExecJob:
     def respond(self, kind: ExecResponse, data: dict[str, Any]) -> None:
         self.req.respond(response(self.id, kind, data))
 
-    def begin(self) -> None:
-        """Choose how the job runs and start it."""
-        if self.reattach:
-            self.impl = Leftover(self)
-            self.fatal(RESTART_NOTE)
-            return
+    def begin(self, leftover: Leftover | None) -> None:
+        """Choose how the job runs and start it, or take over what an earlier job-exec ran."""
+        self.taken_over = leftover is not None or self.reattach
         try:
             self.times = _r_times(self.R)
             config = mock_config(self.jobspec)
         except PfluxError as exc:
             self.fatal(str(exc))
             return
-        self.impl = MockRun(self, config) if config is not None else ShellRun(self)
-        self.impl.start()
+        if config is not None:
+            mock = self.impl = MockRun(self, config)
+            if self.reattach:
+                self.service.track(mock.reattach())
+            else:
+                mock.start()
+            return
+        run = self.impl = ShellRun(self)
+        if leftover is not None or self.reattach:
+            self.service.track(run.resume(leftover))
+        else:
+            run.start()
 
     def set_running(self) -> None:
-        """The tasks run: answer ``start`` and arm the time limit."""
+        """The tasks run: answer ``start`` (unless the job-manager has it); arm the time limit."""
         if self.running or self.finalizing:
             return
         self.running = True
         self._arm_expiration()
-        self.respond(ExecResponse.START, {})
+        if not self.reattach:
+            self.respond(ExecResponse.START, {})
 
     def raise_exception(self, kind: str, severity: int, note: str) -> None:
         """Raise an exception; severity 0 is fatal and ends the job."""
@@ -306,7 +309,7 @@ class ExecJob:
         starttime, expiration = self.times
         if not expiration:
             return
-        if starttime > 0 and expiration > starttime:
+        if starttime > 0 and expiration > starttime and not self.taken_over:
             # a start long delayed relative to a short job's duration extends it (flux-core)
             delay = self.t0 - starttime
             if delay / (expiration - starttime) * 100 > MAX_START_DELAY_PERCENT:
@@ -343,223 +346,17 @@ class ExecJob:
         self._expiration = self._kill_timer = self._shell_timer = None
 
 
-class ShellRun:
-    """A real run: the guest namespace, a job shell from the launcher, and its records."""
-
-    __slots__ = (
-        "after_retries",
-        "buffers",
-        "eof_pending",
-        "exited",
-        "job",
-        "key",
-        "line",
-        "namespace",
-        "out",
-        "places",
-        "retries",
-        "service",
-    )
-
-    def __init__(self, job: ExecJob) -> None:
-        self.job = job
-        self.service = job.service
-        self.namespace = f"job-{job.id}"
-        self.key = f"{JobID(job.id).kvs}.guest."  # the guest keys, as primary keys
-        self.out = KVSOutput(DEFAULT_LIMIT_BYTES, DEFAULT_LIMIT)  # the output eventlog
-        self.line = {"stdout": True, "stderr": False}  # line-buffered streams
-        self.buffers: dict[tuple[str, int], LineBuffer] = {}
-        self.eof_pending: set[tuple[str, int]] = set()  # KVS streams not ended yet
-        self.places: Layout | None = None
-        self.exited = False
-        self.retries = 0  # commits of this job's keys being retried on their own
-        self.after_retries: Callable[[], None] | None = None
-
-    def start(self) -> None:
-        """Plan the shell, create the namespace, write the first events, ask for the shell."""
-        job = self.job
-        service = self.service
-        try:
-            planned = plan(
-                job.id,
-                job.jobspec,
-                job.R,
-                uri=service.uri,
-                namespace=self.namespace,
-                tmp_parents=service.tmp_parents,
-                hostname=service.hostname,
-                cpus=service.cpus,
-            )
-        except PfluxError as exc:
-            job.fatal(str(exc))
-            return
-        conf = planned.output
-        ntasks = planned.ntasks
-        out = self.out
-        out.set_limit(conf.limit, conf.limit_text)
-        out.header(ntasks)
-        ranks = IdSet.range(0, ntasks - 1).encode(brackets=True)
-        for stream, path in planned.redirects:
-            out.redirect(stream, ranks, path)
-        for stream in STREAMS:
-            stream_conf = getattr(conf, stream)
-            self.line[stream] = stream_conf.buffer == "line"
-            if stream_conf.type != "file":
-                self.eof_pending.update((stream, rank) for rank in range(ntasks))
-        service.create_namespace(self)
-        service.append(self, "exec.eventlog", event_line("init") + event_line("starting"), new=True)
-        service.append(self, "output", out.take().decode(), new=True)
-        job.started = True
-        self.places = planned.layout
-        service.send_launcher(wire.record(wire.SPAWN, job.id, planned.description))
-
-    def kill(self, signum: int) -> None:
-        if not self.exited:
-            self.service.send_launcher(wire.record(wire.KILL, self.job.id, b"%d" % signum))
-
-    def kill_shell(self, signum: int) -> None:
-        if not self.exited:
-            self.service.send_launcher(wire.record(wire.TERMINATE, self.job.id, b"%d" % signum))
-
-    def on_record(self, kind: bytes, payload: bytes) -> None:
-        """A record from the job's shell, or from the launcher about it."""
-        if kind == wire.OUTPUT:
-            stream, rank = _STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big")
-            buffer = self.buffers.get((stream, rank))
-            if buffer is None:
-                buffer = self.buffers[stream, rank] = LineBuffer(self.line[stream])
-            chunk = buffer.feed(payload[5:])
-            if chunk:
-                self.out.data(stream, rank, chunk)
-                self._output()
-        elif kind == wire.EOF:
-            self._eof(_STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big"))
-            self._output()
-        elif kind == wire.STARTED:
-            self.job.set_running()
-            places = self.places
-            assert places is not None
-            when = float(payload) if payload else None  # when the tasks started
-            leader = places.tasks[0].broker_rank
-            text = event_line("shell.init", {"leader-rank": leader, "size": 1}, when)
-            text += event_line("shell.start", {"taskmap": places.taskmap()}, when)
-            self.service.append(self, "exec.eventlog", text)
-        elif kind == wire.EXCEPTION:
-            self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
-        elif kind == wire.EXITED:
-            for stream, rank in sorted(self.eof_pending):
-                self._eof(stream, rank)
-            self.out.close()
-            self._output()
-            status, _, reason = payload.decode(errors="replace").partition(" ")
-            self.on_exit(int(status), reason)
-        else:
-            log.error("job %s: unknown record %r from the launcher", JobID(self.job.id), kind)
-
-    def _eof(self, stream: str, rank: int) -> None:
-        """A task's stream has ended: what it held back, then the eof event."""
-        buffer = self.buffers.pop((stream, rank), None)
-        rest = buffer.rest() if buffer is not None else b""
-        if rest:
-            self.out.data(stream, rank, rest)
-        self.out.eof(stream, rank)
-        self.eof_pending.discard((stream, rank))
-
-    def _output(self) -> None:
-        if self.out:
-            self.service.append(self, "output", self.out.take().decode())
-
-    def on_exit(self, status: int, reason: str = "") -> None:
-        """The shell has exited with wait ``status`` (-1: it never ran, for ``reason``)."""
-        if self.exited:
-            return
-        self.exited = True
-        job = self.job
-        if status < 0:
-            job.fatal(reason or "job shell never started")
-            status = 1 << 8
-        elif os.WIFSIGNALED(status):
-            job.fatal(f"job shell exited unexpectedly (killed by signal {os.WTERMSIG(status)})")
-        job.complete(status)
-
-    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
-        """Post the last events and remove the namespace; ``then`` once both are durable."""
-        text = event_line("done")
-        if finished:
-            text = event_line("complete", {"status": status}) + text
-        self.service.append(self, "exec.eventlog", text)
-        self.service.remove_namespace(self, then)
-
-    def on_created(self, msg: Message) -> None:
-        if msg.errnum:
-            self.job.fatal(f"failed to create guest namespace: {msg.errstr}")
-
-    def on_removed(self, then: Callable[[], None], msg: Message) -> None:
-        if msg.errnum:
-            log.error("job %s: namespace-remove: %s", JobID(self.job.id), msg.errstr)
-        if self.retries:
-            self.after_retries = then  # some of its output is still being committed
-        else:
-            then()
-
-    def on_retried(self, msg: Message) -> None:
-        """A commit of this job's keys alone, after a batch failed, is answered."""
-        self.retries -= 1
-        if msg.errnum:
-            log.error("job %s: guest namespace commit: %s", JobID(self.job.id), msg.errstr)
-            if not self.job.finalizing:
-                self.job.fatal(f"failed to write to the guest namespace: {msg.errstr}")
-        if not self.retries and self.after_retries is not None:
-            then, self.after_retries = self.after_retries, None
-            then()
-
-
-class Leftover:
-    """A job that was running when the instance restarted: kill what is left of it."""
-
-    def __init__(self, job: ExecJob) -> None:
-        self.job = job
-
-    def start(self) -> None:
-        """Nothing is started again."""
-
-    def kill(self, signum: int) -> None:
-        """Nothing runs."""
-
-    def kill_shell(self, signum: int) -> None:
-        """Nothing runs."""
-
-    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
-        self.job.service.track(self._clean(then))
-
-    async def _clean(self, then: Callable[[], None]) -> None:
-        service = self.job.service
-        jobid = JobID(self.job.id)
-        try:
-            found, survivors = await asyncio.to_thread(
-                kill_recorded, service.journal, [self.job.id]
-            )
-            if found:
-                log.warning("job %s: killed its shell left from before the restart", jobid)
-            if survivors:
-                log.error("job %s: processes %s survive SIGKILL", jobid, survivors)
-            await service.broker.call("kvs.namespace-remove", {"name": f"job-{self.job.id}"})
-        except RPCError as exc:
-            log.error("job %s: namespace-remove: %s", jobid, exc.errstr)
-        finally:
-            then()
-
-
-def _job_rundir(broker: Broker, state_dir: str) -> str:
-    """The instance's directory for its jobs' FLUX_JOB_TMPDIR, emptied and made anew.
+def _job_rundir(broker: Broker, state_dir: str, *, fresh: bool) -> str:
+    """The instance's directory for its jobs' FLUX_JOB_TMPDIR; ``fresh``: emptied first.
 
     Named after the state directory, so that a restart after a crash finds
-    what the earlier run left (its shells are killed by then) and removes it.
+    what the earlier run left and removes it, unless its jobs still run.
     """
     digest = hashlib.sha1(os.path.abspath(state_dir).encode()).hexdigest()[:16]
     path = os.path.join(_run_parent(broker), f"pflux-jobs-{os.getuid()}-{digest}")
-    shutil.rmtree(path, ignore_errors=True)
-    os.mkdir(path, 0o700)
+    if fresh:
+        shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path, 0o700, exist_ok=True)
     return path
 
 
@@ -623,12 +420,15 @@ class JobExec(Service):
         self.state_dir = broker.attrs.get("state-dir") or tempfile.gettempdir()
         self.exec_dir = os.path.join(self.state_dir, "exec")
         self.journal = os.path.join(self.exec_dir, "journal")
+        self.spool_dir = os.path.join(self.exec_dir, "spool")
+        self.owner = broker.owner
         self.rundir = ""  # the parent of the jobs' FLUX_JOB_TMPDIR, made at start
         self.tmp_parents: tuple[str, ...] = ()  # where FLUX_JOB_TMPDIR may go, best first
         self.uri = broker.attrs.get("uri", "")
         self.hostname = socket.gethostname()  # the shells' host, which notes name
         self.cpus = tuple(sorted(os.sched_getaffinity(0)))  # the launcher's, inherited
         self.jobs: dict[int, ExecJob] = {}
+        self.leftovers: dict[int, Leftover] = {}  # what earlier job-execs left, by job
         self.launcher: LauncherLink | None = None
         self.stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -637,19 +437,24 @@ class JobExec(Service):
         self._new: dict[str, tuple[ShellRun, list[str]]] = {}  # primary key -> texts
         self._appends: dict[str, tuple[ShellRun, list[str]]] = {}
         self._removes: list[tuple[ShellRun, Callable[[], None]]] = []
+        self._applied: set[ShellRun] = set()  # runs that applied shell records this turn
+        self._after: list[Callable[[], None]] = []  # to call once this turn's writes are in
         self._flush_due = False
 
     async def start(self) -> None:
-        found, survivors = await asyncio.to_thread(kill_recorded, self.journal)
-        if found:
-            log.warning("killed job shells left from an earlier run: %s", found)
-        if survivors:
-            log.error("processes %s of earlier job shells survive SIGKILL", survivors)
-        os.makedirs(self.exec_dir, exist_ok=True)
-        self.rundir = _job_rundir(self.broker, self.state_dir)
+        os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
+        self.launcher = LauncherLink(self.exec_dir, self.on_records, self._launcher_lost)
+        survivors = await self.launcher.attach(self.broker.loop)
+        if survivors is None:
+            self.rundir = _job_rundir(self.broker, self.state_dir, fresh=True)
+        else:
+            log.info("took over the job shell launcher (pid %s)", self.launcher.pid)
+            self.rundir = _job_rundir(self.broker, self.state_dir, fresh=False)
+        self.leftovers = await survey(self, survivors)
         fallback = os.environ.get("TMPDIR") or "/tmp"
         self.tmp_parents = (self.rundir, fallback) if fallback != self.rundir else (self.rundir,)
-        self._start_launcher()
+        if survivors is None:
+            self._start_launcher()
         self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello_done)
 
     def _hello_done(self, msg: Any) -> None:
@@ -683,7 +488,7 @@ class JobExec(Service):
     # --- the launcher -------------------------------------------------------------------
 
     def _start_launcher(self) -> None:
-        self.launcher = LauncherLink(self.exec_dir, self._on_records, self._launcher_lost)
+        self.launcher = LauncherLink(self.exec_dir, self.on_records, self._launcher_lost)
         self.launcher.start(self.broker.loop)
 
     def send_launcher(self, data: bytes) -> None:
@@ -695,15 +500,29 @@ class JobExec(Service):
         assert self.launcher is not None
         self.launcher.send(data)
 
-    def _on_records(self, records: list[wire.Record]) -> None:
+    def on_records(self, records: list[wire.Record], from_shell: bool) -> None:
+        """Records from the shells (counted: they are the offsets ACK names) or the launcher."""
         jobs = self.jobs
         for kind, jobid, payload in records:
             job = jobs.get(jobid)
-            if job is not None and isinstance(job.impl, ShellRun):
-                try:
-                    job.impl.on_record(kind, payload)
-                except (LookupError, ValueError) as exc:  # a bug in the shell or launcher
-                    log.error("job %s: bad %r record: %r", JobID(jobid), kind, exc)
+            run = job.impl if job is not None else None
+            if not isinstance(run, ShellRun):
+                if kind != wire.EXITED:
+                    continue
+                if from_shell:  # a shell whose job is over: let it go
+                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL))
+                elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
+                    self.leftovers[jobid].ended(payload, self.spool_dir)
+                continue
+            if from_shell:
+                run.applied += _RECORD + len(payload)
+                if not self._applied:
+                    self._flush_soon()
+                self._applied.add(run)
+            try:
+                run.on_record(kind, payload)
+            except (LookupError, ValueError) as exc:  # a bug in the shell or launcher
+                log.error("job %s: bad %r record: %r", JobID(jobid), kind, exc)
 
     def _launcher_lost(self) -> None:
         if self.stopping:
@@ -724,6 +543,7 @@ class JobExec(Service):
         if survivors:
             log.error("processes %s of job shells survive SIGKILL", survivors)
         for run in runs:
+            run.spool = os.path.join(self.spool_dir, str(run.job.id))  # it may have begun one
             run.on_exit(-1, "job shell launcher died")
 
     # --- the guest namespaces, one commit a turn ------------------------------------------
@@ -753,32 +573,76 @@ class JobExec(Service):
         self._removes.append((run, then))
         self._flush_soon()
 
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once this turn's writes are committed."""
+        self._after.append(callback)
+        self._flush_soon()
+
+    def committed(self) -> asyncio.Future[None]:
+        """Resolved once this turn's writes are committed."""
+        future: asyncio.Future[None] = self.broker.loop.create_future()
+
+        def resolve() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self.after_commit(resolve)
+        return future
+
     def _flush_soon(self) -> None:
         if not self._flush_due:
             self._flush_due = True
             self.broker.at_turn_end(self._flush)
 
     def _flush(self) -> None:
-        """Send this turn's creations, its one commit, then its removals, in that order."""
+        """Send this turn's creations, its commits, then its removals, in that order.
+
+        The put of each running job's resume state goes with the new keys; the KVS
+        applies the turn's commits in one transaction, so it is durable exactly when
+        the output it describes is.
+        """
         self._flush_due = False
+        applied, self._applied = self._applied, set()
+        for run in applied:
+            state = run.state()
+            if state is not None:
+                self._new[run.state_key] = (run, [state])
         creates, self._creates = self._creates, []
         new, self._new = self._new, {}
         appends, self._appends = self._appends, {}
         removes, self._removes = self._removes, []
+        after, self._after = self._after, []
         send = self.broker.send
         for run in creates:
             job = run.job
             namespace = {"name": run.namespace, "owner": job.userid, "prefix": run.key[:-1]}
             send("kvs.namespace-create", namespace, run.on_created)
-        for op, batch in (("put", new), ("append", appends)):
-            if batch:
-                ops = [[op, key, "".join(texts)] for key, (_, texts) in batch.items()]
-                send("kvs.commit", {"ops": ops}, partial(self._committed, op, batch))
+        commits = [(op, batch) for op, batch in (("put", new), ("append", appends)) if batch]
+        for i, (op, batch) in enumerate(commits):
+            last = i == len(commits) - 1
+            ops = [[op, key, "".join(texts)] for key, (_, texts) in batch.items()]
+            done = partial(self._done, applied, after) if last else None
+            send("kvs.commit", {"ops": ops}, partial(self._committed, op, batch, done))
+        if not commits:
+            self._done(applied, after)
         for run, then in removes:
             send("kvs.namespace-remove", {"name": run.namespace}, partial(run.on_removed, then))
 
+    @staticmethod
+    def _done(applied: set[ShellRun], after: list[Callable[[], None]]) -> None:
+        """The turn's writes are in: acknowledge the shells, then whoever waited."""
+        for run in applied:
+            if not run.retries:
+                run.on_committed()
+        for callback in after:
+            callback()
+
     def _committed(
-        self, op: str, batch: dict[str, tuple[ShellRun, list[str]]], msg: Message
+        self,
+        op: str,
+        batch: dict[str, tuple[ShellRun, list[str]]],
+        done: Callable[[], None] | None,
+        msg: Message,
     ) -> None:
         """A turn's commit is answered; if it failed, commit each job's part on its own.
 
@@ -786,6 +650,8 @@ class JobExec(Service):
         whose part is retried answers ``finish`` only once that part is durable.
         """
         if not msg.errnum:
+            if done is not None:
+                done()
             return
         log.warning("job-exec: a batched commit failed (%s); retrying job by job", msg.errstr)
         by_run: dict[ShellRun, list[list[str]]] = {}
@@ -794,6 +660,8 @@ class JobExec(Service):
         for run, ops in by_run.items():
             run.retries += 1
             self.broker.send("kvs.commit", {"ops": ops}, run.on_retried)
+        if done is not None:
+            done()
 
     # --- requests -----------------------------------------------------------------------
 
@@ -833,7 +701,7 @@ class JobExec(Service):
             self, req, jobid=jobid, userid=userid, jobspec=jobspec, R=R, reattach=reattach
         )
         self.jobs[jobid] = job
-        job.begin()
+        job.begin(self.leftovers.pop(jobid, None))
 
     @method("kill")
     def kill(self, req: Request) -> None:
@@ -871,6 +739,14 @@ class JobExec(Service):
             if _is_int(severity) and isinstance(kind, str):
                 job.on_exception(kind, severity)
         req.respond({})
+
+    @method("stdin")
+    def stdin(self, req: Request) -> None:
+        """Standard input for a running job's tasks (``pflux job attach``), as RFC 24 data."""
+        job = self._job(req)
+        if not isinstance(job.impl, ShellRun):
+            raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: takes no input")
+        job.impl.stdin(req, req.payload)
 
     @method("override")
     def override(self, req: Request) -> None:

@@ -13,6 +13,12 @@ runs in test mode. Its keys, as flux-core's ``job-exec/testexec.c`` reads them:
 - ``override`` (integer): when nonzero the job starts only when told to by
   ``job-exec.override {jobid, event: "start"}``, and a job of no duration
   finishes only on ``{event: "finish", status}`` or an exception.
+- ``reattach_finish`` (integer): when nonzero a job taken over after a
+  restart finishes at once.
+
+A job taken over after a restart (``reattach``) runs for what is left of
+its run time, counted from its ``start`` event, or finishes at once if none
+is left, as flux-core's testexec does.
 
 A signal to a running test job ends it at once with the signal as its wait
 status, as flux-core's testexec does: a canceled job finishes with status 15
@@ -23,13 +29,16 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import RPCError
-from pflux.errors import DurationError, PfluxError
+from pflux.errors import DurationError, EventlogError, PfluxError
+from pflux.kvs.keys import job_key
 from pflux.spec import duration
+from pflux.spec.eventlog import parse
 
 if TYPE_CHECKING:
     from pflux.exec.service import ExecJob
@@ -45,6 +54,7 @@ class MockConfig:
     wait_status: int = 0
     mock_exception: str | None = None
     override: bool = False
+    reattach_finish: bool = False
 
 
 def _is_int(value: object) -> bool:
@@ -81,7 +91,10 @@ def mock_config(jobspec: Mapping[str, Any]) -> MockConfig | None:
     override = test.get("override", 0)
     if not _is_int(override):
         raise PfluxError(f"{where}.override must be an integer")
-    return MockConfig(run_duration, wait_status, mock, bool(override))
+    finish = test.get("reattach_finish", 0)
+    if not _is_int(finish):
+        raise PfluxError(f"{where}.reattach_finish must be an integer")
+    return MockConfig(run_duration, wait_status, mock, bool(override), bool(finish))
 
 
 class MockRun:
@@ -104,8 +117,27 @@ class MockRun:
         if self.config.mock_exception == "run":
             self.job.fatal("mock run exception generated")
 
-    def _run(self) -> None:
-        seconds = self.config.run_duration
+    async def reattach(self) -> None:
+        """Go on after a restart for what is left of the run time (see the module docstring)."""
+        job = self.job
+        job.started = True
+        left = 0.0
+        if not self.config.reattach_finish:
+            try:
+                reply = await job.service.broker.call(
+                    "kvs.get", {"key": job_key(job.id, "eventlog")}
+                )
+                start = next(e.timestamp for e in parse(reply["value"]) if e.name == "start")
+            except (RPCError, EventlogError, StopIteration):
+                start = 0.0
+            left = start + self.config.run_duration - time.time()
+        if job.finalizing:
+            return
+        self._run(max(left, 1e-5))
+
+    def _run(self, seconds: float | None = None) -> None:
+        if seconds is None:
+            seconds = self.config.run_duration
         if seconds > 0:
             self.timer = self.job.loop.call_later(seconds, self._finished)
         self.job.set_running()

@@ -4,27 +4,47 @@ One layout serves every hop: a kind byte, the job id (8 bytes) and the
 payload's length (4 bytes), big-endian, then the payload. A shell sends whole
 records in datagrams, straight to job-exec on a socket every shell shares.
 
-job-exec to the launcher:
+job-exec to the launcher (which passes the job's on to its shell):
 
 - ``p`` SPAWN: give the job to a shell; the payload is the shell's
   description (``pflux.shell.plan``), which the launcher passes on as it is;
 - ``k`` KILL: signal every task of the job (payload: the signal number in
-  decimal); the launcher passes it on to the shell;
-- ``t`` TERMINATE: signal the shell's whole session (job-exec's last resort).
+  decimal);
+- ``t`` TERMINATE: signal the shell's whole session (job-exec's last resort);
+- ``a`` ACK: the shell's records up to this offset (decimal) are in the KVS:
+  the shell may forget them (and, once its last record is, exit);
+- ``r`` RESUME: a new job-exec takes the job over: the shell sends its records
+  again from this offset (decimal), the first the KVS does not hold, on the
+  socket the launcher passes along with the record;
+- ``i`` INPUT: standard input for tasks: a flag (``d`` data, ``e`` end of
+  file), the number of ranks (4 bytes, 0 for every task), the ranks (4 bytes
+  each), then the data;
+- ``q`` QUIT (job id 0): job-exec is stopping for good: end every job;
+- ``A`` ATTACH (job id 0): a new job-exec, after its broker died; the
+  shells' new socket comes with it (SCM_RIGHTS).
 
-A shell to job-exec:
+The launcher to a shell, besides the above: ``d`` DETACH: job-exec is gone;
+keep what is not acknowledged in the spool file until one resumes the job.
+
+A shell to job-exec (the bytes of these records, counted from the first, are
+the offsets ACK and RESUME name):
 
 - ``s`` STARTED: the tasks are running since the time in the payload
   (seconds since the epoch), or their launch failed, which an EXCEPTION
   record follows;
 - ``x`` EXCEPTION: a fatal ``exec`` exception; the payload is its note;
-- ``o`` OUTPUT: what a task wrote: the stream (``o`` stdout, ``e`` stderr),
-  the task rank (4 bytes), then the bytes as read;
+- ``o`` OUTPUT: what a task wrote, in whole lines unless its stream is
+  unbuffered: the stream (``o`` stdout, ``e`` stderr), the task rank (4
+  bytes), then the bytes;
 - ``f`` EOF: a task's stream is closed (stream and rank, as for OUTPUT);
 - ``w`` EXITED: the job's wait status in decimal, always its last record.
 
 The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
-died, or never ran: then ``-1`` and a reason).
+died, or never ran: then ``-1`` and a reason, or it ended before a new
+job-exec resumed it: ``-2``, its records are in its spool); ``L`` LIVE, the answer to
+ATTACH (in the job id's place, the launcher's pid): a line per job whose
+shell runs (``ID``) or ended while no job-exec was there without saying how
+(``ID STATUS``).
 """
 
 from __future__ import annotations
@@ -36,18 +56,28 @@ if TYPE_CHECKING:  # the launcher and the shells import this: keep typing out of
     from typing import Final
 
 __all__ = [
+    "ACK",
+    "ATTACH",
+    "DETACH",
     "EOF",
     "EXCEPTION",
     "EXITED",
     "HEADER",
+    "INPUT",
+    "INPUT_DATA",
+    "INPUT_EOF",
     "KILL",
+    "LIVE",
     "OUTPUT",
+    "QUIT",
+    "RESUME",
     "SPAWN",
     "STARTED",
     "STDERR",
     "STDOUT",
     "TERMINATE",
     "Record",
+    "input_record",
     "record",
     "split",
 ]
@@ -57,6 +87,13 @@ HEADER: Final = _struct.Struct("!cQI")
 SPAWN: Final = b"p"
 KILL: Final = b"k"
 TERMINATE: Final = b"t"
+ACK: Final = b"a"
+RESUME: Final = b"r"
+INPUT: Final = b"i"
+QUIT: Final = b"q"
+ATTACH: Final = b"A"
+DETACH: Final = b"d"
+LIVE: Final = b"L"
 OUTPUT: Final = b"o"
 EOF: Final = b"f"
 STARTED: Final = b"s"
@@ -64,6 +101,8 @@ EXCEPTION: Final = b"x"
 EXITED: Final = b"w"
 STDOUT: Final = b"o"  # the stream bytes of OUTPUT and EOF
 STDERR: Final = b"e"
+INPUT_DATA: Final = b"d"  # the flags of INPUT
+INPUT_EOF: Final = b"e"
 
 Record = tuple[bytes, int, bytes]  # (kind, job id, payload)
 
@@ -75,6 +114,20 @@ _SIZE: Final = HEADER.size
 def record(kind: bytes, jobid: int, payload: bytes = b"") -> bytes:
     """One record, ready to send."""
     return _pack(kind, jobid, len(payload)) + payload
+
+
+def input_record(jobid: int, ranks: list[int] | None, data: bytes, *, eof: bool = False) -> bytes:
+    """An INPUT record: ``data`` (or the end of file) for ``ranks`` (None: every task)."""
+    targets = ranks or []
+    payload = b"".join(
+        (
+            INPUT_EOF if eof else INPUT_DATA,
+            len(targets).to_bytes(4, "big"),
+            b"".join(rank.to_bytes(4, "big") for rank in targets),
+            data,
+        )
+    )
+    return record(INPUT, jobid, payload)
 
 
 def split(data: bytes | bytearray | memoryview, start: int = 0) -> tuple[list[Record], int]:

@@ -38,6 +38,7 @@ import asyncio
 import errno
 import logging
 import time
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import islice
@@ -66,6 +67,7 @@ EXEC_KEYS = frozenset(("exec", "output", "input"))
 WALK_BATCH = 1024  # entries per kvs.walk response
 CHECKPOINT_TRANSACTIONS = 256  # transactions after which a checkpoint is due
 CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
+VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
 
 
 class _Watch:
@@ -292,11 +294,25 @@ class KVSService(Service):
     # --- reads -----------------------------------------------------------------------------
 
     @method("get")
-    def get(self, req: Request) -> None:
+    def get(self, req: Request) -> Coroutine[Any, Any, None] | None:
+        """The value at a key; as a streaming request, in pieces (a job's output may be
+        larger than a message), one at a time as the requester reads them, then ENODATA."""
         payload = _payload(req)
         prefix = self._resolve(req, payload)
-        key = check_key(payload.get("key"), root=True)
-        req.respond({"value": self.store.get(to_primary(prefix, key))})
+        key = to_primary(prefix, check_key(payload.get("key"), root=True))
+        if req.streaming:
+            self.store.chunks(key, -1, 0)  # the errors, before the stream begins
+            return self._get_pieces(req, key)
+        req.respond({"value": self.store.get(key)})
+        return None
+
+    async def _get_pieces(self, req: Request, key: str) -> None:
+        after = -1
+        while rows := self.store.chunks(key, after, VALUE_PIECE):
+            req.respond({"value": "".join(data for _, data in rows)})
+            after = rows[-1][0]
+            await req.drained()
+        req.end()
 
     @method("ls")
     def ls(self, req: Request) -> None:
@@ -342,18 +358,27 @@ class KVSService(Service):
         if watch.sender in self._by_sender:
             raise KVSError(errno.EEXIST, f"kvs.watch: matchtag {req.matchtag} is already watching")
         try:
-            value = self.store.get(key)
+            value = self._first_value(req, key) if append else self.store.get(key)
         except KVSError as exc:
             if exc.errnum != errno.ENOENT or not waitcreate:
                 raise
         else:
             watch.started = True
-            watch.value = "" if append else value
-            req.respond({"value": value})
+            if not append:
+                watch.value = value
+                req.respond({"value": value})
         self._watches.setdefault(key, []).append(watch)
         self._by_sender[watch.sender] = watch
         watch.gone = partial(self._forget, watch)
         req.on_disconnect(watch.gone)
+
+    def _first_value(self, req: Request, key: str) -> str:
+        """An append watch's first value, in pieces: a job's output is never sent whole."""
+        after = -1
+        while rows := self.store.chunks(key, after, VALUE_PIECE):
+            req.respond({"value": "".join(data for _, data in rows)})
+            after = rows[-1][0]
+        return ""
 
     @method("watch-cancel")
     def watch_cancel(self, req: Request) -> None:

@@ -86,14 +86,15 @@ SQL_SCHEMA = (
 # one value: ?1 key, ?2 its last component
 SQL_GET = "SELECT data FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq"
 SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
+SQL_CHUNKS = "SELECT seq, data FROM kv WHERE leaf = ?2 AND key = ?1 AND seq > ?3 ORDER BY seq"
 SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, 0, ?3)"
 SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
 # grow the last chunk while it is small; rowcount 0 means a full chunk or no such value
 SQL_APPEND_CHUNK = f"""UPDATE kv SET data = data || ?3 WHERE leaf = ?2 AND key = ?1
     AND seq = (SELECT max(seq) FROM kv WHERE leaf = ?2 AND key = ?1) AND length(data) < {CHUNK}"""
+# the last chunk by the index (an aggregate with HAVING would read every chunk: O(value))
 SQL_APPEND_NEW_CHUNK = """INSERT INTO kv (leaf, key, seq, data)
-    SELECT ?2, ?1, max(seq) + 1, ?3 FROM kv WHERE leaf = ?2 AND key = ?1
-    HAVING max(seq) IS NOT NULL"""
+    SELECT ?2, ?1, seq + 1, ?3 FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq DESC LIMIT 1"""
 # directories: everything between ?1 = "dir." and ?2 = "dir/"
 SQL_HAS_RANGE = "SELECT 1 FROM kv WHERE key >= ? AND key < ? LIMIT 1"
 SQL_DELETE_RANGE = "DELETE FROM kv WHERE key >= ? AND key < ? RETURNING key"
@@ -356,6 +357,32 @@ class Store:
         if key == ROOT or self._is_dir(key):
             raise KVSError(errno.EISDIR, f"key {quote(key)}: is a directory")
         raise self._missing(key)
+
+    @_reading
+    def chunks(self, key: str, after: int = -1, size: int = 1 << 20) -> list[tuple[int, str]]:
+        """The value at ``key`` a piece at a time: its chunks after chunk ``after``, as
+        ``(seq, text)``, about ``size`` characters of them (at least one); [] past the end.
+
+        A long value (a job's output) is read this way rather than whole: pass the
+        last seq returned to read on. The first piece (``after`` -1) raises ``get``'s
+        errors. Only a value's last chunk ever grows (an append), so reading on
+        after a commit sees the value as appended to, never rewritten.
+        """
+        check_key(key, root=True)
+        cursor = self._conn.execute(SQL_CHUNKS, (*_kl(key), after))
+        found: list[tuple[int, str]] = []
+        held = 0
+        for seq, data in cursor:
+            found.append((seq, data))
+            held += len(data)
+            if held >= size:
+                break
+        cursor.close()
+        if not found and after < 0:
+            if key == ROOT or self._is_dir(key):
+                raise KVSError(errno.EISDIR, f"key {quote(key)}: is a directory")
+            raise self._missing(key)
+        return found
 
     @_reading
     def ls(self, key: str = ROOT) -> dict[str, str]:

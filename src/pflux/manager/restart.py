@@ -97,8 +97,10 @@ async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
                 from pflux.manager.update import with_expiration
 
                 job.R = with_expiration(job.R, job.expiration)
-        # a job whose shells may still be running is started again with reattach
-        job.reattach = job.state is State.RUN
+        # a started job is taken over by the execution service, never started again
+        # (RFC 32's reattach, flux-core's "started" flag); one in RUN but not started
+        # is started, unless the service finds it already running
+        job.reattach = job.state is State.RUN and job.started
     return jobs, ended
 
 

@@ -2,12 +2,15 @@
 
 job-exec plans each job's shell (``plan``) and asks its launcher
 (``pflux.exec.launcher``) for one; the shell, forked ahead of need, starts the
-tasks on the cores and GPUs in R, relays their output and its events to the
-launcher, passes signals on, and exits with flux's status. job-exec turns what
-it relays into RFC 32 responses and the guest namespace's eventlogs.
+tasks on the cores and GPUs in R, relays their output and its events to
+job-exec (keeping them until they are committed, and spooling them while no
+job-exec is there), feeds the tasks' stdin, passes signals on, and exits with
+flux's status. job-exec turns what it relays into RFC 32 responses and the
+guest namespace's eventlogs.
 
 Modules: ``plan`` (pure: the shell's description, made by job-exec), ``layout``
-(pure: which task runs where), ``output`` (RFC 24 output events and options,
-used by job-exec), ``lines`` (line buffering and labels), ``tasks`` (spawning
-and signalling processes), ``main`` (the shell itself).
+(pure: which task runs where), ``output`` and ``input`` (RFC 24 events and the
+output and input options, used by job-exec), ``lines`` (line buffering and
+labels), ``tasks`` (spawning and signalling processes), ``main`` (the shell
+itself).
 """

@@ -6,9 +6,10 @@ costs a page fault (about 5 us here), so what is shared (the broker
 connection, the KVS, batching) is done once for every job by the launcher
 and job-exec, and so is the reading of the jobspec: job-exec sends a ready
 description (``pflux.shell.plan``). The shell has no broker connection, no
-asyncio and no logging: it gets its job and signals from the launcher on a
-socket of its own, and sends job-exec its ``pflux.exec.wire`` records, in
-datagrams, on a socket every shell inherits.
+asyncio and no logging: it gets its job, signals, acknowledgements and
+standard input from the launcher on a socket of its own, and sends job-exec
+its ``pflux.exec.wire`` records, in datagrams, on a socket every shell
+inherits.
 
 In order, a shell
 
@@ -20,30 +21,49 @@ In order, a shell
    opens its ``--output``/``--error`` files;
 3. starts each task with ``posix_spawn``, bound to its cores (the shell
    binds itself before each spawn, and stays with the last), with flux's
-   environment, stdin on ``/dev/null`` and stdout and stderr on pipes (or
-   straight into a file that is not labelled);
+   environment, stdin on a pipe the shell feeds from the job's ``input``
+   (INPUT records) or on the ``--input`` file, and stdout and stderr on pipes
+   (or straight into a file that is not labelled);
 4. sends STARTED with the time the tasks started, or, if a task could not
    be started, STARTED and an EXCEPTION with flux-core's note, and kills the
    tasks already started. STARTED waits up to ``START_HOLD`` for the job's
    first output or its end, so that a short job costs job-exec one message
    rather than two;
-5. relays what the tasks write to pipes (OUTPUT, then EOF when a pipe
-   closes), or writes it, labelled, to its file; signals the tasks when the
-   launcher asks. It sends what it has gathered whenever nothing else is
-   ready, in as few datagrams as it can: every send wakes job-exec;
+5. relays what the tasks write to pipes (OUTPUT, in whole lines for a
+   line-buffered stream, then EOF when a pipe closes), or writes it,
+   labelled, to its file; signals the tasks when the launcher asks. It sends
+   what it has gathered whenever nothing else is ready, in as few datagrams
+   as it can: every send wakes job-exec;
 6. once every task has exited and its pipes are closed, kills what the tasks
    left running, removes ``FLUX_JOB_TMPDIR`` and sends the job's status
    (EXITED): flux's status, the wait status of a shell exiting with the
    largest task exit code (128 + signal for a task killed by a signal), or
    for a launch failure 127 (not found), 126 (not executable) or 1. Then it
-   exits with 0, which tells the launcher the status is sent.
+   waits until job-exec acknowledges that everything it sent is in the KVS,
+   and exits with 0, which tells the launcher the status is reported (or
+   with ``SPOOLED``: it is in the spool, see below).
 
-If the launcher goes away, the shell kills its tasks and ends as in 6:
-nothing of a job runs unknown to the launcher.
+Nothing a shell sends is lost when the broker dies (``_Log``): the shell
+keeps every record until job-exec acknowledges it (ACK, once it is
+committed), and stops reading the tasks' pipes while ``WINDOW`` bytes are
+unacknowledged, so a slow KVS slows the tasks rather than filling memory.
+When job-exec goes away (the launcher says DETACH, or a send fails), the
+shell keeps running its tasks and appends what it has not had acknowledged,
+and everything after, to a spool file in the state directory
+(``exec/spool/<job id>``), so the tasks may write as much as they like
+while the instance is down. A job-exec that takes the job over says from
+which offset the KVS lacks the records (RESUME); the shell sends them again
+from there, from the spool and then from memory. A shell that ends while no
+job-exec is there leaves its records, its status last, in the spool for the
+next one to read.
+
+If the launcher goes away, nobody could resume the shell: it kills its
+tasks, says so, and ends as in 6, into the spool.
 """
 
 from __future__ import annotations
 
+import _socket
 import errno
 import marshal
 import os
@@ -69,15 +89,28 @@ __all__ = ["Context", "Shell", "serve", "warn"]
 READ_SIZE: Final = 65536
 DATAGRAM: Final = 65536  # records are sent in datagrams of about this size at most
 SPAWN_CHUNK: Final = 65536  # the launcher sends a job's description in datagrams of this size
+FROM_LAUNCHER: Final = 1 << 17  # more than any record the launcher passes on
+WINDOW: Final = 1 << 22  # bytes sent and not acknowledged before the shell stops reading
+INPUT_HELD_MAX: Final = 1 << 25  # stdin bytes a task may leave unread (flux-core: 32M)
 _IDLE: Final = os.sched_param(0)
 START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module docstring)
+LAUNCHER_LOST: Final = "job shell launcher died"
+SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
+_IN: Final = select.POLLIN
+_OUT: Final = select.POLLOUT
+_SPOOL_HEADER: Final = 8  # the spool's first bytes: the offset of its first record
+_DONTWAIT: Final = _socket.MSG_DONTWAIT  # per send: the records socket is every shell's
+_FD_SIZE: Final = 4
+_CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
+_SOL_SOCKET: Final = _socket.SOL_SOCKET
+_SCM_RIGHTS: Final = _socket.SCM_RIGHTS
 
 
 class Context:
     """What the launcher gives every shell it forks, made once, before any fork."""
 
-    __slots__ = ("boot", "cpus", "devnull", "journal", "path", "records")
+    __slots__ = ("boot", "cpus", "devnull", "journal", "path", "records", "spool")
 
     def __init__(
         self,
@@ -88,13 +121,15 @@ class Context:
         cpus: tuple[int, ...],
         path: str | None,
         records: socket,
+        spool: str,
     ) -> None:
         self.records = records  # the datagram socket every shell sends job-exec its records on
         self.journal = journal  # the journal, open for appending
         self.boot = boot  # the boot id its records carry
-        self.devnull = devnull  # the tasks' stdin
+        self.devnull = devnull  # stdin for tasks of a job whose input is closed
         self.cpus = cpus  # the CPUs the shell may use, and tasks not bound elsewhere
         self.path = path  # the launcher's PATH
+        self.spool = spool  # the directory spool files go in
 
 
 def warn(message: str) -> None:
@@ -116,11 +151,143 @@ class _Pipe:
 
     __slots__ = ("buffer", "file", "prefix", "tag")
 
-    def __init__(self, tag: bytes, file: int, rank: int) -> None:
+    def __init__(self, tag: bytes, file: int, rank: int, line: bool) -> None:
         self.tag = tag  # the stream byte and the rank, as OUTPUT and EOF records carry them
         self.file = file  # a labelled file, or -1 to relay
-        self.buffer = LineBuffer(True)
+        self.buffer = LineBuffer(line or file >= 0)
         self.prefix = b"%d: " % rank
+
+
+class _Input:
+    """A task's stdin pipe: what the job's input holds for it and the task has not read."""
+
+    __slots__ = ("eof", "fd", "held", "polling", "ready")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.held = bytearray()
+        self.eof = False
+        self.polling = False  # waiting for the pipe to take more
+        self.ready = False  # made non-blocking (most jobs are never sent input)
+
+
+class _Log:
+    """Every record the shell has made and job-exec has not acknowledged, from ``acked`` on.
+
+    Offsets count record bytes from the job's first record. Records live in
+    memory (``mem``, from ``mem_base``) or, once job-exec has gone away, in
+    the spool file (from ``spool_base`` to ``spool_end``), which then comes
+    first: what the shell makes while a spool exists goes to its end, so the
+    records stay in order however often job-exec comes and goes.
+    """
+
+    __slots__ = (
+        "acked",
+        "cursor",
+        "end",
+        "mem",
+        "mem_base",
+        "path",
+        "sent",
+        "spool",
+        "spool_base",
+        "spool_end",
+    )
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.mem: list[bytes] = []
+        self.mem_base = 0
+        self.cursor = 0  # the first record of ``mem`` not sent (when sending from memory)
+        self.end = 0  # the offset after the last record made
+        self.sent = 0  # the offset after the last record sent
+        self.acked = 0
+        self.spool = -1
+        self.spool_base = 0
+        self.spool_end = 0
+
+    def add(self, data: bytes, *, spooling: bool) -> None:
+        if spooling or self.spool >= 0:
+            self._spool(data)
+        else:
+            self.mem.append(data)
+        self.end += len(data)
+
+    def _spool(self, data: bytes) -> None:
+        if self.spool < 0:
+            flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC
+            self.spool = os.open(self.path, flags, 0o600)
+            self.spool_base = self.spool_end = self.mem_base
+            _write_all(self.spool, self.spool_base.to_bytes(_SPOOL_HEADER, "big"))
+        if self.mem:  # what memory held comes first
+            held, self.mem, self.cursor = b"".join(self.mem), [], 0
+            _write_all(self.spool, held)
+            self.spool_end += len(held)
+        _write_all(self.spool, data)
+        self.spool_end += len(data)
+        self.mem_base = self.spool_end
+
+    def spool_all(self) -> None:
+        """Move what memory holds to the spool (job-exec is gone)."""
+        if self.mem:
+            self._spool(b"")
+
+    def ack(self, offset: int) -> None:
+        """Records up to ``offset`` are in the KVS: forget them."""
+        if offset <= self.acked:
+            return
+        self.acked = min(offset, self.end)
+        self.sent = max(self.sent, self.acked)
+        mem = self.mem
+        drop = 0
+        base = self.mem_base
+        while drop < len(mem) and base + len(mem[drop]) <= self.acked:
+            base += len(mem[drop])
+            drop += 1
+        if drop:
+            del mem[:drop]
+            self.mem_base = base
+            self.cursor = max(0, self.cursor - drop)
+        if self.spool >= 0 and self.acked >= self.spool_end:
+            self.drop_spool()
+
+    def rewind(self, offset: int) -> None:
+        """Send again from ``offset`` (a new job-exec lacks what follows it)."""
+        self.ack(offset)
+        self.sent = self.acked
+        self.cursor = 0  # memory now begins at what was acknowledged, or is empty
+
+    def drop_spool(self) -> None:
+        if self.spool >= 0:
+            os.close(self.spool)
+            self.spool = -1
+            _unlink(self.path)
+
+    def chunk(self) -> tuple[bytes, int]:
+        """(the next whole records to send, about a datagram's worth, from ``sent``;
+        how many of them are memory's, for ``advance``)."""
+        start = self.sent
+        if self.spool >= 0 and start < self.spool_end:
+            position = start - self.spool_base + _SPOOL_HEADER
+            data = os.pread(self.spool, min(DATAGRAM, self.spool_end - start), position)
+            _, used = wire.split(data)
+            if not used:  # one record larger than a datagram
+                _, _, length = wire.HEADER.unpack_from(data)
+                data = os.pread(self.spool, wire.HEADER.size + length, position)
+                used = len(data)
+            return data[:used], 0
+        mem = self.mem
+        index = stop = self.cursor
+        size = 0
+        while stop < len(mem) and (stop == index or size + len(mem[stop]) <= DATAGRAM):
+            size += len(mem[stop])
+            stop += 1
+        return (mem[index] if stop == index + 1 else b"".join(mem[index:stop])), stop - index
+
+    def advance(self, data: bytes, records: int) -> None:
+        """``data``, of which ``records`` of memory's, is sent."""
+        self.sent += len(data)
+        self.cursor += records
 
 
 class Shell:
@@ -129,18 +296,24 @@ class Shell:
     __slots__ = (
         "codes",
         "ctx",
+        "detached",
         "failure",
         "host",
+        "inputs",
         "jobid",
+        "log",
         "orphaned",
+        "paused",
         "pending",
         "pidfds",
         "pipes",
         "poller",
-        "records",
+        "quitting",
         "sock",
+        "stdin_file",
         "targets",
         "tmpdir",
+        "waiting_out",
     )
 
     def __init__(self, jobid: int, ctx: Context, sock: socket) -> None:
@@ -148,16 +321,22 @@ class Shell:
         self.ctx = ctx
         self.sock = sock  # the shell's end of its socket pair with the launcher
         self.host = ""
-        self.records: list[bytes] = []
-        self.pending = 0  # payload bytes in ``records``
+        self.log = _Log(f"{ctx.spool}/{jobid}")
+        self.pending = 0  # bytes made since the last send
         self.poller = select.poll()
         self.pipes: dict[int, _Pipe] = {}
+        self.inputs: dict[int, _Input] = {}  # task rank -> its stdin pipe
+        self.stdin_file: str | None = None
         self.pidfds: dict[int, int] = {}  # pidfd -> pid, until the task is reaped
         self.codes: list[int] = []  # the exit codes of the tasks reaped
-        self.targets: list[tuple[int, bool]] = []  # per stream: (file or -1, labelled)
+        self.targets: list[tuple[int, bool, bool]] = []  # per stream: (file or -1, label, line)
         self.failure: _Failed | None = None
         self.tmpdir: str | None = None
+        self.detached = False  # no job-exec: records go to the spool
+        self.quitting = False  # job-exec is stopping for good: do not wait for it
         self.orphaned = False  # the launcher is gone
+        self.paused = False  # not reading the tasks' pipes: too much is unacknowledged
+        self.waiting_out = False  # polling the records socket until it can take more
 
     def run(self, description: bytes) -> int:
         try:
@@ -173,12 +352,12 @@ class Shell:
             self._emit(wire.STARTED, b"%r" % time.time())
             hold = time.monotonic() + START_HOLD
         sock = self.sock.fileno()
-        self.poller.register(sock, select.POLLIN)
+        self.poller.register(sock, _IN)
         poll = self.poller.poll
         while self.pipes or self.pidfds:
             ready = poll(0)
             if not ready:  # send what has gathered only when nothing more is ready
-                wait = hold - time.monotonic() if self.records else 0.0
+                wait = hold - time.monotonic() if self.pending else 0.0
                 if wait > 0:
                     ready = poll(wait * 1000)
                     if not ready:
@@ -187,19 +366,43 @@ class Shell:
                 self._flush()
                 hold = 0.0
                 ready = poll()
-            for fd, _ in ready:
-                if fd in self.pipes:
-                    self._read(fd)
-                elif fd in self.pidfds:
-                    self._reap(fd)
-                elif fd == sock:
-                    self._from_launcher()
+            self._dispatch(ready)
+        self._close_inputs()
         self._kill_orphans()
         self._remove_tmpdir()
         code = self.failure.code if self.failure is not None else max(self.codes, default=0)
         self._emit(wire.EXITED, b"%d" % (code << 8))  # last: the job is over
+        # the status is reported, to job-exec or to the spool: nobody need wait for us
+        return SPOOLED if self._finish() else 0
+
+    def _dispatch(self, ready: list[tuple[int, int]]) -> None:
+        sock = self.sock.fileno()
+        records = self.ctx.records.fileno()
+        for fd, _ in ready:
+            if fd in self.pipes:
+                self._read(fd)
+            elif fd in self.pidfds:
+                self._reap(fd)
+            elif fd == sock:
+                self._from_launcher()
+            elif fd == records:
+                self.poller.unregister(fd)
+                self.waiting_out = False
+                self._flush()
+            else:
+                self._write_input(fd)
+
+    def _finish(self) -> bool:
+        """Wait until job-exec has everything in the KVS, or leave it in the spool (True)."""
+        poll = self.poller.poll
         self._flush()
-        return 1 if self.orphaned else 0  # 0: the status is reported, nobody need wait for us
+        while self.log.acked < self.log.end and not (self.detached or self.quitting):
+            self._dispatch(poll())
+            self._flush()
+        if self.log.acked < self.log.end:
+            self.log.spool_all()
+            return True
+        return False
 
     # --- setting up -------------------------------------------------------------------
 
@@ -214,7 +417,7 @@ class Shell:
 
     def _start(self, description: tuple[Any, ...]) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
-        argv, env, tasks, cwd, tmpdirs, host, *outputs = description
+        argv, env, tasks, cwd, tmpdirs, host, stdin, *outputs = description
         self.host = host
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
         if cwd is not None:
@@ -225,6 +428,9 @@ class Shell:
                     f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
                 ) from None
         self._open_outputs(outputs)
+        if stdin is not None:  # one error before any task starts, as flux-core gives
+            self.stdin_file = stdin
+            os.close(self._stdin(-1)[0])
         path = env.get("PATH")
         if path is not None and path != self.ctx.path:
             os.putenv("PATH", path)  # posix_spawnp searches the caller's PATH
@@ -257,8 +463,8 @@ class Shell:
         """Open the files output goes to; stdout and stderr share one open file when they can."""
         opened: dict[str, int] = {}
         for target in outputs:
-            if target is None:
-                self.targets.append((-1, False))
+            if not isinstance(target, tuple):  # kept in the KVS: is it line-buffered?
+                self.targets.append((-1, False, bool(target)))
                 continue
             path, append, labelled = target
             fd = opened.get(path)
@@ -269,7 +475,7 @@ class Shell:
                     fd = opened[path] = os.open(path, flags, 0o666)
                 except OSError as exc:
                     raise _Failed(f"error opening output file {path}: {exc.strerror}", 1) from None
-            self.targets.append((fd, labelled))
+            self.targets.append((fd, labelled, True))
 
     def _bind(self, cpus: tuple[int, ...]) -> None:
         """Bind the shell (and so the next task it starts) to ``cpus``."""
@@ -278,54 +484,78 @@ class Shell:
         except OSError as exc:
             warn(f"job {self.jobid}: cannot bind to CPUs {list(cpus)}: {exc}")
 
+    def _stdin(self, rank: int) -> tuple[int, int]:
+        """(the task's stdin, the shell's end of its pipe or -1)."""
+        if self.stdin_file is not None:  # opened for each task, as flux-core does
+            try:
+                return os.open(self.stdin_file, os.O_RDONLY | os.O_CLOEXEC), -1
+            except OSError as exc:
+                raise _Failed(
+                    f"error opening input file '{self.stdin_file}': {exc.strerror}", 1
+                ) from None
+        return os.pipe()  # the shell's end is made non-blocking when input first comes
+
     def _spawn(self, rank: int, argv: list[str], env: dict[str, str]) -> None:
         ends = []  # the task's stdout and stderr
-        readers = []  # (the shell's end, its stream, the labelled file or -1)
-        for stream, (file, labelled) in enumerate(self.targets):
+        readers = []  # (the shell's end, its stream, the labelled file or -1, line-buffered)
+        for stream, (file, labelled, line) in enumerate(self.targets):
             if file >= 0 and not labelled:
                 ends.append(file)
                 continue
             reader, writer = os.pipe()
             ends.append(writer)
-            readers.append((reader, stream, file))
+            readers.append((reader, stream, file, line))
+        stdin, feeder = self._stdin(rank)
         try:
-            pid = proc.spawn(argv, env, stdin=self.ctx.devnull, stdout=ends[0], stderr=ends[1])
+            pid = proc.spawn(argv, env, stdin=stdin, stdout=ends[0], stderr=ends[1])
         except OSError as exc:
-            for reader, _, _ in readers:
+            for reader, _, _, _ in readers:
                 os.close(reader)
+            if feeder >= 0:
+                os.close(feeder)
             raise _Failed(
                 f"task {rank} (host {self.host}): start failed: {argv[0]}: {exc.strerror}",
                 proc.start_failure_code(exc.errno or errno.EINVAL),
             ) from None
         finally:
-            for _, stream, _ in readers:
+            os.close(stdin)
+            for _, stream, _, _ in readers:
                 os.close(ends[stream])
         pidfd = os.pidfd_open(pid)
         self.pidfds[pidfd] = pid
-        self.poller.register(pidfd, select.POLLIN)
-        for reader, stream, file in readers:
-            self.pipes[reader] = _Pipe(_STREAMS[stream] + rank.to_bytes(4, "big"), file, rank)
-            self.poller.register(reader, select.POLLIN)
+        self.poller.register(pidfd, _IN)
+        if feeder >= 0:
+            self.inputs[rank] = _Input(feeder)
+        for reader, stream, file, line in readers:
+            tag = _STREAMS[stream] + rank.to_bytes(4, "big")
+            self.pipes[reader] = _Pipe(tag, file, rank, line)
+            self.poller.register(reader, _IN)
 
     # --- running ----------------------------------------------------------------------
 
     def _read(self, fd: int) -> None:
         pipe = self.pipes[fd]
         data = os.read(fd, READ_SIZE)
-        if pipe.file < 0:
-            self._emit(wire.OUTPUT if data else wire.EOF, pipe.tag + data)
-        elif data:
+        if data:
             chunk = pipe.buffer.feed(data)
-            if chunk:
+            if not chunk:
+                return
+            if pipe.file < 0:
+                self._emit(wire.OUTPUT, pipe.tag + chunk)
+            else:
                 _write_all(pipe.file, label(pipe.prefix, chunk))
-        else:
-            rest = pipe.buffer.rest()
+            return
+        rest = pipe.buffer.rest()
+        if pipe.file < 0:
             if rest:
-                _write_all(pipe.file, label(pipe.prefix, rest))
-        if not data:
+                self._emit(wire.OUTPUT, pipe.tag + rest)
+            self._emit(wire.EOF, pipe.tag)
+        elif rest:
+            _write_all(pipe.file, label(pipe.prefix, rest))
+        if not self.paused:
             self.poller.unregister(fd)
-            os.close(fd)
-            del self.pipes[fd]
+        os.close(fd)
+        del self.pipes[fd]
 
     def _reap(self, pidfd: int) -> None:
         pid, status = os.waitpid(self.pidfds[pidfd], os.WNOHANG)
@@ -337,53 +567,187 @@ class Shell:
 
     def _from_launcher(self) -> None:
         try:
-            data = self.sock.recv(4096)
+            data, ancillary, _, _ = self.sock.recvmsg(FROM_LAUNCHER, _CMSG_SPACE)
         except OSError:
-            data = b""
+            data, ancillary = b"", []
         if not data:
             self._orphan()
             return
-        records, _ = wire.split(data)
-        for kind, _, payload in records:
+        for kind, _, payload in wire.split(data)[0]:
             if kind == wire.KILL:
                 self._kill_all(int(payload))
+            elif kind == wire.ACK:
+                self._acked(int(payload))
+            elif kind == wire.INPUT:
+                self._input(payload)
+            elif kind == wire.RESUME:
+                self._resume(int(payload), ancillary)
+            elif kind == wire.DETACH:
+                self._detach()
+            elif kind == wire.QUIT:
+                self.quitting = True
 
     def _orphan(self) -> None:
-        """The launcher is gone: nobody will hear of the job, so it must not go on."""
+        """The launcher is gone: nobody can resume the job, so it must not go on."""
         if not self.orphaned:
             self.orphaned = True
-            self.records.clear()
             self.poller.unregister(self.sock.fileno())
+            self._detach()
             self._kill_all(_signal.SIGKILL)
+            self._emit(wire.EXCEPTION, LAUNCHER_LOST.encode())
 
     def _kill_all(self, signum: int) -> None:
         for pid in self.pidfds.values():
             proc.signal_task(pid, signum)
 
+    # --- standard input ---------------------------------------------------------------
+
+    def _input(self, payload: bytes) -> None:
+        """Data (or the end) of the job's input for some tasks, or all of them."""
+        eof = payload[:1] == wire.INPUT_EOF
+        count = int.from_bytes(payload[1:5], "big")
+        start = 5 + 4 * count
+        data = payload[start:]
+        if count:
+            ranks = [int.from_bytes(payload[i : i + 4], "big") for i in range(5, start, 4)]
+            targets = [self.inputs[rank] for rank in ranks if rank in self.inputs]
+        else:
+            targets = list(self.inputs.values())
+        for target in targets:
+            if target.eof:
+                continue
+            target.held += data
+            target.eof = eof
+            if len(target.held) > INPUT_HELD_MAX:
+                warn(f"job {self.jobid}: a task left too much input unread; closing its stdin")
+                target.held.clear()
+                target.eof = True
+            self._feed(target)
+
+    def _write_input(self, fd: int) -> None:
+        """A task's stdin pipe can take more."""
+        target = next((t for t in self.inputs.values() if t.fd == fd), None)
+        if target is not None:
+            self._feed(target)
+
+    def _feed(self, target: _Input) -> None:
+        """Give a task what it has not read of its input; close it at the end."""
+        if target.fd < 0:
+            return
+        if not target.ready:
+            target.ready = True
+            os.set_blocking(target.fd, False)
+        try:
+            while target.held:
+                n = os.write(target.fd, target.held)
+                del target.held[:n]
+        except BlockingIOError:
+            if not target.polling:
+                target.polling = True
+                self.poller.register(target.fd, _OUT)
+            return
+        except OSError:  # the task closed its stdin, or exited
+            target.held.clear()
+            target.eof = True
+        if target.polling:
+            target.polling = False
+            self.poller.unregister(target.fd)
+        if target.eof:
+            self._close_input(target)
+
+    def _close_input(self, target: _Input) -> None:
+        if target.fd >= 0:
+            if target.polling:
+                target.polling = False
+                self.poller.unregister(target.fd)
+            os.close(target.fd)
+            target.fd = -1
+
+    def _close_inputs(self) -> None:
+        for target in self.inputs.values():
+            self._close_input(target)
+
     # --- reporting --------------------------------------------------------------------
 
     def _emit(self, kind: bytes, payload: bytes = b"") -> None:
-        if not self.orphaned:
-            self.records.append(wire.record(kind, self.jobid, payload))
-            self.pending += len(payload)
-            if self.pending >= DATAGRAM:  # a busy task: send as much as a datagram holds
-                self._flush()
+        data = wire.record(kind, self.jobid, payload)
+        self.log.add(data, spooling=self.detached)
+        if self.detached:
+            return
+        self.pending += len(data)
+        if self.pending >= DATAGRAM:  # a busy task: send as much as a datagram holds
+            self._flush()
 
     def _flush(self) -> None:
-        """Send the records gathered, in datagrams of at most about DATAGRAM bytes."""
-        records = self.records
+        """Send what job-exec has not had, in datagrams, as far as the window allows."""
         self.pending = 0
-        while records and not self.orphaned:
-            count, size = 1, len(records[0])
-            while count < len(records) and size + len(records[count]) <= DATAGRAM:
-                size += len(records[count])
-                count += 1
+        log = self.log
+        send = self.ctx.records.send
+        while not (self.detached or self.waiting_out) and log.sent < log.end:
+            if log.sent - log.acked >= WINDOW:
+                break
+            data, records = log.chunk()
+            if not data:
+                break
             try:
-                self.ctx.records.send(b"".join(records[:count]) if count > 1 else records[0])
-            except OSError:  # job-exec is gone, and the launcher with it
-                self._orphan()
-                return
-            del records[:count]
+                send(data, _DONTWAIT)
+            except BlockingIOError:  # job-exec is busy: go on when it has read
+                self.waiting_out = True
+                self.poller.register(self.ctx.records.fileno(), _OUT)
+                break
+            except OSError:  # job-exec is gone
+                self._detach()
+                break
+            log.advance(data, records)
+        self._pace()
+
+    def _pace(self) -> None:
+        """Stop reading the tasks' output while a window's worth is unacknowledged."""
+        log = self.log
+        hold = not self.detached and log.spool < 0 and log.end - log.acked >= WINDOW
+        if hold == self.paused:
+            return
+        self.paused = hold
+        for fd in self.pipes:
+            if hold:
+                self.poller.unregister(fd)
+            else:
+                self.poller.register(fd, _IN)
+
+    def _acked(self, offset: int) -> None:
+        self.log.ack(offset)
+        self._pace()
+
+    def _detach(self) -> None:
+        """job-exec is gone: what it has not acknowledged, and all that follows, is spooled."""
+        if self.detached:
+            return
+        self.detached = True
+        self.pending = 0
+        if self.waiting_out:
+            self.waiting_out = False
+            self.poller.unregister(self.ctx.records.fileno())
+        self.log.spool_all()
+        self._pace()
+
+    def _resume(self, offset: int, ancillary: list[tuple[int, int, bytes]]) -> None:
+        """A new job-exec: send from ``offset`` on the socket the launcher passed along."""
+        fds = [
+            int.from_bytes(data[i : i + _FD_SIZE], sys.byteorder)
+            for level, kind, data in ancillary
+            if level == _SOL_SOCKET and kind == _SCM_RIGHTS
+            for i in range(0, len(data) - _FD_SIZE + 1, _FD_SIZE)
+        ]
+        if not fds or self.orphaned:
+            for fd in fds:
+                os.close(fd)
+            return
+        os.dup2(fds[0], self.ctx.records.fileno(), inheritable=False)
+        for fd in fds:
+            os.close(fd)
+        self.detached = False
+        self.log.rewind(offset)
+        self._flush()
 
     # --- ending -----------------------------------------------------------------------
 
@@ -418,6 +782,13 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
 
 
 def serve(ctx: Context, sock: socket) -> int:
@@ -464,6 +835,6 @@ def _crashed(shell: Shell, exc: BaseException) -> None:
         warn(f"job shell for job {shell.jobid} failed:")
         traceback.print_exception(exc)
         note = f"job shell failed: {exc!r}".encode()
-        shell.ctx.records.send(wire.record(wire.EXCEPTION, shell.jobid, note))
+        shell.ctx.records.send(wire.record(wire.EXCEPTION, shell.jobid, note), _DONTWAIT)
     finally:
         os.kill(os.getpid(), _signal.SIGKILL)

@@ -10,10 +10,12 @@ task and stream a final ``data`` event with ``eof: true``. A stream sent to
 a file gets a ``redirect`` event ``{stream, rank, path}`` instead. ``log``
 events carry warnings about the output (``{rank, level, component, message}``).
 
-As flux-core does, output kept in the KVS is capped per stream (10M by
-default, ``output.limit`` to change it, at most 1G): the lines that would
-cross the limit and all later ones are dropped, with a warning when it
-happens and a count of truncated bytes at the end. Unlike flux-core, one
+As flux-core does, output kept in the KVS is capped per stream
+(``output.limit``, at most 1G; by default 1G for a job of the instance's
+owner, 10M for another user's): the lines that would cross the limit and
+all later ones are dropped, with a warning when it happens and a count of
+truncated bytes at the end; a stream of more than 100M gets a warning that
+a file would serve better. Unlike flux-core, one
 ``data`` event holds every complete line relayed at once, not one line each:
 readers see the same bytes with far fewer events. ``output.batch-timeout``
 is checked as flux-core checks it, but job-exec commits output every turn of
@@ -42,6 +44,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "DEFAULT_LIMIT_BYTES",
     "NODE_TAGS",
+    "OWNER_LIMIT",
     "TASK_TAGS",
     "KVSOutput",
     "OutputConfig",
@@ -55,9 +58,11 @@ __all__ = [
     "template_scope",
 ]
 
-DEFAULT_LIMIT: Final = "10M"
+DEFAULT_LIMIT: Final = "10M"  # flux-core's limit for a guest's job
 DEFAULT_LIMIT_BYTES: Final = 10 << 20
+OWNER_LIMIT: Final = "1G"  # flux-core's limit for the instance owner's job
 LIMIT_MAX: Final = 1 << 30
+VOLUME_WARNING: Final = 100 << 20  # a stream this large gets flux-core's advice
 DEFAULT_BATCH_TIMEOUT: Final = 0.5  # flux-core's default output.batch-timeout
 LOG_WARNING: Final = 4  # syslog level, as flux-core's shell_warn
 
@@ -130,19 +135,20 @@ def _stream(options: Mapping[str, Any], name: str, base: StreamConfig) -> Stream
     return StreamConfig(kind, path, label, buffer.lower(), mode)
 
 
-def output_config(options: Mapping[str, Any]) -> OutputConfig:
+def output_config(options: Mapping[str, Any], default_limit: str = DEFAULT_LIMIT) -> OutputConfig:
     """The ``output`` shell options (``attributes.system.shell.options.output``).
 
     stderr follows stdout unless set (so ``--output=FILE`` takes both), except
     that it is unbuffered by default, as in flux-core's ``output/conf.c``.
+    ``default_limit`` applies when ``limit`` is not set.
     """
     if not isinstance(options, Mapping):
         raise _fail("", "must be a mapping")
     stdout = _stream(options, "stdout", StreamConfig())
     inherited = StreamConfig(stdout.type, stdout.path, stdout.label, "none", stdout.mode)
     stderr = _stream(options, "stderr", inherited)
-    limit_value = options.get("limit", DEFAULT_LIMIT)
-    limit = parse_size(limit_value, "limit") if "limit" in options else DEFAULT_LIMIT_BYTES
+    limit_value = options.get("limit", default_limit)
+    limit = parse_size(limit_value, "limit")
     if not 0 < limit <= LIMIT_MAX:
         raise _fail("limit", f"must be more than 0 and at most 1G, not {limit_value!r}")
     timeout = options.get("batch-timeout", DEFAULT_BATCH_TIMEOUT)
@@ -314,11 +320,29 @@ class KVSOutput:
         self._add("log", {"rank": 0, "level": level, "component": "output.kvs", "message": message})
 
     def close(self) -> None:
-        """Report what the limit cut off, as flux-core does at the end."""
+        """Report what the limit cut off, and advise on a large stream, as flux-core does."""
         for stream in ("stderr", "stdout"):
             total = self._bytes[stream]
             if total > self._kept[stream]:
                 self.log(f"{stream}: {total - self._kept[stream]} of {total} bytes truncated")
+        for stream in ("stderr", "stdout"):
+            total = self._bytes[stream]
+            if VOLUME_WARNING < total <= LIMIT_MAX:
+                self.log(
+                    f"high {stream} volume ({total / (1 << 20):.0f}M), consider redirecting"
+                    " to a file next time (e.g. use --output=FILE)"
+                )
+
+    def counts(self) -> tuple[list[int], list[int]]:
+        """Bytes written and kept, per stream (stdout, stderr), to carry over a restart."""
+        streams = ("stdout", "stderr")
+        return [self._bytes[s] for s in streams], [self._kept[s] for s in streams]
+
+    def restore(self, written: list[int], kept: list[int]) -> None:
+        """Go on counting from ``counts()`` of an earlier job-exec."""
+        for i, stream in enumerate(("stdout", "stderr")):
+            self._bytes[stream] = written[i]
+            self._kept[stream] = kept[i]
 
     def take(self) -> bytes:
         """The events added since the last take, as eventlog text (UTF-8)."""

@@ -7,7 +7,7 @@ them here (about 40 us) and sends the shell a ready-made description,
 ``marshal``-encoded (the launcher runs the same interpreter, and marshal
 needs no import): a tuple
 
-    (argv, env, tasks, cwd, tmpdirs, host, stdout, stderr)
+    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr)
 
 - ``argv``: the command; ``env``: the environment every task shares (the
   jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
@@ -17,8 +17,11 @@ needs no import): a tuple
   to (None: all of the instance's) and its ``CUDA_VISIBLE_DEVICES``;
 - ``cwd`` (None: the launcher's); ``tmpdirs``: where ``FLUX_JOB_TMPDIR``
   may be made, best first; ``host``: the host name that notes give;
+- ``stdin``: the file each task reads its stdin from, or None for a pipe
+  the shell feeds from the job's ``input`` (``pflux.shell.input``);
 - ``stdout``, ``stderr``: ``(path, append, label)`` for a stream written to
-  a file, None for one captured in the KVS.
+  a file; for one captured in the KVS, whether it is line-buffered (the
+  shell sends whole lines, so that job-exec keeps no partial one).
 
 The jobspec and R were validated by job-ingest and the scheduler, so only
 what is needed is read, and anything unexpected is a PfluxError naming the
@@ -33,8 +36,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
+from pflux.shell.input import InputConfig, input_config
 from pflux.shell.layout import Layout, cpu_set, layout, targets
-from pflux.shell.output import OutputConfig, StreamConfig, output_config, output_path
+from pflux.shell.output import (
+    DEFAULT_LIMIT,
+    OutputConfig,
+    StreamConfig,
+    output_config,
+    output_path,
+)
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
 
@@ -49,6 +59,7 @@ class Plan(NamedTuple):
     description: bytes
     layout: Layout
     output: OutputConfig
+    input: InputConfig
     redirects: tuple[tuple[str, str], ...]  # (stream, path) of each stream sent to a file
 
     @property
@@ -66,16 +77,19 @@ def plan(
     tmp_parents: Sequence[str],
     hostname: str,
     cpus: Sequence[int],
+    output_limit: str = DEFAULT_LIMIT,
 ) -> Plan:
     """Plan job ``jobid``; PfluxError naming the problem if it cannot be run.
 
     ``tmp_parents`` are the directories ``FLUX_JOB_TMPDIR`` may be made in,
-    best first; ``cpus`` those R's core ids map onto.
+    best first; ``cpus`` those R's core ids map onto; ``output_limit`` the
+    KVS output limit unless the job sets ``output.limit``.
     """
     try:
         spec = Jobspec(jobspec)
         places = layout(spec, targets(R))
-        config = output_config(spec.shell_options.get("output", {}))
+        config = output_config(spec.shell_options.get("output", {}), output_limit)
+        stdin = input_config(spec.shell_options.get("input", {}))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
@@ -104,7 +118,7 @@ def plan(
     tmp_name = f"jobtmp-0-{fluid.f58}"
     tmpdirs = tuple(os.path.join(parent, tmp_name) for parent in tmp_parents)
     redirects = []
-    files: list[tuple[str, bool, bool] | None] = []
+    files: list[tuple[str, bool, bool] | bool] = []
     for stream in STREAMS:
         conf: StreamConfig = getattr(config, stream)
         if conf.type == "file" and conf.path is not None:
@@ -114,6 +128,6 @@ def plan(
             redirects.append((stream, path))
             files.append((path, conf.mode == "append", conf.label))
         else:
-            files.append(None)
-    description = (argv, env, tasks, cwd, tmpdirs, hostname, files[0], files[1])
-    return Plan(marshal.dumps(description), places, config, tuple(redirects))
+            files.append(conf.buffer == "line")
+    description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1])
+    return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects))

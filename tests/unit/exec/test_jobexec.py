@@ -109,23 +109,6 @@ def _record(path: Path, jobid: int, pid: int, delta: int = 0) -> None:
         f.write(journal.start_line(jobid, pid, when, boot))
 
 
-def test_reattach_kills_what_is_left_and_releases(live: Any) -> None:
-    leftover = subprocess.Popen(["sleep", "100"], start_new_session=True)
-    jobid = 4242 << 24
-    path = live.state_dir / "exec" / "journal"
-    _record(path, jobid, leftover.pid)
-    stream = live.start(live.job(["true"]), jobid=jobid, reattach=True)
-    assert stream.all() == [
-        (
-            "exception",
-            {"severity": 0, "type": "exec", "note": "job was running when the instance restarted"},
-        ),
-        ("release", {"ranks": "all", "final": True}),
-    ]
-    assert leftover.wait(timeout=5) == -9
-    assert jobid not in journal.live(str(path))
-
-
 def test_journalled_sessions_are_killed_when_job_exec_starts(tmp_path: Path, live: Any) -> None:
     leftover = subprocess.Popen(["sh", "-c", "sleep 100 & sleep 100"], start_new_session=True)
     path = tmp_path / "exec" / "journal"

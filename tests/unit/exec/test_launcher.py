@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from pflux.exec import journal, wire
+from pflux.shell.main import DATAGRAM, WINDOW
 from pflux.shell.plan import plan
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
@@ -33,7 +35,7 @@ def gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
     return text[text.rfind(b")") + 2 :].startswith(b"Z")
 
@@ -66,12 +68,24 @@ def busy_shell(launcher: int) -> tuple[int, int]:
 
 
 class Launcher:
-    """A launcher process driven as job-exec drives it: a link, and the shells' records."""
+    """A launcher process driven as job-exec drives it: a link, and the shells' records.
 
-    def __init__(self, tmp: Path) -> None:
+    ``listening``: on a listening socket, as job-exec starts it, so that another
+    "job-exec" can take it over (``attach``); else on a socket pair.
+    """
+
+    def __init__(self, tmp: Path, *, listening: bool = False) -> None:
         self.tmp = tmp
         self.journal = tmp / "journal"
-        ours, theirs = socket.socketpair()
+        self.path = tmp / "sock"
+        if listening:
+            theirs = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            theirs.bind(str(self.path))
+            theirs.listen(4)
+            ours = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ours.connect(str(self.path))
+        else:
+            ours, theirs = socket.socketpair()
         self.records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.proc = subprocess.Popen(
             [
@@ -92,6 +106,31 @@ class Launcher:
 
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
+
+    def attach(self) -> tuple[int, bytes]:
+        """Take the launcher over as a new job-exec would: (its pid, LIVE's lines)."""
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(self.path))
+        self.records.close()
+        self.records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        rights = [
+            (socket.SOL_SOCKET, socket.SCM_RIGHTS, shells.fileno().to_bytes(4, sys.byteorder))
+        ]
+        self.sock.sendmsg([wire.record(wire.ATTACH, 0)], rights)
+        shells.close()
+        self.buffer = b""
+        self.pending = []
+        [(_, pid, lines)] = self.until(wire.LIVE)
+        return pid, lines
+
+    def read(self, timeout: float = 20.0) -> list[wire.Record]:
+        """The shells' records of the next datagram."""
+        if not self.pending:
+            ready, _, _ = select.select([self.records], [], [], timeout)
+            assert ready, f"nothing came in {timeout} s"
+            self.pending += wire.split(self.records.recv(1 << 17))[0]
+        got, self.pending = self.pending, []
+        return got
 
     def job(self, command: list[str], jobid: int = JOB) -> bytes:
         """A shell's description of a job running ``command`` (its tmpdir under the test's)."""
@@ -129,7 +168,9 @@ class Launcher:
             self.pending += records
 
     def close(self) -> int:
-        """Close job-exec's end: the launcher ends its shells and exits; its exit status."""
+        """QUIT, and close job-exec's end: the launcher ends its shells and exits; its status."""
+        with contextlib.suppress(OSError):
+            self.send(wire.QUIT, b"", jobid=0)
         self.sock.close()
         status = self.proc.wait(timeout=30)
         self.records.close()
@@ -268,3 +309,69 @@ def test_a_shell_that_does_not_answer_is_killed_with_its_tasks(live: Any) -> Non
         assert wait_gone([shell, task]) == []
     finally:
         live.exec.kill_timeout = 5.0
+
+
+def test_a_launcher_whose_job_exec_dies_keeps_the_jobs_for_the_next(tmp_path: Path) -> None:
+    go, more = tmp_path / "go", tmp_path / "more"  # one FIFO per read: no race on reopening
+    os.mkfifo(go)
+    os.mkfifo(more)
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        script = f"echo one; read x < {go}; echo two; read x < {more}; echo three; exit 4"
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", script]))
+        before = launcher.until(wire.OUTPUT)  # received, and never acknowledged
+        shell, _ = busy_shell(launcher.proc.pid)
+        launcher.sock.close()  # its broker died: no QUIT
+        with open(go, "w") as f:  # "two" is written while nobody listens: it is spooled
+            f.write("go\n")
+        pid, live = launcher.attach()
+        assert pid == launcher.proc.pid
+        assert live == b"%d\n" % JOB
+        launcher.send(wire.RESUME, b"0")
+        again = launcher.until(wire.OUTPUT)
+        assert again == before  # everything not acknowledged, again, byte for byte
+        assert launcher.until(wire.OUTPUT)[-1][2][5:] == b"two\n"
+        with open(more, "w") as f:
+            f.write("go\n")
+        got = launcher.until(wire.EXITED)
+        assert got[-1][2] == b"%d" % (4 << 8)
+        assert [p[5:] for k, _, p in got if k == wire.OUTPUT] == [b"three\n"]
+        launcher.send(wire.ACK, b"%d" % (1 << 62))  # all of it is in the KVS: it may go
+        assert wait_gone([shell]) == []
+        assert not (tmp_path / "spool" / str(JOB)).exists()
+    finally:
+        launcher.close()
+
+
+def test_a_launcher_left_with_no_job_and_no_job_exec_exits(tmp_path: Path) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    launcher.send(wire.SPAWN, launcher.job(["sh", "-c", "read x; echo $x"]))
+    launcher.until(wire.STARTED)
+    [(shell, task)] = [(p, kids[0]) for p in children(launcher.proc.pid) if (kids := children(p))]
+    launcher.sock.close()
+    os.kill(shell, signal.SIGKILL)  # it dies with nobody to tell but the journal
+    assert launcher.proc.wait(timeout=20) == 0
+    assert wait_gone([task]) == []
+    assert journal.entries(str(launcher.journal)) == ({}, {JOB: signal.SIGKILL})
+    launcher.records.close()
+
+
+def test_a_shell_sends_no_more_than_a_window_ahead_of_acknowledgements(
+    launcher: Launcher,
+) -> None:
+    total = 12_000_000
+    launcher.send(wire.SPAWN, launcher.job(["sh", "-c", f"yes 0123456789 | head -c {total}"]))
+    received = acked = 0
+    output = 0
+    while True:
+        got = []
+        while received - acked < WINDOW and not (got and got[-1][0] == wire.EXITED):
+            got += launcher.read()
+            received = acked + sum(wire.HEADER.size + len(p) for _, _, p in got)
+        assert received - acked <= WINDOW + DATAGRAM + 1024  # it stopped at the window
+        output += sum(len(p) - 5 for k, _, p in got if k == wire.OUTPUT)
+        acked = received
+        launcher.send(wire.ACK, b"%d" % acked)
+        if got[-1][0] == wire.EXITED:
+            break
+    assert output == total

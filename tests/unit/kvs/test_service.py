@@ -247,6 +247,27 @@ def test_walk_streams_batches_in_key_order(run_kvs: Run) -> None:
     run_kvs(scenario)
 
 
+def test_a_long_value_comes_in_pieces_to_a_streaming_get_and_an_append_watch(
+    run_kvs: Run,
+) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        piece = "x" * 99_999 + "\n"
+        for _ in range(25):  # 2.5 MB
+            await client.call("kvs.commit", {"ops": [["append", "out", piece]]})
+        tag = client.send("kvs.get", {"key": "out"}, streaming=True)
+        msgs = await client.wait(tag, 4)
+        assert [len(m.payload["value"]) for m in msgs[:3]] == [1_100_000, 1_100_000, 300_000]
+        assert msgs[3].errnum == errno.ENODATA
+        tag = client.send("kvs.watch", {"key": "out", "append": True}, streaming=True)
+        got = await client.wait(tag, 3)
+        assert "".join(m.payload["value"] for m in got) == piece * 25
+        tag = client.send("kvs.get", {"key": "nothing"}, streaming=True)
+        [msg] = await client.wait(tag)
+        assert msg.errnum == errno.ENOENT
+
+    run_kvs(scenario)
+
+
 # --- watches --------------------------------------------------------------------------------------
 
 

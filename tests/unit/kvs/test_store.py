@@ -142,6 +142,48 @@ def test_long_appends_are_chunked_not_rewritten(store: Store, path: Path) -> Non
         assert again.get("out") == "short"
 
 
+def test_an_append_costs_the_same_however_long_the_value(store: Store) -> None:
+    """O(chunk), not O(value): SQLite's steps for one append to 5 chunks and to 500."""
+
+    def steps_of_an_append(key: str, chunks: int) -> int:
+        for _ in range(chunks):
+            store.append(key, "x" * CHUNK)
+        steps = [0]
+
+        def count() -> int:
+            steps[0] += 1
+            return 0
+
+        store._conn.set_progress_handler(count, 10)
+        try:
+            store.append(key, "y" * CHUNK)
+        finally:
+            store._conn.set_progress_handler(None, 0)
+        return steps[0]
+
+    short, long = steps_of_an_append("short", 5), steps_of_an_append("long", 500)
+    assert long < 2 * short + 10, (short, long)
+
+
+def test_a_long_value_is_read_a_piece_at_a_time(store: Store) -> None:
+    pieces = [f"{i:06d}" * 1000 + "\n" for i in range(40)]  # 6 KB appends: a chunk each
+    for piece in pieces:
+        store.append("out", piece)
+    got, after = [], -1
+    while rows := store.chunks("out", after, 20_000):
+        assert sum(len(text) for _, text in rows) < 20_000 + len(pieces[0])
+        got += [text for _, text in rows]
+        after = rows[-1][0]
+    assert "".join(got) == "".join(pieces) == store.get("out")
+    assert len(got) == 40
+    assert store.chunks("out", after) == []
+    store.put("d.v", "x")
+    for key, errno_ in (("none", errno.ENOENT), ("d", errno.EISDIR)):
+        with pytest.raises(KVSError) as info:
+            store.chunks(key)
+        assert info.value.errnum == errno_
+
+
 def test_walk_is_ordered_and_filters_by_suffix(store: Store) -> None:
     store.put("job.2.eventlog", "e2")
     store.put("job.1.eventlog", "e1")

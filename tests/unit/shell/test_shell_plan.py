@@ -38,7 +38,7 @@ def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: An
 
 def test_the_description_carries_the_command_and_flux_environment() -> None:
     jobspec = from_command(["sh", "-c", "x"], num_tasks=2, environment={"A": "1", "HOSTNAME": "a"})
-    planned, (argv, env, tasks, cwd, tmpdirs, host, out, err) = described(jobspec)
+    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err) = described(jobspec)
     assert argv == ["sh", "-c", "x"]
     assert env == {
         "A": "1",
@@ -53,7 +53,8 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
     assert cwd is None
     assert tmpdirs[0] == f"/run/jobs/jobtmp-0-{JobID(JOB).f58}"
     assert host == "node1"
-    assert (out, err) == (None, None)
+    assert stdin is None  # a pipe the shell feeds from the input eventlog
+    assert (out, err) == (True, False)  # in the KVS: stdout line-buffered, stderr not
     assert planned.ntasks == 2
     assert planned.redirects == ()
     assert planned.layout.taskmap() == {"version": 1, "map": [[0, 1, 2, 1]]}
@@ -77,6 +78,39 @@ def test_files_are_rendered_and_named_in_redirects() -> None:
     assert out == (path, False, True)
     assert err == (path, False, True)  # stderr follows stdout
     assert planned.redirects == (("stdout", path), ("stderr", path))
+
+
+def test_input_from_a_file_and_the_input_options() -> None:
+    jobspec = from_command(["cat"], input="/in/data")
+    planned, (*_, stdin, _, _) = described(jobspec)
+    assert stdin == "/in/data"
+    assert planned.input.path == "/in/data"
+    assert planned.input.limit == 10 << 20
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"stdin": {"type": "pty"}}, r"input\.stdin\.type"),
+        ({"stdin": {"type": "file"}}, r"input\.stdin\.path"),
+        ({"limit": "64M"}, r"input\.limit: must be more than 0 and at most 32M"),
+        ({"stdin": []}, r"input\.stdin: must be a mapping"),
+    ],
+)
+def test_bad_input_options_are_an_invalid_job(options: dict[str, Any], message: str) -> None:
+    jobspec = from_command(["true"])
+    jobspec["attributes"]["system"]["shell"] = {"options": {"input": options}}
+    with pytest.raises(PfluxError, match=f"^invalid job: .*{message}"):
+        described(jobspec)
+
+
+def test_the_output_limit_is_the_callers_unless_the_job_sets_one() -> None:
+    planned, _ = described(from_command(["true"]), output_limit="1G")
+    assert (planned.output.limit, planned.output.limit_text) == (1 << 30, "1G")
+    jobspec = from_command(["true"])
+    jobspec["attributes"]["system"]["shell"] = {"options": {"output": {"limit": "2K"}}}
+    planned, _ = described(jobspec, output_limit="1G")
+    assert planned.output.limit == 2048
 
 
 def test_cwd_and_the_tmpdirs_to_try() -> None:

@@ -1,0 +1,121 @@
+"""What a starting job-exec finds of the jobs an earlier one ran: shells, spools, deaths.
+
+When the broker dies, the launcher and the job shells go on (see
+``pflux.exec.launcher``). The next job-exec takes the launcher over, if it
+still runs, and learns which jobs' shells run and which died unheard (LIVE);
+if it does not, the launcher's journal says which shells died, and any
+shell it still names is killed, as nobody could resume it. The shells that
+ended while no job-exec was there left their records in spool files
+(``exec/spool/<job id>``).
+
+Each such job is a ``Leftover``, kept for the ``start`` request the
+job-manager sends for every job in RUN, which takes it over instead of
+starting the job again. A leftover whose job is not in RUN any more (a
+fatal exception was raised on it while it ran, or it ended) will get no
+start request: it is let go now, its shell killed and its spool removed, so
+nothing of it runs on resources the job-manager frees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pflux.broker.message import RPCError
+from pflux.exec import journal, wire
+from pflux.exec.shellrun import ALL, SPOOLED
+from pflux.kvs.keys import job_key
+from pflux.manager.restart import replay
+from pflux.manager.states import State
+from pflux.spec.fluid import JobID
+
+if TYPE_CHECKING:
+    from pflux.exec.link import Survivors
+    from pflux.exec.service import JobExec
+
+__all__ = ["Leftover", "survey"]
+
+log = logging.getLogger("pflux.job-exec")
+
+
+@dataclass(slots=True)
+class Leftover:
+    """What is left of one job."""
+
+    jobid: int
+    running: bool = False  # its shell runs, under the launcher taken over
+    died: int | None = None  # the wait status of a shell that died unheard
+    spool: str | None = None  # the records its shell spooled
+
+    def ended(self, exited: bytes, spool_dir: str) -> None:
+        """Its shell ended before the job's start request came (the launcher's EXITED)."""
+        self.running = False
+        status = int(exited.split()[0])
+        if status == SPOOLED:
+            self.spool = os.path.join(spool_dir, str(self.jobid))
+        elif status > 0:
+            self.died = status
+
+
+async def survey(service: JobExec, survivors: Survivors | None) -> dict[int, Leftover]:
+    """The leftovers of jobs in RUN; the others' are let go."""
+    if survivors is None:
+        _, died = await asyncio.to_thread(journal.entries, service.journal)
+        found, lasting = await asyncio.to_thread(journal.kill_recorded, service.journal)
+        if found:
+            log.warning("killed job shells whose launcher had died: %s", found)
+        if lasting:
+            log.error("processes %s of earlier job shells survive SIGKILL", lasting)
+        running: set[int] = set()
+    else:
+        running, died = survivors.running, survivors.died
+    spools = await asyncio.to_thread(_spools, service.spool_dir)
+    left = {
+        jobid: Leftover(jobid, jobid in running, died.get(jobid), spools.get(jobid))
+        for jobid in running | died.keys() | spools.keys()
+    }
+    kept = {}
+    for jobid, leftover in left.items():
+        if await _running(service, jobid):
+            kept[jobid] = leftover
+        else:
+            _let_go(service, leftover)
+    if kept:
+        log.info("jobs to take over: %s", ", ".join(str(JobID(j)) for j in sorted(kept)))
+    return kept
+
+
+def _spools(directory: str) -> dict[int, str]:
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return {}
+    return {int(name): os.path.join(directory, name) for name in names if name.isdigit()}
+
+
+async def _running(service: JobExec, jobid: int) -> bool:
+    """Whether the job's eventlog leaves it in RUN (its start request is to come)."""
+    try:
+        reply = await service.broker.call("kvs.get", {"key": job_key(jobid, "eventlog")})
+    except RPCError:
+        return False
+    job = replay(jobid, reply["value"])
+    return job is not None and job.state is State.RUN
+
+
+def _let_go(service: JobExec, leftover: Leftover) -> None:
+    jobid = leftover.jobid
+    log.warning("job %s is not running any more: ending what is left of it", JobID(jobid))
+    if leftover.running:
+        service.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL))
+        service.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
+    if leftover.spool is not None:
+        try:
+            os.unlink(leftover.spool)
+        except OSError as exc:
+            log.error("%s: %s", leftover.spool, exc)
+    service.broker.send("kvs.namespace-remove", {"name": f"job-{jobid}"})
