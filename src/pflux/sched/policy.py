@@ -44,7 +44,7 @@ class PendingJob:
     (the service keeps the request to answer there).
     """
 
-    __slots__ = ("id", "key", "priority", "request", "sent", "shape", "t_submit", "tag")
+    __slots__ = ("id", "key", "priority", "request", "sent", "shape", "shape_id", "t_submit", "tag")
 
     def __init__(
         self,
@@ -59,6 +59,7 @@ class PendingJob:
         self.t_submit = t_submit
         self.request = request
         self.shape = request._replace(duration=0.0)  # what it needs, not for how long
+        self.shape_id = 0  # the queue's number for the shape (cheaper to hash than it)
         self.tag = tag
         self.key = (-priority, t_submit, jobid)
         self.sent: dict[str, Any] = {}
@@ -73,6 +74,7 @@ class Queue:
     def __init__(self) -> None:
         self._jobs: list[PendingJob] = []
         self._by_id: dict[int, PendingJob] = {}
+        self._shapes: dict[ResourceRequest, int] = {}
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -90,6 +92,7 @@ class Queue:
         """Queue ``job``; its id must not be queued already."""
         if job.id in self._by_id:
             raise ValueError(f"job {job.id} is already queued")
+        job.shape_id = self._shapes.setdefault(job.shape, len(self._shapes))
         self._by_id[job.id] = job
         jobs = self._jobs
         if not jobs or jobs[-1].key < job.key:
@@ -212,7 +215,7 @@ class Policy:
         end = min(len(jobs), i + 1 + self.depth)
         pool = self.pool
         # shapes that did not fit: allocating only takes more away, so jobs alike cannot fit
-        misfits: set[tuple[ResourceRequest, bool]] = set()
+        misfits: set[int] = set()  # shape id * 2 + whether the job ends in time
         shadow = reservation.time
         for k in range(i + 1, end):
             if not pool.free_cores:
@@ -220,7 +223,7 @@ class Policy:
             job = jobs[k]
             request = job.request
             ends_in_time = 0 < request.duration <= shadow - now
-            shape = (job.shape, ends_in_time)
+            shape = job.shape_id * 2 + ends_in_time
             resources = None
             if shape not in misfits:
                 avoid = None if ends_in_time else reservation.resources

@@ -18,7 +18,8 @@ from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
 from pflux.kvs.service import KVSService
-from pflux.sched.service import RESTART_EXCEPTION, Scheduler, count_gpus, inventory
+from pflux.sched.inventory import count_gpus, inventory
+from pflux.sched.service import RESTART_EXCEPTION, Scheduler
 from pflux.spec.builder import from_command
 from pflux.spec.sched_protocol import AllocResponse
 
