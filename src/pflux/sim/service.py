@@ -1,0 +1,384 @@
+"""The simulator: replays a trace in simulated time, as the instance's execution service.
+
+Loaded when the configuration has ``[simulator]`` (``pflux start --simulate
+TRACE`` writes it): ``trace``, the file (``pflux.sim.trace``), and ``epoch``,
+the simulated time at which the replay starts, in seconds since the Unix
+epoch (by default the real time at start-up, in whole seconds).
+
+It says ``exec-hello`` after job-exec has, so it overrides job-exec (RFC 32:
+"execution service override by the Flux simulator"), and steps through time.
+Each step is one instant T, the earliest of the trace's next submit and the
+next end of a job or node it runs:
+
+1. jobs whose time is up at T finish (``finish``, then the final ``release``),
+   nodes whose time is up are released (``release``, ``final: false``), and
+   the trace's jobs due at T are submitted (``job-ingest.submit``);
+2. ``job-manager.quiescent``: every event is committed and every free has
+   reached the scheduler;
+3. ``sched.sim-time {time: T}``: the scheduler moves its clock to T, runs
+   its pass (``pflux.sched.clock``) and names the jobs it allocated;
+4. the step ends once each of those has had its start request answered here
+   (so its end is on the calendar), or, should one never come (an exception
+   raised on it first), once the job manager is quiescent again.
+
+A start request is answered ``start`` at once and the job's end is taken from
+``pflux.sim.run``, counted from T.  A job killed (``simulator.kill``, or a
+fatal exception on it) ends at once, and the instant is stepped again so that
+the scheduler sees its resources back.  Eventlog timestamps stay real (RFC 18:
+when the event was posted); R's starttime and expiration are simulated.
+
+The replay ends when no submit is left and no job will end by itself;
+``simulator.wait`` answers then, with every trace job's simulated times.
+Jobs submitted by others during the replay are scheduled with it; once it
+has ended, the clock stops and the scheduler runs no more passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import heapq
+import logging
+import math
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pflux.broker.message import Message, RPCError
+from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import PfluxError
+from pflux.exec.service import TIMELIMIT_NOTE
+from pflux.shell.layout import targets
+from pflux.sim.run import plan
+from pflux.sim.trace import TraceJob, load
+from pflux.spec.exec_protocol import ExecResponse, response
+from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
+
+__all__ = ["Simulator"]
+
+log = logging.getLogger("pflux.simulator")
+
+MAX_JOBID = (1 << 64) - 1
+
+
+class SimJob:
+    """A job the simulator runs: its start stream, the ranks it still holds, how it ends."""
+
+    __slots__ = ("id", "index", "ranks", "req", "status", "timelimit")
+
+    def __init__(self, jobid: int, req: Request, ranks: IdSet, index: int | None) -> None:
+        self.id = jobid
+        self.req = req
+        self.ranks = ranks
+        self.index = index  # its place in the trace, if it is a trace job
+        self.status = 0  # its finish status when it ends by itself
+        self.timelimit = False  # it ends by itself because R expires
+
+    def respond(self, kind: ExecResponse, data: dict[str, Any] | None = None) -> None:
+        self.req.respond(response(self.id, kind, data))
+
+
+def _settings(config: dict[str, Any]) -> tuple[str, float | None]:
+    section = config.get("simulator")
+    if not isinstance(section, dict):
+        raise PfluxError("simulator: configuration must be a table")
+    unknown = sorted(set(section) - {"trace", "epoch"})
+    if unknown:
+        raise PfluxError(f"simulator.{unknown[0]}: unknown key (known: trace, epoch)")
+    trace = section.get("trace")
+    if not isinstance(trace, str) or not trace:
+        raise PfluxError("simulator.trace: must be the path of a trace file")
+    epoch = section.get("epoch")
+    if epoch is not None and (
+        isinstance(epoch, bool) or not isinstance(epoch, int | float) or not 0 < epoch < 2**40
+    ):
+        raise PfluxError(f"simulator.epoch: must be a time in seconds since 1970, got {epoch!r}")
+    return trace, None if epoch is None else float(epoch)
+
+
+class Simulator(Service):
+    """The simulator service (see the module docstring)."""
+
+    name = "simulator"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        path, epoch = _settings(broker.config)
+        self.trace: list[TraceJob] = load(path)
+        self.epoch = float(int(time.time())) if epoch is None else epoch
+        self.now = self.epoch
+        self.jobs: dict[int, SimJob] = {}  # running
+        self.records: list[dict[str, Any]] = [{} for _ in self.trace]  # by trace index
+        self.index_of: dict[int, int] = {}  # job id -> trace index
+        self.calendar: list[tuple[float, int, int, IdSet | None]] = []  # when, seq, id, ranks
+        self.steps = 0
+        self.done = False
+        self._seq = 0
+        self._upcoming = 0  # next trace job to submit
+        self._again = False  # a job ended outside a step: play the instant again
+        self._waiters: list[Request] = []
+        self._task: asyncio.Task[None] | None = None
+        self._started_ids: set[int] = set()  # jobs started in this step
+        # jobs allocated in this step and not started yet, and the future of their starts
+        self._awaited: tuple[set[int], asyncio.Future[None]] | None = None
+
+    async def start(self) -> None:
+        self._task = self.broker.loop.create_task(self._replay())
+        self._task.add_done_callback(self._replay_done)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def _replay_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("the simulation failed", exc_info=task.exception())
+            self.broker.fatal(f"simulator: {task.exception()!r}")
+
+    # --- stepping -------------------------------------------------------------------
+
+    async def _replay(self) -> None:
+        try:
+            await self.broker.call("job-manager.exec-hello", {"service": self.name})
+        except RPCError as exc:  # RFC 32: a refused hello is fatal
+            self.broker.fatal(f"simulator: exec-hello refused: {exc.errstr}")
+            return
+        log.info("replaying %d jobs from %.0f", len(self.trace), self.epoch)
+        started = time.monotonic()
+        when = self._next_time()
+        while when is not None:
+            self.now = when
+            self._again = False
+            self._end_due(when)
+            await self._submit_due(when)
+            await self.broker.call("job-manager.quiescent", {})
+            self._started_ids.clear()
+            reply = await self.broker.call("sched.sim-time", {"time": when})
+            await self._starts(reply.get("allocated") or [])
+            self.steps += 1
+            when = when if self._again else self._next_time()
+        self.done = True
+        log.info(
+            "replay done: %d steps to %.0f s of simulated time in %.1f s",
+            self.steps,
+            self.now - self.epoch,
+            time.monotonic() - started,
+        )
+        waiters, self._waiters = self._waiters, []
+        for req in waiters:
+            req.respond(self._report())
+
+    def _next_time(self) -> float | None:
+        calendar = self.calendar
+        while calendar and calendar[0][2] not in self.jobs:
+            heapq.heappop(calendar)  # the job was killed before its time
+        when = calendar[0][0] if calendar else math.inf
+        if self._upcoming < len(self.trace):
+            when = min(when, self.epoch + self.trace[self._upcoming].submit)
+        return None if when == math.inf else when
+
+    def _end_due(self, when: float) -> None:
+        calendar = self.calendar
+        while calendar and calendar[0][0] <= when:
+            _, _, jobid, ranks = heapq.heappop(calendar)
+            job = self.jobs.get(jobid)
+            if job is None:
+                continue
+            if ranks is None:
+                self._end(job)
+            else:
+                job.ranks = job.ranks - ranks
+                job.respond(ExecResponse.RELEASE, {"ranks": ranks.encode(), "final": False})
+
+    def _submit_due(self, when: float) -> asyncio.Future[None]:
+        """Submit the trace's jobs due by ``when``; the future is done once all are answered."""
+        done: asyncio.Future[None] = self.broker.loop.create_future()
+        due = []
+        trace = self.trace
+        while self._upcoming < len(trace) and self.epoch + trace[self._upcoming].submit <= when:
+            due.append(trace[self._upcoming])
+            self._upcoming += 1
+        if not due:
+            done.set_result(None)
+            return done
+        left = [len(due)]
+
+        def answered(job: TraceJob, msg: Message) -> None:
+            record = self.records[job.index]
+            if msg.errnum:
+                log.error("trace job %d was refused: %s", job.index, msg.errstr)
+                record["error"] = msg.errstr
+            else:
+                self.index_of[msg.payload["id"]] = job.index
+                record["id"] = msg.payload["id"]
+            left[0] -= 1
+            if not left[0]:
+                done.set_result(None)
+
+        for job in due:
+            self.records[job.index].update(index=job.index, submit=when)
+            payload = {"jobspec": job.jobspec, "urgency": job.urgency}
+            self.broker.send("job-ingest.submit", payload, _bind(answered, job))
+        return done
+
+    def _starts(self, allocated: list[int]) -> asyncio.Future[None]:
+        """Done once every job of ``allocated`` has been started here, or the job manager is
+        quiescent (a job it never asks to start, because of an exception, must not hang us)."""
+        done: asyncio.Future[None] = self.broker.loop.create_future()
+        waiting = set(allocated) - self._started_ids
+        if not waiting:
+            done.set_result(None)
+            return done
+        self._awaited = (waiting, done)
+
+        def quiescent(msg: Message) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.broker.send("job-manager.quiescent", {}, quiescent)
+        return done
+
+    def _start_seen(self, jobid: int) -> None:
+        self._started_ids.add(jobid)
+        if self._awaited is not None:
+            waiting, done = self._awaited
+            waiting.discard(jobid)
+            if not waiting:
+                self._awaited = None
+                if not done.done():
+                    done.set_result(None)
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def _end(self, job: SimJob) -> None:
+        """``job``'s time is up: (its time limit's exception,) ``finish``, the final ``release``."""
+        if job.timelimit:
+            exception = {"severity": 0, "type": "timelimit", "note": TIMELIMIT_NOTE}
+            job.respond(ExecResponse.EXCEPTION, exception)
+        job.respond(ExecResponse.FINISH, {"status": job.status})
+        self._release(job)
+
+    def _release(self, job: SimJob) -> None:
+        job.respond(ExecResponse.RELEASE, {"ranks": job.ranks.encode(), "final": True})
+        del self.jobs[job.id]
+        if job.index is not None:
+            self.records[job.index]["end"] = self.now
+
+    def _add(self, when: float, jobid: int, ranks: IdSet | None) -> None:
+        self._seq += 1
+        heapq.heappush(self.calendar, (when, self._seq, jobid, ranks))
+
+    @method("start")
+    def start_job(self, req: Request) -> None:
+        jobid, jobspec, R = _start_args(req)  # noqa: N806 (R is the RFC's name)
+        if jobid in self.jobs:
+            raise RPCError(errno.EEXIST, f"job {JobID(jobid)}: already started")
+        self._start_seen(jobid)
+        index = self.index_of.get(jobid)
+        try:
+            ranks = [target.rank for target in targets(R)]
+            execution = R["execution"]
+            run = plan(jobspec, self.now, float(execution.get("expiration") or 0), ranks)
+        except (PfluxError, KeyError, TypeError, ValueError) as exc:
+            job = self.jobs[jobid] = SimJob(jobid, req, IdSet(), index)
+            self._fail(job, f"cannot simulate the job: {exc}")
+            return
+        job = self.jobs[jobid] = SimJob(jobid, req, IdSet(ranks), index)
+        if index is not None:
+            self.records[index]["start"] = execution.get("starttime")
+        if run.exception == "init":
+            self._fail(job, "mock initialization exception generated")
+            return
+        job.respond(ExecResponse.START)
+        if run.exception == "run":
+            self._fail(job, "mock run exception generated", signal.SIGTERM)
+            return
+        for when, released in run.releases:
+            self._add(when, jobid, released)
+        if run.end < math.inf:
+            job.status = run.status
+            job.timelimit = run.timelimit
+            self._add(run.end, jobid, None)
+
+    def _fail(self, job: SimJob, note: str, status: int | None = None) -> None:
+        """A fatal ``exec`` exception: the job ends now (with ``status`` if it started)."""
+        job.respond(ExecResponse.EXCEPTION, {"severity": 0, "type": "exec", "note": note})
+        if status is not None:
+            job.respond(ExecResponse.FINISH, {"status": status})
+        self._release(job)
+        self._again = True
+
+    @method("kill")
+    def kill(self, req: Request) -> None:
+        job = self._running(req)
+        signum = req.payload.get("signum")
+        if type(signum) is not int or not 0 < signum < signal.NSIG:
+            raise RPCError(errno.EINVAL, f"kill: invalid signal number {signum!r}")
+        self._stop(job, signum)
+        req.respond({})
+
+    @method("exception")
+    def exception(self, req: Request) -> None:
+        payload = req.payload if isinstance(req.payload, dict) else {}
+        job = self.jobs.get(payload.get("id"))  # type: ignore[arg-type]
+        if job is not None and payload.get("severity") == 0:
+            self._stop(job, signal.SIGTERM)
+        req.respond({})
+
+    def _stop(self, job: SimJob, signum: int) -> None:
+        """A signal ends a simulated job at once, with the signal as its status (as testexec)."""
+        job.respond(ExecResponse.FINISH, {"status": signum})
+        self._release(job)
+        self._again = True
+
+    def _running(self, req: Request) -> SimJob:
+        jobid = req.payload.get("id") if isinstance(req.payload, dict) else None
+        if type(jobid) is not int:
+            raise RPCError(errno.EPROTO, f"{req.topic}: id must be an integer")
+        job = self.jobs.get(jobid)
+        if job is None:
+            raise RPCError(errno.ENOENT, f"job {JobID(jobid)}: not running")
+        if not req.owner:
+            raise RPCError(errno.EPERM, f"job {JobID(jobid)}: permission denied")
+        return job
+
+    # --- results ----------------------------------------------------------------------
+
+    @method("wait")
+    def wait(self, req: Request) -> None:
+        """Answer once the replay is over, with every trace job's simulated times."""
+        if self.done:
+            req.respond(self._report())
+        else:
+            self._waiters.append(req)
+
+    def _report(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "time": self.now,
+            "steps": self.steps,
+            "jobs": self.records,
+        }
+
+
+def _start_args(req: Request) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """A start request's job id, jobspec and R; RPCError if it is malformed or not the owner's."""
+    payload = req.payload
+    if not isinstance(payload, dict):
+        raise RPCError(errno.EPROTO, "simulator.start: payload must be an object")
+    jobid = payload.get("id")
+    jobspec = payload.get("jobspec")
+    R = payload.get("R")  # noqa: N806
+    if type(jobid) is not int or not 0 <= jobid <= MAX_JOBID:
+        raise RPCError(errno.EPROTO, "simulator.start: id must be a job id")
+    if not isinstance(jobspec, dict) or not isinstance(R, dict):
+        raise RPCError(errno.EPROTO, "simulator.start: jobspec and R must be objects")
+    if not req.owner:
+        raise RPCError(errno.EPERM, "simulator.start: only the instance owner may start jobs")
+    return jobid, jobspec, R
+
+
+def _bind(fn: Callable[[TraceJob, Message], None], job: TraceJob) -> Callable[[Message], None]:
+    return lambda msg: fn(job, msg)
