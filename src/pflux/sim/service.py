@@ -286,11 +286,11 @@ class Simulator(Service):
             self._fail(job, f"cannot simulate the job: {exc}")
             return
         job = self.jobs[jobid] = SimJob(jobid, req, IdSet(ranks), index)
-        if index is not None:
-            self.records[index]["start"] = execution.get("starttime")
         if run.exception == "init":
             self._fail(job, "mock initialization exception generated")
             return
+        if index is not None:
+            self.records[index]["start"] = execution.get("starttime")
         job.respond(ExecResponse.START)
         if run.exception == "run":
             self._fail(job, "mock run exception generated", signal.SIGTERM)

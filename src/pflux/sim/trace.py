@@ -118,7 +118,7 @@ def _job(index: int, row: dict[str, Any], text: bool) -> TraceJob:
     run = _seconds(row["duration"], "duration", text)
     if run <= 0:
         raise PfluxError(f"duration: must be more than 0, got {row['duration']!r}")
-    limit = _seconds(row.get("timelimit", run), "timelimit", text)
+    limit = _seconds(row["timelimit"], "timelimit", text) if "timelimit" in row else run
     counts = {key: _count(row.get(key), key, text, least) for key, least in _COUNTS.items()}
     urgency = _count(row.get("urgency"), "urgency", text, 0)
     if urgency is not None and urgency > 31:
