@@ -1,6 +1,8 @@
 """job-info: read access to a job's KVS data, the proxy RFC 16 describes for guests.
 
-``lookup`` returns J, jobspec, R or the eventlog; ``eventlog-watch`` streams an
+``lookup`` returns J, jobspec, R, the eventlog or a key of the job's guest
+namespace (``guest.application.x``: RFC 16's proxy, for the final snapshot a
+guest can no longer read through the removed namespace); ``eventlog-watch`` streams an
 eventlog (the job's own, or a guest one such as ``guest.output``) from its first
 line, live, and ends once the job is inactive and every line has been sent.
 Both check that the requester owns the job (or owns the instance).
@@ -15,13 +17,22 @@ import orjson
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import LocalRoute, Request, Service, method
-from pflux.kvs.keys import job_key
+from pflux.kvs.keys import KEY_PATTERN, job_key
 from pflux.manager.requests import job_id_arg, payload_of
 from pflux.spec.fluid import JobID
 
 LOOKUP_KEYS = frozenset(("J", "jobspec", "R", "eventlog"))
 WATCH_PATHS = frozenset(("eventlog", "guest.exec.eventlog", "guest.output", "guest.input"))
 TERMINAL_EVENTS = (b'"name":"clean"', b'"name":"invalidate"')
+
+
+def _lookup_key(key: object) -> bool:
+    """One of the job's own keys, or a key of its guest namespace's final snapshot."""
+    if key in LOOKUP_KEYS:
+        return True
+    return (
+        isinstance(key, str) and key.startswith("guest.") and KEY_PATTERN.fullmatch(key) is not None
+    )
 
 
 class JobInfo(Service):
@@ -47,10 +58,9 @@ class JobInfo(Service):
         payload = payload_of(req)
         jobid = job_id_arg(payload)
         keys = payload.get("keys", ["jobspec"])
-        if not isinstance(keys, list) or not keys or not set(keys) <= LOOKUP_KEYS:
-            raise RPCError(
-                errno.EINVAL, f"keys: must be a list of {', '.join(sorted(LOOKUP_KEYS))}"
-            )
+        if not isinstance(keys, list) or not keys or not all(map(_lookup_key, keys)):
+            known = ", ".join(sorted(LOOKUP_KEYS))
+            raise RPCError(errno.EINVAL, f"keys: must be a list of {known} or guest.KEY")
         eventlog = await self._check_owner(req, jobid)
         reply: dict[str, Any] = {"id": jobid}
         for key in keys:

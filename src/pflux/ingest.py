@@ -95,7 +95,7 @@ class IngestService(Service):
             ["append", job_key(jobid, "eventlog"), event.to_line()],
         )
         if not self._batch:
-            self.broker.loop.call_soon(self._flush)
+            self.broker.at_turn_end(self._flush)
         self._batch.append(_Submission(req, jobid, jobspec, event))
 
     def _flush(self) -> None:

@@ -172,9 +172,9 @@ def test_get_waitcreate_and_watch(capsys: pytest.CaptureFixture[str], uri: str) 
 def test_namespace_option(capsys: pytest.CaptureFixture[str], uri: str) -> None:
     with Handle(uri) as h:
         h.call("kvs.namespace-create", {"name": "job-7", "owner": 0, "prefix": "t7.guest"})
-    assert kvs(capsys, "put", "-N", "job-7", "output=hi")[0] == 0
-    assert kvs(capsys, "get", "--namespace=job-7", "output")[1] == "hi\n"
-    assert kvs(capsys, "get", "t7.guest.output")[1] == "hi\n"
-    assert kvs(capsys, "ls", "-N", "job-7")[1] == "output\n"
+    assert kvs(capsys, "put", "-N", "job-7", "application.out=hi")[0] == 0
+    assert kvs(capsys, "get", "--namespace=job-7", "application.out")[1] == "hi\n"
+    assert kvs(capsys, "get", "t7.guest.application.out")[1] == "hi\n"
+    assert kvs(capsys, "ls", "-N", "job-7")[1] == "application\n"
     rc, _, err = kvs(capsys, "get", "-N", "job-8", "output")
     assert (rc, err) == (1, 'pflux-kvs: ERROR: namespace "job-8": does not exist\n')

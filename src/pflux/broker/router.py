@@ -157,14 +157,22 @@ class RunQueue:
     own work here and the loop runs it in one go. Work queued while a turn runs
     waits for the next turn, so nothing runs inside its sender's call stack and
     I/O is never starved.
+
+    A service that batches what a turn brings (the KVS's transaction, the job
+    manager's commit, the scheduler's pass) asks for ``at_end``: its flush runs
+    once the turn's work is done, in the same loop callback, rather than on a
+    later loop iteration of its own. A request a flush sends is delivered on
+    the next turn as any other, so a commit round trip costs two turns, not four.
     """
 
-    __slots__ = ("_items", "_loop", "_scheduled")
+    __slots__ = ("_ends", "_items", "_loop", "_running", "_scheduled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._items: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
+        self._ends: list[Callable[[], None]] = []
         self._scheduled = False
+        self._running = False
 
     def push(self, fn: Callable[..., None], *args: Any) -> None:
         self._items.append((fn, args))
@@ -172,15 +180,33 @@ class RunQueue:
             self._scheduled = True
             self._loop.call_soon(self._run)
 
+    def at_end(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at the end of this turn (or of the next, outside one); callers ask once."""
+        self._ends.append(fn)
+        if not self._running and not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._run)
+
     def _run(self) -> None:
         self._scheduled = False
-        items = self._items
-        for _ in range(len(items)):
-            fn, args = items.popleft()
-            try:
-                fn(*args)
-            except Exception:
-                log.exception("broker: %r failed", fn)
+        self._running = True
+        try:
+            items = self._items
+            for _ in range(len(items)):
+                fn, args = items.popleft()
+                try:
+                    fn(*args)
+                except Exception:
+                    log.exception("broker: %r failed", fn)
+            while self._ends:
+                ends, self._ends = self._ends, []
+                for end in ends:
+                    try:
+                        end()
+                    except Exception:
+                        log.exception("broker: %r failed", end)
+        finally:
+            self._running = False
 
 
 class LocalRoute:
@@ -269,6 +295,10 @@ class Broker:
         if self._queue is None:
             self._queue = RunQueue(self.loop)
         return self._queue
+
+    def at_turn_end(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once this turn's messages are handled (see ``RunQueue.at_end``)."""
+        self.queue.at_end(fn)
 
     def register(self, service: Service) -> None:
         """Add a service; its methods become reachable as ``<name>.<method>``."""

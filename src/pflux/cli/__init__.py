@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "shutdown": "shutdown",
     "cancel": "cancel",
     "queue": "queue",
+    "update": "update",
 }
 
 USAGE = """\
@@ -37,6 +38,7 @@ commands:
   shutdown   stop the instance
   cancel     cancel jobs
   queue      control the queue: status, enable, disable, start, stop, drain, idle
+  update     update an active job's jobspec (duration=+10m, name=...)
 """
 
 

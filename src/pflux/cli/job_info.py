@@ -1,11 +1,13 @@
 """``pflux job info ID KEY...``: print a job's stored objects, as ``flux job info``.
 
 Keys: ``J`` (the signed jobspec), ``jobspec``, ``R``, ``eventlog`` (through
-job-info) and the guest logs ``guest.exec.eventlog``, ``guest.output`` and
-``guest.input``. Each value is printed followed by a newline, as flux prints
-it. Like flux, ``jobspec`` and ``R`` are the *current* versions, with the
-job's ``jobspec-update`` / ``resource-update`` events applied; ``--base``
-gives them as first stored, ``--original`` the jobspec as submitted (from J).
+job-info), the guest logs ``guest.exec.eventlog``, ``guest.output`` and
+``guest.input``, and any other key of the guest namespace as ``guest.KEY``
+(``guest.application.x``, through job-info: flux's ``job info`` reads any
+key). Each value is printed followed by a newline, as flux prints it. Like
+flux, ``jobspec`` and ``R`` are the *current* versions, with the job's
+``jobspec-update`` / ``resource-update`` events applied; ``--base`` gives
+them as first stored, ``--original`` the jobspec as submitted (from J).
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("jobid", metavar="ID", help="job id (any encoding)")
     parser.add_argument(
-        "keys", nargs="+", metavar="KEY", help=f"one of {', '.join(LOOKUP_KEYS + GUEST_KEYS)}"
+        "keys",
+        nargs="+",
+        metavar="KEY",
+        help=f"one of {', '.join(LOOKUP_KEYS + GUEST_KEYS)}, or guest.KEY",
     )
     args = parser.parse_args(argv)
     return base.run(NAME, lambda: _info(args))
@@ -51,9 +56,9 @@ def _info(args: argparse.Namespace) -> int:
     from pflux.spec.fluid import JobID
 
     for key in args.keys:
-        if key not in LOOKUP_KEYS and key not in GUEST_KEYS:
+        if key not in LOOKUP_KEYS and not key.startswith("guest."):
             known = ", ".join(LOOKUP_KEYS + GUEST_KEYS)
-            raise PfluxError(f"unknown key {key!r}: expected one of {known}")
+            raise PfluxError(f"unknown key {key!r}: expected one of {known} or guest.KEY")
     jobid = JobID.parse(args.jobid)
     with Client(args.uri) as client:
         values = _values(client, jobid, args)
@@ -66,7 +71,7 @@ def _values(client: Client, jobid: JobID, args: argparse.Namespace) -> dict[str,
     for key in args.keys:
         if key == "jobspec" and args.original:
             keys["J"] = None
-        elif key in LOOKUP_KEYS:
+        elif key in LOOKUP_KEYS or key not in GUEST_KEYS:  # guest.KEY: through job-info
             keys[key] = None
         if key in _UPDATES and not args.base and not (key == "jobspec" and args.original):
             keys["eventlog"] = None

@@ -1,7 +1,9 @@
 """``pflux kvs get|put|ls|eventlog get``: the instance's KVS from the command line.
 
-Options and output follow ``flux kvs``: ``-N`` names a namespace; ``get`` prints
-each value on its own line (``-l`` with ``key=``), ``-w`` follows changes
+Options and output follow ``flux kvs``: ``-N`` names a namespace (by default
+``$PFLUX_KVS_NAMESPACE``, which a job's tasks have set to the job's guest
+namespace as flux-core sets ``FLUX_KVS_NAMESPACE``, else ``primary``); ``get``
+prints each value on its own line (``-l`` with ``key=``), ``-w`` follows changes
 (``-A`` only appends, ``-W`` waits for the key to appear, ``-c`` stops after so
 many); ``ls`` prints names in columns that fit the terminal (``-1`` one per
 line, ``-F`` marks directories with ``.``, ``-R`` recurses, ``-d`` lists a
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from pflux.client.handle import Handle
 
 ROOT = "."
+NAMESPACE_ENV = "PFLUX_KVS_NAMESPACE"
 
 
 def main(argv: list[str]) -> int:
@@ -38,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = base.parser("kvs", "Read and write the instance's key-value store.")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
-    common.add_argument("-N", "--namespace", help="KVS namespace (default: primary)")
+    common.add_argument(
+        "-N", "--namespace", help="KVS namespace (default: $PFLUX_KVS_NAMESPACE, else primary)"
+    )
     sub = parser.add_subparsers(metavar="COMMAND", required=True)
 
     get = sub.add_parser("get", parents=[common], help="print the values of keys")
@@ -100,8 +105,9 @@ def _handle(args: argparse.Namespace) -> Handle:
 
 
 def _request(args: argparse.Namespace, **payload: Any) -> dict[str, Any]:
-    if args.namespace is not None:
-        payload["namespace"] = args.namespace
+    namespace = args.namespace or os.environ.get(NAMESPACE_ENV)
+    if namespace:
+        payload["namespace"] = namespace
     return payload
 
 

@@ -46,8 +46,11 @@ that, and after five kill timeouts SIGKILL to the shell itself, backing off
 up to 300 s. When R's expiration passes, job-exec raises a ``timelimit``
 exception (RFC 21's name; flux-core says ``timeout``) with flux-core's note
 ``resource allocation expired`` and sends SIGALRM, then SIGKILL after the
-kill timeout. A job whose tasks all succeeded but which had a fatal
-exception finishes with status 256 (exit code 1), as in flux-core.
+kill timeout. A ``resource-update`` of a running job's expiration reaches
+job-exec as ``job-exec.expiration {id, expiration}`` from the job manager
+(as in flux-core), which re-arms the timer. A job whose tasks all succeeded
+but which had a fatal exception finishes with status 256 (exit code 1), as
+in flux-core.
 
 Reattach (``reattach: true`` after an instance restart) is not supported
 yet: the job gets a fatal ``exec`` exception noting that it was running when
@@ -309,6 +312,18 @@ class ExecJob:
             if delay / (expiration - starttime) * 100 > MAX_START_DELAY_PERCENT:
                 expiration += delay
         self._expiration = self.loop.call_later(max(0.0, expiration - time.time()), self._expired)
+
+    def update_expiration(self, expiration: float) -> None:
+        """R's expiration changed (``job-exec.expiration``): re-arm the time limit."""
+        self.times = (self.times[0], expiration)
+        execution = self.R.get("execution")
+        self.R = {**self.R, "execution": {**(execution or {}), "expiration": expiration}}
+        if self._expiration is not None:
+            self._expiration.cancel()
+            self._expiration = None
+        if self.running and not self.exception and not self.finalizing:
+            self._arm_expiration()
+        log.debug("job %s: updated expiration to %.2f", JobID(self.id), expiration)
 
     def _expired(self) -> None:
         self._expiration = None
@@ -741,7 +756,7 @@ class JobExec(Service):
     def _flush_soon(self) -> None:
         if not self._flush_due:
             self._flush_due = True
-            self.broker.loop.call_soon(self._flush)
+            self.broker.at_turn_end(self._flush)
 
     def _flush(self) -> None:
         """Send this turn's creations, its one commit, then its removals, in that order."""
@@ -827,6 +842,22 @@ class JobExec(Service):
         if not _is_int(signum) or not 0 < signum < signal.NSIG:
             raise RPCError(errno.EINVAL, f"kill: invalid signal number {signum!r}")
         job.kill(signum)
+        req.respond({})
+
+    @method("expiration")
+    def expiration(self, req: Request) -> None:
+        """A running job's new expiration (after its ``resource-update``), from the job manager."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "job-exec.expiration: only the instance owner")
+        job = self._job(req)
+        expiration = req.payload.get("expiration")
+        if isinstance(expiration, bool) or not isinstance(expiration, int | float):
+            expiration = -1
+        if not 0 <= expiration < float("inf"):
+            raise RPCError(
+                errno.EPROTO, f"expiration: must be a time >= 0 (0: none), not {expiration!r}"
+            )
+        job.update_expiration(float(expiration))
         req.respond({})
 
     @method("exception")

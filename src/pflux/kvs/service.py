@@ -18,6 +18,18 @@ text, and never polls.
 
 Reads see committed data: a read that arrives in the same turn as a commit
 does not see it, so a client reads after its commit is answered.
+
+A job's guest namespace belongs to the job's owner, who may read all of it
+and write all of it but ``exec``, ``output`` and ``input``: those are the
+execution service's (``exec.eventlog``, the tasks' output and input), and it
+writes them as primary keys. Writing them through the namespace is EPERM for
+everyone, the instance owner included, so a task cannot corrupt its own job's
+record; the instance owner can still reach them through ``primary``.
+
+Checkpoints (``Store.checkpoint``) run in a thread of their own, one at a
+time, once ``CHECKPOINT_TRANSACTIONS`` transactions have committed since the
+last one began, or a second has passed with any: the loop never waits for
+SQLite to copy and sync the WAL.
 """
 
 from __future__ import annotations
@@ -25,6 +37,8 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -46,7 +60,12 @@ from pflux.kvs.store import APPEND, PUT, UNLINK, Change, Store, StoreError
 log = logging.getLogger("pflux.kvs")
 
 DB_NAME = "kvs.sqlite"
+# A job's guest namespace is the job's to write (RFC 16: ``application``, ``tools.<name>``,
+# other ``<service>`` keys) except these, which job-exec writes through the primary namespace
+EXEC_KEYS = frozenset(("exec", "output", "input"))
 WALK_BATCH = 1024  # entries per kvs.walk response
+CHECKPOINT_TRANSACTIONS = 256  # transactions after which a checkpoint is due
+CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
 
 
 class _Watch:
@@ -89,6 +108,10 @@ class KVSService(Service):
         self._watches: dict[str, list[_Watch]] = {}  # by primary key
         self._by_sender: dict[tuple[object, int], _Watch] = {}
         self._failed: str | None = None
+        self._checkpoints: ThreadPoolExecutor | None = None
+        self._checkpointing: asyncio.Future[int] | None = None
+        self._written = 0  # transactions since the last checkpoint began
+        self._checkpointed = time.monotonic()
 
     @property
     def store(self) -> Store:
@@ -115,6 +138,10 @@ class KVSService(Service):
             self._flush()
         for watch in list(self._by_sender.values()):
             self._end(watch, errno.ENOSYS, "kvs: the instance is stopping")
+        if self._checkpointing is not None:
+            await asyncio.wait([self._checkpointing])
+        if self._checkpoints is not None:
+            self._checkpoints.shutdown()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -136,9 +163,16 @@ class KVSService(Service):
                 if not isinstance(op, list) or len(op) != 3:
                     raise KVSError(errno.EINVAL, f"kvs.commit: ops[{i}]: must be [op, key, value]")
                 try:
-                    check_key(op[1])
+                    key = check_key(op[1])
                 except KVSError as exc:
                     raise KVSError(errno.EINVAL, f"kvs.commit: ops[{i}]: {exc.errstr}") from None
+                if key.partition(".")[0] in EXEC_KEYS:
+                    raise KVSError(
+                        errno.EPERM,
+                        f"kvs.commit: ops[{i}]: key {quote(key)} in namespace {quote(namespace)}:"
+                        " permission denied: exec, output and input are written by the"
+                        " execution service only (use application or tools.<name>)",
+                    )
         self._enqueue(req, "commit", (namespace, ops))
 
     @method("namespace-create")
@@ -167,7 +201,7 @@ class KVSService(Service):
         self._queue.append(_Pending(req, kind, args))
         if not self._scheduled:
             self._scheduled = True
-            self.broker.loop.call_soon(self._flush)
+            self.broker.at_turn_end(self._flush)
 
     def _flush(self) -> None:
         """Apply everything queued in one transaction, then answer and notify."""
@@ -198,7 +232,28 @@ class KVSService(Service):
             self._fail(str(exc), queue)
             return
         log.debug("kvs: %d requests, %d ops, one transaction", len(queue), nops)
+        self._written += 1
         self._answer(results)
+        self._checkpoint_if_due(store)
+
+    def _checkpoint_if_due(self, store: Store) -> None:
+        if self._checkpointing is not None:
+            return
+        recent = time.monotonic() - self._checkpointed < CHECKPOINT_INTERVAL
+        if self._written < CHECKPOINT_TRANSACTIONS and recent:
+            return
+        if self._checkpoints is None:
+            self._checkpoints = ThreadPoolExecutor(1, thread_name_prefix="kvs-checkpoint")
+        self._written = 0
+        future = self.broker.loop.run_in_executor(self._checkpoints, store.checkpoint)
+        self._checkpointing = future
+        future.add_done_callback(self._checkpoint_done)
+
+    def _checkpoint_done(self, future: asyncio.Future[int]) -> None:
+        self._checkpointing = None
+        self._checkpointed = time.monotonic()
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("kvs: %s", future.exception())
 
     def _answer(self, results: list[tuple[_Pending, KVSError | None, list[Change]]]) -> None:
         """Answer each request of a committed transaction, and feed the watches, in order."""

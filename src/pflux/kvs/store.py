@@ -17,13 +17,22 @@ replacing a value that stands where a directory is needed, and vice versa.
 
 Durability. WAL journal; ``synchronous=NORMAL`` makes a committed transaction
 survive the death of the process (it is in the WAL), ``full`` survives power
-loss too. The database is opened in exclusive locking mode: one instance owns
-it, and a second one fails at once instead of corrupting it.
+loss too. One instance owns the database: it holds an exclusive ``flock`` on
+``<db>.lock``, and a second one fails at once instead of corrupting it.
+
+Checkpoints. SQLite's automatic checkpoint copies the WAL into the database
+(and, with ``synchronous=NORMAL``, syncs it) inside whichever commit crosses
+its threshold: tens of milliseconds here, in the middle of the event loop.
+So automatic checkpoints are off and ``checkpoint`` runs a passive one on a
+connection of its own, for the service to call from a thread: SQLite lets
+it run beside the writer, and releases the GIL while it copies and syncs.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
+import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -45,11 +54,12 @@ from pflux.kvs.keys import (
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as such
-PAGE_SIZE = 16384  # rows of a few KiB stay in the b-tree page (measured: bench/bench_kvs.py)
+PAGE_SIZE = 16384
 CACHE_KIB = 32768
 CHUNK = 4000  # characters; a chunk this size still fits in its b-tree page
 SYNC_MODES = ("normal", "full")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
+BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
 
 # --- SQL ---------------------------------------------------------------------------------
 
@@ -164,22 +174,41 @@ class Store:
         self.path = Path(path)
         self._dirs: set[str] = set()  # known directories none of whose ancestors is a value
         self._namespaces: dict[str, Namespace] = {}
+        self._checkpointer: sqlite3.Connection | None = None
+        self._lock = self._take_lock()
         try:
-            # no busy wait: the only other user of the file can be another instance
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
         except sqlite3.Error as exc:
+            os.close(self._lock)
             raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
         try:
             self._open(sync)
         except BaseException:
             self._conn.close()
+            os.close(self._lock)
             raise
+
+    def _take_lock(self) -> int:
+        """Own the database: an exclusive flock on ``<db>.lock``, or StoreError at once."""
+        lock_path = f"{self.path}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise StoreError(f"{lock_path}: cannot open the KVS lock: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreError(
+                f"{self.path}: the KVS database is in use by another process"
+                " (is another instance running on this state directory?)"
+            ) from None
+        return fd
 
     def _open(self, sync: str) -> None:
         conn = self._conn
         try:
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
-            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
                 raise self._corrupt("; ".join(problems).replace("\n", "; "))
@@ -188,6 +217,7 @@ class Store:
                 raise StoreError(f"{self.path}: cannot use WAL mode (journal mode is {mode})")
             conn.execute(f"PRAGMA synchronous = {sync.upper()}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint()
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise self._open_error(exc) from None
@@ -243,8 +273,33 @@ class Store:
         }
 
     def close(self) -> None:
-        """Close the database (checkpointing the WAL into it)."""
+        """Close the database (checkpointing the WAL into it) and give up the lock."""
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         self._conn.close()
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+    def checkpoint(self) -> int:
+        """Copy what the WAL holds into the database; return the frames left in the WAL.
+
+        A passive checkpoint on a connection of its own: it never waits for the
+        writer, so it may be called from another thread (one at a time) while
+        the store commits. What it cannot copy yet is left for the next call.
+        """
+        conn = self._checkpointer
+        try:
+            if conn is None:
+                conn = sqlite3.connect(
+                    self.path, isolation_level=None, timeout=BUSY_TIMEOUT, check_same_thread=False
+                )
+                self._checkpointer = conn
+            _, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: checkpoint failed: {exc}") from None
+        return max(0, int(frames) - int(copied))
 
     def __enter__(self) -> Store:
         return self

@@ -27,11 +27,14 @@ log = logging.getLogger("pflux.job-manager")
 class Batch:
     """Everything posted in one loop turn, and what to do once it is durable."""
 
-    __slots__ = ("callbacks", "durable", "entries", "jobs", "ops")
+    __slots__ = ("appends", "callbacks", "durable", "entries", "jobs", "ops")
 
     def __init__(self) -> None:
         self.durable = False
         self.ops: list[list[Any]] = []
+        # a job's eventlog append in ``ops`` that later events of the batch can join: one
+        # UPDATE for several lines costs SQLite about what one line does
+        self.appends: dict[Job, list[Any]] = {}
         self.entries: list[dict[str, Any]] = []  # journal entries
         self.jobs: dict[Job, None] = {}  # jobs with events in this batch, in order
         self.callbacks: list[Callable[[], None]] = []
@@ -57,7 +60,7 @@ class EventPoster:
         """The current turn's batch, scheduling its commit on first use."""
         if self._batch is None:
             self._batch = Batch()
-            self.broker.loop.call_soon(self._flush)
+            self.broker.at_turn_end(self._flush)
         return self._batch
 
     @property
@@ -86,7 +89,12 @@ class EventPoster:
         """Add an applied event to the batch (``commit=False``: already in the KVS)."""
         batch = self.batch
         if commit:
-            batch.ops.append(["append", job.kvs("eventlog"), event.to_line()])
+            op = batch.appends.get(job)
+            if op is None:
+                op = batch.appends[job] = ["append", job.kvs("eventlog"), event.to_line()]
+                batch.ops.append(op)
+            else:
+                op[2] += event.to_line()
         entry: dict[str, Any] = {"id": job.id, "seq": seq, "entry": event.to_json()}
         if event.name == "submit":
             entry["jobspec"] = job.jobspec
@@ -101,7 +109,9 @@ class EventPoster:
 
     def add_ops(self, ops: list[list[Any]]) -> None:
         """Commit extra KVS operations with this turn's events (e.g. removing a job)."""
-        self.batch.ops.extend(ops)
+        batch = self.batch
+        batch.ops.extend(ops)
+        batch.appends.clear()  # later events must not be committed before these ops
 
     def _flush(self) -> None:
         batch, self._batch = self._batch, None

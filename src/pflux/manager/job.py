@@ -73,7 +73,6 @@ class Job(Outcome):
         "key",
         "memo",
         "perilog",
-        "plugin_data",
         "priority",
         "reattach",
         "release_final",
@@ -123,7 +122,6 @@ class Job(Outcome):
         self.free_pending = False
         self.reattach = False
         self.waiters: list[Any] = []
-        self.plugin_data: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"Job({self.id}, {self.state.name})"

@@ -93,6 +93,10 @@ async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
             apply_jobspec_updates(job.jobspec, job.jobspec_updates)
         if job.has_resources:
             job.R = await _get_json(broker, job.kvs("R"))
+            if job.expiration is not None:  # resource-update events
+                from pflux.manager.update import with_expiration
+
+                job.R = with_expiration(job.R, job.expiration)
         # a job whose shells may still be running is started again with reattach
         job.reattach = job.state is State.RUN
     return jobs, ended

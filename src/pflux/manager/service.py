@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from pflux.manager.quiescent import Quiescence
 from pflux.manager.requests import check_urgency, exception_args, job_id_arg, payload_of
 from pflux.manager.start import StartClient
 from pflux.manager.states import State, apply
+from pflux.manager.update import check_updates, running_expiration, with_expiration
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 
@@ -74,6 +76,9 @@ class JobManager(Service):
         self._depending: set[Job] = set()  # jobs whose dependencies are being added
         for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
             self.add_plugin(scheme(self))
+        perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
+        if perilog.active:
+            self.add_plugin(perilog)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -89,9 +94,6 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        perilog = Perilog(self, self.broker.config)
-        if perilog.active:
-            self.add_plugin(perilog)
         self.jobs, self.ended = await restart.load(self.broker)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
         for job in self.jobs.values():
@@ -105,6 +107,10 @@ class JobManager(Service):
                 plugin.restarted(job)
             if job.state is State.NEW:
                 self._validate(job)
+
+    async def stop(self) -> None:
+        for plugin in self.plugins:
+            await plugin.stop()
 
     # --- counting and lookup --------------------------------------------------------------
 
@@ -349,9 +355,15 @@ class JobManager(Service):
         signum = payload.get("signum", 15)
         if type(signum) is not int or not 0 < signum < 65:
             raise RPCError(errno.EINVAL, f"signum: must be a signal number 1-64, got {signum!r}")
-        if job.state is not State.RUN:
+        # RUN or CLEANUP, as in flux-core: tasks may outlive a fatal exception for a while
+        if not job.state & State.RUNNING or not job.start_pending:
             raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running")
-        await self.exec.kill(job, signum)
+        try:
+            await self.exec.kill(job, signum)
+        except RPCError as exc:
+            if exc.errnum != errno.ENOENT:  # ENOENT: its tasks have just ended
+                raise
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running") from None
         req.respond({})
 
     @method("urgency")
@@ -392,17 +404,37 @@ class JobManager(Service):
         self.events.after_commit(lambda: req.respond({}))
 
     @method("update")
-    def update(self, req: Request) -> None:
-        """Change a pending job's jobspec (a ``jobspec-update`` event)."""
+    async def update(self, req: Request) -> None:
+        """Update a job's jobspec (see ``update.py``): a pending job's, or a running job's
+        duration, which moves its expiration (``resource-update``)."""
         payload = payload_of(req)
+        updates = check_updates(payload.get("updates"))
         job = self._active_job(req, job_id_arg(payload))
-        updates = payload.get("updates")
-        if not isinstance(updates, dict) or not updates:
-            raise RPCError(errno.EPROTO, "updates: must be a non-empty object of jobspec keys")
-        if not job.state & (State.PENDING | State.NEW):
-            raise RPCError(
-                errno.EINVAL, f"job {JobID(job.id)}: only a pending job's jobspec can be updated"
-            )
+        if job.state & (State.PENDING | State.NEW):
+            self._update_pending(req, job, updates)
+            return
+        expiration = running_expiration(job, updates, owner=req.owner, now=time.time())
+        try:
+            await self.broker.call("sched.expiration", {"id": job.id, "expiration": expiration})
+        except RPCError as exc:
+            if exc.errnum != errno.ENOSYS:
+                raise RPCError(
+                    exc.errnum, f"scheduler refused expiration update: {exc.errstr}"
+                ) from None
+        if not job.state & State.RUNNING:  # it ended while the scheduler was asked
+            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
+        job.jobspec = _updated(job.jobspec or {}, updates)
+        job.R = with_expiration(job.R, expiration)
+        self.post(job, "jobspec-update", updates)
+        self.post(job, "resource-update", {"expiration": expiration})
+
+        def committed() -> None:
+            req.respond({})
+            self.exec.expiration(job, expiration)
+
+        self.events.after_commit(committed)
+
+    def _update_pending(self, req: Request, job: Job, updates: dict[str, Any]) -> None:
         candidate = _updated(job.jobspec or {}, updates)
         from pflux.spec.jobspec import validate
 

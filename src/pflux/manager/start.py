@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pflux.job-manager")
 
+EXPIRATION_NOTE = (  # flux-core's
+    "failed to send expiration update to exec system:"
+    " job termination may not coincide with expiration"
+)
+
 
 class _Hello:
     """The loaded service's hello request, to notice its sender going away."""
@@ -139,6 +144,20 @@ class StartClient:
         etype, note = job.exception
         payload = {"id": job.id, "type": etype, "severity": 0, "note": note}
         self.manager.broker.send(f"{self.service}.exception", payload)
+
+    def expiration(self, job: Job, expiration: float) -> None:
+        """Tell the service of a running job's new expiration (after its resource-update)."""
+        if self.service is None or not job.start_pending:
+            return  # a start request, if one is sent, carries R with it
+
+        def answered(msg: Message) -> None:
+            # ENOENT: the job has just ended there; nothing left to time
+            if msg.errnum not in (0, errno.ENOENT) and job.state & State.RUNNING:
+                log.error("%s.expiration for %d failed: %s", self.service, job.id, msg.errstr)
+                self.manager.raise_exception(job, "exec", EXPIRATION_NOTE, 1)
+
+        payload = {"id": job.id, "expiration": expiration}
+        self.manager.broker.send(f"{self.service}.expiration", payload, answered)
 
     async def kill(self, job: Job, signum: int) -> None:
         if self.service is None or not job.start_pending:

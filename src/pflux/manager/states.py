@@ -272,7 +272,11 @@ def _table() -> dict[tuple[State, str], Handler]:
         (S.CLEANUP, "finish"): _finish,
         (S.RUN, "release"): _release,
         (S.CLEANUP, "release"): _release,
+        # a running job's duration may be updated (flux update): both events, RUN or CLEANUP
+        (S.RUN, "jobspec-update"): _jobspec_update,
+        (S.CLEANUP, "jobspec-update"): _jobspec_update,
         (S.RUN, "resource-update"): _resource_update,
+        (S.CLEANUP, "resource-update"): _resource_update,
         (S.CLEANUP, "epilog-start"): _epilog_start,
         (S.CLEANUP, "epilog-finish"): _perilog_finish,
         (S.CLEANUP, "free"): _free,

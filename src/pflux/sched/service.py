@@ -326,7 +326,7 @@ class Scheduler(Service):
         if not self._pass_due:
             self._pass_due = True
             if not self.clock.simulated:
-                self.broker.loop.call_soon(self._pass)
+                self.broker.at_turn_end(self._pass)
 
     def _pass(self, answered: Callable[[list[int]], None] | None = None) -> None:
         """Allocate what can start now; ``answered(ids)`` once the allocations are answered."""

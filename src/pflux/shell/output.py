@@ -27,24 +27,32 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from pflux.errors import JobspecError
+from pflux.errors import JobspecError, PfluxError
 from pflux.spec.fluid import ENCODINGS, JobID
+
+if TYPE_CHECKING:
+    from pflux.shell.layout import Layout
 
 __all__ = [
     "DEFAULT_BATCH_TIMEOUT",
     "DEFAULT_LIMIT",
     "DEFAULT_LIMIT_BYTES",
+    "NODE_TAGS",
+    "TASK_TAGS",
     "KVSOutput",
     "OutputConfig",
     "StreamConfig",
     "event_line",
+    "job_tags",
     "output_config",
+    "output_path",
     "parse_size",
     "render_path",
+    "template_scope",
 ]
 
 DEFAULT_LIMIT: Final = "10M"
@@ -153,22 +161,89 @@ def parse_size(value: object, key: str = "limit") -> int:
     return int(float(match[1]) * (1 << _SIZE_SCALE[match[2].lower()]))
 
 
-def render_path(template: str, jobid: JobID, name: str) -> str:
-    """Fill ``{{id}}``, ``{{jobid}}`` (f58), ``{{id.ENCODING}}`` and ``{{name}}`` in a path.
+# flux-core's mustache tags (flux-submit(1) MUSTACHE TEMPLATES) by what they vary with
+NODE_TAGS: Final = frozenset(
+    ("node.id", "node.name", "node.broker_rank", "node.cores", "node.gpus", "node.ncores")
+)
+TASK_TAGS: Final = frozenset(("taskid", "task.id", "task.rank", "task.index", "task.localid"))
 
-    Other tags are left as they are.
+
+def template_scope(template: str) -> str:
+    """What one file of a path template serves: ``task``, ``node`` or the whole ``job``.
+
+    A tag of a task (``{{taskid}}``) means a file per task, one of a node
+    (``{{node.name}}``) a file per node, as in flux-core's shell.
     """
+    tags = {match[1] for match in _MUSTACHE.finditer(template)}
+    if tags & TASK_TAGS:
+        return "task"
+    return "node" if tags & NODE_TAGS else "job"
+
+
+def job_tags(jobid: JobID, name: str, ntasks: int, nnodes: int) -> dict[str, str]:
+    """The job-wide tags: ``{{id}}``/``{{jobid}}`` (f58) and ``.ENCODING``, ``{{name}}``,
+    ``{{nnodes}}``, ``{{size}}``/``{{ntasks}}``."""
+    tags = {"name": name, "nnodes": str(nnodes), "size": str(ntasks), "ntasks": str(ntasks)}
+    for head in ("id", "jobid"):
+        tags[head] = jobid.encode("f58")
+        for encoding in ENCODINGS:
+            tags[f"{head}.{encoding}"] = jobid.encode(encoding)
+    return tags
+
+
+def render_path(template: str, tags: Mapping[str, str]) -> str:
+    """Fill the ``{{tag}}``s of ``template`` found in ``tags``; others are left as they are
+    (flux-core leaves an unknown tag in the result)."""
 
     def fill(match: re.Match[str]) -> str:
-        tag = match[1]
-        if tag == "name":
-            return name
-        head, _, encoding = tag.partition(".")
-        if head in ("id", "jobid") and (not encoding or encoding in ENCODINGS):
-            return jobid.encode(encoding or "f58")
-        return match[0]
+        return tags.get(match[1], match[0])
 
     return _MUSTACHE.sub(fill, template)
+
+
+def output_path(
+    template: str, stream: str, *, jobid: JobID, name: str, places: Layout, hostname: str
+) -> str:
+    """The file a job's ``--output``/``--error`` template names, for a job with one file.
+
+    A template with task tags means a file per task, and one with node tags a
+    file per node: for a job of one task (one node) that is the job's one
+    file, with the tags of that task (node) filled in. Several files per
+    stream are not supported yet: PfluxError naming the option.
+    """
+    scope = template_scope(template)
+    ntasks, nnodes = len(places.tasks), places.nnodes
+    if (scope == "task" and ntasks > 1) or (scope == "node" and nnodes > 1):
+        count = ntasks if scope == "task" else nnodes
+        raise PfluxError(
+            f"output.{stream}.path {template!r}: a file per {scope} is not supported"
+            f" (the job has {count} {scope}s); use job tags such as {{{{id}}}}"
+        )
+    if "{{tmpdir}}" in template.replace(" ", ""):
+        raise PfluxError(f"output.{stream}.path {template!r}: {{{{tmpdir}}}} is not supported")
+    tags = job_tags(jobid, name, ntasks, nnodes)
+    first = places.tasks[0] if places.tasks else None
+    if first is not None and nnodes == 1:
+        from pflux.spec.idset import IdSet
+
+        cores = IdSet(c for t in places.tasks for c in t.cores)
+        gpus = IdSet(g for t in places.tasks for g in t.gpus)
+        tags.update(
+            {
+                "node.id": "0",
+                "node.name": hostname,
+                "node.broker_rank": str(first.broker_rank),
+                "node.cores": cores.encode(),
+                "node.gpus": gpus.encode(),
+                "node.ncores": str(len(cores)),
+            }
+        )
+    if first is not None and ntasks == 1:
+        for tag in ("taskid", "task.id", "task.rank"):
+            tags[tag] = str(first.rank)
+        for tag in ("task.index", "task.localid"):
+            tags[tag] = str(first.local_id)
+    return render_path(template, tags)
 
 
 class KVSOutput:

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
 from pflux.shell.layout import Layout, cpu_set, layout, targets
-from pflux.shell.output import OutputConfig, StreamConfig, output_config, render_path
+from pflux.shell.output import OutputConfig, StreamConfig, output_config, output_path
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
 
@@ -108,7 +108,9 @@ def plan(
     for stream in STREAMS:
         conf: StreamConfig = getattr(config, stream)
         if conf.type == "file" and conf.path is not None:
-            path = render_path(conf.path, fluid, name)
+            path = output_path(
+                conf.path, stream, jobid=fluid, name=name, places=places, hostname=hostname
+            )
             redirects.append((stream, path))
             files.append((path, conf.mode == "append", conf.label))
         else:

@@ -67,6 +67,7 @@ class _Replay:
         self.jobs = {job.index: job for job in jobs}
         self.order = sorted(jobs, key=lambda job: (job.submit, job.index))
         self.upcoming = 0  # the next job of ``order`` to submit
+        self.ends: dict[int, float] = {}  # when each running job ends
         self.calendar: list[tuple[float, int, int, IdSet | None]] = []  # when, seq, index, ranks
         self.seq = 0
 
@@ -80,11 +81,12 @@ class _Replay:
         """Give back what jobs and nodes ending by ``when`` hold."""
         calendar = self.calendar
         while calendar and calendar[0][0] <= when:
-            _, _, index, ranks = heapq.heappop(calendar)
+            due, _, index, ranks = heapq.heappop(calendar)
             if ranks is None:
                 self.pool.free(index)
+                del self.ends[index]
                 self.outcome[index] = self.outcome[index]._replace(end=when)
-            else:
+            elif due < self.ends.get(index, -math.inf):  # a node due no sooner than its job
                 held = self.pool.held(index).targets
                 part = {rank: held[rank] for rank in ranks if rank in held}
                 self.pool.free(index, ResourceSet(part), final=False)
@@ -104,7 +106,7 @@ class _Replay:
         again = False
         for pending, granted in self.policy.schedule(when).allocated:
             job = self.jobs[pending.id]
-            run = plan(job.jobspec, when, granted.expiration, list(granted.targets))
+            run = plan(job.jobspec, when, list(granted.targets))
             if run.exception is not None:
                 self.pool.free(job.index)  # killed as it starts
                 again = True
@@ -112,10 +114,12 @@ class _Replay:
                     self.outcome[job.index] = Outcome(when, when)
                 continue
             self.outcome[job.index] = Outcome(when, None)
+            end, _, _ = run.ending(granted.expiration)
+            self.ends[job.index] = end
             for time, ranks in run.releases:
                 self._add(time, job.index, ranks)
-            if run.end < math.inf:
-                self._add(run.end, job.index, None)
+            if end < math.inf:
+                self._add(end, job.index, None)
         return again
 
     def _add(self, when: float, index: int, ranks: IdSet | None) -> None:

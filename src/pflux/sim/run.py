@@ -24,22 +24,27 @@ __all__ = ["SimRun", "plan"]
 
 
 class SimRun(NamedTuple):
-    """A job's simulated run.
+    """A job's simulated run, as if it had no time limit.
 
-    ``end`` is when it ends (``math.inf``: only when killed); ``releases``
-    the (time, ranks) of nodes released before then, in time order;
-    ``exception`` the mock exception asked for (``init``: it never starts;
-    ``run``: it is killed as it starts).
+    ``run_end`` is when it ends by itself (``math.inf``: only when killed),
+    with ``wait_status``; ``releases`` the (time, ranks) of nodes released
+    before then, in time order; ``exception`` the mock exception asked for
+    (``init``: it never starts; ``run``: it is killed as it starts).
     """
 
-    end: float
-    status: int
-    timelimit: bool
+    run_end: float
+    wait_status: int
     releases: tuple[tuple[float, IdSet], ...]
     exception: str | None
 
+    def ending(self, expiration: float) -> tuple[float, int, bool]:
+        """(when it ends, its status, whether R's ``expiration`` (0: none) ended it)."""
+        if 0 < expiration < self.run_end:
+            return expiration, int(signal.SIGALRM), True
+        return self.run_end, self.wait_status, False
 
-def plan(jobspec: dict[str, Any], start: float, expiration: float, ranks: Sequence[int]) -> SimRun:
+
+def plan(jobspec: dict[str, Any], start: float, ranks: Sequence[int]) -> SimRun:
     """How the job of ``jobspec`` runs from ``start`` on R's ``ranks``; PfluxError if it cannot."""
     config = mock_config(jobspec)
     if config is None:
@@ -49,13 +54,7 @@ def plan(jobspec: dict[str, Any], start: float, expiration: float, ranks: Sequen
         raise PfluxError("attributes.system.exec.test.override: not supported in a simulation")
     run = config.run_duration
     end = start + run if run > 0 else math.inf
-    timelimit = 0 < expiration < end
-    if timelimit:
-        end = expiration
     releases = tuple(
-        (start + seconds, released)
-        for seconds, released in config.early_releases(ranks)
-        if start + seconds < end
+        (start + seconds, released) for seconds, released in config.early_releases(ranks)
     )
-    status = int(signal.SIGALRM) if timelimit else config.wait_status
-    return SimRun(end, status, timelimit, releases, config.mock_exception)
+    return SimRun(end, config.wait_status, releases, config.mock_exception)

@@ -50,7 +50,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.exec.service import TIMELIMIT_NOTE
 from pflux.shell.layout import targets
-from pflux.sim.run import plan
+from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
@@ -66,15 +66,17 @@ MAX_JOBID = (1 << 64) - 1
 class SimJob:
     """A job the simulator runs: its start stream, the ranks it still holds, how it ends."""
 
-    __slots__ = ("id", "index", "ranks", "req", "status", "timelimit")
+    __slots__ = ("end", "id", "index", "ranks", "req", "run", "status", "timelimit")
 
     def __init__(self, jobid: int, req: Request, ranks: IdSet, index: int | None) -> None:
         self.id = jobid
         self.req = req
         self.ranks = ranks
         self.index = index  # its place in the trace, if it is a trace job
-        self.status = 0  # its finish status when it ends by itself
-        self.timelimit = False  # it ends by itself because R expires
+        self.run = SimRun(math.inf, 0, (), None)  # how it runs, from its start
+        self.end = math.inf  # when it ends by itself: the run's end, or R's expiration
+        self.status = 0  # its status then
+        self.timelimit = False  # it ends then because R expires
 
     def respond(self, kind: ExecResponse, data: dict[str, Any] | None = None) -> None:
         self.req.respond(response(self.id, kind, data))
@@ -115,6 +117,7 @@ class Simulator(Service):
         self.calendar: list[tuple[float, int, int, IdSet | None]] = []  # when, seq, id, ranks
         self.steps = 0
         self.done = False
+        self.seconds = (0.0, 0.0)  # the replay's wall-clock and broker CPU time
         self._seq = 0
         self._upcoming = 0  # next trace job to submit
         self._again = False  # a job ended outside a step: play the instant again
@@ -146,7 +149,7 @@ class Simulator(Service):
             self.broker.fatal(f"simulator: exec-hello refused: {exc.errstr}")
             return
         log.info("replaying %d jobs from %.0f", len(self.trace), self.epoch)
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         when = self._next_time()
         while when is not None:
             self.now = when
@@ -160,20 +163,30 @@ class Simulator(Service):
             self.steps += 1
             when = when if self._again else self._next_time()
         self.done = True
+        self.seconds = (time.monotonic() - started, time.process_time() - cpu)
         log.info(
-            "replay done: %d steps to %.0f s of simulated time in %.1f s",
+            "replay done: %d steps to %.0f s of simulated time in %.1f s (%.1f s of CPU)",
             self.steps,
             self.now - self.epoch,
-            time.monotonic() - started,
+            *self.seconds,
         )
         waiters, self._waiters = self._waiters, []
         for req in waiters:
             req.respond(self._report())
 
+    def _stale(self, entry: tuple[float, int, int, IdSet | None]) -> SimJob | None:
+        """The job a calendar entry is still due for (None: it ended, or its end moved)."""
+        when, _, jobid, ranks = entry
+        job = self.jobs.get(jobid)
+        if job is None:
+            return None
+        due = when == job.end if ranks is None else when < job.end  # a node then goes with it
+        return job if due else None
+
     def _next_time(self) -> float | None:
         calendar = self.calendar
-        while calendar and calendar[0][2] not in self.jobs:
-            heapq.heappop(calendar)  # the job was killed before its time
+        while calendar and self._stale(calendar[0]) is None:
+            heapq.heappop(calendar)
         when = calendar[0][0] if calendar else math.inf
         if self._upcoming < len(self.trace):
             when = min(when, self.epoch + self.trace[self._upcoming].submit)
@@ -182,8 +195,9 @@ class Simulator(Service):
     def _end_due(self, when: float) -> None:
         calendar = self.calendar
         while calendar and calendar[0][0] <= when:
-            _, _, jobid, ranks = heapq.heappop(calendar)
-            job = self.jobs.get(jobid)
+            entry = heapq.heappop(calendar)
+            job = self._stale(entry)
+            ranks = entry[3]
             if job is None:
                 continue
             if ranks is None:
@@ -280,7 +294,8 @@ class Simulator(Service):
         try:
             ranks = [target.rank for target in targets(R)]
             execution = R["execution"]
-            run = plan(jobspec, self.now, float(execution.get("expiration") or 0), ranks)
+            expiration = float(execution.get("expiration") or 0)
+            run = plan(jobspec, self.now, ranks)
         except (PfluxError, KeyError, TypeError, ValueError) as exc:
             job = self.jobs[jobid] = SimJob(jobid, req, IdSet(), index)
             self._fail(job, f"cannot simulate the job: {exc}")
@@ -295,12 +310,17 @@ class Simulator(Service):
         if run.exception == "run":
             self._fail(job, "mock run exception generated", signal.SIGTERM)
             return
+        job.run = run
+        self._ends(job, expiration)
         for when, released in run.releases:
             self._add(when, jobid, released)
-        if run.end < math.inf:
-            job.status = run.status
-            job.timelimit = run.timelimit
-            self._add(run.end, jobid, None)
+
+    def _ends(self, job: SimJob, expiration: float) -> None:
+        """Put the job's end on the calendar, as its run and R's ``expiration`` have it."""
+        job.end, job.status, job.timelimit = job.run.ending(expiration)
+        job.end = max(job.end, self.now)  # an expiration already past ends it now
+        if job.end < math.inf:
+            self._add(job.end, job.id, None)
 
     def _fail(self, job: SimJob, note: str, status: int | None = None) -> None:
         """A fatal ``exec`` exception: the job ends now (with ``status`` if it started)."""
@@ -325,6 +345,18 @@ class Simulator(Service):
         job = self.jobs.get(payload.get("id"))  # type: ignore[arg-type]
         if job is not None and payload.get("severity") == 0:
             self._stop(job, signal.SIGTERM)
+        req.respond({})
+
+    @method("expiration")
+    def expiration(self, req: Request) -> None:
+        """A running job's new expiration (``pflux update``): it may end earlier, or later."""
+        job = self._running(req)
+        expiration = req.payload.get("expiration")
+        if isinstance(expiration, bool) or not isinstance(expiration, int | float):
+            expiration = -1
+        if not 0 <= expiration < math.inf:
+            raise RPCError(errno.EPROTO, f"expiration: must be a time >= 0, not {expiration!r}")
+        self._ends(job, float(expiration))
         req.respond({})
 
     def _stop(self, job: SimJob, signum: int) -> None:
@@ -359,6 +391,8 @@ class Simulator(Service):
             "epoch": self.epoch,
             "time": self.now,
             "steps": self.steps,
+            "wall": self.seconds[0],
+            "cpu": self.seconds[1],
             "jobs": self.records,
         }
 

@@ -39,6 +39,8 @@ TIME_FORMATS = ("raw", "iso", "offset", "human")
 
 _KEYS = frozenset(("timestamp", "name", "context"))
 _INF = float("inf")
+_new = object.__new__
+_set = object.__setattr__
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -110,7 +112,22 @@ class Event:
                 raise _unknown_keys(obj)
         elif len(obj) != 3:
             raise _unknown_keys(obj)
-        return cls(timestamp, name, context)
+        if (
+            type(timestamp) is float
+            and 0.0 < timestamp < _INF
+            and type(name) is str
+            and name
+            and "\n" not in name
+            and (context is None or isinstance(context, dict))
+        ):
+            # what __post_init__ would accept, without the dataclass's call overhead: a
+            # restart builds an Event for every line of every eventlog
+            event = _new(cls)
+            _set(event, "timestamp", timestamp)
+            _set(event, "name", name)
+            _set(event, "context", context)
+            return event
+        return cls(timestamp, name, context)  # checks again, and says what is wrong
 
     @classmethod
     def from_line(cls, line: str | bytes) -> Event:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker
-from pflux.kvs.service import WALK_BATCH, KVSService
+from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
 from pflux.kvs.store import StoreError
 
 Run = Callable[..., Any]
@@ -378,20 +379,20 @@ def test_guest_namespace_lifecycle(run_kvs: Run) -> None:
 
         guest = type(client)(broker, userid=5000, owner=False)
         stranger = type(client)(broker, userid=5001, owner=False)
-        commit = {"ops": [["append", "output", "hello\n"]], "namespace": "job-42"}
+        commit = {"ops": [["append", "application.log", "hello\n"]], "namespace": "job-42"}
         assert await guest.call("kvs.commit", commit) == {}
-        assert await guest.call("kvs.get", {"key": "output", "namespace": "job-42"}) == {
+        assert await guest.call("kvs.get", {"key": "application.log", "namespace": "job-42"}) == {
             "value": "hello\n"
         }
         assert await guest.call("kvs.ls", {"key": ".", "namespace": "job-42"}) == {
-            "entries": {"output": "val"}
+            "entries": {"application": "dir"}
         }
         tag = guest.send("kvs.walk", {"key": ".", "namespace": "job-42"}, streaming=True)
         (batch, end) = await guest.wait(tag, 2)
-        assert batch.payload == {"entries": [["output", "hello\n"]]}
+        assert batch.payload == {"entries": [["application.log", "hello\n"]]}
         assert end.errnum == errno.ENODATA
         # the primary namespace sees the same key under the prefix (RFC 16's link)
-        assert await client.call("kvs.get", {"key": f"{ns['prefix']}.output"}) == {
+        assert await client.call("kvs.get", {"key": f"{ns['prefix']}.application.log"}) == {
             "value": "hello\n"
         }
         assert (await error_of(stranger, "kvs.commit", commit))[0] == errno.EPERM
@@ -406,7 +407,9 @@ def test_guest_namespace_lifecycle(run_kvs: Run) -> None:
         assert (await error_of(guest, "kvs.namespace-remove", {"name": "job-42"}))[0] == errno.EPERM
 
         watch = guest.send(
-            "kvs.watch", {"key": "output", "namespace": "job-42", "append": True}, streaming=True
+            "kvs.watch",
+            {"key": "application.log", "namespace": "job-42", "append": True},
+            streaming=True,
         )
         await guest.wait(watch)
         assert await client.call("kvs.namespace-remove", {"name": "job-42"}) == {}
@@ -419,8 +422,48 @@ def test_guest_namespace_lifecycle(run_kvs: Run) -> None:
         assert errnum == errno.ENOTSUP
         assert errstr == 'kvs.commit: namespace "job-42": was removed (its keys are read-only now)'
         # the final snapshot stays readable through the primary namespace
-        assert await client.call("kvs.get", {"key": f"{ns['prefix']}.output"}) == {
+        assert await client.call("kvs.get", {"key": f"{ns['prefix']}.application.log"}) == {
             "value": "hello\n"
+        }
+
+    run_kvs(scenario)
+
+
+def test_the_execution_services_keys_are_not_written_through_a_guest_namespace(
+    run_kvs: Run,
+) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        ns = {"name": "job-43", "owner": 5000, "prefix": "job.0000.0000.0000.002b.guest"}
+        assert await client.call("kvs.namespace-create", ns) == {}
+        guest = type(client)(broker, userid=5000, owner=False)
+        mine = [["put", "application.x", "1"], ["put", "tools.gdb.port", "7"], ["put", "y", "2"]]
+        assert await guest.call("kvs.commit", {"ops": mine, "namespace": "job-43"}) == {}
+        for who in (guest, client):  # the instance owner too, through the namespace
+            for op in (
+                ["append", "exec.eventlog", "x"],
+                ["put", "output", "x"],
+                ["unlink", "input", None],
+                ["put", "exec", "x"],
+            ):
+                ops = [["put", "application.z", "1"], op]
+                errnum, errstr = await error_of(
+                    who, "kvs.commit", {"ops": ops, "namespace": "job-43"}
+                )
+                assert errnum == errno.EPERM
+                assert errstr == (
+                    f'kvs.commit: ops[1]: key "{op[1]}" in namespace "job-43": permission denied:'
+                    " exec, output and input are written by the execution service only"
+                    " (use application or tools.<name>)"
+                )
+        # nothing of a refused commit is applied; the primary namespace may write them
+        assert (await error_of(guest, "kvs.get", {"key": "application.z", "namespace": "job-43"}))[
+            0
+        ] == errno.ENOENT
+        assert (
+            await client.call("kvs.commit", {"ops": [["put", f"{ns['prefix']}.output", "o"]]}) == {}
+        )
+        assert await guest.call("kvs.get", {"key": "output", "namespace": "job-43"}) == {
+            "value": "o"
         }
 
     run_kvs(scenario)
@@ -478,5 +521,32 @@ def test_requests_after_stop_are_refused(run_kvs: Run) -> None:
         await kvs(broker).stop()
         errnum, errstr = await error_of(client, "kvs.commit", {"ops": [["put", "a", "1"]]})
         assert (errnum, errstr) == (errno.ENOSYS, "kvs: not running")
+
+    run_kvs(scenario)
+
+
+def test_checkpoints_run_off_the_loop_once_enough_is_committed(run_kvs: Run) -> None:
+    """After CHECKPOINT_TRANSACTIONS transactions the WAL is copied, by a thread of the service."""
+
+    async def scenario(broker: Broker, client: Any) -> None:
+        store = kvs(broker).store
+        threads: list[str] = []
+        inner = store.checkpoint
+
+        def spied() -> int:
+            threads.append(threading.current_thread().name)
+            return inner()
+
+        store.checkpoint = spied  # type: ignore[method-assign]
+        for i in range(CHECKPOINT_TRANSACTIONS):
+            await client.call("kvs.commit", {"ops": [["put", f"k.{i}", "v"]]})
+        assert threads == [] or threads[0].startswith("kvs-checkpoint")
+        await client.call("kvs.commit", {"ops": [["put", "last", "v"]]})
+        pending = kvs(broker)._checkpointing
+        if pending is not None:
+            await pending
+        assert threads
+        assert all(name.startswith("kvs-checkpoint") for name in threads)
+        assert inner() == 0  # nothing was left uncopied
 
     run_kvs(scenario)

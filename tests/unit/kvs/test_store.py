@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -324,6 +325,51 @@ def test_bad_sync_mode(path: Path) -> None:
 def test_a_second_opener_is_refused(store: Store, path: Path) -> None:
     with pytest.raises(StoreError, match="in use by another process"):
         Store(path)
+
+
+def test_the_lock_is_given_up_on_close(path: Path) -> None:
+    Store(path).close()
+    with Store(path) as again:
+        again.put("a", "1")  # opened: nobody holds the lock any more
+        assert again.get("a") == "1"
+
+
+def test_commits_never_checkpoint_by_themselves(store: Store, path: Path) -> None:
+    for i in range(50):
+        store.put(f"k{i}", "x" * 20000)  # two pages a commit: SQLite's default would copy at 1000
+    wal = Path(f"{path}-wal")
+    assert wal.stat().st_size > 50 * PAGE_SIZE
+    assert store.checkpoint() == 0  # everything copied
+    assert store.get("k49") == "x" * 20000
+
+
+def test_a_checkpoint_runs_beside_commits_from_another_thread(store: Store, path: Path) -> None:
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def checkpoints() -> None:
+        while not stop.is_set():
+            try:
+                store.checkpoint()
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+                return
+
+    thread = threading.Thread(target=checkpoints)
+    thread.start()
+    try:
+        for i in range(300):
+            with store.transaction():
+                store.append("log", f"{i}\n")
+                store.put(f"v.{i}", str(i))
+    finally:
+        stop.set()
+        thread.join()
+    assert failures == []
+    assert store.get("log") == "".join(f"{i}\n" for i in range(300))
+    store.close()
+    with Store(path) as again:
+        assert again.get("v.299") == "299"
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:

@@ -206,11 +206,15 @@ def test_memo_null_removes_a_key() -> None:
     assert job.memo == {"b": 2, "c": 3}
 
 
-def test_jobspec_update_only_while_pending() -> None:
+def test_jobspec_update_while_active_not_after() -> None:
     job = run("submit", "validate", "depend", "priority")
     apply(job, ev("jobspec-update"))
     assert job.jobspec_updates == {"attributes.system.duration": 60}
     apply(job, ev("alloc"))
+    apply(job, ev("jobspec-update", {"attributes.system.duration": 90}))  # a running job's
+    assert job.jobspec_updates == {"attributes.system.duration": 90}
+    for name in ("exception", "jobspec-update", "resource-update", "clean"):
+        apply(job, ev(name))
     with pytest.raises(InvalidTransition):
         apply(job, ev("jobspec-update"))
 

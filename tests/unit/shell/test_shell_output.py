@@ -9,15 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.errors import JobspecError
+from pflux.errors import JobspecError, PfluxError
+from pflux.shell.layout import Layout, TaskPlace
 from pflux.shell.lines import LineBuffer, label
 from pflux.shell.output import (
     KVSOutput,
     StreamConfig,
     event_line,
+    job_tags,
     output_config,
+    output_path,
     parse_size,
     render_path,
+    template_scope,
 )
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
@@ -181,10 +185,69 @@ def test_parse_size_raises_only_pflux_errors(value: object) -> None:
 
 
 def test_render_path_fills_job_tags_and_leaves_others() -> None:
+    tags = job_tags(JobID(65535), "sleep", 4, 1)
+    assert render_path("out-{{id}}.{{name}}", tags) == "out-ƒLUv.sleep"
+    assert render_path("{{jobid.dec}}-{{ id.hex }}-{{id.words}}", tags).startswith("65535-0xffff-")
+    assert render_path("{{size}}/{{ntasks}}/{{nnodes}}", tags) == "4/4/1"
+    assert render_path("{{taskid}}.{{bogus}}", tags) == "{{taskid}}.{{bogus}}"
+
+
+def test_a_templates_scope_is_its_narrowest_tag() -> None:
+    assert template_scope("out.{{id}}") == "job"
+    assert template_scope("out.{{node.name}}.{{id}}") == "node"
+    assert template_scope("out.{{node.id}}.{{ taskid }}") == "task"
+    assert template_scope("out.{{task.localid}}") == "task"
+
+
+def places(ntasks: int, nnodes: int = 1) -> Layout:
+    per_node = [ntasks // nnodes] * nnodes
+    tasks = tuple(
+        TaskPlace(rank, rank % per_node[0], rank // per_node[0], rank // per_node[0], (rank,), ())
+        for rank in range(ntasks)
+    )
+    return Layout(tasks, tuple(per_node))
+
+
+def test_output_path_for_a_job_of_one_file() -> None:
     jobid = JobID(65535)
-    assert render_path("out-{{id}}.{{name}}", jobid, "sleep") == "out-ƒLUv.sleep"
-    assert render_path("{{jobid.dec}}-{{ id.hex }}", jobid, "x") == "65535-0xffff"
-    assert render_path("{{taskid}}", jobid, "x") == "{{taskid}}"
+    one = places(1)
+    path = "{{id}}.{{name}}.{{taskid}}.{{task.localid}}.{{node.name}}.{{node.cores}}"
+    assert output_path(path, "stdout", jobid=jobid, name="app", places=one, hostname="h") == (
+        "ƒLUv.app.0.0.h.0"
+    )
+    four = places(4)
+    node = "{{node.id}}:{{node.ncores}}:{{node.cores}}:{{node.gpus}}:{{node.broker_rank}}"
+    assert output_path(node, "stderr", jobid=jobid, name="a", places=four, hostname="h") == (
+        "0:4:0-3::0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("template", "ntasks", "nnodes", "message"),
+    [
+        (
+            "out.{{taskid}}",
+            2,
+            1,
+            "a file per task is not supported (the job has 2 tasks)",
+        ),
+        ("out.{{node.name}}", 2, 2, "a file per node is not supported (the job has 2 nodes)"),
+        ("{{tmpdir}}/out", 1, 1, "{{tmpdir}} is not supported"),
+    ],
+)
+def test_output_path_refuses_several_files(
+    template: str, ntasks: int, nnodes: int, message: str
+) -> None:
+    with pytest.raises(PfluxError) as info:
+        output_path(
+            template,
+            "stdout",
+            jobid=JobID(1),
+            name="a",
+            places=places(ntasks, nnodes),
+            hostname="h",
+        )
+    assert str(info.value).startswith(f"output.stdout.path {template!r}: {message}")
 
 
 def test_event_lines_are_compact_json_lines() -> None:

@@ -79,3 +79,9 @@ def test_priority_beats_submit_order() -> None:
     trace = [job(0, 0, 10, ntasks=8), job(1, 1, 10, ntasks=8), job(2, 2, 10, ntasks=8)]
     trace[2] = TraceJob(2, 2, trace[2].jobspec, urgency=31)
     assert starts(replay(trace, nodes(2, 4), epoch=EPOCH)) == {0: 0.0, 1: 20.0, 2: 10.0}
+
+
+def test_a_node_due_after_the_time_limit_goes_with_the_job() -> None:
+    trace = [job(0, 0, 50, 15, nodes=2, ntasks=2, test={"node_durations": ["20s"]})]
+    outcome = replay(trace, nodes(2, 4), epoch=EPOCH)
+    assert outcome[0] == Outcome(EPOCH, EPOCH + 15)

@@ -456,3 +456,27 @@ def test_fuzz_structured_lines(lines: list[str], terminated: bool) -> None:
 @given(json_values)
 def test_fuzz_from_json(obj: Any) -> None:
     assert isinstance(_outcome(Event.from_json, obj), Event | EventlogError)
+
+
+event_objects = st.fixed_dictionaries(
+    {
+        "timestamp": st.floats(allow_nan=True) | st.integers() | st.text(max_size=3),
+        "name": st.text(max_size=6) | st.integers(),
+    },
+    optional={"context": st.none() | st.dictionaries(st.text(max_size=3), st.integers())},
+)
+
+
+@given(event_objects)
+def test_from_json_builds_what_the_constructor_builds(obj: dict[str, Any]) -> None:
+    """from_json's quick construction accepts and builds exactly what Event() would."""
+    direct = _outcome(lambda o: Event(o["timestamp"], o["name"], o.get("context")), obj)
+    decoded = _outcome(Event.from_json, obj)
+    if "context" in obj and obj["context"] is None:
+        assert isinstance(decoded, EventlogError)  # null context: from_json is stricter
+    elif isinstance(direct, Event):
+        assert decoded == direct
+        assert isinstance(decoded, Event)
+        assert (decoded.timestamp, decoded.context) == (direct.timestamp, direct.context)
+    else:
+        assert isinstance(decoded, EventlogError)

@@ -3,8 +3,9 @@
 A plugin sees a job at submit (``validate``, which may refuse it), when it
 enters DEPEND (``depend``, which adds dependencies through the host), after
 each committed event (``event``), before its resources are freed
-(``before_free``) and after a restart (``restarted``). Dependency schemes (RFC 26) are plugins that
-name the ``schemes`` they handle; the priority plugin maps urgency to priority.
+(``before_free``), after a restart (``restarted``) and at shutdown (``stop``).
+Dependency schemes (RFC 26) are plugins that name the ``schemes`` they
+handle; the priority plugin maps urgency to priority.
 """
 
 from __future__ import annotations
@@ -67,3 +68,6 @@ class Plugin:
 
     def restarted(self, job: Job) -> None:
         """The instance restarted with ``job`` active (replayed, flux-restart posted)."""
+
+    async def stop(self) -> None:
+        """The instance is stopping: end whatever the plugin runs (post nothing)."""

@@ -1,0 +1,85 @@
+"""Jobspec updates (``job-manager.update``, ``pflux update``): what may change, and when.
+
+As in flux-core (``job-manager/update.c`` and its ``update-duration`` plugin),
+an update names period-delimited jobspec keys under ``attributes``,
+``resources`` or ``tasks``. A pending job takes any update that leaves its
+jobspec valid, as a ``jobspec-update`` event. A running job (RUN or CLEANUP)
+takes only ``attributes.system.duration``, from the instance owner alone: its
+new expiration is R's ``starttime`` plus the duration (0: unlimited), which
+the scheduler must accept (``sched.expiration``) before the job gets a
+``jobspec-update`` and a ``resource-update {expiration}`` (RFC 21); the
+execution service is then told, so that its timer fires at the new time.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+from typing import TYPE_CHECKING, Any, Final
+
+from pflux.broker.message import RPCError
+
+if TYPE_CHECKING:
+    from pflux.manager.job import Job
+
+DURATION: Final = "attributes.system.duration"
+_TOP: Final = ("attributes", "resources", "tasks")
+
+
+def check_updates(updates: object) -> dict[str, Any]:
+    """The updates of a request, if well formed; RPCError naming the bad key otherwise."""
+    if not isinstance(updates, dict) or not updates:
+        raise RPCError(errno.EPROTO, "updates: must be a non-empty object of jobspec keys")
+    for key in updates:
+        if not any(key == top or key.startswith(top + ".") for top in _TOP):
+            raise RPCError(
+                errno.EINVAL,
+                f"updates: {key!r}: only attributes, resources and tasks keys can be updated",
+            )
+    if DURATION in updates:
+        value = updates[DURATION]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 <= value < math.inf
+        ):
+            raise RPCError(
+                errno.EINVAL, f"{DURATION}: must be a number of seconds >= 0, not {value!r}"
+            )
+    return updates
+
+
+def running_expiration(job: Job, updates: dict[str, Any], *, owner: bool, now: float) -> float:
+    """The expiration a running job's update asks for (0: none); RPCError if not allowed."""
+    for key in updates:
+        if key != DURATION:
+            raise RPCError(errno.EINVAL, f"update of {key} not supported once the job is running")
+    if not owner:
+        raise RPCError(
+            errno.EPERM, "duration update of running job requires instance owner privileges"
+        )
+    duration = float(updates[DURATION])
+    if duration == 0:
+        return 0.0
+    execution = job.R.get("execution") if isinstance(job.R, dict) else None
+    starttime = execution.get("starttime") if isinstance(execution, dict) else None
+    if isinstance(starttime, bool) or not isinstance(starttime, int | float) or starttime <= 0:
+        raise RPCError(errno.EINVAL, "unable to get job starttime")
+    expiration = starttime + duration
+    if expiration <= now:
+        raise RPCError(errno.EINVAL, "requested duration places job expiration in the past")
+    return float(expiration)
+
+
+def with_expiration(R: dict[str, Any] | None, expiration: float) -> dict[str, Any] | None:  # noqa: N803
+    """A copy of R with a new expiration (R may be shared: never changed in place)."""
+    if not isinstance(R, dict):
+        return R
+    execution = R.get("execution")
+    return {
+        **R,
+        "execution": {
+            **(execution if isinstance(execution, dict) else {}),
+            "expiration": expiration,
+        },
+    }
