@@ -9,9 +9,12 @@ Resources go back with ``sched.free``: the ranks of each ``release`` response
 that is not the final one at once, as the R fragment of those ranks with
 ``final: false`` (once the ``release`` event is committed), and the rest of R
 with ``final: true`` when the job is done with it (flux-core frees partially
-from its housekeeping the same way).  A job's released ranks are kept in
-memory only: after a restart the scheduler is told the job holds all of its R
-until its final free, which is safe, if less generous.
+from its housekeeping the same way).  As in flux-core (since its sched.free
+dropped its response, flux-core PR 5786), a free has no response: ``free`` is
+posted as the request is sent, and the scheduler logs what it cannot free.
+A job's released ranks are kept in memory only: after a restart the
+scheduler is told the job holds all of its R until its final free, which is
+safe, if less generous.
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ class AllocClient:
         self.outstanding = 0
         self.waiting: dict[Job, None] = {}  # wanting an alloc while at the limit
         self.released: dict[Job, IdSet] = {}  # ranks freed before the job's final free
-        self.freeing = 0  # sched.free requests not answered yet
 
     # --- requests from the scheduler ------------------------------------------------
 
@@ -121,16 +123,14 @@ class AllocClient:
 
     def free(self, job: Job) -> None:
         """Free what ``job`` still holds, for good."""
-        job.free_pending = True
         if job.debug:
             self.manager.post(job, "debug.free-request")
         R = job.R  # noqa: N806 (R is the RFC's name)
         released = self.released.pop(job, None)
         if released is not None and R is not None:
             R = _without(R, released)  # noqa: N806
-        self.freeing += 1
-        payload = {"id": job.id, "R": R, "final": True}
-        self.manager.broker.send("sched.free", payload, lambda msg: self._freed(job, msg))
+        self.manager.broker.send("sched.free", {"id": job.id, "R": R, "final": True})
+        self.manager.post(job, "free")
 
     def release(self, job: Job, ranks: str) -> None:
         """The execution service released ``ranks`` of ``job``: free them once that is durable."""
@@ -142,7 +142,7 @@ class AllocClient:
         self.manager.events.after_commit(lambda: self._free_part(job, ids))
 
     def _free_part(self, job: Job, ranks: IdSet) -> None:
-        if job.R is None or job.free_pending or not job.has_resources:
+        if job.R is None or not job.has_resources:
             return
         try:
             held = ResourceSet.from_json(job.R)
@@ -162,9 +162,8 @@ class AllocClient:
         if not part:
             return
         self.released[job] = released | IdSet(part)
-        self.freeing += 1
         payload = {"id": job.id, "R": ResourceSet(part).to_json(), "final": False}
-        self.manager.broker.send("sched.free", payload, lambda msg: self._freed_part(job, msg))
+        self.manager.broker.send("sched.free", payload)
 
     def forget(self, job: Job) -> None:
         """``job`` no longer wants an allocation (it left SCHED)."""
@@ -211,21 +210,6 @@ class AllocClient:
         else:
             log.error("sched.alloc response for %d has unknown type %r", job.id, kind)
             self.manager.raise_exception(job, "alloc", f"scheduler sent response type {kind!r}")
-
-    def _freed(self, job: Job, msg: Message) -> None:
-        job.free_pending = False
-        self.freeing -= 1
-        if msg.errnum:
-            # flux-core raises a non-fatal free exception and keeps the job's R marked used
-            self.manager.raise_exception(job, "free", f"sched.free: {msg.errstr}", severity=1)
-        self.manager.post(job, "free")
-        self.manager.quiescence.poke()
-
-    def _freed_part(self, job: Job, msg: Message) -> None:
-        self.freeing -= 1
-        if msg.errnum and job.state & (State.RUN | State.CLEANUP):
-            self.manager.raise_exception(job, "free", f"sched.free: {msg.errstr}", severity=1)
-        self.manager.quiescence.poke()
 
 
 def _without(R: dict[str, Any], ranks: IdSet) -> dict[str, Any] | Any:  # noqa: N803

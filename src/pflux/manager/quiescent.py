@@ -3,8 +3,9 @@
 A simulation (``pflux.sim``) moves time on only when the instance is quiet,
 as flux's simulator did by asking the job manager the same question: the
 scheduler has said it is ready (so every job waiting has its alloc sent),
-every event posted is committed and acted on, every ``sched.free`` is
-answered, and every start request has had its ``start`` response (or ended).  The
+every event posted is committed and acted on (so every ``sched.free`` due
+is sent), and every start request has had its ``start`` response (or
+ended).  The
 scheduler's part, the pass it owes, is asked of it directly with
 ``sched.sim-time``; whatever the job manager sent it before answering here
 reaches it first, because the broker delivers requests in order.
@@ -47,7 +48,7 @@ class Quiescence:
         if manager.events.pending:
             manager.events.after_commit(self.poke)
             return
-        if not manager.alloc.ready or manager.exec.unstarted or manager.alloc.freeing:
+        if not manager.alloc.ready or manager.exec.unstarted:
             return  # poked again once the scheduler is ready, or as they are answered
         waiters, self.waiters = self.waiters, []
         for req in waiters:

@@ -249,6 +249,15 @@ class Scheduler(Service):
 
     @method("free")
     def free(self, req: Request) -> None:
+        """Take resources back; no response unless asked for (flux-core's sched.free has none),
+        so what cannot be freed is logged as well."""
+        try:
+            self._free(req)
+        except RPCError as exc:
+            log.error("%s", exc.errstr)
+            raise
+
+    def _free(self, req: Request) -> None:
         _owner_only(req)
         payload = _payload(req)
         jobid = _job_id(payload, req.topic)

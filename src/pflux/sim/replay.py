@@ -86,7 +86,7 @@ class _Replay:
                 self.pool.free(index)
                 del self.ends[index]
                 self.outcome[index] = self.outcome[index]._replace(end=when)
-            elif due < self.ends.get(index, -math.inf):  # a node due no sooner than its job
+            elif due < self.ends.get(index, -math.inf):  # else it goes with its job, at its end
                 held = self.pool.held(index).targets
                 part = {rank: held[rank] for rank in ranks if rank in held}
                 self.pool.free(index, ResourceSet(part), final=False)

@@ -21,8 +21,10 @@ next end of a job or node it runs:
    (so its end is on the calendar), or, should one never come (an exception
    raised on it first), once the job manager is quiescent again.
 
-A start request is answered ``start`` at once and the job's end is taken from
-``pflux.sim.run``, counted from T.  A job killed (``simulator.kill``, or a
+Each phase goes on from the answer to the one before, in the answer's
+callback: no task, no future.  A start request is answered ``start`` at
+once and the job's end is taken from ``pflux.sim.run``, counted from T
+(with R's expiration).  A job killed (``simulator.kill``, or a
 fatal exception on it) ends at once, and the instant is stepped again so that
 the scheduler sees its resources back.  Eventlog timestamps stay real (RFC 18:
 when the event was posted); R's starttime and expiration are simulated.
@@ -30,12 +32,12 @@ when the event was posted); R's starttime and expiration are simulated.
 The replay ends when no submit is left and no job will end by itself;
 ``simulator.wait`` answers then, with every trace job's simulated times.
 Jobs submitted by others during the replay are scheduled with it; once it
-has ended, the clock stops and the scheduler runs no more passes.
+has ended, the clock stops and the scheduler runs no more passes.  A trace
+is replayed into a new instance only (one with no jobs yet).
 """
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import heapq
 import logging
@@ -122,48 +124,86 @@ class Simulator(Service):
         self._upcoming = 0  # next trace job to submit
         self._again = False  # a job ended outside a step: play the instant again
         self._waiters: list[Request] = []
-        self._task: asyncio.Task[None] | None = None
+        self._clock = (0.0, 0.0)  # real and CPU time when the replay began
         self._started_ids: set[int] = set()  # jobs started in this step
-        # jobs allocated in this step and not started yet, and the future of their starts
-        self._awaited: tuple[set[int], asyncio.Future[None]] | None = None
+        self._awaited: set[int] = set()  # jobs this step allocated and not yet started
 
     async def start(self) -> None:
-        self._task = self.broker.loop.create_task(self._replay())
-        self._task.add_done_callback(self._replay_done)
+        info = await self.broker.call("job-manager.getinfo", {})
+        if info.get("max_jobid"):
+            raise PfluxError(
+                "simulator: this instance already has jobs (restarted from its state"
+                " directory?); a trace is replayed into a new instance only"
+            )
+        self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello)
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+    # --- stepping (each phase goes on from the answer to the one before) ------------------
 
-    def _replay_done(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("the simulation failed", exc_info=task.exception())
-            self.broker.fatal(f"simulator: {task.exception()!r}")
-
-    # --- stepping -------------------------------------------------------------------
-
-    async def _replay(self) -> None:
-        try:
-            await self.broker.call("job-manager.exec-hello", {"service": self.name})
-        except RPCError as exc:  # RFC 32: a refused hello is fatal
-            self.broker.fatal(f"simulator: exec-hello refused: {exc.errstr}")
+    def _hello(self, msg: Message) -> None:
+        if msg.errnum:  # RFC 32: a refused hello is fatal
+            self.broker.fatal(f"simulator: exec-hello refused: {msg.errstr}")
             return
         log.info("replaying %d jobs from %.0f", len(self.trace), self.epoch)
-        started, cpu = time.monotonic(), time.process_time()
-        when = self._next_time()
-        while when is not None:
-            self.now = when
-            self._again = False
-            self._end_due(when)
-            await self._submit_due(when)
-            await self.broker.call("job-manager.quiescent", {})
-            self._started_ids.clear()
-            reply = await self.broker.call("sched.sim-time", {"time": when})
-            await self._starts(reply.get("allocated") or [])
+        self._clock = (time.monotonic(), time.process_time())
+        self._step()
+
+    def _step(self) -> None:
+        """Play the next instant: end and submit what is due, then ask for quiescence."""
+        when = self.now if self._again else self._next_time()
+        if when is None:
+            self._finish()
+            return
+        self.now = when
+        self._again = False
+        self._end_due(when)
+        self._submit_due(when)
+
+    def _submitted(self) -> None:
+        self.broker.send("job-manager.quiescent", {}, self._quiescent)
+
+    def _quiescent(self, msg: Message) -> None:
+        if self._failed(msg):
+            return
+        self._started_ids.clear()
+        self.broker.send("sched.sim-time", {"time": self.now}, self._passed)
+
+    def _passed(self, msg: Message) -> None:
+        """The pass at this instant is done: wait for the jobs it allocated to start here."""
+        if self._failed(msg):
+            return
+        self._awaited = set(msg.payload.get("allocated") or []) - self._started_ids
+        step = self.steps
+        if not self._awaited:
+            self._stepped(step)
+            return
+        # a job the job manager never asks to start (an exception came first) must not hang
+        # the replay: its quiescence ends the step too
+        self.broker.send("job-manager.quiescent", {}, lambda msg: self._stepped(step))
+
+    def _start_seen(self, jobid: int) -> None:
+        self._started_ids.add(jobid)
+        if jobid in self._awaited:
+            self._awaited.discard(jobid)
+            if not self._awaited:
+                self._stepped(self.steps)
+
+    def _stepped(self, step: int) -> None:
+        """Step ``step`` is over (once: its starts and its fallback may both say so)."""
+        if step == self.steps:
             self.steps += 1
-            when = when if self._again else self._next_time()
+            self._step()
+
+    def _failed(self, msg: Message) -> bool:
+        if msg.errnum:
+            self.broker.fatal(f"simulator: {msg.errstr}")
+        return bool(msg.errnum)
+
+    def _finish(self) -> None:
         self.done = True
-        self.seconds = (time.monotonic() - started, time.process_time() - cpu)
+        self.seconds = (
+            time.monotonic() - self._clock[0],
+            time.process_time() - self._clock[1],
+        )
         log.info(
             "replay done: %d steps to %.0f s of simulated time in %.1f s (%.1f s of CPU)",
             self.steps,
@@ -206,17 +246,16 @@ class Simulator(Service):
                 job.ranks = job.ranks - ranks
                 job.respond(ExecResponse.RELEASE, {"ranks": ranks.encode(), "final": False})
 
-    def _submit_due(self, when: float) -> asyncio.Future[None]:
-        """Submit the trace's jobs due by ``when``; the future is done once all are answered."""
-        done: asyncio.Future[None] = self.broker.loop.create_future()
+    def _submit_due(self, when: float) -> None:
+        """Submit the trace's jobs due by ``when``; go on once every one is answered."""
         due = []
         trace = self.trace
         while self._upcoming < len(trace) and self.epoch + trace[self._upcoming].submit <= when:
             due.append(trace[self._upcoming])
             self._upcoming += 1
         if not due:
-            done.set_result(None)
-            return done
+            self._submitted()
+            return
         left = [len(due)]
 
         def answered(job: TraceJob, msg: Message) -> None:
@@ -229,40 +268,12 @@ class Simulator(Service):
                 record["id"] = msg.payload["id"]
             left[0] -= 1
             if not left[0]:
-                done.set_result(None)
+                self._submitted()
 
         for job in due:
             self.records[job.index].update(index=job.index, submit=when)
             payload = {"jobspec": job.jobspec, "urgency": job.urgency}
             self.broker.send("job-ingest.submit", payload, _bind(answered, job))
-        return done
-
-    def _starts(self, allocated: list[int]) -> asyncio.Future[None]:
-        """Done once every job of ``allocated`` has been started here, or the job manager is
-        quiescent (a job it never asks to start, because of an exception, must not hang us)."""
-        done: asyncio.Future[None] = self.broker.loop.create_future()
-        waiting = set(allocated) - self._started_ids
-        if not waiting:
-            done.set_result(None)
-            return done
-        self._awaited = (waiting, done)
-
-        def quiescent(msg: Message) -> None:
-            if not done.done():
-                done.set_result(None)
-
-        self.broker.send("job-manager.quiescent", {}, quiescent)
-        return done
-
-    def _start_seen(self, jobid: int) -> None:
-        self._started_ids.add(jobid)
-        if self._awaited is not None:
-            waiting, done = self._awaited
-            waiting.discard(jobid)
-            if not waiting:
-                self._awaited = None
-                if not done.done():
-                    done.set_result(None)
 
     # --- jobs -------------------------------------------------------------------------
 
@@ -289,7 +300,17 @@ class Simulator(Service):
         jobid, jobspec, R = _start_args(req)  # noqa: N806 (R is the RFC's name)
         if jobid in self.jobs:
             raise RPCError(errno.EEXIST, f"job {JobID(jobid)}: already started")
-        self._start_seen(jobid)
+        self._begin(req, jobid, jobspec, R)
+        self._start_seen(jobid)  # last: it may end the step and play the next instant
+
+    def _begin(
+        self,
+        req: Request,
+        jobid: int,
+        jobspec: dict[str, Any],
+        R: dict[str, Any],  # noqa: N803
+    ) -> None:
+        """Answer ``start`` (or fail the job) and put its end on the calendar."""
         index = self.index_of.get(jobid)
         try:
             ranks = [target.rank for target in targets(R)]
