@@ -138,7 +138,8 @@ def main() -> int:
         result = {
             "jobs": len(report["jobs"]),
             "started": sum(1 for job in report["jobs"] if job.get("start") is not None),
-            "steps": report["steps"],
+            "instants": report["steps"] + report["skipped"],
+            "passes": report["steps"],
             "replay_wall_s": round(report["wall"], 2),
             "replay_broker_cpu_s": round(report["cpu"], 2),
             "command_wall_s": round(wall, 2),

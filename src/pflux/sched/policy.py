@@ -25,8 +25,9 @@ from typing import Any
 from pflux.sched.pool import Pool, Reservation, ResourceRequest
 from pflux.spec.resource import ResourceSet
 
-__all__ = ["DEFAULT_DEPTH", "PassResult", "PendingJob", "Policy", "Queue"]
+__all__ = ["DEFAULT_DEPTH", "MAX_PRIORITY", "PassResult", "PendingJob", "Policy", "Queue"]
 
+MAX_PRIORITY = 4294967295
 DEFAULT_DEPTH = 32
 """Jobs behind a blocked head job considered for backfill per pass (fluxion's queue-depth)."""
 
@@ -135,14 +136,16 @@ class PassResult:
 
     ``allocated``: jobs that got resources (now out of the queue) and their
     R.  ``annotations``: changes to jobs' ``sched`` annotations, a value of
-    None deleting the key (RFC 27's merge rule).
+    None deleting the key (RFC 27's merge rule).  ``closed``: see
+    :meth:`Policy.schedule`.
     """
 
-    __slots__ = ("allocated", "annotations")
+    __slots__ = ("allocated", "annotations", "closed")
 
     def __init__(self) -> None:
         self.allocated: list[tuple[PendingJob, ResourceSet]] = []
         self.annotations: dict[PendingJob, dict[str, Any]] = {}
+        self.closed = -1
 
     def note(self, job: PendingJob, key: str, value: Any) -> None:
         """Set a ``sched`` annotation of ``job`` unless it already has that value."""
@@ -170,7 +173,18 @@ class Policy:
         self._cache: tuple[int, PendingJob | None, Reservation | None] = (-1, None, None)
 
     def schedule(self, now: float) -> PassResult:
-        """Allocate what can start at ``now``; annotate the blocked jobs looked at."""
+        """Allocate what can start at ``now``; annotate the blocked jobs looked at.
+
+        The result's ``closed`` is the highest priority a job queued after
+        this pass may have and still not start in the next pass, if nothing
+        but such jobs joining the queue changes meanwhile (-1: a job of any
+        priority might).  Run again with nothing changed, a pass starts no
+        more than it did: its head stays blocked, and the jobs it looked at
+        behind the head fail again (with time, fewer end before the
+        reservation) unless backfilling some let it look further.  A new job
+        can only change that by becoming the head, or by falling within
+        ``depth`` jobs of it.  The simulator skips such passes.
+        """
         result = PassResult()
         pool = self.pool
         jobs = self.queue._jobs
@@ -186,9 +200,24 @@ class Policy:
         end = i
         if i < len(jobs):
             end = self._blocked(i, now, result, taken)
+        backfilled = len(taken) > i
         if taken:
             self.queue._drop(taken, end)
+        if not backfilled:
+            result.closed = self._closed()
         return result
+
+    def _closed(self) -> int:
+        """After a pass that backfilled nothing: see ``schedule``."""
+        jobs = self.queue._jobs
+        if not self.pool.free_cores:
+            return MAX_PRIORITY  # no job can start before something ends
+        if not jobs:
+            return -1
+        head = jobs[0]
+        if self._cache[2] is None:  # no reservation: nothing may pass the head
+            return head.priority
+        return jobs[self.depth].priority if len(jobs) > self.depth else -1
 
     def _blocked(self, i: int, now: float, result: PassResult, taken: set[int]) -> int:
         """The head job (at ``i``) is blocked: annotate it and backfill behind it.

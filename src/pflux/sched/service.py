@@ -35,7 +35,7 @@ from pflux.errors import JobspecError, PfluxError, ResourceError
 from pflux.kvs.keys import job_key
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import inventory
-from pflux.sched.policy import DEFAULT_DEPTH, PassResult, PendingJob, Policy
+from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.resource import ResourceSet
@@ -43,7 +43,6 @@ from pflux.spec.sched_protocol import AllocResponse
 
 log = logging.getLogger("pflux.sched")
 
-MAX_PRIORITY = 4294967295
 # flux-core's exception for a running job whose R the restarted scheduler cannot take back
 RESTART_EXCEPTION = "scheduler-restart"
 RESTART_NOTE = "failed to reallocate R for running job"
@@ -117,6 +116,7 @@ class Scheduler(Service):
         self.pool = Pool(inventory(broker.config, hostname))
         self.policy = Policy(self.pool, depth=queue_depth(broker.config))
         self.clock = clock_for(broker.config)
+        self._closed = -1  # the last pass's PassResult.closed
         self.ready = False
         self._pass_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
@@ -309,8 +309,8 @@ class Scheduler(Service):
 
     @method("sim-time")
     def sim_time(self, req: Request) -> None:
-        """The simulator sets the time: run the pass due; answer, with the ids it allocated,
-        once its allocations are answered."""
+        """The simulator sets the time: run the pass due; answer, with the ids it allocated
+        and its ``closed`` (``Policy.schedule``), once its allocations are answered."""
         _owner_only(req)
         clock = self.clock
         if not isinstance(clock, SimulatedClock):
@@ -321,9 +321,9 @@ class Scheduler(Service):
         except ValueError as exc:
             raise RPCError(errno.EINVAL, f"sched.sim-time: {exc}") from None
         if not self._pass_due:
-            req.respond({"allocated": []})
+            req.respond({"allocated": [], "closed": self._closed})
             return
-        self._pass(lambda allocated: req.respond({"allocated": allocated}))
+        self._pass(lambda ids: req.respond({"allocated": ids, "closed": self._closed}))
 
     # --- scheduling passes ------------------------------------------------------------
 
@@ -341,6 +341,7 @@ class Scheduler(Service):
         """Allocate what can start now; ``answered(ids)`` once the allocations are answered."""
         self._pass_due = False
         result = self.policy.schedule(self.clock.now())
+        self._closed = result.closed
         for job, changes in result.annotations.items():
             self._annotate(job, changes)
         if result.allocated:

@@ -21,6 +21,11 @@ next end of a job or node it runs:
    (so its end is on the calendar), or, should one never come (an exception
    raised on it first), once the job manager is quiescent again.
 
+An instant at which nothing ends and every job submitted is of a priority
+the last pass closed to (``Policy.schedule``) needs no pass, which would
+start nothing: its jobs are submitted and the next instant is played
+(steps 2 to 4 then wait for every submission to be answered).
+
 Each phase goes on from the answer to the one before, in the answer's
 callback: no task, no future.  A start request is answered ``start`` at
 once and the job's end is taken from ``pflux.sim.run``, counted from T
@@ -51,6 +56,7 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.exec.service import TIMELIMIT_NOTE
+from pflux.manager.plugins.priority import priority
 from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
@@ -127,6 +133,10 @@ class Simulator(Service):
         self._clock = (0.0, 0.0)  # real and CPU time when the replay began
         self._started_ids: set[int] = set()  # jobs started in this step
         self._awaited: set[int] = set()  # jobs this step allocated and not yet started
+        self._closed = -1  # the last pass's "closed" (pflux.sched.policy.Policy.schedule)
+        self._submitting = 0  # submissions not answered yet
+        self._then: Callable[[], None] | None = None  # what waits for them
+        self.skipped = 0  # instants that needed no pass
 
     async def start(self) -> None:
         info = await self.broker.call("job-manager.getinfo", {})
@@ -148,15 +158,46 @@ class Simulator(Service):
         self._step()
 
     def _step(self) -> None:
-        """Play the next instant: end and submit what is due, then ask for quiescence."""
-        when = self.now if self._again else self._next_time()
-        if when is None:
-            self._finish()
-            return
-        self.now = when
-        self._again = False
-        self._end_due(when)
-        self._submit_due(when)
+        """Play instants until one needs a pass: end and submit what is due, then ask for
+        quiescence (once every submission is answered)."""
+        while True:
+            when = self.now if self._again else self._next_time()
+            if when is None:
+                self._after_submissions(self._finish)
+                return
+            quiet = not self._again and self._quiet(when)
+            self.now = when
+            self._again = False
+            self._end_due(when)
+            self._submit_due(when)
+            if not quiet:
+                self._after_submissions(self._submitted)
+                return
+            self.skipped += 1
+
+    def _quiet(self, when: float) -> bool:
+        """Whether the pass at ``when`` would start nothing, so the instant needs none.
+
+        Nothing ends then, and every job submitted then is of a priority the last
+        pass closed to: such jobs queue behind where the pass looks, and with no
+        other change a pass starts nothing more later (``Policy.schedule``).  The
+        offline replay runs the pass, and starts nothing either.
+        """
+        if self._closed < 0 or (self.calendar and self.calendar[0][0] <= when):
+            return False
+        trace = self.trace
+        upcoming = self._upcoming
+        while upcoming < len(trace) and self.epoch + trace[upcoming].submit <= when:
+            if priority(trace[upcoming].urgency) > self._closed:
+                return False
+            upcoming += 1
+        return True
+
+    def _after_submissions(self, then: Callable[[], None]) -> None:
+        if self._submitting:
+            self._then = then
+        else:
+            then()
 
     def _submitted(self) -> None:
         self.broker.send("job-manager.quiescent", {}, self._quiescent)
@@ -171,6 +212,7 @@ class Simulator(Service):
         """The pass at this instant is done: wait for the jobs it allocated to start here."""
         if self._failed(msg):
             return
+        self._closed = msg.payload.get("closed", -1)
         self._awaited = set(msg.payload.get("allocated") or []) - self._started_ids
         step = self.steps
         if not self._awaited:
@@ -247,33 +289,28 @@ class Simulator(Service):
                 job.respond(ExecResponse.RELEASE, {"ranks": ranks.encode(), "final": False})
 
     def _submit_due(self, when: float) -> None:
-        """Submit the trace's jobs due by ``when``; go on once every one is answered."""
-        due = []
+        """Submit the trace's jobs due by ``when`` (``_after_submissions`` waits for them)."""
         trace = self.trace
         while self._upcoming < len(trace) and self.epoch + trace[self._upcoming].submit <= when:
-            due.append(trace[self._upcoming])
+            job = trace[self._upcoming]
             self._upcoming += 1
-        if not due:
-            self._submitted()
-            return
-        left = [len(due)]
-
-        def answered(job: TraceJob, msg: Message) -> None:
-            record = self.records[job.index]
-            if msg.errnum:
-                log.error("trace job %d was refused: %s", job.index, msg.errstr)
-                record["error"] = msg.errstr
-            else:
-                self.index_of[msg.payload["id"]] = job.index
-                record["id"] = msg.payload["id"]
-            left[0] -= 1
-            if not left[0]:
-                self._submitted()
-
-        for job in due:
+            self._submitting += 1
             self.records[job.index].update(index=job.index, submit=when)
             payload = {"jobspec": job.jobspec, "urgency": job.urgency}
-            self.broker.send("job-ingest.submit", payload, _bind(answered, job))
+            self.broker.send("job-ingest.submit", payload, _bind(self._answered, job))
+
+    def _answered(self, job: TraceJob, msg: Message) -> None:
+        record = self.records[job.index]
+        if msg.errnum:
+            log.error("trace job %d was refused: %s", job.index, msg.errstr)
+            record["error"] = msg.errstr
+        else:
+            self.index_of[msg.payload["id"]] = job.index
+            record["id"] = msg.payload["id"]
+        self._submitting -= 1
+        if not self._submitting and self._then is not None:
+            then, self._then = self._then, None
+            then()
 
     # --- jobs -------------------------------------------------------------------------
 
@@ -412,6 +449,7 @@ class Simulator(Service):
             "epoch": self.epoch,
             "time": self.now,
             "steps": self.steps,
+            "skipped": self.skipped,
             "wall": self.seconds[0],
             "cpu": self.seconds[1],
             "jobs": self.records,

@@ -605,12 +605,13 @@ def test_requester_disconnect_drops_its_pending_allocs(tmp_path: Path) -> None:
 
 def test_simulated_time_runs_a_pass_only_when_set(tmp_path: Path) -> None:
     async def body() -> None:
-        async with live(tmp_path, simulated=True) as t:
+        async with live(tmp_path, simulated=True, **{"queue-depth": 0}) as t:
             t.alloc(1, num_tasks=2, duration=60)
             t.alloc(2, num_tasks=4)
             await t.turn()
             assert t.quiet(1)  # no pass until the simulator sets the time
-            assert await t.broker.call("sched.sim-time", {"time": 1000.0}) == {"allocated": [1]}
+            first = await t.broker.call("sched.sim-time", {"time": 1000.0})
+            assert first == {"allocated": [1], "closed": 16}  # job 2 blocked, nothing behind
             granted = await t.final(1)  # answered before sim-time is
             assert granted["type"] == AllocResponse.SUCCESS
             execution = granted["R"]["execution"]
@@ -618,14 +619,21 @@ def test_simulated_time_runs_a_pass_only_when_set(tmp_path: Path) -> None:
             estimate = (await t.next(2))["annotations"]["sched"]["t_estimate"]
             assert estimate == 1060.0
             # nothing changed since: no pass is due
-            assert await t.broker.call("sched.sim-time", {"time": 1001.0}) == {"allocated": []}
+            idle = await t.broker.call("sched.sim-time", {"time": 1001.0})
+            assert idle == {"allocated": [], "closed": 16}
             with pytest.raises(RPCError, match=r"cannot go back from 1001\.0 to 999\.0"):
                 await t.broker.call("sched.sim-time", {"time": 999.0})
             with pytest.raises(RPCError, match="time must be a number >= 0"):
                 await t.broker.call("sched.sim-time", {"time": "soon"})
+            t.alloc(3, num_tasks=4)
+            # job 2 waits for job 1, job 3 is beyond the window (depth 0): nothing starts
+            # now, and jobs of priority 16 or less submitted later cannot change that
+            blocked = await t.broker.call("sched.sim-time", {"time": 1010.0})
+            assert blocked == {"allocated": [], "closed": 16}
             assert await t.free(1, granted["R"]) == {"id": 1}
             assert t.quiet(2)
-            assert await t.broker.call("sched.sim-time", {"time": 1030.0}) == {"allocated": [2]}
+            freed = await t.broker.call("sched.sim-time", {"time": 1030.0})
+            assert freed["allocated"] == [2]
             assert (await t.final(2))["R"]["execution"]["starttime"] == 1030.0
 
     run(body)
