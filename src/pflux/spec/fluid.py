@@ -32,6 +32,9 @@ _ID_MAX = (1 << 64) - 1
 
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _B58_VALUE = {c: i for i, c in enumerate(_B58)}
+# ASCII code -> digit value, 0xff for a character that is not a base58 digit
+_NOT_B58 = 0xFF
+_B58_CODES = bytes(_B58_VALUE.get(chr(code), _NOT_B58) for code in range(256))
 # every two-digit base58 string, so encoding takes half as many divisions
 _B58_PAIRS = tuple(a + b for a in _B58 for b in _B58)
 _F58_PREFIX = "ƒ"
@@ -43,6 +46,9 @@ _MN_BASE = 1626  # mnemonicode words; three of them cover 32 bits
 
 #: The names ``JobID.encode`` and ``pflux job id --to`` accept.
 ENCODINGS = ("dec", "hex", "dothex", "kvs", "words", "f58", "f58plain")
+
+
+_new = int.__new__
 
 
 def _invalid(text: str, reason: str) -> JobIDError:
@@ -88,36 +94,27 @@ class JobID(int):
         Surrounding whitespace and a leading ``job.`` are ignored, then, in
         flux-core's order: a ``.`` means dothex, a ``-`` words, a leading
         ``ƒ``/``f`` f58, ``0x`` hex, and anything else must be decimal digits.
-        (Decimal and ``ƒ`` are tested first only because they are the common
-        cases; neither can be mistaken for another encoding.)
+        ``ƒ`` f58 and decimal, the common cases, are tried first (neither can
+        be mistaken for another encoding), and valid f58 is decoded inline
+        from bytes, which spares a call and a dict look-up per digit.
         """
         if not isinstance(text, str):
             raise JobIDError(f"{text!r} is not a valid job id: expected a string")
         s = text.strip()
-        if s.startswith("job."):
-            s = s[4:]
-        if s.isdigit() and s.isascii():
+        if s[:1] == _F58_PREFIX:
+            digits = s[1:].encode("ascii", "replace").translate(_B58_CODES)
+            if not 1 <= len(digits) <= _F58_MAX_DIGITS or _NOT_B58 in digits:
+                _f58_decode(text, s)  # raises, naming what is wrong
+            value = 0
+            for digit in digits:
+                value = value * 58 + digit
+        elif s.isdigit() and s.isascii():
             value = int(s)
-        elif s.startswith(_F58_PREFIX):  # no dothex or words starts with it: skip their tests
-            value = _f58_decode(text, s)
-        elif "." in s:
-            value = _dothex_decode(text, s)
-        elif "-" in s:
-            value = _words_decode(text, s)
-        elif s.startswith(_F58_ASCII_PREFIX):
-            value = _f58_decode(text, s)
-        elif not s:
-            raise _invalid(text, "empty")
-        elif s.startswith("0x"):
-            digits = s[2:]
-            if not digits or not _HEX_DIGITS.issuperset(digits):
-                raise _invalid(text, "0x must be followed by hex digits")
-            value = int(digits, 16)
         else:
-            raise _invalid(text, "not in dec, hex, dothex, kvs, words or f58 encoding")
+            value = _decode(text, s)
         if value > _ID_MAX:
             raise _invalid(text, "larger than 64 bits")
-        return int.__new__(cls, value)
+        return _new(cls, value)
 
     def encode(self, fmt: str) -> str:
         """This id in encoding ``fmt`` (one of ``ENCODINGS``, any case)."""
@@ -146,7 +143,7 @@ class JobID(int):
     @property
     def kvs(self) -> str:
         """The job's KVS directory (RFC 16), e.g. ``job.0018.1d0d.4d85.0fbe``."""
-        return "job." + _dothex(self)
+        return _kvs(self)
 
     @property
     def words(self) -> str:
@@ -156,12 +153,12 @@ class JobID(int):
     @property
     def f58(self) -> str:
         """Base58 after ``ƒ``, e.g. ``ƒLUv``: what pflux prints by default."""
-        return _F58_PREFIX + _b58(self)
+        return _f58(self)
 
     @property
     def f58plain(self) -> str:
         """Base58 after an ASCII ``f``, for output that cannot carry ``ƒ``."""
-        return _F58_ASCII_PREFIX + _b58(self)
+        return _f58plain(self)
 
     @property
     def timestamp(self) -> int:
@@ -179,28 +176,34 @@ class JobID(int):
         return self & _SEQ_MAX
 
     def __str__(self) -> str:
-        return _F58_PREFIX + _b58(self)
+        return _f58(self)
 
     def __repr__(self) -> str:
         return f"JobID({int.__repr__(self)})"
 
 
-def _b58(n: int) -> str:
-    if n < 58:
-        return _B58[n]
+def _f58(n: int) -> str:
+    """``ƒ`` and base58, two digits per division (the pairs table)."""
     pairs = _B58_PAIRS
-    parts = []
+    digits = ""
     while n >= 3364:
-        n, r = divmod(n, 3364)
-        parts.append(pairs[r])
-    parts.append(pairs[n] if n >= 58 else _B58[n])
-    parts.reverse()
-    return "".join(parts)
+        digits = pairs[n % 3364] + digits
+        n //= 3364
+    return _F58_PREFIX + (pairs[n] if n >= 58 else _B58[n]) + digits
+
+
+def _f58plain(n: int) -> str:
+    return _F58_ASCII_PREFIX + _f58(n)[1:]
 
 
 def _dothex(n: int) -> str:
     h = f"{n:016x}"
     return f"{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
+
+
+def _kvs(n: int) -> str:
+    h = f"{n:016x}"
+    return f"job.{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
 
 
 def _words_encode(n: int) -> str:
@@ -248,6 +251,28 @@ def _words_decode(text: str, s: str) -> int:
     return hi << 32 | lo
 
 
+def _decode(text: str, s: str) -> int:
+    """``s`` (``text`` stripped) in any encoding, by flux-core's detection rules."""
+    if s.startswith("job."):
+        s = s[4:]
+    if "." in s:
+        return _dothex_decode(text, s)
+    if "-" in s:
+        return _words_decode(text, s)
+    if s.startswith((_F58_PREFIX, _F58_ASCII_PREFIX)):
+        return _f58_decode(text, s)
+    if s.startswith("0x"):
+        digits = s[2:]
+        if not digits or not _HEX_DIGITS.issuperset(digits):
+            raise _invalid(text, "0x must be followed by hex digits")
+        return int(digits, 16)
+    if s.isdigit() and s.isascii():
+        return int(s)
+    if not s:
+        raise _invalid(text, "empty")
+    raise _invalid(text, "not in dec, hex, dothex, kvs, words or f58 encoding")
+
+
 def _f58_decode(text: str, s: str) -> int:
     digits = s[1:]
     if not 1 <= len(digits) <= _F58_MAX_DIGITS:
@@ -266,10 +291,10 @@ _ENCODERS: dict[str, Callable[[JobID], str]] = {
     "dec": int.__repr__,
     "hex": lambda n: f"{n:#x}",
     "dothex": _dothex,
-    "kvs": lambda n: "job." + _dothex(n),
+    "kvs": _kvs,
     "words": _words_encode,
-    "f58": lambda n: _F58_PREFIX + _b58(n),
-    "f58plain": lambda n: _F58_ASCII_PREFIX + _b58(n),
+    "f58": _f58,
+    "f58plain": _f58plain,
 }
 
 

@@ -1,13 +1,16 @@
 """RFC 25 jobspec version 1: decode, validate, wrap and encode.
 
-``validate`` is one hand-written pass over the document that checks RFC 25's
-JSON Schema and every rule of its prose, and collects *all* problems as
-``(path, message)`` pairs.  It was chosen over schema libraries by measurement
-(``bench/compare_libraries.py``): it is faster than a compiled fastjsonschema
-check on the accept path, reports every problem (fastjsonschema stops at the
-first), and states each one in the user's terms, which jsonschema's errors on
-``oneOf`` branches do not.  The RFC's own schema (``jobspec_v1.schema.json``)
-is kept as a test oracle: whatever this module accepts, it accepts too.
+The judge is the walker: one hand-written pass over the document that checks
+RFC 25's JSON Schema and every rule of its prose, and collects *all* problems
+as ``(path, message)`` pairs.  ``validate`` asks a flat, pathless check of the
+common shapes first (``_accepts``, below), which may only accept what the
+walker accepts, and goes to the walker for anything else, so the usual valid
+jobspec costs a quarter of a walk.  Both were chosen over schema libraries by
+measurement (``bench/compare_libraries.py``): faster than a compiled
+fastjsonschema check, they report every problem (fastjsonschema stops at the
+first) in the user's terms, which jsonschema's errors on ``oneOf`` branches
+are not.  The RFC's own schema (``jobspec_v1.schema.json``) is kept as a test
+oracle: whatever this module accepts, it accepts too.
 
 orjson and PyYAML are imported on first use, so that importing this module
 (the job shell does, for ``Jobspec``) costs next to nothing.
@@ -38,7 +41,7 @@ tests pin each one):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
 from pflux.errors import JobspecError
@@ -126,6 +129,15 @@ def _is_text(value: object) -> bool:
     return isinstance(value, str) and (value.isascii() or _is_unicode(value))
 
 
+def _texts(values: Iterable[object]) -> bool:
+    """Whether every item is a string of valid Unicode text: one join, no Python loop."""
+    try:
+        joined = "".join(values)  # type: ignore[arg-type]
+    except TypeError:  # an item that is not a string
+        return False
+    return joined.isascii() or _is_unicode(joined)
+
+
 # ------------------------------------------------------------------ primitives
 
 
@@ -167,6 +179,10 @@ def _check_bool(value: object, path: str, problems: _Problems) -> None:
 
 def _check_data(value: object, path: str, problems: _Problems) -> None:
     """Check that a free-form value is JSON data that ``dumps`` can encode."""
+    left = _plain_data(value, problems.nodes_left, 0)
+    if left >= 0:
+        problems.nodes_left = left
+        return
     stack: list[tuple[object, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
@@ -186,6 +202,43 @@ def _check_data(value: object, path: str, problems: _Problems) -> None:
                     stack.append((v, f"{where}.{key}", depth + 1))
                 else:
                     problems.append((where, f"keys must be strings, got {_describe(key)}"))
+
+
+def _plain_data(value: Any, left: int, depth: int) -> int:
+    """``left`` less the values in ``value`` if it is plain JSON data, else -1.
+
+    ``_check_data``'s pathless twin for the common case: exact built-in types,
+    counted and nested as ``_check_data`` counts and nests them, so whatever it
+    passes ``_check_data`` passes too, leaving the same budget; anything else
+    (a subclass, a problem, too many values) returns -1 for the full walk.
+    """
+    kind = type(value)
+    if kind is list:
+        items: Iterable[Any] = value
+    elif kind is dict:
+        if not _texts(value):
+            return -1
+        items = value.values()
+    else:  # a scalar: check it as the only item of a list that is not counted
+        return _plain_data([value], left + 1, depth - 1)
+    if depth >= _MAX_DEPTH:
+        return -1
+    left -= 1
+    for item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            left = _plain_data(item, left, depth + 1)
+        elif kind is str:
+            left = left - 1 if item.isascii() or _is_unicode(item) else -1
+        elif kind is int:
+            left = left - 1 if _DATA_INT_MIN <= item <= _DATA_INT_MAX else -1
+        elif kind is float:
+            left = left - 1 if -math.inf < item < math.inf else -1
+        else:
+            left = left - 1 if kind is bool or item is None else -1
+        if left < 0:
+            return -1
+    return left
 
 
 def _check_scalar(item: object, where: str, problems: _Problems) -> None:
@@ -461,6 +514,8 @@ def _check_environment(value: object, path: str, problems: _Problems) -> None:
     if not _check_mapping(value, path, problems):
         return
     assert isinstance(value, dict)
+    if _texts(value) and _texts(value.values()):
+        return
     for name, setting in value.items():
         if not _is_text(name):
             problems.append((path, f"names must be strings, got {_describe(name)}"))
@@ -521,6 +576,145 @@ _SYSTEM_CHECKS: Final = {
 }
 
 
+# ----------------------------------------------------------------- fast accept
+#
+# ``validate`` first asks ``_accepts``: a check without paths of the common
+# shapes (node>slot or a lone slot, holding a core and perhaps a gpu, without
+# ``unit``; one task; duration, cwd and environment; any other system key, and
+# ``attributes.user``, get the walker's own checks) on exact built-in types.
+# It answers True only for a document that the walker accepts (the property
+# tests hold it to that); False sends the document to the walker, which
+# accepts the rarer shapes and reports every problem with its path.  It is
+# flat on purpose: each call or generator here costs as much as a rule.
+
+
+def _accepts(obj: Any) -> bool:
+    """True only if ``obj`` is a valid jobspec of a common shape (see above)."""
+    if type(obj) is not dict or len(obj) != 4:
+        return False
+    try:  # a missing key, a wrong type, any surprise: ask the walker
+        version, resources, tasks = obj["version"], obj["resources"], obj["tasks"]
+        if type(version) is not int or version != 1 or type(tasks) is not list:
+            return False
+        if type(resources) is not list or len(resources) != 1 or len(tasks) != 1:
+            return False
+        label, task = _plain_slot_label(resources[0]), tasks[0]
+        if label is None or type(task) is not dict or len(task) != 3:
+            return False
+        command, slot, count = task["command"], task["slot"], task["count"]
+        if type(slot) is not str or slot != label or type(count) is not dict or len(count) != 1:
+            return False
+        total = count["per_slot"] if "per_slot" in count else count["total"]
+        if type(total) is not int or not 1 <= total <= _INT64_MAX:
+            return False
+        if type(command) is not list or not command or not _texts(command):
+            return False
+        return _plain_attributes(obj["attributes"])
+    except Exception:  # the walker then judges, and explains
+        return False
+
+
+def _plain_slot_label(vertex: Any) -> str | None:
+    """The slot's label if ``vertex`` is a plain node>slot or slot graph, else None."""
+    if type(vertex) is not dict:
+        return None
+    if _is_kind(vertex, "node"):
+        count, slots = vertex["count"], vertex["with"]
+        if len(vertex) != 3 and not _plain_exclusive(vertex, 4):
+            return None
+        if type(count) is not int or not 1 <= count <= _INT64_MAX:
+            return None
+        if type(slots) is not list or len(slots) != 1 or type(slots[0]) is not dict:
+            return None
+        vertex = slots[0]
+    count, label, children = vertex["count"], vertex["label"], vertex["with"]
+    if len(vertex) != 4 and not _plain_exclusive(vertex, 5):
+        return None
+    if not _is_kind(vertex, "slot") or type(count) is not int or not 1 <= count <= _INT64_MAX:
+        return None
+    if type(label) is not str or not (label.isascii() or _is_unicode(label)):
+        return None
+    return label if _plain_slot_children(children) else None
+
+
+def _plain_slot_children(children: Any) -> bool:
+    """Whether ``children`` is one core, or a core and a gpu in either order, without units."""
+    if type(children) is not list or not 1 <= len(children) <= 2:
+        return False
+    core, gpu = children if len(children) == 2 else (children[0], None)
+    if type(core) is dict and _is_kind(core, "gpu"):
+        core, gpu = gpu, core
+    if type(core) is not dict or len(core) != 2 or not _is_kind(core, "core"):
+        return False
+    count = core["count"]
+    if type(count) is not int or not 1 <= count <= _INT64_MAX:
+        return False
+    if len(children) == 1:
+        return True
+    if type(gpu) is not dict or len(gpu) != 2 or not _is_kind(gpu, "gpu"):
+        return False
+    count = gpu["count"]  # may be 0 (see the module docstring)
+    return type(count) is int and 0 <= count <= _INT64_MAX
+
+
+def _is_kind(vertex: dict[str, Any], kind: str) -> bool:
+    """Whether the vertex's type is the string ``kind`` (no other object's ``==`` is trusted)."""
+    found = vertex["type"]
+    return type(found) is str and found == kind
+
+
+def _plain_exclusive(vertex: dict[str, Any], size: int) -> bool:
+    """Whether ``vertex`` has ``size`` keys, one of them a boolean ``exclusive``."""
+    return len(vertex) == size and type(vertex.get("exclusive")) is bool
+
+
+_PLAIN_SYSTEM_KEYS: Final = frozenset({"duration", "cwd", "environment"})
+
+
+def _plain_attributes(attributes: Any) -> bool:
+    """Whether ``attributes`` is valid: the usual system keys checked here, others by the walker.
+
+    Any other system key gets the walker's own check for it, as ``_check_system``
+    would run it; ``attributes.user`` sends the whole of ``attributes`` there.
+    """
+    if type(attributes) is not dict or len(attributes) != 1:
+        return _walker_accepts(_check_attributes, attributes)
+    system = attributes["system"]
+    if type(system) is not dict:
+        return False
+    duration, cwd, environment = (
+        system["duration"],
+        system.get("cwd", ""),
+        system.get("environment", {}),
+    )
+    kind = type(duration)
+    if not (
+        (kind is float and 0.0 <= duration < math.inf)
+        or (kind is int and 0 <= duration <= _INT64_MAX)
+    ):
+        return False
+    if type(cwd) is not str or not (cwd.isascii() or _is_unicode(cwd)):
+        return False
+    if type(environment) is not dict or not (_texts(environment) and _texts(environment.values())):
+        return False
+    if system.keys() <= _PLAIN_SYSTEM_KEYS:
+        return True
+    problems = _Problems()
+    for key, value in system.items():
+        if key not in _PLAIN_SYSTEM_KEYS:
+            check = _SYSTEM_CHECKS.get(key)
+            if check is None and not _is_text(key):
+                return False
+            (check or _check_data)(value, key, problems)
+    return not problems
+
+
+def _walker_accepts(check: Callable[[Any, _Problems], None], value: Any) -> bool:
+    problems = _Problems()
+    check(value, problems)
+    return not problems
+
+
 # ---------------------------------------------------------------------- public
 
 
@@ -545,6 +739,12 @@ def _collect(obj: Any) -> _Problems:
 
 def validate(obj: Any) -> None:
     """Raise JobspecError with every problem unless ``obj`` is a valid version 1 jobspec."""
+    if not _accepts(obj):
+        _raise_problems(obj)
+
+
+def _raise_problems(obj: Any) -> None:
+    """The walker: raise JobspecError with every problem of ``obj``, if it has any."""
     found = _collect(obj)
     if found:
         raise JobspecError(found)
@@ -562,23 +762,25 @@ def decode(data: bytes | str, *, fmt: Format = "auto") -> Any:
     is cheap in the constructor) and the last one wins in JSON, as in orjson
     and flux-core's jansson.
     """
+    if fmt == "auto":
+        head = data[:1]
+        if head not in (b"{", "{"):
+            head = data.lstrip()[:1]
+        fmt = "json" if head in (b"{", "{") else "yaml"
     if fmt == "json":
         return _decode_json(data)
     if fmt == "yaml":
         return _decode_yaml(data)
-    if fmt != "auto":
-        raise ValueError(f"unknown jobspec format {fmt!r}")
-    head = data[:1]
-    if head not in (b"{", "{"):
-        stripped = data.lstrip()
-        head = stripped[:1]
-    return _decode_json(data) if head in (b"{", "{") else _decode_yaml(data)
+    raise ValueError(f"unknown jobspec format {fmt!r}")
 
 
 def loads(data: bytes | str, *, fmt: Format = "auto") -> Jobspec:
     """Decode and validate a jobspec."""
-    obj = decode(data, fmt=fmt)
-    validate(obj)
+    # decode's first test, inline for the hot path
+    is_json = fmt == "auto" and data[:1] in (b"{", "{")
+    obj = _decode_json(data) if is_json else decode(data, fmt=fmt)
+    if not _accepts(obj):
+        _raise_problems(obj)
     return Jobspec(obj)
 
 

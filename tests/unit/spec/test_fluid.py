@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import re
 import subprocess
 import sys
 
@@ -324,6 +325,65 @@ word_ish = st.lists(
 @given(st.one_of(id_ish, word_ish))
 def test_fuzz_parse_idlike(text: str) -> None:
     _parse_or_error(text)
+
+
+def reference_parse(text: str) -> int | None:
+    """RFC 19's detection rules written plainly, as a model for ``JobID.parse``; None: reject."""
+    from pflux.spec._wordlist import WORDS
+
+    s = text.strip()
+    s = s.removeprefix("job.")
+    hexdigits = "[0-9a-fA-F]"
+    value: int | None = None
+    if "." in s:
+        if re.fullmatch(rf"{hexdigits}{{1,4}}(\.{hexdigits}{{1,4}}){{3}}", s):
+            value = 0
+            for group in s.split("."):
+                value = value << 16 | int(group, 16)
+    elif "-" in s:
+        parts = s.lower().split("-")
+        if (
+            len(parts) == 7
+            and not parts[3]
+            and all(p in WORDS for i, p in enumerate(parts) if i != 3)
+        ):
+            n = [WORDS.index(p) for p in parts if p]
+            lo, hi = n[0] + 1626 * n[1] + 1626**2 * n[2], n[3] + 1626 * n[4] + 1626**2 * n[5]
+            value = hi << 32 | lo if lo < 2**32 and hi < 2**32 else None
+    elif s[:1] in ("ƒ", "f"):
+        if re.fullmatch("[1-9A-HJ-NP-Za-km-z]{1,12}", s[1:]):
+            value = 0
+            for c in s[1:]:
+                value = value * 58 + B58.index(c)
+    elif s.startswith("0x"):
+        value = int(s[2:], 16) if re.fullmatch(f"{hexdigits}+", s[2:]) else None
+    elif re.fullmatch("[0-9]+", s):
+        value = int(s)
+    return value if value is not None and value <= ID_MAX else None
+
+
+B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def parsed(text: str) -> int | None:
+    try:
+        return JobID.parse(text)
+    except JobIDError:
+        return None
+
+
+@settings(max_examples=500)
+@given(st.one_of(id_ish, word_ish, ids.map(lambda n: JobID(n).f58), st.text(max_size=14)))
+def test_parse_accepts_exactly_what_the_rules_accept(text: str) -> None:
+    assert parsed(text) == reference_parse(text)
+
+
+@settings(max_examples=300)
+@given(ids, st.sampled_from(ENCODINGS), st.integers(0, 20), st.sampled_from(list(" \t\n.-xƒf0zOl")))
+def test_parse_of_damaged_ids_follows_the_rules(n: int, fmt: str, at: int, c: str) -> None:
+    text = JobID(n).encode(fmt)
+    for damaged in (text[:at] + c + text[at:], text[:at] + c + text[at + 1 :], text[:at]):
+        assert parsed(damaged) == reference_parse(damaged)
 
 
 # -- the generator -------------------------------------------------------------------------

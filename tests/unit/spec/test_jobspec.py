@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import enum
 import json
 import math
 import re
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Callable
 from importlib import resources
 from typing import Any, NamedTuple
+from unittest import mock
 
 import jsonschema
 import pytest
@@ -18,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, SpecError
-from pflux.spec import jobspec
+from pflux.spec import builder, jobspec
 from pflux.spec.jobspec import Jobspec
 from support.rfc25 import example
 
@@ -866,3 +868,228 @@ def test_validate_of_arbitrary_values_raises_only_jobspec_error(value: object) -
 @given(jobspecs())
 def test_decode_and_validate_agree_on_yaml_and_json(doc: dict[str, Any]) -> None:
     assert jobspec.loads(jobspec.dumps_yaml(doc)) == jobspec.loads(jobspec.dumps(doc))
+
+
+# ------------------------------------------------------------ the fast path
+#
+# validate asks a pathless fast check (jobspec._accepts) before the walker
+# (jobspec._collect). It may only ever accept what the walker accepts; these
+# pin that, and that the shapes pflux itself writes take it.
+
+
+class Int(int):
+    pass
+
+
+class Text(str):
+    pass
+
+
+class Dict(dict[Any, Any]):
+    pass
+
+
+class List(list[Any]):
+    pass
+
+
+class Count(enum.IntEnum):
+    ONE = 1
+
+
+class Sly:
+    """Equal to everything: the fast path must not trust a stranger's ``==``."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+ODD = (
+    [0, -1, 2**63, 2**64, True, False, 1.0, -0.0, math.nan, math.inf, -math.inf, "", "\ud800",
+     "é", "x", None, [], {}, (), b"x", Count.ONE, Int(1), Text("x"), Sly(), [Sly()], {"k": Sly()}]
+)  # fmt: skip
+ODD_VALUES = st.sampled_from(ODD)
+
+
+def retyped(value: object) -> object:
+    """The same value under a subclass or a look-alike type, which only the walker may judge."""
+    if type(value) is dict:
+        return Dict(value)
+    if type(value) is list:
+        return List(value) if value else ()
+    if type(value) is str:
+        return Text(value)
+    if type(value) is int:
+        return Int(value)
+    if type(value) is float:
+        return Int(int(value)) if math.isfinite(value) else value
+    return value
+
+
+def places(doc: object) -> list[tuple[Any, Any]]:
+    """Every (container, key or index) in ``doc``."""
+    found: list[tuple[Any, Any]] = []
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found += [(item, key) for key in item]
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found += [(item, i) for i in range(len(item))]
+            stack.extend(item)
+    return found
+
+
+def damage(doc: dict[str, Any], data: st.DataObject) -> None:
+    """One change anywhere: a value replaced or retyped, a key removed or added."""
+    parent, key = data.draw(st.sampled_from(places(doc)))
+    how = data.draw(st.sampled_from(["odd", "any", "retype", "delete", "add"]))
+    if how == "odd":
+        parent[key] = data.draw(ODD_VALUES)
+    elif how == "any":
+        parent[key] = data.draw(any_values)
+    elif how == "retype":
+        parent[key] = retyped(parent[key])
+    elif how == "delete":
+        del parent[key]
+    elif isinstance(parent, dict):
+        extra = st.sampled_from(["unit", "exclusive", "label", "with", "system", "user", "x"])
+        parent[data.draw(extra)] = data.draw(ODD_VALUES | json_values)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(jobspecs(), st.data())
+def test_fast_path_accepts_only_what_the_walker_accepts(
+    doc: dict[str, Any], data: st.DataObject
+) -> None:
+    for _ in range(data.draw(st.integers(0, 3))):
+        if places(doc):
+            damage(doc, data)
+    walker = jobspec._collect(doc)
+    if jobspec._accepts(doc):
+        assert walker == []
+    # and so validate says what the walker says, problem for problem
+    assert outcome(lambda: jobspec.validate(doc)) == (walker or None)
+
+
+def single_changes(base: dict[str, Any]) -> list[dict[str, Any]]:
+    """``base`` changed once in every way: each place set to each odd value, retyped, deleted."""
+    changed = []
+    for index in range(len(places(base))):
+        for value in [*ODD, retyped, DELETE]:
+            doc = copy.deepcopy(base)
+            parent, key = places(doc)[index]
+            if value is DELETE:
+                del parent[key]
+            else:
+                parent[key] = value(parent[key]) if value is retyped else value
+            changed.append(doc)
+    for index in range(len(places(base))):
+        for name in ("unit", "exclusive", "label", "with", "total", "system", "user", "x"):
+            for value in (1, "x", True, Sly()):
+                doc = copy.deepcopy(base)
+                parent, key = places(doc)[index]
+                if isinstance(parent[key], dict):
+                    parent[key][name] = value
+                    changed.append(doc)
+    return changed
+
+
+@pytest.mark.parametrize(("case", "bare"), [("example", False), ("2.3", False), ("2.4", True)])
+def test_fast_path_accepts_no_single_change_that_the_walker_rejects(case: str, bare: bool) -> None:
+    base = example(case)
+    base["resources"][0]["exclusive"] = False
+    if bare:  # duration alone in system
+        del system(base)["cwd"], system(base)["environment"]
+    for doc in single_changes(base):
+        if jobspec._accepts(doc):
+            assert jobspec._collect(doc) == [], doc
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(
+            lambda d: (slot(d).update(label="\ud800"), task(d).update(slot="\ud800")), id="label"
+        ),
+        pytest.param(lambda d: task(d).update(command=["\udc00"]), id="command"),
+        pytest.param(lambda d: system(d).update(cwd="\ud800"), id="cwd"),
+        pytest.param(lambda d: system(d)["environment"].update({"\ud800": "x"}), id="env name"),
+        pytest.param(lambda d: system(d)["environment"].update(X="\ud800"), id="env value"),
+        pytest.param(lambda d: system(d).update(shell={"options": {"\ud800": 1}}), id="shell key"),
+        pytest.param(lambda d: system(d).update(shell={"options": {"x": 1e400}}), id="infinity"),
+    ],
+)
+def test_lone_surrogates_and_infinities_are_left_to_the_walker(
+    change: Callable[[dict[str, Any]], object],
+) -> None:
+    doc = edited(change)
+    assert not jobspec._accepts(doc)
+    assert problems_of(doc)
+
+
+@pytest.mark.parametrize("case", ["example", "1.1", "2.1", "2.2", "2.3", "2.4"])
+def test_fast_path_takes_rfc_examples(case: str) -> None:
+    assert jobspec._accepts(example(case))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"num_tasks": 4, "cores_per_task": 2},
+        {"num_tasks": 5, "num_nodes": 2, "exclusive": True},
+        {"num_tasks": 2, "gpus_per_task": 1, "duration": 60.5},
+        {"environment": {"HOME": "/home/é", "PATH": "/bin"}, "cwd": "/tmp", "name": "x"},
+        {"queue": "batch", "output": "out.{{id}}", "unbuffered": True, "bank": "b"},
+    ],
+)
+def test_fast_path_takes_what_pflux_submit_writes(options: dict[str, Any]) -> None:
+    doc = builder.from_command(["app", "-v"], **options)
+    builder.set_shell_option(doc, "rlimit", {"nofile": 1024, "core": 0})
+    builder.set_attr(doc, "system.dependencies", [{"scheme": "afterok", "value": "ƒ2"}])
+    assert jobspec._accepts(doc)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: core(d).update(unit="GB"), id="unit"),
+        pytest.param(lambda d: d["tasks"].append(Dict(d["tasks"].pop())), id="dict subclass"),
+        pytest.param(lambda d: d.update(resources=List(d["resources"])), id="list subclass"),
+    ],
+)
+def test_fast_path_leaves_rarer_valid_shapes_to_the_walker(
+    change: Callable[[dict[str, Any]], object],
+) -> None:
+    doc = edited(change)
+    assert not jobspec._accepts(doc)
+    jobspec.validate(doc)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(jobspecs(), st.data())
+def test_shortcuts_inside_the_walker_change_nothing(
+    doc: dict[str, Any], data: st.DataObject
+) -> None:
+    # _plain_data and _texts spare the walker its loops on plain data; without them it
+    # must find exactly the same problems
+    for _ in range(data.draw(st.integers(0, 3))):
+        if places(doc):
+            damage(doc, data)
+    with_shortcuts = jobspec._collect(doc)
+    with (
+        mock.patch.object(jobspec, "_plain_data", return_value=-1),
+        mock.patch.object(jobspec, "_texts", return_value=False),
+    ):
+        assert jobspec._collect(doc) == with_shortcuts
+
+
+def test_free_form_values_share_one_size_budget() -> None:
+    big = list(range(60_000))
+    doc = edited(lambda d: (d["attributes"].update(user={"a": big}), system(d).update(x=big)))
+    assert problems_of(doc)[-1][1] == "too large: more than 100000 values"
+    jobspec.validate(edited(lambda d: d["attributes"].update(user={"a": big})))
