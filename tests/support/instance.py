@@ -33,9 +33,11 @@ WAIT_ON_STDIN = ("sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null')
 class LiveInstance:
     """``pflux start`` in a subprocess; ``uri`` once it is ready."""
 
-    def __init__(self, state_dir: Path, *args: str, cores: int = 4) -> None:
+    def __init__(self, state_dir: Path, *args: str, cores: int | None = 4) -> None:
+        """``cores`` None: the resources come from ``args`` (``--config``)."""
         self.state_dir = state_dir
         self.log = state_dir.parent / f"{state_dir.name}.log"
+        counts = ["--cores", str(cores)] if cores is not None else []
         with self.log.open("a") as log:
             self.proc = subprocess.Popen(
                 [
@@ -43,8 +45,7 @@ class LiveInstance:
                     "start",
                     "--state-dir",
                     str(state_dir),
-                    "--cores",
-                    str(cores),
+                    *counts,
                     *args,
                     *WAIT_ON_STDIN,
                 ],

@@ -41,6 +41,9 @@ SERVICES: tuple[str, ...] = (
     "pflux.info:JobInfo",
 )
 
+# Loaded last when the configuration has [simulator]: it overrides job-exec (RFC 32).
+SIMULATOR = "pflux.sim.service:Simulator"
+
 # Services that run in processes of their own (see broker/module.py), started
 # once the broker listens: job-list does as much work per job as the job
 # manager, and in its own process it uses the second core.
@@ -127,7 +130,8 @@ class Instance:
         self._temporary = state_dir is None
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
-        self.service_paths = services
+        simulating = "simulator" in self.config
+        self.service_paths = (*services, SIMULATOR) if simulating else tuple(services)
         self.module_paths = MODULES if modules is None else modules
         self._modules: list[asyncio.subprocess.Process] = []
         self._watchers: set[asyncio.Task[None]] = set()

@@ -4,6 +4,9 @@ With COMMAND, it runs inside the instance (PFLUX_URI set) and the instance
 shuts down when it exits, with its exit code; without, the instance serves
 until ``pflux shutdown`` or SIGTERM. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
+``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);
+the instance's resources for it usually come from ``--config``
+(``[[resource.config]]`` or ``[resource] path``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cores", type=int, help="cores to manage (default: this machine's)")
     parser.add_argument("--gpus", type=int, help="GPUs to manage (default: this machine's)")
     parser.add_argument("--config", type=Path, help="instance configuration (TOML)")
+    parser.add_argument(
+        "--simulate", type=Path, metavar="TRACE", help="replay this trace in simulated time"
+    )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (repeat for debug)"
     )
@@ -61,4 +67,9 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
             if value < 0:
                 raise UsageError(f"--{name}={value}: must be 0 or more")
             config.setdefault("resource", {})[name] = value
+    if args.simulate is not None:
+        section = config.setdefault("simulator", {})
+        if not isinstance(section, dict):
+            raise UsageError(f"--config={args.config}: simulator must be a table")
+        section["trace"] = str(args.simulate.absolute())
     return config

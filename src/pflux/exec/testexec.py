@@ -19,6 +19,11 @@ runs in test mode. Its keys, as flux-core's ``job-exec/testexec.c`` reads them:
 A job taken over after a restart (``reattach``) runs for what is left of
 its run time, counted from its ``start`` event, or finishes at once if none
 is left, as flux-core's testexec does.
+- ``node_durations`` (list of FSD strings, pflux's own): how long the job
+  runs on each node of R, in rank order; a node whose time is up before the
+  job's is released then (a ``release`` response with ``final: false``), so
+  its resources go back to the scheduler while the job runs on elsewhere
+  (RFC 32's partial release). The simulator (``pflux.sim``) honours it too.
 
 A signal to a running test job ends it at once with the signal as its wait
 status, as flux-core's testexec does: a canceled job finishes with status 15
@@ -30,15 +35,18 @@ from __future__ import annotations
 import asyncio
 import errno
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import RPCError
 from pflux.errors import DurationError, EventlogError, PfluxError
 from pflux.kvs.keys import job_key
+from pflux.shell.layout import targets
 from pflux.spec import duration
 from pflux.spec.eventlog import parse
+from pflux.spec.exec_protocol import ExecResponse
+from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
     from pflux.exec.service import ExecJob
@@ -55,6 +63,19 @@ class MockConfig:
     mock_exception: str | None = None
     override: bool = False
     reattach_finish: bool = False
+    node_durations: tuple[float, ...] = ()
+
+    def early_releases(self, ranks: Sequence[int]) -> list[tuple[float, IdSet]]:
+        """(seconds after the start, ranks) of the nodes released before the job ends.
+
+        ``ranks`` are R's, in order: node i is ``ranks[i]``.
+        """
+        run = self.run_duration
+        by_time: dict[float, list[int]] = {}
+        for rank, seconds in zip(ranks, self.node_durations, strict=False):
+            if run <= 0 or seconds < run:
+                by_time.setdefault(seconds, []).append(rank)
+        return [(seconds, IdSet(by_time[seconds])) for seconds in sorted(by_time)]
 
 
 def _is_int(value: object) -> bool:
@@ -82,6 +103,13 @@ def mock_config(jobspec: Mapping[str, Any]) -> MockConfig | None:
             run_duration = duration.parse(text)
         except DurationError as exc:
             raise PfluxError(f"{where}.run_duration: {exc}") from None
+    nodes = test.get("node_durations", [])
+    if not isinstance(nodes, list) or not all(isinstance(d, str) for d in nodes):
+        raise PfluxError(f"{where}.node_durations must be a list of duration strings")
+    try:
+        node_durations = tuple(duration.parse(d) for d in nodes)
+    except DurationError as exc:
+        raise PfluxError(f"{where}.node_durations: {exc}") from None
     wait_status = test.get("wait_status", 0)
     if not _is_int(wait_status):
         raise PfluxError(f"{where}.wait_status must be an integer")
@@ -94,18 +122,19 @@ def mock_config(jobspec: Mapping[str, Any]) -> MockConfig | None:
     finish = test.get("reattach_finish", 0)
     if not _is_int(finish):
         raise PfluxError(f"{where}.reattach_finish must be an integer")
-    return MockConfig(run_duration, wait_status, mock, bool(override), bool(finish))
+    return MockConfig(run_duration, wait_status, mock, bool(override), bool(finish), node_durations)
 
 
 class MockRun:
     """One test-mode job's simulated execution."""
 
-    __slots__ = ("config", "job", "timer")
+    __slots__ = ("config", "job", "releases", "timer")
 
     def __init__(self, job: ExecJob, config: MockConfig) -> None:
         self.job = job
         self.config = config
         self.timer: asyncio.TimerHandle | None = None
+        self.releases: list[asyncio.TimerHandle] = []  # nodes released before the end
 
     def start(self) -> None:
         if self.config.mock_exception == "init":
@@ -136,21 +165,40 @@ class MockRun:
         self._run(max(left, 1e-5))
 
     def _run(self, seconds: float | None = None) -> None:
+        """Run for ``seconds``, or the whole run time; a reattached run releases no node
+        early (what it released before the restart is not known): its final release does."""
+        fresh = seconds is None
         if seconds is None:
             seconds = self.config.run_duration
+        loop = self.job.loop
         if seconds > 0:
-            self.timer = self.job.loop.call_later(seconds, self._finished)
+            self.timer = loop.call_later(seconds, self._finished)
+        if fresh and self.config.node_durations:
+            ranks = [target.rank for target in targets(self.job.R)]
+            for delay, released in self.config.early_releases(ranks):
+                self.releases.append(loop.call_later(delay, self._release, released))
         self.job.set_running()
+
+    def _release(self, ranks: IdSet) -> None:
+        if not self.job.finalizing:
+            self.job.respond(ExecResponse.RELEASE, {"ranks": ranks.encode(), "final": False})
 
     def _finished(self) -> None:
         self.timer = None
+        self._stop_releases()
         self.job.complete(self.config.wait_status)
+
+    def _stop_releases(self) -> None:
+        for timer in self.releases:
+            timer.cancel()
+        self.releases = []
 
     def kill(self, signum: int) -> None:
         """End the run now, with the signal as its wait status."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        self._stop_releases()
         if self.job.started:
             self.job.complete(signum)
 
@@ -175,6 +223,7 @@ class MockRun:
             if self.timer is not None:
                 self.timer.cancel()
                 self.timer = None
+            self._stop_releases()
             self.job.complete(status)
         else:
             raise RPCError(errno.EINVAL, "Invalid event")

@@ -61,7 +61,7 @@ def _cleanup(job: Job) -> list[Action]:
         actions.append(Action.CANCEL_ALLOC)
     if job.start_pending and not job.exec_killed and job.exception is not None:
         actions.append(Action.KILL)
-    busy = job.alloc_pending or job.start_pending or job.perilog or job.free_pending
+    busy = job.alloc_pending or job.start_pending or job.perilog
     if job.has_resources and not busy:
         actions.append(Action.FREE)
     elif not job.has_resources and not busy:

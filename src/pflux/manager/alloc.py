@@ -4,6 +4,17 @@ The scheduler says hello (and learns which jobs hold resources), then ready with
 a mode; after that every job in SCHED with a non-zero priority has one
 ``sched.alloc`` in flight ("unlimited"), or the best ``limit`` of them do
 ("limited"). Responses are matched by job id.
+
+Resources go back with ``sched.free``: the ranks of each ``release`` response
+that is not the final one at once, as the R fragment of those ranks with
+``final: false`` (once the ``release`` event is committed), and the rest of R
+with ``final: true`` when the job is done with it (flux-core frees partially
+from its housekeeping the same way).  As in flux-core (since its sched.free
+dropped its response, flux-core PR 5786), a free has no response: ``free`` is
+posted as the request is sent, and the scheduler logs what it cannot free.
+A job's released ranks are kept in memory only: after a restart the
+scheduler is told the job holds all of its R until its final free, which is
+safe, if less generous.
 """
 
 from __future__ import annotations
@@ -14,7 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
+from pflux.errors import IdsetError, ResourceError
 from pflux.manager.states import State
+from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet
 from pflux.spec.sched_protocol import AllocResponse
 
 if TYPE_CHECKING:
@@ -33,6 +48,7 @@ class AllocClient:
         self.limit = 0  # 0: unlimited
         self.outstanding = 0
         self.waiting: dict[Job, None] = {}  # wanting an alloc while at the limit
+        self.released: dict[Job, IdSet] = {}  # ranks freed before the job's final free
 
     # --- requests from the scheduler ------------------------------------------------
 
@@ -70,6 +86,7 @@ class AllocClient:
         count = self.manager.count(State.SCHED)
         req.respond({"count": count})
         self.manager.advance_state(State.SCHED)
+        self.manager.quiescence.poke()
 
     # --- requests to the scheduler --------------------------------------------------------
 
@@ -105,11 +122,48 @@ class AllocClient:
             self.manager.broker.send("sched.prioritize", {"jobs": pending})
 
     def free(self, job: Job) -> None:
-        job.free_pending = True
+        """Free what ``job`` still holds, for good."""
         if job.debug:
             self.manager.post(job, "debug.free-request")
-        payload = {"id": job.id, "R": job.R, "final": True}
-        self.manager.broker.send("sched.free", payload, lambda msg: self._freed(job, msg))
+        R = job.R  # noqa: N806 (R is the RFC's name)
+        released = self.released.pop(job, None)
+        if released is not None and R is not None:
+            R = _without(R, released)  # noqa: N806
+        self.manager.broker.send("sched.free", {"id": job.id, "R": R, "final": True})
+        self.manager.post(job, "free")
+
+    def release(self, job: Job, ranks: str) -> None:
+        """The execution service released ``ranks`` of ``job``: free them once that is durable."""
+        try:
+            ids = IdSet.decode(ranks)
+        except IdsetError as exc:
+            log.error("job %s: release of ranks %r: %s", JobID(job.id), ranks, exc)
+            return
+        self.manager.events.after_commit(lambda: self._free_part(job, ids))
+
+    def _free_part(self, job: Job, ranks: IdSet) -> None:
+        if job.R is None or not job.has_resources:
+            return
+        try:
+            held = ResourceSet.from_json(job.R)
+        except ResourceError as exc:
+            log.error("job %s: cannot free part of R: %s", JobID(job.id), exc)
+            return
+        released = self.released.get(job, IdSet())
+        part = {rank: held.targets[rank] for rank in ranks if rank in held.targets}
+        part = {rank: target for rank, target in part.items() if rank not in released}
+        if len(part) < len(ranks):
+            log.error(
+                "job %s: release names ranks %s, of which it holds only %s",
+                JobID(job.id),
+                ranks.encode(),
+                IdSet(part).encode() or "none",
+            )
+        if not part:
+            return
+        self.released[job] = released | IdSet(part)
+        payload = {"id": job.id, "R": ResourceSet(part).to_json(), "final": False}
+        self.manager.broker.send("sched.free", payload)
 
     def forget(self, job: Job) -> None:
         """``job`` no longer wants an allocation (it left SCHED)."""
@@ -157,9 +211,13 @@ class AllocClient:
             log.error("sched.alloc response for %d has unknown type %r", job.id, kind)
             self.manager.raise_exception(job, "alloc", f"scheduler sent response type {kind!r}")
 
-    def _freed(self, job: Job, msg: Message) -> None:
-        job.free_pending = False
-        if msg.errnum:
-            # flux-core raises a non-fatal free exception and keeps the job's R marked used
-            self.manager.raise_exception(job, "free", f"sched.free: {msg.errstr}", severity=1)
-        self.manager.post(job, "free")
+
+def _without(R: dict[str, Any], ranks: IdSet) -> dict[str, Any] | Any:  # noqa: N803
+    """R less the targets of ``ranks`` (R itself if it cannot be read: the scheduler says why)."""
+    try:
+        held = ResourceSet.from_json(R)
+    except ResourceError:
+        return R
+    return ResourceSet(
+        {rank: target for rank, target in held.targets.items() if rank not in ranks}
+    ).to_json()

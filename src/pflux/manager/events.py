@@ -63,6 +63,11 @@ class EventPoster:
             self.broker.at_turn_end(self._flush)
         return self._batch
 
+    @property
+    def pending(self) -> bool:
+        """Whether any event posted is not yet durable and acted on."""
+        return self._batch is not None or bool(self._flushed)
+
     def uncommitted(self, job: Job) -> bool:
         """Whether ``job`` has events not yet committed in this turn's batch."""
         return self._batch is not None and job in self._batch.jobs

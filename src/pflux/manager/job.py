@@ -64,7 +64,6 @@ class Job(Outcome):
         "finish_status",
         "flag_names",
         "flags",
-        "free_pending",
         "has_resources",
         "history",
         "id",
@@ -119,7 +118,6 @@ class Job(Outcome):
         self.depend_checked = False
         self.start_pending = False
         self.exec_killed = False
-        self.free_pending = False
         self.reattach = False
         self.waiters: list[Any] = []
 

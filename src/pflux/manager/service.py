@@ -32,6 +32,7 @@ from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.priority import priority
+from pflux.manager.quiescent import Quiescence
 from pflux.manager.requests import check_urgency, exception_args, job_id_arg, payload_of
 from pflux.manager.start import StartClient
 from pflux.manager.states import State, apply
@@ -60,6 +61,7 @@ class JobManager(Service):
         self.events = EventPoster(broker, self._on_transition, self._on_commit)
         self.alloc = AllocClient(self)
         self.exec = StartClient(self)
+        self.quiescence = Quiescence(self)
         self.journal = Journal(self)
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
@@ -520,6 +522,13 @@ class JobManager(Service):
     @method("exec-hello")
     def exec_hello(self, req: Request) -> None:
         self.exec.hello(req)
+
+    @method("quiescent")
+    def quiescent(self, req: Request) -> None:
+        """Answer once nothing is in flight (a simulation's step, see quiescent.py)."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "quiescent: only the instance owner may ask")
+        self.quiescence.request(req)
 
     @method("sched-hello")
     def sched_hello(self, req: Request) -> None:

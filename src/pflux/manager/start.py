@@ -2,8 +2,19 @@
 
 An execution service announces itself with ``exec-hello``; from then on each
 job in RUN gets one streaming ``<service>.start`` whose responses (start,
-exception, finish, release) become events. A conventional error response means
-the service has died: nothing more is sent to it until a new hello.
+exception, finish, release) become events.  As in flux-core's
+``job-manager/start.c``:
+
+- A new hello replaces the loaded service (the simulator overrides job-exec
+  this way), but is refused while any job has a start request outstanding.
+- A conventional error response to a start request, or the disconnection of
+  the service that said hello, means the service has died: every job's start
+  request is forgotten (debug jobs get ``debug.start-lost``), the jobs wait in
+  RUN, and nothing more is sent until a new hello, which sends each of them a
+  start request again, with ``reattach`` set for those that had started.
+  Responses from a service that is no longer the loaded one are ignored.
+- ``release`` responses before the final one return their ranks to the
+  scheduler at once (``AllocClient.release``); the final one ends the stream.
 """
 
 from __future__ import annotations
@@ -29,13 +40,31 @@ EXPIRATION_NOTE = (  # flux-core's
 )
 
 
+class _Hello:
+    """The loaded service's hello request, to notice its sender going away."""
+
+    __slots__ = ("client", "generation", "req")
+
+    def __init__(self, client: StartClient, req: Request, generation: int) -> None:
+        self.client = client
+        self.req = req
+        self.generation = generation
+
+    def __call__(self) -> None:
+        if self.generation == self.client.generation:
+            self.client.teardown("disconnect")
+
+
 class StartClient:
     """Sends start requests and turns their responses into events."""
 
     def __init__(self, manager: JobManager) -> None:
         self.manager = manager
         self.service: str | None = None
-        self.pending = 0  # start requests in flight
+        self.generation = 0  # bumped by every hello and teardown: older responses are stale
+        self.pending: dict[Job, None] = {}  # jobs whose start request is in flight
+        self.unstarted: dict[Job, None] = {}  # of those, the ones not yet answered ``start``
+        self._hello: _Hello | None = None
 
     @property
     def ready(self) -> bool:
@@ -44,31 +73,67 @@ class StartClient:
     def hello(self, req: Request) -> None:
         payload = req.payload if isinstance(req.payload, dict) else {}
         service = payload.get("service")
-        if not isinstance(service, str) or not service:
-            raise RPCError(errno.EPROTO, "exec-hello: service must be a non-empty string")
+        if not isinstance(service, str) or not service or "." in service:
+            raise RPCError(errno.EPROTO, "exec-hello: service must be a service name")
+        if not req.owner:
+            raise RPCError(errno.EPERM, "exec-hello: only the instance owner may say hello")
         if self.pending:
+            # flux-core answers EINVAL: the loaded service must be idle to be overridden
             raise RPCError(
-                errno.EBUSY,
-                f"exec-hello: {self.pending} start request(s) outstanding to {self.service}",
+                errno.EINVAL,
+                f"exec-hello: {len(self.pending)} job(s) have a start request outstanding"
+                f" to {self.service}",
             )
+        self._forget_hello()
         self.service = service
+        self.generation += 1
+        self._hello = _Hello(self, req, self.generation)
+        req.on_disconnect(self._hello)
         log.info("execution service is %s", service)
         req.respond({})
         self.manager.advance_state(State.RUN)
 
+    def teardown(self, why: str) -> None:
+        """The service is gone: forget its start requests; the jobs wait for a new hello."""
+        if self.service is None:
+            return
+        log.error("execution service %s stopped (%s); waiting for a new one", self.service, why)
+        self._forget_hello()
+        self.service = None
+        self.generation += 1
+        lost, self.pending = list(self.pending), {}
+        self.unstarted = {}
+        for job in lost:
+            job.start_pending = False
+            if job.debug:
+                self.manager.post(job, "debug.start-lost", {"note": why})
+        for job in lost:
+            self.manager.advance(job)  # a job already ending may now free its resources
+        self.manager.quiescence.poke()
+
+    def _forget_hello(self) -> None:
+        if self._hello is not None:
+            self._hello.req.forget_disconnect(self._hello)
+            self._hello = None
+
     def start(self, job: Job) -> None:
         assert self.service is not None
         job.start_pending = True
-        self.pending += 1
+        self.pending[job] = None
+        self.unstarted[job] = None
         payload = {
             "id": job.id,
             "userid": job.userid,
             "jobspec": job.jobspec,
-            "reattach": job.reattach,
+            "reattach": job.reattach or job.started,
             "R": job.R,
         }
+        generation = self.generation
         self.manager.broker.send(
-            f"{self.service}.start", payload, lambda msg: self._response(job, msg), streaming=True
+            f"{self.service}.start",
+            payload,
+            lambda msg: self._response(job, generation, msg),
+            streaming=True,
         )
 
     def exception(self, job: Job) -> None:
@@ -101,17 +166,21 @@ class StartClient:
 
     def _ended(self, job: Job) -> None:
         job.start_pending = False
-        self.pending -= 1
+        self.pending.pop(job, None)
+        self._started(job)
         self.manager.advance(job)
 
-    def _response(self, job: Job, msg: Message) -> None:
-        if not job.start_pending:
-            return
+    def _started(self, job: Job) -> None:
+        if job in self.unstarted:
+            del self.unstarted[job]
+            self.manager.quiescence.poke()
+
+    def _response(self, job: Job, generation: int, msg: Message) -> None:
+        if generation != self.generation or job not in self.pending:
+            return  # from a service torn down or replaced since, or after the final release
         if msg.errnum:
             log.error("%s.start for %d failed: %s", self.service, job.id, msg.errstr)
-            self.service = None
-            self.manager.raise_exception(job, "exec", f"execution service failed: {msg.errstr}")
-            self._ended(job)
+            self.teardown(f"start response error: {msg.errstr}")
             return
         payload: dict[str, Any] = msg.payload if isinstance(msg.payload, dict) else {}
         kind = payload.get("type")
@@ -124,7 +193,9 @@ class StartClient:
         handler(self, job, data)
 
     def _on_start(self, job: Job, data: dict[str, Any]) -> None:
-        self.manager.post(job, "start")
+        if not job.started:  # a reattached job is not started twice
+            self.manager.post(job, "start")
+        self._started(job)
 
     def _on_exception(self, job: Job, data: dict[str, Any]) -> None:
         severity = data.get("severity", 0)
@@ -149,6 +220,8 @@ class StartClient:
         self.manager.post(job, "release", {"ranks": ranks, "final": final})
         if final:
             self._ended(job)
+        else:
+            self.manager.alloc.release(job, ranks)
 
 
 _HANDLERS = {

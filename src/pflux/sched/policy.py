@@ -25,8 +25,9 @@ from typing import Any
 from pflux.sched.pool import Pool, Reservation, ResourceRequest
 from pflux.spec.resource import ResourceSet
 
-__all__ = ["DEFAULT_DEPTH", "PassResult", "PendingJob", "Policy", "Queue"]
+__all__ = ["DEFAULT_DEPTH", "MAX_PRIORITY", "PassResult", "PendingJob", "Policy", "Queue"]
 
+MAX_PRIORITY = 4294967295
 DEFAULT_DEPTH = 32
 """Jobs behind a blocked head job considered for backfill per pass (fluxion's queue-depth)."""
 
@@ -44,7 +45,7 @@ class PendingJob:
     (the service keeps the request to answer there).
     """
 
-    __slots__ = ("id", "key", "priority", "request", "sent", "shape", "t_submit", "tag")
+    __slots__ = ("id", "key", "priority", "request", "sent", "shape", "shape_id", "t_submit", "tag")
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class PendingJob:
         self.t_submit = t_submit
         self.request = request
         self.shape = request._replace(duration=0.0)  # what it needs, not for how long
+        self.shape_id = 0  # the queue's number for the shape (cheaper to hash than it)
         self.tag = tag
         self.key = (-priority, t_submit, jobid)
         self.sent: dict[str, Any] = {}
@@ -73,6 +75,7 @@ class Queue:
     def __init__(self) -> None:
         self._jobs: list[PendingJob] = []
         self._by_id: dict[int, PendingJob] = {}
+        self._shapes: dict[ResourceRequest, int] = {}
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -90,6 +93,7 @@ class Queue:
         """Queue ``job``; its id must not be queued already."""
         if job.id in self._by_id:
             raise ValueError(f"job {job.id} is already queued")
+        job.shape_id = self._shapes.setdefault(job.shape, len(self._shapes))
         self._by_id[job.id] = job
         jobs = self._jobs
         if not jobs or jobs[-1].key < job.key:
@@ -132,14 +136,16 @@ class PassResult:
 
     ``allocated``: jobs that got resources (now out of the queue) and their
     R.  ``annotations``: changes to jobs' ``sched`` annotations, a value of
-    None deleting the key (RFC 27's merge rule).
+    None deleting the key (RFC 27's merge rule).  ``closed``: see
+    :meth:`Policy.schedule`.
     """
 
-    __slots__ = ("allocated", "annotations")
+    __slots__ = ("allocated", "annotations", "closed")
 
     def __init__(self) -> None:
         self.allocated: list[tuple[PendingJob, ResourceSet]] = []
         self.annotations: dict[PendingJob, dict[str, Any]] = {}
+        self.closed = -1
 
     def note(self, job: PendingJob, key: str, value: Any) -> None:
         """Set a ``sched`` annotation of ``job`` unless it already has that value."""
@@ -167,7 +173,18 @@ class Policy:
         self._cache: tuple[int, PendingJob | None, Reservation | None] = (-1, None, None)
 
     def schedule(self, now: float) -> PassResult:
-        """Allocate what can start at ``now``; annotate the blocked jobs looked at."""
+        """Allocate what can start at ``now``; annotate the blocked jobs looked at.
+
+        The result's ``closed`` is the highest priority a job queued after
+        this pass may have and still not start in the next pass, if nothing
+        but such jobs joining the queue changes meanwhile (-1: a job of any
+        priority might).  Run again with nothing changed, a pass starts no
+        more than it did: its head stays blocked, and the jobs it looked at
+        behind the head fail again (with time, fewer end before the
+        reservation) unless backfilling some let it look further.  A new job
+        can only change that by becoming the head, or by falling within
+        ``depth`` jobs of it.  The simulator skips such passes.
+        """
         result = PassResult()
         pool = self.pool
         jobs = self.queue._jobs
@@ -183,9 +200,24 @@ class Policy:
         end = i
         if i < len(jobs):
             end = self._blocked(i, now, result, taken)
+        backfilled = len(taken) > i
         if taken:
             self.queue._drop(taken, end)
+        if not backfilled:
+            result.closed = self._closed()
         return result
+
+    def _closed(self) -> int:
+        """After a pass that backfilled nothing: see ``schedule``."""
+        jobs = self.queue._jobs
+        if not self.pool.free_cores:
+            return MAX_PRIORITY  # no job can start before something ends
+        if not jobs:
+            return -1
+        head = jobs[0]
+        if self._cache[2] is None:  # no reservation: nothing may pass the head
+            return head.priority
+        return jobs[self.depth].priority if len(jobs) > self.depth else -1
 
     def _blocked(self, i: int, now: float, result: PassResult, taken: set[int]) -> int:
         """The head job (at ``i``) is blocked: annotate it and backfill behind it.
@@ -212,7 +244,7 @@ class Policy:
         end = min(len(jobs), i + 1 + self.depth)
         pool = self.pool
         # shapes that did not fit: allocating only takes more away, so jobs alike cannot fit
-        misfits: set[tuple[ResourceRequest, bool]] = set()
+        misfits: set[int] = set()  # shape id * 2 + whether the job ends in time
         shadow = reservation.time
         for k in range(i + 1, end):
             if not pool.free_cores:
@@ -220,7 +252,7 @@ class Policy:
             job = jobs[k]
             request = job.request
             ends_in_time = 0 < request.duration <= shadow - now
-            shape = (job.shape, ends_in_time)
+            shape = job.shape_id * 2 + ends_in_time
             resources = None
             if shape not in misfits:
                 avoid = None if ends_in_time else reservation.resources

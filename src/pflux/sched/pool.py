@@ -10,12 +10,17 @@ and the lowest free ids of a rank are taken.  A request without a node level
 may spread its slots over ranks, each slot within one rank; a node-level
 request takes ``nslots / nnodes`` slots on each of ``nnodes`` ranks, and an
 ``exclusive`` one takes whole ranks that are entirely free.
+
+A scheduling pass tries many requests against the same free resources, so
+the pool keeps its ranks in worst-fit order as they change, and works out
+the free resources less a reservation once per change.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from pflux.errors import JobspecError, ResourceError
@@ -29,6 +34,10 @@ __all__ = ["Pool", "Reservation", "ResourceRequest"]
 _EMPTY = IdSet()
 # what a rank has free (or what a job holds there): (cores, gpus)
 Holding = tuple[IdSet, IdSet]
+# how many of them: (cores, gpus)
+Counts = tuple[int, int]
+# a rank's place in the worst-fit order: (-free cores, -free GPUs, rank)
+FitKey = tuple[int, int, int]
 
 
 class ResourceRequest(NamedTuple):
@@ -100,12 +109,13 @@ class Reservation(NamedTuple):
 class _Held:
     """What one job holds, until when, and whether its R only partly fit the pool."""
 
-    __slots__ = ("damaged", "expiration", "ranks")
+    __slots__ = ("damaged", "expiration", "ranks", "sizes")
 
     def __init__(self, ranks: dict[int, Holding], expiration: float, damaged: bool) -> None:
         self.ranks = ranks
         self.expiration = expiration
         self.damaged = damaged
+        self.sizes = _sizes(ranks)  # (rank, cores, gpus) counts, for reservations
 
 
 class Pool:
@@ -118,11 +128,18 @@ class Pool:
         self._free: dict[int, Holding] = {
             rank: (target.cores, target.gpus) for rank, target in self._targets.items()
         }
+        self._counts: dict[int, Counts] = {
+            rank: (len(cores), len(gpus)) for rank, (cores, gpus) in self._free.items()
+        }
         self._jobs: dict[int, _Held] = {}
+        self._never: dict[ResourceRequest, str | None] = {}  # unsatisfiable(), by shape
         self.free_cores = resources.ncores()
         self.free_gpus = resources.ngpus()
-        self._expiring = 0  # jobs holding resources with an expiration
+        self._ending: list[tuple[float, int]] = []  # (expiration, job) of jobs that expire
         self.generation = 0  # bumped on every change, for callers' caches
+        # every rank's (-free cores, -free GPUs, rank), kept sorted: the worst-fit order
+        self._by_fit: list[FitKey] = _worst_fit(self._counts)
+        self._avoiding: _View | None = None  # the free resources less a reservation
 
     # --- queries ----------------------------------------------------------------------
 
@@ -162,8 +179,15 @@ class Pool:
     def unsatisfiable(self, request: ResourceRequest) -> str | None:
         """Why ``request`` could never be met by the whole pool, or None if it could.
 
-        The wording is flux-core's (sched-simple's Rv1 pool).
+        The wording is flux-core's (sched-simple's Rv1 pool).  The pool never
+        changes size, so the answer is kept for each shape of request.
         """
+        shape = request._replace(duration=0.0)
+        if shape not in self._never:
+            self._never[shape] = self._never_why(shape)
+        return self._never[shape]
+
+    def _never_why(self, request: ResourceRequest) -> str | None:
         spn = request.slots_per_node
         cores, gpus = spn * request.cores_per_slot, spn * request.gpus_per_slot
         targets = self._targets.values()
@@ -220,8 +244,13 @@ class Pool:
             or request.nslots * request.gpus_per_slot > self.free_gpus
         ):
             return None
-        free = self._free if avoid is None else _minus(self._free, avoid)
-        chosen = self._select(request, free)
+        if avoid is None:
+            chosen = self._select(request, self._free, self._by_fit)
+        else:
+            view = self._without(avoid)
+            if request.nslots * request.cores_per_slot > view.ncores:
+                return None
+            chosen = self._select(request, view.free, view.order())
         if chosen is None:
             return None
         expiration = 0.0
@@ -285,23 +314,30 @@ class Pool:
             release = job.ranks
         for rank, (cores, gpus) in release.items():
             free_cores, free_gpus = self._free[rank]
+            ncores, ngpus = self._counts[rank]
             if gpus:
                 free_gpus = free_gpus | gpus
                 self.free_gpus += len(gpus)
+                ngpus += len(gpus)
             self._free[rank] = (free_cores | cores, free_gpus)
+            self._count(rank, (ncores + len(cores), ngpus))
             self.free_cores += len(cores)
         if final:
             del self._jobs[jobid]
             if job.expiration:
-                self._expiring -= 1
+                self._unexpire(job.expiration, jobid)
         else:
             job.ranks = _minus(job.ranks, release, drop_empty=True)
+            job.sizes = _sizes(job.ranks)
         self.generation += 1
 
     def set_expiration(self, jobid: int, expiration: float) -> None:
         """Change when ``jobid``'s allocation ends (0: never)."""
         job = self._job(jobid)
-        self._expiring += bool(expiration) - bool(job.expiration)
+        if job.expiration:
+            self._unexpire(job.expiration, jobid)
+        if expiration:
+            insort(self._ending, (expiration, jobid))
         job.expiration = expiration
         self.generation += 1
 
@@ -314,25 +350,26 @@ class Pool:
         without an expiration.  Only the ending jobs are simulated, in time
         order, so the cost grows with the number of running jobs, not the queue.
         """
-        if not self._expiring:
+        ending = self._ending
+        if not ending:
             return None
-        ending = sorted(
-            (job.expiration, jobid) for jobid, job in self._jobs.items() if job.expiration
-        )
-        free = dict(self._free)
-        ncores, ngpus = self.free_cores, self.free_gpus
-        need_cores = request.nslots * request.cores_per_slot
-        need_gpus = request.nslots * request.gpus_per_slot
+        jobs = self._jobs
+        counts = dict(self._counts)
+        # how much of the request each rank could hold: it fits once the total does
+        fit = self._fitter(request)
+        total = sum(fit(rank, cores, gpus) for cores, gpus, rank in self._counted())
+        need = request.nnodes or request.nslots
         for i, (when, jobid) in enumerate(ending):
-            for rank, (cores, gpus) in self._jobs[jobid].ranks.items():
-                have = free[rank]
-                free[rank] = (have[0] | cores, have[1] | gpus)
-                ncores += len(cores)
-                ngpus += len(gpus)
+            for rank, cores, gpus in jobs[jobid].sizes:
+                have_cores, have_gpus = counts[rank]
+                counts[rank] = (have_cores + cores, have_gpus + gpus)
+                total += fit(rank, have_cores + cores, have_gpus + gpus)
+                total -= fit(rank, have_cores, have_gpus)
             if i + 1 < len(ending) and ending[i + 1][0] == when:
                 continue  # release everything ending at the same moment first
-            if ncores >= need_cores and ngpus >= need_gpus:
-                chosen = self._select(request, free)
+            if total >= need:
+                free = _Freed(self._free, [jobs[ended].ranks for _, ended in ending[: i + 1]])
+                chosen = self._select(request, free, _worst_fit(counts))
                 if chosen is not None:
                     return Reservation(when, chosen)
         return None
@@ -350,15 +387,22 @@ class Pool:
     ) -> None:
         for rank, (cores, gpus) in chosen.items():
             free_cores, free_gpus = self._free[rank]
+            ncores, ngpus = self._counts[rank]
             if gpus:
                 free_gpus = free_gpus - gpus
                 self.free_gpus -= len(gpus)
+                ngpus -= len(gpus)
             self._free[rank] = (free_cores - cores, free_gpus)
+            self._count(rank, (ncores - len(cores), ngpus))
             self.free_cores -= len(cores)
         self._jobs[jobid] = _Held(chosen, expiration, damaged)
         if expiration:
-            self._expiring += 1
+            insort(self._ending, (expiration, jobid))
         self.generation += 1
+
+    def _unexpire(self, expiration: float, jobid: int) -> None:
+        ending = self._ending
+        del ending[bisect_left(ending, (expiration, jobid))]
 
     def _targets_of(self, ranks: Mapping[int, Holding]) -> dict[int, Target]:
         hosts = self._hosts
@@ -371,23 +415,62 @@ class Pool:
             if cores or gpus
         }
 
-    def _candidates(self, free: Mapping[int, Holding]) -> list[int]:
-        """Ranks, worst fit first: most free cores, then most free GPUs, then lowest rank."""
-        if len(free) == 1:
-            return list(free)
-        return sorted(free, key=lambda rank: (-len(free[rank][0]), -len(free[rank][1]), rank))
+    def _without(self, avoid: Mapping[int, Holding]) -> _View:
+        """The free resources less ``avoid`` (kept until the pool changes)."""
+        view = self._avoiding
+        if view is None or view.avoid is not avoid or view.generation != self.generation:
+            view = self._avoiding = _View(self, avoid)
+        return view
+
+    def _counted(self) -> Iterator[FitKey]:
+        """(free cores, free GPUs, rank) of every rank that has anything free."""
+        for cores, gpus, rank in self._by_fit:
+            if not cores and not gpus:
+                return  # the rest have nothing free either
+            yield -cores, -gpus, rank
+
+    def _count(self, rank: int, counts: Counts) -> None:
+        """Record that ``rank`` now has ``counts`` free, keeping the worst-fit order."""
+        old = self._counts[rank]
+        if old != counts:
+            by_fit = self._by_fit
+            del by_fit[bisect_left(by_fit, (-old[0], -old[1], rank))]
+            insort(by_fit, (-counts[0], -counts[1], rank))
+            self._counts[rank] = counts
+
+    def _fitter(self, request: ResourceRequest) -> Callable[[int, int, int], int]:
+        """``fit(rank, cores, gpus)``: how many of the request's nodes (or slots) a rank holds."""
+        cps, gps = request.cores_per_slot, request.gpus_per_slot
+        if not request.nnodes:
+            if gps:
+                return lambda rank, cores, gpus: min(cores // cps, gpus // gps)
+            return lambda rank, cores, gpus: cores // cps
+        spn = request.slots_per_node
+        need_cores, need_gpus = spn * cps, spn * gps
+        if request.exclusive:
+            targets = self._targets
+
+            def exclusive(rank: int, cores: int, gpus: int) -> int:
+                target = targets[rank]
+                whole = cores == len(target.cores) and gpus == len(target.gpus)
+                return int(whole and cores >= need_cores and gpus >= need_gpus)
+
+            return exclusive
+        return lambda rank, cores, gpus: int(cores >= need_cores and gpus >= need_gpus)
 
     def _select(
-        self, request: ResourceRequest, free: Mapping[int, Holding]
+        self, request: ResourceRequest, free: Mapping[int, Holding], order: list[FitKey]
     ) -> dict[int, Holding] | None:
-        """Which free resources would satisfy ``request``, or None."""
+        """Which free resources would satisfy ``request``, trying ranks in ``order``, or None."""
         if request.nnodes:
-            return self._select_nodes(request, free)
+            return self._select_nodes(request, free, order)
         cps, gps = request.cores_per_slot, request.gpus_per_slot
         left = request.nslots
         chosen: dict[int, Holding] = {}
-        for rank in self._candidates(free):
+        for _, _, rank in order:
             cores, gpus = free[rank]
+            if len(cores) < cps:
+                return None  # the order is by free cores: no rank after this has enough
             fit = len(cores) // cps
             if gps:
                 fit = min(fit, len(gpus) // gps)
@@ -400,14 +483,16 @@ class Pool:
         return None
 
     def _select_nodes(
-        self, request: ResourceRequest, free: Mapping[int, Holding]
+        self, request: ResourceRequest, free: Mapping[int, Holding], order: list[FitKey]
     ) -> dict[int, Holding] | None:
         spn = request.slots_per_node
         cores_needed, gpus_needed = spn * request.cores_per_slot, spn * request.gpus_per_slot
         chosen: dict[int, Holding] = {}
-        for rank in self._candidates(free):
+        for _, _, rank in order:
             cores, gpus = free[rank]
-            if len(cores) < cores_needed or len(gpus) < gpus_needed:
+            if len(cores) < cores_needed:
+                return None  # the order is by free cores: no rank after this has enough
+            if len(gpus) < gpus_needed:
                 continue
             if request.exclusive:
                 target = self._targets[rank]
@@ -419,6 +504,76 @@ class Pool:
             if len(chosen) == request.nnodes:
                 return chosen
         return None
+
+
+class _Freed(Mapping[int, Holding]):
+    """The free resources once some jobs' holdings are back, each rank worked out when read.
+
+    A reservation reads only the ranks it tries, worst fit first: usually a few.
+    """
+
+    def __init__(self, free: dict[int, Holding], released: list[dict[int, Holding]]) -> None:
+        self._free = free
+        self._released = released
+        self._done: dict[int, Holding] = {}
+
+    def __getitem__(self, rank: int) -> Holding:
+        have = self._done.get(rank)
+        if have is None:
+            cores, gpus = self._free[rank]
+            for ranks in self._released:
+                held = ranks.get(rank)
+                if held is not None:
+                    cores, gpus = cores | held[0], gpus | held[1]
+            have = self._done[rank] = (cores, gpus)
+        return have
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._free)
+
+    def __len__(self) -> int:
+        return len(self._free)
+
+
+def _sizes(ranks: Mapping[int, Holding]) -> list[tuple[int, int, int]]:
+    return [(rank, len(cores), len(gpus)) for rank, (cores, gpus) in ranks.items()]
+
+
+class _View:
+    """The free resources less a reservation's, as of one generation of the pool.
+
+    Most requests tried against it want more cores than it has, so its worst-fit
+    order is only worked out when one does not.
+    """
+
+    __slots__ = ("_order", "avoid", "counts", "free", "generation", "ncores")
+
+    def __init__(self, pool: Pool, avoid: Mapping[int, Holding]) -> None:
+        self.avoid = avoid
+        self.generation = pool.generation
+        self.free = dict(pool._free)
+        self.counts = dict(pool._counts)
+        self.ncores = pool.free_cores
+        for rank, (cores, gpus) in avoid.items():
+            have = self.free.get(rank)
+            if have is not None:
+                self.free[rank] = left = (have[0] - cores, have[1] - gpus)
+                self.counts[rank] = (len(left[0]), len(left[1]))
+                self.ncores -= len(have[0]) - len(left[0])
+        self._order: list[FitKey] | None = None
+
+    def order(self) -> list[FitKey]:
+        """Ranks worst fit first."""
+        if self._order is None:
+            self._order = _worst_fit(self.counts)
+        return self._order
+
+
+def _worst_fit(counts: Mapping[int, Counts]) -> list[FitKey]:
+    """Ranks, worst fit first: most free cores, then most free GPUs, then lowest rank."""
+    keyed = [(-cores, -gpus, rank) for rank, (cores, gpus) in counts.items()]
+    keyed.sort()
+    return keyed
 
 
 def _minus(

@@ -7,20 +7,24 @@ scheduling pass; the passes of one loop turn are coalesced into one, and the
 R of every job a pass allocates is committed in one KVS transaction before
 any of them is answered.
 
-Resources: rank 0 is this host (``broker.attrs["hostname"]``) with this
-process's CPUs and the machine's NVIDIA GPUs, or ``[resource] cores`` /
-``gpus`` from the configuration.  Core and GPU ids in R are 0..N-1; the job
-shell maps them onto real devices.  ``[sched] queue-depth`` bounds backfill.
+Resources come from ``pflux.sched.inventory``: by default rank 0 is this
+host (``broker.attrs["hostname"]``) with this process's CPUs and the
+machine's NVIDIA GPUs.  Core and GPU ids in R are 0..N-1; the job shell maps
+them onto real devices.  ``[sched] queue-depth`` bounds backfill.
+
+Time comes from ``pflux.sched.clock``: real time, or in a simulation the
+simulator's, which it sets with ``sched.sim-time``; a pass then runs only
+when the simulator sets the time, and that request is answered once the
+pass's allocations are.
 """
 
 from __future__ import annotations
 
 import errno
-import glob
 import logging
 import math
 import os
-import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -29,46 +33,19 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import JobspecError, PfluxError, ResourceError
 from pflux.kvs.keys import job_key
-from pflux.sched.policy import DEFAULT_DEPTH, PassResult, PendingJob, Policy
+from pflux.sched.clock import SimulatedClock, clock_for
+from pflux.sched.inventory import inventory
+from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec.fluid import JobID
-from pflux.spec.idset import IdSet
-from pflux.spec.resource import ResourceSet, Target
+from pflux.spec.resource import ResourceSet
 from pflux.spec.sched_protocol import AllocResponse
 
 log = logging.getLogger("pflux.sched")
 
-MAX_PRIORITY = 4294967295
 # flux-core's exception for a running job whose R the restarted scheduler cannot take back
 RESTART_EXCEPTION = "scheduler-restart"
 RESTART_NOTE = "failed to reallocate R for running job"
-
-
-def count_gpus() -> int:
-    """NVIDIA GPUs on this machine, found cheaply (no driver library); 0 when none."""
-    try:
-        return len(os.listdir("/proc/driver/nvidia/gpus"))
-    except OSError:
-        return len(glob.glob("/dev/nvidia[0-9]*"))
-
-
-def inventory(config: dict[str, Any], hostname: str) -> ResourceSet:
-    """The resources this instance manages: rank 0, this host."""
-    section = config.get("resource", {})
-    if not isinstance(section, dict):
-        raise PfluxError("resource: configuration must be a table")
-    counts = []
-    for name in ("cores", "gpus"):
-        value = section.get(name)
-        if value is None:
-            value = len(os.sched_getaffinity(0)) if name == "cores" else count_gpus()
-        elif type(value) is not int or value < 0:
-            raise PfluxError(f"resource.{name}: must be an integer >= 0, got {value!r}")
-        counts.append(value)
-    if not any(counts):
-        return ResourceSet({})
-    cores, gpus = (IdSet.range(0, n - 1) if n else IdSet() for n in counts)
-    return ResourceSet({0: Target(hostname, cores, gpus)})
 
 
 def queue_depth(config: dict[str, Any]) -> int:
@@ -138,6 +115,8 @@ class Scheduler(Service):
         hostname = broker.attrs.get("hostname") or os.uname().nodename
         self.pool = Pool(inventory(broker.config, hostname))
         self.policy = Policy(self.pool, depth=queue_depth(broker.config))
+        self.clock = clock_for(broker.config)
+        self._closed = -1  # the last pass's PassResult.closed
         self.ready = False
         self._pass_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
@@ -270,6 +249,15 @@ class Scheduler(Service):
 
     @method("free")
     def free(self, req: Request) -> None:
+        """Take resources back; no response unless asked for (flux-core's sched.free has none),
+        so what cannot be freed is logged as well."""
+        try:
+            self._free(req)
+        except RPCError as exc:
+            log.error("%s", exc.errstr)
+            raise
+
+    def _free(self, req: Request) -> None:
         _owner_only(req)
         payload = _payload(req)
         jobid = _job_id(payload, req.topic)
@@ -281,7 +269,8 @@ class Scheduler(Service):
         resources: ResourceSet | None = None
         if granted is None or (doc is not granted and doc != granted):
             try:
-                resources = ResourceSet.from_json(doc)
+                # the last of a partly released job's R may name nothing
+                resources = ResourceSet.from_json(doc, allow_empty=final)
             except ResourceError as exc:
                 if jobid not in self.pool or not self.pool.damaged(jobid):
                     raise RPCError(
@@ -318,21 +307,47 @@ class Scheduler(Service):
             }
         )
 
+    @method("sim-time")
+    def sim_time(self, req: Request) -> None:
+        """The simulator sets the time: run the pass due; answer, with the ids it allocated
+        and its ``closed`` (``Policy.schedule``), once its allocations are answered."""
+        _owner_only(req)
+        clock = self.clock
+        if not isinstance(clock, SimulatedClock):
+            raise RPCError(errno.EINVAL, "sched.sim-time: this instance is not a simulation")
+        when = _seconds(_payload(req).get("time"), req.topic, "time")
+        try:
+            clock.set(when)
+        except ValueError as exc:
+            raise RPCError(errno.EINVAL, f"sched.sim-time: {exc}") from None
+        if not self._pass_due:
+            req.respond({"allocated": [], "closed": self._closed})
+            return
+        self._pass(lambda ids: req.respond({"allocated": ids, "closed": self._closed}))
+
     # --- scheduling passes ------------------------------------------------------------
 
     def _schedule_soon(self) -> None:
-        """Run one pass on the next loop turn, however many requests ask for it."""
+        """Run one pass on the next loop turn, however many requests ask for it.
+
+        In a simulation the pass waits for the simulator's ``sim-time``.
+        """
         if not self._pass_due:
             self._pass_due = True
-            self.broker.at_turn_end(self._pass)
+            if not self.clock.simulated:
+                self.broker.at_turn_end(self._pass)
 
-    def _pass(self) -> None:
+    def _pass(self, answered: Callable[[list[int]], None] | None = None) -> None:
+        """Allocate what can start now; ``answered(ids)`` once the allocations are answered."""
         self._pass_due = False
-        result = self.policy.schedule(time.time())
+        result = self.policy.schedule(self.clock.now())
+        self._closed = result.closed
         for job, changes in result.annotations.items():
             self._annotate(job, changes)
         if result.allocated:
-            self._commit(result)
+            self._commit(result, answered)
+        elif answered is not None:
+            answered([])
 
     def _annotate(self, job: PendingJob, changes: dict[str, Any]) -> None:
         waiter: _Waiter = job.tag
@@ -340,7 +355,7 @@ class Scheduler(Service):
             {"id": job.id, "type": AllocResponse.ANNOTATE, "annotations": {"sched": changes}}
         )
 
-    def _commit(self, result: PassResult) -> None:
+    def _commit(self, result: PassResult, answered: Callable[[list[int]], None] | None) -> None:
         """Write every allocated job's R in one transaction, then answer them."""
         ops = []
         replies = []
@@ -351,10 +366,15 @@ class Scheduler(Service):
             sched["resource_summary"] = resources.summary()
             replies.append((job, doc, sched))
             self._granted[job.id] = doc
-        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(msg, replies))
+        self.broker.send(
+            "kvs.commit", {"ops": ops}, lambda msg: self._committed(msg, replies, answered)
+        )
 
     def _committed(
-        self, msg: Message, replies: list[tuple[PendingJob, Any, dict[str, Any]]]
+        self,
+        msg: Message,
+        replies: list[tuple[PendingJob, Any, dict[str, Any]]],
+        answered: Callable[[list[int]], None] | None,
     ) -> None:
         if msg.errnum:
             log.error("committing R for %d jobs failed: %s", len(replies), msg.errstr)
@@ -375,6 +395,8 @@ class Scheduler(Service):
                     "annotations": {"sched": sched},
                 }
             )
+        if answered is not None:
+            answered([] if msg.errnum else [job.id for job, _, _ in replies])
 
     # --- housekeeping ---------------------------------------------------------------
 

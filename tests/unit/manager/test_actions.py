@@ -70,9 +70,6 @@ def test_cleanup_kills_then_frees_then_cleans() -> None:
     assert next_actions(job, **READY) == []
     job.start_pending = False
     assert next_actions(job, **READY) == [Action.FREE]
-    job.free_pending = True
-    assert next_actions(job, **READY) == []
-    job.free_pending = False
     apply(job, Event(201.0, "free"))
     assert next_actions(job, **READY) == [Action.POST_CLEAN]
 

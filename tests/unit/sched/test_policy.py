@@ -299,3 +299,66 @@ def test_simulated_run_never_delays_the_head_past_its_estimate(
         # a promise holds when every job ended by its expiration (all with durations did)
         if all(d for _, _, d in jobs):
             assert start[jobid] <= when
+
+
+# --- a pass that allocates nothing, and the jobs that cannot change that ----------------
+
+RUNNING = st.lists(
+    st.tuples(st.integers(1, 4), st.sampled_from([0.0, 5.0, 20.0, 60.0])), max_size=6
+)
+WAITING = st.lists(
+    st.tuples(st.integers(1, 6), st.integers(1, 3), st.sampled_from([0.0, 3.0, 10.0, 100.0])),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    running=RUNNING,
+    waiting=WAITING,
+    newcomers=WAITING,
+    depth=st.integers(0, 4),
+    later=st.floats(0, 50),
+)
+def test_closed_passes_stay_closed_to_jobs_queued_behind(
+    running: list[tuple[int, float]],
+    waiting: list[tuple[int, int, float]],
+    newcomers: list[tuple[int, int, float]],
+    depth: int,
+    later: float,
+) -> None:
+    """After a pass that backfills nothing, jobs of at most ``closed`` priority change
+    nothing: the next pass, later, allocates nothing (the simulator skips it)."""
+    policy = policy_of(8, depth=depth)
+    for jobid, (cores, duration) in enumerate(running, 1000):
+        request = ResourceRequest(1, cores, duration=duration)
+        policy.pool.alloc(jobid, request, NOW)  # some do not fit: fine
+    jobid = 0
+    for cores, priority, duration in waiting:
+        jobid += 1
+        submit(policy, job(jobid, cores, priority=priority, duration=duration))
+    first = policy.schedule(NOW)
+    if first.closed < 0:
+        return
+    for cores, priority, duration in newcomers:
+        jobid += 1
+        if priority <= first.closed:
+            submit(policy, job(jobid, cores, priority=priority, duration=duration))
+    assert policy.schedule(NOW + later).allocated == []
+
+
+def test_closed_names_the_last_job_a_pass_looked_at() -> None:
+    policy = policy_of(4, depth=1)
+    policy.pool.alloc(100, ResourceRequest(1, 3, duration=50.0), NOW)
+    submit(policy, job(1, 4, priority=20), job(2, 2, priority=18), job(3, 1, priority=17))
+    result = policy.schedule(NOW)  # job 2 does not fit; job 3 is beyond the window
+    assert result.allocated == []
+    assert result.closed == 18
+    full = policy_of(2)
+    full.pool.alloc(100, ResourceRequest(1, 2), NOW)
+    submit(full, job(1))
+    assert full.schedule(NOW).closed == 4294967295  # nothing free: nothing starts
+    roomy = policy_of(4)
+    roomy.pool.alloc(100, ResourceRequest(1, 3, duration=50.0), NOW)
+    submit(roomy, job(1, 4), job(2, 2))
+    assert roomy.schedule(NOW).closed == -1  # room in the window: a newcomer might fit

@@ -385,3 +385,63 @@ def test_random_allocs_and_frees_keep_the_pool_consistent(
     assert pool.available() == everything
     assert pool.free_cores == everything.ncores()
     assert len(pool) == 0
+
+
+def _reference_reservation(pool: Pool, request: ResourceRequest) -> tuple[float, object] | None:
+    """The reservation as first written: rebuild the free sets at each expiration, then try."""
+    jobs = pool._jobs
+    ending = sorted((held.expiration, jobid) for jobid, held in jobs.items() if held.expiration)
+    free = dict(pool._free)
+    for i, (when, jobid) in enumerate(ending):
+        for rank, (cores, gpus) in jobs[jobid].ranks.items():
+            free[rank] = (free[rank][0] | cores, free[rank][1] | gpus)
+        if i + 1 < len(ending) and ending[i + 1][0] == when:
+            continue
+        order = sorted((-len(c), -len(g), rank) for rank, (c, g) in free.items())
+        chosen = pool._select(request, free, order)
+        if chosen is not None:
+            return when, chosen
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    shape=POOL_SHAPES,
+    steps=st.lists(
+        st.tuples(st.integers(0, 2), REQUESTS, st.integers(0, 30), st.integers(1, 4)), max_size=30
+    ),
+    wanted=REQUESTS,
+)
+def test_kept_order_and_reservations_match_recomputing_them(
+    shape: list[tuple[int, int]],
+    steps: list[tuple[int, ResourceRequest, int, int]],
+    wanted: ResourceRequest,
+) -> None:
+    """The worst-fit order and counts kept as the pool changes, and the counted reservation,
+    are what computing them afresh gives, through allocs, partial and final frees."""
+    shape = [(c, g) if c or g else (1, g) for c, g in shape]
+    pool = pool_of(*shape)
+    granted: dict[int, ResourceSet] = {}
+    for jobid, (action, generated, pick, ends) in enumerate(steps):
+        if action == 0 or not granted:
+            r = pool.alloc(jobid, _node_level_fits(generated), NOW)
+            if r is not None:
+                granted[jobid] = r
+                pool.set_expiration(jobid, NOW + ends)  # ties in expirations too
+        else:
+            victim = sorted(granted)[pick % len(granted)]
+            held = granted[victim]
+            if action == 1 and len(held.targets) > 1:  # give one rank back early
+                rank = min(held.targets)
+                pool.free(victim, ResourceSet({rank: held.targets[rank]}), final=False)
+                granted[victim] = ResourceSet({k: t for k, t in held.targets.items() if k != rank})
+            else:
+                pool.free(victim)
+                del granted[victim]
+        counts = {rank: (len(c), len(g)) for rank, (c, g) in pool._free.items()}
+        assert pool._counts == counts
+        assert pool._by_fit == sorted((-c, -g, rank) for rank, (c, g) in counts.items())
+        request = _node_level_fits(wanted)
+        got = pool.reservation(request)
+        expected = _reference_reservation(pool, request)
+        assert (got.time, dict(got.resources)) == expected if got else expected is None

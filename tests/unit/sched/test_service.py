@@ -18,7 +18,7 @@ from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
 from pflux.kvs.service import KVSService
-from pflux.sched.service import RESTART_EXCEPTION, Scheduler, count_gpus, inventory
+from pflux.sched.service import RESTART_EXCEPTION, Scheduler
 from pflux.spec.builder import from_command
 from pflux.spec.sched_protocol import AllocResponse
 
@@ -132,9 +132,15 @@ async def live(
     gpus: int = 0,
     hello: list[dict[str, Any]] | None = None,
     before: Callable[[Broker], Awaitable[None]] | None = None,
+    hosts: list[dict[str, str]] | None = None,
+    simulated: bool = False,
     **sched: Any,
 ) -> AsyncIterator[Live]:
     config: dict[str, Any] = {"resource": {"cores": cores, "gpus": gpus}}
+    if hosts is not None:
+        config["resource"] = {"config": hosts}
+    if simulated:
+        config["simulator"] = {"trace": "unused"}
     if sched:
         config["sched"] = sched
     broker = Broker(
@@ -594,16 +600,87 @@ def test_requester_disconnect_drops_its_pending_allocs(tmp_path: Path) -> None:
     run(body)
 
 
+# --- simulated time and partial frees ---------------------------------------------------
+
+
+def test_simulated_time_runs_a_pass_only_when_set(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path, simulated=True, **{"queue-depth": 0}) as t:
+            t.alloc(1, num_tasks=2, duration=60)
+            t.alloc(2, num_tasks=4)
+            await t.turn()
+            assert t.quiet(1)  # no pass until the simulator sets the time
+            first = await t.broker.call("sched.sim-time", {"time": 1000.0})
+            assert first == {"allocated": [1], "closed": 16}  # job 2 blocked, nothing behind
+            granted = await t.final(1)  # answered before sim-time is
+            assert granted["type"] == AllocResponse.SUCCESS
+            execution = granted["R"]["execution"]
+            assert (execution["starttime"], execution["expiration"]) == (1000.0, 1060.0)
+            estimate = (await t.next(2))["annotations"]["sched"]["t_estimate"]
+            assert estimate == 1060.0
+            # nothing changed since: no pass is due
+            idle = await t.broker.call("sched.sim-time", {"time": 1001.0})
+            assert idle == {"allocated": [], "closed": 16}
+            with pytest.raises(RPCError, match=r"cannot go back from 1001\.0 to 999\.0"):
+                await t.broker.call("sched.sim-time", {"time": 999.0})
+            with pytest.raises(RPCError, match="time must be a number >= 0"):
+                await t.broker.call("sched.sim-time", {"time": "soon"})
+            t.alloc(3, num_tasks=4)
+            # job 2 waits for job 1, job 3 is beyond the window (depth 0): nothing starts
+            # now, and jobs of priority 16 or less submitted later cannot change that
+            blocked = await t.broker.call("sched.sim-time", {"time": 1010.0})
+            assert blocked == {"allocated": [], "closed": 16}
+            assert await t.free(1, granted["R"]) == {"id": 1}
+            assert t.quiet(2)
+            freed = await t.broker.call("sched.sim-time", {"time": 1030.0})
+            assert freed["allocated"] == [2]
+            assert (await t.final(2))["R"]["execution"]["starttime"] == 1030.0
+
+    run(body)
+
+
+def test_sim_time_outside_a_simulation_is_refused(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path) as t:
+            with pytest.raises(RPCError, match="not a simulation") as exc:
+                await t.broker.call("sched.sim-time", {"time": 1.0})
+            assert exc.value.errnum == errno.EINVAL
+
+    run(body)
+
+
+def test_partial_free_gives_ranks_to_others_before_the_final_one(tmp_path: Path) -> None:
+    async def body() -> None:
+        hosts = [{"hosts": "n[0-1]", "cores": "0-1"}]
+        async with live(tmp_path, hosts=hosts) as t:
+            t.alloc(1, num_tasks=2, num_nodes=2)
+            first = (await t.final(1))["R"]
+            t.alloc(2, num_tasks=1, num_nodes=1, cores_per_task=2)
+            assert (await t.next(2))["type"] == AllocResponse.ANNOTATE  # blocked
+            fragment = r_json("0", rank=1, host="n1")  # one core of each node is its
+            assert await t.free(1, fragment, final=False) == {"id": 1}
+            granted = await t.final(2)
+            assert granted["R"]["execution"]["R_lite"] == [
+                {"rank": "1", "children": {"core": "0-1"}}
+            ]
+            assert 1 in t.sched.pool  # job 1 still holds rank 0
+            with pytest.raises(RPCError, match="does not hold rank 1"):
+                await t.free(1, fragment, final=False)
+            rest = {"version": 1, "execution": {"R_lite": [], "nodelist": []}}
+            with pytest.raises(RPCError, match="must name at least one execution target"):
+                await t.free(1, rest, final=False)
+            assert await t.free(1, rest, final=True) == {"id": 1}  # nothing left: fine
+            assert 1 not in t.sched.pool
+            status = await t.broker.call("sched.resource-status", {})
+            assert status["allocated"]["execution"]["R_lite"] == [
+                {"rank": "1", "children": {"core": "0-1"}}
+            ]
+            assert first["execution"]["nodelist"] == ["n[0-1]"]
+
+    run(body)
+
+
 # --- configuration -----------------------------------------------------------------------
-
-
-def test_inventory_from_config_and_machine() -> None:
-    assert inventory({"resource": {"cores": 2, "gpus": 1}}, "h").summary() == "rank0/core[0-1],gpu0"
-    assert inventory({"resource": {"cores": 0, "gpus": 0}}, "h").nnodes == 0
-    machine = inventory({}, "h")
-    assert machine.ncores() == len(os.sched_getaffinity(0))
-    assert machine.ngpus() == count_gpus()
-    assert machine.nodelist == ("h",)
 
 
 @pytest.mark.parametrize(

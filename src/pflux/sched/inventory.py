@@ -1,0 +1,139 @@
+"""The resources an instance manages, from its configuration or from this machine.
+
+Three ways, as flux-core's ``[resource]`` table has them (flux-config-resource(5)):
+
+- ``[[resource.config]]``: entries of ``hosts`` (an RFC 29 hostlist) with
+  ``cores`` and ``gpus`` (RFC 22 idsets); a host listed again is updated by the
+  later entry.  Ranks follow the order in which hosts first appear.
+- ``[resource] path``: an RFC 20 R file (its times are ignored).
+- otherwise rank 0 is this host, with this process's CPUs and the machine's
+  NVIDIA GPUs, or ``[resource] cores`` / ``gpus`` of them.
+
+The first two describe execution targets that need not exist: every rank's
+jobs still run on this machine (job-exec maps R's core ids onto its CPUs), so
+they are for simulation (``pflux start --simulate``) and for tests of jobs
+spanning ranks.  Properties are not supported: the scheduler has no use for them.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
+from pflux.spec import hostlist
+from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet, Target
+
+__all__ = ["count_gpus", "inventory"]
+
+_ENTRY_KEYS = ("hosts", "cores", "gpus")
+
+
+def count_gpus() -> int:
+    """NVIDIA GPUs on this machine, found cheaply (no driver library); 0 when none."""
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return len(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def inventory(config: dict[str, Any], hostname: str) -> ResourceSet:
+    """The resources an instance with ``config`` manages; PfluxError names a bad key."""
+    section = config.get("resource", {})
+    if not isinstance(section, dict):
+        raise PfluxError("resource: configuration must be a table")
+    source = "config" if "config" in section else "path" if "path" in section else None
+    if source is not None:
+        for name in ("cores", "gpus"):
+            if name in section:
+                raise PfluxError(
+                    f"resource.{name}: cannot be combined with resource.{source},"
+                    " which gives every host's resources"
+                )
+        if source == "config":
+            return _from_entries(section["config"])
+        return _from_file(section["path"])
+    return _this_host(section, hostname)
+
+
+def _this_host(section: dict[str, Any], hostname: str) -> ResourceSet:
+    counts = []
+    for name in ("cores", "gpus"):
+        value = section.get(name)
+        if value is None:
+            value = len(os.sched_getaffinity(0)) if name == "cores" else count_gpus()
+        elif type(value) is not int or value < 0:
+            raise PfluxError(f"resource.{name}: must be an integer >= 0, got {value!r}")
+        counts.append(value)
+    if not any(counts):
+        return ResourceSet({})
+    cores, gpus = (IdSet.range(0, n - 1) if n else IdSet() for n in counts)
+    return ResourceSet({0: Target(hostname, cores, gpus)})
+
+
+def _from_entries(entries: Any) -> ResourceSet:
+    if not isinstance(entries, list) or not entries:
+        raise PfluxError("resource.config: must be a non-empty array of tables")
+    hosts: dict[str, tuple[IdSet, IdSet]] = {}  # in order of first appearance
+    for i, entry in enumerate(entries):
+        where = f"resource.config[{i}]"
+        if not isinstance(entry, dict):
+            raise PfluxError(f"{where}: must be a table")
+        unknown = sorted(set(entry) - set(_ENTRY_KEYS))
+        if unknown:
+            raise PfluxError(f"{where}.{unknown[0]}: not supported (only hosts, cores, gpus)")
+        names = _hosts(entry.get("hosts"), where)
+        cores = _ids(entry, "cores", where)
+        gpus = _ids(entry, "gpus", where)
+        for name in names:
+            have = hosts.get(name, (IdSet(), IdSet()))
+            hosts[name] = (have[0] if cores is None else cores, have[1] if gpus is None else gpus)
+    for name, (cores, _) in hosts.items():
+        if not cores:
+            raise PfluxError(f"resource.config: host {name} has no cores")
+    return ResourceSet({rank: Target(name, *ids) for rank, (name, ids) in enumerate(hosts.items())})
+
+
+def _hosts(value: Any, where: str) -> list[str]:
+    if not isinstance(value, str):
+        raise PfluxError(f"{where}.hosts: must be a hostlist string such as node[0-3]")
+    try:
+        names = hostlist.decode(value)
+    except HostlistError as exc:
+        raise PfluxError(f"{where}.hosts: {exc}") from None
+    if not names:
+        raise PfluxError(f"{where}.hosts: names no host")
+    return names
+
+
+def _ids(entry: dict[str, Any], key: str, where: str) -> IdSet | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise PfluxError(f"{where}.{key}: must be an idset string such as 0-31")
+    try:
+        return IdSet.decode(value)
+    except IdsetError as exc:
+        raise PfluxError(f"{where}.{key}: {exc}") from None
+
+
+def _from_file(path: Any) -> ResourceSet:
+    if not isinstance(path, str) or not path:
+        raise PfluxError("resource.path: must be the path of an R file")
+    try:
+        doc = orjson.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise PfluxError(f"resource.path: {path}: {exc.strerror}") from None
+    except orjson.JSONDecodeError as exc:
+        raise PfluxError(f"resource.path: {path}: not JSON: {exc}") from None
+    try:
+        resources = ResourceSet.from_json(doc)
+    except ResourceError as exc:
+        raise PfluxError(f"resource.path: {path}: {exc}") from None
+    return ResourceSet(resources.targets)
