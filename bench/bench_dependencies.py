@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux.api import Client, jobspec_of
+from throughput import inactive_times
 
 RUN = 0.001  # seconds each test-mode job "runs"
 
@@ -37,9 +38,7 @@ def test_job(*deps: dict[str, Any]) -> dict[str, Any]:
 
 
 def times(client: Client, ids: list[int]) -> list[dict[str, Any]]:
-    wanted = set(ids)
-    jobs = client.list_jobs(attrs=["t_submit", "t_inactive", "result"])
-    return [job for job in jobs if job["id"] in wanted]
+    return inactive_times(client, ids, ("result",))
 
 
 def chain(client: Client, n: int) -> dict[str, float]:

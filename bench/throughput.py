@@ -19,8 +19,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from pflux.api import Client, jobspec_of
+
+
+def inactive_times(client: Client, ids: list[Any], attrs: tuple[str, ...] = ()) -> list[Any]:
+    """job-list's entries for ``ids``, each once job-list has seen it inactive.
+
+    The job manager answers a wait or a drain once a job's end is committed;
+    job-list, fed by the journal, may be a few events behind it then.
+    """
+    wanted = ["t_submit", "t_inactive", *attrs]
+    mine = {int(i) for i in ids}
+    jobs = [j for j in client.list_jobs(attrs=wanted) if j["id"] in mine]
+    for i, job in enumerate(jobs):
+        if "t_inactive" not in job:
+            payload = {"id": job["id"], "attrs": wanted, "state": 64}  # 64: INACTIVE
+            jobs[i] = client.handle.call("job-list.list-id", payload)["job"]
+    return jobs
 
 
 def measure(uri: str | None, n: int, real: list[str] | None, cores: int) -> dict[str, float]:
@@ -35,9 +52,7 @@ def measure(uri: str | None, n: int, real: list[str] | None, cores: int) -> dict
         t_acked = time.time()
         client.handle.call("job-manager.drain", {})
         t_drained = time.time()
-        jobs = client.list_jobs(attrs=["t_submit", "t_inactive"])
-    mine = {int(i) for i in ids}
-    times = [j for j in jobs if j["id"] in mine]
+        times = inactive_times(client, ids)
     first = min(j["t_submit"] for j in times)
     last = max(j["t_inactive"] for j in times)
     return {
