@@ -544,7 +544,12 @@ class Store:
                 changes.append((key, APPEND, value))
         elif kind == PUT:
             assert value is not None
-            if execute(SQL_DELETE_VALUE, kl).rowcount:
+            # one probe for a value at the key or anything below it, between "key" and
+            # "key/" (a sibling such as "key-x" lies there too: it only sends the put the
+            # long way)
+            if key not in self._dirs and not execute(SQL_HAS_RANGE, (key, key + "/")).fetchone():
+                self._create(key, value, watched, changes)  # the usual put: a new key
+            elif execute(SQL_DELETE_VALUE, kl).rowcount:
                 execute(SQL_INSERT, (*kl, value))
             else:
                 self._remove_below(key, watched, changes)
