@@ -233,6 +233,10 @@ class KVSService(Service):
         except StoreError as exc:
             self._fail(str(exc), queue)
             return
+        except Exception as exc:  # a bug: what was applied is rolled back, so it is a failure
+            log.exception("kvs: applying a transaction failed")
+            self._fail(f"internal error: {exc!r}", queue)
+            return
         log.debug("kvs: %d requests, %d ops, one transaction", len(queue), nops)
         self._written += 1
         self._answer(results)

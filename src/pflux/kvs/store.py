@@ -571,7 +571,12 @@ class Store:
                 changes.append((key, APPEND, value))
         elif kind == PUT:
             assert value is not None
-            if execute(SQL_DELETE_VALUE, kl).rowcount:
+            # one probe for a value at the key or anything below it, between "key" and
+            # "key/" (a sibling such as "key-x" lies there too: it only sends the put the
+            # long way)
+            if key not in self._dirs and not execute(SQL_HAS_RANGE, (key, key + "/")).fetchone():
+                self._create(key, value, watched, changes)  # the usual put: a new key
+            elif execute(SQL_DELETE_VALUE, kl).rowcount:
                 execute(SQL_INSERT, (*kl, value))
             else:
                 self._remove_below(key, watched, changes)
@@ -601,21 +606,26 @@ class Store:
     def _create(
         self, key: str, value: str, watched: Collection[str], changes: list[Change]
     ) -> None:
-        """Insert a new value at ``key`` (nothing is there), replacing any value above it."""
-        dot = key.rfind(".")
+        """Insert a new value at ``key`` (nothing is there), replacing any value above it.
+
+        Only the ancestors below the deepest known directory are looked at: a known
+        directory has no value above it. A value removed to make way had nothing below
+        it, so no known directory is affected.
+        """
         dirs = self._dirs
-        if dot > 0 and key[:dot] not in dirs:
+        end = key.rfind(".")
+        if end > 0 and key[:end] not in dirs:
+            unknown = []  # deepest first
+            while end > 0 and (ancestor := key[:end]) not in dirs:
+                unknown.append(ancestor)
+                end = key.rfind(".", 0, end)
             execute = self._conn.execute
-            parts = key.split(".")
-            for n in range(1, len(parts)):
-                ancestor = ".".join(parts[:n])
-                if ancestor not in dirs and execute(SQL_DELETE_VALUE, _kl(ancestor)).rowcount:
-                    dirs.clear()
-                    if watched and ancestor in watched:
-                        changes.append((ancestor, UNLINK, None))
-            if len(dirs) > _DIRS_MAX:
+            for ancestor in reversed(unknown):
+                if execute(SQL_DELETE_VALUE, _kl(ancestor)).rowcount and ancestor in watched:
+                    changes.append((ancestor, UNLINK, None))
+            if len(dirs) + len(unknown) > _DIRS_MAX:
                 dirs.clear()
-            dirs.update(".".join(parts[:n]) for n in range(1, len(parts)))
+            dirs.update(unknown)
         self._conn.execute(SQL_INSERT, (*_kl(key), value))
 
     # --- namespaces -------------------------------------------------------------------------

@@ -42,6 +42,7 @@ class Journal:
         self.manager = manager
         self.subscribers: dict[Request, None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._annotations: list[dict[str, Any]] = []  # this turn's, published at its end
 
     def subscribe(self, req: Request) -> None:
         if not req.streaming:
@@ -61,8 +62,21 @@ class Journal:
                 req.respond(payload)
 
     def annotations(self, job: Job, annotations: dict[str, Any]) -> None:
+        """Publish the scheduler's annotations of a job, with the turn's others in one entry list.
+
+        The scheduler annotates most jobs as it allocates them: one message per
+        subscriber per turn rather than per job.
+        """
+        if not self.subscribers:
+            return
         entry = {"timestamp": time.time(), "name": "annotations", "context": annotations}
-        self.publish([{"id": job.id, "seq": -1, "entry": entry}])
+        if not self._annotations:
+            self.manager.broker.at_turn_end(self._publish_annotations)
+        self._annotations.append({"id": job.id, "seq": -1, "entry": entry})
+
+    def _publish_annotations(self) -> None:
+        entries, self._annotations = self._annotations, []
+        self.publish(entries)
 
     async def _backlog(self, req: Request) -> None:
         """Send every job's history from the KVS, then the sentinel."""

@@ -215,6 +215,25 @@ def test_a_failed_transaction_is_fatal_and_never_acknowledged(run_kvs: Run) -> N
     run_kvs(scenario)
 
 
+def test_a_bug_while_applying_is_a_failed_transaction_not_a_hang(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        reasons: list[str] = []
+        broker.on_fatal = reasons.append
+        store = kvs(broker).store
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise NameError("a bug")
+
+        store.apply = broken  # type: ignore[method-assign]
+        tag = client.send("kvs.commit", {"ops": [["put", "k", "v"]]})
+        (msg,) = await client.wait(tag)
+        assert msg.errnum == errno.EIO
+        assert "internal error: NameError('a bug')" in msg.errstr
+        assert reasons == ["kvs: internal error: NameError('a bug')"]
+
+    run_kvs(scenario)
+
+
 def test_config_sync_full_and_bad_config(run_kvs: Run) -> None:
     async def scenario(broker: Broker, client: Any) -> None:
         conn = kvs(broker).store._conn
