@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("pflux.job-manager")
 
 BACKLOG_BATCH = 1000
+DELAY = 0.002  # seconds committed entries may wait to be sent together (see publish)
+BATCH = 4096  # entries that are sent at once without waiting
 
 
 class Journal:
@@ -42,7 +44,9 @@ class Journal:
         self.manager = manager
         self.subscribers: dict[Request, None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._annotations: list[dict[str, Any]] = []  # this turn's, published at its end
+        self._pending: list[dict[str, Any]] = []  # entries waiting to be sent together
+        self._timer: asyncio.TimerHandle | None = None
+        self._sent = 0.0  # when the last message went (time.monotonic)
 
     def subscribe(self, req: Request) -> None:
         if not req.streaming:
@@ -55,28 +59,47 @@ class Journal:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def publish(self, entries: list[dict[str, Any]]) -> None:
-        if entries and self.subscribers:
+    def publish(self, entries: list[dict[str, Any]], *, now: bool = False) -> None:
+        """Send committed entries to every subscriber: at once, or with those that follow soon.
+
+        A subscriber is another process (job-list): each message wakes it on the
+        other core, which costs the broker more than encoding the message does
+        (a fifth of a simulation's broker time). So entries that come within
+        ``DELAY`` of the last message wait for the rest of that interval (or
+        ``BATCH`` entries) and go together; an entry after a quiet spell goes at
+        once, so job-list is never later than ``DELAY``, nor out of order. ``now``
+        sends at once whatever waits: the commit answers a client, who may ask
+        job-list next and must find it up to date.
+        """
+        if not entries or not self.subscribers:
+            return
+        pending = self._pending
+        pending.extend(entries)
+        if self._timer is not None:
+            if now or len(pending) >= BATCH:
+                self._send()
+            return
+        wait = self._sent + DELAY - time.monotonic()
+        if wait <= 0 or now:
+            self._send()
+        else:
+            self._timer = self.manager.broker.loop.call_later(wait, self._send)
+
+    def _send(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        entries, self._pending = self._pending, []
+        self._sent = time.monotonic()
+        if entries:
             payload = {"events": entries}
             for req in list(self.subscribers):
                 req.respond(payload)
 
     def annotations(self, job: Job, annotations: dict[str, Any]) -> None:
-        """Publish the scheduler's annotations of a job, with the turn's others in one entry list.
-
-        The scheduler annotates most jobs as it allocates them: one message per
-        subscriber per turn rather than per job.
-        """
-        if not self.subscribers:
-            return
+        """Publish the scheduler's annotations of a job (not an event: seq -1)."""
         entry = {"timestamp": time.time(), "name": "annotations", "context": annotations}
-        if not self._annotations:
-            self.manager.broker.at_turn_end(self._publish_annotations)
-        self._annotations.append({"id": job.id, "seq": -1, "entry": entry})
-
-    def _publish_annotations(self) -> None:
-        entries, self._annotations = self._annotations, []
-        self.publish(entries)
+        self.publish([{"id": job.id, "seq": -1, "entry": entry}])
 
     async def _backlog(self, req: Request) -> None:
         """Send every job's history from the KVS, then the sentinel."""

@@ -223,7 +223,7 @@ class JobManager(Service):
             self.ended[job.id] = Ended(job)
 
     def _on_commit(self, batch: Batch) -> None:
-        self.journal.publish(batch.entries)
+        self.journal.publish(batch.entries, now=bool(batch.callbacks))
         for callback in batch.callbacks:
             callback()
         watchers = self.watchers
