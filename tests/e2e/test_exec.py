@@ -17,6 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from support.instance import read_fifo
+
 PFLUX = Path(sys.executable).with_name("pflux")
 
 
@@ -122,17 +124,6 @@ def _zombie(pid: int) -> bool:
 def children(pid: int) -> list[int]:
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         return [int(p) for p in f.read().split()]
-
-
-def read_fifo(path: Path, timeout: float) -> str:
-    """What the first writer of a FIFO writes (waiting for it with select, not polling)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        assert ready, f"nothing written to {path} in {timeout} s"
-        return os.read(fd, 4096).decode().strip()
-    finally:
-        os.close(fd)
 
 
 def test_a_killed_broker_leaves_its_jobs_running_and_a_restart_takes_them_over(

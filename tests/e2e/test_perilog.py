@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import pytest
 from pflux.api import Client
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from support.instance import PFLUX, LiveInstance, environ
+from support.instance import PFLUX, LiveInstance, environ, read_fifo
 
 TIMEOUT = "2s"  # the prolog's timeout here: long enough for the quick ones on a busy machine
 KILL_TIMEOUT = 0.5
@@ -95,16 +94,6 @@ def fifo(marks: Path, jobid: int) -> Path:
     path = marks / f"{jobid}.ready"
     os.mkfifo(path)
     return path
-
-
-def read_fifo(path: Path, timeout: float = 30) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        assert ready, f"nothing written to {path} in {timeout} s"
-        return os.read(fd, 4096).decode().strip()
-    finally:
-        os.close(fd)
 
 
 def test_events_bracket_both_and_the_epilog_runs_before_the_free(

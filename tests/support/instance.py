@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -183,3 +184,14 @@ def quiesce(client: Client) -> None:
     """Cancel whatever earlier tests left active and wait until nothing is."""
     client.raise_all("cancel", note="test cleanup")
     client.drain()
+
+
+def read_fifo(path: Path, timeout: float = 30) -> str:
+    """What the first writer of a FIFO writes (waiting for it with select, not polling)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"nothing written to {path} in {timeout} s"
+        return os.read(fd, 4096).decode().strip()
+    finally:
+        os.close(fd)

@@ -118,17 +118,9 @@ class _Stdin:
         self._send(self.ranks, data, eof=not data)
 
     def _send(self, ranks: str, data: bytes, *, eof: bool) -> None:
-        payload: dict[str, Any] = {"id": int(self.jobid), "stream": "stdin", "rank": ranks}
-        if data:
-            try:
-                payload["data"] = data.decode()
-            except UnicodeDecodeError:
-                import base64
+        from pflux.shell.input import data_context
 
-                payload["encoding"] = "base64"
-                payload["data"] = base64.b64encode(data).decode()
-        if eof:
-            payload["eof"] = True
+        payload = {"id": int(self.jobid), **data_context(ranks, data, eof)}
         self.in_flight += 1
         self.handle.rpc("job-exec.stdin", payload).then(self._answered)
 

@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pflux.broker.message import RPCError
+from pflux.shell.input import data_context
 from pflux.spec.eventlog import parse
 
 
 def stdin(live: Any, jobid: int, data: bytes = b"", *, rank: str = "all", eof: bool = False) -> Any:
-    payload: dict[str, Any] = {"id": jobid, "stream": "stdin", "rank": rank}
-    if data:
-        try:
-            payload["data"] = data.decode()
-        except UnicodeDecodeError:
-            payload["encoding"] = "base64"
-            payload["data"] = base64.b64encode(data).decode()
-    if eof:
-        payload["eof"] = True
-    return live.call("job-exec.stdin", payload)
+    return live.call("job-exec.stdin", {"id": jobid, **data_context(rank, data, eof)})
 
 
 def text_of(live: Any, jobid: int) -> dict[str, str]:
