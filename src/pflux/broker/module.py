@@ -19,9 +19,11 @@ serves it.
 from __future__ import annotations
 
 import asyncio
+import errno
 import importlib
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -35,6 +37,7 @@ from pflux.broker.message import (
     Decoder,
     Message,
     ProtocolError,
+    RPCError,
     encode,
 )
 from pflux.broker.router import Broker, Route
@@ -96,6 +99,17 @@ class Link(asyncio.Protocol):
         self._writable.set()
         if not self.closed.done():
             self.closed.set_result(None)
+        # requests to the broker will never be answered now: say so
+        out, self._out = self._out, {}
+        for route, matchtag, topic, _ in out.values():
+            route.deliver(
+                Message(RESPONSE, topic, matchtag, None, errnum=errno.ECONNRESET,
+                        errstr="the link to the broker is closed")
+            )  # fmt: skip
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
     # flow control, as the broker's connections do it
     def pause_writing(self) -> None:
@@ -195,8 +209,13 @@ async def run(fd: int, path: str, state_dir: str) -> int:
     local.register(service)
     await local.start()
     freeze_gc()
-    await link.call("broker.service-add", {"service": service.name})
-    await link.closed
+    # SIGTERM (the instance stopping) ends the service as the broker going away does
+    loop.add_signal_handler(signal.SIGTERM, link.close)
+    try:
+        await link.call("broker.service-add", {"service": service.name})
+        await link.closed
+    except RPCError as exc:
+        log.error("%s: %s", path, exc.errstr)
     await local.stop()
     return 0
 

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import sqlite3
 import sys
+import zlib
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,12 +35,18 @@ FORMAT: Final = 1  # PRAGMA user_version: a file of another format is started af
 APPLICATION_ID: Final = 0x70666A6C  # "pfjl"
 
 SQL_SCHEMA: Final = (
-    "CREATE TABLE job (id INTEGER PRIMARY KEY, nevents INTEGER NOT NULL, record BLOB NOT NULL)",
+    # crc: of the row, since SQLite checks none (a torn or flipped page must not pass)
+    """CREATE TABLE job (
+        id INTEGER PRIMARY KEY,
+        nevents INTEGER NOT NULL,
+        record BLOB NOT NULL,
+        crc INTEGER NOT NULL
+    )""",
     f"PRAGMA user_version = {FORMAT}",
     f"PRAGMA application_id = {APPLICATION_ID}",
 )
-SQL_LOAD: Final = "SELECT id, nevents, record FROM job"
-SQL_PUT: Final = "INSERT OR REPLACE INTO job (id, nevents, record) VALUES (?, ?, ?)"
+SQL_LOAD: Final = "SELECT id, nevents, record, crc FROM job"
+SQL_PUT: Final = "INSERT OR REPLACE INTO job (id, nevents, record, crc) VALUES (?, ?, ?, ?)"
 SQL_DELETE: Final = "DELETE FROM job WHERE id = ?"
 
 _NONE = type(None)
@@ -174,6 +181,15 @@ def _annotations(text: str) -> str | None:
     return text
 
 
+def _crc(rowid: int, nevents: int, record: bytes) -> int:
+    return zlib.crc32(record, zlib.crc32(b"%d:%d" % (rowid, nevents)))
+
+
+def _row(summary: JobSummary) -> tuple[int, int, bytes, int]:
+    rowid, nevents, record = _row_id(summary.id), summary.next_seq, encode(summary)
+    return rowid, nevents, record, _crc(rowid, nevents, record)
+
+
 def _row_id(jobid: int) -> int:
     """A job id as SQLite's signed 64-bit integer (two's complement)."""
     return jobid - (1 << 64) if jobid >= 1 << 63 else jobid
@@ -207,9 +223,12 @@ class SummaryCache:
             return {}
         summaries: dict[int, JobSummary] = {}
         bad = 0
-        for rowid, nevents, record in rows:
-            summary = decode(_job_id(rowid), nevents, record) if type(record) is bytes else None
-            if summary is None or type(nevents) is not int:
+        for rowid, nevents, record, crc in rows:
+            summary = None
+            typed = type(record) is bytes and type(nevents) is int and type(rowid) is int
+            if typed and crc == _crc(rowid, nevents, record):
+                summary = decode(_job_id(rowid), nevents, record)
+            if summary is None:
                 bad += 1
                 continue
             summaries[summary.id] = summary
@@ -226,8 +245,7 @@ class SummaryCache:
         pending, self._pending = self._pending, []
         if not pending or self._conn is None:
             return
-        rows = [(_row_id(s.id), s.next_seq, encode(s)) for s in pending]
-        self._write(SQL_PUT, rows)
+        self._write(SQL_PUT, [_row(s) for s in pending])
 
     def discard(self, jobids: list[int]) -> None:
         """Remove the rows of jobs the journal does not list as inactive."""
@@ -266,6 +284,10 @@ class SummaryCache:
                         conn.execute(sql)
             elif (version, app) != (FORMAT, APPLICATION_ID):
                 raise _Unusable(f"format {version} of application {app:#x}, not {FORMAT}")
+            else:  # a cut or torn file may open, and then answer anything
+                problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+                if problems != ["ok"]:
+                    raise _Unusable("corrupt: " + "; ".join(problems).replace("\n", "; "))
         except BaseException:
             conn.close()
             raise

@@ -118,7 +118,7 @@ class JobList(Service):
 
     def _journal(self, msg: Message) -> None:
         if msg.errnum:
-            if msg.errnum == errno.ENODATA:
+            if msg.errnum in (errno.ENODATA, errno.ECONNRESET):  # the instance is stopping
                 log.info("job-list: the events journal ended")
             else:
                 log.error("job-list: events journal: %s", msg.errstr)
@@ -129,8 +129,11 @@ class JobList(Service):
             log.warning("job-list: ignoring a journal response that is not an object")
             return
         if "digest" in payload:
-            self._wanted.extend(self.index.digest(payload["digest"]))
-            self._fetch()
+            wanted = self.index.digest(payload["digest"])
+            if wanted:
+                log.info("job-list: asking for %d inactive jobs the cache lacks", len(wanted))
+                self._wanted.extend(wanted)
+                self._fetch()
         self._feed(payload.get("events"))
         if payload.get("sentinel"):
             self._sentinel = True
