@@ -14,8 +14,10 @@ import errno
 import os
 import select
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +237,34 @@ def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
             bad_digest.get(timeout=30)
         assert "digest: must be a boolean" in info.value.errstr
         assert live.stop() == 0
+
+
+def until_served(client: Client) -> list[dict[str, Any]]:
+    """Every job, once job-list serves again (no event tells a client a service is back)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return client.list_jobs(max_entries=0)
+        except RPCError as exc:
+            if exc.errnum != errno.ENOSYS or time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
+
+
+def test_a_job_list_process_killed_comes_back_with_the_same_list(
+    reference: tuple[Path, Any],
+) -> None:
+    """The instance starts job-list again; it loads its cache while the job manager runs."""
+    state, expected = reference
+    target = copy(state, "respawn")
+    with LiveInstance(target, cores=2) as live, Client(live.uri) as client:
+        before = client.list_jobs(max_entries=0)
+        assert before == expected[0]
+        pid = module_pid(target)
+        os.kill(pid, signal.SIGKILL)
+        wait_exit(pid)
+        assert until_served(client) == before
+        assert module_pid(target) != pid
+        assert live.stop() == 0
+    log = (target.parent / f"{target.name}.log").read_text()
+    assert log.count("job-list: 7 inactive jobs from the cache") == 2
