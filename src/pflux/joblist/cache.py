@@ -238,6 +238,10 @@ class SummaryCache:
             log.warning("job-list: %s: starting the cache afresh: %s", self.path, exc)
             self._reset()
             return {}
+        except Exception:  # a bug: it must not fail every start of job-list on this file
+            log.exception("job-list: %s: starting the cache afresh", self.path)
+            self._reset()
+            return {}
         if bad:
             log.warning("job-list: %s: %d invalid rows ignored", self.path, bad)
         return summaries

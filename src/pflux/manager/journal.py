@@ -33,7 +33,7 @@ from pflux.kvs.keys import job_id_from_key, job_key
 from pflux.manager.restart import events_of
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended, Job
     from pflux.manager.service import JobManager
 
 log = logging.getLogger("pflux.job-manager")
@@ -67,7 +67,7 @@ class Journal:
             if digest:
                 # which jobs are inactive is decided now, as the subscription starts: later
                 # events reach the subscriber live
-                ended = [[jobid, job.nevents] for jobid, job in self.manager.ended.items()]
+                ended = list(self.manager.ended.values())
                 backlog = self._digest_backlog(req, ended, list(self.manager.jobs))
             else:
                 backlog = self._backlog(req)
@@ -113,13 +113,12 @@ class Journal:
             log.error("journal backlog: %s", exc)
         req.respond({"sentinel": True})
 
-    async def _digest_backlog(
-        self, req: Request, ended: list[list[int]], active: list[int]
-    ) -> None:
+    async def _digest_backlog(self, req: Request, ended: list[Ended], active: list[int]) -> None:
         """The digest of the inactive jobs, the active jobs' histories, then the sentinel."""
         try:
             for i in range(0, len(ended), DIGEST_BATCH):
-                req.respond({"digest": ended[i : i + DIGEST_BATCH]})
+                pairs = [[job.id, job.nevents] for job in ended[i : i + DIGEST_BATCH]]
+                req.respond({"digest": pairs})
                 await req.drained()
             await _send(req, _read(self.manager, active))
         except RPCError as exc:

@@ -232,3 +232,20 @@ def test_digest_takes_confirmed_jobs_and_asks_for_the_rest() -> None:
 def test_digest_ignores_what_is_not_a_list() -> None:
     index = JobIndex()
     assert index.digest({"1": 2}) == []
+
+
+def test_a_bug_reading_the_file_starts_it_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """job-list must not fail at every start on one file."""
+    path = tmp_path / CACHE_NAME
+    written(path, summaries()).close()
+
+    def broken(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("pflux.joblist.cache.decode", broken)
+    assert SummaryCache(path).load() == {}
+    assert "starting the cache afresh" in caplog.text
+    monkeypatch.undo()
+    assert SummaryCache(path).load() == {}  # the file was started afresh
