@@ -20,7 +20,9 @@ built from another count of events, which the digest refuses).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import sqlite3
 import sys
 import zlib
@@ -206,11 +208,17 @@ def _job_id(rowid: int) -> int:
 
 
 class SummaryCache:
-    """The cache file of one state directory."""
+    """The cache file of one state directory, used by one process at a time (``<path>.lock``).
+
+    Another job-list using the file (of another instance on the same directory, or
+    one still ending after its broker was killed) leaves this one without a cache:
+    every job is then replayed from the journal, and nothing is written.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: sqlite3.Connection | None = None
+        self._lock = -1
         self._pending: list[JobSummary] = []
         self._failed = False
 
@@ -222,6 +230,8 @@ class SummaryCache:
         afresh, and invalid rows are left for the journal to replace."""
         summaries: dict[int, JobSummary] = {}
         bad = 0
+        if not self._take_lock():
+            return summaries
         try:
             self._conn = self._open()
             # row by row, not fetchall: 100,000 rows at once would grow the heap for good
@@ -267,6 +277,25 @@ class SummaryCache:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+    def _take_lock(self) -> bool:
+        lock_path = f"{self.path}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            log.error("job-list: %s: %s; going on without a cache", lock_path, exc.strerror)
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            log.warning("job-list: %s is in use by another process; going on without it", self.path)
+            return False
+        self._lock = fd
+        return True
 
     def _write(self, sql: str, rows: list[Any]) -> None:
         conn = self._conn

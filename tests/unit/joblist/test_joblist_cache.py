@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,36 @@ def test_a_cache_that_cannot_be_written_only_logs(
     assert cache.load() == {}
     cache.add(summaries())
     cache.close()
-    assert "cannot create the cache" in caplog.text
+    assert "going on without a cache" in caplog.text
+    unwritable = tmp_path / "ro"
+    unwritable.mkdir()
+    (unwritable / f"{CACHE_NAME}.lock").touch()
+    unwritable.chmod(0o500)
+    try:
+        cache = SummaryCache(unwritable / CACHE_NAME)
+        assert cache.load() == {}
+        cache.add(summaries())
+        cache.close()
+    finally:
+        unwritable.chmod(0o700)
+    if os.geteuid() != 0:  # root may write anyway
+        assert "cannot create the cache" in caplog.text
+
+
+def test_one_process_at_a_time(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / CACHE_NAME
+    made = summaries()
+    first = SummaryCache(path)
+    first.load()
+    first.add(made)
+    first.flush()
+    second = SummaryCache(path)
+    assert second.load() == {}  # in use: no cache for the second, and nothing written
+    second.add(made[:1])
+    second.close()
+    assert "in use by another process" in caplog.text
+    first.close()
+    assert len(SummaryCache(path).load()) == len(made)
 
 
 # --- the index and the digest ------------------------------------------------------------
