@@ -17,6 +17,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,28 @@ def test_a_job_list_process_killed_comes_back_with_the_same_list(
         assert live.stop() == 0
     log = (target.parent / f"{target.name}.log").read_text()
     assert log.count("job-list: 7 inactive jobs from the cache") == 2
+
+
+def test_a_second_instance_on_the_directory_leaves_the_first_alone(
+    reference: tuple[Path, Any],
+) -> None:
+    """Its job-list starts before its KVS finds the directory in use: it must not touch
+    the cache, and the instance must not touch the socket."""
+    state, expected = reference
+    target = copy(state, "twice")
+    with LiveInstance(target, cores=2) as live, Client(live.uri) as client:
+        second = subprocess.run(
+            [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(target), "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert second.returncode != 0
+        assert "in use by another process" in second.stderr
+        assert client.list_jobs(max_entries=0) == expected[0]
+        assert live.stop() == 0
+    assert rows(target) == 7
+    jobs, log = listing(target)
+    assert jobs == expected
+    assert "job-list: 7 inactive jobs from the cache" in log
