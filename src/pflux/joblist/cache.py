@@ -74,6 +74,7 @@ _TEXTS: dict[str, str] = {}  # annotations texts seen valid, shared by the jobs 
 _TEXTS_MAX: Final = 4096
 _ZERO: Final = 0.0  # one float for every unset time, as summaries share one
 _MINUS_ONE: Final = -1.0
+_intern = sys.intern
 
 
 def encode(s: JobSummary) -> bytes:
@@ -121,10 +122,13 @@ def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
         return None
     s.exception, s.annotations, s.dependencies = extras
     # share what many jobs repeat, as summaries built from events do
-    s.name, s.cwd, s.queue, s.project, s.bank = (
-        _share(name), _share(cwd), _share(queue), _share(project), _share(bank)
-    )  # fmt: skip
-    s.ranks, s.nodelist = _share(ranks), _share(nodelist)
+    s.name = None if name is None else _intern(name)
+    s.cwd = None if cwd is None else _intern(cwd)
+    s.queue = None if queue is None else _intern(queue)
+    s.project = None if project is None else _intern(project)
+    s.bank = None if bank is None else _intern(bank)
+    s.ranks = None if ranks is None else _intern(ranks)
+    s.nodelist = None if nodelist is None else _intern(nodelist)
     s.duration = _ZERO if duration == 0.0 else _MINUS_ONE if duration == -1.0 else duration
     s.expiration = _MINUS_ONE if expiration == -1.0 else expiration
     if not s.t_depend:
@@ -164,10 +168,6 @@ def _extras(exception: Any, annotations: Any, dependencies: Any) -> Extras | Non
             return None
         dependencies = tuple(dependencies)
     return exception, annotations, dependencies
-
-
-def _share(text: str | None) -> str | None:
-    return None if text is None else sys.intern(text)
 
 
 def _annotations(text: str) -> str | None:
