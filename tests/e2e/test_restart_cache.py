@@ -288,6 +288,7 @@ def test_a_second_instance_on_the_directory_leaves_the_first_alone(
         )
         assert second.returncode != 0
         assert "in use by another process" in second.stderr
+        module_pid(target)  # the second's job-list is gone, and was not started again
         assert client.list_jobs(max_entries=0) == expected[0]
         assert live.stop() == 0
     assert rows(target) == 7

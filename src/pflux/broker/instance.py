@@ -165,6 +165,7 @@ class Instance:
         try:
             await broker.start()
         except BaseException:
+            self._stopping = True
             await self._stop_modules()
             raise
         server = await serve(broker, self.socket_path)

@@ -204,7 +204,11 @@ async def run(fd: int, path: str, state_dir: str) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
     await loop.create_unix_connection(lambda: link, sock=sock)
     local.fallback = link.forward
-    attrs = await link.call("broker.attrs", {})
+    try:
+        attrs = await link.call("broker.attrs", {})
+    except RPCError as exc:  # the broker did not start
+        log.info("%s: %s", path, exc.errstr)
+        return 1
     local.attrs.update(attrs["attrs"])  # type: ignore[index]
     local.register(service)
     await local.start()

@@ -7,10 +7,10 @@ loaded by ``prepare``, which a module process runs while the broker is still
 replaying) it asks for as a digest instead, and it fetches the history of
 those its cache lacks with ``job-manager.journal-history``. Requests that
 arrive before the history is in wait for it, as flux-core's job-list defers
-them. ``list-id`` for a job it has
-not seen yet (a client that has just been given the id by submit may ask
-first) waits briefly for it; a quick look for the job's eventlog in the KVS
-tells an id that will never come from one still on its way.
+them. ``list-id`` for a job it has not seen yet (a client that has just been
+given the id by submit may ask first) waits briefly for it; a quick look for
+the job's eventlog in the KVS tells an id that will never come from one still
+on its way.
 """
 
 from __future__ import annotations
