@@ -44,9 +44,11 @@ SERVICES: tuple[str, ...] = (
 # Loaded last when the configuration has [simulator]: it overrides job-exec (RFC 32).
 SIMULATOR = "pflux.sim.service:Simulator"
 
-# Services that run in processes of their own (see broker/module.py), started
-# once the broker listens: job-list does as much work per job as the job
-# manager, and in its own process it uses the second core.
+# Services that run in processes of their own (see broker/module.py): job-list does
+# as much work per job as the job manager, and in its own process it uses the second
+# core. They start before the broker's services, so that what they prepare alone
+# (job-list's cache) overlaps the job manager's replay; each is linked to the broker
+# by a socket pair, whose end the broker serves once its services have started.
 MODULES: dict[str, str] = {"job-list": "pflux.joblist:JobList"}
 
 # The garbage collector's defaults (700 allocations per young collection) make a
@@ -134,6 +136,7 @@ class Instance:
         self.service_paths = (*services, SIMULATOR) if simulating else tuple(services)
         self.module_paths = MODULES if modules is None else modules
         self._modules: list[asyncio.subprocess.Process] = []
+        self._links: list[socket.socket] | None = []  # module links to serve; None: served
         self._watchers: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.socket_path = self.state_dir / SOCKET_NAME
@@ -161,10 +164,18 @@ class Instance:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         rc = 0
-        await broker.start()
+        self.broker = broker
+        added = await self._start_modules()
+        try:
+            await broker.start()
+        except BaseException:
+            self._stopping = True
+            await self._stop_modules()
+            raise
         server = await serve(broker, self.socket_path)
         try:
-            await self._start_modules()
+            await self._serve_links()
+            await self._modules_added(added)
             freeze_gc()
             log.info("instance ready at %s", self.uri)
             if argv:
@@ -184,25 +195,52 @@ class Instance:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
         return rc
 
-    async def _start_modules(self) -> None:
-        """Start each module process and wait until it provides its service."""
-        waits = []
+    async def _start_modules(self) -> list[asyncio.Event]:
+        """Start each module process; what is set once it provides its service."""
+        added = []
         for name, path in self.module_paths.items():
-            event = self.broker_service.added.setdefault(name, asyncio.Event())
-            waits.append(event.wait())
+            added.append(self.broker_service.added.setdefault(name, asyncio.Event()))
             await self._spawn(path)
-        if waits:
+        return added
+
+    async def _modules_added(self, added: list[asyncio.Event]) -> None:
+        """Wait until each module process provides its service."""
+        if added:
             try:
-                await asyncio.wait_for(asyncio.gather(*waits), MODULE_START_TIMEOUT)
+                waits = asyncio.gather(*(event.wait() for event in added))
+                await asyncio.wait_for(waits, MODULE_START_TIMEOUT)
             except TimeoutError:
                 raise PfluxError(
                     f"a service process did not start in {MODULE_START_TIMEOUT:.0f}s"
                 ) from None
 
+    async def _serve_links(self) -> None:
+        """Serve the links of the module processes started before the broker's services."""
+        links, self._links = self._links or [], None
+        for sock in links:
+            await self._serve_link(sock)
+
+    async def _serve_link(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.connect_accepted_socket(lambda: Connection(self.broker), sock)
+
     async def _spawn(self, path: str) -> None:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "pflux.broker.module", self.uri, path, start_new_session=True
-        )
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = theirs.fileno()
+        argv = ("-m", "pflux.broker.module", str(fd), path, str(self.state_dir.absolute()))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, *argv, pass_fds=(fd,), start_new_session=True
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        if self._links is None:
+            await self._serve_link(ours)
+        else:
+            self._links.append(ours)  # requests wait in the socket until the broker serves
         self._modules.append(proc)
         task = asyncio.get_running_loop().create_task(self._watch(path, proc))
         self._watchers.add(task)
@@ -217,6 +255,9 @@ class Instance:
             await self._spawn(path)
 
     async def _stop_modules(self) -> None:
+        for sock in self._links or []:
+            sock.close()
+        self._links = []
         for proc in self._modules:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):

@@ -1,19 +1,30 @@
-"""A service in a process of its own: ``python -m pflux.broker.module URI MODULE:CLASS``.
+"""A service in a process of its own: ``python -m pflux.broker.module FD MODULE:CLASS DIR``.
 
 The process runs a router of its own holding the one service, linked to the
-instance's broker over the local connector: requests for the service arrive
-over the link and their responses go back, and whatever the service asks of
-other services (``broker.send``/``call``/``stream``) goes to the broker. The
-service's code is the same as in the broker; only where it runs differs, so a
-busy service (job-list) costs the broker no CPU and uses the second core.
+instance's broker by the socket FD (one end of a socket pair the instance
+made; the broker serves the other as a connection of the local connector):
+requests for the service arrive over the link and their responses go back,
+and whatever the service asks of other services (``broker.send``/``call``/
+``stream``) goes to the broker. The service's code is the same as in the
+broker; only where it runs differs, so a busy service (job-list) costs the
+broker no CPU and uses the second core.
+
+The instance starts module processes before its own services and serves their
+links once those have started: a service with a ``prepare`` method (job-list
+loading its cache) does that first, knowing only the state directory DIR,
+while the broker restarts; its requests wait in the socket until the broker
+serves it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import importlib
 import logging
 import os
+import signal
+import socket
 import sys
 from collections.abc import Callable
 from typing import cast
@@ -26,10 +37,10 @@ from pflux.broker.message import (
     Decoder,
     Message,
     ProtocolError,
+    RPCError,
     encode,
 )
 from pflux.broker.router import Broker, Route
-from pflux.client.uri import socket_path
 
 log = logging.getLogger("pflux.module")
 
@@ -88,6 +99,17 @@ class Link(asyncio.Protocol):
         self._writable.set()
         if not self.closed.done():
             self.closed.set_result(None)
+        # requests to the broker will never be answered now: say so
+        out, self._out = self._out, {}
+        for route, matchtag, topic, _ in out.values():
+            route.deliver(
+                Message(RESPONSE, topic, matchtag, None, errnum=errno.ECONNRESET,
+                        errstr="the link to the broker is closed")
+            )  # fmt: skip
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
     # flow control, as the broker's connections do it
     def pause_writing(self) -> None:
@@ -168,23 +190,36 @@ class Link(asyncio.Protocol):
         return (await future).raise_for_error()
 
 
-async def run(uri: str, path: str) -> int:
+async def run(fd: int, path: str, state_dir: str) -> int:
     """Provide the service ``path`` names (``module:Class``) until the link closes."""
     tune_gc()
     loop = asyncio.get_running_loop()
-    local = Broker(os.getuid())
-    link = Link(local)
-    await loop.create_unix_connection(lambda: link, socket_path(uri))
-    local.fallback = link.forward
-    attrs = await link.call("broker.attrs", {})
-    local.attrs = dict(attrs["attrs"])  # type: ignore[index]
+    local = Broker(os.getuid(), attrs={"state-dir": state_dir})
     module, _, cls = path.partition(":")
     service = getattr(importlib.import_module(module), cls)(local)
+    prepare = getattr(service, "prepare", None)
+    if prepare is not None:
+        await prepare()  # work that needs no other service, while the broker starts
+    link = Link(local)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    await loop.create_unix_connection(lambda: link, sock=sock)
+    local.fallback = link.forward
+    try:
+        attrs = await link.call("broker.attrs", {})
+    except RPCError as exc:  # the broker did not start
+        log.info("%s: %s", path, exc.errstr)
+        return 1
+    local.attrs.update(attrs["attrs"])  # type: ignore[index]
     local.register(service)
     await local.start()
     freeze_gc()
-    await link.call("broker.service-add", {"service": service.name})
-    await link.closed
+    # SIGTERM (the instance stopping) ends the service as the broker going away does
+    loop.add_signal_handler(signal.SIGTERM, link.close)
+    try:
+        await link.call("broker.service-add", {"service": service.name})
+        await link.closed
+    except RPCError as exc:
+        log.error("%s: %s", path, exc.errstr)
     await local.stop()
     return 0
 
@@ -194,10 +229,10 @@ def main(argv: list[str]) -> int:
         level=os.environ.get("PFLUX_MODULE_LOGLEVEL", "WARNING"),
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
-    uri, path = argv
+    fd, path, state_dir = argv
     import uvloop
 
-    return uvloop.run(run(uri, path))
+    return uvloop.run(run(int(fd), path, state_dir))
 
 
 if __name__ == "__main__":

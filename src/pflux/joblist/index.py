@@ -14,6 +14,13 @@ walks it and stops at ``max_entries`` instead of sorting every job; nearly
 every insertion is an append, since new jobs are the newest. While the backlog
 is read nothing is listed and the orderings are built once, at the sentinel
 (flux-core does the same to avoid a quadratic replay).
+
+Inactive jobs may come from job-list's cache instead (``preload``): the
+journal's digest names each inactive job with its event count, and a cached
+summary built from as many events is taken as it is; the others are asked
+for again (``digest`` returns them). Cached jobs no digest names are dropped
+at the sentinel (``dropped``). Jobs that become inactive here are collected
+in ``ended``, when it is a list, for the cache to write.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from operator import attrgetter
 from typing import Any, Final
 
 from pflux.errors import EventlogError
@@ -43,12 +51,9 @@ def _pending_key(s: JobSummary) -> Key:
     return (-s.priority, s.id)
 
 
-def _running_key(s: JobSummary) -> Key:
-    return (s.t_run, s.id)
-
-
-def _inactive_key(s: JobSummary) -> Key:
-    return (s.t_inactive, s.id)
+# (t_run, id) and (t_inactive, id), without a Python call per key (a restart sorts them all)
+_running_key: Callable[[JobSummary], Key] = attrgetter("t_run", "id")
+_inactive_key: Callable[[JobSummary], Key] = attrgetter("t_inactive", "id")
 
 
 class _Ordered:
@@ -82,9 +87,6 @@ class _Ordered:
             if summary in items:
                 items.remove(summary)
 
-    def rebuild(self, summaries: Iterable[JobSummary]) -> None:
-        self.items = sorted(summaries, key=self.key)
-
 
 class JobIndex:
     """Every job job-list knows, by id, and the orderings it lists them in."""
@@ -104,6 +106,9 @@ class JobIndex:
             State.INACTIVE: self.inactive,
         }
         self.ready = False  # the backlog is in and the orderings are built
+        self.ended: list[JobSummary] | None = None  # jobs become inactive, when collected
+        self.dropped: list[int] = []  # cached jobs that no digest named
+        self._cached: dict[int, JobSummary] = {}  # from the cache, not yet named by a digest
         self._held: dict[int, dict[int, dict[str, Any]]] = {}
         self._early_annotations: dict[int, list[dict[str, Any]]] = {}
         self._removed: set[int] = set()  # invalidated while the backlog is read
@@ -120,6 +125,39 @@ class JobIndex:
         return sum(len(entries) for entries in self._held.values())
 
     # --- feeding -----------------------------------------------------------------------
+
+    def preload(self, cached: dict[int, JobSummary]) -> None:
+        """Inactive jobs from the cache, each to be confirmed by the journal's digest."""
+        self._cached = cached
+
+    @property
+    def preloaded(self) -> int:
+        """Cached jobs no digest has named yet."""
+        return len(self._cached)
+
+    def digest(self, pairs: Any) -> list[int]:
+        """Take the cached jobs a digest ``[[id, count], ...]`` confirms; return the ids of
+        the others it names, whose history must be asked for."""
+        if not isinstance(pairs, list):
+            log.warning("job-list: ignoring a digest that is not a list")
+            return []
+        cached, jobs, wanted = self._cached, self.jobs, []
+        for pair in pairs:
+            if type(pair) is not list or len(pair) != 2:
+                log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
+                continue
+            jobid, count = pair
+            if type(jobid) is not int or type(count) is not int:
+                log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
+                continue
+            summary = cached.pop(jobid, None)
+            if jobid in jobs:
+                continue
+            if summary is not None and summary.next_seq == count:
+                jobs[jobid] = summary
+            else:
+                wanted.append(jobid)
+        return wanted
 
     def feed(self, entries: Iterable[Any]) -> None:
         """Apply journal entries ``{id, seq, entry, jobspec?, R?}``; bad ones are logged."""
@@ -158,7 +196,7 @@ class JobIndex:
             summary = JobSummary(jobid)
             self.jobs[jobid] = summary
             for update in self._early_annotations.pop(jobid, ()):
-                summary.update_annotations(update)
+                summary.annotate(update)
         summary.next_seq += 1
         try:
             event = Event.from_json(entry.get("entry"))
@@ -177,8 +215,11 @@ class JobIndex:
             self._list(summary)
         else:
             summary.apply(event, entry)
-            if self.ready and summary.state is not old_state:
-                self._move(summary, old_state)
+            if summary.state is not old_state:
+                if self.ready:
+                    self._move(summary, old_state)
+                if summary.state is State.INACTIVE and self.ended is not None:
+                    self.ended.append(summary)
         return summary
 
     def _annotate(self, jobid: int, entry: dict[str, Any]) -> None:
@@ -189,7 +230,7 @@ class JobIndex:
             return
         summary = self.jobs.get(jobid)
         if summary is not None:
-            summary.update_annotations(update)
+            summary.annotate(update)
         elif jobid not in self._removed:
             # a live annotation can overtake the job's history from the backlog
             self._early_annotations.setdefault(jobid, []).append(update)
@@ -237,10 +278,19 @@ class JobIndex:
             self._held.clear()
         self._early_annotations.clear()
         self._removed.clear()
-        summaries = self.jobs.values()
-        self.pending.rebuild(s for s in summaries if s.state & _PENDING)
-        self.running.rebuild(s for s in summaries if s.state & _RUNNING)
-        self.inactive.rebuild(s for s in summaries if s.state is State.INACTIVE)
+        self.dropped = list(self._cached)
+        self._cached = {}
+        # one pass, a dict by state: enum.Flag's & would cost microseconds per job
+        orderings = (self.pending, self.running, self.inactive)
+        for ordering in orderings:
+            ordering.items = []
+        by_state = self._orderings
+        for summary in self.jobs.values():
+            listed = by_state.get(summary.state)
+            if listed is not None:
+                listed.items.append(summary)
+        for ordering in orderings:
+            ordering.items.sort(key=ordering.key)
         self.ready = True
 
     # --- listing -----------------------------------------------------------------------

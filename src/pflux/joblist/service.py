@@ -2,11 +2,15 @@
 
 At start it subscribes to ``job-manager.events-journal`` with ``full``, so it
 gets every job's history and then each event as it is committed; it never
-reads job data from the KVS. Requests that arrive before the history is in
-wait for it, as flux-core's job-list defers them. ``list-id`` for a job it has
-not seen yet (a client that has just been given the id by submit may ask
-first) waits briefly for it; a quick look for the job's eventlog in the KVS
-tells an id that will never come from one still on its way.
+reads job data from the KVS. Inactive jobs it has in its cache (``cache.py``,
+loaded by ``prepare``, which a module process runs while the broker is still
+replaying) it asks for as a digest instead, and it fetches the history of
+those its cache lacks with ``job-manager.journal-history``. Requests that
+arrive before the history is in wait for it, as flux-core's job-list defers
+them. ``list-id`` for a job it has not seen yet (a client that has just been
+given the id by submit may ask first) waits briefly for it; a quick look for
+the job's eventlog in the KVS tells an id that will never come from one still
+on its way.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+from collections import deque
+from pathlib import Path
 from typing import Any, Final
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.codes import (
     RESULT_CANCELED,
     RESULT_COMPLETED,
@@ -33,6 +40,10 @@ from pflux.spec.fluid import JobID
 log = logging.getLogger("pflux.job-list")
 
 LIST_ID_WAIT: Final = 5.0  # seconds list-id waits for a job it has not seen
+CACHE_DELAY: Final = 1.0  # seconds jobs become inactive wait to be written, in one batch
+CACHE_BATCH: Final = 5000  # ... or fewer, when this many are waiting
+HISTORY_BATCH: Final = 1000  # jobs per journal-history request (the job manager's most)
+HISTORY_WINDOW: Final = 2  # journal-history requests in flight
 _STATE_MASK: Final = int(State.NEW | State.ACTIVE | State.INACTIVE)
 _WAITABLE: Final = int(State.ACTIVE | State.INACTIVE)  # states list-id may wait for
 _RESULT_MASK: Final = RESULT_COMPLETED | RESULT_FAILED | RESULT_CANCELED | RESULT_TIMEOUT
@@ -58,13 +69,38 @@ class JobList(Service):
         super().__init__(broker)
         self.index = JobIndex()
         self.wait_timeout = LIST_ID_WAIT
+        self.cache: SummaryCache | None = None
+        self._prepared = False
         self._ready = asyncio.Event()
         self._waiters: dict[int, list[_Waiter]] = {}
+        self._sentinel = False
+        self._wanted: deque[int] = deque()  # inactive jobs whose history is to be asked for
+        self._fetching = 0
+        self._flush: asyncio.TimerHandle | None = None
+
+    async def prepare(self) -> None:
+        """Load the cache of inactive jobs from the state directory (needs no other service).
+
+        A module process calls this before it connects, while the broker replays.
+        """
+        if self._prepared:
+            return
+        self._prepared = True
+        state_dir = self.broker.attrs.get("state-dir")
+        if not state_dir:
+            return
+        self.cache = SummaryCache(Path(state_dir) / CACHE_NAME)
+        cached = self.cache.load()
+        self.index.preload(cached)
+        self.index.ended = []
+        log.info("job-list: %d inactive jobs from the cache", len(cached))
 
     async def start(self) -> None:
-        self.broker.send(
-            "job-manager.events-journal", {"full": True}, self._journal, streaming=True
-        )
+        await self.prepare()
+        request: dict[str, Any] = {"full": True}
+        if self.index.preloaded:
+            request["digest"] = True
+        self.broker.send("job-manager.events-journal", request, self._journal, streaming=True)
 
     async def stop(self) -> None:
         for waiters in self._waiters.values():
@@ -72,12 +108,17 @@ class JobList(Service):
                 if not waiter.future.done():
                     waiter.future.cancel()
         self._waiters.clear()
+        if self._flush is not None:
+            self._flush.cancel()
+        if self.cache is not None:
+            self._to_cache()
+            self.cache.close()
 
     # --- the journal ------------------------------------------------------------------
 
     def _journal(self, msg: Message) -> None:
         if msg.errnum:
-            if msg.errnum == errno.ENODATA:
+            if msg.errnum in (errno.ENODATA, errno.ECONNRESET):  # the instance is stopping
                 log.info("job-list: the events journal ended")
             else:
                 log.error("job-list: events journal: %s", msg.errstr)
@@ -87,7 +128,19 @@ class JobList(Service):
         if not isinstance(payload, dict):
             log.warning("job-list: ignoring a journal response that is not an object")
             return
-        events = payload.get("events")
+        if "digest" in payload:
+            wanted = self.index.digest(payload["digest"])
+            if wanted:
+                log.info("job-list: asking for %d inactive jobs the cache lacks", len(wanted))
+                self._wanted.extend(wanted)
+                self._fetch()
+        self._feed(payload.get("events"))
+        if payload.get("sentinel"):
+            self._sentinel = True
+            if not self._wanted and not self._fetching:
+                self._settle()
+
+    def _feed(self, events: Any) -> None:
         if isinstance(events, list):
             try:
                 self.index.feed(events)
@@ -95,16 +148,58 @@ class JobList(Service):
                 log.exception("job-list: applying journal entries failed")
             if self._waiters:
                 self._check_waiters()
-        if payload.get("sentinel"):
+            if self.index.ended:
+                self._to_cache()
+
+    def _fetch(self) -> None:
+        """Ask for the histories of cached jobs that need them, a few requests at a time."""
+        wanted = self._wanted
+        while wanted and self._fetching < HISTORY_WINDOW:
+            ids = [wanted.popleft() for _ in range(min(HISTORY_BATCH, len(wanted)))]
+            self._fetching += 1
+            self.broker.send("job-manager.journal-history", {"ids": ids}, self._history)
+
+    def _history(self, msg: Message) -> None:
+        self._fetching -= 1
+        if msg.errnum:
+            log.error("job-list: journal-history: %s", msg.errstr)
+        elif isinstance(msg.payload, dict):
+            self._feed(msg.payload.get("events"))
+        self._fetch()
+        if self._sentinel and not self._wanted and not self._fetching:
             self._settle()
 
     def _settle(self) -> None:
         if not self.index.ready:
             self.index.settle()
             log.info("job-list: %d jobs from the journal", len(self.index))
+            if self.cache is not None and self.index.dropped:
+                self.cache.discard(self.index.dropped)
+            self.index.dropped = []
             self._ready.set()
             if self._waiters:
                 self._check_waiters()
+
+    # --- the cache ----------------------------------------------------------------------
+
+    def _to_cache(self) -> None:
+        """Pass jobs that have become inactive to the cache; write them in a while."""
+        ended = self.index.ended
+        if self.cache is None or not ended:
+            return
+        self.cache.add(ended)
+        ended.clear()
+        if len(self.cache) >= CACHE_BATCH:
+            self._write()
+        elif self._flush is None:
+            self._flush = self.broker.loop.call_later(CACHE_DELAY, self._write)
+
+    def _write(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        if self.cache is not None:
+            self.cache.flush()
 
     async def _until_ready(self) -> None:
         if not self._ready.is_set():

@@ -33,6 +33,9 @@ from pflux.spec.resource import ResourceSet
 log = logging.getLogger("pflux.job-list")
 
 _ZERO: Final = 0.0  # one shared float for every unset time and every zero duration
+# ``eventlog_annotations`` while no annotations entry has made the annotations differ
+# from what the events alone make
+_SAME: Final[Any] = object()
 
 
 class JobSummary:
@@ -42,6 +45,16 @@ class JobSummary:
     entered (flux-core's ``states_mask``), which decides which attributes are
     reported. ``live`` is the manager ``Job`` replaying the events while the
     job is active, None once it is inactive.
+
+    Annotations come from events (the scheduler's in ``alloc``, the user's
+    ``memo``) and from annotations entries, which are not in the eventlog.
+    Once a job is inactive it keeps the annotations its events make, as a
+    restart, which replays the eventlog, would find them: so job-list lists
+    an inactive job the same whether it saw the job live, replayed its
+    eventlog or loaded it from its cache. (flux-core's job manager likewise
+    clears the scheduler's annotations when an allocation is canceled.)
+    ``eventlog_annotations`` holds the events' annotations while an entry
+    has made the live ones differ.
     """
 
     __slots__ = (
@@ -50,6 +63,7 @@ class JobSummary:
         "cwd",
         "dependencies",
         "duration",
+        "eventlog_annotations",
         "exception",
         "expiration",
         "id",
@@ -111,10 +125,23 @@ class JobSummary:
         self.result = 0  # a RESULT_* once inactive
         self.exception: tuple[str, int, str] | None = None  # (type, severity, note)
         self.annotations: dict[str, Any] | str | None = None  # JSON text once inactive
+        self.eventlog_annotations: dict[str, Any] | None = _SAME
         self.dependencies: tuple[str, ...] | None = None  # kept once inactive
 
     def __repr__(self) -> str:
         return f"JobSummary({self.id}, {self.state.name})"
+
+    @classmethod
+    def restored(cls, jobid: int, next_seq: int) -> JobSummary:
+        """An inactive job built from ``next_seq`` events, its attributes still to be set
+        (by job-list's cache, ``cache.decode``)."""
+        s = cls.__new__(cls)
+        s.id = jobid
+        s.live = None
+        s.next_seq = next_seq
+        s.state = State.INACTIVE
+        s.eventlog_annotations = _SAME
+        return s
 
     # --- applying one event -------------------------------------------------------------
 
@@ -168,6 +195,9 @@ class JobSummary:
         self.result = CODES[live.result or FAILED]
         if live.dependencies or live.satisfied:
             self.dependencies = tuple(live.dependencies)
+        if self.eventlog_annotations is not _SAME:
+            self.annotations = self.eventlog_annotations
+            self.eventlog_annotations = _SAME
         if isinstance(self.annotations, dict):
             self.annotations = _compact(self.annotations)
         self.live = None
@@ -191,21 +221,20 @@ class JobSummary:
         return None
 
     def update_annotations(self, update: dict[str, Any], under: str | None = None) -> None:
-        """Merge ``update`` (null deletes) into the annotations, or into one key of them."""
-        current = self.annotations_dict()
-        merged = dict(current) if current else {}
-        if under is None:
-            _merge(merged, update)
-        else:
-            inner = merged.get(under)
-            inner = dict(inner) if isinstance(inner, dict) else {}
-            _merge(inner, update)
-            if inner:
-                merged[under] = inner
-            else:
-                merged.pop(under, None)
-        value = merged or None
+        """Merge an event's ``update`` (null deletes) into the annotations, or into one key."""
+        value = _merged(self.annotations_dict(), update, under)
         self.annotations = _compact(value) if value and self.live is None else value
+        if self.eventlog_annotations is not _SAME:
+            self.eventlog_annotations = _merged(self.eventlog_annotations, update, under)
+
+    def annotate(self, update: dict[str, Any]) -> None:
+        """Merge an annotations entry's ``update``: shown while the job is active, dropped
+        once it is inactive (an entry late for a job that has just ended)."""
+        if self.live is None:
+            return
+        if self.eventlog_annotations is _SAME:
+            self.eventlog_annotations = self.annotations_dict()
+        self.annotations = _merged(self.annotations_dict(), update, None)
 
     # --- the jobspec and R (flux-core's job_data.c) -----------------------------------------
 
@@ -319,6 +348,25 @@ def _per_resource(options: Any) -> tuple[str | None, int]:
     if kind not in ("node", "core") or type(count) is not int or count < 1:
         return None, 1
     return kind, count
+
+
+def _merged(
+    current: dict[str, Any] | None, update: dict[str, Any], under: str | None
+) -> dict[str, Any] | None:
+    """``current`` with ``update`` merged in (at ``under``, if given), as a new dict; None
+    if nothing is left. ``current`` itself is never changed, so others may share it."""
+    merged = dict(current) if current else {}
+    if under is None:
+        _merge(merged, update)
+    else:
+        inner = merged.get(under)
+        inner = dict(inner) if isinstance(inner, dict) else {}
+        _merge(inner, update)
+        if inner:
+            merged[under] = inner
+        else:
+            merged.pop(under, None)
+    return merged or None
 
 
 def _merge(target: dict[str, Any], update: dict[str, Any]) -> None:

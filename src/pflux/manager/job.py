@@ -142,14 +142,18 @@ class Ended(Outcome):
     """An inactive job, as small as can be: 100,000 of them stay in memory.
 
     It keeps what later requests and other jobs' dependencies ask of it: its
-    owner, whether it was allocated and started, and how it ended.
+    owner, whether it was allocated and started, and how it ended; and how many
+    events its eventlog holds, which the journal tells job-list so that it can
+    trust its cache of the job (``nevents``: the events replayed from the
+    eventlog, or those the job went through when it ended live).
     """
 
-    __slots__ = ("allocated", "exception", "finish_status", "id", "started", "userid")
+    __slots__ = ("allocated", "exception", "finish_status", "id", "nevents", "started", "userid")
     state = State.INACTIVE
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, nevents: int | None = None) -> None:
         self.id = job.id
+        self.nevents = len(job.history) if nevents is None else nevents
         self.userid = job.userid
         self.allocated = job.allocated
         self.started = job.started

@@ -7,6 +7,13 @@ the KVS, then ``{sentinel: true}``; live entries may arrive while the history is
 read, and ``seq`` tells the subscriber which it already has. Annotations from
 the scheduler are not events: they travel as entries named ``annotations``
 with ``seq`` -1.
+
+A subscriber that keeps its own copy of inactive jobs (job-list's cache) asks
+for ``full`` with ``digest``: then the jobs that are inactive when it
+subscribes come as ``{digest: [[id, count], ...]}`` (``count``: the events in
+the job's eventlog, final since an inactive job has no more), only the active
+jobs' histories are read from the KVS, and ``history`` sends the events of
+the inactive jobs whose copy the subscriber lacks or has with another count.
 """
 
 from __future__ import annotations
@@ -15,26 +22,30 @@ import asyncio
 import errno
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Request
-from pflux.errors import EventlogError
-from pflux.kvs.keys import job_id_from_key
-from pflux.spec.eventlog import parse
+from pflux.kvs.keys import job_id_from_key, job_key
+from pflux.manager.restart import events_of
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
+    from pflux.manager.job import Ended, Job
     from pflux.manager.service import JobManager
 
 log = logging.getLogger("pflux.job-manager")
 
-BACKLOG_BATCH = 1000
-DELAY = 0.002  # seconds committed entries may wait to be sent together (see publish)
-BATCH = 4096  # entries that are sent at once without waiting
+BACKLOG_BATCH: Final = 1000  # entries per backlog response
+DELAY: Final = 0.002  # seconds committed entries may wait to be sent together (see publish)
+BATCH: Final = 4096  # entries that are sent at once without waiting
+DIGEST_BATCH: Final = 10_000  # [id, count] pairs per digest response
+HISTORY_MAX: Final = 1000  # jobs one history request may name
+_READ_CHUNK: Final = 64  # jobs whose files are read from the KVS at once
+_FILES: Final = ("eventlog", "jobspec", "R")
+Files = AsyncIterator[tuple[int, dict[str, str]]]  # (job id, {file name: text}) per job
 
 
 class Journal:
@@ -51,11 +62,21 @@ class Journal:
     def subscribe(self, req: Request) -> None:
         if not req.streaming:
             raise RPCError(errno.EPROTO, "events-journal must be a streaming request")
+        payload = req.payload if isinstance(req.payload, dict) else {}
+        digest = payload.get("digest", False)
+        if not isinstance(digest, bool):
+            raise RPCError(errno.EPROTO, f"digest: must be a boolean, got {digest!r}")
         self.subscribers[req] = None
         req.on_disconnect(lambda: self.subscribers.pop(req, None))
-        payload = req.payload if isinstance(req.payload, dict) else {}
         if payload.get("full"):
-            task = self.manager.broker.loop.create_task(self._backlog(req))
+            if digest:
+                # which jobs are inactive is decided now, as the subscription starts: later
+                # events reach the subscriber live
+                ended = list(self.manager.ended.values())
+                backlog = self._digest_backlog(req, ended, list(self.manager.jobs))
+            else:
+                backlog = self._backlog(req)
+            task = self.manager.broker.loop.create_task(backlog)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -101,31 +122,70 @@ class Journal:
         entry = {"timestamp": time.time(), "name": "annotations", "context": annotations}
         self.publish([{"id": job.id, "seq": -1, "entry": entry}])
 
+    async def history(self, req: Request) -> None:
+        """Every event of the jobs ``ids`` names, as the backlog sends them; unknown ids
+        are left out."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "journal-history: only the instance owner")
+        payload = req.payload if isinstance(req.payload, dict) else {}
+        ids = payload.get("ids")
+        if (
+            not isinstance(ids, list)
+            or len(ids) > HISTORY_MAX
+            or not all(type(i) is int and 0 <= i < 2**64 for i in ids)
+        ):
+            problem = f"must be a list of at most {HISTORY_MAX} job ids"
+            raise RPCError(errno.EPROTO, f"ids: {problem}, got {ids!r:.60}")
+        known = [jobid for jobid in ids if self.manager.lookup(jobid) is not None]
+        entries: list[dict[str, Any]] = []
+        async for jobid, files in _read(self.manager, known):
+            entries.extend(_entries(jobid, files))
+        req.respond({"events": entries})
+
     async def _backlog(self, req: Request) -> None:
         """Send every job's history from the KVS, then the sentinel."""
-        batch: list[dict[str, Any]] = []
         try:
-            async for jobid, files in _job_files(self.manager):
-                try:
-                    events = parse(files.get("eventlog", ""))
-                except EventlogError as exc:
-                    log.error("journal: job %d: %s", jobid, exc)
-                    continue
-                for seq, event in enumerate(events):
-                    entry: dict[str, Any] = {"id": jobid, "seq": seq, "entry": event.to_json()}
-                    extra = {"submit": "jobspec", "alloc": "R"}.get(event.name)
-                    if extra and extra in files:
-                        entry[extra] = _loads(files[extra])
-                    batch.append(entry)
-                if len(batch) >= BACKLOG_BATCH:
-                    req.respond({"events": batch})
-                    batch = []
-                    await req.drained()  # a slow subscriber must not make us buffer it all
+            await _send(req, _walk_files(self.manager))
         except RPCError as exc:
             log.error("journal backlog: %s", exc)
-        if batch:
-            req.respond({"events": batch})
         req.respond({"sentinel": True})
+
+    async def _digest_backlog(self, req: Request, ended: list[Ended], active: list[int]) -> None:
+        """The digest of the inactive jobs, the active jobs' histories, then the sentinel."""
+        try:
+            for i in range(0, len(ended), DIGEST_BATCH):
+                pairs = [[job.id, job.nevents] for job in ended[i : i + DIGEST_BATCH]]
+                req.respond({"digest": pairs})
+                await req.drained()
+            await _send(req, _read(self.manager, active))
+        except RPCError as exc:
+            log.error("journal backlog: %s", exc)
+        req.respond({"sentinel": True})
+
+
+async def _send(req: Request, jobs: Files) -> None:
+    """Each job's entries, in responses of about BACKLOG_BATCH entries."""
+    batch: list[dict[str, Any]] = []
+    async for jobid, files in jobs:
+        batch.extend(_entries(jobid, files))
+        if len(batch) >= BACKLOG_BATCH:
+            req.respond({"events": batch})
+            batch = []
+            await req.drained()  # a slow subscriber must not make us buffer it all
+    if batch:
+        req.respond({"events": batch})
+
+
+def _entries(jobid: int, files: dict[str, str]) -> list[dict[str, Any]]:
+    """A job's journal entries, from its eventlog as the job manager replays it."""
+    entries = []
+    for seq, event in enumerate(events_of(jobid, files.get("eventlog", ""))):
+        entry: dict[str, Any] = {"id": jobid, "seq": seq, "entry": event.to_json()}
+        extra = "jobspec" if event.name == "submit" else "R" if event.name == "alloc" else None
+        if extra is not None and extra in files:
+            entry[extra] = _loads(files[extra])
+        entries.append(entry)
+    return entries
 
 
 def _loads(text: str) -> Any:
@@ -135,14 +195,44 @@ def _loads(text: str) -> Any:
         return None
 
 
-async def _job_files(manager: JobManager) -> AsyncIterator[tuple[int, dict[str, str]]]:
+async def _read(manager: JobManager, ids: Iterable[int]) -> Files:
+    """(job id, {"eventlog": ..., "jobspec": ..., "R": ...}) for each of ``ids`` that has
+    an eventlog, read with one ``kvs.get`` per file, a chunk of jobs at a time."""
+    ids = list(ids)
+    for i in range(0, len(ids), _READ_CHUNK):
+        chunk = ids[i : i + _READ_CHUNK]
+        replies = await asyncio.gather(
+            *(_get(manager, job_key(jobid, name)) for jobid in chunk for name in _FILES)
+        )
+        for j, jobid in enumerate(chunk):
+            files = {
+                name: text
+                for name, text in zip(_FILES, replies[j * 3 : j * 3 + 3], strict=True)
+                if text is not None
+            }
+            if "eventlog" in files:
+                yield jobid, files
+
+
+async def _get(manager: JobManager, key: str) -> str | None:
+    """A value from the KVS, None if it is not there."""
+    try:
+        reply = await manager.broker.call("kvs.get", {"key": key})
+    except RPCError as exc:
+        if exc.errnum != errno.ENOENT:
+            log.error("journal: %s: %s", key, exc)
+        return None
+    value = reply.get("value") if isinstance(reply, dict) else None
+    return value if isinstance(value, str) else None
+
+
+async def _walk_files(manager: JobManager) -> Files:
     """(job id, {"eventlog": ..., "jobspec": ..., "R": ...}) for every job, in id order.
 
     Three ordered walks of the KVS are merged by job id, so memory stays one
     batch deep however many jobs there are.
     """
-    names = ("eventlog", "jobspec", "R")
-    streams = [_walk(manager, name) for name in names]
+    streams = [_walk(manager, name) for name in _FILES]
     heads: list[tuple[int, str] | None] = [await anext(s, None) for s in streams]
     while heads[0] is not None:
         jobid, eventlog = heads[0]
@@ -152,7 +242,7 @@ async def _job_files(manager: JobManager) -> AsyncIterator[tuple[int, dict[str, 
                 heads[i] = await anext(streams[i], None)
             head = heads[i]
             if head is not None and head[0] == jobid:
-                files[names[i]] = head[1]
+                files[_FILES[i]] = head[1]
         yield jobid, files
         heads[0] = await anext(streams[0], None)
 

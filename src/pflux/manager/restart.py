@@ -28,10 +28,19 @@ log = logging.getLogger("pflux.job-manager")
 
 def replay(jobid: int, text: str) -> Job | None:
     """The job an eventlog describes, or None if it cannot be rebuilt."""
+    return rebuild(jobid, events_of(jobid, text))
+
+
+def events_of(jobid: int, text: str) -> list[Event]:
+    """The events of an eventlog; a damaged one loses only its bad lines."""
     try:
-        events = parse(text)
+        return parse(text)
     except EventlogError:
-        events = _salvage(jobid, text)
+        return _salvage(jobid, text)
+
+
+def rebuild(jobid: int, events: list[Event]) -> Job | None:
+    """The job these events make, each applied in turn, or None if it cannot be rebuilt."""
     job = Job(jobid)
     for event in events:
         try:
@@ -75,16 +84,19 @@ async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
     held), and the inactive ones, reduced to their outcome."""
     jobs: dict[int, Job] = {}
     ended: dict[int, Ended] = {}
+    inactive = State.INACTIVE
     async for payload in broker.stream("kvs.walk", {"key": "job", "suffix": "eventlog"}):
         for key, text in payload.get("entries", []):
             jobid = job_id_from_key(key, "eventlog")
             if jobid is None:
                 continue
-            job = replay(jobid, text)
+            events = events_of(jobid, text)
+            job = rebuild(jobid, events)
             if job is None:
                 continue
-            if job.state is State.INACTIVE:
-                ended[jobid] = Ended(job)
+            if job.state is inactive:
+                # the count of events is what the journal's digest tells job-list
+                ended[jobid] = Ended(job, len(events))
             else:
                 jobs[jobid] = job
     for job in jobs.values():

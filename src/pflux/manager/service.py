@@ -519,6 +519,10 @@ class JobManager(Service):
     def events_journal(self, req: Request) -> None:
         self.journal.subscribe(req)
 
+    @method("journal-history")
+    async def journal_history(self, req: Request) -> None:
+        await self.journal.history(req)
+
     @method("exec-hello")
     def exec_hello(self, req: Request) -> None:
         self.exec.hello(req)

@@ -6,6 +6,7 @@ import asyncio
 import errno
 import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +15,12 @@ from joblist_entries import Story
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.joblist import JobList
-from pflux.joblist.summary import ATTRS
+from pflux.joblist.cache import CACHE_NAME, SummaryCache
+from pflux.joblist.index import JobIndex
+from pflux.joblist.summary import ATTRS, select, to_json
 from pflux.manager.states import State
+
+ALL = select(["all"])
 
 
 class Journal(Service):
@@ -27,11 +32,25 @@ class Journal(Service):
         super().__init__(broker)
         self.subscribers: list[Request] = []
         self.payloads: list[Any] = []
+        self.histories: dict[int, list[dict[str, Any]]] = {}  # journal-history's answers
+        self.asked: list[list[int]] = []
 
     @method("events-journal")
     def events_journal(self, req: Request) -> None:
         self.payloads.append(req.payload)
         self.subscribers.append(req)
+
+    @method("journal-history")
+    def journal_history(self, req: Request) -> None:
+        ids = req.payload["ids"]
+        self.asked.append(ids)
+        req.respond({"events": [e for i in ids for e in self.histories.get(i, [])]})
+
+    def digest(self, *stories: Story) -> None:
+        """The digest of inactive jobs, as the job manager sends it."""
+        pairs = [[story.jobid, len(story.entries)] for story in stories]
+        for req in self.subscribers:
+            req.respond({"digest": pairs})
 
     def send(self, *entries: dict[str, Any]) -> None:
         for req in self.subscribers:
@@ -82,9 +101,11 @@ class Live:
         raise AssertionError("no list-id request is waiting")
 
 
-def run(test: Callable[[Live], Awaitable[None]], *, kvs: KVS | None = None) -> None:
+def run(
+    test: Callable[[Live], Awaitable[None]], *, kvs: KVS | None = None, state: Path | None = None
+) -> None:
     async def main() -> None:
-        broker = Broker(os.getuid())
+        broker = Broker(os.getuid(), attrs={"state-dir": str(state)} if state else None)
         journal = Journal(broker)
         joblist = JobList(broker)
         broker.register(journal)
@@ -305,3 +326,81 @@ def test_a_broken_journal_response_is_survived(caplog: pytest.LogCaptureFixture)
 
     run(test)
     assert "not an object" in caplog.text
+
+
+def cache_of(state: Path, *stories: Story) -> None:
+    """A cache file in ``state`` holding these jobs, as job-list would have written it."""
+    index = JobIndex()
+    for story in stories:
+        index.feed(story.entries)
+    cache = SummaryCache(state / CACHE_NAME)
+    cache.load()
+    cache.add(list(index.jobs.values()))
+    cache.close()
+
+
+def test_cached_jobs_are_confirmed_by_the_digest(tmp_path: Path) -> None:
+    done, failed, gone = Story(1).completed(), Story(2).completed(status=256), Story(3).completed()
+    # the cache's job 4 is not the eventlog's (its event count differs): asked for again
+    other = Story(4).pending().exception("cancel").event("clean")
+    cache_of(tmp_path, done, failed, gone, other)
+    truth = Story(4, t0=2000.0).completed()
+    missing = Story(5, t0=3000.0).pending().exception("cancel", note="x").event("clean")
+    held = Story(6, t0=4000.0).pending()
+    replayed = JobIndex()  # what a job-list without a cache lists
+    for story in (done, failed, truth, missing, held):
+        replayed.feed(story.entries)
+    replayed.settle()
+
+    async def test(live: Live) -> None:
+        assert live.journal.payloads == [{"full": True, "digest": True}]
+        live.journal.histories = {4: truth.entries, 5: missing.entries}
+        listing = asyncio.ensure_future(live.call("job-list.list", {}))
+        live.journal.digest(done, failed, truth, missing)
+        live.journal.send(*held.entries)
+        live.journal.sentinel()
+        assert await listing == {"jobs": replayed.list(select(["all"]))}
+        assert live.journal.asked == [[4, 5]]
+
+    run(test, state=tmp_path)
+    # the jobs built from their histories were written, the one no digest named removed
+    cached = SummaryCache(tmp_path / CACHE_NAME).load()
+    assert sorted(cached) == [1, 2, 4, 5]
+    assert to_json(cached[4], ALL) == to_json(replayed.jobs[4], ALL)
+
+
+def test_listing_waits_for_the_histories_asked_for(tmp_path: Path) -> None:
+    cache_of(tmp_path, Story(1).completed())
+    missing = Story(2).completed()
+
+    async def test(live: Live) -> None:
+        live.journal.histories = {2: missing.entries}
+        gate = asyncio.Event()
+        answer = live.journal.journal_history
+
+        async def later(req: Request) -> None:
+            await gate.wait()
+            answer(req)
+
+        live.broker.add_method("job-manager.journal-history", later)
+        listing = asyncio.ensure_future(live.call("job-list.list", {"attrs": []}))
+        live.journal.digest(Story(1).completed(), missing)
+        live.journal.sentinel()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not listing.done()
+        gate.set()
+        assert await listing == {"jobs": [{"id": 2}, {"id": 1}]}
+
+    run(test, state=tmp_path)
+
+
+def test_without_a_cache_the_full_backlog_fills_one(tmp_path: Path) -> None:
+    async def test(live: Live) -> None:
+        assert live.journal.payloads == [{"full": True}]
+        live.journal.send(*Story(1).completed().entries, *Story(2).pending().entries)
+        live.journal.sentinel()
+        assert len((await live.call("job-list.list", {}))["jobs"]) == 2
+
+    run(test, state=tmp_path)
+    assert sorted(SummaryCache(tmp_path / CACHE_NAME).load()) == [1]

@@ -199,13 +199,31 @@ def test_scheduler_annotations_merge_and_null_deletes() -> None:
     assert "annotations" not in job
 
 
-def test_annotations_survive_inactive() -> None:
+def test_inactive_jobs_keep_the_annotations_their_events_make() -> None:
+    """Entries' annotations show while the job is active; once inactive it lists what a
+    replay of its eventlog gives (alloc's annotations, memos), as after a restart."""
     story = Story(16).pending()
-    note = story.annotate({"sched": {"resource_summary": "rank[0-1]/core[0-3]"}})
-    story.event("alloc", R=R_2NODES).event("start").finish(0)
-    job = summarize(*story.entries[:4], note, *story.entries[4:])
+    pending = story.annotate({"sched": {"reason_pending": "no cores"}})
+    memo = {"user": {"note": "x"}}
+    story.event("memo", {"note": "x"})
+    story.event("alloc", R=R_2NODES).event("start")
+    running = summarize(*story.entries[:4], pending, *story.entries[4:])
+    assert running["annotations"] == {"sched": {"reason_pending": "no cores"}, **memo}
+    story.finish(0)
+    job = summarize(*story.entries[:4], pending, *story.entries[4:])
     assert job["result"] == 1
-    assert job["annotations"] == {"sched": {"resource_summary": "rank[0-1]/core[0-3]"}}
+    assert job["annotations"] == memo == summarize(*story.entries)["annotations"]
+    late = Story(16).annotate({"sched": {"reason_pending": "late"}})
+    assert summarize(*story.entries, late)["annotations"] == memo
+
+
+def test_canceled_pending_job_lists_no_scheduler_annotations() -> None:
+    story = Story(17).pending()
+    pending = story.annotate({"sched": {"reason_pending": "no cores"}})
+    story.exception("cancel").event("clean")
+    job = summarize(*story.entries[:4], pending, *story.entries[4:])
+    assert job["result"] == 4
+    assert "annotations" not in job
 
 
 def test_annotations_recorded_by_alloc() -> None:
@@ -222,8 +240,7 @@ def test_annotations_of_an_inactive_job_stay_compact_and_readable() -> None:
     summary = index.get(17)
     assert summary is not None
     assert isinstance(summary.annotations, str)
-    index.feed([story.annotate({"sched": {"x": 1}})])
-    assert to_json(summary, ALL)["annotations"] == {"user": {"k": 1}, "sched": {"x": 1}}
+    assert to_json(summary, ALL)["annotations"] == {"user": {"k": 1}}
 
 
 def test_jobspec_update_changes_the_summary_not_the_jobspec() -> None:

@@ -18,6 +18,8 @@ from pflux.spec.eventlog import (
     Event,
     EventlogReader,
     TextFormatter,
+    _decode_whole,
+    _parse_lines,
     format_text,
     parse,
 )
@@ -480,3 +482,62 @@ def test_from_json_builds_what_the_constructor_builds(obj: dict[str, Any]) -> No
         assert (decoded.timestamp, decoded.context) == (direct.timestamp, direct.context)
     else:
         assert isinstance(decoded, EventlogError)
+
+
+# pieces that can fool a decoder which joins lines: separators, brackets, split strings
+crafted_lines = st.lists(
+    st.sampled_from(["{", "}", "[", "]", ",", '""', '"', ":", "1", " ", '{"a":', '"x"', "\\"]),
+    max_size=10,
+).map("".join)
+any_lines = (
+    events.map(lambda e: e.to_line()[:-1]) | json_lines | crafted_lines | st.text(max_size=12)
+)
+
+
+def _line_by_line(text: str) -> list[Any] | None:
+    """What decoding each line of a terminated text on its own gives (None: a line fails)."""
+    try:
+        return [orjson.loads(line) for line in text[:-1].split("\n")]
+    except orjson.JSONDecodeError:
+        return None
+
+
+@settings(max_examples=400)
+@given(st.lists(any_lines, min_size=1, max_size=6), st.booleans())
+def test_whole_decode_agrees_with_line_by_line(lines: list[str], terminated: bool) -> None:
+    """The one-call decode of a whole eventlog accepts only what decoding each line
+    accepts, with the same values, and parse gives what it gives line by line."""
+    text = "\n".join(lines) + ("\n" if terminated else "")
+    terminated = text.endswith("\n")
+    whole = _decode_whole(text)
+    if whole is not None:
+        assert terminated
+        assert whole == _line_by_line(text)
+        assert _decode_whole(text.encode()) == whole
+    if terminated and '""' not in text and _line_by_line(text) is not None:
+        assert whole is not None  # the quick path is taken whenever it can be
+    strict = _outcome(lambda t: _parse_lines(t, 1), text)
+    parsed = _outcome(parse, text)
+    if isinstance(strict, tuple) and not strict[1]:
+        assert parsed == strict[0]
+    else:
+        assert isinstance(parsed, EventlogError)
+        if isinstance(strict, EventlogError):
+            assert str(parsed) == str(strict)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a value spread over two lines, made up for by a line holding two values
+        '{"timestamp":1.0,"name":"a","context":{"x":[[1\n2]]}}\n'
+        '{"timestamp":1.0,"name":"b"},{"timestamp":1.0,"name":"c"}\n',
+        '{"timestamp":1.0,"name":"a","context":{"x":"\n"}}\n{"timestamp":1.0,"name":"b"}\n',
+        '{"timestamp":1.0,"name":"a"}\n\n{"timestamp":1.0,"name":"b"}\n',
+        '{"timestamp":1.0,"name":"a"}\n"",{"timestamp":1.0,"name":"b"}\n',
+    ],
+)
+def test_whole_decode_refuses_what_lines_refuse(text: str) -> None:
+    assert _decode_whole(text) is None
+    with pytest.raises(EventlogError):
+        parse(text)

@@ -1,0 +1,351 @@
+"""job-list's cache of inactive jobs: their summaries in a SQLite file of the state directory.
+
+A restart would otherwise replay every event of every inactive job a second
+time (the job manager replays them all already), which is most of a restart.
+The cache is derived data, never the truth: each row is a summary as job-list
+built it from the job's events, with the number of events it was built from.
+At restart the journal tells job-list each inactive job's event count, and a
+row is used only if its count matches; a job without a usable row is built
+from its history again. A missing, unreadable, corrupt or other-format file
+is started afresh, and every row it lacked is rebuilt the same way.
+
+Rows are written in batches, a while after jobs become inactive, in one
+transaction each, in WAL mode and with ``synchronous=OFF``: nothing is synced,
+since a row lost in a crash only costs that job's history at the next restart,
+and a file torn by a power loss fails ``quick_check`` or its rows' CRCs (a row
+once written never changes: a stale page can only lack rows, or hold a job
+built from another count of events, which the digest refuses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import sqlite3
+import sys
+import zlib
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from pflux.joblist.summary import JobSummary
+
+log = logging.getLogger("pflux.job-list")
+
+CACHE_NAME: Final = "job-list.sqlite"
+FORMAT: Final = 1  # PRAGMA user_version: a file of another format is started afresh
+APPLICATION_ID: Final = 0x70666A6C  # "pfjl"
+
+SQL_SCHEMA: Final = (
+    # crc: of the row, since SQLite checks none (a torn or flipped page must not pass)
+    """CREATE TABLE job (
+        id INTEGER PRIMARY KEY,
+        nevents INTEGER NOT NULL,
+        record BLOB NOT NULL,
+        crc INTEGER NOT NULL
+    )""",
+    f"PRAGMA user_version = {FORMAT}",
+    f"PRAGMA application_id = {APPLICATION_ID}",
+)
+SQL_LOAD: Final = "SELECT id, nevents, record, crc FROM job"
+SQL_PUT: Final = "INSERT OR REPLACE INTO job (id, nevents, record, crc) VALUES (?, ?, ?, ?)"
+SQL_DELETE: Final = "DELETE FROM job WHERE id = ?"
+
+_NONE = type(None)
+_INT = (int,)
+_NUM = (int, float)
+_TEXT = (str, _NONE)
+# a record: the summary's attributes in this order, then exception, annotations, dependencies
+RECORD: Final = (
+    ("userid", _INT), ("urgency", _INT), ("priority", _INT), ("states", _INT),
+    ("t_submit", _NUM), ("t_depend", _NUM), ("t_priority", _NUM), ("t_sched", _NUM),
+    ("t_run", _NUM), ("t_cleanup", _NUM), ("t_inactive", _NUM),
+    ("name", _TEXT), ("cwd", _TEXT), ("queue", _TEXT), ("project", _TEXT), ("bank", _TEXT),
+    ("ntasks", _INT), ("ncores", _INT), ("nnodes", _INT), ("duration", _NUM),
+    ("ranks", _TEXT), ("nodelist", _TEXT), ("expiration", _NUM), ("waitstatus", _INT),
+    ("result", _INT), ("exception", (list, _NONE)), ("annotations", _TEXT),
+    ("dependencies", (list, _NONE)),
+)  # fmt: skip
+_SIGNATURES: dict[tuple[type, ...], bool] = {}  # the types of a record's fields: valid?
+_TEXTS: dict[str, str] = {}  # annotations texts seen valid, shared by the jobs that repeat them
+_TEXTS_MAX: Final = 4096
+_ZERO: Final = 0.0  # one float for every unset time, as summaries share one
+_MINUS_ONE: Final = -1.0
+_intern = sys.intern
+
+
+def encode(s: JobSummary) -> bytes:
+    """An inactive job's record."""
+    exception = s.exception
+    annotations = s.annotations
+    if isinstance(annotations, dict):
+        annotations = orjson.dumps(annotations).decode()
+    return orjson.dumps(
+        [
+            s.userid, s.urgency, s.priority, s.states, s.t_submit, s.t_depend, s.t_priority,
+            s.t_sched, s.t_run, s.t_cleanup, s.t_inactive, s.name, s.cwd, s.queue, s.project,
+            s.bank, s.ntasks, s.ncores, s.nnodes, s.duration, s.ranks, s.nodelist, s.expiration,
+            s.waitstatus, s.result, None if exception is None else list(exception), annotations,
+            None if s.dependencies is None else list(s.dependencies),
+        ]
+    )  # fmt: skip
+
+
+def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
+    """The summary a record holds, or None if it is not a valid record."""
+    try:
+        values = orjson.loads(record)
+    except orjson.JSONDecodeError:
+        return None
+    if type(values) is not list:
+        return None
+    signature = tuple(map(type, values))
+    valid = _SIGNATURES.get(signature)
+    if valid is None:
+        valid = _SIGNATURES[signature] = len(signature) == len(RECORD) and all(
+            kind in kinds for kind, (_, kinds) in zip(signature, RECORD, strict=False)
+        )
+    if not valid:
+        return None
+    s = JobSummary.restored(jobid, nevents)
+    (
+        s.userid, s.urgency, s.priority, s.states, s.t_submit, s.t_depend, s.t_priority,
+        s.t_sched, s.t_run, s.t_cleanup, s.t_inactive, name, cwd, queue, project, bank,
+        s.ntasks, s.ncores, s.nnodes, duration, ranks, nodelist, expiration, s.waitstatus,
+        s.result, exception, annotations, dependencies,
+    ) = values  # fmt: skip
+    extras = _extras(exception, annotations, dependencies)
+    if extras is None:
+        return None
+    s.exception, s.annotations, s.dependencies = extras
+    # share what many jobs repeat, as summaries built from events do
+    s.name = None if name is None else _intern(name)
+    s.cwd = None if cwd is None else _intern(cwd)
+    s.queue = None if queue is None else _intern(queue)
+    s.project = None if project is None else _intern(project)
+    s.bank = None if bank is None else _intern(bank)
+    s.ranks = None if ranks is None else _intern(ranks)
+    s.nodelist = None if nodelist is None else _intern(nodelist)
+    s.duration = _ZERO if duration == 0.0 else _MINUS_ONE if duration == -1.0 else duration
+    s.expiration = _MINUS_ONE if expiration == -1.0 else expiration
+    if not s.t_depend:
+        s.t_depend = _ZERO
+    if not s.t_priority:
+        s.t_priority = _ZERO
+    if not s.t_sched:
+        s.t_sched = _ZERO
+    if not s.t_run:
+        s.t_run = _ZERO
+    if not s.t_cleanup:
+        s.t_cleanup = _ZERO
+    return s
+
+
+Extras = tuple[tuple[str, int, str] | None, str | None, tuple[str, ...] | None]
+
+
+def _extras(exception: Any, annotations: Any, dependencies: Any) -> Extras | None:
+    """A record's exception, annotations and dependencies as a summary keeps them, or
+    None if one is not what job-list would have written."""
+    if exception is not None:
+        if not (
+            len(exception) == 3
+            and type(exception[0]) is str
+            and type(exception[1]) is int
+            and type(exception[2]) is str
+        ):
+            return None
+        exception = tuple(exception)
+    if annotations is not None:
+        annotations = _annotations(annotations)
+        if annotations is None:
+            return None
+    if dependencies is not None:
+        if not all(type(d) is str for d in dependencies):
+            return None
+        dependencies = tuple(dependencies)
+    return exception, annotations, dependencies
+
+
+def _annotations(text: str) -> str | None:
+    """The text, shared, if it is a JSON object (as listing will decode it); else None."""
+    known = _TEXTS.get(text)
+    if known is not None:
+        return known
+    try:
+        if type(orjson.loads(text)) is not dict:
+            return None
+    except orjson.JSONDecodeError:
+        return None
+    if len(_TEXTS) >= _TEXTS_MAX:
+        _TEXTS.clear()
+    _TEXTS[text] = text
+    return text
+
+
+def _crc(rowid: int, nevents: int, record: bytes) -> int:
+    return zlib.crc32(record, zlib.crc32(b"%d:%d" % (rowid, nevents)))
+
+
+def _row(summary: JobSummary) -> tuple[int, int, bytes, int]:
+    # a copy of exactly its size: a small bytes object from orjson.dumps keeps a 4 KiB
+    # allocation behind it, and thousands of them at once grow the heap for good
+    record = bytes(memoryview(encode(summary)))
+    rowid, nevents = _row_id(summary.id), summary.next_seq
+    return rowid, nevents, record, _crc(rowid, nevents, record)
+
+
+def _row_id(jobid: int) -> int:
+    """A job id as SQLite's signed 64-bit integer (two's complement)."""
+    return jobid - (1 << 64) if jobid >= 1 << 63 else jobid
+
+
+def _job_id(rowid: int) -> int:
+    return rowid + (1 << 64) if rowid < 0 else rowid
+
+
+class SummaryCache:
+    """The cache file of one state directory, used by one process at a time (``<path>.lock``).
+
+    Another job-list using the file (of another instance on the same directory, or
+    one still ending after its broker was killed) leaves this one without a cache:
+    every job is then replayed from the journal, and nothing is written.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = -1
+        self._pending: list[JobSummary] = []
+        self._failed = False
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def load(self) -> dict[int, JobSummary]:
+        """Open the file and read every valid row; a file that cannot be read is started
+        afresh, and invalid rows are left for the journal to replace."""
+        summaries: dict[int, JobSummary] = {}
+        bad = 0
+        if not self._take_lock():
+            return summaries
+        try:
+            self._conn = self._open()
+            # row by row, not fetchall: 100,000 rows at once would grow the heap for good
+            for rowid, nevents, record, crc in self._conn.execute(SQL_LOAD):
+                summary = None
+                typed = type(record) is bytes and type(nevents) is int and type(rowid) is int
+                if typed and crc == _crc(rowid, nevents, record):
+                    summary = decode(_job_id(rowid), nevents, record)
+                if summary is None:
+                    bad += 1
+                    continue
+                summaries[summary.id] = summary
+        except (sqlite3.Error, _Unusable) as exc:
+            log.warning("job-list: %s: starting the cache afresh: %s", self.path, exc)
+            self._reset()
+            return {}
+        except Exception:  # a bug: it must not fail every start of job-list on this file
+            log.exception("job-list: %s: starting the cache afresh", self.path)
+            self._reset()
+            return {}
+        if bad:
+            log.warning("job-list: %s: %d invalid rows ignored", self.path, bad)
+        return summaries
+
+    def add(self, summaries: list[JobSummary]) -> None:
+        """Jobs that have become inactive, to be written at the next ``flush``."""
+        self._pending.extend(summaries)
+
+    def flush(self) -> None:
+        """Write the jobs added since the last flush, in one transaction."""
+        pending, self._pending = self._pending, []
+        if not pending or self._conn is None:
+            return
+        self._write(SQL_PUT, [_row(s) for s in pending])
+
+    def discard(self, jobids: list[int]) -> None:
+        """Remove the rows of jobs the journal does not list as inactive."""
+        if jobids and self._conn is not None:
+            self._write(SQL_DELETE, [(_row_id(jobid),) for jobid in jobids])
+
+    def close(self) -> None:
+        self.flush()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+    def _take_lock(self) -> bool:
+        lock_path = f"{self.path}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            log.error("job-list: %s: %s; going on without a cache", lock_path, exc.strerror)
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            log.warning("job-list: %s is in use by another process; going on without it", self.path)
+            return False
+        self._lock = fd
+        return True
+
+    def _write(self, sql: str, rows: list[Any]) -> None:
+        conn = self._conn
+        assert conn is not None
+        try:
+            with conn:
+                conn.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            # a cache that cannot be written only makes the next restart slower
+            if not self._failed:
+                log.error("job-list: %s: cannot write the cache: %s", self.path, exc)
+            self._failed = True
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=5.0)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA synchronous = OFF")  # a cache: a torn file fails its checks
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if (version, app, tables) == (0, 0, 0):
+                with conn:
+                    for sql in SQL_SCHEMA:
+                        conn.execute(sql)
+            elif (version, app) != (FORMAT, APPLICATION_ID):
+                raise _Unusable(f"format {version} of application {app:#x}, not {FORMAT}")
+            else:  # a cut or torn file may open, and then answer anything
+                problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+                if problems != ["ok"]:
+                    raise _Unusable("corrupt: " + "; ".join(problems).replace("\n", "; "))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _reset(self) -> None:
+        """Remove the file (and its WAL) and start an empty one; without one, go on uncached."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{self.path}{suffix}").unlink()
+        try:
+            self._conn = self._open()
+        except (sqlite3.Error, _Unusable) as exc:
+            log.error("job-list: %s: cannot create the cache: %s", self.path, exc)
+            self._conn = None
+
+
+class _Unusable(Exception):
+    """A cache file of another format or program."""
