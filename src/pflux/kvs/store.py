@@ -54,9 +54,12 @@ from pflux.kvs.keys import (
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as such
-PAGE_SIZE = 16384
+# small pages: most transactions are a loop turn's few appends, and a commit writes every
+# page it touched to the WAL; 4 KiB against 16 KiB: a simulated replay 29 s against 35 s,
+# a dependency chain 1.66 ms against 1.91 ms a link, batched throughput no worse
+PAGE_SIZE = 4096
 CACHE_KIB = 32768
-CHUNK = 4000  # characters; a chunk this size still fits in its b-tree page
+CHUNK = 4000  # characters; an append rewrites at most this much (and its overflow pages)
 SYNC_MODES = ("normal", "full")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
 BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
