@@ -27,7 +27,7 @@ log = logging.getLogger("pflux.job-manager")
 class Batch:
     """Everything posted in one loop turn, and what to do once it is durable."""
 
-    __slots__ = ("appends", "callbacks", "durable", "entries", "jobs", "ops")
+    __slots__ = ("appends", "callbacks", "durable", "entries", "jobs", "joined", "ops")
 
     def __init__(self) -> None:
         self.durable = False
@@ -35,6 +35,10 @@ class Batch:
         # a job's eventlog append in ``ops`` that later events of the batch can join: one
         # UPDATE for several lines costs SQLite about what one line does
         self.appends: dict[Job, list[Any]] = {}
+        # appends whose lines are gathered in a list, joined at the flush: adding to a
+        # string in a list copies it, and a job may have thousands of events in a turn
+        # (a dependency on each of 10,000 jobs)
+        self.joined: list[list[Any]] = []
         self.entries: list[dict[str, Any]] = []  # journal entries
         self.jobs: dict[Job, None] = {}  # jobs with events in this batch, in order
         self.callbacks: list[Callable[[], None]] = []
@@ -93,8 +97,11 @@ class EventPoster:
             if op is None:
                 op = batch.appends[job] = ["append", job.kvs("eventlog"), event.to_line()]
                 batch.ops.append(op)
+            elif type(op[2]) is str:
+                op[2] = [op[2], event.to_line()]
+                batch.joined.append(op)
             else:
-                op[2] += event.to_line()
+                op[2].append(event.to_line())
         entry: dict[str, Any] = {"id": job.id, "seq": seq, "entry": event.to_json()}
         if event.name == "submit":
             entry["jobspec"] = job.jobspec
@@ -118,6 +125,8 @@ class EventPoster:
         if batch is None:
             return
         self._flushed.append(batch)
+        for op in batch.joined:
+            op[2] = "".join(op[2])
         if not batch.ops:
             self._durable(batch)
             return

@@ -1,0 +1,63 @@
+"""The event poster's batches: one eventlog append per job a turn, lines in order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pflux.manager.events import EventPoster
+from pflux.manager.job import Job
+from pflux.spec.eventlog import Event
+
+
+class Broker:
+    """What the poster uses of the broker: the end of the turn, and sending a commit."""
+
+    def __init__(self) -> None:
+        self.ends: list[Callable[[], None]] = []
+        self.sent: list[tuple[str, Any]] = []
+
+    def at_turn_end(self, fn: Callable[[], None]) -> None:
+        self.ends.append(fn)
+
+    def send(self, topic: str, payload: Any, callback: Any = None) -> None:
+        self.sent.append((topic, payload))
+
+
+def test_a_turns_events_become_one_append_per_job_in_order() -> None:
+    broker = Broker()
+    poster = EventPoster(broker, lambda job, old: None, lambda batch: None)  # type: ignore[arg-type]
+    many, one = Job(1 << 30), Job(2 << 30)
+    lines = []
+    for i in range(5000):  # a job that depends on 5,000 others adds them in one turn
+        event = Event(1.0 + i, "dependency-add", {"description": f"after-success={i}"})
+        poster.record(many, event, i)
+        lines.append(event.to_line())
+    poster.record(one, Event(2.0, "submit", {"urgency": 16}), 0)
+    (flush,) = broker.ends
+    flush()
+    ((topic, payload),) = broker.sent
+    assert topic == "kvs.commit"
+    assert payload["ops"] == [
+        ["append", many.kvs("eventlog"), "".join(lines)],
+        ["append", one.kvs("eventlog"), Event(2.0, "submit", {"urgency": 16}).to_line()],
+    ]
+
+
+def test_events_after_extra_ops_are_committed_after_them() -> None:
+    broker = Broker()
+    poster = EventPoster(broker, lambda job, old: None, lambda batch: None)  # type: ignore[arg-type]
+    job = Job(1 << 30)
+    events = [Event(1.0 + i, "memo", {"n": i}) for i in range(4)]
+    poster.record(job, events[0], 0)
+    poster.record(job, events[1], 1)
+    poster.add_ops([["put", "x", "1"]])
+    poster.record(job, events[2], 2)
+    poster.record(job, events[3], 3)
+    broker.ends[0]()
+    key = job.kvs("eventlog")
+    assert broker.sent[0][1]["ops"] == [
+        ["append", key, events[0].to_line() + events[1].to_line()],
+        ["put", "x", "1"],
+        ["append", key, events[2].to_line() + events[3].to_line()],
+    ]
