@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-from support.instance import PFLUX, environ, fails, ok, pflux
+from support.instance import PFLUX, environ, ok, pflux
 
 
 def test_label_io_prefixes_task_ranks_on_run_and_attach(uri: str) -> None:
@@ -75,11 +75,23 @@ def test_output_to_one_file_labelled_and_the_name_defaults_to_the_command(
     assert sorted((tmp_path / "sh-2.log").read_text().splitlines()) == ["0: hi", "1: hi"]
 
 
-def test_a_file_per_task_is_refused_with_a_clear_exception(uri: str, tmp_path: Path) -> None:
+def test_a_task_tag_gives_each_task_its_own_file(uri: str, tmp_path: Path) -> None:
     template = f"{tmp_path}/out.{{{{taskid}}}}"
-    err = fails(uri, "run", "-n2", f"--output={template}", "true")
-    assert f"output.stdout.path '{template}': a file per task is not supported" in err
-    assert not list(tmp_path.iterdir())
+    script = 'echo "task $FLUX_TASK_RANK"; echo "oops $FLUX_TASK_RANK" >&2'
+    run = pflux(uri, "run", "-n3", f"--output={template}", "--label-io", "sh", "-c", script)
+    assert run.returncode == 0, run.stderr
+    for rank in range(3):  # stderr follows stdout into each task's file, labelled
+        lines = (tmp_path / f"out.{rank}").read_text().splitlines()
+        assert sorted(lines) == [f"{rank}: oops {rank}", f"{rank}: task {rank}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.0", "out.1", "out.2"]
+
+
+def test_a_node_tag_gives_the_node_one_file(uri: str, tmp_path: Path) -> None:
+    template = f"{tmp_path}/node{{{{node.id}}}}.{{{{id.dec}}}}"
+    jobid = ok(uri, "submit", "-n2", f"--output={template}", "sh", "-c", "echo hi").strip()
+    ok(uri, "job", "wait", jobid)
+    path = tmp_path / f"node0.{int(JobID.parse(jobid))}"
+    assert path.read_text() == "hi\nhi\n"
 
 
 def read_line(stream: int, timeout: float = 30) -> str:

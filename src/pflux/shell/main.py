@@ -329,7 +329,8 @@ class Shell:
         self.stdin_file: str | None = None
         self.pidfds: dict[int, int] = {}  # pidfd -> pid, until the task is reaped
         self.codes: list[int] = []  # the exit codes of the tasks reaped
-        self.targets: list[tuple[int, bool, bool]] = []  # per stream: (file or -1, label, line)
+        # per stream: (its files, one per task or one for all; () for the KVS), label, line
+        self.targets: list[tuple[tuple[int, ...], bool, bool]] = []
         self.failure: _Failed | None = None
         self.tmpdir: str | None = None
         self.detached = False  # no job-exec: records go to the spool
@@ -444,7 +445,7 @@ class Shell:
             task_env["FLUX_TASK_RANK"] = str(rank)
             task_env["FLUX_TASK_LOCAL_ID"] = str(local_id)
             task_env["CUDA_VISIBLE_DEVICES"] = gpus
-            self._spawn(rank, argv, task_env)
+            self._spawn(index, rank, argv, task_env)
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
         """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends."""
@@ -460,22 +461,27 @@ class Shell:
         raise _Failed("error creating FLUX_JOB_TMPDIR", 1)
 
     def _open_outputs(self, outputs: list[Any]) -> None:
-        """Open the files output goes to; stdout and stderr share one open file when they can."""
+        """Open the files output goes to; tasks and streams that name one path share it."""
         opened: dict[str, int] = {}
         for target in outputs:
             if not isinstance(target, tuple):  # kept in the KVS: is it line-buffered?
-                self.targets.append((-1, False, bool(target)))
+                self.targets.append(((), False, bool(target)))
                 continue
-            path, append, labelled = target
-            fd = opened.get(path)
-            if fd is None:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
-                flags |= os.O_APPEND if append else os.O_TRUNC
-                try:
-                    fd = opened[path] = os.open(path, flags, 0o666)
-                except OSError as exc:
-                    raise _Failed(f"error opening output file {path}: {exc.strerror}", 1) from None
-            self.targets.append((fd, labelled, True))
+            paths, append, labelled = target
+            fds = []
+            for path in paths:
+                fd = opened.get(path)
+                if fd is None:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+                    flags |= os.O_APPEND if append else os.O_TRUNC
+                    try:
+                        fd = opened[path] = os.open(path, flags, 0o666)
+                    except OSError as exc:
+                        raise _Failed(
+                            f"error opening output file {path}: {exc.strerror}", 1
+                        ) from None
+                fds.append(fd)
+            self.targets.append((tuple(fds), labelled, True))
 
     def _bind(self, cpus: tuple[int, ...]) -> None:
         """Bind the shell (and so the next task it starts) to ``cpus``."""
@@ -495,10 +501,11 @@ class Shell:
                 ) from None
         return os.pipe()  # the shell's end is made non-blocking when input first comes
 
-    def _spawn(self, rank: int, argv: list[str], env: dict[str, str]) -> None:
+    def _spawn(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
         ends = []  # the task's stdout and stderr
         readers = []  # (the shell's end, its stream, the labelled file or -1, line-buffered)
-        for stream, (file, labelled, line) in enumerate(self.targets):
+        for stream, (files, labelled, line) in enumerate(self.targets):
+            file = (files[index] if len(files) > 1 else files[0]) if files else -1
             if file >= 0 and not labelled:
                 ends.append(file)
                 continue

@@ -37,7 +37,7 @@ from pflux.errors import JobspecError, PfluxError
 from pflux.spec.fluid import ENCODINGS, JobID
 
 if TYPE_CHECKING:
-    from pflux.shell.layout import Layout
+    from pflux.shell.layout import Layout, TaskPlace
 
 __all__ = [
     "DEFAULT_BATCH_TIMEOUT",
@@ -52,7 +52,7 @@ __all__ = [
     "event_line",
     "job_tags",
     "output_config",
-    "output_path",
+    "output_paths",
     "parse_size",
     "render_path",
     "template_scope",
@@ -207,49 +207,55 @@ def render_path(template: str, tags: Mapping[str, str]) -> str:
     return _MUSTACHE.sub(fill, template)
 
 
-def output_path(
+def output_paths(
     template: str, stream: str, *, jobid: JobID, name: str, places: Layout, hostname: str
-) -> str:
-    """The file a job's ``--output``/``--error`` template names, for a job with one file.
+) -> tuple[str, ...]:
+    """The file each task's ``--output``/``--error`` goes to, in task order.
 
-    A template with task tags means a file per task, and one with node tags a
-    file per node: for a job of one task (one node) that is the job's one
-    file, with the tags of that task (node) filled in. Several files per
-    stream are not supported yet: PfluxError naming the option.
+    As in flux-core's shell, a template with task tags (``{{taskid}}``) means
+    a file per task and one with node tags (``{{node.id}}``) a file per node;
+    job tags alone, one file for the job. Tasks that come to the same path
+    share one file. ``{{tmpdir}}`` is refused (PfluxError naming the option):
+    the directory is made by the shell and removed with the job.
     """
-    scope = template_scope(template)
-    ntasks, nnodes = len(places.tasks), places.nnodes
-    if (scope == "task" and ntasks > 1) or (scope == "node" and nnodes > 1):
-        count = ntasks if scope == "task" else nnodes
-        raise PfluxError(
-            f"output.{stream}.path {template!r}: a file per {scope} is not supported"
-            f" (the job has {count} {scope}s); use job tags such as {{{{id}}}}"
-        )
     if "{{tmpdir}}" in template.replace(" ", ""):
         raise PfluxError(f"output.{stream}.path {template!r}: {{{{tmpdir}}}} is not supported")
-    tags = job_tags(jobid, name, ntasks, nnodes)
-    first = places.tasks[0] if places.tasks else None
-    if first is not None and nnodes == 1:
-        from pflux.spec.idset import IdSet
+    tasks = places.tasks
+    tags = job_tags(jobid, name, len(tasks), places.nnodes)
+    scope = template_scope(template)
+    if scope == "job":
+        return (render_path(template, tags),) * len(tasks)
+    nodes: dict[int, dict[str, str]] = {}
+    paths = []
+    for task in tasks:
+        node = nodes.get(task.node)
+        if node is None:
+            node = nodes[task.node] = {**tags, **_node_tags(task, places, hostname)}
+        if scope == "node":
+            paths.append(render_path(template, node))
+            continue
+        rank, local = str(task.rank), str(task.local_id)
+        mine = {"taskid": rank, "task.id": rank, "task.rank": rank}
+        mine["task.index"] = mine["task.localid"] = local
+        paths.append(render_path(template, {**node, **mine}))
+    return tuple(paths)
 
-        cores = IdSet(c for t in places.tasks for c in t.cores)
-        gpus = IdSet(g for t in places.tasks for g in t.gpus)
-        tags.update(
-            {
-                "node.id": "0",
-                "node.name": hostname,
-                "node.broker_rank": str(first.broker_rank),
-                "node.cores": cores.encode(),
-                "node.gpus": gpus.encode(),
-                "node.ncores": str(len(cores)),
-            }
-        )
-    if first is not None and ntasks == 1:
-        for tag in ("taskid", "task.id", "task.rank"):
-            tags[tag] = str(first.rank)
-        for tag in ("task.index", "task.localid"):
-            tags[tag] = str(first.local_id)
-    return render_path(template, tags)
+
+def _node_tags(task: TaskPlace, places: Layout, hostname: str) -> dict[str, str]:
+    """The ``{{node.*}}`` tags of the node ``task`` runs on (every node is this host)."""
+    from pflux.spec.idset import IdSet
+
+    here = [t for t in places.tasks if t.node == task.node]
+    cores = IdSet(c for t in here for c in t.cores)
+    gpus = IdSet(g for t in here for g in t.gpus)
+    return {
+        "node.id": str(task.node),
+        "node.name": hostname,
+        "node.broker_rank": str(task.broker_rank),
+        "node.cores": cores.encode(),
+        "node.gpus": gpus.encode(),
+        "node.ncores": str(len(cores)),
+    }
 
 
 class KVSOutput:

@@ -19,9 +19,10 @@ needs no import): a tuple
   may be made, best first; ``host``: the host name that notes give;
 - ``stdin``: the file each task reads its stdin from, or None for a pipe
   the shell feeds from the job's ``input`` (``pflux.shell.input``);
-- ``stdout``, ``stderr``: ``(path, append, label)`` for a stream written to
-  a file; for one captured in the KVS, whether it is line-buffered (the
-  shell sends whole lines, so that job-exec keeps no partial one).
+- ``stdout``, ``stderr``: ``(paths, append, label)`` for a stream written
+  to files, ``paths`` one per task (or one for all of them); for one
+  captured in the KVS, whether it is line-buffered (the shell sends whole
+  lines, so that job-exec keeps no partial one).
 
 The jobspec and R were validated by job-ingest and the scheduler, so only
 what is needed is read, and anything unexpected is a PfluxError naming the
@@ -43,7 +44,7 @@ from pflux.shell.output import (
     OutputConfig,
     StreamConfig,
     output_config,
-    output_path,
+    output_paths,
 )
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
@@ -60,7 +61,7 @@ class Plan(NamedTuple):
     layout: Layout
     output: OutputConfig
     input: InputConfig
-    redirects: tuple[tuple[str, str], ...]  # (stream, path) of each stream sent to a file
+    redirects: tuple[tuple[str, str], ...]  # (stream, path) of each stream sent to one file
 
     @property
     def ntasks(self) -> int:
@@ -118,15 +119,19 @@ def plan(
     tmp_name = f"jobtmp-0-{fluid.f58}"
     tmpdirs = tuple(os.path.join(parent, tmp_name) for parent in tmp_parents)
     redirects = []
-    files: list[tuple[str, bool, bool] | bool] = []
+    files: list[tuple[tuple[str, ...], bool, bool] | bool] = []
     for stream in STREAMS:
         conf: StreamConfig = getattr(config, stream)
         if conf.type == "file" and conf.path is not None:
-            path = output_path(
+            paths = output_paths(
                 conf.path, stream, jobid=fluid, name=name, places=places, hostname=hostname
             )
-            redirects.append((stream, path))
-            files.append((path, conf.mode == "append", conf.label))
+            if paths and paths.count(paths[0]) == len(paths):
+                # one file: said in the output eventlog, and sent once; a file per task
+                # or node is not announced there, as in flux-core
+                paths = paths[:1]
+                redirects.append((stream, paths[0]))
+            files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
     description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1])

@@ -18,7 +18,7 @@ from pflux.shell.output import (
     event_line,
     job_tags,
     output_config,
-    output_path,
+    output_paths,
     parse_size,
     render_path,
     template_scope,
@@ -208,46 +208,59 @@ def places(ntasks: int, nnodes: int = 1) -> Layout:
     return Layout(tasks, tuple(per_node))
 
 
-def test_output_path_for_a_job_of_one_file() -> None:
+def test_output_paths_for_a_job_of_one_file() -> None:
     jobid = JobID(65535)
     one = places(1)
     path = "{{id}}.{{name}}.{{taskid}}.{{task.localid}}.{{node.name}}.{{node.cores}}"
-    assert output_path(path, "stdout", jobid=jobid, name="app", places=one, hostname="h") == (
-        "ƒLUv.app.0.0.h.0"
+    assert output_paths(path, "stdout", jobid=jobid, name="app", places=one, hostname="h") == (
+        "ƒLUv.app.0.0.h.0",
     )
     four = places(4)
     node = "{{node.id}}:{{node.ncores}}:{{node.cores}}:{{node.gpus}}:{{node.broker_rank}}"
-    assert output_path(node, "stderr", jobid=jobid, name="a", places=four, hostname="h") == (
-        "0:4:0-3::0"
+    assert output_paths(node, "stderr", jobid=jobid, name="a", places=four, hostname="h") == (
+        ("0:4:0-3::0",) * 4
+    )
+    job = "{{id.dec}}-{{size}}-{{nnodes}}"
+    assert output_paths(job, "stdout", jobid=jobid, name="a", places=four, hostname="h") == (
+        ("65535-4-1",) * 4
     )
 
 
-@pytest.mark.parametrize(
-    ("template", "ntasks", "nnodes", "message"),
-    [
-        (
-            "out.{{taskid}}",
-            2,
-            1,
-            "a file per task is not supported (the job has 2 tasks)",
-        ),
-        ("out.{{node.name}}", 2, 2, "a file per node is not supported (the job has 2 nodes)"),
-        ("{{tmpdir}}/out", 1, 1, "{{tmpdir}} is not supported"),
-    ],
-)
-def test_output_path_refuses_several_files(
-    template: str, ntasks: int, nnodes: int, message: str
-) -> None:
+def test_a_task_tag_means_a_file_per_task_and_a_node_tag_one_per_node() -> None:
+    two_nodes = places(4, 2)  # tasks 0, 1 on node 0; 2, 3 on node 1
+    paths = output_paths(
+        "{{taskid}}.{{task.localid}}.{{node.id}}",
+        "stdout",
+        jobid=JobID(1),
+        name="a",
+        places=two_nodes,
+        hostname="h",
+    )
+    assert paths == ("0.0.0", "1.1.0", "2.0.1", "3.1.1")
+    per_node = output_paths(
+        "n{{node.id}}-{{node.cores}}-{{node.broker_rank}}",
+        "stderr",
+        jobid=JobID(1),
+        name="a",
+        places=two_nodes,
+        hostname="h",
+    )
+    assert per_node == ("n0-0-1-0", "n0-0-1-0", "n1-2-3-1", "n1-2-3-1")
+
+
+def test_an_unknown_tag_is_left_in_the_path_as_flux_leaves_it() -> None:
+    paths = output_paths(
+        "{{nosuch}}.{{taskid}}", "stdout", jobid=JobID(1), name="a", places=places(2), hostname="h"
+    )
+    assert paths == ("{{nosuch}}.0", "{{nosuch}}.1")
+
+
+def test_the_job_tmpdir_is_refused_by_name() -> None:
     with pytest.raises(PfluxError) as info:
-        output_path(
-            template,
-            "stdout",
-            jobid=JobID(1),
-            name="a",
-            places=places(ntasks, nnodes),
-            hostname="h",
+        output_paths(
+            "{{tmpdir}}/out", "stdout", jobid=JobID(1), name="a", places=places(1), hostname="h"
         )
-    assert str(info.value).startswith(f"output.stdout.path {template!r}: {message}")
+    assert str(info.value) == "output.stdout.path '{{tmpdir}}/out': {{tmpdir}} is not supported"
 
 
 def test_event_lines_are_compact_json_lines() -> None:

@@ -75,9 +75,17 @@ def test_files_are_rendered_and_named_in_redirects() -> None:
     jobspec = from_command(["true"], output="/o/{{id}}.out", label_io=True)
     planned, (*_, out, err) = described(jobspec)
     path = f"/o/{JobID(JOB).f58}.out"
-    assert out == (path, False, True)
-    assert err == (path, False, True)  # stderr follows stdout
+    assert out == ((path,), False, True)
+    assert err == ((path,), False, True)  # stderr follows stdout
     assert planned.redirects == (("stdout", path), ("stderr", path))
+
+
+def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
+    jobspec = from_command(["true"], num_tasks=2, output="/o/{{taskid}}.out", error="/o/err")
+    planned, (*_, out, err) = described(jobspec)
+    assert out == (("/o/0.out", "/o/1.out"), False, False)
+    assert err == (("/o/err",), False, False)
+    assert planned.redirects == (("stderr", "/o/err"),)  # as flux-core: none per task
 
 
 def test_input_from_a_file_and_the_input_options() -> None:
