@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from pfluxcmd import pflux_command
 
 LINE = "0123456789" * 7 + "abcdefghi"  # 79 characters and a newline
 
@@ -101,7 +102,7 @@ class Peaks:
 
 
 def measure(mb: int) -> None:
-    pflux = shutil.which("pflux") or "pflux"
+    pflux = pflux_command()
     size = mb * 1_000_000
     tmp = Path(os.environ.get("BENCH_TMP", "."))
     out = tmp / "attach.out"

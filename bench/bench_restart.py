@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from pflux.api import Client, jobspec_of
+from pfluxcmd import pflux_command
 
 BATCH = 5000
 
@@ -89,7 +90,8 @@ def main() -> int:
                 path.unlink()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
-        subprocess.run([*pflux, "pflux", "jobs", "-a", "-c", "1"], check=True, capture_output=True)
+        jobs = [pflux_command(), "jobs", "-a", "-c", "1"]
+        subprocess.run([*pflux, *jobs], check=True, capture_output=True)
         walls.append(round(time.time() - t0, 2))
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime

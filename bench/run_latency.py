@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 
+from pfluxcmd import pflux_command
+
 
 def measure(n: int) -> None:
-    pflux = shutil.which("pflux") or "pflux"
+    pflux = pflux_command()
     subprocess.run([pflux, "run", "true"], check=True)  # warm: the launcher, the caches
     walls = []
     for _ in range(n):

@@ -226,40 +226,25 @@ def test_output_paths_for_a_job_of_one_file() -> None:
     )
 
 
+def paths_of(template: str, layout: Layout) -> tuple[str, ...]:
+    return output_paths(template, "stdout", jobid=JobID(1), name="a", places=layout, hostname="h")
+
+
 def test_a_task_tag_means_a_file_per_task_and_a_node_tag_one_per_node() -> None:
     two_nodes = places(4, 2)  # tasks 0, 1 on node 0; 2, 3 on node 1
-    paths = output_paths(
-        "{{taskid}}.{{task.localid}}.{{node.id}}",
-        "stdout",
-        jobid=JobID(1),
-        name="a",
-        places=two_nodes,
-        hostname="h",
-    )
+    paths = paths_of("{{taskid}}.{{task.localid}}.{{node.id}}", two_nodes)
     assert paths == ("0.0.0", "1.1.0", "2.0.1", "3.1.1")
-    per_node = output_paths(
-        "n{{node.id}}-{{node.cores}}-{{node.broker_rank}}",
-        "stderr",
-        jobid=JobID(1),
-        name="a",
-        places=two_nodes,
-        hostname="h",
-    )
+    per_node = paths_of("n{{node.id}}-{{node.cores}}-{{node.broker_rank}}", two_nodes)
     assert per_node == ("n0-0-1-0", "n0-0-1-0", "n1-2-3-1", "n1-2-3-1")
 
 
 def test_an_unknown_tag_is_left_in_the_path_as_flux_leaves_it() -> None:
-    paths = output_paths(
-        "{{nosuch}}.{{taskid}}", "stdout", jobid=JobID(1), name="a", places=places(2), hostname="h"
-    )
-    assert paths == ("{{nosuch}}.0", "{{nosuch}}.1")
+    assert paths_of("{{nosuch}}.{{taskid}}", places(2)) == ("{{nosuch}}.0", "{{nosuch}}.1")
 
 
 def test_the_job_tmpdir_is_refused_by_name() -> None:
     with pytest.raises(PfluxError) as info:
-        output_paths(
-            "{{tmpdir}}/out", "stdout", jobid=JobID(1), name="a", places=places(1), hostname="h"
-        )
+        paths_of("{{tmpdir}}/out", places(1))
     assert str(info.value) == "output.stdout.path '{{tmpdir}}/out': {{tmpdir}} is not supported"
 
 
