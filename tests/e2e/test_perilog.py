@@ -96,6 +96,18 @@ def fifo(marks: Path, jobid: int) -> Path:
     return path
 
 
+def canceled_in_prolog(client: Client, marks: Path, prolog: str) -> tuple[int, list[Event]]:
+    """Run a job whose prolog is ``prolog`` (``{ready}``: a FIFO it says "up" on), cancel
+    it once the prolog is up, and return its id and whole eventlog."""
+    jobid = client.submit(real("true"), urgency="hold")
+    ready = fifo(marks, jobid)
+    (marks / f"{jobid}.prolog").write_text(prolog.format(ready=ready))
+    client.urgency(jobid, "default")
+    assert read_fifo(ready) == "up"
+    client.cancel(jobid)
+    return jobid, log_of(client, jobid)
+
+
 def test_events_bracket_both_and_the_epilog_runs_before_the_free(
     client: Client, marks: Path
 ) -> None:
@@ -183,13 +195,7 @@ def test_a_prolog_past_its_timeout_is_terminated(client: Client, marks: Path) ->
 def test_a_cancel_during_the_prolog_terminates_it_and_the_epilog_still_runs(
     client: Client, marks: Path
 ) -> None:
-    jobid = client.submit(real("true"), urgency="hold")
-    ready = fifo(marks, jobid)
-    (marks / f"{jobid}.prolog").write_text(f"echo up > {ready}; exec sleep 60")
-    client.urgency(jobid, "default")
-    assert read_fifo(ready) == "up"
-    client.cancel(jobid)
-    log = log_of(client, jobid)
+    jobid, log = canceled_in_prolog(client, marks, "echo up > {ready}; exec sleep 60")
     order = [e.name for e in log]
     # canceled, not failed: the only exception is the cancel, as in flux-core
     assert [(e.context or {})["type"] for e in named(log, "exception")] == ["cancel"]
@@ -202,13 +208,7 @@ def test_a_cancel_during_the_prolog_terminates_it_and_the_epilog_still_runs(
 def test_a_prolog_that_ignores_sigterm_is_killed_after_the_kill_timeout(
     client: Client, marks: Path
 ) -> None:
-    jobid = client.submit(real("true"), urgency="hold")
-    ready = fifo(marks, jobid)
-    (marks / f"{jobid}.prolog").write_text(f"trap '' TERM; echo up > {ready}; sleep 60")
-    client.urgency(jobid, "default")
-    assert read_fifo(ready) == "up"
-    client.cancel(jobid)
-    log = log_of(client, jobid)
+    _, log = canceled_in_prolog(client, marks, "trap '' TERM; echo up > {ready}; sleep 60")
     cancel, prolog = named(log, "exception")
     assert (cancel.context or {})["type"] == "cancel"
     assert prolog.context == {

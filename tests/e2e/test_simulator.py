@@ -195,25 +195,18 @@ def test_real_time_run_starts_jobs_in_the_simulated_order(tmp_path: Path) -> Non
 
 def test_bad_traces_are_refused_naming_the_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PFLUX_URI"}
-    missing = subprocess.run(
-        [str(PFLUX), "start", "--simulate", str(tmp_path / "none.jsonl"), "true"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
+
+    def simulate(trace: Path) -> subprocess.CompletedProcess[str]:
+        command = [str(PFLUX), "start", "--simulate", str(trace), "true"]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=60, check=False, env=env
+        )
+
+    missing = simulate(tmp_path / "none.jsonl")
     assert missing.returncode == 1
     assert "pflux-start: ERROR: trace " in missing.stderr
     assert "none.jsonl: No such file or directory" in missing.stderr
     path, _ = write(tmp_path, [{"submit": 0, "duration": 5}, {"submit": 1}], TWO_NODES)
-    bad = subprocess.run(
-        [str(PFLUX), "start", "--simulate", str(path), "true"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
+    bad = simulate(path)
     assert bad.returncode == 1
     assert bad.stderr.strip().endswith("trace.jsonl:2: duration: missing")

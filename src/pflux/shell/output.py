@@ -7,8 +7,9 @@ code. The events follow flux-core's shell (``src/shell/output/kvs.c`` and
 counts, empty options), then ``data`` events ``{stream, rank, data}`` (rank
 as a string; ``encoding: base64`` when the bytes are not UTF-8), and for each
 task and stream a final ``data`` event with ``eof: true``. A stream sent to
-a file gets a ``redirect`` event ``{stream, rank, path}`` instead. ``log``
-events carry warnings about the output (``{rank, level, component, message}``).
+one file gets a ``redirect`` event ``{stream, rank, path}`` instead (a file
+per task or node gets none, as in flux-core). ``log`` events carry warnings
+about the output (``{rank, level, component, message}``).
 
 As flux-core does, output kept in the KVS is capped per stream
 (``output.limit``, at most 1G; by default 1G for a job of the instance's
