@@ -11,7 +11,12 @@ the simulated makespan.
     python bench/bench_simulator.py                       # 10,000 jobs
     python bench/bench_simulator.py -n 2000 --check       # and compare with the offline replay
     python bench/bench_simulator.py --trace T.jsonl --nodes 16 --starts out.jsonl
-    python bench/bench_simulator.py --state-dir /dev/shm/sim   # the KVS on a tmpfs
+    python bench/bench_simulator.py --state-dir /tmp/sim   # keep the instance's state
+
+A replay cannot be resumed after a crash (the simulator replays into a new
+instance only), so by default its instance has a temporary state directory,
+whose KVS is not crash-safe (``[kvs] journal_mode``, docs/architecture.md);
+``--state-dir`` makes it a durable one.
 
 ``--starts`` writes every job's submit, start and end (seconds after the
 start of the simulation) as JSON lines; ``--check`` replays the trace
@@ -71,9 +76,11 @@ def report_mode(path: str) -> int:
     return 0
 
 
-def replay(trace: Path, config: Path, state: Path, out: Path) -> tuple[float, float]:
+def replay(trace: Path, config: Path, state: Path | None, out: Path) -> tuple[float, float]:
     """Run the instance with this script reporting inside; (wall, CPU) seconds of it all."""
-    command = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(state)]
+    command = [sys.executable, "-m", "pflux.cli", "start"]
+    if state is not None:
+        command += ["--state-dir", str(state)]
     command += ["--simulate", str(trace), "--config", str(config)]
     command += [sys.executable, __file__, "--report-to", str(out)]
     env = {k: v for k, v in os.environ.items() if k != "PFLUX_URI"}
@@ -114,7 +121,7 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=32, help="cores per node")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--trace", type=Path, help="replay this trace instead of a generated one")
-    parser.add_argument("--state-dir", type=Path, help="the instance's state directory")
+    parser.add_argument("--state-dir", type=Path, help="the instance's state directory (kept)")
     parser.add_argument("--starts", type=Path, help="write each job's times here (JSON lines)")
     parser.add_argument("--check", action="store_true", help="compare with the offline replay")
     parser.add_argument("--report-to", help=argparse.SUPPRESS)  # the initial program's mode
@@ -133,7 +140,7 @@ def main() -> int:
             f'cores = "0-{args.cores - 1}"\n[simulator]\nepoch = {EPOCH}\n'
         )
         out = work / "report.json"
-        wall, cpu = replay(trace, config, args.state_dir or work / "state", out)
+        wall, cpu = replay(trace, config, args.state_dir, out)
         report = json.loads(out.read_text())
         result = {
             "jobs": len(report["jobs"]),

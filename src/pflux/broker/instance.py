@@ -291,6 +291,7 @@ class Instance:
         return {
             "uri": self.uri,
             "state-dir": str(self.state_dir.absolute()),
+            "state-dir-temporary": "1" if self._temporary else "0",  # removed at exit
             "instance-owner": str(os.getuid()),
             "hostname": socket.gethostname(),
             "rank": "0",

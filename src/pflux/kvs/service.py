@@ -131,9 +131,12 @@ class KVSService(Service):
         config = self.broker.config.get("kvs", {})
         if not isinstance(config, dict):
             raise PfluxError(f"kvs: configuration must be a table, got {quote(config)}")
-        sync = config.get("sync", "normal")
-        self._store = Store(Path(state_dir) / DB_NAME, sync=sync)
-        log.info("kvs: %s (sync=%s)", self._store.path, sync)
+        # as flux-core's content-sqlite: crash-safe where the state outlives the instance
+        temporary = self.broker.attrs.get("state-dir-temporary") == "1"
+        journal = _setting(config, "journal_mode", "memory" if temporary else "wal")
+        sync = _setting(config, "sync", "off" if journal == "memory" else "normal")
+        self._store = Store(Path(state_dir) / DB_NAME, sync=sync, journal=journal)
+        log.info("kvs: %s (journal_mode=%s, sync=%s)", self._store.path, journal, sync)
 
     async def stop(self) -> None:
         if self._queue:
@@ -243,7 +246,7 @@ class KVSService(Service):
         self._checkpoint_if_due(store)
 
     def _checkpoint_if_due(self, store: Store) -> None:
-        if self._checkpointing is not None:
+        if self._checkpointing is not None or not store.wal:
             return
         recent = time.monotonic() - self._checkpointed < CHECKPOINT_INTERVAL
         if self._written < CHECKPOINT_TRANSACTIONS and recent:
@@ -470,6 +473,14 @@ def _sender(req: Request) -> object:
     """
     route = req.sender
     return None if isinstance(route, LocalRoute) else route
+
+
+def _setting(config: dict[str, Any], key: str, default: str) -> str:
+    """A ``[kvs]`` setting, case as flux writes it ("WAL") or not; Store checks the value."""
+    value = config.get(key, default)
+    if not isinstance(value, str):
+        raise PfluxError(f"kvs.{key}: must be a string, got {quote(value)}")
+    return value.lower()
 
 
 def _payload(req: Request) -> dict[str, Any]:

@@ -20,6 +20,14 @@ survive the death of the process (it is in the WAL), ``full`` survives power
 loss too. One instance owns the database: it holds an exclusive ``flock`` on
 ``<db>.lock``, and a second one fails at once instead of corrupting it.
 
+An instance whose state is thrown away at exit needs none of that, as
+flux-core's content-sqlite reasons for an instance without a statedir: with
+``journal="memory"`` the rollback journal stays in memory, the database is
+locked once for good (``locking_mode=EXCLUSIVE``, no shared-memory WAL index
+to lock per transaction) and each page is written once, straight into the
+database, with no checkpoint to follow. Commits still roll back; only a crash
+may leave the file corrupt, which the next open reports (``quick_check``).
+
 Checkpoints. SQLite's automatic checkpoint copies the WAL into the database
 (and, with ``synchronous=NORMAL``, syncs it) inside whichever commit crosses
 its threshold: tens of milliseconds here, in the middle of the event loop.
@@ -60,7 +68,8 @@ APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as
 PAGE_SIZE = 4096
 CACHE_KIB = 32768
 CHUNK = 4000  # characters; an append rewrites at most this much (and its overflow pages)
-SYNC_MODES = ("normal", "full")
+SYNC_MODES = ("off", "normal", "full")
+JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
 BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
 
@@ -172,10 +181,16 @@ def _kl(key: str) -> tuple[str, str]:
 class Store:
     """One SQLite database holding every key and namespace of an instance."""
 
-    def __init__(self, path: str | Path, *, sync: str = "normal") -> None:
+    def __init__(self, path: str | Path, *, sync: str = "normal", journal: str = "wal") -> None:
         if sync not in SYNC_MODES:
-            raise StoreError(f"kvs: sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+            raise StoreError(f"kvs.sync: must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+        if journal not in JOURNAL_MODES:
+            why = " (a failed commit is rolled back, which needs a journal)" * (journal == "off")
+            raise StoreError(
+                f"kvs.journal_mode: must be one of {', '.join(JOURNAL_MODES)}, got {journal!r}{why}"
+            )
         self.path = Path(path)
+        self.wal = journal == "wal"  # False: nothing to checkpoint
         self._dirs: set[str] = set()  # known directories none of whose ancestors is a value
         self._namespaces: dict[str, Namespace] = {}
         self._checkpointer: sqlite3.Connection | None = None
@@ -186,7 +201,7 @@ class Store:
             os.close(self._lock)
             raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
         try:
-            self._open(sync)
+            self._open(sync, journal)
         except BaseException:
             self._conn.close()
             os.close(self._lock)
@@ -209,16 +224,18 @@ class Store:
             ) from None
         return fd
 
-    def _open(self, sync: str) -> None:
+    def _open(self, sync: str, journal: str) -> None:
         conn = self._conn
         try:
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
             problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
                 raise self._corrupt("; ".join(problems).replace("\n", "; "))
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode != "wal":
-                raise StoreError(f"{self.path}: cannot use WAL mode (journal mode is {mode})")
+            mode = conn.execute(f"PRAGMA journal_mode = {journal.upper()}").fetchone()[0]
+            if mode != journal:
+                raise StoreError(f"{self.path}: cannot use {journal} mode (journal mode is {mode})")
+            if journal != "wal":
+                conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             conn.execute(f"PRAGMA synchronous = {sync.upper()}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint()
@@ -292,7 +309,10 @@ class Store:
         A passive checkpoint on a connection of its own: it never waits for the
         writer, so it may be called from another thread (one at a time) while
         the store commits. What it cannot copy yet is left for the next call.
+        Without a WAL (``journal="memory"``) there is nothing to copy.
         """
+        if not self.wal:
+            return 0
         conn = self._checkpointer
         try:
             if conn is None:

@@ -110,9 +110,13 @@ Scenario = Callable[[Broker, Client], Awaitable[Any]]
 def run_kvs(tmp_path: Path) -> Callable[..., Any]:
     """Run ``scenario(broker, client)`` against a fresh broker whose only service is kvs."""
 
-    def run(scenario: Scenario, *, config: dict[str, Any] | None = None) -> Any:
+    def run(
+        scenario: Scenario, *, config: dict[str, Any] | None = None, temporary: bool = False
+    ) -> Any:
+        attrs = {"state-dir": str(tmp_path), "state-dir-temporary": "1" if temporary else "0"}
+
         async def main() -> Any:
-            broker = Broker(os.getuid(), attrs={"state-dir": str(tmp_path)}, config=config)
+            broker = Broker(os.getuid(), attrs=attrs, config=config)
             broker.register(KVSService(broker))
             await broker.start()
             try:

@@ -13,6 +13,7 @@ import pytest
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker
+from pflux.errors import PfluxError
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
 from pflux.kvs.store import StoreError
 
@@ -240,8 +241,29 @@ def test_config_sync_full_and_bad_config(run_kvs: Run) -> None:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
 
     run_kvs(scenario, config={"kvs": {"sync": "full"}})
-    with pytest.raises(StoreError, match="sync must be one of normal, full"):
+    with pytest.raises(StoreError, match=r"kvs\.sync: must be one of off, normal, full"):
         run_kvs(scenario, config={"kvs": {"sync": "sometimes"}})
+    with pytest.raises(PfluxError, match=r"kvs\.journal_mode: must be a string, got 1"):
+        run_kvs(scenario, config={"kvs": {"journal_mode": 1}})
+
+
+def _modes(broker: Broker) -> tuple[str, int]:
+    conn = kvs(broker).store._conn
+    return conn.execute("PRAGMA journal_mode").fetchone()[0], conn.execute(
+        "PRAGMA synchronous"
+    ).fetchone()[0]
+
+
+def test_a_temporary_state_dir_gets_the_fast_journal(run_kvs: Run) -> None:
+    async def modes(broker: Broker, client: Any) -> tuple[str, int]:
+        await client.call("kvs.commit", {"ops": [["put", "k", "v"]]})
+        assert await client.call("kvs.get", {"key": "k"}) == {"value": "v"}
+        return _modes(broker)
+
+    assert run_kvs(modes) == ("wal", 1)  # kept: crash-safe, synchronous=NORMAL
+    assert run_kvs(modes, temporary=True) == ("memory", 0)  # removed at exit: OFF
+    assert run_kvs(modes, temporary=True, config={"kvs": {"journal_mode": "WAL"}}) == ("wal", 1)
+    assert run_kvs(modes, config={"kvs": {"journal_mode": "memory"}}) == ("memory", 0)
 
 
 # --- walk ----------------------------------------------------------------------------------------

@@ -360,8 +360,31 @@ def test_data_survives_reopening_in_wal_mode(path: Path) -> None:
 
 
 def test_bad_sync_mode(path: Path) -> None:
-    with pytest.raises(StoreError, match="kvs: sync must be one of normal, full, got 'off'"):
-        Store(path, sync="off")
+    with pytest.raises(StoreError, match=r"kvs\.sync: must be one of off, normal, full, got 'x'"):
+        Store(path, sync="x")
+
+
+def test_bad_journal_mode_names_the_setting(path: Path) -> None:
+    with pytest.raises(StoreError, match=r"kvs\.journal_mode: must be one of wal, memory"):
+        Store(path, journal="delete")
+    with pytest.raises(StoreError, match="rolled back, which needs a journal"):
+        Store(path, journal="off")
+
+
+def test_memory_journal_has_no_wal_and_still_rolls_back(path: Path) -> None:
+    with Store(path, journal="memory", sync="off") as store:
+        store.put("a", "1")
+        store.put("d.x", "2")
+        assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "memory"
+        assert not store.wal
+        with pytest.raises(KVSError, match="cannot append to a directory"):
+            store.apply([("put", "b", "3"), ("append", "d", "x")])  # the put is undone
+        assert store.ls() == {"a": "val", "d": "dir"}
+        assert store.checkpoint() == 0
+    assert not Path(f"{path}-wal").exists()
+    with Store(path) as again:  # reopened durable: the data is there, in WAL mode again
+        assert again.get("a") == "1"
+        assert again.wal
 
 
 def test_a_second_opener_is_refused(store: Store, path: Path) -> None:
