@@ -543,7 +543,10 @@ class Store:
                 return changes
             self._conn.execute("SAVEPOINT kvs_commit")
             try:
-                if not self._append_in_place(ops, watched, changes):
+                if not (
+                    self._append_in_place(ops, watched, changes)
+                    or self._insert_new(ops, watched, changes)
+                ):
                     for i, op in enumerate(ops):
                         self._apply_one(i, op, watched, changes)
             except KVSError:
@@ -570,6 +573,41 @@ class Store:
             return False
         if watched:
             changes += [(k, APPEND, v) for _, k, v in ops if v and k in watched]
+        return True
+
+    def _insert_new(
+        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+    ) -> bool:
+        """job-ingest's batches in one statement: new keys in directories not there yet.
+
+        Every op must put or append a key whose directory is neither known nor
+        found (one probe each), so that nothing is at the key or below it, and
+        no key may be another's directory or come twice. False, with nothing
+        changed, for anything else, for the caller to apply one by one.
+        """
+        execute = self._conn.execute
+        fresh: dict[str, str] = {}  # new directory -> the first key in it
+        rows = []
+        for kind, key, value in ops:
+            end = key.rfind(".")
+            if kind == UNLINK or end <= 0:
+                return False
+            parent = key[:end]
+            if parent not in fresh:
+                if parent in self._dirs or execute(SQL_HAS_RANGE, _range(parent)).fetchone():
+                    return False
+                fresh[parent] = key
+            rows.append((key, key[end + 1 :], value))
+        keys = {row[0] for row in rows}
+        if len(keys) != len(rows) or not keys.isdisjoint(fresh):
+            return False
+        firsts = set(fresh.values())
+        for kind, key, value in ops:  # the changes in the order one by one would make them
+            if key in firsts:
+                self._make_way(key, watched, changes)
+            if key in watched:
+                changes.append((key, kind, value))
+        self._conn.executemany(SQL_INSERT, rows)
         return True
 
     def _apply_one(self, i: int, op: Op, watched: Collection[str], changes: list[Change]) -> None:
@@ -629,7 +667,12 @@ class Store:
     def _create(
         self, key: str, value: str, watched: Collection[str], changes: list[Change]
     ) -> None:
-        """Insert a new value at ``key`` (nothing is there), replacing any value above it.
+        """Insert a new value at ``key`` (nothing is there), replacing any value above it."""
+        self._make_way(key, watched, changes)
+        self._conn.execute(SQL_INSERT, (*_kl(key), value))
+
+    def _make_way(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
+        """Remove any value standing where ``key``'s directories go.
 
         Only the ancestors below the deepest known directory are looked at: a known
         directory has no value above it. A value removed to make way had nothing below
@@ -649,7 +692,6 @@ class Store:
             if len(dirs) + len(unknown) > _DIRS_MAX:
                 dirs.clear()
             dirs.update(unknown)
-        self._conn.execute(SQL_INSERT, (*_kl(key), value))
 
     # --- namespaces -------------------------------------------------------------------------
 

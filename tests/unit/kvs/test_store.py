@@ -165,6 +165,33 @@ def test_an_append_costs_the_same_however_long_the_value(store: Store) -> None:
     assert long < 2 * short + 10, (short, long)
 
 
+def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
+    """job-ingest's commit, a new directory per job: a probe each, then one INSERT for all."""
+    store.put("job.a", "in the way")  # a value where the directories go is still replaced
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        changes = store.apply(
+            [
+                (op, f"job.a.{n}.{leaf}", f"{n}{leaf}")
+                for n in range(3)
+                for op, leaf in (("put", "J"), ("put", "jobspec"), ("append", "eventlog"))
+            ],
+            {"job.a", "job.a.1.eventlog"},
+        )
+    finally:
+        store._conn.set_trace_callback(None)
+    kinds = [s.split()[0] for s in statements]
+    assert kinds.count("SELECT") == 3  # one probe per job directory, none per key
+    assert kinds.count("INSERT") == 9  # one executemany, traced a row at a time
+    assert "UPDATE" not in kinds  # no append probing
+    assert changes == [("job.a", "unlink", None), ("job.a.1.eventlog", "append", "1eventlog")]
+    assert store.get("job.a.2.jobspec") == "2jobspec"
+    assert store.ls("job.a") == {"0": "dir", "1": "dir", "2": "dir"}
+    store.append("job.a.2.eventlog", "+")  # an existing directory: one by one, as before
+    assert store.get("job.a.2.eventlog") == "2eventlog+"
+
+
 def test_a_long_value_is_read_a_piece_at_a_time(store: Store) -> None:
     pieces = [f"{i:06d}" * 1000 + "\n" for i in range(40)]  # 6 KB appends: a chunk each
     for piece in pieces:
