@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import select
 import signal
+import sys
 import textwrap
 from pathlib import Path
 
 from pflux.api import Client, jobspec_of
 from pflux.spec.eventlog import parse
-from support.instance import LiveInstance, jobspec
+from support.instance import LiveInstance, console, jobspec
 
 PENDING = 500
 REATTACHED = 20
@@ -229,3 +230,19 @@ def test_a_shell_that_dies_while_the_instance_is_down_fails_its_job(tmp_path: Pa
             assert not alive(task)
     finally:
         second.stop()
+
+
+def test_only_a_kept_state_directory_gets_a_crash_safe_kvs(tmp_path: Path) -> None:
+    """With --state-dir the KVS writes a WAL; a temporary instance's keeps its journal in
+    memory (nothing can restart from it), as flux-core's content-sqlite without a statedir."""
+    state = "os.path.dirname(os.environ['PFLUX_URI'][len('local://'):])"
+    look = f"import os; print(sorted(os.listdir({state})))"
+    runs = {}
+    for kept in (True, False):
+        where = ["--state-dir", str(tmp_path / "state")] if kept else []
+        done = console("start", *where, sys.executable, "-c", look)
+        assert done.returncode == 0, done.stderr
+        runs[kept] = done.stdout
+    assert "kvs.sqlite-wal" in runs[True]
+    assert "kvs.sqlite" in runs[False]
+    assert "kvs.sqlite-wal" not in runs[False]
