@@ -213,14 +213,23 @@ async def run(fd: int, path: str, state_dir: str) -> int:
     local.register(service)
     await local.start()
     freeze_gc()
-    # SIGTERM (the instance stopping) ends the service as the broker going away does
-    loop.add_signal_handler(signal.SIGTERM, link.close)
+    # SIGTERM (the instance stopping) ends the service as the broker going away does,
+    # but the service stops with the link still up: it may still ask the broker for
+    # what it needs to finish (job-list: the journal's last entries, for its cache)
+    stopping: asyncio.Future[None] = loop.create_future()
+
+    def stop() -> None:
+        if not stopping.done():
+            stopping.set_result(None)
+
+    loop.add_signal_handler(signal.SIGTERM, stop)
     try:
         await link.call("broker.service-add", {"service": service.name})
-        await link.closed
+        await asyncio.wait((link.closed, stopping), return_when=asyncio.FIRST_COMPLETED)
     except RPCError as exc:
         log.error("%s: %s", path, exc.errstr)
     await local.stop()
+    link.close()
     return 0
 
 

@@ -10,12 +10,15 @@ arrive before the history is in wait for it, as flux-core's job-list defers
 them. ``list-id`` for a job it has not seen yet (a client that has just been
 given the id by submit may ask first) waits briefly for it; a quick look for
 the job's eventlog in the KVS tells an id that will never come from one still
-on its way.
+on its way. The journal comes in batches a few milliseconds late, so ``list``
+and ``list-id`` first ask ``job-manager.journal-sync`` (answered once all that
+was committed before is sent), and so does stopping, for the cache.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 from collections import deque
@@ -40,6 +43,7 @@ from pflux.spec.fluid import JobID
 log = logging.getLogger("pflux.job-list")
 
 LIST_ID_WAIT: Final = 5.0  # seconds list-id waits for a job it has not seen
+STOP_SYNC_WAIT: Final = 2.0  # seconds stopping waits for the journal's last entries
 CACHE_DELAY: Final = 1.0  # seconds jobs become inactive wait to be written, in one batch
 CACHE_BATCH: Final = 5000  # ... or fewer, when this many are waiting
 HISTORY_BATCH: Final = 1000  # jobs per journal-history request (the job manager's most)
@@ -103,6 +107,9 @@ class JobList(Service):
         self.broker.send("job-manager.events-journal", request, self._journal, streaming=True)
 
     async def stop(self) -> None:
+        if self._ready.is_set():  # the last entries, for the cache
+            with contextlib.suppress(RPCError, TimeoutError):
+                await asyncio.wait_for(self._sync(), STOP_SYNC_WAIT)
         for waiters in self._waiters.values():
             for waiter in waiters:
                 if not waiter.future.done():
@@ -205,6 +212,22 @@ class JobList(Service):
         if not self._ready.is_set():
             await self._ready.wait()
 
+    async def _current(self) -> None:
+        """Wait for the history, then for every event committed before this request.
+
+        The job manager sends the journal in batches, a few milliseconds late;
+        ``journal-sync`` sends what waits and is answered after it, so a client
+        that was told of a commit (its job's id, its end) finds it listed.
+        """
+        await self._until_ready()
+        try:
+            await self._sync()
+        except RPCError as exc:  # the instance is stopping: answer with what is here
+            log.debug("job-list: journal-sync: %s", exc.errstr)
+
+    async def _sync(self) -> None:
+        await self.broker.call("job-manager.journal-sync", {})
+
     # --- list -------------------------------------------------------------------------
 
     @method("list")
@@ -222,7 +245,7 @@ class JobList(Service):
         if name is not None and not isinstance(name, str):
             raise RPCError(errno.EPROTO, f"name: must be a string, got {name!r}")
         queues = _queues(payload.get("queue"))
-        await self._until_ready()
+        await self._current()
         jobs = self.index.list(
             selection,
             max_entries=max_entries,
@@ -251,7 +274,7 @@ class JobList(Service):
             )
         selection = select(payload.get("attrs", ["all"]))
         state = _mask(payload, "state", _WAITABLE)
-        await self._until_ready()
+        await self._current()
         summary = self.index.get(jobid)
         if summary is None or not _arrived(summary, state):
             summary = await self._wait_for(jobid, state, known=summary is not None)

@@ -223,7 +223,7 @@ class JobManager(Service):
             self.ended[job.id] = Ended(job)
 
     def _on_commit(self, batch: Batch) -> None:
-        self.journal.publish(batch.entries, now=bool(batch.callbacks))
+        self.journal.publish(batch.entries)
         for callback in batch.callbacks:
             callback()
         watchers = self.watchers
@@ -518,6 +518,10 @@ class JobManager(Service):
     @method("events-journal")
     def events_journal(self, req: Request) -> None:
         self.journal.subscribe(req)
+
+    @method("journal-sync")
+    def journal_sync(self, req: Request) -> None:
+        self.journal.sync(req)
 
     @method("journal-history")
     async def journal_history(self, req: Request) -> None:

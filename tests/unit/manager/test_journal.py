@@ -7,6 +7,9 @@ import os
 import time
 from typing import Any
 
+import pytest
+
+from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
 from pflux.manager import journal as journal_module
 from pflux.manager.journal import DELAY, Journal
@@ -58,15 +61,38 @@ def test_after_a_quiet_spell_entries_go_at_once_and_followers_wait_together() ->
     run(scenario)
 
 
-def test_now_sends_what_waits_and_a_full_batch_goes_without_waiting() -> None:
+class Request:
+    """A journal-sync request: who asks, and what it was answered."""
+
+    def __init__(self, owner: bool) -> None:
+        self.owner = owner
+        self.answers: list[Any] = []
+
+    def respond(self, payload: Any) -> None:
+        self.answers.append(payload)
+
+
+def test_sync_sends_what_waits_before_answering_and_a_full_batch_goes_at_once() -> None:
     async def scenario(journal: Journal, subscriber: Subscriber) -> None:
         journal.publish([entry(1)])
-        journal.publish([entry(2)])
-        journal.publish([entry(3)], now=True)  # a commit that answers a client
+        journal.publish([entry(2), entry(3)])
+        req = Request(owner=True)
+        journal.sync(req)  # type: ignore[arg-type]
         assert [ids for _, ids in subscriber.messages] == [[1], [2, 3]]
+        assert req.answers == [{}]
+        journal.sync(req)  # type: ignore[arg-type]  # nothing waits: nothing sent
+        assert len(subscriber.messages) == 2
         many = [entry(i) for i in range(journal_module.BATCH)]
         journal.publish(many)
         assert len(subscriber.messages) == 3
         assert len(subscriber.messages[-1][1]) == journal_module.BATCH
+
+    run(scenario)
+
+
+def test_only_the_owner_may_sync() -> None:
+    async def scenario(journal: Journal, subscriber: Subscriber) -> None:
+        with pytest.raises(RPCError, match="journal-sync: only the instance owner"):
+            journal.sync(Request(owner=False))  # type: ignore[arg-type]
 
     run(scenario)
