@@ -246,3 +246,19 @@ def test_only_a_kept_state_directory_gets_a_crash_safe_kvs(tmp_path: Path) -> No
     assert "kvs.sqlite-wal" in runs[True]
     assert "kvs.sqlite" in runs[False]
     assert "kvs.sqlite-wal" not in runs[False]
+
+
+def test_a_fast_kvs_in_a_state_directory_keeps_its_jobs_across_a_clean_stop(
+    tmp_path: Path,
+) -> None:
+    """``[kvs] journal_mode = "memory"`` groups commits; stopping commits what is held."""
+    config = tmp_path / "fast.toml"
+    config.write_text('[kvs]\njournal_mode = "memory"\n')
+    state = ["--state-dir", str(tmp_path / "state")]
+    submit = "from pflux.api import Client; c = Client(); print(c.wait(c.submit(['true'])))"
+    done = console("start", *state, "--config", str(config), sys.executable, "-c", submit)
+    assert done.returncode == 0, done.stderr
+    count = "from pflux.api import Client; print(len(Client().list_jobs()))"
+    again = console("start", *state, sys.executable, "-c", count)  # durable again
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "1"

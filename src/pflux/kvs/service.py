@@ -7,6 +7,12 @@ answered only after that transaction has committed. This is what lets
 job-ingest and job-manager, which send one commit per batch of jobs, reach
 thousands of jobs per second.
 
+A store that need not be crash-safe (a temporary instance's, ``journal_mode``
+"memory") goes further: it keeps one SQLite transaction open across turns and
+commits it every ``HOLD_SECONDS`` and at stop (``Store.hold``), so that a page
+many turns write is written once; each turn's commits are still atomic, and
+answered after their turn's work is applied.
+
 A failed SQLite transaction is fatal: the requests in it get EIO, the service
 refuses everything after, and the broker is told to stop (``Broker.fatal``).
 Carrying on would let other services act on events that were never stored;
@@ -67,6 +73,7 @@ EXEC_KEYS = frozenset(("exec", "output", "input"))
 WALK_BATCH = 1024  # entries per kvs.walk response
 CHECKPOINT_TRANSACTIONS = 256  # transactions after which a checkpoint is due
 CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
+HOLD_SECONDS = 0.05  # a store that need not be crash-safe commits this often (Store.hold)
 VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
 
 
@@ -114,6 +121,7 @@ class KVSService(Service):
         self._checkpointing: asyncio.Future[int] | None = None
         self._written = 0  # transactions since the last checkpoint began
         self._checkpointed = time.monotonic()
+        self._held: asyncio.TimerHandle | None = None  # commits the held transaction
 
     @property
     def store(self) -> Store:
@@ -141,6 +149,9 @@ class KVSService(Service):
     async def stop(self) -> None:
         if self._queue:
             self._flush()
+        if self._held is not None:
+            self._held.cancel()
+            self._held = None
         for watch in list(self._by_sender.values()):
             self._end(watch, errno.ENOSYS, "kvs: the instance is stopping")
         if self._checkpointing is not None:
@@ -223,6 +234,9 @@ class KVSService(Service):
         results: list[tuple[_Pending, KVSError | None, list[Change]]] = []
         nops = 0
         try:
+            if not store.wal and self._held is None:
+                store.hold()
+                self._held = self.broker.loop.call_later(HOLD_SECONDS, self._release)
             with store.transaction():
                 for item in queue:
                     try:
@@ -244,6 +258,16 @@ class KVSService(Service):
         self._written += 1
         self._answer(results)
         self._checkpoint_if_due(store)
+
+    def _release(self) -> None:
+        """Commit the transaction a store that need not be crash-safe holds open."""
+        self._held = None
+        if self._store is None or self._failed is not None:
+            return
+        try:
+            self._store.release()
+        except StoreError as exc:
+            self._fail(str(exc), [])
 
     def _checkpoint_if_due(self, store: Store) -> None:
         if self._checkpointing is not None or not store.wal:

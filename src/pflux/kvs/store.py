@@ -25,8 +25,9 @@ flux-core's content-sqlite reasons for an instance without a statedir: with
 ``journal="memory"`` the rollback journal stays in memory, the database is
 locked once for good (``locking_mode=EXCLUSIVE``, no shared-memory WAL index
 to lock per transaction) and each page is written once, straight into the
-database, with no checkpoint to follow. Commits still roll back; only a crash
-may leave the file corrupt, which the next open reports (``quick_check``).
+database, with no checkpoint to follow; ``hold`` may keep one transaction
+open across many commits. Commits still roll back; only a crash may leave the
+file corrupt, which the next open reports (``quick_check``).
 
 Checkpoints. SQLite's automatic checkpoint copies the WAL into the database
 (and, with ``synchronous=NORMAL``, syncs it) inside whichever commit crosses
@@ -294,12 +295,19 @@ class Store:
         }
 
     def close(self) -> None:
-        """Close the database (checkpointing the WAL into it) and give up the lock."""
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-            self._checkpointer = None
-        self._conn.close()
-        if self._lock >= 0:
+        """Close the database (checkpointing the WAL into it) and give up the lock.
+
+        A transaction ``hold`` keeps open is committed first.
+        """
+        if self._lock < 0:
+            return  # closed already
+        try:
+            self.release()
+        finally:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
+                self._checkpointer = None
+            self._conn.close()
             os.close(self._lock)
             self._lock = -1
 
@@ -358,6 +366,28 @@ class Store:
         except BaseException:
             self._rollback()
             raise
+
+    def hold(self) -> None:
+        """Open a transaction that later ones join, until ``release`` commits it.
+
+        For a store that need not be crash-safe (``journal="memory"``): one
+        COMMIT, and one write of each page, for many commits. A failure rolls
+        back the store's ones since the hold, so only such a store may hold.
+        """
+        if not self.wal and not self._conn.in_transaction:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: cannot begin a transaction: {exc}") from None
+
+    def release(self) -> None:
+        """Commit the transaction ``hold`` opened, if any."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise StoreError(f"{self.path}: transaction failed: {exc}") from None
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:

@@ -14,6 +14,7 @@ import pytest
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker
 from pflux.errors import PfluxError
+from pflux.kvs import service as kvs_service
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
 from pflux.kvs.store import StoreError
 
@@ -264,6 +265,27 @@ def test_a_temporary_state_dir_gets_the_fast_journal(run_kvs: Run) -> None:
     assert run_kvs(modes, temporary=True) == ("memory", 0)  # removed at exit: OFF
     assert run_kvs(modes, temporary=True, config={"kvs": {"journal_mode": "WAL"}}) == ("wal", 1)
     assert run_kvs(modes, config={"kvs": {"journal_mode": "memory"}}) == ("memory", 0)
+
+
+def test_a_temporary_store_commits_many_commits_at_once_a_while_later(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> list[bool]:
+        service = kvs(broker)
+        conn = service.store._conn
+        seen = []
+        for key in ("a", "b"):
+            await client.call("kvs.commit", {"ops": [["put", key, "v"]]})
+            seen.append(conn.in_transaction)  # answered, and held open for more
+        timer = service._held
+        if timer is not None:
+            assert 0 < timer.when() - broker.loop.time() <= kvs_service.HOLD_SECONDS
+            service._release()  # what the timer does
+            timer.cancel()
+        seen.append(conn.in_transaction)
+        assert await client.call("kvs.get", {"key": "b"}) == {"value": "v"}
+        return seen
+
+    assert run_kvs(scenario, temporary=True) == [True, True, False]
+    assert run_kvs(scenario) == [False, False, False]  # a kept state: a transaction a turn
 
 
 # --- walk ----------------------------------------------------------------------------------------

@@ -414,6 +414,28 @@ def test_memory_journal_has_no_wal_and_still_rolls_back(path: Path) -> None:
         assert again.wal
 
 
+def test_a_held_transaction_groups_commits_until_released(path: Path) -> None:
+    with Store(path, journal="memory", sync="off") as store:
+        store.hold()
+        store.put("a", "1")
+        store.append("b", "x")
+        assert store._conn.in_transaction  # both inside the one held transaction
+        assert store.get("a") == "1"  # and read back from it
+        store.release()
+        assert not store._conn.in_transaction
+        store.hold()
+        store.put("c", "3")  # committed by close
+    with Store(path) as again:
+        assert again.ls() == {"a": "val", "b": "val", "c": "val"}
+
+
+def test_a_crash_safe_store_never_holds(store: Store) -> None:
+    store.hold()
+    assert not store._conn.in_transaction
+    store.put("a", "1")
+    assert not store._conn.in_transaction
+
+
 def test_a_second_opener_is_refused(store: Store, path: Path) -> None:
     with pytest.raises(StoreError, match="in use by another process"):
         Store(path)
