@@ -89,10 +89,11 @@ class IngestService(Service):
             {"urgency": urgency, "userid": req.userid, "flags": flags, "version": 1},
         )
         canonical = dumps(jobspec)
+        key = job_key(jobid)
         self._ops += (
-            ["put", job_key(jobid, "J"), sign_none(req.userid, canonical)],
-            ["put", job_key(jobid, "jobspec"), canonical.decode()],
-            ["append", job_key(jobid, "eventlog"), event.to_line()],
+            ["put", f"{key}.J", sign_none(req.userid, canonical)],
+            ["put", f"{key}.jobspec", canonical.decode()],
+            ["append", f"{key}.eventlog", event.to_line()],
         )
         if not self._batch:
             self.broker.at_turn_end(self._flush)

@@ -16,6 +16,8 @@ from pflux.manager.states import State
 
 
 class Action(enum.Enum):
+    __hash__ = object.__hash__  # Enum's hashes the name in Python, twice per event here
+
     RUN_DEPENDENCIES = "run dependency plugins"
     POST_DEPEND = "post depend"
     POST_PRIORITY = "post priority"

@@ -10,7 +10,6 @@ is not durable (flux-core's ``job-manager/event.c`` is the model).
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -78,7 +77,7 @@ class EventPoster:
 
     def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> bool:
         """Apply an event to ``job`` and queue it for commit; False if it is illegal."""
-        event = Event(time.time(), name, context)
+        event = Event.now(name, context)
         try:
             old = apply(job, event)
         except InvalidTransition:

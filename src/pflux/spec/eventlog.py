@@ -77,8 +77,25 @@ class Event:
 
     @classmethod
     def now(cls, name: str, context: dict[str, Any] | None = None) -> Event:
-        """An event stamped with the current wall-clock time."""
-        return cls(time.time(), name, context)
+        """An event stamped with the current wall-clock time.
+
+        The job manager posts ten a job: what ``__post_init__`` would accept is
+        built without the dataclass's call overhead, as in ``from_json``.
+        """
+        timestamp = time.time()
+        if (
+            type(name) is str
+            and name
+            and "\n" not in name
+            and (context is None or type(context) is dict)
+            and timestamp > 0.0
+        ):
+            event = _new(cls)
+            _set_timestamp(event, timestamp)
+            _set_name(event, name)
+            _set_context(event, context)
+            return event
+        return cls(timestamp, name, context)  # checks again, and says what is wrong
 
     def to_json(self) -> dict[str, Any]:
         """The RFC 18 object, keys in the order timestamp, name, context."""
