@@ -77,25 +77,31 @@ class Event:
 
     @classmethod
     def now(cls, name: str, context: dict[str, Any] | None = None) -> Event:
-        """An event stamped with the current wall-clock time.
+        """An event stamped with the current wall-clock time."""
+        return cls._make(time.time(), name, context)
 
-        The job manager posts ten a job: what ``__post_init__`` would accept is
-        built without the dataclass's call overhead, as in ``from_json``.
+    @classmethod
+    def _make(cls, timestamp: Any, name: Any, context: Any) -> Event:
+        """What ``__post_init__`` accepts, built without the dataclass's call overhead.
+
+        A restart builds an Event for every line of every eventlog, and the job
+        manager posts ten a job. Anything else goes through ``__post_init__``,
+        which says what is wrong.
         """
-        timestamp = time.time()
         if (
-            type(name) is str
+            type(timestamp) is float
+            and 0.0 < timestamp < _INF
+            and type(name) is str
             and name
             and "\n" not in name
-            and (context is None or type(context) is dict)
-            and timestamp > 0.0
+            and (context is None or isinstance(context, dict))
         ):
             event = _new(cls)
             _set_timestamp(event, timestamp)
             _set_name(event, name)
             _set_context(event, context)
             return event
-        return cls(timestamp, name, context)  # checks again, and says what is wrong
+        return cls(timestamp, name, context)
 
     def to_json(self) -> dict[str, Any]:
         """The RFC 18 object, keys in the order timestamp, name, context."""
@@ -128,22 +134,7 @@ class Event:
                 raise _unknown_keys(obj)
         elif len(obj) != 3:
             raise _unknown_keys(obj)
-        if (
-            type(timestamp) is float
-            and 0.0 < timestamp < _INF
-            and type(name) is str
-            and name
-            and "\n" not in name
-            and (context is None or isinstance(context, dict))
-        ):
-            # what __post_init__ would accept, without the dataclass's call overhead: a
-            # restart builds an Event for every line of every eventlog
-            event = _new(cls)
-            _set_timestamp(event, timestamp)
-            _set_name(event, name)
-            _set_context(event, context)
-            return event
-        return cls(timestamp, name, context)  # checks again, and says what is wrong
+        return cls._make(timestamp, name, context)
 
     @classmethod
     def from_line(cls, line: str | bytes) -> Event:
