@@ -371,8 +371,9 @@ class Store:
         """Open a transaction that later ones join, until ``release`` commits it.
 
         For a store that need not be crash-safe (``journal="memory"``): one
-        COMMIT, and one write of each page, for many commits. A failure rolls
-        back the store's ones since the hold, so only such a store may hold.
+        COMMIT, and one write of each page, for many commits. A crash loses
+        every commit since the hold, so a crash-safe store never holds (this
+        does nothing there).
         """
         if not self.wal and not self._conn.in_transaction:
             try:
