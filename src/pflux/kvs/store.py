@@ -613,8 +613,9 @@ class Store:
 
         Every op must put or append a key whose directory is neither known nor
         found (one probe each), so that nothing is at the key or below it, and
-        no key may be another's directory or come twice. False, with nothing
-        changed, for anything else, for the caller to apply one by one.
+        no key may come twice or stand where another's directories go. False,
+        with nothing changed, for anything else, for the caller to apply one by
+        one.
         """
         execute = self._conn.execute
         fresh: dict[str, str] = {}  # new directory -> the first key in it
@@ -630,8 +631,14 @@ class Store:
                 fresh[parent] = key
             rows.append((key, key[end + 1 :], value))
         keys = {row[0] for row in rows}
-        if len(keys) != len(rows) or not keys.isdisjoint(fresh):
+        if len(keys) != len(rows):
             return False
+        for parent in fresh:  # a key where another's directories go: one by one
+            end = len(parent)
+            while end > 0:
+                if parent[:end] in keys:
+                    return False
+                end = parent.rfind(".", 0, end)
         firsts = set(fresh.values())
         for kind, key, value in ops:  # the changes in the order one by one would make them
             if key in firsts:

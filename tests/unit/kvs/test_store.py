@@ -192,6 +192,20 @@ def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
     assert store.get("job.a.2.eventlog") == "2eventlog+"
 
 
+def test_a_commit_whose_key_stands_where_another_needs_a_directory(store: Store) -> None:
+    """Found by the model test: all new directories, but a0.a is a key and a directory
+    a0.a.a.a needs, so the commit goes one op at a time and the later put wins."""
+    changes = store.apply(
+        [("put", "a0.a", "1"), ("put", "a.a.a", "2"), ("put", "a0.a.a.a", "3")], {"a0.a"}
+    )
+    assert changes == [("a0.a", "put", "1"), ("a0.a", "unlink", None)]
+    assert store.ls("a0.a") == {"a": "dir"}
+    assert store.get("a0.a.a.a") == "3"
+    with pytest.raises(KVSError, match="cannot append to a directory"):  # as one by one
+        store.apply([("put", "b.x", "1"), ("put", "b.y.z.w", "2"), ("append", "b.y", "3")])
+    assert store.ls() == {"a": "dir", "a0": "dir"}  # and the commit left nothing
+
+
 def test_a_long_value_is_read_a_piece_at_a_time(store: Store) -> None:
     pieces = [f"{i:06d}" * 1000 + "\n" for i in range(40)]  # 6 KB appends: a chunk each
     for piece in pieces:
