@@ -102,10 +102,7 @@ class Link(asyncio.Protocol):
         # requests to the broker will never be answered now: say so
         out, self._out = self._out, {}
         for route, matchtag, topic, _ in out.values():
-            route.deliver(
-                Message(RESPONSE, topic, matchtag, None, errnum=errno.ECONNRESET,
-                        errstr="the link to the broker is closed")
-            )  # fmt: skip
+            route.deliver(_link_closed(topic, matchtag))
 
     def close(self) -> None:
         if self.transport is not None:
@@ -152,6 +149,10 @@ class Link(asyncio.Protocol):
 
     def forward(self, msg: Message, route: Route) -> None:
         """A request of the module's service for a service elsewhere: send it to the broker."""
+        if self.closed.done():  # nobody will answer it (a service stopping after the broker)
+            if not msg.flags & FLAG_NORESPONSE:
+                route.deliver(_link_closed(msg.topic, msg.matchtag))
+            return
         self._tag += 1
         if not msg.flags & FLAG_NORESPONSE:
             self._out[self._tag] = (route, msg.matchtag, msg.topic, msg.streaming)
@@ -188,6 +189,13 @@ class Link(asyncio.Protocol):
 
         self.forward(Message(REQUEST, topic, 0, payload), _Once())
         return (await future).raise_for_error()
+
+
+def _link_closed(topic: str, matchtag: int) -> Message:
+    return Message(
+        RESPONSE, topic, matchtag, None, errnum=errno.ECONNRESET,
+        errstr="the link to the broker is closed",
+    )  # fmt: skip
 
 
 async def run(fd: int, path: str, state_dir: str) -> int:
