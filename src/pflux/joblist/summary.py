@@ -356,16 +356,7 @@ def _merged(
     """``current`` with ``update`` merged in (at ``under``, if given), as a new dict; None
     if nothing is left. ``current`` itself is never changed, so others may share it."""
     merged = dict(current) if current else {}
-    if under is None:
-        _merge(merged, update)
-    else:
-        inner = merged.get(under)
-        inner = dict(inner) if isinstance(inner, dict) else {}
-        _merge(inner, update)
-        if inner:
-            merged[under] = inner
-        else:
-            merged.pop(under, None)
+    _merge(merged, update if under is None else {under: update})
     return merged or None
 
 
