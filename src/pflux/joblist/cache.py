@@ -20,7 +20,6 @@ built from another count of events, which the digest refuses).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import sqlite3
@@ -31,6 +30,7 @@ from typing import Any, Final
 
 import orjson
 
+from pflux import lockfile
 from pflux.joblist.summary import JobSummary
 
 log = logging.getLogger("pflux.job-list")
@@ -284,17 +284,13 @@ class SummaryCache:
     def _take_lock(self) -> bool:
         lock_path = f"{self.path}.lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._lock = lockfile.take(lock_path)
+        except lockfile.LockHeld:
+            log.warning("job-list: %s is in use by another process; going on without it", self.path)
+            return False
         except OSError as exc:
             log.error("job-list: %s: %s; going on without a cache", lock_path, exc.strerror)
             return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            log.warning("job-list: %s is in use by another process; going on without it", self.path)
-            return False
-        self._lock = fd
         return True
 
     def _write(self, sql: str, rows: list[Any]) -> None:

@@ -40,7 +40,6 @@ it run beside the writer, and releases the GIL while it copies and syncs.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -49,6 +48,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
+from pflux import lockfile
 from pflux.broker.message import RPCError
 from pflux.kvs.keys import (
     KEY_PATTERN,
@@ -212,18 +212,14 @@ class Store:
         """Own the database: an exclusive flock on ``<db>.lock``, or StoreError at once."""
         lock_path = f"{self.path}.lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise StoreError(f"{lock_path}: cannot open the KVS lock: {exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+            return lockfile.take(lock_path)
+        except lockfile.LockHeld:
             raise StoreError(
                 f"{self.path}: the KVS database is in use by another process"
                 " (is another instance running on this state directory?)"
             ) from None
-        return fd
+        except OSError as exc:
+            raise StoreError(f"{lock_path}: cannot open the KVS lock: {exc.strerror}") from None
 
     def _open(self, sync: str, journal: str) -> None:
         conn = self._conn
