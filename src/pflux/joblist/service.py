@@ -144,8 +144,7 @@ class JobList(Service):
         self._feed(payload.get("events"))
         if payload.get("sentinel"):
             self._sentinel = True
-            if not self._wanted and not self._fetching:
-                self._settle()
+            self._settle_when_fetched()
 
     def _feed(self, events: Any) -> None:
         if isinstance(events, list):
@@ -173,6 +172,10 @@ class JobList(Service):
         elif isinstance(msg.payload, dict):
             self._feed(msg.payload.get("events"))
         self._fetch()
+        self._settle_when_fetched()
+
+    def _settle_when_fetched(self) -> None:
+        """Settle once the sentinel is in and every history asked for has come."""
         if self._sentinel and not self._wanted and not self._fetching:
             self._settle()
 
@@ -208,10 +211,6 @@ class JobList(Service):
         if self.cache is not None:
             self.cache.flush()
 
-    async def _until_ready(self) -> None:
-        if not self._ready.is_set():
-            await self._ready.wait()
-
     async def _current(self) -> None:
         """Wait for the history, then for every event committed before this request.
 
@@ -219,7 +218,8 @@ class JobList(Service):
         ``journal-sync`` sends what waits and is answered after it, so a client
         that was told of a commit (its job's id, its end) finds it listed.
         """
-        await self._until_ready()
+        if not self._ready.is_set():
+            await self._ready.wait()
         try:
             await self._sync()
         except RPCError as exc:  # the instance is stopping: answer with what is here
