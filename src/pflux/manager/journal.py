@@ -217,10 +217,11 @@ async def _read(manager: JobManager, ids: Iterable[int]) -> Files:
         replies = await asyncio.gather(
             *(_get(manager, job_key(jobid, name)) for jobid in chunk for name in _FILES)
         )
+        n = len(_FILES)
         for j, jobid in enumerate(chunk):
             files = {
                 name: text
-                for name, text in zip(_FILES, replies[j * 3 : j * 3 + 3], strict=True)
+                for name, text in zip(_FILES, replies[j * n : j * n + n], strict=True)
                 if text is not None
             }
             if "eventlog" in files:
