@@ -29,6 +29,15 @@ class Action(enum.Enum):
     POST_CLEAN = "post clean"
 
 
+# what the job manager does itself, at once; every other action reaches another service
+# and waits until the job's events are committed
+INTERNAL = frozenset(
+    (Action.RUN_DEPENDENCIES, Action.POST_DEPEND, Action.POST_PRIORITY, Action.POST_CLEAN)
+)
+# the only states in which ``next_actions`` can answer an internal action
+INTERNAL_STATES = (State.DEPEND, State.PRIORITY, State.CLEANUP)
+
+
 def next_actions(
     job: Job, *, sched_ready: bool, exec_ready: bool, queue_started: bool
 ) -> list[Action]:

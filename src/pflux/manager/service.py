@@ -21,7 +21,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
 from pflux.manager import restart
-from pflux.manager.actions import Action, next_actions
+from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
 from pflux.manager.job import Ended, Job
@@ -43,6 +43,8 @@ from pflux.spec.fluid import JobID
 log = logging.getLogger("pflux.job-manager")
 
 KNOWN_FLAGS = frozenset(("debug", "waitable"))
+# as plain names, quick to compare by identity (``post``)
+_DEPEND, _PRIORITY, _CLEANUP = INTERNAL_STATES
 
 
 class JobManager(Service):
@@ -141,9 +143,15 @@ class JobManager(Service):
     # --- posting and acting -----------------------------------------------------------
 
     def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> None:
-        """Post an event to ``job`` and do at once whatever needs no one outside."""
+        """Post an event to ``job`` and do at once whatever needs no one outside.
+
+        Only in ``INTERNAL_STATES`` can such an action be due; in any other state
+        everything due waits for the commit, and asking ``next_actions`` is wasted.
+        """
         if self.events.post(job, name, context):
-            self.advance(job)
+            state = job.state
+            if state is _DEPEND or state is _PRIORITY or state is _CLEANUP:
+                self.advance(job)
 
     def raise_exception(
         self,

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pflux.manager.actions import Action, next_actions
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pflux.manager import service
+from pflux.manager.actions import INTERNAL, INTERNAL_STATES, Action, next_actions
 from pflux.manager.job import Job
 from pflux.manager.states import State, apply
 from pflux.spec.eventlog import Event
@@ -89,3 +95,39 @@ def test_inactive_and_new_jobs_need_nothing() -> None:
     assert next_actions(job_in(), **READY) == []
     assert next_actions(job_in("invalidate"), **READY) == []
     assert job_in("invalidate").state is State.INACTIVE
+
+
+FLAGS = (
+    "depend_checked", "alloc_pending", "alloc_canceled", "has_resources",
+    "start_pending", "release_final", "exec_killed",
+)  # fmt: skip
+
+
+JOBS = st.fixed_dictionaries(
+    {
+        "state": st.sampled_from([State(1 << i) for i in range(7)]),
+        "flags": st.fixed_dictionaries({flag: st.booleans() for flag in FLAGS}),
+        "dependencies": st.sampled_from([{}, {"after:1": None}]),
+        "perilog": st.sampled_from([{}, {"prolog": None}]),
+        "exception": st.sampled_from([None, ("cancel", "")]),
+        "priority": st.sampled_from([0, 16]),
+    }
+)
+
+
+@given(fields=JOBS, ready=st.fixed_dictionaries({key: st.booleans() for key in READY}))
+def test_only_the_internal_states_have_internal_actions(
+    fields: dict[str, Any], ready: dict[str, bool]
+) -> None:
+    """The job manager skips asking after an event in any other state (``JobManager.post``)."""
+    job = Job(1)
+    for name, value in {**fields.pop("flags"), **fields}.items():
+        setattr(job, name, value)
+    internal = [action for action in next_actions(job, **ready) if action in INTERNAL]
+    assert job.state in INTERNAL_STATES or internal == []
+
+
+def test_the_internal_actions_are_those_the_manager_does_itself() -> None:
+    assert set(service._INTERNAL) == INTERNAL
+    assert not set(service._EXTERNAL) & INTERNAL
+    assert set(service._INTERNAL) | set(service._EXTERNAL) == set(Action)
