@@ -8,6 +8,13 @@ the time from the first submit to the last id acknowledged.
     python bench/throughput.py -n 10000            # inside an instance (PFLUX_URI)
     python bench/throughput.py -n 10000 --start    # starts its own instance
     python bench/throughput.py -n 1000 --real true # real processes
+
+The instance ``--start`` makes has, for test-mode jobs, 256 cores: the 8 nodes of
+32 cores that flux-core's src/test/sched-bench.sh simulates by default. Test-mode
+jobs run nothing, so the cores are only slots; with few of them the figure is the
+time a slot takes to turn over (a 1 ms job, then several loop turns from its
+finish to the next job's start) rather than the job manager's throughput. Real
+jobs get the machine's own cores.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pflux.api import Client, jobspec_of
+
+SIM_CORES = 256  # test mode's instance: 8 nodes x 32 cores, as flux-core's sched-bench.sh
 
 
 def inactive_times(client: Client, ids: list[Any], attrs: tuple[str, ...] = ()) -> list[Any]:
@@ -69,15 +78,21 @@ def main() -> int:
     parser.add_argument("-c", "--cores", type=int, default=1, help="cores per job")
     parser.add_argument("--real", nargs=argparse.REMAINDER, help="run this command for real")
     parser.add_argument("--start", action="store_true", help="start a private instance")
-    parser.add_argument("--instance-cores", type=int, default=None)
+    parser.add_argument(
+        "--instance-cores",
+        type=int,
+        default=None,
+        help=f"the instance's cores (default: {SIM_CORES} for test mode, else this machine's)",
+    )
     args = parser.parse_args()
     if not args.start:
         print(measure(None, args.njobs, args.real, args.cores))
         return 0
     with tempfile.TemporaryDirectory(prefix="pflux-bench-") as tmp:
         cmd = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(Path(tmp) / "s")]
-        if args.instance_cores:
-            cmd += ["--cores", str(args.instance_cores)]
+        cores = args.instance_cores or (None if args.real else SIM_CORES)
+        if cores:
+            cmd += ["--cores", str(cores)]
         script = [sys.executable, __file__, "-n", str(args.njobs), "-c", str(args.cores)]
         if args.real:
             script += ["--real", *args.real]
