@@ -360,10 +360,10 @@ class Scheduler(Service):
         ops = []
         replies = []
         for job, resources in result.allocated:
-            doc = resources.to_json()
+            doc, summary = resources.encode()
             ops.append(["put", job_key(job.id, "R"), orjson.dumps(doc).decode()])
             sched = dict.fromkeys(job.sent)  # pending-state annotations no longer apply
-            sched["resource_summary"] = resources.summary()
+            sched["resource_summary"] = summary
             replies.append((job, doc, sched))
             self._granted[job.id] = doc
         self.broker.send(

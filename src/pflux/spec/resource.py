@@ -60,6 +60,11 @@ class Target(NamedTuple):
     gpus: IdSet
 
 
+def _bracketed(text: str, ids: IdSet) -> str:
+    """``ids.encode(brackets=True)`` from its plain ``text``."""
+    return f"[{text}]" if len(ids) > 1 else text
+
+
 def _fail(path: str, rule: str) -> NoReturn:
     raise ResourceError(f"{path}: {rule}" if path else rule)
 
@@ -288,12 +293,31 @@ class ResourceSet:
 
     def to_json(self) -> dict[str, Any]:
         """The canonical R document: ranks with identical children share an entry."""
+        return self.encode()[0]
+
+    def summary(self) -> str:
+        """A short description like flux's ``rank[0-3]/core[0-3],gpu0``.
+
+        This is the form sched-simple posts as ``sched.resource_summary``
+        (flux-core's ``rlist_dumps``).
+        """
+        return self.encode()[1]
+
+    def encode(self) -> tuple[dict[str, Any], str]:
+        """``to_json()`` and ``summary()`` from one grouping and one encoding of each
+        idset: the scheduler sends both for every job it allocates."""
         r_lite: list[dict[str, Any]] = []
+        parts = []
         for ranks, cores, gpus in self._groups():
-            children = {"core": cores.encode()}
+            core_text = cores.encode()
+            children = {"core": core_text}
+            kinds = [f"core{_bracketed(core_text, cores)}"] if cores else []
             if gpus:
-                children["gpu"] = gpus.encode()
-            r_lite.append({"rank": ranks.encode(), "children": children})
+                gpu_text = children["gpu"] = gpus.encode()
+                kinds.append(f"gpu{_bracketed(gpu_text, gpus)}")
+            rank_text = ranks.encode()
+            r_lite.append({"rank": rank_text, "children": children})
+            parts.append(f"rank{_bracketed(rank_text, ranks)}/{','.join(kinds)}")
         execution: dict[str, Any] = {
             "R_lite": r_lite,
             "nodelist": [hostlist.encode(self.nodelist)] if self.targets else [],
@@ -307,23 +331,7 @@ class ResourceSet:
         doc: dict[str, Any] = {"version": 1, "execution": execution}
         if self.scheduling is not None:
             doc["scheduling"] = self.scheduling
-        return doc
-
-    def summary(self) -> str:
-        """A short description like flux's ``rank[0-3]/core[0-3],gpu0``.
-
-        This is the form sched-simple posts as ``sched.resource_summary``
-        (flux-core's ``rlist_dumps``).
-        """
-        parts = []
-        for ranks, cores, gpus in self._groups():
-            kinds = []
-            if cores:
-                kinds.append(f"core{cores.encode(brackets=True)}")
-            if gpus:
-                kinds.append(f"gpu{gpus.encode(brackets=True)}")
-            parts.append(f"rank{ranks.encode(brackets=True)}/{','.join(kinds)}")
-        return " ".join(parts)
+        return doc, " ".join(parts)
 
     # queries
 

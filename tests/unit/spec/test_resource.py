@@ -545,6 +545,24 @@ def test_round_trip(rs: ResourceSet) -> None:
     assert len(doc["execution"]["R_lite"]) == len({(t.cores, t.gpus) for t in rs.targets.values()})
 
 
+@given(resource_sets())
+def test_summary_describes_each_r_lite_entry(rs: ResourceSet) -> None:
+    """summary() is flux's rlist_dumps of R: per entry, ids bracketed when more than one."""
+    doc, summary = rs.encode()
+    assert doc == rs.to_json()
+    assert summary == rs.summary()
+    parts = []
+    for entry in doc["execution"]["R_lite"]:
+        children = entry["children"]
+        kinds = [
+            f"{kind}{ids(children[name]).encode(brackets=True)}"
+            for kind, name in (("core", "core"), ("gpu", "gpu"))
+            if children.get(name)
+        ]
+        parts.append(f"rank{ids(entry['rank']).encode(brackets=True)}/{','.join(kinds)}")
+    assert summary == " ".join(parts)
+
+
 def model_union(a: dict[int, Any], b: dict[int, Any]) -> dict[int, Any]:
     out = {r: (set(c), set(g)) for r, (c, g) in a.items()}
     for r, (c, g) in b.items():
