@@ -92,16 +92,19 @@ class EventPoster:
         """Add an applied event to the batch (``commit=False``: already in the KVS)."""
         batch = self.batch
         if commit:
+            obj, line = event.encode()
             op = batch.appends.get(job)
             if op is None:
-                op = batch.appends[job] = ["append", job.kvs("eventlog"), event.to_line()]
+                op = batch.appends[job] = ["append", job.kvs("eventlog"), line]
                 batch.ops.append(op)
             elif type(op[2]) is str:
-                op[2] = [op[2], event.to_line()]
+                op[2] = [op[2], line]
                 batch.joined.append(op)
             else:
-                op[2].append(event.to_line())
-        entry: dict[str, Any] = {"id": job.id, "seq": seq, "entry": event.to_json()}
+                op[2].append(line)
+        else:
+            obj = event.to_json()
+        entry: dict[str, Any] = {"id": job.id, "seq": seq, "entry": obj}
         if event.name == "submit":
             entry["jobspec"] = job.jobspec
         elif event.name == "alloc":
