@@ -622,7 +622,10 @@ class Store:
                 return False
             parent = key[:end]
             if parent not in fresh:
-                if parent in self._dirs or execute(SQL_HAS_RANGE, _range(parent)).fetchone():
+                # one probe for a value at the directory or anything in it (a sibling
+                # such as "dir-x" lies in the range too: it only sends the ops one by one)
+                probe = (parent, parent + "/")
+                if parent in self._dirs or execute(SQL_HAS_RANGE, probe).fetchone():
                     return False
                 fresh[parent] = key
             rows.append((key, key[end + 1 :], value))
@@ -638,10 +641,12 @@ class Store:
         firsts = set(fresh.values())
         for kind, key, value in ops:  # the changes in the order one by one would make them
             if key in firsts:
-                self._make_way(key, watched, changes)
+                # the probe found no value at the directory itself: only those above it
+                self._make_way(key[: key.rfind(".")], watched, changes)
             if key in watched:
                 changes.append((key, kind, value))
         self._conn.executemany(SQL_INSERT, rows)
+        self._remember_dirs(fresh)
         return True
 
     def _apply_one(self, i: int, op: Op, watched: Collection[str], changes: list[Change]) -> None:
@@ -723,9 +728,13 @@ class Store:
             for ancestor in reversed(unknown):
                 if execute(SQL_DELETE_VALUE, _kl(ancestor)).rowcount and ancestor in watched:
                     changes.append((ancestor, UNLINK, None))
-            if len(dirs) + len(unknown) > _DIRS_MAX:
-                dirs.clear()
-            dirs.update(unknown)
+            self._remember_dirs(unknown)
+
+    def _remember_dirs(self, new: Collection[str]) -> None:
+        """Add directories none of whose ancestors is a value, forgetting all at the limit."""
+        if len(self._dirs) + len(new) > _DIRS_MAX:
+            self._dirs.clear()
+        self._dirs.update(new)
 
     # --- namespaces -------------------------------------------------------------------------
 

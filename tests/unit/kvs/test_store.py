@@ -185,6 +185,8 @@ def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
     assert kinds.count("SELECT") == 3  # one probe per job directory, none per key
     assert kinds.count("INSERT") == 9  # one executemany, traced a row at a time
     assert "UPDATE" not in kinds  # no append probing
+    # the probes covered each job's directory itself: only the value in the way is deleted
+    assert kinds.count("DELETE") == 1
     assert changes == [("job.a", "unlink", None), ("job.a.1.eventlog", "append", "1eventlog")]
     assert store.get("job.a.2.jobspec") == "2jobspec"
     assert store.ls("job.a") == {"0": "dir", "1": "dir", "2": "dir"}
