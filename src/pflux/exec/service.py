@@ -120,13 +120,16 @@ def _r_times(R: Any) -> tuple[float, float]:  # noqa: N803 (R is the RFC's name)
     execution = R.get("execution") if isinstance(R, dict) else None
     if not isinstance(execution, dict):
         raise PfluxError("R: execution must be an object")
-    times = []
-    for key in ("starttime", "expiration"):
-        value = execution.get(key, 0.0)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise PfluxError(f"R: execution.{key} must be a number >= 0, not {value!r}")
-        times.append(float(value))
-    return times[0], times[1]
+    return _r_time(execution, "starttime"), _r_time(execution, "expiration")
+
+
+def _r_time(execution: dict[str, Any], key: str) -> float:
+    value = execution.get(key, 0.0)
+    if type(value) is float and value >= 0.0:  # what the scheduler writes
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise PfluxError(f"R: execution.{key} must be a number >= 0, not {value!r}")
+    return float(value)
 
 
 class ExecJob:

@@ -19,6 +19,17 @@ def test_config_defaults_to_the_jobspec_duration(live: Any) -> None:
     assert mock_config({"attributes": {"system": {}}}) is None
 
 
+def test_a_test_of_run_duration_alone_is_read_once(live: Any) -> None:
+    """The usual test job's settings are shared, not rebuilt for each of thousands of jobs;
+    any other key, or a value of the wrong kind, still takes the checked path."""
+    first = mock_config(live.mock_job(run_duration="1ms"))
+    assert first == MockConfig(0.001)
+    assert mock_config(live.mock_job(run_duration="1ms")) is first
+    assert mock_config(live.mock_job(run_duration="1ms", wait_status=1)) == MockConfig(0.001, 1)
+    with pytest.raises(PfluxError, match="run_duration must be a duration string"):
+        mock_config(live.mock_job(run_duration=["1ms"]))
+
+
 @pytest.mark.parametrize(
     ("test", "message"),
     [
