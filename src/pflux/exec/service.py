@@ -25,6 +25,19 @@ durable when its namespace removal is answered, and nothing waits for the
 first commit. A batch that fails as a whole (a job can make its own
 ``output`` a directory) is retried job by job.
 
+A job's end is answered at once, as flux-core's job-exec answers ``finish``
+without waiting for its ``complete`` event: ``finish`` and the final
+``release`` go out in the turn that writes the job's last events and removes
+its namespace. Those writes reach the KVS first, since they are sent at the
+end of that turn and the job-manager hears the answers no sooner, so the KVS
+applies them in the same transaction as anything the job-manager commits on
+hearing them, or an earlier one; nothing of the job can be durable without
+its end. They go in a commit of the job's own, so another job's failed batch
+cannot delay them; a batch with the job's earlier writes that failed is
+retried in time to join the job-manager's transaction. This saves the
+job-manager a commit and every job a KVS round trip between its end and the
+release of its resources.
+
 The namespace needs no wait before the shell is forked: the launcher's fork,
 the shell and its task take far longer than the loop turn in which the KVS
 applies the creation, and a task's first request to the broker arrives in a
@@ -68,9 +81,9 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping
 from functools import partial
-from typing import Any, Final, Protocol, TypeGuard
+from typing import Any, Final, Protocol, TypeGuard, TypeVar
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
@@ -98,6 +111,9 @@ TIMELIMIT_NOTE: Final = "resource allocation expired"
 _RECORD: Final = wire.HEADER.size
 
 
+Run = TypeVar("Run", bound=Hashable)  # a ShellRun; anything hashable in tests
+
+
 class Execution(Protocol):
     """What runs a job: a simulated run (``MockRun``) or a job shell (``ShellRun``)."""
 
@@ -107,8 +123,8 @@ class Execution(Protocol):
 
     def kill_shell(self, signum: int) -> None: ...
 
-    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
-        """Clean up after the run; call ``then`` once done (at once, or later)."""
+    def finalize(self, finished: bool, status: int) -> None:
+        """Clean up after the run, with this turn's writes to the KVS."""
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -233,18 +249,20 @@ class ExecJob:
         self.finalize()
 
     def finalize(self) -> None:
-        """Clean up after the implementation; answer ``finish`` (if started), then ``release``."""
+        """Clean up after the implementation; answer ``finish`` (if started), then ``release``.
+
+        The answers need not wait for the implementation's last writes: those are
+        sent to the KVS at the end of this turn, and the job-manager hears the
+        answers in the next, so whatever it commits on hearing them is applied
+        after them (see the module docstring).
+        """
         if self.finalizing:
             return
         self.finalizing = True
         self.stop_timers()
         finished = self.running
-        if self.impl is None:
-            self._release(finished)
-        else:
-            self.impl.finalize(finished, self.status, partial(self._release, finished))
-
-    def _release(self, finished: bool) -> None:
+        if self.impl is not None:
+            self.impl.finalize(finished, self.status)
         if finished:
             self.respond(ExecResponse.FINISH, {"status": self.status})
         self.respond(ExecResponse.RELEASE, {"ranks": "all", "final": True})
@@ -407,6 +425,33 @@ def _config_signal(conf: dict[str, Any], key: str, default: int) -> int:
     raise PfluxError(f"[exec] {key}: not a signal: {value!r}")
 
 
+def split_commits(
+    new: Mapping[str, tuple[Run, list[str]]],
+    appends: Mapping[str, tuple[Run, list[str]]],
+    finals: Iterable[Run],
+) -> list[tuple[list[list[str]], list[Run]]]:
+    """A turn's commits, each as (ops, the job of each op): the new keys' puts, then
+    the appends, then one commit for each job of ``finals``, holding all of its ops,
+    its puts first."""
+    own: dict[Run, list[list[str]]] = {run: [] for run in finals}
+    commits: list[tuple[list[list[str]], list[Run]]] = []
+    for op, batch in (("put", new), ("append", appends)):
+        ops: list[list[str]] = []
+        runs: list[Run] = []
+        for key, (run, texts) in batch.items():
+            entry = [op, key, "".join(texts)]
+            last = own.get(run)
+            if last is None:
+                ops.append(entry)
+                runs.append(run)
+            else:
+                last.append(entry)
+        if ops:
+            commits.append((ops, runs))
+    commits += [(ops, [run] * len(ops)) for run, ops in own.items() if ops]
+    return commits
+
+
 class JobExec(Service):
     """The job-exec service (see the module docstring)."""
 
@@ -439,7 +484,7 @@ class JobExec(Service):
         self._creates: list[ShellRun] = []
         self._new: dict[str, tuple[ShellRun, list[str]]] = {}  # primary key -> texts
         self._appends: dict[str, tuple[ShellRun, list[str]]] = {}
-        self._removes: list[tuple[ShellRun, Callable[[], None]]] = []
+        self._removes: list[ShellRun] = []
         self._applied: set[ShellRun] = set()  # runs that applied shell records this turn
         self._after: list[Callable[[], None]] = []  # to call once this turn's writes are in
         self._flush_due = False
@@ -572,8 +617,9 @@ class JobExec(Service):
         else:
             pending[1].append(text)
 
-    def remove_namespace(self, run: ShellRun, then: Callable[[], None]) -> None:
-        self._removes.append((run, then))
+    def remove_namespace(self, run: ShellRun) -> None:
+        """Remove ``run``'s namespace after this turn's writes, which are the job's last."""
+        self._removes.append(run)
         self._flush_soon()
 
     def after_commit(self, callback: Callable[[], None]) -> None:
@@ -602,7 +648,9 @@ class JobExec(Service):
 
         The put of each running job's resume state goes with the new keys; the KVS
         applies the turn's commits in one transaction, so it is durable exactly when
-        the output it describes is.
+        the output it describes is. A job whose namespace is removed this turn has
+        its writes in a commit of its own, after the others, so that no other job's
+        failed batch can hold back its last events.
         """
         self._flush_due = False
         applied, self._applied = self._applied, set()
@@ -620,16 +668,14 @@ class JobExec(Service):
             job = run.job
             namespace = {"name": run.namespace, "owner": job.userid, "prefix": run.key[:-1]}
             send("kvs.namespace-create", namespace, run.on_created)
-        commits = [(op, batch) for op, batch in (("put", new), ("append", appends)) if batch]
-        for i, (op, batch) in enumerate(commits):
-            last = i == len(commits) - 1
-            ops = [[op, key, "".join(texts)] for key, (_, texts) in batch.items()]
-            done = partial(self._done, applied, after) if last else None
-            send("kvs.commit", {"ops": ops}, partial(self._committed, op, batch, done))
+        commits = split_commits(new, appends, removes)
+        for i, (ops, runs) in enumerate(commits):
+            done = partial(self._done, applied, after) if i == len(commits) - 1 else None
+            send("kvs.commit", {"ops": ops}, partial(self._committed, ops, runs, done))
         if not commits:
             self._done(applied, after)
-        for run, then in removes:
-            send("kvs.namespace-remove", {"name": run.namespace}, partial(run.on_removed, then))
+        for run in removes:
+            send("kvs.namespace-remove", {"name": run.namespace}, run.on_removed)
 
     @staticmethod
     def _done(applied: set[ShellRun], after: list[Callable[[], None]]) -> None:
@@ -642,15 +688,15 @@ class JobExec(Service):
 
     def _committed(
         self,
-        op: str,
-        batch: dict[str, tuple[ShellRun, list[str]]],
+        ops: list[list[str]],
+        runs: list[ShellRun],
         done: Callable[[], None] | None,
         msg: Message,
     ) -> None:
         """A turn's commit is answered; if it failed, commit each job's part on its own.
 
-        The answer comes before those of the removals sent after it, so a job
-        whose part is retried answers ``finish`` only once that part is durable.
+        The retries reach the KVS with what the job-manager commits on hearing of any
+        job finalized the turn after the batch was sent, so they are applied no later.
         """
         if not msg.errnum:
             if done is not None:
@@ -658,11 +704,11 @@ class JobExec(Service):
             return
         log.warning("job-exec: a batched commit failed (%s); retrying job by job", msg.errstr)
         by_run: dict[ShellRun, list[list[str]]] = {}
-        for key, (run, texts) in batch.items():
-            by_run.setdefault(run, []).append([op, key, "".join(texts)])
-        for run, ops in by_run.items():
+        for op, run in zip(ops, runs, strict=True):
+            by_run.setdefault(run, []).append(op)
+        for run, own in by_run.items():
             run.retries += 1
-            self.broker.send("kvs.commit", {"ops": ops}, run.on_retried)
+            self.broker.send("kvs.commit", {"ops": own}, run.on_retried)
         if done is not None:
             done()
 

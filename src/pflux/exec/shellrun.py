@@ -42,7 +42,6 @@ import errno
 import logging
 import os
 import signal
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -82,7 +81,6 @@ class ShellRun:
 
     __slots__ = (
         "acked",
-        "after_retries",
         "applied",
         "concluded",
         "eof_pending",
@@ -121,7 +119,6 @@ class ShellRun:
         self.applied = 0  # bytes of the shell's records applied
         self.acked = 0  # the offset last acknowledged to the shell
         self.retries = 0  # commits of this job's keys being retried on their own
-        self.after_retries: Callable[[], None] | None = None
         self.input_kvs = False  # the tasks read stdin from the input eventlog, not a file
         self.input_limit = 0
         self.input_bytes = 0  # stdin bytes the input eventlog holds
@@ -433,26 +430,22 @@ class ShellRun:
             offset = ALL if self.exited else self.applied
             self.service.send_launcher(wire.record(wire.ACK, self.job.id, b"%d" % offset))
 
-    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
-        """Post the last events and remove the namespace; ``then`` once both are durable."""
+    def finalize(self, finished: bool, status: int) -> None:
+        """Post the last events and remove the namespace, with this turn's writes."""
         if not self.concluded:
             text = event_line("complete", {"status": status}) if finished else ""
             self.service.append(self, "exec.eventlog", text + event_line("done"))
-        self.service.remove_namespace(self, then)
+        self.service.remove_namespace(self)
 
     def on_created(self, msg: Message) -> None:
         if msg.errnum and msg.errnum != errno.EEXIST:  # EEXIST: an earlier job-exec made it
             self.job.fatal(f"failed to create guest namespace: {msg.errstr}")
 
-    def on_removed(self, then: Callable[[], None], msg: Message) -> None:
+    def on_removed(self, msg: Message) -> None:
         if msg.errnum and msg.errnum != errno.ENOTSUP:
             log.error("job %s: namespace-remove: %s", JobID(self.job.id), msg.errstr)
         if self.spool is not None:
             _unlink(self.spool)
-        if self.retries:
-            self.after_retries = then  # some of its output is still being committed
-        else:
-            then()
 
     def on_retried(self, msg: Message) -> None:
         """A commit of this job's keys alone, after a batch failed, is answered."""
@@ -463,9 +456,6 @@ class ShellRun:
                 self.job.fatal(f"failed to write to the guest namespace: {msg.errstr}")
         elif not self.retries:
             self.on_committed()
-        if not self.retries and self.after_retries is not None:
-            then, self.after_retries = self.after_retries, None
-            then()
 
     # --- standard input -----------------------------------------------------------------
 

@@ -36,7 +36,7 @@ import asyncio
 import errno
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -224,9 +224,8 @@ class MockRun:
     def kill_shell(self, signum: int) -> None:
         """There is no shell to kill."""
 
-    def finalize(self, finished: bool, status: int, then: Callable[[], None]) -> None:
+    def finalize(self, finished: bool, status: int) -> None:
         """Nothing to clean up."""
-        then()
 
     def override(self, event: str, status: int) -> None:
         """``job-exec.override``: start the job, or finish it with ``status``."""
