@@ -10,9 +10,10 @@ action sets the flag that stops it being asked for twice.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 from pflux.manager.job import Job
-from pflux.manager.states import State
+from pflux.manager.states import CLEANUP, DEPEND, PRIORITY, RUN, SCHED, State
 
 
 class Action(enum.Enum):
@@ -38,32 +39,43 @@ INTERNAL = frozenset(
 INTERNAL_STATES = (State.DEPEND, State.PRIORITY, State.CLEANUP)
 
 
+# each action alone, as answers (shared: callers only read them), by plain names: Python
+# 3.11 reaches an enum member through its metaclass's hook, 200 ns an access
+_NONE: tuple[Action, ...] = ()
+_RUN_DEPENDENCIES = (Action.RUN_DEPENDENCIES,)
+_POST_DEPEND = (Action.POST_DEPEND,)
+_POST_PRIORITY = (Action.POST_PRIORITY,)
+_ALLOC = (Action.ALLOC,)
+_CANCEL_ALLOC = (Action.CANCEL_ALLOC,)
+_START = (Action.START,)
+
+
 def next_actions(
     job: Job, *, sched_ready: bool, exec_ready: bool, queue_started: bool
-) -> list[Action]:
+) -> Sequence[Action]:
     """The actions due for ``job`` now."""
     state = job.state
-    if state is State.DEPEND:
+    if state is DEPEND:
         if not job.depend_checked:
-            return [Action.RUN_DEPENDENCIES]
-        return [] if job.dependencies else [Action.POST_DEPEND]
-    if state is State.PRIORITY:
-        return [Action.POST_PRIORITY]
-    if state is State.SCHED:
+            return _RUN_DEPENDENCIES
+        return _NONE if job.dependencies else _POST_DEPEND
+    if state is PRIORITY:
+        return _POST_PRIORITY
+    if state is SCHED:
         return _sched(job, sched_ready, queue_started)
-    if state is State.RUN:
+    if state is RUN:
         ready = exec_ready and not job.start_pending and not job.perilog
-        return [Action.START] if ready and not job.release_final else []
-    if state is State.CLEANUP:
+        return _START if ready and not job.release_final else _NONE
+    if state is CLEANUP:
         return _cleanup(job)
-    return []
+    return _NONE
 
 
-def _sched(job: Job, sched_ready: bool, queue_started: bool) -> list[Action]:
+def _sched(job: Job, sched_ready: bool, queue_started: bool) -> Sequence[Action]:
     wanted = job.priority > 0 and queue_started
     if job.alloc_pending:
-        return [] if wanted or job.alloc_canceled else [Action.CANCEL_ALLOC]
-    return [Action.ALLOC] if wanted and sched_ready and not job.has_resources else []
+        return _NONE if wanted or job.alloc_canceled else _CANCEL_ALLOC
+    return _ALLOC if wanted and sched_ready and not job.has_resources else _NONE
 
 
 def _cleanup(job: Job) -> list[Action]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pflux.manager.states import State
+from pflux.manager.states import NEW, State
 
 # job results, as flux-core names them
 COMPLETED, FAILED, CANCELED, TIMEOUT = "COMPLETED", "FAILED", "CANCELED", "TIMEOUT"
@@ -89,7 +89,7 @@ class Job(Outcome):
     def __init__(self, jobid: int) -> None:
         self.id = jobid
         self.key = ""  # the job's KVS directory, once asked for
-        self.state = State.NEW
+        self.state = NEW
         self.history: list[str] = []
         self.userid = -1
         self.urgency = 16

@@ -35,7 +35,7 @@ from pflux.manager.plugins.priority import priority
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.requests import check_urgency, exception_args, job_id_arg, payload_of
 from pflux.manager.start import StartClient
-from pflux.manager.states import State, apply
+from pflux.manager.states import INACTIVE, SCHED, State, apply
 from pflux.manager.update import check_updates, running_expiration, with_expiration
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
@@ -214,9 +214,9 @@ class JobManager(Service):
 
     def _on_transition(self, job: Job, old: State) -> None:
         del self.by_state[old][job]
-        if old is State.SCHED:
+        if old is SCHED:
             self.alloc.forget(job)
-        if job.state is State.INACTIVE:
+        if job.state is INACTIVE:
             waiters, job.waiters = job.waiters, []
             self.events.after_commit(lambda: self._inactive(job, waiters))
         else:
@@ -243,7 +243,7 @@ class JobManager(Service):
                 for plugin in plugins:
                     plugin.event(job, event)
         for job in batch.jobs:
-            if job.state is not State.INACTIVE:
+            if job.state is not INACTIVE:
                 self.advance(job)
         self._check_waiters()
 
