@@ -59,7 +59,7 @@ class PendingJob:
         self.priority = priority
         self.t_submit = t_submit
         self.request = request
-        self.shape = request._replace(duration=0.0)  # what it needs, not for how long
+        self.shape = request.shape
         self.shape_id = 0  # the queue's number for the shape (cheaper to hash than it)
         self.tag = tag
         self.key = (-priority, t_submit, jobid)

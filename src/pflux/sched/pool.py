@@ -54,6 +54,14 @@ class ResourceRequest(NamedTuple):
     exclusive: bool = False
     duration: float = 0.0
 
+    @property
+    def shape(self) -> ResourceRequest:
+        """What it needs, not for how long (without ``_replace``, slow for a tuple this
+        small: a scheduler asks twice a job)."""
+        if not self[5]:
+            return self
+        return tuple.__new__(ResourceRequest, (*self[:5], 0.0))
+
     @classmethod
     def from_jobspec(cls, data: Any) -> ResourceRequest:
         """Read the request from a decoded jobspec; JobspecError names what is wrong.
@@ -182,7 +190,7 @@ class Pool:
         The wording is flux-core's (sched-simple's Rv1 pool).  The pool never
         changes size, so the answer is kept for each shape of request.
         """
-        shape = request._replace(duration=0.0)
+        shape = request.shape
         if shape not in self._never:
             self._never[shape] = self._never_why(shape)
         return self._never[shape]

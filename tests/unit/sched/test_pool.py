@@ -445,3 +445,22 @@ def test_kept_order_and_reservations_match_recomputing_them(
         got = pool.reservation(request)
         expected = _reference_reservation(pool, request)
         assert (got.time, dict(got.resources)) == expected if got else expected is None
+
+
+REQUESTS = st.builds(
+    ResourceRequest,
+    st.integers(1, 9),
+    st.integers(1, 4),
+    st.integers(0, 2),
+    st.integers(0, 3),
+    st.booleans(),
+    st.sampled_from([0.0, 0, 1.5, 3600.0]),
+)
+
+
+@given(REQUESTS)
+def test_a_request_s_shape_is_it_without_its_duration(wanted: ResourceRequest) -> None:
+    shape = wanted.shape
+    assert type(shape) is ResourceRequest
+    assert shape == wanted._replace(duration=0.0)
+    assert shape.duration == 0.0
