@@ -25,18 +25,18 @@ durable when its namespace removal is answered, and nothing waits for the
 first commit. A batch that fails as a whole (a job can make its own
 ``output`` a directory) is retried job by job.
 
-A job's end is answered at once, as flux-core's job-exec answers ``finish``
-without waiting for its ``complete`` event: ``finish`` and the final
-``release`` go out in the turn that writes the job's last events and removes
-its namespace. Those writes reach the KVS first, since they are sent at the
-end of that turn and the job-manager hears the answers no sooner, so the KVS
-applies them in the same transaction as anything the job-manager commits on
-hearing them, or an earlier one; nothing of the job can be durable without
-its end. They go in a commit of the job's own, so another job's failed batch
-cannot delay them; a batch with the job's earlier writes that failed is
-retried in time to join the job-manager's transaction. This saves the
-job-manager a commit and every job a KVS round trip between its end and the
-release of its resources.
+A job's end is answered without waiting for its last writes to be durable,
+as flux-core's job-exec answers ``finish`` without waiting for its
+``complete`` event: ``finish`` and the final ``release`` go out at the end of
+the turn that writes the job's last events and removes its namespace, just
+after those writes are sent. The KVS applies requests in the order they
+arrive, so it applies those writes in the same transaction as anything the
+job-manager commits on hearing the answers, or an earlier one: nothing of the
+job's end can be durable without them. They go in a commit of the job's own,
+so another job's failed batch cannot delay them; a failed batch sent a turn
+earlier is answered, and retried job by job, in time to join the
+job-manager's transaction. This saves the job-manager a commit and every job
+a KVS round trip between its end and the release of its resources.
 
 The namespace needs no wait before the shell is forked: the launcher's fork,
 the shell and its task take far longer than the loop turn in which the KVS
@@ -123,8 +123,8 @@ class Execution(Protocol):
 
     def kill_shell(self, signum: int) -> None: ...
 
-    def finalize(self, finished: bool, status: int) -> None:
-        """Clean up after the run, with this turn's writes to the KVS."""
+    def finalize(self, finished: bool, status: int) -> bool:
+        """Clean up after the run; True if that wrote to the KVS (with this turn's writes)."""
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -251,9 +251,9 @@ class ExecJob:
     def finalize(self) -> None:
         """Clean up after the implementation; answer ``finish`` (if started), then ``release``.
 
-        The answers need not wait for the implementation's last writes: those are
-        sent to the KVS at the end of this turn, and the job-manager hears the
-        answers in the next, so whatever it commits on hearing them is applied
+        The answers need not wait for the implementation's last writes to be
+        durable, only to be sent: they go at the end of the turn, after those
+        writes, so whatever the job-manager commits on hearing them is applied
         after them (see the module docstring).
         """
         if self.finalizing:
@@ -261,8 +261,12 @@ class ExecJob:
         self.finalizing = True
         self.stop_timers()
         finished = self.running
-        if self.impl is not None:
-            self.impl.finalize(finished, self.status)
+        if self.impl is not None and self.impl.finalize(finished, self.status):
+            self.service.broker.at_turn_end(partial(self._answer_end, finished))
+        else:
+            self._answer_end(finished)
+
+    def _answer_end(self, finished: bool) -> None:
         if finished:
             self.respond(ExecResponse.FINISH, {"status": self.status})
         self.respond(ExecResponse.RELEASE, {"ranks": "all", "final": True})

@@ -430,12 +430,13 @@ class ShellRun:
             offset = ALL if self.exited else self.applied
             self.service.send_launcher(wire.record(wire.ACK, self.job.id, b"%d" % offset))
 
-    def finalize(self, finished: bool, status: int) -> None:
+    def finalize(self, finished: bool, status: int) -> bool:
         """Post the last events and remove the namespace, with this turn's writes."""
         if not self.concluded:
             text = event_line("complete", {"status": status}) if finished else ""
             self.service.append(self, "exec.eventlog", text + event_line("done"))
         self.service.remove_namespace(self)
+        return True
 
     def on_created(self, msg: Message) -> None:
         if msg.errnum and msg.errnum != errno.EEXIST:  # EEXIST: an earlier job-exec made it

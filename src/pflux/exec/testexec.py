@@ -224,8 +224,9 @@ class MockRun:
     def kill_shell(self, signum: int) -> None:
         """There is no shell to kill."""
 
-    def finalize(self, finished: bool, status: int) -> None:
-        """Nothing to clean up."""
+    def finalize(self, finished: bool, status: int) -> bool:
+        """Nothing to clean up, nothing written."""
+        return False
 
     def override(self, event: str, status: int) -> None:
         """``job-exec.override``: start the job, or finish it with ``status``."""
