@@ -13,7 +13,7 @@ import enum
 from collections.abc import Sequence
 
 from pflux.manager.job import Job
-from pflux.manager.states import CLEANUP, DEPEND, PRIORITY, RUN, SCHED, State
+from pflux.manager.states import CLEANUP, DEPEND, PRIORITY, RUN, SCHED
 
 
 class Action(enum.Enum):
@@ -36,7 +36,7 @@ INTERNAL = frozenset(
     (Action.RUN_DEPENDENCIES, Action.POST_DEPEND, Action.POST_PRIORITY, Action.POST_CLEAN)
 )
 # the only states in which ``next_actions`` can answer an internal action
-INTERNAL_STATES = (State.DEPEND, State.PRIORITY, State.CLEANUP)
+INTERNAL_STATES = (DEPEND, PRIORITY, CLEANUP)
 
 
 # each action alone, as answers (shared: callers only read them), by plain names: Python

@@ -260,41 +260,40 @@ def _unchanged(job: Job, event: Event) -> State:
     return job.state
 
 
-S = State
-ACTIVE_STATES = (S.NEW, S.DEPEND, S.PRIORITY, S.SCHED, S.RUN, S.CLEANUP)
-PENDING_STATES = (S.NEW, S.DEPEND, S.PRIORITY, S.SCHED)
+ACTIVE_STATES = (NEW, DEPEND, PRIORITY, SCHED, RUN, CLEANUP)
+PENDING_STATES = (NEW, DEPEND, PRIORITY, SCHED)
 
 
 def _table() -> dict[tuple[State, str], Handler]:
     table: dict[tuple[State, str], Handler] = {
-        (S.NEW, "submit"): _submit,
-        (S.NEW, "validate"): _validate,
-        (S.NEW, "invalidate"): _invalidate,
-        (S.DEPEND, "dependency-add"): _dependency_add,
-        (S.DEPEND, "dependency-remove"): _dependency_remove,
-        (S.DEPEND, "depend"): _depend,
-        (S.PRIORITY, "priority"): _priority,
-        (S.SCHED, "priority"): _priority,
-        (S.SCHED, "alloc"): _alloc,
-        (S.CLEANUP, "alloc"): _alloc,  # the scheduler answered just as an exception came
-        (S.RUN, "prolog-start"): _prolog_start,
-        (S.RUN, "prolog-finish"): _perilog_finish,
-        (S.CLEANUP, "prolog-finish"): _perilog_finish,
-        (S.RUN, "start"): _start,
-        (S.CLEANUP, "start"): _start,
-        (S.RUN, "finish"): _finish,
-        (S.CLEANUP, "finish"): _finish,
-        (S.RUN, "release"): _release,
-        (S.CLEANUP, "release"): _release,
+        (NEW, "submit"): _submit,
+        (NEW, "validate"): _validate,
+        (NEW, "invalidate"): _invalidate,
+        (DEPEND, "dependency-add"): _dependency_add,
+        (DEPEND, "dependency-remove"): _dependency_remove,
+        (DEPEND, "depend"): _depend,
+        (PRIORITY, "priority"): _priority,
+        (SCHED, "priority"): _priority,
+        (SCHED, "alloc"): _alloc,
+        (CLEANUP, "alloc"): _alloc,  # the scheduler answered just as an exception came
+        (RUN, "prolog-start"): _prolog_start,
+        (RUN, "prolog-finish"): _perilog_finish,
+        (CLEANUP, "prolog-finish"): _perilog_finish,
+        (RUN, "start"): _start,
+        (CLEANUP, "start"): _start,
+        (RUN, "finish"): _finish,
+        (CLEANUP, "finish"): _finish,
+        (RUN, "release"): _release,
+        (CLEANUP, "release"): _release,
         # a running job's duration may be updated (flux update): both events, RUN or CLEANUP
-        (S.RUN, "jobspec-update"): _jobspec_update,
-        (S.CLEANUP, "jobspec-update"): _jobspec_update,
-        (S.RUN, "resource-update"): _resource_update,
-        (S.CLEANUP, "resource-update"): _resource_update,
-        (S.CLEANUP, "epilog-start"): _epilog_start,
-        (S.CLEANUP, "epilog-finish"): _perilog_finish,
-        (S.CLEANUP, "free"): _free,
-        (S.CLEANUP, "clean"): _clean,
+        (RUN, "jobspec-update"): _jobspec_update,
+        (CLEANUP, "jobspec-update"): _jobspec_update,
+        (RUN, "resource-update"): _resource_update,
+        (CLEANUP, "resource-update"): _resource_update,
+        (CLEANUP, "epilog-start"): _epilog_start,
+        (CLEANUP, "epilog-finish"): _perilog_finish,
+        (CLEANUP, "free"): _free,
+        (CLEANUP, "clean"): _clean,
     }
     for state in ACTIVE_STATES:
         table[state, "exception"] = _exception

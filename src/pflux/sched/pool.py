@@ -58,9 +58,9 @@ class ResourceRequest(NamedTuple):
     def shape(self) -> ResourceRequest:
         """What it needs, not for how long (without ``_replace``, slow for a tuple this
         small: a scheduler asks twice a job)."""
-        if not self[5]:
+        if not self.duration:
             return self
-        return tuple.__new__(ResourceRequest, (*self[:5], 0.0))
+        return tuple.__new__(ResourceRequest, (*self[:-1], 0.0))  # duration is the last field
 
     @classmethod
     def from_jobspec(cls, data: Any) -> ResourceRequest:

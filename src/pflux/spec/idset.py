@@ -163,9 +163,12 @@ class IdSet:
         flux-core's ``IDSET_FLAG_BRACKETS`` does (``3``, ``[3-4]``).
         """
         text = ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self._ranges)
-        if brackets and self._count > 1:
-            return f"[{text}]"
-        return text
+        return self.bracket(text) if brackets else text
+
+    def bracket(self, text: str) -> str:
+        """``text``, this set's ``encode()``, in brackets if the set has more than one id
+        (what ``encode(brackets=True)`` gives, for a caller that has the plain text)."""
+        return f"[{text}]" if self._count > 1 else text
 
     def __str__(self) -> str:
         return self.encode()

@@ -60,11 +60,6 @@ class Target(NamedTuple):
     gpus: IdSet
 
 
-def _bracketed(text: str, ids: IdSet) -> str:
-    """``ids.encode(brackets=True)`` from its plain ``text``."""
-    return f"[{text}]" if len(ids) > 1 else text
-
-
 def _fail(path: str, rule: str) -> NoReturn:
     raise ResourceError(f"{path}: {rule}" if path else rule)
 
@@ -311,13 +306,13 @@ class ResourceSet:
         for ranks, cores, gpus in self._groups():
             core_text = cores.encode()
             children = {"core": core_text}
-            kinds = [f"core{_bracketed(core_text, cores)}"] if cores else []
+            kinds = [f"core{cores.bracket(core_text)}"] if cores else []
             if gpus:
                 gpu_text = children["gpu"] = gpus.encode()
-                kinds.append(f"gpu{_bracketed(gpu_text, gpus)}")
+                kinds.append(f"gpu{gpus.bracket(gpu_text)}")
             rank_text = ranks.encode()
             r_lite.append({"rank": rank_text, "children": children})
-            parts.append(f"rank{_bracketed(rank_text, ranks)}/{','.join(kinds)}")
+            parts.append(f"rank{ranks.bracket(rank_text)}/{','.join(kinds)}")
         execution: dict[str, Any] = {
             "R_lite": r_lite,
             "nodelist": [hostlist.encode(self.nodelist)] if self.targets else [],
