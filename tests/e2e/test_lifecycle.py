@@ -231,3 +231,20 @@ def test_a_socket_path_that_is_not_an_instance(tmp_path: Path) -> None:
 
     with pytest.raises(NoInstanceError, match="cannot connect"):
         Client(f"local://{tmp_path}/nothing")
+
+
+def test_without_an_epilog_the_end_of_a_job_is_one_commit(tmp_path: Path) -> None:
+    """With no epilog to run first, free and clean join the batch of the final release
+    (AllocClient.free): a watcher of the eventlog sees the three in one append, and a
+    debug job's free-request once, just before free."""
+    with LiveInstance(tmp_path / "state") as live, Client(live.uri) as client:
+        jobid = client.submit(jobspec(), urgency="hold", debug=True)
+        key = f"{JobID(jobid).kvs}.eventlog"
+        watch = client.handle.rpc("kvs.watch", {"key": key, "append": True}, streaming=True)
+        appends = [watch.get(timeout=10)["value"]]
+        client.urgency(jobid, "default")
+        while '"clean"' not in appends[-1]:
+            appends.append(watch.get(timeout=10)["value"])
+        last = [Event.from_line(line).name for line in appends[-1].splitlines()]
+        assert last[-4:] == ["release", "debug.free-request", "free", "clean"]
+        assert names(client, jobid).count("debug.free-request") == 1

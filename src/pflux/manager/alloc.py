@@ -11,7 +11,11 @@ that is not the final one at once, as the R fragment of those ranks with
 with ``final: true`` when the job is done with it (flux-core frees partially
 from its housekeeping the same way).  As in flux-core (since its sched.free
 dropped its response, flux-core PR 5786), a free has no response: ``free`` is
-posted as the request is sent, and the scheduler logs what it cannot free.
+posted, the request is sent once it is durable, and the scheduler logs what it
+cannot free. With no epilog to run first, ``free`` (and ``clean``) join the
+batch of the job's final ``release``, one transaction less per job; a crash
+before the request is sent leaves a job whose eventlog says its resources are
+free, which is what the scheduler's hello at restart goes by.
 A job's released ranks are kept in memory only: after a restart the
 scheduler is told the job holds all of its R until its final free, which is
 safe, if less generous.
@@ -123,14 +127,18 @@ class AllocClient:
 
     def free(self, job: Job) -> None:
         """Free what ``job`` still holds, for good."""
-        if job.debug:
-            self.manager.post(job, "debug.free-request")
+        if job.debug:  # posted without advancing: free is still due until it is posted
+            self.manager.events.post(job, "debug.free-request")
         R = job.R  # noqa: N806 (R is the RFC's name)
         released = self.released.pop(job, None)
         if released is not None and R is not None:
             R = _without(R, released)  # noqa: N806
-        self.manager.broker.send("sched.free", {"id": job.id, "R": R, "final": True})
         self.manager.post(job, "free")
+        payload = {"id": job.id, "R": R, "final": True}
+        self.manager.events.after_commit(lambda: self._send_free(payload))
+
+    def _send_free(self, payload: dict[str, Any]) -> None:
+        self.manager.broker.send("sched.free", payload)
 
     def release(self, job: Job, ranks: str) -> None:
         """The execution service released ``ranks`` of ``job``: free them once that is durable."""

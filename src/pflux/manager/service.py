@@ -45,6 +45,7 @@ log = logging.getLogger("pflux.job-manager")
 KNOWN_FLAGS = frozenset(("debug", "waitable"))
 # as plain names, quick to compare by identity (``post``)
 _DEPEND, _PRIORITY, _CLEANUP = INTERNAL_STATES
+_FREE = Action.FREE
 
 
 class JobManager(Service):
@@ -76,6 +77,7 @@ class JobManager(Service):
         self._drain: list[Request] = []
         self._idle: list[Request] = []
         self._depending: set[Job] = set()  # jobs whose dependencies are being added
+        self._free_hooks = False  # a plugin may hold resources back (an epilog)
         for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
             self.add_plugin(scheme(self))
         perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
@@ -88,6 +90,8 @@ class JobManager(Service):
 
     def add_plugin(self, plugin: Plugin) -> None:
         self.plugins.append(plugin)
+        if type(plugin).before_free is not Plugin.before_free:
+            self._free_hooks = True
         for scheme in plugin.schemes:
             self.schemes[scheme] = plugin
         for name in plugin.events:
@@ -184,7 +188,9 @@ class JobManager(Service):
         for action in actions:
             if action in _INTERNAL:
                 _INTERNAL[action](self, job)
-            elif not uncommitted:
+            elif not uncommitted or (action is _FREE and not self._free_hooks):
+                # free is posted at once and sent once durable (AllocClient.free): with
+                # no epilog to start first, it joins the batch of the job's release
                 _EXTERNAL[action](self, job)
 
     def advance_state(self, state: State) -> None:
