@@ -187,6 +187,15 @@ class RunQueue:
             self._scheduled = True
             self._loop.call_soon(self._run)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether work is queued for the next turn."""
+        return bool(self._items)
+
+    def at_next_end(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at the end of the next turn."""
+        self.push(self.at_end, fn)
+
     def _run(self) -> None:
         self._scheduled = False
         self._running = True

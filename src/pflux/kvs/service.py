@@ -5,7 +5,11 @@ one loop turn is queued and applied at the end of the turn in one SQLite
 transaction, each commit atomic within it (a savepoint), and each request is
 answered only after that transaction has committed. This is what lets
 job-ingest and job-manager, which send one commit per batch of jobs, reach
-thousands of jobs per second.
+thousands of jobs per second. Services send their own batches, and their
+answers, from the end of a turn, so when that end has queued more work the
+flush waits one turn more and takes what comes (``_turn_end``): with real
+jobs, job-exec's ``complete`` and the job manager's ``finish`` share a
+transaction. Requests are still applied in the order they arrive.
 
 A store that need not be crash-safe (a temporary instance's, ``journal_mode``
 "memory") goes further: it keeps one SQLite transaction open across turns and
@@ -114,6 +118,7 @@ class KVSService(Service):
         self._store: Store | None = None
         self._queue: list[_Pending] = []
         self._scheduled = False
+        self._waited = 0  # how far the queued writes' flush has waited (_turn_end)
         self._watches: dict[str, list[_Watch]] = {}  # by primary key
         self._by_sender: dict[tuple[object, int], _Watch] = {}
         self._failed: str | None = None
@@ -217,7 +222,26 @@ class KVSService(Service):
         self._queue.append(_Pending(req, kind, args))
         if not self._scheduled:
             self._scheduled = True
-            self.broker.at_turn_end(self._flush)
+            self._waited = 0
+            self.broker.at_turn_end(self._turn_end)
+
+    def _turn_end(self) -> None:
+        """Flush once the turn's other work is done, or, if that sent more, a turn later.
+
+        Services send their commits from the end of a turn (their own batching), and
+        answer from it: the job manager's commit of a job's ``finish`` follows
+        job-exec's of its ``complete`` by one turn. Waiting that turn, once, puts
+        both in one transaction.
+        """
+        queue = self.broker.queue
+        if self._waited == 0:  # after the ends registered so far
+            self._waited = 1
+            queue.at_end(self._turn_end)
+        elif self._waited == 1 and queue.waiting:
+            self._waited = 2
+            queue.at_next_end(self._turn_end)
+        else:
+            self._flush()
 
     def _flush(self) -> None:
         """Apply everything queued in one transaction, then answer and notify."""

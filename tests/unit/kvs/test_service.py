@@ -102,6 +102,37 @@ def test_commits_in_one_turn_share_one_transaction_and_wait_for_it(run_kvs: Run)
     run_kvs(scenario)
 
 
+def test_a_commit_sent_at_the_end_of_the_turn_joins_the_transaction(run_kvs: Run) -> None:
+    """Services send commits and answers from the end of a turn (job-exec's complete, then
+    the job manager's finish): the flush waits one turn for what that brings, not longer."""
+
+    async def scenario(broker: Broker, client: Any) -> None:
+        events: list[str] = []
+        count_transactions(broker, events)
+        turns = iter(range(3))
+
+        def chain() -> None:  # another service: a commit from the end of each of 3 turns
+            n = next(turns, None)
+            if n is not None:
+                ops = [["put", f"chain.{n}", "x"]]
+                broker.send("kvs.commit", {"ops": ops}, lambda msg: events.append(f"chain {n}"))
+                broker.queue.at_next_end(chain)
+
+        first = client.send("kvs.commit", {"ops": [["put", "a", "1"]]})
+        broker.at_turn_end(chain)
+        await client.wait(first)
+        await broker.call("kvs.get", {"key": "chain.2"})
+        assert events == [
+            "transaction",  # a, and chain 0 from the end of a's turn
+            "chain 0",
+            "transaction",  # chain 1, which came too late for that one, and chain 2
+            "chain 1",
+            "chain 2",
+        ]
+
+    run_kvs(scenario)
+
+
 def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
     async def scenario(broker: Broker, client: Any) -> None:
         await client.call("kvs.commit", {"ops": [["put", "d.x", "1"]]})
