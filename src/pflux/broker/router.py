@@ -12,6 +12,7 @@ import errno
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from itertools import islice
 from typing import Any, Protocol
 
 from pflux.broker.message import (
@@ -187,10 +188,14 @@ class RunQueue:
             self._scheduled = True
             self._loop.call_soon(self._run)
 
-    @property
-    def waiting(self) -> bool:
-        """Whether work is queued for the next turn."""
-        return bool(self._items)
+    def requests_waiting(self, prefix: str, look: int = 32) -> bool:
+        """Whether one of the first ``look`` items queued for the next turn is a request
+        whose topic starts with ``prefix`` (the first few: a busy turn queues thousands)."""
+        for _, args in islice(self._items, look):
+            msg = args[0] if args else None
+            if type(msg) is Message and msg.type == REQUEST and msg.topic.startswith(prefix):
+                return True
+        return False
 
     def at_next_end(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` at the end of the next turn."""

@@ -6,9 +6,9 @@ transaction, each commit atomic within it (a savepoint), and each request is
 answered only after that transaction has committed. This is what lets
 job-ingest and job-manager, which send one commit per batch of jobs, reach
 thousands of jobs per second. Services send their own batches, and their
-answers, from the end of a turn, so when that end has queued more work the
-flush waits one turn more and takes what comes (``_turn_end``): with real
-jobs, job-exec's ``complete`` and the job manager's ``finish`` share a
+answers, from the end of a turn, so when that end has queued another write
+for the KVS the flush waits one turn more and takes it (``_turn_end``): with
+real jobs, job-exec's ``complete`` and the job manager's ``finish`` share a
 transaction. Requests are still applied in the order they arrive.
 
 A store that need not be crash-safe (a temporary instance's, ``journal_mode``
@@ -226,18 +226,18 @@ class KVSService(Service):
             self.broker.at_turn_end(self._turn_end)
 
     def _turn_end(self) -> None:
-        """Flush once the turn's other work is done, or, if that sent more, a turn later.
+        """Flush once the turn's other work is done, or a turn later if that sent the KVS more.
 
         Services send their commits from the end of a turn (their own batching), and
         answer from it: the job manager's commit of a job's ``finish`` follows
         job-exec's of its ``complete`` by one turn. Waiting that turn, once, puts
-        both in one transaction.
+        both in one transaction; other work queued does not make it wait.
         """
         queue = self.broker.queue
         if self._waited == 0:  # after the ends registered so far
             self._waited = 1
             queue.at_end(self._turn_end)
-        elif self._waited == 1 and queue.waiting:
+        elif self._waited == 1 and queue.requests_waiting("kvs."):  # a commit, say
             self._waited = 2
             queue.at_next_end(self._turn_end)
         else:

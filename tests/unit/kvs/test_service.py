@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pflux.broker.message import Message, RPCError
-from pflux.broker.router import Broker
+from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.kvs import service as kvs_service
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
@@ -129,6 +129,25 @@ def test_a_commit_sent_at_the_end_of_the_turn_joins_the_transaction(run_kvs: Run
             "chain 1",
             "chain 2",
         ]
+        # a request to another service sent from the end of a turn holds nothing back
+        events.clear()
+        handled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        class Elsewhere(Service):
+            name = "elsewhere"
+
+            @method("x")
+            def x(self, req: Request) -> None:
+                events.append("elsewhere")
+                req.respond({})
+                handled.set_result(None)
+
+        broker.register(Elsewhere(broker))
+        tag = client.send("kvs.commit", {"ops": [["put", "b", "1"]]})
+        broker.at_turn_end(lambda: broker.send("elsewhere.x", {}))
+        await client.wait(tag)
+        await handled
+        assert events == ["transaction", "elsewhere"]
 
     run_kvs(scenario)
 
