@@ -188,9 +188,11 @@ class JobManager(Service):
         for action in actions:
             if action in _INTERNAL:
                 _INTERNAL[action](self, job)
-            elif not uncommitted or (action is _FREE and not self._free_hooks):
+            elif not uncommitted or (action is _FREE and self.alloc.ready and not self._free_hooks):
                 # free is posted at once and sent once durable (AllocClient.free): with
-                # no epilog to start first, it joins the batch of the job's release
+                # no epilog to start first, it joins the batch of the job's release (once
+                # the scheduler has said hello: until then, a job holding resources is one
+                # it must be told of)
                 _EXTERNAL[action](self, job)
 
     def advance_state(self, state: State) -> None:
