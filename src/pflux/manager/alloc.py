@@ -12,10 +12,11 @@ with ``final: true`` when the job is done with it (flux-core frees partially
 from its housekeeping the same way).  As in flux-core (since its sched.free
 dropped its response, flux-core PR 5786), a free has no response: ``free`` is
 posted, the request is sent once it is durable, and the scheduler logs what it
-cannot free. With no epilog to run first, ``free`` (and ``clean``) join the
-batch of the job's final ``release``, one transaction less per job; a crash
-before the request is sent leaves a job whose eventlog says its resources are
-free, which is what the scheduler's hello at restart goes by.
+cannot free. With no epilog to run first and the scheduler ready, ``free``
+(and ``clean``) join the batch of the job's final ``release``, one transaction
+less per job; a crash before the request is sent leaves a job whose eventlog
+says its resources are free, which is what the scheduler's hello at restart
+goes by.
 A job's released ranks are kept in memory only: after a restart the
 scheduler is told the job holds all of its R until its final free, which is
 safe, if less generous.
@@ -170,8 +171,7 @@ class AllocClient:
         if not part:
             return
         self.released[job] = released | IdSet(part)
-        payload = {"id": job.id, "R": ResourceSet(part).to_json(), "final": False}
-        self.manager.broker.send("sched.free", payload)
+        self._send_free({"id": job.id, "R": ResourceSet(part).to_json(), "final": False})
 
     def forget(self, job: Job) -> None:
         """``job`` no longer wants an allocation (it left SCHED)."""
