@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,10 +14,6 @@ from hypothesis import strategies as st
 from pflux.exec import journal
 
 BOOT = journal.boot_id().encode()
-
-
-def now() -> int:
-    return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
 
 
 def test_a_start_without_its_end_is_live(tmp_path: Path) -> None:
@@ -42,14 +39,27 @@ def test_reading_any_bytes_raises_nothing(data: bytes) -> None:
         assert isinstance(journal.live(f.name), dict)
 
 
+# A session leader that records itself as a job shell does: after it started, before its tasks.
+LEADER = """
+import subprocess, sys, time
+print(time.clock_gettime_ns(time.CLOCK_BOOTTIME), flush=True)
+sleeps = [subprocess.Popen(["sleep", "100"]) for _ in range(2)]
+sleeps[0].wait()
+"""
+
+
 def test_a_session_is_killed_whole_and_the_journal_removed(tmp_path: Path) -> None:
-    when = now()
-    session = subprocess.Popen(["sh", "-c", "sleep 100 & sleep 100 & wait"], start_new_session=True)
+    session = subprocess.Popen(
+        [sys.executable, "-c", LEADER], start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert session.stdout is not None
+    with session.stdout:
+        when = int(session.stdout.readline())
     path = tmp_path / "journal"
     path.write_bytes(journal.start_line(9, session.pid, when, BOOT))
     members = []
     deadline = time.monotonic() + 10
-    while len(members) < 3 and time.monotonic() < deadline:  # the shell and its two sleeps
+    while len(members) < 3 and time.monotonic() < deadline:  # the leader and its two sleeps
         members = [
             int(p)
             for p in os.listdir("/proc")
