@@ -1,11 +1,13 @@
-"""The shell launcher: one warm process that forks a job shell per job and relays for all of them.
+"""The shell launcher: one warm process that forks the job shells and relays for all of them.
 
 Starting a Python interpreter costs tens of milliseconds; forking one that has
 already imported the shell costs about a millisecond, and a shell that runs
 little Python after the fork not much more (``pflux.shell.main``). So job-exec
 starts this process once (``python -c COMMAND FD RECORDS JOURNAL``) and it
 serves every job: it forks shells ahead of need, gives each job to one of
-them, passes signals on, and reaps them. The shells send what they have to
+them, passes signals on, and reaps them. A shell that says DONE (its job is
+over and reported) is a spare again, for the next job: a fork and a process's
+teardown a job are most of what a short job costs. The shells send what they have to
 say (``pflux.exec.wire``) straight to job-exec, on the datagram socket RECORDS
 that they all inherit; the launcher tells job-exec only the status of a shell
 that could not (one killed, say), after reaping it. The per-job work is the
@@ -37,7 +39,7 @@ kills its tasks.
 Every fork copies the launcher's page tables, every shell's exit frees them,
 and every page either writes after a fork costs a page fault (about 5 us
 here): a megabyte less in the launcher is about a quarter of a millisecond
-less per job. So the launcher keeps small: it imports no Python-level
+less per shell it forks. So the launcher keeps small: it imports no Python-level
 library it can do without (not asyncio, subprocess or logging, so not
 threading; not even socket, signal or struct, only their C modules), it is
 started with ``-c`` rather than ``-m``, it gives the memory its imports freed
@@ -76,6 +78,7 @@ COMMAND: Final = "import sys; from pflux.exec.launcher import main; sys.exit(mai
 SHUTDOWN_GRACE: Final = 5.0  # seconds tasks get after SIGTERM when job-exec has gone
 SPARES: Final = 4  # shells forked ahead of need
 SPARES_LOW: Final = 1  # forking starts again when this few are left
+SPARES_KEPT: Final = 16  # shells done with a job wait for another while there are fewer spares
 RECV_SIZE: Final = 1 << 16  # more than job-exec sends at once, mostly
 MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
 JOURNAL_IDLE_LIMIT: Final = 1 << 16  # journal bytes worth rewriting when no shell runs
@@ -87,12 +90,13 @@ _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 
 
 class _Shell:
-    __slots__ = ("jobid", "pid", "sock")
+    __slots__ = ("generation", "jobid", "pid", "sock")
 
-    def __init__(self, pid: int, sock: _socket.socket) -> None:
+    def __init__(self, pid: int, sock: _socket.socket, generation: int) -> None:
         self.jobid = -1  # a spare, until it is given a job
         self.pid = pid
         self.sock = sock  # the launcher's end of the shell's socket
+        self.generation = generation  # the launcher's, when it was forked (see _retire_spares)
 
 
 class Server:
@@ -106,13 +110,15 @@ class Server:
     whatever it writes after the last of them is paid for once per batch
     rather than once per job.
 
-    A shell is known by its socket: it is reaped when the socket reaches its
-    end, which the shell's exit causes (no task inherits it), so the launcher
-    needs no pidfd or SIGCHLD per shell. A shell that has reported its job's
-    status exits with 0, before its teardown, which nobody waits for; one that
-    left it in its spool with ``SPOOLED``, which job-exec hears of as EXITED
-    ``-2`` (if it is there: else it finds the spool); for any other end, the
-    launcher reports the shell's wait status.
+    A shell is known by its socket: it says DONE on it when its job is over
+    and reported, and is then a spare again (while there are fewer than
+    ``SPARES_KEPT``: else it is retired). It is reaped when the socket
+    reaches its end, which the shell's exit causes (no task inherits it), so
+    the launcher needs no pidfd or SIGCHLD per shell. A shell that exits
+    having reported its job's status exits with 0, before its teardown, which
+    nobody waits for; one that left it in its spool with ``SPOOLED``, which
+    job-exec hears of as EXITED ``-2`` (if it is there: else it finds the
+    spool); for any other end, the launcher reports the shell's wait status.
     """
 
     def __init__(
@@ -138,6 +144,7 @@ class Server:
             boot=journal.boot_id().encode(),
             devnull=self.devnull,
             cpus=tuple(sorted(os.sched_getaffinity(0))),
+            cwd=os.getcwd(),
             path=os.environ.get("PATH"),
             records=records,
             spool=spool,
@@ -148,7 +155,8 @@ class Server:
         self.poller.register(link.fileno(), _IN)
         self.by_fd: dict[int, _Shell] = {}
         self.by_job: dict[int, _Shell] = {}
-        self.spares: list[_Shell] = []
+        self.spares: list[_Shell] = []  # the last is given the next job: a shell warm from one
+        self.generation = 0  # shells forked before the last _retire_spares are not kept
         self.inbuf = bytearray()
         self.unsent = bytearray()  # records for job-exec, sent at the end of each turn
         self.writing = False  # waiting for job-exec's socket to be writable
@@ -350,7 +358,7 @@ class Server:
         if pid == 0:
             self._child(theirs)
         theirs.close()
-        entry = _Shell(pid, ours)
+        entry = _Shell(pid, ours, self.generation)
         self.spares.append(entry)
         self.by_fd[ours.fileno()] = entry
         self.poller.register(ours.fileno(), _IN)
@@ -377,7 +385,7 @@ class Server:
     # --- the shells ---------------------------------------------------------------------
 
     def _from_shell(self, entry: _Shell) -> None:
-        """A shell's socket is readable: it has ended (a shell sends the launcher nothing)."""
+        """A shell's socket is readable: it has ended, or it is done with its job."""
         try:
             n = entry.sock.recv_into(self.buffer, RECV_SIZE, _socket.MSG_DONTWAIT)
         except BlockingIOError:
@@ -386,6 +394,21 @@ class Server:
             n = 0
         if not n:
             self._reap(entry)
+            return
+        for kind, jobid, _ in wire.split(memoryview(self.buffer)[:n])[0]:
+            if kind == wire.DONE and jobid == entry.jobid >= 0:
+                self._done(entry)
+
+    def _done(self, entry: _Shell) -> None:
+        """The shell has reported its job's end and waits for another: keep it, or retire it."""
+        del self.by_job[entry.jobid]
+        self.ended.append(journal.end_lines([entry.jobid]))
+        entry.jobid = -1
+        kept = entry.generation == self.generation and len(self.spares) < SPARES_KEPT
+        if kept and not (self.quit or self.closing or self.detached):
+            self.spares.append(entry)
+        else:
+            _retire(entry)
 
     def _reap(self, entry: _Shell) -> None:
         """The shell's socket has reached its end: the shell has exited, or is exiting."""
@@ -426,13 +449,15 @@ class Server:
                     continue
 
     def _retire_spares(self) -> None:
-        """End the spares (their end of the socket closes): they run nothing and exit."""
+        """End the spares, and the busy shells once they are done: they hold what changed.
+
+        That is the journal's descriptor (``_trim_journal``) or job-exec's
+        socket (``_detach``), which shells forked from now on inherit anew.
+        """
         for entry in self.spares:
-            try:
-                entry.sock.shutdown(_socket.SHUT_RDWR)
-            except OSError:
-                continue
+            _retire(entry)
         self.spares.clear()  # reaped when their socket ends, as any shell
+        self.generation += 1
 
     # --- the journal and job-exec's socket ----------------------------------------------
 
@@ -478,6 +503,14 @@ class Server:
 
 
 _PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT)
+
+
+def _retire(entry: _Shell) -> None:
+    """Close the launcher's end of a shell's socket: a shell waiting for a job exits."""
+    try:
+        entry.sock.shutdown(_socket.SHUT_RDWR)
+    except OSError:
+        return
 
 
 def _passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:

@@ -25,6 +25,8 @@ job-exec to the launcher (which passes the job's on to its shell):
 
 The launcher to a shell, besides the above: ``d`` DETACH: job-exec is gone;
 keep what is not acknowledged in the spool file until one resumes the job.
+A shell to the launcher: ``D`` DONE: everything the job's shell sent is in
+the KVS, and the shell waits for its next job (a SPAWN).
 
 A shell to job-exec (the bytes of these records, counted from the first, are
 the offsets ACK and RESUME name):
@@ -59,6 +61,7 @@ __all__ = [
     "ACK",
     "ATTACH",
     "DETACH",
+    "DONE",
     "EOF",
     "EXCEPTION",
     "EXITED",
@@ -93,6 +96,7 @@ INPUT: Final = b"i"
 QUIT: Final = b"q"
 ATTACH: Final = b"A"
 DETACH: Final = b"d"
+DONE: Final = b"D"
 LIVE: Final = b"L"
 OUTPUT: Final = b"o"
 EOF: Final = b"f"

@@ -1,11 +1,11 @@
-"""The job shell: one process per job that launches its tasks and reports back.
+"""The job shell: one process per running job that launches its tasks and reports back.
 
 job-exec plans each job's shell (``plan``) and asks its launcher
 (``pflux.exec.launcher``) for one; the shell, forked ahead of need, starts the
 tasks on the cores and GPUs in R, relays their output and its events to
 job-exec (keeping them until they are committed, and spooling them while no
-job-exec is there), feeds the tasks' stdin, passes signals on, and exits with
-flux's status. job-exec turns what it relays into RFC 32 responses and the
+job-exec is there), feeds the tasks' stdin, passes signals on, and reports
+flux's status; then it waits for a later job. job-exec turns what it relays into RFC 32 responses and the
 guest namespace's eventlogs.
 
 Modules: ``plan`` (pure: the shell's description, made by job-exec), ``layout``

@@ -1,7 +1,7 @@
 """Which task runs where: tasks over the slots of R, and each slot's cores and GPUs.
 
-Pure: the shell calls it with the jobspec and R and gets every task's rank,
-node and resources. The rules:
+Pure: job-exec calls it (``pflux.shell.plan``), for each job's shell, with
+the jobspec and R and gets every task's rank, node and resources. The rules:
 
 - R's targets are cut into slots of the jobspec's cores per slot (a target
   with fewer cores than one slot still holds one slot); with a node level,
@@ -16,10 +16,9 @@ node and resources. The rules:
   allocation may still hold GPUs).
 
 R is read with :func:`targets`, which takes only what placement needs from
-``R_lite``: the scheduler wrote R and validated it, and every shell is a
-fresh fork for which less code run is fewer pages copied (see
-``pflux.exec.launcher``), so the full :class:`~pflux.spec.resource.ResourceSet`
-is not built here.
+``R_lite``: the scheduler wrote R and validated it, and this runs for every
+job on the broker's busy core, so the full
+:class:`~pflux.spec.resource.ResourceSet` is not built here.
 """
 
 from __future__ import annotations

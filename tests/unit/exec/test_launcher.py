@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -375,3 +376,22 @@ def test_a_shell_sends_no_more_than_a_window_ahead_of_acknowledgements(
         if got[-1][0] == wire.EXITED:
             break
     assert output == total
+
+
+def test_a_shell_done_with_its_job_is_given_the_next(launcher: Launcher) -> None:
+    pids = []
+    for jobid in (JOB, JOB + 1):
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", 'echo "$PPID"'], jobid), jobid)
+        got = launcher.until(wire.EXITED)
+        assert got[-1] == (wire.EXITED, jobid, b"0")
+        pids += [int(p[5:]) for kind, _, p in got if kind == wire.OUTPUT]
+        size = sum(wire.HEADER.size + len(p) for _, _, p in got)
+        launcher.send(wire.ACK, b"%d" % size, jobid)
+        # the shell says DONE, and the launcher records the job's end: no event tells the
+        # test when, so it looks
+        deadline = time.monotonic() + 20
+        while journal.live(str(launcher.journal)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert journal.live(str(launcher.journal)) == {}
+    assert pids[0] == pids[1]  # the spare given the next job is the shell that is done
+    assert pids[0] in children(launcher.proc.pid)
