@@ -5,8 +5,8 @@ job-exec plans each job's shell (``plan``) and asks its launcher
 tasks on the cores and GPUs in R, relays their output and its events to
 job-exec (keeping them until they are committed, and spooling them while no
 job-exec is there), feeds the tasks' stdin, passes signals on, and reports
-flux's status; then it waits for a later job. job-exec turns what it relays into RFC 32 responses and the
-guest namespace's eventlogs.
+flux's status; then it waits for a later job. job-exec turns what it relays
+into RFC 32 responses and the guest namespace's eventlogs.
 
 Modules: ``plan`` (pure: the shell's description, made by job-exec), ``layout``
 (pure: which task runs where), ``output`` and ``input`` (RFC 24 events and the

@@ -40,16 +40,17 @@ In order, a shell
    largest task exit code (128 + signal for a task killed by a signal), or
    for a launch failure 127 (not found), 126 (not executable) or 1. Then it
    waits until job-exec acknowledges that everything it sent is in the KVS;
-7. puts back what the job changed in the process (its cwd, PATH, files), says
-   DONE to the launcher and waits for its next job, as in 1. A new process
-   costs the launcher a fork and the shell a page fault for every page it
-   writes, then tearing it all down: about two milliseconds a job here,
-   where running the next job in the same process costs nothing more. After
-   ``JOBS_PER_SHELL`` jobs, or when it cannot put everything back, or the
-   launcher does not want it again, it exits instead: with 0, which tells the
-   launcher the status is reported (or with ``SPOOLED``: it is in the spool,
-   see below). A shell runs one job at a time; what the launcher passes on
-   for an earlier job (a late ACK, say) is ignored.
+7. puts back what the job changed in the process (its cwd, PATH, CPU binding
+   and files; the heap, after much output), says DONE to the launcher and
+   waits for its next job, as in 1. A new process costs the launcher a fork
+   and the shell a page fault for every page it writes, then tearing it all
+   down: about two milliseconds a job here, where running the next job in
+   the same process costs nothing more. After ``JOBS_PER_SHELL`` jobs, or
+   when it cannot put everything back, or the launcher does not want it
+   again, it exits instead: with 0, which tells the launcher the status is
+   reported (or with ``SPOOLED``: it is in the spool, see below). A shell
+   runs one job at a time; what the launcher passes on for an earlier job (a
+   late ACK, say) is ignored.
 
 Nothing a shell sends is lost when the broker dies (``_Log``): the shell
 keeps every record until job-exec acknowledges it (ACK, once it is
@@ -103,6 +104,7 @@ INPUT_HELD_MAX: Final = 1 << 25  # stdin bytes a task may leave unread (flux-cor
 _IDLE: Final = os.sched_param(0)
 START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module docstring)
 JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
+TRIM_AFTER: Final = 1 << 20  # record bytes of a job after which a shell gives its heap back
 LAUNCHER_LOST: Final = "job shell launcher died"
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
@@ -432,6 +434,8 @@ class Shell:
             os.unsetenv("PATH")
         else:
             os.putenv("PATH", self.ctx.path)
+        if self.log.end > TRIM_AFTER:  # what relaying much output left, for a spare to hold
+            proc.trim_heap()
         return True
 
     # --- setting up -------------------------------------------------------------------

@@ -205,3 +205,25 @@ def test_a_shell_exits_after_its_last_job(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert forked.link.recv(1 << 16) == b""  # and no DONE
     forked.link.close()
     forked.records.close()
+
+
+def test_a_shell_gives_back_its_heap_after_much_output(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    trimmed = tmp_path / "trimmed"
+    monkeypatch.setattr(shell.proc, "trim_heap", trimmed.touch)  # in the fork
+    forked = Forked(tmp_path)
+    small = forked.run(JOB, forked.job(JOB, "echo small"))
+    forked.done(JOB, small)
+    assert not trimmed.exists()
+    script = f"head -c {shell.TRIM_AFTER + 1} /dev/zero | tr '\\0' x"
+    got = []
+    forked.link.send(wire.record(wire.SPAWN, JOB + 1, forked.job(JOB + 1, script)))
+    while not got or got[-1][0] != wire.EXITED:  # acknowledged as it comes: the window
+        ready, _, _ = select.select([forked.records], [], [], 20)
+        assert ready, "no record in 20 s"
+        got += wire.split(forked.records.recv(1 << 17))[0]
+        forked.link.send(wire.record(wire.ACK, JOB + 1, b"%d" % size(JOB + 1, got)))
+    forked.done(JOB + 1, got)
+    assert trimmed.exists()
+    assert forked.close() == 0
