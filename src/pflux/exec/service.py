@@ -271,6 +271,9 @@ class ExecJob:
             self.respond(ExecResponse.FINISH, {"status": self.status})
         self.respond(ExecResponse.RELEASE, {"ranks": "all", "final": True})
         self.service.jobs.pop(self.id, None)
+        # the run refers to the job: without this cycle, a job is freed as it ends, not by
+        # the garbage collector, which would first have examined it (and its manager's Job)
+        self.impl = None
 
     # --- exceptions and signals -------------------------------------------------------
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
 import subprocess
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +188,21 @@ def test_a_restart_clears_what_a_crash_left_in_the_jobs_directory(
         assert list(rundir.iterdir()) == []
     finally:
         again.close()
+
+
+def test_a_job_that_ends_is_freed_then_not_by_the_garbage_collector(live: Any) -> None:
+    """No cycle between a job and its run: what a job held goes as it ends, unexamined."""
+    stream = live.start(live.mock_job())
+    assert stream.next() == ("start", {})
+
+    async def refer() -> Any:
+        gc.disable()  # until the check: only reference counting may free the job
+        return weakref.ref(live.exec.jobs[stream.id])
+
+    job = live.run(refer())
+    try:
+        live.call("job-exec.kill", {"id": stream.id, "signum": 9})
+        assert stream.kinds() == ["finish", "release"]
+        assert job() is None
+    finally:
+        gc.enable()
