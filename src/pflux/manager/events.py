@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from pflux.broker.message import Message
@@ -26,7 +26,7 @@ log = logging.getLogger("pflux.job-manager")
 class Batch:
     """Everything posted in one loop turn, and what to do once it is durable."""
 
-    __slots__ = ("appends", "callbacks", "durable", "entries", "jobs", "joined", "ops")
+    __slots__ = ("appends", "callbacks", "durable", "entries", "jobs", "joined", "ops", "watched")
 
     def __init__(self) -> None:
         self.durable = False
@@ -39,6 +39,7 @@ class Batch:
         # (a dependency on each of 10,000 jobs)
         self.joined: list[list[Any]] = []
         self.entries: list[dict[str, Any]] = []  # journal entries
+        self.watched: list[tuple[int, Event]] = []  # (job id, event) for plugins that watch
         self.jobs: dict[Job, None] = {}  # jobs with events in this batch, in order
         self.callbacks: list[Callable[[], None]] = []
 
@@ -51,8 +52,10 @@ class EventPoster:
         broker: Broker,
         on_transition: Callable[[Job, State], None],
         on_commit: Callable[[Batch], None],
+        watched: Container[str] = (),
     ) -> None:
         self.broker = broker
+        self._watched = watched  # event names plugins watch (the manager's, kept up to date)
         self._on_transition = on_transition
         self._on_commit = on_commit
         self._batch: Batch | None = None
@@ -110,6 +113,8 @@ class EventPoster:
         elif event.name == "alloc":
             entry["R"] = job.R
         batch.entries.append(entry)
+        if event.name in self._watched:
+            batch.watched.append((job.id, event))
         batch.jobs[job] = None
 
     def after_commit(self, callback: Callable[[], None]) -> None:

@@ -61,14 +61,14 @@ class JobManager(Service):
         self.by_state: dict[State, dict[Job, None]] = {
             state: {} for state in (State(1 << i) for i in range(7))
         }
-        self.events = EventPoster(broker, self._on_transition, self._on_commit)
+        self.watchers: dict[str, list[Plugin]] = {}  # event name -> plugins that want it
+        self.events = EventPoster(broker, self._on_transition, self._on_commit, self.watchers)
         self.alloc = AllocClient(self)
         self.exec = StartClient(self)
         self.quiescence = Quiescence(self)
         self.journal = Journal(self)
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
-        self.watchers: dict[str, list[Plugin]] = {}  # event name -> plugins that want it
         self.queue_enabled = True
         self.disable_reason = ""
         self.queue_started = True
@@ -243,12 +243,10 @@ class JobManager(Service):
         for callback in batch.callbacks:
             callback()
         watchers = self.watchers
-        for entry in batch.entries:
-            plugins = watchers.get(entry["entry"]["name"])
-            job = self.lookup(entry["id"]) if plugins else None
-            if job is not None and plugins is not None:
-                event = Event.from_json(entry["entry"])
-                for plugin in plugins:
+        for jobid, event in batch.watched:
+            job = self.lookup(jobid)  # an Ended one, once inactive
+            if job is not None:
+                for plugin in watchers.get(event.name, ()):
                     plugin.event(job, event)
         for job in batch.jobs:
             if job.state is not INACTIVE:
