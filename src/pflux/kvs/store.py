@@ -72,6 +72,7 @@ CHUNK = 4000  # characters; an append rewrites at most this much (and its overfl
 SYNC_MODES = ("off", "normal", "full")
 JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
+_LONG_MAX = 65536  # values remembered to have outgrown their first chunk
 BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
 
 # --- SQL ---------------------------------------------------------------------------------
@@ -102,6 +103,10 @@ SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
 SQL_CHUNKS = "SELECT seq, data FROM kv WHERE leaf = ?2 AND key = ?1 AND seq > ?3 ORDER BY seq"
 SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, 0, ?3)"
 SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
+# grow the first chunk while it is small, the usual append (an eventlog of a few events):
+# one lookup; rowcount 0 means a full chunk, or no such value
+SQL_APPEND_FIRST = f"""UPDATE kv SET data = data || ?3 WHERE leaf = ?2 AND key = ?1
+    AND seq = 0 AND length(data) < {CHUNK}"""
 # grow the last chunk while it is small; rowcount 0 means a full chunk or no such value
 SQL_APPEND_CHUNK = f"""UPDATE kv SET data = data || ?3 WHERE leaf = ?2 AND key = ?1
     AND seq = (SELECT max(seq) FROM kv WHERE leaf = ?2 AND key = ?1) AND length(data) < {CHUNK}"""
@@ -193,6 +198,9 @@ class Store:
         self.path = Path(path)
         self.wal = journal == "wal"  # False: nothing to checkpoint
         self._dirs: set[str] = set()  # known directories none of whose ancestors is a value
+        # values known to have outgrown their first chunk, appended to by the last (a hint:
+        # a key that is not here has its first chunk tried first, and is added if full)
+        self._long: set[str] = set()
         self._namespaces: dict[str, Namespace] = {}
         self._checkpointer: sqlite3.Connection | None = None
         self._lock = self._take_lock()
@@ -587,15 +595,24 @@ class Store:
     def _append_in_place(
         self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
     ) -> bool:
-        """job-manager's batches in one statement: appends that all grow an existing chunk.
+        """job-manager's batches in a statement or two: appends that all grow an existing chunk.
 
-        False (with nothing changed) if the ops are anything else, for the caller to
-        apply one by one.
+        The first chunk for most (``SQL_APPEND_FIRST``), the last for those
+        known to have more (``_long``). False (with nothing changed) if the
+        ops are anything else, for the caller to apply one by one (which learns
+        the values whose first chunk is full).
         """
         if any(op[0] != APPEND for op in ops):
             return False
-        params = [(key, key[key.rfind(".") + 1 :], value) for _, key, value in ops]
-        if self._conn.executemany(SQL_APPEND_CHUNK, params).rowcount != len(ops):
+        long = self._long
+        first: list[tuple[str, str, str | None]] = []
+        last: list[tuple[str, str, str | None]] = []
+        for _, key, value in ops:
+            (last if key in long else first).append((key, key[key.rfind(".") + 1 :], value))
+        executemany = self._conn.executemany
+        if (first and executemany(SQL_APPEND_FIRST, first).rowcount != len(first)) or (
+            last and executemany(SQL_APPEND_CHUNK, last).rowcount != len(last)
+        ):
             self._conn.execute("ROLLBACK TO kvs_commit")
             return False
         if watched:
@@ -655,9 +672,12 @@ class Store:
         execute = self._conn.execute
         if kind == APPEND:
             assert value is not None
-            if (
-                execute(SQL_APPEND_CHUNK, (*kl, value)).rowcount
-                or execute(SQL_APPEND_NEW_CHUNK, (*kl, value)).rowcount
+            if (key not in self._long and execute(SQL_APPEND_FIRST, (*kl, value)).rowcount) or (
+                (
+                    execute(SQL_APPEND_CHUNK, (*kl, value)).rowcount
+                    or execute(SQL_APPEND_NEW_CHUNK, (*kl, value)).rowcount
+                )
+                and self._remember_long(key)
             ):
                 if value and watched and key in watched:
                     changes.append((key, APPEND, value))
@@ -689,6 +709,13 @@ class Store:
                 changes.append((key, UNLINK, None))
         else:
             self._remove_below(key, watched, changes)
+
+    def _remember_long(self, key: str) -> bool:
+        """Note that ``key``'s value has more than its first chunk (True, for ``_apply_one``)."""
+        if len(self._long) >= _LONG_MAX:
+            self._long.clear()
+        self._long.add(key)
+        return True
 
     def _remove_below(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
         """Remove the directory at ``key``, if there is one."""

@@ -142,6 +142,33 @@ def test_long_appends_are_chunked_not_rewritten(store: Store, path: Path) -> Non
         assert again.get("out") == "short"
 
 
+def test_batched_appends_grow_first_chunks_and_learn_which_values_have_more(
+    store: Store, path: Path
+) -> None:
+    """A batch of appends is one statement while every value is one chunk; a value that
+    outgrows its first is learned once (the batch goes op by op), then appended by its last."""
+
+    def batch(*values: str) -> list[str]:
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        try:
+            store.apply([[APPEND, key, value] for key, value in zip("abc", values, strict=True)])
+        finally:
+            store._conn.set_trace_callback(None)
+        return statements
+
+    batch("1", "x" * (CHUNK - 1), "z")  # new keys: op by op
+    assert "ROLLBACK TO kvs_commit" not in batch("2", "y" * 10, "z")  # b's first chunk grows
+    assert "ROLLBACK TO kvs_commit" in batch("3", "w", "z")  # b's first is full: learned
+    assert "ROLLBACK TO kvs_commit" not in batch("4", "v", "z")  # b by its last chunk
+    expected = {"a": "1234", "b": "x" * (CHUNK - 1) + "y" * 10 + "wv", "c": "zzzz"}
+    assert {key: store.get(key) for key in "abc"} == expected
+    store.close()
+    with Store(path) as again:  # knowing nothing of b at first
+        again.apply([[APPEND, key, "."] for key in "abc"])
+        assert {key: again.get(key) for key in "abc"} == {k: v + "." for k, v in expected.items()}
+
+
 def test_an_append_costs_the_same_however_long_the_value(store: Store) -> None:
     """O(chunk), not O(value): SQLite's steps for one append to 5 chunks and to 500."""
 
