@@ -6,12 +6,13 @@ little Python after the fork not much more (``pflux.shell.main``). So job-exec
 starts this process once (``python -c COMMAND FD RECORDS JOURNAL``) and it
 serves every job: it forks shells ahead of need, gives each job to one of
 them, passes signals on, and reaps them. A shell that says DONE (its job is
-over and reported) is a spare again, for the next job: a fork and a process's
-teardown a job are most of what a short job costs. The shells send what they have to
-say (``pflux.exec.wire``) straight to job-exec, on the datagram socket RECORDS
-that they all inherit; the launcher tells job-exec only the status of a shell
-that could not (one killed, say), after reaping it. The per-job work is the
-shells', in parallel, and the launcher's own loop stays short.
+over and reported) is a spare again, for a later job: a fork and a teardown
+for every job were most of what a short job cost. The shells send what they
+have to say (``pflux.exec.wire``) straight to job-exec, on the datagram
+socket RECORDS that they all inherit; the launcher tells job-exec only the
+status of a shell that could not (one killed, say), after reaping it. The
+per-job work is the shells', in parallel, and the launcher's own loop stays
+short.
 
 FD is a listening Unix socket in the state directory that job-exec has bound
 and connected to (or an already connected socket): the launcher serves the
@@ -39,14 +40,14 @@ kills its tasks.
 Every fork copies the launcher's page tables, every shell's exit frees them,
 and every page either writes after a fork costs a page fault (about 5 us
 here): a megabyte less in the launcher is about a quarter of a millisecond
-less per shell it forks. So the launcher keeps small: it imports no Python-level
-library it can do without (not asyncio, subprocess or logging, so not
-threading; not even socket, signal or struct, only their C modules), it is
-started with ``-c`` rather than ``-m``, it gives the memory its imports freed
-back to the system, and it collects no garbage (``gc.freeze`` then
-``gc.disable``: a collection would write to every object's page). It
-watches shells through their sockets rather than SIGCHLD, so a forked shell
-has no signal handler to undo.
+less per shell it forks. So the launcher keeps small: it imports no
+Python-level library it can do without (not asyncio, subprocess or logging,
+so not threading; not even socket, signal or struct, only their C modules),
+it is started with ``-c`` rather than ``-m``, it gives the memory its imports
+freed back to the system, and it collects no garbage (``gc.freeze`` then
+``gc.disable``: a collection would write to every object's page). It watches
+shells through their sockets rather than SIGCHLD, so a forked shell has no
+signal handler to undo.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ of the table, so a batch of appends to many jobs' eventlogs dirties few pages
 is one ordered range scan. An index on ``key`` makes a directory a key range.
 An append grows the key's last chunk in place until it reaches CHUNK
 characters, then starts a new one: eventlogs stay one row, while a job's output
-stream never rewrites more than one chunk per append.
+stream never rewrites more than one chunk per append. Most values are one
+chunk, found by their key alone; the store remembers which have more
+(``_long``), which are appended to by a search for their last.
 Directories are implicit: one exists while a value is below it. The invariant
 is that no value has anything below it, which ``put`` and ``append`` keep by
 replacing a value that stands where a directory is needed, and vice versa.
