@@ -18,10 +18,7 @@ import pytest
 
 from pflux.exec import journal, wire
 from pflux.shell.main import DATAGRAM, WINDOW
-from pflux.shell.plan import plan
-from pflux.spec.builder import from_command
-from pflux.spec.idset import IdSet
-from pflux.spec.resource import ResourceSet
+from support.shells import description
 
 JOB = 1 << 24
 
@@ -135,19 +132,7 @@ class Launcher:
 
     def job(self, command: list[str], jobid: int = JOB) -> bytes:
         """A shell's description of a job running ``command`` (its tmpdir under the test's)."""
-        R = ResourceSet.build({0: (IdSet.decode("0"), IdSet())}, "h").to_json()  # noqa: N806
-        jobspec = from_command(command, environment=dict(os.environ))
-        planned = plan(
-            jobid,
-            jobspec,
-            R,
-            uri="local:///x",
-            namespace=f"job-{jobid}",
-            tmp_parents=(str(self.tmp),),
-            hostname="h",
-            cpus=(0,),
-        )
-        return planned.description
+        return description(jobid, command, self.tmp)
 
     def until(self, kind: bytes, timeout: float = 20.0) -> list[wire.Record]:
         """Records up to and including the first of ``kind``, from the shells or the launcher."""

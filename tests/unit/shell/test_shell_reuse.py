@@ -19,10 +19,7 @@ import pytest
 
 from pflux.exec import journal, wire
 from pflux.shell import main as shell
-from pflux.shell.plan import plan
-from pflux.spec.builder import from_command
-from pflux.spec.idset import IdSet
-from pflux.spec.resource import ResourceSet
+from support.shells import description
 
 JOB = 1 << 24
 REPORT = 'echo "$PPID"; pwd; echo "$PATH"; grep Cpus_allowed_list /proc/self/status | cut -f2'
@@ -63,20 +60,8 @@ class Forked:
 
     def job(self, jobid: int, script: str | list[str], **changes: object) -> bytes:
         """The description of a job running ``sh -c script`` (or argv), with fields changed."""
-        R = ResourceSet.build({0: (IdSet.decode("0"), IdSet())}, "h").to_json()  # noqa: N806
         argv = ["sh", "-c", script] if isinstance(script, str) else script
-        jobspec = from_command(argv, environment=dict(os.environ))
-        planned = plan(
-            jobid,
-            jobspec,
-            R,
-            uri="local:///x",
-            namespace=f"job-{jobid}",
-            tmp_parents=(str(self.tmp),),
-            hostname="h",
-            cpus=(0,),
-        )
-        fields = list(marshal.loads(planned.description))
+        fields = list(marshal.loads(description(jobid, argv, self.tmp)))
         if "cwd" in changes:
             fields[3] = changes["cwd"]
         if "path" in changes:
