@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pflux.exec import journal, wire
+from pflux.exec.launcher import SPARES_KEPT
 from pflux.shell.main import DATAGRAM, WINDOW
 from support.shells import description
 
@@ -380,3 +381,23 @@ def test_a_shell_done_with_its_job_is_given_the_next(launcher: Launcher) -> None
         assert journal.live(str(launcher.journal)) == {}
     assert pids[0] == pids[1]  # the spare given the next job is the shell that is done
     assert pids[0] in children(launcher.proc.pid)
+
+
+def test_shells_done_beyond_the_spares_kept_exit(launcher: Launcher) -> None:
+    jobs = [JOB + i for i in range(SPARES_KEPT + 4)]
+    for jobid in jobs:  # all at once: each reads its stdin, which stays open until told
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", "read x"], jobid), jobid)
+    for jobid in jobs:
+        launcher.sock.sendall(wire.input_record(jobid, None, b"", eof=True))
+    exited: set[int] = set()
+    while len(exited) < len(jobs):
+        exited.update(
+            jobid for kind, jobid, _ in launcher.until(wire.EXITED) if kind == wire.EXITED
+        )
+    for jobid in jobs:
+        launcher.send(wire.ACK, b"%d" % (1 << 62), jobid)
+    # no event says when the last has been kept or retired: look
+    deadline = time.monotonic() + 20
+    while len(children(launcher.proc.pid)) > SPARES_KEPT and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(children(launcher.proc.pid)) == SPARES_KEPT
