@@ -148,6 +148,10 @@ class _Group:
 
 def encode(hosts: Iterable[str]) -> str:
     """Compress hostnames into a hostlist that :func:`decode` expands back to them."""
+    if isinstance(hosts, (list, tuple)) and len(hosts) == 1:  # R of one node, the usual job's
+        host = hosts[0]
+        if isinstance(host, str) and _HOSTNAME.fullmatch(host):
+            return host  # one host is written as it is
     parts: list[str] = []
     group: _Group | None = None
     for pos, host in enumerate(hosts):

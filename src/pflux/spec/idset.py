@@ -146,6 +146,11 @@ class IdSet:
         return cls(ids)
 
     @classmethod
+    def from_sorted(cls, ids: Iterable[int]) -> IdSet:
+        """The set of ``ids``, which the caller knows are valid, unique and ascending."""
+        return cls._make(*_ranges_of_sorted(ids))
+
+    @classmethod
     def range(cls, lo: int, hi: int) -> IdSet:
         """The ids ``lo`` to ``hi`` inclusive (empty when ``hi < lo``)."""
         _check_id(lo)

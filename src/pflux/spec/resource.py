@@ -284,7 +284,7 @@ class ResourceSet:
                 last = target
             ranks.append(rank)
         for (cores, gpus), members in groups.items():
-            yield IdSet(members), cores, gpus
+            yield IdSet.from_sorted(members), cores, gpus  # targets are in rank order
 
     def to_json(self) -> dict[str, Any]:
         """The canonical R document: ranks with identical children share an entry."""

@@ -224,3 +224,9 @@ def test_fuzz_decode_only_raises_hostlist_error(text: str) -> None:
         return
     assert all(result)
     assert hostlist.decode(hostlist.encode(result)) == result
+
+
+@given(hostnames() | st.from_regex(r"[!-+\--Z\\^-~]{1,8}", fullmatch=True))
+def test_one_host_is_written_as_it_is(host: str) -> None:
+    assert hostlist.encode([host]) == host
+    assert hostlist.encode(iter([host])) == host  # not a list: the general path says the same

@@ -361,3 +361,8 @@ def test_fuzz_decode_only_raises_idset_error(text: str) -> None:
     assert expected is not None, f"{text!r} should be rejected"
     assert list(result.ranges) == expected
     assert IdSet.decode(result.encode()) == result
+
+
+@given(st.sets(st.integers(0, 5000), max_size=60))
+def test_from_sorted_is_the_set_of_its_ids(ids: set[int]) -> None:
+    assert IdSet.from_sorted(sorted(ids)) == IdSet(ids)
