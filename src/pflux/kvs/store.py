@@ -133,6 +133,7 @@ SQL_NS_CREATE = """INSERT OR REPLACE INTO namespace (name, owner, prefix, remove
     VALUES (?, ?, ?, 0)"""
 SQL_NS_REMOVE = "UPDATE namespace SET removed = 1 WHERE name = ? AND removed = 0"
 
+
 # --- kinds of change, as reported to watchers ---------------------------------------------
 
 PUT = "put"
@@ -624,15 +625,18 @@ class Store:
     def _insert_new(
         self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
     ) -> bool:
-        """job-ingest's batches in one statement: new keys in directories not there yet.
+        """New keys in one statement: job-ingest's batches, in directories not there yet,
+        and the scheduler's, an R in each job's directory.
 
-        Every op must put or append a key whose directory is neither known nor
-        found (one probe each), so that nothing is at the key or below it, and
-        no key may come twice or stand where another's directories go. False,
-        with nothing changed, for anything else, for the caller to apply one by
-        one.
+        Every op must put or append a key whose directory is either neither
+        known nor found (one probe each), so that nothing is at the key or
+        below it, or known, with nothing found at the key or below it (one
+        probe each); no key may come twice or stand where another's
+        directories go. False, with nothing changed, for anything else, for the
+        caller to apply one by one.
         """
         execute = self._conn.execute
+        known = self._dirs
         fresh: dict[str, str] = {}  # new directory -> the first key in it
         rows = []
         for kind, key, value in ops:
@@ -640,23 +644,19 @@ class Store:
             if kind == UNLINK or end <= 0:
                 return False
             parent = key[:end]
-            if parent not in fresh:
+            if parent in known:  # no value above it: only the key's own range matters
+                if execute(SQL_HAS_RANGE, (key, key + "/")).fetchone():
+                    return False
+            elif parent not in fresh:
                 # one probe for a value at the directory or anything in it (a sibling
                 # such as "dir-x" lies in the range too: it only sends the ops one by one)
                 probe = (parent, parent + "/")
-                if parent in self._dirs or execute(SQL_HAS_RANGE, probe).fetchone():
+                if execute(SQL_HAS_RANGE, probe).fetchone():
                     return False
                 fresh[parent] = key
             rows.append((key, key[end + 1 :], value))
-        keys = {row[0] for row in rows}
-        if len(keys) != len(rows):
+        if _in_the_way(rows, fresh):
             return False
-        for parent in fresh:  # a key where another's directories go: one by one
-            end = len(parent)
-            while end > 0:
-                if parent[:end] in keys:
-                    return False
-                end = parent.rfind(".", 0, end)
         firsts = set(fresh.values())
         for kind, key, value in ops:  # the changes in the order one by one would make them
             if key in firsts:
@@ -812,6 +812,20 @@ class Store:
 
 _SEQUENCES = (list, tuple)
 _TEXT_OPS = (PUT, APPEND)
+
+
+def _in_the_way(rows: Sequence[tuple[str, str, str | None]], fresh: Collection[str]) -> bool:
+    """Whether a key of ``rows`` comes twice, or stands where a ``fresh`` directory goes."""
+    keys = {row[0] for row in rows}
+    if len(keys) != len(rows):
+        return True
+    for parent in fresh:
+        end = len(parent)
+        while end > 0:
+            if parent[:end] in keys:
+                return True
+            end = parent.rfind(".", 0, end)
+    return False
 
 
 def _op_error(i: int, op: object) -> KVSError:

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,6 +220,33 @@ def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
     assert store.ls("job.a") == {"0": "dir", "1": "dir", "2": "dir"}
     store.append("job.a.2.eventlog", "+")  # an existing directory: one by one, as before
     assert store.get("job.a.2.eventlog") == "2eventlog+"
+
+
+def test_new_keys_in_known_directories_are_inserted_in_one_statement(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scheduler's commit, an R in each job's directory: a probe per key, one INSERT."""
+    store.apply([("put", f"job.{n}.{leaf}", "v") for n in range(3) for leaf in ("J", "jobspec")])
+    one_by_one: list[Any] = []
+    apply_one = store._apply_one
+    monkeypatch.setattr(store, "_apply_one", lambda *args: one_by_one.append(apply_one(*args)))
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        changes = store.apply([("put", f"job.{n}.R", f"R{n}") for n in range(3)], {"job.1.R"})
+    finally:
+        store._conn.set_trace_callback(None)
+    kinds = [s.split()[0] for s in statements]
+    assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (3, 3, 0)
+    assert one_by_one == []
+    assert changes == [("job.1.R", "put", "R1")]
+    assert [store.get(f"job.{n}.R") for n in range(3)] == ["R0", "R1", "R2"]
+    # a key that is there already, or one below a key of the commit: one by one
+    store.apply([("put", "job.0.R", "again"), ("put", "job.1.S", "s")])
+    store.apply([("put", "job.2.T", "t"), ("put", "job.2.T.U", "u")])
+    assert len(one_by_one) == 4
+    assert (store.get("job.0.R"), store.get("job.1.S")) == ("again", "s")
+    assert store.ls("job.2.T") == {"U": "val"}
 
 
 def test_a_commit_whose_key_stands_where_another_needs_a_directory(store: Store) -> None:
