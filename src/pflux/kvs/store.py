@@ -133,7 +133,6 @@ SQL_NS_CREATE = """INSERT OR REPLACE INTO namespace (name, owner, prefix, remove
     VALUES (?, ?, ?, 0)"""
 SQL_NS_REMOVE = "UPDATE namespace SET removed = 1 WHERE name = ? AND removed = 0"
 
-
 # --- kinds of change, as reported to watchers ---------------------------------------------
 
 PUT = "put"
@@ -180,6 +179,12 @@ class Namespace(NamedTuple):
 def _range(key: str) -> tuple[str, str]:
     """The key range holding everything below ``key`` ('/' follows '.')."""
     return key + ".", key + "/"
+
+
+def _at_or_below(key: str) -> tuple[str, str]:
+    """The key range holding ``key`` and everything below it (and siblings such as
+    ``key-x``, which only make a probe of it find something)."""
+    return key, key + "/"
 
 
 def _kl(key: str) -> tuple[str, str]:
@@ -645,13 +650,11 @@ class Store:
                 return False
             parent = key[:end]
             if parent in known:  # no value above it: only the key's own range matters
-                if execute(SQL_HAS_RANGE, (key, key + "/")).fetchone():
+                if execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
                     return False
             elif parent not in fresh:
-                # one probe for a value at the directory or anything in it (a sibling
-                # such as "dir-x" lies in the range too: it only sends the ops one by one)
-                probe = (parent, parent + "/")
-                if execute(SQL_HAS_RANGE, probe).fetchone():
+                # one probe for a value at the directory or anything in it
+                if execute(SQL_HAS_RANGE, _at_or_below(parent)).fetchone():
                     return False
                 fresh[parent] = key
             rows.append((key, key[end + 1 :], value))
@@ -693,10 +696,9 @@ class Store:
                 changes.append((key, APPEND, value))
         elif kind == PUT:
             assert value is not None
-            # one probe for a value at the key or anything below it, between "key" and
-            # "key/" (a sibling such as "key-x" lies there too: it only sends the put the
-            # long way)
-            if key not in self._dirs and not execute(SQL_HAS_RANGE, (key, key + "/")).fetchone():
+            # one probe for a value at the key or anything below it (a sibling found
+            # there only sends the put the long way)
+            if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
                 self._create(key, value, watched, changes)  # the usual put: a new key
             elif execute(SQL_DELETE_VALUE, kl).rowcount:
                 execute(SQL_INSERT, (*kl, value))
