@@ -172,10 +172,12 @@ class Instance:
             self._stopping = True
             await self._stop_modules()
             raise
-        server = await serve(broker, self.socket_path)
+        server: asyncio.AbstractServer | None = None
         try:
             await self._serve_links()
             await self._modules_added(added)
+            # clients connect once every service is provided, the module processes' too
+            server = await serve(broker, self.socket_path)
             freeze_gc()
             log.info("instance ready at %s", self.uri)
             if argv:
@@ -184,7 +186,8 @@ class Instance:
                 await stop.wait()
         finally:
             self._stopping = True
-            server.close()
+            if server is not None:
+                server.close()
             await self._stop_modules()
             await broker.stop()
             for sig in (signal.SIGTERM, signal.SIGINT):
