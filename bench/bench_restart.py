@@ -46,7 +46,7 @@ def fill(n: int) -> None:
     with Client() as client:
         for done in range(0, n, BATCH):
             client.submit_many([jobspec] * min(BATCH, n - done))
-            client.handle.call("job-manager.drain", {})
+            client.drain()
         attrs = client.handle.call("broker.attrs", {})["attrs"]
         broker = int(attrs["pid"])
         module = subprocess.run(  # this instance's job-list process: its argv ends in DIR

@@ -71,7 +71,7 @@ def report_mode(path: str) -> int:
     from pflux.api import Client
 
     with Client() as client:
-        report = client.handle.call("simulator.wait", {})
+        report = client.handle.call("simulator.wait", {}, wait=True)
     Path(path).write_text(json.dumps(report))
     return 0
 

@@ -59,7 +59,7 @@ def measure(uri: str | None, n: int, real: list[str] | None, cores: int) -> dict
         t0 = time.time()
         ids = client.submit_many([jobspec] * n)
         t_acked = time.time()
-        client.handle.call("job-manager.drain", {})
+        client.drain()
         t_drained = time.time()
         times = inactive_times(client, ids)
     first = min(j["t_submit"] for j in times)

@@ -106,10 +106,16 @@ def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
 
 
 class Client:
-    """A blocking client of one instance (``uri``, else PFLUX_URI)."""
+    """A blocking client of one instance (``uri``, else PFLUX_URI).
 
-    def __init__(self, uri: str | None = None) -> None:
-        self.handle = Handle(uri)
+    An answer not asked to be waited for (anything but ``wait``, ``drain``, ``idle``
+    and following events) comes within ``timeout`` seconds (else PFLUX_TIMEOUT, else
+    10; 0: no limit), or RPCTimeout; connecting to what does not answer as an
+    instance in that time raises NoInstanceError.
+    """
+
+    def __init__(self, uri: str | None = None, *, timeout: float | None = None) -> None:
+        self.handle = Handle(uri, timeout=timeout)
 
     def __enter__(self) -> Client:
         return self
@@ -150,11 +156,12 @@ class Client:
 
     def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """Wait until the job is inactive."""
-        return _result(self.handle.call("job-manager.wait", {"id": int(jobid)}, timeout))
+        reply = self.handle.call("job-manager.wait", {"id": int(jobid)}, timeout, wait=True)
+        return _result(reply)
 
     def wait_all(self, jobids: Iterable[int]) -> dict[JobID, JobResult]:
         """Wait for every job, all waits in flight at once."""
-        rpcs = [self.handle.rpc("job-manager.wait", {"id": int(j)}) for j in jobids]
+        rpcs = [self.handle.rpc("job-manager.wait", {"id": int(j)}, wait=True) for j in jobids]
         results = [_result(rpc.get()) for rpc in rpcs]
         return {result.id: result for result in results}
 
@@ -221,7 +228,7 @@ class Client:
             return
         reader = EventlogReader()
         rpc = self.handle.rpc(
-            "job-info.eventlog-watch", {"id": int(jobid), "path": path}, streaming=True
+            "job-info.eventlog-watch", {"id": int(jobid), "path": path}, streaming=True, wait=True
         )
         for payload in rpc:
             yield from reader.feed(payload["data"])
@@ -322,11 +329,11 @@ class Client:
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait until no job is active (RPCTimeout after ``timeout`` seconds)."""
-        self.handle.call("job-manager.drain", {}, timeout)
+        self.handle.call("job-manager.drain", {}, timeout, wait=True)
 
     def idle(self, timeout: float | None = None) -> int:
         """Wait until no job is running; return how many are still pending."""
-        return int(self.handle.call("job-manager.idle", {}, timeout)["pending"])
+        return int(self.handle.call("job-manager.idle", {}, timeout, wait=True)["pending"])
 
 
 class AsyncClient:
@@ -336,10 +343,11 @@ class AsyncClient:
         self.handle = handle
 
     @classmethod
-    async def connect(cls, uri: str | None = None) -> AsyncClient:
+    async def connect(cls, uri: str | None = None, *, timeout: float | None = None) -> AsyncClient:
+        """Connect; ``timeout`` as Client's."""
         from pflux.client.aio import AsyncHandle  # asyncio only for those who use it
 
-        return cls(await AsyncHandle.connect(uri))
+        return cls(await AsyncHandle.connect(uri, timeout=timeout))
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -363,7 +371,7 @@ class AsyncClient:
         return JobID((await self.handle.call("job-ingest.submit", payload))["id"])
 
     async def wait(self, jobid: int) -> JobResult:
-        return _result(await self.handle.call("job-manager.wait", {"id": int(jobid)}))
+        return _result(await self.handle.call("job-manager.wait", {"id": int(jobid)}, wait=True))
 
     async def events(self, jobid: int, *, path: str = "eventlog") -> AsyncIterator[Event]:
         reader = EventlogReader()

@@ -116,7 +116,7 @@ def test_kill_9_loses_no_job(tmp_path: Path) -> None:
         with Client(second.uri) as client:
             for jobid in running:
                 open_gate(tmp_path, jobid)
-            client.handle.call("job-manager.drain", {})
+            client.drain()
             for jobid in [*running, *pending]:
                 log = client.handle.call(
                     "job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]}

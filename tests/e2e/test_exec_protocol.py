@@ -108,7 +108,7 @@ def names(client: Client, jobid: JobID) -> list[str]:
 
 def quiet(client: Client) -> None:
     """Return once the job manager has nothing in flight (every event acted on)."""
-    client.handle.call("job-manager.quiescent", {})
+    client.handle.call("job-manager.quiescent", {}, wait=True)
 
 
 def test_override_refused_while_starting_then_death_and_recovery(live: LiveInstance) -> None:

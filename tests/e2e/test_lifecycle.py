@@ -213,7 +213,7 @@ def test_job_states_and_results_by_name(uri: str, client: Client) -> None:
 
 def test_replaying_every_eventlog_reproduces_the_live_state(client: Client) -> None:
     """Run last: all the module's jobs, read back from the KVS, agree with job-list."""
-    client.handle.call("job-manager.drain", {})
+    client.drain()
     live = {job["id"]: job for job in client.list_jobs(attrs=["state", "result"])}
     assert live
     for jobid, job in live.items():

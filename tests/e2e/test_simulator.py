@@ -37,7 +37,7 @@ import pytest
 
 from pflux.api import Client
 with Client() as client:
-    report = client.handle.call("simulator.wait", {})
+    report = client.handle.call("simulator.wait", {}, wait=True)
     ids = [job["id"] for job in report["jobs"] if "id" in job]
     report["R"] = {jobid: json.loads(client.lookup(jobid, ["R"])["R"]) for jobid in ids[:5]}
     report["eventlog"] = client.lookup(ids[0], ["eventlog"])["eventlog"]

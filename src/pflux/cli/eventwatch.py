@@ -130,7 +130,7 @@ def follow(handle: Handle, jobid: JobID, path: str, timeout: float | None) -> It
     """
     reader = EventlogReader()
     payload = {"id": int(jobid), "path": path}
-    rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True)
+    rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -251,15 +251,17 @@ def attach(
     stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
     watch = "job-info.eventlog-watch"
-    handle.rpc(watch, {"id": int(jobid), "path": "eventlog"}, streaming=True).then(state.on_event)
-    handle.rpc(watch, {"id": int(jobid), "path": "guest.output"}, streaming=True).then(
+    handle.rpc(watch, {"id": int(jobid), "path": "eventlog"}, streaming=True, wait=True).then(
+        state.on_event
+    )
+    handle.rpc(watch, {"id": int(jobid), "path": "guest.output"}, streaming=True, wait=True).then(
         state.on_output
     )
     if stdin is not None and stdin_ranks != "all":
         state.open += 1
-        handle.rpc(watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True).then(
-            state.on_exec_event
-        )
+        handle.rpc(
+            watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True, wait=True
+        ).then(state.on_exec_event)
     _loop(handle, state)
     if state.error is not None:
         raise state.error

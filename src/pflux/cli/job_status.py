@@ -126,7 +126,7 @@ def _status(args: argparse.Namespace) -> int:
     with Handle(args.uri) as handle:
         for job in jobs:
             payload = {"id": int(job.job.id), "path": "eventlog"}
-            rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True)
+            rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
             rpc.then(functools.partial(on_message, job))
         if verbose and len(jobs) > 1:
             jobcommon.note(NAME, f"fetching status for {len(jobs)} jobs")

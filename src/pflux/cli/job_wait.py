@@ -90,7 +90,7 @@ class _Waits:
         self.open = len(jobids)
         self.finished: deque[tuple[JobID, Message]] = deque()
         for jobid in jobids:
-            rpc = self.handle.rpc("job-manager.wait", {"id": int(jobid)})
+            rpc = self.handle.rpc("job-manager.wait", {"id": int(jobid)}, wait=True)
             rpc.then(functools.partial(self._done, jobid))
 
     def _done(self, jobid: JobID, msg: Message) -> None:

@@ -184,7 +184,7 @@ def _follow(
 
     for key in keys:
         payload = _request(args, key=key, append=append, waitcreate=args.waitcreate)
-        rpc = h.rpc("kvs.watch", payload, streaming=True)
+        rpc = h.rpc("kvs.watch", payload, streaming=True, wait=True)
         live[rpc.matchtag] = [key, 0, False]
         rpc.then(on_message)
     while live:

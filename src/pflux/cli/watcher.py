@@ -55,7 +55,9 @@ class Watcher:
         job.streams += 1
         self.open += 1
         payload = {"id": int(job.id), "path": path}
-        self.handle.rpc("job-info.eventlog-watch", payload, streaming=True).then(callback)
+        self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True).then(
+            callback
+        )
 
     def run(self) -> int:
         while self.open:

@@ -2,6 +2,9 @@
 
 Requests are futures; a streaming request is an async iterator of payloads
 that ends at the stream's normal end (ENODATA) and raises RPCError on others.
+As the blocking handle, connecting waits for the broker to answer a ping, and
+a plain request not made with ``wait=True`` is answered within the handle's
+timeout or raises RPCTimeout; a stream follows something live, without limit.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from pflux.broker.message import (
     RPCError,
     encode,
 )
-from pflux.client.uri import NoInstanceError, socket_path
+from pflux.client.handle import RPCTimeout
+from pflux.client.uri import NoInstanceError, client_timeout, socket_path, uri_for
 
 
 class _Protocol(asyncio.Protocol):
@@ -36,7 +40,9 @@ class _Protocol(asyncio.Protocol):
         try:
             messages = self.decoder.feed(data)
         except ProtocolError as exc:
-            self.handle._lost(RPCError(errno.EPROTO, str(exc)))
+            self.handle._lost(
+                RPCError(errno.EPROTO, f"{self.handle.uri} is not a pflux instance: {exc}")
+            )
             return
         for msg in messages:
             self.handle._route(msg)
@@ -48,7 +54,9 @@ class _Protocol(asyncio.Protocol):
 class AsyncHandle:
     """A connection; open it with ``await AsyncHandle.connect(uri)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, uri: str, timeout: float | None) -> None:
+        self.uri = uri
+        self.timeout = timeout
         self._protocol: _Protocol | None = None
         self._tag = 0
         self._queues: dict[int, asyncio.Queue[Message]] = {}
@@ -56,18 +64,45 @@ class AsyncHandle:
         self._error: RPCError | None = None
 
     @classmethod
-    async def connect(cls, uri: str | None = None) -> AsyncHandle:
+    async def connect(cls, uri: str | None = None, *, timeout: float | None = None) -> AsyncHandle:
+        """Connect to ``uri`` (else PFLUX_URI); ``timeout`` as ``client_timeout``."""
         path = socket_path(uri)
-        handle = cls()
+        handle = cls(uri_for(path), client_timeout(timeout))
         loop = asyncio.get_running_loop()
+        opening = loop.create_unix_connection(lambda: _Protocol(handle), path)
         try:
-            _, protocol = await loop.create_unix_connection(lambda: _Protocol(handle), path)
+            _, protocol = await asyncio.wait_for(opening, handle.timeout)
+        except TimeoutError:
+            raise handle._unanswered() from None
         except OSError as exc:
             raise NoInstanceError(
                 f"cannot connect to the instance at {path}: {exc.strerror}"
             ) from None
         handle._protocol = protocol
+        await handle._hello()
         return handle
+
+    async def _hello(self) -> None:
+        """Wait for the broker to answer a ping: any response proves a pflux instance."""
+        try:
+            await self.call("broker.ping", {})
+        except RPCTimeout:
+            self.close()
+            raise self._unanswered() from None
+        except RPCError as exc:
+            self.close()
+            if exc.errnum == errno.EPROTO:  # what the socket sent is not a message
+                raise NoInstanceError(exc.errstr) from None
+            if exc.errnum == errno.ECONNRESET:
+                raise NoInstanceError(
+                    f"no pflux instance answered at {self.uri}: it hung up"
+                ) from None
+            raise  # the broker's own refusal (permission) says enough
+
+    def _unanswered(self) -> NoInstanceError:
+        return NoInstanceError(
+            f"no pflux instance answered at {self.uri} (timed out after {self.timeout:g} s)"
+        )
 
     async def __aenter__(self) -> AsyncHandle:
         return self
@@ -94,10 +129,21 @@ class AsyncHandle:
         )
         return queue
 
-    async def call(self, topic: str, payload: Any = None) -> Any:
-        """Send a request and return its response's payload (RPCError on an error)."""
+    async def call(self, topic: str, payload: Any = None, *, wait: bool = False) -> Any:
+        """Send a request and return its response's payload (RPCError on an error).
+
+        ``wait``: the response comes when something happens (a job ends), without limit.
+        """
         queue = self._send(topic, payload, 0)
-        return (await queue.get()).raise_for_error()
+        tag = self._tag
+        limit = None if wait else self.timeout
+        try:
+            msg = await asyncio.wait_for(queue.get(), limit)
+        except TimeoutError:
+            self._queues.pop(tag, None)
+            assert limit is not None
+            raise RPCTimeout(f"a response to {topic}", limit) from None
+        return msg.raise_for_error()
 
     async def stream(self, topic: str, payload: Any = None) -> AsyncIterator[Any]:
         """Send a streaming request and yield each response's payload until its end."""

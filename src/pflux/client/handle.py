@@ -5,6 +5,12 @@ in flight at once (``rpc`` returns at once; ``get`` waits), which is how a
 command submits thousands of jobs without a round trip each. A caller with its
 own select loop can give an RPC a callback and call ``process`` when the
 socket is readable.
+
+Connecting waits for the broker to answer a ping, so a socket that is not an
+instance's fails at once and not at the first wait. An answer the caller did
+not ask to wait for (anything but an RPC made with ``wait=True``) comes within
+the handle's timeout (``timeout=``, else PFLUX_TIMEOUT, else 10 s) or raises
+RPCTimeout.
 """
 
 from __future__ import annotations
@@ -27,26 +33,38 @@ from pflux.broker.message import (
     RPCError,
     encode,
 )
-from pflux.client.uri import NoInstanceError, socket_path
+from pflux.client.uri import NoInstanceError, client_timeout, socket_path, uri_for
 
 
 class RPCTimeout(RPCError):
     """No response within the time asked for."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(errno.ETIMEDOUT, f"timed out waiting for {what}")
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(errno.ETIMEDOUT, f"timed out after {seconds:g} s waiting for {what}")
 
 
 class RPC:
     """One request in flight; iterate a streaming one, ``get`` a plain one."""
 
-    __slots__ = ("_handle", "callback", "done", "matchtag", "queue", "streaming", "topic")
+    __slots__ = (
+        "_handle",
+        "callback",
+        "done",
+        "matchtag",
+        "queue",
+        "streaming",
+        "timeout",
+        "topic",
+    )
 
-    def __init__(self, handle: Handle, topic: str, matchtag: int, streaming: bool) -> None:
+    def __init__(
+        self, handle: Handle, topic: str, matchtag: int, streaming: bool, timeout: float | None
+    ) -> None:
         self._handle = handle
         self.topic = topic
         self.matchtag = matchtag
         self.streaming = streaming
+        self.timeout = timeout  # what ``get`` waits by default; None: no limit
         self.queue: deque[Message] = deque()
         self.callback: Callable[[Message], None] | None = None
         self.done = False
@@ -56,14 +74,18 @@ class RPC:
         return self.next_message(timeout).raise_for_error()
 
     def next_message(self, timeout: float | None = None) -> Message:
-        """The next response as a Message, waiting up to ``timeout`` seconds."""
+        """The next response as a Message, waiting up to ``timeout`` seconds (None: the
+        RPC's own limit)."""
+        if timeout is None:
+            timeout = self.timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.queue:
             if self.done:
                 raise RPCError(errno.ENODATA, f"{self.topic}: no more responses")
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if remaining == 0.0:
-                raise RPCTimeout(f"a response to {self.topic}")
+                assert timeout is not None
+                raise RPCTimeout(f"a response to {self.topic}", timeout)
             self._handle.process(remaining)
         return self.queue.popleft()
 
@@ -84,24 +106,52 @@ class RPC:
 
 
 class Handle:
-    """A connection to an instance (``uri`` or PFLUX_URI)."""
+    """A connection to an instance (``uri`` or PFLUX_URI); ``timeout`` as ``client_timeout``."""
 
-    def __init__(self, uri: str | None = None) -> None:
+    def __init__(self, uri: str | None = None, *, timeout: float | None = None) -> None:
         path = socket_path(uri)
+        self.uri = uri_for(path)
+        self.timeout = client_timeout(timeout)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
         try:
             self.sock.connect(path)
+        except TimeoutError:
+            self.sock.close()
+            raise self._unanswered() from None
         except OSError as exc:
             self.sock.close()
             raise NoInstanceError(
                 f"cannot connect to the instance at {path}: {exc.strerror}"
             ) from None
+        self.sock.settimeout(None)
         self._decoder = Decoder()
         self._tag = 0
         self._rpcs: dict[int, RPC] = {}
         self._out = bytearray()
         self._selector: selectors.BaseSelector | None = None
         self.closed = False
+        self._hello()
+
+    def _hello(self) -> None:
+        """Wait for the broker to answer a ping: any response proves a pflux instance."""
+        try:
+            self.rpc("broker.ping", {}).next_message()
+        except RPCTimeout:
+            self.close()
+            raise self._unanswered() from None
+        except ProtocolError as exc:  # what the socket sent is not a message
+            self.close()
+            raise NoInstanceError(f"{self.uri} is not a pflux instance: {exc}") from None
+        except RPCError as exc:
+            if exc.errnum != errno.ECONNRESET:
+                raise  # the broker's own refusal (permission) says enough
+            raise NoInstanceError(f"no pflux instance answered at {self.uri}: it hung up") from None
+
+    def _unanswered(self) -> NoInstanceError:
+        return NoInstanceError(
+            f"no pflux instance answered at {self.uri} (timed out after {self.timeout:g} s)"
+        )
 
     def __enter__(self) -> Handle:
         return self
@@ -121,12 +171,18 @@ class Handle:
 
     # --- sending ----------------------------------------------------------------------
 
-    def rpc(self, topic: str, payload: Any = None, *, streaming: bool = False) -> RPC:
-        """Send a request now (buffered until the next wait or ``flush``) and return its RPC."""
+    def rpc(
+        self, topic: str, payload: Any = None, *, streaming: bool = False, wait: bool = False
+    ) -> RPC:
+        """Send a request now (buffered until the next wait or ``flush``) and return its RPC.
+
+        ``wait``: its responses come when something happens (a job ends, a log grows),
+        so waiting for them has no limit unless one is given.
+        """
         self._tag += 1
         flags = FLAG_STREAMING if streaming else 0
         self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=flags))
-        rpc = RPC(self, topic, self._tag, streaming)
+        rpc = RPC(self, topic, self._tag, streaming, None if wait else self.timeout)
         self._rpcs[self._tag] = rpc
         if len(self._out) > 65536:
             self.flush()
@@ -137,9 +193,11 @@ class Handle:
         self._tag += 1
         self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=FLAG_NORESPONSE))
 
-    def call(self, topic: str, payload: Any = None, timeout: float | None = None) -> Any:
-        """Send a request and wait for its payload."""
-        return self.rpc(topic, payload).get(timeout)
+    def call(
+        self, topic: str, payload: Any = None, timeout: float | None = None, *, wait: bool = False
+    ) -> Any:
+        """Send a request and wait for its payload (``timeout``: as ``RPC.get``)."""
+        return self.rpc(topic, payload, wait=wait).get(timeout)
 
     def flush(self) -> None:
         if self._out:
@@ -166,7 +224,12 @@ class Handle:
             raise self._lost(exc) from None
         if not data:
             raise self._lost(None)
-        for msg in self._decoder.feed(data):
+        try:
+            messages = self._decoder.feed(data)
+        except ProtocolError:
+            self.close()
+            raise
+        for msg in messages:
             self._route(msg)
         return True
 

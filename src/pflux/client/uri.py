@@ -1,7 +1,10 @@
-"""Finding the instance: ``--uri``, else ``PFLUX_URI``, as ``local:///path/to/socket``."""
+"""Finding the instance: ``--uri``, else ``PFLUX_URI``, as ``local:///path/to/socket``;
+and how long to wait for it to answer: ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 
 from pflux.errors import PfluxError
@@ -32,3 +35,30 @@ def socket_path(uri: str | None = None) -> str:
 def uri_for(path: str) -> str:
     """The URI clients use for a socket path."""
     return f"local://{os.path.abspath(path)}"
+
+
+TIMEOUT_ENV = "PFLUX_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0
+
+
+def client_timeout(timeout: float | None = None) -> float | None:
+    """Seconds a client waits for an answer it did not ask to wait for; None: no limit.
+
+    ``timeout`` (else PFLUX_TIMEOUT, else 10) is a number of seconds; 0 means no limit.
+    """
+    if timeout is not None:
+        return _seconds("timeout", timeout, repr(timeout))
+    text = os.environ.get(TIMEOUT_ENV, "")
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    return _seconds(TIMEOUT_ENV, value, repr(text))
+
+
+def _seconds(what: str, value: float, shown: str) -> float | None:
+    if not math.isfinite(value) or value < 0:
+        raise PfluxError(f"{what}: must be a number of seconds (0: no limit), got {shown}")
+    return value or None
