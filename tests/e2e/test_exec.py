@@ -56,6 +56,9 @@ for jobid, command in ((1 << 40, ["echo", "hello"]), (2 << 40, ["sh", "-c", "exi
     responses = []
     while not responses or responses[-1]["type"] != "release":
         responses.append(rpc.get(30))
+    # job-exec answers release before its last commit is applied; a commit of ours,
+    # applied after it and answered once stored, is the fence before reading
+    h.call("kvs.commit", {"ops": []})
     key = JobID(jobid).kvs + ".guest.output"
     results[command[0]] = {"responses": responses, "output": h.call("kvs.get", {"key": key})}
 print(json.dumps(results))
