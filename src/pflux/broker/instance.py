@@ -20,6 +20,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,7 @@ class Instance:
         self._links: list[socket.socket] | None = []  # module links to serve; None: served
         self._watchers: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self.fatal: str | None = None  # why the instance stopped, when something failed
         self.socket_path = self.state_dir / SOCKET_NAME
         if len(os.fsencode(self.socket_path.absolute())) > MAX_SOCKET_PATH:
             raise PfluxError(
@@ -154,7 +156,7 @@ class Instance:
         tune_gc()
         stop = asyncio.Event()
         broker = Broker(os.getuid(), attrs=self._attrs(), config=self.config)
-        broker.on_fatal = lambda reason: stop.set()
+        broker.on_fatal = partial(self._on_fatal, stop)
         self.broker_service = BrokerService(broker, stop)
         broker.register(self.broker_service)
         for path in self.service_paths:
@@ -193,7 +195,15 @@ class Instance:
                 self.socket_path.unlink()
             if self._temporary:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self.fatal is not None:
+            raise PfluxError(f"the instance stopped: {self.fatal}")
         return rc
+
+    def _on_fatal(self, stop: asyncio.Event, reason: str) -> None:
+        """Stop, and end ``run`` with the first fatal reason, so that the exit status says so."""
+        if self.fatal is None:
+            self.fatal = reason
+        stop.set()
 
     async def _start_modules(self) -> list[asyncio.Event]:
         """Start each module process; what is set once it provides its service."""

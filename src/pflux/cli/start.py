@@ -6,7 +6,9 @@ until ``pflux shutdown`` or SIGTERM. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
 ``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);
 the instance's resources for it usually come from ``--config``
-(``[[resource.config]]`` or ``[resource] path``).
+(``[[resource.config]]`` or ``[resource] path``). An instance that stops
+because something failed exits 1 with the reason on stderr, whatever the
+initial program's status, so that a supervisor can tell it from a clean stop.
 """
 
 from __future__ import annotations
