@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pflux import private
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
@@ -151,8 +152,7 @@ class Instance:
 
     async def run(self, argv: Sequence[str] | None = None) -> int:
         """Serve; with ``argv``, run it inside the instance and return its exit code."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.state_dir, 0o700)
+        private.directory(self.state_dir)
         tune_gc()
         stop = asyncio.Event()
         broker = Broker(os.getuid(), attrs=self._attrs(), config=self.config)

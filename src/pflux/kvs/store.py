@@ -50,7 +50,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
-from pflux import lockfile
+from pflux import lockfile, private
 from pflux.broker.message import RPCError
 from pflux.kvs.keys import (
     KEY_PATTERN,
@@ -213,8 +213,9 @@ class Store:
         self._checkpointer: sqlite3.Connection | None = None
         self._lock = self._take_lock()
         try:
+            private.database(self.path)
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             os.close(self._lock)
             raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
         try:
