@@ -130,8 +130,11 @@ class Instance:
         config: dict[str, Any] | None = None,
         services: Sequence[str] = SERVICES,
         modules: dict[str, str] | None = None,
+        fresh: bool = False,
     ) -> None:
+        """``fresh``: the state directory's KVS database was lost; start with an empty one."""
         self._temporary = state_dir is None
+        self._fresh = fresh
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
         simulating = "simulator" in self.config
@@ -302,6 +305,7 @@ class Instance:
             "uri": self.uri,
             "state-dir": str(self.state_dir.absolute()),
             "state-dir-temporary": "1" if self._temporary else "0",  # removed at exit
+            "state-dir-fresh": "1" if self._fresh else "0",  # an empty KVS replaces a lost one
             "instance-owner": str(os.getuid()),
             "hostname": socket.gethostname(),
             "rank": "0",

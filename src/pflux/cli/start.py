@@ -24,6 +24,11 @@ from pflux.errors import UsageError
 def main(argv: list[str]) -> int:
     parser = base.parser("start", "Run a pflux instance (and, optionally, a command in it).")
     parser.add_argument("--state-dir", type=Path, help="keep the instance's data here")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="the state directory's KVS database was lost: start again with no jobs",
+    )
     parser.add_argument("--cores", type=int, help="cores to manage (default: this machine's)")
     parser.add_argument("--gpus", type=int, help="GPUs to manage (default: this machine's)")
     parser.add_argument("--config", type=Path, help="instance configuration (TOML)")
@@ -46,7 +51,9 @@ def _start(args: argparse.Namespace) -> int:
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     config = _config(args)
-    instance = Instance(args.state_dir, config=config)
+    if args.fresh and args.state_dir is None:
+        raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")
+    instance = Instance(args.state_dir, config=config, fresh=args.fresh)
     import uvloop
 
     return uvloop.run(instance.run(args.command or None))

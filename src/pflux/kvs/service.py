@@ -148,7 +148,8 @@ class KVSService(Service):
         temporary = self.broker.attrs.get("state-dir-temporary") == "1"
         journal = _setting(config, "journal_mode", "memory" if temporary else "wal")
         sync = _setting(config, "sync", "off" if journal == "memory" else "normal")
-        self._store = Store(Path(state_dir) / DB_NAME, sync=sync, journal=journal)
+        fresh = self.broker.attrs.get("state-dir-fresh") == "1"  # pflux start --fresh
+        self._store = Store(Path(state_dir) / DB_NAME, sync=sync, journal=journal, fresh=fresh)
         log.info("kvs: %s (journal_mode=%s, sync=%s)", self._store.path, journal, sync)
 
     async def stop(self) -> None:

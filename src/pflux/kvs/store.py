@@ -42,6 +42,7 @@ it run beside the writer, and releases the GIL while it copies and syncs.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -63,6 +64,8 @@ from pflux.kvs.keys import (
     quote,
 )
 
+log = logging.getLogger("pflux.kvs")
+
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as such
 # small pages: most transactions are a loop turn's few appends, and a commit writes every
@@ -75,6 +78,8 @@ SYNC_MODES = ("off", "normal", "full")
 JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
 _LONG_MAX = 65536  # values remembered to have outgrown their first chunk
+MARK_OPEN = b"open\n"  # the marker's states (see Store.marker), of one length
+MARK_SHUT = b"shut\n"
 BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
 
 # --- SQL ---------------------------------------------------------------------------------
@@ -195,7 +200,14 @@ def _kl(key: str) -> tuple[str, str]:
 class Store:
     """One SQLite database holding every key and namespace of an instance."""
 
-    def __init__(self, path: str | Path, *, sync: str = "normal", journal: str = "wal") -> None:
+    def __init__(
+        self, path: str | Path, *, sync: str = "normal", journal: str = "wal", fresh: bool = False
+    ) -> None:
+        """Open (or create) the database at ``path``.
+
+        ``fresh``: the database is known to be lost, and an empty one may replace
+        it (see ``marker``); a database with data is then refused, not reset.
+        """
         if sync not in SYNC_MODES:
             raise StoreError(f"kvs.sync: must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
         if journal not in JOURNAL_MODES:
@@ -213,14 +225,20 @@ class Store:
         self._checkpointer: sqlite3.Connection | None = None
         self._lock = self._take_lock()
         try:
+            if not fresh:
+                self._check_files()
             private.database(self.path)
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
+        except StoreError:
+            os.close(self._lock)
+            raise
         except (sqlite3.Error, OSError) as exc:
             os.close(self._lock)
             raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
         try:
-            self._open(sync, journal)
+            self._open(sync, journal, fresh)
         except BaseException:
+            self._shut()
             self._conn.close()
             os.close(self._lock)
             raise
@@ -238,7 +256,72 @@ class Store:
         except OSError as exc:
             raise StoreError(f"{lock_path}: cannot open the KVS lock: {exc.strerror}") from None
 
-    def _open(self, sync: str, journal: str) -> None:
+    @property
+    def marker(self) -> Path:
+        """``<db>.state``: that this directory holds a database, and whether a store has it open.
+
+        Its presence says that a database was created here, so that one emptied
+        or deleted later (a full disk, a stray ``>``) is not taken for a new
+        instance's. It says ``open`` while a WAL-mode store has the database
+        open (and after a crash), ``shut`` once it closed: a WAL removed after
+        a crash, with the transactions only it held, is noticed.
+        """
+        return Path(f"{self.path}.state")
+
+    def _check_files(self) -> None:
+        """StoreError if the marker says a database was here and it, or its WAL, is gone."""
+        try:
+            state = self.marker.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"{self.marker}: cannot read the KVS state: {exc.strerror}") from None
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            size = 0
+        if size == 0:
+            raise self._lost()
+        if state == MARK_OPEN and not os.path.exists(f"{self.path}-wal"):
+            name = self.path.name
+            raise StoreError(
+                f"{self.path}-wal: missing, but the instance that had {name} open did not stop"
+                f" cleanly, and its last transactions were there alone. Put it back; or, to go"
+                f" on with what {name} holds (losing them), remove {self.marker}"
+            )
+
+    def _lost(self) -> StoreError:
+        return StoreError(
+            f"{self.path}: the KVS database is empty or missing, but {self.marker.name}"
+            " says this state directory held one: its jobs would be lost. Restore it"
+            " from a backup, or start with --fresh to begin again with no jobs"
+        )
+
+    def _shut(self) -> None:
+        """Say the database is shut, before the connection closes (and the WAL goes).
+
+        A crash from here on leaves the WAL, which is fine to find; a marker
+        left ``open`` with no WAL would make the next start refuse.
+        """
+        if self.wal and self.marker.exists():
+            try:
+                self._mark(MARK_SHUT)
+            except StoreError as exc:
+                log.error("%s (the next start will say the WAL is missing)", exc.errstr)
+
+    def _mark(self, state: bytes) -> None:
+        """Write ``state`` to the marker, durably, in place (no new block: even a full disk)."""
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.pwrite(fd, state, 0)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StoreError(f"{self.marker}: cannot write the KVS state: {exc.strerror}") from None
+
+    def _open(self, sync: str, journal: str, fresh: bool) -> None:
         conn = self._conn
         try:
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
@@ -257,11 +340,12 @@ class Store:
         except sqlite3.Error as exc:
             raise self._open_error(exc) from None
         try:
-            self._check_schema()
+            self._check_schema(fresh)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        self._mark(MARK_OPEN if self.wal else MARK_SHUT)
         self._load_namespaces()
 
     def _open_error(self, exc: sqlite3.Error) -> StoreError:
@@ -280,15 +364,22 @@ class Store:
             "restore it from a backup or move it aside to start afresh"
         )
 
-    def _check_schema(self) -> None:
+    def _check_schema(self, fresh: bool) -> None:
         conn = self._conn
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version == 0 and app == 0 and tables == 0:
+            if self.marker.exists() and not fresh:
+                raise self._lost()
             for sql in SQL_SCHEMA:
                 conn.execute(sql)
             return
+        if fresh:
+            raise StoreError(
+                f"{self.path}: --fresh, but the KVS database holds an instance's data;"
+                " start without --fresh to restart it, or move it aside"
+            )
         if app != APPLICATION_ID:
             raise StoreError(f"{self.path}: not a pflux KVS database (application_id {app:#x})")
         if version > SCHEMA_VERSION:
@@ -317,6 +408,7 @@ class Store:
         try:
             self.release()
         finally:
+            self._shut()
             if self._checkpointer is not None:
                 self._checkpointer.close()
                 self._checkpointer = None

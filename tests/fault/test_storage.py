@@ -1,0 +1,105 @@
+"""Storage faults: a state directory whose files were damaged after a crash.
+
+The seed is a state directory holding acknowledged jobs, its broker killed
+with SIGKILL (so the WAL still holds the last transactions). Each test damages
+a copy of it. The instance must either start and keep every acknowledged
+job, or refuse to start with one clear message naming the file and what to
+do: never a traceback, never silently starting empty.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pflux.api import Client
+from support.instance import PFLUX, LiveInstance, jobspec
+from support.storage import refused, start
+
+JOBS = 40
+LIST = (str(PFLUX), "jobs", "-a", "-n", "-c", "0", "-o", "{id.dec}")
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[int]]:
+    """A state directory with ``JOBS`` acknowledged jobs, its broker killed with SIGKILL."""
+    state = tmp_path_factory.mktemp("seed") / "state"
+    live = LiveInstance(state, cores=1)
+    with Client(live.uri) as client:
+        done = {int(client.submit(jobspec())) for _ in range(JOBS // 2)}
+        client.drain()
+        held = {int(client.submit(jobspec(), urgency="hold")) for _ in range(JOBS // 2)}
+    live.kill()
+    # job-list's process stops once its link is gone: wait for its lock, so that the
+    # copies see the files it left
+    fd = os.open(state / "job-list.sqlite.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
+    assert (state / "kvs.sqlite-wal").exists()
+    return state, done | held
+
+
+@pytest.fixture
+def state(seed: tuple[Path, set[int]], tmp_path: Path) -> Path:
+    """A copy of the seed to damage."""
+    copy = tmp_path / "state"
+    shutil.copytree(seed[0], copy, ignore=shutil.ignore_patterns("local", "sock"))
+    return copy
+
+
+def listed(state: Path, *args: str) -> set[int]:
+    proc = start(state, *args, command=LIST)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return {int(line) for line in proc.stdout.split()}
+
+
+def test_an_undamaged_copy_keeps_every_job(state: Path, seed: tuple[Path, set[int]]) -> None:
+    assert listed(state) == seed[1]
+
+
+def empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def test_an_emptied_kvs_is_refused_unless_fresh(state: Path) -> None:
+    db = state / "kvs.sqlite"
+    empty(db)
+    (state / "kvs.sqlite-wal").unlink()
+    refused(start(state), str(db), "empty or missing", "--fresh")
+    assert db.stat().st_size == 0  # refused before anything was written
+    assert listed(state, "--fresh") == set()
+    assert listed(state) == set()  # the fresh instance is the state directory's from now on
+
+
+@pytest.mark.parametrize("name", ["kvs.sqlite", "kvs.sqlite-wal"])
+def test_a_deleted_database_file_is_refused(state: Path, name: str) -> None:
+    (state / name).unlink()
+    refused(start(state), name)
+
+
+def test_a_deleted_wal_after_a_clean_stop_is_nothing_lost(
+    state: Path, seed: tuple[Path, set[int]]
+) -> None:
+    assert listed(state) == seed[1]  # a clean stop: the WAL is checkpointed and removed
+    assert not (state / "kvs.sqlite-wal").exists()
+    assert listed(state) == seed[1]
+
+
+def test_fresh_on_a_database_with_jobs_is_refused(state: Path, seed: tuple[Path, set[int]]) -> None:
+    refused(start(state, "--fresh"), "kvs.sqlite", "--fresh", "holds an instance's data")
+    assert listed(state) == seed[1]
+
+
+def test_fresh_without_a_state_directory_is_a_usage_error() -> None:
+    argv = [str(PFLUX), "start", "--fresh", "true"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "pflux-start: ERROR: --fresh: only with --state-dir" in proc.stderr
