@@ -13,6 +13,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,14 @@ LIST = (str(PFLUX), "jobs", "-a", "-n", "-c", "0", "-o", "{id.dec}")
 
 @pytest.fixture(scope="module")
 def seed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[int]]:
-    """A state directory with ``JOBS`` acknowledged jobs, its broker killed with SIGKILL."""
+    """A state directory with ``JOBS`` acknowledged jobs, half of them in the WAL alone."""
     state = tmp_path_factory.mktemp("seed") / "state"
-    live = LiveInstance(state, cores=1)
-    with Client(live.uri) as client:
+    with LiveInstance(state, cores=1) as live, Client(live.uri) as client:
         done = {int(client.submit(jobspec())) for _ in range(JOBS // 2)}
         client.drain()
+    # a clean stop checkpointed those into kvs.sqlite; these are in the WAL alone
+    live = LiveInstance(state, cores=1)
+    with Client(live.uri) as client:
         held = {int(client.submit(jobspec(), urgency="hold")) for _ in range(JOBS // 2)}
     live.kill()
     # job-list's process stops once its link is gone: wait for its lock, so that the
@@ -103,3 +106,42 @@ def test_fresh_without_a_state_directory_is_a_usage_error() -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "pflux-start: ERROR: --fresh: only with --state-dir" in proc.stderr
+
+
+def truncate(path: Path) -> None:
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def zero(path: Path) -> None:
+    path.write_bytes(bytes(path.stat().st_size))
+
+
+def garble(path: Path) -> None:
+    """Overwrite the second quarter of the file with bytes no SQLite page or journal holds."""
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        f.seek(size // 4)
+        f.write(bytes(range(7, 256, 7)) * (size // 4 // 36 + 1))
+
+
+DAMAGES = [truncate, zero, garble]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_kvs_is_refused_naming_it(state: Path, damage: Callable[[Path], None]) -> None:
+    damage(state / "kvs.sqlite")
+    refused(start(state), str(state / "kvs.sqlite"), "corrupt", "restore it from a backup")
+
+
+@pytest.mark.parametrize("damage", [*DAMAGES, empty])
+def test_a_damaged_job_list_cache_is_rebuilt(
+    state: Path, seed: tuple[Path, set[int]], damage: Callable[[Path], None]
+) -> None:
+    damage(state / "job-list.sqlite")
+    assert listed(state) == seed[1]
+
+
+def test_a_garbled_exec_journal_is_no_fault(state: Path, seed: tuple[Path, set[int]]) -> None:
+    with (state / "exec" / "journal").open("ab") as journal:
+        journal.write(b"S 12x 99999999 no-time no-boot\n\xff\xfe garbage\nE\n")
+    assert listed(state) == seed[1]
