@@ -160,6 +160,22 @@ class StoreError(RPCError):
         super().__init__(errno.EIO, message)
 
 
+class StoreFull(StoreError):
+    """The disk (or the quota) is full (ENOSPC): the transaction was rolled back, and one
+    may succeed once there is space again."""
+
+    def __init__(self, message: str) -> None:
+        RPCError.__init__(self, errno.ENOSPC, message)
+
+
+def _failed(path: Path, what: str, exc: sqlite3.Error) -> StoreError:
+    """The StoreError for a failed transaction: StoreFull when SQLite found no space."""
+    message = f"{path}: {what}: {exc}"
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+        return StoreFull(f"{message} (no space left on device)")
+    return StoreError(message)
+
+
 def _reading(method: Callable[P, R]) -> Callable[P, R]:
     """Report a failure of SQLite while reading as StoreError, not as a bug."""
 
@@ -451,8 +467,8 @@ class Store:
         """Group writes into one durable transaction; joins one already open.
 
         A KVSError from the body rolls everything back and propagates; any SQLite
-        failure, the final COMMIT included, becomes StoreError: nothing of the
-        transaction may be reported as done.
+        failure, the final COMMIT included, becomes StoreError (StoreFull for a
+        full disk): nothing of the transaction may be reported as done.
         """
         conn = self._conn
         if conn.in_transaction:
@@ -461,13 +477,13 @@ class Store:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot begin a transaction: {exc}") from None
+            raise _failed(self.path, "cannot begin a transaction", exc) from None
         try:
             yield
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
-            raise StoreError(f"{self.path}: transaction failed: {exc}") from None
+            raise _failed(self.path, "transaction failed", exc) from None
         except BaseException:
             self._rollback()
             raise
