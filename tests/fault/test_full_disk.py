@@ -11,17 +11,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pflux.api import Client
 from pflux.broker.message import RPCError
+from pflux.cli import start
+from pflux.kvs.store import Store
 from pflux.spec.fluid import JobID
-from support.instance import LiveInstance, jobspec
+from support.instance import PFLUX, LiveInstance, jobspec
 
 SIZE = "16m"
 RESUME_DEADLINE = 30.0  # seconds for the KVS's pause after a full disk to pass
@@ -127,3 +131,26 @@ def resumed_submit(client: Client) -> JobID:
 
 def test_the_fixture_unmounts(small_fs: Path) -> None:
     assert os.path.ismount(small_fs)
+
+
+def test_an_allocation_a_full_disk_refused_is_asked_for_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scheduler cannot store R once (a full disk): the job still runs, a while later."""
+    apply = Store.apply
+    refusals = [1]
+
+    def full_once_for_r(self: Store, ops: Any, *args: Any, **kwargs: Any) -> Any:
+        if refusals[0] and any(op[1].endswith(".R") for op in ops):
+            refusals[0] -= 1
+            error = sqlite3.OperationalError("database or disk is full")
+            error.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+            raise error
+        return apply(self, ops, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "apply", full_once_for_r)
+    argv = ["--state-dir", str(tmp_path / "state"), "--cores", "1"]
+    test_mode = "exec.test.run_duration=0.01s"
+    submit = [str(PFLUX), "submit", "--wait", "-S", test_mode, "true"]
+    assert start.main([*argv, "timeout", "30", *submit]) == 0
+    assert refusals == [0]
