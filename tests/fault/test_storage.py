@@ -145,3 +145,21 @@ def test_a_garbled_exec_journal_is_no_fault(state: Path, seed: tuple[Path, set[i
     with (state / "exec" / "journal").open("ab") as journal:
         journal.write(b"S 12x 99999999 no-time no-boot\n\xff\xfe garbage\nE\n")
     assert listed(state) == seed[1]
+
+
+@pytest.mark.parametrize("damage", [zero, garble])
+def test_a_damaged_wal_is_refused_naming_it(state: Path, damage: Callable[[Path], None]) -> None:
+    wal = state / "kvs.sqlite-wal"
+    damage(wal)
+    refused(start(state), str(wal), "the WAL is damaged", "Put back an undamaged copy")
+
+
+def test_going_on_from_a_damaged_wal_is_the_users_call(
+    state: Path, seed: tuple[Path, set[int]]
+) -> None:
+    garble(state / "kvs.sqlite-wal")
+    (state / "kvs.sqlite.state").unlink()  # as the refusal says
+    kept = listed(state)
+    # the jobs checkpointed into kvs.sqlite, and what SQLite could read of the WAL
+    assert JOBS // 2 <= len(kept) < JOBS
+    assert kept <= seed[1]

@@ -53,6 +53,7 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from pflux import lockfile, private
 from pflux.broker.message import RPCError
+from pflux.kvs import wal
 from pflux.kvs.keys import (
     KEY_PATTERN,
     PRIMARY,
@@ -298,7 +299,20 @@ class Store:
             size = 0
         if size == 0:
             raise self._lost()
-        if state == MARK_OPEN and not os.path.exists(f"{self.path}-wal"):
+        if state != MARK_OPEN:
+            return
+        wal_path = f"{self.path}-wal"
+        try:
+            damage = wal.damage(wal_path)
+        except OSError as exc:
+            raise StoreError(f"{wal_path}: cannot read the WAL: {exc.strerror}") from None
+        if damage is not None:
+            raise StoreError(
+                f"{wal_path}: the WAL is damaged ({damage}): SQLite would drop the"
+                " transactions after the damage. Put back an undamaged copy; or, to go on"
+                f" with what SQLite can read of it (losing the rest), remove {self.marker}"
+            )
+        if not os.path.exists(wal_path):
             name = self.path.name
             raise StoreError(
                 f"{self.path}-wal: missing, but the instance that had {name} open did not stop"
