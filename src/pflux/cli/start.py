@@ -4,6 +4,8 @@ With COMMAND, it runs inside the instance (PFLUX_URI set) and the instance
 shuts down when it exits, with its exit code; without, the instance serves
 until ``pflux shutdown`` or SIGTERM. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
+One whose KVS database was lost (found empty or missing) is refused, unless
+``--fresh`` says to start again there with no jobs.
 ``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);
 the instance's resources for it usually come from ``--config``
 (``[[resource.config]]`` or ``[resource] path``). An instance that stops
