@@ -25,9 +25,8 @@ SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's files beside a database
 
 def directory(path: Path) -> None:
     """Create ``path`` mode 0700, or check that an existing directory is safe to serve in."""
-    with contextlib.suppress(FileExistsError):
-        path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(path, 0o700)
     except FileExistsError:
         _check_directory(path)

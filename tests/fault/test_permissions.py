@@ -72,3 +72,9 @@ def test_databases_others_could_read_are_made_0600(tmp_path: Path) -> None:
     assert start(state).returncode == 0
     assert mode(state / "kvs.sqlite") == 0o600
     assert mode(state / "job-list.sqlite") == 0o600
+
+
+def test_a_state_directory_that_cannot_be_made_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    error = refused(start(tmp_path / "file" / "state"), str(tmp_path / "file" / "state"))
+    assert "Not a directory" in error
