@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pflux.cli import start
+from pflux.ingest import IngestService
 from pflux.kvs.store import Store
 from support.instance import PFLUX
 
@@ -38,3 +39,15 @@ def test_a_clean_stop_exits_with_the_initial_programs_status(tmp_path: Path) -> 
     argv = ["--state-dir", str(tmp_path / "state"), "--cores", "1"]
     assert start.main([*argv, "sh", "-c", "exit 3"]) == 3
     assert start.main([*argv, "true"]) == 0
+
+
+def test_a_service_that_crashes_at_start_exits_1_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def crash(self: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(IngestService, "start", crash)
+    assert start.main(["--state-dir", str(tmp_path / "state"), "--cores", "1", "true"]) == 1
+    err = capsys.readouterr().err
+    assert "pflux-start: ERROR: the instance stopped: internal error: RuntimeError('a bug')" in err

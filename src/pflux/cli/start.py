@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux.cli import base
-from pflux.errors import UsageError
+from pflux.errors import PfluxError, UsageError
 
 
 def main(argv: list[str]) -> int:
@@ -58,7 +58,13 @@ def _start(args: argparse.Namespace) -> int:
     instance = Instance(args.state_dir, config=config, fresh=args.fresh)
     import uvloop
 
-    return uvloop.run(instance.run(args.command or None))
+    try:
+        return uvloop.run(instance.run(args.command or None))
+    except PfluxError:
+        raise
+    except Exception as exc:  # a bug in a service: still a failed instance, and said so
+        logging.getLogger("pflux.broker").exception("the instance failed")
+        raise PfluxError(f"the instance stopped: internal error: {exc!r}") from exc
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
