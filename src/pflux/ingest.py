@@ -4,6 +4,7 @@ Submissions arriving in one loop turn are committed together: one ``kvs.commit``
 holds every new job's J, jobspec and ``submit`` event, and one
 ``job-manager.submit`` hands them all over. A client hears its id only after
 both, so an id a user holds is a job that survives a crash (RFC 16, RFC 21).
+On a full disk the KVS stores none of them, and each gets ENOSPC.
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ class IngestService(Service):
 
     def _committed(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:
-            self.broker.fatal(f"job-ingest: KVS commit failed: {msg.errstr}")
+            # a full disk stored none of them, and the instance serves on; anything else is fatal
+            if msg.errnum != errno.ENOSPC:
+                self.broker.fatal(f"job-ingest: KVS commit failed: {msg.errstr}")
             for sub in batch:
                 sub.req.error(msg.errnum, f"job could not be stored: {msg.errstr}")
             return

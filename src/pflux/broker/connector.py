@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import os
 import socket
 import struct
 from collections.abc import Callable
@@ -249,9 +248,7 @@ class Provider:
 
 
 async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
-    """Listen on ``path`` (its directory is made private to the owner)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    """Listen on ``path``, in a directory the caller has made safe (``pflux.private``)."""
     if path.exists() or path.is_symlink():
         path.unlink()
     loop = asyncio.get_running_loop()

@@ -20,9 +20,11 @@ import socket
 import sys
 import tempfile
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pflux import private
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
@@ -128,8 +130,11 @@ class Instance:
         config: dict[str, Any] | None = None,
         services: Sequence[str] = SERVICES,
         modules: dict[str, str] | None = None,
+        fresh: bool = False,
     ) -> None:
+        """``fresh``: the state directory's KVS database was lost; start with an empty one."""
         self._temporary = state_dir is None
+        self._fresh = fresh
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
         simulating = "simulator" in self.config
@@ -139,6 +144,7 @@ class Instance:
         self._links: list[socket.socket] | None = []  # module links to serve; None: served
         self._watchers: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self.fatal: str | None = None  # why the instance stopped, when something failed
         self.socket_path = self.state_dir / SOCKET_NAME
         if len(os.fsencode(self.socket_path.absolute())) > MAX_SOCKET_PATH:
             raise PfluxError(
@@ -149,12 +155,11 @@ class Instance:
 
     async def run(self, argv: Sequence[str] | None = None) -> int:
         """Serve; with ``argv``, run it inside the instance and return its exit code."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.state_dir, 0o700)
+        private.directory(self.state_dir)
         tune_gc()
         stop = asyncio.Event()
         broker = Broker(os.getuid(), attrs=self._attrs(), config=self.config)
-        broker.on_fatal = lambda reason: stop.set()
+        broker.on_fatal = partial(self._on_fatal, stop)
         self.broker_service = BrokerService(broker, stop)
         broker.register(self.broker_service)
         for path in self.service_paths:
@@ -196,7 +201,15 @@ class Instance:
                 self.socket_path.unlink()
             if self._temporary:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self.fatal is not None:
+            raise PfluxError(f"the instance stopped: {self.fatal}")
         return rc
+
+    def _on_fatal(self, stop: asyncio.Event, reason: str) -> None:
+        """Stop, and end ``run`` with the first fatal reason, so that the exit status says so."""
+        if self.fatal is None:
+            self.fatal = reason
+        stop.set()
 
     async def _start_modules(self) -> list[asyncio.Event]:
         """Start each module process; what is set once it provides its service."""
@@ -295,6 +308,7 @@ class Instance:
             "uri": self.uri,
             "state-dir": str(self.state_dir.absolute()),
             "state-dir-temporary": "1" if self._temporary else "0",  # removed at exit
+            "state-dir-fresh": "1" if self._fresh else "0",  # an empty KVS replaces a lost one
             "instance-owner": str(os.getuid()),
             "hostname": socket.gethostname(),
             "rank": "0",

@@ -4,9 +4,13 @@ With COMMAND, it runs inside the instance (PFLUX_URI set) and the instance
 shuts down when it exits, with its exit code; without, the instance serves
 until ``pflux shutdown`` or SIGTERM. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
+One whose KVS database was lost (found empty or missing) is refused, unless
+``--fresh`` says to start again there with no jobs.
 ``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);
 the instance's resources for it usually come from ``--config``
-(``[[resource.config]]`` or ``[resource] path``).
+(``[[resource.config]]`` or ``[resource] path``). An instance that stops
+because something failed exits 1 with the reason on stderr, whatever the
+initial program's status, so that a supervisor can tell it from a clean stop.
 """
 
 from __future__ import annotations
@@ -16,12 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from pflux.cli import base
-from pflux.errors import UsageError
+from pflux.errors import PfluxError, UsageError
 
 
 def main(argv: list[str]) -> int:
     parser = base.parser("start", "Run a pflux instance (and, optionally, a command in it).")
     parser.add_argument("--state-dir", type=Path, help="keep the instance's data here")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="the state directory's KVS database was lost: start again with no jobs",
+    )
     parser.add_argument("--cores", type=int, help="cores to manage (default: this machine's)")
     parser.add_argument("--gpus", type=int, help="GPUs to manage (default: this machine's)")
     parser.add_argument("--config", type=Path, help="instance configuration (TOML)")
@@ -44,10 +53,18 @@ def _start(args: argparse.Namespace) -> int:
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     config = _config(args)
-    instance = Instance(args.state_dir, config=config)
+    if args.fresh and args.state_dir is None:
+        raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")
+    instance = Instance(args.state_dir, config=config, fresh=args.fresh)
     import uvloop
 
-    return uvloop.run(instance.run(args.command or None))
+    try:
+        return uvloop.run(instance.run(args.command or None))
+    except PfluxError:
+        raise
+    except Exception as exc:  # a bug in a service: still a failed instance, and said so
+        logging.getLogger("pflux.broker").exception("the instance failed")
+        raise PfluxError(f"the instance stopped: internal error: {exc!r}") from exc
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import orjson
 
-from pflux import lockfile
+from pflux import lockfile, private
 from pflux.joblist.summary import JobSummary
 
 log = logging.getLogger("pflux.job-list")
@@ -306,6 +306,10 @@ class SummaryCache:
             self._failed = True
 
     def _open(self) -> sqlite3.Connection:
+        try:
+            private.database(self.path)  # summaries name the job's command and cwd
+        except OSError as exc:
+            raise _Unusable(exc.strerror) from None
         conn = sqlite3.connect(self.path, timeout=5.0)
         try:
             conn.execute("PRAGMA journal_mode = WAL").fetchone()

@@ -20,7 +20,12 @@ answered after their turn's work is applied.
 A failed SQLite transaction is fatal: the requests in it get EIO, the service
 refuses everything after, and the broker is told to stop (``Broker.fatal``).
 Carrying on would let other services act on events that were never stored;
-stopping lets a restart recover from what was.
+stopping lets a restart recover from what was. A full disk is the exception,
+where each transaction is its own (WAL): the transaction was rolled back, its
+requests get ENOSPC, and writes are refused with ENOSPC, untried, for a while
+(``FULL_BACKOFF``, doubling while the disk stays full), so that a writer's
+commits sent after a failed one fail too and it can send them again in order;
+the first transaction that commits ends it. Reads go on.
 
 Watches are fed from the changes each transaction reports, after it commits,
 in commit order: a watcher sees every change once, with exactly the appended
@@ -66,7 +71,7 @@ from pflux.kvs.keys import (
     quote,
     to_primary,
 )
-from pflux.kvs.store import APPEND, PUT, UNLINK, Change, Store, StoreError
+from pflux.kvs.store import APPEND, PUT, UNLINK, Change, Store, StoreError, StoreFull
 
 log = logging.getLogger("pflux.kvs")
 
@@ -77,6 +82,7 @@ EXEC_KEYS = frozenset(("exec", "output", "input"))
 WALK_BATCH = 1024  # entries per kvs.walk response
 CHECKPOINT_TRANSACTIONS = 256  # transactions after which a checkpoint is due
 CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
+FULL_BACKOFF = (0.1, 2.0)  # seconds writes are refused after a full disk: first, most
 HOLD_SECONDS = 0.05  # a store that need not be crash-safe commits this often (Store.hold)
 VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
 
@@ -122,6 +128,9 @@ class KVSService(Service):
         self._watches: dict[str, list[_Watch]] = {}  # by primary key
         self._by_sender: dict[tuple[object, int], _Watch] = {}
         self._failed: str | None = None
+        self._full: str | None = None  # why writes are refused (a full disk), until _full_until
+        self._full_until = 0.0
+        self._full_backoff = FULL_BACKOFF[0]
         self._checkpoints: ThreadPoolExecutor | None = None
         self._checkpointing: asyncio.Future[int] | None = None
         self._written = 0  # transactions since the last checkpoint began
@@ -148,7 +157,8 @@ class KVSService(Service):
         temporary = self.broker.attrs.get("state-dir-temporary") == "1"
         journal = _setting(config, "journal_mode", "memory" if temporary else "wal")
         sync = _setting(config, "sync", "off" if journal == "memory" else "normal")
-        self._store = Store(Path(state_dir) / DB_NAME, sync=sync, journal=journal)
+        fresh = self.broker.attrs.get("state-dir-fresh") == "1"  # pflux start --fresh
+        self._store = Store(Path(state_dir) / DB_NAME, sync=sync, journal=journal, fresh=fresh)
         log.info("kvs: %s (journal_mode=%s, sync=%s)", self._store.path, journal, sync)
 
     async def stop(self) -> None:
@@ -219,6 +229,8 @@ class KVSService(Service):
 
     def _enqueue(self, req: Request, kind: str, args: Any) -> None:
         _ = self.store  # refuse at once when there is nowhere to write
+        if self._full is not None and time.monotonic() < self._full_until:
+            raise KVSError(errno.ENOSPC, f"{req.topic}: not stored: {self._full}")
         self._queue.append(_Pending(req, kind, args))
         if not self._scheduled:
             self._scheduled = True
@@ -272,13 +284,15 @@ class KVSService(Service):
                         if item.kind == "commit":
                             nops += len(item.args[1])
         except StoreError as exc:
-            self._fail(str(exc), queue)
+            self._failed_transaction(store, exc, queue)
             return
         except Exception as exc:  # a bug: what was applied is rolled back, so it is a failure
             log.exception("kvs: applying a transaction failed")
             self._fail(f"internal error: {exc!r}", queue)
             return
         log.debug("kvs: %d requests, %d ops, one transaction", len(queue), nops)
+        if self._full is not None:
+            self._writing_again()
         self._written += 1
         self._answer(results)
         self._checkpoint_if_due(store)
@@ -338,6 +352,31 @@ class KVSService(Service):
         else:
             store.namespace_remove(item.args)
         return []
+
+    def _failed_transaction(self, store: Store, exc: StoreError, queue: list[_Pending]) -> None:
+        """A full disk is refused for a while where the transaction was the turn's alone;
+        anything else is fatal (so is a full disk under a held transaction, whose earlier
+        commits were answered already)."""
+        if isinstance(exc, StoreFull) and store.wal:
+            self._refuse_while_full(str(exc), queue)
+        else:
+            self._fail(str(exc), queue)
+
+    def _writing_again(self) -> None:
+        log.warning("kvs: a transaction committed after a full disk; writing again")
+        self._full = None
+        self._full_backoff = FULL_BACKOFF[0]
+
+    def _refuse_while_full(self, reason: str, queue: list[_Pending]) -> None:
+        """A transaction found the disk full: ENOSPC for its requests, and writes for a while."""
+        if self._full is None:
+            log.error("kvs: %s; refusing writes until there is space", reason)
+        else:
+            self._full_backoff = min(self._full_backoff * 2, FULL_BACKOFF[1])
+        self._full = reason
+        self._full_until = time.monotonic() + self._full_backoff
+        for item in queue:
+            item.req.error(errno.ENOSPC, f"{item.req.topic}: not stored: {reason}")
 
     def _fail(self, reason: str, queue: list[_Pending]) -> None:
         """A transaction failed: nothing in it may be acknowledged, and the instance stops."""

@@ -42,6 +42,7 @@ it run beside the writer, and releases the GIL while it copies and syncs.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -50,8 +51,9 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
-from pflux import lockfile
+from pflux import lockfile, private
 from pflux.broker.message import RPCError
+from pflux.kvs import wal
 from pflux.kvs.keys import (
     KEY_PATTERN,
     PRIMARY,
@@ -62,6 +64,8 @@ from pflux.kvs.keys import (
     check_name,
     quote,
 )
+
+log = logging.getLogger("pflux.kvs")
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as such
@@ -75,6 +79,8 @@ SYNC_MODES = ("off", "normal", "full")
 JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
 _LONG_MAX = 65536  # values remembered to have outgrown their first chunk
+MARK_OPEN = b"open\n"  # the marker's states (see Store.marker), of one length
+MARK_SHUT = b"shut\n"
 BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
 
 # --- SQL ---------------------------------------------------------------------------------
@@ -155,6 +161,22 @@ class StoreError(RPCError):
         super().__init__(errno.EIO, message)
 
 
+class StoreFull(StoreError):
+    """The disk (or the quota) is full (ENOSPC): the transaction was rolled back, and one
+    may succeed once there is space again."""
+
+    def __init__(self, message: str) -> None:
+        RPCError.__init__(self, errno.ENOSPC, message)
+
+
+def _failed(path: Path, what: str, exc: sqlite3.Error) -> StoreError:
+    """The StoreError for a failed transaction: StoreFull when SQLite found no space."""
+    message = f"{path}: {what}: {exc}"
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+        return StoreFull(f"{message} (no space left on device)")
+    return StoreError(message)
+
+
 def _reading(method: Callable[P, R]) -> Callable[P, R]:
     """Report a failure of SQLite while reading as StoreError, not as a bug."""
 
@@ -195,7 +217,14 @@ def _kl(key: str) -> tuple[str, str]:
 class Store:
     """One SQLite database holding every key and namespace of an instance."""
 
-    def __init__(self, path: str | Path, *, sync: str = "normal", journal: str = "wal") -> None:
+    def __init__(
+        self, path: str | Path, *, sync: str = "normal", journal: str = "wal", fresh: bool = False
+    ) -> None:
+        """Open (or create) the database at ``path``.
+
+        ``fresh``: the database is known to be lost, and an empty one may replace
+        it (see ``marker``); a database with data is then refused, not reset.
+        """
         if sync not in SYNC_MODES:
             raise StoreError(f"kvs.sync: must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
         if journal not in JOURNAL_MODES:
@@ -213,13 +242,20 @@ class Store:
         self._checkpointer: sqlite3.Connection | None = None
         self._lock = self._take_lock()
         try:
+            if not fresh:
+                self._check_files()
+            private.database(self.path)
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
-        except sqlite3.Error as exc:
+        except StoreError:
+            os.close(self._lock)
+            raise
+        except (sqlite3.Error, OSError) as exc:
             os.close(self._lock)
             raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
         try:
-            self._open(sync, journal)
+            self._open(sync, journal, fresh)
         except BaseException:
+            self._shut()
             self._conn.close()
             os.close(self._lock)
             raise
@@ -237,7 +273,85 @@ class Store:
         except OSError as exc:
             raise StoreError(f"{lock_path}: cannot open the KVS lock: {exc.strerror}") from None
 
-    def _open(self, sync: str, journal: str) -> None:
+    @property
+    def marker(self) -> Path:
+        """``<db>.state``: that this directory holds a database, and whether a store has it open.
+
+        Its presence says that a database was created here, so that one emptied
+        or deleted later (a full disk, a stray ``>``) is not taken for a new
+        instance's. It says ``open`` while a WAL-mode store has the database
+        open (and after a crash), ``shut`` once it closed: a WAL removed after
+        a crash, with the transactions only it held, is noticed.
+        """
+        return Path(f"{self.path}.state")
+
+    def _check_files(self) -> None:
+        """StoreError if the marker says a database was here and it, or its WAL, is gone."""
+        try:
+            state = self.marker.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"{self.marker}: cannot read the KVS state: {exc.strerror}") from None
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            size = 0
+        if size == 0:
+            raise self._lost()
+        if state != MARK_OPEN:
+            return
+        wal_path = f"{self.path}-wal"
+        try:
+            damage = wal.damage(wal_path)
+        except OSError as exc:
+            raise StoreError(f"{wal_path}: cannot read the WAL: {exc.strerror}") from None
+        if damage is not None:
+            raise StoreError(
+                f"{wal_path}: the WAL is damaged ({damage}): SQLite would drop the"
+                " transactions after the damage. Put back an undamaged copy; or, to go on"
+                f" with what SQLite can read of it (losing the rest), remove {self.marker}"
+            )
+        if not os.path.exists(wal_path):
+            name = self.path.name
+            raise StoreError(
+                f"{self.path}-wal: missing, but the instance that had {name} open did not stop"
+                f" cleanly, and its last transactions were there alone. Put it back; or, to go"
+                f" on with what {name} holds (losing them), remove {self.marker}"
+            )
+
+    def _lost(self) -> StoreError:
+        return StoreError(
+            f"{self.path}: the KVS database is empty or missing, but {self.marker.name}"
+            " says this state directory held one: its jobs would be lost. Restore it"
+            " from a backup, or start with --fresh to begin again with no jobs"
+        )
+
+    def _shut(self) -> None:
+        """Say the database is shut, before the connection closes (and the WAL goes).
+
+        A crash from here on leaves the WAL, which is fine to find; a marker
+        left ``open`` with no WAL would make the next start refuse.
+        """
+        if self.wal and self.marker.exists():
+            try:
+                self._mark(MARK_SHUT)
+            except StoreError as exc:
+                log.error("%s (the next start will say the WAL is missing)", exc.errstr)
+
+    def _mark(self, state: bytes) -> None:
+        """Write ``state`` to the marker, durably, in place (no new block: even a full disk)."""
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.pwrite(fd, state, 0)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StoreError(f"{self.marker}: cannot write the KVS state: {exc.strerror}") from None
+
+    def _open(self, sync: str, journal: str, fresh: bool) -> None:
         conn = self._conn
         try:
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
@@ -256,11 +370,12 @@ class Store:
         except sqlite3.Error as exc:
             raise self._open_error(exc) from None
         try:
-            self._check_schema()
+            self._check_schema(fresh)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        self._mark(MARK_OPEN if self.wal else MARK_SHUT)
         self._load_namespaces()
 
     def _open_error(self, exc: sqlite3.Error) -> StoreError:
@@ -279,15 +394,22 @@ class Store:
             "restore it from a backup or move it aside to start afresh"
         )
 
-    def _check_schema(self) -> None:
+    def _check_schema(self, fresh: bool) -> None:
         conn = self._conn
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version == 0 and app == 0 and tables == 0:
+            if self.marker.exists() and not fresh:
+                raise self._lost()
             for sql in SQL_SCHEMA:
                 conn.execute(sql)
             return
+        if fresh:
+            raise StoreError(
+                f"{self.path}: --fresh, but the KVS database holds an instance's data;"
+                " start without --fresh to restart it, or move it aside"
+            )
         if app != APPLICATION_ID:
             raise StoreError(f"{self.path}: not a pflux KVS database (application_id {app:#x})")
         if version > SCHEMA_VERSION:
@@ -316,6 +438,7 @@ class Store:
         try:
             self.release()
         finally:
+            self._shut()
             if self._checkpointer is not None:
                 self._checkpointer.close()
                 self._checkpointer = None
@@ -358,8 +481,8 @@ class Store:
         """Group writes into one durable transaction; joins one already open.
 
         A KVSError from the body rolls everything back and propagates; any SQLite
-        failure, the final COMMIT included, becomes StoreError: nothing of the
-        transaction may be reported as done.
+        failure, the final COMMIT included, becomes StoreError (StoreFull for a
+        full disk): nothing of the transaction may be reported as done.
         """
         conn = self._conn
         if conn.in_transaction:
@@ -368,13 +491,13 @@ class Store:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot begin a transaction: {exc}") from None
+            raise _failed(self.path, "cannot begin a transaction", exc) from None
         try:
             yield
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
-            raise StoreError(f"{self.path}: transaction failed: {exc}") from None
+            raise _failed(self.path, "transaction failed", exc) from None
         except BaseException:
             self._rollback()
             raise

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pflux.job-manager")
 
+ALLOC_RETRY = 1.0  # seconds before asking again for an allocation a full disk refused
+
 
 class AllocClient:
     """Sends alloc, cancel, free and prioritize requests; posts what they yield."""
@@ -190,6 +192,12 @@ class AllocClient:
 
     def _response(self, job: Job, msg: Message) -> None:
         if not job.alloc_pending:
+            return
+        if msg.errnum == errno.ENOSPC:
+            # the scheduler could not store R (a full disk) and kept nothing: ask again later
+            log.warning("sched.alloc for %d: %s; asking again", job.id, msg.errstr)
+            self._done(job)
+            self.manager.broker.loop.call_later(ALLOC_RETRY, self.manager.advance, job)
             return
         if msg.errnum:
             log.error(

@@ -5,10 +5,17 @@ batch goes to the KVS as one ``kvs.commit`` at the end of the turn. Only when
 the commit is answered are the batch's callbacks run: responses to clients,
 journal entries, requests to other services. So nobody hears of an event that
 is not durable (flux-core's ``job-manager/event.c`` is the model).
+
+A batch the KVS could not store for want of space (ENOSPC) is sent again, with
+the batches after it, in order, after a pause that doubles while the disk stays
+full; meanwhile new batches wait behind it. Its events stay applied in memory
+but are acted on, and answered, only once committed, as always.
 """
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import logging
 from collections import deque
 from collections.abc import Callable, Container
@@ -21,6 +28,8 @@ from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec.eventlog import Event
 
 log = logging.getLogger("pflux.job-manager")
+
+RETRY_BACKOFF = (0.2, 2.0)  # seconds before sending again batches a full disk refused
 
 
 class Batch:
@@ -60,6 +69,12 @@ class EventPoster:
         self._on_commit = on_commit
         self._batch: Batch | None = None
         self._flushed: deque[Batch] = deque()  # committing, answered in this order
+        self._inflight = 0  # batches sent, not yet answered
+        self._blocked = False  # a batch waits for space: later ones wait behind it
+        self._retry: list[Batch] = []  # refused for want of space, to send again, in order
+        self._unsent: list[Batch] = []  # flushed while blocked, to send after those
+        self._backoff = RETRY_BACKOFF[0]
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def batch(self) -> Batch:
@@ -136,16 +151,60 @@ class EventPoster:
             op[2] = "".join(op[2])
         if not batch.ops:
             self._durable(batch)
-            return
+        elif self._blocked:
+            self._unsent.append(batch)
+        else:
+            self._send(batch)
 
+    def _send(self, batch: Batch) -> None:
         def committed(msg: Message) -> None:
-            if msg.errnum:
+            self._inflight -= 1
+            if msg.errnum == errno.ENOSPC:
+                if not self._blocked:
+                    log.error(
+                        "job-manager: %s; holding events back until there is space", msg.errstr
+                    )
+                self._blocked = True
+                self._retry.append(batch)
+            elif msg.errnum:
                 # never act on, or acknowledge, an event that is not durable
                 self.broker.fatal(f"job-manager: KVS commit failed: {msg.errstr}")
                 return
-            self._durable(batch)
+            else:
+                self._durable(batch)
+            if self._inflight == 0 and self._blocked:
+                self._settle()
 
+        self._inflight += 1
         self.broker.send("kvs.commit", {"ops": batch.ops}, committed)
+
+    def _settle(self) -> None:
+        """Nothing is in flight: retry what was refused, later; or, all stored, unblock."""
+        if self._retry:
+            if self._timer is None:
+                self._timer = self.broker.loop.call_later(self._backoff, self._resend)
+                self._backoff = min(self._backoff * 2, RETRY_BACKOFF[1])
+            return
+        log.warning("job-manager: events stored again after a full disk")
+        self._blocked = False
+        self._backoff = RETRY_BACKOFF[0]
+        unsent, self._unsent = self._unsent, []
+        for batch in unsent:
+            self._send(batch)
+
+    def _resend(self) -> None:
+        """Send the refused batches again, then those held behind them, in order."""
+        self._timer = None
+        batches = self._retry + self._unsent
+        self._retry, self._unsent = [], []
+        for batch in batches:
+            self._send(batch)
+
+    def cancel_retry(self) -> None:
+        """Stop sending refused batches again (the service stops)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _durable(self, batch: Batch) -> None:
         """Mark ``batch`` durable and act on every durable batch at the front, in order."""

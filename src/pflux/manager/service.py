@@ -115,6 +115,7 @@ class JobManager(Service):
                 self._validate(job)
 
     async def stop(self) -> None:
+        self.events.cancel_retry()  # events not stored were never acted on or answered
         for plugin in self.plugins:
             await plugin.stop()
 

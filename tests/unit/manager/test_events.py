@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from pflux.manager.events import EventPoster
@@ -61,3 +63,69 @@ def test_events_after_extra_ops_are_committed_after_them() -> None:
         ["put", "x", "1"],
         ["append", key, events[2].to_line() + events[3].to_line()],
     ]
+
+
+class RetryingBroker(Broker):
+    """Also keeps each commit's callback, and the timers the poster sets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.callbacks: list[Any] = []
+        self.timers: list[Callable[[], None]] = []
+        self.loop = self
+
+    def send(self, topic: str, payload: Any, callback: Any = None) -> None:
+        super().send(topic, payload)
+        self.callbacks.append(callback)
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> Any:
+        assert delay > 0
+        self.timers.append(fn)
+        return self
+
+    def cancel(self) -> None:
+        pass
+
+    def fatal(self, reason: str) -> None:
+        raise AssertionError(f"fatal: {reason}")
+
+
+def answer(errnum: int = 0) -> Any:
+    return SimpleNamespace(errnum=errnum, errstr="no space left on device" if errnum else "")
+
+
+def test_batches_a_full_disk_refused_are_sent_again_in_order_and_acted_on_once_stored() -> None:
+    broker = RetryingBroker()
+    committed: list[Any] = []
+    poster = EventPoster(broker, lambda job, old: None, committed.append)  # type: ignore[arg-type]
+    job = Job(1 << 30)
+
+    def turn(n: int) -> None:
+        poster.record(job, Event(1.0 + n, "memo", {"n": n}), n)
+        broker.ends.pop()()
+
+    turn(0)
+    turn(1)  # both in flight
+    first, second = (payload for _, payload in broker.sent)
+    broker.callbacks[0](answer(errno.ENOSPC))
+    broker.callbacks[1](answer(errno.ENOSPC))
+    turn(2)  # flushed while the others wait for space: held back
+    assert len(broker.sent) == 2
+    assert committed == []
+    assert poster.pending
+
+    (retry,) = broker.timers
+    retry()
+    assert [payload for _, payload in broker.sent[2:]][:2] == [first, second]
+    assert len(broker.sent) == 5  # and the held batch after them
+    broker.callbacks[2](answer(errno.ENOSPC))  # still full: all three wait again
+    broker.callbacks[3](answer(errno.ENOSPC))
+    broker.callbacks[4](answer(errno.ENOSPC))
+    broker.timers[1]()
+    assert [payload for _, payload in broker.sent[5:]] == [p for _, p in broker.sent[2:5]]
+    for callback in broker.callbacks[5:]:
+        callback(answer())
+    assert [batch.entries[0]["seq"] for batch in committed] == [0, 1, 2]
+    assert not poster.pending
+    turn(3)  # unblocked: sent at once
+    assert len(broker.sent) == 9

@@ -1,0 +1,84 @@
+"""Files and directories of the state directory that only the instance owner may read.
+
+The KVS holds every jobspec, and a jobspec holds its submitter's whole
+environment, so the databases are created mode 0600 before SQLite opens them
+(SQLite gives a database's ``-wal`` and ``-shm`` its mode). The state directory
+holds the socket: pflux creates it 0700, and never changes the mode of one it
+did not create; one that others could write in is refused, since they could
+put their own socket or database in its place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from pathlib import Path
+
+from pflux.errors import PfluxError
+
+log = logging.getLogger("pflux.state")
+
+SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's files beside a database
+
+
+def directory(path: Path) -> None:
+    """Create ``path`` mode 0700, or check that an existing directory is safe to serve in."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        _check_directory(path)
+    except OSError as exc:
+        raise PfluxError(f"{path}: cannot create the state directory: {exc.strerror}") from None
+    else:
+        os.chmod(path, 0o700)  # ours: the umask may have taken bits the owner needs
+
+
+def _check_directory(path: Path) -> None:
+    """PfluxError unless ``path`` is a directory of this user's that no one else can write in."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise PfluxError(f"{path}: cannot use the state directory: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise PfluxError(f"{path}: the state directory is not a directory")
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid != os.getuid() or mode & 0o022:
+        raise PfluxError(
+            f"{path}: unsafe state directory (owner uid {st.st_uid}, mode {mode:04o}): it must"
+            f" be owned by uid {os.getuid()} and not writable by group or others, since it"
+            " holds the instance's socket; name a directory of your own, or one that does not"
+            " exist yet (pflux creates it mode 0700)"
+        )
+
+
+def database(path: Path) -> None:
+    """Make sure the SQLite database ``path`` and its side files are readable by the owner only.
+
+    A missing database is created empty, mode 0600, for SQLite to open; an
+    existing one whose mode lets others read it is made 0600 (pflux's own files,
+    in the owner's state directory).
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        _tighten(path, fd)
+    finally:
+        os.close(fd)
+    for suffix in SIDE_FILES:
+        side = Path(f"{path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            fd = os.open(side, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                _tighten(side, fd)
+            finally:
+                os.close(fd)
+
+
+def _tighten(path: Path, fd: int) -> None:
+    st = os.fstat(fd)
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077 and st.st_uid == os.getuid():
+        log.warning("%s: mode %04o lets others read it; making it 0600", path, mode)
+        os.fchmod(fd, 0o600)
