@@ -341,7 +341,11 @@ class Server:
             os.close(extra)
 
     def _attached(self, conn: _socket.socket, fd: int) -> None:
-        """ATTACH: the shells' new socket to job-exec; answer with what runs and what died."""
+        """ATTACH: the shells' new socket to job-exec; answer with what runs and what died.
+
+        The answer (LIVE) comes with the listening socket, which job-exec keeps
+        so that the shells can rejoin the launcher it starts if this one dies.
+        """
         self.link = conn
         self.link_open = True
         os.dup2(fd, self.records.fileno(), inheritable=False)  # shells forked later inherit it
@@ -350,7 +354,14 @@ class Server:
         lines = [b"%d\n" % jobid for jobid in self.by_job]
         lines += [b"%d %d\n" % item for item in self.died.items()]
         self.died.clear()
-        self.unsent += wire.record(wire.LIVE, os.getpid(), b"".join(lines))
+        live = wire.record(wire.LIVE, os.getpid(), b"".join(lines))
+        assert self.listener is not None  # ATTACH came through it
+        passed = self.listener.fileno().to_bytes(_FD_SIZE, sys.byteorder)
+        try:  # a new connection: its buffer is empty
+            sent = conn.sendmsg([live], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)])
+        except OSError:
+            sent = 0
+        self.unsent[:0] = live[sent:]
 
     def _to_shell(self, jobid: int, data: bytes, fd: int = -1) -> None:
         target = self.by_job.get(jobid)

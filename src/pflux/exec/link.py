@@ -197,6 +197,18 @@ class LauncherLink:
             self._listener = listener
         return self._listener
 
+    def _keep_listener(self, ancillary: list[tuple[int, int, bytes]]) -> None:
+        """Keep the listening socket of a launcher taken over (passed with LIVE)."""
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        for fd in fds:
+            if self._listener is None:
+                self._listener = socket.socket(fileno=fd)
+            else:
+                os.close(fd)
+
     def close_listener(self) -> None:
         """Stop keeping ``exec/sock``: shells of a dead launcher can no longer rejoin."""
         listener, self._listener = self._listener, None
@@ -243,7 +255,11 @@ class LauncherLink:
         if sock is None:
             return
         try:
-            n = sock.recv_into(self._buffer)
+            if self._live is not None:  # LIVE comes with the launcher's listening socket
+                n, ancillary, _, _ = sock.recvmsg_into([self._buffer], socket.CMSG_SPACE(4))
+                self._keep_listener(ancillary)
+            else:
+                n = sock.recv_into(self._buffer)
         except BlockingIOError:
             return
         except OSError:

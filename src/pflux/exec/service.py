@@ -657,17 +657,19 @@ class JobExec(Service):
         """Shells of a launcher that died have rejoined the new one: resume them.
 
         From the records job-exec has applied: those the shells sent on the dead
-        launcher's socket after that are sent again. A shell whose job is not
-        running here any more is let go.
+        launcher's socket after that are sent again. A job being taken over
+        (``ShellRun.resume``) is resumed as that goes on; a shell whose job is
+        not running here any more is let go.
         """
         for jobid in jobids:
             self.rejoining.discard(jobid)
             if jobid in self.leftovers:  # its start request, to come, resumes it
                 continue
             job = self.jobs.get(jobid)
-            run = job.impl if job is not None else None
-            if isinstance(run, ShellRun) and run.live and not run.exited:
-                self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
+            if job is not None and not job.finalizing:
+                run = job.impl
+                if isinstance(run, ShellRun) and run.live and not run.exited:
+                    self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
                 continue
             log.warning("job %s: its shell rejoined, but the job is over", JobID(jobid))
             self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL))
