@@ -72,6 +72,7 @@ for what remains of its run time, as flux-core's testexec does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hashlib
 import logging
@@ -92,7 +93,7 @@ from pflux.exec import wire
 from pflux.exec.journal import kill_recorded, live
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
-from pflux.exec.shellrun import ALL, ShellRun
+from pflux.exec.shellrun import ALL, SPOOLED, ShellRun
 from pflux.exec.testexec import MockRun, mock_config
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
@@ -587,6 +588,9 @@ class JobExec(Service):
                     self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL))
                 elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
                     self.leftovers[jobid].ended(payload, self.spool_dir)
+                elif payload.startswith(b"%d " % SPOOLED):  # the job is over: nobody reads it
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.spool_dir, str(jobid)))
                 continue
             if from_shell:
                 run.applied += _RECORD + len(payload)
@@ -623,7 +627,7 @@ class JobExec(Service):
         delay = LAUNCHER_BACKOFF * 2 ** (self.restarts - 1) if self.restarts else 0.0
         self.restarts += 1
         log.error("the job shell launcher died; starting another in %g s", delay)
-        self.rejoining.update(run.job.id for run in runs if run.live)
+        self.rejoining = {run.job.id for run in runs if run.live}
         self._restart = self.broker.loop.call_later(delay, self._relaunch)
 
     def _relaunch(self) -> None:

@@ -420,6 +420,29 @@ def test_a_job_that_ends_before_the_next_launcher_serves_it_ends_from_its_spool(
     assert not (live.state_dir / "exec" / "spool" / str(stream.id)).exists()
 
 
+def test_the_spool_of_a_job_over_before_its_shell_rejoined_is_removed(
+    tmp_path: Path, live: Any
+) -> None:
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    stream = live.start(live.job(["sh", "-c", f"read x < {go}; echo done"]))
+    assert stream.next() == ("start", {})
+    first = live.exec.launcher.pid
+    shell, _ = busy_shell(first)
+    os.kill(first, signal.SIGSTOP)  # the job's end reaches job-exec; its ACK, the shell never
+    with open(go, "w") as f:
+        f.write("go\n")
+    assert stream.kinds() == ["finish", "release"]
+    os.kill(first, signal.SIGKILL)
+    assert wait_gone([shell]) == []  # it spooled what it had not had acknowledged
+    spool = live.state_dir / "exec" / "spool" / str(stream.id)
+    deadline = time.monotonic() + 20  # the next launcher's word on it has no event here
+    while spool.exists():
+        assert time.monotonic() < deadline, "the spool is left behind"
+        time.sleep(0.01)
+    assert stdout_of(live, stream.id) == "done\n"
+
+
 def test_a_launcher_that_keeps_dying_fails_its_jobs_in_the_end(live: Any) -> None:
     stream = live.start(live.job(["sleep", "100"]))
     assert stream.next() == ("start", {})
