@@ -44,8 +44,9 @@ journals its session before it starts a task (``pflux.exec.journal``); the
 launcher appends the end of each shell once the shell and whatever it left
 are gone (with its wait status when the shell died while no job-exec was
 there to be told); it is a child subreaper, so the tasks of a shell that
-died are adopted by it and killed; and a shell whose launcher goes away
-kills its tasks.
+died are adopted by it and killed (an adopted shell's, which are not, are
+killed by their session, as the journal records it); and a shell whose
+launcher goes away and that no other launcher can take kills its tasks.
 
 Every fork copies the launcher's page tables, every shell's exit frees them,
 and every page either writes after a fork costs a page fault (about 5 us
@@ -145,6 +146,9 @@ class Server:
     nobody waits for; one that left it in its spool with ``SPOOLED``, which
     job-exec hears of as EXITED ``-2`` (if it is there: else it finds the
     spool); for any other end, the launcher reports the shell's wait status.
+    An adopted shell, not the launcher's child, has no wait status for it:
+    one that ends without DONE is reported as spooled if its spool is there,
+    else as ``UNHEARD``.
     """
 
     def __init__(

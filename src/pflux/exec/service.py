@@ -67,6 +67,15 @@ A job with ``reattach`` is never started again: with nothing left of it, it
 ends as its ``exec.eventlog`` says, or with a fatal exception. A job without
 it, and with nothing left of it, starts as usual. A test-mode job goes on
 for what remains of its run time, as flux-core's testexec does.
+
+A launcher that dies takes no job with it: job-exec starts another, on the
+same listening socket, and the shells rejoin it (``pflux.exec.launcher``);
+as each does, job-exec RESUMEs it from the records it has applied. A job
+whose shell the journal does not name never started a task, and fails. The
+launcher is started again at once, then after a backoff doubling from
+``LAUNCHER_BACKOFF``; after ``LAUNCHER_RESTARTS`` in a row (a launcher
+living ``LAUNCHER_SETTLED`` ends the row), the running jobs fail with
+``job shell launcher died``, their shells and tasks killed.
 """
 
 from __future__ import annotations
