@@ -95,13 +95,12 @@ RECV_SIZE: Final = 1 << 16  # more than job-exec sends at once, mostly
 MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
 JOURNAL_IDLE_LIMIT: Final = 1 << 16  # journal bytes worth rewriting when no shell runs
 JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shells run
+# EXITED for an adopted shell that ended without DONE and without a spool
+UNHEARD: Final = b"-1 job shell ended without its status while its launcher was replaced"
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
 _FD_SIZE: Final = 4
 _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
-
-
-UNHEARD: Final = b"-1 job shell ended without its status while its launcher was replaced"
 
 
 class _Shell:
@@ -471,7 +470,7 @@ class Server:
         self.ended.append(journal.end_lines([entry.jobid]))
         entry.jobid = -1
         kept = entry.generation == self.generation and len(self.spares) < SPARES_KEPT
-        kept = kept and not entry.adopted
+        kept = kept and not entry.adopted  # not our child: we could not reap it
         if kept and not (self.quit or self.closing or self.detached):
             self.spares.append(entry)
         else:
