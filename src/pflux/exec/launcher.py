@@ -537,8 +537,12 @@ class Server:
 
     def _adopt(self, jobid: int, pid: int, fd: int) -> None:
         """REJOIN: a dead launcher's shell, with a new socket to it; job-exec hears (LIVE)."""
-        sock = _socket.socket(fileno=fd)
-        if jobid in self.by_job or jobid in self.unheard:
+        try:
+            sock = _socket.socket(fileno=fd)
+        except OSError:  # not a socket: not a shell's
+            os.close(fd)
+            return
+        if sock.type != _socket.SOCK_SEQPACKET or jobid in self.by_job or jobid in self.unheard:
             sock.close()  # one shell per job, and this one was found dead
             return
         entry = _Shell(pid, sock, self.generation)

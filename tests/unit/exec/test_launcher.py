@@ -272,6 +272,44 @@ def test_a_shell_whose_job_ends_before_a_launcher_takes_it_leaves_it_spooled(
     assert journal.live(str(launcher.journal)) == {}
 
 
+@pytest.mark.parametrize(
+    ("hello", "passing"),
+    [
+        (b"nonsense", None),
+        (wire.record(wire.REJOIN, JOB, b"1"), None),  # no socket to the shell
+        (wire.record(wire.REJOIN, JOB, b"not a pid"), "seqpacket"),
+        (wire.record(wire.REJOIN, JOB, b"1"), "pipe"),
+        (wire.record(wire.REJOIN, JOB, b"1"), "stream"),
+        (wire.record(wire.ATTACH, 0), "stream"),  # while its job-exec is there
+    ],
+    ids=["nonsense", "no-socket", "bad-pid", "pipe", "stream", "attach-while-attached"],
+)
+def test_a_bad_caller_on_the_listening_socket_is_hung_up_on(
+    tmp_path: Path, hello: bytes, passing: str | None
+) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    kinds = {"seqpacket": socket.SOCK_SEQPACKET, "stream": socket.SOCK_STREAM}
+    try:
+        ends = socket.socketpair(socket.AF_UNIX, kinds.get(passing or "", socket.SOCK_STREAM))
+        pipe = os.pipe()
+        passed = pipe[1] if passing == "pipe" else ends[1].fileno()
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, passed.to_bytes(4, sys.byteorder))]
+        caller = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        caller.connect(str(launcher.path))
+        caller.sendmsg([hello], rights if passing else [])
+        assert select.select([caller], [], [], 20)[0]
+        assert caller.recv(100) == b""  # hung up on
+        launcher.send(wire.SPAWN, launcher.job(["true"]))
+        assert launcher.until(wire.EXITED)[-1][2] == b"0"  # and serving on
+        caller.close()
+        for end in ends:
+            end.close()
+        for fd in pipe:
+            os.close(fd)
+    finally:
+        launcher.close()
+
+
 def test_a_shell_that_dies_before_it_rejoins_is_reported(tmp_path: Path) -> None:
     launcher = Launcher(tmp_path, listening=True)
     try:
