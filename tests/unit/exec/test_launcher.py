@@ -272,6 +272,34 @@ def test_a_shell_whose_job_ends_before_a_launcher_takes_it_leaves_it_spooled(
     assert journal.live(str(launcher.journal)) == {}
 
 
+def test_what_job_exec_sends_before_a_shell_rejoins_reaches_it_when_it_does(
+    tmp_path: Path,
+) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sleep", "100"]))
+        launcher.until(wire.STARTED)
+        shell, task = busy_shell(launcher.proc.pid)
+        os.kill(shell, signal.SIGSTOP)  # it rejoins only once the KILL is held for it
+        kill_launcher(launcher)
+        launcher.start()
+        launcher.send(wire.KILL, b"%d" % signal.SIGTERM)
+        other = JOB + 1  # the launcher reads in order: once this runs, the KILL is held
+        launcher.send(wire.SPAWN, launcher.job(["true"], other), jobid=other)
+        assert launcher.until(wire.EXITED)[-1] == (wire.EXITED, other, b"0")
+        os.kill(shell, signal.SIGCONT)
+        assert wait_gone([task, shell]) == []  # killed, then it ended into its spool
+        got = launcher.until(wire.EXITED)
+        assert got == [
+            (wire.LIVE, launcher.proc.pid, b"%d\n" % JOB),
+            (wire.EXITED, JOB, b"-2 spooled"),
+        ]
+        spooled = wire.split((tmp_path / "spool" / str(JOB)).read_bytes()[8:])[0]
+        assert spooled[-1] == (wire.EXITED, JOB, b"%d" % ((128 + signal.SIGTERM) << 8))
+    finally:
+        launcher.close()
+
+
 @pytest.mark.parametrize(
     ("hello", "passing"),
     [
