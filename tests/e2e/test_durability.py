@@ -17,6 +17,7 @@ import select
 import signal
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from pflux.api import Client, jobspec_of
@@ -230,6 +231,69 @@ def test_a_shell_that_dies_while_the_instance_is_down_fails_its_job(tmp_path: Pa
             assert not alive(task)
     finally:
         second.stop()
+
+
+def launcher_of(instance: LiveInstance, other_than: int | None = None) -> int:
+    """The pid of the instance's job shell launcher (not ``other_than``): the broker's child
+    running ``pflux.exec.launcher``. After a launcher dies, no event says when the next
+    has started: this looks until it has."""
+    deadline = time.monotonic() + 30
+    while True:
+        children = Path(f"/proc/{instance.proc.pid}/task/{instance.proc.pid}/children")
+        for pid in map(int, children.read_text().split()):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except FileNotFoundError:
+                continue
+            if b"pflux.exec.launcher" in cmdline and pid != other_than:
+                return pid
+        assert time.monotonic() < deadline, "no job shell launcher"
+        time.sleep(0.01)
+
+
+def test_jobs_outlive_their_launcher_with_all_their_output(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    instance = LiveInstance(state, cores=3)
+    try:
+        with Client(instance.uri) as client:
+            body = 'echo before; read x < $GATE; echo after; exit "$1"'
+            specs = [gated(tmp_path, body) for _ in range(2)]
+            for spec, code in zip(specs, ("3", "5"), strict=True):
+                spec["tasks"][0]["command"] += ["job", code]  # sh -c SCRIPT job N: $1 is N
+            on, ended = client.submit_many(specs)
+            make_gates(tmp_path, [on, ended], "")
+            for jobid in (on, ended):
+                client.wait_event(jobid, "data", match={"data": "before\n"}, path="guest.output")
+            [(_, shell)] = pids(tmp_path, ended)
+            first = launcher_of(instance)
+            # the job ends while no launcher serves it: its shell rejoins the next only once
+            # that is stopped, and leaves its end in its spool
+            os.kill(shell, signal.SIGSTOP)
+            os.kill(first, signal.SIGKILL)
+            second = launcher_of(instance, other_than=first)
+            os.kill(second, signal.SIGSTOP)
+            try:
+                os.kill(shell, signal.SIGCONT)
+                open_gate(tmp_path, ended)
+                wait_exit([shell])
+            finally:
+                os.kill(second, signal.SIGCONT)
+            open_gate(tmp_path, on)
+            results = client.wait_all([on, ended])
+            for jobid, code in ((on, 3), (ended, 5)):
+                finish = next(e for e in client.events(jobid) if e.name == "finish")
+                assert (finish.context or {})["status"] == code << 8
+                assert "exception" not in [e.name for e in client.events(jobid, follow=False)]
+                assert output_of(client, jobid) == "before\nafter\n"
+                assert len(pids(tmp_path, jobid)) == 1  # never ran twice
+                assert not results[jobid].success
+            [after] = client.submit_many([gated(tmp_path, "echo again")])
+            assert client.wait(after).success
+            assert output_of(client, after) == "again\n"
+            assert launcher_of(instance) == second
+    finally:
+        instance.stop()
+    assert not list((state / "exec" / "spool").iterdir())
 
 
 def test_only_a_kept_state_directory_gets_a_crash_safe_kvs(tmp_path: Path) -> None:

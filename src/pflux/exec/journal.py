@@ -42,6 +42,7 @@ __all__ = [
     "ended_line",
     "entries",
     "kill_recorded",
+    "leads_session",
     "live",
     "proc_stat",
     "start_line",
@@ -126,6 +127,15 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
 def live(path: str) -> dict[int, Entry]:
     """The shells the journal records as started and not ended."""
     return entries(path)[0]
+
+
+def leads_session(entry: Entry) -> bool:
+    """Whether the recorded shell still runs: the pid leads its session, since before the record."""
+    pid, when, boot = entry
+    stat = proc_stat(pid)
+    if stat is None or boot != boot_id():
+        return False
+    return stat[0] == pid and stat[1] <= when * os.sysconf("SC_CLK_TCK") // 1_000_000_000
 
 
 def _members(sid: int, when: int) -> list[int]:

@@ -3,7 +3,7 @@
 Starting a Python interpreter costs tens of milliseconds; forking one that has
 already imported the shell costs about a millisecond, and a shell that runs
 little Python after the fork not much more (``pflux.shell.main``). So job-exec
-starts this process once (``python -c COMMAND FD RECORDS JOURNAL``) and it
+starts this process once (``python -c COMMAND FD RECORDS JOURNAL [LISTENER]``) and it
 serves every job: it forks shells ahead of need, gives each job to one of
 them, passes signals on, and reaps them. A shell that says DONE (its job is
 over and reported) is a spare again, for a later job: a fork and a teardown
@@ -14,9 +14,9 @@ status of a shell that could not (one killed, say), after reaping it. The
 per-job work is the shells', in parallel, and the launcher's own loop stays
 short.
 
-FD is a listening Unix socket in the state directory that job-exec has bound
-and connected to (or an already connected socket): the launcher serves the
-first connection from its own user. It runs in its own session, so it
+FD is job-exec's connection; LISTENER, if there is one, the listening Unix
+socket in the state directory (``exec/sock``) where a later job-exec or the
+shells of a launcher that died connect. It runs in its own session, so it
 outlives the broker. When job-exec stops for good it says QUIT first; then
 the launcher asks its shells to SIGTERM their tasks, kills what is left
 after a grace period, and exits. When job-exec's end goes away without a
@@ -29,13 +29,24 @@ passes the new socket on to that job's shell. A launcher left with no job
 shell and no job-exec exits; so does one without a listening socket (a
 socket pair: nobody could reconnect) when job-exec goes away.
 
+When the launcher itself dies, job-exec starts another with the same
+listening socket, which it keeps. The dead one's shells detach and rejoin it
+(REJOIN, with a new socket to the shell): the new launcher adopts each, and
+tells job-exec (LIVE, unasked), which RESUMEs the job. Until a shell the
+journal names rejoins, the launcher keeps what job-exec sends for its job
+and watches it through a pidfd: if it ends first (into its spool, or
+killed), job-exec hears so as of any shell. An adopted shell is not the
+launcher's child: its end is known by its socket, and said by the shell
+(DONE), or found in its spool; it is never a spare.
+
 Nothing of a job may outlive the launcher's knowledge of it: each shell
 journals its session before it starts a task (``pflux.exec.journal``); the
 launcher appends the end of each shell once the shell and whatever it left
 are gone (with its wait status when the shell died while no job-exec was
 there to be told); it is a child subreaper, so the tasks of a shell that
-died are adopted by it and killed; and a shell whose launcher goes away
-kills its tasks.
+died are adopted by it and killed (an adopted shell's, which are not, are
+killed by their session, as the journal records it); and a shell whose
+launcher goes away and that no other launcher can take kills its tasks.
 
 Every fork copies the launcher's page tables, every shell's exit frees them,
 and every page either writes after a fork costs a page fault (about 5 us
@@ -84,6 +95,8 @@ RECV_SIZE: Final = 1 << 16  # more than job-exec sends at once, mostly
 MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
 JOURNAL_IDLE_LIMIT: Final = 1 << 16  # journal bytes worth rewriting when no shell runs
 JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shells run
+# EXITED for an adopted shell that ended without DONE and without a spool
+UNHEARD: Final = b"-1 job shell ended without its status while its launcher was replaced"
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
 _FD_SIZE: Final = 4
@@ -91,13 +104,25 @@ _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 
 
 class _Shell:
-    __slots__ = ("generation", "jobid", "pid", "sock")
+    __slots__ = ("adopted", "generation", "jobid", "pid", "sock")
 
     def __init__(self, pid: int, sock: _socket.socket, generation: int) -> None:
         self.jobid = -1  # a spare, until it is given a job
         self.pid = pid
         self.sock = sock  # the launcher's end of the shell's socket
         self.generation = generation  # the launcher's, when it was forked (see _retire_spares)
+        self.adopted = False  # forked by a launcher that died: not our child
+
+
+class _Orphan:
+    """A shell of a launcher that died, named by the journal, until it rejoins or ends."""
+
+    __slots__ = ("held", "pid", "pidfd")
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self.pidfd = pidfd  # readable once the shell has exited
+        self.held: list[bytes] = []  # what job-exec sent for the job meanwhile
 
 
 class Server:
@@ -120,6 +145,9 @@ class Server:
     nobody waits for; one that left it in its spool with ``SPOOLED``, which
     job-exec hears of as EXITED ``-2`` (if it is there: else it finds the
     spool); for any other end, the launcher reports the shell's wait status.
+    An adopted shell, not the launcher's child, has no wait status for it:
+    one that ends without DONE is reported as spooled if its spool is there,
+    else as ``UNHEARD``.
     """
 
     def __init__(
@@ -138,7 +166,9 @@ class Server:
             journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
         )
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        spool = os.path.join(os.path.dirname(journal_path), "spool")
+        directory = os.path.dirname(journal_path) or "."
+        self.exec_dir = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        spool = os.path.join(directory, "spool")
         os.makedirs(spool, 0o700, exist_ok=True)
         self.context = shell.Context(
             journal=self.journal,
@@ -149,11 +179,18 @@ class Server:
             path=os.environ.get("PATH"),
             records=records,
             spool=spool,
+            exec_dir=self.exec_dir,
         )
         # the descriptors a shell keeps, with its own socket
-        self.keep = (0, 1, 2, self.journal, self.devnull, records.fileno())
+        self.keep = (0, 1, 2, self.journal, self.devnull, self.exec_dir, records.fileno())
         self.poller = select.epoll()
         self.poller.register(link.fileno(), _IN)
+        if listener is not None:
+            self.poller.register(listener.fileno(), _IN)
+        self.callers: dict[int, _socket.socket] = {}  # connections not yet saying who calls
+        self.orphans: dict[int, _Orphan] = {}  # by job: a dead launcher's shells to rejoin
+        self.orphan_fds: dict[int, int] = {}  # their pidfds: the job
+        self.unheard: set[int] = set()  # jobs whose shells, not ours, ended without DONE
         self.by_fd: dict[int, _Shell] = {}
         self.by_job: dict[int, _Shell] = {}
         self.spares: list[_Shell] = []  # the last is given the next job: a shell warm from one
@@ -166,14 +203,16 @@ class Server:
         self.closing = False  # job-exec has closed its end after QUIT: wind down
         self.quit = False  # job-exec said it stops for good
         self.detached = False  # job-exec is gone; waiting for the next on the listener
-        self.attaching = False  # a new job-exec has connected and not said ATTACH yet
         self.link_open = True
         self.buffer = bytearray(RECV_SIZE)
+        if listener is not None:
+            self._accept()  # shells that rejoined before it started
+        self._watch_orphans()
 
     def run(self) -> int:
         refill = False  # forking spares, until there are SPARES of them
         while not self.closing:
-            if self.detached and not self.by_job:
+            if self.detached and not self.by_job and not self.orphans:
                 break  # nothing left to take over
             wanted = not self.detached and len(self.spares) < SPARES
             refill = (refill or len(self.spares) <= SPARES_LOW) and wanted
@@ -199,6 +238,10 @@ class Server:
                 self._from_shell(by_fd[fd])
             elif fd == listener:
                 self._accept()
+            elif fd in self.callers:
+                self._from_caller(self.callers[fd])
+            elif fd in self.orphan_fds:
+                self._orphan_ended(self.orphan_fds[fd])
         if self.unsent and not self.writing:
             self._write_link()
         if self.ended:
@@ -211,17 +254,12 @@ class Server:
     # --- job-exec's requests ------------------------------------------------------------
 
     def _from_jobexec(self) -> None:
-        ancillary: list[tuple[int, int, bytes]] = []
         try:
-            if self.attaching:  # ATTACH comes with a descriptor
-                data, ancillary, _, _ = self.link.recvmsg(RECV_SIZE, _CMSG_SPACE)
-            else:
-                data = self.link.recv(RECV_SIZE)
+            data = self.link.recv(RECV_SIZE)
         except BlockingIOError:
             return
         except OSError:
             data = b""
-        fds = _passed_fds(ancillary)
         if not data:
             self._link_closed()
             return
@@ -229,12 +267,7 @@ class Server:
         records, used = wire.split(self.inbuf)
         del self.inbuf[:used]
         for kind, jobid, payload in records:
-            if kind == wire.ATTACH and fds:
-                self._attached(fds.pop(0))
-            else:
-                self._request(kind, jobid, payload)
-        for fd in fds:
-            os.close(fd)
+            self._request(kind, jobid, payload)
 
     def _request(self, kind: bytes, jobid: int, payload: bytes) -> None:
         if kind == wire.SPAWN:
@@ -244,7 +277,7 @@ class Server:
         elif kind == wire.RESUME:
             self._to_shell(jobid, wire.record(kind, jobid, payload), self.records.fileno())
         elif kind == wire.TERMINATE:
-            target = self.by_job.get(jobid)
+            target = self.by_job.get(jobid) or self.orphans.get(jobid)
             if target is not None:
                 _signal_group(target.pid, int(payload))
         elif kind == wire.QUIT:
@@ -277,37 +310,68 @@ class Server:
         self._retire_spares()  # they hold the dead job-exec's socket
         for jobid in self.by_job:
             self._to_shell(jobid, wire.record(wire.DETACH, jobid))
-        assert self.listener is not None
-        self.poller.register(self.listener.fileno(), _IN)
 
     def _accept(self) -> None:
-        """A new job-exec connects (it says ATTACH next)."""
+        """Connections on the listener: a new job-exec's, or shells' that rejoin."""
         assert self.listener is not None
-        conn = _accept_own(self.listener, block=False)
-        if conn is None or not self.detached:
-            if conn is not None:
-                conn.close()
+        while (conn := _accept_own(self.listener)) is not None:
+            conn.setblocking(False)
+            self.callers[conn.fileno()] = conn
+            self.poller.register(conn.fileno(), _IN)
+            self._from_caller(conn)  # what was sent with the connection is there already
+
+    def _from_caller(self, conn: _socket.socket) -> None:
+        """A connection's first record: ATTACH (a job-exec) or REJOIN (a shell)."""
+        try:
+            data, ancillary, _, _ = conn.recvmsg(RECV_SIZE, _CMSG_SPACE)
+        except BlockingIOError:
             return
-        self.poller.unregister(self.listener.fileno())
-        conn.setblocking(False)
+        except OSError:
+            data, ancillary = b"", []
+        fd = conn.fileno()
+        del self.callers[fd]
+        fds = _passed_fds(ancillary)
+        records = wire.split(data)[0]
+        kind, jobid, payload = records[0] if records and fds else (b"", 0, b"")
+        if kind == wire.ATTACH and self.detached:
+            self._attached(conn, fds.pop(0))
+        else:
+            self.poller.unregister(fd)
+            conn.close()
+            if kind == wire.REJOIN and payload.isdigit():
+                self._adopt(jobid, int(payload), fds.pop(0))
+        for extra in fds:
+            os.close(extra)
+
+    def _attached(self, conn: _socket.socket, fd: int) -> None:
+        """ATTACH: the shells' new socket to job-exec; answer with what runs and what died.
+
+        The answer (LIVE) comes with the listening socket, which job-exec keeps
+        so that the shells can rejoin the launcher it starts if this one dies.
+        """
         self.link = conn
         self.link_open = True
-        self.attaching = True
-        self.poller.register(conn.fileno(), _IN)
-
-    def _attached(self, fd: int) -> None:
-        """ATTACH: the shells' new socket to job-exec; answer with what runs and what died."""
         os.dup2(fd, self.records.fileno(), inheritable=False)  # shells forked later inherit it
         os.close(fd)
-        self.detached = self.attaching = False
+        self.detached = False
         lines = [b"%d\n" % jobid for jobid in self.by_job]
         lines += [b"%d %d\n" % item for item in self.died.items()]
         self.died.clear()
-        self.unsent += wire.record(wire.LIVE, os.getpid(), b"".join(lines))
+        live = wire.record(wire.LIVE, os.getpid(), b"".join(lines))
+        assert self.listener is not None  # ATTACH came through it
+        passed = self.listener.fileno().to_bytes(_FD_SIZE, sys.byteorder)
+        try:  # a new connection: its buffer is empty
+            sent = conn.sendmsg([live], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)])
+        except OSError:
+            sent = 0
+        self.unsent[:0] = live[sent:]
 
     def _to_shell(self, jobid: int, data: bytes, fd: int = -1) -> None:
         target = self.by_job.get(jobid)
         if target is None:
+            orphan = self.orphans.get(jobid)
+            if orphan is not None and fd < 0:
+                orphan.held.append(data)  # given to the shell when it rejoins
             return
         try:
             if fd < 0:
@@ -406,6 +470,7 @@ class Server:
         self.ended.append(journal.end_lines([entry.jobid]))
         entry.jobid = -1
         kept = entry.generation == self.generation and len(self.spares) < SPARES_KEPT
+        kept = kept and not entry.adopted  # not our child: we could not reap it
         if kept and not (self.quit or self.closing or self.detached):
             self.spares.append(entry)
         else:
@@ -417,6 +482,11 @@ class Server:
         self.poller.unregister(fd)
         del self.by_fd[fd]
         entry.sock.close()
+        if entry.adopted:  # not our child: it said DONE, or its job ended unheard
+            if entry.jobid >= 0:
+                del self.by_job[entry.jobid]
+                self._ended_unheard(entry.jobid)
+            return
         _, status = os.waitpid(entry.pid, 0)
         if os.WIFSIGNALED(status):
             self._kill_orphans()  # the shell could not clean up: its tasks are ours now
@@ -436,6 +506,74 @@ class Server:
         else:  # it could not report the job's status itself
             self.unsent += wire.record(wire.EXITED, entry.jobid, b"%d" % status)
             self.ended.append(journal.end_lines([entry.jobid]))
+
+    # --- the shells of a launcher that died -----------------------------------------------
+
+    def _watch_orphans(self) -> None:
+        """Watch the shells the journal names as running: a dead launcher's, to rejoin."""
+        for jobid, entry in journal.live(self.journal_path).items():
+            if jobid in self.by_job:
+                continue  # rejoined already
+            pidfd = -1
+            if journal.leads_session(entry):
+                try:
+                    pidfd = os.pidfd_open(entry[0])
+                except OSError:
+                    pidfd = -1
+            if pidfd < 0:
+                self._ended_unheard(jobid)
+                continue
+            self.orphans[jobid] = _Orphan(entry[0], pidfd)
+            self.orphan_fds[pidfd] = jobid
+            self.poller.register(pidfd, _IN)
+
+    def _forget_orphan(self, jobid: int) -> _Orphan | None:
+        orphan = self.orphans.pop(jobid, None)
+        if orphan is not None:
+            del self.orphan_fds[orphan.pidfd]
+            self.poller.unregister(orphan.pidfd)
+            os.close(orphan.pidfd)
+        return orphan
+
+    def _adopt(self, jobid: int, pid: int, fd: int) -> None:
+        """REJOIN: a dead launcher's shell, with a new socket to it; job-exec hears (LIVE)."""
+        try:
+            sock = _socket.socket(fileno=fd)
+        except OSError:  # not a socket: not a shell's
+            os.close(fd)
+            return
+        if sock.type != _socket.SOCK_SEQPACKET or jobid in self.by_job or jobid in self.unheard:
+            sock.close()  # one shell per job, and this one was found dead
+            return
+        entry = _Shell(pid, sock, self.generation)
+        entry.adopted = True
+        entry.jobid = jobid
+        self.by_job[jobid] = entry
+        self.by_fd[fd] = entry
+        self.poller.register(fd, _IN)
+        orphan = self._forget_orphan(jobid)
+        for data in orphan.held if orphan is not None else ():
+            self._to_shell(jobid, data)
+        if not self.detached:
+            self.unsent += wire.record(wire.LIVE, os.getpid(), b"%d\n" % jobid)
+
+    def _orphan_ended(self, jobid: int) -> None:
+        """A dead launcher's shell has exited: rejoined first (its connection waits), or not."""
+        if self.listener is not None:
+            self._accept()
+        if self._forget_orphan(jobid) is not None:
+            self._ended_unheard(jobid)
+
+    def _ended_unheard(self, jobid: int) -> None:
+        """A shell not ours ended without DONE: its records are in its spool, or it died.
+
+        Whatever its session left running is killed, and its end journalled.
+        """
+        self.unheard.add(jobid)
+        if not self.detached:
+            spooled = os.path.exists(os.path.join(self.context.spool, str(jobid)))
+            self.unsent += wire.record(wire.EXITED, jobid, b"-2 spooled" if spooled else UNHEARD)
+        journal.kill_recorded(self.journal_path, [jobid])
 
     def _kill_orphans(self) -> None:
         """Kill and reap adopted processes: what shells that died left running."""
@@ -465,7 +603,8 @@ class Server:
     def _trim_journal(self) -> None:
         size = os.fstat(self.journal).st_size
         if size > (JOURNAL_BUSY_LIMIT if self.by_job else JOURNAL_IDLE_LIMIT):
-            shells = {jobid: entry.pid for jobid, entry in self.by_job.items()}
+            shells = {jobid: entry.pid for jobid, entry in self.orphans.items()}
+            shells.update((jobid, entry.pid) for jobid, entry in self.by_job.items())
             journal.compact(self.journal_path, self.journal, shells)
             self._retire_spares()  # they hold the old journal
 
@@ -501,6 +640,7 @@ class Server:
         while self.by_fd:
             self._turn(-1)
         self._kill_orphans()
+        journal.kill_recorded(self.journal_path, list(self.orphans))
 
 
 _PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT)
@@ -535,7 +675,7 @@ def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
         return
 
 
-def _accept_own(listener: _socket.socket, *, block: bool = True) -> _socket.socket | None:
+def _accept_own(listener: _socket.socket) -> _socket.socket | None:
     """A connection from our own user (others are closed), or None if none is waiting."""
     while True:
         try:
@@ -547,28 +687,21 @@ def _accept_own(listener: _socket.socket, *, block: bool = True) -> _socket.sock
         if _CREDENTIALS.unpack(creds)[1] == os.getuid():
             return conn
         conn.close()
-        if not block:
-            return None
-
-
-def _connection(sock: _socket.socket) -> tuple[_socket.socket, _socket.socket | None]:
-    """job-exec's connection, and the listening socket it came from (None for a socket pair)."""
-    if not sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN):
-        return sock, None
-    conn = _accept_own(sock)
-    assert conn is not None
-    sock.setblocking(False)
-    return conn, sock
 
 
 def main(argv: list[str]) -> int:
-    """``python -m pflux.exec.launcher FD RECORDS JOURNAL`` (job-exec runs ``COMMAND``, lighter)."""
-    if len(argv) != 4 or not argv[1].isdigit() or not argv[2].isdigit():
-        sys.stderr.write("usage: python -m pflux.exec.launcher FD RECORDS JOURNAL\n")
+    """``python -m pflux.exec.launcher FD RECORDS JOURNAL [LISTENER]`` (job-exec runs
+    ``COMMAND``, lighter)."""
+    numbers = argv[1:3] + argv[4:]
+    if len(argv) not in (4, 5) or not all(arg.isdigit() for arg in numbers):
+        sys.stderr.write("usage: python -m pflux.exec.launcher FD RECORDS JOURNAL [LISTENER]\n")
         return 2
-    link, listener = _connection(_socket.socket(fileno=int(argv[1])))
+    listener = _socket.socket(fileno=int(argv[4])) if len(argv) == 5 else None
+    if listener is not None:
+        listener.setblocking(False)
     if not set_subreaper():
         sys.stderr.write("pflux-launcher: cannot adopt orphaned processes\n")
+    link = _socket.socket(fileno=int(argv[1]))
     server = Server(link, _socket.socket(fileno=int(argv[2])), argv[3], listener)
     # Objects made so far stay shared with the forked shells: nothing collects them
     # (which would write to their pages), and the launcher makes no cycles worth collecting.

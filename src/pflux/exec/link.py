@@ -6,15 +6,19 @@ which saves it a wakeup and a copy per job and the job a hop. The launcher
 itself sends job-exec only the status of a shell that could not send it (it
 was killed, say); job-exec reads what the shells sent before that.
 
-job-exec binds a Unix socket in the state directory (``exec/sock``), starts
-the launcher (``pflux.exec.launcher``) in a session of its own with the
-listening socket, and connects: the connection is queued at once, so
-requests may be sent before the launcher has even started. The launcher
-outlives a broker that dies: a job-exec that starts first tries ``attach``,
-which connects to the socket a launcher may still be listening on, passes it
-the shells' new socket (ATTACH) and reads the jobs it still runs (LIVE). A
-path too long for a Unix socket is reached through the directory's
-descriptor (``/proc/self/fd/N/sock``).
+job-exec binds a Unix socket in the state directory (``exec/sock``) and
+starts the launcher (``pflux.exec.launcher``) in a session of its own with
+the listening socket and one end of a socket pair, its connection: requests
+may be sent before the launcher has even started. The launcher outlives a
+broker that dies: a job-exec that starts first tries ``attach``, which
+connects to the socket a launcher may still be listening on, passes it the
+shells' new socket (ATTACH) and reads the jobs it still runs (LIVE). A path
+too long for a Unix socket is reached through the directory's descriptor
+(``/proc/self/fd/N/sock``).
+
+job-exec keeps its own copy of the listening socket for as long as it runs
+launchers, so that when one dies its shells' connections (REJOIN) wait
+there for the next, which is given the same socket.
 
 The first record sent in a turn of the event loop goes out at once, the
 others of the turn together at the end of it; records received are handed to
@@ -84,6 +88,7 @@ class LauncherLink:
         self._out = bytearray()
         self._flushing = False  # a flush is scheduled, or the socket is full
         self._closed: asyncio.Event | None = None
+        self._listener: socket.socket | None = None  # exec/sock, kept across launchers
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
 
     @property
@@ -96,19 +101,19 @@ class LauncherLink:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the launcher; records may be sent at once (they wait in the socket)."""
-        ours, theirs = self._sockets()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        args = [sys.executable, "-c", COMMAND, str(theirs.fileno()), str(shells.fileno())]
+        args += [self.journal]
+        passed = [theirs.fileno(), shells.fileno()]
+        listener = self._listen()
+        if listener is not None:
+            args.append(str(listener.fileno()))
+            passed.append(listener.fileno())
         try:
             self._proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    COMMAND,
-                    str(theirs.fileno()),
-                    str(shells.fileno()),
-                    self.journal,
-                ],
-                pass_fds=(theirs.fileno(), shells.fileno()),
+                args,
+                pass_fds=passed,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 # Symbols bound once, at start, rather than by each forked shell on first
@@ -175,22 +180,40 @@ class LauncherLink:
         loop.add_reader(sock.fileno(), self._readable)
         loop.add_reader(records.fileno(), self._shell_records)
 
-    def _sockets(self) -> tuple[socket.socket, socket.socket]:
-        """(job-exec's end, the launcher's): a connection queued on a listening socket."""
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        ours = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-            with _short(self.path) as path:
-                listener.bind(path)
-                listener.listen(4)
-                ours.connect(path)
-        except OSError:  # no socket in the directory: the launcher cannot be taken over
+    def _listen(self) -> socket.socket | None:
+        """The listening socket at ``exec/sock``, made once; None if the directory cannot
+        hold one (then a launcher can be neither taken over nor rejoined)."""
+        if self._listener is None:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+                with _short(self.path) as path:
+                    listener.bind(path)
+                listener.listen(socket.SOMAXCONN)  # every shell of a launcher may rejoin at once
+            except OSError:
+                listener.close()
+                return None
+            self._listener = listener
+        return self._listener
+
+    def _keep_listener(self, ancillary: list[tuple[int, int, bytes]]) -> None:
+        """Keep the listening socket of a launcher taken over (passed with LIVE)."""
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        for fd in fds:
+            if self._listener is None:
+                self._listener = socket.socket(fileno=fd)
+            else:
+                os.close(fd)
+
+    def close_listener(self) -> None:
+        """Stop keeping ``exec/sock``: shells of a dead launcher can no longer rejoin."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
             listener.close()
-            ours.close()
-            return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        return ours, listener
 
     def send(self, data: bytes) -> None:
         """Send records: the first of a loop turn at once, the others of the turn in one write.
@@ -232,7 +255,11 @@ class LauncherLink:
         if sock is None:
             return
         try:
-            n = sock.recv_into(self._buffer)
+            if self._live is not None:  # LIVE comes with the launcher's listening socket
+                n, ancillary, _, _ = sock.recvmsg_into([self._buffer], socket.CMSG_SPACE(4))
+                self._keep_listener(ancillary)
+            else:
+                n = sock.recv_into(self._buffer)
         except BlockingIOError:
             return
         except OSError:
@@ -247,7 +274,7 @@ class LauncherLink:
             self._in += view[:n]
         records, used = wire.split(self._in)
         del self._in[:used]
-        if self._live is not None and records and records[0][0] == wire.LIVE:
+        if self._live is not None and records and records[0][0] == wire.LIVE:  # ATTACH's answer
             _, pid, payload = records.pop(0)
             self._live.set_result((pid, payload))
         if records:
@@ -312,11 +339,13 @@ class LauncherLink:
                 proc.kill()
                 await asyncio.to_thread(proc.wait)
         self._proc = None
+        self.close_listener()
 
     def detach(self) -> subprocess.Popen[bytes] | None:
         """Let go without QUIT, as a broker that dies does; the launcher, if ours, to reap."""
         proc, self._proc = self._proc, None
         self._close()
+        self.close_listener()
         return proc
 
 

@@ -67,11 +67,21 @@ A job with ``reattach`` is never started again: with nothing left of it, it
 ends as its ``exec.eventlog`` says, or with a fatal exception. A job without
 it, and with nothing left of it, starts as usual. A test-mode job goes on
 for what remains of its run time, as flux-core's testexec does.
+
+A launcher that dies takes no job with it: job-exec starts another, on the
+same listening socket, and the shells rejoin it (``pflux.exec.launcher``);
+as each does, job-exec RESUMEs it from the records it has applied. A job
+whose shell the journal does not name never started a task, and fails. The
+launcher is started again at once, then after a backoff doubling from
+``LAUNCHER_BACKOFF``; after ``LAUNCHER_RESTARTS`` in a row (a launcher
+living ``LAUNCHER_SETTLED`` ends the row), the running jobs fail with
+``job shell launcher died``, their shells and tasks killed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hashlib
 import logging
@@ -89,10 +99,10 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import DurationError, PfluxError
 from pflux.exec import wire
-from pflux.exec.journal import kill_recorded
+from pflux.exec.journal import kill_recorded, live
 from pflux.exec.leftovers import Leftover, survey
-from pflux.exec.link import LauncherLink
-from pflux.exec.shellrun import ALL, ShellRun
+from pflux.exec.link import LauncherLink, Survivors
+from pflux.exec.shellrun import ALL, SPOOLED, ShellRun
 from pflux.exec.testexec import MockRun, mock_config
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
@@ -108,6 +118,10 @@ SHELL_KILL_FACTOR: Final = 5  # the shell itself is killed after this many kill 
 MAX_START_DELAY_PERCENT: Final = 25.0
 MAX_JOBID: Final = (1 << 64) - 1
 TIMELIMIT_NOTE: Final = "resource allocation expired"
+LAUNCHER_RESTARTS: Final = 5  # launchers started in a row after one died, before giving up
+LAUNCHER_BACKOFF: Final = 0.5  # seconds before the second restart in a row, doubled for each
+LAUNCHER_SETTLED: Final = 60.0  # seconds a launcher must live for the count to start again
+LAUNCHER_DIED: Final = "job shell launcher died"
 _RECORD: Final = wire.HEADER.size
 
 
@@ -485,6 +499,11 @@ class JobExec(Service):
         self.jobs: dict[int, ExecJob] = {}
         self.leftovers: dict[int, Leftover] = {}  # what earlier job-execs left, by job
         self.launcher: LauncherLink | None = None
+        self.launched = 0.0  # when the launcher was started (monotonic)
+        self.restarts = 0  # launchers started in a row after one died
+        self.rejoining: set[int] = set()  # jobs whose shells' launcher died, until they rejoin
+        self._restart: asyncio.TimerHandle | None = None  # a launcher to start after a backoff
+        self._held = bytearray()  # records for that launcher
         self.stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         # the KVS writes of this loop turn (see the module docstring)
@@ -518,6 +537,8 @@ class JobExec(Service):
 
     async def stop(self) -> None:
         self.stopping = True
+        if self._restart is not None:
+            self._restart.cancel()
         for job in list(self.jobs.values()):
             job.stop_timers()
         if self.launcher is not None:
@@ -543,13 +564,19 @@ class JobExec(Service):
     # --- the launcher -------------------------------------------------------------------
 
     def _start_launcher(self) -> None:
-        self.launcher = LauncherLink(self.exec_dir, self.on_records, self._launcher_lost)
+        """Start a launcher (the same link, and so the same ``exec/sock``, as the last)."""
+        if self.launcher is None:
+            self.launcher = LauncherLink(self.exec_dir, self.on_records, self._launcher_lost)
         self.launcher.start(self.broker.loop)
+        self.launched = time.monotonic()
 
     def send_launcher(self, data: bytes) -> None:
         """Send records to the launcher, starting it again if it has died."""
         if self.launcher is None or not self.launcher.running:
             if self.stopping:
+                return
+            if self._restart is not None:  # one starts after a backoff: it gets them then
+                self._held += data
                 return
             self._start_launcher()
         assert self.launcher is not None
@@ -562,12 +589,17 @@ class JobExec(Service):
             job = jobs.get(jobid)
             run = job.impl if job is not None else None
             if not isinstance(run, ShellRun):
+                if kind == wire.LIVE and not from_shell:  # jobid is the launcher's pid
+                    self._rejoined(Survivors(payload).running)
                 if kind != wire.EXITED:
                     continue
                 if from_shell:  # a shell whose job is over: let it go
                     self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL))
                 elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
                     self.leftovers[jobid].ended(payload, self.spool_dir)
+                elif payload.startswith(b"%d " % SPOOLED):  # the job is over: nobody reads it
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.spool_dir, str(jobid)))
                 continue
             if from_shell:
                 run.applied += _RECORD + len(payload)
@@ -580,15 +612,81 @@ class JobExec(Service):
                 log.error("job %s: bad %r record: %r", JobID(jobid), kind, exc)
 
     def _launcher_lost(self) -> None:
+        """Start another launcher, which the shells rejoin; after too many, fail their jobs."""
         if self.stopping:
             return
-        log.error("the job shell launcher died; failing the jobs it was running")
         runs = [
             job.impl
             for job in self.jobs.values()
             if isinstance(job.impl, ShellRun) and job.started and not job.impl.exited
         ]
-        self.track(self._fail_runs(runs))
+        if time.monotonic() - self.launched >= LAUNCHER_SETTLED:
+            self.restarts = 0
+        if self.restarts >= LAUNCHER_RESTARTS:
+            log.error(
+                "the job shell launcher died %d times in a row; failing the jobs it was running",
+                self.restarts + 1,
+            )
+            self.restarts = 0
+            self.rejoining.clear()
+            assert self.launcher is not None
+            self.launcher.close_listener()  # its shells cannot rejoin: they end their tasks
+            self.track(self._fail_runs(runs))
+            return
+        delay = LAUNCHER_BACKOFF * 2 ** (self.restarts - 1) if self.restarts else 0.0
+        self.restarts += 1
+        log.error("the job shell launcher died; starting another in %g s", delay)
+        self.rejoining = {run.job.id for run in runs if run.live}
+        self._restart = self.broker.loop.call_later(delay, self._relaunch)
+
+    def _relaunch(self) -> None:
+        """Start the launcher again and give it what was held, having ended the jobs whose
+        shells will not rejoin it."""
+        self._restart = None
+        if self.stopping:
+            return
+        self._unjournalled()
+        self._start_launcher()
+        held, self._held = self._held, bytearray()
+        if held:
+            self.send_launcher(bytes(held))
+
+    def _unjournalled(self) -> None:
+        """End the jobs waiting to rejoin whose shells the journal does not name.
+
+        A shell journals itself before its first task: one not there never
+        started the job (its launcher died first), and will not rejoin. The
+        journal is read before the new launcher, which appends to it, starts;
+        it is short (the launcher compacts it), and a launcher seldom dies.
+        """
+        recorded = live(self.journal)
+        for jobid in sorted(self.rejoining - recorded.keys()):
+            self.rejoining.discard(jobid)
+            job = self.jobs.get(jobid)
+            if job is not None and isinstance(job.impl, ShellRun):
+                job.impl.on_exit(-1, LAUNCHER_DIED)
+
+    def _rejoined(self, jobids: Iterable[int]) -> None:
+        """Shells of a launcher that died have rejoined the new one: resume them.
+
+        From the records job-exec has applied: those the shells sent on the dead
+        launcher's socket after that are sent again. A job being taken over
+        (``ShellRun.resume``) is resumed as that goes on; a shell whose job is
+        not running here any more is let go.
+        """
+        for jobid in jobids:
+            self.rejoining.discard(jobid)
+            if jobid in self.leftovers:  # its start request, to come, resumes it
+                continue
+            job = self.jobs.get(jobid)
+            if job is not None and not job.finalizing:
+                run = job.impl
+                if isinstance(run, ShellRun) and run.live and not run.exited:
+                    self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
+                continue
+            log.warning("job %s: its shell rejoined, but the job is over", JobID(jobid))
+            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL))
+            self.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
 
     async def _fail_runs(self, runs: list[ShellRun]) -> None:
         """Kill what is left of the shells of a launcher that died, then end their jobs."""
@@ -599,7 +697,7 @@ class JobExec(Service):
             log.error("processes %s of job shells survive SIGKILL", survivors)
         for run in runs:
             run.spool = os.path.join(self.spool_dir, str(run.job.id))  # it may have begun one
-            run.on_exit(-1, "job shell launcher died")
+            run.on_exit(-1, LAUNCHER_DIED)
 
     # --- the guest namespaces, one commit a turn ------------------------------------------
 

@@ -23,6 +23,10 @@ job-exec to the launcher (which passes the job's on to its shell):
 - ``A`` ATTACH (job id 0): a new job-exec, after its broker died; the
   shells' new socket comes with it (SCM_RIGHTS).
 
+A shell whose launcher died to the next one, as the first record of a
+connection to ``exec/sock``: ``j`` REJOIN, the payload its pid (decimal),
+with a new socket to the shell (SCM_RIGHTS) in place of the one it had.
+
 The launcher to a shell, besides the above: ``d`` DETACH: job-exec is gone;
 keep what is not acknowledged in the spool file until one resumes the job.
 A shell to the launcher: ``D`` DONE: everything the job's shell sent is in
@@ -46,7 +50,8 @@ died, or never ran: then ``-1`` and a reason, or it ended before a new
 job-exec resumed it: ``-2``, its records are in its spool); ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
-(``ID STATUS``).
+(``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when
+shells of a launcher that died rejoin it.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ __all__ = [
     "LIVE",
     "OUTPUT",
     "QUIT",
+    "REJOIN",
     "RESUME",
     "SPAWN",
     "STARTED",
@@ -96,6 +102,7 @@ INPUT: Final = b"i"
 QUIT: Final = b"q"
 ATTACH: Final = b"A"
 DETACH: Final = b"d"
+REJOIN: Final = b"j"
 DONE: Final = b"D"
 LIVE: Final = b"L"
 OUTPUT: Final = b"o"

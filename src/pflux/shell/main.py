@@ -66,8 +66,13 @@ from there, from the spool and then from memory. A shell that ends while no
 job-exec is there leaves its records, its status last, in the spool for the
 next one to read.
 
-If the launcher goes away, nobody could resume the shell: it kills its
-tasks, says so, and ends as in 6, into the spool.
+If the launcher goes away, the shell detaches as above and rejoins the
+launcher job-exec starts in its place: it connects to ``exec/sock``, whose
+listening socket job-exec keeps while no launcher runs, and passes a new
+socket to itself along with REJOIN; the new launcher tells job-exec, which
+resumes the job as after a broker's death. Only when nobody can take it
+(job-exec gave up on launchers, or is gone too) does the shell kill its
+tasks, say so, and end as in 6, into the spool.
 """
 
 from __future__ import annotations
@@ -106,6 +111,8 @@ START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module
 JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
 TRIM_AFTER: Final = 1 << 20  # record bytes of a job after which a shell gives its heap back
 LAUNCHER_LOST: Final = "job shell launcher died"
+REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
+REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
 _IN: Final = select.POLLIN
@@ -121,7 +128,17 @@ _SCM_RIGHTS: Final = _socket.SCM_RIGHTS
 class Context:
     """What the launcher gives every shell it forks, made once, before any fork."""
 
-    __slots__ = ("boot", "cpus", "cwd", "devnull", "journal", "path", "records", "spool")
+    __slots__ = (
+        "boot",
+        "cpus",
+        "cwd",
+        "devnull",
+        "exec_dir",
+        "journal",
+        "path",
+        "records",
+        "spool",
+    )
 
     def __init__(
         self,
@@ -134,6 +151,7 @@ class Context:
         path: str | None,
         records: socket,
         spool: str,
+        exec_dir: int,
     ) -> None:
         self.records = records  # the datagram socket every shell sends job-exec its records on
         self.journal = journal  # the journal, open for appending
@@ -143,6 +161,7 @@ class Context:
         self.cwd = cwd  # the launcher's working directory, a shell's between jobs
         self.path = path  # the launcher's PATH
         self.spool = spool  # the directory spool files go in
+        self.exec_dir = exec_dir  # a descriptor of the directory of exec/sock (any path length)
 
 
 def warn(message: str) -> None:
@@ -323,6 +342,7 @@ class Shell:
         "pipes",
         "poller",
         "quitting",
+        "rejoins",
         "sock",
         "stdin_file",
         "targets",
@@ -350,7 +370,8 @@ class Shell:
         self.tmpdir: str | None = None
         self.detached = False  # no job-exec: records go to the spool
         self.quitting = False  # job-exec is stopping for good: do not wait for it
-        self.orphaned = False  # the launcher is gone
+        self.orphaned = False  # the launcher is gone, and no other will take the shell
+        self.rejoins = 0  # launchers rejoined after the one before died
         self.paused = False  # not reading the tasks' pipes: too much is unacknowledged
         self.waiting_out = False  # polling the records socket until it can take more
 
@@ -630,13 +651,45 @@ class Shell:
                 self.quitting = True
 
     def _orphan(self) -> None:
-        """The launcher is gone: nobody can resume the job, so it must not go on."""
-        if not self.orphaned:
-            self.orphaned = True
-            self.poller.unregister(self.sock.fileno())
-            self._detach()
-            self._kill_all(_signal.SIGKILL)
-            self._emit(wire.EXCEPTION, LAUNCHER_LOST.encode())
+        """The launcher is gone: rejoin the next, or, if none can take the job, end it."""
+        if self.orphaned:
+            return
+        self.poller.unregister(self.sock.fileno())
+        self._detach()
+        if self.rejoins < REJOINS and self._rejoin():
+            self.rejoins += 1
+            self.poller.register(self.sock.fileno(), _IN)
+            return
+        self.orphaned = True
+        self._kill_all(_signal.SIGKILL)
+        self._emit(wire.EXCEPTION, LAUNCHER_LOST.encode())
+
+    def _rejoin(self) -> bool:
+        """Pass the next launcher a new socket to this shell (``sock`` from now on).
+
+        The connection waits in the listening socket job-exec keeps until the
+        launcher it starts takes it; it is refused if nobody listens any more.
+        """
+        try:
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        except OSError:
+            return False
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            conn.settimeout(REJOIN_WAIT)
+            conn.connect(f"/proc/self/fd/{self.ctx.exec_dir}/sock")
+            passed = theirs.fileno().to_bytes(_FD_SIZE, sys.byteorder)
+            hello = wire.record(wire.REJOIN, self.jobid, b"%d" % os.getpid())
+            conn.sendmsg([hello], [(_SOL_SOCKET, _SCM_RIGHTS, passed)])
+        except OSError:
+            ours.close()
+            return False
+        finally:
+            conn.close()
+            theirs.close()
+        os.dup2(ours.fileno(), self.sock.fileno(), inheritable=False)
+        ours.close()
+        return True
 
     def _kill_all(self, signum: int) -> None:
         for pid in self.pidfds.values():

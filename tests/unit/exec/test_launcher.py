@@ -18,7 +18,9 @@ import pytest
 
 from pflux.exec import journal, wire
 from pflux.exec.launcher import SPARES_KEPT
+from pflux.exec.service import LAUNCHER_RESTARTS
 from pflux.shell.main import DATAGRAM, WINDOW
+from pflux.spec.eventlog import parse
 from support.shells import description
 
 JOB = 1 << 24
@@ -77,25 +79,24 @@ class Launcher:
         self.tmp = tmp
         self.journal = tmp / "journal"
         self.path = tmp / "sock"
+        self.listener: socket.socket | None = None
         if listening:
-            theirs = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            theirs.bind(str(self.path))
-            theirs.listen(4)
-            ours = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            ours.connect(str(self.path))
-        else:
-            ours, theirs = socket.socketpair()
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(str(self.path))
+            self.listener.listen(16)
+        self.start()
+
+    def start(self) -> None:
+        """Start a launcher (on the same listening socket as the last), as job-exec does."""
+        ours, theirs = socket.socketpair()
         self.records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        passed = [theirs.fileno(), shells.fileno()]
+        if self.listener is not None:
+            passed.append(self.listener.fileno())
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pflux.exec.launcher",
-                str(theirs.fileno()),
-                str(shells.fileno()),
-                str(self.journal),
-            ],
-            pass_fds=(theirs.fileno(), shells.fileno()),
+            [sys.executable, "-m", "pflux.exec.launcher", *map(str, passed[:2]), str(self.journal)]
+            + [str(fd) for fd in passed[2:]],
+            pass_fds=passed,
         )
         theirs.close()
         shells.close()
@@ -161,6 +162,8 @@ class Launcher:
         self.sock.close()
         status = self.proc.wait(timeout=30)
         self.records.close()
+        if self.listener is not None:
+            self.listener.close()
         return status
 
 
@@ -194,7 +197,7 @@ def test_a_shell_that_fails_says_why_and_is_killed(launcher: Launcher) -> None:
     assert got[-1][2] == b"%d" % signal.SIGKILL
 
 
-def test_a_shell_kills_its_tasks_when_its_launcher_dies(launcher: Launcher) -> None:
+def test_a_shell_with_no_launcher_to_rejoin_kills_its_tasks(launcher: Launcher) -> None:
     launcher.send(wire.SPAWN, launcher.job(["sleep", "100"]))
     launcher.until(wire.STARTED)
     shell, task = busy_shell(launcher.proc.pid)
@@ -205,6 +208,153 @@ def test_a_shell_kills_its_tasks_when_its_launcher_dies(launcher: Launcher) -> N
     launcher.proc.wait()
     assert wait_gone([shell, task, *spares]) == []
     assert JOB in journal.live(str(launcher.journal))  # its end was never recorded
+
+
+def kill_launcher(launcher: Launcher) -> None:
+    """SIGKILL the launcher, as a crash would, and end job-exec's side of it."""
+    launcher.proc.kill()
+    launcher.proc.wait()
+    launcher.sock.close()
+    launcher.records.close()
+
+
+def test_a_shell_rejoins_the_launcher_started_after_its_own_died(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        script = f"echo one; read x < {go}; echo two; exit 4"
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", script]))
+        before = launcher.until(wire.OUTPUT)  # received, and never acknowledged
+        shell, _ = busy_shell(launcher.proc.pid)
+        kill_launcher(launcher)
+        launcher.start()  # on the same listening socket, where the shell waits
+        [(_, pid, lines)] = launcher.until(wire.LIVE)
+        assert (pid, lines) == (launcher.proc.pid, b"%d\n" % JOB)
+        launcher.send(wire.RESUME, b"0")
+        assert launcher.until(wire.OUTPUT) == before  # again, byte for byte
+        with open(go, "w") as f:
+            f.write("go\n")
+        got = launcher.until(wire.EXITED)
+        assert [p[5:] for k, _, p in got if k == wire.OUTPUT] == [b"two\n"]
+        assert got[-1][2] == b"%d" % (4 << 8)
+        launcher.send(wire.ACK, b"%d" % (1 << 62))  # in the KVS: it says DONE, and is retired
+        assert wait_gone([shell]) == []
+        assert shell not in children(launcher.proc.pid)  # adopted, never its child
+    finally:
+        launcher.close()
+    assert journal.live(str(launcher.journal)) == {}
+    assert not (tmp_path / "spool" / str(JOB)).exists()
+
+
+def test_a_shell_whose_job_ends_before_a_launcher_takes_it_leaves_it_spooled(
+    tmp_path: Path,
+) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", "echo one; read x; echo two; exit 5"]))
+        launcher.until(wire.OUTPUT)
+        shell, task = busy_shell(launcher.proc.pid)
+        kill_launcher(launcher)
+        os.kill(task, signal.SIGTERM)  # the job ends while no launcher runs
+        assert wait_gone([shell]) == []
+        spool = tmp_path / "spool" / str(JOB)
+        records = wire.split(spool.read_bytes()[8:])[0]
+        assert records[-1] == (wire.EXITED, JOB, b"%d" % ((128 + signal.SIGTERM) << 8))
+        launcher.start()  # it adopts the shell, which had rejoined, and finds it gone
+        got = launcher.until(wire.EXITED)
+        assert got == [
+            (wire.LIVE, launcher.proc.pid, b"%d\n" % JOB),
+            (wire.EXITED, JOB, b"-2 spooled"),
+        ]
+    finally:
+        launcher.close()
+    assert journal.live(str(launcher.journal)) == {}
+
+
+def test_what_job_exec_sends_before_a_shell_rejoins_reaches_it_when_it_does(
+    tmp_path: Path,
+) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sleep", "100"]))
+        launcher.until(wire.STARTED)
+        shell, task = busy_shell(launcher.proc.pid)
+        os.kill(shell, signal.SIGSTOP)  # it rejoins only once the KILL is held for it
+        kill_launcher(launcher)
+        launcher.start()
+        launcher.send(wire.KILL, b"%d" % signal.SIGTERM)
+        other = JOB + 1  # the launcher reads in order: once this runs, the KILL is held
+        launcher.send(wire.SPAWN, launcher.job(["true"], other), jobid=other)
+        assert launcher.until(wire.EXITED)[-1] == (wire.EXITED, other, b"0")
+        os.kill(shell, signal.SIGCONT)
+        assert wait_gone([task, shell]) == []  # killed, then it ended into its spool
+        got = launcher.until(wire.EXITED)
+        assert got == [
+            (wire.LIVE, launcher.proc.pid, b"%d\n" % JOB),
+            (wire.EXITED, JOB, b"-2 spooled"),
+        ]
+        spooled = wire.split((tmp_path / "spool" / str(JOB)).read_bytes()[8:])[0]
+        assert spooled[-1] == (wire.EXITED, JOB, b"%d" % ((128 + signal.SIGTERM) << 8))
+    finally:
+        launcher.close()
+
+
+@pytest.mark.parametrize(
+    ("hello", "passing"),
+    [
+        (b"nonsense", None),
+        (wire.record(wire.REJOIN, JOB, b"1"), None),  # no socket to the shell
+        (wire.record(wire.REJOIN, JOB, b"not a pid"), "seqpacket"),
+        (wire.record(wire.REJOIN, JOB, b"1"), "pipe"),
+        (wire.record(wire.REJOIN, JOB, b"1"), "stream"),
+        (wire.record(wire.ATTACH, 0), "stream"),  # while its job-exec is there
+    ],
+    ids=["nonsense", "no-socket", "bad-pid", "pipe", "stream", "attach-while-attached"],
+)
+def test_a_bad_caller_on_the_listening_socket_is_hung_up_on(
+    tmp_path: Path, hello: bytes, passing: str | None
+) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    kinds = {"seqpacket": socket.SOCK_SEQPACKET, "stream": socket.SOCK_STREAM}
+    try:
+        ends = socket.socketpair(socket.AF_UNIX, kinds.get(passing or "", socket.SOCK_STREAM))
+        pipe = os.pipe()
+        passed = pipe[1] if passing == "pipe" else ends[1].fileno()
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, passed.to_bytes(4, sys.byteorder))]
+        caller = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        caller.connect(str(launcher.path))
+        caller.sendmsg([hello], rights if passing else [])
+        assert select.select([caller], [], [], 20)[0]
+        assert caller.recv(100) == b""  # hung up on
+        launcher.send(wire.SPAWN, launcher.job(["true"]))
+        assert launcher.until(wire.EXITED)[-1][2] == b"0"  # and serving on
+        caller.close()
+        for end in ends:
+            end.close()
+        for fd in pipe:
+            os.close(fd)
+    finally:
+        launcher.close()
+
+
+def test_a_shell_that_dies_before_it_rejoins_is_reported(tmp_path: Path) -> None:
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sleep", "100"]))
+        launcher.until(wire.STARTED)
+        shell, task = busy_shell(launcher.proc.pid)
+        os.kill(shell, signal.SIGSTOP)  # it cannot rejoin before it dies
+        kill_launcher(launcher)
+        launcher.start()
+        os.kill(shell, signal.SIGKILL)
+        [(kind, jobid, why)] = launcher.until(wire.EXITED)
+        assert (kind, jobid) == (wire.EXITED, JOB)
+        assert why.startswith(b"-1 job shell ended without its status")
+        assert wait_gone([task]) == []  # what it left is killed
+    finally:
+        launcher.close()
+    assert journal.live(str(launcher.journal)) == {}
 
 
 def test_signals_reach_the_tasks_and_a_terminated_shell_takes_them_along(
@@ -265,11 +415,106 @@ def test_stopping_job_exec_ends_the_launcher_and_every_task(tmp_path: Path, live
     assert journal.live(str(tmp_path / "exec" / "journal")) == {}
 
 
-def test_a_dead_launcher_fails_its_jobs_and_is_replaced(live: Any) -> None:
+def stdout_of(live: Any, jobid: int) -> str:
+    """What the job's tasks wrote to stdout, from its output eventlog."""
+    events = parse(live.guest(jobid, "output"))
+    return "".join(
+        e.context.get("data", "")
+        for e in events
+        if e.name == "data" and e.context and e.context["stream"] == "stdout"
+    )
+
+
+def next_launcher(live: Any, old: int | None) -> int:
+    """The pid of the launcher job-exec starts after ``old`` died (no event says when)."""
+    deadline = time.monotonic() + 20
+    while (pid := live.exec.launcher.pid) in (old, None) or not live.exec.launcher.running:
+        assert time.monotonic() < deadline, "no new launcher"
+        time.sleep(0.01)
+    assert pid is not None
+    return pid
+
+
+def test_a_job_outlives_its_launchers_and_ends_with_all_its_output(
+    tmp_path: Path, live: Any
+) -> None:
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    stream = live.start(live.job(["sh", "-c", f"echo one; read x < {go}; echo two; exit 3"]))
+    assert stream.next() == ("start", {})
+    live.wait_output(stream.id, "one")
+    first = live.exec.launcher.pid
+    shell, task = busy_shell(first)
+    os.kill(first, signal.SIGKILL)
+    second = next_launcher(live, first)
+    os.kill(second, signal.SIGKILL)  # again at once: the next starts after a backoff
+    next_launcher(live, second)
+    with open(go, "w") as f:
+        f.write("go\n")
+    assert stream.kinds() == ["finish", "release"]
+    assert stream.status() == 3 << 8
+    assert stdout_of(live, stream.id) == "one\ntwo\n"
+    assert wait_gone([shell, task]) == []
+    again = live.start(live.job(["true"]))
+    assert again.kinds() == ["start", "finish", "release"]
+
+
+def test_a_job_that_ends_before_the_next_launcher_serves_it_ends_from_its_spool(
+    tmp_path: Path, live: Any
+) -> None:
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    stream = live.start(live.job(["sh", "-c", f"echo one; read x < {go}; echo two; exit 5"]))
+    assert stream.next() == ("start", {})
+    live.wait_output(stream.id, "one")
+    first = live.exec.launcher.pid
+    shell, _ = busy_shell(first)
+    os.kill(shell, signal.SIGSTOP)  # it rejoins only once the next launcher is stopped
+    os.kill(first, signal.SIGKILL)
+    second = next_launcher(live, first)
+    os.kill(second, signal.SIGSTOP)
+    try:
+        os.kill(shell, signal.SIGCONT)
+        with open(go, "w") as f:
+            f.write("go\n")
+        assert wait_gone([shell]) == []  # its job is over, into its spool
+    finally:
+        os.kill(second, signal.SIGCONT)
+    assert stream.kinds() == ["finish", "release"]
+    assert stream.status() == 5 << 8
+    assert stdout_of(live, stream.id) == "one\ntwo\n"
+    assert not (live.state_dir / "exec" / "spool" / str(stream.id)).exists()
+
+
+def test_the_spool_of_a_job_over_before_its_shell_rejoined_is_removed(
+    tmp_path: Path, live: Any
+) -> None:
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    stream = live.start(live.job(["sh", "-c", f"read x < {go}; echo done"]))
+    assert stream.next() == ("start", {})
+    first = live.exec.launcher.pid
+    shell, _ = busy_shell(first)
+    os.kill(first, signal.SIGSTOP)  # the job's end reaches job-exec; its ACK, the shell never
+    with open(go, "w") as f:
+        f.write("go\n")
+    assert stream.kinds() == ["finish", "release"]
+    os.kill(first, signal.SIGKILL)
+    assert wait_gone([shell]) == []  # it spooled what it had not had acknowledged
+    spool = live.state_dir / "exec" / "spool" / str(stream.id)
+    deadline = time.monotonic() + 20  # the next launcher's word on it has no event here
+    while spool.exists():
+        assert time.monotonic() < deadline, "the spool is left behind"
+        time.sleep(0.01)
+    assert stdout_of(live, stream.id) == "done\n"
+
+
+def test_a_launcher_that_keeps_dying_fails_its_jobs_in_the_end(live: Any) -> None:
     stream = live.start(live.job(["sleep", "100"]))
     assert stream.next() == ("start", {})
     launcher = live.exec.launcher.pid
     shell, task = busy_shell(launcher)
+    live.exec.restarts = LAUNCHER_RESTARTS  # as many as it starts in a row
     os.kill(launcher, signal.SIGKILL)
     got = stream.all()
     assert got[0] == (
@@ -341,6 +586,8 @@ def test_a_launcher_left_with_no_job_and_no_job_exec_exits(tmp_path: Path) -> No
     assert wait_gone([task]) == []
     assert journal.entries(str(launcher.journal)) == ({}, {JOB: signal.SIGKILL})
     launcher.records.close()
+    assert launcher.listener is not None
+    launcher.listener.close()
 
 
 def test_a_shell_sends_no_more_than_a_window_ahead_of_acknowledgements(

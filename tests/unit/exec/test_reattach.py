@@ -165,6 +165,36 @@ def test_a_job_that_ended_meanwhile_finishes_from_its_spool(
         second.close()
 
 
+def test_a_job_taken_over_outlives_the_launcher_it_was_taken_over_with(
+    tmp_path: Path, live: Any, first: Any
+) -> None:
+    go = gate(tmp_path, "go")
+    script = f"echo before; read x < {go}; echo after; exit 3"
+    stream = first.start(first.job(["sh", "-c", script]))
+    assert stream.next() == ("start", {})
+    first.wait_output(stream.id, "before")
+    put_eventlog(first, stream.id)
+    launcher = first.exec.launcher.pid
+    crash(first)
+    rendezvous = tmp_path / "state" / "exec" / "sock"
+    listening = rendezvous.stat().st_ctime_ns
+    second = again(tmp_path, live)
+    try:
+        taken = second.start(second.job(["sh", "-c", script]), jobid=stream.id, reattach=True)
+        os.kill(launcher, signal.SIGKILL)  # the shell rejoins the launcher second starts
+        release(go)
+        assert taken.all() == [
+            ("finish", {"status": 3 << 8}),
+            ("release", {"ranks": "all", "final": True}),
+        ]
+        assert stdout_of(second, stream.id) == "before\nafter\n"
+        assert second.exec.launcher.pid != launcher
+        # the listening socket the shell waited on, kept: not one bound anew meanwhile
+        assert rendezvous.stat().st_ctime_ns == listening
+    finally:
+        second.close()
+
+
 def test_a_shell_killed_meanwhile_fails_its_job_saying_so(
     tmp_path: Path, live: Any, first: Any
 ) -> None:

@@ -43,6 +43,7 @@ class Forked:
             path=os.environ.get("PATH"),
             records=shells,
             spool=str(tmp / "spool"),
+            exec_dir=os.open(tmp, os.O_PATH | os.O_DIRECTORY),
         )
         self.pid = os.fork()
         if self.pid == 0:  # pragma: no cover - the shell's side
