@@ -27,6 +27,7 @@ from pflux.broker.message import (
     Message,
     ProtocolError,
     RPCError,
+    check_depth,
     encode,
 )
 from pflux.broker.router import Broker, Route
@@ -91,6 +92,15 @@ class Connection(asyncio.Protocol):
                 continue
             msg.userid = self.userid
             msg.rolemask = self.rolemask or ROLE_USER
+            try:
+                check_depth(msg.payload)
+            except RPCError as exc:
+                if not msg.flags & FLAG_NORESPONSE:
+                    errstr = f"{msg.topic}: {exc.errstr}"
+                    self.deliver(
+                        Message(RESPONSE, msg.topic, msg.matchtag, errnum=exc.errnum, errstr=errstr)
+                    )
+                continue
             self.broker.dispatch(msg, self)
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -29,6 +29,9 @@ FLAG_NORESPONSE = 2  # the requester wants no response at all
 
 HEADER = struct.Struct(">I")
 MAX_SIZE = 64 * 1024 * 1024  # one message, body only
+# A payload nests at most this deep: what a request may hold must fit in a response
+# too, and the encoder refuses more than 255 levels (no request needs 20).
+MAX_DEPTH = 128
 
 ROLE_OWNER = 1
 ROLE_USER = 2
@@ -125,10 +128,29 @@ def encode(msg: Message) -> bytes:
     if msg.userid >= 0:
         obj["userid"] = msg.userid
         obj["rolemask"] = msg.rolemask
-    body = orjson.dumps(obj)
+    try:
+        body = orjson.dumps(obj)
+    except orjson.JSONEncodeError as exc:
+        raise RPCError(errno.EPROTO, f"{msg.topic}: payload cannot be encoded: {exc}") from None
     if len(body) > MAX_SIZE:
         raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
     return HEADER.pack(len(body)) + body
+
+
+def check_depth(payload: Any) -> None:
+    """Refuse a payload nested deeper than MAX_DEPTH (EPROTO), before anyone walks it."""
+    level = [payload]
+    for _ in range(MAX_DEPTH + 1):
+        below: list[Any] = []
+        for value in level:
+            if type(value) is dict:
+                below.extend(value.values())
+            elif type(value) is list:
+                below.extend(value)
+        if not below:
+            return
+        level = below
+    raise RPCError(errno.EPROTO, f"payload: must nest at most {MAX_DEPTH} levels deep")
 
 
 def decode_body(body: bytes | bytearray) -> Message:

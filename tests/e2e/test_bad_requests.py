@@ -1,0 +1,62 @@
+"""Requests with bad values get one error answer naming the field and the rule, and the
+instance goes on serving (issue 15: no request stops the instance)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import struct
+
+import pytest
+
+from pflux.api import Client
+from pflux.broker.message import FLAG_NORESPONSE, MAX_DEPTH, REQUEST, RPCError
+from pflux.client.handle import RPC, Handle
+from support.instance import jobspec
+
+TIMEOUT = 30.0
+
+
+def nested(depth: int) -> object:
+    value: object = None
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def send_raw(handle: Handle, topic: str, payload: object, flags: int = 0) -> RPC:
+    """A request encoded by the standard library: the client's encoder refuses deep nesting."""
+    handle._tag += 1
+    body = json.dumps(
+        {
+            "type": REQUEST,
+            "topic": topic,
+            "matchtag": handle._tag,
+            "flags": flags,
+            "payload": payload,
+        }
+    ).encode()
+    handle._out += struct.pack(">I", len(body)) + body
+    rpc = RPC(handle, topic, handle._tag, False)
+    handle._rpcs[handle._tag] = rpc
+    return rpc
+
+
+def still_runs_jobs(uri: str) -> None:
+    with Client(uri) as client:
+        jobid = client.submit(jobspec(), waitable=True)
+        assert client.wait(jobid, timeout=TIMEOUT).success
+
+
+def test_too_deep_a_payload_is_answered(uri: str) -> None:
+    """Nested past what a response can hold: EPROTO at once, not a request left unanswered."""
+    with Handle(uri) as handle:
+        send_raw(handle, "broker.ping", nested(300), FLAG_NORESPONSE)
+        with pytest.raises(RPCError) as err:
+            send_raw(handle, "broker.ping", nested(300)).get(TIMEOUT)
+        assert err.value.errnum == errno.EPROTO
+        assert err.value.errstr == (
+            f"broker.ping: payload: must nest at most {MAX_DEPTH} levels deep"
+        )
+        assert send_raw(handle, "broker.ping", nested(100)).get(TIMEOUT) == nested(100)
+        assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}
