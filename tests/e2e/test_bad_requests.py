@@ -60,3 +60,15 @@ def test_too_deep_a_payload_is_answered(uri: str) -> None:
         )
         assert send_raw(handle, "broker.ping", nested(100)).get(TIMEOUT) == nested(100)
         assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}
+
+
+def test_a_namespace_owner_out_of_range_does_not_stop_the_instance(uri: str) -> None:
+    """2^64-1 once overflowed SQLite's integer inside the store's transaction: a fatal error."""
+    with Handle(uri) as handle:
+        with pytest.raises(RPCError) as err:
+            handle.call(
+                "kvs.namespace-create", {"name": "n", "owner": 2**64 - 1, "prefix": "p"}, TIMEOUT
+            )
+        assert err.value.errnum == errno.EINVAL
+        assert err.value.errstr.startswith("kvs.namespace-create: owner must be an integer in 0..")
+    still_runs_jobs(uri)
