@@ -72,3 +72,26 @@ def test_a_namespace_owner_out_of_range_does_not_stop_the_instance(uri: str) -> 
         assert err.value.errnum == errno.EINVAL
         assert err.value.errstr.startswith("kvs.namespace-create: owner must be an integer in 0..")
     still_runs_jobs(uri)
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "streaming", "errstr"),
+    [
+        ("job-info.lookup", {"keys": [["jobspec"]]}, False, "keys must be an array of strings"),
+        ("job-info.lookup", {"keys": "jobspec"}, False, "keys must be an array of strings"),
+        ("job-info.eventlog-watch", {"path": ["eventlog"]}, True, "path must be a string"),
+        ("job-info.eventlog-watch", {"path": {}}, True, "path must be a string"),
+    ],
+)
+def test_job_info_fields_of_the_wrong_type_are_eproto(
+    uri: str, topic: str, payload: dict[str, object], streaming: bool, errstr: str
+) -> None:
+    with Client(uri) as client:
+        jobid = client.submit(jobspec(), waitable=True)
+        client.wait(jobid, timeout=TIMEOUT)
+        with pytest.raises(RPCError) as err:
+            client.handle.rpc(topic, {"id": int(jobid), **payload}, streaming=streaming).get(
+                TIMEOUT
+            )
+    assert err.value.errnum == errno.EPROTO
+    assert err.value.errstr == f"{topic}: {errstr}"
