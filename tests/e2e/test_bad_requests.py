@@ -95,3 +95,26 @@ def test_job_info_fields_of_the_wrong_type_are_eproto(
             )
     assert err.value.errnum == errno.EPROTO
     assert err.value.errstr == f"{topic}: {errstr}"
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "sender"),
+    [
+        ("job-manager.submit", {"jobs": [{"id": 5}]}, "job-ingest"),
+        ("job-manager.submit", {"jobs": 5}, "job-ingest"),
+        ("job-manager.sched-ready", {"mode": "limited", "limit": 1}, "the scheduler"),
+        ("sched.alloc", {"id": 5, "priority": 1, "jobspec": jobspec(cores=4)}, "the job manager"),
+        ("sched.free", {"id": 5, "R": None}, "the job manager"),
+    ],
+)
+def test_another_service_s_requests_from_a_connection_are_eperm(
+    uri: str, topic: str, payload: dict[str, object], sender: str
+) -> None:
+    """Jobs the KVS does not hold, or cores granted to no job, would wedge the instance."""
+    with Handle(uri) as handle:
+        streaming = topic == "sched.alloc"
+        with pytest.raises(RPCError) as err:
+            handle.rpc(topic, payload, streaming=streaming).get(TIMEOUT)
+    assert err.value.errnum == errno.EPERM
+    assert err.value.errstr == f"{topic}: only {sender} may send this request"
+    still_runs_jobs(uri)
