@@ -259,6 +259,7 @@ class Scheduler(Service):
     def free(self, req: Request) -> None:
         """Take resources back; no response unless asked for (flux-core's sched.free has none),
         so what cannot be freed is logged as well."""
+        _internal_only(req)
         try:
             self._free(req)
         except RPCError as exc:
@@ -266,7 +267,6 @@ class Scheduler(Service):
             raise
 
     def _free(self, req: Request) -> None:
-        _internal_only(req)
         payload = _payload(req)
         jobid = _job_id(payload, req.topic)
         final = payload.get("final", True)
