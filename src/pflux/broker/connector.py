@@ -27,7 +27,6 @@ from pflux.broker.message import (
     Message,
     ProtocolError,
     RPCError,
-    check_depth,
     encode,
 )
 from pflux.broker.router import Broker, Route
@@ -92,13 +91,12 @@ class Connection(asyncio.Protocol):
                 continue
             msg.userid = self.userid
             msg.rolemask = self.rolemask or ROLE_USER
-            try:
-                check_depth(msg.payload)
-            except RPCError as exc:
+            if msg.errnum:  # refused as it was decoded (decode_body)
                 if not msg.flags & FLAG_NORESPONSE:
-                    errstr = f"{msg.topic}: {exc.errstr}"
                     self.deliver(
-                        Message(RESPONSE, msg.topic, msg.matchtag, errnum=exc.errnum, errstr=errstr)
+                        Message(
+                            RESPONSE, msg.topic, msg.matchtag, errnum=msg.errnum, errstr=msg.errstr
+                        )
                     )
                 continue
             self.broker.dispatch(msg, self)

@@ -154,7 +154,12 @@ def check_depth(payload: Any) -> None:
 
 
 def decode_body(body: bytes | bytearray) -> Message:
-    """Parse one message body; anything malformed raises ProtocolError."""
+    """Parse one message body; anything malformed raises ProtocolError.
+
+    A request whose payload nests deeper than MAX_DEPTH comes back without it, its
+    errnum and errstr saying so, for the receiver to answer (a request's own errnum
+    is always 0). Only a body with that many brackets is walked.
+    """
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -180,11 +185,19 @@ def decode_body(body: bytes | bytearray) -> Message:
     rolemask = obj.get("rolemask", 0)
     if type(userid) is not int or type(rolemask) is not int:
         raise ProtocolError("message userid and rolemask must be integers")
+    payload = obj.get("payload")
+    if mtype == REQUEST:
+        errnum, errstr = 0, None
+        if body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+            try:
+                check_depth(payload)
+            except RPCError as exc:
+                payload, errnum, errstr = None, exc.errnum, f"{topic}: {exc.errstr}"
     return Message(
         mtype,
         topic,
         matchtag,
-        obj.get("payload"),
+        payload,
         flags=flags,
         errnum=errnum,
         errstr=errstr,
