@@ -23,7 +23,7 @@ def internal_only(req: Request, sender: str) -> None:
     """Refuse a request meant for another service of the broker (``sender``) when it comes
     from a connection: such a request acts on state (committed jobs, granted resources)
     that only that service keeps consistent with the KVS."""
-    if not isinstance(req.sender, LocalRoute):
+    if not req.owner or not isinstance(req.sender, LocalRoute):
         raise RPCError(errno.EPERM, f"{req.topic}: only {sender} may send this request")
 
 
