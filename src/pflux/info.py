@@ -26,12 +26,10 @@ WATCH_PATHS = frozenset(("eventlog", "guest.exec.eventlog", "guest.output", "gue
 TERMINAL_EVENTS = (b'"name":"clean"', b'"name":"invalidate"')
 
 
-def _lookup_key(key: object) -> bool:
+def _lookup_key(key: str) -> bool:
     """One of the job's own keys, or a key of its guest namespace's final snapshot."""
-    if key in LOOKUP_KEYS:
-        return True
-    return (
-        isinstance(key, str) and key.startswith("guest.") and KEY_PATTERN.fullmatch(key) is not None
+    return key in LOOKUP_KEYS or (
+        key.startswith("guest.") and KEY_PATTERN.fullmatch(key) is not None
     )
 
 
@@ -58,7 +56,9 @@ class JobInfo(Service):
         payload = payload_of(req)
         jobid = job_id_arg(payload)
         keys = payload.get("keys", ["jobspec"])
-        if not isinstance(keys, list) or not keys or not all(map(_lookup_key, keys)):
+        if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+            raise RPCError(errno.EPROTO, "job-info.lookup: keys must be an array of strings")
+        if not keys or not all(map(_lookup_key, keys)):
             known = ", ".join(sorted(LOOKUP_KEYS))
             raise RPCError(errno.EINVAL, f"keys: must be a list of {known} or guest.KEY")
         eventlog = await self._check_owner(req, jobid)
@@ -81,6 +81,8 @@ class JobInfo(Service):
         payload = payload_of(req)
         jobid = job_id_arg(payload)
         path = payload.get("path", "eventlog")
+        if not isinstance(path, str):
+            raise RPCError(errno.EPROTO, "job-info.eventlog-watch: path must be a string")
         if path not in WATCH_PATHS:
             raise RPCError(errno.EINVAL, f"path: must be one of {', '.join(sorted(WATCH_PATHS))}")
         if not req.streaming:

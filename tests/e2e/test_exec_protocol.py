@@ -158,17 +158,26 @@ def test_override_refused_while_starting_then_death_and_recovery(live: LiveInsta
         finally:
             remote.close()
 
-        # the service that said hello went away: jobs wait again, until the next hello
-        stranded = client.submit(["sh", "-c", "echo stranded"])
-        client.wait_event(stranded, "alloc")
-        quiet(client)
-        assert "start" not in names(client, stranded)
-        again = Remote(live.uri)
+        # the connection that said hello went away: the broker's own job-exec runs jobs again
+        after = client.submit(["sh", "-c", "echo after"])
+        assert client.wait(after).success
+
+
+def test_the_broker_s_service_takes_over_when_the_hello_s_sender_goes_away(
+    live: LiveInstance,
+) -> None:
+    """A connection that says hello and hangs up leaves the instance with job-exec, not with
+    no execution service until a restart; the job it was sent is started again there."""
+    with Client(live.uri) as client:
+        remote = Remote(live.uri)
         try:
-            again.hello("job-exec")
-            assert client.wait(stranded).success
+            assert remote.hello() == {}
+            waiting = client.submit(["sh", "-c", "echo waiting"])
+            assert remote.next_start().payload["id"] == waiting
         finally:
-            again.close()
+            remote.close()
+        assert client.wait(waiting).success
+        assert client.wait(client.submit(["true"])).success
 
 
 def test_released_ranks_go_to_a_waiting_job_before_the_final_release(tmp_path: Path) -> None:

@@ -90,6 +90,14 @@ class Connection(asyncio.Protocol):
                 continue
             msg.userid = self.userid
             msg.rolemask = self.rolemask or ROLE_USER
+            if msg.errnum:  # refused as it was decoded (decode_body)
+                if not msg.flags & FLAG_NORESPONSE:
+                    self.deliver(
+                        Message(
+                            RESPONSE, msg.topic, msg.matchtag, errnum=msg.errnum, errstr=msg.errstr
+                        )
+                    )
+                continue
             self.broker.dispatch(msg, self)
 
     def connection_lost(self, exc: Exception | None) -> None:

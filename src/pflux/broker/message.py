@@ -29,6 +29,9 @@ FLAG_NORESPONSE = 2  # the requester wants no response at all
 
 HEADER = struct.Struct(">I")
 MAX_SIZE = 64 * 1024 * 1024  # one message, body only
+# A payload nests at most this deep: what a request may hold must fit in a response
+# too, and the encoder refuses more than 255 levels (no request needs 20).
+MAX_DEPTH = 128
 
 ROLE_OWNER = 1
 ROLE_USER = 2
@@ -125,14 +128,38 @@ def encode(msg: Message) -> bytes:
     if msg.userid >= 0:
         obj["userid"] = msg.userid
         obj["rolemask"] = msg.rolemask
-    body = orjson.dumps(obj)
+    try:
+        body = orjson.dumps(obj)
+    except orjson.JSONEncodeError as exc:
+        raise RPCError(errno.EPROTO, f"{msg.topic}: payload cannot be encoded: {exc}") from None
     if len(body) > MAX_SIZE:
         raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
     return HEADER.pack(len(body)) + body
 
 
+def check_depth(payload: Any) -> None:
+    """Refuse a payload nested deeper than MAX_DEPTH (EPROTO), before anyone walks it."""
+    level = [payload]
+    for _ in range(MAX_DEPTH + 1):
+        below: list[Any] = []
+        for value in level:
+            if type(value) is dict:
+                below.extend(value.values())
+            elif type(value) is list:
+                below.extend(value)
+        if not below:
+            return
+        level = below
+    raise RPCError(errno.EPROTO, f"payload: must nest at most {MAX_DEPTH} levels deep")
+
+
 def decode_body(body: bytes | bytearray) -> Message:
-    """Parse one message body; anything malformed raises ProtocolError."""
+    """Parse one message body; anything malformed raises ProtocolError.
+
+    A request whose payload nests deeper than MAX_DEPTH comes back without it, its
+    errnum and errstr saying so, for the receiver to answer (a request's own errnum
+    is always 0). Only a body with that many brackets is walked.
+    """
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -158,11 +185,19 @@ def decode_body(body: bytes | bytearray) -> Message:
     rolemask = obj.get("rolemask", 0)
     if type(userid) is not int or type(rolemask) is not int:
         raise ProtocolError("message userid and rolemask must be integers")
+    payload = obj.get("payload")
+    if mtype == REQUEST:
+        errnum, errstr = 0, None
+        if body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+            try:
+                check_depth(payload)
+            except RPCError as exc:
+                payload, errnum, errstr = None, exc.errnum, f"{topic}: {exc.errstr}"
     return Message(
         mtype,
         topic,
         matchtag,
-        obj.get("payload"),
+        payload,
         flags=flags,
         errnum=errnum,
         errstr=errstr,

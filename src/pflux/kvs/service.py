@@ -85,6 +85,7 @@ CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
 FULL_BACKOFF = (0.1, 2.0)  # seconds writes are refused after a full disk: first, most
 HOLD_SECONDS = 0.05  # a store that need not be crash-safe commits this often (Store.hold)
 VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
+MAX_USERID = 2**32 - 1  # a namespace's owner is a uid_t
 
 
 class _Watch:
@@ -210,11 +211,15 @@ class KVSService(Service):
     def namespace_create(self, req: Request) -> None:
         payload = _payload(req)
         _require_owner(req, None)
-        self._enqueue(
-            req,
-            "namespace-create",
-            (payload.get("name"), payload.get("owner"), payload.get("prefix")),
-        )
+        owner = payload.get("owner")
+        if type(owner) is not int or not 0 <= owner <= MAX_USERID:
+            # checked here: the store is never handed a value SQLite cannot hold
+            raise KVSError(
+                errno.EINVAL,
+                f"kvs.namespace-create: owner must be an integer in 0..{MAX_USERID},"
+                f" got {quote(owner)}",
+            )
+        self._enqueue(req, "namespace-create", (payload.get("name"), owner, payload.get("prefix")))
 
     @method("namespace-remove")
     def namespace_remove(self, req: Request) -> None:

@@ -33,7 +33,13 @@ from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.priority import priority
 from pflux.manager.quiescent import Quiescence
-from pflux.manager.requests import check_urgency, exception_args, job_id_arg, payload_of
+from pflux.manager.requests import (
+    check_urgency,
+    exception_args,
+    internal_only,
+    job_id_arg,
+    payload_of,
+)
 from pflux.manager.start import StartClient
 from pflux.manager.states import INACTIVE, SCHED, State, apply
 from pflux.manager.update import check_updates, running_expiration, with_expiration
@@ -285,8 +291,7 @@ class JobManager(Service):
     @method("submit")
     def submit(self, req: Request) -> None:
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
-        if not req.owner:
-            raise RPCError(errno.EPERM, "job-manager.submit is for job-ingest only")
+        internal_only(req, "job-ingest")
         errors: list[list[Any]] = []
         for spec in payload_of(req).get("jobs", []):
             job = Job(spec["id"])
@@ -555,10 +560,12 @@ class JobManager(Service):
 
     @method("sched-hello")
     def sched_hello(self, req: Request) -> None:
+        internal_only(req, "the scheduler")
         self.alloc.hello(req)
 
     @method("sched-ready")
     def sched_ready(self, req: Request) -> None:
+        internal_only(req, "the scheduler")
         self.alloc.sched_ready(req)
 
 

@@ -12,6 +12,9 @@ exception, finish, release) become events.  As in flux-core's
   request is forgotten (debug jobs get ``debug.start-lost``), the jobs wait in
   RUN, and nothing more is sent until a new hello, which sends each of them a
   start request again, with ``reattach`` set for those that had started.
+  Unlike flux-core, a disconnection is that new hello from the last service
+  inside the broker that said hello (job-exec, or the simulator): a client
+  that says hello and hangs up cannot leave the instance without one.
   Responses from a service that is no longer the loaded one are ignored.
 - ``release`` responses before the final one return their ranks to the
   scheduler at once (``AllocClient.release``); the final one ends the stream.
@@ -24,7 +27,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import Message, RPCError
-from pflux.broker.router import Request
+from pflux.broker.router import LocalRoute, Request
 from pflux.manager.states import SEVERITY_MAX, State
 from pflux.spec.exec_protocol import ExecResponse
 
@@ -53,6 +56,7 @@ class _Hello:
     def __call__(self) -> None:
         if self.generation == self.client.generation:
             self.client.teardown("disconnect")
+            self.client.fall_back()
 
 
 class StartClient:
@@ -65,6 +69,8 @@ class StartClient:
         self.pending: dict[Job, None] = {}  # jobs whose start request is in flight
         self.unstarted: dict[Job, None] = {}  # of those, the ones not yet answered ``start``
         self._hello: _Hello | None = None
+        # the last service that said hello from inside the broker: it outlives any connection
+        self.builtin: str | None = None
 
     @property
     def ready(self) -> bool:
@@ -85,13 +91,25 @@ class StartClient:
                 f" to {self.service}",
             )
         self._forget_hello()
-        self.service = service
-        self.generation += 1
+        if isinstance(req.sender, LocalRoute):
+            self.builtin = service
+        self._load(service)
         self._hello = _Hello(self, req, self.generation)
         req.on_disconnect(self._hello)
-        log.info("execution service is %s", service)
         req.respond({})
         self.manager.advance_state(State.RUN)
+
+    def _load(self, service: str) -> None:
+        self.service = service
+        self.generation += 1
+        log.info("execution service is %s", service)
+
+    def fall_back(self) -> None:
+        """The connection that said hello went away: the service inside the broker takes over
+        its jobs (reattaching those that had started), rather than none until a restart."""
+        if self.service is None and self.builtin is not None:
+            self._load(self.builtin)
+            self.manager.advance_state(State.RUN)
 
     def teardown(self, why: str) -> None:
         """The service is gone: forget its start requests; the jobs wait for a new hello."""

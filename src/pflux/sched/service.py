@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from pflux.broker.message import Message, RPCError
-from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.errors import JobspecError, PfluxError, ResourceError
 from pflux.kvs.keys import job_key
 from pflux.sched.clock import SimulatedClock, clock_for
@@ -89,6 +89,14 @@ def _seconds(value: object, topic: str, name: str) -> float:
 def _owner_only(req: Request) -> None:
     if not req.owner:
         raise RPCError(errno.EPERM, f"{req.topic}: only the instance owner may do this")
+
+
+def _internal_only(req: Request, sender: str = "the job manager") -> None:
+    """Refuse a request only another service of the broker sends when a connection sends it:
+    an alloc the job manager never asked for would hold cores nobody frees."""
+    _owner_only(req)
+    if not isinstance(req.sender, LocalRoute):
+        raise RPCError(errno.EPERM, f"{req.topic}: only {sender} may send this request")
 
 
 class _Waiter:
@@ -186,7 +194,7 @@ class Scheduler(Service):
 
     @method("alloc")
     def alloc(self, req: Request) -> None:
-        _owner_only(req)
+        _internal_only(req)
         if not req.streaming:
             raise RPCError(errno.EPROTO, "sched.alloc: must be a streaming request")
         payload = _payload(req)
@@ -214,7 +222,7 @@ class Scheduler(Service):
 
     @method("cancel")
     def cancel(self, req: Request) -> None:
-        _owner_only(req)
+        _internal_only(req)
         jobid = _job_id(_payload(req), req.topic)
         job = self.policy.cancel(jobid)
         if job is None:
@@ -228,7 +236,7 @@ class Scheduler(Service):
 
     @method("prioritize")
     def prioritize(self, req: Request) -> None:
-        _owner_only(req)
+        _internal_only(req)
         jobs = _payload(req).get("jobs")
         if not isinstance(jobs, list):
             raise RPCError(errno.EPROTO, "sched.prioritize: jobs must be a list of [id, priority]")
@@ -251,6 +259,7 @@ class Scheduler(Service):
     def free(self, req: Request) -> None:
         """Take resources back; no response unless asked for (flux-core's sched.free has none),
         so what cannot be freed is logged as well."""
+        _internal_only(req)
         try:
             self._free(req)
         except RPCError as exc:
@@ -258,7 +267,6 @@ class Scheduler(Service):
             raise
 
     def _free(self, req: Request) -> None:
-        _owner_only(req)
         payload = _payload(req)
         jobid = _job_id(payload, req.topic)
         final = payload.get("final", True)
@@ -287,7 +295,7 @@ class Scheduler(Service):
 
     @method("expiration")
     def expiration(self, req: Request) -> None:
-        _owner_only(req)
+        _internal_only(req)
         payload = _payload(req)
         jobid = _job_id(payload, req.topic)
         expiration = _seconds(payload.get("expiration"), req.topic, "expiration")
@@ -311,7 +319,7 @@ class Scheduler(Service):
     def sim_time(self, req: Request) -> None:
         """The simulator sets the time: run the pass due; answer, with the ids it allocated
         and its ``closed`` (``Policy.schedule``), once its allocations are answered."""
-        _owner_only(req)
+        _internal_only(req, "the simulator")
         clock = self.clock
         if not isinstance(clock, SimulatedClock):
             raise RPCError(errno.EINVAL, "sched.sim-time: this instance is not a simulation")

@@ -226,6 +226,15 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
             errno.EINVAL,
             'kvs.namespace-create: key "a..b": empty path component',
         ),
+        *(
+            (
+                "kvs.namespace-create",
+                {"name": "n", "owner": owner, "prefix": "p"},
+                errno.EINVAL,
+                f"kvs.namespace-create: owner must be an integer in 0..4294967295, got {shown}",
+            )
+            for owner, shown in ((2**64 - 1, 2**64 - 1), (2**32, 2**32), (-1, -1), (True, "true"))
+        ),
         ("kvs.frob", {}, errno.ENOSYS, "no service provides 'kvs.frob'"),
     ],
 )

@@ -564,38 +564,67 @@ def test_resource_status_reports_all_allocated_and_down(tmp_path: Path) -> None:
 
 
 def test_requester_disconnect_drops_its_pending_allocs(tmp_path: Path) -> None:
-    class Route:
+    async def body() -> None:
+        async with live(tmp_path, cores=1) as t:
+            t.alloc(1)
+            await t.final(1)
+            payload = {"id": 2, "priority": 1, "jobspec": from_command(["true"])}
+            route = t.broker.send("sched.alloc", payload, lambda msg: None, streaming=True)
+            await t.turn()
+            assert 2 in t.sched.policy.queue
+            route.cancel()  # the requester hangs up
+            assert 2 not in t.sched.policy.queue
+
+    run(body)
+
+
+def test_requests_of_the_job_manager_from_a_connection_are_refused(tmp_path: Path) -> None:
+    """Only the job manager's allocs are freed: one from a connection would hold its cores
+    for ever (the owner's connections included)."""
+
+    class Connection:
         def __init__(self) -> None:
-            self.callbacks: list[Callable[[], None]] = []
             self.delivered: list[Message] = []
 
         def deliver(self, msg: Message) -> None:
             self.delivered.append(msg)
 
         def add_disconnect(self, callback: Callable[[], None]) -> None:
-            self.callbacks.append(callback)
+            """Never disconnects."""
 
         def discard_disconnect(self, callback: Callable[[], None]) -> None:
-            self.callbacks.remove(callback)
+            """Never disconnects."""
 
         async def drain(self) -> None:
             """Reads everything at once."""
 
     async def body() -> None:
         async with live(tmp_path, cores=1) as t:
-            t.alloc(1)
-            await t.final(1)
-            route = Route()
-            payload = {"id": 2, "priority": 1, "jobspec": from_command(["true"])}
-            msg = Message(
-                REQUEST, "sched.alloc", 1, payload, flags=1, userid=os.getuid(), rolemask=1
-            )
-            t.broker.dispatch(msg, route)
+            conn = Connection()
+            alloc = {"id": 2, "priority": 1, "jobspec": from_command(["true"])}
+            topics = {
+                "sched.alloc": alloc,
+                "sched.cancel": {"id": 2},
+                "sched.prioritize": {"jobs": [[2, 5]]},
+                "sched.free": {"id": 2, "R": None},
+                "sched.expiration": {"id": 2, "expiration": 0.0},
+            }
+            for tag, (topic, payload) in enumerate(topics.items(), 1):
+                flags = 1 if topic == "sched.alloc" else 0
+                msg = Message(
+                    REQUEST, topic, tag, payload, flags=flags, userid=os.getuid(), rolemask=1
+                )
+                t.broker.dispatch(msg, conn)
             await t.turn()
-            assert 2 in t.sched.policy.queue
-            assert len(route.callbacks) == 1
-            route.callbacks.pop()()
             assert 2 not in t.sched.policy.queue
+            assert {(m.topic, m.errnum) for m in conn.delivered} == {
+                (topic, errno.EPERM) for topic in topics
+            }
+            assert conn.delivered[0].errstr == (
+                "sched.alloc: only the job manager may send this request"
+            )
+            t.alloc(1)  # the one core is still free
+            assert (await asyncio.wait_for(t.final(1), 5))["type"] == AllocResponse.SUCCESS
 
     run(body)
 

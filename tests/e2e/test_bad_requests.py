@@ -1,0 +1,120 @@
+"""Requests with bad values get one error answer naming the field and the rule, and the
+instance goes on serving (issue 15: no request stops the instance)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import struct
+
+import pytest
+
+from pflux.api import Client
+from pflux.broker.message import FLAG_NORESPONSE, MAX_DEPTH, REQUEST, RPCError
+from pflux.client.handle import RPC, Handle
+from support.instance import jobspec
+
+TIMEOUT = 30.0
+
+
+def nested(depth: int) -> object:
+    value: object = None
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def send_raw(handle: Handle, topic: str, payload: object, flags: int = 0) -> RPC:
+    """A request encoded by the standard library: the client's encoder refuses deep nesting."""
+    handle._tag += 1
+    body = json.dumps(
+        {
+            "type": REQUEST,
+            "topic": topic,
+            "matchtag": handle._tag,
+            "flags": flags,
+            "payload": payload,
+        }
+    ).encode()
+    handle._out += struct.pack(">I", len(body)) + body
+    rpc = RPC(handle, topic, handle._tag, False)
+    handle._rpcs[handle._tag] = rpc
+    return rpc
+
+
+def still_runs_jobs(uri: str) -> None:
+    with Client(uri) as client:
+        jobid = client.submit(jobspec(), waitable=True)
+        assert client.wait(jobid, timeout=TIMEOUT).success
+
+
+def test_too_deep_a_payload_is_answered(uri: str) -> None:
+    """Nested past what a response can hold: EPROTO at once, not a request left unanswered."""
+    with Handle(uri) as handle:
+        send_raw(handle, "broker.ping", nested(300), FLAG_NORESPONSE)
+        with pytest.raises(RPCError) as err:
+            send_raw(handle, "broker.ping", nested(300)).get(TIMEOUT)
+        assert err.value.errnum == errno.EPROTO
+        assert err.value.errstr == (
+            f"broker.ping: payload: must nest at most {MAX_DEPTH} levels deep"
+        )
+        assert send_raw(handle, "broker.ping", nested(100)).get(TIMEOUT) == nested(100)
+        assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}
+
+
+def test_a_namespace_owner_out_of_range_does_not_stop_the_instance(uri: str) -> None:
+    """2^64-1 once overflowed SQLite's integer inside the store's transaction: a fatal error."""
+    with Handle(uri) as handle:
+        with pytest.raises(RPCError) as err:
+            handle.call(
+                "kvs.namespace-create", {"name": "n", "owner": 2**64 - 1, "prefix": "p"}, TIMEOUT
+            )
+        assert err.value.errnum == errno.EINVAL
+        assert err.value.errstr.startswith("kvs.namespace-create: owner must be an integer in 0..")
+    still_runs_jobs(uri)
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "streaming", "errstr"),
+    [
+        ("job-info.lookup", {"keys": [["jobspec"]]}, False, "keys must be an array of strings"),
+        ("job-info.lookup", {"keys": "jobspec"}, False, "keys must be an array of strings"),
+        ("job-info.eventlog-watch", {"path": ["eventlog"]}, True, "path must be a string"),
+        ("job-info.eventlog-watch", {"path": {}}, True, "path must be a string"),
+    ],
+)
+def test_job_info_fields_of_the_wrong_type_are_eproto(
+    uri: str, topic: str, payload: dict[str, object], streaming: bool, errstr: str
+) -> None:
+    with Client(uri) as client:
+        jobid = client.submit(jobspec(), waitable=True)
+        client.wait(jobid, timeout=TIMEOUT)
+        with pytest.raises(RPCError) as err:
+            client.handle.rpc(topic, {"id": int(jobid), **payload}, streaming=streaming).get(
+                TIMEOUT
+            )
+    assert err.value.errnum == errno.EPROTO
+    assert err.value.errstr == f"{topic}: {errstr}"
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "sender"),
+    [
+        ("job-manager.submit", {"jobs": [{"id": 5}]}, "job-ingest"),
+        ("job-manager.submit", {"jobs": 5}, "job-ingest"),
+        ("job-manager.sched-ready", {"mode": "limited", "limit": 1}, "the scheduler"),
+        ("sched.alloc", {"id": 5, "priority": 1, "jobspec": jobspec(cores=4)}, "the job manager"),
+        ("sched.free", {"id": 5, "R": None}, "the job manager"),
+    ],
+)
+def test_another_service_s_requests_from_a_connection_are_eperm(
+    uri: str, topic: str, payload: dict[str, object], sender: str
+) -> None:
+    """Jobs the KVS does not hold, or cores granted to no job, would wedge the instance."""
+    with Handle(uri) as handle:
+        streaming = topic == "sched.alloc"
+        with pytest.raises(RPCError) as err:
+            handle.rpc(topic, payload, streaming=streaming).get(TIMEOUT)
+    assert err.value.errnum == errno.EPERM
+    assert err.value.errstr == f"{topic}: only {sender} may send this request"
+    still_runs_jobs(uri)
