@@ -4,15 +4,14 @@ instance goes on serving (issue 15: no request stops the instance)."""
 from __future__ import annotations
 
 import errno
-import json
-import struct
 
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import FLAG_NORESPONSE, MAX_DEPTH, REQUEST, RPCError
+from pflux.broker.message import FLAG_NORESPONSE, MAX_DEPTH, RPCError
 from pflux.client.handle import RPC, Handle
 from support.instance import jobspec
+from support.raw import send_raw
 
 TIMEOUT = 30.0
 
@@ -24,21 +23,9 @@ def nested(depth: int) -> object:
     return value
 
 
-def send_raw(handle: Handle, topic: str, payload: object, flags: int = 0) -> RPC:
-    """A request encoded by the standard library: the client's encoder refuses deep nesting."""
-    handle._tag += 1
-    body = json.dumps(
-        {
-            "type": REQUEST,
-            "topic": topic,
-            "matchtag": handle._tag,
-            "flags": flags,
-            "payload": payload,
-        }
-    ).encode()
-    handle._out += struct.pack(">I", len(body)) + body
-    rpc = RPC(handle, topic, handle._tag, False)
-    handle._rpcs[handle._tag] = rpc
+def ask(handle: Handle, topic: str, payload: object) -> RPC:
+    rpc = send_raw(handle, topic, payload)
+    assert rpc is not None
     return rpc
 
 
@@ -53,12 +40,12 @@ def test_too_deep_a_payload_is_answered(uri: str) -> None:
     with Handle(uri) as handle:
         send_raw(handle, "broker.ping", nested(300), FLAG_NORESPONSE)
         with pytest.raises(RPCError) as err:
-            send_raw(handle, "broker.ping", nested(300)).get(TIMEOUT)
+            ask(handle, "broker.ping", nested(300)).get(TIMEOUT)
         assert err.value.errnum == errno.EPROTO
         assert err.value.errstr == (
             f"broker.ping: payload: must nest at most {MAX_DEPTH} levels deep"
         )
-        assert send_raw(handle, "broker.ping", nested(100)).get(TIMEOUT) == nested(100)
+        assert ask(handle, "broker.ping", nested(100)).get(TIMEOUT) == nested(100)
         assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import importlib
 import inspect
-import json
 import re
 import socket
 import struct
@@ -28,10 +27,11 @@ from hypothesis import strategies as st
 
 from pflux.api import Client
 from pflux.broker.instance import MODULES, SERVICES, BrokerService
-from pflux.broker.message import FLAG_NORESPONSE, FLAG_STREAMING, REQUEST
-from pflux.client.handle import RPC, Handle
+from pflux.broker.message import FLAG_NORESPONSE, FLAG_STREAMING
+from pflux.client.handle import Handle
 from pflux.client.uri import socket_path
 from support.instance import LiveInstance, held, jobspec
+from support.raw import send_raw
 
 # Requests that legitimately stop the instance; fuzzing them would prove nothing.
 # broker.shutdown: stops the instance by design.
@@ -165,22 +165,6 @@ def handle(fuzzed: LiveInstance) -> Iterator[Handle]:
         yield h
 
 
-def _send(handle: Handle, topic: str, payload: Any, flags: int) -> RPC | None:
-    """Send one request as it is on the wire; its RPC, unless it wants no answer."""
-    handle._tag += 1
-    tag = handle._tag
-    # the standard library's encoder: the client's refuses what the broker must survive
-    body = json.dumps(
-        {"type": REQUEST, "topic": topic, "matchtag": tag, "flags": flags, "payload": payload}
-    ).encode()
-    handle._out += struct.pack(">I", len(body)) + body
-    if flags & FLAG_NORESPONSE:
-        return None
-    rpc = RPC(handle, topic, tag, bool(flags & FLAG_STREAMING))
-    handle._rpcs[tag] = rpc
-    return rpc
-
-
 @settings(
     max_examples=500,
     deadline=None,
@@ -195,7 +179,7 @@ def test_every_request_is_answered(
     handle: Handle, jobids: list[int], topic: str, flags: int, data: st.DataObject
 ) -> None:
     payload = data.draw(payloads(jobids, TOPICS[topic]), label="payload")
-    rpc = _send(handle, topic, _neutral(topic, payload), flags)
+    rpc = send_raw(handle, topic, _neutral(topic, payload), flags)
     if rpc is None or rpc.streaming or topic in WAITS:
         # a stream may rightly stay open (a watch); it ends when the connection does
         handle.flush()
