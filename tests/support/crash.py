@@ -217,6 +217,8 @@ def kill(instance: LiveInstance, with_helpers: bool) -> None:
 
 @dataclass
 class Summary:
+    """What a run did and what it found; printed, it says how to replay it."""
+
     seed: int
     kills: int = 0
     helper_kills: int = 0
@@ -339,6 +341,7 @@ class Checked:
 
 
 def check(client: Client, load: Load, summary: Summary) -> list[str]:
+    """Every job acknowledged, listed or that ran: its eventlog, its runs, its chain."""
     problems: list[str] = []
     runs = records(load.runs)
     listed = {JobID(j["id"]): j["state"] for j in client.list_jobs(attrs=["state"])}
