@@ -36,8 +36,11 @@ RAN = [
 ]
 
 
-def eventlog(*events: tuple[str, dict[str, object] | None]) -> str:
-    return "".join(Event.now(name, context).to_line() for name, context in events)
+def eventlog(*events: tuple[str, dict[str, object] | None], at: float = 1000.0) -> str:
+    """The events one second apart from ``at`` on."""
+    return "".join(
+        Event(at + n, name, context).to_line() for n, (name, context) in enumerate(events)
+    )
 
 
 @pytest.mark.fault
@@ -46,6 +49,7 @@ def eventlog(*events: tuple[str, dict[str, object] | None]) -> str:
 def test_random_kills(tmp_path: Path, seed: int) -> None:
     summary = crash_run(tmp_path, seed, KILLS)
     assert summary.kills == KILLS
+    assert 0 < summary.helper_kills < KILLS  # the broker alone, and with its helpers
     assert summary.acknowledged > 0
     assert summary.ran > 0
     assert not summary.violations, str(summary)
@@ -90,10 +94,11 @@ def load_of(tmp_path: Path, *chains: tuple[JobID, JobID]) -> Load:
 
 
 def jobs_of(**logs: list[tuple[str, dict[str, object] | None]]) -> dict[JobID, Checked]:
+    """Jobs ``a`` and ``b`` from their events, each job's after the one before."""
     ids = {"a": A, "b": B}
     jobs = {}
-    for name, events in logs.items():
-        checked, _ = judge(ids[name], eventlog(*events))
+    for n, (name, events) in enumerate(logs.items()):
+        checked, _ = judge(ids[name], eventlog(*events, at=1000.0 * (n + 1)))
         assert checked is not None
         jobs[ids[name]] = checked
     return jobs
