@@ -11,9 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from pflux.api import Client
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from support.crash import REAL, Checked, Load, chains_in_order, crash_run, judge, ran_once
+from support.crash import (
+    REAL,
+    Checked,
+    Load,
+    chains_in_order,
+    crash_run,
+    finish,
+    judge,
+    ran_once,
+)
+from support.instance import LiveInstance, held
 
 SEEDS = (20261124,)
 KILLS = 24
@@ -53,6 +64,14 @@ def test_random_kills(tmp_path: Path, seed: int) -> None:
     assert summary.acknowledged > 0
     assert summary.ran > 0
     assert not summary.violations, str(summary)
+
+
+def test_the_end_releases_a_held_job_the_load_never_heard_of(tmp_path: Path) -> None:
+    """A held job's submission cut off by the kill may be stored: it must not block the end."""
+    with LiveInstance(tmp_path / "state") as instance, Client(instance.uri) as client:
+        jobid = held(client)
+        assert finish(client) == []
+        assert client.wait(jobid).success
 
 
 def test_a_job_that_ran_to_the_end_is_valid() -> None:

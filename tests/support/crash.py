@@ -287,7 +287,7 @@ def last(state: Path, load: Load, summary: Summary) -> None:
         return
     with instance:  # stopped here even if a check raises
         with Client(instance.uri) as client:
-            summary.violations += finish(client, load)
+            summary.violations += finish(client)
             summary.violations += check(client, load, summary)
         leftover = helpers(state, instance.proc.pid)
         rc = instance.stop()
@@ -310,10 +310,15 @@ def restart(state: Path, summary: Summary) -> LiveInstance | None:
     return instance
 
 
-def finish(client: Client, load: Load) -> list[str]:
-    """Release what is held and wait until no job is active."""
-    for jobid in sorted(load.held):
-        _call(lambda j=jobid: client.urgency(j, "default"), ok=(errno.EINVAL,))
+def finish(client: Client) -> list[str]:
+    """Release every held job and wait until no job is active.
+
+    Held jobs are found in the instance, not in the load's records: a held job's
+    submission that the kill cut off may still have been stored.
+    """
+    for job in client.list_jobs(states=int(State.PENDING), attrs=["urgency"]):
+        if job["urgency"] == 0:
+            _call(lambda j=job["id"]: client.urgency(j, "default"), ok=(errno.EINVAL,))
     try:
         client.drain(DRAIN_TIMEOUT)
     except RPCError as exc:
