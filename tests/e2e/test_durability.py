@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pflux.api import Client, jobspec_of
 from pflux.spec.eventlog import parse
-from support.instance import LiveInstance, console, jobspec
+from support.instance import LiveInstance, console, jobspec, wait_exit
 
 PENDING = 500
 REATTACHED = 20
@@ -66,22 +66,6 @@ def pids(tmp: Path, jobid: int) -> list[tuple[int, int]]:
     """(task, its shell) each time the job's task started: once, if it never ran twice."""
     lines = (tmp / f"pid-{jobid}").read_text().splitlines()
     return [(int(a), int(b)) for a, b in (line.split() for line in lines)]
-
-
-def wait_exit(pids: list[int], timeout: float = 30.0) -> None:
-    """Wait until every process has ended (on pidfds: they are not our children)."""
-    fds = []
-    for pid in pids:
-        try:
-            fds.append(os.pidfd_open(pid))
-        except ProcessLookupError:
-            continue
-    try:
-        for fd in fds:
-            assert select.select([fd], [], [], timeout)[0], "a process did not end"
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def alive(pid: int) -> bool:

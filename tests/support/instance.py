@@ -195,3 +195,19 @@ def read_fifo(path: Path, timeout: float = 30) -> str:
         return os.read(fd, 4096).decode().strip()
     finally:
         os.close(fd)
+
+
+def wait_exit(pids: list[int], timeout: float = 30.0) -> None:
+    """Wait until every process has ended (on pidfds: they are not our children)."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue
+    try:
+        for fd in fds:
+            assert select.select([fd], [], [], timeout)[0], "a process did not end"
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -1,0 +1,484 @@
+"""The crash test's engine: kill -9 an instance at random moments under a mixed load, then check.
+
+An instance with a state directory runs a steady mix of real jobs (each records
+its own runs in a file), ``afterok`` chains, held jobs released later, cancels
+and test-mode jobs, submitted by a client thread. The main thread SIGKILLs the
+instance after a seeded random delay, either the broker alone or the broker
+with its helper processes (job-list's process and the job shell launcher), and
+restarts it on the same state directory, again and again. After the last
+restart it releases what is held, waits until no job is active, and checks:
+every acknowledged job is there and ended once, every eventlog parses and
+replays through RFC 21's table with nothing after ``clean``, no job ran twice,
+a successful job ran exactly once, and a dependent started only after its
+antecedent succeeded. A submission that the kill cut off before its id came
+back may or may not exist; it is checked if it does.
+
+``python -m support.crash --kills N --seed S`` (``scripts/crash``) is the long run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import errno
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pflux.api import Client, jobspec_of
+from pflux.broker.message import RPCError
+from pflux.errors import EventlogError
+from pflux.manager.job import Job
+from pflux.manager.states import InvalidTransition, State, apply
+from pflux.spec.eventlog import Event, parse
+from pflux.spec.fluid import JobID
+from support.instance import LiveInstance, jobspec, wait_exit
+
+CORES = 4
+WINDOW = 8  # jobs the load lets be active (held ones aside) before it waits for the oldest
+MAX_DELAY = 1.2  # seconds from an instance being ready to its kill, at most
+DRAIN_TIMEOUT = 120.0
+REAL, TEST = "real", "test"
+
+
+class Lost(Exception):
+    """The connection to the instance went away: the kill came."""
+
+
+@dataclass
+class Load:
+    """What the client side did, and what the instance acknowledged."""
+
+    runs: Path
+    kinds: dict[JobID, str] = field(default_factory=dict)  # acknowledged ids: real or test
+    chains: list[tuple[JobID, JobID]] = field(default_factory=list)  # (antecedent, dependent)
+    refused: list[tuple[JobID, str]] = field(default_factory=list)  # (antecedent, why)
+    held: set[JobID] = field(default_factory=set)  # submitted on hold, not yet released
+    window: collections.deque[JobID] = field(default_factory=collections.deque)
+    problems: list[str] = field(default_factory=list)
+
+    def command(self, rng: random.Random) -> dict[str, Any]:
+        """A real job that appends ``ID start`` and ``ID end`` to the runs file (O_APPEND)."""
+        status = 1 if rng.random() < 0.15 else 0
+        script = (
+            f'echo "$FLUX_JOB_ID start" >> {self.runs}; sleep {rng.choice((0, 0.05, 0.2))}; '
+            f'echo "$FLUX_JOB_ID end" >> {self.runs}; exit {status}'
+        )
+        return jobspec_of(["sh", "-c", script], environment={"PATH": os.environ["PATH"]})
+
+    def run(self, uri: str, rng: random.Random) -> None:
+        """Random operations until the instance goes away."""
+        try:
+            with Client(uri) as client:
+                while True:
+                    self.step(client, rng)
+        except Lost:
+            return
+        except Exception as exc:  # a load that stops for another reason is a finding
+            self.problems.append(f"load: {type(exc).__name__}: {exc}")
+
+    def step(self, client: Client, rng: random.Random) -> None:
+        """One operation, then wait for the oldest job if the window is full."""
+        op = rng.choices(
+            (self.submit_real, self.chain, self.hold, self.release, self.cancel, self.submit_test),
+            weights=(30, 20, 10, 10, 10, 20),
+        )[0]
+        op(client, rng)
+        while len(self.window) > WINDOW:
+            jobid = self.window[0]
+            _call(lambda j=jobid: client.wait_event(j, "clean"))
+            self.window.popleft()
+
+    def submit(self, client: Client, specs: list[dict[str, Any]], **opts: Any) -> list[JobID]:
+        """Submit with every request in flight; record each id as it is acknowledged."""
+        rpcs = [
+            client.handle.rpc("job-ingest.submit", {"jobspec": spec, "flags": 0, **opts})
+            for spec in specs
+        ]
+        ids, lost = [], False
+        for spec, rpc in zip(specs, rpcs, strict=True):
+            try:  # an answer that arrived before the kill is acknowledged all the same
+                jobid = JobID(_call(rpc.get)["id"])
+            except Lost:
+                lost = True
+                continue
+            self.kinds[jobid] = TEST if "exec" in spec["attributes"]["system"] else REAL
+            ids.append(jobid)
+        if lost:
+            raise Lost
+        return ids
+
+    def submit_real(self, client: Client, rng: random.Random) -> None:
+        specs = [self.command(rng) for _ in range(rng.randint(1, 4))]
+        self.window.extend(self.submit(client, specs, urgency=16))
+
+    def submit_test(self, client: Client, rng: random.Random) -> None:
+        specs = [jobspec(rng.choice(("0.001s", "0.1s"))) for _ in range(rng.randint(1, 8))]
+        self.window.extend(self.submit(client, specs, urgency=16))
+
+    def chain(self, client: Client, rng: random.Random) -> None:
+        """Two or three real jobs, each ``afterok`` the one before."""
+        [jobid] = self.submit(client, [self.command(rng)], urgency=16)
+        self.window.append(jobid)
+        for _ in range(rng.randint(1, 2)):
+            spec = self.command(rng)
+            spec["attributes"]["system"]["dependencies"] = [
+                {"scheme": "afterok", "value": str(int(jobid))}
+            ]
+            try:
+                [dependent] = self.submit(client, [spec], urgency=16)
+            except RPCError as exc:  # the antecedent already failed or was canceled
+                if exc.errnum != errno.EINVAL:
+                    raise
+                self.refused.append((jobid, str(exc)))
+                return
+            self.chains.append((jobid, dependent))
+            self.window.append(dependent)
+            jobid = dependent
+
+    def hold(self, client: Client, rng: random.Random) -> None:
+        make = self.command if rng.random() < 0.5 else lambda _: jobspec("0.01s")
+        self.held.update(self.submit(client, [make(rng)], urgency=0))
+
+    def release(self, client: Client, rng: random.Random) -> None:
+        if self.held:
+            jobid = rng.choice(sorted(self.held))
+            _call(lambda: client.urgency(jobid, "default"), ok=(errno.EINVAL,))
+            self.held.discard(jobid)
+            self.window.append(jobid)
+
+    def cancel(self, client: Client, rng: random.Random) -> None:
+        """Cancel a held job or one the load has not seen end (it may have ended meanwhile)."""
+        candidates = sorted(self.held) if self.held and rng.random() < 0.3 else self.window
+        if candidates:
+            jobid = rng.choice(candidates)
+            _call(lambda: client.cancel(jobid, note="crash test"), ok=(errno.EINVAL,))
+            self.held.discard(jobid)
+
+
+def _call(fn: Any, ok: tuple[int, ...] = ()) -> Any:
+    """``fn()``; Lost when the connection went away; None for an expected error."""
+    try:
+        return fn()
+    except RPCError as exc:
+        if exc.errnum == errno.ECONNRESET:
+            raise Lost from None
+        if exc.errnum in ok:
+            return None
+        raise
+
+
+# --- killing ------------------------------------------------------------------------------
+
+
+def helpers(state_dir: Path, broker: int) -> list[int]:
+    """The instance's other processes: job-list's and the launcher (not the shells it forked).
+
+    Both name the state directory on their command line; a shell is a fork of the
+    launcher, so it has the same command line, and is told apart by its parent.
+    """
+    where = str(state_dir)
+    found: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == broker:
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes().decode(errors="replace").split("\0")
+            ppid = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # it ended meanwhile
+        if any(arg == where or arg.startswith(where + "/") for arg in argv):
+            found[int(entry.name)] = ppid
+    return [pid for pid, ppid in found.items() if ppid not in found]
+
+
+def kill(instance: LiveInstance, with_helpers: bool) -> None:
+    """SIGKILL the broker, with its helper processes at the same moment when asked."""
+    pids = helpers(instance.state_dir, instance.proc.pid) if with_helpers else []
+    for pid in [instance.proc.pid, *pids]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    instance.kill()
+    wait_exit(pids)
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+@dataclass
+class Summary:
+    """What a run did and what it found; printed, it says how to replay it."""
+
+    seed: int
+    kills: int = 0
+    helper_kills: int = 0
+    restarts: int = 0
+    acknowledged: int = 0
+    checked: int = 0
+    ran: int = 0
+    results: collections.Counter[str] = field(default_factory=collections.Counter)
+    seconds: float = 0.0
+    violations: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [
+            f"seed {self.seed}: {self.kills} kills ({self.helper_kills} with the helpers), "
+            f"{self.restarts} restarts, {self.acknowledged} jobs acknowledged, "
+            f"{self.checked} checked, {self.ran} ran, {self.seconds:.1f} s, "
+            f"{len(self.violations)} violations",
+            "  results: " + ", ".join(f"{n} {r}" for r, n in self.results.most_common()),
+            *(f"  {v}" for v in self.violations[:50]),
+        ]
+        if self.violations:
+            lines.append(f"replay with: scripts/crash --kills {self.kills} --seed {self.seed}")
+        return "\n".join(lines)
+
+
+def crash_run(tmp: Path, seed: int, kills: int) -> Summary:
+    """``kills`` random kills of an instance under load, then the checks."""
+    summary = Summary(seed)
+    began = time.monotonic()
+    load = Load(tmp / "runs")
+    if crashes(tmp / "state", random.Random(seed), kills, load, summary):
+        last(tmp / "state", load, summary)
+    summary.violations += load.problems
+    summary.acknowledged = len(load.kinds)
+    summary.seconds = time.monotonic() - began
+    return summary
+
+
+def crashes(state: Path, rng: random.Random, kills: int, load: Load, summary: Summary) -> bool:
+    """Start, load and kill the instance ``kills`` times; False if that could not go on."""
+    for _ in range(kills):
+        instance = restart(state, summary)
+        if instance is None:
+            return False
+        worker = threading.Thread(
+            target=load.run, args=(instance.uri, random.Random(rng.random())), daemon=True
+        )
+        worker.start()
+        # the one sleep: how long the instance runs before the crash is the random variable
+        time.sleep(rng.uniform(0, MAX_DELAY))
+        with_helpers = rng.random() < 0.35
+        kill(instance, with_helpers)
+        summary.kills += 1
+        summary.helper_kills += with_helpers
+        worker.join(60)
+        if worker.is_alive():
+            summary.violations.append("the client did not see the instance die")
+            return False
+    return True
+
+
+def last(state: Path, load: Load, summary: Summary) -> None:
+    """The final restart: let every job end, check, and stop cleanly with nothing left over."""
+    instance = restart(state, summary)
+    if instance is None:
+        return
+    with instance:  # stopped here even if a check raises
+        with Client(instance.uri) as client:
+            summary.violations += finish(client)
+            summary.violations += check(client, load, summary)
+        leftover = helpers(state, instance.proc.pid)
+        rc = instance.stop()
+    if rc != 0:
+        summary.violations.append(f"the final clean stop exited {rc}")
+    try:
+        wait_exit(leftover)
+    except AssertionError:
+        summary.violations.append(f"processes left after the clean stop: {leftover}")
+
+
+def restart(state: Path, summary: Summary) -> LiveInstance | None:
+    """The instance started again on ``state``, or None (a violation) if it does not start."""
+    try:
+        instance = LiveInstance(state, cores=CORES)
+    except RuntimeError as exc:
+        summary.violations.append(f"restart {summary.restarts + 1} failed: {exc}")
+        return None
+    summary.restarts += 1
+    return instance
+
+
+def finish(client: Client) -> list[str]:
+    """Release every held job and wait until no job is active.
+
+    Held jobs are found in the instance, not in the load's records: a held job's
+    submission that the kill cut off may still have been stored.
+    """
+    for job in client.list_jobs(states=int(State.PENDING), attrs=["urgency"]):
+        if job["urgency"] == 0:
+            _call(lambda j=job["id"]: client.urgency(j, "default"), ok=(errno.EINVAL,))
+    try:
+        client.drain(DRAIN_TIMEOUT)
+    except RPCError as exc:
+        active = [j["id"] for j in client.list_jobs(states=int(State.ACTIVE), attrs=["state"])]
+        return [f"not drained after {DRAIN_TIMEOUT} s ({exc}); active: {active}"]
+    return []
+
+
+# --- the checks ---------------------------------------------------------------------------
+
+
+@dataclass
+class Checked:
+    """One job as its eventlog says it went."""
+
+    job: Job
+    events: list[Event]
+
+    def has(self, name: str) -> bool:
+        return any(e.name == name for e in self.events)
+
+    def time(self, name: str) -> float:
+        """When the first event ``name`` was posted (infinity: never)."""
+        return next((e.timestamp for e in self.events if e.name == name), float("inf"))
+
+
+def check(client: Client, load: Load, summary: Summary) -> list[str]:
+    """Every job acknowledged, listed or that ran: its eventlog, its runs, its chain."""
+    problems: list[str] = []
+    runs = records(load.runs)
+    listed = {JobID(j["id"]): j["state"] for j in client.list_jobs(attrs=["state"])}
+    ran = {jobid for jobid, _ in runs}
+    jobs: dict[JobID, Checked] = {}
+    for jobid in sorted(set(load.kinds) | set(listed) | ran):
+        checked, trouble = eventlog(client, jobid)
+        problems += trouble
+        if checked is not None:
+            jobs[jobid] = checked
+        if jobid in load.kinds and listed.get(jobid) != State.INACTIVE:
+            problems.append(f"{jobid}: job-list has it as {listed.get(jobid)}, not INACTIVE")
+    problems += ran_once(jobs, load, runs)
+    problems += chains_in_order(jobs, load, runs)
+    summary.checked = len(jobs)
+    summary.results.update(outcome(c.job) for c in jobs.values())
+    summary.ran = len(ran)
+    return problems
+
+
+def outcome(job: Job) -> str:
+    """The job's result, with the exception type that caused it."""
+    return f"{job.result} ({job.exception[0]})" if job.exception else str(job.result)
+
+
+def records(path: Path) -> list[tuple[JobID, str]]:
+    """The runs file: (job, ``start`` or ``end``) in the order the tasks wrote them."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        jobid, what = line.split()
+        out.append((JobID.parse(jobid), what))
+    return out
+
+
+def eventlog(client: Client, jobid: JobID) -> tuple[Checked | None, list[str]]:
+    """The job's eventlog judged, or that it is lost."""
+    try:
+        text = client.lookup(jobid, ["eventlog"])["eventlog"]
+    except RPCError as exc:
+        return None, [f"{jobid}: lost ({exc})"]
+    return judge(jobid, text)
+
+
+def judge(jobid: JobID, text: str) -> tuple[Checked | None, list[str]]:
+    """The job replayed through RFC 21's table, and what is wrong with its eventlog."""
+    try:
+        events = parse(text)
+    except EventlogError as exc:
+        return None, [f"{jobid}: the eventlog does not parse: {exc}"]
+    job = Job(jobid)
+    try:
+        for event in events:
+            apply(job, event)
+    except InvalidTransition as exc:
+        return None, [f"{jobid}: the eventlog does not replay: {exc}"]
+    names = [e.name for e in events]
+    problems = []
+    if names.count("clean") != 1 or names[-1] != "clean" or job.state is not State.INACTIVE:
+        problems.append(f"{jobid}: not INACTIVE exactly once: {names}")
+    return Checked(job, events), problems
+
+
+def ran_once(
+    jobs: dict[JobID, Checked], load: Load, runs: list[tuple[JobID, str]]
+) -> Iterator[str]:
+    """No job ran twice; a real job that succeeded ran exactly once; a test-mode job never."""
+    starts = collections.Counter(jobid for jobid, what in runs if what == "start")
+    ends = collections.Counter(jobid for jobid, what in runs if what == "end")
+    for jobid, count in starts.items():
+        if count > 1:
+            yield f"{jobid}: ran {count} times"
+    for jobid, checked in jobs.items():
+        kind = load.kinds.get(jobid)
+        if kind == TEST and starts[jobid]:
+            yield f"{jobid}: a test-mode job ran a command"
+        if kind == REAL and checked.job.success and (starts[jobid], ends[jobid]) != (1, 1):
+            yield f"{jobid}: succeeded, but started {starts[jobid]} and ended {ends[jobid]} times"
+
+
+def chains_in_order(
+    jobs: dict[JobID, Checked], load: Load, runs: list[tuple[JobID, str]]
+) -> Iterator[str]:
+    """A dependent started only after its antecedent ran to success.
+
+    Its own records say so where both jobs wrote them (a dependent canceled as it
+    started may be killed before its task writes one); its eventlog says so always:
+    it left DEPEND after its antecedent's ``finish``.
+    """
+    first = {}
+    for index, record in enumerate(runs):
+        first.setdefault(record, index)
+    for antecedent, dependent in load.chains:
+        before, after = jobs.get(antecedent), jobs.get(dependent)
+        if before is None or after is None:
+            continue  # reported as lost or invalid
+        started = (dependent, "start") in first or after.has("start")
+        if not started:
+            continue
+        if not before.job.success:
+            yield f"{dependent}: started though its antecedent {antecedent} did not succeed"
+            continue
+        began = first.get((dependent, "start"))
+        if began is not None and first.get((antecedent, "end"), len(runs)) > began:
+            yield f"{dependent}: started before its antecedent {antecedent} ended"
+        if after.time("depend") < before.time("finish"):
+            yield f"{dependent}: left DEPEND before its antecedent {antecedent} finished"
+    for antecedent, why in load.refused:
+        before = jobs.get(antecedent)
+        if before is not None and before.job.success:
+            yield f"{antecedent}: succeeded, yet a dependent afterok it was refused: {why}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=None, help="default: a random one")
+    parser.add_argument("--keep", action="store_true", help="keep the state directory")
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
+    tmp = Path(tempfile.mkdtemp(prefix="pflux-crash-"))
+    summary = crash_run(tmp, seed, args.kills)
+    print(summary)
+    if args.keep or summary.violations:
+        print(f"state directory and runs kept in {tmp}")
+    else:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if summary.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
