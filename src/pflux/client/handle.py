@@ -211,6 +211,8 @@ class Handle:
 
     def process(self, timeout: float | None = None) -> bool:
         """Send what is buffered, then read what arrives within ``timeout``; False on timeout."""
+        if self.closed:  # every RPC still waiting hears why, not only the first
+            raise self._lost(None)
         self.flush()
         if timeout is not None:
             if self._selector is None:

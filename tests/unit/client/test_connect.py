@@ -170,6 +170,24 @@ def test_a_request_nobody_answers_times_out(tmp_path: Path) -> None:
     assert info.value.errstr == "timed out after 0.5 s waiting for a response to job-list.list"
 
 
+def ping_then_hang_up(conn: socket.socket) -> None:
+    """Answer the connection's ping, then hang up at the next request (an instance killed)."""
+    decoder = Decoder()
+    for msg in decoder.feed(conn.recv(65536)):
+        conn.sendall(encode(Message(RESPONSE, msg.topic, msg.matchtag, msg.payload)))
+    conn.recv(65536)
+
+
+def test_every_request_in_flight_when_the_instance_goes_says_so(tmp_path: Path) -> None:
+    with server(tmp_path, ping_then_hang_up) as uri, Handle(uri, timeout=TIMEOUT) as handle:
+        rpcs = [handle.rpc("job-list.list", {}) for _ in range(2)]
+        for rpc in rpcs:
+            with pytest.raises(RPCError) as info:
+                rpc.get()
+            assert info.value.errnum == errno.ECONNRESET
+            assert info.value.errstr == "lost connection to the instance"
+
+
 def test_an_async_request_nobody_answers_times_out(tmp_path: Path) -> None:
     async def list_jobs(uri: str) -> None:
         client = await AsyncClient.connect(uri, timeout=TIMEOUT)
