@@ -108,17 +108,24 @@ def again(tmp_path: Path, live: Any) -> Any:
     return type(live)(tmp_path / "state")
 
 
-def test_a_running_job_is_taken_over_and_keeps_what_it_wrote_meanwhile(
-    tmp_path: Path, live: Any, first: Any
-) -> None:
-    go, more = gate(tmp_path, "go"), gate(tmp_path, "more")  # one FIFO per read
-    script = f"echo before; read x < {go}; echo while-down; read x < {more}; echo after; exit 3"
+def started_then_crashed(first: Any, script: str) -> tuple[Any, int]:
+    """A job running ``script``, which has printed ``before``, when the broker dies;
+    its stream and the launcher's pid."""
     stream = first.start(first.job(["sh", "-c", script]))
     assert stream.next() == ("start", {})
     first.wait_output(stream.id, "before")
     put_eventlog(first, stream.id)
     launcher = first.exec.launcher.pid
     crash(first)
+    return stream, launcher
+
+
+def test_a_running_job_is_taken_over_and_keeps_what_it_wrote_meanwhile(
+    tmp_path: Path, live: Any, first: Any
+) -> None:
+    go, more = gate(tmp_path, "go"), gate(tmp_path, "more")  # one FIFO per read
+    script = f"echo before; read x < {go}; echo while-down; read x < {more}; echo after; exit 3"
+    stream, launcher = started_then_crashed(first, script)
     release(go)  # the task writes while no job-exec is there
     second = again(tmp_path, live)
     try:
@@ -170,12 +177,7 @@ def test_a_job_taken_over_outlives_the_launcher_it_was_taken_over_with(
 ) -> None:
     go = gate(tmp_path, "go")
     script = f"echo before; read x < {go}; echo after; exit 3"
-    stream = first.start(first.job(["sh", "-c", script]))
-    assert stream.next() == ("start", {})
-    first.wait_output(stream.id, "before")
-    put_eventlog(first, stream.id)
-    launcher = first.exec.launcher.pid
-    crash(first)
+    stream, launcher = started_then_crashed(first, script)
     rendezvous = tmp_path / "state" / "exec" / "sock"
     listening = rendezvous.stat().st_ctime_ns
     second = again(tmp_path, live)
