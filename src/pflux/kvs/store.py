@@ -375,8 +375,24 @@ class Store:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if self.wal:
+            self._truncate_wal()
         self._mark(MARK_OPEN if self.wal else MARK_SHUT)
         self._load_namespaces()
+
+    def _truncate_wal(self) -> None:
+        """Copy a WAL a crash left into the database and empty it, before serving.
+
+        Otherwise a WAL that no checkpoint caught up with before the crash (one
+        every second, while commits keep coming) grows crash after crash, and so
+        does the check of it at the next start (``_check_files``).
+        """
+        try:
+            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise _failed(self.path, "checkpoint at start", exc) from None
+        if busy:
+            log.warning("kvs: %s: the WAL could not be emptied at start", self.path)
 
     def _open_error(self, exc: sqlite3.Error) -> StoreError:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):

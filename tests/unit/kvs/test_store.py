@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -619,3 +621,23 @@ def test_a_failed_commit_raises_store_error_and_keeps_nothing(store: Store) -> N
     store._conn = real
     assert not real.in_transaction
     assert list(store.walk()) == [("kept", "1")]
+
+
+CRASHING_WRITER = """
+import os, sys
+from pflux.kvs.store import Store
+store = Store(sys.argv[1])
+for i in range(200):
+    store.put(f"k.{i}", "x" * 4000)
+os._exit(0)  # a crash: no checkpoint, no close, the WAL left as it is
+"""
+
+
+def test_a_store_opened_after_a_crash_empties_the_wal_into_the_database(path: Path) -> None:
+    """So that crash after crash the WAL, and the check of it at each start, stay bounded."""
+    subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(path)], check=True)
+    wal = Path(f"{path}-wal")
+    assert wal.stat().st_size > 200 * 4000
+    with Store(path) as store:
+        assert wal.stat().st_size == 0
+        assert store.get("k.199") == "x" * 4000
