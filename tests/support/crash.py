@@ -35,6 +35,7 @@ from typing import Any
 
 from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
+from pflux.client.uri import NoInstanceError
 from pflux.errors import EventlogError
 from pflux.manager.job import Job
 from pflux.manager.states import InvalidTransition, State, apply
@@ -80,7 +81,7 @@ class Load:
             with Client(uri) as client:
                 while True:
                     self.step(client, rng)
-        except Lost:
+        except (Lost, NoInstanceError):  # the kill came (during the handshake: the latter)
             return
         except Exception as exc:  # a load that stops for another reason is a finding
             self.problems.append(f"load: {type(exc).__name__}: {exc}")
