@@ -24,7 +24,15 @@ from pflux.broker.message import (
     encode,
 )
 from pflux.client.handle import RPCTimeout
-from pflux.client.uri import NoInstanceError, client_timeout, socket_path, uri_for
+from pflux.client.uri import (
+    NoInstanceError,
+    client_timeout,
+    hung_up,
+    not_an_instance,
+    socket_path,
+    unanswered,
+    uri_for,
+)
 
 
 class _Protocol(asyncio.Protocol):
@@ -40,9 +48,7 @@ class _Protocol(asyncio.Protocol):
         try:
             messages = self.decoder.feed(data)
         except ProtocolError as exc:
-            self.handle._lost(
-                RPCError(errno.EPROTO, f"{self.handle.uri} is not a pflux instance: {exc}")
-            )
+            self.handle._lost(RPCError(errno.EPROTO, not_an_instance(self.handle.uri, exc)))
             return
         for msg in messages:
             self.handle._route(msg)
@@ -73,7 +79,7 @@ class AsyncHandle:
         try:
             _, protocol = await asyncio.wait_for(opening, handle.timeout)
         except TimeoutError:
-            raise handle._unanswered() from None
+            raise unanswered(handle.uri, handle.timeout) from None
         except OSError as exc:
             raise NoInstanceError(
                 f"cannot connect to the instance at {path}: {exc.strerror}"
@@ -88,21 +94,14 @@ class AsyncHandle:
             await self.call("broker.ping", {})
         except RPCTimeout:
             self.close()
-            raise self._unanswered() from None
+            raise unanswered(self.uri, self.timeout) from None
         except RPCError as exc:
             self.close()
             if exc.errnum == errno.EPROTO:  # what the socket sent is not a message
                 raise NoInstanceError(exc.errstr) from None
             if exc.errnum == errno.ECONNRESET:
-                raise NoInstanceError(
-                    f"no pflux instance answered at {self.uri}: it hung up"
-                ) from None
+                raise hung_up(self.uri) from None
             raise  # the broker's own refusal (permission) says enough
-
-    def _unanswered(self) -> NoInstanceError:
-        return NoInstanceError(
-            f"no pflux instance answered at {self.uri} (timed out after {self.timeout:g} s)"
-        )
 
     async def __aenter__(self) -> AsyncHandle:
         return self

@@ -33,7 +33,15 @@ from pflux.broker.message import (
     RPCError,
     encode,
 )
-from pflux.client.uri import NoInstanceError, client_timeout, socket_path, uri_for
+from pflux.client.uri import (
+    NoInstanceError,
+    client_timeout,
+    hung_up,
+    not_an_instance,
+    socket_path,
+    unanswered,
+    uri_for,
+)
 
 
 class RPCTimeout(RPCError):
@@ -118,7 +126,7 @@ class Handle:
             self.sock.connect(path)
         except TimeoutError:
             self.sock.close()
-            raise self._unanswered() from None
+            raise unanswered(self.uri, self.timeout) from None
         except OSError as exc:
             self.sock.close()
             raise NoInstanceError(
@@ -139,19 +147,14 @@ class Handle:
             self.rpc("broker.ping", {}).next_message()
         except RPCTimeout:
             self.close()
-            raise self._unanswered() from None
+            raise unanswered(self.uri, self.timeout) from None
         except ProtocolError as exc:  # what the socket sent is not a message
             self.close()
-            raise NoInstanceError(f"{self.uri} is not a pflux instance: {exc}") from None
+            raise NoInstanceError(not_an_instance(self.uri, exc)) from None
         except RPCError as exc:
             if exc.errnum != errno.ECONNRESET:
                 raise  # the broker's own refusal (permission) says enough
-            raise NoInstanceError(f"no pflux instance answered at {self.uri}: it hung up") from None
-
-    def _unanswered(self) -> NoInstanceError:
-        return NoInstanceError(
-            f"no pflux instance answered at {self.uri} (timed out after {self.timeout:g} s)"
-        )
+            raise hung_up(self.uri) from None
 
     def __enter__(self) -> Handle:
         return self

@@ -62,3 +62,18 @@ def _seconds(what: str, value: float, shown: str) -> float | None:
     if not math.isfinite(value) or value < 0:
         raise PfluxError(f"{what}: must be a number of seconds (0: no limit), got {shown}")
     return value or None
+
+
+def unanswered(uri: str, timeout: float | None) -> NoInstanceError:
+    """Nothing at ``uri`` answered the connection's ping within ``timeout`` seconds."""
+    return NoInstanceError(f"no pflux instance answered at {uri} (timed out after {timeout:g} s)")
+
+
+def hung_up(uri: str) -> NoInstanceError:
+    """What is at ``uri`` hung up on the connection's ping."""
+    return NoInstanceError(f"no pflux instance answered at {uri}: it hung up")
+
+
+def not_an_instance(uri: str, detail: object) -> str:
+    """What is at ``uri`` sent bytes that are not a message (``detail``)."""
+    return f"{uri} is not a pflux instance: {detail}"
