@@ -80,6 +80,13 @@ class Request:
     def done(self) -> bool:
         return self._done
 
+    def require_internal(self, sender: str) -> None:
+        """EPERM unless another service of the broker (``sender`` names it) sent this: such
+        requests act on state (committed jobs, granted resources) that only that service
+        keeps consistent with the KVS, so none may come from a connection."""
+        if not self.owner or not isinstance(self.sender, LocalRoute):
+            raise RPCError(errno.EPERM, f"{self.topic}: only {sender} may send this request")
+
     def respond(self, payload: Any = None) -> None:
         """Send a response; for a non-streaming request this is its only one."""
         if self._done:

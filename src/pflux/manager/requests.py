@@ -6,7 +6,7 @@ import errno
 from typing import Any
 
 from pflux.broker.message import RPCError
-from pflux.broker.router import LocalRoute, Request
+from pflux.broker.router import Request
 from pflux.manager.states import SEVERITY_MAX, URGENCY_DEFAULT, URGENCY_MAX, URGENCY_MIN
 
 GUEST_URGENCY_MAX = URGENCY_DEFAULT
@@ -17,14 +17,6 @@ def payload_of(req: Request) -> dict[str, Any]:
     if not isinstance(req.payload, dict):
         raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
     return req.payload
-
-
-def internal_only(req: Request, sender: str) -> None:
-    """Refuse a request meant for another service of the broker (``sender``) when it comes
-    from a connection: such a request acts on state (committed jobs, granted resources)
-    that only that service keeps consistent with the KVS."""
-    if not req.owner or not isinstance(req.sender, LocalRoute):
-        raise RPCError(errno.EPERM, f"{req.topic}: only {sender} may send this request")
 
 
 def job_id_arg(payload: dict[str, Any]) -> int:

@@ -36,7 +36,6 @@ from pflux.manager.quiescent import Quiescence
 from pflux.manager.requests import (
     check_urgency,
     exception_args,
-    internal_only,
     job_id_arg,
     payload_of,
 )
@@ -291,7 +290,7 @@ class JobManager(Service):
     @method("submit")
     def submit(self, req: Request) -> None:
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
-        internal_only(req, "job-ingest")
+        req.require_internal("job-ingest")
         errors: list[list[Any]] = []
         for spec in payload_of(req).get("jobs", []):
             job = Job(spec["id"])
@@ -560,12 +559,12 @@ class JobManager(Service):
 
     @method("sched-hello")
     def sched_hello(self, req: Request) -> None:
-        internal_only(req, "the scheduler")
+        req.require_internal("the scheduler")
         self.alloc.hello(req)
 
     @method("sched-ready")
     def sched_ready(self, req: Request) -> None:
-        internal_only(req, "the scheduler")
+        req.require_internal("the scheduler")
         self.alloc.sched_ready(req)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from pflux.broker.message import Message, RPCError
-from pflux.broker.router import Broker, LocalRoute, Request, Service, method
+from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import JobspecError, PfluxError, ResourceError
 from pflux.kvs.keys import job_key
 from pflux.sched.clock import SimulatedClock, clock_for
@@ -92,11 +92,10 @@ def _owner_only(req: Request) -> None:
 
 
 def _internal_only(req: Request, sender: str = "the job manager") -> None:
-    """Refuse a request only another service of the broker sends when a connection sends it:
-    an alloc the job manager never asked for would hold cores nobody frees."""
+    """An owner's request that only another service of the broker sends: an alloc the job
+    manager never asked for would hold cores nobody frees."""
     _owner_only(req)
-    if not isinstance(req.sender, LocalRoute):
-        raise RPCError(errno.EPERM, f"{req.topic}: only {sender} may send this request")
+    req.require_internal(sender)
 
 
 class _Waiter:
