@@ -121,7 +121,6 @@ TIMELIMIT_NOTE: Final = "resource allocation expired"
 LAUNCHER_RESTARTS: Final = 5  # launchers started in a row after one died, before giving up
 LAUNCHER_BACKOFF: Final = 0.5  # seconds before the second restart in a row, doubled for each
 LAUNCHER_SETTLED: Final = 60.0  # seconds a launcher must live for the count to start again
-LAUNCHER_DIED: Final = "job shell launcher died"
 _RECORD: Final = wire.HEADER.size
 
 
@@ -664,7 +663,7 @@ class JobExec(Service):
             self.rejoining.discard(jobid)
             job = self.jobs.get(jobid)
             if job is not None and isinstance(job.impl, ShellRun):
-                job.impl.on_exit(-1, LAUNCHER_DIED)
+                job.impl.on_exit(-1, wire.LAUNCHER_DIED)
 
     def _rejoined(self, jobids: Iterable[int]) -> None:
         """Shells of a launcher that died have rejoined the new one: resume them.
@@ -697,7 +696,7 @@ class JobExec(Service):
             log.error("processes %s of job shells survive SIGKILL", survivors)
         for run in runs:
             run.spool = os.path.join(self.spool_dir, str(run.job.id))  # it may have begun one
-            run.on_exit(-1, LAUNCHER_DIED)
+            run.on_exit(-1, wire.LAUNCHER_DIED)
 
     # --- the guest namespaces, one commit a turn ------------------------------------------
 

@@ -114,6 +114,8 @@ STDOUT: Final = b"o"  # the stream bytes of OUTPUT and EOF
 STDERR: Final = b"e"
 INPUT_DATA: Final = b"d"  # the flags of INPUT
 INPUT_EOF: Final = b"e"
+# the note of a job whose shell lost its launcher and found none to rejoin
+LAUNCHER_DIED: Final = "job shell launcher died"
 
 Record = tuple[bytes, int, bytes]  # (kind, job id, payload)
 

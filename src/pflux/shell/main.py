@@ -110,7 +110,6 @@ _IDLE: Final = os.sched_param(0)
 START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module docstring)
 JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
 TRIM_AFTER: Final = 1 << 20  # record bytes of a job after which a shell gives its heap back
-LAUNCHER_LOST: Final = "job shell launcher died"
 REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
 REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
@@ -662,7 +661,7 @@ class Shell:
             return
         self.orphaned = True
         self._kill_all(_signal.SIGKILL)
-        self._emit(wire.EXCEPTION, LAUNCHER_LOST.encode())
+        self._emit(wire.EXCEPTION, wire.LAUNCHER_DIED.encode())
 
     def _rejoin(self) -> bool:
         """Pass the next launcher a new socket to this shell (``sock`` from now on).
