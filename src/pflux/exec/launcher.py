@@ -96,6 +96,7 @@ MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's 
 JOURNAL_IDLE_LIMIT: Final = 1 << 16  # journal bytes worth rewriting when no shell runs
 JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shells run
 # EXITED for an adopted shell that ended without DONE and without a spool
+SPOOLED_EXIT: Final = b"-2 spooled"  # EXITED for a shell whose last records are in its spool
 UNHEARD: Final = b"-1 job shell ended without its status while its launcher was replaced"
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
@@ -498,7 +499,7 @@ class Server:
         spooled = os.WIFEXITED(status) and os.WEXITSTATUS(status) == shell.SPOOLED
         if not status or spooled:
             if spooled and not self.detached:  # it ended before job-exec resumed it
-                self.unsent += wire.record(wire.EXITED, entry.jobid, b"-2 spooled")
+                self.unsent += wire.record(wire.EXITED, entry.jobid, SPOOLED_EXIT)
             self.ended.append(journal.end_lines([entry.jobid]))
         elif self.detached:  # nobody to tell now: the journal and the next job-exec are
             self.died[entry.jobid] = status
@@ -572,7 +573,7 @@ class Server:
         self.unheard.add(jobid)
         if not self.detached:
             spooled = os.path.exists(os.path.join(self.context.spool, str(jobid)))
-            self.unsent += wire.record(wire.EXITED, jobid, b"-2 spooled" if spooled else UNHEARD)
+            self.unsent += wire.record(wire.EXITED, jobid, SPOOLED_EXIT if spooled else UNHEARD)
         journal.kill_recorded(self.journal_path, [jobid])
 
     def _kill_orphans(self) -> None:
