@@ -20,6 +20,8 @@ from pflux.cli import base
 
 STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
 STDIN_IN_FLIGHT = 4  # stdin requests unanswered before reading stops
+# labels of the shell's log levels (syslog's), as flux-core's attach prints them
+_LOG_LEVELS = ("FATAL", "FATAL", "FATAL", "ERROR", " WARN", None, "DEBUG", "TRACE")
 
 
 def main(argv: list[str]) -> int:
@@ -206,6 +208,9 @@ class _Attach:
         for event in self.output.feed(msg.payload["data"]):
             context = event.context or {}
             data = context.get("data")
+            if event.name == "log":
+                self._log(event.timestamp, context)
+                continue
             if event.name != "data" or not isinstance(data, str):
                 continue
             stream = sys.stderr if context.get("stream") == "stderr" else out
@@ -221,6 +226,21 @@ class _Attach:
                 data = "".join(f"{rank}: {line}" for line in data.splitlines(keepends=True))
             stream.write(data)
         out.flush()
+
+    def _log(self, timestamp: float, context: dict[str, Any]) -> None:
+        """A diagnostic of the job's shell, printed as flux-core's ``flux job attach`` does."""
+        out = f"{timestamp - (self.t0 or timestamp):.3f}s: flux-shell"
+        rank = context.get("rank", -1)
+        if isinstance(rank, int) and rank >= 0:
+            out += f"[{rank}]"
+        level = context.get("level")
+        label = _LOG_LEVELS[level] if isinstance(level, int) and 0 <= level < 8 else None
+        if label:
+            out += f": {label}"
+        if context.get("component"):
+            out += f": {context['component']}"
+        sys.stdout.flush()
+        sys.stderr.write(f"{out}: {context.get('message', '')}\n")
 
     def _ended(self, msg: Any) -> bool:
         import errno

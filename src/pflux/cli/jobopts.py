@@ -147,6 +147,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="set job shell option KEY, VAL as for --setattr (repeatable)",
     )
     job.add_argument(
+        "--signal",
+        metavar="[SIG][@TIME]",
+        help="send signal SIG at TIME before the job's time limit expires"
+        " (default SIG is SIGUSR1, default TIME is 60s)",
+    )
+    job.add_argument(
         "--flags",
         action="append",
         metavar="FLAGS",
@@ -248,6 +254,8 @@ def job_request(
     limits = filter_rlimits(_split_commas(args.rlimit), rlimits)
     if limits:
         builder.set_shell_option(jobspec, "rlimit", limits)
+    if args.signal is not None:
+        builder.set_shell_option(jobspec, "signal", _signal(args.signal))
     if args.dependencies:
         dependencies = [_dependency(kind, text, now) for kind, text in args.dependencies]
         builder.set_attr(jobspec, "system.dependencies", dependencies)
@@ -350,6 +358,33 @@ def _urgency(text: str) -> int:
     if text.isascii() and text.isdigit() and int(text) <= URGENCY_MAX:
         return int(text)
     raise SpecError(f"--urgency={text}: must be 0-{URGENCY_MAX}, hold, default or expedite")
+
+
+def _signal(text: str) -> dict[str, Any]:
+    """``--signal=[SIG][@TIME]``: the ``signal`` shell option, flux-core's defaults filled in."""
+    import signal
+
+    name, _, when = text.partition("@")
+    name = name or "SIGUSR1"
+    if name.isascii() and name.isdigit():
+        signum = int(name)
+    else:
+        upper = name.upper()
+        try:
+            signum = int(signal.Signals[upper if upper.startswith("SIG") else f"SIG{upper}"])
+        except KeyError:
+            signum = 0
+    if not 0 < signum < signal.NSIG:
+        _bad("--signal", text, f"{name} is not a valid signal")
+    from pflux.spec import duration
+
+    try:
+        timeleft = duration.parse(when or "60s")
+    except DurationError as exc:
+        _bad("--signal", text, str(exc))
+    if timeleft == float("inf"):
+        _bad("--signal", text, "the time must be finite")
+    return {"signum": signum, "timeleft": timeleft}
 
 
 def _flags(values: Sequence[str] | None) -> frozenset[str]:

@@ -52,7 +52,10 @@ exception (RFC 21's name; flux-core says ``timeout``) with flux-core's note
 ``resource allocation expired`` and sends SIGALRM, then SIGKILL after the
 kill timeout. A ``resource-update`` of a running job's expiration reaches
 job-exec as ``job-exec.expiration {id, expiration}`` from the job manager
-(as in flux-core), which re-arms the timer. A job whose tasks all succeeded
+(as in flux-core), which re-arms the timer. A job whose ``signal`` shell option
+asks for it (``--signal``) gets that signal the given time before its
+expiration, re-armed with it: flux-core's shell does this, but job-exec
+is where the expiration is known. A job whose tasks all succeeded
 but which had a fatal exception finishes with status 256 (exit code 1), as
 in flux-core.
 
@@ -196,6 +199,8 @@ class ExecJob:
         self._expiration: asyncio.TimerHandle | None = None
         self._kill_timer: asyncio.TimerHandle | None = None
         self._shell_timer: asyncio.TimerHandle | None = None
+        self.warning: tuple[int, float] | None = None  # (signal, seconds before expiration)
+        self._warning: asyncio.TimerHandle | None = None
 
     def __repr__(self) -> str:
         return f"ExecJob({JobID(self.id)})"
@@ -356,15 +361,27 @@ class ExecJob:
             if delay / (expiration - starttime) * 100 > MAX_START_DELAY_PERCENT:
                 expiration += delay
         self._expiration = self.loop.call_later(max(0.0, expiration - time.time()), self._expired)
+        if self.warning is not None:
+            signum, before = self.warning
+            wait = max(0.0, expiration - before - time.time())
+            self._warning = self.loop.call_later(wait, self._warn, signum)
+
+    def _warn(self, signum: int) -> None:
+        """The ``signal`` option's time before the expiration has come: signal the tasks."""
+        self._warning = None
+        log.info("job %s: sending signal %d before its time limit", JobID(self.id), signum)
+        if self.impl is not None:
+            self.impl.kill(signum)
 
     def update_expiration(self, expiration: float) -> None:
         """R's expiration changed (``job-exec.expiration``): re-arm the time limit."""
         self.times = (self.times[0], expiration)
         execution = self.R.get("execution")
         self.R = {**self.R, "execution": {**(execution or {}), "expiration": expiration}}
-        if self._expiration is not None:
-            self._expiration.cancel()
-            self._expiration = None
+        for timer in (self._expiration, self._warning):
+            if timer is not None:
+                timer.cancel()
+        self._expiration = self._warning = None
         if self.running and not self.exception and not self.finalizing:
             self._arm_expiration()
         log.debug("job %s: updated expiration to %.2f", JobID(self.id), expiration)
@@ -381,10 +398,10 @@ class ExecJob:
         self._arm_kill_timers()
 
     def stop_timers(self) -> None:
-        for timer in (self._expiration, self._kill_timer, self._shell_timer):
+        for timer in (self._expiration, self._kill_timer, self._shell_timer, self._warning):
             if timer is not None:
                 timer.cancel()
-        self._expiration = self._kill_timer = self._shell_timer = None
+        self._expiration = self._kill_timer = self._shell_timer = self._warning = None
 
 
 def _job_rundir(broker: Broker, state_dir: str, *, fresh: bool) -> str:

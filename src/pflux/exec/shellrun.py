@@ -152,6 +152,7 @@ class ShellRun:
             if getattr(conf, stream).type != "file":
                 self.eof_pending.update((stream, rank) for rank in range(ntasks))
         self.places = planned.layout
+        job.warning = planned.signal
         if planned.input.path is None:
             self.input_kvs = True
             self.input_open = set(range(ntasks))
@@ -173,6 +174,8 @@ class ShellRun:
         service = self.service
         out = self.out
         out.header(planned.ntasks)
+        for level, component, message in planned.logs:
+            out.log(message, level, component)
         ranks = IdSet.range(0, planned.ntasks - 1).encode(brackets=True)
         for stream, path in planned.redirects:
             out.redirect(stream, ranks, path)

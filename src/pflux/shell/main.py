@@ -325,9 +325,14 @@ class Shell:
     """One job's shell; ``run()`` returns its exit code."""
 
     __slots__ = (
+        "argv0",
         "codes",
         "ctx",
+        "deadline",
         "detached",
+        "doom",
+        "exit_on_error",
+        "exit_timeout",
         "failure",
         "files",
         "host",
@@ -341,6 +346,7 @@ class Shell:
         "pipes",
         "poller",
         "quitting",
+        "ranks",
         "rejoins",
         "sock",
         "stdin_file",
@@ -361,6 +367,12 @@ class Shell:
         self.inputs: dict[int, _Input] = {}  # task rank -> its stdin pipe
         self.stdin_file: str | None = None
         self.pidfds: dict[int, int] = {}  # pidfd -> pid, until the task is reaped
+        self.ranks: dict[int, int] = {}  # pid -> task rank
+        self.argv0 = ""  # the command's basename, as exit notes name it
+        self.exit_timeout: float | None = None  # exit-timeout, seconds
+        self.exit_on_error = False
+        self.deadline = 0.0  # when the exit timeout expires (monotonic), 0 when unarmed
+        self.doom = ""  # the note of the exit timeout, once the first task has exited
         self.codes: list[int] = []  # the exit codes of the tasks reaped
         # per stream: (its files, one per task or one for all; () for the KVS), label, line
         self.targets: list[tuple[tuple[int, ...], bool, bool]] = []
@@ -391,6 +403,8 @@ class Shell:
         self.poller.register(sock, _IN)
         poll = self.poller.poll
         while self.pipes or self.pidfds:
+            if self.deadline and self._doomed():
+                continue
             ready = poll(0)
             if not ready:  # send what has gathered only when nothing more is ready
                 wait = hold - time.monotonic() if self.pending else 0.0
@@ -401,7 +415,12 @@ class Shell:
                     continue
                 self._flush()
                 hold = 0.0
-                ready = poll()
+                if self.deadline:
+                    ready = poll(max(0.0, self.deadline - time.monotonic()) * 1000)
+                    if not ready:
+                        continue
+                else:
+                    ready = poll()
             self._dispatch(ready)
         self._close_inputs()
         self._close_outputs()
@@ -471,9 +490,10 @@ class Shell:
 
     def _start(self, description: tuple[Any, ...]) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
-        argv, env, tasks, cwd, tmpdirs, host, stdin, *outputs = description
+        argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra = description
         self.host = host
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
+        task_envs = self._options(argv, env, extra)
         if cwd is not None:
             try:
                 os.chdir(cwd)
@@ -481,24 +501,48 @@ class Shell:
                 raise _Failed(
                     f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
                 ) from None
-        self._open_outputs(outputs)
+        self._open_outputs([stdout, stderr])
         if stdin is not None:  # one error before any task starts, as flux-core gives
             self.stdin_file = stdin
             os.close(self._stdin(-1)[0])
         path = env.get("PATH")
         if path is not None and path != self.ctx.path:
             os.putenv("PATH", path)  # posix_spawnp searches the caller's PATH
+        limits = extra.get("rlimit")
+        saved = _set_limits(limits) if limits else ()
         bound = None  # the shell stays where its last task is: its work is the job's
         last = len(tasks) - 1
-        for index, (rank, local_id, cpus, gpus) in enumerate(tasks):
-            if cpus != bound:
-                self._bind(cpus or self.ctx.cpus)
-                bound = cpus
-            task_env = env if index == last else dict(env)
-            task_env["FLUX_TASK_RANK"] = str(rank)
-            task_env["FLUX_TASK_LOCAL_ID"] = str(local_id)
-            task_env["CUDA_VISIBLE_DEVICES"] = gpus
-            self._spawn(index, rank, argv, task_env)
+        try:
+            for index, (rank, local_id, cpus, gpus) in enumerate(tasks):
+                if cpus != bound:
+                    self._bind(cpus or self.ctx.cpus)
+                    bound = cpus
+                task_env = env if index == last else dict(env)
+                task_env["FLUX_TASK_RANK"] = str(rank)
+                task_env["FLUX_TASK_LOCAL_ID"] = str(local_id)
+                if gpus is not None:
+                    task_env["CUDA_VISIBLE_DEVICES"] = gpus
+                if task_envs:
+                    task_env.update(task_envs[index])
+                self._spawn(index, rank, argv, task_env)
+        finally:
+            if saved:
+                _set_limits(saved)  # the limits are the job's tasks', not the shell's
+
+    def _options(
+        self, argv: list[str], env: dict[str, str], extra: dict[str, Any]
+    ) -> list[dict[str, str]] | None:
+        """Take the job's exit options; fill in ``{{tmpdir}}``; the tasks' own variables."""
+        task_envs: list[dict[str, str]] | None = extra.get("task-env")
+        tmpdir = env["FLUX_JOB_TMPDIR"]
+        for key in extra.get("tmpdir-env", ()):
+            for values in (env, *(task_envs or ())):
+                if key in values:
+                    values[key] = values[key].replace("{{tmpdir}}", tmpdir)
+        self.argv0 = argv[0].rpartition("/")[2]
+        self.exit_timeout = extra.get("exit-timeout")
+        self.exit_on_error = extra.get("exit-on-error", False)
+        return task_envs
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
         """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends."""
@@ -583,6 +627,7 @@ class Shell:
                 os.close(ends[stream])
         pidfd = os.pidfd_open(pid)
         self.pidfds[pidfd] = pid
+        self.ranks[pid] = rank
         self.poller.register(pidfd, _IN)
         if feeder >= 0:
             self.inputs[rank] = _Input(feeder)
@@ -620,10 +665,40 @@ class Shell:
     def _reap(self, pidfd: int) -> None:
         pid, status = os.waitpid(self.pidfds[pidfd], os.WNOHANG)
         if pid:
+            if not self.codes and self.failure is None:
+                self._first_exit(self.ranks[pid], status)
             self.codes.append(proc.exit_code(status))
             del self.pidfds[pidfd]
             self.poller.unregister(pidfd)
             os.close(pidfd)
+
+    def _first_exit(self, rank: int, status: int) -> None:
+        """The first task has exited: exit-on-error, or arm exit-timeout (flux-core's doom.c)."""
+        if os.WIFSIGNALED(status):
+            how = f" ({_signal.strsignal(os.WTERMSIG(status))})"
+        else:
+            how = f" (Exit {os.WEXITSTATUS(status)})"
+        task = f"{self.argv0}: task rank {rank} on host {self.host}"
+        if self.exit_on_error and proc.exit_code(status):
+            self._emit(wire.EXCEPTION, f"{task} failed{how} and exit-on-error is set".encode())
+        elif self.exit_timeout is not None and len(self.pidfds) > 1:
+            from pflux.spec.duration import format as fsd
+
+            self.doom = f"{task} exited{how} and exit-timeout={fsd(self.exit_timeout)} has expired"
+            self.deadline = time.monotonic() + self.exit_timeout
+
+    def _doomed(self) -> bool:
+        """Whether the exit timeout expired now: a fatal exception, once (the tasks are
+        then killed by job-exec, as for any fatal exception)."""
+        if not self.pidfds:  # every task has exited: nothing left to guard
+            self.deadline = 0.0
+            return False
+        if time.monotonic() < self.deadline:
+            return False
+        self.deadline = 0.0
+        self._emit(wire.EXCEPTION, self.doom.encode())
+        self._flush()
+        return True
 
     def _from_launcher(self) -> None:
         try:
@@ -875,6 +950,22 @@ class Shell:
 
             shutil.rmtree(self.tmpdir, ignore_errors=True)
         self.tmpdir = None
+
+
+def _set_limits(limits: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Set each (resource, soft limit); the soft limits they had, to put back."""
+    import resource
+
+    saved = []
+    for number, soft in limits:
+        old, hard = resource.getrlimit(number)
+        try:
+            resource.setrlimit(number, (soft, hard))
+        except (OSError, ValueError) as exc:
+            warn(f"cannot set resource limit {number} to {soft}: {exc}")
+            continue
+        saved.append((number, old))
+    return saved
 
 
 def _write_all(fd: int, data: bytes) -> None:

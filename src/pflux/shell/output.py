@@ -52,6 +52,7 @@ __all__ = [
     "StreamConfig",
     "event_line",
     "job_tags",
+    "node_tags",
     "output_config",
     "output_paths",
     "parse_size",
@@ -231,7 +232,7 @@ def output_paths(
     for task in tasks:
         node = nodes.get(task.node)
         if node is None:
-            node = nodes[task.node] = {**tags, **_node_tags(task, places, hostname)}
+            node = nodes[task.node] = {**tags, **node_tags(task, places, hostname)}
         if scope == "node":
             paths.append(render_path(template, node))
             continue
@@ -242,7 +243,7 @@ def output_paths(
     return tuple(paths)
 
 
-def _node_tags(task: TaskPlace, places: Layout, hostname: str) -> dict[str, str]:
+def node_tags(task: TaskPlace, places: Layout, hostname: str) -> dict[str, str]:
     """The ``{{node.*}}`` tags of the node ``task`` runs on (every node is this host)."""
     from pflux.spec.idset import IdSet
 
@@ -323,8 +324,13 @@ class KVSOutput:
     def redirect(self, stream: str, ranks: str, path: str) -> None:
         self._add("redirect", {"stream": stream, "rank": ranks, "path": path})
 
-    def log(self, message: str, level: int = LOG_WARNING) -> None:
-        self._add("log", {"rank": 0, "level": level, "component": "output.kvs", "message": message})
+    def log(
+        self, message: str, level: int = LOG_WARNING, component: str | None = "output.kvs"
+    ) -> None:
+        context: dict[str, Any] = {"rank": 0, "level": level, "message": message}
+        if component is not None:
+            context["component"] = component
+        self._add("log", context)
 
     def close(self) -> None:
         """Report what the limit cut off, and advise on a large stream, as flux-core does."""

@@ -7,14 +7,16 @@ them here (about 40 us) and sends the shell a ready-made description,
 ``marshal``-encoded (the launcher runs the same interpreter, and marshal
 needs no import): a tuple
 
-    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr)
+    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra)
 
 - ``argv``: the command; ``env``: the environment every task shares (the
   jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
   ``PFLUX_URI`` and ``PFLUX_KVS_NAMESPACE``; the shell adds
   ``FLUX_JOB_TMPDIR``);
 - ``tasks``: per task ``(rank, local id, cpus, gpus)``: the CPUs to bind it
-  to (None: all of the instance's) and its ``CUDA_VISIBLE_DEVICES``;
+  to (None: all of the instance's; ``cpu-affinity``: by default every task
+  gets all of the job's cores, as in flux-core) and its
+  ``CUDA_VISIBLE_DEVICES`` (None: left alone, ``gpu-affinity=off``);
 - ``cwd`` (None: the launcher's); ``tmpdirs``: where ``FLUX_JOB_TMPDIR``
   may be made, best first; ``host``: the host name that notes give;
 - ``stdin``: the file each task reads its stdin from, or None for a pipe
@@ -22,7 +24,20 @@ needs no import): a tuple
 - ``stdout``, ``stderr``: ``(paths, append, label)`` for a stream written
   to files, ``paths`` one per task (or one for all of them); for one
   captured in the KVS, whether it is line-buffered (the shell sends whole
-  lines, so that job-exec keeps no partial one).
+  lines, so that job-exec keeps no partial one);
+- ``extra``: what only some jobs need, by name (absent when unused):
+  ``rlimit``, ``(resource, soft limit)`` pairs to set while the tasks are
+  spawned (those that differ from job-exec's, which the launcher shares);
+  ``exit-timeout``, seconds after the first task exits for the rest to
+  exit (flux-core's default 30); ``exit-on-error``, True; ``task-env``, per
+  task the variables of ``env-expand`` templates that name the task;
+  ``tmpdir-env``, the names of variables whose ``{{tmpdir}}`` the shell
+  fills in.
+
+Shell options that job-exec acts on itself come back in the Plan
+(``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
+warnings, ``verbose``), which job-exec writes as ``log`` events of the
+output eventlog, where flux-core's shell writes them.
 
 The jobspec and R were validated by job-ingest and the scheduler, so only
 what is needed is read, and anything unexpected is a PfluxError naming the
@@ -38,7 +53,8 @@ from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
 from pflux.shell.input import InputConfig, input_config
-from pflux.shell.layout import Layout, cpu_set, layout, targets
+from pflux.shell.layout import Layout, layout, targets
+from pflux.shell.options import Log, ShellOptions, shell_options
 from pflux.shell.output import (
     DEFAULT_LIMIT,
     OutputConfig,
@@ -62,6 +78,8 @@ class Plan(NamedTuple):
     output: OutputConfig
     input: InputConfig
     redirects: tuple[tuple[str, str], ...]  # (stream, path) of each stream sent to one file
+    signal: tuple[int, float] | None  # (signal, seconds before the expiration) to send it
+    logs: tuple[Log, ...]  # the shell's diagnostics, for the output eventlog
 
     @property
     def ntasks(self) -> int:
@@ -95,6 +113,7 @@ def plan(
         env = dict(spec.environment)
         cwd = spec.cwd
         name = spec.name
+        options: ShellOptions = shell_options(spec.shell_options, spec)
     except PfluxError as exc:
         raise PfluxError(f"invalid job: {exc}") from None
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
@@ -109,15 +128,11 @@ def plan(
     env["PFLUX_KVS_NAMESPACE"] = namespace
     if "HOSTNAME" in env:
         env["HOSTNAME"] = hostname
-    everywhere = set(cpus)
-    tasks = []
-    for place in places.tasks:
-        want = cpu_set(place.cores, cpus)
-        bind = tuple(sorted(want)) if want != everywhere else None
-        gpus = ",".join(map(str, place.gpus)) if place.gpus else "-1"
-        tasks.append((place.rank, place.local_id, bind, gpus))
     tmp_name = f"jobtmp-0-{fluid.f58}"
     tmpdirs = tuple(os.path.join(parent, tmp_name) for parent in tmp_parents)
+    tasks = options.tasks(places, cpus)
+    extra = options.extra(env, jobid=fluid, name=name, places=places, hostname=hostname)
+    logs = options.logs(places, cpus)
     redirects = []
     files: list[tuple[tuple[str, ...], bool, bool] | bool] = []
     for stream in STREAMS:
@@ -134,5 +149,15 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
-    description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1])
-    return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects))
+    description = (
+        argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], extra
+    )  # fmt: skip
+    return Plan(
+        marshal.dumps(description),
+        places,
+        config,
+        stdin,
+        tuple(redirects),
+        options.signal,
+        logs,
+    )

@@ -550,8 +550,11 @@ def _check_shell(value: object, path: str, problems: _Problems) -> None:
     if not _check_mapping(value, path, problems):
         return
     assert isinstance(value, dict)
-    if "options" in value:
-        _check_mapping(value["options"], f"{path}.options", problems)
+    if "options" in value and _check_mapping(value["options"], f"{path}.options", problems):
+        from pflux.spec.shell_options import check
+
+        for name, why in check(value["options"]):
+            problems.append((f"{path}.options.{name}", why))
     _check_data(value, path, problems)
 
 
