@@ -627,17 +627,18 @@ def test_setattr_outside_system_and_user_is_caught_by_validation(
 
 
 def test_setopt_as_flux_t2710(capsys: pytest.CaptureFixture[str]) -> None:
+    # flux's test, with option names pflux's shell knows in place of made-up ones
     options = system(
         capsys,
         *PLAIN,
         "--setopt",
-        "foo=true",
+        "exit-on-error=true",
         "--setopt",
-        "baz",
+        "verbose",
         "--setopt",
-        "bar.baz=42",
+        "signal.signum=42",
         "-o",
-        "s=a b",
+        "taskmap=a b",
         "--output=o",
         "-o",
         "output.stdout.label=true",
@@ -645,10 +646,10 @@ def test_setopt_as_flux_t2710(capsys: pytest.CaptureFixture[str]) -> None:
     )["shell"]["options"]
     assert options == {
         "output": {"stdout": {"type": "file", "path": "o", "label": True}},
-        "foo": True,
-        "baz": 1,
-        "bar": {"baz": 42},
-        "s": "a b",
+        "exit-on-error": True,
+        "verbose": 1,
+        "signal": {"signum": 42},
+        "taskmap": "a b",
     }
 
 

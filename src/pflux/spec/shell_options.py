@@ -259,7 +259,6 @@ KNOWN: Final[Mapping[str, _Check]] = {
     "exit-timeout": _exit_timeout,
     "exit-on-error": _flag,
     "verbose": _verbose,
-    "nosetpgrp": _flag,
     "pty": _pty,
     "pmi": _pmi,
     "taskmap": _taskmap,
@@ -270,6 +269,7 @@ KNOWN: Final[Mapping[str, _Check]] = {
 UNSUPPORTED: Final = frozenset(
     (
         "initrc",
+        "nosetpgrp",
         "userrc",
         "stop-tasks-in-exec",
         "oom",

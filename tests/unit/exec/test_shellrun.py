@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pflux.spec.builder import set_shell_option
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 
@@ -214,13 +215,18 @@ def test_gpus_are_made_visible(live: Any) -> None:
     jobspec = live.job(["sh", "-c", "echo $CUDA_VISIBLE_DEVICES"], num_tasks=2, gpus_per_task=1)
     stream = live.start(jobspec, live.make_R(cores="0-1", gpus="2-3"))
     stream.all()
+    assert stdout_text(live, stream.id) == {"0": "2,3\n", "1": "2,3\n"}  # flux's default: on
+    set_shell_option(jobspec, "gpu-affinity", "per-task")
+    stream = live.start(jobspec, live.make_R(cores="0-1", gpus="2-3"))
+    stream.all()
     assert stdout_text(live, stream.id) == {"0": "2\n", "1": "3\n"}
 
 
-def test_each_task_is_bound_to_its_cores(live: Any) -> None:
+def test_per_task_affinity_binds_each_task_to_its_cores(live: Any) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     script = "grep Cpus_allowed_list /proc/self/status | cut -f2"
     jobspec = live.job(["sh", "-c", script], num_tasks=2)
+    set_shell_option(jobspec, "cpu-affinity", "per-task")
     stream = live.start(jobspec, live.make_R(cores="2-3"))
     stream.all()
     expected = {str(rank): f"{cpus[(2 + rank) % len(cpus)]}\n" for rank in range(2)}
@@ -233,6 +239,7 @@ def test_per_slot_tasks_share_their_slots_cores(live: Any) -> None:
     jobspec["resources"][0]["count"] = 2
     jobspec["resources"][0]["with"][0]["count"] = 2
     jobspec["tasks"][0]["count"] = {"per_slot": 2}
+    set_shell_option(jobspec, "cpu-affinity", "per-task")
     stream = live.start(jobspec, live.make_R(cores="0-3"))
     stream.all()
     text = stdout_text(live, stream.id)

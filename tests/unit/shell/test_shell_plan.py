@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import PfluxError
 from pflux.shell.plan import plan
-from pflux.spec.builder import from_command
+from pflux.spec.builder import from_command, set_shell_option
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
@@ -38,7 +38,7 @@ def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: An
 
 def test_the_description_carries_the_command_and_flux_environment() -> None:
     jobspec = from_command(["sh", "-c", "x"], num_tasks=2, environment={"A": "1", "HOSTNAME": "a"})
-    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err) = described(jobspec)
+    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err, extra) = described(jobspec)
     assert argv == ["sh", "-c", "x"]
     assert env == {
         "A": "1",
@@ -49,7 +49,8 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
         "PFLUX_URI": "local:///s",
         "PFLUX_KVS_NAMESPACE": "job-65535",
     }
-    assert tasks == [(0, 0, (0,), "-1"), (1, 1, (1,), "-1")]
+    assert tasks == [(0, 0, (0, 1), "-1"), (1, 1, (0, 1), "-1")]  # flux's cpu-affinity=on
+    assert extra == {"exit-timeout": 30.0}
     assert cwd is None
     assert tmpdirs[0] == f"/run/jobs/jobtmp-0-{JobID(JOB).f58}"
     assert host == "node1"
@@ -73,7 +74,7 @@ def test_cores_beyond_the_instances_cpus_wrap_around() -> None:
 
 def test_files_are_rendered_and_named_in_redirects() -> None:
     jobspec = from_command(["true"], output="/o/{{id}}.out", label_io=True)
-    planned, (*_, out, err) = described(jobspec)
+    planned, (*_, out, err, _) = described(jobspec)
     path = f"/o/{JobID(JOB).f58}.out"
     assert out == ((path,), False, True)
     assert err == ((path,), False, True)  # stderr follows stdout
@@ -82,7 +83,7 @@ def test_files_are_rendered_and_named_in_redirects() -> None:
 
 def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
     jobspec = from_command(["true"], num_tasks=2, output="/o/{{taskid}}.out", error="/o/err")
-    planned, (*_, out, err) = described(jobspec)
+    planned, (*_, out, err, _) = described(jobspec)
     assert out == (("/o/0.out", "/o/1.out"), False, False)
     assert err == (("/o/err",), False, False)
     assert planned.redirects == (("stderr", "/o/err"),)  # as flux-core: none per task
@@ -90,7 +91,7 @@ def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
 
 def test_input_from_a_file_and_the_input_options() -> None:
     jobspec = from_command(["cat"], input="/in/data")
-    planned, (*_, stdin, _, _) = described(jobspec)
+    planned, (*_, stdin, _, _, _) = described(jobspec)
     assert stdin == "/in/data"
     assert planned.input.path == "/in/data"
     assert planned.input.limit == 10 << 20
@@ -165,3 +166,21 @@ def test_only_pflux_errors_come_out_of_a_broken_jobspec(jobspec: dict[str, Any])
     except PfluxError as exc:
         message = str(exc)
     assert message == "planned" or message.startswith("invalid job: ")
+
+
+def test_affinity_options_bind_per_task_or_not_at_all() -> None:
+    jobspec = from_command(["true"], num_tasks=2, gpus_per_task=1)
+    R = resources("0-1", "2-3")  # noqa: N806
+    _, (_, _, tasks, *_) = described(jobspec, R)
+    assert tasks == [(0, 0, (0, 1), "2,3"), (1, 1, (0, 1), "2,3")]  # flux's defaults: on
+    set_shell_option(jobspec, "cpu-affinity", "per-task")
+    set_shell_option(jobspec, "gpu-affinity", "per-task")
+    _, (_, _, tasks, *_) = described(jobspec, R)
+    assert tasks == [(0, 0, (0,), "2"), (1, 1, (1,), "3")]
+    set_shell_option(jobspec, "cpu-affinity", "off")
+    set_shell_option(jobspec, "gpu-affinity", "off")
+    _, (_, _, tasks, *_) = described(jobspec, R)
+    assert tasks == [(0, 0, None, None), (1, 1, None, None)]
+    set_shell_option(jobspec, "cpu-affinity", "map:3;0x5")
+    _, (_, _, tasks, *_) = described(jobspec, R)
+    assert [task[2] for task in tasks] == [(3,), (0, 2)]

@@ -668,7 +668,14 @@ def jobspecs(draw: st.DrawFn) -> dict[str, Any]:
             max_size=2,
         ),
         "shell": st.fixed_dictionaries(
-            {}, optional={"options": st.dictionaries(text, json_values, max_size=2)}
+            {},
+            optional={  # free-form values under the two options that are mappings
+                "options": st.dictionaries(
+                    st.sampled_from(["output", "input"]),
+                    st.dictionaries(text, json_values, max_size=2),
+                    max_size=2,
+                )
+            },
         ),
         "job": st.fixed_dictionaries({}, optional={"name": text}),
         "bank": json_values,
