@@ -339,6 +339,9 @@ class Shell:
         "pending",
         "pidfds",
         "pipes",
+        "pmi",
+        "pmi_fds",
+        "pmi_job",
         "poller",
         "quitting",
         "rejoins",
@@ -373,6 +376,9 @@ class Shell:
         self.rejoins = 0  # launchers rejoined after the one before died
         self.paused = False  # not reading the tasks' pipes: too much is unacknowledged
         self.waiting_out = False  # polling the records socket until it can take more
+        self.pmi_fds: dict[int, int] = {}  # the shell's end of each task's PMI_FD -> its rank
+        self.pmi_job: tuple[Any, ...] | None = None  # the PMI-1 server's arguments (or off)
+        self.pmi: Any = None  # the job's PMI-1 server (pflux.shell.pmi), made when first asked
 
     def run(self, description: bytes) -> int:
         try:
@@ -405,6 +411,8 @@ class Shell:
             self._dispatch(ready)
         self._close_inputs()
         self._close_outputs()
+        for fd in list(self.pmi_fds):
+            self._pmi_close(fd)
         self._kill_orphans()
         self._remove_tmpdir()
         code = self.failure.code if self.failure is not None else max(self.codes, default=0)
@@ -420,6 +428,8 @@ class Shell:
                 self._read(fd)
             elif fd in self.pidfds:
                 self._reap(fd)
+            elif fd in self.pmi_fds:
+                self._pmi_read(fd)
             elif fd == sock:
                 self._from_launcher()
             elif fd == records:
@@ -471,8 +481,9 @@ class Shell:
 
     def _start(self, description: tuple[Any, ...]) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
-        argv, env, tasks, cwd, tmpdirs, host, stdin, *outputs = description
+        argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, pmi = description
         self.host = host
+        self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"])
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
         if cwd is not None:
             try:
@@ -481,7 +492,7 @@ class Shell:
                 raise _Failed(
                     f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
                 ) from None
-        self._open_outputs(outputs)
+        self._open_outputs((stdout, stderr))
         if stdin is not None:  # one error before any task starts, as flux-core gives
             self.stdin_file = stdin
             os.close(self._stdin(-1)[0])
@@ -498,7 +509,24 @@ class Shell:
             task_env["FLUX_TASK_RANK"] = str(rank)
             task_env["FLUX_TASK_LOCAL_ID"] = str(local_id)
             task_env["CUDA_VISIBLE_DEVICES"] = gpus
-            self._spawn(index, rank, argv, task_env)
+            theirs = -1 if pmi is None else self._pmi_connect(rank, pmi[0], task_env)
+            try:
+                self._spawn(index, rank, argv, task_env)
+            finally:
+                if theirs >= 0:
+                    os.close(theirs)
+
+    def _pmi_connect(self, rank: int, size: int, env: dict[str, str]) -> int:
+        """Task ``rank``'s PMI_FD, as flux-core's shell sets it: the task's end, inheritable."""
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        fd = theirs.detach()
+        os.set_inheritable(fd, True)
+        self.pmi_fds[ours.fileno()] = rank
+        self.poller.register(ours.detach(), _IN)
+        env["PMI_FD"] = str(fd)
+        env["PMI_RANK"] = str(rank)
+        env["PMI_SIZE"] = str(size)
+        return fd
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
         """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends."""
@@ -624,6 +652,28 @@ class Shell:
             del self.pidfds[pidfd]
             self.poller.unregister(pidfd)
             os.close(pidfd)
+
+    def _pmi_read(self, fd: int) -> None:
+        """A request on a task's PMI_FD, or its end (most tasks close it unused)."""
+        try:
+            data = os.read(fd, READ_SIZE)
+        except OSError:
+            data = b""
+        if self.pmi is None:
+            if not data:
+                self._pmi_close(fd)
+                return
+            from pflux.shell.pmi import Server
+
+            self.pmi = Server(self.pmi_fds, self.poller, *self.pmi_job or ())
+        note = self.pmi.feed(fd, data)
+        if note is not None:
+            self._emit(wire.EXCEPTION, note.encode())
+
+    def _pmi_close(self, fd: int) -> None:
+        del self.pmi_fds[fd]
+        self.poller.unregister(fd)
+        os.close(fd)
 
     def _from_launcher(self) -> None:
         try:

@@ -7,7 +7,7 @@ them here (about 40 us) and sends the shell a ready-made description,
 ``marshal``-encoded (the launcher runs the same interpreter, and marshal
 needs no import): a tuple
 
-    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr)
+    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, pmi)
 
 - ``argv``: the command; ``env``: the environment every task shares (the
   jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
@@ -22,7 +22,9 @@ needs no import): a tuple
 - ``stdout``, ``stderr``: ``(paths, append, label)`` for a stream written
   to files, ``paths`` one per task (or one for all of them); for one
   captured in the KVS, whether it is line-buffered (the shell sends whole
-  lines, so that job-exec keeps no partial one).
+  lines, so that job-exec keeps no partial one);
+- ``pmi``: ``(ntasks, RFC 34 task map blocks)`` for the PMI-1 server
+  (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off.
 
 The jobspec and R were validated by job-ingest and the scheduler, so only
 what is needed is read, and anything unexpected is a PfluxError naming the
@@ -49,9 +51,10 @@ from pflux.shell.output import (
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
 
-__all__ = ["STREAMS", "Plan", "plan"]
+__all__ = ["PMI_VALUES", "STREAMS", "Plan", "plan", "pmi_enabled"]
 
 STREAMS = ("stdout", "stderr")
+PMI_VALUES = ("simple", "pmi1", "pmi2", "off")  # flux-core takes pmi1 and pmi2 for simple
 
 
 class Plan(NamedTuple):
@@ -91,6 +94,7 @@ def plan(
         places = layout(spec, targets(R))
         config = output_config(spec.shell_options.get("output", {}), output_limit)
         stdin = input_config(spec.shell_options.get("input", {}))
+        pmi = pmi_enabled(spec.shell_options.get("pmi"))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
@@ -134,5 +138,24 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
-    description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1])
+    simple = (len(places.tasks), places.taskmap()["map"]) if pmi else None
+    description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, *files, simple)
     return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects))
+
+
+def pmi_enabled(value: object) -> bool:
+    """Whether the ``pmi`` shell option (a name, or a comma-separated list) asks for PMI-1.
+
+    Unset, it does; ``off`` turns it off; any other name is refused, since
+    this shell serves no other PMI.
+    """
+    if value is None:
+        return True
+    if not isinstance(value, str):
+        raise PfluxError("shell option pmi must be a string")
+    names = value.split(",")
+    for name in names:
+        if name not in PMI_VALUES:
+            choices = ", ".join(PMI_VALUES)
+            raise PfluxError(f"shell option pmi: unknown value '{name}' (one of {choices})")
+    return any(name != "off" for name in names)
