@@ -22,8 +22,10 @@ In order, a shell
 3. starts each task with ``posix_spawn``, bound to its cores (the shell
    binds itself before each spawn, and stays with the last), with flux's
    environment, stdin on a pipe the shell feeds from the job's ``input``
-   (INPUT records) or on the ``--input`` file, and stdout and stderr on pipes
-   (or straight into a file that is not labelled);
+   (INPUT records) or on the ``--input`` file, stdout and stderr on pipes
+   (or straight into a file that is not labelled), and, unless the job says
+   ``-o pmi=off``, a socket as ``PMI_FD`` that the shell serves PMI-1 on
+   (``pflux.shell.pmi``, imported when a task first writes to one);
 4. sends STARTED with the time the tasks started, or, if a task could not
    be started, STARTED and an EXCEPTION with flux-core's note, and kills the
    tasks already started. STARTED waits up to ``START_HOLD`` for the job's
@@ -483,7 +485,7 @@ class Shell:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
         argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, pmi = description
         self.host = host
-        self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"])
+        self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(tasks))
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
         if cwd is not None:
             try:
@@ -492,7 +494,7 @@ class Shell:
                 raise _Failed(
                     f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
                 ) from None
-        self._open_outputs((stdout, stderr))
+        self._open_outputs([stdout, stderr])
         if stdin is not None:  # one error before any task starts, as flux-core gives
             self.stdin_file = stdin
             os.close(self._stdin(-1)[0])
@@ -665,7 +667,7 @@ class Shell:
                 return
             from pflux.shell.pmi import Server
 
-            self.pmi = Server(self.pmi_fds, self.poller, *self.pmi_job or ())
+            self.pmi = Server(self.pmi_fds, self.poller, self.pmi_job or ())
         note = self.pmi.feed(fd, data)
         if note is not None:
             self._emit(wire.EXCEPTION, note.encode())

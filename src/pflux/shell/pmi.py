@@ -26,7 +26,7 @@ from pflux.shell.pmiwire import ProtocolError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:
     import select
-    from typing import Final
+    from typing import Any, Final
 
 __all__ = ["PROTOCOL_ERROR", "Server"]
 
@@ -56,19 +56,14 @@ class Server:
         "spawning",
     )
 
-    def __init__(
-        self,
-        clients: dict[int, int],
-        poller: select.poll,
-        size: int,
-        taskmap: list[list[int]],
-        kvsname: str,
-    ) -> None:
-        """``taskmap``: the job's RFC 34 task map blocks; ``kvsname``: its F58 id."""
+    def __init__(self, clients: dict[int, int], poller: select.poll, job: tuple[Any, ...]) -> None:
+        """``job``: (its tasks, its RFC 34 task map blocks, its F58 id, the tasks this
+        shell runs), as the shell has it from job-exec (``pflux.shell.plan``)."""
+        size, taskmap, kvsname, local_size = job
         self.clients = clients  # open connections; closed ones are removed
         self.poller = poller
         self.size = size  # the job's tasks: the universe size
-        self.local_size = len(clients)  # the tasks of this shell: who the barrier waits for
+        self.local_size = local_size  # who the barrier waits for
         self.kvsname = kvsname.encode().decode("latin-1")  # wire text is Latin-1 (an F58 id)
         self.locals = _locals(taskmap)
         self.pending: dict[str, str] = {}
@@ -126,35 +121,38 @@ class Server:
             if fields.get("mcmd") != "spawn":
                 raise ProtocolError("unknown mcmd")
             self.spawning.add(fd)
-        elif cmd == "init":
-            self._send(fd, self._init(fields, self.clients.get(fd)))
-        elif cmd == "get_maxes":
-            maxes = {"kvsname_max": wire.NAME_MAX, "keylen_max": wire.KEY_MAX}
-            self._send(fd, wire.encode("maxes", 0, **maxes, vallen_max=wire.VAL_MAX))
         elif cmd == "abort":
             return f"PMI_Abort: {fields.get('error_msg', 'aborted')}"
-        elif cmd == "finalize":
-            self._send(fd, wire.encode("finalize_ack", 0))
-        elif cmd == "get_universe_size":
-            self._send(fd, wire.encode("universe_size", 0, size=self.size))
-        elif cmd == "get_appnum":
-            self._send(fd, wire.encode("appnum", 0, appnum=0))
-        elif cmd == "get_my_kvsname":
-            self._send(fd, wire.encode("my_kvsname", 0, kvsname=self.kvsname))
-        elif cmd == "put":
-            self._send(fd, wire.encode("put_result", self._put(fields)))
-        elif cmd == "get":
-            self._send(fd, self._get(fields))
         elif cmd == "barrier_in":
             self.barrier += 1
             if self.barrier == self.local_size:
                 self._barrier_out()
-        elif cmd in _NOT_IMPLEMENTED:
-            answer = wire.encode(_NOT_IMPLEMENTED[cmd], -1, msg="command not implemented")
-            self._send(fd, answer)
         else:
-            raise ProtocolError(f"unknown cmd {cmd!r}")
+            self._send(fd, self._answer(cmd, fields, fd))
         return None
+
+    def _answer(self, cmd: str, fields: dict[str, str], fd: int) -> bytes:
+        """The answer to a request other than abort, barrier_in and spawn."""
+        if cmd == "init":
+            return self._init(fields, self.clients.get(fd))
+        if cmd == "get_maxes":
+            maxes = {"kvsname_max": wire.NAME_MAX, "keylen_max": wire.KEY_MAX}
+            return wire.encode("maxes", 0, **maxes, vallen_max=wire.VAL_MAX)
+        if cmd == "finalize":
+            return wire.encode("finalize_ack", 0)
+        if cmd == "get_universe_size":
+            return wire.encode("universe_size", 0, size=self.size)
+        if cmd == "get_appnum":
+            return wire.encode("appnum", 0, appnum=0)
+        if cmd == "get_my_kvsname":
+            return wire.encode("my_kvsname", 0, kvsname=self.kvsname)
+        if cmd == "put":
+            return wire.encode("put_result", self._put(fields))
+        if cmd == "get":
+            return self._get(fields)
+        if cmd in _NOT_IMPLEMENTED:
+            return wire.encode(_NOT_IMPLEMENTED[cmd], -1, msg="command not implemented")
+        raise ProtocolError(f"unknown cmd {cmd!r}")
 
     @staticmethod
     def _init(fields: dict[str, str], rank: int | None) -> bytes:
@@ -217,9 +215,9 @@ def _locals(taskmap: list[list[int]]) -> dict[str, str]:
     ``PMI_process_mapping`` is MPICH's ``(vector,(first node,nodes,tasks per node),...)``,
     one triple per block repeat; ``flux.taskmap`` is RFC 34's map.
     """
-    triples = ",".join(f"({node},{nodes},{ppn})" for node, nodes, ppn, n in taskmap for _ in range(n))
-    mapping = f"(vector,{triples})"
-    wrapped = '{"version":1,"map":%s}' % str(taskmap).replace(" ", "")
+    triples = [f"({node},{nodes},{ppn})" for node, nodes, ppn, n in taskmap for _ in range(n)]
+    mapping = f"(vector,{','.join(triples)})"
+    wrapped = f'{{"version":1,"map":{taskmap}}}'.replace(" ", "")
     keys = {"flux.taskmap": wrapped}
     if len(mapping) < wire.VAL_MAX:
         keys["PMI_process_mapping"] = mapping

@@ -36,7 +36,7 @@ PMI_ERR_INVALID_KEY: Final = 4
 PMI_ERR_INVALID_KEY_LENGTH: Final = 5
 PMI_ERR_INVALID_VAL_LENGTH: Final = 7
 PMI_ERR_INVALID_LENGTH: Final = 8
-_TO_END: Final = ("value", "error_msg")  # words that take the rest of the line
+_TO_END: Final = (b"value=", b"error_msg=")  # words that take the rest of the line
 
 
 class ProtocolError(ValueError):
@@ -46,36 +46,36 @@ class ProtocolError(ValueError):
 def parse(line: bytes) -> dict[str, str]:
     """The fields of one request ``line`` (its newline removed); ProtocolError if it has none.
 
-    Bytes are read as Latin-1, so any value goes back out as it came in. A
-    word repeated keeps its first value.
+    Words are split at ASCII white space, as C's ``isspace`` does; bytes are
+    read as Latin-1, so any value goes back out as it came in. A word
+    repeated keeps its first value.
     """
     if len(line) > LINE_MAX:
         raise ProtocolError(f"request longer than {LINE_MAX} bytes")
-    text = line.decode("latin-1")
     rest = None
-    starts = [(at, key) for key in _TO_END if (at := _word_at(text, key + "=")) >= 0]
+    starts = [(at, key) for key in _TO_END if (at := _word_at(line, key)) >= 0]
     if starts:
         at, key = min(starts)
-        rest = (key, text[at + len(key) + 1 :])
-        text = text[:at]
+        rest = (key.decode(), line[at + len(key) :].decode("latin-1"))
+        line = line[:at]
     fields: dict[str, str] = {}
-    for word in text.split():
-        key, eq, value = word.partition("=")
-        if not eq or not key:
+    for word in line.split():
+        name, eq, value = word.decode("latin-1").partition("=")
+        if not eq or not name:
             raise ProtocolError(f"not a key=value word: {word!r}")
-        fields.setdefault(key, value)
+        fields.setdefault(name, value)
     if rest is not None:
-        fields.setdefault(*rest)
+        fields.setdefault(rest[0][:-1], rest[1])
     if "cmd" not in fields and "mcmd" not in fields:
         raise ProtocolError("request has no cmd")
     return fields
 
 
-def _word_at(text: str, prefix: str) -> int:
-    """Where ``prefix`` begins a word of ``text``, first; -1 if nowhere."""
-    at = text.find(prefix)
-    while at > 0 and not text[at - 1].isspace():
-        at = text.find(prefix, at + 1)
+def _word_at(line: bytes, prefix: bytes) -> int:
+    """Where ``prefix`` begins a word of ``line``, first; -1 if nowhere."""
+    at = line.find(prefix)
+    while at > 0 and not line[at - 1 : at].isspace():
+        at = line.find(prefix, at + 1)
     return at
 
 
