@@ -38,7 +38,7 @@ from pflux.errors import IdsetError, PfluxError, ResourceError
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import Jobspec
 
-__all__ = ["Layout", "Target", "TaskPlace", "cpu_set", "layout", "targets"]
+__all__ = ["Layout", "Target", "TaskPlace", "cpu_set", "layout", "targets", "taskmap_scheme"]
 
 
 class Target(NamedTuple):
@@ -161,27 +161,33 @@ def _per_resource(option: object, nodes: Sequence[Target]) -> list[list[Place]] 
     ]
 
 
-def _map(option: object, counts: list[int]) -> list[tuple[int, int]]:
-    """The ``taskmap`` shell option's ranks: (node, consecutive ranks) in rank order."""
-    scheme, value = "block", ""
-    if option is not None:
-        if not isinstance(option, dict) or not isinstance(option.get("scheme"), str):
-            raise PfluxError("shell option taskmap: must be an object with a scheme")
-        scheme, value = option["scheme"], option.get("value", "")
-        if not isinstance(value, str):
-            raise PfluxError("shell option taskmap: value must be a string")
+def taskmap_scheme(option: object) -> tuple[str, int]:
+    """(scheme, stride) of the ``taskmap`` shell option; PfluxError if pflux cannot map so."""
+    if option is None:
+        return "block", 1
+    if not isinstance(option, dict) or not isinstance(option.get("scheme"), str):
+        raise PfluxError("shell option taskmap: must be an object with a scheme")
+    scheme, value = option["scheme"], option.get("value", "")
+    if not isinstance(value, str):
+        raise PfluxError("shell option taskmap: value must be a string")
     if scheme == "block":
         if value:
             raise PfluxError(f"block taskmap does not accept a value (got {value})")
-        return [(node, count) for node, count in enumerate(counts) if count]
+        return scheme, 1
     if scheme != "cyclic":
-        raise PfluxError(f"shell option taskmap: scheme {scheme!r} is not supported"
-                         " (block, cyclic[:N])")  # fmt: skip
-    stride = 1
-    if value:
-        if not (value.isascii() and value.isdigit()) or int(value) < 1:
-            raise PfluxError(f"invalid cyclic stride: {value}")
-        stride = int(value)
+        raise PfluxError(f"taskmap scheme {scheme!r} is not supported (block, cyclic[:N])")
+    if not value:
+        return scheme, 1
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise PfluxError(f"invalid cyclic stride: {value}")
+    return scheme, int(value)
+
+
+def _map(option: object, counts: list[int]) -> list[tuple[int, int]]:
+    """The ``taskmap`` shell option's ranks: (node, consecutive ranks) in rank order."""
+    scheme, stride = taskmap_scheme(option)
+    if scheme == "block":
+        return [(node, count) for node, count in enumerate(counts) if count]
     left = list(counts)
     appends = []
     while any(left):

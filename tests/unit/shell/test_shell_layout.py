@@ -210,7 +210,7 @@ def test_block_is_the_default_and_takes_no_value() -> None:
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ({"scheme": "manual", "value": "[[0,2,1,1]]"}, "scheme 'manual' is not supported"),
+        ({"scheme": "manual", "value": "[[0,2,1,1]]"}, "taskmap scheme 'manual' is not supported"),
         ({"scheme": "cyclic", "value": "0"}, "invalid cyclic stride: 0"),
         ({"scheme": "cyclic", "value": "x"}, "invalid cyclic stride: x"),
         ("cyclic", "shell option taskmap: must be an object with a scheme"),
