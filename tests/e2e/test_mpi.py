@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.instance import fails, ok
+from support.instance import LiveInstance, fails, ok
 
 HELLO = r"""
 #include <mpi.h>
@@ -63,6 +63,16 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_an_mpi_allreduce_over_four_tasks(uri: str, programs: Path) -> None:
     out = ok(uri, "run", "-n4", str(programs / "mpi_hello"))
+    assert sorted(out.splitlines()) == [f"rank {rank} of 4: sum 6" for rank in range(4)]
+
+
+def test_mpi_over_nodes_with_a_cyclic_taskmap(programs: Path, tmp_path: Path) -> None:
+    """PMI_process_mapping names the tasks' nodes; MPICH then talks between "nodes"."""
+    config = tmp_path / "two.toml"
+    config.write_text('[[resource.config]]\nhosts = "node[0-1]"\ncores = "0-1"\n')
+    with LiveInstance(tmp_path / "state", "--config", str(config), cores=None) as live:
+        hello = str(programs / "mpi_hello")
+        out = ok(live.uri, "run", "-N2", "--tasks-per-node=2", "--taskmap=cyclic", hello)
     assert sorted(out.splitlines()) == [f"rank {rank} of 4: sum 6" for rank in range(4)]
 
 

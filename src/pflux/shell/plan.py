@@ -138,7 +138,7 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
-    simple = (len(places.tasks), places.taskmap()["map"]) if pmi else None
+    simple = (len(places.tasks), places.blocks) if pmi else None
     description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, *files, simple)
     return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects))
 

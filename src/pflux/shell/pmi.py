@@ -209,7 +209,7 @@ class Server:
             raise BlockingIOError(fd, "answer cut short")
 
 
-def _locals(taskmap: list[list[int]]) -> dict[str, str]:
+def _locals(taskmap: tuple[tuple[int, int, int, int], ...]) -> dict[str, str]:
     """The keys the shell makes: where the tasks are, for MPI's node-local shortcuts.
 
     ``PMI_process_mapping`` is MPICH's ``(vector,(first node,nodes,tasks per node),...)``,
@@ -217,7 +217,7 @@ def _locals(taskmap: list[list[int]]) -> dict[str, str]:
     """
     triples = [f"({node},{nodes},{ppn})" for node, nodes, ppn, n in taskmap for _ in range(n)]
     mapping = f"(vector,{','.join(triples)})"
-    wrapped = f'{{"version":1,"map":{taskmap}}}'.replace(" ", "")
+    wrapped = f'{{"version":1,"map":{[list(block) for block in taskmap]}}}'.replace(" ", "")
     keys = {"flux.taskmap": wrapped}
     if len(mapping) < wire.VAL_MAX:
         keys["PMI_process_mapping"] = mapping

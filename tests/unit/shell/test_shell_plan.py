@@ -59,7 +59,7 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
     assert planned.ntasks == 2
     assert planned.redirects == ()
     assert planned.layout.taskmap() == {"version": 1, "map": [[0, 1, 2, 1]]}
-    assert pmi == (2, [[0, 1, 2, 1]])  # PMI-1 is on unless the job turns it off
+    assert pmi == (2, ((0, 1, 2, 1),))  # PMI-1 is on unless the job turns it off
 
 
 def test_a_task_on_every_cpu_is_not_bound_and_gpus_are_listed() -> None:
@@ -177,7 +177,7 @@ def test_the_pmi_option_turns_pmi_1_on_or_off(value: str, enabled: bool) -> None
     jobspec = from_command(["true"], num_tasks=3)
     jobspec["attributes"]["system"]["shell"] = {"options": {"pmi": value}}
     _, description = described(jobspec)
-    assert description[-1] == ((3, [[0, 1, 3, 1]]) if enabled else None)
+    assert description[-1] == ((3, ((0, 1, 3, 1),)) if enabled else None)
 
 
 @pytest.mark.parametrize(

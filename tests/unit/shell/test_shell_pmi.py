@@ -94,7 +94,7 @@ class Job:
         for fd in clients:
             self.poller.register(fd, select.POLLIN)
         self.fds = list(clients)
-        self.server = Server(clients, self.poller, (n, [[0, 1, n, 1]], "ƒjob", n))
+        self.server = Server(clients, self.poller, (n, ((0, 1, n, 1),), "ƒjob", n))
 
     def ask(self, rank: int, request: bytes) -> str | None:
         """Send ``request`` as task ``rank`` and serve it; the exception note, if any."""
