@@ -787,3 +787,17 @@ def test_taskmap_is_a_shell_option_as_flux_writes_it(capsys: pytest.CaptureFixtu
     assert options == {"taskmap": {"scheme": "cyclic", "value": "2"}}
     options = system(capsys, *PLAIN, "--taskmap=cyclic", "app")["shell"]["options"]
     assert options == {"taskmap": {"scheme": "cyclic", "value": ""}}
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("pmi=pmix", "shell option pmi: unknown value 'pmix' (one of simple, pmi1, pmi2, off)"),
+        ("taskmap.scheme=hostfile", "taskmap scheme 'hostfile' is not supported"),
+    ],
+)
+def test_shell_options_the_shell_would_refuse_are_refused_at_submission(
+    option: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert fails(capsys, "-o", option, "app").startswith(message)
+    assert system(capsys, *PLAIN, "-o", "pmi=off", "app")["shell"]["options"] == {"pmi": "off"}

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pflux.api import Client
+from pflux.spec import builder
+from pflux.spec.builder import from_command
 from support.instance import LiveInstance, fails, ok
 
 HELLO = r"""
@@ -91,9 +94,14 @@ def test_pmi_off_gives_the_tasks_no_pmi_fd(uri: str) -> None:
     assert out.split() == ["none", "none"]
 
 
-def test_an_unknown_pmi_is_refused_naming_the_option(uri: str) -> None:
+def test_an_unknown_pmi_is_refused_naming_the_option(uri: str, client: Client) -> None:
     err = fails(uri, "run", "-o", "pmi=pmix", "true")
-    assert "invalid job: shell option pmi: unknown value 'pmix'" in err
+    assert "shell option pmi: unknown value 'pmix' (one of simple, pmi1, pmi2, off)" in err
+    jobspec = from_command(["true"])
+    builder.set_shell_option(jobspec, "pmi", "pmix")  # past the command's check: the shell's
+    result = client.wait(client.submit(jobspec))
+    assert not result.success
+    assert "invalid job: shell option pmi: unknown value 'pmix'" in result.errstr
 
 
 def test_garbage_on_pmi_fd_fails_the_job_and_not_the_shell(uri: str) -> None:

@@ -272,6 +272,7 @@ def job_request(
         from pflux.spec.jobspec import validate
 
         validate(jobspec)
+        _check_placement_options(jobspec)
     return JobRequest(jobspec, urgency, flags, input_ranks)
 
 
@@ -378,6 +379,22 @@ def _taskmap(uri: str) -> dict[str, str]:
     except PfluxError as exc:
         _bad("--taskmap", uri, str(exc))
     return entry
+
+
+def _check_placement_options(jobspec: Mapping[str, Any]) -> None:
+    """Refuse now a ``pmi`` or ``taskmap`` shell option (from ``-o``) the shell would refuse."""
+    options = jobspec["attributes"]["system"].get("shell", {}).get("options", {})
+    if not isinstance(options, dict) or not ("pmi" in options or "taskmap" in options):
+        return
+    from pflux.errors import PfluxError
+    from pflux.shell.layout import taskmap_scheme
+    from pflux.shell.plan import pmi_enabled
+
+    try:
+        pmi_enabled(options.get("pmi"))
+        taskmap_scheme(options.get("taskmap"))
+    except PfluxError as exc:
+        _fail(str(exc))
 
 
 def _fail(message: str) -> NoReturn:
