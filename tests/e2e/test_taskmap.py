@@ -84,3 +84,12 @@ def test_block_with_a_value_fails_the_job(uri: str) -> None:
     assert "block taskmap does not accept a value (got oops)" in fails(
         uri, "run", "-N2", "--tasks-per-node=1", "--taskmap=block:oops", "true"
     )
+
+
+def test_ntasks_known_only_from_r_agree_with_what_ran(uri: str, tmp_path: Path) -> None:
+    taskmap, nodes = run(uri, tmp_path / "a", "--cores=2", "--tasks-per-node=3")
+    assert (taskmap, nodes) == ([[0, 1, 3, 1]], [0, 0, 0])
+    assert ok(uri, "jobs", "-a", "-n", "-o", "{ntasks}").split()[0] == "3"
+    taskmap, nodes = run(uri, tmp_path / "b", "-N2", "--tasks-per-core=1")  # whole nodes
+    assert (taskmap, nodes) == ([[0, 2, 4, 1]], [0] * 4 + [1] * 4)
+    assert ok(uri, "jobs", "-a", "-n", "-o", "{ntasks}").split()[0] == "8"
