@@ -638,7 +638,7 @@ def test_setopt_as_flux_t2710(capsys: pytest.CaptureFixture[str]) -> None:
         "--setopt",
         "signal.signum=42",
         "-o",
-        "taskmap=a b",
+        "taskmap.scheme=cyclic",
         "--output=o",
         "-o",
         "output.stdout.label=true",
@@ -649,7 +649,7 @@ def test_setopt_as_flux_t2710(capsys: pytest.CaptureFixture[str]) -> None:
         "exit-on-error": True,
         "verbose": 1,
         "signal": {"signum": 42},
-        "taskmap": "a b",
+        "taskmap": {"scheme": "cyclic"},
     }
 
 
@@ -711,3 +711,102 @@ def _namespace() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     jobopts.add_options(parser)
     return parser.parse_args(["a"])
+
+
+# ----------------------------------------------- per-resource options, --taskmap
+
+
+def _per_resource_case(resources: str, shell: str = "") -> str:
+    system = '"duration": 0, ' + (f'"shell": {{"options": {shell}}}, ' if shell else "")
+    return (
+        f'{{"resources": [{resources}], "tasks": [{{"command": ["app"], "slot": "task", '
+        f'"count": {{"per_slot": 1}}}}], "attributes": {{"system": {{{system}"environment": {{}}, '
+        '"cwd": "/home/flux"}}, "version": 1}'
+    )
+
+
+PER_RESOURCE = {
+    "-N2 --tasks-per-node=2": _per_resource_case(
+        '{"type": "node", "count": 2, "exclusive": true, "with": [{"type": "slot", "count": 1, '
+        '"with": [{"type": "core", "count": 1}], "label": "task"}]}',
+        '{"per-resource": {"type": "node", "count": 2}}',
+    ),
+    "--cores=4 --tasks-per-core=2": _per_resource_case(
+        '{"type": "slot", "count": 4, "with": [{"type": "core", "count": 1}], "label": "task"}',
+        '{"per-resource": {"type": "core", "count": 2}}',
+    ),
+    "-N2 --cores=8 --gpus-per-node=1": _per_resource_case(
+        '{"type": "node", "count": 2, "with": [{"type": "slot", "count": 1, "with": [{"type": '
+        '"core", "count": 4}, {"type": "gpu", "count": 1}], "label": "task"}]}'
+    ),
+    "--cores=3": _per_resource_case(
+        '{"type": "slot", "count": 3, "with": [{"type": "core", "count": 1}], "label": "task"}'
+    ),
+}
+
+
+@pytest.mark.parametrize("options", sorted(PER_RESOURCE))
+def test_per_resource_options_print_as_flux(
+    options: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["submit", "--dry-run", *PLAIN, *options.split(), "app"]) == 0
+    out = capsys.readouterr().out
+    assert out == PER_RESOURCE[options] + "\n"
+    validate(json.loads(out))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cores=2", "-n2"], "Per-resource options can't be used with per-task options."
+         " (See --help for details)"),
+        (["--tasks-per-node=1", "-c2", "-N1"], "Per-resource options can't be used with"
+         " per-task options. (See --help for details)"),
+        (["-N1", "--tasks-per-node=1", "--tasks-per-core=1"],
+         "Do not specify both the number of tasks per node and per core"),
+        (["--gpus-per-node=1"], "--gpus-per-node requires --nodes"),
+        (["--tasks-per-node=2"], "must specify node or core count with per_resource"),
+        (["-N2", "--cores=3"], "number of cores must be evenly divisible by node count"),
+        (["-N4", "--cores=2"], "number of cores cannot be less than nnodes"),
+        (["-N1", "--tasks-per-node=0"], "--tasks-per-node=0: must be an integer >= 1"),
+        (["--cores=x"], "--cores=x: must be an integer >= 1"),
+        (["--taskmap=block:2"], "--taskmap=block:2: block taskmap does not accept a value (got 2)"),
+        (["--taskmap=cyclic:0"], "--taskmap=cyclic:0: invalid cyclic stride: 0"),
+        (["--taskmap=manual:[[0,1,1,1]]"], "--taskmap=manual:[[0,1,1,1]]: taskmap scheme"
+         " 'manual' is not supported (block, cyclic[:N])"),
+        (["--taskmap=:1"], "--taskmap=:1: not a SCHEME[:VALUE] URI"),
+    ],
+)  # fmt: skip
+def test_bad_per_resource_and_taskmap_options(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert fails(capsys, *args, "app") == message
+
+
+def test_taskmap_is_a_shell_option_as_flux_writes_it(capsys: pytest.CaptureFixture[str]) -> None:
+    options = system(capsys, *PLAIN, "-n4", "--taskmap=cyclic:2", "app")["shell"]["options"]
+    assert options == {"taskmap": {"scheme": "cyclic", "value": "2"}}
+    options = system(capsys, *PLAIN, "--taskmap=cyclic", "app")["shell"]["options"]
+    assert options == {"taskmap": {"scheme": "cyclic", "value": ""}}
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (
+            "pmi=pmix",
+            "attributes.system.shell.options.pmi: unknown value 'pmix'"
+            " (one of simple, pmi1, pmi2, off)",
+        ),
+        (
+            "taskmap.scheme=hostfile",
+            "attributes.system.shell.options.taskmap: taskmap scheme 'hostfile'"
+            " is not supported by pflux",
+        ),
+    ],
+)
+def test_shell_options_the_shell_would_refuse_are_refused_at_submission(
+    option: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert fails(capsys, "-o", option, "app").startswith(message)
+    assert system(capsys, *PLAIN, "-o", "pmi=off", "app")["shell"]["options"] == {"pmi": "off"}

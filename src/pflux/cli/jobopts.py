@@ -97,6 +97,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="spread the tasks over N nodes; without -n, one task per node, exclusively",
     )
     res.add_argument("-x", "--exclusive", action="store_true", help="with -N, allocate whole nodes")
+    per = parser.add_argument_group(
+        "per-resource options (not with -n, -c or -g)",
+    )
+    per.add_argument("--cores", metavar="N", help="request N cores in all")
+    per.add_argument("--tasks-per-node", metavar="N", help="run N tasks on every node")
+    per.add_argument("--tasks-per-core", metavar="N", help="run N tasks on every core")
+    per.add_argument("--gpus-per-node", metavar="N", help="with -N, request N GPUs per node")
+    parser.add_argument(
+        "--taskmap",
+        metavar="URI",
+        help="how task ranks map to nodes: block (the default) or cyclic[:N]",
+    )
 
     job = parser.add_argument_group("job")
     job.add_argument(
@@ -234,9 +246,10 @@ def job_request(
     urgency = _urgency(args.urgency)
     stdin, input_ranks = _input(args.input)
     environment, env_expand = filter_environment(_env_rules(args.env), environ)
-    jobspec = builder.from_command(
+    counts = _per_resource(args)
+    jobspec = (builder.from_command if counts is None else builder.per_resource)(
         _command(args.command),
-        **_counts(args),
+        **(_counts(args) if counts is None else counts),
         duration=_time_limit(args.time_limit),
         environment=environment,
         cwd=cwd if args.cwd is None else args.cwd,
@@ -256,6 +269,8 @@ def job_request(
         builder.set_shell_option(jobspec, "rlimit", limits)
     if args.signal is not None:
         builder.set_shell_option(jobspec, "signal", _signal(args.signal))
+    if args.taskmap is not None:
+        builder.set_shell_option(jobspec, "taskmap", _taskmap(args.taskmap))
     if args.dependencies:
         dependencies = [_dependency(kind, text, now) for kind, text in args.dependencies]
         builder.set_attr(jobspec, "system.dependencies", dependencies)
@@ -328,6 +343,53 @@ def _counts(args: argparse.Namespace) -> dict[str, Any]:
         "num_nodes": nodes,
         "exclusive": exclusive,
     }
+
+
+def _per_resource(args: argparse.Namespace) -> dict[str, Any] | None:
+    """flux-core's per-resource request (``--cores``, ``--tasks-per-node``/``core``,
+    ``--gpus-per-node``): the arguments of ``builder.per_resource``, or None without one."""
+    per_node = _count("--tasks-per-node", args.tasks_per_node, 1)
+    per_core = _count("--tasks-per-core", args.tasks_per_core, 1)
+    gpus = _count("--gpus-per-node", args.gpus_per_node, 0)
+    cores = _count("--cores", args.cores, 1)
+    nodes = _count("--nodes", args.nodes, 1)
+    if per_node is not None and per_core is not None:
+        _fail("Do not specify both the number of tasks per node and per core")
+    if gpus and not nodes:
+        _fail("--gpus-per-node requires --nodes")
+    if per_node is None and per_core is None and gpus is None and cores is None:
+        return None
+    if args.ntasks is not None or args.cores_per_task is not None or args.gpus_per_task:
+        _fail("Per-resource options can't be used with per-task options. (See --help for details)")
+    return {
+        "ncores": cores,
+        "nnodes": nodes,
+        "per_resource_type": None if per_node is None and per_core is None else
+                             "node" if per_node is not None else "core",
+        "per_resource_count": per_node if per_node is not None else per_core,
+        "gpus_per_node": gpus,
+        "exclusive": args.exclusive or bool(nodes and cores is None),
+    }  # fmt: skip
+
+
+def _taskmap(uri: str) -> dict[str, str]:
+    """``--taskmap=SCHEME[:VALUE]`` as flux-core writes it, if pflux can map tasks so."""
+    from pflux.errors import PfluxError
+    from pflux.shell.layout import taskmap_scheme
+
+    scheme, _, value = uri.partition(":")
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        _bad("--taskmap", uri, "not a SCHEME[:VALUE] URI")
+    entry = {"scheme": scheme, "value": value}
+    try:
+        taskmap_scheme(entry)
+    except PfluxError as exc:
+        _bad("--taskmap", uri, str(exc))
+    return entry
+
+
+def _fail(message: str) -> NoReturn:
+    raise JobspecError([("", message)])
 
 
 def _time_limit(text: str | None) -> float | None:

@@ -14,6 +14,14 @@ the jobspec and R and gets every task's rank, node and resources. The rules:
 - A task is bound to its slot's cores; its GPUs are its slot's share of the
   target's GPUs, or all of them when the jobspec asks for none (an exclusive
   allocation may still hold GPUs).
+- With the ``per-resource`` shell option (``--tasks-per-node``,
+  ``--tasks-per-core``), the task count is flux-core's instead: ``count``
+  tasks on every target of R, bound to all its cores, or ``count`` on each of
+  its cores, bound to that core.
+- Task ranks go to the targets by the ``taskmap`` shell option, as flux-core's
+  shell maps them: ``block`` (the default: each target's tasks consecutive)
+  or ``cyclic[:N]`` (N ranks to each target in turn while it has tasks left).
+  The RFC 34 task map is built as flux-core's builds it, block by block.
 
 R is read with :func:`targets`, which takes only what placement needs from
 ``R_lite``: the scheduler wrote R and validated it, and this runs for every
@@ -26,11 +34,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pflux.errors import IdsetError, ResourceError
+from pflux.errors import IdsetError, PfluxError, ResourceError
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import Jobspec
 
-__all__ = ["Layout", "Target", "TaskPlace", "cpu_set", "layout", "targets"]
+__all__ = ["Layout", "Target", "TaskPlace", "cpu_set", "layout", "targets", "taskmap_scheme"]
 
 
 class Target(NamedTuple):
@@ -53,27 +61,20 @@ class TaskPlace(NamedTuple):
 
 
 class Layout(NamedTuple):
-    """Every task's place, and how many tasks each node of R runs."""
+    """Every task's place (in rank order), how many tasks each node of R runs, and the
+    RFC 34 task map's blocks: ``[first node, nodes, tasks per node, repeat]``."""
 
     tasks: tuple[TaskPlace, ...]
     per_node: tuple[int, ...]
+    blocks: tuple[tuple[int, int, int, int], ...]
 
     @property
     def nnodes(self) -> int:
         return len(self.per_node)
 
     def taskmap(self) -> dict[str, Any]:
-        """The RFC 34 task map: ``[first node, nodes, tasks per node, repeat]`` blocks."""
-        blocks: list[list[int]] = []
-        for node, count in enumerate(self.per_node):
-            if not count:
-                continue
-            last = blocks[-1] if blocks else None
-            if last is not None and last[2] == count and last[0] + last[1] == node:
-                last[1] += 1
-            else:
-                blocks.append([node, 1, count, 1])
-        return {"version": 1, "map": blocks}
+        """The RFC 34 task map, as the ``shell.start`` event carries it."""
+        return {"version": 1, "map": [list(block) for block in self.blocks]}
 
 
 def targets(R: Mapping[str, Any]) -> list[Target]:  # noqa: N803 (R is the RFC's name)
@@ -114,19 +115,109 @@ def _slots(jobspec: Jobspec, nodes: Sequence[Target]) -> list[Slot]:
 
 
 def layout(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
-    """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules)."""
+    """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules);
+    PfluxError naming the shell option if ``per-resource`` or ``taskmap`` is not usable."""
+    options = jobspec.shell_options
+    per_node = _per_resource(options.get("per-resource"), nodes)
+    if per_node is None:
+        per_node = _by_slots(jobspec, nodes)
+    appends = _map(options.get("taskmap"), [len(places) for places in per_node])
+    tasks: list[TaskPlace] = []
+    taken = [0] * len(nodes)
+    for node, count in appends:
+        for _ in range(count):
+            cores, gpus = per_node[node][taken[node]]
+            tasks.append(TaskPlace(len(tasks), taken[node], node, nodes[node].rank, cores, gpus))
+            taken[node] += 1
+    return Layout(tuple(tasks), tuple(taken), _blocks(appends))
+
+
+Place = tuple[tuple[int, ...], tuple[int, ...]]  # a task's cores and GPUs
+
+
+def _by_slots(jobspec: Jobspec, nodes: Sequence[Target]) -> list[list[Place]]:
+    """Each node's tasks: the jobspec's spread over its slots in blocks."""
     slots = _slots(jobspec, nodes)
-    ntasks = jobspec.ntasks
-    base, extra = divmod(ntasks, len(slots))
-    per_node = [0] * len(nodes)
-    tasks = []
-    rank = 0
-    for index, (node, broker_rank, cores, gpus) in enumerate(slots):
-        for _ in range(base + (index < extra)):
-            tasks.append(TaskPlace(rank, per_node[node], node, broker_rank, cores, gpus))
-            per_node[node] += 1
-            rank += 1
-    return Layout(tuple(tasks), tuple(per_node))
+    base, extra = divmod(jobspec.ntasks, len(slots))
+    per_node: list[list[Place]] = [[] for _ in nodes]
+    for index, (node, _, cores, gpus) in enumerate(slots):
+        per_node[node] += [(cores, gpus)] * (base + (index < extra))
+    return per_node
+
+
+def _per_resource(option: object, nodes: Sequence[Target]) -> list[list[Place]] | None:
+    """Each node's tasks by the ``per-resource`` shell option; None without it."""
+    if option is None:
+        return None
+    if not isinstance(option, dict) or option.get("type") not in ("node", "core"):
+        raise PfluxError('shell option per-resource: type must be "node" or "core"')
+    count = option.get("count", 1)
+    if type(count) is not int or count < 1:
+        raise PfluxError("shell option per-resource: count must be an integer >= 1")
+    if option["type"] == "node":
+        return [[(target.cores, target.gpus)] * count for target in nodes]
+    return [
+        [((core,), target.gpus) for core in target.cores for _ in range(count)] for target in nodes
+    ]
+
+
+def taskmap_scheme(option: object) -> tuple[str, int]:
+    """(scheme, stride) of the ``taskmap`` shell option; PfluxError if pflux cannot map so."""
+    if option is None:
+        return "block", 1
+    if not isinstance(option, dict) or not isinstance(option.get("scheme"), str):
+        raise PfluxError("shell option taskmap: must be an object with a scheme")
+    scheme, value = option["scheme"], option.get("value", "")
+    if not isinstance(value, str):
+        raise PfluxError("shell option taskmap: value must be a string")
+    if scheme == "block":
+        if value:
+            raise PfluxError(f"block taskmap does not accept a value (got {value})")
+        return scheme, 1
+    if scheme != "cyclic":
+        raise PfluxError(f"taskmap scheme {scheme!r} is not supported (block, cyclic[:N])")
+    if not value:
+        return scheme, 1
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise PfluxError(f"invalid cyclic stride: {value}")
+    return scheme, int(value)
+
+
+def _map(option: object, counts: list[int]) -> list[tuple[int, int]]:
+    """The ``taskmap`` shell option's ranks: (node, consecutive ranks) in rank order."""
+    scheme, stride = taskmap_scheme(option)
+    if scheme == "block":
+        return [(node, count) for node, count in enumerate(counts) if count]
+    left = list(counts)
+    appends = []
+    while any(left):
+        for node, avail in enumerate(left):
+            if avail:
+                appends.append((node, min(stride, avail)))
+                left[node] -= appends[-1][1]
+    return appends
+
+
+def _blocks(appends: list[tuple[int, int]]) -> tuple[tuple[int, int, int, int], ...]:
+    """RFC 34 blocks of the ranks given to nodes in turn, merged as flux-core merges them."""
+    blocks: list[list[int]] = []
+    for node, ppn in appends:
+        last = blocks[-1] if blocks else None
+        if last is not None and node == last[0] + last[1] and ppn == last[2] and last[3] == 1:
+            last[1] += 1  # the next node, as many tasks
+        elif last is not None and last[0] == node and last[1] == 1:
+            last[2] += ppn  # the same node again
+        else:
+            blocks.append([node, 1, ppn, 1])
+            continue
+        merged = blocks[:1]  # a block the same as the one before repeats it
+        for block in blocks[1:]:
+            if block[:3] == merged[-1][:3]:
+                merged[-1][3] += block[3]
+            else:
+                merged.append(block)
+        blocks = merged
+    return tuple((a, b, c, d) for a, b, c, d in blocks)
 
 
 def cpu_set(cores: Sequence[int], cpus: Sequence[int]) -> set[int]:

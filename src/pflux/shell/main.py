@@ -22,8 +22,10 @@ In order, a shell
 3. starts each task with ``posix_spawn``, bound to its cores (the shell
    binds itself before each spawn, and stays with the last), with flux's
    environment, stdin on a pipe the shell feeds from the job's ``input``
-   (INPUT records) or on the ``--input`` file, and stdout and stderr on pipes
-   (or straight into a file that is not labelled);
+   (INPUT records) or on the ``--input`` file, stdout and stderr on pipes
+   (or straight into a file that is not labelled), and, unless the job says
+   ``-o pmi=off``, a socket as ``PMI_FD`` that the shell serves PMI-1 on
+   (``pflux.shell.pmi``, imported when a task first writes to one);
 4. sends STARTED with the time the tasks started, or, if a task could not
    be started, STARTED and an EXCEPTION with flux-core's note, and kills the
    tasks already started. STARTED waits up to ``START_HOLD`` for the job's
@@ -344,6 +346,9 @@ class Shell:
         "pending",
         "pidfds",
         "pipes",
+        "pmi",
+        "pmi_fds",
+        "pmi_job",
         "poller",
         "quitting",
         "ranks",
@@ -385,6 +390,9 @@ class Shell:
         self.rejoins = 0  # launchers rejoined after the one before died
         self.paused = False  # not reading the tasks' pipes: too much is unacknowledged
         self.waiting_out = False  # polling the records socket until it can take more
+        self.pmi_fds: dict[int, int] = {}  # the shell's end of each task's PMI_FD -> its rank
+        self.pmi_job: tuple[Any, ...] | None = None  # the PMI-1 server's arguments (or off)
+        self.pmi: Any = None  # the job's PMI-1 server (pflux.shell.pmi), made when first asked
 
     def run(self, description: bytes) -> int:
         try:
@@ -424,6 +432,8 @@ class Shell:
             self._dispatch(ready)
         self._close_inputs()
         self._close_outputs()
+        for fd in list(self.pmi_fds):
+            self._pmi_close(fd)
         self._kill_orphans()
         self._remove_tmpdir()
         code = self.failure.code if self.failure is not None else max(self.codes, default=0)
@@ -439,6 +449,8 @@ class Shell:
                 self._read(fd)
             elif fd in self.pidfds:
                 self._reap(fd)
+            elif fd in self.pmi_fds:
+                self._pmi_read(fd)
             elif fd == sock:
                 self._from_launcher()
             elif fd == records:
@@ -490,8 +502,9 @@ class Shell:
 
     def _start(self, description: tuple[Any, ...]) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
-        argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra = description
+        argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra, pmi = description
         self.host = host
+        self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(tasks))
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
         task_envs = self._options(argv, env, extra)
         if cwd is not None:
@@ -524,7 +537,12 @@ class Shell:
                     task_env["CUDA_VISIBLE_DEVICES"] = gpus
                 if task_envs:
                     task_env.update(task_envs[index])
-                self._spawn(index, rank, argv, task_env)
+                theirs = -1 if pmi is None else self._pmi_connect(rank, pmi[0], task_env)
+                try:
+                    self._spawn(index, rank, argv, task_env)
+                finally:
+                    if theirs >= 0:
+                        os.close(theirs)
         finally:
             if saved:
                 _set_limits(saved)  # the limits are the job's tasks', not the shell's
@@ -543,6 +561,18 @@ class Shell:
         self.exit_timeout = extra.get("exit-timeout")
         self.exit_on_error = extra.get("exit-on-error", False)
         return task_envs
+
+    def _pmi_connect(self, rank: int, size: int, env: dict[str, str]) -> int:
+        """Task ``rank``'s PMI_FD, as flux-core's shell sets it: the task's end, inheritable."""
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        fd = theirs.detach()
+        os.set_inheritable(fd, True)
+        self.pmi_fds[ours.fileno()] = rank
+        self.poller.register(ours.detach(), _IN)
+        env["PMI_FD"] = str(fd)
+        env["PMI_RANK"] = str(rank)
+        env["PMI_SIZE"] = str(size)
+        return fd
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
         """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends."""
@@ -699,6 +729,28 @@ class Shell:
         self._emit(wire.EXCEPTION, self.doom.encode())
         self._flush()
         return True
+
+    def _pmi_read(self, fd: int) -> None:
+        """A request on a task's PMI_FD, or its end (most tasks close it unused)."""
+        try:
+            data = os.read(fd, READ_SIZE)
+        except OSError:
+            data = b""
+        if self.pmi is None:
+            if not data:
+                self._pmi_close(fd)
+                return
+            from pflux.shell.pmi import Server
+
+            self.pmi = Server(self.pmi_fds, self.poller, self.pmi_job or ())
+        note = self.pmi.feed(fd, data)
+        if note is not None:
+            self._emit(wire.EXCEPTION, note.encode())
+
+    def _pmi_close(self, fd: int) -> None:
+        del self.pmi_fds[fd]
+        self.poller.unregister(fd)
+        os.close(fd)
 
     def _from_launcher(self) -> None:
         try:

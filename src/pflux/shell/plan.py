@@ -7,7 +7,7 @@ them here (about 40 us) and sends the shell a ready-made description,
 ``marshal``-encoded (the launcher runs the same interpreter, and marshal
 needs no import): a tuple
 
-    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra)
+    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra, pmi)
 
 - ``argv``: the command; ``env``: the environment every task shares (the
   jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
@@ -32,7 +32,9 @@ needs no import): a tuple
   exit (flux-core's default 30); ``exit-on-error``, True; ``task-env``, per
   task the variables of ``env-expand`` templates that name the task;
   ``tmpdir-env``, the names of variables whose ``{{tmpdir}}`` the shell
-  fills in.
+  fills in;
+- ``pmi``: ``(ntasks, RFC 34 task map blocks)`` for the PMI-1 server
+  (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off.
 
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
@@ -65,9 +67,10 @@ from pflux.shell.output import (
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
 
-__all__ = ["STREAMS", "Plan", "plan"]
+__all__ = ["PMI_VALUES", "STREAMS", "Plan", "plan", "pmi_enabled"]
 
 STREAMS = ("stdout", "stderr")
+PMI_VALUES = ("simple", "pmi1", "pmi2", "off")  # flux-core takes pmi1 and pmi2 for simple
 
 
 class Plan(NamedTuple):
@@ -109,6 +112,7 @@ def plan(
         places = layout(spec, targets(R))
         config = output_config(spec.shell_options.get("output", {}), output_limit)
         stdin = input_config(spec.shell_options.get("input", {}))
+        pmi = pmi_enabled(spec.shell_options.get("pmi"))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
@@ -149,8 +153,9 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
+    simple = (len(places.tasks), places.blocks) if pmi else None
     description = (
-        argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], extra
+        argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], extra, simple
     )  # fmt: skip
     return Plan(
         marshal.dumps(description),
@@ -161,3 +166,21 @@ def plan(
         options.signal,
         logs,
     )
+
+
+def pmi_enabled(value: object) -> bool:
+    """Whether the ``pmi`` shell option (a name, or a comma-separated list) asks for PMI-1.
+
+    Unset, it does; ``off`` turns it off; any other name is refused, since
+    this shell serves no other PMI.
+    """
+    if value is None:
+        return True
+    if not isinstance(value, str):
+        raise PfluxError("shell option pmi must be a string")
+    names = value.split(",")
+    for name in names:
+        if name not in PMI_VALUES:
+            choices = ", ".join(PMI_VALUES)
+            raise PfluxError(f"shell option pmi: unknown value '{name}' (one of {choices})")
+    return any(name != "off" for name in names)

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from pflux.errors import JobspecError
 
-__all__ = ["attribute_path", "from_command", "set_attr", "set_shell_option"]
+__all__ = ["attribute_path", "from_command", "per_resource", "set_attr", "set_shell_option"]
 
 SLOT_LABEL = "task"
 # stdio that stays in the KVS (flux-core's ``--output=kvs``): nothing to redirect
@@ -58,6 +58,121 @@ def from_command(
     _check_command(command)
     top, count = _resources(num_tasks, cores_per_task, gpus_per_task, num_nodes, exclusive)
     system: dict[str, Any] = {"duration": 0 if duration is None else _duration(duration)}
+    return _jobspec(
+        command,
+        top,
+        count,
+        system,
+        environment=environment,
+        cwd=cwd,
+        name=name,
+        input=input,
+        output=output,
+        error=error,
+        label_io=label_io,
+        unbuffered=unbuffered,
+        queue=queue,
+        bank=bank,
+    )
+
+
+def per_resource(
+    command: Sequence[str],
+    *,
+    ncores: int | None = None,
+    nnodes: int | None = None,
+    per_resource_type: str | None = None,
+    per_resource_count: int | None = None,
+    gpus_per_node: int | None = None,
+    exclusive: bool = False,
+    duration: float | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """flux-core's ``JobspecV1.per_resource``: cores or nodes, and tasks per node or core.
+
+    One task slot (a slot of ``ncores / nnodes`` cores per node, or ``ncores``
+    slots of one core, or with whole nodes one slot of a core per node), one
+    task per slot, and the ``per-resource`` shell option
+    ``{type, count}`` telling the shell how many tasks to run in fact.
+    ``extra``: ``from_command``'s stdio, environment and other arguments.
+    """
+    _check_command(command)
+    option = _per_resource_option(per_resource_type, per_resource_count)
+    nslots, slot_size = _per_resource_slots(ncores, nnodes, gpus_per_node, exclusive)
+    children: list[dict[str, Any]] = [{"type": "core", "count": slot_size}]
+    if gpus_per_node:
+        children.append({"type": "gpu", "count": gpus_per_node})
+    top: dict[str, Any] = {"type": "slot", "count": nslots, "with": children, "label": SLOT_LABEL}
+    if nnodes:
+        top = {"type": "node", "count": nnodes, **({"exclusive": True} if exclusive else {})}
+        top["with"] = [{"type": "slot", "count": nslots, "with": children, "label": SLOT_LABEL}]
+    system: dict[str, Any] = {"duration": 0 if duration is None else _duration(duration)}
+    if option is not None:  # before the environment and the rest, as flux-core orders it
+        system["shell"] = {"options": {"per-resource": option}}
+    return _jobspec(command, top, {"per_slot": 1}, system, **extra)
+
+
+def _per_resource_option(kind: str | None, count: int | None) -> dict[str, Any] | None:
+    """The ``per-resource`` shell option, checked as flux-core checks it."""
+    if kind is not None and count is not None:
+        if kind not in ("node", "core"):
+            _fail(f"Invalid per_resource_type='{kind}' specified")
+        _check_count("per_resource_count", count, 1)
+        return {"type": kind, "count": count}
+    if kind is not None:
+        _fail("must specify a per_resource_count with per_resource_type")
+    if count is not None:
+        _fail("must specify a per_resource_type with per_resource_count")
+    return None
+
+
+def _per_resource_slots(
+    ncores: int | None, nnodes: int | None, gpus_per_node: int | None, exclusive: bool
+) -> tuple[int, int]:
+    """(slots, cores per slot) of a per-resource request, with flux-core's rules."""
+    if ncores is not None:
+        _check_count("ncores", ncores, 1)
+    if gpus_per_node is not None:
+        _check_count("gpus_per_node", gpus_per_node, 0)
+        if not nnodes:
+            _fail("gpus_per_node must be specified with nnodes")
+    if nnodes is not None:
+        _check_count("nnodes", nnodes, 1)
+    elif exclusive:
+        _fail("exclusive can only be set with a node count")
+    if nnodes and ncores:
+        if ncores < nnodes:
+            _fail("number of cores cannot be less than nnodes")
+        if ncores % nnodes:
+            _fail("number of cores must be evenly divisible by node count")
+        return 1, ncores // nnodes  # slots per node
+    if ncores:
+        return ncores, 1
+    if nnodes:
+        if not exclusive:
+            _fail("Specifying nnodes also requires ncores or exclusive")
+        return 1, 1
+    _fail("must specify node or core count with per_resource")
+
+
+def _jobspec(
+    command: Sequence[str],
+    top: dict[str, Any],
+    count: dict[str, int],
+    system: dict[str, Any],
+    *,
+    environment: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    name: str | None = None,
+    input: str | None = None,
+    output: str | None = None,
+    error: str | None = None,
+    label_io: bool = False,
+    unbuffered: bool = False,
+    queue: str | None = None,
+    bank: str | None = None,
+) -> dict[str, Any]:
+    """The jobspec of one task group, with the system attributes ``from_command`` sets."""
     jobspec: dict[str, Any] = {
         "resources": [top],
         "tasks": [{"command": list(command), "slot": SLOT_LABEL, "count": count}],

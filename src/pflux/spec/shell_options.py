@@ -208,16 +208,37 @@ def _verbose(value: Any) -> str | None:
     return None if _is_int(value) and value >= 0 else "must be an integer >= 0"
 
 
+PMI_NAMES = ("simple", "pmi1", "pmi2", "off")  # flux-core takes pmi1 and pmi2 for simple
+TASKMAP_SCHEMES = ("block", "cyclic")
+TASKMAP_UNSUPPORTED = ("manual", "hostfile")
+
+
 def _pmi(value: Any) -> str | None:
-    return None if value in ("simple", "off") else f"{_describe(value)}: must be simple or off"
+    """One name or a comma-separated list of them, as flux-core's shell takes it."""
+    if not isinstance(value, str):
+        return "must be a string"
+    for name in value.split(","):
+        if name not in PMI_NAMES:
+            return f"unknown value '{name}' (one of {', '.join(PMI_NAMES)})"
+    return None
 
 
 def _taskmap(value: Any) -> str | None:
-    if isinstance(value, str):
-        return None
-    if isinstance(value, Mapping) and isinstance(value.get("scheme"), str):
-        return None
-    return "must be a string or a mapping with a scheme"
+    """``{scheme, value}`` as ``--taskmap`` writes it: block, or cyclic with a stride."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("scheme"), str):
+        return "must be an object with a scheme"
+    scheme, stride = value["scheme"], value.get("value", "")
+    if not isinstance(stride, str):
+        return "value must be a string"
+    if scheme in TASKMAP_UNSUPPORTED:
+        return f"taskmap scheme '{scheme}' is not supported by pflux (block, cyclic[:N])"
+    if scheme not in TASKMAP_SCHEMES:
+        return f"unknown taskmap scheme '{scheme}' (block, cyclic[:N])"
+    if scheme == "block" and stride:
+        return f"block taskmap does not accept a value (got {stride})"
+    if stride and not (stride.isascii() and stride.isdigit() and int(stride) >= 1):
+        return f"invalid cyclic stride: {stride}"
+    return None
 
 
 def _per_resource(value: Any) -> str | None:

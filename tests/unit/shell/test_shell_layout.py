@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.errors import ResourceError
+from pflux.errors import PfluxError, ResourceError
 from pflux.shell.layout import Target, cpu_set, layout, targets
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
@@ -154,3 +154,108 @@ def test_every_task_is_placed_once_on_cores_it_was_given(
     for task in placed.tasks:
         per_slot[task.broker_rank, task.cores] = per_slot.get((task.broker_rank, task.cores), 0) + 1
     assert max(per_slot.values()) - min(per_slot.values()) <= 1
+
+
+def with_options(jobspec: dict[str, Any], **options: Any) -> Jobspec:
+    jobspec["attributes"]["system"]["shell"] = {"options": options}
+    return Jobspec(jobspec)
+
+
+TWO_NODES = {0: [0, 1, 2, 3], 1: [0, 1, 2, 3]}
+
+
+def test_cyclic_deals_ranks_to_the_nodes_in_turn() -> None:
+    jobspec = with_options(
+        from_command(["true"], num_tasks=4, num_nodes=2), taskmap={"scheme": "cyclic", "value": ""}
+    )
+    placed = layout(jobspec, resources(TWO_NODES))
+    assert [(t.rank, t.node, t.local_id, t.cores) for t in placed.tasks] == [
+        (0, 0, 0, (0,)),
+        (1, 1, 0, (0,)),
+        (2, 0, 1, (1,)),
+        (3, 1, 1, (1,)),
+    ]
+    assert placed.per_node == (2, 2)
+    assert placed.taskmap() == {"version": 1, "map": [[0, 2, 1, 2]]}
+
+
+def test_cyclic_with_a_stride_and_uneven_nodes_maps_as_flux_core() -> None:
+    jobspec = with_options(
+        from_command(["true"], num_tasks=5, num_nodes=2), taskmap={"scheme": "cyclic", "value": "2"}
+    )
+    placed = layout(jobspec, resources(TWO_NODES))
+    assert [t.node for t in placed.tasks] == [0, 0, 1, 1, 0]
+    assert placed.taskmap()["map"] == [[0, 2, 2, 1], [0, 1, 1, 1]]
+    ones = with_options(slot_jobspec(4, 1, {"per_slot": 1}).data, taskmap={"scheme": "cyclic"})
+    uneven = layout(ones, resources({0: [0], 1: [0, 1, 2]}))  # 1 slot on node 0, 3 on node 1
+    assert [t.node for t in uneven.tasks] == [0, 1, 1, 1]
+    assert uneven.taskmap()["map"] == [[0, 2, 1, 1], [1, 1, 2, 1]]  # flux-core's encoding
+
+
+def test_block_is_the_default_and_takes_no_value() -> None:
+    jobspec = from_command(["true"], num_tasks=4, num_nodes=2)
+    block = layout(
+        with_options(jobspec, taskmap={"scheme": "block", "value": ""}), resources(TWO_NODES)
+    )
+    assert block == layout(
+        Jobspec(from_command(["true"], num_tasks=4, num_nodes=2)), resources(TWO_NODES)
+    )
+    assert block.taskmap()["map"] == [[0, 2, 2, 1]]
+    with pytest.raises(PfluxError, match=r"block taskmap does not accept a value \(got 2\)"):
+        layout(
+            with_options(jobspec, taskmap={"scheme": "block", "value": "2"}), resources(TWO_NODES)
+        )
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"scheme": "manual", "value": "[[0,2,1,1]]"}, "taskmap scheme 'manual' is not supported"),
+        ({"scheme": "cyclic", "value": "0"}, "invalid cyclic stride: 0"),
+        ({"scheme": "cyclic", "value": "x"}, "invalid cyclic stride: x"),
+        ("cyclic", "shell option taskmap: must be an object with a scheme"),
+    ],
+)
+def test_taskmaps_pflux_cannot_follow_are_refused(option: Any, message: str) -> None:
+    jobspec = with_options(from_command(["true"], num_tasks=2), taskmap=option)
+    with pytest.raises(PfluxError, match=message):
+        layout(jobspec, resources({0: [0, 1]}))
+
+
+def test_tasks_per_node_runs_count_tasks_on_every_node_with_its_cores() -> None:
+    jobspec = with_options(
+        from_command(["true"], num_tasks=2, num_nodes=2, exclusive=True),
+        **{"per-resource": {"type": "node", "count": 3}},
+    )
+    placed = layout(jobspec, resources({0: [0, 1], 1: [2, 3]}))
+    assert [(t.rank, t.node, t.local_id, t.cores) for t in placed.tasks] == [
+        (0, 0, 0, (0, 1)),
+        (1, 0, 1, (0, 1)),
+        (2, 0, 2, (0, 1)),
+        (3, 1, 0, (2, 3)),
+        (4, 1, 1, (2, 3)),
+        (5, 1, 2, (2, 3)),
+    ]
+    assert placed.taskmap()["map"] == [[0, 2, 3, 1]]
+
+
+def test_tasks_per_core_runs_count_tasks_on_every_core() -> None:
+    jobspec = with_options(
+        from_command(["true"], num_tasks=3), **{"per-resource": {"type": "core", "count": 2}}
+    )
+    placed = layout(jobspec, resources({0: [1, 2, 5]}))
+    assert [t.cores for t in placed.tasks] == [(1,), (1,), (2,), (2,), (5,), (5,)]
+    assert placed.per_node == (6,)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"type": "socket", "count": 1}, 'type must be "node" or "core"'),
+        ({"type": "node", "count": 0}, "count must be an integer >= 1"),
+    ],
+)
+def test_a_bad_per_resource_is_refused(option: Any, message: str) -> None:
+    jobspec = with_options(from_command(["true"]), **{"per-resource": option})
+    with pytest.raises(PfluxError, match=f"shell option per-resource: {message}"):
+        layout(jobspec, resources({0: [0]}))

@@ -205,7 +205,7 @@ def places(ntasks: int, nnodes: int = 1) -> Layout:
         TaskPlace(rank, rank % per_node[0], rank // per_node[0], rank // per_node[0], (rank,), ())
         for rank in range(ntasks)
     )
-    return Layout(tasks, tuple(per_node))
+    return Layout(tasks, tuple(per_node), ((0, nnodes, per_node[0], 1),))
 
 
 def test_output_paths_for_a_job_of_one_file() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import marshal
+import re
 from typing import Any
 
 import pytest
@@ -38,7 +39,9 @@ def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: An
 
 def test_the_description_carries_the_command_and_flux_environment() -> None:
     jobspec = from_command(["sh", "-c", "x"], num_tasks=2, environment={"A": "1", "HOSTNAME": "a"})
-    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err, extra) = described(jobspec)
+    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err, extra, pmi) = described(
+        jobspec
+    )
     assert argv == ["sh", "-c", "x"]
     assert env == {
         "A": "1",
@@ -59,6 +62,7 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
     assert planned.ntasks == 2
     assert planned.redirects == ()
     assert planned.layout.taskmap() == {"version": 1, "map": [[0, 1, 2, 1]]}
+    assert pmi == (2, ((0, 1, 2, 1),))  # PMI-1 is on unless the job turns it off
 
 
 def test_a_task_on_every_cpu_is_not_bound_and_gpus_are_listed() -> None:
@@ -74,7 +78,7 @@ def test_cores_beyond_the_instances_cpus_wrap_around() -> None:
 
 def test_files_are_rendered_and_named_in_redirects() -> None:
     jobspec = from_command(["true"], output="/o/{{id}}.out", label_io=True)
-    planned, (*_, out, err, _) = described(jobspec)
+    planned, (*_, out, err, _, _) = described(jobspec)
     path = f"/o/{JobID(JOB).f58}.out"
     assert out == ((path,), False, True)
     assert err == ((path,), False, True)  # stderr follows stdout
@@ -83,7 +87,7 @@ def test_files_are_rendered_and_named_in_redirects() -> None:
 
 def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
     jobspec = from_command(["true"], num_tasks=2, output="/o/{{taskid}}.out", error="/o/err")
-    planned, (*_, out, err, _) = described(jobspec)
+    planned, (*_, out, err, _, _) = described(jobspec)
     assert out == (("/o/0.out", "/o/1.out"), False, False)
     assert err == (("/o/err",), False, False)
     assert planned.redirects == (("stderr", "/o/err"),)  # as flux-core: none per task
@@ -91,7 +95,7 @@ def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
 
 def test_input_from_a_file_and_the_input_options() -> None:
     jobspec = from_command(["cat"], input="/in/data")
-    planned, (*_, stdin, _, _, _) = described(jobspec)
+    planned, (*_, stdin, _, _, _, _) = described(jobspec)
     assert stdin == "/in/data"
     assert planned.input.path == "/in/data"
     assert planned.input.limit == 10 << 20
@@ -184,3 +188,29 @@ def test_affinity_options_bind_per_task_or_not_at_all() -> None:
     set_shell_option(jobspec, "cpu-affinity", "map:3;0x5")
     _, (_, _, tasks, *_) = described(jobspec, R)
     assert [task[2] for task in tasks] == [(3,), (0, 2)]
+
+
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [("simple", True), ("pmi1", True), ("pmi2,simple", True), ("off", False)],
+)
+def test_the_pmi_option_turns_pmi_1_on_or_off(value: str, enabled: bool) -> None:
+    jobspec = from_command(["true"], num_tasks=3)
+    jobspec["attributes"]["system"]["shell"] = {"options": {"pmi": value}}
+    _, description = described(jobspec)
+    assert description[-1] == ((3, ((0, 1, 3, 1),)) if enabled else None)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("pmix", "shell option pmi: unknown value 'pmix' (one of simple, pmi1, pmi2, off)"),
+        ("simple,", "shell option pmi: unknown value ''"),
+        (1, "shell option pmi must be a string"),
+    ],
+)
+def test_an_unknown_pmi_is_an_invalid_job(value: object, message: str) -> None:
+    jobspec = from_command(["true"])
+    jobspec["attributes"]["system"]["shell"] = {"options": {"pmi": value}}
+    with pytest.raises(PfluxError, match=re.escape(f"invalid job: {message}")):
+        described(jobspec)

@@ -256,6 +256,42 @@ def test_errors_in_flux_words(kwargs: dict[str, Any], message: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ncores": 1, "per_resource_type": "socket", "per_resource_count": 1},
+         "Invalid per_resource_type='socket' specified"),
+        ({"ncores": 1, "per_resource_type": "node"},
+         "must specify a per_resource_count with per_resource_type"),
+        ({"ncores": 1, "per_resource_count": 2},
+         "must specify a per_resource_type with per_resource_count"),
+        ({"ncores": 0}, "ncores must be an integer >= 1"),
+        ({"ncores": 2, "gpus_per_node": 1}, "gpus_per_node must be specified with nnodes"),
+        ({"nnodes": 2}, "Specifying nnodes also requires ncores or exclusive"),
+        ({"ncores": 2, "exclusive": True}, "exclusive can only be set with a node count"),
+        ({}, "must specify node or core count with per_resource"),
+    ],
+)  # fmt: skip
+def test_per_resource_errors_in_flux_words(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(JobspecError) as info:
+        builder.per_resource(["a"], **kwargs)
+    assert str(info.value) == message
+
+
+def test_per_resource_takes_from_commands_other_arguments() -> None:
+    jobspec = builder.per_resource(
+        ["a"], ncores=2, per_resource_type="core", per_resource_count=3, duration=60,
+        environment={"A": "1"}, cwd="/w", output="out",
+    )  # fmt: skip
+    system = jobspec["attributes"]["system"]
+    assert list(system) == ["duration", "shell", "environment", "cwd"]  # flux-core's order
+    assert system["duration"] == 60.0
+    assert system["shell"]["options"] == {
+        "per-resource": {"type": "core", "count": 3},
+        "output": {"stdout": {"type": "file", "path": "out"}},
+    }
+
+
+@pytest.mark.parametrize(
     ("command", "message"),
     [
         ([], "command must not be empty"),
