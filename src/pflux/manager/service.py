@@ -42,6 +42,7 @@ from pflux.manager.requests import (
 from pflux.manager.start import StartClient
 from pflux.manager.states import INACTIVE, SCHED, State, apply
 from pflux.manager.update import check_updates, running_expiration, with_expiration
+from pflux.manager.wait import ANY, Waits, result_of
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 
@@ -72,6 +73,7 @@ class JobManager(Service):
         self.exec = StartClient(self)
         self.quiescence = Quiescence(self)
         self.journal = Journal(self)
+        self.waits = Waits()
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
         self.queue_enabled = True
@@ -105,7 +107,8 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.jobs, self.ended = await restart.load(self.broker)
+        self.jobs, self.ended, zombies = await restart.load(self.broker)
+        self.waits.restarted(self.jobs, zombies)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
         for job in self.jobs.values():
             self.by_state[job.state][job] = None
@@ -238,11 +241,12 @@ class JobManager(Service):
 
     def _inactive(self, job: Job, waiters: list[Request]) -> None:
         """The job's end is durable: answer its waiters and keep only its outcome."""
-        reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
+        reply = result_of(job.id, job)
         for req in waiters:
             req.respond(reply)
         if self.jobs.pop(job.id, None) is not None:  # an invalidated job is gone entirely
             self.ended[job.id] = Ended(job)
+            self.waits.ended(job)
 
     def _on_commit(self, batch: Batch) -> None:
         self.journal.publish(batch.entries)
@@ -320,7 +324,9 @@ class JobManager(Service):
                 error = str(exc)
         if error is None:
             self.post(job, "validate")
+            self.waits.accepted(job)
             return None
+        self.waits.active.discard(job.id)
         self.post(job, "invalidate")
         self.events.add_ops([["unlink", job_key(job.id), None]])
         del self.jobs[job.id]
@@ -466,13 +472,20 @@ class JobManager(Service):
 
     @method("wait")
     def wait(self, req: Request) -> None:
+        """flux's wait: a waitable job's result, taken once (``wait.py``)."""
+        jobid = job_id_arg(payload_of(req))
+        self.waits.request(req, jobid, None if jobid == ANY else self.jobs.get(jobid))
+
+    @method("result")
+    def result(self, req: Request) -> None:
+        """Any job's result once it is inactive, as often as asked (``pflux.api``'s wait)."""
         job = self._job_for(req, job_id_arg(payload_of(req)))
         if job.state is not State.INACTIVE:
             assert isinstance(job, Job)
             job.waiters.append(req)
             return
         # inactive, perhaps not yet durably: answer once everything posted so far is
-        reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
+        reply = result_of(job.id, job)
         self.events.after_commit(lambda: req.respond(reply))
 
     # --- the queue ----------------------------------------------------------------------
