@@ -41,7 +41,12 @@ from pflux.manager.requests import (
 )
 from pflux.manager.start import StartClient
 from pflux.manager.states import INACTIVE, SCHED, State, apply
-from pflux.manager.update import check_updates, running_expiration, with_expiration
+from pflux.manager.update import (
+    check_supported,
+    check_updates,
+    running_expiration,
+    with_expiration,
+)
 from pflux.manager.wait import ANY, Waits, result_of
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
@@ -435,7 +440,9 @@ class JobManager(Service):
         payload = payload_of(req)
         updates = check_updates(payload.get("updates"))
         job = self._active_job(req, job_id_arg(payload))
-        if job.state & (State.PENDING | State.NEW):
+        pending = bool(job.state & (State.PENDING | State.NEW))
+        check_supported(updates, running=not pending)
+        if pending:
             self._update_pending(req, job, updates)
             return
         expiration = running_expiration(job, updates, owner=req.owner, now=time.time())
