@@ -20,7 +20,7 @@ from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
-from pflux.manager import restart
+from pflux.manager import checkpoint, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
@@ -112,6 +112,11 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
+        queue = await checkpoint.load(self.broker)
+        self.queue_enabled = queue.get("enable") is not False
+        self.disable_reason = "" if self.queue_enabled else str(queue.get("disable_reason", ""))
+        self.queue_started = queue.get("start") is not False
+        self.stop_reason = "" if self.queue_started else str(queue.get("stop_reason", ""))
         self.jobs, self.ended, zombies = await restart.load(self.broker)
         self.waits.restarted(self.jobs, zombies)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
@@ -318,7 +323,12 @@ class JobManager(Service):
     def _validate(self, job: Job) -> str | None:
         """Post validate, or invalidate and remove the job; return why it was refused."""
         error = None
-        if not self.queue_enabled:
+        # pflux's one queue has no name: as in flux-core with no queue configured, a
+        # job that names a queue names an invalid one
+        queue = (job.jobspec or {}).get("attributes", {}).get("system", {}).get("queue")
+        if isinstance(queue, str):
+            error = f"'{queue}' is not a valid queue"
+        elif not self.queue_enabled:
             error = f"job submission is disabled: {self.disable_reason}".rstrip(": ")
         else:
             try:
@@ -499,27 +509,35 @@ class JobManager(Service):
 
     @method("queue-status")
     def queue_status(self, req: Request) -> None:
-        reply: dict[str, Any] = {"enable": self.queue_enabled, "start": self.queue_started}
+        req.respond(self._queue_status())
+
+    def _queue_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"enable": self.queue_enabled, "start": self.queue_started}
         if not self.queue_enabled:
-            reply["disable_reason"] = self.disable_reason
+            status["disable_reason"] = self.disable_reason
         if not self.queue_started:
-            reply["stop_reason"] = self.stop_reason
-        req.respond(reply)
+            status["stop_reason"] = self.stop_reason
+        return status
 
     @method("queue-enable")
     def queue_enable(self, req: Request) -> None:
         payload = self._owner_payload(req)
         self.queue_enabled = bool(payload.get("enable", True))
         self.disable_reason = "" if self.queue_enabled else str(payload.get("reason") or "")
-        req.respond({})
+        self._checkpoint(req)
 
     @method("queue-start")
     def queue_start(self, req: Request) -> None:
         payload = self._owner_payload(req)
         self.queue_started = bool(payload.get("start", True))
         self.stop_reason = "" if self.queue_started else str(payload.get("reason") or "")
-        req.respond({})
+        self._checkpoint(req)
         self.advance_state(State.SCHED)
+
+    def _checkpoint(self, req: Request) -> None:
+        """Store the queue's state with this turn's events; answer once it is durable."""
+        self.events.add_ops(checkpoint.ops(self._queue_status()))
+        self.events.after_commit(lambda: req.respond({}))
 
     @method("alloc-query")
     def alloc_query(self, req: Request) -> None:
