@@ -14,10 +14,11 @@ import errno
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.config import Declared
 from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
 from pflux.manager import checkpoint, restart
@@ -26,7 +27,7 @@ from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
-from pflux.manager.plugins import Plugin
+from pflux.manager.plugins import Plugin, perilog
 from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
 from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
@@ -63,6 +64,12 @@ class JobManager(Service):
     """Owns every job's state; the only writer of job eventlogs."""
 
     name = "job-manager"
+    config_keys: ClassVar[Declared] = {
+        "job-manager": (),
+        "job-manager.prolog": perilog.KEYS,
+        "job-manager.epilog": perilog.KEYS,
+        "job-manager.perilog": ("log-ignore",),
+    }
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
