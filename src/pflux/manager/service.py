@@ -348,7 +348,7 @@ class JobManager(Service):
             self.post(job, "validate")
             self.waits.accepted(job)
             return None
-        self.waits.active.discard(job.id)
+        self.waits.refused(job)
         self.post(job, "invalidate")
         self.events.add_ops([["unlink", job_key(job.id), None]])
         del self.jobs[job.id]

@@ -55,6 +55,10 @@ class Waits:
         if job.flags & FLAG_WAITABLE:
             self.active.add(job.id)
 
+    def refused(self, job: Job) -> None:
+        """A job found again at a restart was refused (invalidated): it never ends."""
+        self.active.discard(job.id)
+
     def ended(self, job: Job) -> None:
         """The job's end is durable: answer its wait, or the oldest wait for any, or keep it."""
         if job.id not in self.active:
