@@ -11,7 +11,6 @@ key and the rule; ``pflux start`` adds the file's name.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -51,6 +50,8 @@ def _check_table(path: str, value: Any, declared: Declared) -> None:
 
 
 def _hint(name: str, known: list[str], form: str) -> str:
+    import difflib  # only once something is wrong
+
     near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if near:
         return f" (did you mean {form.format(near[0])}?)"
