@@ -5,8 +5,8 @@ a table's dotted path -> its keys; a key that is itself declared as a table is
 one). The instance collects the declarations of the services it loads and,
 before any of them starts, refuses a table or key that none reads, naming the
 nearest known name, so that a typo is never silently ignored. A service that
-finds a known key's value wrong raises ``ConfigError``, naming the table, the
-key and the rule; ``pflux start`` adds the file's name.
+finds a known key's value wrong raises ``ConfigError`` (``pflux.errors``),
+naming the table, the key and the rule; ``pflux start`` adds the file's name.
 """
 
 from __future__ import annotations
@@ -14,17 +14,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from pflux.errors import PfluxError
+from pflux.errors import ConfigError
+
+__all__ = ["ConfigError", "Declared", "check_known"]
 
 Declared = Mapping[str, Collection[str]]
-
-
-class ConfigError(PfluxError):
-    """A configuration table or key that cannot be used, and why: ``[table] key: rule``."""
-
-    def __init__(self, table: str, key: str | None, rule: str) -> None:
-        where = f"[{table}]" if key is None else f"[{table}] {key}"
-        super().__init__(f"{where}: {rule}")
 
 
 def check_known(config: Mapping[str, Any], declared: Declared) -> None:
