@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pflux.config import ConfigError, check_known
 
@@ -54,3 +57,18 @@ def test_unknown_tables_and_keys_are_refused(config: dict[str, Any], message: st
     with pytest.raises(ConfigError) as info:
         check_known(config, DECLARED)
     assert str(info.value).startswith(message)
+
+
+KEYS = st.sampled_from(sorted(DECLARED["kvs"]))
+NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-", min_size=1, max_size=12)
+
+
+@given(known=st.dictionaries(KEYS, st.integers()), extra=NAMES)
+def test_a_table_passes_exactly_when_every_key_is_declared(
+    known: dict[str, int], extra: str
+) -> None:
+    check_known({"kvs": known}, DECLARED)
+    if extra in DECLARED["kvs"]:
+        return
+    with pytest.raises(ConfigError, match=rf"^\[kvs\] {re.escape(extra)}: unknown key"):
+        check_known({"kvs": {**known, extra: 1}}, DECLARED)
