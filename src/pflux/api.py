@@ -22,6 +22,7 @@ from pflux.client.handle import Handle
 from pflux.errors import PfluxError
 from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
 from pflux.manager.states import URGENCY_DEFAULT, URGENCY_EXPEDITE, URGENCY_HOLD
+from pflux.manager.wait import ANY as WAIT_ANY
 from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JobID
 
@@ -155,13 +156,20 @@ class Client:
         return [JobID(rpc.get()["id"]) for rpc in rpcs]
 
     def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
-        """Wait until the job is inactive."""
-        reply = self.handle.call("job-manager.wait", {"id": int(jobid)}, timeout, wait=True)
+        """Wait until the job is inactive (any job, any number of times)."""
+        reply = self.handle.call("job-manager.result", {"id": int(jobid)}, timeout, wait=True)
         return _result(reply)
+
+    def reap(self, jobid: int | None = None, timeout: float | None = None) -> JobResult:
+        """Take the result of a job submitted ``waitable`` (flux's ``flux.job.wait``):
+        that job's, or with no id the next waitable job's to end. A result is taken
+        once; ``RPCError`` ECHILD when there is none to wait for."""
+        payload = {"id": WAIT_ANY if jobid is None else int(jobid)}
+        return _result(self.handle.call("job-manager.wait", payload, timeout, wait=True))
 
     def wait_all(self, jobids: Iterable[int]) -> dict[JobID, JobResult]:
         """Wait for every job, all waits in flight at once."""
-        rpcs = [self.handle.rpc("job-manager.wait", {"id": int(j)}, wait=True) for j in jobids]
+        rpcs = [self.handle.rpc("job-manager.result", {"id": int(j)}, wait=True) for j in jobids]
         results = [_result(rpc.get()) for rpc in rpcs]
         return {result.id: result for result in results}
 
@@ -371,7 +379,12 @@ class AsyncClient:
         return JobID((await self.handle.call("job-ingest.submit", payload))["id"])
 
     async def wait(self, jobid: int) -> JobResult:
-        return _result(await self.handle.call("job-manager.wait", {"id": int(jobid)}, wait=True))
+        return _result(await self.handle.call("job-manager.result", {"id": int(jobid)}, wait=True))
+
+    async def reap(self, jobid: int | None = None) -> JobResult:
+        """As ``Client.reap``."""
+        payload = {"id": WAIT_ANY if jobid is None else int(jobid)}
+        return _result(await self.handle.call("job-manager.wait", payload, wait=True))
 
     async def events(self, jobid: int, *, path: str = "eventlog") -> AsyncIterator[Event]:
         reader = EventlogReader()

@@ -10,6 +10,7 @@
     │   ├── ResourceError         RFC 20 (R)
     │   ├── DependencyError       RFC 26 command-line URI or object
     │   └── DurationError         Flux Standard Duration
+    ├── ConfigError               a configuration table or key that cannot be used
     └── UsageError                a command line that cannot be acted on
 
 Callers at a boundary (the CLI, an RPC handler) catch PfluxError and print or
@@ -80,6 +81,14 @@ class DependencyError(SpecError):
 
 class DurationError(SpecError):
     """Text that is not a Flux Standard Duration."""
+
+
+class ConfigError(PfluxError):
+    """A configuration table or key that cannot be used, and why: ``[table] key: rule``."""
+
+    def __init__(self, table: str, key: str | None, rule: str) -> None:
+        where = f"[{table}]" if key is None else f"[{table}] {key}"
+        super().__init__(f"{where}: {rule}")
 
 
 class UsageError(PfluxError):

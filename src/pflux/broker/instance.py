@@ -29,6 +29,7 @@ from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import uri_for
+from pflux.config import check_known
 from pflux.errors import PfluxError
 
 log = logging.getLogger("pflux.broker")
@@ -155,6 +156,12 @@ class Instance:
 
     async def run(self, argv: Sequence[str] | None = None) -> int:
         """Serve; with ``argv``, run it inside the instance and return its exit code."""
+        services = [_service_class(path) for path in self.service_paths]
+        declared: dict[str, set[str]] = {}
+        for cls in services:
+            for table, keys in cls.config_keys.items():
+                declared.setdefault(table, set()).update(keys)
+        check_known(self.config, declared)
         private.directory(self.state_dir)
         tune_gc()
         stop = asyncio.Event()
@@ -162,9 +169,8 @@ class Instance:
         broker.on_fatal = partial(self._on_fatal, stop)
         self.broker_service = BrokerService(broker, stop)
         broker.register(self.broker_service)
-        for path in self.service_paths:
-            module, _, cls = path.partition(":")
-            broker.register(getattr(importlib.import_module(module), cls)(broker))
+        for cls in services:
+            broker.register(cls(broker))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
@@ -315,3 +321,10 @@ class Instance:
             "size": "1",
             "pid": str(os.getpid()),
         }
+
+
+def _service_class(path: str) -> type[Service]:
+    """The service class ``path`` (``module:Class``) names."""
+    module, _, name = path.partition(":")
+    cls: type[Service] = getattr(importlib.import_module(module), name)
+    return cls

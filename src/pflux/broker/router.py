@@ -11,9 +11,9 @@ import asyncio
 import errno
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from itertools import islice
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pflux.broker.message import (
     FLAG_NORESPONSE,
@@ -139,6 +139,8 @@ class Service:
     """A broker service: a name and the methods marked with @method."""
 
     name: str = ""
+    # the configuration tables and keys it reads (``pflux.config``): table -> keys
+    config_keys: ClassVar[Mapping[str, Collection[str]]] = {}
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker

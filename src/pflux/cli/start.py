@@ -8,7 +8,10 @@ One whose KVS database was lost (found empty or missing) is refused, unless
 ``--fresh`` says to start again there with no jobs.
 ``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);
 the instance's resources for it usually come from ``--config``
-(``[[resource.config]]`` or ``[resource] path``). An instance that stops
+(``[[resource.config]]`` or ``[resource] path``). ``--config FILE`` (TOML) is
+checked before anything starts: a table or key that no service reads, or a
+value a service cannot use, is refused naming the file, the table, the key and
+the rule (``pflux.config``). An instance that stops
 because something failed exits 1 with the reason on stderr, whatever the
 initial program's status, so that a supervisor can tell it from a clean stop.
 """
@@ -49,6 +52,7 @@ def _start(args: argparse.Namespace) -> int:
     import logging
 
     from pflux.broker.instance import Instance
+    from pflux.config import ConfigError
 
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
@@ -60,6 +64,8 @@ def _start(args: argparse.Namespace) -> int:
 
     try:
         return uvloop.run(instance.run(args.command or None))
+    except ConfigError as exc:  # name the file the table and key are in
+        raise PfluxError(f"{args.config}: {exc}" if args.config else str(exc)) from None
     except PfluxError:
         raise
     except Exception as exc:  # a bug in a service: still a failed instance, and said so
@@ -87,6 +93,6 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     if args.simulate is not None:
         section = config.setdefault("simulator", {})
         if not isinstance(section, dict):
-            raise UsageError(f"--config={args.config}: simulator must be a table")
+            raise UsageError(f"{args.config}: [simulator]: must be a table, got {section!r}")
         section["trace"] = str(args.simulate.absolute())
     return config

@@ -96,10 +96,11 @@ import tempfile
 import time
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping
 from functools import partial
-from typing import Any, Final, Protocol, TypeGuard, TypeVar
+from typing import Any, ClassVar, Final, Protocol, TypeGuard, TypeVar
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.config import ConfigError, Declared
 from pflux.errors import DurationError, PfluxError
 from pflux.exec import wire
 from pflux.exec.journal import kill_recorded, live
@@ -444,9 +445,9 @@ def _config_seconds(conf: dict[str, Any], key: str, default: float) -> float:
         else:
             raise DurationError(f"not a duration: {value!r}")
     except DurationError as exc:
-        raise PfluxError(f"[exec] {key}: {exc}") from None
+        raise ConfigError("exec", key, str(exc)) from None
     if not 0 < seconds < float("inf"):
-        raise PfluxError(f"[exec] {key}: must be more than 0 and finite, not {value!r}")
+        raise ConfigError("exec", key, f"must be more than 0 and finite, not {value!r}")
     return seconds
 
 
@@ -459,7 +460,7 @@ def _config_signal(conf: dict[str, Any], key: str, default: int) -> int:
         member = getattr(signal.Signals, name, None)
         if member is not None:
             return int(member)
-    raise PfluxError(f"[exec] {key}: not a signal: {value!r}")
+    raise ConfigError("exec", key, f"not a signal: {value!r}")
 
 
 def split_commits(
@@ -493,12 +494,13 @@ class JobExec(Service):
     """The job-exec service (see the module docstring)."""
 
     name = "job-exec"
+    config_keys: ClassVar[Declared] = {"exec": ("kill-timeout", "term-signal", "kill-signal")}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         conf = broker.config.get("exec", {})
         if not isinstance(conf, dict):
-            raise PfluxError("[exec] must be a table")
+            raise ConfigError("exec", None, f"must be a table, got {conf!r}")
         self.kill_timeout = _config_seconds(conf, "kill-timeout", DEFAULT_KILL_TIMEOUT)
         self.term_signal = _config_signal(conf, "term-signal", signal.SIGTERM)
         self.kill_signal = _config_signal(conf, "kill-signal", signal.SIGKILL)

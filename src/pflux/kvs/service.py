@@ -58,9 +58,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
+from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.kvs.keys import (
     PRIMARY,
@@ -71,7 +72,17 @@ from pflux.kvs.keys import (
     quote,
     to_primary,
 )
-from pflux.kvs.store import APPEND, PUT, UNLINK, Change, Store, StoreError, StoreFull
+from pflux.kvs.store import (
+    APPEND,
+    JOURNAL_MODES,
+    PUT,
+    SYNC_MODES,
+    UNLINK,
+    Change,
+    Store,
+    StoreError,
+    StoreFull,
+)
 
 log = logging.getLogger("pflux.kvs")
 
@@ -119,6 +130,7 @@ class KVSService(Service):
     """kvs.commit, get, ls, walk, watch, watch-cancel and the namespace methods."""
 
     name = "kvs"
+    config_keys: ClassVar[Declared] = {"kvs": ("journal_mode", "sync")}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
@@ -153,11 +165,11 @@ class KVSService(Service):
             raise PfluxError("kvs: the broker attribute state-dir is not set")
         config = self.broker.config.get("kvs", {})
         if not isinstance(config, dict):
-            raise PfluxError(f"kvs: configuration must be a table, got {quote(config)}")
+            raise ConfigError("kvs", None, f"must be a table, got {quote(config)}")
         # as flux-core's content-sqlite: crash-safe where the state outlives the instance
         temporary = self.broker.attrs.get("state-dir-temporary") == "1"
-        journal = _setting(config, "journal_mode", "memory" if temporary else "wal")
-        sync = _setting(config, "sync", "off" if journal == "memory" else "normal")
+        journal = _setting(config, "journal_mode", "memory" if temporary else "wal", JOURNAL_MODES)
+        sync = _setting(config, "sync", "off" if journal == "memory" else "normal", SYNC_MODES)
         fresh = self.broker.attrs.get("state-dir-fresh") == "1"  # pflux start --fresh
         self._store = Store(Path(state_dir) / DB_NAME, sync=sync, journal=journal, fresh=fresh)
         log.info("kvs: %s (journal_mode=%s, sync=%s)", self._store.path, journal, sync)
@@ -567,11 +579,13 @@ def _sender(req: Request) -> object:
     return None if isinstance(route, LocalRoute) else route
 
 
-def _setting(config: dict[str, Any], key: str, default: str) -> str:
-    """A ``[kvs]`` setting, case as flux writes it ("WAL") or not; Store checks the value."""
+def _setting(config: dict[str, Any], key: str, default: str, allowed: tuple[str, ...]) -> str:
+    """A ``[kvs]`` setting, case as flux writes it ("WAL") or not."""
     value = config.get(key, default)
-    if not isinstance(value, str):
-        raise PfluxError(f"kvs.{key}: must be a string, got {quote(value)}")
+    if not isinstance(value, str) or value.lower() not in allowed:
+        why = " (a failed commit is rolled back, which needs a journal)" * (value == "off")
+        rule = f"must be one of {', '.join(allowed)}, got {quote(value)}{why}"
+        raise ConfigError("kvs", key, rule)
     return value.lower()
 
 

@@ -16,8 +16,9 @@ import orjson
 
 from pflux.errors import EventlogError
 from pflux.kvs.keys import job_id_from_key
-from pflux.manager.job import Ended, Job
+from pflux.manager.job import FLAG_WAITABLE, Ended, Job
 from pflux.manager.states import InvalidTransition, State, apply
+from pflux.manager.wait import result_of
 from pflux.spec.eventlog import Event, parse
 
 if TYPE_CHECKING:
@@ -79,11 +80,15 @@ def apply_jobspec_updates(jobspec: dict[str, Any], updates: dict[str, Any]) -> N
         node[leaf] = value
 
 
-async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
+async def load(
+    broker: Broker,
+) -> tuple[dict[int, Job], dict[int, Ended], dict[int, dict[str, Any]]]:
     """Every job in the KVS, replayed: the active ones, with their jobspec (and R if
-    held), and the inactive ones, reduced to their outcome."""
+    held), the inactive ones, reduced to their outcome, and the inactive waitable
+    ones' results (zombies again, ``wait.py``)."""
     jobs: dict[int, Job] = {}
     ended: dict[int, Ended] = {}
+    zombies: dict[int, dict[str, Any]] = {}
     inactive = State.INACTIVE
     async for payload in broker.stream("kvs.walk", {"key": "job", "suffix": "eventlog"}):
         for key, text in payload.get("entries", []):
@@ -97,6 +102,8 @@ async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
             if job.state is inactive:
                 # the count of events is what the journal's digest tells job-list
                 ended[jobid] = Ended(job, len(events))
+                if job.flags & FLAG_WAITABLE:
+                    zombies[jobid] = result_of(jobid, job)
             else:
                 jobs[jobid] = job
     for job in jobs.values():
@@ -113,7 +120,7 @@ async def load(broker: Broker) -> tuple[dict[int, Job], dict[int, Ended]]:
         # (RFC 32's reattach, flux-core's "started" flag); one in RUN but not started
         # is started, unless the service finds it already running
         job.reattach = job.state is State.RUN and job.started
-    return jobs, ended
+    return jobs, ended, dict(sorted(zombies.items()))
 
 
 async def _get_json(broker: Broker, key: str) -> Any:

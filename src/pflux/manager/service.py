@@ -14,19 +14,20 @@ import errno
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.config import Declared
 from pflux.errors import PfluxError
 from pflux.kvs.keys import job_key
-from pflux.manager import restart
+from pflux.manager import checkpoint, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
-from pflux.manager.plugins import Plugin
+from pflux.manager.plugins import Plugin, perilog
 from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
 from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
@@ -41,7 +42,13 @@ from pflux.manager.requests import (
 )
 from pflux.manager.start import StartClient
 from pflux.manager.states import INACTIVE, SCHED, State, apply
-from pflux.manager.update import check_updates, running_expiration, with_expiration
+from pflux.manager.update import (
+    check_supported,
+    check_updates,
+    running_expiration,
+    with_expiration,
+)
+from pflux.manager.wait import ANY, Waits, result_of
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 
@@ -57,6 +64,12 @@ class JobManager(Service):
     """Owns every job's state; the only writer of job eventlogs."""
 
     name = "job-manager"
+    config_keys: ClassVar[Declared] = {
+        "job-manager": (),
+        "job-manager.prolog": perilog.KEYS,
+        "job-manager.epilog": perilog.KEYS,
+        "job-manager.perilog": ("log-ignore",),
+    }
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
@@ -72,6 +85,7 @@ class JobManager(Service):
         self.exec = StartClient(self)
         self.quiescence = Quiescence(self)
         self.journal = Journal(self)
+        self.waits = Waits()
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
         self.queue_enabled = True
@@ -105,7 +119,13 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.jobs, self.ended = await restart.load(self.broker)
+        queue = await checkpoint.load(self.broker)
+        self.queue_enabled = queue.get("enable") is not False
+        self.disable_reason = "" if self.queue_enabled else str(queue.get("disable_reason", ""))
+        self.queue_started = queue.get("start") is not False
+        self.stop_reason = "" if self.queue_started else str(queue.get("stop_reason", ""))
+        self.jobs, self.ended, zombies = await restart.load(self.broker)
+        self.waits.restarted(self.jobs, zombies)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
         for job in self.jobs.values():
             self.by_state[job.state][job] = None
@@ -238,11 +258,12 @@ class JobManager(Service):
 
     def _inactive(self, job: Job, waiters: list[Request]) -> None:
         """The job's end is durable: answer its waiters and keep only its outcome."""
-        reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
+        reply = result_of(job.id, job)
         for req in waiters:
             req.respond(reply)
         if self.jobs.pop(job.id, None) is not None:  # an invalidated job is gone entirely
             self.ended[job.id] = Ended(job)
+            self.waits.ended(job)
 
     def _on_commit(self, batch: Batch) -> None:
         self.journal.publish(batch.entries)
@@ -309,7 +330,12 @@ class JobManager(Service):
     def _validate(self, job: Job) -> str | None:
         """Post validate, or invalidate and remove the job; return why it was refused."""
         error = None
-        if not self.queue_enabled:
+        # pflux's one queue has no name: as in flux-core with no queue configured, a
+        # job that names a queue names an invalid one
+        queue = (job.jobspec or {}).get("attributes", {}).get("system", {}).get("queue")
+        if isinstance(queue, str):
+            error = f"'{queue}' is not a valid queue"
+        elif not self.queue_enabled:
             error = f"job submission is disabled: {self.disable_reason}".rstrip(": ")
         else:
             try:
@@ -320,7 +346,9 @@ class JobManager(Service):
                 error = str(exc)
         if error is None:
             self.post(job, "validate")
+            self.waits.accepted(job)
             return None
+        self.waits.refused(job)
         self.post(job, "invalidate")
         self.events.add_ops([["unlink", job_key(job.id), None]])
         del self.jobs[job.id]
@@ -429,7 +457,9 @@ class JobManager(Service):
         payload = payload_of(req)
         updates = check_updates(payload.get("updates"))
         job = self._active_job(req, job_id_arg(payload))
-        if job.state & (State.PENDING | State.NEW):
+        pending = bool(job.state & (State.PENDING | State.NEW))
+        check_supported(updates, running=not pending)
+        if pending:
             self._update_pending(req, job, updates)
             return
         expiration = running_expiration(job, updates, owner=req.owner, now=time.time())
@@ -466,40 +496,55 @@ class JobManager(Service):
 
     @method("wait")
     def wait(self, req: Request) -> None:
+        """flux's wait: a waitable job's result, taken once (``wait.py``)."""
+        jobid = job_id_arg(payload_of(req))
+        self.waits.request(req, jobid, None if jobid == ANY else self.jobs.get(jobid))
+
+    @method("result")
+    def result(self, req: Request) -> None:
+        """Any job's result once it is inactive, as often as asked (``pflux.api``'s wait)."""
         job = self._job_for(req, job_id_arg(payload_of(req)))
         if job.state is not State.INACTIVE:
             assert isinstance(job, Job)
             job.waiters.append(req)
             return
         # inactive, perhaps not yet durably: answer once everything posted so far is
-        reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
+        reply = result_of(job.id, job)
         self.events.after_commit(lambda: req.respond(reply))
 
     # --- the queue ----------------------------------------------------------------------
 
     @method("queue-status")
     def queue_status(self, req: Request) -> None:
-        reply: dict[str, Any] = {"enable": self.queue_enabled, "start": self.queue_started}
+        req.respond(self._queue_status())
+
+    def _queue_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"enable": self.queue_enabled, "start": self.queue_started}
         if not self.queue_enabled:
-            reply["disable_reason"] = self.disable_reason
+            status["disable_reason"] = self.disable_reason
         if not self.queue_started:
-            reply["stop_reason"] = self.stop_reason
-        req.respond(reply)
+            status["stop_reason"] = self.stop_reason
+        return status
 
     @method("queue-enable")
     def queue_enable(self, req: Request) -> None:
         payload = self._owner_payload(req)
         self.queue_enabled = bool(payload.get("enable", True))
         self.disable_reason = "" if self.queue_enabled else str(payload.get("reason") or "")
-        req.respond({})
+        self._checkpoint(req)
 
     @method("queue-start")
     def queue_start(self, req: Request) -> None:
         payload = self._owner_payload(req)
         self.queue_started = bool(payload.get("start", True))
         self.stop_reason = "" if self.queue_started else str(payload.get("reason") or "")
-        req.respond({})
+        self._checkpoint(req)
         self.advance_state(State.SCHED)
+
+    def _checkpoint(self, req: Request) -> None:
+        """Store the queue's state with this turn's events; answer once it is durable."""
+        self.events.add_ops(checkpoint.ops(self._queue_status()))
+        self.events.after_commit(lambda: req.respond({}))
 
     @method("alloc-query")
     def alloc_query(self, req: Request) -> None:

@@ -2,9 +2,12 @@
 
 As in flux-core (``job-manager/update.c`` and its ``update-duration`` plugin),
 an update names period-delimited jobspec keys under ``attributes``,
-``resources`` or ``tasks``. A pending job takes any update that leaves its
-jobspec valid, as a ``jobspec-update`` event. A running job (RUN or CLEANUP)
-takes only ``attributes.system.duration``, from the instance owner alone: its
+``resources`` or ``tasks``, and a key is updated only where something claims
+it: here ``attributes.system.duration`` alone (flux-core's queue plugin claims
+``attributes.system.queue`` too, which, pflux having no named queue, always
+names an invalid queue). A pending job takes the update if its jobspec stays
+valid, as a ``jobspec-update`` event. A running job (RUN or CLEANUP) takes
+the duration from the instance owner alone: its
 new expiration is R's ``starttime`` plus the duration (0: unlimited), which
 the scheduler must accept (``sched.expiration``) before the job gets a
 ``jobspec-update`` and a ``resource-update {expiration}`` (RFC 21); the
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from pflux.manager.job import Job
 
 DURATION: Final = "attributes.system.duration"
+QUEUE: Final = "attributes.system.queue"
 _TOP: Final = ("attributes", "resources", "tasks")
 
 
@@ -49,11 +53,20 @@ def check_updates(updates: object) -> dict[str, Any]:
     return updates
 
 
-def running_expiration(job: Job, updates: dict[str, Any], *, owner: bool, now: float) -> float:
-    """The expiration a running job's update asks for (0: none); RPCError if not allowed."""
-    for key in updates:
+def check_supported(updates: dict[str, Any], *, running: bool) -> None:
+    """RPCError (flux-core's words) for the first key nothing here updates."""
+    for key, value in updates.items():
+        if key == QUEUE:
+            if running:
+                raise RPCError(errno.EINVAL, "update of queue for running job not supported")
+            raise RPCError(errno.EINVAL, f"'{value}' is not a valid queue")
         if key != DURATION:
-            raise RPCError(errno.EINVAL, f"update of {key} not supported once the job is running")
+            raise RPCError(errno.EINVAL, f"update of {key} not supported")
+
+
+def running_expiration(job: Job, updates: dict[str, Any], *, owner: bool, now: float) -> float:
+    """The expiration a running job's duration update asks for (0: none); RPCError if not
+    allowed."""
     if not owner:
         raise RPCError(
             errno.EPERM, "duration update of running job requires instance owner privileges"

@@ -24,12 +24,15 @@ from typing import Any
 
 import orjson
 
-from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
+from pflux.config import ConfigError
+from pflux.errors import HostlistError, IdsetError, ResourceError
 from pflux.spec import hostlist
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet, Target
 
-__all__ = ["count_gpus", "inventory"]
+__all__ = ["RESOURCE_KEYS", "count_gpus", "inventory"]
+
+RESOURCE_KEYS = ("config", "path", "cores", "gpus")  # the [resource] table's
 
 _ENTRY_KEYS = ("hosts", "cores", "gpus")
 
@@ -43,17 +46,18 @@ def count_gpus() -> int:
 
 
 def inventory(config: dict[str, Any], hostname: str) -> ResourceSet:
-    """The resources an instance with ``config`` manages; PfluxError names a bad key."""
+    """The resources an instance with ``config`` manages; ConfigError names a bad key."""
     section = config.get("resource", {})
     if not isinstance(section, dict):
-        raise PfluxError("resource: configuration must be a table")
+        raise ConfigError("resource", None, f"must be a table, got {section!r}")
     source = "config" if "config" in section else "path" if "path" in section else None
     if source is not None:
         for name in ("cores", "gpus"):
             if name in section:
-                raise PfluxError(
-                    f"resource.{name}: cannot be combined with resource.{source},"
-                    " which gives every host's resources"
+                raise ConfigError(
+                    "resource",
+                    name,
+                    f"cannot be combined with {source}, which gives every host's resources",
                 )
         if source == "config":
             return _from_entries(section["config"])
@@ -68,7 +72,7 @@ def _this_host(section: dict[str, Any], hostname: str) -> ResourceSet:
         if value is None:
             value = len(os.sched_getaffinity(0)) if name == "cores" else count_gpus()
         elif type(value) is not int or value < 0:
-            raise PfluxError(f"resource.{name}: must be an integer >= 0, got {value!r}")
+            raise ConfigError("resource", name, f"must be an integer >= 0, got {value!r}")
         counts.append(value)
     if not any(counts):
         return ResourceSet({})
@@ -78,15 +82,16 @@ def _this_host(section: dict[str, Any], hostname: str) -> ResourceSet:
 
 def _from_entries(entries: Any) -> ResourceSet:
     if not isinstance(entries, list) or not entries:
-        raise PfluxError("resource.config: must be a non-empty array of tables")
+        raise ConfigError("resource", "config", "must be a non-empty array of tables")
     hosts: dict[str, tuple[IdSet, IdSet]] = {}  # in order of first appearance
     for i, entry in enumerate(entries):
         where = f"resource.config[{i}]"
         if not isinstance(entry, dict):
-            raise PfluxError(f"{where}: must be a table")
+            raise ConfigError(where, None, f"must be a table, got {entry!r}")
         unknown = sorted(set(entry) - set(_ENTRY_KEYS))
         if unknown:
-            raise PfluxError(f"{where}.{unknown[0]}: not supported (only hosts, cores, gpus)")
+            known = ", ".join(_ENTRY_KEYS)
+            raise ConfigError(where, unknown[0], f"unknown key (known: {known})")
         names = _hosts(entry.get("hosts"), where)
         cores = _ids(entry, "cores", where)
         gpus = _ids(entry, "gpus", where)
@@ -95,19 +100,19 @@ def _from_entries(entries: Any) -> ResourceSet:
             hosts[name] = (have[0] if cores is None else cores, have[1] if gpus is None else gpus)
     for name, (cores, _) in hosts.items():
         if not cores:
-            raise PfluxError(f"resource.config: host {name} has no cores")
+            raise ConfigError("resource.config", None, f"host {name} has no cores")
     return ResourceSet({rank: Target(name, *ids) for rank, (name, ids) in enumerate(hosts.items())})
 
 
 def _hosts(value: Any, where: str) -> list[str]:
     if not isinstance(value, str):
-        raise PfluxError(f"{where}.hosts: must be a hostlist string such as node[0-3]")
+        raise ConfigError(where, "hosts", "must be a hostlist string such as node[0-3]")
     try:
         names = hostlist.decode(value)
     except HostlistError as exc:
-        raise PfluxError(f"{where}.hosts: {exc}") from None
+        raise ConfigError(where, "hosts", str(exc)) from None
     if not names:
-        raise PfluxError(f"{where}.hosts: names no host")
+        raise ConfigError(where, "hosts", "names no host")
     return names
 
 
@@ -116,24 +121,24 @@ def _ids(entry: dict[str, Any], key: str, where: str) -> IdSet | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise PfluxError(f"{where}.{key}: must be an idset string such as 0-31")
+        raise ConfigError(where, key, "must be an idset string such as 0-31")
     try:
         return IdSet.decode(value)
     except IdsetError as exc:
-        raise PfluxError(f"{where}.{key}: {exc}") from None
+        raise ConfigError(where, key, str(exc)) from None
 
 
 def _from_file(path: Any) -> ResourceSet:
     if not isinstance(path, str) or not path:
-        raise PfluxError("resource.path: must be the path of an R file")
+        raise ConfigError("resource", "path", "must be the path of an R file")
     try:
         doc = orjson.loads(Path(path).read_bytes())
     except OSError as exc:
-        raise PfluxError(f"resource.path: {path}: {exc.strerror}") from None
+        raise ConfigError("resource", "path", f"{path}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
-        raise PfluxError(f"resource.path: {path}: not JSON: {exc}") from None
+        raise ConfigError("resource", "path", f"{path}: not JSON: {exc}") from None
     try:
         resources = ResourceSet.from_json(doc)
     except ResourceError as exc:
-        raise PfluxError(f"resource.path: {path}: {exc}") from None
+        raise ConfigError("resource", "path", f"{path}: {exc}") from None
     return ResourceSet(resources.targets)

@@ -25,16 +25,17 @@ import logging
 import math
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.errors import JobspecError, PfluxError, ResourceError
+from pflux.config import ConfigError, Declared
+from pflux.errors import JobspecError, ResourceError
 from pflux.kvs.keys import job_key
 from pflux.sched.clock import SimulatedClock, clock_for
-from pflux.sched.inventory import inventory
+from pflux.sched.inventory import RESOURCE_KEYS, inventory
 from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec.fluid import JobID
@@ -52,10 +53,10 @@ def queue_depth(config: dict[str, Any]) -> int:
     """How many jobs behind a blocked one each pass considers for backfill."""
     section = config.get("sched", {})
     if not isinstance(section, dict):
-        raise PfluxError("sched: configuration must be a table")
+        raise ConfigError("sched", None, f"must be a table, got {section!r}")
     depth = section.get("queue-depth", DEFAULT_DEPTH)
     if type(depth) is not int or depth < 0:
-        raise PfluxError(f"sched.queue-depth: must be an integer >= 0, got {depth!r}")
+        raise ConfigError("sched", "queue-depth", f"must be an integer >= 0, got {depth!r}")
     return depth
 
 
@@ -116,6 +117,7 @@ class Scheduler(Service):
     """RFC 27 scheduler: FIFO within priority, EASY backfill, one pool of ranks."""
 
     name = "sched"
+    config_keys: ClassVar[Declared] = {"sched": ("queue-depth",), "resource": RESOURCE_KEYS}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)

@@ -50,10 +50,11 @@ import math
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.exec.service import TIMELIMIT_NOTE
 from pflux.manager.plugins.priority import priority
@@ -93,18 +94,17 @@ class SimJob:
 def _settings(config: dict[str, Any]) -> tuple[str, float | None]:
     section = config.get("simulator")
     if not isinstance(section, dict):
-        raise PfluxError("simulator: configuration must be a table")
-    unknown = sorted(set(section) - {"trace", "epoch"})
-    if unknown:
-        raise PfluxError(f"simulator.{unknown[0]}: unknown key (known: trace, epoch)")
+        raise ConfigError("simulator", None, f"must be a table, got {section!r}")
     trace = section.get("trace")
     if not isinstance(trace, str) or not trace:
-        raise PfluxError("simulator.trace: must be the path of a trace file")
+        raise ConfigError("simulator", "trace", "must be the path of a trace file")
     epoch = section.get("epoch")
     if epoch is not None and (
         isinstance(epoch, bool) or not isinstance(epoch, int | float) or not 0 < epoch < 2**40
     ):
-        raise PfluxError(f"simulator.epoch: must be a time in seconds since 1970, got {epoch!r}")
+        raise ConfigError(
+            "simulator", "epoch", f"must be a time in seconds since 1970, got {epoch!r}"
+        )
     return trace, None if epoch is None else float(epoch)
 
 
@@ -112,6 +112,7 @@ class Simulator(Service):
     """The simulator service (see the module docstring)."""
 
     name = "simulator"
+    config_keys: ClassVar[Declared] = {"simulator": ("trace", "epoch")}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)

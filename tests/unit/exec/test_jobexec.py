@@ -157,7 +157,7 @@ def test_a_reused_session_id_kills_nothing(tmp_path: Path) -> None:
         ({"exec": {"kill-timeout": "soon"}}, "kill-timeout"),
         ({"exec": {"kill-timeout": 0}}, "kill-timeout: must be more than 0"),
         ({"exec": {"term-signal": "SIGNOPE"}}, "term-signal: not a signal"),
-        ({"exec": []}, r"\[exec\] must be a table"),
+        ({"exec": []}, r"\[exec\]: must be a table, got \[\]"),
     ],
 )
 def test_bad_configuration_is_refused(config: dict[str, Any], message: str) -> None:

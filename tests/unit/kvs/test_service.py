@@ -13,7 +13,7 @@ import pytest
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.errors import PfluxError
+from pflux.config import ConfigError
 from pflux.kvs import service as kvs_service
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
 from pflux.kvs.store import StoreError
@@ -301,9 +301,9 @@ def test_config_sync_full_and_bad_config(run_kvs: Run) -> None:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
 
     run_kvs(scenario, config={"kvs": {"sync": "full"}})
-    with pytest.raises(StoreError, match=r"kvs\.sync: must be one of off, normal, full"):
+    with pytest.raises(ConfigError, match=r"\[kvs\] sync: must be one of off, normal, full"):
         run_kvs(scenario, config={"kvs": {"sync": "sometimes"}})
-    with pytest.raises(PfluxError, match=r"kvs\.journal_mode: must be a string, got 1"):
+    with pytest.raises(ConfigError, match=r"\[kvs\] journal_mode: must be one of wal, memory"):
         run_kvs(scenario, config={"kvs": {"journal_mode": 1}})
 
 

@@ -9,7 +9,14 @@ import pytest
 
 from pflux.broker.message import RPCError
 from pflux.manager.job import Job
-from pflux.manager.update import DURATION, check_updates, running_expiration, with_expiration
+from pflux.manager.update import (
+    DURATION,
+    QUEUE,
+    check_supported,
+    check_updates,
+    running_expiration,
+    with_expiration,
+)
 
 START = 1000.0
 
@@ -56,7 +63,6 @@ def test_a_running_jobs_expiration_is_its_start_plus_the_duration() -> None:
     ("job", "updates", "owner", "errnum", "text"),
     [
         (running(), {DURATION: 60}, False, errno.EPERM, "requires instance owner privileges"),
-        (running(), {DURATION: 60, "attributes.system.queue": "q"}, True, errno.EINVAL, "queue"),
         (running(), {DURATION: 0.5}, True, errno.EINVAL, "places job expiration in the past"),
         (running({"execution": {}}), {DURATION: 60}, True, errno.EINVAL, "job starttime"),
         (running({}), {DURATION: 60}, True, errno.EINVAL, "unable to get job starttime"),
@@ -68,6 +74,23 @@ def test_running_jobs_take_only_an_owners_duration(
     with pytest.raises(RPCError) as info:
         running_expiration(job, updates, owner=owner, now=START + 1)
     check(info.value, errnum, text)
+
+
+@pytest.mark.parametrize(
+    ("updates", "running", "text"),
+    [
+        ({"attributes.system.bogus": 1}, False, "update of attributes.system.bogus not supported"),
+        ({DURATION: 60, "tasks.0.command": ["x"]}, False, "update of tasks.0.command not"),
+        ({"attributes.system.job.name": "x"}, True, "update of attributes.system.job.name not"),
+        ({QUEUE: "batch"}, False, "'batch' is not a valid queue"),
+        ({QUEUE: "batch"}, True, "update of queue for running job not supported"),
+    ],
+)
+def test_only_the_duration_is_supported(updates: dict[str, Any], running: bool, text: str) -> None:
+    with pytest.raises(RPCError) as info:
+        check_supported(updates, running=running)
+    check(info.value, errno.EINVAL, text)
+    check_supported({DURATION: 60}, running=running)
 
 
 def test_with_expiration_copies() -> None:

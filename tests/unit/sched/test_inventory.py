@@ -58,27 +58,30 @@ def test_path_loads_an_r_file_without_its_times(tmp_path: Path) -> None:
     assert (resources.starttime, resources.expiration) == (0.0, 0.0)
 
 
+ENTRY = r"\[resource.config\[0\]\]"  # the first [[resource.config]] entry
+
+
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ({"config": []}, "resource.config: must be a non-empty array of tables"),
-        ({"config": ["node0"]}, r"resource.config\[0\]: must be a table"),
-        ({"config": [{"hosts": 3}]}, r"resource.config\[0\].hosts: must be a hostlist"),
-        ({"config": [{"hosts": "n[1-"}]}, r"resource.config\[0\].hosts: "),
-        ({"config": [{"hosts": "n1", "cores": 4}]}, r"config\[0\].cores: must be an idset"),
-        ({"config": [{"hosts": "n1", "cores": "3-1"}]}, r"resource.config\[0\].cores: "),
+        ({"config": []}, r"\[resource\] config: must be a non-empty array of tables"),
+        ({"config": ["node0"]}, rf"{ENTRY}: must be a table"),
+        ({"config": [{"hosts": 3}]}, rf"{ENTRY} hosts: must be a hostlist"),
+        ({"config": [{"hosts": "n[1-"}]}, rf"{ENTRY} hosts: "),
+        ({"config": [{"hosts": "n1", "cores": 4}]}, rf"{ENTRY} cores: must be an idset"),
+        ({"config": [{"hosts": "n1", "cores": "3-1"}]}, rf"{ENTRY} cores: "),
         (
             {"config": [{"hosts": "n1", "cores": "0", "properties": ["batch"]}]},
-            r"resource.config\[0\].properties: not supported",
+            rf"{ENTRY} properties: unknown key \(known: hosts, cores, gpus\)",
         ),
-        ({"config": [{"hosts": "n1", "gpus": "0"}]}, "resource.config: host n1 has no cores"),
+        ({"config": [{"hosts": "n1", "gpus": "0"}]}, r"\[resource.config\]: host n1 has no cores"),
         (
             {"config": [{"hosts": "n1", "cores": "0"}], "cores": 4},
-            "resource.cores: cannot be combined with resource.config",
+            r"\[resource\] cores: cannot be combined with config",
         ),
-        ({"path": 7}, "resource.path: must be the path of an R file"),
-        ({"path": "/nonexistent/R.json"}, "resource.path: /nonexistent/R.json: No such file"),
-        ({"cores": -1}, r"resource.cores: must be an integer >= 0, got -1"),
+        ({"path": 7}, r"\[resource\] path: must be the path of an R file"),
+        ({"path": "/nonexistent/R.json"}, r"\[resource\] path: /nonexistent/R.json: No such file"),
+        ({"cores": -1}, r"\[resource\] cores: must be an integer >= 0, got -1"),
     ],
 )
 def test_bad_configuration_names_the_key(section: dict[str, Any], message: str) -> None:

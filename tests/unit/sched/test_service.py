@@ -715,11 +715,11 @@ def test_partial_free_gives_ranks_to_others_before_the_final_one(tmp_path: Path)
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"resource": {"cores": -1}}, "resource.cores: must be an integer >= 0"),
-        ({"resource": {"gpus": "two"}}, "resource.gpus: must be an integer >= 0"),
-        ({"resource": []}, "resource: configuration must be a table"),
-        ({"sched": {"queue-depth": -3}}, "sched.queue-depth: must be an integer >= 0"),
-        ({"sched": 5}, "sched: configuration must be a table"),
+        ({"resource": {"cores": -1}}, r"\[resource\] cores: must be an integer >= 0"),
+        ({"resource": {"gpus": "two"}}, r"\[resource\] gpus: must be an integer >= 0"),
+        ({"resource": []}, r"\[resource\]: must be a table"),
+        ({"sched": {"queue-depth": -3}}, r"\[sched\] queue-depth: must be an integer >= 0"),
+        ({"sched": 5}, r"\[sched\]: must be a table, got 5"),
     ],
 )
 def test_bad_configuration_is_refused(config: dict[str, Any], message: str) -> None:

@@ -50,6 +50,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from pflux.config import ConfigError
 from pflux.errors import DurationError, PfluxError
 from pflux.manager.job import Job
 from pflux.manager.plugins import Host, Plugin
@@ -67,7 +68,8 @@ PROLOG: Final = "job-manager.prolog"
 EPILOG: Final = "job-manager.epilog"
 DEFAULT_KILL_TIMEOUT: Final = 60.0  # flux-core's
 READ_SIZE: Final = 65536
-_KEYS: Final = frozenset(("command", "timeout", "kill-timeout", "per-rank", "cancel-on-exception"))
+# the keys of [job-manager.prolog] and [job-manager.epilog] (the job manager declares them)
+KEYS: Final = ("command", "timeout", "kill-timeout", "per-rank", "cancel-on-exception")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,33 +89,30 @@ class Action:
 
 
 def _action(config: dict[str, Any], kind: str) -> Action | None:
-    """The ``[job-manager.KIND]`` table as an Action; PfluxError naming the key if bad."""
-    section = f"[job-manager.{kind}]"
+    """The ``[job-manager.KIND]`` table as an Action; ConfigError naming the key if bad."""
+    section = f"job-manager.{kind}"
     manager = config.get("job-manager", {})
     if not isinstance(manager, dict):
-        raise PfluxError("[job-manager]: must be a table")
+        raise ConfigError("job-manager", None, f"must be a table, got {manager!r}")
     table = manager.get(kind)
     if table is None:
         return None
     if not isinstance(table, dict):
-        raise PfluxError(f"{section}: must be a table")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise PfluxError(f"{section}: unknown key {', '.join(unknown)}")
+        raise ConfigError(section, None, f"must be a table, got {table!r}")
     if "command" not in table:
-        raise PfluxError(f"{section}: no command specified")
+        raise ConfigError(section, None, "no command specified")
     command = table["command"]
     if not isinstance(command, list):
-        raise PfluxError(f"{section} command: must be an array")
+        raise ConfigError(section, "command", "must be an array")
     if not command or not all(isinstance(arg, str) for arg in command):
-        raise PfluxError(f"{section} command: malformed {kind} command: {command!r}")
+        raise ConfigError(section, "command", f"malformed {kind} command: {command!r}")
     timeout = _timeout(table.get("timeout", "30m" if kind == "prolog" else "0"), section, kind)
     kill_timeout = table.get("kill-timeout", DEFAULT_KILL_TIMEOUT)
     if isinstance(kill_timeout, bool) or not isinstance(kill_timeout, int | float):
-        raise PfluxError(f"{section} kill-timeout: must be seconds, not {kill_timeout!r}")
+        raise ConfigError(section, "kill-timeout", f"must be seconds, not {kill_timeout!r}")
     for key in ("per-rank", "cancel-on-exception"):
         if not isinstance(table.get(key, False), bool):
-            raise PfluxError(f"{section} {key}: must be true or false, not {table[key]!r}")
+            raise ConfigError(section, key, f"must be true or false, not {table[key]!r}")
     return Action(
         kind,
         tuple(command),
@@ -132,7 +131,7 @@ def _timeout(value: object, section: str, kind: str) -> float:
         if not seconds >= 0:
             raise DurationError("must not be negative")
     except DurationError as exc:
-        raise PfluxError(f"{section} timeout: invalid {kind} timeout: {exc}") from None
+        raise ConfigError(section, "timeout", f"invalid {kind} timeout: {exc}") from None
     return 0.0 if seconds == float("inf") else seconds
 
 
@@ -140,17 +139,17 @@ def _log_ignore(config: dict[str, Any]) -> list[re.Pattern[str]]:
     manager = config.get("job-manager", {})
     table = manager.get("perilog", {}) if isinstance(manager, dict) else {}
     if not isinstance(table, dict):
-        raise PfluxError("[job-manager.perilog]: must be a table")
+        raise ConfigError("job-manager.perilog", None, f"must be a table, got {table!r}")
     patterns = table.get("log-ignore", [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise PfluxError("[job-manager.perilog] log-ignore: must be an array of regexes")
+        raise ConfigError("job-manager.perilog", "log-ignore", "must be an array of regexes")
     compiled = [re.compile(r"^\s*$")]  # empty lines, always (flux-core)
     for pattern in patterns:
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:
-            raise PfluxError(
-                f"[job-manager.perilog] log-ignore: Failed to compile regex {pattern!r}: {exc}"
+            raise ConfigError(
+                "job-manager.perilog", "log-ignore", f"Failed to compile regex {pattern!r}: {exc}"
             ) from None
     return compiled
 

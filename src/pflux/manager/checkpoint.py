@@ -1,0 +1,50 @@
+"""The queue's state, kept in the KVS so that a restart finds it as it was.
+
+flux-core's job manager keeps the queues' state (enabled or not, started or
+not, and why) in its checkpoint, ``checkpoint.job-manager``; pflux keeps its
+one queue's there too, written with the change (in the same commit as the
+turn's events) rather than only at shutdown, so a crash loses none of it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from pflux.broker.message import RPCError
+
+if TYPE_CHECKING:
+    from pflux.broker.router import Broker
+
+log = logging.getLogger("pflux.job-manager")
+
+KEY: Final = "checkpoint.job-manager"
+VERSION: Final = 1
+
+
+def ops(queue: dict[str, Any]) -> list[list[Any]]:
+    """The KVS operations that store ``queue`` (as ``job-manager.queue-status`` answers)."""
+    value = orjson.dumps({"version": VERSION, "queue": queue}).decode()
+    return [["put", KEY, value]]
+
+
+async def load(broker: Broker) -> dict[str, Any]:
+    """The queue's stored state: ``{enable, start, disable_reason?, stop_reason?}``, or {}."""
+    try:
+        reply = await broker.call("kvs.get", {"key": KEY})
+    except RPCError as exc:
+        if exc.errnum != errno.ENOENT:
+            log.error("restart: %s: %s", KEY, exc.errstr)
+        return {}
+    try:
+        stored = orjson.loads(reply["value"])
+        queue = stored["queue"]
+        if stored["version"] != VERSION or not isinstance(queue, dict):
+            raise ValueError(f"not a version {VERSION} checkpoint")
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        log.error("restart: %s: %s; the queue starts enabled and started", KEY, exc)
+        return {}
+    return queue

@@ -1,0 +1,63 @@
+"""``pflux start --config FILE``: a table, key or value no service can use is refused.
+
+The instance must not start with part of its configuration ignored: the error
+names the file, the table, the key and the rule, before anything starts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support.instance import PFLUX, environ
+
+
+def start(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "instance.toml"
+    config.write_text(toml)
+    return subprocess.run(
+        [str(PFLUX), "start", "--config", str(config), "true"],
+        capture_output=True,
+        text=True,
+        env=environ(),
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[exce]\nkill-timeout = 5\n", "[exce]: unknown table (did you mean [exec]?)"),
+        ('[kvs]\nsynk = "full"\n', "[kvs] synk: unknown key (did you mean sync?)"),
+        (
+            "[sched]\nqueue_depth = 4\n",
+            "[sched] queue_depth: unknown key (did you mean queue-depth?)",
+        ),
+        ("[queues.batch]\n", "[queues]: unknown table (known: [exec], [job-manager], [kvs],"),
+        ('[job-manager.prolg]\ncommand = ["true"]\n', "[job-manager] prolg: unknown key"),
+        ('[kvs]\nsync = "always"\n', "[kvs] sync: must be one of off, normal, full, got"),
+        ("[kvs]\njournal_mode = 1\n", "[kvs] journal_mode: must be one of wal, memory, got 1"),
+        ('[exec]\nkill-timeout = "soon"\n', "[exec] kill-timeout: "),
+        ('[exec]\nterm-signal = "SIGNOPE"\n', "[exec] term-signal: not a signal: 'SIGNOPE'"),
+        ("[sched]\nqueue-depth = -1\n", "[sched] queue-depth: must be an integer >= 0, got -1"),
+        ('[resource]\ncores = "4"\n', "[resource] cores: must be an integer >= 0, got '4'"),
+        ("[[resource.config]]\nhosts = 3\n", "[resource.config[0]] hosts: must be a hostlist"),
+        ("kvs = 1\n", "[kvs]: must be a table, got 1"),
+    ],
+)
+def test_the_error_names_the_file_table_key_and_rule(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    proc = start(tmp_path, toml)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"pflux-start: ERROR: {tmp_path}/instance.toml: {message}"), (
+        proc.stderr
+    )
+
+
+def test_a_known_configuration_starts(tmp_path: Path) -> None:
+    proc = start(tmp_path, '[kvs]\nsync = "full"\n[exec]\nkill-timeout = "2s"\n')
+    assert (proc.returncode, proc.stderr) == (0, "")
