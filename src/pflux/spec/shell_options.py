@@ -318,8 +318,8 @@ def check(options: Any) -> list[tuple[str, str]]:
             why = known(value)
             if why is not None:
                 problems.append((name, why))
-        elif name in UNSUPPORTED or name.partition(".")[0] in UNSUPPORTED:
+        elif isinstance(name, str) and name.partition(".")[0] in UNSUPPORTED:
             problems.append((name, "not supported by pflux"))
         else:
-            problems.append((name, "unknown shell option"))
+            problems.append((str(name), "unknown shell option"))
     return problems
