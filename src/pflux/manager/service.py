@@ -27,11 +27,12 @@ from pflux.manager.events import Batch, EventPoster
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin
-from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
+from pflux.manager.plugins.after import After, AfterAny, AfterExcept, AfterNotOk, AfterOk
 from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.priority import priority
+from pflux.manager.plugins.singleton import Singleton
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.requests import (
     check_urgency,
@@ -83,8 +84,10 @@ class JobManager(Service):
         self._idle: list[Request] = []
         self._depending: set[Job] = set()  # jobs whose dependencies are being added
         self._free_hooks = False  # a plugin may hold resources back (an epilog)
-        for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
+        schemes = (After, AfterAny, AfterOk, AfterNotOk, AfterExcept, BeginTime, String, Fluid)
+        for scheme in schemes:
             self.add_plugin(scheme(self))
+        self.add_plugin(Singleton(self))  # counts the jobs that pass every other check
         perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
         if perilog.active:
             self.add_plugin(perilog)

@@ -219,6 +219,8 @@ def _exception(job: Job, event: Event) -> State:
     severity = _context(job, event, "severity", int, lo=0, hi=SEVERITY_MAX)
     etype = _context(job, event, "type", str)
     if severity == 0:
+        if job.state is not CLEANUP:
+            job.ended_by_exception = True
         if job.exception is None:
             note = (event.context or {}).get("note", "")
             job.exception = (etype, str(note))
