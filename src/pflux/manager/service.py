@@ -404,11 +404,28 @@ class JobManager(Service):
 
     @method("memo")
     def memo(self, req: Request) -> None:
+        """A memo event (RFC 21), shown as the job's ``user`` annotations; ``volatile``:
+        the annotations only, not in the eventlog (lost at a restart), as in flux-core."""
         payload = payload_of(req)
-        job = self._active_job(req, job_id_arg(payload))
-        memo = payload.get("memo")
+        memo, volatile = payload.get("memo"), payload.get("volatile", False)
         if not isinstance(memo, dict) or not memo:
             raise RPCError(errno.EPROTO, "memo: must be a non-empty object")
+        if not isinstance(volatile, bool):
+            raise RPCError(errno.EPROTO, "volatile: must be a boolean")
+        jobid = job_id_arg(payload)
+        job = self.lookup(jobid)
+        if not isinstance(job, Job):
+            raise RPCError(errno.ENOENT, "unknown job id" if job is None else "job is inactive")
+        if not req.owner and req.userid != job.userid:
+            raise RPCError(errno.EPERM, "guests can only add a memo to their own jobs")
+        if volatile:
+
+            def annotated() -> None:  # after the job's events posted so far, in the journal
+                self.annotate(job, {"user": memo})
+                req.respond({})
+
+            self.events.after_commit(annotated)
+            return
         self.post(job, "memo", memo)
         self.events.after_commit(lambda: req.respond({}))
 
