@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, str] = {
     "info": "job_info",
     "urgency": "job_urgency",
     "memo": "job_memo",
+    "last": "job_last",
     "raise": "job_raise",
     "kill": "job_kill",
     "cancel": "job_cancel",
@@ -34,6 +35,7 @@ subcommands:
   info       print a job's jobspec, R, J or eventlogs
   urgency    change a pending job's urgency
   memo       attach KEY=VALUE data to a job
+  last       print your most recently submitted job ids
   raise      raise an exception on jobs
   kill       send a signal to running jobs
   cancel     cancel jobs (as pflux cancel)

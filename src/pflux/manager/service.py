@@ -24,6 +24,7 @@ from pflux.manager import restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
+from pflux.manager.history import History
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin
@@ -64,6 +65,7 @@ class JobManager(Service):
         self.owner = broker.owner
         self.jobs: dict[int, Job] = {}  # active (and NEW) jobs
         self.ended: dict[int, Ended] = {}  # inactive jobs, kept small
+        self.history = History()  # each user's job ids, for `pflux job last`
         self.by_state: dict[State, dict[Job, None]] = {
             state: {} for state in (State(1 << i) for i in range(7))
         }
@@ -110,6 +112,8 @@ class JobManager(Service):
     async def start(self) -> None:
         self.jobs, self.ended = await restart.load(self.broker)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
+        valid = [(job.userid, job.id) for job in self.jobs.values() if job.state is not State.NEW]
+        self.history.rebuild([*valid, *((job.userid, job.id) for job in self.ended.values())])
         for job in self.jobs.values():
             self.by_state[job.state][job] = None
         active = list(self.jobs.values())
@@ -323,6 +327,7 @@ class JobManager(Service):
                 error = str(exc)
         if error is None:
             self.post(job, "validate")
+            self.history.add(job.userid, job.id)
             return None
         self.post(job, "invalidate")
         self.events.add_ops([["unlink", job_key(job.id), None]])
@@ -494,6 +499,14 @@ class JobManager(Service):
         # inactive, perhaps not yet durably: answer once everything posted so far is
         reply = {"id": job.id, "success": job.success, "errstr": job.error_text()}
         self.events.after_commit(lambda: req.respond(reply))
+
+    @method("history.get")
+    def history_get(self, req: Request) -> None:
+        """The requester's job ids, most recent first, sliced (flux-core's history plugin)."""
+        text = payload_of(req).get("slice")
+        if not isinstance(text, str):
+            raise RPCError(errno.EPROTO, "slice: must be a string such as [:1]")
+        req.respond({"jobs": self.history.get(req.userid, text)})
 
     # --- the queue ----------------------------------------------------------------------
 
