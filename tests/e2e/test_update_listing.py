@@ -29,7 +29,7 @@ def whole_node() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("spec", "counts"), [(slots, ["1", "2", "1"]), (whole_node, ["1", "4", "1"])]
 )
-def test_update_keeps_what_R_says(uri: str, client: Client, spec: Any, counts: list[str]) -> None:
+def test_update_keeps_r_counts(uri: str, client: Client, spec: Any, counts: list[str]) -> None:
     request = spec()
     request["attributes"]["system"]["duration"] = 600
     jobid = client.submit(request)
