@@ -439,7 +439,8 @@ class JobManager(Service):
         payload = payload_of(req)
         job = self._active_job(req, job_id_arg(payload))
         flags = payload.get("flags")
-        if not isinstance(flags, list) or not flags or not set(flags) <= KNOWN_FLAGS:
+        names = isinstance(flags, list) and all(type(f) is str and f in KNOWN_FLAGS for f in flags)
+        if not flags or not names:
             known = ", ".join(sorted(KNOWN_FLAGS))
             raise RPCError(
                 errno.EINVAL, f"flags: must be a non-empty list of {known}; got {flags!r}"
