@@ -273,6 +273,12 @@ class Client:
         )
         return int(reply["old_urgency"])
 
+    def memo(self, jobid: int, memo: dict[str, Any], *, volatile: bool = False) -> None:
+        """Attach ``memo`` to an active job (its ``user`` annotations); ``volatile``: not
+        in the eventlog."""
+        payload = {"id": int(jobid), "memo": memo, "volatile": volatile}
+        self.handle.call("job-manager.memo", payload)
+
     def list_jobs(
         self,
         *,

@@ -519,7 +519,7 @@ def test_no_dependencies_no_key(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--dependency=afterok", '--dependency: invalid dependency URI "afterok": expected'),
+        ("--dependency=after ok", '--dependency: invalid dependency URI "after ok": expected'),
         ("--dependency=afterok:", '--dependency: invalid dependency URI "afterok:": missing'),
         ("--begin-time=blursday", '--begin-time: invalid datetime "blursday"'),
         ("--begin-time=+a", '--begin-time: invalid datetime "+a": invalid Flux standard'),

@@ -14,7 +14,7 @@ from pflux.api import Client
 from pflux.broker.message import RPCError
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from support.instance import fails, jobspec, ok
+from support.instance import fails, jobspec, ok, pflux
 
 FAIL = 256  # wait status of exit code 1
 
@@ -273,3 +273,77 @@ def test_a_satisfied_dependency_does_not_release_the_others(client: Client) -> N
     assert "can never be satisfied" in client.wait(c).errstr
     names = [name for name, _ in story(client, c)]
     assert names == ["dependency-add", "dependency-remove", "dependency-add", "exception"]
+
+
+def named(name: str, run: str = "0.05s", *deps: dict[str, Any], **test: Any) -> dict[str, Any]:
+    spec = job(run, *deps, **test)
+    spec["attributes"]["system"]["job"] = {"name": name}
+    return spec
+
+
+def test_afterexcept_waits_for_a_fatal_exception(client: Client) -> None:
+    a = client.submit(job("0"))  # runs until canceled
+    b = client.submit(job("0.01s", dep("afterexcept", a)))
+    client.wait_event(a, "start")
+    client.cancel(a)
+    assert client.wait(b).success
+    desc = {"description": f"after-except={a}"}
+    assert story(client, b) == [
+        ("dependency-add", desc),
+        ("dependency-remove", desc),
+        ("depend", None),
+    ]
+
+
+def test_afterexcept_is_not_satisfied_by_a_failure(client: Client) -> None:
+    a = client.submit(job("0.05s", wait_status=FAIL))
+    b = client.submit(job("0.01s", dep("afterexcept", a)))
+    assert client.wait(b).errstr == (
+        f"Fatal exception type=depend dependency after-except={a} can never be satisfied"
+    )
+    with pytest.raises(RPCError, match=f"dependency: afterexcept: job {a}: no exception"):
+        client.submit(job("0.01s", dep("afterexcept", a)))
+
+
+def test_after_is_deprecated_for_afterstart(uri: str, client: Client) -> None:
+    a = client.submit(job("0"))
+    proc = pflux(uri, "submit", f"--dependency=after:{a}", "true")
+    assert proc.stderr == "dependency scheme 'after' is deprecated, use 'afterstart'\n"
+    b = JobID.parse(proc.stdout)
+    warning = client.wait_event(b, "exception")
+    assert warning.context == {
+        "type": "depend",
+        "severity": 3,
+        "note": "dependency scheme 'after' is deprecated, use 'afterstart'",
+    }
+    c = client.submit(job("0.01s", dep("afterstart", a)))
+    remove = client.wait_event(c, "dependency-remove")
+    assert remove.context == {"description": f"after-start={a}"}
+    assert "exception" not in [e.name for e in log(client, c)]
+    client.cancel(a)
+    client.wait(b)
+
+
+def test_singleton_needs_a_job_name(uri: str) -> None:
+    assert fails(uri, "submit", "--dependency=singleton", "true").strip() == (
+        "pflux-submit: ERROR: singleton jobs require a job name"
+    )
+
+
+def test_singletons_of_a_name_run_one_at_a_time(client: Client) -> None:
+    other = client.submit(named("solo", "0"))  # no singleton dependency, but the same name
+    first = client.submit(named("solo", "0.05s", dep("singleton", "")))
+    client.wait_event(first, "dependency-add")
+    rest = [client.submit(named("solo", "0.05s", dep("singleton", ""))) for _ in range(2)]
+    elsewhere = client.submit(named("else", "0.01s", dep("singleton", "")))
+    assert client.wait(elsewhere).success  # another name: not held
+    client.cancel(other)
+    chain = [first, *rest]
+    for jobid in chain:
+        assert client.wait(jobid).success
+    spans = []
+    for jobid in chain:
+        events = {e.name: e.timestamp for e in log(client, jobid)}
+        spans.append((events["alloc"], events["clean"]))
+        assert ("dependency-remove", {"description": "singleton"}) in story(client, jobid)
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))

@@ -55,7 +55,8 @@ FIELDS = (
     "enable", "start", "reason", "service", "path", "matchtag", "mode", "limit", "full",
     "digest", "userid", "states", "dry_run", "R", "priority", "jobspec", "append",
     "waitcreate", "suffix", "attrs", "constraint", "max_entries", "since", "results",
-    "ranks", "final", "expiration", "t_submit", "status", "data", "stream", "rank",
+    "ranks", "final", "expiration", "t_submit", "status", "data", "stream", "rank", "slice",
+    "volatile",
 )  # fmt: skip
 
 

@@ -13,6 +13,8 @@ SUBCOMMANDS: dict[str, str] = {
     "wait-event": "job_wait_event",
     "info": "job_info",
     "urgency": "job_urgency",
+    "memo": "job_memo",
+    "last": "job_last",
     "raise": "job_raise",
     "kill": "job_kill",
     "cancel": "job_cancel",
@@ -32,6 +34,8 @@ subcommands:
   wait-event wait for an event in a job's eventlog
   info       print a job's jobspec, R, J or eventlogs
   urgency    change a pending job's urgency
+  memo       attach KEY=VALUE data to a job
+  last       print your most recently submitted job ids
   raise      raise an exception on jobs
   kill       send a signal to running jobs
   cancel     cancel jobs (as pflux cancel)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
@@ -468,7 +469,10 @@ def _dependency(kind: str, text: str, now: float) -> dict[str, Any]:
     try:
         if kind == "begin-time":
             return dependency.begin_time(text, now=now)
-        return dependency.parse_uri(text)
+        parsed = dependency.parse_uri(text)
+        if parsed["scheme"] == "after":
+            print("dependency scheme 'after' is deprecated, use 'afterstart'", file=sys.stderr)
+        return parsed
     except DependencyError as exc:
         option = "--begin-time" if kind == "begin-time" else "--dependency"
         raise DependencyError(f"{option}: {exc}") from None

@@ -438,6 +438,12 @@ def _on_jobspec_update(summary: JobSummary, live: Job, event: Event, entry: dict
     apply_jobspec_updates(updated, event.context or {})
     live.jobspec = updated
     summary.read_jobspec(updated)
+    if live.R is not None:
+        # a running job's counts are R's (whole nodes, cores per node), not the request's;
+        # its expiration is the resource-update's that follows
+        expiration = summary.expiration
+        summary.read_resources(live.R, updated)
+        summary.expiration = expiration
 
 
 def _on_resource_update(

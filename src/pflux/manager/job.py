@@ -24,6 +24,7 @@ class Outcome:
     __slots__ = ()
     state: State
     exception: tuple[str, str] | None
+    ended_by_exception: bool  # a fatal exception, not finish, took it to CLEANUP
     finish_status: int | None
 
     @property
@@ -58,6 +59,7 @@ class Job(Outcome):
         "allocated",
         "depend_checked",
         "dependencies",
+        "ended_by_exception",
         "exception",
         "exec_killed",
         "expiration",
@@ -107,6 +109,7 @@ class Job(Outcome):
         self.finish_status: int | None = None
         self.release_final = False
         self.exception: tuple[str, str] | None = None  # first fatal: (type, note)
+        self.ended_by_exception = False
         self.memo: dict[str, Any] = {}
         self.jobspec_updates: dict[str, Any] = {}
         self.expiration: float | None = None
@@ -148,7 +151,16 @@ class Ended(Outcome):
     eventlog, or those the job went through when it ended live).
     """
 
-    __slots__ = ("allocated", "exception", "finish_status", "id", "nevents", "started", "userid")
+    __slots__ = (
+        "allocated",
+        "ended_by_exception",
+        "exception",
+        "finish_status",
+        "id",
+        "nevents",
+        "started",
+        "userid",
+    )
     state = State.INACTIVE
 
     def __init__(self, job: Job, nevents: int | None = None) -> None:
@@ -159,6 +171,7 @@ class Ended(Outcome):
         self.started = job.started
         self.finish_status = job.finish_status
         self.exception = job.exception
+        self.ended_by_exception = job.ended_by_exception
 
     def __repr__(self) -> str:
         return f"Ended({self.id}, {self.result})"

@@ -25,14 +25,16 @@ from pflux.manager import checkpoint, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
+from pflux.manager.history import History
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin, perilog
-from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
+from pflux.manager.plugins.after import After, AfterAny, AfterExcept, AfterNotOk, AfterOk
 from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.priority import priority
+from pflux.manager.plugins.singleton import Singleton
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.requests import (
     check_urgency,
@@ -76,6 +78,7 @@ class JobManager(Service):
         self.owner = broker.owner
         self.jobs: dict[int, Job] = {}  # active (and NEW) jobs
         self.ended: dict[int, Ended] = {}  # inactive jobs, kept small
+        self.history = History()  # each user's job ids, for `pflux job last`
         self.by_state: dict[State, dict[Job, None]] = {
             state: {} for state in (State(1 << i) for i in range(7))
         }
@@ -97,8 +100,10 @@ class JobManager(Service):
         self._idle: list[Request] = []
         self._depending: set[Job] = set()  # jobs whose dependencies are being added
         self._free_hooks = False  # a plugin may hold resources back (an epilog)
-        for scheme in (After, AfterAny, AfterOk, AfterNotOk, BeginTime, String, Fluid):
+        schemes = (After, AfterAny, AfterOk, AfterNotOk, AfterExcept, BeginTime, String, Fluid)
+        for scheme in schemes:
             self.add_plugin(scheme(self))
+        self.add_plugin(Singleton(self))  # counts the jobs that pass every other check
         perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
         if perilog.active:
             self.add_plugin(perilog)
@@ -127,6 +132,8 @@ class JobManager(Service):
         self.jobs, self.ended, zombies = await restart.load(self.broker)
         self.waits.restarted(self.jobs, zombies)
         self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
+        valid = [(job.userid, job.id) for job in self.jobs.values() if job.state is not State.NEW]
+        self.history.rebuild([*valid, *((job.userid, job.id) for job in self.ended.values())])
         for job in self.jobs.values():
             self.by_state[job.state][job] = None
         active = list(self.jobs.values())
@@ -347,6 +354,7 @@ class JobManager(Service):
         if error is None:
             self.post(job, "validate")
             self.waits.accepted(job)
+            self.history.add(job.userid, job.id)
             return None
         self.waits.refused(job)
         self.post(job, "invalidate")
@@ -429,11 +437,28 @@ class JobManager(Service):
 
     @method("memo")
     def memo(self, req: Request) -> None:
+        """A memo event (RFC 21), shown as the job's ``user`` annotations; ``volatile``:
+        the annotations only, not in the eventlog (lost at a restart), as in flux-core."""
         payload = payload_of(req)
-        job = self._active_job(req, job_id_arg(payload))
-        memo = payload.get("memo")
+        memo, volatile = payload.get("memo"), payload.get("volatile", False)
         if not isinstance(memo, dict) or not memo:
             raise RPCError(errno.EPROTO, "memo: must be a non-empty object")
+        if not isinstance(volatile, bool):
+            raise RPCError(errno.EPROTO, "volatile: must be a boolean")
+        jobid = job_id_arg(payload)
+        job = self.lookup(jobid)
+        if not isinstance(job, Job):
+            raise RPCError(errno.ENOENT, "unknown job id" if job is None else "job is inactive")
+        if not req.owner and req.userid != job.userid:
+            raise RPCError(errno.EPERM, "guests can only add a memo to their own jobs")
+        if volatile:
+
+            def annotated() -> None:  # after the job's events posted so far, in the journal
+                self.annotate(job, {"user": memo})
+                req.respond({})
+
+            self.events.after_commit(annotated)
+            return
         self.post(job, "memo", memo)
         self.events.after_commit(lambda: req.respond({}))
 
@@ -442,7 +467,8 @@ class JobManager(Service):
         payload = payload_of(req)
         job = self._active_job(req, job_id_arg(payload))
         flags = payload.get("flags")
-        if not isinstance(flags, list) or not flags or not set(flags) <= KNOWN_FLAGS:
+        names = isinstance(flags, list) and all(type(f) is str and f in KNOWN_FLAGS for f in flags)
+        if not flags or not names:
             known = ", ".join(sorted(KNOWN_FLAGS))
             raise RPCError(
                 errno.EINVAL, f"flags: must be a non-empty list of {known}; got {flags!r}"
@@ -511,6 +537,14 @@ class JobManager(Service):
         # inactive, perhaps not yet durably: answer once everything posted so far is
         reply = result_of(job.id, job)
         self.events.after_commit(lambda: req.respond(reply))
+
+    @method("history.get")
+    def history_get(self, req: Request) -> None:
+        """The requester's job ids, most recent first, sliced (flux-core's history plugin)."""
+        text = payload_of(req).get("slice")
+        if not isinstance(text, str):
+            raise RPCError(errno.EPROTO, "slice: must be a string such as [:1]")
+        req.respond({"jobs": self.history.get(req.userid, text)})
 
     # --- the queue ----------------------------------------------------------------------
 

@@ -219,6 +219,8 @@ def _exception(job: Job, event: Event) -> State:
     severity = _context(job, event, "severity", int, lo=0, hi=SEVERITY_MAX)
     etype = _context(job, event, "type", str)
     if severity == 0:
+        if job.state is not CLEANUP:
+            job.ended_by_exception = True
         if job.exception is None:
             note = (event.context or {}).get("note", "")
             job.exception = (etype, str(note))
@@ -260,6 +262,12 @@ def _unchanged(job: Job, event: Event) -> State:
     return job.state
 
 
+def _flux_restart(job: Job, event: Event) -> State:
+    # RFC 21: a job waiting for resources goes back to PRIORITY, and a priority
+    # event (posted even when the priority is unchanged, a held job's 0 too) takes it out
+    return PRIORITY if job.state is SCHED else job.state
+
+
 ACTIVE_STATES = (NEW, DEPEND, PRIORITY, SCHED, RUN, CLEANUP)
 PENDING_STATES = (NEW, DEPEND, PRIORITY, SCHED)
 
@@ -299,7 +307,7 @@ def _table() -> dict[tuple[State, str], Handler]:
         table[state, "exception"] = _exception
         table[state, "memo"] = _memo
         table[state, "set-flags"] = _set_flags
-        table[state, "flux-restart"] = _unchanged
+        table[state, "flux-restart"] = _flux_restart
     for state in PENDING_STATES:
         table[state, "urgency"] = _urgency
         table[state, "jobspec-update"] = _jobspec_update

@@ -170,6 +170,7 @@ class Policy:
         self.queue = Queue()
         self.depth = depth
         self._estimated: PendingJob | None = None  # the job carrying a t_estimate
+        self._reasoned: list[PendingJob] = []  # the jobs carrying a reason_pending
         self._cache: tuple[int, PendingJob | None, Reservation | None] = (-1, None, None)
 
     def schedule(self, now: float) -> PassResult:
@@ -198,8 +199,10 @@ class Policy:
             i += 1
         taken = {job.id for job, _ in result.allocated}
         end = i
+        blocked: list[PendingJob] = []
         if i < len(jobs):
-            end = self._blocked(i, now, result, taken)
+            end = self._blocked(i, now, result, taken, blocked)
+        self._move_reasons(blocked, taken, result)
         backfilled = len(taken) > i
         if taken:
             self.queue._drop(taken, end)
@@ -219,14 +222,32 @@ class Policy:
             return head.priority
         return jobs[self.depth].priority if len(jobs) > self.depth else -1
 
-    def _blocked(self, i: int, now: float, result: PassResult, taken: set[int]) -> int:
-        """The head job (at ``i``) is blocked: annotate it and backfill behind it.
+    def _move_reasons(self, blocked: list[PendingJob], taken: set[int], result: PassResult) -> None:
+        """``blocked`` (found so by this pass) carry reason_pending; the jobs still queued
+        that carried it and are not among them lose it (a new head after an urgency
+        change, flux-core's annotation following the head), as t_estimate does."""
+        if not blocked and not self._reasoned:
+            return
+        for job in blocked:
+            result.note(job, "reason_pending", REASON_BLOCKED)
+        now_blocked = {job.id for job in blocked}
+        queue = self.queue
+        for job in self._reasoned:
+            if job.id not in now_blocked and job.id not in taken and queue.get(job.id) is job:
+                result.note(job, "reason_pending", None)
+        self._reasoned = blocked
+
+    def _blocked(
+        self, i: int, now: float, result: PassResult, taken: set[int], blocked: list[PendingJob]
+    ) -> int:
+        """The head job (at ``i``) is blocked: list it in ``blocked`` and backfill behind
+        it (listing the jobs that did not fit).
 
         Returns the end of the part of the queue looked at.
         """
         jobs = self.queue._jobs
         head = jobs[i]
-        result.note(head, "reason_pending", REASON_BLOCKED)
+        blocked.append(head)
         reservation = self._reservation(head)
         estimate = reservation.time if reservation is not None else None
         previous = self._estimated
@@ -262,8 +283,7 @@ class Policy:
                 taken.add(job.id)
                 continue
             misfits.add(shape)
-            if job.sent.get("reason_pending") != REASON_BLOCKED:
-                result.note(job, "reason_pending", REASON_BLOCKED)
+            blocked.append(job)
         return end
 
     def _reservation(self, head: PendingJob) -> Reservation | None:

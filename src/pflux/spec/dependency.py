@@ -37,6 +37,8 @@ _RESERVED: Final = frozenset({"scheme", "value"})
 def parse_uri(text: str) -> dict[str, Any]:
     """The RFC 26 object form of a command-line dependency URI."""
     scheme, colon, rest = text.partition(":")
+    if not colon and _SCHEME.fullmatch(text):
+        return {"scheme": text.lower(), "value": ""}  # a scheme alone (flux's "singleton")
     if not colon:
         raise DependencyError(f'invalid dependency URI "{text}": expected SCHEME:VALUE')
     if not scheme:

@@ -12,6 +12,7 @@ from pflux.manager.job import Job
 from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
 from pflux.manager.plugins.antecedents import Condition, verdict
 from pflux.manager.plugins.openmp import Fluid, String
+from pflux.manager.plugins.singleton import Singleton
 from pflux.manager.states import State, apply
 from pflux.spec.eventlog import Event
 
@@ -193,3 +194,69 @@ def test_fluid_scope_user_needs_the_users_own_job() -> None:
         alice, {"scheme": "fluid", "value": "1", "type": "in", "scope": "global"}
     )
     assert host.jobs[1].state is State.RUN
+
+
+class DeferringHost(Host):
+    """A host whose loop only records what is deferred, run when the test says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deferred: list[Any] = []
+
+    @property
+    def loop(self) -> Any:
+        return self
+
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        self.deferred.append((fn, args))
+
+    def run_deferred(self) -> None:
+        calls, self.deferred = self.deferred, []
+        for fn, args in calls:
+            fn(*args)
+
+
+def named(host: Host, jobid: int, name: str, *events: str, **ctx: Any) -> Job:
+    job = host.job(jobid, ALICE, *events, **ctx)
+    job.jobspec = {"attributes": {"system": {"job": {"name": name}}}}
+    return job
+
+
+SINGLETON = {"scheme": "singleton", "value": ""}
+HELD = {"dependency_add": {"description": "singleton"}}
+
+
+def test_singletons_held_at_a_restart_wait_until_every_job_is_counted() -> None:
+    host = DeferringHost()
+    plugin = Singleton(host)
+    running = named(host, 1, "x", *RUN, **PRIO)
+    first = named(host, 2, "x", "validate", "dependency-add", **HELD)
+    second = named(host, 3, "x", "validate", "dependency-add", **HELD)
+    # the job manager's order: a held job's dependencies are taken up as it is restarted
+    for job in (first, running, second):
+        if job.state is State.DEPEND:
+            plugin.depend(job, SINGLETON)
+        plugin.restarted(job)
+    posted = len(host.posted)
+    host.run_deferred()
+    assert len(host.posted) == posted  # the running job, counted, holds both
+    release = {"ranks": "all", "final": True}
+    for name, ctx in [("finish", {"status": 0}), ("release", release), ("free", None)]:
+        host.post(running, name, ctx)
+    host.post(running, "clean")
+    plugin.event(running, Event(2000.0, "clean", None))
+    assert host.posted[-1] == (2, "dependency-remove", {"description": "singleton"})
+    assert second.state is State.DEPEND
+
+
+def test_singleton_alone_runs_at_once_and_needs_a_name() -> None:
+    host = Host()
+    plugin = Singleton(host)
+    alone = named(host, 1, "y")
+    plugin.validate(alone)
+    host.post(alone, "validate")
+    plugin.depend(alone, SINGLETON)
+    assert "dependency-add" not in [name for _, name, _ in host.posted]
+    nameless = host.job(2, ALICE)
+    with pytest.raises(RPCError, match="singleton jobs require a job name"):
+        plugin.validate_dependency(nameless, SINGLETON)

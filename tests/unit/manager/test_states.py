@@ -173,6 +173,19 @@ def test_urgency_in_sched_goes_back_through_priority() -> None:
     assert (job.state, job.priority) == (S.SCHED, 4294967295)
 
 
+def test_flux_restart_returns_a_waiting_job_to_priority() -> None:
+    held = run("submit", "validate", "depend")
+    apply(held, ev("priority", priority=0))
+    apply(held, ev("flux-restart"))
+    assert held.state is S.PRIORITY  # and a priority event, even the same 0, takes it out
+    apply(held, ev("priority", priority=0))
+    assert held.state is S.SCHED
+    for prefix, state in [(("submit", "validate"), S.DEPEND), (LIFECYCLE[:6], S.RUN)]:
+        job = run(*prefix)
+        apply(job, ev("flux-restart"))
+        assert job.state is state
+
+
 def test_urgency_after_alloc_is_illegal() -> None:
     job = run("submit", "validate", "depend", "priority", "alloc")
     with pytest.raises(InvalidTransition):

@@ -227,8 +227,29 @@ def test_t_estimate_moves_to_the_new_head() -> None:
     result = policy.schedule(NOW)
     new = policy.queue.get(3)
     assert new is not None
-    assert result.annotations[old] == {"t_estimate": None}
+    # the reason moves too: nothing looked at the old head (no core free to backfill on)
+    assert result.annotations[old] == {"reason_pending": None, "t_estimate": None}
     assert result.annotations[new] == {"reason_pending": REASON_BLOCKED, "t_estimate": NOW + 100}
+    assert "reason_pending" not in old.sent
+
+
+def test_reason_pending_stays_on_jobs_found_blocked_behind_the_head() -> None:
+    policy = policy_of(3)
+    submit(policy, job(1, 2, duration=100.0))
+    assert started(policy) == [1]
+    submit(policy, job(2, 3), job(3, 2))  # 3 cannot backfill: it would end after 1
+    result = policy.schedule(NOW)
+    assert {j.id: a for j, a in result.annotations.items()} == {
+        2: {"reason_pending": REASON_BLOCKED, "t_estimate": NOW + 100},
+        3: {"reason_pending": REASON_BLOCKED},
+    }
+    assert policy.queue.reprioritize(3, 31)
+    result = policy.schedule(NOW)
+    # 3, now the head, keeps its reason; 2, behind it, is looked at and still blocked
+    assert {j.id: a for j, a in result.annotations.items()} == {
+        2: {"t_estimate": None},
+        3: {"t_estimate": NOW + 100},
+    }
 
 
 def test_cancel_of_the_estimated_job() -> None:

@@ -86,6 +86,11 @@ def test_scheme_is_case_folded_like_a_uri_scheme() -> None:
     assert parse_uri("AfterOK:ƒ2")["scheme"] == "afterok"
 
 
+def test_a_scheme_alone_has_an_empty_value() -> None:
+    # flux-core's CLI reads "singleton" as "singleton:" (a scheme whose value is unused)
+    assert parse_uri("Singleton") == {"scheme": "singleton", "value": ""}
+
+
 def test_empty_options_are_skipped() -> None:
     assert parse_uri("x:y?&a=1&&b=2;") == {"scheme": "x", "value": "y", "a": 1, "b": 2}
     assert parse_uri("x:y?") == {"scheme": "x", "value": "y"}
@@ -94,8 +99,8 @@ def test_empty_options_are_skipped() -> None:
 @pytest.mark.parametrize(
     ("uri", "why"),
     [
-        ("afterok", "expected SCHEME:VALUE"),
         ("", "expected SCHEME:VALUE"),
+        ("after ok", "expected SCHEME:VALUE"),
         (":ƒ2", "missing scheme"),
         ("afterok:", "missing value"),
         ("afterok:?a=1", "missing value"),
@@ -193,7 +198,7 @@ def test_parse_raises_only_dependency_error(text: str) -> None:
     assert isinstance(dep["scheme"], str)
     assert isinstance(dep["value"], str)
     assert dep["scheme"]
-    assert dep["value"]
+    assert dep["value"] or ":" not in text  # only a scheme alone has an empty value
 
 
 json_like = (

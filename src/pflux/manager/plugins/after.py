@@ -1,12 +1,16 @@
-"""RFC 26's simple dependencies: after, afterany, afterok, afternotok (plus flux's afterstart).
+"""RFC 26's simple dependencies: after, afterany, afterok, afternotok (plus flux's
+afterstart and afterexcept).
 
 The value is the antecedent's job id in any FLUID encoding. Submission is
 refused, with flux-core's words, for an id that does not parse or names no
 job, for another user's job (unless the submitter owns the instance), and for
 an antecedent already inactive that can never satisfy the dependency. The
-dependency's description is ``after-start=VALUE`` (after), ``after-finish``
-(afterany), ``after-success`` (afterok) or ``after-failure`` (afternotok), with
-VALUE the id as the user wrote it.
+dependency's description is ``after-start=VALUE`` (after, afterstart),
+``after-finish`` (afterany), ``after-success`` (afterok), ``after-failure``
+(afternotok) or ``after-except`` (afterexcept: the antecedent ran and a fatal
+exception, not its end, took it to CLEANUP), with VALUE the id as the user
+wrote it. ``after`` is flux-core's deprecated name for ``afterstart``: a job
+using it gets a non-fatal ``depend`` exception saying so, as in flux-core.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from pflux.spec.fluid import JobID
 if TYPE_CHECKING:
     from pflux.manager.job import Ended, Job
     from pflux.spec.eventlog import Event
+
+
+DEPRECATED = "dependency scheme 'after' is deprecated, use 'afterstart'"
 
 
 def _refuse(message: str) -> RPCError:
@@ -55,6 +62,8 @@ class AfterScheme(Plugin):
 
     def validate_dependency(self, job: Job, dependency: dict[str, Any]) -> None:
         antecedent = self._antecedent(job, dependency)
+        if dependency["scheme"] == "after":
+            self.host.raise_exception(job, "depend", DEPRECATED, severity=3)
         if antecedent.state is not State.INACTIVE:
             return
         why = verdict(self.condition, antecedent)
@@ -63,6 +72,8 @@ class AfterScheme(Plugin):
             raise _refuse(f"dependency: after: {value} never started")
         if why is not None and self.condition is Condition.SUCCESS:
             raise _refuse(f"dependency: afterok: job {value} failed or was canceled")
+        if why is not None and self.condition is Condition.EXCEPT:
+            raise _refuse(f"dependency: afterexcept: job {value}: no exception")
         if why is not None:
             raise _refuse(f"dependency: afternotok: job {value} succeeded")
 
@@ -103,3 +114,9 @@ class AfterNotOk(AfterScheme):
     name = "afternotok"
     schemes = ("afternotok",)
     condition = Condition.FAILURE
+
+
+class AfterExcept(AfterScheme):
+    name = "afterexcept"
+    schemes = ("afterexcept",)
+    condition = Condition.EXCEPT

@@ -27,6 +27,7 @@ class Condition(enum.Enum):
     FINISH = "after-finish"  # become inactive, whatever the result
     SUCCESS = "after-success"  # become inactive, successfully
     FAILURE = "after-failure"  # become inactive, unsuccessfully
+    EXCEPT = "after-except"  # become inactive, a fatal exception having ended its run
 
 
 NEVER_STARTED = "job never started"
@@ -47,6 +48,8 @@ def verdict(condition: Condition, antecedent: Job | Ended) -> str | None:
         return None
     if not antecedent.allocated:
         return NEVER_STARTED
+    if condition is Condition.EXCEPT:
+        return None if antecedent.ended_by_exception else NEVER_SATISFIED
     succeeded = antecedent.result == COMPLETED
     if condition is Condition.SUCCESS:
         return None if succeeded else NEVER_SATISFIED

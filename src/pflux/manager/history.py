@@ -1,0 +1,54 @@
+"""Each user's jobs, most recent first, for ``pflux job last`` (flux-core's history plugin).
+
+Job ids are FLUIDs, ordered as their submissions (RFC 19), so a user's
+history is the user's job ids in descending order; it is rebuilt from the
+replayed jobs at a restart. ``get`` answers a Python-style slice of it,
+``[start:stop[:step]]``, as flux-core's ``job-manager.history.get`` does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import re
+from collections.abc import Iterable
+
+from pflux.broker.message import RPCError
+
+_SLICE = re.compile(r"\[([+-]?\d+)?:([+-]?\d+)?(?::([+-]?\d+)?)?\]")
+SLICE_ERROR = "could not parse python-style slice expression"
+
+
+def parse_slice(text: str) -> slice:
+    """``[start:stop[:step]]``, each part optional (step not 0), as a ``slice``."""
+    match = _SLICE.fullmatch(text)
+    if match is None or (match.group(3) is not None and int(match.group(3)) == 0):
+        raise RPCError(errno.EINVAL, SLICE_ERROR)
+    start, stop, step = (None if part is None else int(part) for part in match.groups())
+    return slice(start, stop, step)
+
+
+class History:
+    """Job ids by user, in submission order (ascending; read from the end)."""
+
+    def __init__(self) -> None:
+        self._users: dict[int, list[int]] = {}
+
+    def rebuild(self, jobs: Iterable[tuple[int, int]]) -> None:
+        """Every (userid, jobid) known at a restart."""
+        for userid, jobid in jobs:
+            self._users.setdefault(userid, []).append(jobid)
+        for ids in self._users.values():
+            ids.sort()
+
+    def add(self, userid: int, jobid: int) -> None:
+        ids = self._users.setdefault(userid, [])
+        if not ids or jobid > ids[-1]:
+            ids.append(jobid)
+        else:
+            bisect.insort(ids, jobid)
+
+    def get(self, userid: int, text: str) -> list[int]:
+        """The slice ``text`` of ``userid``'s jobs, index 0 the most recent."""
+        selected = parse_slice(text)
+        return list(reversed(self._users.get(userid, ())))[selected]
