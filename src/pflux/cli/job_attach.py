@@ -8,15 +8,22 @@ Standard input is forwarded to the job's tasks (all of them, or those
 ``--stdin-ranks`` names) once they run, as ``job-exec.stdin`` requests that
 job-exec appends to the guest ``input`` eventlog; the end of stdin closes the
 tasks' stdin. With ``--stdin-ranks``, the other tasks' stdin is closed at
-once, as flux-core does; ``--read-only`` forwards nothing.
+once, as flux-core does; ``--read-only`` forwards nothing and catches no
+signals (``attach_signals``).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from pflux.cli.attach_signals import Signals
+    from pflux.cli.statusline import StatusLine
 
 STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
 STDIN_IN_FLIGHT = 4  # stdin requests unanswered before reading stops
@@ -50,16 +57,28 @@ def main(argv: list[str]) -> int:
 
         jobid = JobID.parse(args.jobid)
         stdin_ranks = None if args.read_only else _ranks(args.stdin_ranks)
-        with Handle(args.uri) as handle:
+        with Handle(args.uri) as handle, catching(not args.read_only) as signals:
             return attach(
                 handle,
                 jobid,
                 label_io=args.label_io,
                 show_events=args.show_events,
                 stdin_ranks=stdin_ranks,
+                signals=signals,
             )
 
     return base.run("job attach", body)
+
+
+def catching(wanted: bool) -> AbstractContextManager[Signals | None]:
+    """The attach signals caught (``attach_signals``) while in the block, or None if not wanted."""
+    if not wanted:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from pflux.cli.attach_signals import Signals
+
+    return Signals()
 
 
 def _ranks(text: str) -> str:
@@ -142,10 +161,14 @@ class _Attach:
     """The job's streams at once on one connection: its eventlog and output, and stdin."""
 
     def __init__(self, jobid: int, label_io: bool, show_events: bool, stdin: _Stdin | None) -> None:
+        from pflux.cli import statusline
         from pflux.spec.eventlog import EventlogReader
         from pflux.spec.fluid import JobID
 
         self.jobid = JobID(jobid)
+        self.status: StatusLine | None = None
+        if statusline.wanted(show_events):
+            self.status = statusline.StatusLine(self.jobid.f58)
         self.label_io = label_io
         self.show_events = show_events
         self.stdin = stdin
@@ -167,7 +190,12 @@ class _Attach:
             if not self.t0:
                 self.t0 = event.timestamp
             context = event.context or {}
+            if self.status is not None:
+                fatal = event.name == "exception" and context.get("severity") == 0
+                self.status.event(event.name, event.timestamp, fatal)
             if event.name == "exception":
+                if self.status is not None:
+                    self.status.before_text()
                 sys.stderr.write(
                     f"{event.timestamp - self.t0:.3f}s: job.exception {self.jobid}"
                     f" type={context.get('type')} severity={context.get('severity')}"
@@ -242,11 +270,14 @@ def attach(
     label_io: bool = False,
     show_events: bool = False,
     stdin_ranks: str | None = None,
+    signals: Signals | None = None,
 ) -> int:
     """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code.
 
     ``stdin_ranks`` (``all`` or an idset): forward this process's stdin to
-    those tasks; None forwards nothing.
+    those tasks; None forwards nothing. ``signals``: the signals caught for
+    the job (``catching``); detaching with Ctrl-C Ctrl-Z returns 1 at once,
+    as ``flux job attach`` does.
     """
     stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
@@ -262,7 +293,9 @@ def attach(
         handle.rpc(
             watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True, wait=True
         ).then(state.on_exec_event)
-    _loop(handle, state)
+    _loop(handle, state, signals)
+    if signals is not None and signals.detached:
+        return 1
     if state.error is not None:
         raise state.error
     if stdin is not None and stdin.error is not None:
@@ -274,19 +307,30 @@ def attach(
     return state.exit_code
 
 
-def _loop(handle: Any, state: _Attach) -> None:
-    """Serve the streams until they end, reading stdin whenever it can be sent."""
+def _loop(handle: Any, state: _Attach, signals: Signals | None) -> None:
+    """Serve the streams until they end (or the client detaches), reading stdin
+    whenever it can be sent, acting on caught signals and drawing the status line."""
     import select
 
     stdin = state.stdin
+    status = state.status
     conn = handle.fileno()
-    while state.open:
-        if stdin is None or not stdin.wanted():
-            handle.process(None)
-            continue
+    while state.open and not (signals is not None and signals.detached):
         handle.flush()
-        ready, _, _ = select.select([conn, 0], [], [])
+        fds = [conn]
+        if signals is not None:
+            fds.append(signals.fd)
+        if stdin is not None and stdin.wanted():
+            fds.append(0)
+        timeout = status.timeout() if status is not None else None
+        ready, _, _ = select.select(fds, [], [], timeout)
+        if status is not None:
+            status.tick()
+        if signals is not None and signals.fd in ready:
+            signals.handle(handle, state.jobid)
         if conn in ready:
             handle.process(None)
-        if 0 in ready and stdin.wanted():
+        if 0 in ready and stdin is not None and stdin.wanted():
             stdin.read()
+    if status is not None:
+        status.end()
