@@ -192,14 +192,16 @@ class _Pipe:
 class _Input:
     """A task's stdin pipe: what the job's input holds for it and the task has not read."""
 
-    __slots__ = ("eof", "fd", "held", "polling", "ready")
+    __slots__ = ("eof", "fd", "held", "midline", "polling", "ready", "tty")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, tty: bool = False) -> None:
         self.fd = fd
         self.held = bytearray()
         self.eof = False
         self.polling = False  # waiting for the pipe to take more
         self.ready = False  # made non-blocking (most jobs are never sent input)
+        self.tty = tty  # a pty's master: the end is typed, not a close
+        self.midline = False  # a tty's last input did not end a line
 
 
 class _Log:
@@ -334,12 +336,14 @@ class Shell:
         "inputs",
         "jobid",
         "log",
+        "masters",
         "orphaned",
         "paused",
         "pending",
         "pidfds",
         "pipes",
         "poller",
+        "ptys",
         "quitting",
         "rejoins",
         "sock",
@@ -358,6 +362,10 @@ class Shell:
         self.pending = 0  # bytes made since the last send
         self.poller = select.poll()
         self.pipes: dict[int, _Pipe] = {}
+        self.ptys: tuple[int, ...] = ()  # the ranks of the tasks on a pty
+        # their masters, open until every task is reaped: closing one hangs up its
+        # terminal, and SIGHUP would reach a task between its last close and its exit
+        self.masters: list[int] = []
         self.inputs: dict[int, _Input] = {}  # task rank -> its stdin pipe
         self.stdin_file: str | None = None
         self.pidfds: dict[int, int] = {}  # pidfd -> pid, until the task is reaped
@@ -403,6 +411,9 @@ class Shell:
                 hold = 0.0
                 ready = poll()
             self._dispatch(ready)
+        for master in self.masters:
+            os.close(master)
+        self.masters.clear()
         self._close_inputs()
         self._close_outputs()
         self._kill_orphans()
@@ -471,7 +482,7 @@ class Shell:
 
     def _start(self, description: tuple[Any, ...]) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
-        argv, env, tasks, cwd, tmpdirs, host, stdin, *outputs = description
+        argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, self.ptys = description
         self.host = host
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
         if cwd is not None:
@@ -481,7 +492,7 @@ class Shell:
                 raise _Failed(
                     f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
                 ) from None
-        self._open_outputs(outputs)
+        self._open_outputs([stdout, stderr])
         if stdin is not None:  # one error before any task starts, as flux-core gives
             self.stdin_file = stdin
             os.close(self._stdin(-1)[0])
@@ -555,6 +566,9 @@ class Shell:
         return os.pipe()  # the shell's end is made non-blocking when input first comes
 
     def _spawn(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
+        if rank in self.ptys:
+            self._spawn_on_pty(index, rank, argv, env)
+            return
         ends = []  # the task's stdout and stderr
         readers = []  # (the shell's end, its stream, the labelled file or -1, line-buffered)
         for stream, (files, labelled, line) in enumerate(self.targets):
@@ -573,17 +587,12 @@ class Shell:
                 os.close(reader)
             if feeder >= 0:
                 os.close(feeder)
-            raise _Failed(
-                f"task {rank} (host {self.host}): start failed: {argv[0]}: {exc.strerror}",
-                proc.start_failure_code(exc.errno or errno.EINVAL),
-            ) from None
+            raise self._start_failed(rank, argv, exc) from None
         finally:
             os.close(stdin)
             for _, stream, _, _ in readers:
                 os.close(ends[stream])
-        pidfd = os.pidfd_open(pid)
-        self.pidfds[pidfd] = pid
-        self.poller.register(pidfd, _IN)
+        self._started(pid)
         if feeder >= 0:
             self.inputs[rank] = _Input(feeder)
         for reader, stream, file, line in readers:
@@ -591,11 +600,53 @@ class Shell:
             self.pipes[reader] = _Pipe(tag, file, rank, line)
             self.poller.register(reader, _IN)
 
+    def _spawn_on_pty(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
+        """A task on a new pty (``pflux.shell.terminal``): its output is the rank's stdout."""
+        files, labelled, line = self.targets[0]
+        file = (files[index] if len(files) > 1 else files[0]) if files else -1
+        stdin = -1
+        if self.stdin_file is not None:  # the --input file, rather than the terminal
+            stdin = self._stdin(rank)[0]
+        master, slave = os.openpty()
+        try:
+            pid = proc.spawn_on_tty(argv, env, os.ttyname(slave), stdin=stdin)
+        except OSError as exc:
+            os.close(master)
+            raise self._start_failed(rank, argv, exc) from None
+        finally:
+            os.close(slave)
+            if stdin >= 0:
+                os.close(stdin)
+        self._started(pid)
+        if stdin < 0:
+            self.inputs[rank] = _Input(os.dup(master), tty=True)
+        self.masters.append(master)
+        pipe = self.pipes[master] = _Pipe(_STREAMS[0] + rank.to_bytes(4, "big"), file, rank, line)
+        if not labelled:
+            pipe.prefix = b""
+        self.poller.register(master, _IN)
+
+    def _started(self, pid: int) -> None:
+        pidfd = os.pidfd_open(pid)
+        self.pidfds[pidfd] = pid
+        self.poller.register(pidfd, _IN)
+
+    def _start_failed(self, rank: int, argv: list[str], exc: OSError) -> _Failed:
+        return _Failed(
+            f"task {rank} (host {self.host}): start failed: {argv[0]}: {exc.strerror}",
+            proc.start_failure_code(exc.errno or errno.EINVAL),
+        )
+
     # --- running ----------------------------------------------------------------------
 
     def _read(self, fd: int) -> None:
         pipe = self.pipes[fd]
-        data = os.read(fd, READ_SIZE)
+        try:
+            data = os.read(fd, READ_SIZE)
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            data = b""  # a pty's master once no process has the terminal open
         if data:
             chunk = pipe.buffer.feed(data)
             if not chunk:
@@ -614,7 +665,8 @@ class Shell:
             _write_all(pipe.file, label(pipe.prefix, rest))
         if not self.paused:
             self.poller.unregister(fd)
-        os.close(fd)
+        if fd not in self.masters:
+            os.close(fd)
         del self.pipes[fd]
 
     def _reap(self, pidfd: int) -> None:
@@ -712,6 +764,10 @@ class Shell:
                 continue
             target.held += data
             target.eof = eof
+            if target.tty:  # a terminal's end of input: one EOF character on a new line
+                target.midline = not data.endswith(b"\n") if data else target.midline
+                if eof:
+                    target.held += b"\x04\x04" if target.midline else b"\x04"
             if len(target.held) > INPUT_HELD_MAX:
                 warn(f"job {self.jobid}: a task left too much input unread; closing its stdin")
                 target.held.clear()

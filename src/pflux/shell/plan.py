@@ -7,7 +7,7 @@ them here (about 40 us) and sends the shell a ready-made description,
 ``marshal``-encoded (the launcher runs the same interpreter, and marshal
 needs no import): a tuple
 
-    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr)
+    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, ptys)
 
 - ``argv``: the command; ``env``: the environment every task shares (the
   jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
@@ -22,7 +22,8 @@ needs no import): a tuple
 - ``stdout``, ``stderr``: ``(paths, append, label)`` for a stream written
   to files, ``paths`` one per task (or one for all of them); for one
   captured in the KVS, whether it is line-buffered (the shell sends whole
-  lines, so that job-exec keeps no partial one).
+  lines, so that job-exec keeps no partial one);
+- ``ptys``: the ranks of the tasks that run on a pty (``pflux.shell.terminal``).
 
 The jobspec and R were validated by job-ingest and the scheduler, so only
 what is needed is read, and anything unexpected is a PfluxError naming the
@@ -46,6 +47,7 @@ from pflux.shell.output import (
     output_config,
     output_paths,
 )
+from pflux.shell.terminal import pty_ranks
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
 
@@ -91,6 +93,7 @@ def plan(
         places = layout(spec, targets(R))
         config = output_config(spec.shell_options.get("output", {}), output_limit)
         stdin = input_config(spec.shell_options.get("input", {}))
+        ptys = pty_ranks(spec.shell_options.get("pty"), len(places.tasks))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
@@ -134,5 +137,5 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
-    description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1])
+    description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], ptys)
     return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects))

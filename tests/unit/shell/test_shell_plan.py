@@ -38,7 +38,7 @@ def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: An
 
 def test_the_description_carries_the_command_and_flux_environment() -> None:
     jobspec = from_command(["sh", "-c", "x"], num_tasks=2, environment={"A": "1", "HOSTNAME": "a"})
-    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err) = described(jobspec)
+    planned, (argv, env, tasks, cwd, tmpdirs, host, stdin, out, err, ptys) = described(jobspec)
     assert argv == ["sh", "-c", "x"]
     assert env == {
         "A": "1",
@@ -55,6 +55,7 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
     assert host == "node1"
     assert stdin is None  # a pipe the shell feeds from the input eventlog
     assert (out, err) == (True, False)  # in the KVS: stdout line-buffered, stderr not
+    assert ptys == ()  # no task on a pty
     assert planned.ntasks == 2
     assert planned.redirects == ()
     assert planned.layout.taskmap() == {"version": 1, "map": [[0, 1, 2, 1]]}
@@ -73,7 +74,7 @@ def test_cores_beyond_the_instances_cpus_wrap_around() -> None:
 
 def test_files_are_rendered_and_named_in_redirects() -> None:
     jobspec = from_command(["true"], output="/o/{{id}}.out", label_io=True)
-    planned, (*_, out, err) = described(jobspec)
+    planned, (*_, out, err, _) = described(jobspec)
     path = f"/o/{JobID(JOB).f58}.out"
     assert out == ((path,), False, True)
     assert err == ((path,), False, True)  # stderr follows stdout
@@ -82,7 +83,7 @@ def test_files_are_rendered_and_named_in_redirects() -> None:
 
 def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
     jobspec = from_command(["true"], num_tasks=2, output="/o/{{taskid}}.out", error="/o/err")
-    planned, (*_, out, err) = described(jobspec)
+    planned, (*_, out, err, _) = described(jobspec)
     assert out == (("/o/0.out", "/o/1.out"), False, False)
     assert err == (("/o/err",), False, False)
     assert planned.redirects == (("stderr", "/o/err"),)  # as flux-core: none per task
@@ -90,7 +91,7 @@ def test_a_file_per_task_is_sent_to_the_shell_and_not_announced() -> None:
 
 def test_input_from_a_file_and_the_input_options() -> None:
     jobspec = from_command(["cat"], input="/in/data")
-    planned, (*_, stdin, _, _) = described(jobspec)
+    planned, (*_, stdin, _, _, _) = described(jobspec)
     assert stdin == "/in/data"
     assert planned.input.path == "/in/data"
     assert planned.input.limit == 10 << 20
