@@ -8,6 +8,7 @@ them, and the test reads what the terminal shows.
 from __future__ import annotations
 
 import signal
+import termios
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
@@ -118,3 +119,26 @@ def test_no_status_line_unless_stdin_stdout_and_stderr_are_terminals(uri: str) -
         assert piped.wait() == 1
         assert "waiting for" not in piped.text
         assert "job.exception" in piped.text
+
+
+def test_pty_interactive_makes_this_terminal_the_jobs_until_it_ends(uri: str) -> None:
+    command = ("run", "-o", "pty.interactive", *SH[:1], "--env=PS1=job> ", "sh")
+    with Terminal(uri, *command, size=(37, 101)) as term:
+        term.expect("job> ")
+        term.send(b"stty size; echo $((6*7))\r")
+        seen = term.expect(r"37 101\r\n42\r\n")
+        assert term.text.count("echo $((6*7))") == 1  # echoed by the job's pty alone: raw here
+        term.resize(40, 120)
+        term.send(b"stty size\r")
+        seen = term.expect(r"40 120\r\n", seen.end())
+        term.send(b"sleep 100\r")
+        term.expect(r"sleep 100\r\n", seen.end())
+        term.send(CTRL_C)  # to the job's terminal, which interrupts sleep: no notice here
+        seen = term.expect("job> ", seen.end())
+        term.send(b"exit 3\r")
+        assert term.wait() == 3
+        assert NOTICE not in term.text
+        _, _, _, lflag, *_ = termios.tcgetattr(term.master)  # the terminal is put back
+        assert lflag & (termios.ECHO | termios.ICANON | termios.ISIG) == (
+            termios.ECHO | termios.ICANON | termios.ISIG
+        )

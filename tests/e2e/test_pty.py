@@ -58,7 +58,6 @@ def test_input_from_a_file_is_the_task_stdin_and_output_still_the_terminal(
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("pty.interactive", "pty.interactive: not supported"),
         ("pty.capture=0", "pty.capture: must be true"),
         ("pty.ranks=x", "pty.ranks: "),
     ],

@@ -9,11 +9,14 @@ shows it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 from support.instance import PFLUX, environ
@@ -31,8 +34,16 @@ _ACQUIRE_TTY = (
 class Terminal:
     """``pflux ARGS`` with stdin, stdout and stderr on one pty; ``text`` is what it shows."""
 
-    def __init__(self, uri: str, *args: str, stdin_tty: bool = True, **env: str) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *args: str,
+        stdin_tty: bool = True,
+        size: tuple[int, int] = (24, 80),
+        **env: str,
+    ) -> None:
         self.master, slave = os.openpty()
+        self.resize(*size)
         stdin: int | None = slave if stdin_tty else subprocess.DEVNULL
         command = [str(PFLUX), *args]
         if stdin_tty:
@@ -51,6 +62,10 @@ class Terminal:
     @property
     def text(self) -> str:
         return self.data.decode(errors="replace")
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Give the terminal a new size: its foreground process group gets SIGWINCH."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def send(self, data: bytes) -> None:
         os.write(self.master, data)

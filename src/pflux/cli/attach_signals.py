@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, Final
 
@@ -46,6 +47,7 @@ class Signals:
         self._saved_wakeup = -1
         self._t_sigint = -CTRL_C_WINDOW - 1.0
         self.detached = False
+        self._on_winch: Callable[[], None] | None = None
 
     def __enter__(self) -> Signals:
         self.fd, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -66,6 +68,11 @@ class Signals:
         previous = signal.signal(signum, _noted)
         self._saved.setdefault(signum, previous)
 
+    def on_winch(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the terminal's size changes (SIGWINCH), from now on."""
+        self._on_winch = callback
+        self._catch(signal.SIGWINCH)
+
     def handle(self, handle: Any, jobid: int) -> None:
         """The wakeup fd is readable: act on each signal it names for job ``jobid``."""
         try:
@@ -77,6 +84,8 @@ class Signals:
                 self._interrupt(handle, jobid)
             elif signum == signal.SIGTSTP:
                 self._stop()
+            elif signum == signal.SIGWINCH and self._on_winch is not None:
+                self._on_winch()
             elif signum in FORWARDED:
                 payload = {"id": int(jobid), "signum": signum}
                 handle.rpc("job-manager.kill", payload).then(_complain("kill"))

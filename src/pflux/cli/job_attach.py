@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from pflux.cli.attach_signals import Signals
+    from pflux.cli.attach_terminal import RawTerminal
     from pflux.cli.statusline import StatusLine
 
 STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
@@ -167,6 +168,8 @@ class _Attach:
 
         self.jobid = JobID(jobid)
         self.status: StatusLine | None = None
+        self.terminal: RawTerminal | None = None  # the job's pty is interactive
+        self.signals: Signals | None = None
         if statusline.wanted(show_events):
             self.status = statusline.StatusLine(self.jobid.f58)
         self.label_io = label_io
@@ -190,9 +193,7 @@ class _Attach:
             if not self.t0:
                 self.t0 = event.timestamp
             context = event.context or {}
-            if self.status is not None:
-                fatal = event.name == "exception" and context.get("severity") == 0
-                self.status.event(event.name, event.timestamp, fatal)
+            self._terminal(event.name, event.timestamp, context)
             if event.name == "exception":
                 if self.status is not None:
                     self.status.before_text()
@@ -216,6 +217,26 @@ class _Attach:
             elif event.name in ("finish", "clean") and self.stdin is not None:
                 self.stdin.reading = False
 
+    def _terminal(self, name: str, timestamp: float, context: dict[str, Any]) -> None:
+        """What an event does to the terminal: the status line, an interactive pty's mode."""
+        if self.status is not None:
+            fatal = name == "exception" and context.get("severity") == 0
+            self.status.event(name, timestamp, fatal)
+        if self.terminal is None:
+            return
+        if name == "finish" or (name == "exception" and context.get("severity") == 0):
+            self.terminal.end()  # before the job's last words
+        elif name == "start":
+            self._raw()
+
+    def _raw(self) -> None:
+        """The job runs: an interactive pty takes this terminal over (once)."""
+        terminal = self.terminal
+        if terminal is not None and not terminal.began:
+            terminal.begin()
+            if self.signals is not None:
+                self.signals.on_winch(terminal.resize)
+
     def on_exec_event(self, msg: Any) -> None:
         """The exec eventlog, watched for ``shell.start`` when stdin goes to some ranks."""
         if self._ended(msg):
@@ -231,6 +252,7 @@ class _Attach:
         if self._ended(msg):
             return
         out = sys.stdout
+        self._raw()  # what the pty shows may come before the start event
         for event in self.output.feed(msg.payload["data"]):
             context = event.context or {}
             data = context.get("data")
@@ -271,16 +293,23 @@ def attach(
     show_events: bool = False,
     stdin_ranks: str | None = None,
     signals: Signals | None = None,
+    interactive: bool = False,
 ) -> int:
     """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code.
 
     ``stdin_ranks`` (``all`` or an idset): forward this process's stdin to
     those tasks; None forwards nothing. ``signals``: the signals caught for
     the job (``catching``); detaching with Ctrl-C Ctrl-Z returns 1 at once,
-    as ``flux job attach`` does.
+    as ``flux job attach`` does. ``interactive``: the job's pty becomes this
+    terminal once it runs (``attach_terminal``).
     """
     stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
+    state.signals = signals
+    if interactive:
+        from pflux.cli.attach_terminal import RawTerminal
+
+        state.terminal = RawTerminal(handle, jobid)
     watch = "job-info.eventlog-watch"
     handle.rpc(watch, {"id": int(jobid), "path": "eventlog"}, streaming=True, wait=True).then(
         state.on_event
@@ -293,7 +322,11 @@ def attach(
         handle.rpc(
             watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True, wait=True
         ).then(state.on_exec_event)
-    _loop(handle, state, signals)
+    try:
+        _loop(handle, state, signals)
+    finally:
+        if state.terminal is not None:
+            state.terminal.end()
     if signals is not None and signals.detached:
         return 1
     if state.error is not None:

@@ -4,12 +4,14 @@ The exit code is the job's: the largest task exit code, 128+signal for a task
 killed by a signal, 1 after a fatal exception. Standard input goes to the
 tasks, all of them or those ``--input=RANKS`` names (``--input=FILE`` makes
 them read the file instead). Signals and the status line are those of
-``pflux job attach``.
+``pflux job attach``; ``-o pty.interactive`` makes this terminal the job's
+(``attach_terminal``).
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pflux.cli import base, jobopts
 
@@ -51,4 +53,13 @@ def _run(args: argparse.Namespace) -> int:
             show_events=args.show_events,
             stdin_ranks=stdin_ranks,
             signals=signals,
+            interactive=_interactive(request.jobspec),
         )
+
+
+def _interactive(jobspec: dict[str, Any]) -> bool:
+    """Whether the job asks for an interactive pty (``-o pty.interactive``)."""
+    from pflux.shell.terminal import interactive
+
+    shell = jobspec.get("attributes", {}).get("system", {}).get("shell", {})
+    return interactive(shell.get("options", {}).get("pty"))

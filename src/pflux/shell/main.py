@@ -23,7 +23,8 @@ In order, a shell
    binds itself before each spawn, and stays with the last), with flux's
    environment, stdin on a pipe the shell feeds from the job's ``input``
    (INPUT records) or on the ``--input`` file, and stdout and stderr on pipes
-   (or straight into a file that is not labelled);
+   (or straight into a file that is not labelled); a task on a pty
+   (``pflux.shell.terminal``) has the pty for all three instead;
 4. sends STARTED with the time the tasks started, or, if a task could not
    be started, STARTED and an EXCEPTION with flux-core's note, and kills the
    tasks already started. STARTED waits up to ``START_HOLD`` for the job's
@@ -602,7 +603,7 @@ class Shell:
 
     def _spawn_on_pty(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
         """A task on a new pty (``pflux.shell.terminal``): its output is the rank's stdout."""
-        files, labelled, line = self.targets[0]
+        files, labelled, _ = self.targets[0]
         file = (files[index] if len(files) > 1 else files[0]) if files else -1
         stdin = -1
         if self.stdin_file is not None:  # the --input file, rather than the terminal
@@ -621,7 +622,9 @@ class Shell:
         if stdin < 0:
             self.inputs[rank] = _Input(os.dup(master), tty=True)
         self.masters.append(master)
-        pipe = self.pipes[master] = _Pipe(_STREAMS[0] + rank.to_bytes(4, "big"), file, rank, line)
+        # what a terminal shows is sent as it comes (a prompt ends no line)
+        tag = _STREAMS[0] + rank.to_bytes(4, "big")
+        pipe = self.pipes[master] = _Pipe(tag, file, rank, False)
         if not labelled:
             pipe.prefix = b""
         self.poller.register(master, _IN)
@@ -694,6 +697,8 @@ class Shell:
                 self._acked(int(payload))
             elif kind == wire.INPUT:
                 self._input(payload)
+            elif kind == wire.WINSIZE:
+                self._winsize(payload)
             elif kind == wire.RESUME:
                 self._resume(int(payload), ancillary)
             elif kind == wire.DETACH:
@@ -741,6 +746,20 @@ class Shell:
         os.dup2(ours.fileno(), self.sock.fileno(), inheritable=False)
         ours.close()
         return True
+
+    def _winsize(self, payload: bytes) -> None:
+        """Size the job's ptys: each tells its foreground process group (SIGWINCH)."""
+        import fcntl
+        import struct
+        import termios
+
+        rows, cols = map(int, payload.split())
+        size = struct.pack("HHHH", rows, cols, 0, 0)
+        for master in self.masters:
+            try:
+                fcntl.ioctl(master, termios.TIOCSWINSZ, size)
+            except OSError as exc:
+                warn(f"job {self.jobid}: cannot size its pty: {exc}")
 
     def _kill_all(self, signum: int) -> None:
         for pid in self.pidfds.values():

@@ -64,6 +64,7 @@ class Plan(NamedTuple):
     output: OutputConfig
     input: InputConfig
     redirects: tuple[tuple[str, str], ...]  # (stream, path) of each stream sent to one file
+    ptys: tuple[int, ...]  # the ranks of the tasks on a pty
 
     @property
     def ntasks(self) -> int:
@@ -138,4 +139,4 @@ def plan(
         else:
             files.append(conf.buffer == "line")
     description = (argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], ptys)
-    return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects))
+    return Plan(marshal.dumps(description), places, config, stdin, tuple(redirects), ptys)

@@ -1,9 +1,12 @@
 """The ``pty`` shell option: which tasks run on a pseudo-terminal, as flux-core's shell.
 
 ``-o pty`` (any true value) gives every task a pty; as a mapping it takes
-``ranks`` (an idset, ``all`` or one rank: the tasks that get one) and
-``capture`` (the pty's output goes where the task's stdout goes, the
-default). A task on a pty has it as stdin, stdout and stderr and as its
+``ranks`` (an idset, ``all`` or one rank: the tasks that get one),
+``capture`` (the pty's output goes where the task's stdout goes: always, in
+pflux, whose clients read a pty's output there) and ``interactive`` (task 0
+gets a pty, the only one unless ``ranks`` names others, and ``pflux run``
+makes its own terminal that pty's: raw, and its size followed, see
+``pflux.cli.attach_terminal``). A task on a pty has it as stdin, stdout and stderr and as its
 controlling terminal, in a session of its own; what it writes is the rank's
 ``stdout`` (there is no separate stderr), carriage returns and all, and the
 job's input is written to the pty as a terminal's keyboard would (its end is
@@ -18,7 +21,7 @@ from collections.abc import Mapping
 from pflux.errors import IdsetError, JobspecError
 from pflux.spec.idset import IdSet
 
-__all__ = ["pty_ranks"]
+__all__ = ["interactive", "pty_ranks"]
 
 _OPTION = "attributes.system.shell.options.pty"
 _KEYS = ("ranks", "capture", "interactive")
@@ -37,7 +40,15 @@ def pty_ranks(option: object, ntasks: int) -> tuple[int, ...]:
     if not isinstance(option, Mapping):
         raise _fail("", f"must be true or a mapping, not {option!r}")
     _check_flags(option)
-    return _ranks(option.get("ranks", "all"), ntasks)
+    if not option.get("interactive", False):
+        return _ranks(option.get("ranks", "all"), ntasks)
+    ranks = set(_ranks(option.get("ranks", "0"), ntasks))  # task 0 always, as flux-core
+    return tuple(sorted(ranks | ({0} if ntasks else set())))
+
+
+def interactive(option: object) -> bool:
+    """Whether the ``pty`` option asks for an interactive terminal (a valid option)."""
+    return isinstance(option, Mapping) and bool(option.get("interactive", False))
 
 
 def _check_flags(option: Mapping[object, object]) -> None:
@@ -48,10 +59,6 @@ def _check_flags(option: Mapping[object, object]) -> None:
         value = option.get(key, key == "capture")
         if not isinstance(value, (bool, int)):
             raise _fail(key, f"must be a boolean or an integer, not {value!r}")
-    if option.get("interactive", False):
-        raise _fail(
-            "interactive", "not supported: pflux run cannot attach to a job's pty (use pty)"
-        )
     if not option.get("capture", True):
         raise _fail("capture", "must be true: a pty's output is kept only by capturing it")
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, PfluxError
 from pflux.shell.plan import plan
-from pflux.shell.terminal import pty_ranks
+from pflux.shell.terminal import interactive, pty_ranks
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
@@ -35,6 +35,15 @@ def test_ranks_name_the_tasks_that_exist(ranks: set[int], ntasks: int) -> None:
     assert pty_ranks({"ranks": "all"}, ntasks) == tuple(range(ntasks))
 
 
+def test_interactive_puts_task_0_on_a_pty_and_those_ranks_names() -> None:
+    assert pty_ranks({"interactive": True}, 3) == (0,)
+    assert pty_ranks({"interactive": 1, "ranks": "2"}, 3) == (0, 2)
+    assert pty_ranks({"interactive": 1, "ranks": "all"}, 2) == (0, 1)
+    assert interactive({"interactive": 1})
+    assert not interactive({"ranks": "0"})
+    assert not interactive(True)
+
+
 @given(st.text(max_size=12))
 def test_any_ranks_text_is_an_idset_or_refused_naming_the_key(text: str) -> None:
     try:
@@ -54,7 +63,6 @@ def test_any_ranks_text_is_an_idset_or_refused_naming_the_key(text: str) -> None
         ({"rank": "0"}, r"options\.pty\.rank: unknown key \(expected ranks, capture or"),
         ({"capture": "x"}, r"options\.pty\.capture: must be a boolean or an integer, not 'x'"),
         ({"capture": 0}, r"options\.pty\.capture: must be true: a pty's output is kept only"),
-        ({"interactive": 1}, r"options\.pty\.interactive: not supported: pflux run cannot"),
         ({"ranks": [0]}, r'options\.pty\.ranks: must be an idset or "all", not \[0\]'),
     ],
 )
@@ -70,6 +78,6 @@ def test_the_plan_gives_the_shell_the_ranks_and_refuses_a_bad_option() -> None:
     options = {"uri": "u", "namespace": "n", "tmp_parents": ("/tmp",), "hostname": "h"}
     planned = plan(1, jobspec, R, cpus=(0, 1), **options)
     assert marshal.loads(planned.description)[-1] == (1,)
-    jobspec["attributes"]["system"]["shell"]["options"]["pty"] = {"interactive": True}
-    with pytest.raises(PfluxError, match=r"^invalid job: .*pty\.interactive: not supported"):
+    jobspec["attributes"]["system"]["shell"]["options"]["pty"] = {"capture": False}
+    with pytest.raises(PfluxError, match=r"^invalid job: .*pty\.capture: must be true"):
         plan(1, jobspec, R, cpus=(0, 1), **options)
