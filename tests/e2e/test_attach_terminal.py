@@ -19,6 +19,8 @@ CTRL_C = b"\x03"
 CTRL_Z = b"\x1a"
 NOTICE = "pflux-job: one more ctrl-C within 2s to cancel or ctrl-Z to detach"
 SH = ("--env=PATH=/usr/bin:/bin", "sh", "-c")
+# typed at an interactive job's shell: says when sleep is the terminal's foreground job
+SLEEPER = b"sh -c 'echo sleeping; exec sleep 100'\r"
 # a task that says when it runs (and its job id), and what signals reach it
 TRAPS = (
     'for s in INT HUP ALRM USR1 USR2; do trap "echo got $s" $s; done; '
@@ -131,10 +133,10 @@ def test_pty_interactive_makes_this_terminal_the_jobs_until_it_ends(uri: str) ->
         term.resize(40, 120)
         term.send(b"stty size\r")
         seen = term.expect(r"40 120\r\n", seen.end())
-        term.send(b"sleep 100\r")
-        term.expect(r"sleep 100\r\n", seen.end())
+        term.send(SLEEPER)
+        seen = term.expect(r"\r\nsleeping\r\n", seen.end())
         term.send(CTRL_C)  # to the job's terminal, which interrupts sleep: no notice here
-        seen = term.expect("job> ", seen.end())
+        term.expect("job> ", seen.end())
         term.send(b"exit 3\r")
         assert term.wait() == 3
         assert NOTICE not in term.text
@@ -142,3 +144,22 @@ def test_pty_interactive_makes_this_terminal_the_jobs_until_it_ends(uri: str) ->
         assert lflag & (termios.ECHO | termios.ICANON | termios.ISIG) == (
             termios.ECHO | termios.ICANON | termios.ISIG
         )
+
+
+def test_attach_to_an_interactive_job_makes_that_terminal_the_jobs_too(uri: str) -> None:
+    command = ("run", "-o", "pty.interactive", *SH[:1], "--env=PS1=job> ", "sh")
+    with Terminal(uri, *command) as term:
+        term.expect("job> ")
+        term.send(b"echo $FLUX_JOB_ID\r")
+        jobid = term.expect(r"\n(ƒ\S+)\r\n").group(1)
+        with Terminal(uri, "job", "attach", jobid, size=(33, 77)) as other:
+            seen = other.expect(jobid)  # the output so far: the terminal is the job's now
+            other.send(b"stty size; " + SLEEPER)
+            seen = other.expect(r"33 77\r\n", seen.end())
+            seen = other.expect(r"\nsleeping\r\n", seen.end() - 1)
+            other.send(CTRL_C)  # to the job's terminal: sleep is interrupted, no notice here
+            other.expect("job> ", seen.end())
+            other.send(b"exit 5\r")
+            assert other.wait() == 5
+            assert NOTICE not in other.text
+        assert term.wait() == 5

@@ -16,7 +16,34 @@ import os
 import termios
 from typing import Any
 
-__all__ = ["RawTerminal"]
+__all__ = ["RawTerminal", "asks_interactive", "looked_up"]
+
+
+def asks_interactive(jobspec: Any) -> bool:
+    """Whether a jobspec asks for an interactive pty (``-o pty.interactive``)."""
+    from pflux.shell.terminal import interactive
+
+    try:
+        option = jobspec["attributes"]["system"]["shell"]["options"].get("pty")
+    except (KeyError, TypeError, AttributeError):
+        return False
+    return interactive(option)
+
+
+def looked_up(handle: Any, jobid: int) -> bool:
+    """Whether job ``jobid`` asks for an interactive pty, by its jobspec (``job attach``).
+
+    A job that cannot be looked up is not: following its eventlog says why.
+    """
+    import json
+
+    from pflux.broker.message import RPCError
+
+    try:
+        reply = handle.call("job-info.lookup", {"id": int(jobid), "keys": ["jobspec"]})
+        return asks_interactive(json.loads(reply["jobspec"]))
+    except (RPCError, ValueError, KeyError, TypeError):
+        return False
 
 
 class RawTerminal:

@@ -9,7 +9,8 @@ Standard input is forwarded to the job's tasks (all of them, or those
 job-exec appends to the guest ``input`` eventlog; the end of stdin closes the
 tasks' stdin. With ``--stdin-ranks``, the other tasks' stdin is closed at
 once, as flux-core does; ``--read-only`` forwards nothing and catches no
-signals (``attach_signals``).
+signals (``attach_signals``). At a terminal, a job with ``-o pty.interactive``
+takes the terminal over (``attach_terminal``), as with ``pflux run``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def main(argv: list[str]) -> int:
         jobid = JobID.parse(args.jobid)
         stdin_ranks = None if args.read_only else _ranks(args.stdin_ranks)
         with Handle(args.uri) as handle, catching(not args.read_only) as signals:
+            interactive = False
+            if not args.read_only and sys.stdin.isatty():
+                from pflux.cli.attach_terminal import looked_up
+
+                interactive = looked_up(handle, jobid)
             return attach(
                 handle,
                 jobid,
@@ -66,6 +72,7 @@ def main(argv: list[str]) -> int:
                 show_events=args.show_events,
                 stdin_ranks=stdin_ranks,
                 signals=signals,
+                interactive=interactive,
             )
 
     return base.run("job attach", body)

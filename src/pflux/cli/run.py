@@ -11,7 +11,6 @@ them read the file instead). Signals and the status line are those of
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from pflux.cli import base, jobopts
 
@@ -35,6 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
+    from pflux.cli.attach_terminal import asks_interactive
     from pflux.cli.job_attach import attach, catching
     from pflux.cli.submit import submit_payload
     from pflux.client.handle import Handle
@@ -53,13 +53,5 @@ def _run(args: argparse.Namespace) -> int:
             show_events=args.show_events,
             stdin_ranks=stdin_ranks,
             signals=signals,
-            interactive=_interactive(request.jobspec),
+            interactive=asks_interactive(request.jobspec),
         )
-
-
-def _interactive(jobspec: dict[str, Any]) -> bool:
-    """Whether the job asks for an interactive pty (``-o pty.interactive``)."""
-    from pflux.shell.terminal import interactive
-
-    shell = jobspec.get("attributes", {}).get("system", {}).get("shell", {})
-    return interactive(shell.get("options", {}).get("pty"))
