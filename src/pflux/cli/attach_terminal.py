@@ -13,21 +13,22 @@ client exits.
 from __future__ import annotations
 
 import os
-import termios
 from typing import Any
 
 __all__ = ["RawTerminal", "asks_interactive", "looked_up"]
 
 
 def asks_interactive(jobspec: Any) -> bool:
-    """Whether a jobspec asks for an interactive pty (``-o pty.interactive``)."""
-    from pflux.shell.terminal import interactive
+    """Whether a jobspec asks for an interactive pty (``-o pty.interactive``).
 
+    The job shell's reading of the option (``pflux.shell.terminal``) refuses
+    a bad one; this only looks for the flag.
+    """
     try:
-        option = jobspec["attributes"]["system"]["shell"]["options"].get("pty")
-    except (KeyError, TypeError, AttributeError):
+        option = jobspec["attributes"]["system"]["shell"]["options"]["pty"]
+        return isinstance(option, dict) and bool(option.get("interactive", False))
+    except (KeyError, TypeError):
         return False
-    return interactive(option)
 
 
 def looked_up(handle: Any, jobid: int) -> bool:
@@ -60,6 +61,7 @@ class RawTerminal:
         self.began = True
         if not os.isatty(0):
             return
+        import termios
         import tty
 
         self.saved = termios.tcgetattr(0)
@@ -77,6 +79,8 @@ class RawTerminal:
     def end(self) -> None:
         """Put the terminal's settings back (before anything else is written on it)."""
         if self.saved is not None:
+            import termios
+
             saved, self.saved = self.saved, None
             try:
                 termios.tcsetattr(0, termios.TCSADRAIN, saved)

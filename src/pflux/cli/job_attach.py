@@ -169,7 +169,6 @@ class _Attach:
     """The job's streams at once on one connection: its eventlog and output, and stdin."""
 
     def __init__(self, jobid: int, label_io: bool, show_events: bool, stdin: _Stdin | None) -> None:
-        from pflux.cli import statusline
         from pflux.spec.eventlog import EventlogReader
         from pflux.spec.fluid import JobID
 
@@ -177,8 +176,11 @@ class _Attach:
         self.status: StatusLine | None = None
         self.terminal: RawTerminal | None = None  # the job's pty is interactive
         self.signals: Signals | None = None
-        if statusline.wanted(show_events):
-            self.status = statusline.StatusLine(self.jobid.f58)
+        if not show_events and sys.stderr.isatty():
+            from pflux.cli import statusline
+
+            if statusline.wanted(show_events):
+                self.status = statusline.StatusLine(self.jobid.f58)
         self.label_io = label_io
         self.show_events = show_events
         self.stdin = stdin

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pflux.errors import IdsetError, JobspecError
 from pflux.spec.idset import IdSet
 
-__all__ = ["interactive", "pty_ranks"]
+__all__ = ["pty_ranks"]
 
 _OPTION = "attributes.system.shell.options.pty"
 _KEYS = ("ranks", "capture", "interactive")
@@ -44,11 +44,6 @@ def pty_ranks(option: object, ntasks: int) -> tuple[int, ...]:
         return _ranks(option.get("ranks", "all"), ntasks)
     ranks = set(_ranks(option.get("ranks", "0"), ntasks))  # task 0 always, as flux-core
     return tuple(sorted(ranks | ({0} if ntasks else set())))
-
-
-def interactive(option: object) -> bool:
-    """Whether the ``pty`` option asks for an interactive terminal (a valid option)."""
-    return isinstance(option, Mapping) and bool(option.get("interactive", False))
 
 
 def _check_flags(option: Mapping[object, object]) -> None:

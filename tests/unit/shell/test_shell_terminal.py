@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, PfluxError
 from pflux.shell.plan import plan
-from pflux.shell.terminal import interactive, pty_ranks
+from pflux.shell.terminal import pty_ranks
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
@@ -39,9 +39,6 @@ def test_interactive_puts_task_0_on_a_pty_and_those_ranks_names() -> None:
     assert pty_ranks({"interactive": True}, 3) == (0,)
     assert pty_ranks({"interactive": 1, "ranks": "2"}, 3) == (0, 2)
     assert pty_ranks({"interactive": 1, "ranks": "all"}, 2) == (0, 1)
-    assert interactive({"interactive": 1})
-    assert not interactive({"ranks": "0"})
-    assert not interactive(True)
 
 
 @given(st.text(max_size=12))
