@@ -368,7 +368,9 @@ def _loop(handle: Any, state: _Attach, signals: Signals | None) -> None:
         ready, _, _ = select.select(fds, [], [], timeout)
         if status is not None:
             status.tick()
-        if signals is not None and signals.fd in ready:
+        if signals is not None:
+            # read even when select did not name it: a signal that came as select
+            # returned for stdin was noted since, and goes before the keys typed after it
             signals.handle(handle, state.jobid)
         if conn in ready:
             handle.process(None)
