@@ -8,15 +8,24 @@ Standard input is forwarded to the job's tasks (all of them, or those
 ``--stdin-ranks`` names) once they run, as ``job-exec.stdin`` requests that
 job-exec appends to the guest ``input`` eventlog; the end of stdin closes the
 tasks' stdin. With ``--stdin-ranks``, the other tasks' stdin is closed at
-once, as flux-core does; ``--read-only`` forwards nothing.
+once, as flux-core does; ``--read-only`` forwards nothing and catches no
+signals (``attach_signals``). At a terminal, a job with ``-o pty.interactive``
+takes the terminal over (``attach_terminal``), as with ``pflux run``.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from pflux.cli.attach_signals import Signals
+    from pflux.cli.attach_terminal import RawTerminal
+    from pflux.cli.statusline import StatusLine
 
 STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
 STDIN_IN_FLIGHT = 4  # stdin requests unanswered before reading stops
@@ -52,16 +61,34 @@ def main(argv: list[str]) -> int:
 
         jobid = JobID.parse(args.jobid)
         stdin_ranks = None if args.read_only else _ranks(args.stdin_ranks)
-        with Handle(args.uri) as handle:
+        with Handle(args.uri) as handle, catching(not args.read_only) as signals:
+            interactive = False
+            if not args.read_only and sys.stdin.isatty():
+                from pflux.cli.attach_terminal import looked_up
+
+                interactive = looked_up(handle, jobid)
             return attach(
                 handle,
                 jobid,
                 label_io=args.label_io,
                 show_events=args.show_events,
                 stdin_ranks=stdin_ranks,
+                signals=signals,
+                interactive=interactive,
             )
 
     return base.run("job attach", body)
+
+
+def catching(wanted: bool) -> AbstractContextManager[Signals | None]:
+    """The attach signals caught (``attach_signals``) while in the block, or None if not wanted."""
+    if not wanted:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from pflux.cli.attach_signals import Signals
+
+    return Signals()
 
 
 def _ranks(text: str) -> str:
@@ -148,6 +175,14 @@ class _Attach:
         from pflux.spec.fluid import JobID
 
         self.jobid = JobID(jobid)
+        self.status: StatusLine | None = None
+        self.terminal: RawTerminal | None = None  # the job's pty is interactive
+        self.signals: Signals | None = None
+        if not show_events and sys.stderr.isatty():
+            from pflux.cli import statusline
+
+            if statusline.wanted(show_events):
+                self.status = statusline.StatusLine(self.jobid.f58)
         self.label_io = label_io
         self.show_events = show_events
         self.stdin = stdin
@@ -169,7 +204,10 @@ class _Attach:
             if not self.t0:
                 self.t0 = event.timestamp
             context = event.context or {}
+            self._terminal(event.name, event.timestamp, context)
             if event.name == "exception":
+                if self.status is not None:
+                    self.status.before_text()
                 sys.stderr.write(
                     f"{event.timestamp - self.t0:.3f}s: job.exception {self.jobid}"
                     f" type={context.get('type')} severity={context.get('severity')}"
@@ -190,6 +228,26 @@ class _Attach:
             elif event.name in ("finish", "clean") and self.stdin is not None:
                 self.stdin.reading = False
 
+    def _terminal(self, name: str, timestamp: float, context: dict[str, Any]) -> None:
+        """What an event does to the terminal: the status line, an interactive pty's mode."""
+        if self.status is not None:
+            fatal = name == "exception" and context.get("severity") == 0
+            self.status.event(name, timestamp, fatal)
+        if self.terminal is None:
+            return
+        if name == "finish" or (name == "exception" and context.get("severity") == 0):
+            self.terminal.end()  # before the job's last words
+        elif name == "start":
+            self._raw()
+
+    def _raw(self) -> None:
+        """The job runs: an interactive pty takes this terminal over (once)."""
+        terminal = self.terminal
+        if terminal is not None and not terminal.began:
+            terminal.begin()
+            if self.signals is not None:
+                self.signals.on_winch(terminal.resize)
+
     def on_exec_event(self, msg: Any) -> None:
         """The exec eventlog, watched for ``shell.start`` when stdin goes to some ranks."""
         if self._ended(msg):
@@ -205,6 +263,7 @@ class _Attach:
         if self._ended(msg):
             return
         out = sys.stdout
+        self._raw()  # what the pty shows may come before the start event
         for event in self.output.feed(msg.payload["data"]):
             context = event.context or {}
             data = context.get("data")
@@ -262,14 +321,24 @@ def attach(
     label_io: bool = False,
     show_events: bool = False,
     stdin_ranks: str | None = None,
+    signals: Signals | None = None,
+    interactive: bool = False,
 ) -> int:
     """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code.
 
     ``stdin_ranks`` (``all`` or an idset): forward this process's stdin to
-    those tasks; None forwards nothing.
+    those tasks; None forwards nothing. ``signals``: the signals caught for
+    the job (``catching``); detaching with Ctrl-C Ctrl-Z returns 1 at once,
+    as ``flux job attach`` does. ``interactive``: the job's pty becomes this
+    terminal once it runs (``attach_terminal``).
     """
     stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
+    state.signals = signals
+    if interactive:
+        from pflux.cli.attach_terminal import RawTerminal
+
+        state.terminal = RawTerminal(handle, jobid)
     watch = "job-info.eventlog-watch"
     handle.rpc(watch, {"id": int(jobid), "path": "eventlog"}, streaming=True, wait=True).then(
         state.on_event
@@ -282,7 +351,13 @@ def attach(
         handle.rpc(
             watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True, wait=True
         ).then(state.on_exec_event)
-    _loop(handle, state)
+    try:
+        _loop(handle, state, signals)
+    finally:
+        if state.terminal is not None:
+            state.terminal.end()
+    if signals is not None and signals.detached:
+        return 1
     if state.error is not None:
         raise state.error
     if stdin is not None and stdin.error is not None:
@@ -294,19 +369,32 @@ def attach(
     return state.exit_code
 
 
-def _loop(handle: Any, state: _Attach) -> None:
-    """Serve the streams until they end, reading stdin whenever it can be sent."""
+def _loop(handle: Any, state: _Attach, signals: Signals | None) -> None:
+    """Serve the streams until they end (or the client detaches), reading stdin
+    whenever it can be sent, acting on caught signals and drawing the status line."""
     import select
 
     stdin = state.stdin
+    status = state.status
     conn = handle.fileno()
-    while state.open:
-        if stdin is None or not stdin.wanted():
-            handle.process(None)
-            continue
+    while state.open and not (signals is not None and signals.detached):
         handle.flush()
-        ready, _, _ = select.select([conn, 0], [], [])
+        fds = [conn]
+        if signals is not None:
+            fds.append(signals.fd)
+        if stdin is not None and stdin.wanted():
+            fds.append(0)
+        timeout = status.timeout() if status is not None else None
+        ready, _, _ = select.select(fds, [], [], timeout)
+        if status is not None:
+            status.tick()
+        if signals is not None:
+            # read even when select did not name it: a signal that came as select
+            # returned for stdin was noted since, and goes before the keys typed after it
+            signals.handle(handle, state.jobid)
         if conn in ready:
             handle.process(None)
-        if 0 in ready and stdin.wanted():
+        if 0 in ready and stdin is not None and stdin.wanted():
             stdin.read()
+    if status is not None:
+        status.end()

@@ -3,7 +3,9 @@
 The exit code is the job's: the largest task exit code, 128+signal for a task
 killed by a signal, 1 after a fatal exception. Standard input goes to the
 tasks, all of them or those ``--input=RANKS`` names (``--input=FILE`` makes
-them read the file instead).
+them read the file instead). Signals and the status line are those of
+``pflux job attach``; ``-o pty.interactive`` makes this terminal the job's
+(``attach_terminal``).
 """
 
 from __future__ import annotations
@@ -32,14 +34,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
-    from pflux.cli.job_attach import attach
+    from pflux.cli.attach_terminal import asks_interactive
+    from pflux.cli.job_attach import attach, catching
     from pflux.cli.submit import submit_payload
     from pflux.client.handle import Handle
 
     # stdin goes to the tasks --input names (all by default), unless they read a file
     reads_file = args.input is not None and request.input_ranks is None
     stdin_ranks = None if reads_file else request.input_ranks or "all"
-    with Handle(args.uri) as handle:
+    # signals are caught from before the submission, so none ends the client
+    # and leaves the job it submitted unattended
+    with Handle(args.uri) as handle, catching(True) as signals:
         jobid = handle.call("job-ingest.submit", submit_payload(request))["id"]
         return attach(
             handle,
@@ -47,4 +52,6 @@ def _run(args: argparse.Namespace) -> int:
             label_io=args.label_io,
             show_events=args.show_events,
             stdin_ranks=stdin_ranks,
+            signals=signals,
+            interactive=asks_interactive(request.jobspec),
         )

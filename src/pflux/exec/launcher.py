@@ -644,7 +644,7 @@ class Server:
         journal.kill_recorded(self.journal_path, list(self.orphans))
 
 
-_PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT)
+_PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE)
 
 
 def _retire(entry: _Shell) -> None:

@@ -920,6 +920,14 @@ class JobExec(Service):
             raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: takes no input")
         job.impl.stdin(req, req.payload)
 
+    @method("winsize")
+    def winsize(self, req: Request) -> None:
+        """A new size for a running job's ptys (``pflux run -o pty.interactive``)."""
+        job = self._job(req)
+        if not isinstance(job.impl, ShellRun):
+            raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: has no pty")
+        job.impl.winsize(req, req.payload)
+
     @method("override")
     def override(self, req: Request) -> None:
         job = self._job(req, "jobid")

@@ -96,6 +96,7 @@ class ShellRun:
         "namespace",
         "out",
         "places",
+        "ptys",
         "retries",
         "service",
         "spool",
@@ -124,6 +125,7 @@ class ShellRun:
         self.input_bytes = 0  # stdin bytes the input eventlog holds
         self.input_started = False  # the input eventlog exists
         self.input_open: set[int] = set()  # task ranks whose stdin is open
+        self.ptys = False  # some tasks run on a pty
 
     # --- starting -----------------------------------------------------------------------
 
@@ -157,6 +159,7 @@ class ShellRun:
             self.input_kvs = True
             self.input_open = set(range(ntasks))
         self.input_limit = planned.input.limit
+        self.ptys = bool(planned.ptys)
         return planned
 
     def start(self) -> None:
@@ -489,6 +492,21 @@ class ShellRun:
             self.service.append(self, "input", text)
         record = wire.input_record(self.job.id, ranks, data, eof=eof)
         self.service.after_commit(lambda: self._pass_input(req, record))
+
+    def winsize(self, req: Request, payload: dict[str, Any]) -> None:
+        """``job-exec.winsize``: pass the ptys' new size to the shell."""
+        jobid = JobID(self.job.id)
+        if self.places is None or not self.live or self.exited:
+            raise RPCError(errno.ENOSYS, f"job {jobid}: not running")
+        if not self.ptys:
+            raise RPCError(errno.ENOSYS, f"job {jobid}: has no pty")
+        size = [payload.get("rows"), payload.get("cols")]
+        for value in size:
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 1 << 16:
+                raise RPCError(errno.EPROTO, "winsize: rows and cols must be from 1 to 65535")
+        text = " ".join(map(str, size)).encode()
+        self.service.send_launcher(wire.record(wire.WINSIZE, self.job.id, text))
+        req.respond({})
 
     def _restore_input(self, text: str) -> None:
         """What earlier job-execs passed on of the job's input (the ``input`` eventlog)."""

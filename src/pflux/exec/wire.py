@@ -19,6 +19,8 @@ job-exec to the launcher (which passes the job's on to its shell):
 - ``i`` INPUT: standard input for tasks: a flag (``d`` data, ``e`` end of
   file), the number of ranks (4 bytes, 0 for every task), the ranks (4 bytes
   each), then the data;
+- ``z`` WINSIZE: the size of the job's ptys: rows and columns, in decimal,
+  space-separated;
 - ``q`` QUIT (job id 0): job-exec is stopping for good: end every job;
 - ``A`` ATTACH (job id 0): a new job-exec, after its broker died; the
   shells' new socket comes with it (SCM_RIGHTS).
@@ -85,6 +87,7 @@ __all__ = [
     "STDERR",
     "STDOUT",
     "TERMINATE",
+    "WINSIZE",
     "Record",
     "input_record",
     "record",
@@ -99,6 +102,7 @@ TERMINATE: Final = b"t"
 ACK: Final = b"a"
 RESUME: Final = b"r"
 INPUT: Final = b"i"
+WINSIZE: Final = b"z"
 QUIT: Final = b"q"
 ATTACH: Final = b"A"
 DETACH: Final = b"d"

@@ -25,7 +25,8 @@ In order, a shell
    (INPUT records) or on the ``--input`` file, stdout and stderr on pipes
    (or straight into a file that is not labelled), and, unless the job says
    ``-o pmi=off``, a socket as ``PMI_FD`` that the shell serves PMI-1 on
-   (``pflux.shell.pmi``, imported when a task first writes to one);
+   (``pflux.shell.pmi``, imported when a task first writes to one); a task
+   on a pty (``pflux.shell.terminal``) has the pty for all three instead;
 4. sends STARTED with the time the tasks started, or, if a task could not
    be started, STARTED and an EXCEPTION with flux-core's note, and kills the
    tasks already started. STARTED waits up to ``START_HOLD`` for the job's
@@ -194,14 +195,16 @@ class _Pipe:
 class _Input:
     """A task's stdin pipe: what the job's input holds for it and the task has not read."""
 
-    __slots__ = ("eof", "fd", "held", "polling", "ready")
+    __slots__ = ("eof", "fd", "held", "midline", "polling", "ready", "tty")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, tty: bool = False) -> None:
         self.fd = fd
         self.held = bytearray()
         self.eof = False
         self.polling = False  # waiting for the pipe to take more
         self.ready = False  # made non-blocking (most jobs are never sent input)
+        self.tty = tty  # a pty's master: the end is typed, not a close
+        self.midline = False  # a tty's last input did not end a line
 
 
 class _Log:
@@ -341,6 +344,7 @@ class Shell:
         "inputs",
         "jobid",
         "log",
+        "masters",
         "orphaned",
         "paused",
         "pending",
@@ -350,6 +354,7 @@ class Shell:
         "pmi_fds",
         "pmi_job",
         "poller",
+        "ptys",
         "quitting",
         "ranks",
         "rejoins",
@@ -369,6 +374,10 @@ class Shell:
         self.pending = 0  # bytes made since the last send
         self.poller = select.poll()
         self.pipes: dict[int, _Pipe] = {}
+        self.ptys: tuple[int, ...] = ()  # the ranks of the tasks on a pty
+        # their masters, open until every task is reaped: closing one hangs up its
+        # terminal, and SIGHUP would reach a task between its last close and its exit
+        self.masters: list[int] = []
         self.inputs: dict[int, _Input] = {}  # task rank -> its stdin pipe
         self.stdin_file: str | None = None
         self.pidfds: dict[int, int] = {}  # pidfd -> pid, until the task is reaped
@@ -430,6 +439,9 @@ class Shell:
                 else:
                     ready = poll()
             self._dispatch(ready)
+        for master in self.masters:
+            os.close(master)
+        self.masters.clear()
         self._close_inputs()
         self._close_outputs()
         for fd in list(self.pmi_fds):
@@ -503,6 +515,7 @@ class Shell:
     def _start(self, description: tuple[Any, ...]) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
         argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra, pmi = description
+        self.ptys = extra.get("ptys", ())
         self.host = host
         self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(tasks))
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
@@ -629,6 +642,9 @@ class Shell:
         return os.pipe()  # the shell's end is made non-blocking when input first comes
 
     def _spawn(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
+        if rank in self.ptys:
+            self._spawn_on_pty(index, rank, argv, env)
+            return
         ends = []  # the task's stdout and stderr
         readers = []  # (the shell's end, its stream, the labelled file or -1, line-buffered)
         for stream, (files, labelled, line) in enumerate(self.targets):
@@ -647,18 +663,12 @@ class Shell:
                 os.close(reader)
             if feeder >= 0:
                 os.close(feeder)
-            raise _Failed(
-                f"task {rank} (host {self.host}): start failed: {argv[0]}: {exc.strerror}",
-                proc.start_failure_code(exc.errno or errno.EINVAL),
-            ) from None
+            raise self._start_failed(rank, argv, exc) from None
         finally:
             os.close(stdin)
             for _, stream, _, _ in readers:
                 os.close(ends[stream])
-        pidfd = os.pidfd_open(pid)
-        self.pidfds[pidfd] = pid
-        self.ranks[pid] = rank
-        self.poller.register(pidfd, _IN)
+        self._started(pid, rank)
         if feeder >= 0:
             self.inputs[rank] = _Input(feeder)
         for reader, stream, file, line in readers:
@@ -666,11 +676,56 @@ class Shell:
             self.pipes[reader] = _Pipe(tag, file, rank, line)
             self.poller.register(reader, _IN)
 
+    def _spawn_on_pty(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
+        """A task on a new pty (``pflux.shell.terminal``): its output is the rank's stdout."""
+        files, labelled, _ = self.targets[0]
+        file = (files[index] if len(files) > 1 else files[0]) if files else -1
+        stdin = -1
+        if self.stdin_file is not None:  # the --input file, rather than the terminal
+            stdin = self._stdin(rank)[0]
+        master, slave = os.openpty()
+        try:
+            pid = proc.spawn_on_tty(argv, env, os.ttyname(slave), stdin=stdin)
+        except OSError as exc:
+            os.close(master)
+            raise self._start_failed(rank, argv, exc) from None
+        finally:
+            os.close(slave)
+            if stdin >= 0:
+                os.close(stdin)
+        self._started(pid, rank)
+        if stdin < 0:
+            self.inputs[rank] = _Input(os.dup(master), tty=True)
+        self.masters.append(master)
+        # what a terminal shows is sent as it comes (a prompt ends no line)
+        tag = _STREAMS[0] + rank.to_bytes(4, "big")
+        pipe = self.pipes[master] = _Pipe(tag, file, rank, False)
+        if not labelled:
+            pipe.prefix = b""
+        self.poller.register(master, _IN)
+
+    def _started(self, pid: int, rank: int) -> None:
+        pidfd = os.pidfd_open(pid)
+        self.pidfds[pidfd] = pid
+        self.ranks[pid] = rank
+        self.poller.register(pidfd, _IN)
+
+    def _start_failed(self, rank: int, argv: list[str], exc: OSError) -> _Failed:
+        return _Failed(
+            f"task {rank} (host {self.host}): start failed: {argv[0]}: {exc.strerror}",
+            proc.start_failure_code(exc.errno or errno.EINVAL),
+        )
+
     # --- running ----------------------------------------------------------------------
 
     def _read(self, fd: int) -> None:
         pipe = self.pipes[fd]
-        data = os.read(fd, READ_SIZE)
+        try:
+            data = os.read(fd, READ_SIZE)
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            data = b""  # a pty's master once no process has the terminal open
         if data:
             chunk = pipe.buffer.feed(data)
             if not chunk:
@@ -689,7 +744,8 @@ class Shell:
             _write_all(pipe.file, label(pipe.prefix, rest))
         if not self.paused:
             self.poller.unregister(fd)
-        os.close(fd)
+        if fd not in self.masters:
+            os.close(fd)
         del self.pipes[fd]
 
     def _reap(self, pidfd: int) -> None:
@@ -769,6 +825,8 @@ class Shell:
                 self._acked(int(payload))
             elif kind == wire.INPUT:
                 self._input(payload)
+            elif kind == wire.WINSIZE:
+                self._winsize(payload)
             elif kind == wire.RESUME:
                 self._resume(int(payload), ancillary)
             elif kind == wire.DETACH:
@@ -817,6 +875,20 @@ class Shell:
         ours.close()
         return True
 
+    def _winsize(self, payload: bytes) -> None:
+        """Size the job's ptys: each tells its foreground process group (SIGWINCH)."""
+        import fcntl
+        import struct
+        import termios
+
+        rows, cols = map(int, payload.split())
+        size = struct.pack("HHHH", rows, cols, 0, 0)
+        for master in self.masters:
+            try:
+                fcntl.ioctl(master, termios.TIOCSWINSZ, size)
+            except OSError as exc:
+                warn(f"job {self.jobid}: cannot size its pty: {exc}")
+
     def _kill_all(self, signum: int) -> None:
         for pid in self.pidfds.values():
             proc.signal_task(pid, signum)
@@ -839,6 +911,10 @@ class Shell:
                 continue
             target.held += data
             target.eof = eof
+            if target.tty:  # a terminal's end of input: one EOF character on a new line
+                target.midline = not data.endswith(b"\n") if data else target.midline
+                if eof:
+                    target.held += b"\x04\x04" if target.midline else b"\x04"
             if len(target.held) > INPUT_HELD_MAX:
                 warn(f"job {self.jobid}: a task left too much input unread; closing its stdin")
                 target.held.clear()

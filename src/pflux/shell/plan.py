@@ -32,7 +32,8 @@ needs no import): a tuple
   exit (flux-core's default 30); ``exit-on-error``, True; ``task-env``, per
   task the variables of ``env-expand`` templates that name the task;
   ``tmpdir-env``, the names of variables whose ``{{tmpdir}}`` the shell
-  fills in;
+  fills in; ``ptys``, the ranks of the tasks that run on a pty
+  (``pflux.shell.terminal``);
 - ``pmi``: ``(ntasks, RFC 34 task map blocks)`` for the PMI-1 server
   (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off.
 
@@ -64,6 +65,7 @@ from pflux.shell.output import (
     output_config,
     output_paths,
 )
+from pflux.shell.terminal import pty_ranks
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import Jobspec
 
@@ -83,6 +85,7 @@ class Plan(NamedTuple):
     redirects: tuple[tuple[str, str], ...]  # (stream, path) of each stream sent to one file
     signal: tuple[int, float] | None  # (signal, seconds before the expiration) to send it
     logs: tuple[Log, ...]  # the shell's diagnostics, for the output eventlog
+    ptys: tuple[int, ...]  # the ranks of the tasks on a pty
 
     @property
     def ntasks(self) -> int:
@@ -113,6 +116,7 @@ def plan(
         config = output_config(spec.shell_options.get("output", {}), output_limit)
         stdin = input_config(spec.shell_options.get("input", {}))
         pmi = pmi_enabled(spec.shell_options.get("pmi"))
+        ptys = pty_ranks(spec.shell_options.get("pty"), len(places.tasks))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
@@ -153,6 +157,8 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
+    if ptys:
+        extra["ptys"] = ptys
     simple = (len(places.tasks), places.blocks) if pmi else None
     description = (
         argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], extra, simple
@@ -165,6 +171,7 @@ def plan(
         tuple(redirects),
         options.signal,
         logs,
+        ptys,
     )
 
 

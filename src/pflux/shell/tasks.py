@@ -27,6 +27,7 @@ __all__ = [
     "set_subreaper",
     "signal_task",
     "spawn",
+    "spawn_on_tty",
     "start_failure_code",
     "trim_heap",
 ]
@@ -136,3 +137,26 @@ def children() -> list[int]:
     finally:
         os.close(fd)
     return [int(p) for p in data.split()]
+
+
+def spawn_on_tty(argv: list[str], env: Mapping[str, str], tty: str, *, stdin: int) -> int:
+    """Start ``argv`` leading a session whose controlling terminal is ``tty`` (a pty's path).
+
+    Its stdout and stderr are the terminal, and its stdin too unless ``stdin``
+    is an fd (-1: none). Opened after ``setsid``, the terminal becomes the
+    session's controlling terminal; the session is the task's process group.
+    """
+    actions: list[tuple[Any, ...]] = [
+        (os.POSIX_SPAWN_OPEN, 1, tty, os.O_RDWR, 0),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+        (os.POSIX_SPAWN_DUP2, 1 if stdin < 0 else stdin, 0),
+    ]
+    return os.posix_spawnp(
+        argv[0],
+        argv,
+        env,
+        file_actions=actions,
+        setsid=True,
+        setsigdef=_DEFAULT_SIGNALS,
+        setsigmask=(),
+    )

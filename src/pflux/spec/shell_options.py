@@ -251,20 +251,22 @@ def _per_resource(value: Any) -> str | None:
 
 
 def _pty(value: Any) -> str | None:
-    """``-o pty`` (1), or ``pty.interactive``, ``pty.capture`` (1) and ``pty.ranks``."""
-    if _flag(value) is None:
+    """``-o pty`` (1, or 0 for none), or ``pty.interactive``, ``pty.capture``, ``pty.ranks``."""
+    if isinstance(value, bool) or (_is_int(value) and value in (0, 1)):
         return None
     if not isinstance(value, Mapping):
-        return "must be 1 or a mapping of interactive, capture and ranks"
+        return "must be true or a mapping of interactive, capture and ranks"
     for key, item in value.items():
         if key in ("interactive", "capture"):
-            why = _flag(item)
+            why = None if isinstance(item, (bool, int)) else "must be a boolean or an integer"
         elif key == "ranks":
-            why = None if _is_int(item) or isinstance(item, str) else "must be an idset or all"
+            why = None if _is_int(item) or isinstance(item, str) else 'must be an idset or "all"'
         else:
-            why = "unknown (known: interactive, capture, ranks)"
+            why = "unknown key (expected ranks, capture or interactive)"
         if why is not None:
             return f"{key}: {why}"
+    if not value.get("capture", True):
+        return "capture: must be true: a pty's output is kept only by capturing it"
     return None
 
 

@@ -59,6 +59,7 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
     assert host == "node1"
     assert stdin is None  # a pipe the shell feeds from the input eventlog
     assert (out, err) == (True, False)  # in the KVS: stdout line-buffered, stderr not
+    assert planned.ptys == ()  # no task on a pty
     assert planned.ntasks == 2
     assert planned.redirects == ()
     assert planned.layout.taskmap() == {"version": 1, "map": [[0, 1, 2, 1]]}

@@ -1,0 +1,124 @@
+"""The signals ``pflux job attach`` and ``pflux run`` catch, as ``flux job attach`` does.
+
+A first Ctrl-C (SIGINT) only says what a second would do; a second within
+2 s cancels the job; Ctrl-Z (SIGTSTP) within 2 s of a Ctrl-C detaches,
+leaving the job running, and a Ctrl-Z after that window suspends the client
+as usual, once warned. SIGTERM, SIGHUP, SIGALRM, SIGUSR1 and SIGUSR2 are
+sent on to the job's tasks (``job-manager.kill``). Signals are noted by
+the interpreter on a wakeup fd, so the attach loop handles them between
+messages rather than inside a handler that could interrupt the connection.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, Final
+
+__all__ = ["FORWARDED", "Signals"]
+
+FORWARDED: Final = (
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGALRM,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+CTRL_C_WINDOW: Final = 2.0  # seconds within which a second Ctrl-C cancels
+CTRL_C_NOTICE: Final = "one more ctrl-C within 2s to cancel or ctrl-Z to detach"
+CANCEL_NOTE: Final = "interrupted by ctrl-C"
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """The Python-level handler: the wakeup fd has the signal already."""
+
+
+class Signals:
+    """Catching the attach signals from ``__enter__`` to ``__exit__``, then putting back."""
+
+    def __init__(self) -> None:
+        self.fd = -1
+        self._write = -1
+        self._saved: dict[int, Any] = {}
+        self._saved_wakeup = -1
+        self._t_sigint = -CTRL_C_WINDOW - 1.0
+        self.detached = False
+        self._on_winch: Callable[[], None] | None = None
+
+    def __enter__(self) -> Signals:
+        self.fd, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._saved_wakeup = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        for signum in (signal.SIGINT, *FORWARDED):
+            self._catch(signum)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+        self._saved.clear()
+        signal.set_wakeup_fd(self._saved_wakeup)
+        os.close(self.fd)
+        os.close(self._write)
+
+    def _catch(self, signum: int) -> None:
+        previous = signal.signal(signum, _noted)
+        self._saved.setdefault(signum, previous)
+
+    def on_winch(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the terminal's size changes (SIGWINCH), from now on."""
+        self._on_winch = callback
+        self._catch(signal.SIGWINCH)
+
+    def handle(self, handle: Any, jobid: int) -> None:
+        """The wakeup fd is readable: act on each signal it names for job ``jobid``."""
+        try:
+            data = os.read(self.fd, 256)
+        except BlockingIOError:
+            return
+        for signum in data:
+            if signum == signal.SIGINT:
+                self._interrupt(handle, jobid)
+            elif signum == signal.SIGTSTP:
+                self._stop()
+            elif signum == signal.SIGWINCH and self._on_winch is not None:
+                self._on_winch()
+            elif signum in FORWARDED:
+                payload = {"id": int(jobid), "signum": signum}
+                handle.rpc("job-manager.kill", payload).then(_complain("kill"))
+
+    def _interrupt(self, handle: Any, jobid: int) -> None:
+        now = time.monotonic()
+        if now - self._t_sigint > CTRL_C_WINDOW:
+            self._t_sigint = now
+            self._catch(signal.SIGTSTP)
+            _say(CTRL_C_NOTICE)
+            return
+        payload = {"id": int(jobid), "type": "cancel", "severity": 0, "note": CANCEL_NOTE}
+        handle.rpc("job-manager.raise", payload).then(_complain("cancel"))
+
+    def _stop(self) -> None:
+        if time.monotonic() - self._t_sigint <= CTRL_C_WINDOW:
+            _say("detaching...")
+            self.detached = True
+            return
+        signal.signal(signal.SIGTSTP, self._saved.pop(signal.SIGTSTP, signal.SIG_DFL))
+        _say("one more ctrl-Z to suspend")
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"pflux-job: {text}\n")
+    sys.stderr.flush()
+
+
+def _complain(what: str) -> Any:
+    """A callback that reports a refused kill or cancel, as flux-core does, and goes on."""
+
+    def answered(msg: Any) -> None:
+        if msg.errnum:
+            _say(f"{what}: {msg.errstr or os.strerror(msg.errnum)}")
+
+    return answered
