@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pflux {__version__}")
         return 0
+    from pflux.spec import fluid
+
+    fluid.ascii_prefix(fluid.ascii_f58_preferred())  # job ids print with f, not ƒ, if need be
     return dispatch("pflux", COMMANDS, USAGE, args)
 
 

@@ -6,7 +6,6 @@ As flux's: ``NAME.SEVERITY[RANK]: MESSAGE``, after a timestamp in ``pflux dmesg`
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from typing import Any
 
 SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
@@ -22,7 +21,9 @@ def body(entry: dict[str, Any]) -> str:
 
 def iso(timestamp: float) -> str:
     """Local time with microseconds and the UTC offset: ``2026-11-26T14:39:05.123456-08:00``."""
-    return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="microseconds")
+    from pflux.spec.eventlog import iso_local
+
+    return iso_local(timestamp)
 
 
 class Human:
