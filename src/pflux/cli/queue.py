@@ -122,6 +122,8 @@ def _set_enable(client: Client, args: argparse.Namespace, enable: bool, reason: 
     _call("enable", lambda: client.queue_enable(enable, reason))
     if not args.quiet:
         print(_enable_line(_call("status", client.queue_status)))
+        if args.verbose:
+            _alloc_query(client)
 
 
 def _set_start(client: Client, args: argparse.Namespace, start: bool, reason: str) -> None:
