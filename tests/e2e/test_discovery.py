@@ -149,7 +149,7 @@ def test_uptime(uri: str, client: Client) -> None:
 # ------------------------------------------------------------------ dmesg
 
 
-ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}[+-]\d\d:\d\d"
+ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(?:Z|[+-]\d\d:\d\d)"
 
 
 def test_dmesg_prints_the_log_ring(uri: str) -> None:
