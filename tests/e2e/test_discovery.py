@@ -191,6 +191,25 @@ def test_dmesg_follow_and_new(uri: str) -> None:
         follower.stdout.close()
 
 
+def test_dmesg_has_the_module_processes_entries(uri: str) -> None:
+    with subprocess.Popen(
+        [str(PFLUX), "dmesg", "-f"], stdout=subprocess.PIPE, text=True, env=environ(PFLUX_URI=uri)
+    ) as follower:
+        assert follower.stdout is not None
+        try:
+            # job-list, in its own process, logs once it has read the journal; the
+            # line is awaited (the suite's per-test timeout bounds the wait)
+            wanted = re.compile(rf"{ISO} job-list\.info\[0\]: job-list: \d+ jobs from the journal")
+            seen = []
+            for line in follower.stdout:
+                seen.append(line)
+                if wanted.fullmatch(line.rstrip("\n")):
+                    break
+            assert wanted.fullmatch(seen[-1].rstrip("\n")), seen
+        finally:
+            follower.kill()
+
+
 def test_dmesg_clear(uri: str) -> None:
     assert ok(uri, "dmesg", "-C") == ""
     assert "instance ready" not in ok(uri, "dmesg", "-c")

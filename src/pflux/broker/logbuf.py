@@ -4,7 +4,8 @@ As flux-core's broker does, the broker keeps its recent log entries in memory,
 whatever reaches stderr, so that a user can read what the instance said without
 having kept its stderr. ``LogRing`` is a logging handler on the broker process's
 root logger; ``LogService`` serves it under flux's topics: ``log.dmesg``
-(streaming: the backlog, then, with ``follow``, each new entry) and ``log.clear``.
+(streaming: the backlog, then, with ``follow``, each new entry) and ``log.clear``;
+module processes send theirs with ``log.append`` (``LogForward``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,33 @@ def appname(logger: str) -> str:
     return logger.removeprefix("pflux.") or logger
 
 
+def entry_of(record: logging.LogRecord) -> Entry:
+    """A log record as the ring keeps it (and a module process sends it)."""
+    message = record.getMessage()
+    if record.exc_info and record.exc_info[1] is not None:
+        message += f": {record.exc_info[1]!r}"
+    return {
+        "timestamp": record.created,
+        "name": appname(record.name),
+        "severity": severity(record.levelno),
+        "rank": 0,
+        "message": message,
+    }
+
+
+def valid_entry(entry: Any) -> bool:
+    """Whether ``entry`` (from a module process, ``log.append``) has the ring's shape."""
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("timestamp"), int | float)
+        and isinstance(entry.get("name"), str)
+        and type(entry.get("severity")) is int
+        and 0 <= entry["severity"] <= 7
+        and type(entry.get("rank")) is int
+        and isinstance(entry.get("message"), str)
+    )
+
+
 class LogRing(logging.Handler):
     """The last ``size`` log entries, and who follows new ones."""
 
@@ -57,19 +85,14 @@ class LogRing(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = record.getMessage()
-            if record.exc_info and record.exc_info[1] is not None:
-                message += f": {record.exc_info[1]!r}"
+            entry = entry_of(record)
         except Exception:  # a bad format string must not stop the instance
             self.handleError(record)
             return
-        entry = {
-            "timestamp": record.created,
-            "name": appname(record.name),
-            "severity": severity(record.levelno),
-            "rank": 0,
-            "message": message,
-        }
+        self.add(entry)
+
+    def add(self, entry: Entry) -> None:
+        """Keep ``entry`` and pass it to the followers."""
         with self._lock_entries:
             self.entries.append(entry)
         for follower in list(self.followers):
@@ -127,6 +150,19 @@ class LogService(Service):
         self._streams[follow] = req
         req.on_disconnect(gone)
 
+    @method("append")
+    def append(self, req: Request) -> None:
+        """An entry logged in a module process (job-list), kept with the broker's."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "log.append: only the instance owner's processes")
+        if not valid_entry(req.payload):
+            raise RPCError(
+                errno.EPROTO,
+                "log.append: payload must be {timestamp, name, severity (0-7), rank, message}",
+            )
+        self.ring.add(req.payload)
+        req.respond({})
+
     @method("clear")
     def clear(self, req: Request) -> None:
         self.ring.clear()
@@ -138,3 +174,20 @@ class LogService(Service):
             self.ring.followers.discard(follow)
             self.broker.loop.call_soon(req.end)  # after the entries already on their way
         self._streams.clear()
+
+
+class LogForward(logging.Handler):
+    """In a module process: each log entry also goes to the broker's ring (``log.append``)."""
+
+    def __init__(self, send: Callable[[Entry], None], loop: Any) -> None:
+        super().__init__(logging.INFO)
+        self._send = send
+        self._loop = loop
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            entry = entry_of(record)
+        except Exception:
+            self.handleError(record)
+            return
+        self._loop.call_soon_threadsafe(self._send, entry)
