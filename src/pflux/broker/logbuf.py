@@ -35,7 +35,7 @@ Entry = dict[str, Any]
 
 
 def severity(levelno: int) -> int:
-    """The syslog severity of a Python log level (the nearest one at or above it)."""
+    """The syslog severity of a Python log level (one between two levels takes the lower's)."""
     for level in sorted(SEVERITY, reverse=True):
         if levelno >= level:
             return SEVERITY[level]
