@@ -337,9 +337,13 @@ class Client:
         """Accept (or, with a reason, refuse) new submissions."""
         self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
 
-    def queue_start(self, start: bool, reason: str = "") -> None:
-        """Start (or, with a reason, stop) allocating resources to pending jobs."""
-        self.handle.call("job-manager.queue-start", {"start": start, "reason": reason})
+    def queue_start(self, start: bool, reason: str = "", *, checkpoint: bool = True) -> None:
+        """Start (or, with a reason, stop) allocating resources to pending jobs.
+
+        ``checkpoint=False`` stops only until the next restart (flux's ``--nocheckpoint``).
+        """
+        payload = {"start": start, "reason": reason, "nocheckpoint": not checkpoint}
+        self.handle.call("job-manager.queue-start", payload)
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait until no job is active (RPCTimeout after ``timeout`` seconds)."""

@@ -717,3 +717,13 @@ def test_since_forms() -> None:
     assert jobs.parse_since(stamp, now=NOW) == NOW - 60
     with pytest.raises(PfluxError):
         jobs.parse_since(str(NOW + 1), now=NOW)
+
+
+def test_suppress_header_is_no_header(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("-o", "{id.dec}", "-a")
+    _, plain, _ = pflux_jobs(monkeypatch, capsys, *args, stdin=SAMPLE)
+    _, suppressed, _ = pflux_jobs(monkeypatch, capsys, "--suppress-header", *args, stdin=SAMPLE)
+    assert plain.splitlines()[0] == "JOBID"
+    assert suppressed.splitlines() == plain.splitlines()[1:]

@@ -130,3 +130,27 @@ def test_the_queues_state_survives_a_restart(tmp_path: Path) -> None:
         ok(live.uri, "queue", "start")
         with Client(live.uri) as client:
             assert client.wait(client.submit(jobspec())).success
+
+
+def test_a_stop_not_stored_and_a_shutdown_leave_the_stored_state(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with LiveInstance(state) as live:
+        ok(live.uri, "queue", "stop", "--nocheckpoint", "-m", "for now")
+        assert ok(live.uri, "queue", "status") == (
+            "Job submission is enabled\nScheduling is stopped: for now\n"
+        )
+        ok(live.uri, "queue", "disable", "-m", "closed")  # stored, with scheduling as stored
+        assert live.stop() == 0  # the shutdown stops the queue too, unstored
+    with LiveInstance(state) as live:
+        assert ok(live.uri, "queue", "status") == (
+            "Job submission is disabled: closed\nScheduling is started\n"
+        )
+        ok(live.uri, "queue", "enable")
+        with Client(live.uri) as client:
+            assert client.wait(client.submit(jobspec())).success
+        assert live.stop() == 0
+
+
+def test_nocheckpoint_must_be_a_boolean(uri: str) -> None:
+    with Client(uri) as client, pytest.raises(RPCError, match="nocheckpoint: must be a boolean"):
+        client.handle.call("job-manager.queue-start", {"start": False, "nocheckpoint": 1})

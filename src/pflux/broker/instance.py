@@ -19,13 +19,15 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pflux import private
+from pflux import __version__, private
 from pflux.broker.connector import Connection, Provider, serve
+from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import uri_for
@@ -73,6 +75,12 @@ def freeze_gc() -> None:
 
 
 MODULE_START_TIMEOUT = 60.0
+
+# At shutdown: the note of the exception each running job gets, and how long the
+# instance waits for them to end (their shells' SIGTERM, then SIGKILL, takes less)
+SHUTDOWN_NOTE = "instance shutdown"
+CLEANUP_TIMEOUT = 60.0
+RUN_STATE = 0x10  # RFC 21's RUN bit (job-manager.raiseall's states mask)
 
 SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
@@ -146,6 +154,7 @@ class Instance:
         self._watchers: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.fatal: str | None = None  # why the instance stopped, when something failed
+        self.on_ready: Callable[[str], None] | None = None  # told the URI once clients may connect
         self.socket_path = self.state_dir / SOCKET_NAME
         if len(os.fsencode(self.socket_path.absolute())) > MAX_SOCKET_PATH:
             raise PfluxError(
@@ -154,14 +163,19 @@ class Instance:
             )
         self.uri = uri_for(str(self.socket_path))
 
-    async def run(self, argv: Sequence[str] | None = None) -> int:
-        """Serve; with ``argv``, run it inside the instance and return its exit code."""
+    def _services(self) -> list[type[Service]]:
+        """The services' classes, once the config is checked against the keys they read."""
         services = [_service_class(path) for path in self.service_paths]
         declared: dict[str, set[str]] = {}
         for cls in services:
             for table, keys in cls.config_keys.items():
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
+        return services
+
+    async def run(self, argv: Sequence[str] | None = None) -> int:
+        """Serve; with ``argv``, run it inside the instance and return its exit code."""
+        services = self._services()
         private.directory(self.state_dir)
         tune_gc()
         stop = asyncio.Event()
@@ -169,6 +183,7 @@ class Instance:
         broker.on_fatal = partial(self._on_fatal, stop)
         self.broker_service = BrokerService(broker, stop)
         broker.register(self.broker_service)
+        ring = self._log_ring(broker)
         for cls in services:
             broker.register(cls(broker))
         loop = asyncio.get_running_loop()
@@ -182,6 +197,7 @@ class Instance:
         except BaseException:
             self._stopping = True
             await self._stop_modules()
+            logging.getLogger().removeHandler(ring)
             raise
         server: asyncio.AbstractServer | None = None
         try:
@@ -189,18 +205,20 @@ class Instance:
             await self._modules_added(added)
             # clients connect once every service is provided, the module processes' too
             server = await serve(broker, self.socket_path)
-            freeze_gc()
-            log.info("instance ready at %s", self.uri)
+            self._ready()
             if argv:
                 rc = await self._run_initial(argv, stop)
             else:
                 await stop.wait()
         finally:
+            if server is not None and self.fatal is None:
+                await self._cleanup()
             self._stopping = True
             if server is not None:
                 server.close()
             await self._stop_modules()
             await broker.stop()
+            logging.getLogger().removeHandler(ring)
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             with contextlib.suppress(FileNotFoundError):
@@ -210,6 +228,44 @@ class Instance:
         if self.fatal is not None:
             raise PfluxError(f"the instance stopped: {self.fatal}")
         return rc
+
+    def _ready(self) -> None:
+        freeze_gc()
+        log.info("instance ready at %s", self.uri)
+        if self.on_ready is not None:
+            self.on_ready(self.uri)
+
+    @staticmethod
+    def _log_ring(broker: Broker) -> LogRing:
+        """Keep the broker process's log entries for ``log.dmesg`` (``pflux dmesg``)."""
+        ring = LogRing()
+        logging.getLogger().addHandler(ring)
+        broker.register(LogService(broker, ring))
+        return ring
+
+    async def _cleanup(self) -> None:
+        """What flux-core's shutdown does first: stop the queue, cancel the running jobs
+        (each gets an exception saying why, which a restart still shows), wait until
+        none runs. Pending jobs stay for the next start."""
+        log.info("shutdown started")
+        if "job-manager" not in self.broker.services:
+            return  # an instance of a few services (tests): no jobs
+        call = self.broker.call
+        try:
+            stop = {"start": False, "reason": SHUTDOWN_NOTE, "nocheckpoint": True}
+            await call("job-manager.queue-start", stop)
+            exception = {"type": "cancel", "severity": 0, "note": SHUTDOWN_NOTE}
+            reply = await call("job-manager.raiseall", {**exception, "states": RUN_STATE})
+            count = reply["count"]
+            if count:
+                log.info("canceled %d running job%s", count, "" if count == 1 else "s")
+                await asyncio.wait_for(call("job-manager.idle", {}), CLEANUP_TIMEOUT)
+                log.info("no job is running")
+        except RPCError as exc:
+            log.error("shutdown: %s", exc.errstr)
+        except TimeoutError:
+            log.error("shutdown: jobs still running after %.0fs; stopping", CLEANUP_TIMEOUT)
+        log.info("stopping services")
 
     def _on_fatal(self, stop: asyncio.Event, reason: str) -> None:
         """Stop, and end ``run`` with the first fatal reason, so that the exit status says so."""
@@ -293,7 +349,7 @@ class Instance:
         self._modules = []
 
     async def _run_initial(self, argv: Sequence[str], stop: asyncio.Event) -> int:
-        env = dict(os.environ, PFLUX_URI=self.uri)
+        env = dict(os.environ, PFLUX_URI=self.uri, FLUX_URI=self.uri)
         try:
             proc = await asyncio.create_subprocess_exec(*argv, env=env)
         except OSError as exc:
@@ -320,6 +376,14 @@ class Instance:
             "rank": "0",
             "size": "1",
             "pid": str(os.getpid()),
+            # flux-core's names for what tools read
+            "local-uri": self.uri,
+            "broker.pid": str(os.getpid()),
+            "broker.starttime": f"{time.time():.6f}",
+            "security.owner": str(os.getuid()),
+            "instance-level": "0",
+            "version": __version__,
+            **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),
         }
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import cast
 
 from pflux.broker.instance import freeze_gc, tune_gc
+from pflux.broker.logbuf import LogForward
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     REQUEST,
@@ -191,6 +192,10 @@ class Link(asyncio.Protocol):
         return (await future).raise_for_error()
 
 
+def _log_append(entry: dict[str, object]) -> Message:
+    return Message(REQUEST, "log.append", 0, entry, flags=FLAG_NORESPONSE)
+
+
 def _link_closed(topic: str, matchtag: int) -> Message:
     return Message(
         RESPONSE, topic, matchtag, None, errnum=errno.ECONNRESET,
@@ -218,6 +223,8 @@ async def run(fd: int, path: str, state_dir: str) -> int:
         log.info("%s: %s", path, exc.errstr)
         return 1
     local.attrs.update(attrs["attrs"])  # type: ignore[index]
+    forward = LogForward(lambda entry: link.write(_log_append(entry)), loop)
+    logging.getLogger().addHandler(forward)
     local.register(service)
     await local.start()
     freeze_gc()
@@ -237,15 +244,18 @@ async def run(fd: int, path: str, state_dir: str) -> int:
     except RPCError as exc:
         log.error("%s: %s", path, exc.errstr)
     await local.stop()
+    logging.getLogger().removeHandler(forward)
     link.close()
     return 0
 
 
 def main(argv: list[str]) -> int:
-    logging.basicConfig(
-        level=os.environ.get("PFLUX_MODULE_LOGLEVEL", "WARNING"),
-        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
-    )
+    logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    root = logging.getLogger()
+    level = logging.getLevelName(os.environ.get("PFLUX_MODULE_LOGLEVEL", "WARNING"))
+    for handler in root.handlers:
+        handler.setLevel(level)  # stderr; the broker's log ring gets INFO (LogForward)
+    root.setLevel(min(level, logging.INFO) if isinstance(level, int) else logging.INFO)
     fd, path, state_dir = argv
     import uvloop
 

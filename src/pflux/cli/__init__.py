@@ -22,6 +22,12 @@ COMMANDS: dict[str, str] = {
     "cancel": "cancel",
     "queue": "queue",
     "update": "update",
+    "uri": "uri",
+    "getattr": "getattr",
+    "lsattr": "lsattr",
+    "version": "version",
+    "uptime": "uptime",
+    "dmesg": "dmesg",
 }
 
 USAGE = """\
@@ -39,6 +45,12 @@ commands:
   cancel     cancel jobs
   queue      control the queue: status, enable, disable, start, stop, drain, idle
   update     update an active job's jobspec (duration=+10m, name=...)
+  uri        print the URI of an instance
+  getattr    print an instance attribute
+  lsattr     list the instance's attributes
+  version    print pflux's version (and the instance's)
+  uptime     show how long the instance has been running
+  dmesg      print the instance's log ring buffer
 """
 
 
@@ -50,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pflux {__version__}")
         return 0
+    from pflux.spec import fluid
+
+    fluid.ascii_prefix(fluid.ascii_f58_preferred())  # job ids print with f, not ƒ, if need be
     return dispatch("pflux", COMMANDS, USAGE, args)
 
 

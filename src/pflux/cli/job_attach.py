@@ -104,6 +104,16 @@ def _ranks(text: str) -> str:
         raise UsageError(f"--stdin-ranks: {exc}") from None
 
 
+def shown_event(event: Any, t0: float, prefix: str = "job") -> str:
+    """``-E``'s line for an event, as flux's: ``0.012s: job.start {"key":value}``."""
+    import json
+
+    line = f"{event.timestamp - t0:.3f}s: {prefix}.{event.name}"
+    if event.context:
+        line += " " + json.dumps(event.context, separators=(",", ":"), ensure_ascii=False)
+    return line
+
+
 class _Stdin:
     """Forwarding standard input to the job, a chunk at a time, a few in flight."""
 
@@ -219,10 +229,8 @@ class _Attach:
                 self.exit_code = exit_code(status)
                 if self.exit_code:
                     sys.stderr.write(f"pflux-job: {waitstatus_text(status)}\n")
-            elif self.show_events:
-                from pflux.spec.eventlog import format_text
-
-                sys.stderr.write(format_text(event, time_format="offset", t0=self.t0) + "\n")
+            if self.show_events and event.name != "exception":
+                sys.stderr.write(shown_event(event, self.t0) + "\n")
             if event.name == "start" and self.stdin is not None and self.stdin.ranks == "all":
                 self.stdin.begin(None)
             elif event.name in ("finish", "clean") and self.stdin is not None:

@@ -319,6 +319,12 @@ class OutputFormat:
             )
         if "{" in part.spec:
             raise FormatError(f"Error in user format: nested fields are not supported: {part.spec}")
+        # a !d spec without ``::`` is a strftime format; any other must be a format spec
+        spec = part.spec.partition("::")[2] if "::" in part.spec else part.spec
+        if (part.conversion != "d" or "::" in part.spec) and not _SPEC_RE.fullmatch(spec):
+            raise FormatError(
+                f"Error in user format: Invalid format specifier '{spec}' for field {part.field}"
+            )
 
     @property
     def fields(self) -> list[str]:

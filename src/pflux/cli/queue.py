@@ -46,6 +46,12 @@ def main(argv: list[str]) -> int:
         _verbose(sub)
         if command in ("disable", "stop"):
             sub.add_argument("-m", "--message", metavar="REASON", help="why, shown by status")
+        if command == "stop":
+            sub.add_argument(
+                "--nocheckpoint",
+                action="store_true",
+                help="stop only until the instance restarts (the stop is not stored)",
+            )
         sub.set_defaults(func=func)
     for command, func, what in (
         ("drain", _drain, "wait until no job is active"),
@@ -122,10 +128,13 @@ def _set_enable(client: Client, args: argparse.Namespace, enable: bool, reason: 
     _call("enable", lambda: client.queue_enable(enable, reason))
     if not args.quiet:
         print(_enable_line(_call("status", client.queue_status)))
+        if args.verbose:
+            _alloc_query(client)
 
 
 def _set_start(client: Client, args: argparse.Namespace, start: bool, reason: str) -> None:
-    _call("start", lambda: client.queue_start(start, reason))
+    stored = not getattr(args, "nocheckpoint", False)
+    _call("start", lambda: client.queue_start(start, reason, checkpoint=stored))
     if not args.quiet:
         print(_start_line(_call("status", client.queue_status)))
         if args.verbose:

@@ -23,6 +23,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "-E", "--show-events", action="store_true", help="print the job's events on stderr"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="print the job id on stderr; twice: the job's events too (as -E)",
+    )
     args = parser.parse_args(argv)
     return base.run("run", lambda: _run(args))
 
@@ -30,6 +37,10 @@ def main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     import sys
 
+    if args.verbose > 2:
+        from pflux.errors import UsageError
+
+        raise UsageError("-v: at most twice (-vv shows the job's events)")
     request = jobopts.request_for(args)
     if args.dry_run:
         sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
@@ -46,11 +57,15 @@ def _run(args: argparse.Namespace) -> int:
     # and leaves the job it submitted unattended
     with Handle(args.uri) as handle, catching(True) as signals:
         jobid = handle.call("job-ingest.submit", submit_payload(request))["id"]
+        if args.verbose:
+            from pflux.spec.fluid import JobID
+
+            print(f"jobid: {JobID(jobid)}", file=sys.stderr, flush=True)
         return attach(
             handle,
             jobid,
             label_io=args.label_io,
-            show_events=args.show_events,
+            show_events=args.show_events or args.verbose > 1,
             stdin_ranks=stdin_ranks,
             signals=signals,
             interactive=asks_interactive(request.jobspec),

@@ -1,19 +1,52 @@
-"""``pflux shutdown``: stop the instance (pending jobs stay in its state directory)."""
+"""``pflux shutdown``: stop the instance, printing its log as it stops (as flux-shutdown(1)).
+
+Running jobs are canceled with the exception note ``instance shutdown``; pending jobs
+stay in the state directory for the next start.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 from pflux.cli import base
+
+INFO, WARNING, DEBUG = 6, 4, 7  # syslog severities: what is printed, at most
+
+
+def parser() -> argparse.ArgumentParser:
+    p = base.parser("shutdown", "Stop the instance.")
+    p.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+    p.add_argument("--background", action="store_true", help="start the shutdown and exit at once")
+    p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every log entry")
+    return p
 
 
 def main(argv: list[str]) -> int:
-    parser = base.parser("shutdown", "Stop the instance.")
-    parser.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
+    return base.run("shutdown", lambda: _shutdown(args))
 
-    def body() -> None:
-        from pflux.client.handle import Handle
 
-        with Handle(args.uri) as handle:
+def _shutdown(args: argparse.Namespace) -> None:
+    from pflux.broker.message import RPCError
+    from pflux.cli import logentry
+    from pflux.client.handle import Handle
+    from pflux.errors import UsageError
+
+    if args.quiet and args.verbose:
+        raise UsageError("--quiet and --verbose: choose one")
+    level = WARNING if args.quiet else DEBUG if args.verbose else INFO
+    with Handle(args.uri) as handle:
+        if args.background:
             handle.call("broker.shutdown", {})
-
-    return base.run("shutdown", body)
+            return
+        follow = {"follow": True, "nobacklog": True}
+        log = handle.rpc("log.dmesg", follow, streaming=True, wait=True)
+        handle.call("broker.shutdown", {})
+        try:
+            for entry in log:
+                if entry.get("severity", INFO) <= level:
+                    sys.stderr.write(logentry.body(entry) + "\n")
+        except RPCError:
+            pass  # the instance has gone: its log with it

@@ -1,8 +1,11 @@
 """``pflux start [OPTIONS] [COMMAND...]``: run an instance in the foreground.
 
-With COMMAND, it runs inside the instance (PFLUX_URI set) and the instance
-shuts down when it exits, with its exit code; without, the instance serves
-until ``pflux shutdown`` or SIGTERM. ``--state-dir`` keeps the instance's data
+With COMMAND, it runs inside the instance (PFLUX_URI and FLUX_URI set) and the
+instance shuts down when it exits, with its exit code. Without COMMAND and
+without ``--state-dir``, as flux's, on a terminal it runs ``$SHELL`` inside;
+elsewhere it prints the URI on stdout (and how to use it on stderr) and serves
+until ``pflux shutdown`` or a signal. With ``--state-dir`` and no command it
+serves, silently, until then. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
 One whose KVS database was lost (found empty or missing) is refused, unless
 ``--fresh`` says to start again there with no jobs.
@@ -19,6 +22,8 @@ initial program's status, so that a supervisor can tell it from a clean stop.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +60,25 @@ def _start(args: argparse.Namespace) -> int:
     from pflux.config import ConfigError
 
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    root = logging.getLogger()
+    for handler in root.handlers:
+        handler.setLevel(level)  # stderr says what -v asks; the log ring (dmesg) keeps INFO
+    root.setLevel(min(level, logging.INFO))
     config = _config(args)
     if args.fresh and args.state_dir is None:
         raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")
     instance = Instance(args.state_dir, config=config, fresh=args.fresh)
+    command = args.command or None
+    if command is None and args.state_dir is None and args.simulate is None:
+        if sys.stdin.isatty():
+            command = [os.environ.get("SHELL") or "/bin/sh"]
+        else:
+            instance.on_ready = _announce
     import uvloop
 
     try:
-        return uvloop.run(instance.run(args.command or None))
+        return uvloop.run(instance.run(command))
     except ConfigError as exc:  # name the file the table and key are in
         raise PfluxError(f"{args.config}: {exc}" if args.config else str(exc)) from None
     except PfluxError:
@@ -71,6 +86,17 @@ def _start(args: argparse.Namespace) -> int:
     except Exception as exc:  # a bug in a service: still a failed instance, and said so
         logging.getLogger("pflux.broker").exception("the instance failed")
         raise PfluxError(f"the instance stopped: internal error: {exc!r}") from exc
+
+
+def _announce(uri: str) -> None:
+    """Say where an instance with nothing to run is, and how to use it."""
+    print(uri, flush=True)
+    print(
+        f"pflux-start: serving; use it with: export PFLUX_URI={uri}\n"
+        "pflux-start: stop it with `pflux shutdown` or a signal (Ctrl-C)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,5 +1,8 @@
-"""Finding the instance: ``--uri``, else ``PFLUX_URI``, as ``local:///path/to/socket``;
-and how long to wait for it to answer: ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s.
+"""Finding the instance: ``--uri``, else ``PFLUX_URI``, else ``FLUX_URI`` (flux's name,
+set alongside pflux's in jobs and the initial program, so tools written for flux find
+the instance; pflux's own name wins where both are set, e.g. a pflux instance run
+inside a flux job), as ``local:///path/to/socket`` or a bare path; and how long to
+wait for it to answer: ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ class NoInstanceError(PfluxError):
 
 def socket_path(uri: str | None = None) -> str:
     """The socket path an instance URI names (``local://PATH`` or a bare path)."""
-    uri = uri or os.environ.get("PFLUX_URI")
+    uri = uri or os.environ.get("PFLUX_URI") or os.environ.get("FLUX_URI")
     if not uri:
         raise NoInstanceError(
             "no pflux instance: set PFLUX_URI or pass --uri (run commands under `pflux start`)"

@@ -94,6 +94,7 @@ class JobManager(Service):
         self.queue_enabled = True
         self.disable_reason = ""
         self.queue_started = True
+        self.stored_start: tuple[bool, str] | None = None  # (start, reason) if not as stored
         self.stop_reason = ""
         self.max_jobid = 0
         self._drain: list[Request] = []
@@ -569,15 +570,34 @@ class JobManager(Service):
 
     @method("queue-start")
     def queue_start(self, req: Request) -> None:
+        """Start or stop scheduling; ``nocheckpoint`` (flux-core's, for a shutdown): a stop
+        that is not stored, so a restart finds the queue as it was before it."""
         payload = self._owner_payload(req)
+        unstored = payload.get("nocheckpoint", False)
+        if not isinstance(unstored, bool):
+            raise RPCError(errno.EPROTO, "nocheckpoint: must be a boolean")
+        stored = (self.queue_started, self.stop_reason)
         self.queue_started = bool(payload.get("start", True))
         self.stop_reason = "" if self.queue_started else str(payload.get("reason") or "")
-        self._checkpoint(req)
+        if unstored and not self.queue_started:
+            if self.stored_start is None:
+                self.stored_start = stored
+            req.respond({})
+        else:
+            self.stored_start = None
+            self._checkpoint(req)
         self.advance_state(State.SCHED)
 
     def _checkpoint(self, req: Request) -> None:
         """Store the queue's state with this turn's events; answer once it is durable."""
-        self.events.add_ops(checkpoint.ops(self._queue_status()))
+        status = self._queue_status()
+        if self.stored_start is not None:  # stopped unstored: keep what was stored
+            started, reason = self.stored_start
+            status["start"] = started
+            status.pop("stop_reason", None)
+            if not started:
+                status["stop_reason"] = reason
+        self.events.add_ops(checkpoint.ops(status))
         self.events.after_commit(lambda: req.respond({}))
 
     @method("alloc-query")

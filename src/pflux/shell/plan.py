@@ -11,7 +11,7 @@ needs no import): a tuple
 
 - ``argv``: the command; ``env``: the environment every task shares (the
   jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
-  ``PFLUX_URI`` and ``PFLUX_KVS_NAMESPACE``; the shell adds
+  ``PFLUX_URI``, ``FLUX_URI`` (the same) and ``PFLUX_KVS_NAMESPACE``; the shell adds
   ``FLUX_JOB_TMPDIR``);
 - ``tasks``: per task ``(rank, local id, cpus, gpus)``: the CPUs to bind it
   to (None: all of the instance's; ``cpu-affinity``: by default every task
@@ -132,7 +132,7 @@ def plan(
     env["FLUX_JOB_ID"] = fluid.f58
     env["FLUX_JOB_SIZE"] = str(len(places.tasks))
     env["FLUX_JOB_NNODES"] = str(places.nnodes)
-    env["PFLUX_URI"] = uri
+    env["PFLUX_URI"] = env["FLUX_URI"] = uri
     env["PFLUX_KVS_NAMESPACE"] = namespace
     if "HOSTNAME" in env:
         env["HOSTNAME"] = hostname

@@ -303,11 +303,18 @@ class EventlogReader:
             )
 
 
-def _iso(ts: float) -> str:
-    # as flux-core: whole seconds, then microseconds truncated, not rounded
+def iso_local(ts: float) -> str:
+    """ISO 8601 in local time with its offset, as flux-core prints it: microseconds
+    truncated (not rounded), then ``-08:00``, or ``Z`` where local time is UTC."""
     sec = int(ts)
     usec = int((ts - sec) * 1e6)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{usec:06d}Z"
+    tm = time.localtime(sec)
+    offset = time.strftime("%z", tm)
+    if offset == "+0000":
+        offset = "Z"
+    elif len(offset) == 5:
+        offset = f"{offset[:3]}:{offset[3:]}"
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', tm)}.{usec:06d}{offset}"
 
 
 def _with_context(stamp: str, event: Event) -> str:
@@ -327,7 +334,8 @@ def format_text(event: Event, *, time_format: str = "raw", t0: float | None = No
 
     ``<timestamp> <name>`` then `` key=value`` per context key, values as compact
     JSON. ``raw`` prints the timestamp with six decimals (C's ``%lf``), ``iso``
-    as ISO 8601 UTC with microseconds, ``offset`` as seconds since ``t0`` (the
+    as ISO 8601 local time with microseconds and its offset (``iso_local``),
+    ``offset`` as seconds since ``t0`` (the
     first event; the event's own time when None). ``human`` needs the previous
     events, so it is only available through TextFormatter.
     """
@@ -335,7 +343,7 @@ def format_text(event: Event, *, time_format: str = "raw", t0: float | None = No
     if time_format == "raw":
         stamp = f"{ts:.6f}"
     elif time_format == "iso":
-        stamp = _iso(ts)
+        stamp = iso_local(ts)
     elif time_format == "offset":
         stamp = f"{ts - (ts if t0 is None else t0):.6f}"
     else:

@@ -176,7 +176,8 @@ class JobID(int):
         return self & _SEQ_MAX
 
     def __str__(self) -> str:
-        return _f58(self)
+        """f58, with ``ƒ`` unless ``ascii_prefix(True)`` (the CLI, where ``ƒ`` cannot show)."""
+        return _f58plain(self) if _ascii_prefix else _f58(self)
 
     def __repr__(self) -> str:
         return f"JobID({int.__repr__(self)})"
@@ -298,17 +299,35 @@ _ENCODERS: dict[str, Callable[[JobID], str]] = {
 }
 
 
+_ascii_prefix = False  # what str(JobID) prints: see ascii_prefix
+
+
+def ascii_prefix(on: bool) -> None:
+    """Make ``str(JobID)`` print ``f`` instead of ``ƒ`` (``on``) or not, process-wide."""
+    global _ascii_prefix  # noqa: PLW0603 - one switch, set once by the CLI's entry point
+    _ascii_prefix = on
+
+
 def ascii_f58_preferred(encoding: str | None = None) -> bool:
     """Whether to print f58 with ``f`` rather than ``ƒ``.
 
     flux-core prints ``f`` when the locale is not UTF-8 or when
     ``FLUX_F58_FORCE_ASCII`` is set. pflux honours that variable (and
     ``PFLUX_F58_FORCE_ASCII``) and otherwise asks whether the output encoding
-    (``sys.stdout``'s unless given) can carry ``ƒ`` at all.
+    (``sys.stdout``'s unless given) can carry ``ƒ`` at all. For stdout, a C
+    or POSIX locale (``LC_ALL=C``) counts as not UTF-8 although Python then
+    writes UTF-8 (its UTF-8 mode, which such a locale turns on): flux prints
+    ``f`` there. ``PYTHONIOENCODING`` or ``PYTHONUTF8=1``, set on purpose, win.
     """
     if os.environ.get("FLUX_F58_FORCE_ASCII") or os.environ.get("PFLUX_F58_FORCE_ASCII"):
         return True
     if encoding is None:
+        if (
+            sys.flags.utf8_mode
+            and not os.environ.get("PYTHONUTF8")
+            and not os.environ.get("PYTHONIOENCODING")
+        ):
+            return True  # the locale is C or POSIX
         encoding = getattr(sys.stdout, "encoding", None)
     if not encoding:
         return True

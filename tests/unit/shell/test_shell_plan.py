@@ -50,6 +50,7 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
         "FLUX_JOB_SIZE": "2",
         "FLUX_JOB_NNODES": "1",
         "PFLUX_URI": "local:///s",
+        "FLUX_URI": "local:///s",
         "PFLUX_KVS_NAMESPACE": "job-65535",
     }
     assert tasks == [(0, 0, (0, 1), "-1"), (1, 1, (0, 1), "-1")]  # flux's cpu-affinity=on

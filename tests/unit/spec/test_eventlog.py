@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -307,7 +307,28 @@ def test_format_text_values_are_compact_json() -> None:
     assert format_text(e) == ('1.000000 x s="a \\"q\\"\\n" n=null f=1.5 o={"k":[1,2]} u="ƒ" i=-3')
 
 
-def test_format_text_iso() -> None:
+@pytest.fixture
+def zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set the local time zone (``TZ``) for one test."""
+
+    def set_zone(tz: str) -> None:
+        monkeypatch.setenv("TZ", tz)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_format_text_iso_is_local_time_with_its_offset(zone: Callable[[str], None]) -> None:
+    zone("PST+8")  # POSIX: 8 hours behind UTC, no daylight time
+    assert format_text(RELEASE, time_format="iso").startswith("2025-02-05T08:49:54.185372-08:00 ")
+    zone("IST-5:30")
+    assert format_text(RELEASE, time_format="iso").startswith("2025-02-05T22:19:54.185372+05:30 ")
+
+
+def test_format_text_iso(zone: Callable[[str], None]) -> None:
+    zone("UTC")  # flux-core writes Z, not +00:00, where local time is UTC
     assert (
         format_text(RELEASE, time_format="iso")
         == '2025-02-05T16:49:54.185372Z release ranks="all" final=true'

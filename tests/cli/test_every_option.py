@@ -1,0 +1,678 @@
+"""Every option of every ``pflux`` command, and every job shell option, is proven.
+
+The parsers are built the way each command builds them (``parser()`` where the
+module has one, else by running its ``main`` up to its ``parse_args``). ``PROOF``
+maps each option (``COMMAND --long-name``) to the tests that show it takes effect
+or is refused; an option missing from the table fails here, and so does a named
+test that does not exist. ``UNPROVEN`` names, with the reason, the few options
+that have no such test: the table cannot silently grow holes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+from unittest import mock
+
+from pflux.cli import COMMANDS
+from pflux.cli.job import SUBCOMMANDS
+from pflux.spec.shell_options import KNOWN
+
+TESTS = Path(__file__).resolve().parent.parent
+ROOT = TESTS.parent
+
+# options of pflux run that jobopts.add_options and jobopts.request_for build and
+# read for submit and run alike: submit's tests prove them for both
+SAME_AS_SUBMIT: Final = ("SAME_AS_SUBMIT",)
+URI: Final = ("tests/cli/test_uri_option.py::test_uri_names_the_instance",)
+
+# the job shell's options pflux acts on: the table job-ingest checks them against
+SHELL_OPTIONS: Final = tuple(KNOWN)
+
+SHELL_PROOF: Final[dict[str, tuple[str, ...]]] = {
+    "output": (
+        "tests/e2e/test_output.py::test_output_and_error_templates",
+        "tests/cli/test_submit_dry_run.py::test_setopt_as_flux_t2710",
+    ),
+    "input": ("tests/e2e/test_exec.py::test_pflux_run_and_attach_forward_stdin",),
+    "per-resource": (
+        "tests/unit/joblist/test_joblist_summary.py::test_per_resource_task_counts",
+        "tests/e2e/test_taskmap.py::test_tasks_per_node",
+    ),
+    "rlimit": (
+        "tests/e2e/test_shell_options.py::test_rlimit_applies_to_the_tasks_and_not_to_the_next_job",
+        "tests/e2e/test_shell_options.py::test_a_bad_rlimit_option_is_refused",
+    ),
+    "env-expand": (
+        "tests/e2e/test_shell_options.py::test_env_templates_are_expanded_per_job_and_per_task",
+    ),
+    "signal": (
+        "tests/e2e/test_shell_options.py::test_signal_before_the_time_limit",
+        "tests/e2e/test_shell_options.py::test_signal_option_value",
+    ),
+    "cpu-affinity": (
+        "tests/e2e/test_shell_options.py::test_by_default_every_task_is_bound_to_all_the_jobs_cores",
+        "tests/e2e/test_shell_options.py::test_cpu_affinity_off_and_map",
+        "tests/e2e/test_shell_options.py::test_a_bad_cpu_affinity_is_refused",
+    ),
+    "gpu-affinity": (
+        "tests/unit/shell/test_shell_plan.py::test_affinity_options_bind_per_task_or_not_at_all",
+    ),
+    "exit-timeout": (
+        "tests/e2e/test_shell_options.py::test_exit_timeout_raises_a_fatal_exception",
+        "tests/e2e/test_shell_options.py::test_exit_timeout_none_and_a_bad_value",
+    ),
+    "exit-on-error": (
+        "tests/e2e/test_shell_options.py::test_exit_on_error_ends_the_job_at_the_first_failure",
+    ),
+    "verbose": ("tests/e2e/test_shell_options.py::test_verbose_prints_the_shells_diagnostics",),
+    "pty": (
+        "tests/e2e/test_pty.py::test_a_task_on_a_pty_has_it_as_stdin_stdout_stderr_and_controlling_terminal",
+        "tests/e2e/test_pty.py::test_pty_ranks_names_the_tasks_on_a_pty",
+        "tests/e2e/test_pty.py::test_a_pty_option_that_cannot_work_is_refused_at_submission",
+        "tests/e2e/test_attach_terminal.py::test_pty_interactive_makes_this_terminal_the_jobs_until_it_ends",
+    ),
+    "pmi": (
+        "tests/e2e/test_mpi.py::test_an_mpi_allreduce_over_four_tasks",
+        "tests/e2e/test_mpi.py::test_pmi_off_gives_the_tasks_no_pmi_fd",
+        "tests/e2e/test_mpi.py::test_an_unknown_pmi_is_refused_naming_the_option",
+    ),
+    "taskmap": (
+        "tests/e2e/test_taskmap.py::test_taskmap_cyclic",
+        "tests/e2e/test_taskmap.py::test_block_with_a_value_fails_the_job",
+    ),
+}
+
+PROOF: Final[dict[str, tuple[str, ...]]] = {
+    "start --state-dir": (
+        "tests/e2e/test_durability.py::test_only_a_kept_state_directory_gets_a_crash_safe_kvs",
+        "tests/e2e/test_durability.py::test_a_fast_kvs_in_a_state_directory_keeps_its_jobs_across_a_clean_stop",
+    ),
+    "start --fresh": (
+        "tests/fault/test_storage.py::test_fresh_without_a_state_directory_is_a_usage_error",
+    ),
+    "start --cores": ("tests/e2e/test_sched.py::test_alloc_deny_and_resource_list",),
+    "start --gpus": ("tests/e2e/test_option_effects.py::test_start_gpus_and_verbose",),
+    "start --config": (
+        "tests/e2e/test_durability.py::test_a_fast_kvs_in_a_state_directory_keeps_its_jobs_across_a_clean_stop",
+        "tests/e2e/test_exec_protocol.py::test_released_ranks_go_to_a_waiting_job_before_the_final_release",
+    ),
+    "start --simulate": (
+        "tests/e2e/test_simulator.py::test_bad_traces_are_refused_naming_the_line",
+    ),
+    "start --verbose": ("tests/e2e/test_option_effects.py::test_start_gpus_and_verbose",),
+    "submit --ntasks": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --cores-per-task": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --gpus-per-task": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --nodes": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --exclusive": (
+        "tests/cli/test_submit_dry_run.py::test_bad_counts",
+        "tests/cli/test_submit_dry_run.py::test_exclusive_with_tasks",
+    ),
+    "submit --time-limit": (
+        "tests/cli/test_submit_dry_run.py::test_time_limit",
+        "tests/cli/test_submit_dry_run.py::test_bad_time_limits",
+    ),
+    "submit --job-name": (
+        "tests/cli/test_submit_dry_run.py::test_yaml_keeps_unicode_and_order",
+        "tests/cli/test_submit_dry_run.py::test_options_after_the_command_belong_to_it",
+    ),
+    "submit --queue": ("tests/cli/test_submit_dry_run.py::test_name_queue_bank_cwd",),
+    "submit --bank": ("tests/cli/test_submit_dry_run.py::test_name_queue_bank_cwd",),
+    "submit --urgency": (
+        "tests/cli/test_job_commands.py::test_submit_yaml_stdin_with_urgency_and_flags",
+        "tests/cli/test_submit_dry_run.py::test_urgency",
+    ),
+    "submit --cwd": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --dependency": (
+        "tests/cli/test_submit_dry_run.py::test_dependencies_in_command_line_order",
+        "tests/e2e/test_dependencies.py::test_submit_time_errors",
+    ),
+    "submit --begin-time": ("tests/cli/test_submit_dry_run.py::test_begin_time_now",),
+    "submit --setattr": ("tests/cli/test_submit_dry_run.py::test_setattr_as_flux_t2710",),
+    "submit --setopt": ("tests/cli/test_submit_dry_run.py::test_setopt_as_flux_t2710",),
+    "submit --flags": (
+        "tests/cli/test_submit_dry_run.py::test_flags",
+        "tests/cli/test_submit_dry_run.py::test_bad_flags",
+    ),
+    "submit --env": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --env-remove": (
+        "tests/cli/test_submit_dry_run.py::test_env_rules",
+        "tests/cli/test_submit_dry_run.py::test_env_remove_leaves_the_rest",
+    ),
+    "submit --env-file": (
+        "tests/cli/test_submit_dry_run.py::test_env_file",
+        "tests/cli/test_submit_dry_run.py::test_env_file_including_itself",
+    ),
+    "submit --rlimit": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --input": (
+        "tests/cli/test_submit_dry_run.py::test_stdio",
+        "tests/cli/test_submit_dry_run.py::test_input_ranks_are_refused_by_submit",
+    ),
+    "submit --output": (
+        "tests/cli/test_submit_dry_run.py::test_stdio",
+        "tests/cli/test_submit_dry_run.py::test_setopt_as_flux_t2710",
+    ),
+    "submit --error": ("tests/cli/test_submit_dry_run.py::test_stdio",),
+    "submit --label-io": (
+        "tests/cli/test_submit_dry_run.py::test_stdio",
+        "tests/e2e/test_output.py::test_label_io_prefixes_task_ranks_on_run_and_attach",
+    ),
+    "submit --unbuffered": ("tests/cli/test_submit_dry_run.py::test_unbuffered",),
+    "submit --dry-run": (
+        "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
+    ),
+    "submit --format": ("tests/cli/test_submit_dry_run.py::test_yaml_through_the_console_script",),
+    "submit --uri": URI,
+    "submit --cc": ("tests/e2e/test_option_effects.py::test_submit_cc_and_bcc",),
+    "submit --bcc": ("tests/e2e/test_option_effects.py::test_submit_cc_and_bcc",),
+    "submit --wait": (
+        "tests/fault/test_full_disk.py::test_an_allocation_a_full_disk_refused_is_asked_for_again",
+    ),
+    "submit --watch": ("tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",),
+    "submit --progress": (
+        "tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",
+    ),
+    "submit --quiet": ("tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",),
+    "run --ntasks": (
+        "tests/e2e/test_output.py::test_label_io_prefixes_task_ranks_on_run_and_attach",
+    ),
+    "run --cores-per-task": SAME_AS_SUBMIT,
+    "run --gpus-per-task": SAME_AS_SUBMIT,
+    "run --nodes": SAME_AS_SUBMIT,
+    "run --exclusive": SAME_AS_SUBMIT,
+    "run --time-limit": SAME_AS_SUBMIT,
+    "run --job-name": ("tests/e2e/test_output.py::test_output_and_error_templates",),
+    "run --queue": SAME_AS_SUBMIT,
+    "run --bank": SAME_AS_SUBMIT,
+    "run --urgency": SAME_AS_SUBMIT,
+    "run --cwd": SAME_AS_SUBMIT,
+    "run --dependency": SAME_AS_SUBMIT,
+    "run --begin-time": SAME_AS_SUBMIT,
+    "run --setattr": SAME_AS_SUBMIT,
+    "run --setopt": SAME_AS_SUBMIT,
+    "run --flags": SAME_AS_SUBMIT,
+    "run --env": SAME_AS_SUBMIT,
+    "run --env-remove": SAME_AS_SUBMIT,
+    "run --env-file": SAME_AS_SUBMIT,
+    "run --rlimit": SAME_AS_SUBMIT,
+    "run --input": SAME_AS_SUBMIT,
+    "run --output": (
+        "tests/e2e/test_output.py::test_output_and_error_templates",
+        "tests/e2e/test_output.py::test_output_to_one_file_labelled_and_the_name_defaults_to_the_command",
+    ),
+    "run --error": ("tests/e2e/test_output.py::test_output_and_error_templates",),
+    "run --label-io": (
+        "tests/e2e/test_output.py::test_label_io_prefixes_task_ranks_on_run_and_attach",
+        "tests/e2e/test_output.py::test_output_to_one_file_labelled_and_the_name_defaults_to_the_command",
+    ),
+    "run --unbuffered": SAME_AS_SUBMIT,
+    "run --dry-run": SAME_AS_SUBMIT,
+    "run --format": SAME_AS_SUBMIT,
+    "run --uri": URI,
+    "run --show-events": ("tests/e2e/test_option_effects.py::test_run_show_events",),
+    "run --verbose": (
+        "tests/e2e/test_cli_output.py::test_run_verbose_prints_the_jobid",
+        "tests/e2e/test_cli_output.py::test_run_vv_shows_every_event_finish_included",
+    ),
+    "jobs -a": (
+        "tests/cli/test_jobs_format.py::test_list_requests",
+        "tests/cli/test_jobs_format.py::test_a_and_filter_warns",
+    ),
+    "jobs -A": ("tests/cli/test_jobs_format.py::test_list_requests",),
+    "jobs --count": (
+        "tests/cli/test_jobs_format.py::test_list_requests",
+        "tests/cli/test_jobs_format.py::test_truncation_warning",
+    ),
+    "jobs --filter": (
+        "tests/cli/test_jobs_format.py::test_list_requests",
+        "tests/cli/test_jobs_format.py::test_a_and_filter_warns",
+    ),
+    "jobs --since": (
+        "tests/cli/test_jobs_format.py::test_list_requests",
+        "tests/cli/test_jobs_format.py::test_filter_errors",
+    ),
+    "jobs --no-header": (
+        "tests/cli/test_jobs_format.py::test_no_header_and_width",
+        "tests/cli/test_jobs_format.py::test_truncation_warning",
+    ),
+    "jobs --suppress-header": ("tests/cli/test_jobs_format.py::test_suppress_header_is_no_header",),
+    "jobs --user": (
+        "tests/cli/test_jobs_format.py::test_list_requests",
+        "tests/cli/test_jobs_format.py::test_filter_errors",
+    ),
+    "jobs --name": ("tests/cli/test_jobs_format.py::test_list_requests",),
+    "jobs --queue": ("tests/cli/test_jobs_format.py::test_list_requests",),
+    "jobs --format": (
+        "tests/cli/test_jobs_format.py::test_named_and_custom_formats",
+        "tests/cli/test_jobs_format.py::test_format_help_and_config",
+    ),
+    "jobs --sort": (
+        "tests/cli/test_jobs_format.py::test_named_and_custom_formats",
+        "tests/cli/test_jobs_format.py::test_errors",
+    ),
+    "jobs --width": ("tests/cli/test_jobs_format.py::test_no_header_and_width",),
+    "jobs --json": (
+        "tests/cli/test_jobs_format.py::test_json",
+        "tests/cli/test_jobs_format.py::test_only_the_attributes_the_format_needs",
+    ),
+    "jobs --uri": URI,
+    "jobs --from-stdin": ("tests/cli/test_jobs_format.py::test_bad_stdin",),
+    "job validate --format": ("tests/cli/test_job_validate.py::test_format_option",),
+    "job id --to": (
+        "tests/cli/test_job_id.py::test_every_encoding_to_every_other",
+        "tests/cli/test_job_id.py::test_to_is_case_insensitive",
+    ),
+    "job attach --uri": URI,
+    "job attach --label-io": (
+        "tests/e2e/test_output.py::test_label_io_prefixes_task_ranks_on_run_and_attach",
+    ),
+    "job attach --show-events": (
+        "tests/e2e/test_cli_output.py::test_attach_show_events_prints_finish_and_exception_once",
+    ),
+    "job attach --stdin-ranks": ("tests/e2e/test_option_effects.py::test_attach_stdin_ranks",),
+    "job attach --read-only": (
+        "tests/e2e/test_option_effects.py::test_attach_read_only_forwards_nothing",
+    ),
+    "job submit --uri": URI,
+    "job submit --urgency": (
+        "tests/cli/test_job_commands.py::test_submit_yaml_stdin_with_urgency_and_flags",
+    ),
+    "job submit --flags": (
+        "tests/cli/test_job_commands.py::test_submit_yaml_stdin_with_urgency_and_flags",
+        "tests/cli/test_job_commands.py::test_submit_errors",
+    ),
+    "job eventlog --uri": URI,
+    "job eventlog --format": (
+        "tests/cli/test_job_commands.py::test_eventlog_text_json_and_time_formats",
+    ),
+    "job eventlog --time-format": (
+        "tests/cli/test_job_commands.py::test_eventlog_text_json_and_time_formats",
+        "tests/e2e/test_cli_output.py::test_eventlog_iso_is_local_time_with_offset",
+    ),
+    "job eventlog --human": (
+        "tests/cli/test_job_commands.py::test_eventlog_text_json_and_time_formats",
+    ),
+    "job eventlog --path": (
+        "tests/cli/test_job_commands.py::test_eventlog_guest_paths_of_a_real_job",
+        "tests/e2e/test_guest_kvs.py::test_a_job_keeps_its_own_keys_in_its_guest_namespace",
+    ),
+    "job eventlog --follow": (
+        "tests/cli/test_job_commands.py::test_eventlog_follow_ends_with_clean",
+        "tests/cli/test_job_commands.py::test_eventlog_guest_paths_of_a_real_job",
+    ),
+    "job wait-event --uri": URI,
+    "job wait-event --format": (
+        "tests/cli/test_job_commands.py::test_wait_event_prints_the_match",
+    ),
+    "job wait-event --time-format": (
+        "tests/cli/test_job_commands.py::test_wait_event_prints_the_match",
+    ),
+    "job wait-event --human": (
+        "tests/e2e/test_option_effects.py::test_wait_event_and_kvs_eventlog_human",
+    ),
+    "job wait-event --path": (
+        "tests/cli/test_job_commands.py::test_eventlog_guest_paths_of_a_real_job",
+    ),
+    "job wait-event --timeout": (
+        "tests/cli/test_job_commands.py::test_wait_event_timeout_and_never_received",
+    ),
+    "job wait-event --match-context": (
+        "tests/cli/test_job_commands.py::test_eventlog_guest_paths_of_a_real_job",
+        "tests/cli/test_job_commands.py::test_wait_event_match_and_count",
+    ),
+    "job wait-event --count": (
+        "tests/cli/test_job_commands.py::test_eventlog_guest_paths_of_a_real_job",
+        "tests/cli/test_job_commands.py::test_wait_event_match_and_count",
+    ),
+    "job wait-event --quiet": ("tests/cli/test_job_commands.py::test_wait_event_prints_the_match",),
+    "job wait-event --verbose": (
+        "tests/cli/test_job_commands.py::test_wait_event_prints_the_match",
+    ),
+    "job info --uri": URI,
+    "job info --original": (
+        "tests/cli/test_job_commands.py::test_info_keys",
+        "tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",
+    ),
+    "job info --base": (
+        "tests/cli/test_job_commands.py::test_info_applies_jobspec_updates_unless_base",
+    ),
+    "job urgency --uri": URI,
+    "job urgency --verbose": ("tests/e2e/test_option_effects.py::test_job_urgency_verbose",),
+    "job raise --uri": URI,
+    "job raise --severity": ("tests/cli/test_job_commands.py::test_raise_type_severity_and_note",),
+    "job raise --type": ("tests/cli/test_job_commands.py::test_raise_type_severity_and_note",),
+    "job raise --message": ("tests/cli/test_job_commands.py::test_raise_type_severity_and_note",),
+    "job kill --uri": URI,
+    "job kill --signal": (
+        "tests/cli/test_job_commands.py::test_kill_signals_a_running_job",
+        "tests/e2e/test_signals.py::test_job_kill_reaches_every_task_by_name_number_or_default",
+    ),
+    "job cancel --uri": URI,
+    "job cancel --message": ("tests/cli/test_cancel.py::test_cancel_jobid_with_message",),
+    "job wait --uri": URI,
+    "job wait --all": (
+        "tests/cli/test_job_commands.py::test_wait_for_one_job",
+        "tests/e2e/test_wait.py::test_wait_all_reports_failures_and_exits_1",
+    ),
+    "job wait --verbose": ("tests/e2e/test_wait.py::test_wait_all_reports_failures_and_exits_1",),
+    "job status --uri": URI,
+    "job status --verbose": ("tests/cli/test_job_commands.py::test_status_exit_codes",),
+    "job status --exception-exit-code": ("tests/cli/test_job_commands.py::test_status_exit_codes",),
+    "job status --json": ("tests/cli/test_job_commands.py::test_status_json",),
+    "kvs get --uri": URI,
+    "kvs get --namespace": (
+        "tests/e2e/test_guest_kvs.py::test_a_job_keeps_its_own_keys_in_its_guest_namespace",
+        "tests/e2e/test_kvs_cli.py::test_namespace_option",
+    ),
+    "kvs get --label": ("tests/e2e/test_kvs_cli.py::test_put_then_get",),
+    "kvs get --waitcreate": (
+        "tests/e2e/test_guest_kvs.py::test_a_job_keeps_its_own_keys_in_its_guest_namespace",
+        "tests/e2e/test_kvs_cli.py::test_get_waitcreate_and_watch",
+    ),
+    "kvs get --watch": (
+        "tests/e2e/test_kvs_cli.py::test_eventlog_watch_stops_after_count",
+        "tests/e2e/test_kvs_cli.py::test_get_waitcreate_and_watch",
+    ),
+    "kvs get --append": ("tests/e2e/test_kvs_cli.py::test_get_waitcreate_and_watch",),
+    "kvs get --count": ("tests/e2e/test_kvs_cli.py::test_get_waitcreate_and_watch",),
+    "kvs put --uri": URI,
+    "kvs put --namespace": ("tests/e2e/test_kvs_cli.py::test_namespace_option",),
+    "kvs put --append": (
+        "tests/e2e/test_kvs_cli.py::test_put_then_get",
+        "tests/e2e/test_kvs_cli.py::test_get_waitcreate_and_watch",
+    ),
+    "kvs ls --uri": URI,
+    "kvs ls --namespace": ("tests/e2e/test_kvs_cli.py::test_namespace_option",),
+    "kvs ls --recursive": ("tests/e2e/test_kvs_cli.py::test_ls_like_flux",),
+    "kvs ls --directory": ("tests/e2e/test_kvs_cli.py::test_ls_like_flux",),
+    "kvs ls --classify": ("tests/e2e/test_kvs_cli.py::test_ls_like_flux",),
+    "kvs ls --width": ("tests/e2e/test_kvs_cli.py::test_ls_like_flux",),
+    "kvs ls -1": ("tests/e2e/test_kvs_cli.py::test_ls_like_flux",),
+    "kvs eventlog get --uri": URI,
+    "kvs eventlog get --namespace": (
+        "tests/e2e/test_guest_kvs.py::test_a_job_keeps_its_own_keys_in_its_guest_namespace",
+    ),
+    "kvs eventlog get --waitcreate": (
+        "tests/e2e/test_guest_kvs.py::test_a_job_keeps_its_own_keys_in_its_guest_namespace",
+    ),
+    "kvs eventlog get --watch": (
+        "tests/e2e/test_kvs_cli.py::test_eventlog_watch_stops_after_count",
+    ),
+    "kvs eventlog get --count": (
+        "tests/e2e/test_guest_kvs.py::test_a_job_keeps_its_own_keys_in_its_guest_namespace",
+        "tests/e2e/test_kvs_cli.py::test_eventlog_watch_stops_after_count",
+    ),
+    "kvs eventlog get --unformatted": (
+        "tests/e2e/test_kvs_cli.py::test_eventlog_get_text_and_raw",
+    ),
+    "kvs eventlog get --human": (
+        "tests/e2e/test_option_effects.py::test_wait_event_and_kvs_eventlog_human",
+    ),
+    "kvs eventlog get --format": ("tests/e2e/test_kvs_cli.py::test_eventlog_get_text_and_raw",),
+    "resource list --format": (
+        "tests/unit/sched/test_resource_cli.py::test_rlist_format",
+        "tests/unit/sched/test_resource_cli.py::test_errors_exit_1",
+    ),
+    "resource list --states": (
+        "tests/unit/sched/test_resource_cli.py::test_rlist_format",
+        "tests/unit/sched/test_resource_cli.py::test_errors_exit_1",
+    ),
+    "resource list --include": (
+        "tests/unit/sched/test_resource_cli.py::test_include_by_rank_or_host_and_skip_empty",
+    ),
+    "resource list --skip-empty": (
+        "tests/unit/sched/test_resource_cli.py::test_include_by_rank_or_host_and_skip_empty",
+    ),
+    "resource list --no-header": ("tests/unit/sched/test_resource_cli.py::test_rlist_format",),
+    "resource list --uri": URI,
+    "shutdown --uri": URI,
+    "shutdown --background": ("tests/e2e/test_shutdown.py::test_shutdown_quiet_and_background",),
+    "shutdown --quiet": ("tests/e2e/test_shutdown.py::test_shutdown_quiet_and_background",),
+    "shutdown --verbose": ("tests/e2e/test_shutdown.py::test_shutdown_quiet_and_background",),
+    "cancel --uri": URI,
+    "cancel --all": (
+        "tests/cli/test_cancel.py::test_argument_errors",
+        "tests/cli/test_cancel.py::test_cancel_all",
+    ),
+    "cancel --dry-run": (
+        "tests/cli/test_cancel.py::test_dry_run_with_jobids",
+        "tests/cli/test_cancel.py::test_cancel_all",
+    ),
+    "cancel --quiet": ("tests/cli/test_cancel.py::test_cancel_all",),
+    "cancel --user": (
+        "tests/cli/test_cancel.py::test_argument_errors",
+        "tests/cli/test_cancel.py::test_cancel_by_state_and_user",
+    ),
+    "cancel --states": (
+        "tests/cli/test_cancel.py::test_argument_errors",
+        "tests/cli/test_cancel.py::test_cancel_by_state_and_user",
+    ),
+    "cancel --message": (
+        "tests/cli/test_cancel.py::test_cancel_jobid_with_message",
+        "tests/cli/test_cancel.py::test_cancel_many_with_one_error",
+    ),
+    "queue status --uri": URI,
+    "queue status --verbose": (
+        "tests/cli/test_queue.py::test_verbose_status_shows_the_alloc_queue",
+    ),
+    "queue enable --uri": URI,
+    "queue enable --all": ("tests/cli/test_queue.py::test_disable_and_enable",),
+    "queue enable --quiet": ("tests/cli/test_queue.py::test_disable_and_enable",),
+    "queue enable --verbose": (
+        "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
+    ),
+    "queue disable --uri": URI,
+    "queue disable --all": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue disable --quiet": ("tests/cli/test_queue.py::test_disable_and_enable",),
+    "queue disable --verbose": (
+        "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
+    ),
+    "queue disable --message": ("tests/cli/test_queue.py::test_disable_and_enable",),
+    "queue start --uri": URI,
+    "queue start --all": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue start --quiet": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue start --verbose": (
+        "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
+    ),
+    "queue stop --uri": URI,
+    "queue stop --all": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue stop --quiet": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue stop --verbose": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue stop --message": ("tests/cli/test_queue.py::test_stop_and_start",),
+    "queue drain --uri": URI,
+    "queue drain --timeout": ("tests/cli/test_queue.py::test_drain_and_idle_timeouts",),
+    "queue idle --uri": URI,
+    "queue idle --timeout": ("tests/cli/test_queue.py::test_drain_and_idle_timeouts",),
+    "queue idle --quiet": ("tests/cli/test_queue.py::test_stop_and_start",),
+    "update --uri": URI,
+    "update --dry-run": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
+    "update --verbose": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
+    "update --wait": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
+    "getattr --uri": URI,
+    "lsattr --values": ("tests/e2e/test_discovery.py::test_lsattr",),
+    "lsattr --uri": URI,
+    "uptime --uri": URI,
+    "dmesg --clear": ("tests/e2e/test_discovery.py::test_dmesg_clear",),
+    "dmesg --read-clear": ("tests/e2e/test_discovery.py::test_dmesg_clear",),
+    "dmesg --follow": ("tests/e2e/test_discovery.py::test_dmesg_follow_and_new",),
+    "dmesg --new": ("tests/e2e/test_discovery.py::test_dmesg_follow_and_new",),
+    "dmesg --human": ("tests/e2e/test_discovery.py::test_dmesg_human",),
+    "dmesg --delta": ("tests/e2e/test_discovery.py::test_dmesg_human",),
+    "dmesg --uri": URI,
+    "job memo --uri": URI,
+    "job memo --volatile": (
+        "tests/e2e/test_memo.py::test_volatile_memo_is_shown_but_not_in_the_eventlog",
+    ),
+    "job last --uri": URI,
+    "queue stop --nocheckpoint": (
+        "tests/cli/test_queue.py::test_a_stop_not_stored_and_a_shutdown_leave_the_stored_state",
+    ),
+    "submit --cores": (
+        "tests/cli/test_submit_dry_run.py::test_per_resource_options_print_as_flux",
+        "tests/e2e/test_taskmap.py::test_cores_and_tasks_per_core",
+    ),
+    "submit --tasks-per-node": (
+        "tests/cli/test_submit_dry_run.py::test_per_resource_options_print_as_flux",
+        "tests/e2e/test_taskmap.py::test_tasks_per_node",
+    ),
+    "submit --tasks-per-core": (
+        "tests/cli/test_submit_dry_run.py::test_per_resource_options_print_as_flux",
+        "tests/e2e/test_taskmap.py::test_cores_and_tasks_per_core",
+    ),
+    "submit --gpus-per-node": (
+        "tests/cli/test_submit_dry_run.py::test_per_resource_options_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_bad_per_resource_and_taskmap_options",
+    ),
+    "submit --taskmap": (
+        "tests/cli/test_submit_dry_run.py::test_taskmap_is_a_shell_option_as_flux_writes_it",
+        "tests/e2e/test_mpi.py::test_mpi_over_nodes_with_a_cyclic_taskmap",
+    ),
+    "submit --signal": (
+        "tests/e2e/test_shell_options.py::test_signal_before_the_time_limit",
+        "tests/e2e/test_shell_options.py::test_signal_option_value",
+    ),
+    "run --cores": SAME_AS_SUBMIT,
+    "run --tasks-per-node": SAME_AS_SUBMIT,
+    "run --tasks-per-core": SAME_AS_SUBMIT,
+    "run --gpus-per-node": SAME_AS_SUBMIT,
+    "run --taskmap": SAME_AS_SUBMIT,
+    "run --signal": SAME_AS_SUBMIT,
+}
+
+# options, and shell options, with no test that they take effect, and why
+UNPROVEN: Final[dict[str, str]] = {
+    "job wait-event --waitcreate": "no effect: pflux always waits for the log (its help says so)",
+}
+
+
+class _Parsed(Exception):
+    """Raised in place of parsing, carrying the parser a command built."""
+
+
+def _parser(module_name: str) -> argparse.ArgumentParser:
+    module = importlib.import_module(f"pflux.cli.{module_name}")
+    build = getattr(module, "parser", None)
+    if (
+        callable(build)
+        and getattr(build, "__module__", "").startswith("pflux.cli.")
+        and (build.__code__.co_argcount == 0)
+    ):
+        built: argparse.ArgumentParser = build()
+        return built
+
+    def grab(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        raise _Parsed(self)
+
+    with (
+        mock.patch.object(argparse.ArgumentParser, "parse_args", grab),
+        mock.patch.object(argparse.ArgumentParser, "parse_known_args", grab),
+    ):
+        try:
+            module.main([])
+        except _Parsed as parsed:
+            found: argparse.ArgumentParser = parsed.args[0]
+            return found
+    raise AssertionError(f"pflux.cli.{module_name} parsed no arguments")
+
+
+def _options(prefix: str, parser: argparse.ArgumentParser) -> Iterator[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(f"{prefix} {name}", sub)
+        elif action.option_strings and not isinstance(action, argparse._HelpAction):
+            yield f"{prefix} {max(action.option_strings, key=len)}"
+
+
+def every_option() -> set[str]:
+    """``COMMAND --option`` for every option of every command (``-h`` aside)."""
+    found: set[str] = set()
+    for command, module in COMMANDS.items():
+        if module == "job":
+            for sub, sub_module in SUBCOMMANDS.items():
+                found.update(_options(f"job {sub}", _parser(sub_module)))
+        else:
+            found.update(_options(command, _parser(module)))
+    return found
+
+
+def _proof(option: str) -> tuple[str, ...]:
+    tests = PROOF[option]
+    if tests is SAME_AS_SUBMIT:
+        return PROOF["submit " + option.split(" ", 1)[1]]
+    return tests
+
+
+def _test_ids(path: Path) -> set[str]:
+    """``FILE::test`` and ``FILE::Class::test`` for every test function in a file."""
+    tree = ast.parse(path.read_text())
+    rel = path.relative_to(ROOT).as_posix()
+    ids = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            ids.add(f"{rel}::{node.name}")
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                    ids.add(f"{rel}::{node.name}::{item.name}")
+    return ids
+
+
+def test_every_option_has_an_entry() -> None:
+    options = every_option()
+    missing = sorted(options - PROOF.keys() - UNPROVEN.keys())
+    assert not missing, f"options with no proving test in PROOF: {missing}"
+    stale = sorted(
+        (PROOF.keys() | UNPROVEN.keys()) - options - {f"shell {n}" for n in SHELL_OPTIONS}
+    )
+    assert not stale, f"entries for options that no longer exist: {stale}"
+
+
+def test_every_shell_option_has_an_entry() -> None:
+    missing = [
+        name
+        for name in SHELL_OPTIONS
+        if name not in SHELL_PROOF and f"shell {name}" not in UNPROVEN
+    ]
+    assert not missing, f"shell options with no proving test: {missing}"
+
+
+def test_every_named_test_exists() -> None:
+    named = {test for option in PROOF for test in _proof(option)}
+    named |= {test for tests in SHELL_PROOF.values() for test in tests}
+    files = {test.split("::")[0] for test in named}
+    existing = set().union(*(_test_ids(ROOT / f) for f in files if (ROOT / f).is_file()))
+    absent = sorted(named - existing)
+    assert not absent, f"PROOF names tests that do not exist: {absent}"
+
+
+def test_unproven_is_only_what_is_left() -> None:
+    both = sorted(PROOF.keys() & UNPROVEN.keys())
+    assert not both, f"proven now, so no longer UNPROVEN: {both}"
