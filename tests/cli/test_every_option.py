@@ -356,10 +356,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_job_commands.py::test_wait_event_prints_the_match",
     ),
     "job info --uri": URI,
-    "job info --original": (
-        "tests/cli/test_job_commands.py::test_info_keys",
-        "tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",
-    ),
+    "job info --original": ("tests/cli/test_job_commands.py::test_info_keys",),
     "job info --base": (
         "tests/cli/test_job_commands.py::test_info_applies_jobspec_updates_unless_base",
     ),
