@@ -71,7 +71,7 @@ def test_job_ids_print_with_ascii_f_in_a_c_locale(uri: str) -> None:
             [str(PFLUX), *args], capture_output=True, text=True, env=env, timeout=60, check=False
         )
 
-    submitted = run("submit", "true").stdout.strip()
+    submitted = run("submit", "--flags=waitable", "true").stdout.strip()
     assert re.fullmatch(r"f\w+", submitted)
     assert run("job", "wait", submitted).returncode == 0
     assert re.fullmatch(r"jobid: f\w+\n", run("run", "-v", "true").stderr)
