@@ -91,6 +91,13 @@ def test_each_task_gets_its_pmi_fd_rank_and_size(uri: str) -> None:
     assert sorted(out.split()) == ["0/3", "1/3", "2/3"]
 
 
+def test_a_one_task_job_gets_pmi_only_when_it_asks(uri: str, programs: Path) -> None:
+    show = "echo ${PMI_FD-none}${PMI_RANK-}"
+    assert ok(uri, "run", "sh", "-c", show).split() == ["none"]
+    assert ok(uri, "run", "-o", "pmi=simple", "sh", "-c", "echo $PMI_RANK/$PMI_SIZE") == "0/1\n"
+    assert ok(uri, "run", str(programs / "mpi_hello")) == "rank 0 of 1: sum 0\n"  # a singleton
+
+
 def test_pmi_off_gives_the_tasks_no_pmi_fd(uri: str) -> None:
     out = ok(uri, "run", "-n2", "-o", "pmi=off", "sh", "-c", "echo ${PMI_FD-none}${PMI_RANK-}")
     assert out.split() == ["none", "none"]

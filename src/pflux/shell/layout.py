@@ -118,6 +118,8 @@ def layout(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
     """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules);
     PfluxError naming the shell option if ``per-resource`` or ``taskmap`` is not usable."""
     options = jobspec.shell_options
+    if not options.keys() & _PLACEMENT_OPTIONS and jobspec.ntasks == 1:
+        return _one_task(jobspec, nodes)  # most jobs: nothing to spread or map
     per_node = _per_resource(options.get("per-resource"), nodes)
     if per_node is None:
         per_node = _by_slots(jobspec, nodes)
@@ -130,6 +132,17 @@ def layout(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
             tasks.append(TaskPlace(len(tasks), taken[node], node, nodes[node].rank, cores, gpus))
             taken[node] += 1
     return Layout(tuple(tasks), tuple(taken), _blocks(appends))
+
+
+_PLACEMENT_OPTIONS = frozenset(("per-resource", "taskmap"))
+
+
+def _one_task(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
+    """``layout`` of a job of one task placed by its slots: the first slot's."""
+    node, rank, cores, gpus = _slots(jobspec, nodes)[0]
+    per_node = [0] * len(nodes)
+    per_node[node] = 1
+    return Layout((TaskPlace(0, 0, node, rank, cores, gpus),), tuple(per_node), ((node, 1, 1, 1),))
 
 
 Place = tuple[tuple[int, ...], tuple[int, ...]]  # a task's cores and GPUs

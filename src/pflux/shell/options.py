@@ -10,6 +10,7 @@ job-exec, which knows the expiration) and ``verbose``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -86,7 +87,7 @@ class ShellOptions(NamedTuple):
         """The description's ``extra`` (``pflux.shell.plan``); fills ``env`` with the
         job-wide ``env-expand`` values."""
         extra: dict[str, Any] = {}
-        limits = _rlimits(self.rlimit)
+        limits = _rlimits(self.rlimit) if self.rlimit else None
         if limits:
             extra["rlimit"] = limits
         if self.exit_timeout is not None:
@@ -210,7 +211,7 @@ def _clamped(name: str, value: int) -> tuple[int, int, bool]:
 
     number = _resource(name)
     soft = resource.RLIM_INFINITY if value == -1 else value
-    hard = resource.getrlimit(number)[1]
+    hard = _own_limits(number)[1]
     if hard != resource.RLIM_INFINITY and (soft == resource.RLIM_INFINITY or soft > hard):
         return number, hard, True
     return number, soft, False
@@ -222,14 +223,21 @@ def _rlimits(limits: Mapping[str, int]) -> list[tuple[int, int]]:
     The launcher and its shells have job-exec's limits (they are its
     children), so a limit equal to job-exec's needs no system call per job.
     """
-    import resource
-
     wanted = []
     for name, value in limits.items():
         number, soft, _ = _clamped(name, value)
-        if number >= 0 and resource.getrlimit(number)[0] != soft:
+        if number >= 0 and _own_limits(number)[0] != soft:
             wanted.append((number, soft))
     return wanted
+
+
+@functools.cache
+def _own_limits(number: int) -> tuple[int, int]:
+    """job-exec's (soft, hard) limit ``number``, read once: pflux never changes its own
+    limits, and every job submitted from a shell passes on about ten of them."""
+    import resource
+
+    return resource.getrlimit(number)
 
 
 def _over_hard_limit(limits: Mapping[str, int]) -> list[str]:

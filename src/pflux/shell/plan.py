@@ -35,7 +35,8 @@ needs no import): a tuple
   fills in; ``ptys``, the ranks of the tasks that run on a pty
   (``pflux.shell.terminal``);
 - ``pmi``: ``(ntasks, RFC 34 task map blocks)`` for the PMI-1 server
-  (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off.
+  (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off
+  or, unset, the job has one task (``pmi_enabled``).
 
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
@@ -115,7 +116,7 @@ def plan(
         places = layout(spec, targets(R))
         config = output_config(spec.shell_options.get("output", {}), output_limit)
         stdin = input_config(spec.shell_options.get("input", {}))
-        pmi = pmi_enabled(spec.shell_options.get("pmi"))
+        pmi = pmi_enabled(spec.shell_options.get("pmi"), len(places.tasks))
         ptys = pty_ranks(spec.shell_options.get("pty"), len(places.tasks))
         argv = list(spec.command)
         env = dict(spec.environment)
@@ -175,14 +176,16 @@ def plan(
     )
 
 
-def pmi_enabled(value: object) -> bool:
+def pmi_enabled(value: object, ntasks: int) -> bool:
     """Whether the ``pmi`` shell option (a name, or a comma-separated list) asks for PMI-1.
 
-    Unset, it does; ``off`` turns it off; any other name is refused, since
-    this shell serves no other PMI.
+    Unset, it does for a job of more than one task: a one-task MPI program
+    starts as a singleton without it (MPICH's does), and the socket pair,
+    polled and read to its end, is a cost every job would pay. ``off`` turns
+    it off; any other name is refused, since this shell serves no other PMI.
     """
     if value is None:
-        return True
+        return ntasks > 1
     if not isinstance(value, str):
         raise PfluxError("shell option pmi must be a string")
     names = value.split(",")

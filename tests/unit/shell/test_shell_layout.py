@@ -259,3 +259,23 @@ def test_a_bad_per_resource_is_refused(option: Any, message: str) -> None:
     jobspec = with_options(from_command(["true"]), **{"per-resource": option})
     with pytest.raises(PfluxError, match=f"shell option per-resource: {message}"):
         layout(jobspec, resources({0: [0]}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cores_per_task=st.integers(1, 4),
+    gpus_per_task=st.integers(0, 2),
+    nodes=st.integers(1, 3),
+    per_node=st.integers(1, 4),
+)
+def test_a_one_task_job_is_placed_as_the_general_rules_place_it(
+    cores_per_task: int, gpus_per_task: int, nodes: int, per_node: int
+) -> None:
+    jobspec = from_command(["true"], cores_per_task=cores_per_task, gpus_per_task=gpus_per_task)
+    R = resources(  # noqa: N806
+        {rank: list(range(per_node)) for rank in range(nodes)},
+        {rank: list(range(2)) for rank in range(nodes)},
+    )
+    general = from_command(["true"], cores_per_task=cores_per_task, gpus_per_task=gpus_per_task)
+    general["attributes"]["system"]["shell"] = {"options": {"taskmap": {"scheme": "block"}}}
+    assert layout(Jobspec(jobspec), R) == layout(Jobspec(general), R)
