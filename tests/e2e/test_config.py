@@ -6,25 +6,11 @@ names the file, the table, the key and the rule, before anything starts.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from support.instance import PFLUX, environ
-
-
-def start(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
-    config = tmp_path / "instance.toml"
-    config.write_text(toml)
-    return subprocess.run(
-        [str(PFLUX), "start", "--config", str(config), "true"],
-        capture_output=True,
-        text=True,
-        env=environ(),
-        timeout=60,
-        check=False,
-    )
+from support.instance import start_with_config
 
 
 @pytest.mark.parametrize(
@@ -51,7 +37,7 @@ def start(tmp_path: Path, toml: str) -> subprocess.CompletedProcess[str]:
 def test_the_error_names_the_file_table_key_and_rule(
     tmp_path: Path, toml: str, message: str
 ) -> None:
-    proc = start(tmp_path, toml)
+    proc = start_with_config(tmp_path, toml)
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"pflux-start: ERROR: {tmp_path}/instance.toml: {message}"), (
         proc.stderr
@@ -59,5 +45,5 @@ def test_the_error_names_the_file_table_key_and_rule(
 
 
 def test_a_known_configuration_starts(tmp_path: Path) -> None:
-    proc = start(tmp_path, '[kvs]\nsync = "full"\n[exec]\nkill-timeout = "2s"\n')
+    proc = start_with_config(tmp_path, '[kvs]\nsync = "full"\n[exec]\nkill-timeout = "2s"\n')
     assert (proc.returncode, proc.stderr) == (0, "")

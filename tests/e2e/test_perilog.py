@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pytest
 from pflux.api import Client
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from support.instance import PFLUX, LiveInstance, environ, read_fifo
+from support.instance import LiveInstance, read_fifo, start_with_config
 
 TIMEOUT = "2s"  # the prolog's timeout here: long enough for the quick ones on a busy machine
 KILL_TIMEOUT = 0.5
@@ -274,15 +273,7 @@ def test_what_they_print_goes_to_the_instance_log(
 def test_bad_configuration_is_refused_naming_the_key(
     tmp_path: Path, toml: str, message: str
 ) -> None:
-    config = tmp_path / "bad.toml"
-    config.write_text(toml)
-    proc = subprocess.run(
-        [str(PFLUX), "start", "--config", str(config), "true"],
-        capture_output=True,
-        text=True,
-        env=environ(),
-        timeout=60,
-        check=False,
-    )
+    proc = start_with_config(tmp_path, toml)
+    config = tmp_path / "instance.toml"
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"pflux-start: ERROR: {config}: {message}"), proc.stderr

@@ -95,6 +95,20 @@ class LiveInstance:
             self.stop()
 
 
+def start_with_config(where: Path, toml: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """``pflux start --config FILE COMMAND`` (default ``true``), FILE holding ``toml``."""
+    config = where / "instance.toml"
+    config.write_text(toml)
+    return subprocess.run(
+        [str(PFLUX), "start", "--config", str(config), *(command or ("true",))],
+        capture_output=True,
+        text=True,
+        env=environ(),
+        timeout=60,
+        check=False,
+    )
+
+
 def environ(**overrides: str) -> dict[str, str]:
     """This process's environment for a pflux command: ids print with ƒ, streams are UTF-8."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("F58_FORCE_ASCII")}

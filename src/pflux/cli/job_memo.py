@@ -36,6 +36,8 @@ def memo_object(pairs: list[str]) -> dict[str, Any]:
     """The memo the KEY=VALUE arguments make (``-``: the value is read from stdin)."""
     import orjson
 
+    from pflux.manager.restart import apply_jobspec_updates
+
     memo: dict[str, Any] = {}
     for pair in pairs:
         key, equals, text = pair.partition("=")
@@ -47,14 +49,7 @@ def memo_object(pairs: list[str]) -> dict[str, Any]:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:
             value = text
-        *parents, leaf = key.split(".")
-        node = memo
-        for part in parents:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[leaf] = value
+        apply_jobspec_updates(memo, {key: value})  # dotted keys nest, as an update's do
     return memo
 
 

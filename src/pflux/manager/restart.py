@@ -68,7 +68,8 @@ def _salvage(jobid: int, text: str) -> list[Event]:
 
 
 def apply_jobspec_updates(jobspec: dict[str, Any], updates: dict[str, Any]) -> None:
-    """Set each period-delimited key of a jobspec-update in the jobspec (RFC 21)."""
+    """Set each period-delimited key of a jobspec-update in the jobspec (RFC 21); a memo's
+    keys nest the same way."""
     for path, value in updates.items():
         node = jobspec
         *parents, leaf = path.split(".")
