@@ -1,64 +1,24 @@
 """The shell launcher: one warm process that forks the job shells and relays for all of them.
 
-Starting a Python interpreter costs tens of milliseconds; forking one that has
-already imported the shell costs about a millisecond, and a shell that runs
-little Python after the fork not much more (``pflux.shell.main``). So job-exec
-starts this process once (``python -c COMMAND FD RECORDS JOURNAL [LISTENER]``) and it
-serves every job: it forks shells ahead of need, gives each job to one of
-them, passes signals on, and reaps them. A shell that says DONE (its job is
-over and reported) is a spare again, for a later job: a fork and a teardown
-for every job were most of what a short job cost. The shells send what they
-have to say (``pflux.exec.wire``) straight to job-exec, on the datagram
-socket RECORDS that they all inherit; the launcher tells job-exec only the
-status of a shell that could not (one killed, say), after reaping it. The
-per-job work is the shells', in parallel, and the launcher's own loop stays
-short.
+Forking an interpreter that has already imported the shell costs about a
+millisecond where starting one costs tens, so job-exec starts this process
+once (``python -c COMMAND FD RECORDS JOURNAL [LISTENER]``) and it serves
+every job: it forks shells ahead of need, gives each job to one, passes
+signals on, reaps them, and keeps a shell that says DONE as a spare. The
+shells send their records straight to job-exec on RECORDS; the launcher
+reports only the status of a shell that could not. It runs in its own
+session: when job-exec goes away without QUIT it DETACHes the shells and
+waits on LISTENER (``exec/sock``) for the next job-exec (ATTACH, LIVE); the
+shells of a launcher that died rejoin this one (REJOIN). Each shell journals
+its session before any task starts (``pflux.exec.journal``), so nothing of a
+job outlives the launchers' knowledge of it.
 
-FD is job-exec's connection; LISTENER, if there is one, the listening Unix
-socket in the state directory (``exec/sock``) where a later job-exec or the
-shells of a launcher that died connect. It runs in its own session, so it
-outlives the broker. When job-exec stops for good it says QUIT first; then
-the launcher asks its shells to SIGTERM their tasks, kills what is left
-after a grace period, and exits. When job-exec's end goes away without a
-QUIT, its broker died: the launcher tells its shells (DETACH), which keep
-their tasks running and spool what they have to say, and waits on the
-listening socket for the next job-exec. That one says ATTACH, passing the
-shells' new socket, and gets the list of the jobs whose shells run (LIVE);
-it then RESUMEs each job the job-manager asks it to start, and the launcher
-passes the new socket on to that job's shell. A launcher left with no job
-shell and no job-exec exits; so does one without a listening socket (a
-socket pair: nobody could reconnect) when job-exec goes away.
-
-When the launcher itself dies, job-exec starts another with the same
-listening socket, which it keeps. The dead one's shells detach and rejoin it
-(REJOIN, with a new socket to the shell): the new launcher adopts each, and
-tells job-exec (LIVE, unasked), which RESUMEs the job. Until a shell the
-journal names rejoins, the launcher keeps what job-exec sends for its job
-and watches it through a pidfd: if it ends first (into its spool, or
-killed), job-exec hears so as of any shell. An adopted shell is not the
-launcher's child: its end is known by its socket, and said by the shell
-(DONE), or found in its spool; it is never a spare.
-
-Nothing of a job may outlive the launcher's knowledge of it: each shell
-journals its session before it starts a task (``pflux.exec.journal``); the
-launcher appends the end of each shell once the shell and whatever it left
-are gone (with its wait status when the shell died while no job-exec was
-there to be told); it is a child subreaper, so the tasks of a shell that
-died are adopted by it and killed (an adopted shell's, which are not, are
-killed by their session, as the journal records it); and a shell whose
-launcher goes away and that no other launcher can take kills its tasks.
-
-Every fork copies the launcher's page tables, every shell's exit frees them,
-and every page either writes after a fork costs a page fault (about 5 us
-here): a megabyte less in the launcher is about a quarter of a millisecond
-less per shell it forks. So the launcher keeps small: it imports no
-Python-level library it can do without (not asyncio, subprocess or logging,
-so not threading; not even socket, signal or struct, only their C modules),
-it is started with ``-c`` rather than ``-m``, it gives the memory its imports
-freed back to the system, and it collects no garbage (``gc.freeze`` then
-``gc.disable``: a collection would write to every object's page). It watches
-shells through their sockets rather than SIGCHLD, so a forked shell has no
-signal handler to undo.
+Every fork copies the launcher's page tables, so it keeps small: no
+Python-level library it can do without (not asyncio, subprocess, logging or
+typing; only the C modules of socket, signal and struct), started with
+``-c``, its imports' memory given back, garbage collection frozen and off,
+shells watched through their sockets rather than SIGCHLD. The protocol and
+the reasons are in ``docs/architecture.md``, "The shell launcher".
 """
 
 from __future__ import annotations

@@ -1,84 +1,26 @@
 """job-exec: the RFC 32 execution service.
 
-The job-manager sends ``job-exec.start {id, userid, jobspec, reattach, R}``
+The job manager sends ``job-exec.start {id, userid, jobspec, reattach, R}``
 for each allocated job and reads the stream of ``{id, type, data}``
-responses: ``start`` once the tasks run, ``exception``, ``finish {status}``
-and, always last, ``release {ranks: "all", final: true}``. Every response
-has errnum 0; a conventional error response means job-exec itself is broken
-(a malformed request, or a second start for a running job).
+responses: ``start``, ``exception``, ``finish {status}`` and, always last,
+``release {ranks: "all", final: true}``; a conventional error response
+means job-exec itself is broken. A job runs in test mode
+(``pflux.exec.testexec``) or in a job shell from the launcher
+(``pflux.exec.link``), driven by ``pflux.exec.shellrun``.
 
-A job runs in test mode (``pflux.exec.testexec``: one timer, no process)
-when its jobspec asks, and otherwise in a job shell forked by the shell
-launcher (``pflux.exec.launcher``, reached through ``pflux.exec.link``),
-which ``pflux.exec.shellrun`` drives and whose records it turns into the
-guest namespace's ``exec.eventlog`` and ``output``.
-
-Writes to the KVS are batched: everything job-exec appends to any job's
-guest keys in one loop turn goes in one ``kvs.commit`` (to the primary
-namespace, where the guest keys live; the keys a job's start makes, and each
-running job's resume state, go in one before it), after the turn's namespace
-creations and before its removals; once it is answered, the shells hear
-which of their records are durable (``pflux.exec.shellrun``).
-The KVS applies the requests of a turn in order in one transaction, so a
-namespace exists before anything its job could read, a job's output is
-durable when its namespace removal is answered, and nothing waits for the
-first commit. A batch that fails as a whole (a job can make its own
-``output`` a directory) is retried job by job.
-
-A job's end is answered without waiting for its last writes to be durable,
-as flux-core's job-exec answers ``finish`` without waiting for its
-``complete`` event: ``finish`` and the final ``release`` go out at the end of
-the turn that writes the job's last events and removes its namespace, just
-after those writes are sent. The KVS applies requests in the order they
-arrive, so it applies those writes in the same transaction as anything the
-job-manager commits on hearing the answers, or an earlier one: nothing of the
-job's end can be durable without them. They go in a commit of the job's own,
-so another job's failed batch cannot delay them; a failed batch sent a turn
-earlier is answered, and retried job by job, in time to join the
-job-manager's transaction. This saves the job-manager a commit and every job
-a KVS round trip between its end and the release of its resources.
-
-The namespace needs no wait before the shell is forked: the launcher's fork,
-the shell and its task take far longer than the loop turn in which the KVS
-applies the creation, and a task's first request to the broker arrives in a
-later turn still.
-
-Signals and time, as flux-core's job-exec: a fatal exception (``job-exec.exception``
-severity 0, or one job-exec raises) sends SIGTERM to the tasks, SIGKILL
-every ``kill-timeout`` (5 s; ``[exec] kill-timeout`` in the config) after
-that, and after five kill timeouts SIGKILL to the shell itself, backing off
-up to 300 s. When R's expiration passes, job-exec raises a ``timelimit``
-exception (RFC 21's name; flux-core says ``timeout``) with flux-core's note
-``resource allocation expired`` and sends SIGALRM, then SIGKILL after the
-kill timeout. A ``resource-update`` of a running job's expiration reaches
-job-exec as ``job-exec.expiration {id, expiration}`` from the job manager
-(as in flux-core), which re-arms the timer. A job whose ``signal`` shell option
-asks for it (``--signal``) gets that signal the given time before its
-expiration, re-armed with it: flux-core's shell does this, but job-exec
-is where the expiration is known. A job whose tasks all succeeded
-but which had a fatal exception finishes with status 256 (exit code 1), as
-in flux-core.
-
-Reattach. The launcher and the shells outlive a broker that dies; the next
-job-exec takes them over (``pflux.exec.leftovers``) before it says hello.
-The job-manager then sends ``start`` for every job in RUN, with ``reattach``
-true for those whose ``start`` event it had posted (RFC 32; flux-core sends
-its ``started`` flag). A start request for a job something is left of takes
-that over (``ShellRun.resume``): the job finishes with its real status and
-all its output, or with a fatal exception saying what became of its shell.
-A job with ``reattach`` is never started again: with nothing left of it, it
-ends as its ``exec.eventlog`` says, or with a fatal exception. A job without
-it, and with nothing left of it, starts as usual. A test-mode job goes on
-for what remains of its run time, as flux-core's testexec does.
-
-A launcher that dies takes no job with it: job-exec starts another, on the
-same listening socket, and the shells rejoin it (``pflux.exec.launcher``);
-as each does, job-exec RESUMEs it from the records it has applied. A job
-whose shell the journal does not name never started a task, and fails. The
-launcher is started again at once, then after a backoff doubling from
-``LAUNCHER_BACKOFF``; after ``LAUNCHER_RESTARTS`` in a row (a launcher
-living ``LAUNCHER_SETTLED`` ends the row), the running jobs fail with
-``job shell launcher died``, their shells and tasks killed.
+Writes to the KVS are batched: everything one loop turn appends to any
+job's guest keys goes in one ``kvs.commit``, after the turn's namespace
+creations and before its removals (a batch that fails whole is retried job
+by job). A job's ``finish`` and final ``release`` go out at the end of the
+turn that sends its last writes, in a commit of its own, without waiting
+for it: the KVS applies requests in order, so the job manager's ``finish``
+is never durable without them. Signals and time follow flux-core's
+job-exec (``kill-timeout``, ``timelimit`` at R's expiration, the ``signal``
+option); a starting job-exec takes over what an earlier one left
+(``pflux.exec.leftovers``) and restarts a launcher that dies, up to
+``LAUNCHER_RESTARTS`` in a row. The whole story is in
+``docs/architecture.md``, "job-exec", and the protocol in
+``docs/interfaces.md``.
 """
 
 from __future__ import annotations

@@ -3,40 +3,21 @@
 Synchronous and free of asyncio, so it can be tested and benchmarked alone; the
 service drives it from the event loop.
 
-Layout. Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered
-by the key's last component (WITHOUT ROWID): every ``eventlog`` is in one range
-of the table, so a batch of appends to many jobs' eventlogs dirties few pages
-(not the pages of their J and jobspec), and the restart walk of every eventlog
-is one ordered range scan. An index on ``key`` makes a directory a key range.
-An append grows the key's last chunk in place until it reaches CHUNK
-characters, then starts a new one: eventlogs stay one row, while a job's output
-stream never rewrites more than one chunk per append. Most values are one
-chunk, found by their key alone; the store remembers which have more
-(``_long``), which are appended to by a search for their last.
-Directories are implicit: one exists while a value is below it. The invariant
-is that no value has anything below it, which ``put`` and ``append`` keep by
-replacing a value that stands where a directory is needed, and vice versa.
+Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered by the
+key's last component, so every ``eventlog`` is one range of the table. An
+append grows the key's last chunk up to ``CHUNK`` characters, then starts a
+new one; the store remembers which values have more than one chunk
+(``_long``). Directories are implicit, and ``put`` and ``append`` keep the
+invariant that no value has anything below it.
 
-Durability. WAL journal; ``synchronous=NORMAL`` makes a committed transaction
-survive the death of the process (it is in the WAL), ``full`` survives power
-loss too. One instance owns the database: it holds an exclusive ``flock`` on
-``<db>.lock``, and a second one fails at once instead of corrupting it.
-
-An instance whose state is thrown away at exit needs none of that, as
-flux-core's content-sqlite reasons for an instance without a statedir: with
-``journal="memory"`` the rollback journal stays in memory, the database is
-locked once for good (``locking_mode=EXCLUSIVE``, no shared-memory WAL index
-to lock per transaction) and each page is written once, straight into the
-database, with no checkpoint to follow; ``hold`` may keep one transaction
-open across many commits. Commits still roll back; only a crash may leave the
-file corrupt, which the next open reports (``quick_check``).
-
-Checkpoints. SQLite's automatic checkpoint copies the WAL into the database
-(and, with ``synchronous=NORMAL``, syncs it) inside whichever commit crosses
-its threshold: tens of milliseconds here, in the middle of the event loop.
-So automatic checkpoints are off and ``checkpoint`` runs a passive one on a
-connection of its own, for the service to call from a thread: SQLite lets
-it run beside the writer, and releases the GIL while it copies and syncs.
+A durable store is WAL with ``synchronous=NORMAL`` (``full`` for power loss),
+owned by one instance (an exclusive ``flock`` on ``<db>.lock``), with
+automatic checkpoints off: ``checkpoint`` runs a passive one on a connection
+of its own, for the service to call from a thread. With ``journal="memory"``
+(an instance whose state is thrown away) the journal stays in memory, the
+database is locked once, and ``hold`` may keep one transaction open across
+commits. Why each choice: ``docs/architecture.md``, "The KVS" and
+"Durability".
 """
 
 from __future__ import annotations

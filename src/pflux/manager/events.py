@@ -1,15 +1,13 @@
 """Posting events: applied in memory at once, committed in batches, acted on after the commit.
 
 An event posted during one turn of the event loop joins that turn's batch; the
-batch goes to the KVS as one ``kvs.commit`` at the end of the turn. Only when
-the commit is answered are the batch's callbacks run: responses to clients,
-journal entries, requests to other services. So nobody hears of an event that
-is not durable (flux-core's ``job-manager/event.c`` is the model).
-
-A batch the KVS could not store for want of space (ENOSPC) is sent again, with
-the batches after it, in order, after a pause that doubles while the disk stays
-full; meanwhile new batches wait behind it. Its events stay applied in memory
-but are acted on, and answered, only once committed, as always.
+batch goes to the KVS as one ``kvs.commit`` at the end of the turn, and only
+when it is answered are the batch's callbacks run (responses, journal entries,
+requests to other services), so nobody hears of an event that is not durable
+(flux-core's ``job-manager/event.c`` is the model). A batch refused for want of
+space (ENOSPC) is sent again, with the batches after it, in order, after a
+pause that doubles while the disk stays full. ``docs/architecture.md``, "The
+job manager" and "Durability", has the rest.
 """
 
 from __future__ import annotations

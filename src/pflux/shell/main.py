@@ -1,81 +1,22 @@
 """The job shell: a process forked by the launcher that runs one job's tasks at a time.
 
-A shell does only what is particular to its job, and as little Python as it
-can: it is forked from the launcher, and every page it writes after the fork
-costs a page fault (about 5 us here), so what is shared (the broker
-connection, the KVS, batching) is done once for every job by the launcher
-and job-exec, and so is the reading of the jobspec: job-exec sends a ready
-description (``pflux.shell.plan``). The shell has no broker connection, no
-asyncio and no logging: it gets its job, signals, acknowledgements and
+Every page a shell writes after the fork costs a page fault (about 5 us
+here), so it does only what is particular to its job: job-exec plans it
+(``pflux.shell.plan``), and the shell has no broker connection, no asyncio
+and no logging. It gets its job (SPAWN), signals, acknowledgements and
 standard input from the launcher on a socket of its own, and sends job-exec
-its ``pflux.exec.wire`` records, in datagrams, on a socket every shell
-inherits.
+its ``pflux.exec.wire`` records in datagrams on a socket every shell
+inherits. ``serve`` runs job after job: spawn the tasks, send STARTED (held
+up to ``START_HOLD`` for company, so a short job costs job-exec one message),
+relay output, send EXITED, wait for the last ACK, put the process back, say
+DONE; exit after ``JOBS_PER_SHELL`` jobs or when it cannot put everything
+back (0, or ``SPOOLED``).
 
-In order, a shell
-
-1. is forked ahead of need (``serve``): it leads a new session, becomes a
-   child subreaper, so whatever its tasks leave behind is adopted by it, and
-   waits for its job (a SPAWN record);
-2. records its session in the launcher's journal (``pflux.exec.journal``)
-   before anything else, makes ``FLUX_JOB_TMPDIR``, goes to the job's cwd and
-   opens its ``--output``/``--error`` files;
-3. starts each task with ``posix_spawn``, bound to its cores (the shell
-   binds itself before each spawn, and stays with the last), with flux's
-   environment, stdin on a pipe the shell feeds from the job's ``input``
-   (INPUT records) or on the ``--input`` file, stdout and stderr on pipes
-   (or straight into a file that is not labelled), and, unless the job says
-   ``-o pmi=off``, a socket as ``PMI_FD`` that the shell serves PMI-1 on
-   (``pflux.shell.pmi``, imported when a task first writes to one); a task
-   on a pty (``pflux.shell.terminal``) has the pty for all three instead;
-4. sends STARTED with the time the tasks started, or, if a task could not
-   be started, STARTED and an EXCEPTION with flux-core's note, and kills the
-   tasks already started. STARTED waits up to ``START_HOLD`` for the job's
-   first output or its end, so that a short job costs job-exec one message
-   rather than two;
-5. relays what the tasks write to pipes (OUTPUT, in whole lines for a
-   line-buffered stream, then EOF when a pipe closes), or writes it,
-   labelled, to its file; signals the tasks when the launcher asks. It sends
-   what it has gathered whenever nothing else is ready, in as few datagrams
-   as it can: every send wakes job-exec;
-6. once every task has exited and its pipes are closed, kills what the tasks
-   left running, removes ``FLUX_JOB_TMPDIR`` and sends the job's status
-   (EXITED): flux's status, the wait status of a shell exiting with the
-   largest task exit code (128 + signal for a task killed by a signal), or
-   for a launch failure 127 (not found), 126 (not executable) or 1. Then it
-   waits until job-exec acknowledges that everything it sent is in the KVS;
-7. puts back what the job changed in the process (its cwd, PATH, CPU binding
-   and files; the heap, after much output), says DONE to the launcher and
-   waits for its next job, as in 1. A new process costs the launcher a fork
-   and the shell a page fault for every page it writes, then tearing it all
-   down: about two milliseconds a job here, where running the next job in
-   the same process costs nothing more. After ``JOBS_PER_SHELL`` jobs, or
-   when it cannot put everything back, or the launcher does not want it
-   again, it exits instead: with 0, which tells the launcher the status is
-   reported (or with ``SPOOLED``: it is in the spool, see below). A shell
-   runs one job at a time; what the launcher passes on for an earlier job (a
-   late ACK, say) is ignored.
-
-Nothing a shell sends is lost when the broker dies (``_Log``): the shell
-keeps every record until job-exec acknowledges it (ACK, once it is
-committed), and stops reading the tasks' pipes while ``WINDOW`` bytes are
-unacknowledged, so a slow KVS slows the tasks rather than filling memory.
-When job-exec goes away (the launcher says DETACH, or a send fails), the
-shell keeps running its tasks and appends what it has not had acknowledged,
-and everything after, to a spool file in the state directory
-(``exec/spool/<job id>``), so the tasks may write as much as they like
-while the instance is down. A job-exec that takes the job over says from
-which offset the KVS lacks the records (RESUME); the shell sends them again
-from there, from the spool and then from memory. A shell that ends while no
-job-exec is there leaves its records, its status last, in the spool for the
-next one to read.
-
-If the launcher goes away, the shell detaches as above and rejoins the
-launcher job-exec starts in its place: it connects to ``exec/sock``, whose
-listening socket job-exec keeps while no launcher runs, and passes a new
-socket to itself along with REJOIN; the new launcher tells job-exec, which
-resumes the job as after a broker's death. Only when nobody can take it
-(job-exec gave up on launchers, or is gone too) does the shell kill its
-tasks, say so, and end as in 6, into the spool.
+``_Log`` keeps every record until job-exec acknowledges it, at most
+``WINDOW`` bytes ahead, and spools to ``exec/spool/<job id>`` while no
+job-exec is there; a shell whose launcher died rejoins the next on
+``exec/sock`` (REJOIN). The steps and the reasons are in
+``docs/architecture.md``, "The job shell" and "Execution across a crash".
 """
 
 from __future__ import annotations
