@@ -26,6 +26,7 @@ class ExecDouble(Service):
         self.starts: dict[int, Request] = {}  # job id -> its latest start request
         self.start_order: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.exceptions: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.kills: list[dict[str, Any]] = []
         self.hello_route: LocalRoute | None = None
 
     async def hello(self) -> None:
@@ -59,6 +60,7 @@ class ExecDouble(Service):
 
     @method("kill")
     def kill(self, req: Request) -> None:
+        self.kills.append(req.payload)
         req.respond({})
 
     @method("expiration")

@@ -150,8 +150,11 @@ def test_a_canceled_job_gets_sched_cancel_and_a_late_grant_is_ignored(tmp_path: 
             request.respond({"id": jobid, "type": 0, "R": r_json({0: "0"})})
             other = await t.submit()
             assert (await t.sched.next_alloc())["id"] == other
+            await t.call("job-manager.journal-sync")
             assert "alloc" not in t.names(jobid)
             assert t.sched.frees.empty()
+            query = await t.call("job-manager.alloc-query")
+            assert query["alloc_pending"] == 1  # other's: the stale answer ended nothing
 
     run(body)
 
