@@ -9,6 +9,9 @@ scheduler double it goes by the messages alone.
 from __future__ import annotations
 
 import asyncio
+import json
+import struct
+from pathlib import Path
 from typing import Any
 
 from pflux.broker.message import Message
@@ -97,3 +100,34 @@ class ExecDouble(Service):
     def fail(self, jobid: int, errnum: int, text: str) -> None:
         """A conventional error response: RFC 32's sign of a broken service."""
         self.starts[jobid].error(errnum, text)
+
+
+class ConnectedHello:
+    """``exec-hello`` said over a connection to the broker's socket, as a process outside
+    the broker would, in the wire's framing (a 4-byte length, then the JSON message)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def say(cls, socket: Path, service: str) -> ConnectedHello:
+        """Connect, say hello for ``service`` and check the answer is a success."""
+        reader, writer = await asyncio.open_unix_connection(str(socket))
+        request = {
+            "type": 1,  # a request
+            "topic": "job-manager.exec-hello",
+            "matchtag": 1,
+            "flags": 0,
+            "payload": {"service": service},
+        }
+        body = json.dumps(request).encode()
+        writer.write(struct.pack(">I", len(body)) + body)
+        (length,) = struct.unpack(">I", await asyncio.wait_for(reader.readexactly(4), TIMEOUT))
+        response = json.loads(await asyncio.wait_for(reader.readexactly(length), TIMEOUT))
+        assert response.get("errnum", 0) == 0, response
+        return cls(reader, writer)
+
+    async def hang_up(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from pflux.broker import instance
+from pflux.broker.connector import serve
 from pflux.broker.message import Message
 from pflux.broker.router import Broker, Service
 from support.exec_double import ExecDouble
@@ -59,6 +61,7 @@ class Live:
         self.exec = exec_
         self.events: dict[int, list[dict[str, Any]]] = {}  # job id -> entries, in order
         self.annotations: dict[int, list[dict[str, Any]]] = {}
+        self.servers: list[tuple[asyncio.AbstractServer, Path]] = []
         self._changed = asyncio.Event()
         broker.send("job-manager.events-journal", {}, self._journal, streaming=True)
 
@@ -78,6 +81,12 @@ class Live:
                 await self._changed.wait()
 
         await asyncio.wait_for(wait(), TIMEOUT)
+
+    async def listen(self) -> Path:
+        """Serve connections on a new socket (in a short path of its own); its path."""
+        path = Path(tempfile.mkdtemp(prefix="pflux-jm-")) / "sock"
+        self.servers.append((await serve(self.broker, path), path))
+        return path
 
     def names(self, jobid: int) -> list[str]:
         """The names of ``jobid``'s events journalled so far."""
@@ -130,13 +139,17 @@ async def live(tmp_path: Path, *, limit: int = 0, ready: bool = True) -> AsyncIt
     exec_ = ExecDouble(broker)
     broker.register(exec_)
     await broker.start()
+    t = Live(broker, sched, exec_)
     try:
-        t = Live(broker, sched, exec_)
         if ready:
             assert await sched.hello() == []
             await sched.ready(limit)
         yield t
     finally:
+        for server, path in t.servers:
+            server.close()
+            path.unlink(missing_ok=True)
+            path.parent.rmdir()
         await broker.stop()
 
 

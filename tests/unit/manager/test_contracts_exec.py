@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pflux.broker.message import RPCError
-from support.exec_double import ExecDouble
+from support.exec_double import ConnectedHello, ExecDouble
 from support.manager_live import DEBUG, live, run
 from support.sched_double import r_json
 
@@ -204,6 +204,35 @@ def test_a_service_going_away_is_replaced_and_its_old_responses_are_stale(
     run(body)
 
 
+def test_a_connected_service_hanging_up_hands_its_jobs_to_the_one_inside(
+    tmp_path: Path,
+) -> None:
+    async def body() -> None:
+        async with live(tmp_path) as t:
+            await t.exec.hello()  # the service inside the broker
+            outside = ExecDouble(t.broker, "outside-exec")  # its methods, served here
+            t.broker.register(outside)
+            hello = await ConnectedHello.say(await t.listen(), "outside-exec")
+            inside, t.exec = t.exec, outside
+            jobid, _ = await t.running(R, flags=DEBUG)
+            outside.started(jobid)
+            await t.event(jobid, "start")
+            old = outside.starts[jobid]
+            await hello.hang_up()
+            assert await t.event(jobid, "debug.start-lost") == {"note": "disconnect"}
+            again = await inside.next_start()
+            assert (again["id"], again["reattach"]) == (jobid, True)
+            outside.respond(jobid, "finish", {"status": 99}, req=old)  # stale: ignored
+            inside.finished(jobid, 0)
+            assert await t.event(jobid, "finish") == {"status": 0}
+            inside.released(jobid)
+            await t.event(jobid, "clean")
+            assert t.names(jobid).count("finish") == 1
+            assert outside.start_order.empty()
+
+    run(body)
+
+
 def test_kill_goes_to_exec_for_a_running_job_only(tmp_path: Path) -> None:
     async def body() -> None:
         async with live(tmp_path) as t:
@@ -218,5 +247,19 @@ def test_kill_goes_to_exec_for_a_running_job_only(tmp_path: Path) -> None:
             t.exec.started(jobid)
             assert await t.call("job-manager.kill", {"id": jobid, "signum": 10}) == {}
             assert t.exec.kills == [{"id": jobid, "signum": 10}]
+
+    run(body)
+
+
+@pytest.mark.parametrize("service", ["", "a.b", 7])
+def test_a_hello_without_a_service_name_is_refused(tmp_path: Path, service: object) -> None:
+    async def body() -> None:
+        async with live(tmp_path) as t:
+            with pytest.raises(RPCError) as caught:
+                await t.call("job-manager.exec-hello", {"service": service})
+            assert (caught.value.errnum, caught.value.errstr) == (
+                errno.EPROTO,
+                "exec-hello: service must be a service name",
+            )
 
     run(body)

@@ -174,3 +174,17 @@ def test_an_alloc_error_waits_for_a_new_ready(tmp_path: Path) -> None:
             assert "exception" not in t.names(failed)
 
     run(body)
+
+
+def test_an_alloc_refused_for_a_full_disk_is_asked_again(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path) as t:
+            jobid = await t.submit()
+            await t.sched.next_alloc()
+            t.sched.allocs.pop(jobid).error(errno.ENOSPC, "not stored")
+            assert (await t.sched.next_alloc())["id"] == jobid  # the scheduler is still ready
+            t.sched.grant(jobid, r_json({0: "0"}))
+            await t.event(jobid, "alloc")
+            assert "exception" not in t.names(jobid)
+
+    run(body)
