@@ -2,8 +2,9 @@
 
 It says ``exec-hello`` when the test asks, keeps each ``start`` request (by job
 id, the latest one) and answers with RFC 32's responses only when the test says
-so; ``kill``, ``exception`` and ``expiration`` requests are recorded. Like the
-scheduler double it goes by the messages alone.
+so; ``kill`` and ``exception`` requests are recorded (``kill`` and ``expiration``
+answered ``{}``). ``ConnectedHello`` says hello from outside the broker instead.
+Like the scheduler double it goes by the messages alone.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class ExecDouble(Service):
 
     # --- requests from the job manager --------------------------------------------------
 
-    @method("start")
+    @method("start")  # not ``start``: that name is the service's start-up hook
     def start_request(self, req: Request) -> None:
         self.starts[req.payload["id"]] = req
         self.start_order.put_nowait(req.payload)
