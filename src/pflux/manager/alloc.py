@@ -38,8 +38,8 @@ from pflux.spec.resource import ResourceSet
 from pflux.spec.sched_protocol import AllocResponse
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
     from pflux.manager.hosts import AllocHost
+    from pflux.manager.job import Job
 
 log = logging.getLogger("pflux.job-manager")
 

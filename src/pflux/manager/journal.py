@@ -33,8 +33,8 @@ from pflux.kvs.keys import job_id_from_key, job_key
 from pflux.manager.restart import events_of
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Ended, Job
     from pflux.manager.hosts import JournalHost
+    from pflux.manager.job import Ended, Job
 
 log = logging.getLogger("pflux.job-manager")
 

@@ -32,8 +32,8 @@ from pflux.manager.states import SEVERITY_MAX, State
 from pflux.spec.exec_protocol import ExecResponse
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
     from pflux.manager.hosts import StartHost
+    from pflux.manager.job import Job
 
 log = logging.getLogger("pflux.job-manager")
 
