@@ -106,7 +106,7 @@ from pflux.exec import wire
 from pflux.exec.journal import kill_recorded, live
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
-from pflux.exec.shellrun import ALL, SPOOLED, ShellRun
+from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import MockRun, mock_config
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
@@ -612,10 +612,12 @@ class JobExec(Service):
                 if kind != wire.EXITED:
                     continue
                 if from_shell:  # a shell whose job is over: let it go
-                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL))
+                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % wire.ALL_RECORDS))
                 elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
                     self.leftovers[jobid].ended(payload, self.spool_dir)
-                elif payload.startswith(b"%d " % SPOOLED):  # the job is over: nobody reads it
+                elif payload.startswith(
+                    b"%d " % wire.EXITED_SPOOLED
+                ):  # the job is over: nobody reads it
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(self.spool_dir, str(jobid)))
                 continue
@@ -703,7 +705,7 @@ class JobExec(Service):
                     self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
                 continue
             log.warning("job %s: its shell rejoined, but the job is over", JobID(jobid))
-            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL))
+            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % wire.ALL_RECORDS))
             self.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
 
     async def _fail_runs(self, runs: list[ShellRun]) -> None:

@@ -50,7 +50,7 @@ from pflux.spec.exec_protocol import ExecResponse
 from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
-    from pflux.exec.service import ExecJob
+    from pflux.exec.host import RunJob
 
 __all__ = ["MockConfig", "MockRun", "mock_config"]
 
@@ -149,7 +149,7 @@ class MockRun:
 
     __slots__ = ("config", "job", "releases", "timer")
 
-    def __init__(self, job: ExecJob, config: MockConfig) -> None:
+    def __init__(self, job: RunJob, config: MockConfig) -> None:
         self.job = job
         self.config = config
         self.timer: asyncio.TimerHandle | None = None
