@@ -107,12 +107,12 @@ from pflux.exec.journal import kill_recorded, live
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.shellrun import ShellRun
-from pflux.exec.testexec import MockRun, mock_config
+from pflux.exec.testexec import SimulatedRun, simulation_config
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
 
-__all__ = ["ExecJob", "JobExec"]
+__all__ = ["ExecJob", "ExecService"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -132,7 +132,7 @@ Run = TypeVar("Run", bound=Hashable)  # a ShellRun; anything hashable in tests
 
 
 class Execution(Protocol):
-    """What runs a job: a simulated run (``MockRun``) or a job shell (``ShellRun``)."""
+    """What runs a job: a simulated run (``SimulatedRun``) or a job shell (``ShellRun``)."""
 
     def start(self) -> None: ...
 
@@ -170,7 +170,7 @@ class ExecJob:
 
     def __init__(
         self,
-        service: JobExec,
+        service: ExecService,
         req: Request,
         *,
         jobid: int,
@@ -216,12 +216,12 @@ class ExecJob:
         self.taken_over = leftover is not None or self.reattach
         try:
             self.times = _r_times(self.R)
-            config = mock_config(self.jobspec)
+            config = simulation_config(self.jobspec)
         except PfluxError as exc:
             self.fatal(str(exc))
             return
         if config is not None:
-            mock = self.impl = MockRun(self, config)
+            mock = self.impl = SimulatedRun(self, config)
             if self.reattach:
                 self.service.track(mock.reattach())
             else:
@@ -490,7 +490,7 @@ def split_commits(
     return commits
 
 
-class JobExec(Service):
+class ExecService(Service):
     """The job-exec service (see the module docstring)."""
 
     name = "job-exec"
@@ -937,7 +937,7 @@ class JobExec(Service):
         status = req.payload.get("status", 0)
         if not isinstance(event, str) or not _is_int(status):
             raise RPCError(errno.EPROTO, "override: event must be a string, status an integer")
-        if not isinstance(job.impl, MockRun):
+        if not isinstance(job.impl, SimulatedRun):
             raise RPCError(errno.EINVAL, "Job not in exec override mode")
         job.impl.override(event, status)
         req.respond({})
