@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pflux.broker.message import RPCError
 from pflux.exec import journal, wire
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.kvs.keys import job_key
 from pflux.manager.restart import replay
 from pflux.manager.states import State
@@ -54,7 +55,7 @@ class Leftover:
         """Its shell ended before the job's start request came (the launcher's EXITED)."""
         self.running = False
         status = int(exited.split()[0])
-        if status == wire.EXITED_SPOOLED:
+        if status == EXITED_SPOOLED:
             self.spool = os.path.join(spool_dir, str(self.jobid))
         elif status > 0:
             self.died = status
@@ -110,7 +111,7 @@ def _let_go(service: LeftoverHost, leftover: Leftover) -> None:
     jobid = leftover.jobid
     log.warning("job %s is not running any more: ending what is left of it", JobID(jobid))
     if leftover.running:
-        service.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % wire.ALL_RECORDS))
+        service.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL_RECORDS))
         service.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
     if leftover.spool is not None:
         try:

@@ -108,6 +108,7 @@ from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun, simulation_config
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
@@ -612,11 +613,11 @@ class ExecService(Service):
                 if kind != wire.EXITED:
                     continue
                 if from_shell:  # a shell whose job is over: let it go
-                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % wire.ALL_RECORDS))
+                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL_RECORDS))
                 elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
                     self.leftovers[jobid].ended(payload, self.spool_dir)
                 elif payload.startswith(
-                    b"%d " % wire.EXITED_SPOOLED
+                    b"%d " % EXITED_SPOOLED
                 ):  # the job is over: nobody reads it
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(self.spool_dir, str(jobid)))
@@ -705,7 +706,7 @@ class ExecService(Service):
                     self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
                 continue
             log.warning("job %s: its shell rejoined, but the job is over", JobID(jobid))
-            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % wire.ALL_RECORDS))
+            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL_RECORDS))
             self.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
 
     async def _fail_runs(self, runs: list[ShellRun]) -> None:

@@ -50,6 +50,7 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import EventlogError, IdsetError, PfluxError
 from pflux.exec import wire
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.shell.input import data_context, header_context, limit_note
 from pflux.shell.layout import Layout
 from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line
@@ -301,7 +302,7 @@ class ShellRun:
             return
         if leftover.running:
             send = self.service.send_launcher
-            send(wire.record(wire.RESUME, self.job.id, b"%d" % wire.ALL_RECORDS))
+            send(wire.record(wire.RESUME, self.job.id, b"%d" % ALL_RECORDS))
             if kill:
                 send(wire.record(wire.TERMINATE, self.job.id, b"%d" % signal.SIGKILL))
         self.spool = leftover.spool
@@ -382,7 +383,7 @@ class ShellRun:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
         elif kind == wire.EXITED:
             status, _, reason = payload.decode(errors="replace").partition(" ")
-            if int(status) == wire.EXITED_SPOOLED:
+            if int(status) == EXITED_SPOOLED:
                 self.service.track(self.spooled())
             else:
                 self._ended(int(status), reason)
@@ -431,7 +432,7 @@ class ShellRun:
             return
         if self.exited or self.applied - self.acked >= ACK_STEP:
             self.acked = self.applied
-            offset = wire.ALL_RECORDS if self.exited else self.applied
+            offset = ALL_RECORDS if self.exited else self.applied
             self.service.send_launcher(wire.record(wire.ACK, self.job.id, b"%d" % offset))
 
     def finalize(self, finished: bool, status: int) -> bool:
