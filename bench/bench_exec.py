@@ -34,7 +34,7 @@ from pflux.broker.connector import serve
 from pflux.broker.message import Message
 from pflux.broker.router import Broker
 from pflux.client.uri import uri_for
-from pflux.exec.service import JobExec
+from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
 from pflux.spec.builder import from_command
 from pflux.spec.eventlog import parse
@@ -166,7 +166,7 @@ async def main(args: argparse.Namespace) -> None:
         attrs={"state-dir": str(state_dir), "uri": uri_for(str(sock)), "hostname": "localhost"},
     )
     broker.register(KVSService(broker))
-    job_exec = JobExec(broker)
+    job_exec = ExecService(broker)
     broker.register(job_exec)
     await broker.start()
     server = await serve(broker, sock)

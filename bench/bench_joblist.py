@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / 
 from joblist_entries import R_2NODES, Story
 
 from pflux.cli.jobfields import JobInfo, attrs_for
-from pflux.cli.jobformat import NAMED_FORMATS, OutputFormat
+from pflux.cli.jobformat import NAMED_FORMATS, JobFormat
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import select, to_json
 from pflux.manager.states import State
@@ -122,7 +122,7 @@ def main() -> None:
     del pending
 
     # list latency with n inactive jobs
-    default_attrs = select(attrs_for(OutputFormat(NAMED_FORMATS["default"][1]).fields))
+    default_attrs = select(attrs_for(JobFormat(NAMED_FORMATS["default"][1]).fields))
     every = select(["all"])
     active = int(State.PENDING | State.RUNNING)
     cases: list[tuple[str, Callable[[], object]]] = [
@@ -159,7 +159,7 @@ def main() -> None:
 
     # the command's side: format 1000 jobs in the default format
     shown = [JobInfo(job) for job in index.list(default_attrs, max_entries=1000)]
-    fmt = OutputFormat(NAMED_FORMATS["default"][1])
+    fmt = JobFormat(NAMED_FORMATS["default"][1])
 
     def render() -> None:
         for job in shown:

@@ -33,7 +33,7 @@ def _lookup_key(key: str) -> bool:
     )
 
 
-class JobInfo(Service):
+class JobInfoService(Service):
     name = "job-info"
 
     async def _check_owner(self, req: Request, jobid: int) -> str:
@@ -94,7 +94,7 @@ class JobInfo(Service):
 class _Watch:
     """One eventlog-watch: a KVS watch on the log, and on the job's eventlog for its end."""
 
-    def __init__(self, service: JobInfo, req: Request, jobid: int, path: str) -> None:
+    def __init__(self, service: JobInfoService, req: Request, jobid: int, path: str) -> None:
         self.broker = service.broker
         self.req = req
         self.jobid = jobid

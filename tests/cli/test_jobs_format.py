@@ -23,7 +23,7 @@ from pflux.cli.jobfields import FIELDS, JobInfo, attrs_for, fsd, username
 from pflux.cli.jobformat import (
     NAMED_FORMATS,
     FormatError,
-    OutputFormat,
+    JobFormat,
     convert,
     format_value,
     resolve_format,
@@ -135,7 +135,7 @@ def test_spec_suffixes(value: Any, spec: str, text: str) -> None:
 
 
 def render(fmt: str, items: list[dict[str, Any]], *, no_header: bool = False) -> list[str]:
-    parsed = OutputFormat(fmt)
+    parsed = JobFormat(fmt)
     infos = [info(d) for d in items]
     shown = parsed.filtered(infos, no_header=no_header)
     shown.sort(infos)
@@ -145,7 +145,7 @@ def render(fmt: str, items: list[dict[str, Any]], *, no_header: bool = False) ->
 
 def test_header_keeps_alignment_and_width_only() -> None:
     fmt = "{id.f58:>12} {t_submit!d:%b%d %R::>12} {ntasks:06d} {name:<5.3}|"
-    assert OutputFormat(fmt).header() == "       JOBID     T_SUBMIT NTASKS NAME |"
+    assert JobFormat(fmt).header() == "       JOBID     T_SUBMIT NTASKS NAME |"
 
 
 def test_question_colon_drops_a_column_empty_for_every_job() -> None:
@@ -171,7 +171,7 @@ def test_sort_prefix_and_mixed_values() -> None:
     items = [job(1, R, nnodes=4), job(2, S), job(3, R, nnodes=10), job(4, R, nnodes="3")]
     assert [r.split()[0] for r in render("sort:nnodes {id.dec}", items)[1:]] == list("2413")
     assert [r.split()[0] for r in render("sort:-nnodes {id.dec}", items)[1:]] == list("3142")
-    fmt = OutputFormat("{id.dec}")
+    fmt = JobFormat("{id.dec}")
     fmt.set_sort_keys("state,-id")
     infos = [info(d) for d in items]
     fmt.sort(infos)
@@ -179,7 +179,7 @@ def test_sort_prefix_and_mixed_values() -> None:
 
 
 def test_sort_prefix_is_not_output() -> None:
-    parsed = OutputFormat("sort:-t_submit {id.dec}")
+    parsed = JobFormat("sort:-t_submit {id.dec}")
     assert (parsed.sort_keys, parsed.header()) == ([("t_submit", True)], "JOBID")
     assert "t_submit" in parsed.fields
 
@@ -201,12 +201,12 @@ def test_literal_braces() -> None:
 )
 def test_format_errors(fmt: str, message: str) -> None:
     with pytest.raises(FormatError, match=message):
-        OutputFormat(fmt)
+        JobFormat(fmt)
 
 
 def test_a_bad_spec_is_a_format_error() -> None:
     with pytest.raises(FormatError, match="spec"):
-        OutputFormat("{name:=}").format(info(job(1, R)))
+        JobFormat("{name:=}").format(info(job(1, R)))
 
 
 PIECES = [*"{}:!<>^=.,0123456789dshFHDP?+-x %", "{id", "{name", "{ntasks", "{t_run", "sort:",
@@ -217,7 +217,7 @@ PIECES = [*"{}:!<>^=.,0123456789dshFHDP?+-x %", "{id", "{name", "{ntasks", "{t_r
 @given(st.lists(st.sampled_from(PIECES), max_size=16).map("".join))
 def test_any_format_fails_only_with_a_format_error(text: str) -> None:
     try:
-        parsed = OutputFormat(text)
+        parsed = JobFormat(text)
         items = [info(job(1, R, t_run=NOW - 5)), info(ran(2, 1))]
         shown = parsed.filtered(items)
         shown.sort(items)
@@ -230,7 +230,7 @@ def test_any_format_fails_only_with_a_format_error(text: str) -> None:
 def test_named_formats_parse_and_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, (_, fmt) in NAMED_FORMATS.items():
         assert resolve_format(name) == fmt
-        OutputFormat(fmt)
+        JobFormat(fmt)
     assert resolve_format("{id}") == "{id}"
     monkeypatch.setenv("PFLUX_JOBS_FORMAT_DEFAULT", "long")
     assert resolve_format("default") == NAMED_FORMATS["long"][1]

@@ -42,8 +42,8 @@ SERVICES: tuple[str, ...] = (
     "pflux.manager.service:JobManager",
     "pflux.ingest:IngestService",
     "pflux.sched.service:Scheduler",
-    "pflux.exec.service:JobExec",
-    "pflux.info:JobInfo",
+    "pflux.exec.service:ExecService",
+    "pflux.info:JobInfoService",
 )
 
 # Loaded last when the configuration has [simulator]: it overrides job-exec (RFC 32).

@@ -288,7 +288,7 @@ def _sort_key(field: str) -> Callable[[JobInfo], tuple[int, float, str]]:
     return lambda job: sort_value(job.get(field))
 
 
-class OutputFormat:
+class JobFormat:
     """A parsed format: render jobs, their heading, sort and drop or widen fields."""
 
     def __init__(self, fmt: str) -> None:
@@ -360,7 +360,7 @@ class OutputFormat:
                 out.append(_format(heading(part.field), _SpecParts(part.spec).layout()))
         return "".join(out)
 
-    def filtered(self, jobs: Iterable[JobInfo], *, no_header: bool = False) -> OutputFormat:
+    def filtered(self, jobs: Iterable[JobInfo], *, no_header: bool = False) -> JobFormat:
         """This format with ``?:`` fields dropped if empty for all ``jobs``, ``+:`` widened."""
         marked: list[tuple[_Part, str]] = []
         for part in self.parts:

@@ -22,7 +22,7 @@ from pflux.joblist.codes import USERID_ANY
 
 if TYPE_CHECKING:
     from pflux.cli.jobfields import JobInfo
-    from pflux.cli.jobformat import OutputFormat
+    from pflux.cli.jobformat import JobFormat
     from pflux.client.handle import Handle
 
 DEFAULT_COUNT: Final = 1000
@@ -107,7 +107,7 @@ def _jobs(args: argparse.Namespace) -> int:
     if args.format.startswith("get-config="):
         sys.stdout.write(jobformat.format_config(args.format.partition("=")[2]))
         return 0
-    formatter = jobformat.OutputFormat(jobformat.resolve_format(args.format))
+    formatter = jobformat.JobFormat(jobformat.resolve_format(args.format))
     if args.sort:
         formatter.set_sort_keys(args.sort)
     no_header = args.no_header or args.suppress_header or args.json
@@ -309,9 +309,7 @@ def _jobs_from_stdin() -> list[dict[str, Any]]:
 # --- printing -----------------------------------------------------------------------------
 
 
-def _print_table(
-    jobs: list[JobInfo], formatter: OutputFormat, *, no_header: bool, width: int
-) -> None:
+def _print_table(jobs: list[JobInfo], formatter: JobFormat, *, no_header: bool, width: int) -> None:
     shown = formatter.filtered(jobs, no_header=no_header)
     shown.sort(jobs)
     limit = _width(width)

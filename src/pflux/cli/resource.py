@@ -94,7 +94,7 @@ def _list(args: argparse.Namespace) -> int:
             sys.stdout.write(f"  {name:<8} {description}\n")
         return 0
     fmt = FORMATS[args.format][1] if args.format in FORMATS else args.format
-    formatter = OutputFormat(fmt)  # check the format before asking the instance
+    formatter = ResourceFormat(fmt)  # check the format before asking the instance
     states = _states(args.states)
     sets = _fetch(args.uri)
     if args.include is not None:
@@ -188,7 +188,7 @@ class _Formatter(string.Formatter):
         return text
 
 
-class OutputFormat:
+class ResourceFormat:
     """A parsed output format: its literal text, fields, specs and sentinels."""
 
     def __init__(self, fmt: str) -> None:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # typing stays out of the launcher (see the module docstring)
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-__all__ = ["COMMAND", "Server", "main"]
+__all__ = ["COMMAND", "LauncherServer", "main"]
 
 # How job-exec starts the launcher: ``python -c COMMAND FD RECORDS JOURNAL``. Not ``-m``, whose
 # runpy machinery would stay in memory, a megabyte more for every fork to copy.
@@ -86,7 +86,7 @@ class _Orphan:
         self.held: list[bytes] = []  # what job-exec sent for the job meanwhile
 
 
-class Server:
+class LauncherServer:
     """The launcher's loop (see the module docstring).
 
     Shells are forked ahead of need, so a job waits for a ``send`` rather than
@@ -663,7 +663,7 @@ def main(argv: list[str]) -> int:
     if not set_subreaper():
         sys.stderr.write("pflux-launcher: cannot adopt orphaned processes\n")
     link = _socket.socket(fileno=int(argv[1]))
-    server = Server(link, _socket.socket(fileno=int(argv[2])), argv[3], listener)
+    server = LauncherServer(link, _socket.socket(fileno=int(argv[2])), argv[3], listener)
     # Objects made so far stay shared with the forked shells: nothing collects them
     # (which would write to their pages), and the launcher makes no cycles worth collecting.
     gc.freeze()

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING
 
 from pflux.broker.message import RPCError
 from pflux.exec import journal, wire
-from pflux.exec.shellrun import ALL, SPOOLED
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.kvs.keys import job_key
 from pflux.manager.restart import replay
 from pflux.manager.states import State
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
+    from pflux.exec.host import LeftoverHost
     from pflux.exec.link import Survivors
-    from pflux.exec.service import JobExec
 
 __all__ = ["Leftover", "survey"]
 
@@ -55,13 +55,13 @@ class Leftover:
         """Its shell ended before the job's start request came (the launcher's EXITED)."""
         self.running = False
         status = int(exited.split()[0])
-        if status == SPOOLED:
+        if status == EXITED_SPOOLED:
             self.spool = os.path.join(spool_dir, str(self.jobid))
         elif status > 0:
             self.died = status
 
 
-async def survey(service: JobExec, survivors: Survivors | None) -> dict[int, Leftover]:
+async def survey(service: LeftoverHost, survivors: Survivors | None) -> dict[int, Leftover]:
     """The leftovers of jobs in RUN; the others' are let go."""
     if survivors is None:
         _, died = await asyncio.to_thread(journal.entries, service.journal)
@@ -97,7 +97,7 @@ def _spools(directory: str) -> dict[int, str]:
     return {int(name): os.path.join(directory, name) for name in names if name.isdigit()}
 
 
-async def _running(service: JobExec, jobid: int) -> bool:
+async def _running(service: LeftoverHost, jobid: int) -> bool:
     """Whether the job's eventlog leaves it in RUN (its start request is to come)."""
     try:
         reply = await service.broker.call("kvs.get", {"key": job_key(jobid, "eventlog")})
@@ -107,11 +107,11 @@ async def _running(service: JobExec, jobid: int) -> bool:
     return job is not None and job.state is State.RUN
 
 
-def _let_go(service: JobExec, leftover: Leftover) -> None:
+def _let_go(service: LeftoverHost, leftover: Leftover) -> None:
     jobid = leftover.jobid
     log.warning("job %s is not running any more: ending what is left of it", JobID(jobid))
     if leftover.running:
-        service.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL))
+        service.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL_RECORDS))
         service.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
     if leftover.spool is not None:
         try:

@@ -48,13 +48,14 @@ from pflux.exec import wire
 from pflux.exec.journal import kill_recorded, live
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
-from pflux.exec.shellrun import ALL, SPOOLED, ShellRun
-from pflux.exec.testexec import MockRun, mock_config
+from pflux.exec.shellrun import ShellRun
+from pflux.exec.testexec import SimulatedRun, simulation_config
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.spec import duration
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
 
-__all__ = ["ExecJob", "JobExec"]
+__all__ = ["ExecJob", "ExecService"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -74,7 +75,7 @@ Run = TypeVar("Run", bound=Hashable)  # a ShellRun; anything hashable in tests
 
 
 class Execution(Protocol):
-    """What runs a job: a simulated run (``MockRun``) or a job shell (``ShellRun``)."""
+    """What runs a job: a simulated run (``SimulatedRun``) or a job shell (``ShellRun``)."""
 
     def start(self) -> None: ...
 
@@ -112,7 +113,7 @@ class ExecJob:
 
     def __init__(
         self,
-        service: JobExec,
+        service: ExecService,
         req: Request,
         *,
         jobid: int,
@@ -158,12 +159,12 @@ class ExecJob:
         self.taken_over = leftover is not None or self.reattach
         try:
             self.times = _r_times(self.R)
-            config = mock_config(self.jobspec)
+            config = simulation_config(self.jobspec)
         except PfluxError as exc:
             self.fatal(str(exc))
             return
         if config is not None:
-            mock = self.impl = MockRun(self, config)
+            mock = self.impl = SimulatedRun(self, config)
             if self.reattach:
                 self.service.track(mock.reattach())
             else:
@@ -432,7 +433,7 @@ def split_commits(
     return commits
 
 
-class JobExec(Service):
+class ExecService(Service):
     """The job-exec service (see the module docstring)."""
 
     name = "job-exec"
@@ -554,10 +555,12 @@ class JobExec(Service):
                 if kind != wire.EXITED:
                     continue
                 if from_shell:  # a shell whose job is over: let it go
-                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL))
+                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL_RECORDS))
                 elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
                     self.leftovers[jobid].ended(payload, self.spool_dir)
-                elif payload.startswith(b"%d " % SPOOLED):  # the job is over: nobody reads it
+                elif payload.startswith(
+                    b"%d " % EXITED_SPOOLED
+                ):  # the job is over: nobody reads it
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(self.spool_dir, str(jobid)))
                 continue
@@ -645,7 +648,7 @@ class JobExec(Service):
                     self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
                 continue
             log.warning("job %s: its shell rejoined, but the job is over", JobID(jobid))
-            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL))
+            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL_RECORDS))
             self.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
 
     async def _fail_runs(self, runs: list[ShellRun]) -> None:
@@ -877,7 +880,7 @@ class JobExec(Service):
         status = req.payload.get("status", 0)
         if not isinstance(event, str) or not _is_int(status):
             raise RPCError(errno.EPROTO, "override: event must be a string, status an integer")
-        if not isinstance(job.impl, MockRun):
+        if not isinstance(job.impl, SimulatedRun):
             raise RPCError(errno.EINVAL, "Job not in exec override mode")
         job.impl.override(event, status)
         req.respond({})

@@ -50,6 +50,7 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import EventlogError, IdsetError, PfluxError
 from pflux.exec import wire
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.shell.input import data_context, header_context, limit_note
 from pflux.shell.layout import Layout
 from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line
@@ -59,16 +60,14 @@ from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
+    from pflux.exec.host import RunJob, ShellHost
     from pflux.exec.leftovers import Leftover
-    from pflux.exec.service import ExecJob
 
 __all__ = ["ACK_STEP", "RESUME_KEY", "ShellRun"]
 
 log = logging.getLogger("pflux.job-exec")
 
 ACK_STEP: Final = 1 << 20  # acknowledge a running job's records every this many bytes
-ALL: Final = 1 << 62  # an offset past any record: the shell may forget everything
-SPOOLED: Final = -2  # the launcher's EXITED for a shell that ended into its spool
 RESUME_KEY: Final = "data.job-exec.resume"  # in the job's directory (RFC 16 data.<service>)
 REPLAY_CHUNK: Final = 1 << 20  # spool bytes replayed per commit
 LOST_NOTE: Final = "job shell and tasks not found when the instance restarted"
@@ -103,9 +102,9 @@ class ShellRun:
         "state_key",
     )
 
-    def __init__(self, job: ExecJob) -> None:
+    def __init__(self, job: RunJob) -> None:
         self.job = job
-        self.service = job.service
+        self.service: ShellHost[ShellRun] = job.service
         jobid = JobID(job.id)
         self.namespace = f"job-{job.id}"
         self.key = f"{jobid.kvs}.guest."  # the guest keys, as primary keys
@@ -303,7 +302,7 @@ class ShellRun:
             return
         if leftover.running:
             send = self.service.send_launcher
-            send(wire.record(wire.RESUME, self.job.id, b"%d" % ALL))
+            send(wire.record(wire.RESUME, self.job.id, b"%d" % ALL_RECORDS))
             if kill:
                 send(wire.record(wire.TERMINATE, self.job.id, b"%d" % signal.SIGKILL))
         self.spool = leftover.spool
@@ -384,7 +383,7 @@ class ShellRun:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
         elif kind == wire.EXITED:
             status, _, reason = payload.decode(errors="replace").partition(" ")
-            if int(status) == SPOOLED:
+            if int(status) == EXITED_SPOOLED:
                 self.service.track(self.spooled())
             else:
                 self._ended(int(status), reason)
@@ -433,7 +432,7 @@ class ShellRun:
             return
         if self.exited or self.applied - self.acked >= ACK_STEP:
             self.acked = self.applied
-            offset = ALL if self.exited else self.applied
+            offset = ALL_RECORDS if self.exited else self.applied
             self.service.send_launcher(wire.record(wire.ACK, self.job.id, b"%d" % offset))
 
     def finalize(self, finished: bool, status: int) -> bool:

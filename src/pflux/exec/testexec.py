@@ -50,13 +50,13 @@ from pflux.spec.exec_protocol import ExecResponse
 from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
-    from pflux.exec.service import ExecJob
+    from pflux.exec.host import RunJob
 
-__all__ = ["MockConfig", "MockRun", "mock_config"]
+__all__ = ["SimulatedRun", "SimulationConfig", "simulation_config"]
 
 
 @dataclass(frozen=True, slots=True)
-class MockConfig:
+class SimulationConfig:
     """A test-mode job's settings (see the module docstring)."""
 
     run_duration: float
@@ -83,7 +83,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def mock_config(jobspec: Mapping[str, Any]) -> MockConfig | None:
+def simulation_config(jobspec: Mapping[str, Any]) -> SimulationConfig | None:
     """The test settings of ``jobspec``, or None when it does not ask for test mode.
 
     Settings of the wrong type raise PfluxError naming the key.
@@ -104,12 +104,12 @@ _RUN_DURATION_ONLY = frozenset(("run_duration",))
 
 
 @functools.lru_cache(maxsize=64)
-def _run_only(job_duration: Any, run_duration: Any) -> MockConfig:
+def _run_only(job_duration: Any, run_duration: Any) -> SimulationConfig:
     """The settings of a test that names at most ``run_duration`` (they are immutable)."""
     return _full_config({"duration": job_duration}, {"run_duration": run_duration})
 
 
-def _full_config(system: Mapping[str, Any], test: Any) -> MockConfig:
+def _full_config(system: Mapping[str, Any], test: Any) -> SimulationConfig:
     where = "attributes.system.exec.test"
     if not isinstance(test, Mapping):
         raise PfluxError(f"{where} must be an object")
@@ -141,15 +141,17 @@ def _full_config(system: Mapping[str, Any], test: Any) -> MockConfig:
     finish = test.get("reattach_finish", 0)
     if not _is_int(finish):
         raise PfluxError(f"{where}.reattach_finish must be an integer")
-    return MockConfig(run_duration, wait_status, mock, bool(override), bool(finish), node_durations)
+    return SimulationConfig(
+        run_duration, wait_status, mock, bool(override), bool(finish), node_durations
+    )
 
 
-class MockRun:
+class SimulatedRun:
     """One test-mode job's simulated execution."""
 
     __slots__ = ("config", "job", "releases", "timer")
 
-    def __init__(self, job: ExecJob, config: MockConfig) -> None:
+    def __init__(self, job: RunJob, config: SimulationConfig) -> None:
         self.job = job
         self.config = config
         self.timer: asyncio.TimerHandle | None = None

@@ -66,12 +66,14 @@ if TYPE_CHECKING:  # the launcher and the shells import this: keep typing out of
 
 __all__ = [
     "ACK",
+    "ALL_RECORDS",
     "ATTACH",
     "DETACH",
     "DONE",
     "EOF",
     "EXCEPTION",
     "EXITED",
+    "EXITED_SPOOLED",
     "HEADER",
     "INPUT",
     "INPUT_DATA",
@@ -120,6 +122,8 @@ INPUT_DATA: Final = b"d"  # the flags of INPUT
 INPUT_EOF: Final = b"e"
 # the note of a job whose shell lost its launcher and found none to rejoin
 LAUNCHER_DIED: Final = "job shell launcher died"
+ALL_RECORDS: Final = 1 << 62  # ACK's or RESUME's offset past any record: forget everything
+EXITED_SPOOLED: Final = -2  # EXITED's status for a shell that ended into its spool
 
 Record = tuple[bytes, int, bytes]  # (kind, job id, payload)
 

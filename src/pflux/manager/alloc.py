@@ -38,8 +38,8 @@ from pflux.spec.resource import ResourceSet
 from pflux.spec.sched_protocol import AllocResponse
 
 if TYPE_CHECKING:
+    from pflux.manager.hosts import AllocHost
     from pflux.manager.job import Job
-    from pflux.manager.service import JobManager
 
 log = logging.getLogger("pflux.job-manager")
 
@@ -49,7 +49,7 @@ ALLOC_RETRY = 1.0  # seconds before asking again for an allocation a full disk r
 class AllocClient:
     """Sends alloc, cancel, free and prioritize requests; posts what they yield."""
 
-    def __init__(self, manager: JobManager) -> None:
+    def __init__(self, manager: AllocHost) -> None:
         self.manager = manager
         self.ready = False
         self.limit = 0  # 0: unlimited

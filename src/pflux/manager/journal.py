@@ -33,8 +33,8 @@ from pflux.kvs.keys import job_id_from_key, job_key
 from pflux.manager.restart import events_of
 
 if TYPE_CHECKING:
+    from pflux.manager.hosts import JournalHost
     from pflux.manager.job import Ended, Job
-    from pflux.manager.service import JobManager
 
 log = logging.getLogger("pflux.job-manager")
 
@@ -51,7 +51,7 @@ Files = AsyncIterator[tuple[int, dict[str, str]]]  # (job id, {file name: text})
 class Journal:
     """Fans committed events out to the subscribed streams."""
 
-    def __init__(self, manager: JobManager) -> None:
+    def __init__(self, manager: JournalHost) -> None:
         self.manager = manager
         self.subscribers: dict[Request, None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -208,7 +208,7 @@ def _loads(text: str) -> Any:
         return None
 
 
-async def _read(manager: JobManager, ids: Iterable[int]) -> Files:
+async def _read(manager: JournalHost, ids: Iterable[int]) -> Files:
     """(job id, {"eventlog": ..., "jobspec": ..., "R": ...}) for each of ``ids`` that has
     an eventlog, read with one ``kvs.get`` per file, a chunk of jobs at a time."""
     ids = list(ids)
@@ -228,7 +228,7 @@ async def _read(manager: JobManager, ids: Iterable[int]) -> Files:
                 yield jobid, files
 
 
-async def _get(manager: JobManager, key: str) -> str | None:
+async def _get(manager: JournalHost, key: str) -> str | None:
     """A value from the KVS, None if it is not there."""
     try:
         reply = await manager.broker.call("kvs.get", {"key": key})
@@ -240,7 +240,7 @@ async def _get(manager: JobManager, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def _walk_files(manager: JobManager) -> Files:
+async def _walk_files(manager: JournalHost) -> Files:
     """(job id, {"eventlog": ..., "jobspec": ..., "R": ...}) for every job, in id order.
 
     Three ordered walks of the KVS are merged by job id, so memory stays one
@@ -261,7 +261,7 @@ async def _walk_files(manager: JobManager) -> Files:
         heads[0] = await anext(streams[0], None)
 
 
-async def _walk(manager: JobManager, name: str) -> AsyncIterator[tuple[int, str]]:
+async def _walk(manager: JournalHost, name: str) -> AsyncIterator[tuple[int, str]]:
     async for payload in manager.broker.stream("kvs.walk", {"key": "job", "suffix": name}):
         for key, value in payload.get("entries", []):
             jobid = job_id_from_key(key, name)

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 from pflux.broker.router import Request
 
 if TYPE_CHECKING:
-    from pflux.manager.service import JobManager
+    from pflux.manager.hosts import QuiescenceHost
 
 
 class Quiescence:
     """Holds ``quiescent`` requests until the job manager is quiet."""
 
-    def __init__(self, manager: JobManager) -> None:
+    def __init__(self, manager: QuiescenceHost) -> None:
         self.manager = manager
         self.waiters: list[Request] = []
         self._due = False

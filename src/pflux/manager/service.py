@@ -84,10 +84,10 @@ class JobManager(Service):
         }
         self.watchers: dict[str, list[Plugin]] = {}  # event name -> plugins that want it
         self.events = EventPoster(broker, self._on_transition, self._on_commit, self.watchers)
-        self.alloc = AllocClient(self)
-        self.exec = StartClient(self)
-        self.quiescence = Quiescence(self)
-        self.journal = Journal(self)
+        self.alloc: AllocClient = AllocClient(self)
+        self.exec: StartClient = StartClient(self)
+        self.quiescence: Quiescence = Quiescence(self)
+        self.journal: Journal = Journal(self)
         self.waits = Waits()
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}

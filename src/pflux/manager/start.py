@@ -32,8 +32,8 @@ from pflux.manager.states import SEVERITY_MAX, State
 from pflux.spec.exec_protocol import ExecResponse
 
 if TYPE_CHECKING:
+    from pflux.manager.hosts import StartHost
     from pflux.manager.job import Job
-    from pflux.manager.service import JobManager
 
 log = logging.getLogger("pflux.job-manager")
 
@@ -62,7 +62,7 @@ class _Hello:
 class StartClient:
     """Sends start requests and turns their responses into events."""
 
-    def __init__(self, manager: JobManager) -> None:
+    def __init__(self, manager: StartHost) -> None:
         self.manager = manager
         self.service: str | None = None
         self.generation = 0  # bumped by every hello and teardown: older responses are stale

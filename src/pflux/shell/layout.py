@@ -38,10 +38,10 @@ from pflux.errors import IdsetError, PfluxError, ResourceError
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import Jobspec
 
-__all__ = ["Layout", "Target", "TaskPlace", "cpu_set", "layout", "targets", "taskmap_scheme"]
+__all__ = ["Layout", "LayoutTarget", "TaskPlace", "cpu_set", "layout", "targets", "taskmap_scheme"]
 
 
-class Target(NamedTuple):
+class LayoutTarget(NamedTuple):
     """One execution target of R: its broker rank and the ids of its cores and GPUs."""
 
     rank: int
@@ -77,7 +77,7 @@ class Layout(NamedTuple):
         return {"version": 1, "map": [list(block) for block in self.blocks]}
 
 
-def targets(R: Mapping[str, Any]) -> list[Target]:  # noqa: N803 (R is the RFC's name)
+def targets(R: Mapping[str, Any]) -> list[LayoutTarget]:  # noqa: N803 (R is the RFC's name)
     """R's execution targets in rank order; ResourceError if ``R_lite`` cannot be read."""
     try:
         by_rank = {}
@@ -86,7 +86,7 @@ def targets(R: Mapping[str, Any]) -> list[Target]:  # noqa: N803 (R is the RFC's
             cores = tuple(IdSet.decode(children.get("core", "")))
             gpus = tuple(IdSet.decode(children.get("gpu", "")))
             for rank in IdSet.decode(entry["rank"]):
-                by_rank[rank] = Target(rank, cores, gpus)
+                by_rank[rank] = LayoutTarget(rank, cores, gpus)
     except (KeyError, TypeError, AttributeError, IdsetError) as exc:
         raise ResourceError(f"R: execution.R_lite cannot be read: {exc!r}") from None
     if not by_rank:
@@ -97,7 +97,7 @@ def targets(R: Mapping[str, Any]) -> list[Target]:  # noqa: N803 (R is the RFC's
 Slot = tuple[int, int, tuple[int, ...], tuple[int, ...]]
 
 
-def _slots(jobspec: Jobspec, nodes: Sequence[Target]) -> list[Slot]:
+def _slots(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> list[Slot]:
     """(node, broker rank, cores, gpus) of each slot, in rank order."""
     per_core = max(jobspec.cores_per_slot, 1)
     per_gpu = jobspec.gpus_per_slot
@@ -114,7 +114,7 @@ def _slots(jobspec: Jobspec, nodes: Sequence[Target]) -> list[Slot]:
     return slots[: jobspec.nslots]
 
 
-def layout(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
+def layout(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> Layout:
     """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules);
     PfluxError naming the shell option if ``per-resource`` or ``taskmap`` is not usable."""
     options = jobspec.shell_options
@@ -137,7 +137,7 @@ def layout(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
 _PLACEMENT_OPTIONS = frozenset(("per-resource", "taskmap"))
 
 
-def _one_task(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
+def _one_task(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> Layout:
     """``layout`` of a job of one task placed by its slots: the first slot's."""
     node, rank, cores, gpus = _slots(jobspec, nodes)[0]
     per_node = [0] * len(nodes)
@@ -148,7 +148,7 @@ def _one_task(jobspec: Jobspec, nodes: Sequence[Target]) -> Layout:
 Place = tuple[tuple[int, ...], tuple[int, ...]]  # a task's cores and GPUs
 
 
-def _by_slots(jobspec: Jobspec, nodes: Sequence[Target]) -> list[list[Place]]:
+def _by_slots(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> list[list[Place]]:
     """Each node's tasks: the jobspec's spread over its slots in blocks."""
     slots = _slots(jobspec, nodes)
     base, extra = divmod(jobspec.ntasks, len(slots))
@@ -158,7 +158,7 @@ def _by_slots(jobspec: Jobspec, nodes: Sequence[Target]) -> list[list[Place]]:
     return per_node
 
 
-def _per_resource(option: object, nodes: Sequence[Target]) -> list[list[Place]] | None:
+def _per_resource(option: object, nodes: Sequence[LayoutTarget]) -> list[list[Place]] | None:
     """Each node's tasks by the ``per-resource`` shell option; None without it."""
     if option is None:
         return None

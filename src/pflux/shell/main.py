@@ -737,9 +737,9 @@ class Shell:
             if not data:
                 self._pmi_close(fd)
                 return
-            from pflux.shell.pmi import Server
+            from pflux.shell.pmi import PMIServer
 
-            self.pmi = Server(self.pmi_fds, self.poller, self.pmi_job or ())
+            self.pmi = PMIServer(self.pmi_fds, self.poller, self.pmi_job or ())
         note = self.pmi.feed(fd, data)
         if note is not None:
             self._emit(wire.EXCEPTION, note.encode())

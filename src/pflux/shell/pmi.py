@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 
 from pflux.shell import pmiwire as wire
-from pflux.shell.pmiwire import ProtocolError
+from pflux.shell.pmiwire import PMIRequestError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:
     import select
     from typing import Any, Final
 
-__all__ = ["PROTOCOL_ERROR", "Server"]
+__all__ = ["PROTOCOL_ERROR", "PMIServer"]
 
 PROTOCOL_ERROR: Final = "PMI-1 wire protocol error"  # flux-core's note for the job's exception
 _NOT_IMPLEMENTED: Final = {
@@ -38,7 +38,7 @@ _NOT_IMPLEMENTED: Final = {
 }
 
 
-class Server:
+class PMIServer:
     """One job's PMI-1 server over its tasks' connections (``clients``: fd -> task rank)."""
 
     __slots__ = (
@@ -88,8 +88,8 @@ class Server:
             for line in lines:
                 note = self._request(fd, line) or note
             if len(rest) > wire.LINE_MAX:
-                raise ProtocolError(f"request longer than {wire.LINE_MAX} bytes")
-        except (ProtocolError, OSError):  # garbage, or a task that does not read its answers
+                raise PMIRequestError(f"request longer than {wire.LINE_MAX} bytes")
+        except (PMIRequestError, OSError):  # garbage, or a task that does not read its answers
             self.close(fd)
             note = PROTOCOL_ERROR
         else:
@@ -119,7 +119,7 @@ class Server:
         cmd = fields.get("cmd")
         if cmd is None:
             if fields.get("mcmd") != "spawn":
-                raise ProtocolError("unknown mcmd")
+                raise PMIRequestError("unknown mcmd")
             self.spawning.add(fd)
         elif cmd == "abort":
             return f"PMI_Abort: {fields.get('error_msg', 'aborted')}"
@@ -152,7 +152,7 @@ class Server:
             return self._get(fields)
         if cmd in _NOT_IMPLEMENTED:
             return wire.encode(_NOT_IMPLEMENTED[cmd], -1, msg="command not implemented")
-        raise ProtocolError(f"unknown cmd {cmd!r}")
+        raise PMIRequestError(f"unknown cmd {cmd!r}")
 
     @staticmethod
     def _init(fields: dict[str, str], rank: int | None) -> bytes:
@@ -174,7 +174,7 @@ class Server:
             return wire.PMI_ERR_INVALID_KEY_LENGTH
         value = fields.get("value")
         if value is None:
-            raise ProtocolError("put without value")
+            raise PMIRequestError("put without value")
         if len(value) >= wire.VAL_MAX:
             return wire.PMI_ERR_INVALID_VAL_LENGTH
         (self.locals if key.startswith("local::") else self.pending)[key] = value
@@ -227,12 +227,12 @@ def _locals(taskmap: tuple[tuple[int, int, int, int], ...]) -> dict[str, str]:
 def _uint(fields: dict[str, str], key: str) -> int:
     value = fields.get(key, "")
     if not (value.isascii() and value.isdigit()):
-        raise ProtocolError(f"{key} is not an unsigned integer")
+        raise PMIRequestError(f"{key} is not an unsigned integer")
     return int(value)
 
 
 def _word(fields: dict[str, str], key: str) -> str:
     value = fields.get(key)
     if value is None:
-        raise ProtocolError(f"{key} missing")
+        raise PMIRequestError(f"{key} missing")
     return value

@@ -22,7 +22,7 @@ __all__ = [
     "PMI_ERR_INVALID_LENGTH",
     "PMI_ERR_INVALID_VAL_LENGTH",
     "PMI_FAIL",
-    "ProtocolError",
+    "PMIRequestError",
     "encode",
     "parse",
 ]
@@ -39,19 +39,19 @@ PMI_ERR_INVALID_LENGTH: Final = 8
 _TO_END: Final = (b"value=", b"error_msg=")  # words that take the rest of the line
 
 
-class ProtocolError(ValueError):
+class PMIRequestError(ValueError):
     """A request that is not PMI-1: the task gets no answer, and the job fails."""
 
 
 def parse(line: bytes) -> dict[str, str]:
-    """The fields of one request ``line`` (its newline removed); ProtocolError if it has none.
+    """The fields of one request ``line`` (its newline removed); PMIRequestError if it has none.
 
     Words are split at ASCII white space, as C's ``isspace`` does; bytes are
     read as Latin-1, so any value goes back out as it came in. A word
     repeated keeps its first value.
     """
     if len(line) > LINE_MAX:
-        raise ProtocolError(f"request longer than {LINE_MAX} bytes")
+        raise PMIRequestError(f"request longer than {LINE_MAX} bytes")
     rest = None
     starts = [(at, key) for key in _TO_END if (at := _word_at(line, key)) >= 0]
     if starts:
@@ -62,12 +62,12 @@ def parse(line: bytes) -> dict[str, str]:
     for word in line.split():
         name, eq, value = word.decode("latin-1").partition("=")
         if not eq or not name:
-            raise ProtocolError(f"not a key=value word: {word!r}")
+            raise PMIRequestError(f"not a key=value word: {word!r}")
         fields.setdefault(name, value)
     if rest is not None:
         fields.setdefault(rest[0][:-1], rest[1])
     if "cmd" not in fields and "mcmd" not in fields:
-        raise ProtocolError("request has no cmd")
+        raise PMIRequestError("request has no cmd")
     return fields
 
 

@@ -26,10 +26,10 @@ from pflux.sim.trace import TraceJob
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
 
-__all__ = ["Outcome", "replay"]
+__all__ = ["TraceOutcome", "replay"]
 
 
-class Outcome(NamedTuple):
+class TraceOutcome(NamedTuple):
     """When a trace job started and ended (None: it never started)."""
 
     start: float | None
@@ -42,7 +42,7 @@ def replay(
     *,
     epoch: float,
     depth: int = DEFAULT_DEPTH,
-) -> dict[int, Outcome]:
+) -> dict[int, TraceOutcome]:
     """Each trace job's outcome, by its index, with the simulation starting at ``epoch``."""
     state = _Replay(jobs, resources, epoch, depth)
     when = state.next_time()
@@ -63,7 +63,7 @@ class _Replay:
         self.pool = Pool(resources)
         self.policy = Policy(self.pool, depth=depth)
         self.epoch = epoch
-        self.outcome = {job.index: Outcome(None, None) for job in jobs}
+        self.outcome = {job.index: TraceOutcome(None, None) for job in jobs}
         self.jobs = {job.index: job for job in jobs}
         self.order = sorted(jobs, key=lambda job: (job.submit, job.index))
         self.upcoming = 0  # the next job of ``order`` to submit
@@ -111,9 +111,9 @@ class _Replay:
                 self.pool.free(job.index)  # killed as it starts
                 again = True
                 if run.exception == "run":
-                    self.outcome[job.index] = Outcome(when, when)
+                    self.outcome[job.index] = TraceOutcome(when, when)
                 continue
-            self.outcome[job.index] = Outcome(when, None)
+            self.outcome[job.index] = TraceOutcome(when, None)
             end, _, _ = run.ending(granted.expiration)
             self.ends[job.index] = end
             for time, ranks in run.releases:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
-from pflux.exec.testexec import MockConfig, mock_config
+from pflux.exec.testexec import SimulationConfig, simulation_config
 from pflux.spec.idset import IdSet
 
 __all__ = ["SimRun", "plan"]
@@ -46,10 +46,10 @@ class SimRun(NamedTuple):
 
 def plan(jobspec: dict[str, Any], start: float, ranks: Sequence[int]) -> SimRun:
     """How the job of ``jobspec`` runs from ``start`` on R's ``ranks``; PfluxError if it cannot."""
-    config = mock_config(jobspec)
+    config = simulation_config(jobspec)
     if config is None:
         limit = jobspec.get("attributes", {}).get("system", {}).get("duration", 0)
-        config = MockConfig(float(limit or 0))
+        config = SimulationConfig(float(limit or 0))
     if config.override:
         raise PfluxError("attributes.system.exec.test.override: not supported in a simulation")
     run = config.run_duration

@@ -26,7 +26,7 @@ from pflux.broker.connector import serve
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import uri_for
-from pflux.exec.service import JobExec
+from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
 from pflux.spec.builder import from_command
 from pflux.spec.fluid import JobID
@@ -119,7 +119,7 @@ class Live:
         self.manager = FakeManager(self.broker)
         self.manager.refuse = self.refuse_hello
         self.kvs = KVSService(self.broker)
-        self.exec = JobExec(self.broker)
+        self.exec = ExecService(self.broker)
         for service in (self.kvs, self.manager, self.exec):
             self.broker.register(service)
         await self.broker.start()

@@ -17,7 +17,7 @@ from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
 from pflux.errors import PfluxError
 from pflux.exec import journal
-from pflux.exec.service import JobExec
+from pflux.exec.service import ExecService
 
 
 def test_hello_names_the_service(live: Any) -> None:
@@ -162,11 +162,11 @@ def test_a_reused_session_id_kills_nothing(tmp_path: Path) -> None:
 )
 def test_bad_configuration_is_refused(config: dict[str, Any], message: str) -> None:
     with pytest.raises(PfluxError, match=message):
-        JobExec(Broker(os.getuid(), config=config))
+        ExecService(Broker(os.getuid(), config=config))
 
 
 def test_configuration_takes_durations_and_signal_names() -> None:
-    service = JobExec(
+    service = ExecService(
         Broker(os.getuid(), config={"exec": {"kill-timeout": "2m", "kill-signal": "USR1"}})
     )
     assert service.kill_timeout == 120.0

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pflux.errors import PfluxError
-from pflux.exec.testexec import mock_config
+from pflux.exec.testexec import simulation_config
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
 
@@ -49,4 +49,4 @@ def test_a_killed_job_releases_everything_at_once(live: Any) -> None:
 def test_bad_node_durations_are_named(value: object) -> None:
     jobspec = {"attributes": {"system": {"exec": {"test": {"node_durations": value}}}}}
     with pytest.raises(PfluxError, match=r"attributes\.system\.exec\.test\.node_durations"):
-        mock_config(jobspec)
+        simulation_config(jobspec)

@@ -10,24 +10,28 @@ import pytest
 
 from pflux.broker.message import RPCError
 from pflux.errors import PfluxError
-from pflux.exec.testexec import MockConfig, mock_config
+from pflux.exec.testexec import SimulationConfig, simulation_config
 
 
 def test_config_defaults_to_the_jobspec_duration(live: Any) -> None:
-    assert mock_config(live.mock_job(duration=7)) == MockConfig(7.0)
-    assert mock_config(live.mock_job(run_duration="10ms", wait_status=256)) == MockConfig(0.01, 256)
-    assert mock_config({"attributes": {"system": {}}}) is None
+    assert simulation_config(live.mock_job(duration=7)) == SimulationConfig(7.0)
+    assert simulation_config(
+        live.mock_job(run_duration="10ms", wait_status=256)
+    ) == SimulationConfig(0.01, 256)
+    assert simulation_config({"attributes": {"system": {}}}) is None
 
 
 def test_a_test_of_run_duration_alone_is_read_once(live: Any) -> None:
     """The usual test job's settings are shared, not rebuilt for each of thousands of jobs;
     any other key, or a value of the wrong kind, still takes the checked path."""
-    first = mock_config(live.mock_job(run_duration="1ms"))
-    assert first == MockConfig(0.001)
-    assert mock_config(live.mock_job(run_duration="1ms")) is first
-    assert mock_config(live.mock_job(run_duration="1ms", wait_status=1)) == MockConfig(0.001, 1)
+    first = simulation_config(live.mock_job(run_duration="1ms"))
+    assert first == SimulationConfig(0.001)
+    assert simulation_config(live.mock_job(run_duration="1ms")) is first
+    assert simulation_config(live.mock_job(run_duration="1ms", wait_status=1)) == SimulationConfig(
+        0.001, 1
+    )
     with pytest.raises(PfluxError, match="run_duration must be a duration string"):
-        mock_config(live.mock_job(run_duration=["1ms"]))
+        simulation_config(live.mock_job(run_duration=["1ms"]))
 
 
 @pytest.mark.parametrize(
@@ -42,7 +46,7 @@ def test_a_test_of_run_duration_alone_is_read_once(live: Any) -> None:
 )
 def test_bad_settings_name_the_key(live: Any, test: dict[str, object], message: str) -> None:
     with pytest.raises(PfluxError, match=message):
-        mock_config(live.mock_job(**test))
+        simulation_config(live.mock_job(**test))
 
 
 def test_a_run_takes_its_duration_and_reports_its_status(live: Any) -> None:

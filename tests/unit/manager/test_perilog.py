@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pflux.errors import PfluxError
-from pflux.manager.plugins.perilog import Action, _action, _log_ignore
+from pflux.manager.plugins.perilog import PerilogCommand, _action, _log_ignore
 
 
 def conf(kind: str, **table: Any) -> dict[str, Any]:
@@ -17,8 +17,8 @@ def conf(kind: str, **table: Any) -> dict[str, Any]:
 def test_defaults_are_flux_cores() -> None:
     prolog = _action(conf("prolog", command=["p"]), "prolog")
     epilog = _action(conf("epilog", command=["e", "x"]), "epilog")
-    assert prolog == Action("prolog", ("p",), 1800.0, 60.0, True)
-    assert epilog == Action("epilog", ("e", "x"), 0.0, 60.0, False)
+    assert prolog == PerilogCommand("prolog", ("p",), 1800.0, 60.0, True)
+    assert epilog == PerilogCommand("epilog", ("e", "x"), 0.0, 60.0, False)
     assert prolog.description == "job-manager.prolog"
     assert _action({}, "prolog") is None
 
@@ -31,12 +31,14 @@ def test_options() -> None:
         "cancel-on-exception": False,
         "per-rank": True,
     }
-    assert _action(conf("prolog", **table), "prolog") == Action("prolog", ("p",), 0.0, 0.5, False)
+    assert _action(conf("prolog", **table), "prolog") == PerilogCommand(
+        "prolog", ("p",), 0.0, 0.5, False
+    )
     minute = _action(conf("epilog", command=["e"], timeout="1m"), "epilog")
-    assert minute == Action("epilog", ("e",), 60.0, 60.0, False)
+    assert minute == PerilogCommand("epilog", ("e",), 60.0, 60.0, False)
     # flux-core: a kill-timeout that is not positive means the default
     zero = _action(conf("epilog", command=["e"], **{"kill-timeout": 0}), "epilog")
-    assert zero == Action("epilog", ("e",), 0.0, 60.0, False)
+    assert zero == PerilogCommand("epilog", ("e",), 0.0, 60.0, False)
 
 
 @pytest.mark.parametrize(

@@ -126,4 +126,4 @@ def test_format_help_lists_named_formats(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_output_format_rejects_unknown_fields() -> None:
     with pytest.raises(PfluxError, match="Unknown format field: x"):
-        resource.OutputFormat("{x}")
+        resource.ResourceFormat("{x}")

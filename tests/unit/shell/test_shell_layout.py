@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import PfluxError, ResourceError
-from pflux.shell.layout import Target, cpu_set, layout, targets
+from pflux.shell.layout import LayoutTarget, cpu_set, layout, targets
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import Jobspec
@@ -18,7 +18,7 @@ from pflux.spec.resource import ResourceSet
 
 def resources(
     cores: dict[int, list[int]], gpus: dict[int, list[int]] | None = None
-) -> list[Target]:
+) -> list[LayoutTarget]:
     gpus = gpus or {}
     children = {rank: (IdSet(ids), IdSet(gpus.get(rank, []))) for rank, ids in cores.items()}
     R = ResourceSet.build(children, [f"n{rank}" for rank in sorted(cores)])  # noqa: N806
@@ -37,9 +37,9 @@ def test_targets_reads_r_lite_in_rank_order() -> None:
         },
     }
     assert targets(R) == [
-        Target(0, (3,), ()),
-        Target(1, (3,), ()),
-        Target(2, (0, 1), (0,)),
+        LayoutTarget(0, (3,), ()),
+        LayoutTarget(1, (3,), ()),
+        LayoutTarget(2, (0, 1), (0,)),
     ]
 
 

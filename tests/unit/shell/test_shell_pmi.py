@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.shell import pmiwire
-from pflux.shell.pmi import PROTOCOL_ERROR, Server
-from pflux.shell.pmiwire import ProtocolError, parse
+from pflux.shell.pmi import PROTOCOL_ERROR, PMIServer
+from pflux.shell.pmiwire import PMIRequestError, parse
 
 # --- the wire parser ------------------------------------------------------------------
 
@@ -46,7 +46,7 @@ def test_value_and_error_msg_run_to_the_end_of_the_line() -> None:
     [b"", b"garbage", b"cmd", b"=x cmd=init", b"key=a", b"x" * (pmiwire.LINE_MAX + 1)],
 )
 def test_what_is_not_pmi_is_a_protocol_error(line: bytes) -> None:
-    with pytest.raises(ProtocolError):
+    with pytest.raises(PMIRequestError):
         parse(line)
 
 
@@ -71,7 +71,7 @@ def test_a_request_made_of_fields_parses_back_to_them(
 def test_any_bytes_parse_or_are_a_protocol_error(line: bytes) -> None:
     try:
         fields = parse(line)
-    except ProtocolError:
+    except PMIRequestError:
         return
     assert "cmd" in fields or "mcmd" in fields
 
@@ -94,7 +94,7 @@ class Job:
         for fd in clients:
             self.poller.register(fd, select.POLLIN)
         self.fds = list(clients)
-        self.server = Server(clients, self.poller, (n, ((0, 1, n, 1),), "ƒjob", n))
+        self.server = PMIServer(clients, self.poller, (n, ((0, 1, n, 1),), "ƒjob", n))
 
     def ask(self, rank: int, request: bytes) -> str | None:
         """Send ``request`` as task ``rank`` and serve it; the exception note, if any."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pflux.sim.replay import Outcome, replay
+from pflux.sim.replay import TraceOutcome, replay
 from pflux.sim.trace import TraceJob, jobspec_for
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet, Target
@@ -24,7 +24,7 @@ def job(index: int, submit: float, run: float, limit: float | None = None, **kw:
     return TraceJob(index, submit, jobspec)
 
 
-def starts(outcome: dict[int, Outcome]) -> dict[int, float | None]:
+def starts(outcome: dict[int, TraceOutcome]) -> dict[int, float | None]:
     return {i: None if o.start is None else o.start - EPOCH for i, o in outcome.items()}
 
 
@@ -49,7 +49,7 @@ def test_time_limits_kill_and_unsatisfiable_jobs_never_start() -> None:
         job(2, 5, 10, ntasks=9),  # more than the pool: denied
     ]
     outcome = replay(trace, nodes(2, 4), epoch=EPOCH)
-    assert outcome[0] == Outcome(EPOCH, EPOCH + 30)
+    assert outcome[0] == TraceOutcome(EPOCH, EPOCH + 30)
     assert starts(outcome) == {0: 0.0, 1: 30.0, 2: None}
 
 
@@ -70,7 +70,7 @@ def test_a_job_killed_as_it_starts_gives_its_resources_back_at_once() -> None:
         job(2, 0, 5, ntasks=8, test={"mock_exception": "init"}),
     ]
     outcome = replay(trace, nodes(2, 4), epoch=EPOCH)
-    assert outcome[0] == Outcome(EPOCH, EPOCH)
+    assert outcome[0] == TraceOutcome(EPOCH, EPOCH)
     assert starts(outcome) == {0: 0.0, 1: 0.0, 2: None}
     assert outcome[1].end == EPOCH + 5
 
@@ -84,4 +84,4 @@ def test_priority_beats_submit_order() -> None:
 def test_a_node_due_after_the_time_limit_goes_with_the_job() -> None:
     trace = [job(0, 0, 50, 15, nodes=2, ntasks=2, test={"node_durations": ["20s"]})]
     outcome = replay(trace, nodes(2, 4), epoch=EPOCH)
-    assert outcome[0] == Outcome(EPOCH, EPOCH + 15)
+    assert outcome[0] == TraceOutcome(EPOCH, EPOCH + 15)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.errors import PfluxError
-from pflux.exec.testexec import mock_config
+from pflux.exec.testexec import simulation_config
 from pflux.sched.pool import ResourceRequest
 from pflux.sim.trace import jobspec_for, load, parse
 from pflux.spec.jobspec import validate
@@ -33,7 +33,7 @@ def test_json_lines_in_submit_order_with_flux_defaults() -> None:
         validate(job.jobspec)
     first, second, third = (job.jobspec for job in jobs)
     assert ResourceRequest.from_jobspec(first) == ResourceRequest(2, 1, 0, 2, False, 7200.0)
-    assert mock_config(first).run_duration == 5400.0  # type: ignore[union-attr]
+    assert simulation_config(first).run_duration == 5400.0  # type: ignore[union-attr]
     assert ResourceRequest.from_jobspec(second) == ResourceRequest(4, 2, 0, 0, False, 60.0)
     assert second["attributes"]["system"]["job"]["name"] == "b"
     assert ResourceRequest.from_jobspec(third).gpus_per_slot == 1
@@ -45,7 +45,7 @@ def test_csv_with_a_header(tmp_path: Path) -> None:
     first, second = load(path)
     assert (first.submit, second.submit) == (0.0, 1.5)
     assert ResourceRequest.from_jobspec(first.jobspec).duration == 30.0  # limit = duration
-    assert mock_config(second.jobspec).run_duration == 600.0  # type: ignore[union-attr]
+    assert simulation_config(second.jobspec).run_duration == 600.0  # type: ignore[union-attr]
     assert ResourceRequest.from_jobspec(second.jobspec).duration == 3600.0
 
 
@@ -85,6 +85,6 @@ def test_missing_file() -> None:
 
 @given(st.floats(min_value=1e-6, max_value=1e7, allow_nan=False, allow_infinity=False))
 def test_run_time_is_read_back_to_the_bit(run: float) -> None:
-    config = mock_config(jobspec_for(run, 0.0))
+    config = simulation_config(jobspec_for(run, 0.0))
     assert config is not None
     assert config.run_duration == run

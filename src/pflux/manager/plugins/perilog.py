@@ -73,7 +73,7 @@ KEYS: Final = ("command", "timeout", "kill-timeout", "per-rank", "cancel-on-exce
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
+class PerilogCommand:
     """One configured command: the prolog or the epilog."""
 
     kind: str  # "prolog" or "epilog"
@@ -88,8 +88,8 @@ class Action:
         return f"job-manager.{self.kind}"
 
 
-def _action(config: dict[str, Any], kind: str) -> Action | None:
-    """The ``[job-manager.KIND]`` table as an Action; ConfigError naming the key if bad."""
+def _action(config: dict[str, Any], kind: str) -> PerilogCommand | None:
+    """The ``[job-manager.KIND]`` table as a PerilogCommand; ConfigError naming the key if bad."""
     section = f"job-manager.{kind}"
     manager = config.get("job-manager", {})
     if not isinstance(manager, dict):
@@ -113,7 +113,7 @@ def _action(config: dict[str, Any], kind: str) -> Action | None:
     for key in ("per-rank", "cancel-on-exception"):
         if not isinstance(table.get(key, False), bool):
             raise ConfigError(section, key, f"must be true or false, not {table[key]!r}")
-    return Action(
+    return PerilogCommand(
         kind,
         tuple(command),
         timeout,
@@ -169,7 +169,7 @@ class _Run:
         "timer",
     )
 
-    def __init__(self, job: Job, action: Action) -> None:
+    def __init__(self, job: Job, action: PerilogCommand) -> None:
         self.job = job
         self.action = action
         self.pid = 0  # its process (and process group), once started
@@ -272,7 +272,7 @@ class Perilog(Plugin):
 
     # --- running -------------------------------------------------------------------------
 
-    def _start(self, job: Job, action: Action) -> None:
+    def _start(self, job: Job, action: PerilogCommand) -> None:
         self.host.post(job, f"{action.kind}-start", {"description": action.description})
         run = _Run(job, action)
         self.runs[job.id] = run

@@ -1,0 +1,106 @@
+"""What a job's run uses of its job and of job-exec, and what leftovers use of job-exec.
+
+A run (``ShellRun``, or ``SimulatedRun`` in test mode) is made by its job
+(``ExecJob``) and calls back into the job and into the service; the survey of
+an earlier job-exec's leftovers calls into the service. Each sees only these
+few methods and attributes, so none of them imports the service: the service
+imports them. The real objects are passed: attribute access is as direct as
+before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable, Coroutine
+
+    from pflux.broker.router import Broker
+    from pflux.exec.wire import Record
+    from pflux.spec.exec_protocol import ExecResponse
+
+RunT_contra = TypeVar("RunT_contra", contravariant=True)  # the run whose guest keys are written
+
+
+class Launching(Protocol):
+    """The launcher's side of job-exec: what both shell runs and leftovers need."""
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def spool_dir(self) -> str: ...
+
+    def send_launcher(self, data: bytes) -> None: ...
+
+
+class LeftoverHost(Launching, Protocol):
+    """What the survey of an earlier job-exec's leftovers uses of job-exec."""
+
+    @property
+    def journal(self) -> str: ...
+
+
+class ShellHost(Launching, Protocol[RunT_contra]):
+    """What a shell run uses of job-exec: the shells' host, the launcher, the guest keys."""
+
+    @property
+    def owner(self) -> int: ...
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def hostname(self) -> str: ...
+
+    @property
+    def cpus(self) -> tuple[int, ...]: ...
+
+    @property
+    def tmp_parents(self) -> tuple[str, ...]: ...
+
+    def on_records(self, records: list[Record], from_shell: bool) -> None: ...
+
+    def track(self, coro: Coroutine[Any, Any, None]) -> None: ...
+
+    def create_namespace(self, run: RunT_contra) -> None: ...
+
+    def append(self, run: RunT_contra, name: str, text: str, *, new: bool = False) -> None: ...
+
+    def remove_namespace(self, run: RunT_contra) -> None: ...
+
+    def after_commit(self, callback: Callable[[], None]) -> None: ...
+
+    def committed(self) -> asyncio.Future[None]: ...
+
+
+class RunJob(Protocol):
+    """What a run uses of its job (RFC 32's side of it): its identity and its ending."""
+
+    id: int
+    userid: int
+    jobspec: dict[str, Any]
+    R: dict[str, Any]
+    started: bool
+    running: bool
+    finalizing: bool
+    warning: tuple[int, float] | None
+
+    @property
+    def service(self) -> ShellHost[Any]: ...
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    def respond(self, kind: ExecResponse, data: dict[str, Any]) -> None: ...
+
+    def set_running(self) -> None: ...
+
+    def raise_exception(self, kind: str, severity: int, note: str) -> None: ...
+
+    def fatal(self, note: str, kind: str = "exec") -> None: ...
+
+    def complete(self, status: int) -> None: ...
+
+    def finalize(self) -> None: ...

@@ -1,0 +1,120 @@
+"""What the job manager offers each of its parts: one narrow view per part.
+
+The scheduler client (alloc.py), the execution client (start.py), the journal
+(journal.py) and quiescence (quiescent.py) call back into the job manager;
+each is given only the few methods and attributes it uses, as the plugins are
+(``pflux.manager.plugins.Host``), so none of them imports the service and the
+service's surface stays its own. The ``JobManager`` is passed as each view:
+attribute access is as direct as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pflux.broker.router import Broker
+    from pflux.manager.events import EventPoster
+    from pflux.manager.job import Ended, Job
+    from pflux.manager.states import State
+
+
+class Pokeable(Protocol):
+    """Quiescence as its neighbours see it: told when something it depends on changed."""
+
+    def poke(self) -> None: ...
+
+
+class Releaser(Protocol):
+    """The scheduler client as the execution client sees it."""
+
+    def release(self, job: Job, ranks: str) -> None: ...
+
+
+class ReadyFlag(Protocol):
+    """The scheduler client as quiescence sees it."""
+
+    ready: bool
+
+
+class StartsInFlight(Protocol):
+    """The execution client as quiescence sees it."""
+
+    unstarted: dict[Job, None]
+
+
+class Poster(Protocol):
+    """Posting events and moving jobs on: what both protocol clients need."""
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def events(self) -> EventPoster: ...
+
+    @property
+    def quiescence(self) -> Pokeable: ...
+
+    def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> None: ...
+
+    def raise_exception(
+        self,
+        job: Job,
+        etype: str,
+        note: str,
+        severity: int = 0,
+        userid: int | None = None,
+    ) -> None: ...
+
+    def advance(self, job: Job) -> None: ...
+
+    def advance_state(self, state: State) -> None: ...
+
+
+class AllocHost(Poster, Protocol):
+    """What the scheduler client (RFC 27) uses of the job manager."""
+
+    @property
+    def jobs(self) -> dict[int, Job]: ...
+
+    def count(self, mask: State) -> int: ...
+
+    def annotate(self, job: Job, annotations: dict[str, Any]) -> None: ...
+
+
+class StartHost(Poster, Protocol):
+    """What the execution client (RFC 32) uses of the job manager."""
+
+    @property
+    def alloc(self) -> Releaser: ...
+
+
+class JournalHost(Protocol):
+    """What the journal uses of the job manager: its jobs and the KVS."""
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def jobs(self) -> dict[int, Job]: ...
+
+    @property
+    def ended(self) -> dict[int, Ended]: ...
+
+    def lookup(self, jobid: int) -> Job | Ended | None: ...
+
+
+class QuiescenceHost(Protocol):
+    """What quiescence looks at: pending commits, the scheduler and starts in flight."""
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def events(self) -> EventPoster: ...
+
+    @property
+    def alloc(self) -> ReadyFlag: ...
+
+    @property
+    def exec(self) -> StartsInFlight: ...

@@ -1,0 +1,121 @@
+"""The package's shape: parts of a service reach it through narrow protocols, not by
+importing it (no import cycle goes through a service), and each public class name is
+defined once, so a name says which thing it is."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+import pflux
+
+ROOT = Path(pflux.__file__).parent
+
+# the parts that call back into their service, each through a protocol of its own
+SERVICE_PARTS = (
+    "pflux.manager.alloc",
+    "pflux.manager.start",
+    "pflux.manager.journal",
+    "pflux.manager.quiescent",
+    "pflux.exec.shellrun",
+    "pflux.exec.testexec",
+    "pflux.exec.leftovers",
+)
+
+
+def _modules() -> dict[str, tuple[Path, ast.Module]]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        parts = ["pflux", *path.relative_to(ROOT).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = (path, ast.parse(path.read_text()))
+    return found
+
+
+def _imports(modules: dict[str, tuple[Path, ast.Module]]) -> dict[str, set[str]]:
+    """Each module's imports of other pflux modules, wherever they are (type-checking
+    blocks and functions included): a cycle of any of them is a tangle to read."""
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, (path, tree) in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.append(full if full in modules else base)
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in graph[node]:
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _defines_service(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.ClassDef)
+        and any(isinstance(b, ast.Name) and b.id == "Service" for b in node.bases)
+        for node in tree.body
+    )
+
+
+def test_no_import_cycle_goes_through_a_service_or_its_parts() -> None:
+    modules = _modules()
+    services = {name for name, (_, tree) in modules.items() if _defines_service(tree)}
+    assert {"pflux.manager.service", "pflux.exec.service"} <= services
+    tangled = [
+        sorted(cycle)
+        for cycle in _cycles(_imports(modules))
+        if cycle & services or cycle.intersection(SERVICE_PARTS)
+    ]
+    assert tangled == []
+
+
+def test_each_public_class_name_is_defined_once() -> None:
+    names = Counter(
+        node.name
+        for _, tree in _modules().values()
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+    )
+    assert [name for name, count in names.items() if count > 1] == []
