@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 from pflux.broker.message import RPCError
 from pflux.exec import journal, wire
 from pflux.exec.shellrun import ALL, SPOOLED
-from pflux.kvs.keys import job_key
-from pflux.manager.restart import replay
-from pflux.manager.states import State
 from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import job_key
+from pflux.spec.replay import replay
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.exec.link import Survivors
@@ -103,7 +103,7 @@ async def _running(service: JobExec, jobid: int) -> bool:
         reply = await service.broker.call("kvs.get", {"key": job_key(jobid, "eventlog")})
     except RPCError:
         return False
-    job = replay(jobid, reply["value"])
+    job = replay(jobid, reply["value"], log.error)
     return job is not None and job.state is State.RUN
 
 

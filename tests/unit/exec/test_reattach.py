@@ -21,9 +21,9 @@ import orjson
 import pytest
 
 from pflux.exec.shellrun import RESUME_KEY
-from pflux.kvs.keys import job_key
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import job_key
 
 STARTED = ("submit", "validate", "depend", "priority", "alloc", "start")
 
