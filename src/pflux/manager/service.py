@@ -646,6 +646,15 @@ class JobManager(Service):
     def exec_hello(self, req: Request) -> None:
         self.exec.hello(req)
 
+    @method("running")
+    def running(self, req: Request) -> None:
+        """The jobs in RUN and whether each started: what a starting job-exec may take over."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "running: only the instance owner may ask")
+        payload_of(req)
+        jobs = [[job.id, job.started] for job in self.jobs.values() if job.state is State.RUN]
+        req.respond({"jobs": jobs})
+
     @method("quiescent")
     def quiescent(self, req: Request) -> None:
         """Answer once nothing is in flight (a simulation's step, see quiescent.py)."""
