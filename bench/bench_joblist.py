@@ -30,8 +30,8 @@ from pflux.cli.jobfields import JobInfo, attrs_for
 from pflux.cli.jobformat import NAMED_FORMATS, JobFormat
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import select, to_json
-from pflux.manager.states import State
 from pflux.spec.builder import from_command
+from pflux.spec.states import State
 
 EVENTS_PER_JOB = 10
 

@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pflux.broker.router import Broker
 from pflux.client.handle import Handle
-from pflux.kvs.keys import job_key
 from pflux.kvs.service import KVSService
 from pflux.kvs.store import Store
 from pflux.spec.eventlog import Event
+from pflux.spec.kvs_keys import job_key
 from support.kvs_broker import kvs_broker
 
 EVENTS = (

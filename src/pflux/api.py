@@ -20,11 +20,16 @@ from typing import TYPE_CHECKING, Any
 from pflux.broker.message import RPCError
 from pflux.client.handle import Handle
 from pflux.errors import PfluxError
-from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
-from pflux.manager.states import URGENCY_DEFAULT, URGENCY_EXPEDITE, URGENCY_HOLD
-from pflux.manager.wait import ANY as WAIT_ANY
 from pflux.spec.eventlog import Event, EventlogReader
+from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
+from pflux.spec.states import (
+    FLAG_DEBUG,
+    FLAG_WAITABLE,
+    URGENCY_DEFAULT,
+    URGENCY_EXPEDITE,
+    URGENCY_HOLD,
+)
 
 if TYPE_CHECKING:
     from pflux.client.aio import AsyncHandle

@@ -16,10 +16,10 @@ from typing import Any
 import orjson
 
 from pflux.broker.message import Message, RPCError
+from pflux.broker.requests import job_id_arg, payload_of
 from pflux.broker.router import LocalRoute, Request, Service, method
-from pflux.kvs.keys import KEY_PATTERN, job_key
-from pflux.manager.requests import job_id_arg, payload_of
 from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import KEY_PATTERN, job_key
 
 LOOKUP_KEYS = frozenset(("J", "jobspec", "R", "eventlog"))
 WATCH_PATHS = frozenset(("eventlog", "guest.exec.eventlog", "guest.output", "guest.input"))

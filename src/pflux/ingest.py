@@ -18,15 +18,14 @@ from typing import Any
 import orjson
 
 from pflux.broker.message import Message, RPCError
+from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import JobspecError
-from pflux.kvs.keys import job_key
-from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
-from pflux.manager.requests import check_urgency
-from pflux.manager.states import URGENCY_DEFAULT
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
+from pflux.spec.kvs_keys import job_key
+from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE, URGENCY_DEFAULT
 
 log = logging.getLogger("pflux.job-ingest")
 

@@ -30,8 +30,8 @@ from pflux.cli.jobformat import (
 )
 from pflux.errors import PfluxError
 from pflux.joblist.summary import ATTRS
-from pflux.manager.states import State
 from pflux.spec.fluid import JobID
+from pflux.spec.states import State
 
 NOW = 1_700_000_000.0
 UID = os.getuid()

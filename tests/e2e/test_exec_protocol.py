@@ -213,3 +213,25 @@ def test_released_ranks_go_to_a_waiting_job_before_the_final_release(tmp_path: P
         r_second = json.loads(client.lookup(second, ["R"])["R"])
         assert r_first["execution"]["R_lite"] == [{"rank": "0-1", "children": {"core": "0-1"}}]
         assert r_second["execution"]["R_lite"] == [{"rank": "0", "children": {"core": "0-1"}}]
+
+
+def test_the_job_manager_names_the_jobs_in_run_for_a_starting_job_exec(
+    live: LiveInstance,
+) -> None:
+    """``job-manager.running``: what job-exec may take over at a restart, from the one
+    replay of the job manager; pending and ended jobs are not in it."""
+    with Client(live.uri) as client:
+        ended = client.submit(jobspec())
+        assert client.wait(ended).success
+        pending = client.submit(jobspec(), urgency="hold")
+        client.wait_event(pending, "priority")
+        running = client.submit(jobspec("0"))  # runs until killed
+        client.wait_event(running, "start")
+        assert client.handle.call("job-manager.running", {}) == {"jobs": [[running, True]]}
+        with pytest.raises(RPCError) as refused:
+            client.handle.call("job-manager.running", [])
+        assert refused.value.errnum == errno.EPROTO
+        client.cancel(running)
+        client.cancel(pending)
+        assert client.handle.call("job-manager.drain", {}) == {}
+        assert client.handle.call("job-manager.running", {}) == {"jobs": []}

@@ -19,9 +19,9 @@ from pflux.api import Client
 from pflux.broker.message import RPCError
 from pflux.client.handle import Handle
 from pflux.manager.job import Job
-from pflux.manager.states import State, apply
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.fluid import JobID
+from pflux.spec.states import State, apply
 from support.instance import LiveInstance, jobspec, ok
 
 

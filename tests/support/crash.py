@@ -38,9 +38,9 @@ from pflux.broker.message import RPCError
 from pflux.client.uri import NoInstanceError
 from pflux.errors import EventlogError
 from pflux.manager.job import Job
-from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.fluid import JobID
+from pflux.spec.states import InvalidTransition, State, apply
 from support.instance import LiveInstance, jobspec, wait_exit
 
 CORES = 4

@@ -12,7 +12,7 @@ import os
 
 from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
-from pflux.manager.states import State
+from pflux.spec.states import State
 
 NAME = "cancel"
 

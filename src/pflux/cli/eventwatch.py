@@ -110,7 +110,7 @@ def _pieces(handle: Handle, jobid: JobID, path: str) -> Iterator[str]:
         reply = handle.call("job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]})
         yield reply["eventlog"]
         return
-    from pflux.kvs.keys import job_key
+    from pflux.spec.kvs_keys import job_key
 
     rpc = handle.rpc("kvs.get", {"key": job_key(jobid, *path.split("."))}, streaming=True)
     try:

@@ -206,7 +206,7 @@ class _Attach:
         self.error: Exception | None = None
 
     def on_event(self, msg: Any) -> None:
-        from pflux.manager.job import exit_code, waitstatus_text
+        from pflux.spec.results import exit_code, waitstatus_text
 
         if self._ended(msg):
             return

@@ -115,7 +115,7 @@ def _current(key: str, text: str, eventlog: str) -> str:
         if key == "R":
             value.setdefault("execution", {}).update(update)
         else:
-            from pflux.manager.restart import apply_jobspec_updates
+            from pflux.spec.replay import apply_jobspec_updates
 
             apply_jobspec_updates(value, update)
     return orjson.dumps(value).decode()

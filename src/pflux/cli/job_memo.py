@@ -36,7 +36,7 @@ def memo_object(pairs: list[str]) -> dict[str, Any]:
     """The memo the KEY=VALUE arguments make (``-``: the value is read from stdin)."""
     import orjson
 
-    from pflux.manager.restart import apply_jobspec_updates
+    from pflux.spec.replay import apply_jobspec_updates
 
     memo: dict[str, Any] = {}
     for pair in pairs:

@@ -55,17 +55,17 @@ class JobStatus:
     """One job's eventlog, followed to its end and summarized as flux's result object."""
 
     def __init__(self, text: str, jobid: JobID) -> None:
-        from pflux.manager.job import Job
         from pflux.spec.eventlog import EventlogReader
+        from pflux.spec.record import JobRecord
 
         self.text = text
         self.reader = EventlogReader()
-        self.job = Job(jobid)
+        self.job = JobRecord(jobid)
         self.result: dict[str, Any] = {"id": int(jobid), "exception_occurred": False}
         self.error: str | None = None
 
     def on_message(self, msg: Message) -> None:
-        from pflux.manager.states import apply
+        from pflux.spec.states import apply
 
         if msg.errnum:
             if msg.errnum != errno.ENODATA:
@@ -99,7 +99,7 @@ class JobStatus:
 
     @property
     def exit_code(self) -> int:
-        from pflux.manager.job import exit_code
+        from pflux.spec.results import exit_code
 
         status = self.job.finish_status
         return 0 if status is None else exit_code(status)

@@ -12,7 +12,7 @@ import sys
 
 from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
-from pflux.manager.states import URGENCY_DEFAULT, URGENCY_EXPEDITE, URGENCY_HOLD
+from pflux.spec.states import URGENCY_DEFAULT, URGENCY_EXPEDITE, URGENCY_HOLD
 
 NAME = "job"
 NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}

@@ -196,7 +196,7 @@ def _list_request(args: argparse.Namespace, attrs: list[str]) -> dict[str, Any]:
 def filter_masks(names: list[str]) -> tuple[int, int]:
     """(states, results) masks for ``-f`` names such as ``pending`` or ``FAILED``."""
     from pflux.joblist.codes import CODES
-    from pflux.manager.states import State
+    from pflux.spec.states import State
 
     state_names = ("depend", "priority", "sched", "run", "cleanup", "inactive")
     states = {name: int(State[name.upper()]) for name in state_names}

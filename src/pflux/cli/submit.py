@@ -14,7 +14,7 @@ from typing import Any
 
 from pflux.cli import base, jobopts
 from pflux.errors import UsageError
-from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
+from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
 FLAG_BITS = {"debug": FLAG_DEBUG, "waitable": FLAG_WAITABLE}
 

@@ -130,8 +130,8 @@ class Updates:
         if self._jobspec is None:
             import orjson
 
-            from pflux.manager.restart import apply_jobspec_updates
             from pflux.spec.eventlog import parse
+            from pflux.spec.replay import apply_jobspec_updates
 
             stored = self.client.lookup(self.jobid, ["jobspec", "eventlog"])
             jobspec: dict[str, Any] = orjson.loads(stored["jobspec"])

@@ -12,9 +12,9 @@ import sys
 from typing import Any
 
 from pflux.client.handle import Handle
-from pflux.manager.job import exit_code, waitstatus_text
 from pflux.spec.eventlog import EventlogReader
 from pflux.spec.fluid import JobID
+from pflux.spec.results import exit_code, waitstatus_text
 
 
 class _Followed:

@@ -10,10 +10,11 @@ ended while no job-exec was there left their records in spool files
 
 Each such job is a ``Leftover``, kept for the ``start`` request the
 job-manager sends for every job in RUN, which takes it over instead of
-starting the job again. A leftover whose job is not in RUN any more (a
-fatal exception was raised on it while it ran, or it ended) will get no
-start request: it is let go now, its shell killed and its spool removed, so
-nothing of it runs on resources the job-manager frees.
+starting the job again. The job manager, started before job-exec, says which
+jobs are in RUN (``job-manager.running``). A leftover whose job is not in RUN
+any more (a fatal exception was raised on it while it ran, or it ended) will
+get no start request: it is let go now, its shell killed and its spool
+removed, so nothing of it runs on resources the job-manager frees.
 """
 
 from __future__ import annotations
@@ -28,9 +29,6 @@ from typing import TYPE_CHECKING
 from pflux.broker.message import RPCError
 from pflux.exec import journal, wire
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
-from pflux.kvs.keys import job_key
-from pflux.manager.restart import replay
-from pflux.manager.states import State
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
@@ -78,9 +76,10 @@ async def survey(service: LeftoverHost, survivors: Survivors | None) -> dict[int
         jobid: Leftover(jobid, jobid in running, died.get(jobid), spools.get(jobid))
         for jobid in running | died.keys() | spools.keys()
     }
+    running_jobs = await _running_jobs(service) if left else set()
     kept = {}
     for jobid, leftover in left.items():
-        if await _running(service, jobid):
+        if jobid in running_jobs:
             kept[jobid] = leftover
         else:
             _let_go(service, leftover)
@@ -97,14 +96,14 @@ def _spools(directory: str) -> dict[int, str]:
     return {int(name): os.path.join(directory, name) for name in names if name.isdigit()}
 
 
-async def _running(service: LeftoverHost, jobid: int) -> bool:
-    """Whether the job's eventlog leaves it in RUN (its start request is to come)."""
+async def _running_jobs(service: LeftoverHost) -> set[int]:
+    """The jobs in RUN, which the job manager will send start requests for."""
     try:
-        reply = await service.broker.call("kvs.get", {"key": job_key(jobid, "eventlog")})
-    except RPCError:
-        return False
-    job = replay(jobid, reply["value"])
-    return job is not None and job.state is State.RUN
+        reply = await service.broker.call("job-manager.running", {})
+    except RPCError as exc:  # no job manager: no start request will come
+        log.error("job-manager.running: %s", exc)
+        return set()
+    return {jobid for jobid, _started in reply["jobs"]}
 
 
 def _let_go(service: LeftoverHost, leftover: Leftover) -> None:

@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import RPCError
 from pflux.errors import DurationError, EventlogError, PfluxError
-from pflux.kvs.keys import job_key
 from pflux.shell.layout import targets
 from pflux.spec import duration
 from pflux.spec.eventlog import parse
 from pflux.spec.exec_protocol import ExecResponse
 from pflux.spec.idset import IdSet
+from pflux.spec.kvs_keys import job_key
 
 if TYPE_CHECKING:
     from pflux.exec.host import RunJob

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pflux.manager.job import CANCELED, COMPLETED, FAILED, TIMEOUT
+from pflux.spec.results import CANCELED, COMPLETED, FAILED, TIMEOUT
 
 USERID_ANY: Final = 4294967295  # FLUX_USERID_UNKNOWN: every user, in a userid filter
 

@@ -34,8 +34,8 @@ from typing import Any, Final
 from pflux.errors import EventlogError
 from pflux.joblist.codes import USERID_ANY
 from pflux.joblist.summary import JobSummary, Selection, to_json
-from pflux.manager.states import State
 from pflux.spec.eventlog import Event
+from pflux.spec.states import State
 
 log = logging.getLogger("pflux.job-list")
 

@@ -37,8 +37,8 @@ from pflux.joblist.codes import (
 )
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import ATTRS, JobSummary, select, to_json
-from pflux.manager.states import State
 from pflux.spec.fluid import JobID
+from pflux.spec.states import State
 
 log = logging.getLogger("pflux.job-list")
 
@@ -299,7 +299,7 @@ class JobList(Service):
 
     def _probe(self, jobid: int, waiter: _Waiter) -> None:
         """Ask the KVS whether the job exists at all; if not, stop waiting for it."""
-        from pflux.kvs.keys import job_key
+        from pflux.spec.kvs_keys import job_key
 
         def answered(msg: Message) -> None:
             gone = msg.errnum == errno.ENOENT and self.index.get(jobid) is None

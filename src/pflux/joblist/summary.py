@@ -1,14 +1,14 @@
 """One job as job-list reports it: a compact summary built from the job's events.
 
-The job's state comes from the job manager's own transition table: while the
-job is active the summary holds a manager ``Job`` and feeds each event to
-``states.apply``, so job-list and the job manager cannot disagree about a
-state or a result. Beside it the summary derives the attributes flux-core's
-job-list reports, with flux-core's names and meanings (``job-list/job_state.c``
-for the events, ``job_data.c`` for the jobspec and R, ``job_util.c`` for when
-an attribute is reported at all). Once the job is inactive only the summary is
-kept: 100,000 of them must fit in the instance's memory budget, so it is
-slotted, shares repeated strings and keeps annotations as JSON text.
+The job's state comes from the job manager's own transition table
+(``pflux.spec.states``): while the job is active the summary holds a ``Live`` record
+and feeds each event to ``states.apply``, so job-list and the job manager cannot
+disagree about a state or a result. Beside it the summary derives the attributes
+flux-core's job-list reports, with flux-core's names and meanings
+(``job-list/job_state.c`` for the events, ``job_data.c`` for the jobspec and R,
+``job_util.c`` for when an attribute is reported at all). Once the job is inactive
+only the summary is kept: 100,000 of them must fit in the instance's memory budget,
+so it is slotted, shares repeated strings and keeps annotations as JSON text.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ import orjson
 
 from pflux.errors import PfluxError, ResourceError
 from pflux.joblist.codes import CODES, RESULT_COMPLETED
-from pflux.manager.job import FAILED, Job
-from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec import hostlist
 from pflux.spec.eventlog import Event
 from pflux.spec.jobspec import Jobspec
+from pflux.spec.record import JobRecord
 from pflux.spec.resource import ResourceSet
+from pflux.spec.results import FAILED
+from pflux.spec.states import InvalidTransition, State, apply
 
 log = logging.getLogger("pflux.job-list")
 
@@ -38,12 +39,23 @@ _ZERO: Final = 0.0  # one shared float for every unset time and every zero durat
 _SAME: Final[Any] = object()
 
 
+class Live(JobRecord):
+    """An active job's replayed record, with the jobspec and R its attributes come from."""
+
+    __slots__ = ("R", "jobspec")
+
+    def __init__(self, jobid: int) -> None:
+        super().__init__(jobid)
+        self.jobspec: dict[str, Any] | None = None
+        self.R: dict[str, Any] | None = None
+
+
 class JobSummary:
     """What job-list knows of one job.
 
     Counts are -1 and times 0.0 until known; ``states`` is the mask of states
     entered (flux-core's ``states_mask``), which decides which attributes are
-    reported. ``live`` is the manager ``Job`` replaying the events while the
+    reported. ``live`` is the ``Live`` record replaying the events while the
     job is active, None once it is inactive.
 
     Annotations come from events (the scheduler's in ``alloc``, the user's
@@ -95,7 +107,7 @@ class JobSummary:
 
     def __init__(self, jobid: int) -> None:
         self.id = jobid
-        self.live: Job | None = Job(jobid)
+        self.live: Live | None = Live(jobid)
         self.next_seq = 0
         self.userid = -1
         self.urgency = 16
@@ -166,7 +178,7 @@ class JobSummary:
         if live.state is not old:
             self._enter(live, old, event.timestamp)
 
-    def _enter(self, live: Job, old: State, timestamp: float) -> None:
+    def _enter(self, live: Live, old: State, timestamp: float) -> None:
         """Record entering ``live.state``, as flux-core's ``update_job_state`` does."""
         new = live.state
         if new is State.DEPEND:
@@ -190,8 +202,8 @@ class JobSummary:
         self.state = new
         self.states |= int(new)
 
-    def _finish(self, live: Job) -> None:
-        """Keep what an inactive job reports and let the replaying Job go."""
+    def _finish(self, live: Live) -> None:
+        """Keep what an inactive job reports and let the replaying record go."""
         self.result = CODES[live.result or FAILED]
         if live.dependencies or live.satisfied:
             self.dependencies = tuple(live.dependencies)
@@ -379,10 +391,10 @@ def _merge(target: dict[str, Any], update: dict[str, Any]) -> None:
 
 # --- what each event adds beside the state (flux-core's journal_*_event) ----------------------
 
-Extra = Callable[[JobSummary, Job, Event, dict[str, Any]], None]
+Extra = Callable[[JobSummary, Live, Event, dict[str, Any]], None]
 
 
-def _on_submit(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_submit(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     summary.userid = live.userid
     summary.urgency = live.urgency
     summary.t_submit = live.t_submit
@@ -390,15 +402,15 @@ def _on_submit(summary: JobSummary, live: Job, event: Event, entry: dict[str, An
     summary.read_jobspec(live.jobspec)
 
 
-def _on_priority(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_priority(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     summary.priority = live.priority
 
 
-def _on_urgency(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_urgency(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     summary.urgency = live.urgency
 
 
-def _on_alloc(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_alloc(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     live.R = entry.get("R")
     if live.R is not None:
         summary.read_resources(live.R, live.jobspec)
@@ -409,12 +421,12 @@ def _on_alloc(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any
         summary.update_annotations(annotations)
 
 
-def _on_finish(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_finish(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     if live.finish_status is not None:
         summary.waitstatus = live.finish_status
 
 
-def _on_exception(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_exception(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     # flux-core reports the most severe exception, the first of equal severity
     context = event.context or {}
     severity = context["severity"]  # apply() has checked type and severity
@@ -423,12 +435,14 @@ def _on_exception(summary: JobSummary, live: Job, event: Event, entry: dict[str,
         summary.exception = (context["type"], severity, note if isinstance(note, str) else "")
 
 
-def _on_memo(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
+def _on_memo(summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]) -> None:
     summary.update_annotations(event.context or {}, under="user")
 
 
-def _on_jobspec_update(summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]) -> None:
-    from pflux.manager.restart import apply_jobspec_updates
+def _on_jobspec_update(
+    summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]
+) -> None:
+    from pflux.spec.replay import apply_jobspec_updates
 
     if not isinstance(live.jobspec, dict):
         log.warning("job-list: job %d: jobspec-update before the jobspec", summary.id)
@@ -447,7 +461,7 @@ def _on_jobspec_update(summary: JobSummary, live: Job, event: Event, entry: dict
 
 
 def _on_resource_update(
-    summary: JobSummary, live: Job, event: Event, entry: dict[str, Any]
+    summary: JobSummary, live: Live, event: Event, entry: dict[str, Any]
 ) -> None:
     if live.expiration is not None:
         summary.expiration = live.expiration

@@ -1,8 +1,8 @@
-"""KVS keys: what a valid key is, how namespaces map onto the store, and job keys.
+"""KVS keys: checking them, and how namespaces map onto the store.
 
-A key is a dotted path (``job.0000.0004.b200.0000.eventlog``) whose components
-are non-empty and hold no whitespace or control characters; ``.`` alone is the
-root directory. Every namespace is a prefix of the one primary keyspace, so
+What a key is and where a job's keys live is RFC 16's scheme, in
+``pflux.spec.kvs_keys``; here a bad key gets its EINVAL error, and ``.`` alone is
+the root directory. Every namespace is a prefix of the one primary keyspace, so
 mapping a key is string concatenation, done here and nowhere else.
 """
 
@@ -14,18 +14,16 @@ import re
 import orjson
 
 from pflux.broker.message import RPCError
+from pflux.spec.kvs_keys import COMPONENT, KEY_PATTERN
 
 ROOT = "."
 PRIMARY = "primary"
 
-# One test for the common case; the slow path below only runs to explain a failure.
-_COMPONENT = r"[^\s.\x00-\x1f\x7f]+"
-#: a valid key, for callers that check many (``KEY_PATTERN.fullmatch(key)``)
-KEY_PATTERN = re.compile(rf"{_COMPONENT}(?:\.{_COMPONENT})*")
-_VALID_COMPONENT = re.compile(_COMPONENT)
+# One test for the common case (KEY_PATTERN); the slow path below only runs to
+# explain a failure.
+_VALID_COMPONENT = re.compile(COMPONENT)
 _VALID_NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")
 _BAD_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
-_JOB_KEY = re.compile(r"job\.([0-9a-f]{4})\.([0-9a-f]{4})\.([0-9a-f]{4})\.([0-9a-f]{4})(?:\.(.+))?")
 
 
 class KVSError(RPCError):
@@ -99,30 +97,3 @@ def from_primary(prefix: str, key: str) -> str:
     if prefix == ROOT:
         return key
     return key[len(prefix) + 1 :] if len(key) > len(prefix) else ROOT
-
-
-def job_key(jobid: int, *path: str) -> str:
-    """``job.<kvs encoding of the FLUID>[.path...]``: where RFC 16 keeps a job's data.
-
-    >>> job_key(6787342413402046, "eventlog")
-    'job.0018.1d0d.4d85.0fbe.eventlog'
-    """
-    if type(jobid) is not int or not 0 <= jobid < 1 << 64:
-        from pflux.spec.fluid import JobID
-
-        JobID(jobid)  # raises the JobIDError that says why
-    h = f"{jobid:016x}"  # the kvs encoding, written out: this is on every job's hot path
-    base = f"job.{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
-    return ".".join((base, *path)) if path else base
-
-
-def job_id_from_key(key: str, *path: str) -> int | None:
-    """The job id of ``job_key(id, *path)``, or None if ``key`` is not such a key.
-
-    >>> job_id_from_key("job.0018.1d0d.4d85.0fbe.eventlog", "eventlog")
-    6787342413402046
-    """
-    m = _JOB_KEY.fullmatch(key)
-    if m is None or (m[5] or "") != ".".join(path):
-        return None
-    return int(m[1] + m[2] + m[3] + m[4], 16)

@@ -63,15 +63,7 @@ from typing import Any, ClassVar
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
-from pflux.kvs.keys import (
-    PRIMARY,
-    ROOT,
-    KVSError,
-    check_key,
-    from_primary,
-    quote,
-    to_primary,
-)
+from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_key, from_primary, quote, to_primary
 from pflux.kvs.store import (
     APPEND,
     JOURNAL_MODES,

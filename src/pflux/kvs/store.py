@@ -35,16 +35,8 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 from pflux import lockfile, private
 from pflux.broker.message import RPCError
 from pflux.kvs import wal
-from pflux.kvs.keys import (
-    KEY_PATTERN,
-    PRIMARY,
-    ROOT,
-    KVSError,
-    check_component,
-    check_key,
-    check_name,
-    quote,
-)
+from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_component, check_key, check_name, quote
+from pflux.spec.kvs_keys import KEY_PATTERN
 
 log = logging.getLogger("pflux.kvs")
 

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Sequence
 
 from pflux.manager.job import Job
-from pflux.manager.states import CLEANUP, DEPEND, PRIORITY, RUN, SCHED
+from pflux.spec.states import CLEANUP, DEPEND, PRIORITY, RUN, SCHED
 
 
 class Action(enum.Enum):

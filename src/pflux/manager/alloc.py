@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import IdsetError, ResourceError
-from pflux.manager.states import State
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
 from pflux.spec.sched_protocol import AllocResponse
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.manager.hosts import AllocHost

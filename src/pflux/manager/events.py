@@ -22,8 +22,8 @@ from typing import Any
 from pflux.broker.message import Message
 from pflux.broker.router import Broker
 from pflux.manager.job import Job
-from pflux.manager.states import InvalidTransition, State, apply
 from pflux.spec.eventlog import Event
+from pflux.spec.states import InvalidTransition, State, apply
 
 log = logging.getLogger("pflux.job-manager")
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pflux.broker.router import Broker
     from pflux.manager.events import EventPoster
     from pflux.manager.job import Ended, Job
-    from pflux.manager.states import State
+    from pflux.spec.states import State
 
 
 class Pokeable(Protocol):

@@ -29,8 +29,8 @@ import orjson
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Request
-from pflux.kvs.keys import job_id_from_key, job_key
-from pflux.manager.restart import events_of
+from pflux.spec.kvs_keys import job_id_from_key, job_key
+from pflux.spec.replay import events_of
 
 if TYPE_CHECKING:
     from pflux.manager.hosts import JournalHost
@@ -192,7 +192,7 @@ async def _send(req: Request, jobs: Files) -> None:
 def _entries(jobid: int, files: dict[str, str]) -> list[dict[str, Any]]:
     """A job's journal entries, from its eventlog as the job manager replays it."""
     entries = []
-    for seq, event in enumerate(events_of(jobid, files.get("eventlog", ""))):
+    for seq, event in enumerate(events_of(jobid, files.get("eventlog", ""), log.error)):
         entry: dict[str, Any] = {"id": jobid, "seq": seq, "entry": event.to_json()}
         extra = "jobspec" if event.name == "submit" else "R" if event.name == "alloc" else None
         if extra is not None and extra in files:

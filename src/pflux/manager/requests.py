@@ -1,4 +1,8 @@
-"""Checking the arguments of job-manager requests, with errors that name the field."""
+"""Checking the arguments of job-manager requests, with errors that name the field.
+
+The arguments other services share (a job id, an urgency) are checked in
+``pflux.broker.requests``.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +10,7 @@ import errno
 from typing import Any
 
 from pflux.broker.message import RPCError
-from pflux.broker.router import Request
-from pflux.manager.states import SEVERITY_MAX, URGENCY_DEFAULT, URGENCY_MAX, URGENCY_MIN
-
-GUEST_URGENCY_MAX = URGENCY_DEFAULT
-
-
-def payload_of(req: Request) -> dict[str, Any]:
-    """The request's payload, which must be a JSON object."""
-    if not isinstance(req.payload, dict):
-        raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
-    return req.payload
-
-
-def job_id_arg(payload: dict[str, Any]) -> int:
-    jobid = payload.get("id")
-    if type(jobid) is not int or not 0 <= jobid < 2**64:
-        raise RPCError(errno.EPROTO, f"id: must be a job id (an unsigned integer), got {jobid!r}")
-    return jobid
+from pflux.spec.states import SEVERITY_MAX
 
 
 def exception_args(payload: dict[str, Any]) -> tuple[str, int, str]:
@@ -40,17 +27,3 @@ def exception_args(payload: dict[str, Any]) -> tuple[str, int, str]:
     if not isinstance(note, str):
         raise RPCError(errno.EINVAL, f"note: must be a string, got {note!r}")
     return etype, severity, note
-
-
-def check_urgency(urgency: Any, *, owner: bool) -> int:
-    """An urgency the requester may set (guests: 0-16, the owner: 0-31)."""
-    if type(urgency) is not int or not URGENCY_MIN <= urgency <= URGENCY_MAX:
-        raise RPCError(
-            errno.EINVAL,
-            f"urgency: must be an integer {URGENCY_MIN}-{URGENCY_MAX}, got {urgency!r}",
-        )
-    if urgency > GUEST_URGENCY_MAX and not owner:
-        raise RPCError(
-            errno.EPERM, f"urgency: only the instance owner may set more than {GUEST_URGENCY_MAX}"
-        )
-    return urgency

@@ -1,9 +1,7 @@
 """Rebuilding every job from its eventlog when the instance restarts (RFC 16, RFC 21).
 
-Replay is the same ``apply`` the live manager uses, so the state it yields is the
-state the job was in. A damaged eventlog loses as little as possible: a line that
-does not parse, or an event illegal where it stands, is logged and skipped, and
-the rest is replayed; a job whose log does not start with ``submit`` cannot be
+Each eventlog is replayed by ``pflux.spec.replay``, which says what it skips in
+the job manager's log; a job whose log does not start with ``submit`` cannot be
 rebuilt and is left untouched in the KVS, with an error in the log.
 """
 
@@ -14,71 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from pflux.errors import EventlogError
-from pflux.kvs.keys import job_id_from_key
-from pflux.manager.job import FLAG_WAITABLE, Ended, Job
-from pflux.manager.states import InvalidTransition, State, apply
+from pflux.manager.job import Ended, Job
 from pflux.manager.wait import result_of
-from pflux.spec.eventlog import Event, parse
+from pflux.spec.kvs_keys import job_id_from_key
+from pflux.spec.replay import apply_jobspec_updates, events_of, rebuild
+from pflux.spec.states import FLAG_WAITABLE, State
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
 
 log = logging.getLogger("pflux.job-manager")
-
-
-def replay(jobid: int, text: str) -> Job | None:
-    """The job an eventlog describes, or None if it cannot be rebuilt."""
-    return rebuild(jobid, events_of(jobid, text))
-
-
-def events_of(jobid: int, text: str) -> list[Event]:
-    """The events of an eventlog; a damaged one loses only its bad lines."""
-    try:
-        return parse(text)
-    except EventlogError:
-        return _salvage(jobid, text)
-
-
-def rebuild(jobid: int, events: list[Event]) -> Job | None:
-    """The job these events make, each applied in turn, or None if it cannot be rebuilt."""
-    job = Job(jobid)
-    for event in events:
-        try:
-            apply(job, event)
-        except InvalidTransition as exc:
-            if not job.history:
-                log.error("job %d cannot be rebuilt: %s", jobid, exc)
-                return None
-            log.error("restart: skipping an event: %s", exc)
-    if not job.history:
-        log.error("job %d has an empty eventlog; not rebuilt", jobid)
-        return None
-    return job
-
-
-def _salvage(jobid: int, text: str) -> list[Event]:
-    events = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        try:
-            events.append(Event.from_line(line))
-        except EventlogError as exc:
-            log.error("job %d: eventlog line %d skipped: %s", jobid, lineno, exc)
-    return events
-
-
-def apply_jobspec_updates(jobspec: dict[str, Any], updates: dict[str, Any]) -> None:
-    """Set each period-delimited key of a jobspec-update in the jobspec (RFC 21); a memo's
-    keys nest the same way."""
-    for path, value in updates.items():
-        node = jobspec
-        *parents, leaf = path.split(".")
-        for part in parents:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[leaf] = value
 
 
 async def load(
@@ -96,8 +39,8 @@ async def load(
             jobid = job_id_from_key(key, "eventlog")
             if jobid is None:
                 continue
-            events = events_of(jobid, text)
-            job = rebuild(jobid, events)
+            events = events_of(jobid, text, log.error)
+            job = rebuild(Job(jobid), events, log.error)
             if job is None:
                 continue
             if job.state is inactive:

@@ -1,7 +1,8 @@
 """The job-manager service: jobs move through RFC 21's states by events it posts.
 
-The pure parts live beside this file: the transition table (states.py), the
-job record (job.py) and the choice of what to do next (actions.py). This module
+The pure parts are RFC 21's transition table, shared with every service
+(``pflux.spec.states``), and beside this file the job record (job.py) and the
+choice of what to do next (actions.py). This module
 is the I/O around them: RPC methods, event posting (events.py), the scheduler
 protocol (alloc.py), the execution protocol (start.py), the journal
 (journal.py), restart (restart.py) and plugins.
@@ -17,10 +18,10 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pflux.broker.message import RPCError
+from pflux.broker.requests import check_urgency, job_id_arg, payload_of
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import Declared
 from pflux.errors import PfluxError
-from pflux.kvs.keys import job_key
 from pflux.manager import checkpoint, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
@@ -33,17 +34,10 @@ from pflux.manager.plugins.after import After, AfterAny, AfterExcept, AfterNotOk
 from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
-from pflux.manager.plugins.priority import priority
 from pflux.manager.plugins.singleton import Singleton
 from pflux.manager.quiescent import Quiescence
-from pflux.manager.requests import (
-    check_urgency,
-    exception_args,
-    job_id_arg,
-    payload_of,
-)
+from pflux.manager.requests import exception_args
 from pflux.manager.start import StartClient
-from pflux.manager.states import INACTIVE, SCHED, State, apply
 from pflux.manager.update import (
     check_supported,
     check_updates,
@@ -53,6 +47,9 @@ from pflux.manager.update import (
 from pflux.manager.wait import ANY, Waits, result_of
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import job_key
+from pflux.spec.replay import apply_jobspec_updates
+from pflux.spec.states import INACTIVE, SCHED, State, apply, priority
 
 log = logging.getLogger("pflux.job-manager")
 
@@ -649,6 +646,15 @@ class JobManager(Service):
     def exec_hello(self, req: Request) -> None:
         self.exec.hello(req)
 
+    @method("running")
+    def running(self, req: Request) -> None:
+        """The jobs in RUN and whether each started: what a starting job-exec may take over."""
+        if not req.owner:
+            raise RPCError(errno.EPERM, "running: only the instance owner may ask")
+        payload_of(req)
+        jobs = [[job.id, job.started] for job in self.jobs.values() if job.state is State.RUN]
+        req.respond({"jobs": jobs})
+
     @method("quiescent")
     def quiescent(self, req: Request) -> None:
         """Answer once nothing is in flight (a simulation's step, see quiescent.py)."""
@@ -679,7 +685,7 @@ def _updated(jobspec: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]
     import copy
 
     candidate = copy.deepcopy(jobspec)
-    restart.apply_jobspec_updates(candidate, updates)
+    apply_jobspec_updates(candidate, updates)
     return candidate
 
 

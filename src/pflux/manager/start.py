@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import LocalRoute, Request
-from pflux.manager.states import SEVERITY_MAX, State
 from pflux.spec.exec_protocol import ExecResponse
+from pflux.spec.states import SEVERITY_MAX, State
 
 if TYPE_CHECKING:
     from pflux.manager.hosts import StartHost

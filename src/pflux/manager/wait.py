@@ -18,12 +18,15 @@ import errno
 from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import RPCError
-from pflux.manager.job import FLAG_WAITABLE, Job, Outcome
+from pflux.manager.job import Job
+from pflux.spec.fluid import JOBID_ANY
+from pflux.spec.results import Outcome
+from pflux.spec.states import FLAG_WAITABLE
 
 if TYPE_CHECKING:
     from pflux.broker.router import Request
 
-ANY = 2**64 - 1  # FLUX_JOBID_ANY
+ANY = JOBID_ANY
 
 NOT_WAITABLE = "job was not submitted with FLUX_JOB_WAITABLE"
 UNKNOWN = "invalid job id, or job may be inactive and not waitable"

@@ -33,12 +33,12 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import JobspecError, ResourceError
-from pflux.kvs.keys import job_key
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
 from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import job_key
 from pflux.spec.resource import ResourceSet
 from pflux.spec.sched_protocol import AllocResponse
 

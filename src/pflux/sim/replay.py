@@ -18,13 +18,13 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from pflux.manager.plugins.priority import priority
 from pflux.sched.policy import DEFAULT_DEPTH, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.sim.run import plan
 from pflux.sim.trace import TraceJob
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
+from pflux.spec.states import priority
 
 __all__ = ["TraceOutcome", "replay"]
 

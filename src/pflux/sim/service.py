@@ -57,13 +57,13 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.exec.service import TIMELIMIT_NOTE
-from pflux.manager.plugins.priority import priority
 from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
 from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.states import priority
 
 __all__ = ["Simulator"]
 

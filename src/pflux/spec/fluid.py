@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (seve
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["ENCODINGS", "FluidGenerator", "JobID", "ascii_f58_preferred"]
+__all__ = ["ENCODINGS", "JOBID_ANY", "FluidGenerator", "JobID", "ascii_f58_preferred"]
 
 _TS_BITS = 40
 _GEN_BITS = 14
@@ -29,6 +29,7 @@ _SEQ_BITS = 10
 _SEQ_MAX = (1 << _SEQ_BITS) - 1
 _GEN_MAX = (1 << _GEN_BITS) - 1
 _ID_MAX = (1 << 64) - 1
+JOBID_ANY = _ID_MAX  # FLUX_JOBID_ANY: no job id, "any job" (job wait)
 
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _B58_VALUE = {c: i for i, c in enumerate(_B58)}

@@ -31,14 +31,18 @@ from pflux.kvs.service import KVSService
 from pflux.spec.builder import from_command
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.kvs_keys import job_id_from_key
+from pflux.spec.replay import replay
 from pflux.spec.resource import ResourceSet
+from pflux.spec.states import State
 
 TIMEOUT = 30.0
 _ids = itertools.count(1 << 24, 1 << 24)
 
 
 class FakeManager(Service):
-    """The job-manager's side of exec-hello, recording who said hello."""
+    """The job-manager's side of exec-hello, recording who said hello, and of
+    ``running``, answered from the eventlogs in the KVS as its restart replays them."""
 
     name = "job-manager"
 
@@ -53,6 +57,17 @@ class FakeManager(Service):
         if self.refuse:
             raise RPCError(16, "exec-hello: busy")
         req.respond({})
+
+    @method("running")
+    async def running(self, req: Request) -> None:
+        jobs = []
+        async for payload in self.broker.stream("kvs.walk", {"key": "job", "suffix": "eventlog"}):
+            for key, text in payload.get("entries", []):
+                jobid = job_id_from_key(key, "eventlog")
+                job = replay(jobid, text) if jobid is not None else None
+                if job is not None and job.state is State.RUN:
+                    jobs.append([job.id, job.started])
+        req.respond({"jobs": jobs})
 
 
 class Stream:

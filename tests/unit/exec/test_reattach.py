@@ -3,8 +3,9 @@
 Each test runs a broker (``Live``) on a state directory of its own, lets its
 job-exec go as a dying broker would (the launcher is told nothing: no QUIT),
 and starts another on the same directory, which must take the jobs over. The
-job eventlogs the job-manager would have written are put in the KVS by hand:
-a job-exec lets go of what is left of a job that is not in RUN.
+job eventlogs the job-manager would have written are put in the KVS by hand
+(the stand-in job-manager's ``running`` replays them): a job-exec lets go of
+what is left of a job that is not in RUN.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import orjson
 import pytest
 
 from pflux.exec.shellrun import RESUME_KEY
-from pflux.kvs.keys import job_key
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import job_key
 
 STARTED = ("submit", "validate", "depend", "priority", "alloc", "start")
 

@@ -16,7 +16,7 @@ from joblist_entries import R_2NODES, Story, jobspec
 from pflux.joblist.cache import CACHE_NAME, FORMAT, SummaryCache, decode, encode
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary, select, to_json
-from pflux.manager.states import State
+from pflux.spec.states import State
 
 ALL = select(["all"])
 

@@ -14,7 +14,7 @@ from joblist_entries import Story, jobspec
 
 from pflux.joblist.index import USERID_ANY, JobIndex
 from pflux.joblist.summary import select
-from pflux.manager.states import State
+from pflux.spec.states import State
 
 ALL = select(["all"])
 IDS = select([])

@@ -18,7 +18,7 @@ from pflux.joblist import JobList
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import ATTRS, select, to_json
-from pflux.manager.states import State
+from pflux.spec.states import State
 
 ALL = select(["all"])
 

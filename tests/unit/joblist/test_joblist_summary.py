@@ -9,8 +9,8 @@ from joblist_entries import R_2NODES, Story, jobspec
 
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import ATTRS, AttrError, select, to_json
-from pflux.manager.states import State
 from pflux.spec.builder import set_attr, set_shell_option
+from pflux.spec.states import State
 
 ALL = select(["all"])
 

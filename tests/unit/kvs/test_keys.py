@@ -16,10 +16,9 @@ from pflux.kvs.keys import (
     check_key,
     check_name,
     from_primary,
-    job_id_from_key,
-    job_key,
     to_primary,
 )
+from pflux.spec.kvs_keys import job_id_from_key, job_key
 
 
 @pytest.mark.parametrize(

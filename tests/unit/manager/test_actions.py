@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from pflux.manager import actions, service
 from pflux.manager.actions import INTERNAL, INTERNAL_STATES, Action
 from pflux.manager.job import Job
-from pflux.manager.states import State, apply
 from pflux.spec.eventlog import Event
+from pflux.spec.states import State, apply
 
 READY = {"sched_ready": True, "exec_ready": True, "queue_started": True}
 SUBMIT = {"urgency": 16, "userid": 1, "flags": 0, "version": 1}

@@ -13,8 +13,8 @@ from pflux.manager.plugins.after import After, AfterAny, AfterNotOk, AfterOk
 from pflux.manager.plugins.antecedents import Condition, verdict
 from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.singleton import Singleton
-from pflux.manager.states import State, apply
 from pflux.spec.eventlog import Event
+from pflux.spec.states import State, apply
 
 OWNER, ALICE, BOB = 1000, 2000, 3000
 

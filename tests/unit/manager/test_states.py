@@ -8,14 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.manager.job import CANCELED, COMPLETED, FAILED, TIMEOUT, Job
-from pflux.manager.states import (
-    TRANSITIONS,
-    InvalidTransition,
-    State,
-    apply,
-)
+from pflux.manager.job import Job
 from pflux.spec.eventlog import Event
+from pflux.spec.results import CANCELED, COMPLETED, FAILED, TIMEOUT
+from pflux.spec.states import TRANSITIONS, InvalidTransition, State, apply
 
 S = State
 SUBMIT = {"urgency": 16, "userid": 1000, "flags": 0, "version": 1}

@@ -16,10 +16,10 @@ import pytest
 from pflux.broker.message import REQUEST, ROLE_USER, Message, RPCError
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.errors import PfluxError
-from pflux.kvs.keys import job_key
 from pflux.kvs.service import KVSService
 from pflux.sched.service import RESTART_EXCEPTION, Scheduler
 from pflux.spec.builder import from_command
+from pflux.spec.kvs_keys import job_key
 from pflux.spec.sched_protocol import AllocResponse
 
 HOST = "testhost"

@@ -5,7 +5,8 @@ enters DEPEND (``depend``, which adds dependencies through the host), after
 each committed event (``event``), before its resources are freed
 (``before_free``), after a restart (``restarted``) and at shutdown (``stop``).
 Dependency schemes (RFC 26) are plugins that name the ``schemes`` they
-handle; the priority plugin maps urgency to priority.
+handle. Priority follows urgency by flux-core's default rule
+(``pflux.spec.states.priority``).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from pflux.manager.job import COMPLETED
-from pflux.manager.states import State
+from pflux.spec.results import COMPLETED
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.manager.job import Ended, Job

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import RPCError
 from pflux.manager.plugins import Plugin
-from pflux.manager.states import State
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.manager.job import Job

@@ -29,8 +29,8 @@ from pflux.broker.message import RPCError
 from pflux.errors import JobIDError
 from pflux.manager.plugins import Host, Plugin
 from pflux.manager.plugins.antecedents import Antecedents, Condition
-from pflux.manager.states import State
 from pflux.spec.fluid import JobID
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.manager.job import Ended, Job

@@ -54,9 +54,9 @@ from pflux.config import ConfigError
 from pflux.errors import DurationError, PfluxError
 from pflux.manager.job import Job
 from pflux.manager.plugins import Host, Plugin
-from pflux.manager.states import State
 from pflux.spec import duration
 from pflux.spec.fluid import JobID
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.manager.job import Ended

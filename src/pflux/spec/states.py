@@ -1,10 +1,12 @@
-"""RFC 21's job state machine: the states and one explicit transition table.
+"""RFC 21's job state machine: the states, their limits and one explicit transition table.
 
 ``apply(job, event)`` is the whole of it: it looks up ``(job.state, event.name)``
-in ``TRANSITIONS``, updates the job's replayed fields and moves it to the next
-state. It does no I/O, so replaying an eventlog through it reproduces the state
-exactly, and tests feed it events directly. A pair missing from the table is
-not a legal transition and raises InvalidTransition carrying the job's story.
+in ``TRANSITIONS``, updates the job's replayed fields (a ``JobRecord``, see
+``record.py``) and moves it to the next state. It does no I/O, so replaying an
+eventlog through it reproduces the state exactly, and tests feed it events
+directly. A pair missing from the table is not a legal transition and raises
+InvalidTransition carrying the job's story. The job manager, job-list, job-exec
+and the CLI all read a job's state through it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.manager.job import Job
     from pflux.spec.eventlog import Event
+    from pflux.spec.record import JobRecord
 
 
 class State(enum.IntFlag):
@@ -69,6 +71,22 @@ URGENCY_HOLD, URGENCY_EXPEDITE = URGENCY_MIN, URGENCY_MAX
 PRIORITY_MIN, PRIORITY_MAX = 0, 4294967295
 SEVERITY_MAX = 7
 
+FLAG_DEBUG = 1  # submit flags (RFC 21 "flags": 1=debug)
+FLAG_WAITABLE = 2
+
+
+def priority(urgency: int) -> int:
+    """The priority of a job of this urgency (flux-core's default priority plugin).
+
+    Urgency 0 holds a job (priority 0: never scheduled), 31 expedites it (the
+    largest priority), anything between is the priority itself.
+    """
+    if urgency == URGENCY_HOLD:
+        return 0
+    if urgency == URGENCY_EXPEDITE:
+        return PRIORITY_MAX
+    return urgency
+
 
 # The states as plain names, for the code run for every event: Python 3.11 reaches
 # an enum member through its metaclass's __getattr__ hook, about 200 ns an access
@@ -87,7 +105,7 @@ NEW, DEPEND, PRIORITY, SCHED, RUN, CLEANUP, INACTIVE = (
 class InvalidTransition(PfluxError):
     """An event that is not legal in the job's state, or whose context is malformed."""
 
-    def __init__(self, job: Job, event: Event, reason: str) -> None:
+    def __init__(self, job: JobRecord, event: Event, reason: str) -> None:
         self.job_id = job.id
         self.history = list(job.history)
         story = " ".join(self.history) or "(no events)"
@@ -97,11 +115,17 @@ class InvalidTransition(PfluxError):
         )
 
 
-Handler = Callable[["Job", "Event"], State]
+Handler = Callable[["JobRecord", "Event"], State]
 
 
 def _context(
-    job: Job, event: Event, key: str, kind: type | tuple[type, ...], *, lo: int = 0, hi: int = 0
+    job: JobRecord,
+    event: Event,
+    key: str,
+    kind: type | tuple[type, ...],
+    *,
+    lo: int = 0,
+    hi: int = 0,
 ) -> Any:
     """A required context value of the right type (and range, for integers)."""
     value: Any = (event.context or {}).get(key)
@@ -114,7 +138,7 @@ def _context(
 # --- handlers: update the replayed fields, return the next state ---------------------------
 
 
-def _submit(job: Job, event: Event) -> State:
+def _submit(job: JobRecord, event: Event) -> State:
     if job.history:
         raise InvalidTransition(job, event, "submit must be the first event")
     job.urgency = _context(job, event, "urgency", int, lo=URGENCY_MIN, hi=URGENCY_MAX)
@@ -124,22 +148,22 @@ def _submit(job: Job, event: Event) -> State:
     return NEW
 
 
-def _validate(job: Job, event: Event) -> State:
+def _validate(job: JobRecord, event: Event) -> State:
     return DEPEND
 
 
-def _invalidate(job: Job, event: Event) -> State:
+def _invalidate(job: JobRecord, event: Event) -> State:
     return INACTIVE
 
 
-def _dependency_add(job: Job, event: Event) -> State:
+def _dependency_add(job: JobRecord, event: Event) -> State:
     desc = _context(job, event, "description", str)
     if desc not in job.satisfied:
         job.dependencies[desc] = None
     return job.state
 
 
-def _dependency_remove(job: Job, event: Event) -> State:
+def _dependency_remove(job: JobRecord, event: Event) -> State:
     desc = _context(job, event, "description", str)
     if desc not in job.dependencies:
         raise InvalidTransition(job, event, f"no dependency {desc!r} was added")
@@ -148,36 +172,36 @@ def _dependency_remove(job: Job, event: Event) -> State:
     return job.state
 
 
-def _depend(job: Job, event: Event) -> State:
+def _depend(job: JobRecord, event: Event) -> State:
     if job.dependencies:
         raise InvalidTransition(job, event, f"dependencies remain: {', '.join(job.dependencies)}")
     return PRIORITY
 
 
-def _priority(job: Job, event: Event) -> State:
+def _priority(job: JobRecord, event: Event) -> State:
     job.priority = _context(job, event, "priority", int, lo=PRIORITY_MIN, hi=PRIORITY_MAX)
     return SCHED
 
 
-def _urgency(job: Job, event: Event) -> State:
+def _urgency(job: JobRecord, event: Event) -> State:
     job.urgency = _context(job, event, "urgency", int, lo=URGENCY_MIN, hi=URGENCY_MAX)
     # a new urgency means a new priority: a job waiting for resources goes back
     # through PRIORITY (see spec-notes "Urgency and priority")
     return PRIORITY if job.state is SCHED else job.state
 
 
-def _alloc(job: Job, event: Event) -> State:
+def _alloc(job: JobRecord, event: Event) -> State:
     job.has_resources = True
     job.allocated = True
     return RUN if job.state is SCHED else job.state
 
 
-def _prolog_start(job: Job, event: Event) -> State:
+def _prolog_start(job: JobRecord, event: Event) -> State:
     job.perilog[_context(job, event, "description", str)] = None
     return job.state
 
 
-def _perilog_finish(job: Job, event: Event) -> State:
+def _perilog_finish(job: JobRecord, event: Event) -> State:
     job.perilog.pop(_context(job, event, "description", str), None)
     _context(job, event, "status", int)
     return job.state
@@ -186,17 +210,17 @@ def _perilog_finish(job: Job, event: Event) -> State:
 _epilog_start = _prolog_start
 
 
-def _start(job: Job, event: Event) -> State:
+def _start(job: JobRecord, event: Event) -> State:
     job.started = True
     return job.state
 
 
-def _finish(job: Job, event: Event) -> State:
+def _finish(job: JobRecord, event: Event) -> State:
     job.finish_status = _context(job, event, "status", int)
     return CLEANUP
 
 
-def _release(job: Job, event: Event) -> State:
+def _release(job: JobRecord, event: Event) -> State:
     _context(job, event, "ranks", str)
     final = (event.context or {}).get("final")
     if not isinstance(final, bool):
@@ -205,17 +229,17 @@ def _release(job: Job, event: Event) -> State:
     return job.state
 
 
-def _free(job: Job, event: Event) -> State:
+def _free(job: JobRecord, event: Event) -> State:
     job.has_resources = False
     return job.state
 
 
-def _clean(job: Job, event: Event) -> State:
+def _clean(job: JobRecord, event: Event) -> State:
     job.t_inactive = event.timestamp
     return INACTIVE
 
 
-def _exception(job: Job, event: Event) -> State:
+def _exception(job: JobRecord, event: Event) -> State:
     severity = _context(job, event, "severity", int, lo=0, hi=SEVERITY_MAX)
     etype = _context(job, event, "type", str)
     if severity == 0:
@@ -228,7 +252,7 @@ def _exception(job: Job, event: Event) -> State:
     return job.state
 
 
-def _memo(job: Job, event: Event) -> State:
+def _memo(job: JobRecord, event: Event) -> State:
     memo = job.memo
     for key, value in (event.context or {}).items():
         if value is None:
@@ -238,19 +262,19 @@ def _memo(job: Job, event: Event) -> State:
     return job.state
 
 
-def _jobspec_update(job: Job, event: Event) -> State:
+def _jobspec_update(job: JobRecord, event: Event) -> State:
     if not event.context:
         raise InvalidTransition(job, event, "jobspec-update needs at least one key")
     job.jobspec_updates.update(event.context)
     return job.state
 
 
-def _resource_update(job: Job, event: Event) -> State:
+def _resource_update(job: JobRecord, event: Event) -> State:
     job.expiration = float(_context(job, event, "expiration", (int, float)))
     return job.state
 
 
-def _set_flags(job: Job, event: Event) -> State:
+def _set_flags(job: JobRecord, event: Event) -> State:
     flags = (event.context or {}).get("flags")
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise InvalidTransition(job, event, "context 'flags' must be a list of names")
@@ -258,11 +282,11 @@ def _set_flags(job: Job, event: Event) -> State:
     return job.state
 
 
-def _unchanged(job: Job, event: Event) -> State:
+def _unchanged(job: JobRecord, event: Event) -> State:
     return job.state
 
 
-def _flux_restart(job: Job, event: Event) -> State:
+def _flux_restart(job: JobRecord, event: Event) -> State:
     # RFC 21: a job waiting for resources goes back to PRIORITY, and a priority
     # event (posted even when the priority is unchanged, a held job's 0 too) takes it out
     return PRIORITY if job.state is SCHED else job.state
@@ -317,7 +341,7 @@ def _table() -> dict[tuple[State, str], Handler]:
 TRANSITIONS: dict[tuple[State, str], Handler] = _table()
 
 
-def apply(job: Job, event: Event) -> State:
+def apply(job: JobRecord, event: Event) -> State:
     """Apply one event to ``job``; return the state it was in before."""
     old = job.state
     if not job.history and event.name != "submit":
