@@ -35,7 +35,7 @@ from pflux.sched.service import Scheduler
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet, Target
-from pflux.spec.sched_protocol import AllocResponse
+from pflux.protocol.sched import AllocResponse
 
 NOW = 1_700_000_000.0
 
