@@ -6,7 +6,8 @@ into checked values: (a) the hand checks the services use (``isinstance`` /
 decoding, from the dict the connector's orjson made (``msgspec.convert``) and
 from the raw JSON bytes (``msgspec.json.decode(type=...)``, against orjson's
 decode plus the hand checks), (c) dataclasses filled after hand checks, and
-(d) pydantic v2 models (``model_validate`` in strict mode).  A candidate that
+(d) pydantic v2 models (validated in strict mode).  A last row times RFC 27's
+messages as ``pflux.protocol`` types them.  A candidate that
 is not installed is reported as skipped.  Also the cost of importing msgspec.
 
     .venv/bin/python bench/bench_protocol.py
