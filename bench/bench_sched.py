@@ -29,13 +29,13 @@ from typing import Any
 
 from pflux.broker.message import Message
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.protocol.sched import AllocResponse
 from pflux.sched.policy import PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.sched.service import Scheduler
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet, Target
-from pflux.spec.sched_protocol import AllocResponse
 
 NOW = 1_700_000_000.0
 

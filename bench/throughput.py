@@ -3,7 +3,8 @@
 Submits N jobs (test mode by default: ``attributes.system.exec.test.run_duration``,
 no processes) with every request in flight at once, waits until all are
 inactive, and reports N / (last ``clean`` - first ``submit``) in jobs/s, with
-the time from the first submit to the last id acknowledged.
+the time from the first submit to the last id acknowledged; with ``--start``,
+also the broker's CPU time per job (from submitting to the last job listed).
 
     python bench/throughput.py -n 10000            # inside an instance (PFLUX_URI)
     python bench/throughput.py -n 10000 --start    # starts its own instance
@@ -49,27 +50,40 @@ def inactive_times(client: Client, ids: list[Any], attrs: tuple[str, ...] = ()) 
     return jobs
 
 
-def measure(uri: str | None, n: int, real: list[str] | None, cores: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) that process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    uri: str | None, n: int, real: list[str] | None, cores: int, broker: int | None = None
+) -> dict[str, float]:
     if real:
         jobspec = jobspec_of(real, cores_per_task=cores)
     else:
         jobspec = jobspec_of(["true"], cores_per_task=cores, environment={})
         jobspec["attributes"]["system"]["exec"] = {"test": {"run_duration": "0.001s"}}
     with Client(uri) as client:
+        cpu0 = cpu_seconds(broker) if broker else 0.0
         t0 = time.time()
         ids = client.submit_many([jobspec] * n)
         t_acked = time.time()
         client.drain()
         t_drained = time.time()
         times = inactive_times(client, ids)
+        cpu = cpu_seconds(broker) - cpu0 if broker else None
     first = min(j["t_submit"] for j in times)
     last = max(j["t_inactive"] for j in times)
-    return {
+    result = {
         "jobs": n,
         "submit_s": t_acked - t0,
         "wall_s": t_drained - t0,
         "jobs_per_s": n / (last - first),
     }
+    if cpu is not None:
+        result["broker_cpu_us_per_job"] = cpu / n * 1e6
+    return result
 
 
 def main() -> int:
@@ -84,9 +98,11 @@ def main() -> int:
         default=None,
         help=f"the instance's cores (default: {SIM_CORES} for test mode, else this machine's)",
     )
+    parser.add_argument("--parent-is-broker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.start:
-        print(measure(None, args.njobs, args.real, args.cores))
+        broker = os.getppid() if args.parent_is_broker else None
+        print(measure(None, args.njobs, args.real, args.cores, broker))
         return 0
     with tempfile.TemporaryDirectory(prefix="pflux-bench-") as tmp:
         cmd = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(Path(tmp) / "s")]
@@ -94,6 +110,7 @@ def main() -> int:
         if cores:
             cmd += ["--cores", str(cores)]
         script = [sys.executable, __file__, "-n", str(args.njobs), "-c", str(args.cores)]
+        script.append("--parent-is-broker")  # the instance runs it: report the broker's CPU
         if args.real:
             script += ["--real", *args.real]
         env = dict(os.environ)

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import IdsetError, ResourceError
+from pflux.protocol.decode import decode
+from pflux.protocol.sched import AllocReply, AllocRequest, AllocResponse, FreeRequest, ReadyRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
-from pflux.spec.sched_protocol import AllocResponse
 from pflux.spec.states import State
 
 if TYPE_CHECKING:
@@ -75,20 +76,8 @@ class AllocClient:
         req.end()
 
     def sched_ready(self, req: Request) -> None:
-        payload = req.payload if isinstance(req.payload, dict) else {}
-        mode = payload.get("mode")
-        limit: Any = 0
-        if mode == "unlimited":
-            limit = 0
-        elif mode == "limited":
-            limit = payload.get("limit")
-            if type(limit) is not int or limit < 1:
-                raise RPCError(errno.EPROTO, "sched-ready: limit must be an integer >= 1")
-        else:
-            raise RPCError(
-                errno.EPROTO, f'sched-ready: mode must be "unlimited" or "limited", got {mode!r}'
-            )
-        self.limit = limit
+        ready = decode(req.topic, req.payload, ReadyRequest)
+        self.limit = ready.limit if ready.mode == "limited" and ready.limit else 0
         self.ready = True
         count = self.manager.count(State.SCHED)
         req.respond({"count": count})
@@ -106,13 +95,9 @@ class AllocClient:
         self.outstanding += 1
         if job.debug:
             self.manager.post(job, "debug.alloc-request")
-        payload = {
-            "id": job.id,
-            "priority": job.priority,
-            "userid": job.userid,
-            "t_submit": job.t_submit,
-            "jobspec": job.jobspec,
-        }
+        payload = AllocRequest(
+            job.id, job.priority, job.userid, job.jobspec, job.t_submit
+        ).to_payload()
         self.manager.broker.send(
             "sched.alloc", payload, lambda msg: self._response(job, msg), streaming=True
         )
@@ -137,7 +122,7 @@ class AllocClient:
         if released is not None and R is not None:
             R = _without(R, released)  # noqa: N806
         self.manager.post(job, "free")
-        payload = {"id": job.id, "R": R, "final": True}
+        payload = FreeRequest(job.id, R, final=True).to_payload()
         self.manager.events.after_commit(lambda: self._send_free(payload))
 
     def _send_free(self, payload: dict[str, Any]) -> None:
@@ -173,7 +158,7 @@ class AllocClient:
         if not part:
             return
         self.released[job] = released | IdSet(part)
-        self._send_free({"id": job.id, "R": ResourceSet(part).to_json(), "final": False})
+        self._send_free(FreeRequest(job.id, ResourceSet(part).to_json(), final=False).to_payload())
 
     def forget(self, job: Job) -> None:
         """``job`` no longer wants an allocation (it left SCHED)."""
@@ -206,26 +191,30 @@ class AllocClient:
             self.ready = False
             self._done(job)
             return
-        payload: dict[str, Any] = msg.payload if isinstance(msg.payload, dict) else {}
-        kind = payload.get("type")
-        annotations = payload.get("annotations")
-        if isinstance(annotations, dict) and annotations:
+        try:
+            reply = decode("sched.alloc", msg.payload, AllocReply)
+        except RPCError as exc:
+            log.error("response for %d: %s", job.id, exc.errstr)
+            self._done(job)
+            self.manager.raise_exception(job, "alloc", exc.errstr)
+            return
+        annotations = reply.annotations
+        if annotations:
             self.manager.annotate(job, annotations)
+        kind = reply.type
         if kind == AllocResponse.ANNOTATE:
             return
         self._done(job)
         if kind == AllocResponse.SUCCESS:
-            job.R = payload.get("R")
+            job.R = reply.R
             context = {"annotations": annotations} if annotations else None
             self.manager.post(job, "alloc", context)
         elif kind == AllocResponse.DENY:
-            note = payload.get("note") or "the scheduler refused the request"
-            self.manager.raise_exception(job, "alloc", str(note))
-        elif kind == AllocResponse.CANCEL:
+            self.manager.raise_exception(
+                job, "alloc", reply.note or "the scheduler refused the request"
+            )
+        else:  # CANCEL
             self.manager.advance(job)
-        else:
-            log.error("sched.alloc response for %d has unknown type %r", job.id, kind)
-            self.manager.raise_exception(job, "alloc", f"scheduler sent response type {kind!r}")
 
 
 def _without(R: dict[str, Any], ranks: IdSet) -> dict[str, Any] | Any:  # noqa: N803

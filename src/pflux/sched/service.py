@@ -33,6 +33,14 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import JobspecError, ResourceError
+from pflux.protocol.decode import decode
+from pflux.protocol.sched import (
+    AllocRequest,
+    AllocResponse,
+    CancelRequest,
+    ExpirationRequest,
+    FreeRequest,
+)
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
 from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
@@ -40,7 +48,6 @@ from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import job_key
 from pflux.spec.resource import ResourceSet
-from pflux.spec.sched_protocol import AllocResponse
 
 log = logging.getLogger("pflux.sched")
 
@@ -64,21 +71,6 @@ def _payload(req: Request) -> dict[str, Any]:
     if not isinstance(req.payload, dict):
         raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
     return req.payload
-
-
-def _job_id(payload: dict[str, Any], topic: str) -> int:
-    jobid = payload.get("id")
-    if type(jobid) is not int or not 0 <= jobid < 2**64:
-        raise RPCError(errno.EPROTO, f"{topic}: id must be a job id (an unsigned integer)")
-    return jobid
-
-
-def _priority(value: object, topic: str) -> int:
-    if type(value) is not int or not 0 <= value <= MAX_PRIORITY:
-        raise RPCError(
-            errno.EPROTO, f"{topic}: priority must be an integer 0-{MAX_PRIORITY}, got {value!r}"
-        )
-    return value
 
 
 def _seconds(value: object, topic: str, name: str) -> float:
@@ -198,33 +190,31 @@ class Scheduler(Service):
         _internal_only(req)
         if not req.streaming:
             raise RPCError(errno.EPROTO, "sched.alloc: must be a streaming request")
-        payload = _payload(req)
-        jobid = _job_id(payload, req.topic)
-        priority = _priority(payload.get("priority"), req.topic)
-        t_submit = _seconds(payload.get("t_submit", 0.0), req.topic, "t_submit")
+        request = decode(req.topic, req.payload, AllocRequest)
+        jobid = request.id
         if jobid in self.policy.queue or jobid in self.pool:
             raise RPCError(
                 errno.EEXIST,
                 f"sched.alloc: job {JobID(jobid)} already has an alloc pending or resources",
             )
         try:
-            request = ResourceRequest.from_jobspec(payload.get("jobspec"))
+            wanted = ResourceRequest.from_jobspec(request.jobspec)
         except JobspecError as exc:
             self._deny(req, jobid, f"cannot parse jobspec: {exc}")
             return
-        note = self.pool.unsatisfiable(request)
+        note = self.pool.unsatisfiable(wanted)
         if note is not None:
             self._deny(req, jobid, note)
             return
         waiter = _Waiter(self, jobid, req)
-        self.policy.queue.add(PendingJob(jobid, priority, t_submit, request, waiter))
+        self.policy.queue.add(PendingJob(jobid, request.priority, request.t_submit, wanted, waiter))
         req.on_disconnect(waiter)
         self._schedule_soon()
 
     @method("cancel")
     def cancel(self, req: Request) -> None:
         _internal_only(req)
-        jobid = _job_id(_payload(req), req.topic)
+        jobid = decode(req.topic, req.payload, CancelRequest).id
         job = self.policy.cancel(jobid)
         if job is None:
             return  # RFC 27: no alloc pending, nothing to do
@@ -268,12 +258,8 @@ class Scheduler(Service):
             raise
 
     def _free(self, req: Request) -> None:
-        payload = _payload(req)
-        jobid = _job_id(payload, req.topic)
-        final = payload.get("final", True)
-        if not isinstance(final, bool):
-            raise RPCError(errno.EPROTO, f"sched.free: final must be a boolean, got {final!r}")
-        doc = payload.get("R")
+        request = decode(req.topic, req.payload, FreeRequest)
+        jobid, doc, final = request.id, request.R, request.final
         granted = self._granted.get(jobid)
         resources: ResourceSet | None = None
         if granted is None or (doc is not granted and doc != granted):
@@ -297,9 +283,8 @@ class Scheduler(Service):
     @method("expiration")
     def expiration(self, req: Request) -> None:
         _internal_only(req)
-        payload = _payload(req)
-        jobid = _job_id(payload, req.topic)
-        expiration = _seconds(payload.get("expiration"), req.topic, "expiration")
+        request = decode(req.topic, req.payload, ExpirationRequest)
+        jobid, expiration = request.id, request.expiration
         if jobid not in self.pool:
             raise RPCError(errno.ENOENT, f"sched.expiration: job {JobID(jobid)} holds no resources")
         self.pool.set_expiration(jobid, expiration)

@@ -55,9 +55,9 @@ def test_hello_names_the_jobs_holding_resources(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("payload", "text"),
     [
-        ({"mode": "limited", "limit": 0}, "sched-ready: limit must be an integer >= 1"),
-        ({"mode": "limited"}, "sched-ready: limit must be an integer >= 1"),
-        ({"mode": "some"}, 'sched-ready: mode must be "unlimited" or "limited", got \'some\''),
+        ({"mode": "limited", "limit": 0}, "job-manager.sched-ready: limit: expected int >= 1"),
+        ({"mode": "limited"}, "job-manager.sched-ready: limit: required in limited mode"),
+        ({"mode": "some"}, "job-manager.sched-ready: mode: invalid enum value 'some'"),
     ],
 )
 def test_a_bad_ready_is_refused(tmp_path: Path, payload: dict[str, object], text: str) -> None:

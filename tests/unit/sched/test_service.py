@@ -17,10 +17,10 @@ from pflux.broker.message import REQUEST, ROLE_USER, Message, RPCError
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.errors import PfluxError
 from pflux.kvs.service import KVSService
+from pflux.protocol.sched import AllocResponse
 from pflux.sched.service import RESTART_EXCEPTION, Scheduler
 from pflux.spec.builder import from_command
 from pflux.spec.kvs_keys import job_key
-from pflux.spec.sched_protocol import AllocResponse
 
 HOST = "testhost"
 
@@ -407,12 +407,33 @@ def test_malformed_jobspec_is_denied(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ({"priority": 1, "jobspec": {}}, "id must be a job id"),
-        ({"id": -1, "priority": 1, "jobspec": {}}, "id must be a job id"),
-        ({"id": 1, "jobspec": {}}, "priority must be an integer"),
-        ({"id": 1, "priority": 2**32, "jobspec": {}}, "priority must be an integer"),
-        ({"id": 1, "priority": 1, "t_submit": "now", "jobspec": {}}, "t_submit must be"),
-        ([1, 2], "payload must be a JSON object"),
+        ({"priority": 1, "userid": 0, "jobspec": {}}, "sched.alloc: id: required"),
+        (
+            {"id": -1, "priority": 1, "userid": 0, "jobspec": {}},
+            "sched.alloc: id: expected int >= 0",
+        ),
+        (
+            {"id": 2**64, "priority": 1, "userid": 0, "jobspec": {}},
+            "sched.alloc: id: expected int <= 18446744073709551615",
+        ),
+        ({"id": 1, "userid": 0, "jobspec": {}}, "sched.alloc: priority: required"),
+        (
+            {"id": 1, "priority": 2**32, "userid": 0, "jobspec": {}},
+            "sched.alloc: priority: expected int <=",
+        ),
+        (
+            {"id": 1, "priority": 1, "userid": 0, "t_submit": "now", "jobspec": {}},
+            "t_submit: expected float",
+        ),
+        (
+            {"id": 1, "priority": 1, "userid": 0, "t_submit": 1e999, "jobspec": {}},
+            "t_submit: expected float",
+        ),
+        (
+            {"id": 1, "priority": 1, "userid": 0, "jobspec": []},
+            "sched.alloc: jobspec: expected object",
+        ),
+        ([1, 2], "sched.alloc: payload: expected object, got array"),
     ],
 )
 def test_bad_alloc_requests_get_errors(tmp_path: Path, payload: Any, message: str) -> None:
@@ -431,7 +452,9 @@ def test_alloc_must_stream_and_must_not_repeat(tmp_path: Path) -> None:
     async def body() -> None:
         async with live(tmp_path, cores=1) as t:
             with pytest.raises(RPCError, match="streaming"):
-                await t.broker.call("sched.alloc", {"id": 1, "priority": 1, "jobspec": {}})
+                await t.broker.call(
+                    "sched.alloc", {"id": 1, "priority": 1, "userid": 0, "jobspec": {}}
+                )
             t.alloc(1)
             await t.final(1)
             t.alloc(2)
@@ -499,7 +522,7 @@ def test_free_of_unknown_or_foreign_r_is_an_error(tmp_path: Path) -> None:
                 await t.free(1, r_json("0-2"))
             with pytest.raises(RPCError, match="R must be a JSON object"):
                 await t.free(1, "R")
-            with pytest.raises(RPCError, match="final must be a boolean"):
+            with pytest.raises(RPCError, match=r"sched\.free: final: expected bool, got int"):
                 await t.broker.call("sched.free", {"id": 1, "R": r_json("0"), "final": 1})
             assert await t.free(1, r_json("0")) == {"id": 1}
             assert t.sched.pool.free_cores == 4
@@ -535,7 +558,8 @@ def test_expiration_update_moves_the_estimate(tmp_path: Path) -> None:
             with pytest.raises(RPCError, match="holds no resources") as info:
                 await t.broker.call("sched.expiration", {"id": 2, "expiration": 1.0})
             assert info.value.errnum == errno.ENOENT
-            with pytest.raises(RPCError, match="expiration must be a number"):
+            bad = r"sched\.expiration: expiration: expected float >= 0\.0$"
+            with pytest.raises(RPCError, match=bad):
                 await t.broker.call("sched.expiration", {"id": 1, "expiration": -1})
 
     run(body)
@@ -568,7 +592,7 @@ def test_requester_disconnect_drops_its_pending_allocs(tmp_path: Path) -> None:
         async with live(tmp_path, cores=1) as t:
             t.alloc(1)
             await t.final(1)
-            payload = {"id": 2, "priority": 1, "jobspec": from_command(["true"])}
+            payload = {"id": 2, "priority": 1, "userid": 0, "jobspec": from_command(["true"])}
             route = t.broker.send("sched.alloc", payload, lambda msg: None, streaming=True)
             await t.turn()
             assert 2 in t.sched.policy.queue
@@ -601,7 +625,7 @@ def test_requests_of_the_job_manager_from_a_connection_are_refused(tmp_path: Pat
     async def body() -> None:
         async with live(tmp_path, cores=1) as t:
             conn = Connection()
-            alloc = {"id": 2, "priority": 1, "jobspec": from_command(["true"])}
+            alloc = {"id": 2, "priority": 1, "userid": 0, "jobspec": from_command(["true"])}
             topics = {
                 "sched.alloc": alloc,
                 "sched.cancel": {"id": 2},

@@ -1,0 +1,105 @@
+"""pflux.protocol's one error mapping, and RFC 27's types against their payloads."""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pflux.broker.message import RPCError
+from pflux.protocol.decode import decode, error_text
+from pflux.protocol.sched import (
+    AllocReply,
+    AllocRequest,
+    AllocResponse,
+    CancelRequest,
+    ExpirationRequest,
+    FreeRequest,
+    ReadyRequest,
+)
+
+JOBSPEC = {"version": 1}
+VALID: dict[type, dict[str, Any]] = {
+    AllocRequest: {"id": 5, "priority": 16, "userid": 0, "t_submit": 1.5, "jobspec": JOBSPEC},
+    AllocReply: {"id": 5, "type": 0, "R": {"version": 1}, "annotations": {}, "note": ""},
+    CancelRequest: {"id": 5},
+    FreeRequest: {"id": 5, "R": {"version": 1}, "final": False},
+    ExpirationRequest: {"id": 5, "expiration": 10.0},
+    ReadyRequest: {"mode": "limited", "limit": 2},
+}
+# a value of the wrong JSON type for each field that has one
+WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
+TYPED = [
+    (kind, field)
+    for kind, payload in VALID.items()
+    for field in payload
+    if field not in ("R", "note", "annotations", "jobspec")
+]
+REQUIRED = [
+    (kind, field.name) for kind in VALID for field in msgspec.structs.fields(kind) if field.required
+]
+
+
+@pytest.mark.parametrize("kind", list(VALID))
+def test_valid_payloads_decode(kind: type) -> None:
+    decode("t", VALID[kind], kind)
+
+
+def test_to_payload_decodes_to_the_same_message() -> None:
+    for kind in (AllocRequest, FreeRequest):
+        message = decode("t", VALID[kind], kind)
+        assert decode("t", message.to_payload(), kind) == message
+        assert message.to_payload() == VALID[kind]
+
+
+@given(st.sampled_from(TYPED), WRONG)
+def test_a_wrong_type_is_eproto_naming_the_field(typed: tuple[type, str], value: Any) -> None:
+    kind, field = typed
+    with pytest.raises(RPCError) as info:
+        decode("some.topic", {**VALID[kind], field: value}, kind)
+    assert info.value.errnum == errno.EPROTO
+    assert info.value.errstr.startswith(f"some.topic: {field}: ")
+
+
+@pytest.mark.parametrize(("kind", "field"), REQUIRED)
+def test_a_missing_field_is_named(kind: type, field: str) -> None:
+    payload = {key: value for key, value in VALID[kind].items() if key != field}
+    with pytest.raises(RPCError) as info:
+        decode("t", payload, kind)
+    assert info.value.errstr == f"t: {field}: required"
+
+
+@pytest.mark.parametrize(
+    ("kind", "changes", "message"),
+    [
+        (AllocRequest, {"jobspec": []}, "sched.alloc: jobspec: expected object"),
+        (AllocRequest, {"id": 2**64}, "sched.alloc: id: expected int <= 18446744073709551615"),
+        (AllocRequest, {"id": True}, "sched.alloc: id: expected int, got bool"),
+        (AllocRequest, {"t_submit": float("inf")}, "sched.alloc: t_submit: expected float < inf"),
+        (AllocReply, {"type": 4}, "sched.alloc: type: invalid enum value 4"),
+        (FreeRequest, {"final": 1}, "sched.alloc: final: expected bool, got int"),
+        (ExpirationRequest, {"expiration": -1}, "sched.alloc: expiration: expected float >= 0.0"),
+    ],
+)
+def test_messages_name_field_and_rule(kind: type, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(RPCError) as info:
+        decode("sched.alloc", {**VALID[kind], **changes}, kind)
+    assert info.value.errstr == message
+
+
+def test_a_payload_that_is_no_object() -> None:
+    with pytest.raises(RPCError, match=r"^x: payload: expected object, got null$"):
+        decode("x", None, CancelRequest)
+
+
+def test_reply_type_is_the_enum() -> None:
+    assert decode("t", {"id": 1, "type": 1}, AllocReply).type is AllocResponse.ANNOTATE
+
+
+@given(st.text())
+def test_error_text_names_the_topic_for_any_text(text: str) -> None:
+    assert error_text("topic", text).startswith("topic: ")
