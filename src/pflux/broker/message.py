@@ -19,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from pflux.errors import PfluxError
+# re-exported: every service raises RPCError from here (errors.py defines them)
+from pflux.errors import ProtocolError, RPCError
 
 REQUEST = 1
 RESPONSE = 2
@@ -35,25 +36,6 @@ MAX_DEPTH = 128
 
 ROLE_OWNER = 1
 ROLE_USER = 2
-
-
-class ProtocolError(PfluxError):
-    """Bytes on a connection that are not a message; the connection cannot go on."""
-
-
-class RPCError(PfluxError):
-    """An error response: errnum (an errno value) and a message for people."""
-
-    def __init__(self, errnum: int, errstr: str | None = None) -> None:
-        self.errnum = errnum
-        self.errstr = errstr or _strerror(errnum)
-        super().__init__(self.errstr)
-
-
-def _strerror(errnum: int) -> str:
-    import os
-
-    return os.strerror(errnum) if errnum else "unknown error"
 
 
 class Message:

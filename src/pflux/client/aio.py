@@ -19,13 +19,9 @@ from pflux.broker.message import (
     REQUEST,
     Decoder,
     Message,
-    ProtocolError,
-    RPCError,
     encode,
 )
-from pflux.client.handle import RPCTimeout
 from pflux.client.uri import (
-    NoInstanceError,
     client_timeout,
     hung_up,
     not_an_instance,
@@ -33,6 +29,7 @@ from pflux.client.uri import (
     unanswered,
     uri_for,
 )
+from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 
 
 class _Protocol(asyncio.Protocol):

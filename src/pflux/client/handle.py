@@ -29,12 +29,9 @@ from pflux.broker.message import (
     REQUEST,
     Decoder,
     Message,
-    ProtocolError,
-    RPCError,
     encode,
 )
 from pflux.client.uri import (
-    NoInstanceError,
     client_timeout,
     hung_up,
     not_an_instance,
@@ -42,13 +39,7 @@ from pflux.client.uri import (
     unanswered,
     uri_for,
 )
-
-
-class RPCTimeout(RPCError):
-    """No response within the time asked for."""
-
-    def __init__(self, what: str, seconds: float) -> None:
-        super().__init__(errno.ETIMEDOUT, f"timed out after {seconds:g} s waiting for {what}")
+from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 
 
 class RPC:

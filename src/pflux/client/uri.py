@@ -10,11 +10,7 @@ from __future__ import annotations
 import math
 import os
 
-from pflux.errors import PfluxError
-
-
-class NoInstanceError(PfluxError):
-    """No instance was named, or the named one is not there."""
+from pflux.errors import NoInstanceError, PfluxError
 
 
 def socket_path(uri: str | None = None) -> str:
