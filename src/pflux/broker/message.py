@@ -19,8 +19,27 @@ from typing import Any
 
 import orjson
 
-# re-exported: every service raises RPCError from here (errors.py defines them)
 from pflux.errors import ProtocolError, RPCError
+
+# The two errors are defined in errors.py and re-exported: every service raises them from here.
+__all__ = [
+    "FLAG_NORESPONSE",
+    "FLAG_STREAMING",
+    "HEADER",
+    "MAX_DEPTH",
+    "MAX_SIZE",
+    "REQUEST",
+    "RESPONSE",
+    "ROLE_OWNER",
+    "ROLE_USER",
+    "Decoder",
+    "Message",
+    "ProtocolError",
+    "RPCError",
+    "check_depth",
+    "decode_body",
+    "encode",
+]
 
 REQUEST = 1
 RESPONSE = 2

@@ -125,14 +125,18 @@ class AsyncHandle:
         )
         return queue
 
-    async def call(self, topic: str, payload: Any = None, *, wait: bool = False) -> Any:
+    async def call(
+        self, topic: str, payload: Any = None, *, wait: bool = False, timeout: float | None = None
+    ) -> Any:
         """Send a request and return its response's payload (RPCError on an error).
 
-        ``wait``: the response comes when something happens (a job ends), without limit.
+        ``wait``: the response comes when something happens (a job ends), so it has
+        no limit unless ``timeout`` gives one; otherwise the limit is ``timeout``,
+        else the handle's.
         """
         queue = self._send(topic, payload, 0)
         tag = self._tag
-        limit = None if wait else self.timeout
+        limit = timeout if timeout is not None else None if wait else self.timeout
         try:
             msg = await asyncio.wait_for(queue.get(), limit)
         except TimeoutError:
