@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.client.handle import Handle
 from pflux.errors import PfluxError, RPCError
-from pflux.jobhandle import AsyncJobHandle, JobHandle
-from pflux.jobspec import Jobspec
 from pflux.manager.job import FLAG_DEBUG, FLAG_WAITABLE
 from pflux.manager.states import URGENCY_DEFAULT, URGENCY_EXPEDITE, URGENCY_HOLD
 from pflux.manager.wait import ANY as WAIT_ANY
@@ -34,6 +32,7 @@ from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
     from pflux.client.aio import AsyncHandle
+    from pflux.jobhandle import AsyncJobHandle, JobHandle
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
@@ -59,6 +58,7 @@ def jobspec_of(job: Mapping[str, Any] | Sequence[str], **options: Any) -> dict[s
         if options:
             raise PfluxError("builder options apply to a command, not to a ready jobspec")
         return dict(job)
+    from pflux.jobspec import Jobspec
     from pflux.spec.builder import from_command
 
     options.setdefault("environment", dict(os.environ))
@@ -174,6 +174,8 @@ class Client:
 
     def job(self, jobid: int) -> JobHandle:
         """A future for job ``jobid``: its status, result, events, and cancel."""
+        from pflux.jobhandle import JobHandle  # only for those who use it
+
         return JobHandle(self, jobid)
 
     def submit_job(
@@ -187,7 +189,7 @@ class Client:
     ) -> JobHandle:
         """``submit``, returning a future for the job rather than its id."""
         jobid = self.submit(job, urgency=urgency, waitable=waitable, debug=debug, **options)
-        return JobHandle(self, jobid)
+        return self.job(jobid)
 
     def submit(
         self,
@@ -379,6 +381,21 @@ class Client:
         )
         return int(self.handle.call("job-manager.raiseall", payload)["count"])
 
+    def update(self, jobid: int, updates: Mapping[str, Any]) -> None:
+        """Update jobspec keys of an active job (as ``pflux update``: ``attributes.system.
+        duration`` in seconds); done once the update's events are committed."""
+        self.handle.call("job-manager.update", {"id": int(jobid), "updates": dict(updates)})
+
+    def last_jobs(self, slice: str = "[:1]") -> list[JobID]:
+        """The caller's jobs, most recent first, cut by a Python-style ``slice``."""
+        reply = self.handle.call("job-manager.history.get", {"slice": slice})
+        return [JobID(jobid) for jobid in reply["jobs"]]
+
+    def alloc_query(self) -> dict[str, Any]:
+        """The job manager's allocation counts: ``{queue_length, alloc_pending, running}``."""
+        counts: dict[str, Any] = self.handle.call("job-manager.alloc-query", {})
+        return counts
+
     def queue_status(self) -> dict[str, Any]:
         """``{enable, start}``, with ``disable_reason`` / ``stop_reason`` when they are off."""
         status: dict[str, Any] = self.handle.call("job-manager.queue-status", {})
@@ -452,6 +469,8 @@ class AsyncClient:
 
     def job(self, jobid: int) -> AsyncJobHandle:
         """A future for job ``jobid``, as ``Client.job``."""
+        from pflux.jobhandle import AsyncJobHandle
+
         return AsyncJobHandle(self, jobid)
 
     async def submit_job(
@@ -465,7 +484,7 @@ class AsyncClient:
     ) -> AsyncJobHandle:
         """``submit``, returning a future for the job rather than its id."""
         jobid = await self.submit(job, urgency=urgency, waitable=waitable, debug=debug, **options)
-        return AsyncJobHandle(self, jobid)
+        return self.job(jobid)
 
     async def submit(
         self,
@@ -647,6 +666,21 @@ class AsyncClient:
             etype, severity, note, userid=userid, states=states, dry_run=dry_run
         )
         return int((await self.handle.call("job-manager.raiseall", payload))["count"])
+
+    async def update(self, jobid: int, updates: Mapping[str, Any]) -> None:
+        """As ``Client.update``."""
+        payload = {"id": int(jobid), "updates": dict(updates)}
+        await self.handle.call("job-manager.update", payload)
+
+    async def last_jobs(self, slice: str = "[:1]") -> list[JobID]:
+        """As ``Client.last_jobs``."""
+        reply = await self.handle.call("job-manager.history.get", {"slice": slice})
+        return [JobID(jobid) for jobid in reply["jobs"]]
+
+    async def alloc_query(self) -> dict[str, Any]:
+        """As ``Client.alloc_query``."""
+        counts: dict[str, Any] = await self.handle.call("job-manager.alloc-query", {})
+        return counts
 
     async def queue_status(self) -> dict[str, Any]:
         """As ``Client.queue_status``."""

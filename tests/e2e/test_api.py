@@ -99,3 +99,32 @@ def test_the_async_client_connects_with_connect_too(uri: str) -> None:
             client.close()
 
     assert asyncio.run(session()) == (False, pflux.State.INACTIVE, True)
+
+
+def test_update_last_jobs_and_alloc_query(client: pflux.Client) -> None:
+    job = client.submit_job(jobspec("0"))
+    job.wait_event("start")
+    client.update(job.id, {"attributes.system.duration": 3600})
+    assert job.wait_event("jobspec-update").context == {"attributes.system.duration": 3600}
+    assert client.last_jobs()[0] == job.id
+    assert client.last_jobs("[:2]")[:1] == [job.id]
+    assert client.alloc_query()["running"] >= 1
+    with pytest.raises(pflux.RPCError, match="slice"):
+        client.last_jobs("nonsense")
+    job.cancel()
+
+
+def test_the_async_update_last_jobs_and_alloc_query(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            job = await client.submit_job(jobspec("0"))
+            await job.wait_event("start")
+            await client.update(job.id, {"attributes.system.duration": 60})
+            assert (await job.wait_event("jobspec-update")).context == {
+                "attributes.system.duration": 60
+            }
+            assert (await client.last_jobs())[0] == job.id
+            assert (await client.alloc_query())["running"] >= 1
+            await job.cancel()
+
+    asyncio.run(session())
