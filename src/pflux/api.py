@@ -31,8 +31,11 @@ from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from pflux.client.aio import AsyncHandle
     from pflux.jobhandle import AsyncJobHandle, JobHandle
+    from pflux.jobspec import BuilderOptions
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
@@ -185,7 +188,7 @@ class Client:
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> JobHandle:
         """``submit``, returning a future for the job rather than its id."""
         jobid = self.submit(job, urgency=urgency, waitable=waitable, debug=debug, **options)
@@ -198,7 +201,7 @@ class Client:
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> JobID:
         """Submit a jobspec, or a command line with builder options; return its id."""
         jobspec = jobspec_of(job, **options)
@@ -243,7 +246,7 @@ class Client:
         edges: Iterable[tuple[Hashable, Hashable]] = (),
         *,
         scheme: str = "afterok",
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> dict[Any, JobID]:
         """Submit a workflow: ``nodes`` maps names to commands or jobspecs, ``edges`` are
         ``(parent, child)`` pairs; each child depends on its parents by ``scheme``.
@@ -270,7 +273,7 @@ class Client:
         edges: Iterable[tuple[Hashable, Hashable]] = (),
         *,
         scheme: str = "afterok",
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> dict[Any, tuple[JobID, JobResult]]:
         """``submit_dag`` and wait for every node: each node's id and result."""
         ids = self.submit_dag(nodes, edges, scheme=scheme, **options)
@@ -480,7 +483,7 @@ class AsyncClient:
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> AsyncJobHandle:
         """``submit``, returning a future for the job rather than its id."""
         jobid = await self.submit(job, urgency=urgency, waitable=waitable, debug=debug, **options)
@@ -493,7 +496,7 @@ class AsyncClient:
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> JobID:
         """As ``Client.submit``."""
         payload = _submit_payload(jobspec_of(job, **options), urgency, waitable, debug)
@@ -541,7 +544,7 @@ class AsyncClient:
         edges: Iterable[tuple[Hashable, Hashable]] = (),
         *,
         scheme: str = "afterok",
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> dict[Any, JobID]:
         """As ``Client.submit_dag``."""
         from pflux.dag import levels, parents_of
@@ -562,7 +565,7 @@ class AsyncClient:
         edges: Iterable[tuple[Hashable, Hashable]] = (),
         *,
         scheme: str = "afterok",
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> dict[Any, tuple[JobID, JobResult]]:
         """As ``Client.run_dag``."""
         ids = await self.submit_dag(nodes, edges, scheme=scheme, **options)

@@ -9,7 +9,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
+
+
+class BuilderOptions(TypedDict, total=False):
+    """The options of ``Jobspec.from_command``, which ``Client.submit`` takes with a command."""
+
+    num_tasks: int
+    cores_per_task: int
+    gpus_per_task: int | None
+    num_nodes: int | None
+    exclusive: bool
+    duration: float | None
+    environment: Mapping[str, str] | None
+    cwd: str | None
+    name: str | None
+    input: str | None
+    output: str | None
+    error: str | None
+    label_io: bool
+    unbuffered: bool
+    queue: str | None
+    bank: str | None
 
 
 class Jobspec(dict[str, Any]):
