@@ -22,6 +22,7 @@ from pflux.broker.message import (
     encode,
 )
 from pflux.client.uri import (
+    cannot_connect,
     client_timeout,
     hung_up,
     not_an_instance,
@@ -78,9 +79,7 @@ class AsyncHandle:
         except TimeoutError:
             raise unanswered(handle.uri, handle.timeout) from None
         except OSError as exc:
-            raise NoInstanceError(
-                f"cannot connect to the instance at {path}: {exc.strerror}"
-            ) from None
+            raise cannot_connect(path, exc) from None
         handle._protocol = protocol
         await handle._hello()
         return handle

@@ -32,6 +32,7 @@ from pflux.broker.message import (
     encode,
 )
 from pflux.client.uri import (
+    cannot_connect,
     client_timeout,
     hung_up,
     not_an_instance,
@@ -120,9 +121,7 @@ class Handle:
             raise unanswered(self.uri, self.timeout) from None
         except OSError as exc:
             self.sock.close()
-            raise NoInstanceError(
-                f"cannot connect to the instance at {path}: {exc.strerror}"
-            ) from None
+            raise cannot_connect(path, exc) from None
         self.sock.settimeout(None)
         self._decoder = Decoder()
         self._tag = 0
