@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from pflux.jobhandle import AsyncJobHandle, JobHandle
-    from pflux.jobspec import Jobspec
+    from pflux.jobspec import BuilderOptions, Jobspec
     from pflux.manager.states import State
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
@@ -45,6 +45,7 @@ _ERRORS = "pflux.errors"
 _HOMES = {
     "AsyncClient": "pflux.api",
     "AsyncJobHandle": "pflux.jobhandle",
+    "BuilderOptions": "pflux.jobspec",
     "Client": "pflux.api",
     "ConfigError": _ERRORS,
     "DependencyError": _ERRORS,
@@ -73,6 +74,7 @@ _HOMES = {
 __all__ = [
     "AsyncClient",
     "AsyncJobHandle",
+    "BuilderOptions",
     "Client",
     "ConfigError",
     "DependencyError",
