@@ -61,12 +61,11 @@ def jobspec_of(job: Mapping[str, Any] | Sequence[str], **options: Any) -> dict[s
         if options:
             raise PfluxError("builder options apply to a command, not to a ready jobspec")
         return dict(job)
-    from pflux.jobspec import Jobspec
     from pflux.spec.builder import from_command
 
     options.setdefault("environment", dict(os.environ))
     options.setdefault("cwd", os.getcwd())
-    return Jobspec(from_command(list(job), **options))
+    return from_command(list(job), **options)
 
 
 def _submit_payload(
