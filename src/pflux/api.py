@@ -326,6 +326,31 @@ class Client:
         """Send ``signum`` to a running job's tasks."""
         self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
 
+    def raise_many(
+        self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""
+    ) -> list[RPCError | None]:
+        """``raise_exception`` on every job, all requests in flight at once: each job's
+        refusal, or None."""
+        payloads = [_raise_payload(jobid, etype, severity, note) for jobid in jobids]
+        return self._each("job-manager.raise", payloads)
+
+    def kill_many(self, jobids: Sequence[int], signum: int = 15) -> list[RPCError | None]:
+        """``kill`` every job, all requests in flight at once: each job's refusal, or None."""
+        payloads = [{"id": int(jobid), "signum": signum} for jobid in jobids]
+        return self._each("job-manager.kill", payloads)
+
+    def _each(self, topic: str, payloads: list[dict[str, Any]]) -> list[RPCError | None]:
+        rpcs = [self.handle.rpc(topic, payload) for payload in payloads]
+        errors: list[RPCError | None] = []
+        for rpc in rpcs:
+            try:
+                rpc.get()
+            except RPCError as exc:
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
+
     def urgency(self, jobid: int, urgency: int | str) -> int:
         """Set a pending job's urgency; return the old one."""
         reply = self.handle.call(
@@ -616,6 +641,28 @@ class AsyncClient:
     async def kill(self, jobid: int, signum: int = 15) -> None:
         """As ``Client.kill``."""
         await self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    async def raise_many(
+        self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""
+    ) -> list[RPCError | None]:
+        """As ``Client.raise_many``."""
+        payloads = [_raise_payload(jobid, etype, severity, note) for jobid in jobids]
+        return await self._each("job-manager.raise", payloads)
+
+    async def kill_many(self, jobids: Sequence[int], signum: int = 15) -> list[RPCError | None]:
+        """As ``Client.kill_many``."""
+        payloads = [{"id": int(jobid), "signum": signum} for jobid in jobids]
+        return await self._each("job-manager.kill", payloads)
+
+    async def _each(self, topic: str, payloads: list[dict[str, Any]]) -> list[RPCError | None]:
+        import asyncio
+
+        calls = (self.handle.call(topic, payload) for payload in payloads)
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, RPCError):
+                raise result
+        return [result if isinstance(result, RPCError) else None for result in results]
 
     async def urgency(self, jobid: int, urgency: int | str) -> int:
         """As ``Client.urgency``."""

@@ -128,3 +128,33 @@ def test_the_async_update_last_jobs_and_alloc_query(uri: str) -> None:
             await job.cancel()
 
     asyncio.run(session())
+
+
+def test_raise_many_and_kill_many_give_each_jobs_refusal(client: pflux.Client) -> None:
+    killed, canceled = client.submit_job(jobspec("0")), client.submit_job(jobspec("0"))
+    killed.wait_event("start")
+    canceled.wait_event("start")
+    unknown = pflux.JobID(1)
+    kills = client.kill_many([killed.id, unknown], 9)
+    assert kills[0] is None
+    assert isinstance(kills[1], pflux.RPCError)
+    raised = client.raise_many([canceled.id, unknown], "cancel", 0, "many")
+    assert raised[0] is None
+    assert isinstance(raised[1], pflux.RPCError)
+    assert "many" in canceled.result().errstr
+    assert not killed.result().success
+
+
+def test_the_async_raise_many_and_kill_many(uri: str) -> None:
+    async def session() -> tuple[list[bool], list[bool]]:
+        async with pflux.AsyncClient(uri) as client:
+            killed = await client.submit_job(jobspec("0"))
+            canceled = await client.submit_job(jobspec("0"))
+            await killed.wait_event("start")
+            await canceled.wait_event("start")
+            kills = await client.kill_many([killed.id, pflux.JobID(1)], 9)
+            raised = await client.raise_many([canceled.id, pflux.JobID(1)], note="many")
+            assert "many" in (await canceled.result()).errstr
+            return [e is None for e in kills], [e is None for e in raised]
+
+    assert asyncio.run(session()) == ([True, False], [True, False])
