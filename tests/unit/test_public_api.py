@@ -17,7 +17,8 @@ from pflux.spec.builder import from_command
 
 
 def public_methods(cls: type) -> dict[str, object]:
-    return {name: f for name, f in vars(cls).items() if callable(f) and not name.startswith("_")}
+    methods = {name: getattr(cls, name) for name in vars(cls) if not name.startswith("_")}
+    return {name: f for name, f in methods.items() if callable(f)}
 
 
 def test_all_is_sorted_and_every_name_is_there_and_documented() -> None:
@@ -58,19 +59,26 @@ def test_every_exception_is_a_pflux_error_defined_in_errors() -> None:
     assert issubclass(pflux.RPCTimeout, pflux.RPCError)
 
 
-@pytest.mark.parametrize("cls", [Client, AsyncClient])
+@pytest.mark.parametrize(
+    "cls", [Client, AsyncClient, pflux.JobHandle, pflux.AsyncJobHandle, pflux.Jobspec]
+)
 def test_every_public_method_is_typed_and_documented(cls: type) -> None:
     for name, method in public_methods(cls).items():
         sig = inspect.signature(method)  # type: ignore[arg-type]
         assert sig.return_annotation is not inspect.Signature.empty, name
-        for param in list(sig.parameters.values())[1:]:
-            if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        for param in sig.parameters.values():
+            if param.name != "self" and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 assert param.annotation is not inspect.Parameter.empty, (name, param.name)
         assert method.__doc__, name
 
 
-def test_async_client_has_every_method_of_client_with_the_same_parameters() -> None:
-    sync, aio = public_methods(Client), public_methods(AsyncClient)
+@pytest.mark.parametrize(
+    ("blocking", "awaited"), [(Client, AsyncClient), (pflux.JobHandle, pflux.AsyncJobHandle)]
+)
+def test_the_async_twin_has_every_method_with_the_same_parameters(
+    blocking: type, awaited: type
+) -> None:
+    sync, aio = public_methods(blocking), public_methods(awaited)
     assert set(sync) <= set(aio), set(sync) - set(aio)
     for name, method in sync.items():
         params = inspect.signature(method).parameters  # type: ignore[arg-type]
@@ -78,8 +86,8 @@ def test_async_client_has_every_method_of_client_with_the_same_parameters() -> N
         assert [(p.name, p.kind) for p in params.values()] == [
             (p.name, p.kind) for p in twin.values()
         ], name
-        blocking = name in ("close", "job", "events")  # events: an (async) iterator
-        assert inspect.iscoroutinefunction(aio[name]) != blocking, name
+        plain = name in ("close", "job", "events")  # events: an (async) iterator
+        assert inspect.iscoroutinefunction(aio[name]) != plain, name
 
 
 def test_jobspec_from_command_is_pflux_submits_jobspec() -> None:
