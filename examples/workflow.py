@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pflux.api import Client
+from pflux import Client
 
 CHUNKS = 4
 NUMBERS = 1000

@@ -1,8 +1,118 @@
 """pflux: a job manager implementing the Flux framework's job-management RFCs.
 
-The public API is re-exported here; everything else is internal.
+This is the public API; every other module is internal. Names load on first
+use (``pflux.Client`` imports the client then), so ``import pflux`` stays cheap
+for the command line, which imports ``pflux`` packages on every command.
+
+    import pflux
+
+    with pflux.Client() as client:
+        job = client.submit_job(pflux.Jobspec.from_command(["hostname"], num_tasks=2))
+        print(job.result().success)
 """
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pflux.api import AsyncClient, Client, JobResult
+    from pflux.errors import (
+        ConfigError,
+        DependencyError,
+        DurationError,
+        EventlogError,
+        HostlistError,
+        IdsetError,
+        JobIDError,
+        JobspecError,
+        NoInstanceError,
+        PfluxError,
+        ProtocolError,
+        ResourceError,
+        RPCError,
+        RPCTimeout,
+        SpecError,
+        UsageError,
+    )
+    from pflux.jobhandle import AsyncJobHandle, JobHandle
+    from pflux.jobspec import BuilderOptions, Jobspec
+    from pflux.spec.eventlog import Event
+    from pflux.spec.fluid import JobID
+    from pflux.spec.states import State
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_ERRORS = "pflux.errors"
+# where each public name is defined
+_HOMES = {
+    "AsyncClient": "pflux.api",
+    "AsyncJobHandle": "pflux.jobhandle",
+    "BuilderOptions": "pflux.jobspec",
+    "Client": "pflux.api",
+    "ConfigError": _ERRORS,
+    "DependencyError": _ERRORS,
+    "DurationError": _ERRORS,
+    "Event": "pflux.spec.eventlog",
+    "EventlogError": _ERRORS,
+    "HostlistError": _ERRORS,
+    "IdsetError": _ERRORS,
+    "JobHandle": "pflux.jobhandle",
+    "JobID": "pflux.spec.fluid",
+    "JobIDError": _ERRORS,
+    "JobResult": "pflux.api",
+    "Jobspec": "pflux.jobspec",
+    "JobspecError": _ERRORS,
+    "NoInstanceError": _ERRORS,
+    "PfluxError": _ERRORS,
+    "ProtocolError": _ERRORS,
+    "RPCError": _ERRORS,
+    "RPCTimeout": _ERRORS,
+    "ResourceError": _ERRORS,
+    "SpecError": _ERRORS,
+    "State": "pflux.spec.states",
+    "UsageError": _ERRORS,
+}
+
+__all__ = [
+    "AsyncClient",
+    "AsyncJobHandle",
+    "BuilderOptions",
+    "Client",
+    "ConfigError",
+    "DependencyError",
+    "DurationError",
+    "Event",
+    "EventlogError",
+    "HostlistError",
+    "IdsetError",
+    "JobHandle",
+    "JobID",
+    "JobIDError",
+    "JobResult",
+    "Jobspec",
+    "JobspecError",
+    "NoInstanceError",
+    "PfluxError",
+    "ProtocolError",
+    "RPCError",
+    "RPCTimeout",
+    "ResourceError",
+    "SpecError",
+    "State",
+    "UsageError",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Load a public name from its module on first use, and keep it here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pflux' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,12 +1,17 @@
 """The Python API: submit jobs, wait for them, follow their events, cancel them, list them.
 
-``Client`` blocks; ``AsyncClient`` is the same API for asyncio. Both speak the
-messages of docs/interfaces.md; the request payloads are built once, here, and
-the two differ only in how they wait.
+``Client`` blocks; ``AsyncClient`` is the same API for asyncio, method for method.
+Both speak the messages of docs/interfaces.md; the request payloads are built
+once, here, and the two differ only in how they wait. ``job(id)`` gives a
+future for one job (pflux.jobhandle). Users import all of it from ``pflux``.
 
     with pflux.Client() as client:
-        jobid = client.submit(["hostname"], num_tasks=2)
-        print(client.wait(jobid).success)
+        job = client.submit_job(["hostname"], num_tasks=2)
+        print(job.result().success)
+
+    async with pflux.AsyncClient() as client:
+        jobid = await client.submit(["hostname"])
+        print((await client.wait(jobid)).success)
 """
 
 from __future__ import annotations
@@ -17,9 +22,8 @@ from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import RPCError
 from pflux.client.handle import Handle
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
@@ -32,7 +36,11 @@ from pflux.spec.states import (
 )
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from pflux.client.aio import AsyncHandle
+    from pflux.jobhandle import AsyncJobHandle, JobHandle
+    from pflux.jobspec import BuilderOptions
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
@@ -49,7 +57,8 @@ class JobResult:
 
 
 def jobspec_of(job: Mapping[str, Any] | Sequence[str], **options: Any) -> dict[str, Any]:
-    """A jobspec from a jobspec mapping, or from a command line and builder options.
+    """A jobspec from a jobspec mapping, or from a command line and builder options
+    (those of ``Jobspec.from_command``).
 
     A command gets the caller's environment and working directory, as `pflux submit` does.
     """
@@ -100,6 +109,43 @@ def _list_payload(
     }
 
 
+def _raise_all_payload(
+    etype: str, severity: int, note: str, *, userid: int, states: int | None, dry_run: bool
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "type": etype,
+        "severity": severity,
+        "note": note,
+        "userid": userid,
+        "dry_run": dry_run,
+    }
+    if states is not None:
+        payload["states"] = states
+    return payload
+
+
+def _dag_jobspec(
+    name: Hashable,
+    nodes: Mapping[Hashable, Mapping[str, Any] | Sequence[str]],
+    *,
+    parents: Mapping[Hashable, Sequence[Hashable]],
+    ids: Mapping[Hashable, JobID],
+    scheme: str,
+    options: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Node ``name``'s jobspec, depending by ``scheme`` on its parents (all submitted)."""
+    spec = nodes[name]
+    if isinstance(spec, Mapping):
+        jobspec = jobspec_of(spec)
+    else:  # a command: the node's name names the job too
+        jobspec = jobspec_of(spec, **{"name": str(name), **options})
+    deps = [{"scheme": scheme, "value": str(ids[p])} for p in parents[name]]
+    if deps:
+        system = jobspec["attributes"]["system"]
+        system["dependencies"] = [*system.get("dependencies", []), *deps]
+    return jobspec
+
+
 def _result(reply: dict[str, Any]) -> JobResult:
     return JobResult(JobID(reply["id"]), bool(reply["success"]), reply.get("errstr", ""))
 
@@ -130,7 +176,27 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        """Close the connection; the client cannot be used after."""
         self.handle.close()
+
+    def job(self, jobid: int) -> JobHandle:
+        """A future for job ``jobid``: its status, result, events, and cancel."""
+        from pflux.jobhandle import JobHandle  # only for those who use it
+
+        return JobHandle(self, jobid)
+
+    def submit_job(
+        self,
+        job: Mapping[str, Any] | Sequence[str],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+        **options: Unpack[BuilderOptions],
+    ) -> JobHandle:
+        """``submit``, returning a future for the job rather than its id."""
+        jobid = self.submit(job, urgency=urgency, waitable=waitable, debug=debug, **options)
+        return self.job(jobid)
 
     def submit(
         self,
@@ -139,7 +205,7 @@ class Client:
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> JobID:
         """Submit a jobspec, or a command line with builder options; return its id."""
         jobspec = jobspec_of(job, **options)
@@ -184,7 +250,7 @@ class Client:
         edges: Iterable[tuple[Hashable, Hashable]] = (),
         *,
         scheme: str = "afterok",
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> dict[Any, JobID]:
         """Submit a workflow: ``nodes`` maps names to commands or jobspecs, ``edges`` are
         ``(parent, child)`` pairs; each child depends on its parents by ``scheme``.
@@ -196,21 +262,12 @@ class Client:
         from pflux.dag import levels, parents_of
 
         parents = parents_of(nodes, edges)
-        order = levels(parents)
         ids: dict[Any, JobID] = {}
-        for level in order:
-            jobspecs = []
-            for name in level:
-                spec = nodes[name]
-                if isinstance(spec, Mapping):
-                    jobspec = jobspec_of(spec)
-                else:  # a command: the node's name names the job too
-                    jobspec = jobspec_of(spec, **{"name": str(name), **options})
-                deps = [{"scheme": scheme, "value": str(ids[p])} for p in parents[name]]
-                if deps:
-                    system = jobspec["attributes"]["system"]
-                    system["dependencies"] = [*system.get("dependencies", []), *deps]
-                jobspecs.append(jobspec)
+        for level in levels(parents):
+            jobspecs = [
+                _dag_jobspec(name, nodes, parents=parents, ids=ids, scheme=scheme, options=options)
+                for name in level
+            ]
             ids.update(zip(level, self.submit_many(jobspecs), strict=True))
         return ids
 
@@ -220,7 +277,7 @@ class Client:
         edges: Iterable[tuple[Hashable, Hashable]] = (),
         *,
         scheme: str = "afterok",
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> dict[Any, tuple[JobID, JobResult]]:
         """``submit_dag`` and wait for every node: each node's id and result."""
         ids = self.submit_dag(nodes, edges, scheme=scheme, **options)
@@ -263,13 +320,41 @@ class Client:
     def raise_exception(
         self, jobid: int, etype: str = "cancel", severity: int = 0, note: str = ""
     ) -> None:
+        """Raise an exception of type ``etype`` on the job (severity 0 ends it)."""
         self.handle.call("job-manager.raise", _raise_payload(jobid, etype, severity, note))
 
     def cancel(self, jobid: int, note: str = "") -> None:
+        """Cancel the job: a ``cancel`` exception of severity 0."""
         self.raise_exception(jobid, "cancel", 0, note)
 
     def kill(self, jobid: int, signum: int = 15) -> None:
+        """Send ``signum`` to a running job's tasks."""
         self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    def raise_many(
+        self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""
+    ) -> list[RPCError | None]:
+        """``raise_exception`` on every job, all requests in flight at once: each job's
+        refusal, or None."""
+        payloads = [_raise_payload(jobid, etype, severity, note) for jobid in jobids]
+        return self._each("job-manager.raise", payloads)
+
+    def kill_many(self, jobids: Sequence[int], signum: int = 15) -> list[RPCError | None]:
+        """``kill`` every job, all requests in flight at once: each job's refusal, or None."""
+        payloads = [{"id": int(jobid), "signum": signum} for jobid in jobids]
+        return self._each("job-manager.kill", payloads)
+
+    def _each(self, topic: str, payloads: list[dict[str, Any]]) -> list[RPCError | None]:
+        rpcs = [self.handle.rpc(topic, payload) for payload in payloads]
+        errors: list[RPCError | None] = []
+        for rpc in rpcs:
+            try:
+                rpc.get()
+            except RPCError as exc:
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
 
     def urgency(self, jobid: int, urgency: int | str) -> int:
         """Set a pending job's urgency; return the old one."""
@@ -299,6 +384,7 @@ class Client:
         return jobs
 
     def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+        """One job's job-list attributes (``attrs``; ``all``: every one)."""
         reply = self.handle.call("job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
         job: dict[str, Any] = reply["job"]
         return job
@@ -322,16 +408,25 @@ class Client:
 
         Returns how many jobs matched; with ``dry_run`` nothing is raised.
         """
-        payload: dict[str, Any] = {
-            "type": etype,
-            "severity": severity,
-            "note": note,
-            "userid": userid,
-            "dry_run": dry_run,
-        }
-        if states is not None:
-            payload["states"] = states
+        payload = _raise_all_payload(
+            etype, severity, note, userid=userid, states=states, dry_run=dry_run
+        )
         return int(self.handle.call("job-manager.raiseall", payload)["count"])
+
+    def update(self, jobid: int, updates: Mapping[str, Any]) -> None:
+        """Update jobspec keys of an active job (as ``pflux update``: ``attributes.system.
+        duration`` in seconds); done once the update's events are committed."""
+        self.handle.call("job-manager.update", {"id": int(jobid), "updates": dict(updates)})
+
+    def last_jobs(self, slice: str = "[:1]") -> list[JobID]:
+        """The caller's jobs, most recent first, cut by a Python-style ``slice``."""
+        reply = self.handle.call("job-manager.history.get", {"slice": slice})
+        return [JobID(jobid) for jobid in reply["jobs"]]
+
+    def alloc_query(self) -> dict[str, Any]:
+        """The job manager's allocation counts: ``{queue_length, alloc_pending, running}``."""
+        counts: dict[str, Any] = self.handle.call("job-manager.alloc-query", {})
+        return counts
 
     def queue_status(self) -> dict[str, Any]:
         """``{enable, start}``, with ``disable_reason`` / ``stop_reason`` when they are off."""
@@ -360,26 +455,68 @@ class Client:
 
 
 class AsyncClient:
-    """The asyncio twin of Client: ``async with await AsyncClient.connect() as client``."""
+    """The asyncio twin of Client, method for method.
 
-    def __init__(self, handle: AsyncHandle) -> None:
-        self.handle = handle
+    ``async with AsyncClient(uri) as client`` connects and closes; so does
+    ``await AsyncClient.connect(uri)`` with ``close()``. ``timeout`` as Client's.
+    """
+
+    def __init__(self, uri: str | None = None, *, timeout: float | None = None) -> None:
+        self.uri = uri
+        self.timeout = timeout
+        self._handle: AsyncHandle | None = None
+
+    @property
+    def handle(self) -> AsyncHandle:
+        """The connection; PfluxError before the client is connected."""
+        if self._handle is None:
+            raise PfluxError("AsyncClient: not connected (use `async with` or `connect`)")
+        return self._handle
 
     @classmethod
     async def connect(cls, uri: str | None = None, *, timeout: float | None = None) -> AsyncClient:
-        """Connect; ``timeout`` as Client's."""
-        from pflux.client.aio import AsyncHandle  # asyncio only for those who use it
+        """A connected client; ``timeout`` as Client's."""
+        client = cls(uri, timeout=timeout)
+        await client.open()
+        return client
 
-        return cls(await AsyncHandle.connect(uri, timeout=timeout))
+    async def open(self) -> None:
+        """Connect, if not connected already."""
+        if self._handle is None:
+            from pflux.client.aio import AsyncHandle  # asyncio only for those who use it
+
+            self._handle = await AsyncHandle.connect(self.uri, timeout=self.timeout)
 
     async def __aenter__(self) -> AsyncClient:
+        await self.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        self.handle.close()
+        """Close the connection; the client cannot be used after."""
+        if self._handle is not None:
+            self._handle.close()
+
+    def job(self, jobid: int) -> AsyncJobHandle:
+        """A future for job ``jobid``, as ``Client.job``."""
+        from pflux.jobhandle import AsyncJobHandle
+
+        return AsyncJobHandle(self, jobid)
+
+    async def submit_job(
+        self,
+        job: Mapping[str, Any] | Sequence[str],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+        **options: Unpack[BuilderOptions],
+    ) -> AsyncJobHandle:
+        """``submit``, returning a future for the job rather than its id."""
+        jobid = await self.submit(job, urgency=urgency, waitable=waitable, debug=debug, **options)
+        return self.job(jobid)
 
     async def submit(
         self,
@@ -388,20 +525,94 @@ class AsyncClient:
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
-        **options: Any,
+        **options: Unpack[BuilderOptions],
     ) -> JobID:
+        """As ``Client.submit``."""
         payload = _submit_payload(jobspec_of(job, **options), urgency, waitable, debug)
         return JobID((await self.handle.call("job-ingest.submit", payload))["id"])
 
-    async def wait(self, jobid: int) -> JobResult:
-        return _result(await self.handle.call("job-manager.result", {"id": int(jobid)}, wait=True))
+    async def submit_many(
+        self,
+        jobspecs: Sequence[Mapping[str, Any]],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+    ) -> list[JobID]:
+        """As ``Client.submit_many``: every request in flight at once."""
+        import asyncio
 
-    async def reap(self, jobid: int | None = None) -> JobResult:
+        calls = [
+            self.handle.call("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
+            for js in jobspecs
+        ]
+        return [JobID(reply["id"]) for reply in await asyncio.gather(*calls)]
+
+    async def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
+        """As ``Client.wait``."""
+        payload = {"id": int(jobid)}
+        reply = await self.handle.call("job-manager.result", payload, wait=True, timeout=timeout)
+        return _result(reply)
+
+    async def reap(self, jobid: int | None = None, timeout: float | None = None) -> JobResult:
         """As ``Client.reap``."""
         payload = {"id": WAIT_ANY if jobid is None else int(jobid)}
-        return _result(await self.handle.call("job-manager.wait", payload, wait=True))
+        reply = await self.handle.call("job-manager.wait", payload, wait=True, timeout=timeout)
+        return _result(reply)
 
-    async def events(self, jobid: int, *, path: str = "eventlog") -> AsyncIterator[Event]:
+    async def wait_all(self, jobids: Iterable[int]) -> dict[JobID, JobResult]:
+        """As ``Client.wait_all``: all waits in flight at once."""
+        import asyncio
+
+        results = await asyncio.gather(*(self.wait(j) for j in jobids))
+        return {result.id: result for result in results}
+
+    async def submit_dag(
+        self,
+        nodes: Mapping[Hashable, Mapping[str, Any] | Sequence[str]],
+        edges: Iterable[tuple[Hashable, Hashable]] = (),
+        *,
+        scheme: str = "afterok",
+        **options: Unpack[BuilderOptions],
+    ) -> dict[Any, JobID]:
+        """As ``Client.submit_dag``."""
+        from pflux.dag import levels, parents_of
+
+        parents = parents_of(nodes, edges)
+        ids: dict[Any, JobID] = {}
+        for level in levels(parents):
+            jobspecs = [
+                _dag_jobspec(name, nodes, parents=parents, ids=ids, scheme=scheme, options=options)
+                for name in level
+            ]
+            ids.update(zip(level, await self.submit_many(jobspecs), strict=True))
+        return ids
+
+    async def run_dag(
+        self,
+        nodes: Mapping[Hashable, Mapping[str, Any] | Sequence[str]],
+        edges: Iterable[tuple[Hashable, Hashable]] = (),
+        *,
+        scheme: str = "afterok",
+        **options: Unpack[BuilderOptions],
+    ) -> dict[Any, tuple[JobID, JobResult]]:
+        """As ``Client.run_dag``."""
+        ids = await self.submit_dag(nodes, edges, scheme=scheme, **options)
+        results = await self.wait_all(ids.values())
+        return {name: (jobid, results[jobid]) for name, jobid in ids.items()}
+
+    async def events(
+        self, jobid: int, *, path: str = "eventlog", follow: bool = True
+    ) -> AsyncIterator[Event]:
+        """As ``Client.events``."""
+        if not follow:
+            if path != "eventlog":
+                raise PfluxError(f"{path}: only the job eventlog can be read without following")
+            payload = {"id": int(jobid), "keys": ["eventlog"]}
+            reply = await self.handle.call("job-info.lookup", payload)
+            for event in EventlogReader().feed(reply["eventlog"]):
+                yield event
+            return
         reader = EventlogReader()
         payload = {"id": int(jobid), "path": path}
         async for reply in self.handle.stream("job-info.eventlog-watch", payload):
@@ -409,9 +620,15 @@ class AsyncClient:
                 yield event
 
     async def wait_event(
-        self, jobid: int, name: str, *, match: Mapping[str, Any] | None = None
+        self,
+        jobid: int,
+        name: str,
+        *,
+        match: Mapping[str, Any] | None = None,
+        path: str = "eventlog",
     ) -> Event:
-        async for event in self.events(jobid):
+        """As ``Client.wait_event``."""
+        async for event in self.events(jobid, path=path):
             if _matches(event, name, match):
                 return event
         raise RPCError(errno.ENODATA, f"event {name!r} never received")
@@ -419,14 +636,48 @@ class AsyncClient:
     async def raise_exception(
         self, jobid: int, etype: str = "cancel", severity: int = 0, note: str = ""
     ) -> None:
+        """As ``Client.raise_exception``."""
         await self.handle.call("job-manager.raise", _raise_payload(jobid, etype, severity, note))
 
     async def cancel(self, jobid: int, note: str = "") -> None:
+        """As ``Client.cancel``."""
         await self.raise_exception(jobid, "cancel", 0, note)
 
+    async def kill(self, jobid: int, signum: int = 15) -> None:
+        """As ``Client.kill``."""
+        await self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    async def raise_many(
+        self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""
+    ) -> list[RPCError | None]:
+        """As ``Client.raise_many``."""
+        payloads = [_raise_payload(jobid, etype, severity, note) for jobid in jobids]
+        return await self._each("job-manager.raise", payloads)
+
+    async def kill_many(self, jobids: Sequence[int], signum: int = 15) -> list[RPCError | None]:
+        """As ``Client.kill_many``."""
+        payloads = [{"id": int(jobid), "signum": signum} for jobid in jobids]
+        return await self._each("job-manager.kill", payloads)
+
+    async def _each(self, topic: str, payloads: list[dict[str, Any]]) -> list[RPCError | None]:
+        import asyncio
+
+        calls = (self.handle.call(topic, payload) for payload in payloads)
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, RPCError):
+                raise result
+        return [result if isinstance(result, RPCError) else None for result in results]
+
     async def urgency(self, jobid: int, urgency: int | str) -> int:
+        """As ``Client.urgency``."""
         payload = {"id": int(jobid), "urgency": _urgency(urgency)}
         return int((await self.handle.call("job-manager.urgency", payload))["old_urgency"])
+
+    async def memo(self, jobid: int, memo: dict[str, Any], *, volatile: bool = False) -> None:
+        """As ``Client.memo``."""
+        payload = {"id": int(jobid), "memo": memo, "volatile": volatile}
+        await self.handle.call("job-manager.memo", payload)
 
     async def list_jobs(
         self,
@@ -437,6 +688,73 @@ class AsyncClient:
         max_entries: int = 0,
         attrs: Sequence[str] = ("all",),
     ) -> list[dict[str, Any]]:
+        """As ``Client.list_jobs``."""
         payload = _list_payload(states, results, userid, max_entries, attrs)
         jobs: list[dict[str, Any]] = (await self.handle.call("job-list.list", payload))["jobs"]
         return jobs
+
+    async def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+        """As ``Client.job_info``."""
+        payload = {"id": int(jobid), "attrs": list(attrs)}
+        job: dict[str, Any] = (await self.handle.call("job-list.list-id", payload))["job"]
+        return job
+
+    async def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
+        """As ``Client.lookup``."""
+        payload = {"id": int(jobid), "keys": list(keys)}
+        reply = await self.handle.call("job-info.lookup", payload)
+        return {key: reply[key] for key in keys}
+
+    async def raise_all(
+        self,
+        etype: str = "cancel",
+        severity: int = 0,
+        note: str = "",
+        *,
+        userid: int = -1,
+        states: int | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """As ``Client.raise_all``."""
+        payload = _raise_all_payload(
+            etype, severity, note, userid=userid, states=states, dry_run=dry_run
+        )
+        return int((await self.handle.call("job-manager.raiseall", payload))["count"])
+
+    async def update(self, jobid: int, updates: Mapping[str, Any]) -> None:
+        """As ``Client.update``."""
+        payload = {"id": int(jobid), "updates": dict(updates)}
+        await self.handle.call("job-manager.update", payload)
+
+    async def last_jobs(self, slice: str = "[:1]") -> list[JobID]:
+        """As ``Client.last_jobs``."""
+        reply = await self.handle.call("job-manager.history.get", {"slice": slice})
+        return [JobID(jobid) for jobid in reply["jobs"]]
+
+    async def alloc_query(self) -> dict[str, Any]:
+        """As ``Client.alloc_query``."""
+        counts: dict[str, Any] = await self.handle.call("job-manager.alloc-query", {})
+        return counts
+
+    async def queue_status(self) -> dict[str, Any]:
+        """As ``Client.queue_status``."""
+        status: dict[str, Any] = await self.handle.call("job-manager.queue-status", {})
+        return status
+
+    async def queue_enable(self, enable: bool, reason: str = "") -> None:
+        """As ``Client.queue_enable``."""
+        await self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
+
+    async def queue_start(self, start: bool, reason: str = "", *, checkpoint: bool = True) -> None:
+        """As ``Client.queue_start``."""
+        payload = {"start": start, "reason": reason, "nocheckpoint": not checkpoint}
+        await self.handle.call("job-manager.queue-start", payload)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """As ``Client.drain``."""
+        await self.handle.call("job-manager.drain", {}, wait=True, timeout=timeout)
+
+    async def idle(self, timeout: float | None = None) -> int:
+        """As ``Client.idle``."""
+        reply = await self.handle.call("job-manager.idle", {}, wait=True, timeout=timeout)
+        return int(reply["pending"])

@@ -11,10 +11,15 @@
     │   ├── DependencyError       RFC 26 command-line URI or object
     │   └── DurationError         Flux Standard Duration
     ├── ConfigError               a configuration table or key that cannot be used
-    └── UsageError                a command line that cannot be acted on
+    ├── UsageError                a command line that cannot be acted on
+    ├── NoInstanceError           no instance named, or nothing answers as one there
+    ├── ProtocolError             bytes on a connection that are not a message
+    └── RPCError                  an error response: ``errnum`` and ``errstr``
+        └── RPCTimeout            no response within the time asked for (ETIMEDOUT)
 
 Callers at a boundary (the CLI, an RPC handler) catch PfluxError and print or
-send its message; anything else escaping is a bug.
+send its message; anything else escaping is a bug. A client meets the last four
+only through ``pflux.client``, which turns what the socket does into them.
 """
 
 from __future__ import annotations
@@ -93,3 +98,35 @@ class ConfigError(PfluxError):
 
 class UsageError(PfluxError):
     """A command line or option value that cannot be acted on."""
+
+
+class NoInstanceError(PfluxError):
+    """No instance was named, or the named one is not there or does not answer as one."""
+
+
+class ProtocolError(PfluxError):
+    """Bytes on a connection that are not a message; the connection cannot go on."""
+
+
+class RPCError(PfluxError):
+    """An error response: ``errnum`` (an errno value) and ``errstr``, a message for people."""
+
+    def __init__(self, errnum: int, errstr: str | None = None) -> None:
+        self.errnum = errnum
+        self.errstr = errstr or _strerror(errnum)
+        super().__init__(self.errstr)
+
+
+def _strerror(errnum: int) -> str:
+    import os
+
+    return os.strerror(errnum) if errnum else "unknown error"
+
+
+class RPCTimeout(RPCError):
+    """No response to ``what`` within ``seconds``: an RPCError with errnum ETIMEDOUT."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        import errno
+
+        super().__init__(errno.ETIMEDOUT, f"timed out after {seconds:g} s waiting for {what}")

@@ -227,7 +227,7 @@ def test_replaying_every_eventlog_reproduces_the_live_state(client: Client) -> N
 
 
 def test_a_socket_path_that_is_not_an_instance(tmp_path: Path) -> None:
-    from pflux.client.uri import NoInstanceError
+    from pflux.errors import NoInstanceError
 
     with pytest.raises(NoInstanceError, match="cannot connect"):
         Client(f"local://{tmp_path}/nothing")

@@ -35,8 +35,7 @@ from typing import Any
 
 from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
-from pflux.client.uri import NoInstanceError
-from pflux.errors import EventlogError
+from pflux.errors import EventlogError, NoInstanceError
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.fluid import JobID

@@ -19,7 +19,27 @@ from typing import Any
 
 import orjson
 
-from pflux.errors import PfluxError
+from pflux.errors import ProtocolError, RPCError
+
+# The two errors are defined in errors.py and re-exported: every service raises them from here.
+__all__ = [
+    "FLAG_NORESPONSE",
+    "FLAG_STREAMING",
+    "HEADER",
+    "MAX_DEPTH",
+    "MAX_SIZE",
+    "REQUEST",
+    "RESPONSE",
+    "ROLE_OWNER",
+    "ROLE_USER",
+    "Decoder",
+    "Message",
+    "ProtocolError",
+    "RPCError",
+    "check_depth",
+    "decode_body",
+    "encode",
+]
 
 REQUEST = 1
 RESPONSE = 2
@@ -35,25 +55,6 @@ MAX_DEPTH = 128
 
 ROLE_OWNER = 1
 ROLE_USER = 2
-
-
-class ProtocolError(PfluxError):
-    """Bytes on a connection that are not a message; the connection cannot go on."""
-
-
-class RPCError(PfluxError):
-    """An error response: errnum (an errno value) and a message for people."""
-
-    def __init__(self, errnum: int, errstr: str | None = None) -> None:
-        self.errnum = errnum
-        self.errstr = errstr or _strerror(errnum)
-        super().__init__(self.errstr)
-
-
-def _strerror(errnum: int) -> str:
-    import os
-
-    return os.strerror(errnum) if errnum else "unknown error"
 
 
 class Message:

@@ -67,9 +67,9 @@ def _cancel(args: argparse.Namespace) -> int:
         return 0
     from pflux.api import Client
 
-    payload = {"type": "cancel", "severity": 0, "note": args.message or ""}
     with Client(args.uri) as client:
-        return jobcommon.act_on_jobs(NAME, client.handle, "job-manager.raise", jobids, payload)
+        errors = client.raise_many(jobids, "cancel", 0, args.message or "")
+    return jobcommon.report_failures(NAME, jobids, errors)
 
 
 def _cancel_all(args: argparse.Namespace) -> int:

@@ -29,6 +29,4 @@ def _kill(args: argparse.Namespace) -> int:
     jobids = jobcommon.job_ids(args.jobids)
     signum = jobcommon.signal_number(args.signal)
     with Client(args.uri) as client:
-        return jobcommon.act_on_jobs(
-            NAME, client.handle, "job-manager.kill", jobids, {"signum": signum}
-        )
+        return jobcommon.report_failures(NAME, jobids, client.kill_many(jobids, signum))

@@ -36,16 +36,14 @@ def _slice(text: str) -> str:
 def _last(args: argparse.Namespace) -> int:
     from pflux.api import Client
     from pflux.broker.message import RPCError
-    from pflux.spec.fluid import JobID
 
     request = _slice(args.slice)
     with Client(args.uri) as client:
         try:
-            reply = client.handle.call("job-manager.history.get", {"slice": request})
+            jobs = client.last_jobs(request)
         except RPCError as exc:
             raise PfluxError(exc.errstr) from None
-    jobs = reply["jobs"]
     if not jobs:
         raise PfluxError("job history is empty")
-    print("\n".join(jobcommon.f58(JobID(jobid)) for jobid in jobs))
+    print("\n".join(jobcommon.f58(jobid) for jobid in jobs))
     return 0

@@ -74,6 +74,6 @@ def _raise(args: argparse.Namespace, after: list[str] | None) -> int:
         if note:
             raise PfluxError("Do not set note on command line and with --message")
         note = args.message
-    payload = {"type": args.type, "severity": args.severity, "note": note}
     with Client(args.uri) as client:
-        return jobcommon.act_on_jobs(NAME, client.handle, "job-manager.raise", jobids, payload)
+        errors = client.raise_many(jobids, args.type, args.severity, note)
+    return jobcommon.report_failures(NAME, jobids, errors)

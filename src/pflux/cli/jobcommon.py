@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pflux.errors import PfluxError
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 
 if TYPE_CHECKING:
-    from pflux.broker.message import RPCError
-    from pflux.client.handle import Handle
+    from pflux.errors import RPCError
 
 
 def add_uri(parser: argparse.ArgumentParser) -> None:
@@ -54,31 +53,12 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def each(handle: Handle, topic: str, payloads: list[dict[str, Any]]) -> list[Any | RPCError]:
-    """Send every request at once; each response's payload, or the RPCError it carried."""
-    from pflux.broker.message import RPCError
-
-    rpcs = [handle.rpc(topic, payload) for payload in payloads]
-    results: list[Any | RPCError] = []
-    for rpc in rpcs:
-        try:
-            results.append(rpc.get())
-        except RPCError as exc:
-            results.append(exc)
-    return results
-
-
-def act_on_jobs(
-    name: str, handle: Handle, topic: str, jobids: list[JobID], payload: dict[str, Any]
-) -> int:
-    """Send ``topic`` with ``payload`` for every job; report each failure; 1 if any failed."""
-    from pflux.broker.message import RPCError
-
-    results = each(handle, topic, [{"id": int(jobid), **payload} for jobid in jobids])
+def report_failures(name: str, jobids: list[JobID], errors: list[RPCError | None]) -> int:
+    """Report each job's refusal (from ``Client.raise_many`` / ``kill_many``); 1 if any."""
     failed = 0
-    for jobid, result in zip(jobids, results, strict=True):
-        if isinstance(result, RPCError):
-            error(name, job_message(jobid, result.errstr))
+    for jobid, exc in zip(jobids, errors, strict=True):
+        if exc is not None:
+            error(name, job_message(jobid, exc.errstr))
             failed = 1
     return failed
 

@@ -110,7 +110,7 @@ def _start_line(status: dict[str, Any]) -> str:
 
 
 def _alloc_query(client: Client) -> None:
-    query = _call("alloc-query", lambda: client.handle.call("job-manager.alloc-query", {}))
+    query = _call("alloc-query", client.alloc_query)
     print(f"{query['queue_length']} alloc requests queued")
     print(f"{query['alloc_pending']} alloc requests pending to scheduler")
     print(f"{query['running']} running jobs")

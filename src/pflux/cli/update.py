@@ -69,7 +69,7 @@ def _update(args: argparse.Namespace) -> int:
             print(json.dumps(updates.updates))
             return 0
         try:
-            client.handle.call("job-manager.update", {"id": int(jobid), "updates": updates.updates})
+            client.update(jobid, updates.updates)
             if args.wait:
                 _wait(client, jobid, updates.updates, t0)
         except RPCError as exc:

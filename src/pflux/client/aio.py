@@ -19,13 +19,10 @@ from pflux.broker.message import (
     REQUEST,
     Decoder,
     Message,
-    ProtocolError,
-    RPCError,
     encode,
 )
-from pflux.client.handle import RPCTimeout
 from pflux.client.uri import (
-    NoInstanceError,
+    cannot_connect,
     client_timeout,
     hung_up,
     not_an_instance,
@@ -33,6 +30,7 @@ from pflux.client.uri import (
     unanswered,
     uri_for,
 )
+from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 
 
 class _Protocol(asyncio.Protocol):
@@ -81,9 +79,7 @@ class AsyncHandle:
         except TimeoutError:
             raise unanswered(handle.uri, handle.timeout) from None
         except OSError as exc:
-            raise NoInstanceError(
-                f"cannot connect to the instance at {path}: {exc.strerror}"
-            ) from None
+            raise cannot_connect(path, exc) from None
         handle._protocol = protocol
         await handle._hello()
         return handle
@@ -128,14 +124,18 @@ class AsyncHandle:
         )
         return queue
 
-    async def call(self, topic: str, payload: Any = None, *, wait: bool = False) -> Any:
+    async def call(
+        self, topic: str, payload: Any = None, *, wait: bool = False, timeout: float | None = None
+    ) -> Any:
         """Send a request and return its response's payload (RPCError on an error).
 
-        ``wait``: the response comes when something happens (a job ends), without limit.
+        ``wait``: the response comes when something happens (a job ends), so it has
+        no limit unless ``timeout`` gives one; otherwise the limit is ``timeout``,
+        else the handle's.
         """
         queue = self._send(topic, payload, 0)
         tag = self._tag
-        limit = None if wait else self.timeout
+        limit = timeout if timeout is not None else None if wait else self.timeout
         try:
             msg = await asyncio.wait_for(queue.get(), limit)
         except TimeoutError:

@@ -29,12 +29,10 @@ from pflux.broker.message import (
     REQUEST,
     Decoder,
     Message,
-    ProtocolError,
-    RPCError,
     encode,
 )
 from pflux.client.uri import (
-    NoInstanceError,
+    cannot_connect,
     client_timeout,
     hung_up,
     not_an_instance,
@@ -42,13 +40,7 @@ from pflux.client.uri import (
     unanswered,
     uri_for,
 )
-
-
-class RPCTimeout(RPCError):
-    """No response within the time asked for."""
-
-    def __init__(self, what: str, seconds: float) -> None:
-        super().__init__(errno.ETIMEDOUT, f"timed out after {seconds:g} s waiting for {what}")
+from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 
 
 class RPC:
@@ -129,9 +121,7 @@ class Handle:
             raise unanswered(self.uri, self.timeout) from None
         except OSError as exc:
             self.sock.close()
-            raise NoInstanceError(
-                f"cannot connect to the instance at {path}: {exc.strerror}"
-            ) from None
+            raise cannot_connect(path, exc) from None
         self.sock.settimeout(None)
         self._decoder = Decoder()
         self._tag = 0

@@ -2,7 +2,8 @@
 set alongside pflux's in jobs and the initial program, so tools written for flux find
 the instance; pflux's own name wins where both are set, e.g. a pflux instance run
 inside a flux job), as ``local:///path/to/socket`` or a bare path; and how long to
-wait for it to answer: ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s.
+wait for it to answer: ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s; and the
+NoInstanceError each way of not finding it raises, for both handles.
 """
 
 from __future__ import annotations
@@ -10,11 +11,7 @@ from __future__ import annotations
 import math
 import os
 
-from pflux.errors import PfluxError
-
-
-class NoInstanceError(PfluxError):
-    """No instance was named, or the named one is not there."""
+from pflux.errors import NoInstanceError, PfluxError
 
 
 def socket_path(uri: str | None = None) -> str:
@@ -65,6 +62,11 @@ def _seconds(what: str, value: float, shown: str) -> float | None:
     if not math.isfinite(value) or value < 0:
         raise PfluxError(f"{what}: must be a number of seconds (0: no limit), got {shown}")
     return value or None
+
+
+def cannot_connect(path: str, exc: OSError) -> NoInstanceError:
+    """Connecting to the socket at ``path`` failed with ``exc``."""
+    return NoInstanceError(f"cannot connect to the instance at {path}: {exc.strerror}")
 
 
 def unanswered(uri: str, timeout: float | None) -> NoInstanceError:

@@ -25,7 +25,7 @@ from pflux.errors import PfluxError, ResourceError
 from pflux.joblist.codes import CODES, RESULT_COMPLETED
 from pflux.spec import hostlist
 from pflux.spec.eventlog import Event
-from pflux.spec.jobspec import Jobspec
+from pflux.spec.jobspec import JobspecView
 from pflux.spec.record import JobRecord
 from pflux.spec.resource import ResourceSet
 from pflux.spec.results import FAILED
@@ -255,7 +255,7 @@ class JobSummary:
         if not isinstance(data, dict):
             log.warning("job-list: job %d: submit entry carries no jobspec", self.id)
             return
-        jobspec = Jobspec(data)
+        jobspec = JobspecView(data)
         try:
             system = jobspec.data["attributes"]["system"]
             self.name = _share(jobspec.name)
@@ -292,7 +292,7 @@ class JobSummary:
         self.nnodes, self.ranks, self.nodelist, self.ncores, self.expiration = placement
         if isinstance(jobspec, dict):
             try:
-                kind, count = _per_resource(Jobspec(jobspec).shell_options)
+                kind, count = _per_resource(JobspecView(jobspec).shell_options)
             except (LookupError, TypeError, AttributeError):
                 kind, count = None, 1
             if kind == "node":

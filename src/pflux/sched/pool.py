@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from pflux.errors import JobspecError, ResourceError
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
-from pflux.spec.jobspec import Jobspec, validate
+from pflux.spec.jobspec import JobspecView, validate
 from pflux.spec.resource import ResourceSet, Target
 
 __all__ = ["Pool", "Reservation", "ResourceRequest"]
@@ -71,7 +71,7 @@ class ResourceRequest(NamedTuple):
         explain a failure.
         """
         try:
-            spec = Jobspec(data)
+            spec = JobspecView(data)
             nnodes = spec.nnodes
             request = cls(
                 spec.nslots,

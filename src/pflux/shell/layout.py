@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from pflux.errors import IdsetError, PfluxError, ResourceError
 from pflux.spec.idset import IdSet
-from pflux.spec.jobspec import Jobspec
+from pflux.spec.jobspec import JobspecView
 
 __all__ = ["Layout", "LayoutTarget", "TaskPlace", "cpu_set", "layout", "targets", "taskmap_scheme"]
 
@@ -97,7 +97,7 @@ def targets(R: Mapping[str, Any]) -> list[LayoutTarget]:  # noqa: N803 (R is the
 Slot = tuple[int, int, tuple[int, ...], tuple[int, ...]]
 
 
-def _slots(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> list[Slot]:
+def _slots(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> list[Slot]:
     """(node, broker rank, cores, gpus) of each slot, in rank order."""
     per_core = max(jobspec.cores_per_slot, 1)
     per_gpu = jobspec.gpus_per_slot
@@ -114,7 +114,7 @@ def _slots(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> list[Slot]:
     return slots[: jobspec.nslots]
 
 
-def layout(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> Layout:
+def layout(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> Layout:
     """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules);
     PfluxError naming the shell option if ``per-resource`` or ``taskmap`` is not usable."""
     options = jobspec.shell_options
@@ -137,7 +137,7 @@ def layout(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> Layout:
 _PLACEMENT_OPTIONS = frozenset(("per-resource", "taskmap"))
 
 
-def _one_task(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> Layout:
+def _one_task(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> Layout:
     """``layout`` of a job of one task placed by its slots: the first slot's."""
     node, rank, cores, gpus = _slots(jobspec, nodes)[0]
     per_node = [0] * len(nodes)
@@ -148,7 +148,7 @@ def _one_task(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> Layout:
 Place = tuple[tuple[int, ...], tuple[int, ...]]  # a task's cores and GPUs
 
 
-def _by_slots(jobspec: Jobspec, nodes: Sequence[LayoutTarget]) -> list[list[Place]]:
+def _by_slots(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> list[list[Place]]:
     """Each node's tasks: the jobspec's spread over its slots in blocks."""
     slots = _slots(jobspec, nodes)
     base, extra = divmod(jobspec.ntasks, len(slots))

@@ -142,7 +142,7 @@ class ShellOptions(NamedTuple):
 
 
 def shell_options(options: Mapping[str, Any], jobspec: Any = None) -> ShellOptions:
-    """Read a (valid) jobspec's shell options; ``jobspec`` (a Jobspec) gives the slot
+    """Read a (valid) jobspec's shell options; ``jobspec`` (a JobspecView) gives the slot
     counts that ``verbose`` reports."""
     timeout = options.get("exit-timeout", spec.DEFAULT_EXIT_TIMEOUT)
     signal = options.get("signal")

@@ -68,7 +68,7 @@ from pflux.shell.output import (
 )
 from pflux.shell.terminal import pty_ranks
 from pflux.spec.fluid import JobID
-from pflux.spec.jobspec import Jobspec
+from pflux.spec.jobspec import JobspecView
 
 __all__ = ["PMI_VALUES", "STREAMS", "Plan", "plan", "pmi_enabled"]
 
@@ -112,7 +112,7 @@ def plan(
     KVS output limit unless the job sets ``output.limit``.
     """
     try:
-        spec = Jobspec(jobspec)
+        spec = JobspecView(jobspec)
         places = layout(spec, targets(R))
         config = output_config(spec.shell_options.get("output", {}), output_limit)
         stdin = input_config(spec.shell_options.get("input", {}))

@@ -13,7 +13,7 @@ are not.  The RFC's own schema (``jobspec_v1.schema.json``) is kept as a test
 oracle: whatever this module accepts, it accepts too.
 
 orjson and PyYAML are imported on first use, so that importing this module
-(the job shell does, for ``Jobspec``) costs next to nothing.
+(the job shell does, for ``JobspecView``) costs next to nothing.
 
 Where the RFC, its schema and flux-core differ, pflux decides as follows (the
 tests pin each one):
@@ -46,7 +46,7 @@ from typing import Any, Final, Literal
 
 from pflux.errors import JobspecError
 
-__all__ = ["Format", "Jobspec", "decode", "dumps", "dumps_yaml", "loads", "validate"]
+__all__ = ["Format", "JobspecView", "decode", "dumps", "dumps_yaml", "loads", "validate"]
 
 Format = Literal["auto", "json", "yaml"]
 
@@ -777,32 +777,32 @@ def decode(data: bytes | str, *, fmt: Format = "auto") -> Any:
     raise ValueError(f"unknown jobspec format {fmt!r}")
 
 
-def loads(data: bytes | str, *, fmt: Format = "auto") -> Jobspec:
+def loads(data: bytes | str, *, fmt: Format = "auto") -> JobspecView:
     """Decode and validate a jobspec."""
     # decode's first test, inline for the hot path
     is_json = fmt == "auto" and data[:1] in (b"{", "{")
     obj = _decode_json(data) if is_json else decode(data, fmt=fmt)
     if not _accepts(obj):
         _raise_problems(obj)
-    return Jobspec(obj)
+    return JobspecView(obj)
 
 
-def dumps(jobspec: Jobspec | Mapping[str, Any]) -> bytes:
+def dumps(jobspec: JobspecView | Mapping[str, Any]) -> bytes:
     """Canonical JSON: compact, keys sorted, UTF-8."""
     import orjson
 
-    data = jobspec.data if isinstance(jobspec, Jobspec) else jobspec
+    data = jobspec.data if isinstance(jobspec, JobspecView) else jobspec
     try:
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
     except (orjson.JSONEncodeError, TypeError) as exc:
         raise JobspecError([("", f"cannot be encoded as JSON: {exc}")]) from exc
 
 
-def dumps_yaml(jobspec: Jobspec | Mapping[str, Any]) -> str:
+def dumps_yaml(jobspec: JobspecView | Mapping[str, Any]) -> str:
     """Readable YAML: block style, keys in insertion order."""
     import yaml
 
-    data = jobspec.data if isinstance(jobspec, Jobspec) else jobspec
+    data = jobspec.data if isinstance(jobspec, JobspecView) else jobspec
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     try:
         text: str = yaml.dump(
@@ -878,10 +878,10 @@ def _yaml_loader() -> type:
     return _LOADER
 
 
-# -------------------------------------------------------------------- Jobspec
+# -------------------------------------------------------------------- JobspecView
 
 
-class Jobspec:
+class JobspecView:
     """A validated jobspec: the decoded dict (``data``) and cheap read-only accessors.
 
     The constructor trusts its argument and costs nothing; use ``loads`` or
@@ -895,12 +895,12 @@ class Jobspec:
         self.data = data
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Jobspec) and self.data == other.data
+        return isinstance(other, JobspecView) and self.data == other.data
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Jobspec({self.data!r})"
+        return f"JobspecView({self.data!r})"
 
     @property
     def _top(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pflux.errors import PfluxError, ResourceError
 from pflux.shell.layout import LayoutTarget, cpu_set, layout, targets
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
-from pflux.spec.jobspec import Jobspec
+from pflux.spec.jobspec import JobspecView
 from pflux.spec.resource import ResourceSet
 
 
@@ -58,11 +58,11 @@ def test_unreadable_r_lite_is_a_resource_error(R: dict[str, object]) -> None:  #
         targets(R)
 
 
-def slot_jobspec(nslots: int, cores: int, count: dict[str, int], gpus: int = 0) -> Jobspec:
+def slot_jobspec(nslots: int, cores: int, count: dict[str, int], gpus: int = 0) -> JobspecView:
     children: list[dict[str, Any]] = [{"type": "core", "count": cores}]
     if gpus:
         children.append({"type": "gpu", "count": gpus})
-    return Jobspec(
+    return JobspecView(
         {
             "version": 1,
             "resources": [{"type": "slot", "count": nslots, "label": "task", "with": children}],
@@ -73,7 +73,7 @@ def slot_jobspec(nslots: int, cores: int, count: dict[str, int], gpus: int = 0) 
 
 
 def test_one_task_per_core_slot() -> None:
-    placed = layout(Jobspec(from_command(["true"], num_tasks=4)), resources({0: [0, 1, 2, 3]}))
+    placed = layout(JobspecView(from_command(["true"], num_tasks=4)), resources({0: [0, 1, 2, 3]}))
     assert [(t.rank, t.local_id, t.cores) for t in placed.tasks] == [
         (0, 0, (0,)),
         (1, 1, (1,)),
@@ -98,7 +98,7 @@ def test_total_fills_the_first_slots_then_spreads_evenly() -> None:
 
 
 def test_node_level_takes_slots_per_node_from_each_rank() -> None:
-    jobspec = Jobspec(from_command(["true"], num_tasks=3, num_nodes=2))
+    jobspec = JobspecView(from_command(["true"], num_tasks=3, num_nodes=2))
     placed = layout(jobspec, resources({0: [0, 1, 2, 3], 1: [0, 1, 2, 3]}))
     assert [(t.rank, t.node, t.broker_rank, t.local_id) for t in placed.tasks] == [
         (0, 0, 0, 0),
@@ -156,9 +156,9 @@ def test_every_task_is_placed_once_on_cores_it_was_given(
     assert max(per_slot.values()) - min(per_slot.values()) <= 1
 
 
-def with_options(jobspec: dict[str, Any], **options: Any) -> Jobspec:
+def with_options(jobspec: dict[str, Any], **options: Any) -> JobspecView:
     jobspec["attributes"]["system"]["shell"] = {"options": options}
-    return Jobspec(jobspec)
+    return JobspecView(jobspec)
 
 
 TWO_NODES = {0: [0, 1, 2, 3], 1: [0, 1, 2, 3]}
@@ -198,7 +198,7 @@ def test_block_is_the_default_and_takes_no_value() -> None:
         with_options(jobspec, taskmap={"scheme": "block", "value": ""}), resources(TWO_NODES)
     )
     assert block == layout(
-        Jobspec(from_command(["true"], num_tasks=4, num_nodes=2)), resources(TWO_NODES)
+        JobspecView(from_command(["true"], num_tasks=4, num_nodes=2)), resources(TWO_NODES)
     )
     assert block.taskmap()["map"] == [[0, 2, 2, 1]]
     with pytest.raises(PfluxError, match=r"block taskmap does not accept a value \(got 2\)"):
@@ -278,4 +278,4 @@ def test_a_one_task_job_is_placed_as_the_general_rules_place_it(
     )
     general = from_command(["true"], cores_per_task=cores_per_task, gpus_per_task=gpus_per_task)
     general["attributes"]["system"]["shell"] = {"options": {"taskmap": {"scheme": "block"}}}
-    assert layout(Jobspec(jobspec), R) == layout(Jobspec(general), R)
+    assert layout(JobspecView(jobspec), R) == layout(JobspecView(general), R)

@@ -1,4 +1,4 @@
-"""RFC 25 jobspec: each rule, decoding, encoding, the Jobspec accessors, and properties."""
+"""RFC 25 jobspec: each rule, decoding, encoding, the JobspecView accessors, and properties."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, SpecError
 from pflux.spec import builder, jobspec
-from pflux.spec.jobspec import Jobspec
+from pflux.spec.jobspec import JobspecView
 from support.rfc25 import example
 
 
@@ -494,7 +494,7 @@ def test_dumps_is_canonical_json() -> None:
     assert (
         out == json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     )
-    assert jobspec.dumps(Jobspec(doc)) == out
+    assert jobspec.dumps(JobspecView(doc)) == out
     assert out.startswith(b'{"attributes":{"system":{"cwd":"/home/flux","duration":3600.0,')
 
 
@@ -504,7 +504,7 @@ def test_dumps_reports_what_cannot_be_json() -> None:
 
 
 def test_dumps_yaml_is_block_style_in_insertion_order() -> None:
-    text = jobspec.dumps_yaml(Jobspec(example()))
+    text = jobspec.dumps_yaml(JobspecView(example()))
     assert text.startswith("version: 1\nresources:\n- type: node\n  count: 4\n  with:\n")
     assert "command:\n  - app\n" in text
     assert "{" not in text
@@ -516,7 +516,7 @@ def test_dumps_yaml_reports_what_cannot_be_yaml() -> None:
         jobspec.dumps_yaml({"x": object()})
 
 
-# --------------------------------------------------------------------- Jobspec
+# --------------------------------------------------------------------- JobspecView
 
 
 def test_accessors_node_slot_core() -> None:
@@ -597,11 +597,11 @@ def test_name(command: list[str], job: dict[str, Any] | None, name: str) -> None
 
 def test_jobspec_wraps_without_copying() -> None:
     doc = example()
-    spec = Jobspec(doc)
+    spec = JobspecView(doc)
     assert spec.data is doc
-    assert spec == Jobspec(example())
+    assert spec == JobspecView(example())
     assert spec != doc
-    assert "Jobspec({'version': 1" in repr(spec)
+    assert "JobspecView({'version': 1" in repr(spec)
     with pytest.raises(TypeError):
         hash(spec)
 

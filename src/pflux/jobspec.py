@@ -1,0 +1,110 @@
+"""The public jobspec builder: ``pflux.Jobspec.from_command(["app"], num_tasks=2)``.
+
+A Jobspec is the RFC 25 document itself (a dict), so it is submitted, dumped or
+edited as it is; the class adds flux's ``JobspecV1`` constructor and setters
+over ``pflux.spec.builder``, which holds the rules and their messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+
+class BuilderOptions(TypedDict, total=False):
+    """The options of ``Jobspec.from_command``, which ``Client.submit`` takes with a command."""
+
+    num_tasks: int
+    cores_per_task: int
+    gpus_per_task: int | None
+    num_nodes: int | None
+    exclusive: bool
+    duration: float | None
+    environment: Mapping[str, str] | None
+    cwd: str | None
+    name: str | None
+    input: str | None
+    output: str | None
+    error: str | None
+    label_io: bool
+    unbuffered: bool
+    queue: str | None
+    bank: str | None
+
+
+class Jobspec(dict[str, Any]):
+    """An RFC 25 jobspec under construction; ``Jobspec(mapping)`` takes a ready one."""
+
+    @classmethod
+    def from_command(
+        cls,
+        command: Sequence[str],
+        *,
+        num_tasks: int = 1,
+        cores_per_task: int = 1,
+        gpus_per_task: int | None = None,
+        num_nodes: int | None = None,
+        exclusive: bool = False,
+        duration: float | None = None,
+        environment: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        name: str | None = None,
+        input: str | None = None,
+        output: str | None = None,
+        error: str | None = None,
+        label_io: bool = False,
+        unbuffered: bool = False,
+        queue: str | None = None,
+        bank: str | None = None,
+    ) -> Jobspec:
+        """The version 1 jobspec running ``command`` as ``num_tasks`` tasks.
+
+        As ``pflux submit``, the job gets the caller's environment and working
+        directory unless ``environment`` / ``cwd`` are given; ``duration`` is in
+        seconds (None: no limit). A bad count or option raises JobspecError.
+        """
+        from pflux.spec.builder import from_command
+
+        return cls(
+            from_command(
+                list(command),
+                num_tasks=num_tasks,
+                cores_per_task=cores_per_task,
+                gpus_per_task=gpus_per_task,
+                num_nodes=num_nodes,
+                exclusive=exclusive,
+                duration=duration,
+                environment=dict(os.environ) if environment is None else environment,
+                cwd=os.getcwd() if cwd is None else cwd,
+                name=name,
+                input=input,
+                output=output,
+                error=error,
+                label_io=label_io,
+                unbuffered=unbuffered,
+                queue=queue,
+                bank=bank,
+            )
+        )
+
+    def setattr(self, key: str, value: Any) -> Jobspec:
+        """Set attribute ``key`` as ``--setattr`` does (``system.`` unless ``user.``
+        or ``attributes.``); returns the jobspec, so calls chain."""
+        from pflux.spec.builder import set_attr
+
+        set_attr(self, key, value)
+        return self
+
+    def setattr_shell_option(self, key: str, value: Any) -> Jobspec:
+        """Set job shell option ``key`` (dotted) as ``-o key=value`` does; returns the jobspec."""
+        from pflux.spec.builder import set_shell_option
+
+        set_shell_option(self, key, value)
+        return self
+
+    def dumps(self) -> str:
+        """The jobspec as JSON text."""
+        import json
+
+        return json.dumps(self)

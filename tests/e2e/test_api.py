@@ -1,0 +1,160 @@
+"""The public Python API against a live instance: job handles as futures, and
+AsyncClient doing what Client does."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+import pflux
+from support.instance import jobspec, quiesce
+
+
+@pytest.fixture(autouse=True)
+def _clean(client: pflux.Client) -> Iterator[None]:
+    yield
+    quiesce(client)
+
+
+def test_a_job_handle_follows_its_job_to_its_result(client: pflux.Client) -> None:
+    job = client.submit_job(jobspec("0.01s"))
+    assert isinstance(job, pflux.JobHandle)
+    result = job.result(timeout=60)
+    assert (result.id, result.success, result.errstr) == (job.id, True, "")
+    assert job.status() == pflux.State.INACTIVE
+    assert job.done()
+    assert [e.name for e in job.events(follow=False)][-1] == "clean"
+
+
+def test_a_job_handle_cancels_its_job(client: pflux.Client) -> None:
+    job = client.job(client.submit(jobspec("0")))
+    assert job.wait_event("start").name == "start"
+    assert job.status() in pflux.State.RUNNING
+    assert not job.done()
+    job.cancel("enough")
+    result = job.result()
+    assert not result.success
+    assert "enough" in result.errstr
+
+
+def test_a_result_not_there_in_time_is_an_rpc_timeout(client: pflux.Client) -> None:
+    job = client.submit_job(jobspec("0"))
+    with pytest.raises(pflux.RPCTimeout):
+        job.result(timeout=0.05)
+    job.cancel()
+
+
+def test_the_async_client_does_what_the_client_does(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            ok = await client.submit_many([jobspec(), jobspec()])
+            results = await client.wait_all(ok)
+            assert all(r.success for r in results.values())
+            assert [e.name async for e in client.events(ok[0], follow=False)][-1] == "clean"
+            assert (await client.lookup(ok[0], ["jobspec"]))["jobspec"]
+            assert (await client.job_info(ok[0], ["state"]))["state"] == pflux.State.INACTIVE
+            listed = await client.list_jobs(attrs=["id"])
+            assert set(ok) <= {j["id"] for j in listed}
+
+            held = await client.submit(jobspec(), urgency="hold")
+            await client.wait_event(held, "priority")
+            assert await client.urgency(held, 16) == 0
+            running = await client.submit_job(jobspec("0"), waitable=True)
+            await running.wait_event("start")
+            await client.memo(running.id, {"tag": 1})
+            assert (await client.wait_event(running.id, "memo")).context == {"tag": 1}
+            with pytest.raises(pflux.RPCTimeout):
+                await running.result(timeout=0.05)
+            assert await client.raise_all(dry_run=True) >= 1
+            await client.kill(running.id, 9)
+            reaped = await client.reap(running.id)
+            assert (reaped.id, reaped.success) == (running.id, False)
+            assert await client.idle(timeout=60) == 0
+            await client.drain(timeout=60)
+
+            await client.queue_enable(False, "closed for a test")
+            status = await client.queue_status()
+            assert (status["enable"], status["disable_reason"]) == (False, "closed for a test")
+            await client.queue_enable(True)
+            await client.queue_start(True)
+            dag = await client.run_dag({"a": ["true"], "b": ["true"]}, [("a", "b")])
+            assert [r.success for _, r in dag.values()] == [True, True]
+
+    asyncio.run(session())
+
+
+def test_the_async_client_connects_with_connect_too(uri: str) -> None:
+    async def session() -> tuple[bool, pflux.State, bool]:
+        client = await pflux.AsyncClient.connect(uri)
+        try:
+            held = client.job(await client.submit(jobspec(), urgency="hold"))
+            await held.wait_event("priority")
+            assert not await held.done()
+            await held.cancel()
+            job = client.job(await client.submit(jobspec()))
+            return (await held.result()).success, await held.status(), (await job.result()).success
+        finally:
+            client.close()
+
+    assert asyncio.run(session()) == (False, pflux.State.INACTIVE, True)
+
+
+def test_update_last_jobs_and_alloc_query(client: pflux.Client) -> None:
+    job = client.submit_job(jobspec("0"))
+    job.wait_event("start")
+    client.update(job.id, {"attributes.system.duration": 3600})
+    assert job.wait_event("jobspec-update").context == {"attributes.system.duration": 3600}
+    assert client.last_jobs()[0] == job.id
+    assert client.last_jobs("[:2]")[:1] == [job.id]
+    assert client.alloc_query()["running"] >= 1
+    with pytest.raises(pflux.RPCError, match="slice"):
+        client.last_jobs("nonsense")
+    job.cancel()
+
+
+def test_the_async_update_last_jobs_and_alloc_query(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            job = await client.submit_job(jobspec("0"))
+            await job.wait_event("start")
+            await client.update(job.id, {"attributes.system.duration": 60})
+            assert (await job.wait_event("jobspec-update")).context == {
+                "attributes.system.duration": 60
+            }
+            assert (await client.last_jobs())[0] == job.id
+            assert (await client.alloc_query())["running"] >= 1
+            await job.cancel()
+
+    asyncio.run(session())
+
+
+def test_raise_many_and_kill_many_give_each_jobs_refusal(client: pflux.Client) -> None:
+    killed, canceled = client.submit_job(jobspec("0")), client.submit_job(jobspec("0"))
+    killed.wait_event("start")
+    canceled.wait_event("start")
+    unknown = pflux.JobID(1)
+    kills = client.kill_many([killed.id, unknown], 9)
+    assert kills[0] is None
+    assert isinstance(kills[1], pflux.RPCError)
+    raised = client.raise_many([canceled.id, unknown], "cancel", 0, "many")
+    assert raised[0] is None
+    assert isinstance(raised[1], pflux.RPCError)
+    assert "many" in canceled.result().errstr
+    assert not killed.result().success
+
+
+def test_the_async_raise_many_and_kill_many(uri: str) -> None:
+    async def session() -> tuple[list[bool], list[bool]]:
+        async with pflux.AsyncClient(uri) as client:
+            killed = await client.submit_job(jobspec("0"))
+            canceled = await client.submit_job(jobspec("0"))
+            await killed.wait_event("start")
+            await canceled.wait_event("start")
+            kills = await client.kill_many([killed.id, pflux.JobID(1)], 9)
+            raised = await client.raise_many([canceled.id, pflux.JobID(1)], note="many")
+            assert "many" in (await canceled.result()).errstr
+            return [e is None for e in kills], [e is None for e in raised]
+
+    assert asyncio.run(session()) == ([True, False], [True, False])
