@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pflux.cli import start
-from pflux.ingest import IngestService
+from pflux.ingest.service import IngestService
 from pflux.kvs.store import Store
 from support.instance import PFLUX
 

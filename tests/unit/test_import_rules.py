@@ -17,7 +17,7 @@ import pflux
 
 ROOT = Path(pflux.__file__).parent
 
-#: the service packages (a plain module, e.g. ``pflux/info.py``, counts as one)
+#: the service packages
 SERVICES = frozenset(
     ("exec", "info", "ingest", "joblist", "kvs", "manager", "sched", "shell", "sim")
 )

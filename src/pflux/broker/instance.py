@@ -40,10 +40,10 @@ log = logging.getLogger("pflux.broker")
 SERVICES: tuple[str, ...] = (
     "pflux.kvs.service:KVSService",
     "pflux.manager.service:JobManager",
-    "pflux.ingest:IngestService",
+    "pflux.ingest.service:IngestService",
     "pflux.sched.service:Scheduler",
     "pflux.exec.service:ExecService",
-    "pflux.info:JobInfoService",
+    "pflux.info.service:JobInfoService",
 )
 
 # Loaded last when the configuration has [simulator]: it overrides job-exec (RFC 32).

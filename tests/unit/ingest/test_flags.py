@@ -10,7 +10,7 @@ import pytest
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
-from pflux.ingest import IngestService
+from pflux.ingest.service import IngestService
 from pflux.spec.states import FLAG_WAITABLE
 from support.instance import jobspec
 

@@ -14,7 +14,7 @@ import pytest
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.ingest import IngestService
+from pflux.ingest.service import IngestService
 from pflux.kvs.service import KVSService
 from pflux.manager.service import JobManager
 from pflux.spec.builder import from_command

@@ -15,15 +15,15 @@ from typing import Any
 
 import orjson
 
-from pflux.broker.message import Message, RPCError
+from pflux.broker.message import RPCError
 from pflux.broker.requests import job_id_arg, payload_of
-from pflux.broker.router import LocalRoute, Request, Service, method
+from pflux.broker.router import Request, Service, method
+from pflux.info.watch import EventlogWatch
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import KEY_PATTERN, job_key
 
 LOOKUP_KEYS = frozenset(("J", "jobspec", "R", "eventlog"))
 WATCH_PATHS = frozenset(("eventlog", "guest.exec.eventlog", "guest.output", "guest.input"))
-TERMINAL_EVENTS = (b'"name":"clean"', b'"name":"invalidate"')
 
 
 def _lookup_key(key: str) -> bool:
@@ -88,59 +88,4 @@ class JobInfoService(Service):
         if not req.streaming:
             raise RPCError(errno.EPROTO, "eventlog-watch must be a streaming request")
         await self._check_owner(req, jobid)
-        _Watch(self, req, jobid, path).start()
-
-
-class _Watch:
-    """One eventlog-watch: a KVS watch on the log, and on the job's eventlog for its end."""
-
-    def __init__(self, service: JobInfoService, req: Request, jobid: int, path: str) -> None:
-        self.broker = service.broker
-        self.req = req
-        self.jobid = jobid
-        self.path = path
-        self.guest = path != "eventlog"
-        self.routes: list[LocalRoute] = []
-
-    def start(self) -> None:
-        key = job_key(self.jobid, *self.path.split("."))
-        self._watch(key, lambda msg: self._on_append(msg, send=True, ends=not self.guest))
-        if self.guest:
-            # the job's own eventlog, only to see it end: the guest one is final by then
-            main = job_key(self.jobid, "eventlog")
-            self._watch(main, lambda msg: self._on_append(msg, send=False, ends=True))
-        self.req.on_disconnect(self._cancel)
-
-    def _watch(self, key: str, callback: Any) -> None:
-        payload = {"key": key, "append": True, "waitcreate": True}
-        self.routes.append(self.broker.send("kvs.watch", payload, callback, streaming=True))
-
-    def _on_append(self, msg: Message, *, send: bool, ends: bool) -> None:
-        """New lines of a watched eventlog: pass them on (``send``); the job's end in them
-        (``ends``: this is the job's own eventlog) ends the stream."""
-        if self.req.done:
-            return
-        if msg.errnum:
-            self._end(msg)
-            return
-        data = msg.payload.get("value", "")
-        if send and data:
-            self.req.respond({"data": data})
-        if ends and any(t in data.encode() for t in TERMINAL_EVENTS):
-            self._finish()
-
-    def _end(self, msg: Message) -> None:
-        if msg.errnum == errno.ENOENT:
-            self._finish(errno.ENOENT, f"job {JobID(self.jobid)}: {self.path} was removed")
-        else:
-            self._finish(msg.errnum, msg.errstr)
-
-    def _finish(self, errnum: int = errno.ENODATA, errstr: str | None = None) -> None:
-        """End the stream and withdraw the KVS watches."""
-        self.req.error(errnum, errstr)
-        for route in self.routes:
-            route.cancel()
-        self.routes = []
-
-    def _cancel(self) -> None:
-        self._finish()
+        EventlogWatch(self.broker, req, jobid, path).start()

@@ -9,18 +9,16 @@ On a full disk the KVS stores none of them, and each gets ENOSPC.
 
 from __future__ import annotations
 
-import base64
 import errno
 import logging
 import time
 from typing import Any
 
-import orjson
-
 from pflux.broker.message import Message, RPCError
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import JobspecError
+from pflux.ingest.sign import sign_none
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
@@ -30,16 +28,6 @@ from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE, URGENCY_DEFAULT
 log = logging.getLogger("pflux.job-ingest")
 
 FLAGS_MASK = FLAG_DEBUG | FLAG_WAITABLE
-
-
-def sign_none(userid: int, payload: bytes) -> str:
-    """J under the ``none`` mechanism: a userid-stamped, unsigned wrapper (RFC 15's shape)."""
-    header = orjson.dumps({"version": 1, "mechanism": "none", "userid": userid})
-    return f"{_b64(header)}.{_b64(payload)}.none"
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 class _Submission:

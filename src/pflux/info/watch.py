@@ -1,0 +1,68 @@
+"""One ``job-info.eventlog-watch`` stream: KVS watches on the log and on the job's end."""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+from pflux.broker.message import Message
+from pflux.broker.router import Broker, LocalRoute, Request
+from pflux.spec.fluid import JobID
+from pflux.spec.kvs_keys import job_key
+
+TERMINAL_EVENTS = (b'"name":"clean"', b'"name":"invalidate"')
+
+
+class EventlogWatch:
+    """One eventlog-watch: a KVS watch on the log, and on the job's eventlog for its end."""
+
+    def __init__(self, broker: Broker, req: Request, jobid: int, path: str) -> None:
+        self.broker = broker
+        self.req = req
+        self.jobid = jobid
+        self.path = path
+        self.guest = path != "eventlog"
+        self.routes: list[LocalRoute] = []
+
+    def start(self) -> None:
+        key = job_key(self.jobid, *self.path.split("."))
+        self._watch(key, lambda msg: self._on_append(msg, send=True, ends=not self.guest))
+        if self.guest:
+            # the job's own eventlog, only to see it end: the guest one is final by then
+            main = job_key(self.jobid, "eventlog")
+            self._watch(main, lambda msg: self._on_append(msg, send=False, ends=True))
+        self.req.on_disconnect(self._cancel)
+
+    def _watch(self, key: str, callback: Any) -> None:
+        payload = {"key": key, "append": True, "waitcreate": True}
+        self.routes.append(self.broker.send("kvs.watch", payload, callback, streaming=True))
+
+    def _on_append(self, msg: Message, *, send: bool, ends: bool) -> None:
+        """New lines of a watched eventlog: pass them on (``send``); the job's end in them
+        (``ends``: this is the job's own eventlog) ends the stream."""
+        if self.req.done:
+            return
+        if msg.errnum:
+            self._end(msg)
+            return
+        data = msg.payload.get("value", "")
+        if send and data:
+            self.req.respond({"data": data})
+        if ends and any(t in data.encode() for t in TERMINAL_EVENTS):
+            self._finish()
+
+    def _end(self, msg: Message) -> None:
+        if msg.errnum == errno.ENOENT:
+            self._finish(errno.ENOENT, f"job {JobID(self.jobid)}: {self.path} was removed")
+        else:
+            self._finish(msg.errnum, msg.errstr)
+
+    def _finish(self, errnum: int = errno.ENODATA, errstr: str | None = None) -> None:
+        """End the stream and withdraw the KVS watches."""
+        self.req.error(errnum, errstr)
+        for route in self.routes:
+            route.cancel()
+        self.routes = []
+
+    def _cancel(self) -> None:
+        self._finish()
