@@ -308,6 +308,7 @@ def schema_validators() -> tuple[Any, Any]:
 def validators() -> None:
     from pflux.errors import JobspecError
     from pflux.spec import jobspec
+    from pflux.spec.jobspec import walker
 
     draft7, compiled = schema_validators()
     valid, invalid = rfc25.example(), rfc25.broken()
@@ -345,7 +346,7 @@ def validators() -> None:
     else:
         row("msgspec", None, "not installed")
     row("pflux validate (fast accept), valid", rate(lambda: jobspec.validate(valid)))
-    row("pflux walker alone, valid", rate(lambda: jobspec._collect(valid)))
+    row("pflux walker alone, valid", rate(lambda: walker.collect(valid)))
     row(
         "pflux validate (walker), invalid",
         rate(quietly(lambda: jobspec.validate(invalid), JobspecError)),

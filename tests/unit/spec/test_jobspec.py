@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, SpecError
 from pflux.spec import builder, jobspec
-from pflux.spec.jobspec import JobspecView
+from pflux.spec.jobspec import JobspecView, accept, walker
 from support.rfc25 import example
 
 
@@ -879,8 +879,8 @@ def test_decode_and_validate_agree_on_yaml_and_json(doc: dict[str, Any]) -> None
 
 # ------------------------------------------------------------ the fast path
 #
-# validate asks a pathless fast check (jobspec._accepts) before the walker
-# (jobspec._collect). It may only ever accept what the walker accepts; these
+# validate asks a pathless fast check (accept.accepts) before the walker
+# (walker.collect). It may only ever accept what the walker accepts; these
 # pin that, and that the shapes pflux itself writes take it.
 
 
@@ -975,11 +975,11 @@ def test_fast_path_accepts_only_what_the_walker_accepts(
     for _ in range(data.draw(st.integers(0, 3))):
         if places(doc):
             damage(doc, data)
-    walker = jobspec._collect(doc)
-    if jobspec._accepts(doc):
-        assert walker == []
+    found = walker.collect(doc)
+    if accept.accepts(doc):
+        assert found == []
     # and so validate says what the walker says, problem for problem
-    assert outcome(lambda: jobspec.validate(doc)) == (walker or None)
+    assert outcome(lambda: jobspec.validate(doc)) == (found or None)
 
 
 def single_changes(base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -1012,8 +1012,8 @@ def test_fast_path_accepts_no_single_change_that_the_walker_rejects(case: str, b
     if bare:  # duration alone in system
         del system(base)["cwd"], system(base)["environment"]
     for doc in single_changes(base):
-        if jobspec._accepts(doc):
-            assert jobspec._collect(doc) == [], doc
+        if accept.accepts(doc):
+            assert walker.collect(doc) == [], doc
 
 
 @pytest.mark.parametrize(
@@ -1034,13 +1034,13 @@ def test_lone_surrogates_and_infinities_are_left_to_the_walker(
     change: Callable[[dict[str, Any]], object],
 ) -> None:
     doc = edited(change)
-    assert not jobspec._accepts(doc)
+    assert not accept.accepts(doc)
     assert problems_of(doc)
 
 
 @pytest.mark.parametrize("case", ["example", "1.1", "2.1", "2.2", "2.3", "2.4"])
 def test_fast_path_takes_rfc_examples(case: str) -> None:
-    assert jobspec._accepts(example(case))
+    assert accept.accepts(example(case))
 
 
 @pytest.mark.parametrize(
@@ -1058,7 +1058,7 @@ def test_fast_path_takes_what_pflux_submit_writes(options: dict[str, Any]) -> No
     doc = builder.from_command(["app", "-v"], **options)
     builder.set_shell_option(doc, "rlimit", {"nofile": 1024, "core": 0})
     builder.set_attr(doc, "system.dependencies", [{"scheme": "afterok", "value": "ƒ2"}])
-    assert jobspec._accepts(doc)
+    assert accept.accepts(doc)
 
 
 @pytest.mark.parametrize(
@@ -1073,7 +1073,7 @@ def test_fast_path_leaves_rarer_valid_shapes_to_the_walker(
     change: Callable[[dict[str, Any]], object],
 ) -> None:
     doc = edited(change)
-    assert not jobspec._accepts(doc)
+    assert not accept.accepts(doc)
     jobspec.validate(doc)
 
 
@@ -1082,17 +1082,17 @@ def test_fast_path_leaves_rarer_valid_shapes_to_the_walker(
 def test_shortcuts_inside_the_walker_change_nothing(
     doc: dict[str, Any], data: st.DataObject
 ) -> None:
-    # _plain_data and _texts spare the walker its loops on plain data; without them it
+    # _plain_data and texts spare the walker its loops on plain data; without them it
     # must find exactly the same problems
     for _ in range(data.draw(st.integers(0, 3))):
         if places(doc):
             damage(doc, data)
-    with_shortcuts = jobspec._collect(doc)
+    with_shortcuts = walker.collect(doc)
     with (
-        mock.patch.object(jobspec, "_plain_data", return_value=-1),
-        mock.patch.object(jobspec, "_texts", return_value=False),
+        mock.patch.object(walker, "_plain_data", return_value=-1),
+        mock.patch.object(walker, "texts", return_value=False),
     ):
-        assert jobspec._collect(doc) == with_shortcuts
+        assert walker.collect(doc) == with_shortcuts
 
 
 def test_free_form_values_share_one_size_budget() -> None:
