@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pflux.cli import jobopts, main
+from pflux.cli import jobopts, main, rlimits
 from pflux.errors import JobspecError, SpecError, UsageError
 from pflux.spec.jobspec import validate
 from support.instance import console
@@ -431,7 +431,7 @@ PROPAGATED = ["cpu", "fsize", "data", "stack", "core", "nofile", "as", "rss", "n
 
 def test_rlimits_propagate_by_default_as_flux(capsys: pytest.CaptureFixture[str]) -> None:
     limits = system(capsys, "--env=-*", "a")["shell"]["options"]["rlimit"]
-    assert limits == jobopts.filter_rlimits([], jobopts.current_rlimits())
+    assert limits == rlimits.filter_rlimits([], rlimits.current_rlimits())
     assert "memlock" not in limits
     assert "nofile" in limits
     assert "shell" not in system(capsys, *PLAIN, "a")
@@ -440,7 +440,7 @@ def test_rlimits_propagate_by_default_as_flux(capsys: pytest.CaptureFixture[str]
 def test_current_rlimits_reads_this_process() -> None:
     import resource
 
-    limits = jobopts.current_rlimits()
+    limits = rlimits.current_rlimits()
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     assert limits["nofile"] == (-1 if soft == resource.RLIM_INFINITY else soft)
     assert set(PROPAGATED) <= set(limits)
@@ -462,7 +462,7 @@ def test_current_rlimits_reads_this_process() -> None:
     ],
 )
 def test_filter_rlimits(rules: list[str], expected: dict[str, int]) -> None:
-    assert jobopts.filter_rlimits(rules, CURRENT) == expected
+    assert rlimits.filter_rlimits(rules, CURRENT) == expected
 
 
 @pytest.mark.parametrize(
@@ -476,7 +476,7 @@ def test_filter_rlimits(rules: list[str], expected: dict[str, int]) -> None:
 )
 def test_bad_rlimits(rule: str, message: str) -> None:
     with pytest.raises(JobspecError) as info:
-        jobopts.filter_rlimits([rule], CURRENT)
+        rlimits.filter_rlimits([rule], CURRENT)
     assert str(info.value).startswith(message)
 
 

@@ -17,6 +17,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
+from pflux.cli.envrules import env_rules, filter_environment
+from pflux.cli.optionrules import bad
+from pflux.cli.rlimits import current_rlimits, filter_rlimits
 from pflux.errors import (
     DependencyError,
     DurationError,
@@ -29,29 +32,13 @@ from pflux.spec import builder
 __all__ = [
     "JobRequest",
     "add_options",
-    "current_rlimits",
     "dry_run_text",
-    "filter_environment",
-    "filter_rlimits",
     "job_request",
 ]
 
 URGENCY_NAMES = {"hold": 0, "default": 16, "expedite": 31}
 URGENCY_MAX = 31
 SUBMIT_FLAGS = ("debug", "waitable", "novalidate")
-# flux-core propagates every soft limit but these (flux/job/_utils.py)
-DEFAULT_RLIMIT_RULES = (
-    "-memlock",
-    "-ofile",
-    "-msgqueue",
-    "-nice",
-    "-rtprio",
-    "-rttime",
-    "-sigpending",
-)
-UNLIMITED = -1  # how jobspec (and flux-core's job shell) writes RLIM_INFINITY
-_UNLIMITED_WORDS = ("unlimited", "infinity", "inf")
-_MAX_ENV_FILE_DEPTH = 16
 _IDSET = re.compile(r"\[?[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*\]?")
 
 
@@ -246,7 +233,7 @@ def job_request(
     flags = _flags(args.flags)
     urgency = _urgency(args.urgency)
     stdin, input_ranks = _input(args.input)
-    environment, env_expand = filter_environment(_env_rules(args.env), environ)
+    environment, env_expand = filter_environment(env_rules(args.env), environ)
     counts = _per_resource(args)
     jobspec = (builder.from_command if counts is None else builder.per_resource)(
         _command(args.command),
@@ -286,7 +273,6 @@ def job_request(
 
 def request_for(args: argparse.Namespace) -> JobRequest:
     """``job_request`` for this process: its environment, directory, clock and rlimits."""
-    import os
     import time
 
     return job_request(
@@ -309,10 +295,6 @@ def dry_run_text(jobspec: Mapping[str, Any], fmt: str) -> str:
     return json.dumps(jobspec, ensure_ascii=False) + "\n"
 
 
-def _bad(option: str, value: str, why: str) -> NoReturn:
-    raise JobspecError([("", f"{option}={value}: {why}")])
-
-
 def _command(command: Sequence[str]) -> list[str]:
     args = list(command)
     if args[:1] == ["--"]:  # the user's separator between options and command
@@ -326,7 +308,7 @@ def _count(option: str, text: str | None, minimum: int) -> int | None:
     if text is None:
         return None
     if not (text.isascii() and text.isdigit()) or int(text) < minimum:
-        _bad(option, text, f"must be an integer >= {minimum}")
+        bad(option, text, f"must be an integer >= {minimum}")
     return int(text)
 
 
@@ -380,12 +362,12 @@ def _taskmap(uri: str) -> dict[str, str]:
 
     scheme, _, value = uri.partition(":")
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
-        _bad("--taskmap", uri, "not a SCHEME[:VALUE] URI")
+        bad("--taskmap", uri, "not a SCHEME[:VALUE] URI")
     entry = {"scheme": scheme, "value": value}
     try:
         taskmap_scheme(entry)
     except PfluxError as exc:
-        _bad("--taskmap", uri, str(exc))
+        bad("--taskmap", uri, str(exc))
     return entry
 
 
@@ -438,15 +420,15 @@ def _signal(text: str) -> dict[str, Any]:
         except KeyError:
             signum = 0
     if not 0 < signum < signal.NSIG:
-        _bad("--signal", text, f"{name} is not a valid signal")
+        bad("--signal", text, f"{name} is not a valid signal")
     from pflux.spec import duration
 
     try:
         timeleft = duration.parse(when or "60s")
     except DurationError as exc:
-        _bad("--signal", text, str(exc))
+        bad("--signal", text, str(exc))
     if timeleft == float("inf"):
-        _bad("--signal", text, "the time must be finite")
+        bad("--signal", text, "the time must be finite")
     return {"signum": signum, "timeleft": timeleft}
 
 
@@ -487,7 +469,7 @@ def _keyval(option: str, text: str) -> tuple[str, Any]:
     if key.startswith("^"):
         key = key.lstrip("^")
         if not equals or not value:
-            _bad(option, text, "^KEY needs =FILE")
+            bad(option, text, "^KEY needs =FILE")
         return key, _read_json(option, value)
     if not equals:
         return key, 1
@@ -530,148 +512,4 @@ def _set_keyvals(
         try:
             setter(jobspec, key, value)
         except JobspecError as exc:
-            _bad(option, text, str(exc))
-
-
-# ----------------------------------------------------------------- environment
-
-
-def _env_rules(entries: Sequence[tuple[str, str]] | None) -> list[str]:
-    """``--env`` rules as flux-core writes them: ``-PATTERN``, ``^FILE`` or as given."""
-    return [prefix + value for prefix, value in entries or ()]
-
-
-def filter_environment(
-    rules: Sequence[str], environ: Mapping[str, str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The job's environment and its ``env-expand`` templates, after applying ``rules``.
-
-    flux-core's rules (``get_filtered_environment``), starting from all of
-    ``environ``: ``-PATTERN`` drops matching names; ``^FILE`` applies the rules
-    in FILE, one per line (blank lines and ``#`` comments skipped); ``NAME=VALUE``
-    sets NAME, expanding ``$VAR`` and ``${VAR}`` from the environment built so
-    far, then from ``environ`` (``$$`` is a dollar), or, when VALUE holds a
-    ``{{mustache}}`` template, leaves it to the job shell; a bare ``PATTERN``
-    copies matching names from ``environ`` that are not yet set.  A PATTERN is
-    a shell glob, or a regular expression written ``/regex/``.
-    """
-    env = dict(environ)
-    expand: dict[str, str] = {}
-    _apply_env_rules(rules, env, expand, environ, 0)
-    return env, expand
-
-
-def _apply_env_rules(
-    rules: Sequence[str],
-    env: dict[str, str],
-    expand: dict[str, str],
-    environ: Mapping[str, str],
-    depth: int,
-) -> None:
-    for rule in rules:
-        if rule.startswith("-"):
-            matches = _matcher("--env", rule, rule[1:])
-            for name in [name for name in env if matches(name)]:
-                del env[name]
-        elif rule.startswith("^"):
-            lines = _env_file(rule, depth)
-            _apply_env_rules(lines, env, expand, environ, depth + 1)
-        elif "=" not in rule:
-            matches = _matcher("--env", rule, rule)
-            for name, value in environ.items():
-                if name not in env and matches(name):
-                    env[name] = value
-        else:
-            name, _, value = rule.partition("=")
-            if not name:
-                _bad("--env", rule, "the variable name is empty")
-            if "{{" in value:
-                expand[name] = value
-            else:
-                env[name] = _substitute(rule, value, env, environ)
-
-
-def _env_file(rule: str, depth: int) -> list[str]:
-    if depth >= _MAX_ENV_FILE_DEPTH:
-        _bad("--env", rule, f"env files nest more than {_MAX_ENV_FILE_DEPTH} deep")
-    path = os.path.expanduser(rule[1:])
-    try:
-        with open(path, encoding="utf-8") as file:
-            lines = [line.strip() for line in file]
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise JobspecError([("", f"--env: cannot read rules from {path}: {why}")]) from None
-    return [line for line in lines if line and not line.startswith("#")]
-
-
-def _substitute(rule: str, value: str, env: Mapping[str, str], environ: Mapping[str, str]) -> str:
-    if "$" not in value:
-        return value
-    from string import Template
-
-    try:
-        return Template(value).substitute({**environ, **env})
-    except KeyError as exc:
-        _bad("--env", rule, f'variable "{exc.args[0]}" is not set')
-    except ValueError:
-        _bad("--env", rule, "a $ must start $NAME or ${NAME}, or be written $$")
-
-
-def _matcher(option: str, rule: str, pattern: str) -> Callable[[str], bool]:
-    """A name test: ``/regex/`` (matched at the start, as flux-core does) or a shell glob."""
-    if pattern.startswith("/"):
-        try:
-            regex = re.compile(pattern[1:].rstrip("/"))
-        except re.error as exc:
-            _bad(option, rule, f"bad regular expression: {exc}")
-        return lambda name: regex.match(name) is not None
-    from fnmatch import fnmatchcase
-
-    return lambda name: fnmatchcase(name, pattern)
-
-
-# ---------------------------------------------------------------------- rlimits
-
-
-def current_rlimits() -> dict[str, int]:
-    """This process's soft resource limits, by flux-core's lower-case names, -1 for none."""
-    import resource
-
-    limits = {}
-    for symbol in vars(resource):
-        if symbol.startswith("RLIMIT_"):
-            soft = resource.getrlimit(getattr(resource, symbol))[0]
-            limits[symbol[7:].lower()] = UNLIMITED if soft == resource.RLIM_INFINITY else soft
-    return limits
-
-
-def filter_rlimits(rules: Sequence[str], current: Mapping[str, int]) -> dict[str, int]:
-    """The limits to pass on: flux-core's defaults, then ``rules`` in order.
-
-    ``-PATTERN`` drops matching limits; ``NAME=VALUE`` sets one (``unlimited``,
-    ``infinity`` or ``inf`` for none); a bare ``PATTERN`` passes matching limits
-    at their ``current`` values.  Names are ``current``'s, case-insensitive.
-    """
-    limits = dict(current)
-    for rule in (*DEFAULT_RLIMIT_RULES, *rules):
-        if rule.startswith("-"):
-            matches = _matcher("--rlimit", rule, rule[1:].lower())
-            limits = {name: value for name, value in limits.items() if not matches(name)}
-            continue
-        name, equals, value = rule.partition("=")
-        name = name.lower()
-        if not equals:
-            matches = _matcher("--rlimit", rule, name)
-            found = {limit: soft for limit, soft in current.items() if matches(limit)}
-            if not found:
-                _bad("--rlimit", rule, "no resource limit matches")
-            limits.update(found)
-        elif name not in current:
-            _bad("--rlimit", rule, f"unknown resource limit (known: {', '.join(current)})")
-        elif value in _UNLIMITED_WORDS:
-            limits[name] = UNLIMITED
-        elif value.isascii() and value.isdigit():
-            limits[name] = int(value)
-        else:
-            _bad("--rlimit", rule, "the value must be an integer or unlimited")
-    return limits
+            bad(option, text, str(exc))
