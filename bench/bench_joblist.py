@@ -28,8 +28,8 @@ from joblist_entries import R_2NODES, Story
 
 from pflux.cli.jobfields import JobInfo, attrs_for
 from pflux.cli.jobformat import NAMED_FORMATS, JobFormat
+from pflux.joblist.attributes import select, to_json
 from pflux.joblist.index import JobIndex
-from pflux.joblist.summary import select, to_json
 from pflux.spec.builder import from_command
 from pflux.spec.states import State
 

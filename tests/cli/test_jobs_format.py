@@ -29,7 +29,7 @@ from pflux.cli.jobformat import (
     resolve_format,
 )
 from pflux.errors import PfluxError
-from pflux.joblist.summary import ATTRS
+from pflux.joblist.attributes import ATTRS
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 

@@ -1,8 +1,9 @@
 """job-list: the index of every job that `pflux jobs` lists, fed by the job manager's journal.
 
-``summary`` is one job's attributes, ``index`` the per-job ordering of journal
-entries and the listing orders (both pure), ``service`` the RPCs, ``codes`` the
-numbers on the wire (which ``pflux jobs`` imports without the service).
+``summary`` is one job's attributes, ``attributes`` renders those a listing asks
+for, ``index`` the per-job ordering of journal entries and the listing orders (all
+pure), ``service`` the RPCs, ``codes`` the numbers on the wire (which ``pflux jobs``
+imports without the service).
 """
 
 from __future__ import annotations

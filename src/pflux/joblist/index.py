@@ -32,8 +32,9 @@ from operator import attrgetter
 from typing import Any, Final
 
 from pflux.errors import EventlogError
+from pflux.joblist.attributes import Selection, to_json
 from pflux.joblist.codes import USERID_ANY
-from pflux.joblist.summary import JobSummary, Selection, to_json
+from pflux.joblist.summary import JobSummary
 from pflux.spec.eventlog import Event
 from pflux.spec.states import State
 

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.codes import (
     RESULT_CANCELED,
@@ -36,7 +37,7 @@ from pflux.joblist.codes import (
     USERID_ANY,
 )
 from pflux.joblist.index import JobIndex
-from pflux.joblist.summary import ATTRS, JobSummary, select, to_json
+from pflux.joblist.summary import JobSummary
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblist_entries import R_2NODES, Story, jobspec
 
+from pflux.joblist.attributes import select, to_json
 from pflux.joblist.cache import CACHE_NAME, FORMAT, SummaryCache, decode, encode
 from pflux.joblist.index import JobIndex
-from pflux.joblist.summary import JobSummary, select, to_json
+from pflux.joblist.summary import JobSummary
 from pflux.spec.states import State
 
 ALL = select(["all"])

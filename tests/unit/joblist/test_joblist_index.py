@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblist_entries import Story, jobspec
 
+from pflux.joblist.attributes import select
 from pflux.joblist.index import USERID_ANY, JobIndex
-from pflux.joblist.summary import select
 from pflux.spec.states import State
 
 ALL = select(["all"])

@@ -15,9 +15,9 @@ from joblist_entries import Story
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.joblist import JobList
+from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.index import JobIndex
-from pflux.joblist.summary import ATTRS, select, to_json
 from pflux.spec.states import State
 
 ALL = select(["all"])

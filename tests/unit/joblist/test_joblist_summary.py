@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from joblist_entries import R_2NODES, Story, jobspec
 
+from pflux.joblist.attributes import ATTRS, AttrError, select, to_json
 from pflux.joblist.index import JobIndex
-from pflux.joblist.summary import ATTRS, AttrError, select, to_json
 from pflux.spec.builder import set_attr, set_shell_option
 from pflux.spec.states import State
 
