@@ -1,6 +1,6 @@
 """A real run: the guest namespace, a job shell from the launcher, and its records.
 
-job-exec plans the shell (``pflux.shell.plan``), creates the guest namespace
+job-exec plans the shell (``pflux.exec.plan``), creates the guest namespace
 ``job-<id>`` over ``job.<kvs id>.guest``, posts ``init`` and ``starting`` to
 its ``exec.eventlog`` and the ``output`` header, and asks the launcher for a
 shell, all in the same loop turn. The shell's records (``pflux.exec.wire``)
@@ -50,11 +50,11 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import EventlogError, IdsetError, PfluxError
 from pflux.exec import wire
+from pflux.exec.plan import STREAMS, Plan, plan
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.shell.input import data_context, header_context, limit_note
 from pflux.shell.layout import Layout
 from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line
-from pflux.shell.plan import STREAMS, Plan, plan
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet

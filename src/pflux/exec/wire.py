@@ -7,7 +7,7 @@ records in datagrams, straight to job-exec on a socket every shell shares.
 job-exec to the launcher (which passes the job's on to its shell):
 
 - ``p`` SPAWN: give the job to a shell; the payload is the shell's
-  description (``pflux.shell.plan``), which the launcher passes on as it is;
+  description (``pflux.exec.plan``), which the launcher passes on as it is;
 - ``k`` KILL: signal every task of the job (payload: the signal number in
   decimal);
 - ``t`` TERMINATE: signal the shell's whole session (job-exec's last resort);

@@ -1,6 +1,6 @@
 """The job shell: one process per running job that launches its tasks and reports back.
 
-job-exec plans each job's shell (``plan``) and asks its launcher
+job-exec plans each job's shell (``pflux.exec.plan``) and asks its launcher
 (``pflux.exec.launcher``) for one; the shell, forked ahead of need, starts the
 tasks on the cores and GPUs in R, relays their output and its events to
 job-exec (keeping them until they are committed, and spooling them while no
@@ -8,9 +8,8 @@ job-exec is there), feeds the tasks' stdin, passes signals on, and reports
 flux's status; then it waits for a later job. job-exec turns what it relays
 into RFC 32 responses and the guest namespace's eventlogs.
 
-Modules: ``plan`` (pure: the shell's description, made by job-exec), ``layout``
-(pure: which task runs where), ``output`` and ``input`` (RFC 24 events and the
-output and input options, used by job-exec), ``lines`` (line buffering and
-labels), ``tasks`` (spawning and signalling processes), ``main`` (the shell
-itself).
+Modules: ``layout`` (pure: which task runs where, used by job-exec's plan),
+``output`` and ``input`` (RFC 24 events and the output and input options, used
+by job-exec), ``lines`` (line buffering and labels), ``tasks`` (spawning and
+signalling processes), ``main`` (the shell itself).
 """

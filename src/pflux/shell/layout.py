@@ -1,6 +1,6 @@
 """Which task runs where: tasks over the slots of R, and each slot's cores and GPUs.
 
-Pure: job-exec calls it (``pflux.shell.plan``), for each job's shell, with
+Pure: job-exec calls it (``pflux.exec.plan``), for each job's shell, with
 the jobspec and R and gets every task's rank, node and resources. The rules:
 
 - R's targets are cut into slots of the jobspec's cores per slot (a target

@@ -2,7 +2,7 @@
 
 Every page a shell writes after the fork costs a page fault (about 5 us
 here), so it does only what is particular to its job: job-exec plans it
-(``pflux.shell.plan``), and the shell has no broker connection, no asyncio
+(``pflux.exec.plan``), and the shell has no broker connection, no asyncio
 and no logging. It gets its job (SPAWN), signals, acknowledgements and
 standard input from the launcher on a socket of its own, and sends job-exec
 its ``pflux.exec.wire`` records in datagrams on a socket every shell

@@ -58,7 +58,7 @@ class PMIServer:
 
     def __init__(self, clients: dict[int, int], poller: select.poll, job: tuple[Any, ...]) -> None:
         """``job``: (its tasks, its RFC 34 task map blocks, its F58 id, the tasks this
-        shell runs), as the shell has it from job-exec (``pflux.shell.plan``)."""
+        shell runs), as the shell has it from job-exec (``pflux.exec.plan``)."""
         size, taskmap, kvsname, local_size = job
         self.clients = clients  # open connections; closed ones are removed
         self.poller = poller

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, PfluxError
-from pflux.shell.plan import plan
+from pflux.exec.plan import plan
 from pflux.shell.terminal import pty_ranks
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet

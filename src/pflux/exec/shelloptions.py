@@ -84,7 +84,7 @@ class ShellOptions(NamedTuple):
         places: Layout,
         hostname: str,
     ) -> dict[str, Any]:
-        """The description's ``extra`` (``pflux.shell.plan``); fills ``env`` with the
+        """The description's ``extra`` (``pflux.exec.plan``); fills ``env`` with the
         job-wide ``env-expand`` values."""
         extra: dict[str, Any] = {}
         limits = _rlimits(self.rlimit) if self.rlimit else None

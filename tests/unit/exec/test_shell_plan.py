@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import PfluxError
-from pflux.shell.plan import plan
+from pflux.exec.plan import plan
 from pflux.spec.builder import from_command, set_shell_option
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet

@@ -56,9 +56,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
+from pflux.exec.shelloptions import Log, ShellOptions, shell_options
 from pflux.shell.input import InputConfig, input_config
 from pflux.shell.layout import Layout, layout, targets
-from pflux.shell.options import Log, ShellOptions, shell_options
 from pflux.shell.output import (
     DEFAULT_LIMIT,
     OutputConfig,
