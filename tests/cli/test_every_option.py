@@ -60,7 +60,7 @@ SHELL_PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_shell_options.py::test_a_bad_cpu_affinity_is_refused",
     ),
     "gpu-affinity": (
-        "tests/unit/shell/test_shell_plan.py::test_affinity_options_bind_per_task_or_not_at_all",
+        "tests/unit/exec/test_shell_plan.py::test_affinity_options_bind_per_task_or_not_at_all",
     ),
     "exit-timeout": (
         "tests/e2e/test_shell_options.py::test_exit_timeout_raises_a_fatal_exception",
