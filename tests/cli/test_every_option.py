@@ -665,7 +665,9 @@ def test_every_named_test_exists() -> None:
     named = {test for option in PROOF for test in _proof(option)}
     named |= {test for tests in SHELL_PROOF.values() for test in tests}
     files = {test.split("::")[0] for test in named}
-    existing = set().union(*(_test_ids(ROOT / f) for f in files if (ROOT / f).is_file()))
+    missing_files = sorted(f for f in files if not (ROOT / f).is_file())
+    assert not missing_files, f"PROOF names test files that do not exist: {missing_files}"
+    existing = set().union(*(_test_ids(ROOT / f) for f in files))
     absent = sorted(named - existing)
     assert not absent, f"PROOF names tests that do not exist: {absent}"
 
