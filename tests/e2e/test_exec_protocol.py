@@ -24,8 +24,8 @@ from pflux.broker.message import RPCError
 from pflux.broker.module import Link
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import socket_path
+from pflux.protocol.exec import ExecResponse, response
 from pflux.spec.eventlog import parse
-from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, jobspec
 
