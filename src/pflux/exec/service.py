@@ -57,7 +57,9 @@ from pflux.protocol.exec import (
     ExecResponse,
     ExpirationRequest,
     KillRequest,
+    OverrideRequest,
     StartRequest,
+    WinsizeRequest,
     response,
 )
 from pflux.spec import duration
@@ -789,11 +791,12 @@ class ExecService(Service):
 
     # --- requests -----------------------------------------------------------------------
 
-    def _job(self, req: Request, key: str = "id") -> ExecJob:
+    def _job(self, req: Request) -> ExecJob:
+        """The job ``req``'s ``id`` names (``job-exec.stdin``, whose data RFC 24 reads)."""
         payload = req.payload
-        jobid = payload.get(key) if isinstance(payload, dict) else None
+        jobid = payload.get("id") if isinstance(payload, dict) else None
         if not _is_int(jobid):
-            raise RPCError(errno.EPROTO, f"{req.topic}: {key} must be an integer")
+            raise RPCError(errno.EPROTO, f"{req.topic}: id must be an integer")
         return self._lookup(req, jobid)
 
     def _lookup(self, req: Request, jobid: int) -> ExecJob:
@@ -861,19 +864,17 @@ class ExecService(Service):
     @method("winsize")
     def winsize(self, req: Request) -> None:
         """A new size for a running job's ptys (``pflux run -o pty.interactive``)."""
-        job = self._job(req)
+        size = decode(req.topic, req.payload, WinsizeRequest)
+        job = self._lookup(req, size.id)
         if not isinstance(job.impl, ShellRun):
             raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: has no pty")
-        job.impl.winsize(req, req.payload)
+        job.impl.winsize(req, size.rows, size.cols)
 
     @method("override")
     def override(self, req: Request) -> None:
-        job = self._job(req, "jobid")
-        event = req.payload.get("event")
-        status = req.payload.get("status", 0)
-        if not isinstance(event, str) or not _is_int(status):
-            raise RPCError(errno.EPROTO, "override: event must be a string, status an integer")
+        override = decode(req.topic, req.payload, OverrideRequest)
+        job = self._lookup(req, override.jobid)
         if not isinstance(job.impl, SimulatedRun):
             raise RPCError(errno.EINVAL, "Job not in exec override mode")
-        job.impl.override(event, status)
+        job.impl.override(override.event, override.status)
         req.respond({})

@@ -158,3 +158,30 @@ DATA: dict[ExecResponse, type[StartData | ExceptionData | FinishData | ReleaseDa
     ExecResponse.FINISH: FinishData,
     ExecResponse.RELEASE: ReleaseData,
 }
+
+
+# --- job-exec's own requests (not RFC 32): from clients, which build them as dicts -------
+
+WinsizeDim = Annotated[int, Meta(ge=1, le=65535)]
+
+
+class WinsizeRequest(Struct, frozen=True):
+    """``job-exec.winsize``: a running job's ptys' new size (``pflux run -o pty.interactive``)."""
+
+    id: JobId
+    rows: WinsizeDim
+    cols: WinsizeDim
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
+class OverrideRequest(Struct, frozen=True):
+    """``job-exec.override``: start a test-mode job, or finish it with ``status`` (testexec)."""
+
+    jobid: JobId
+    event: str  # "start" or "finish"; another is EINVAL, as flux-core words it
+    status: int = 0
+
+    def __post_init__(self) -> None:
+        _check_id(self.jobid, "jobid")

@@ -60,7 +60,7 @@ def test_an_expiration_before_the_start_is_kept_for_it(live: Any) -> None:
     ("payload", "errnum", "text"),
     [
         ({"id": 99, "expiration": 1.0}, errno.ENOENT, "not running"),
-        ({"expiration": 1.0}, errno.EPROTO, "^job-exec.expiration: id: required$"),
+        ({"expiration": 1.0}, errno.EPROTO, r"^job-exec\.expiration: id: required$"),
     ],
 )
 def test_errors(live: Any, payload: dict[str, Any], errnum: int, text: str) -> None:

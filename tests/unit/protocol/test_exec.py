@@ -20,10 +20,12 @@ from pflux.protocol.exec import (
     ExpirationRequest,
     FinishData,
     KillRequest,
+    OverrideRequest,
     ReleaseData,
     Response,
     StartData,
     StartRequest,
+    WinsizeRequest,
     response,
 )
 
@@ -37,6 +39,8 @@ VALID: dict[type, dict[str, Any]] = {
     ExceptionData: {"type": "exec", "severity": 0, "note": "why"},
     FinishData: {"status": 256},
     ReleaseData: {"ranks": "0-1", "final": False},
+    WinsizeRequest: {"id": 5, "rows": 24, "cols": 80},
+    OverrideRequest: {"jobid": 5, "event": "finish", "status": 9},
 }
 WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
 TYPED = [
@@ -104,6 +108,12 @@ def test_a_missing_field_is_named(kind: type, field: str) -> None:
         (Response, {"type": "done"}, "job-exec.start: type: invalid enum value 'done'"),
         (Response, {"data": []}, "job-exec.start: data: expected object"),
         (ReleaseData, {"final": 1}, "job-exec.start: final: expected bool, got int"),
+        (WinsizeRequest, {"rows": 0}, "job-exec.start: rows: expected int >= 1"),
+        (
+            OverrideRequest,
+            {"jobid": 2**64},
+            "job-exec.start: jobid: expected int <= " + str(2**64 - 1),
+        ),
     ],
 )
 def test_messages_name_field_and_rule(kind: type, changes: dict[str, Any], message: str) -> None:
