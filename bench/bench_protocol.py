@@ -435,12 +435,12 @@ def _convert(kind: Any) -> Callable[[bytes, Any], Callable[[], object]]:
 def _exec_response(data: bytes, payload: Any) -> Callable[[], object]:
     import msgspec
 
-    from pflux.protocol.exec import DATA, Response
+    from pflux.protocol.exec import DATA, StartResponse
 
     convert = msgspec.convert
 
     def decode() -> object:
-        envelope = convert(payload, Response, strict=True)
+        envelope = convert(payload, StartResponse, strict=True)
         return convert(envelope.data, DATA[envelope.type], strict=True)
 
     return decode

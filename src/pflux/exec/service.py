@@ -54,8 +54,8 @@ from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
+    ExecExpirationRequest,
     ExecResponse,
-    ExpirationRequest,
     KillRequest,
     OverrideRequest,
     StartRequest,
@@ -841,7 +841,7 @@ class ExecService(Service):
         """A running job's new expiration (after its ``resource-update``), from the job manager."""
         if not req.owner:
             raise RPCError(errno.EPERM, "job-exec.expiration: only the instance owner")
-        update = decode(req.topic, req.payload, ExpirationRequest)
+        update = decode(req.topic, req.payload, ExecExpirationRequest)
         self._lookup(req, update.id).update_expiration(float(update.expiration))
         req.respond({})
 

@@ -34,14 +34,14 @@ from pflux.protocol.exec import (
     DATA,
     ExceptionData,
     ExceptionRequest,
+    ExecExpirationRequest,
     ExecResponse,
-    ExpirationRequest,
     FinishData,
     KillRequest,
     ReleaseData,
-    Response,
     StartData,
     StartRequest,
+    StartResponse,
 )
 from pflux.spec.states import State
 
@@ -188,7 +188,7 @@ class StartClient:
                 log.error("%s.expiration for %d failed: %s", self.service, job.id, msg.errstr)
                 self.manager.raise_exception(job, "exec", EXPIRATION_NOTE, 1)
 
-        request = ExpirationRequest(id=job.id, expiration=expiration)
+        request = ExecExpirationRequest(id=job.id, expiration=expiration)
         self.manager.broker.send(f"{self.service}.expiration", request.to_payload(), answered)
 
     async def kill(self, job: Job, signum: int) -> None:
@@ -217,7 +217,7 @@ class StartClient:
             return
         topic = f"{self.service}.start"
         try:
-            answer = decode(topic, msg.payload, Response)
+            answer = decode(topic, msg.payload, StartResponse)
             if answer.id != job.id:
                 raise RPCError(errno.EPROTO, f"{topic}: id: expected {job.id}, got {answer.id}")
             data = decode(f"{topic}: {answer.type.value}", answer.data, DATA[answer.type])

@@ -3,7 +3,7 @@
 The execution service (job-exec, or the simulator) decodes the requests
 (``<service>.start``, ``.kill``, ``.expiration``, ``.exception``) and the job
 manager decodes the start responses: first the envelope ``{id, type, data}``
-(``Response``), then its ``data`` by type (``DATA``), since a tagged union
+(``StartResponse``), then its ``data`` by type (``DATA``), since a tagged union
 converted from a dict costs 3 µs (the README's libraries table).  Each end
 builds what it sends with these types (``to_payload``, ``response``).
 """
@@ -82,7 +82,7 @@ class KillRequest(Struct, frozen=True):
         return {"id": self.id, "signum": self.signum}
 
 
-class ExpirationRequest(Struct, frozen=True):
+class ExecExpirationRequest(Struct, frozen=True):
     """``<service>.expiration``: a running job's new expiration (0: none)."""
 
     id: JobId
@@ -115,7 +115,7 @@ class ExceptionRequest(Struct, frozen=True):
         return {"id": self.id, "type": self.type, "severity": self.severity, "note": self.note}
 
 
-class Response(Struct, frozen=True):
+class StartResponse(Struct, frozen=True):
     """One response to ``<service>.start``: the envelope; ``data`` is decoded by ``type``."""
 
     id: JobId

@@ -60,8 +60,8 @@ from pflux.exec.service import TIMELIMIT_NOTE
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
+    ExecExpirationRequest,
     ExecResponse,
-    ExpirationRequest,
     KillRequest,
     StartRequest,
     response,
@@ -417,7 +417,7 @@ class Simulator(Service):
     @method("expiration")
     def expiration(self, req: Request) -> None:
         """A running job's new expiration (``pflux update``): it may end earlier, or later."""
-        update = decode(req.topic, req.payload, ExpirationRequest)
+        update = decode(req.topic, req.payload, ExecExpirationRequest)
         self._ends(self._running(req, update.id), float(update.expiration))
         req.respond({})
 

@@ -16,15 +16,15 @@ from pflux.protocol.exec import (
     DATA,
     ExceptionData,
     ExceptionRequest,
+    ExecExpirationRequest,
     ExecResponse,
-    ExpirationRequest,
     FinishData,
     KillRequest,
     OverrideRequest,
     ReleaseData,
-    Response,
     StartData,
     StartRequest,
+    StartResponse,
     WinsizeRequest,
     response,
 )
@@ -33,9 +33,9 @@ OBJECT = {"version": 1}
 VALID: dict[type, dict[str, Any]] = {
     StartRequest: {"id": 5, "userid": 0, "jobspec": OBJECT, "R": OBJECT, "reattach": False},
     KillRequest: {"id": 5, "signum": 15},
-    ExpirationRequest: {"id": 5, "expiration": 10.0},
+    ExecExpirationRequest: {"id": 5, "expiration": 10.0},
     ExceptionRequest: {"id": 5, "type": "cancel", "severity": 0, "note": "why"},
-    Response: {"id": 5, "type": "release", "data": {"ranks": "all", "final": True}},
+    StartResponse: {"id": 5, "type": "release", "data": {"ranks": "all", "final": True}},
     ExceptionData: {"type": "exec", "severity": 0, "note": "why"},
     FinishData: {"status": 256},
     ReleaseData: {"ranks": "0-1", "final": False},
@@ -59,7 +59,9 @@ def test_valid_payloads_decode(kind: type) -> None:
     decode("t", VALID[kind], kind)
 
 
-@pytest.mark.parametrize("kind", [StartRequest, KillRequest, ExpirationRequest, ExceptionRequest])
+@pytest.mark.parametrize(
+    "kind", [StartRequest, KillRequest, ExecExpirationRequest, ExceptionRequest]
+)
 def test_to_payload_is_what_the_receiver_decodes(kind: type) -> None:
     message = decode("t", VALID[kind], kind)
     assert message.to_payload() == VALID[kind]
@@ -95,18 +97,18 @@ def test_a_missing_field_is_named(kind: type, field: str) -> None:
         (StartRequest, {"id": -1}, "job-exec.start: id: expected int >= 0"),
         (KillRequest, {"signum": "TERM"}, "job-exec.start: signum: expected int, got str"),
         (
-            ExpirationRequest,
+            ExecExpirationRequest,
             {"expiration": -1},
             "job-exec.start: expiration: expected float >= 0.0",
         ),
         (
-            ExpirationRequest,
+            ExecExpirationRequest,
             {"expiration": float("inf")},
             "job-exec.start: expiration: expected float < inf",
         ),
         (ExceptionRequest, {"severity": 8}, "job-exec.start: severity: expected int <= 7"),
-        (Response, {"type": "done"}, "job-exec.start: type: invalid enum value 'done'"),
-        (Response, {"data": []}, "job-exec.start: data: expected object"),
+        (StartResponse, {"type": "done"}, "job-exec.start: type: invalid enum value 'done'"),
+        (StartResponse, {"data": []}, "job-exec.start: data: expected object"),
         (ReleaseData, {"final": 1}, "job-exec.start: final: expected bool, got int"),
         (WinsizeRequest, {"rows": 0}, "job-exec.start: rows: expected int >= 1"),
         (
@@ -132,7 +134,7 @@ def test_messages_name_field_and_rule(kind: type, changes: dict[str, Any], messa
     ],
 )
 def test_a_response_decodes_by_its_type(kind: ExecResponse, data: dict[str, Any]) -> None:
-    envelope = decode("t", response(7, kind, data), Response)
+    envelope = decode("t", response(7, kind, data), StartResponse)
     assert (envelope.id, envelope.type) == (7, kind)
     decoded = decode("t", envelope.data, DATA[envelope.type])
     assert msgspec.to_builtins(decoded) == data
