@@ -7,8 +7,9 @@ decoding, from the dict the connector's orjson made (``msgspec.convert``) and
 from the raw JSON bytes (``msgspec.json.decode(type=...)``, against orjson's
 decode plus the hand checks), (c) dataclasses filled after hand checks, and
 (d) pydantic v2 models (validated in strict mode).  A last row times RFC 27's
-messages as ``pflux.protocol`` types them.  A candidate that
-is not installed is reported as skipped.  Also the cost of importing msgspec.
+and RFC 32's messages as ``pflux.protocol`` types them (RFC 32's responses:
+the envelope, then its data by type).  A candidate that is not installed is
+reported as skipped.  Also the cost of importing msgspec.
 
     .venv/bin/python bench/bench_protocol.py
 
@@ -431,6 +432,20 @@ def _convert(kind: Any) -> Callable[[bytes, Any], Callable[[], object]]:
     return lambda b, d: lambda: msgspec.convert(d, kind, strict=True)
 
 
+def _exec_response(data: bytes, payload: Any) -> Callable[[], object]:
+    import msgspec
+
+    from pflux.protocol.exec import DATA, StartResponse
+
+    convert = msgspec.convert
+
+    def decode() -> object:
+        envelope = convert(payload, StartResponse, strict=True)
+        return convert(envelope.data, DATA[envelope.type], strict=True)
+
+    return decode
+
+
 def _decoder(kind: Any) -> Callable[[bytes, Any], Callable[[], object]]:
     import msgspec
 
@@ -458,12 +473,18 @@ def candidates() -> dict[str, dict[str, Callable[[bytes, Any], Callable[[], obje
         out["msgspec convert strict (dict)"] = {n: _convert(t) for n, t in types.items()}
         out["msgspec json.decode (bytes)"] = {n: _decoder(t) for n, t in types.items()}
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+        from pflux.protocol.exec import StartRequest
         from pflux.protocol.sched import AllocReply, AllocRequest
 
-        # as pflux.protocol has them: documents typed Any and checked to be objects
+        # as pflux.protocol has them: documents typed Any and checked to be objects,
+        # RFC 32's responses as the envelope and then its data by type
         out["pflux.protocol convert (dict)"] = {
             "sched.alloc": _convert(AllocRequest),
             "alloc response": _convert(AllocReply),
+            "job-exec.start": _convert(StartRequest),
+            "start response": _exec_response,
+            "release response": _exec_response,
+            "finish response": _exec_response,
         }
     if have("pydantic"):
         ptypes = pydantic_types()

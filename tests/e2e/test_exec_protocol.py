@@ -24,10 +24,10 @@ from pflux.broker.message import RPCError
 from pflux.broker.module import Link
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import socket_path
+from pflux.protocol.exec import ExecResponse, response
 from pflux.spec.eventlog import parse
-from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
-from support.instance import LiveInstance, jobspec
+from support.instance import LiveInstance, jobspec, ok
 
 TIMEOUT = 30.0
 
@@ -178,6 +178,40 @@ def test_the_broker_s_service_takes_over_when_the_hello_s_sender_goes_away(
             remote.close()
         assert client.wait(waiting).success
         assert client.wait(client.submit(["true"])).success
+
+
+def test_a_malformed_start_response_is_logged_with_the_field_and_dropped(
+    live: LiveInstance,
+) -> None:
+    """The envelope is decoded, then its data by type: each fault is EPROTO's one message."""
+    with Client(live.uri) as client:
+        remote = Remote(live.uri)
+        try:
+            assert remote.hello() == {}
+            echo = client.submit(["sh", "-c", "echo ran"])
+            req = remote.next_start()
+            remote.answer(req, ExecResponse.START, {})
+            remote.answer(req, ExecResponse.FINISH, {"status": "0"})
+            remote.answer(req, ExecResponse.RELEASE, {"ranks": 0, "final": True})
+            payload = {"id": echo, "type": "done", "data": {}}
+            remote.loop.call_soon_threadsafe(req.respond, payload)
+            remote.answer(req, ExecResponse.FINISH, {"status": 256})
+            remote.answer(req, ExecResponse.RELEASE, {"ranks": "0", "final": True})
+            assert not client.wait(echo).success
+        finally:
+            remote.close()
+        events = parse(client.lookup(echo, ["eventlog"])["eventlog"])
+        assert [(e.name, e.context) for e in events if e.name in ("finish", "release")] == [
+            ("finish", {"status": 256}),
+            ("release", {"ranks": "0", "final": True}),
+        ]
+        log = ok(live.uri, "dmesg")
+        for text in (
+            "exec-double.start: finish: status: expected int, got str",
+            "exec-double.start: release: ranks: expected str, got int",
+            "exec-double.start: type: invalid enum value 'done'",
+        ):
+            assert f"bad response for {int(echo)}: {text}" in log
 
 
 def test_released_ranks_go_to_a_waiting_job_before_the_final_release(tmp_path: Path) -> None:

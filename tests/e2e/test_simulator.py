@@ -9,6 +9,7 @@ the same order, with the same jobs backfilled, as its simulation.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -58,6 +59,12 @@ def simulate(tmp_path: Path, trace: list[dict[str, Any]], resources: str) -> dic
     path, config = write(tmp_path, trace, resources)
     script = tmp_path / "report.py"
     script.write_text(REPORT)
+    report: dict[str, Any] = json.loads(run_simulated(path, config, script))
+    return report
+
+
+def run_simulated(path: Path, config: Path, script: Path) -> str:
+    """What ``script`` prints, run in ``pflux start --simulate`` of the trace at ``path``."""
     command = [str(PFLUX), "start", "--simulate", str(path), "--config", str(config)]
     proc = subprocess.run(
         [*command, sys.executable, str(script)],
@@ -68,8 +75,7 @@ def simulate(tmp_path: Path, trace: list[dict[str, Any]], resources: str) -> dic
         env={k: v for k, v in os.environ.items() if k != "PFLUX_URI"},
     )
     assert proc.returncode == 0, proc.stderr
-    report: dict[str, Any] = json.loads(proc.stdout)
-    return report
+    return proc.stdout
 
 
 def offline(tmp_path: Path, resources: str) -> dict[int, float | None]:
@@ -210,3 +216,41 @@ def test_bad_traces_are_refused_naming_the_line(tmp_path: Path) -> None:
     bad = simulate(path)
     assert bad.returncode == 1
     assert bad.stderr.strip().endswith("trace.jsonl:2: duration: missing")
+
+
+MALFORMED = """
+import json
+
+from pflux.api import Client
+from pflux.broker.message import RPCError
+
+errors = []
+with Client() as client:
+    for topic, payload in json.loads(%r):
+        try:
+            client.handle.call(topic, payload)
+        except RPCError as exc:
+            errors.append([exc.errnum, exc.errstr])
+    client.handle.call("simulator.wait", {}, wait=True)
+print(json.dumps(errors))
+"""
+
+
+def test_malformed_rfc_32_requests_get_the_one_eproto_message(tmp_path: Path) -> None:
+    """The simulator decodes RFC 32's requests with job-exec's types."""
+    calls = [
+        ["simulator.start", {"id": 1, "userid": 0, "jobspec": {}, "R": [], "reattach": False}],
+        ["simulator.kill", {"id": "1", "signum": 15}],
+        ["simulator.expiration", {"id": 1, "expiration": -1}],
+        ["simulator.exception", {"id": 1, "type": "cancel"}],
+    ]
+    path, config = write(tmp_path, [{"submit": 0, "duration": 10, "ntasks": 1}], TWO_NODES)
+    script = tmp_path / "malformed.py"
+    script.write_text(MALFORMED % json.dumps(calls))
+    eproto = errno.EPROTO
+    assert json.loads(run_simulated(path, config, script)) == [
+        [eproto, "simulator.start: R: expected object"],
+        [eproto, "simulator.kill: id: expected int, got str"],
+        [eproto, "simulator.expiration: expiration: expected float >= 0.0"],
+        [eproto, "simulator.exception: severity: required"],
+    ]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from pflux.broker.router import Broker
     from pflux.exec.wire import Record
-    from pflux.spec.exec_protocol import ExecResponse
+    from pflux.protocol.exec import ExecResponse
 
 RunT_contra = TypeVar("RunT_contra", contravariant=True)  # the run whose guest keys are written
 

@@ -51,8 +51,18 @@ from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun, simulation_config
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
+from pflux.protocol.decode import decode
+from pflux.protocol.exec import (
+    ExceptionRequest,
+    ExecExpirationRequest,
+    ExecResponse,
+    KillRequest,
+    OverrideRequest,
+    StartRequest,
+    WinsizeRequest,
+    response,
+)
 from pflux.spec import duration
-from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecJob", "ExecService"]
@@ -63,7 +73,6 @@ DEFAULT_KILL_TIMEOUT: Final = 5.0
 MAX_KILL_TIMEOUT: Final = 300.0
 SHELL_KILL_FACTOR: Final = 5  # the shell itself is killed after this many kill timeouts
 MAX_START_DELAY_PERCENT: Final = 25.0
-MAX_JOBID: Final = (1 << 64) - 1
 TIMELIMIT_NOTE: Final = "resource allocation expired"
 LAUNCHER_RESTARTS: Final = 5  # launchers started in a row after one died, before giving up
 LAUNCHER_BACKOFF: Final = 0.5  # seconds before the second restart in a row, doubled for each
@@ -782,11 +791,15 @@ class ExecService(Service):
 
     # --- requests -----------------------------------------------------------------------
 
-    def _job(self, req: Request, key: str = "id") -> ExecJob:
+    def _job(self, req: Request) -> ExecJob:
+        """The job ``req``'s ``id`` names (``job-exec.stdin``, whose data RFC 24 reads)."""
         payload = req.payload
-        jobid = payload.get(key) if isinstance(payload, dict) else None
+        jobid = payload.get("id") if isinstance(payload, dict) else None
         if not _is_int(jobid):
-            raise RPCError(errno.EPROTO, f"{req.topic}: {key} must be an integer")
+            raise RPCError(errno.EPROTO, f"{req.topic}: id must be an integer")
+        return self._lookup(req, jobid)
+
+    def _lookup(self, req: Request, jobid: int) -> ExecJob:
         job = self.jobs.get(jobid)
         if job is None:
             raise RPCError(errno.ENOENT, f"job {JobID(jobid)}: not running")
@@ -796,37 +809,31 @@ class ExecService(Service):
 
     @method("start")
     def start_job(self, req: Request) -> None:
-        payload = req.payload
-        if not isinstance(payload, dict):
-            raise RPCError(errno.EPROTO, "job-exec.start: payload must be an object")
-        jobid = payload.get("id")
-        userid = payload.get("userid")
-        jobspec = payload.get("jobspec")
-        reattach = payload.get("reattach")
-        R = payload.get("R")  # noqa: N806
-        if not _is_int(jobid) or not 0 <= jobid <= MAX_JOBID or not _is_int(userid):
-            raise RPCError(errno.EPROTO, "job-exec.start: id and userid must be integers")
-        if not isinstance(jobspec, dict) or not isinstance(R, dict):
-            raise RPCError(errno.EPROTO, "job-exec.start: jobspec and R must be objects")
-        if not isinstance(reattach, bool):
-            raise RPCError(errno.EPROTO, "job-exec.start: reattach must be a boolean")
+        start = decode(req.topic, req.payload, StartRequest)
         if not req.owner:
             raise RPCError(errno.EPERM, "job-exec.start: only the instance owner may start jobs")
+        jobid = start.id
         if jobid in self.jobs:
             raise RPCError(errno.EEXIST, f"job {JobID(jobid)}: already started")
         job = ExecJob(
-            self, req, jobid=jobid, userid=userid, jobspec=jobspec, R=R, reattach=reattach
+            self,
+            req,
+            jobid=jobid,
+            userid=start.userid,
+            jobspec=start.jobspec,
+            R=start.R,
+            reattach=start.reattach,
         )
         self.jobs[jobid] = job
         job.begin(self.leftovers.pop(jobid, None))
 
     @method("kill")
     def kill(self, req: Request) -> None:
-        job = self._job(req)
-        signum = req.payload.get("signum")
-        if not _is_int(signum) or not 0 < signum < signal.NSIG:
-            raise RPCError(errno.EINVAL, f"kill: invalid signal number {signum!r}")
-        job.kill(signum)
+        kill = decode(req.topic, req.payload, KillRequest)
+        job = self._lookup(req, kill.id)
+        if not 0 < kill.signum < signal.NSIG:
+            raise RPCError(errno.EINVAL, f"kill: invalid signal number {kill.signum!r}")
+        job.kill(kill.signum)
         req.respond({})
 
     @method("expiration")
@@ -834,27 +841,16 @@ class ExecService(Service):
         """A running job's new expiration (after its ``resource-update``), from the job manager."""
         if not req.owner:
             raise RPCError(errno.EPERM, "job-exec.expiration: only the instance owner")
-        job = self._job(req)
-        expiration = req.payload.get("expiration")
-        if isinstance(expiration, bool) or not isinstance(expiration, int | float):
-            expiration = -1
-        if not 0 <= expiration < float("inf"):
-            raise RPCError(
-                errno.EPROTO, f"expiration: must be a time >= 0 (0: none), not {expiration!r}"
-            )
-        job.update_expiration(float(expiration))
+        update = decode(req.topic, req.payload, ExecExpirationRequest)
+        self._lookup(req, update.id).update_expiration(float(update.expiration))
         req.respond({})
 
     @method("exception")
     def exception(self, req: Request) -> None:
-        payload = req.payload
-        jobid = payload.get("id") if isinstance(payload, dict) else None
-        job = self.jobs.get(jobid) if _is_int(jobid) else None
+        exception = decode(req.topic, req.payload, ExceptionRequest)
+        job = self.jobs.get(exception.id)
         if job is not None:
-            severity = payload.get("severity")
-            kind = payload.get("type")
-            if _is_int(severity) and isinstance(kind, str):
-                job.on_exception(kind, severity)
+            job.on_exception(exception.type, exception.severity)
         req.respond({})
 
     @method("stdin")
@@ -868,19 +864,17 @@ class ExecService(Service):
     @method("winsize")
     def winsize(self, req: Request) -> None:
         """A new size for a running job's ptys (``pflux run -o pty.interactive``)."""
-        job = self._job(req)
+        size = decode(req.topic, req.payload, WinsizeRequest)
+        job = self._lookup(req, size.id)
         if not isinstance(job.impl, ShellRun):
             raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: has no pty")
-        job.impl.winsize(req, req.payload)
+        job.impl.winsize(req, size.rows, size.cols)
 
     @method("override")
     def override(self, req: Request) -> None:
-        job = self._job(req, "jobid")
-        event = req.payload.get("event")
-        status = req.payload.get("status", 0)
-        if not isinstance(event, str) or not _is_int(status):
-            raise RPCError(errno.EPROTO, "override: event must be a string, status an integer")
+        override = decode(req.topic, req.payload, OverrideRequest)
+        job = self._lookup(req, override.jobid)
         if not isinstance(job.impl, SimulatedRun):
             raise RPCError(errno.EINVAL, "Job not in exec override mode")
-        job.impl.override(event, status)
+        job.impl.override(override.event, override.status)
         req.respond({})

@@ -492,18 +492,14 @@ class ShellRun:
         record = wire.input_record(self.job.id, ranks, data, eof=eof)
         self.service.after_commit(lambda: self._pass_input(req, record))
 
-    def winsize(self, req: Request, payload: dict[str, Any]) -> None:
+    def winsize(self, req: Request, rows: int, cols: int) -> None:
         """``job-exec.winsize``: pass the ptys' new size to the shell."""
         jobid = JobID(self.job.id)
         if self.places is None or not self.live or self.exited:
             raise RPCError(errno.ENOSYS, f"job {jobid}: not running")
         if not self.ptys:
             raise RPCError(errno.ENOSYS, f"job {jobid}: has no pty")
-        size = [payload.get("rows"), payload.get("cols")]
-        for value in size:
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 1 << 16:
-                raise RPCError(errno.EPROTO, "winsize: rows and cols must be from 1 to 65535")
-        text = " ".join(map(str, size)).encode()
+        text = f"{rows} {cols}".encode()
         self.service.send_launcher(wire.record(wire.WINSIZE, self.job.id, text))
         req.respond({})
 

@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import RPCError
 from pflux.errors import DurationError, EventlogError, PfluxError
+from pflux.protocol.exec import ExecResponse
 from pflux.shell.layout import targets
 from pflux.spec import duration
 from pflux.spec.eventlog import parse
-from pflux.spec.exec_protocol import ExecResponse
 from pflux.spec.idset import IdSet
 from pflux.spec.kvs_keys import job_key
 

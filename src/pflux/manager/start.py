@@ -24,12 +24,26 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import LocalRoute, Request
-from pflux.spec.exec_protocol import ExecResponse
-from pflux.spec.states import SEVERITY_MAX, State
+from pflux.protocol.decode import decode
+from pflux.protocol.exec import (
+    DATA,
+    ExceptionData,
+    ExceptionRequest,
+    ExecExpirationRequest,
+    ExecResponse,
+    FinishData,
+    KillRequest,
+    ReleaseData,
+    StartData,
+    StartRequest,
+    StartResponse,
+)
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
     from pflux.manager.hosts import StartHost
@@ -139,17 +153,17 @@ class StartClient:
         job.start_pending = True
         self.pending[job] = None
         self.unstarted[job] = None
-        payload = {
-            "id": job.id,
-            "userid": job.userid,
-            "jobspec": job.jobspec,
-            "reattach": job.reattach or job.started,
-            "R": job.R,
-        }
+        request = StartRequest(
+            id=job.id,
+            userid=job.userid,
+            jobspec=job.jobspec,
+            R=job.R,
+            reattach=job.reattach or job.started,
+        )
         generation = self.generation
         self.manager.broker.send(
             f"{self.service}.start",
-            payload,
+            request.to_payload(),
             lambda msg: self._response(job, generation, msg),
             streaming=True,
         )
@@ -160,8 +174,8 @@ class StartClient:
         if self.service is None or job.exception is None:
             return
         etype, note = job.exception
-        payload = {"id": job.id, "type": etype, "severity": 0, "note": note}
-        self.manager.broker.send(f"{self.service}.exception", payload)
+        request = ExceptionRequest(id=job.id, type=etype, severity=0, note=note)
+        self.manager.broker.send(f"{self.service}.exception", request.to_payload())
 
     def expiration(self, job: Job, expiration: float) -> None:
         """Tell the service of a running job's new expiration (after its resource-update)."""
@@ -174,13 +188,14 @@ class StartClient:
                 log.error("%s.expiration for %d failed: %s", self.service, job.id, msg.errstr)
                 self.manager.raise_exception(job, "exec", EXPIRATION_NOTE, 1)
 
-        payload = {"id": job.id, "expiration": expiration}
-        self.manager.broker.send(f"{self.service}.expiration", payload, answered)
+        request = ExecExpirationRequest(id=job.id, expiration=expiration)
+        self.manager.broker.send(f"{self.service}.expiration", request.to_payload(), answered)
 
     async def kill(self, job: Job, signum: int) -> None:
         if self.service is None or not job.start_pending:
             raise RPCError(errno.EINVAL, "job is not running")
-        await self.manager.broker.call(f"{self.service}.kill", {"id": job.id, "signum": signum})
+        request = KillRequest(id=job.id, signum=signum)
+        await self.manager.broker.call(f"{self.service}.kill", request.to_payload())
 
     def _ended(self, job: Job) -> None:
         job.start_pending = False
@@ -200,49 +215,39 @@ class StartClient:
             log.error("%s.start for %d failed: %s", self.service, job.id, msg.errstr)
             self.teardown(f"start response error: {msg.errstr}")
             return
-        payload: dict[str, Any] = msg.payload if isinstance(msg.payload, dict) else {}
-        kind = payload.get("type")
-        data = payload.get("data")
-        data = data if isinstance(data, dict) else {}
-        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None  # type: ignore[call-overload]
-        if handler is None or payload.get("id") != job.id:
-            log.error("%s.start: bad response for %d: %r", self.service, job.id, payload)
+        topic = f"{self.service}.start"
+        try:
+            answer = decode(topic, msg.payload, StartResponse)
+            if answer.id != job.id:
+                raise RPCError(errno.EPROTO, f"{topic}: id: expected {job.id}, got {answer.id}")
+            data = decode(f"{topic}: {answer.type.value}", answer.data, DATA[answer.type])
+        except RPCError as exc:
+            log.error("bad response for %d: %s", job.id, exc.errstr)
             return
-        handler(self, job, data)
+        _HANDLERS[answer.type](self, job, data)
 
-    def _on_start(self, job: Job, data: dict[str, Any]) -> None:
+    def _on_start(self, job: Job, data: StartData) -> None:
         if not job.started:  # a reattached job is not started twice
             self.manager.post(job, "start")
         self._started(job)
 
-    def _on_exception(self, job: Job, data: dict[str, Any]) -> None:
-        severity = data.get("severity", 0)
-        if type(severity) is not int or not 0 <= severity <= SEVERITY_MAX:
-            severity = 0
-        etype = data.get("type")
-        note = data.get("note", "")
-        self.manager.raise_exception(
-            job, etype if isinstance(etype, str) and etype else "exec", str(note), severity
-        )
-        if severity == 0:
+    def _on_exception(self, job: Job, data: ExceptionData) -> None:
+        self.manager.raise_exception(job, data.type or "exec", data.note, data.severity)
+        if data.severity == 0:
             job.exec_killed = True  # the service raised it, so it knows
 
-    def _on_finish(self, job: Job, data: dict[str, Any]) -> None:
-        status = data.get("status")
-        self.manager.post(job, "finish", {"status": status if type(status) is int else 0})
+    def _on_finish(self, job: Job, data: FinishData) -> None:
+        self.manager.post(job, "finish", {"status": data.status})
 
-    def _on_release(self, job: Job, data: dict[str, Any]) -> None:
-        ranks = data.get("ranks")
-        final = data.get("final") is True
-        ranks = ranks if isinstance(ranks, str) else "all"
-        self.manager.post(job, "release", {"ranks": ranks, "final": final})
-        if final:
+    def _on_release(self, job: Job, data: ReleaseData) -> None:
+        self.manager.post(job, "release", {"ranks": data.ranks, "final": data.final})
+        if data.final:
             self._ended(job)
         else:
-            self.manager.alloc.release(job, ranks)
+            self.manager.alloc.release(job, data.ranks)
 
 
-_HANDLERS = {
+_HANDLERS: dict[ExecResponse, Callable[[StartClient, Job, Any], None]] = {
     ExecResponse.START: StartClient._on_start,
     ExecResponse.EXCEPTION: StartClient._on_exception,
     ExecResponse.FINISH: StartClient._on_finish,

@@ -7,5 +7,6 @@ field and the rule (``sched.alloc: jobspec: expected object``), the same for
 every topic.  msgspec was chosen by ``bench/bench_protocol.py`` (the README's
 libraries table).  Fields that carry another RFC's document (a jobspec, R)
 are checked to be objects only: their own libraries in ``pflux.spec`` read
-them.  Today the RFC 27 messages (``pflux.protocol.sched``) live here.
+them.  Today the RFC 27 messages (``pflux.protocol.sched``) and the RFC 32
+ones (``pflux.protocol.exec``) live here.
 """

@@ -57,10 +57,18 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.exec.service import TIMELIMIT_NOTE
+from pflux.protocol.decode import decode
+from pflux.protocol.exec import (
+    ExceptionRequest,
+    ExecExpirationRequest,
+    ExecResponse,
+    KillRequest,
+    StartRequest,
+    response,
+)
 from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
-from pflux.spec.exec_protocol import ExecResponse, response
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.states import priority
@@ -68,8 +76,6 @@ from pflux.spec.states import priority
 __all__ = ["Simulator"]
 
 log = logging.getLogger("pflux.simulator")
-
-MAX_JOBID = (1 << 64) - 1
 
 
 class SimJob:
@@ -335,11 +341,13 @@ class Simulator(Service):
 
     @method("start")
     def start_job(self, req: Request) -> None:
-        jobid, jobspec, R = _start_args(req)  # noqa: N806 (R is the RFC's name)
-        if jobid in self.jobs:
-            raise RPCError(errno.EEXIST, f"job {JobID(jobid)}: already started")
-        self._begin(req, jobid, jobspec, R)
-        self._start_seen(jobid)  # last: it may end the step and play the next instant
+        start = decode(req.topic, req.payload, StartRequest)
+        if not req.owner:
+            raise RPCError(errno.EPERM, "simulator.start: only the instance owner may start jobs")
+        if start.id in self.jobs:
+            raise RPCError(errno.EEXIST, f"job {JobID(start.id)}: already started")
+        self._begin(req, start.id, start.jobspec, start.R)
+        self._start_seen(start.id)  # last: it may end the step and play the next instant
 
     def _begin(
         self,
@@ -391,31 +399,26 @@ class Simulator(Service):
 
     @method("kill")
     def kill(self, req: Request) -> None:
-        job = self._running(req)
-        signum = req.payload.get("signum")
-        if type(signum) is not int or not 0 < signum < signal.NSIG:
-            raise RPCError(errno.EINVAL, f"kill: invalid signal number {signum!r}")
-        self._stop(job, signum)
+        kill = decode(req.topic, req.payload, KillRequest)
+        job = self._running(req, kill.id)
+        if not 0 < kill.signum < signal.NSIG:
+            raise RPCError(errno.EINVAL, f"kill: invalid signal number {kill.signum!r}")
+        self._stop(job, kill.signum)
         req.respond({})
 
     @method("exception")
     def exception(self, req: Request) -> None:
-        payload = req.payload if isinstance(req.payload, dict) else {}
-        job = self.jobs.get(payload.get("id"))  # type: ignore[arg-type]
-        if job is not None and payload.get("severity") == 0:
+        exception = decode(req.topic, req.payload, ExceptionRequest)
+        job = self.jobs.get(exception.id)
+        if job is not None and exception.severity == 0:
             self._stop(job, signal.SIGTERM)
         req.respond({})
 
     @method("expiration")
     def expiration(self, req: Request) -> None:
         """A running job's new expiration (``pflux update``): it may end earlier, or later."""
-        job = self._running(req)
-        expiration = req.payload.get("expiration")
-        if isinstance(expiration, bool) or not isinstance(expiration, int | float):
-            expiration = -1
-        if not 0 <= expiration < math.inf:
-            raise RPCError(errno.EPROTO, f"expiration: must be a time >= 0, not {expiration!r}")
-        self._ends(job, float(expiration))
+        update = decode(req.topic, req.payload, ExecExpirationRequest)
+        self._ends(self._running(req, update.id), float(update.expiration))
         req.respond({})
 
     def _stop(self, job: SimJob, signum: int) -> None:
@@ -424,10 +427,7 @@ class Simulator(Service):
         self._release(job)
         self._again = True
 
-    def _running(self, req: Request) -> SimJob:
-        jobid = req.payload.get("id") if isinstance(req.payload, dict) else None
-        if type(jobid) is not int:
-            raise RPCError(errno.EPROTO, f"{req.topic}: id must be an integer")
+    def _running(self, req: Request, jobid: int) -> SimJob:
         job = self.jobs.get(jobid)
         if job is None:
             raise RPCError(errno.ENOENT, f"job {JobID(jobid)}: not running")
@@ -455,23 +455,6 @@ class Simulator(Service):
             "cpu": self.seconds[1],
             "jobs": self.records,
         }
-
-
-def _start_args(req: Request) -> tuple[int, dict[str, Any], dict[str, Any]]:
-    """A start request's job id, jobspec and R; RPCError if it is malformed or not the owner's."""
-    payload = req.payload
-    if not isinstance(payload, dict):
-        raise RPCError(errno.EPROTO, "simulator.start: payload must be an object")
-    jobid = payload.get("id")
-    jobspec = payload.get("jobspec")
-    R = payload.get("R")  # noqa: N806
-    if type(jobid) is not int or not 0 <= jobid <= MAX_JOBID:
-        raise RPCError(errno.EPROTO, "simulator.start: id must be a job id")
-    if not isinstance(jobspec, dict) or not isinstance(R, dict):
-        raise RPCError(errno.EPROTO, "simulator.start: jobspec and R must be objects")
-    if not req.owner:
-        raise RPCError(errno.EPERM, "simulator.start: only the instance owner may start jobs")
-    return jobid, jobspec, R
 
 
 def _bind(fn: Callable[[TraceJob, Message], None], job: TraceJob) -> Callable[[Message], None]:

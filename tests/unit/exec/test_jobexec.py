@@ -78,8 +78,9 @@ def test_kill_and_override_name_the_job_they_cannot_find(live: Any) -> None:
     with pytest.raises(RPCError, match="not running") as info:
         live.call("job-exec.kill", {"id": 99, "signum": 9})
     assert info.value.errnum == errno.ENOENT
-    with pytest.raises(RPCError, match="id must be an integer"):
+    with pytest.raises(RPCError) as info:
         live.call("job-exec.kill", {"signum": 9})
+    assert (info.value.errnum, info.value.errstr) == (errno.EPROTO, "job-exec.kill: id: required")
     with pytest.raises(RPCError, match="not running"):
         live.call("job-exec.override", {"jobid": 99, "event": "start"})
 
@@ -87,16 +88,24 @@ def test_kill_and_override_name_the_job_they_cannot_find(live: Any) -> None:
 def test_kill_checks_the_signal_number(live: Any) -> None:
     stream = live.start(live.mock_job())
     stream.next()
-    for signum in (0, 65, "TERM"):
-        with pytest.raises(RPCError, match="invalid signal number"):
+    for signum in (0, 65):
+        with pytest.raises(RPCError, match="invalid signal number") as info:
             live.call("job-exec.kill", {"id": stream.id, "signum": signum})
+        assert info.value.errnum == errno.EINVAL
+    with pytest.raises(RPCError) as info:
+        live.call("job-exec.kill", {"id": stream.id, "signum": "TERM"})
+    assert info.value.errnum == errno.EPROTO
+    assert info.value.errstr == "job-exec.kill: signum: expected int, got str"
     live.call("job-exec.kill", {"id": stream.id, "signum": 15})
     assert stream.kinds() == ["finish", "release"]
 
 
 def test_an_exception_for_an_unknown_job_is_ignored(live: Any) -> None:
     assert live.call("job-exec.exception", {"id": 5, "type": "cancel", "severity": 0}) == {}
-    assert live.call("job-exec.exception", "nonsense") == {}
+    with pytest.raises(RPCError) as info:
+        live.call("job-exec.exception", "nonsense")
+    assert info.value.errnum == errno.EPROTO
+    assert info.value.errstr == "job-exec.exception: payload: expected object, got str"
 
 
 def _record(path: Path, jobid: int, pid: int, delta: int = 0) -> None:

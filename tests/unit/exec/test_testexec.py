@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import queue
 import time
 from typing import Any
@@ -136,6 +137,10 @@ def test_override_waits_for_start_and_finish_requests(live: Any) -> None:
         live.call("job-exec.override", {"jobid": stream.id, "event": "start"})
     with pytest.raises(RPCError, match="Invalid event"):
         live.call("job-exec.override", {"jobid": stream.id, "event": "bogus"})
+    with pytest.raises(RPCError) as malformed:
+        live.call("job-exec.override", {"jobid": stream.id, "event": "finish", "status": "9"})
+    assert malformed.value.errnum == errno.EPROTO
+    assert malformed.value.errstr == "job-exec.override: status: expected int, got str"
     live.call("job-exec.override", {"jobid": stream.id, "event": "finish", "status": 9})
     assert stream.kinds() == ["finish", "release"]
     assert stream.status() == 9

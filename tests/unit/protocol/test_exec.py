@@ -1,0 +1,144 @@
+"""RFC 32's types (pflux.protocol.exec) against their payloads, through the one error mapping."""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pflux.broker.message import RPCError
+from pflux.protocol.decode import decode
+from pflux.protocol.exec import (
+    DATA,
+    ExceptionData,
+    ExceptionRequest,
+    ExecExpirationRequest,
+    ExecResponse,
+    FinishData,
+    KillRequest,
+    OverrideRequest,
+    ReleaseData,
+    StartData,
+    StartRequest,
+    StartResponse,
+    WinsizeRequest,
+    response,
+)
+
+OBJECT = {"version": 1}
+VALID: dict[type, dict[str, Any]] = {
+    StartRequest: {"id": 5, "userid": 0, "jobspec": OBJECT, "R": OBJECT, "reattach": False},
+    KillRequest: {"id": 5, "signum": 15},
+    ExecExpirationRequest: {"id": 5, "expiration": 10.0},
+    ExceptionRequest: {"id": 5, "type": "cancel", "severity": 0, "note": "why"},
+    StartResponse: {"id": 5, "type": "release", "data": {"ranks": "all", "final": True}},
+    ExceptionData: {"type": "exec", "severity": 0, "note": "why"},
+    FinishData: {"status": 256},
+    ReleaseData: {"ranks": "0-1", "final": False},
+    WinsizeRequest: {"id": 5, "rows": 24, "cols": 80},
+    OverrideRequest: {"jobid": 5, "event": "finish", "status": 9},
+}
+WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
+TYPED = [
+    (kind, field)
+    for kind, payload in VALID.items()
+    for field in payload
+    if field not in ("jobspec", "R", "data")
+]
+REQUIRED = [
+    (kind, field.name) for kind in VALID for field in msgspec.structs.fields(kind) if field.required
+]
+
+
+@pytest.mark.parametrize("kind", list(VALID))
+def test_valid_payloads_decode(kind: type) -> None:
+    decode("t", VALID[kind], kind)
+
+
+@pytest.mark.parametrize(
+    "kind", [StartRequest, KillRequest, ExecExpirationRequest, ExceptionRequest]
+)
+def test_to_payload_is_what_the_receiver_decodes(kind: type) -> None:
+    message = decode("t", VALID[kind], kind)
+    assert message.to_payload() == VALID[kind]
+    assert decode("t", message.to_payload(), kind) == message
+
+
+@given(st.sampled_from(TYPED), WRONG)
+def test_a_wrong_type_is_eproto_naming_the_field(typed: tuple[type, str], value: Any) -> None:
+    kind, field = typed
+    if isinstance(value, str) and isinstance(VALID[kind][field], str):
+        value = None  # any string is a valid one
+    with pytest.raises(RPCError) as info:
+        decode("some.topic", {**VALID[kind], field: value}, kind)
+    assert info.value.errnum == errno.EPROTO
+    assert info.value.errstr.startswith(f"some.topic: {field}: ")
+
+
+@pytest.mark.parametrize(("kind", "field"), REQUIRED)
+def test_a_missing_field_is_named(kind: type, field: str) -> None:
+    payload = {key: value for key, value in VALID[kind].items() if key != field}
+    with pytest.raises(RPCError) as info:
+        decode("t", payload, kind)
+    assert info.value.errstr == f"t: {field}: required"
+
+
+@pytest.mark.parametrize(
+    ("kind", "changes", "message"),
+    [
+        (StartRequest, {"R": []}, "job-exec.start: R: expected object"),
+        (StartRequest, {"jobspec": None}, "job-exec.start: jobspec: expected object"),
+        (StartRequest, {"reattach": 0}, "job-exec.start: reattach: expected bool, got int"),
+        (StartRequest, {"id": 2**64}, "job-exec.start: id: expected int <= 18446744073709551615"),
+        (StartRequest, {"id": -1}, "job-exec.start: id: expected int >= 0"),
+        (KillRequest, {"signum": "TERM"}, "job-exec.start: signum: expected int, got str"),
+        (
+            ExecExpirationRequest,
+            {"expiration": -1},
+            "job-exec.start: expiration: expected float >= 0.0",
+        ),
+        (
+            ExecExpirationRequest,
+            {"expiration": float("inf")},
+            "job-exec.start: expiration: expected float < inf",
+        ),
+        (ExceptionRequest, {"severity": 8}, "job-exec.start: severity: expected int <= 7"),
+        (StartResponse, {"type": "done"}, "job-exec.start: type: invalid enum value 'done'"),
+        (StartResponse, {"data": []}, "job-exec.start: data: expected object"),
+        (ReleaseData, {"final": 1}, "job-exec.start: final: expected bool, got int"),
+        (WinsizeRequest, {"rows": 0}, "job-exec.start: rows: expected int >= 1"),
+        (
+            OverrideRequest,
+            {"jobid": 2**64},
+            "job-exec.start: jobid: expected int <= " + str(2**64 - 1),
+        ),
+    ],
+)
+def test_messages_name_field_and_rule(kind: type, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(RPCError) as info:
+        decode("job-exec.start", {**VALID[kind], **changes}, kind)
+    assert info.value.errstr == message
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        (ExecResponse.START, {}),
+        (ExecResponse.EXCEPTION, {"severity": 1, "type": "test", "note": "n"}),
+        (ExecResponse.FINISH, {"status": 9}),
+        (ExecResponse.RELEASE, {"ranks": "all", "final": True}),
+    ],
+)
+def test_a_response_decodes_by_its_type(kind: ExecResponse, data: dict[str, Any]) -> None:
+    envelope = decode("t", response(7, kind, data), StartResponse)
+    assert (envelope.id, envelope.type) == (7, kind)
+    decoded = decode("t", envelope.data, DATA[envelope.type])
+    assert msgspec.to_builtins(decoded) == data
+
+
+def test_the_start_data_is_empty() -> None:
+    assert decode("t", {}, StartData) == StartData()
