@@ -180,10 +180,12 @@ def test_the_broker_s_service_takes_over_when_the_hello_s_sender_goes_away(
         assert client.wait(client.submit(["true"])).success
 
 
-def test_a_malformed_start_response_is_logged_with_the_field_and_dropped(
+def test_a_malformed_start_response_fails_the_job_naming_the_field(
     live: LiveInstance,
 ) -> None:
-    """The envelope is decoded, then its data by type: each fault is EPROTO's one message."""
+    """The envelope is decoded, then its data by type: each fault is EPROTO's one message,
+    logged and raised on the job as a fatal exception, so that a broken execution
+    service cannot leave a job running with what it did not say."""
     with Client(live.uri) as client:
         remote = Remote(live.uri)
         try:
@@ -205,6 +207,8 @@ def test_a_malformed_start_response_is_logged_with_the_field_and_dropped(
             ("finish", {"status": 256}),
             ("release", {"ranks": "0", "final": True}),
         ]
+        notes = [e.context["note"] for e in events if e.name == "exception"]
+        assert notes[0] == "bad response: exec-double.start: finish: status: expected int, got str"
         log = ok(live.uri, "dmesg")
         for text in (
             "exec-double.start: finish: status: expected int, got str",

@@ -221,8 +221,9 @@ class StartClient:
             if answer.id != job.id:
                 raise RPCError(errno.EPROTO, f"{topic}: id: expected {job.id}, got {answer.id}")
             data = decode(f"{topic}: {answer.type.value}", answer.data, DATA[answer.type])
-        except RPCError as exc:
+        except RPCError as exc:  # the service is broken: say so, and end the job
             log.error("bad response for %d: %s", job.id, exc.errstr)
+            self.manager.raise_exception(job, "exec", f"bad response: {exc.errstr}")
             return
         _HANDLERS[answer.type](self, job, data)
 
