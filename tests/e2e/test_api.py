@@ -158,3 +158,60 @@ def test_the_async_raise_many_and_kill_many(uri: str) -> None:
             return [e is None for e in kills], [e is None for e in raised]
 
     assert asyncio.run(session()) == ([True, False], [True, False])
+
+
+def test_follow_many_jobs_read_logs_and_the_instance(client: pflux.Client) -> None:
+    done, later = client.submit(jobspec()), client.submit(jobspec())
+    unknown = pflux.JobID(1)
+    seen: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    for index, item in client.events_many([done, unknown, later]):
+        seen[index].append(item.errstr if isinstance(item, pflux.RPCError) else item.name)
+    assert seen[0][-1] == seen[2][-1] == "clean"
+    assert len(seen[1]) == 1
+    assert "not found" in seen[1][0]
+    assert client.read_log(done) == client.lookup(done, ["eventlog"])["eventlog"]
+    with pytest.raises(pflux.RPCError, match=r"eventlog path guest\.nope not found"):
+        list(client.events(done, path="guest.nope", follow=False))
+    running = client.submit_job(jobspec("0"))
+    with pytest.raises(pflux.RPCTimeout):
+        list(client.events(running.id, timeout=0.2))
+    running.cancel()
+    infos = client.job_info_many([done, unknown], ["state"])
+    assert infos[0] == {"id": done, "state": pflux.State.INACTIVE}
+    assert isinstance(infos[1], pflux.RPCError)
+    assert client.attrs()["size"] == "1"
+    assert set(client.resource_status()) >= {"all", "allocated"}
+    entries = list(client.dmesg())
+    assert entries
+    assert all("message" in entry for entry in entries)
+
+
+def test_the_async_client_follows_many_jobs_and_reads_the_instance(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            done = await client.submit(jobspec())
+            unknown = pflux.JobID(1)
+            seen: dict[int, list[str]] = {0: [], 1: []}
+            async for index, item in client.events_many([done, unknown]):
+                seen[index].append(item.errstr if isinstance(item, pflux.RPCError) else item.name)
+            assert seen[0][-1] == "clean"
+            assert len(seen[1]) == 1
+            assert "not found" in seen[1][0]
+            eventlog = (await client.lookup(done, ["eventlog"]))["eventlog"]
+            assert await client.read_log(done) == eventlog
+            with pytest.raises(pflux.RPCError, match=r"eventlog path guest\.nope not found"):
+                _ = [e async for e in client.events(done, path="guest.nope", follow=False)]
+            running = await client.submit_job(jobspec("0"))
+            with pytest.raises(pflux.RPCTimeout):
+                _ = [e async for e in client.events(running.id, timeout=0.2)]
+            await running.cancel()
+            infos = await client.job_info_many([done, unknown], ["state"])
+            assert infos[0] == {"id": done, "state": pflux.State.INACTIVE}
+            assert isinstance(infos[1], pflux.RPCError)
+            assert (await client.attrs())["size"] == "1"
+            assert set(await client.resource_status()) >= {"all", "allocated"}
+            entries = [entry async for entry in client.dmesg()]
+            assert entries
+            assert all("message" in entry for entry in entries)
+
+    asyncio.run(session())
