@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.client.handle import Handle
 from pflux.errors import PfluxError, RPCError, RPCTimeout
+from pflux.replies import AllocCounts, JobListing, QueueStatus
 from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
@@ -484,20 +485,19 @@ class Client:
         since: float = 0.0,
         name: str | None = None,
         queues: Sequence[str] = (),
-    ) -> list[dict[str, Any]]:
+    ) -> list[JobListing]:
         """Jobs from job-list (0 for states/results means all), most recent first;
         ``since``: only those inactive since that time, ``name``/``queues``: only those."""
         payload = _list_payload(
             states, results, userid, max_entries, attrs, since=since, name=name, queues=queues
         )
-        jobs: list[dict[str, Any]] = self.handle.call("job-list.list", payload)["jobs"]
-        return jobs
+        jobs = self.handle.call("job-list.list", payload)["jobs"]
+        return [JobListing.from_reply(job) for job in jobs]
 
-    def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+    def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> JobListing:
         """One job's job-list attributes (``attrs``; ``all``: every one)."""
         reply = self.handle.call("job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
-        job: dict[str, Any] = reply["job"]
-        return job
+        return JobListing.from_reply(reply["job"])
 
     def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
         """The job's stored text for each of ``keys`` (``J``, ``jobspec``, ``R``, ``eventlog``)."""
@@ -506,15 +506,15 @@ class Client:
 
     def job_info_many(
         self, jobids: Sequence[int], attrs: Sequence[str] = ("all",)
-    ) -> list[dict[str, Any] | RPCError]:
+    ) -> list[JobListing | RPCError]:
         """``job_info`` for every job, all requests in flight at once: each job's
         attributes, or its refusal (ENOENT: no such job)."""
         payload = {"attrs": list(attrs)}
         rpcs = [self.handle.rpc("job-list.list-id", {**payload, "id": int(j)}) for j in jobids]
-        infos: list[dict[str, Any] | RPCError] = []
+        infos: list[JobListing | RPCError] = []
         for rpc in rpcs:
             try:
-                infos.append(rpc.get()["job"])
+                infos.append(JobListing.from_reply(rpc.get()["job"]))
             except RPCError as exc:
                 infos.append(exc)
         return infos
@@ -573,15 +573,13 @@ class Client:
         reply = self.handle.call("job-manager.history.get", {"slice": slice})
         return [JobID(jobid) for jobid in reply["jobs"]]
 
-    def alloc_query(self) -> dict[str, Any]:
-        """The job manager's allocation counts: ``{queue_length, alloc_pending, running}``."""
-        counts: dict[str, Any] = self.handle.call("job-manager.alloc-query", {})
-        return counts
+    def alloc_query(self) -> AllocCounts:
+        """The job manager's allocation counts: requests queued, pending, jobs running."""
+        return AllocCounts.from_reply(self.handle.call("job-manager.alloc-query", {}))
 
-    def queue_status(self) -> dict[str, Any]:
-        """``{enable, start}``, with ``disable_reason`` / ``stop_reason`` when they are off."""
-        status: dict[str, Any] = self.handle.call("job-manager.queue-status", {})
-        return status
+    def queue_status(self) -> QueueStatus:
+        """Whether submission is enabled and scheduling started, and why not."""
+        return QueueStatus.from_reply(self.handle.call("job-manager.queue-status", {}))
 
     def queue_enable(self, enable: bool, reason: str = "") -> None:
         """Accept (or, with a reason, refuse) new submissions."""
@@ -904,19 +902,18 @@ class AsyncClient:
         since: float = 0.0,
         name: str | None = None,
         queues: Sequence[str] = (),
-    ) -> list[dict[str, Any]]:
+    ) -> list[JobListing]:
         """As ``Client.list_jobs``."""
         payload = _list_payload(
             states, results, userid, max_entries, attrs, since=since, name=name, queues=queues
         )
-        jobs: list[dict[str, Any]] = (await self.handle.call("job-list.list", payload))["jobs"]
-        return jobs
+        jobs = (await self.handle.call("job-list.list", payload))["jobs"]
+        return [JobListing.from_reply(job) for job in jobs]
 
-    async def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+    async def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> JobListing:
         """As ``Client.job_info``."""
         payload = {"id": int(jobid), "attrs": list(attrs)}
-        job: dict[str, Any] = (await self.handle.call("job-list.list-id", payload))["job"]
-        return job
+        return JobListing.from_reply((await self.handle.call("job-list.list-id", payload))["job"])
 
     async def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
         """As ``Client.lookup``."""
@@ -926,7 +923,7 @@ class AsyncClient:
 
     async def job_info_many(
         self, jobids: Sequence[int], attrs: Sequence[str] = ("all",)
-    ) -> list[dict[str, Any] | RPCError]:
+    ) -> list[JobListing | RPCError]:
         """As ``Client.job_info_many``."""
         import asyncio
 
@@ -988,15 +985,13 @@ class AsyncClient:
         reply = await self.handle.call("job-manager.history.get", {"slice": slice})
         return [JobID(jobid) for jobid in reply["jobs"]]
 
-    async def alloc_query(self) -> dict[str, Any]:
+    async def alloc_query(self) -> AllocCounts:
         """As ``Client.alloc_query``."""
-        counts: dict[str, Any] = await self.handle.call("job-manager.alloc-query", {})
-        return counts
+        return AllocCounts.from_reply(await self.handle.call("job-manager.alloc-query", {}))
 
-    async def queue_status(self) -> dict[str, Any]:
+    async def queue_status(self) -> QueueStatus:
         """As ``Client.queue_status``."""
-        status: dict[str, Any] = await self.handle.call("job-manager.queue-status", {})
-        return status
+        return QueueStatus.from_reply(await self.handle.call("job-manager.queue-status", {}))
 
     async def queue_enable(self, enable: bool, reason: str = "") -> None:
         """As ``Client.queue_enable``."""

@@ -54,9 +54,9 @@ def test_the_async_client_does_what_the_client_does(uri: str) -> None:
             assert all(r.success for r in results.values())
             assert [e.name async for e in client.events(ok[0], follow=False)][-1] == "clean"
             assert (await client.lookup(ok[0], ["jobspec"]))["jobspec"]
-            assert (await client.job_info(ok[0], ["state"]))["state"] == pflux.State.INACTIVE
+            assert (await client.job_info(ok[0], ["state"])).state == pflux.State.INACTIVE
             listed = await client.list_jobs(attrs=["id"])
-            assert set(ok) <= {j["id"] for j in listed}
+            assert set(ok) <= {j.id for j in listed}
 
             held = await client.submit(jobspec(), urgency="hold")
             await client.wait_event(held, "priority")
@@ -76,7 +76,7 @@ def test_the_async_client_does_what_the_client_does(uri: str) -> None:
 
             await client.queue_enable(False, "closed for a test")
             status = await client.queue_status()
-            assert (status["enable"], status["disable_reason"]) == (False, "closed for a test")
+            assert (status.enable, status.disable_reason) == (False, "closed for a test")
             await client.queue_enable(True)
             await client.queue_start(True)
             dag = await client.run_dag({"a": ["true"], "b": ["true"]}, [("a", "b")])
@@ -108,7 +108,7 @@ def test_update_last_jobs_and_alloc_query(client: pflux.Client) -> None:
     assert job.wait_event("jobspec-update").context == {"attributes.system.duration": 3600}
     assert client.last_jobs()[0] == job.id
     assert client.last_jobs("[:2]")[:1] == [job.id]
-    assert client.alloc_query()["running"] >= 1
+    assert client.alloc_query().running >= 1
     with pytest.raises(pflux.RPCError, match="slice"):
         client.last_jobs("nonsense")
     job.cancel()
@@ -124,7 +124,7 @@ def test_the_async_update_last_jobs_and_alloc_query(uri: str) -> None:
                 "attributes.system.duration": 60
             }
             assert (await client.last_jobs())[0] == job.id
-            assert (await client.alloc_query())["running"] >= 1
+            assert (await client.alloc_query()).running >= 1
             await job.cancel()
 
     asyncio.run(session())
@@ -177,7 +177,7 @@ def test_follow_many_jobs_read_logs_and_the_instance(client: pflux.Client) -> No
         list(client.events(running.id, timeout=0.2))
     running.cancel()
     infos = client.job_info_many([done, unknown], ["state"])
-    assert infos[0] == {"id": done, "state": pflux.State.INACTIVE}
+    assert infos[0] == pflux.JobListing(done, state=pflux.State.INACTIVE)
     assert isinstance(infos[1], pflux.RPCError)
     assert client.attrs()["size"] == "1"
     assert set(client.resource_status()) >= {"all", "allocated"}
@@ -206,7 +206,7 @@ def test_the_async_client_follows_many_jobs_and_reads_the_instance(uri: str) -> 
                 _ = [e async for e in client.events(running.id, timeout=0.2)]
             await running.cancel()
             infos = await client.job_info_many([done, unknown], ["state"])
-            assert infos[0] == {"id": done, "state": pflux.State.INACTIVE}
+            assert infos[0] == pflux.JobListing(done, state=pflux.State.INACTIVE)
             assert isinstance(infos[1], pflux.RPCError)
             assert (await client.attrs())["size"] == "1"
             assert set(await client.resource_status()) >= {"all", "allocated"}

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pflux.api import Client
     from pflux.cli.jobfields import JobInfo
     from pflux.cli.jobformat import JobFormat
+    from pflux.replies import JobListing
 
 DEFAULT_COUNT: Final = 1000
 
@@ -138,7 +139,7 @@ def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], 
     if args.jobids:
         if filtered:
             _warn("Filtering options ignored with jobid list")
-        return [JobInfo(job) for job in _by_id(args, attrs)], False
+        return [JobInfo(job.to_dict()) for job in _by_id(args, attrs)], False
     filters = _list_filters(args)
     count = args.count
     with _connect(args) as client:
@@ -146,7 +147,7 @@ def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], 
     truncated = 0 < count < len(jobs)
     if truncated:
         jobs = jobs[:count]
-    return [JobInfo(job) for job in jobs], truncated
+    return [JobInfo(job.to_dict()) for job in jobs], truncated
 
 
 def _filters_given(args: argparse.Namespace) -> bool:
@@ -255,7 +256,7 @@ def parse_since(text: str, now: float | None = None) -> float:
     return when
 
 
-def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[dict[str, Any]]:
+def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[JobListing]:
     """``list-id`` for each job id given, all in flight at once; unknown ids are reported."""
     import errno
 

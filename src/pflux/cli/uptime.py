@@ -53,8 +53,8 @@ def _uptime(uri: str | None) -> None:
     extra = [
         text
         for text, shown in (
-            ("submit disabled", not queue.get("enable", True)),
-            ("scheduler stopped", not queue.get("start", True)),
+            ("submit disabled", not queue.enable),
+            ("scheduler stopped", not queue.start),
         )
         if shown
     ]
