@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.client.handle import Handle
 from pflux.errors import PfluxError, RPCError, RPCTimeout
-from pflux.replies import AllocCounts, JobListing, QueueStatus
 from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
     from pflux.client.aio import AsyncHandle
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions
+    from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
@@ -181,6 +181,31 @@ def _dag_jobspec(
 
 def _result(reply: dict[str, Any]) -> JobResult:
     return JobResult(JobID(reply["id"]), bool(reply["success"]), reply.get("errstr", ""))
+
+
+# the typed answers load with the first of them, not with the API
+def _listing(job: Mapping[str, Any]) -> JobListing:
+    from pflux.replies import JobListing
+
+    return JobListing.from_reply(job)
+
+
+def _listings(jobs: Iterable[Mapping[str, Any]]) -> list[JobListing]:
+    from pflux.replies import JobListing
+
+    return [JobListing.from_reply(job) for job in jobs]
+
+
+def _queue_status(reply: Mapping[str, Any]) -> QueueStatus:
+    from pflux.replies import QueueStatus
+
+    return QueueStatus.from_reply(reply)
+
+
+def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
+    from pflux.replies import AllocCounts
+
+    return AllocCounts.from_reply(reply)
 
 
 def _arrive(arrived: deque[tuple[int, Message]], index: int, msg: Message) -> None:
@@ -492,12 +517,12 @@ class Client:
             states, results, userid, max_entries, attrs, since=since, name=name, queues=queues
         )
         jobs = self.handle.call("job-list.list", payload)["jobs"]
-        return [JobListing.from_reply(job) for job in jobs]
+        return _listings(jobs)
 
     def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> JobListing:
         """One job's job-list attributes (``attrs``; ``all``: every one)."""
         reply = self.handle.call("job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
-        return JobListing.from_reply(reply["job"])
+        return _listing(reply["job"])
 
     def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
         """The job's stored text for each of ``keys`` (``J``, ``jobspec``, ``R``, ``eventlog``)."""
@@ -514,7 +539,7 @@ class Client:
         infos: list[JobListing | RPCError] = []
         for rpc in rpcs:
             try:
-                infos.append(JobListing.from_reply(rpc.get()["job"]))
+                infos.append(_listing(rpc.get()["job"]))
             except RPCError as exc:
                 infos.append(exc)
         return infos
@@ -575,11 +600,11 @@ class Client:
 
     def alloc_query(self) -> AllocCounts:
         """The job manager's allocation counts: requests queued, pending, jobs running."""
-        return AllocCounts.from_reply(self.handle.call("job-manager.alloc-query", {}))
+        return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
 
     def queue_status(self) -> QueueStatus:
         """Whether submission is enabled and scheduling started, and why not."""
-        return QueueStatus.from_reply(self.handle.call("job-manager.queue-status", {}))
+        return _queue_status(self.handle.call("job-manager.queue-status", {}))
 
     def queue_enable(self, enable: bool, reason: str = "") -> None:
         """Accept (or, with a reason, refuse) new submissions."""
@@ -908,12 +933,12 @@ class AsyncClient:
             states, results, userid, max_entries, attrs, since=since, name=name, queues=queues
         )
         jobs = (await self.handle.call("job-list.list", payload))["jobs"]
-        return [JobListing.from_reply(job) for job in jobs]
+        return _listings(jobs)
 
     async def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> JobListing:
         """As ``Client.job_info``."""
         payload = {"id": int(jobid), "attrs": list(attrs)}
-        return JobListing.from_reply((await self.handle.call("job-list.list-id", payload))["job"])
+        return _listing((await self.handle.call("job-list.list-id", payload))["job"])
 
     async def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
         """As ``Client.lookup``."""
@@ -987,11 +1012,11 @@ class AsyncClient:
 
     async def alloc_query(self) -> AllocCounts:
         """As ``Client.alloc_query``."""
-        return AllocCounts.from_reply(await self.handle.call("job-manager.alloc-query", {}))
+        return _alloc_counts(await self.handle.call("job-manager.alloc-query", {}))
 
     async def queue_status(self) -> QueueStatus:
         """As ``Client.queue_status``."""
-        return QueueStatus.from_reply(await self.handle.call("job-manager.queue-status", {}))
+        return _queue_status(await self.handle.call("job-manager.queue-status", {}))
 
     async def queue_enable(self, enable: bool, reason: str = "") -> None:
         """As ``Client.queue_enable``."""
