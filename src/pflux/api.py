@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pflux.client.aio import AsyncHandle
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions
+    from pflux.kvswatch import AsyncKVSWatch, KVSWatch
     from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
@@ -125,6 +126,12 @@ def _list_payload(
         payload["name"] = name
     if queues:
         payload["queue"] = list(queues)
+    return payload
+
+
+def _kvs_payload(namespace: str | None, **payload: Any) -> dict[str, Any]:
+    if namespace:
+        payload["namespace"] = namespace
     return payload
 
 
@@ -569,6 +576,48 @@ class Client:
         """Stop the instance: running jobs are canceled, pending ones kept for the next start."""
         self.handle.call("broker.shutdown", {})
 
+    def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
+        """The value of KVS ``key`` (in ``namespace``; default: the primary one)."""
+        value: str = self.handle.call("kvs.get", _kvs_payload(namespace, key=key))["value"]
+        return value
+
+    def kvs_put(
+        self,
+        pairs: Iterable[tuple[str, str]],
+        *,
+        append: bool = False,
+        namespace: str | None = None,
+    ) -> None:
+        """Store each ``(key, value)`` in order, in one commit; ``append``: add to the
+        values already there."""
+        op = "append" if append else "put"
+        ops = [[op, key, value] for key, value in pairs]
+        self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))
+
+    def kvs_ls(self, key: str = ".", *, namespace: str | None = None) -> dict[str, str]:
+        """The KVS directory ``key``'s entries: each name and its kind (``dir``, ...);
+        RPCError ENOTDIR when ``key`` is a value."""
+        entries: dict[str, str] = self.handle.call("kvs.ls", _kvs_payload(namespace, key=key))[
+            "entries"
+        ]
+        return entries
+
+    def kvs_watch(
+        self,
+        keys: Sequence[str],
+        *,
+        append: bool = False,
+        waitcreate: bool = False,
+        namespace: str | None = None,
+    ) -> KVSWatch:
+        """Watch every key at once: iterate for ``(index, value)`` as each changes
+        (``append``: only what is appended; ``waitcreate``: wait for a key to exist
+        rather than fail), ``stop(index)`` to end one watch."""
+        from pflux.kvswatch import KVSWatch
+
+        flags = {"append": append, "waitcreate": waitcreate}
+        return KVSWatch(self.handle, [_kvs_payload(namespace, key=k, **flags) for k in keys])
+
     def raise_all(
         self,
         etype: str = "cancel",
@@ -983,6 +1032,45 @@ class AsyncClient:
     async def shutdown(self) -> None:
         """As ``Client.shutdown``."""
         await self.handle.call("broker.shutdown", {})
+
+    async def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
+        """As ``Client.kvs_get``."""
+        reply = await self.handle.call("kvs.get", _kvs_payload(namespace, key=key))
+        value: str = reply["value"]
+        return value
+
+    async def kvs_put(
+        self,
+        pairs: Iterable[tuple[str, str]],
+        *,
+        append: bool = False,
+        namespace: str | None = None,
+    ) -> None:
+        """As ``Client.kvs_put``."""
+        op = "append" if append else "put"
+        ops = [[op, key, value] for key, value in pairs]
+        await self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))
+
+    async def kvs_ls(self, key: str = ".", *, namespace: str | None = None) -> dict[str, str]:
+        """As ``Client.kvs_ls``."""
+        reply = await self.handle.call("kvs.ls", _kvs_payload(namespace, key=key))
+        entries: dict[str, str] = reply["entries"]
+        return entries
+
+    def kvs_watch(
+        self,
+        keys: Sequence[str],
+        *,
+        append: bool = False,
+        waitcreate: bool = False,
+        namespace: str | None = None,
+    ) -> AsyncKVSWatch:
+        """As ``Client.kvs_watch``: iterate with ``async for``; the requests are sent
+        when iteration begins."""
+        from pflux.kvswatch import AsyncKVSWatch
+
+        flags = {"append": append, "waitcreate": waitcreate}
+        return AsyncKVSWatch(self.handle, [_kvs_payload(namespace, key=k, **flags) for k in keys])
 
     async def raise_all(
         self,

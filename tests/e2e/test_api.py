@@ -215,3 +215,37 @@ def test_the_async_client_follows_many_jobs_and_reads_the_instance(uri: str) -> 
             assert all("message" in entry for entry in entries)
 
     asyncio.run(session())
+
+
+def test_the_kvs_through_the_client(client: pflux.Client) -> None:
+    client.kvs_put([("apitest.a", "1"), ("apitest.b", "x")])
+    client.kvs_put([("apitest.b", "y")], append=True)
+    assert (client.kvs_get("apitest.a"), client.kvs_get("apitest.b")) == ("1", "xy")
+    assert client.kvs_ls(".")["apitest"] == "dir"
+    assert client.kvs_ls("apitest") == {"a": "val", "b": "val"}
+    watch = client.kvs_watch(["apitest.a", "apitest.b"])
+    seen = []
+    for index, value in watch:
+        seen.append((index, value))
+        watch.stop(index)
+    assert sorted(seen) == [(0, "1"), (1, "xy")]
+
+
+def test_the_kvs_through_the_async_client(uri: str) -> None:
+    async def session() -> list[tuple[int, str]]:
+        async with pflux.AsyncClient(uri) as client:
+            await client.kvs_put([("apitest2.a", "1")])
+            await client.kvs_put([("apitest2.a", "2")], append=True)
+            assert await client.kvs_get("apitest2.a") == "12"
+            assert set(await client.kvs_ls("apitest2")) == {"a"}
+            seen = []
+            watch = client.kvs_watch(["apitest2.a"], append=True)
+            async for index, value in watch:
+                seen.append((index, value))
+                if len(seen) == 1:
+                    await client.kvs_put([("apitest2.a", "3")], append=True)
+                else:
+                    await watch.stop(index)
+            return seen
+
+    assert asyncio.run(session()) == [(0, "12"), (0, "3")]
