@@ -42,7 +42,7 @@ def inactive_times(client: Client, ids: list[Any], attrs: tuple[str, ...] = ()) 
     """
     wanted = ["t_submit", "t_inactive", *attrs]
     mine = {int(i) for i in ids}
-    jobs = [j for j in client.list_jobs(attrs=wanted) if j["id"] in mine]
+    jobs = [j.to_dict() for j in client.list_jobs(attrs=wanted) if j.id in mine]
     for i, job in enumerate(jobs):
         if "t_inactive" not in job:
             payload = {"id": job["id"], "attrs": wanted, "state": 64}  # 64: INACTIVE

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions, Jobspec
+    from pflux.replies import AllocCounts, JobListing, QueueStatus
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
@@ -43,6 +44,7 @@ __version__ = "0.1.0"
 _ERRORS = "pflux.errors"
 # where each public name is defined
 _HOMES = {
+    "AllocCounts": "pflux.replies",
     "AsyncClient": "pflux.api",
     "AsyncJobHandle": "pflux.jobhandle",
     "BuilderOptions": "pflux.jobspec",
@@ -57,12 +59,14 @@ _HOMES = {
     "JobHandle": "pflux.jobhandle",
     "JobID": "pflux.spec.fluid",
     "JobIDError": _ERRORS,
+    "JobListing": "pflux.replies",
     "JobResult": "pflux.api",
     "Jobspec": "pflux.jobspec",
     "JobspecError": _ERRORS,
     "NoInstanceError": _ERRORS,
     "PfluxError": _ERRORS,
     "ProtocolError": _ERRORS,
+    "QueueStatus": "pflux.replies",
     "RPCError": _ERRORS,
     "RPCTimeout": _ERRORS,
     "ResourceError": _ERRORS,
@@ -72,6 +76,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AllocCounts",
     "AsyncClient",
     "AsyncJobHandle",
     "BuilderOptions",
@@ -86,12 +91,14 @@ __all__ = [
     "JobHandle",
     "JobID",
     "JobIDError",
+    "JobListing",
     "JobResult",
     "Jobspec",
     "JobspecError",
     "NoInstanceError",
     "PfluxError",
     "ProtocolError",
+    "QueueStatus",
     "RPCError",
     "RPCTimeout",
     "ResourceError",

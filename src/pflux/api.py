@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pflux.client.handle import Handle
-from pflux.errors import PfluxError, RPCError
+from pflux.errors import PfluxError, RPCError, RPCTimeout
 from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
@@ -36,11 +37,15 @@ from pflux.spec.states import (
 )
 
 if TYPE_CHECKING:
+    from collections import deque
     from typing import Unpack
 
+    from pflux.broker.message import Message
     from pflux.client.aio import AsyncHandle
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions
+    from pflux.kvswatch import AsyncKVSWatch, KVSWatch
+    from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
@@ -98,15 +103,50 @@ def _raise_payload(jobid: int, etype: str, severity: int, note: str) -> dict[str
 
 
 def _list_payload(
-    states: int, results: int, userid: int, max_entries: int, attrs: Sequence[str]
+    states: int,
+    results: int,
+    userid: int,
+    max_entries: int,
+    attrs: Sequence[str],
+    *,
+    since: float,
+    name: str | None,
+    queues: Sequence[str],
 ) -> dict[str, Any]:
-    return {
+    payload: dict[str, Any] = {
         "states": states,
         "results": results,
         "userid": userid,
         "max_entries": max_entries,
         "attrs": list(attrs),
     }
+    if since:
+        payload["since"] = since
+    if name is not None:
+        payload["name"] = name
+    if queues:
+        payload["queue"] = list(queues)
+    return payload
+
+
+def _kvs_payload(namespace: str | None, **payload: Any) -> dict[str, Any]:
+    if namespace:
+        payload["namespace"] = namespace
+    return payload
+
+
+def _log_key(jobid: int, path: str) -> str:
+    """The KVS key of a guest log (``guest.output``) of the job."""
+    from pflux.spec.kvs_keys import job_key
+
+    return job_key(jobid, *path.split("."))
+
+
+def _log_missing(exc: RPCError, path: str) -> RPCError:
+    """A guest log's read error as the user sees it: a missing path is named."""
+    if exc.errnum in (errno.ENOENT, errno.EISDIR):
+        return RPCError(exc.errnum, f"eventlog path {path} not found")
+    return exc
 
 
 def _raise_all_payload(
@@ -148,6 +188,35 @@ def _dag_jobspec(
 
 def _result(reply: dict[str, Any]) -> JobResult:
     return JobResult(JobID(reply["id"]), bool(reply["success"]), reply.get("errstr", ""))
+
+
+# the typed answers load with the first of them, not with the API
+def _listing(job: Mapping[str, Any]) -> JobListing:
+    from pflux.replies import JobListing
+
+    return JobListing.from_reply(job)
+
+
+def _listings(jobs: Iterable[Mapping[str, Any]]) -> list[JobListing]:
+    from pflux.replies import JobListing
+
+    return [JobListing.from_reply(job) for job in jobs]
+
+
+def _queue_status(reply: Mapping[str, Any]) -> QueueStatus:
+    from pflux.replies import QueueStatus
+
+    return QueueStatus.from_reply(reply)
+
+
+def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
+    from pflux.replies import AllocCounts
+
+    return AllocCounts.from_reply(reply)
+
+
+def _arrive(arrived: deque[tuple[int, Message]], index: int, msg: Message) -> None:
+    arrived.append((index, msg))
 
 
 def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
@@ -284,24 +353,92 @@ class Client:
         results = self.wait_all(ids.values())
         return {name: (jobid, results[jobid]) for name, jobid in ids.items()}
 
-    def events(self, jobid: int, *, path: str = "eventlog", follow: bool = True) -> Iterator[Event]:
+    def events(
+        self,
+        jobid: int,
+        *,
+        path: str = "eventlog",
+        follow: bool = True,
+        timeout: float | None = None,
+    ) -> Iterator[Event]:
         """The job's events (or a guest eventlog's: ``guest.output``, ``guest.exec.eventlog``).
 
-        With ``follow`` they arrive live until the job is inactive; without it,
-        only the job's own eventlog as it is now.
+        With ``follow`` they arrive live until the job is inactive (RPCTimeout once
+        ``timeout`` seconds have passed in all); without it, the log as it is now.
         """
-        if not follow:
-            if path != "eventlog":
-                raise PfluxError(f"{path}: only the job eventlog can be read without following")
-            reply = self.handle.call("job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]})
-            yield from EventlogReader().feed(reply["eventlog"])
-            return
         reader = EventlogReader()
-        rpc = self.handle.rpc(
-            "job-info.eventlog-watch", {"id": int(jobid), "path": path}, streaming=True, wait=True
-        )
-        for payload in rpc:
-            yield from reader.feed(payload["data"])
+        if not follow:
+            for text in self._pieces(jobid, path):
+                yield from reader.feed(text)
+            reader.finish()
+            return
+        payload = {"id": int(jobid), "path": path}
+        rpc = self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            msg = rpc.next_message(remaining)
+            if msg.errnum == errno.ENODATA:
+                reader.finish()
+                return
+            yield from reader.feed(msg.raise_for_error()["data"])
+
+    def events_many(
+        self, jobids: Sequence[int], *, path: str = "eventlog"
+    ) -> Iterator[tuple[int, Event | RPCError]]:
+        """Follow every job's events at once, on one connection, each until its job is
+        inactive: ``(index in jobids, event)`` as they come, and ``(index, error)``
+        ending a job whose log cannot be followed (ENOENT: no such job).
+
+        The requests are sent at once, before the first event is asked for."""
+        from collections import deque
+        from functools import partial
+
+        arrived: deque[tuple[int, Message]] = deque()
+        for index, jobid in enumerate(jobids):
+            payload = {"id": int(jobid), "path": path}
+            rpc = self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
+            rpc.then(partial(_arrive, arrived, index))
+        return self._arrivals(arrived, len(jobids))
+
+    def _arrivals(
+        self, arrived: deque[tuple[int, Message]], count: int
+    ) -> Iterator[tuple[int, Event | RPCError]]:
+        """``events_many``'s events, parsed from the responses as they arrive."""
+        readers = [EventlogReader() for _ in range(count)]
+        following = count
+        while following:
+            if not arrived:
+                self.handle.process(None)
+                continue
+            index, msg = arrived.popleft()
+            if msg.errnum:
+                following -= 1  # an error response ends a stream, once
+                if msg.errnum == errno.ENODATA:
+                    readers[index].finish()
+                else:
+                    yield index, RPCError(msg.errnum, msg.errstr)
+                continue
+            for event in readers[index].feed(msg.payload["data"]):
+                yield index, event
+
+    def read_log(self, jobid: int, path: str = "eventlog") -> str:
+        """A job's eventlog, or a guest log (``guest.output``), as text as it is now."""
+        return "".join(self._pieces(jobid, path))
+
+    def _pieces(self, jobid: int, path: str) -> Iterator[str]:
+        """A job's log in pieces: the job eventlog through job-info (which checks
+        ownership), a guest log from the KVS a piece at a time (it may be larger
+        than a message)."""
+        if path == "eventlog":
+            yield self.lookup(jobid, ["eventlog"])["eventlog"]
+            return
+        rpc = self.handle.rpc("kvs.get", {"key": _log_key(jobid, path)}, streaming=True)
+        try:
+            for reply in rpc:
+                yield reply["value"]
+        except RPCError as exc:
+            raise _log_missing(exc, path) from None
 
     def wait_event(
         self,
@@ -377,22 +514,109 @@ class Client:
         userid: int = -1,
         max_entries: int = 0,
         attrs: Sequence[str] = ("all",),
-    ) -> list[dict[str, Any]]:
-        """Jobs from job-list (0 for states/results means all)."""
-        payload = _list_payload(states, results, userid, max_entries, attrs)
-        jobs: list[dict[str, Any]] = self.handle.call("job-list.list", payload)["jobs"]
-        return jobs
+        since: float = 0.0,
+        name: str | None = None,
+        queues: Sequence[str] = (),
+    ) -> list[JobListing]:
+        """Jobs from job-list (0 for states/results means all), most recent first;
+        ``since``: only those inactive since that time, ``name``/``queues``: only those."""
+        payload = _list_payload(
+            states, results, userid, max_entries, attrs, since=since, name=name, queues=queues
+        )
+        jobs = self.handle.call("job-list.list", payload)["jobs"]
+        return _listings(jobs)
 
-    def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+    def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> JobListing:
         """One job's job-list attributes (``attrs``; ``all``: every one)."""
         reply = self.handle.call("job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
-        job: dict[str, Any] = reply["job"]
-        return job
+        return _listing(reply["job"])
 
     def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
         """The job's stored text for each of ``keys`` (``J``, ``jobspec``, ``R``, ``eventlog``)."""
         reply = self.handle.call("job-info.lookup", {"id": int(jobid), "keys": list(keys)})
         return {key: reply[key] for key in keys}
+
+    def job_info_many(
+        self, jobids: Sequence[int], attrs: Sequence[str] = ("all",)
+    ) -> list[JobListing | RPCError]:
+        """``job_info`` for every job, all requests in flight at once: each job's
+        attributes, or its refusal (ENOENT: no such job)."""
+        payload = {"attrs": list(attrs)}
+        rpcs = [self.handle.rpc("job-list.list-id", {**payload, "id": int(j)}) for j in jobids]
+        infos: list[JobListing | RPCError] = []
+        for rpc in rpcs:
+            try:
+                infos.append(_listing(rpc.get()["job"]))
+            except RPCError as exc:
+                infos.append(exc)
+        return infos
+
+    def attrs(self) -> dict[str, str]:
+        """The instance's attributes (``broker.starttime``, ``size``, ``local-uri``...)."""
+        attrs: dict[str, str] = self.handle.call("broker.attrs", {})["attrs"]
+        return attrs
+
+    def resource_status(self) -> dict[str, Any]:
+        """The scheduler's resource sets as R objects: ``all``, ``allocated``, ``down``."""
+        status: dict[str, Any] = self.handle.call("sched.resource-status", {})
+        return status
+
+    def dmesg(self, *, follow: bool = False, new: bool = False) -> Iterator[dict[str, Any]]:
+        """The instance's log entries (``timestamp``, ``severity``, ``message``...):
+        ``new``: only those logged from now on; ``follow``: live, until the instance
+        stops. The request is sent at once, before the first entry is asked for."""
+        payload = {"follow": follow, "nobacklog": new}
+        return iter(self.handle.rpc("log.dmesg", payload, streaming=True, wait=True))
+
+    def clear_log(self) -> None:
+        """Empty the instance's log ring."""
+        self.handle.call("log.clear", {})
+
+    def shutdown(self) -> None:
+        """Stop the instance: running jobs are canceled, pending ones kept for the next start."""
+        self.handle.call("broker.shutdown", {})
+
+    def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
+        """The value of KVS ``key`` (in ``namespace``; default: the primary one)."""
+        value: str = self.handle.call("kvs.get", _kvs_payload(namespace, key=key))["value"]
+        return value
+
+    def kvs_put(
+        self,
+        pairs: Iterable[tuple[str, str]],
+        *,
+        append: bool = False,
+        namespace: str | None = None,
+    ) -> None:
+        """Store each ``(key, value)`` in order, in one commit; ``append``: add to the
+        values already there."""
+        op = "append" if append else "put"
+        ops = [[op, key, value] for key, value in pairs]
+        self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))
+
+    def kvs_ls(self, key: str = ".", *, namespace: str | None = None) -> dict[str, str]:
+        """The KVS directory ``key``'s entries: each name and its kind (``dir``, ...);
+        RPCError ENOTDIR when ``key`` is a value."""
+        entries: dict[str, str] = self.handle.call("kvs.ls", _kvs_payload(namespace, key=key))[
+            "entries"
+        ]
+        return entries
+
+    def kvs_watch(
+        self,
+        keys: Sequence[str],
+        *,
+        append: bool = False,
+        waitcreate: bool = False,
+        namespace: str | None = None,
+    ) -> KVSWatch:
+        """Watch every key at once: iterate for ``(index, value)`` as each changes
+        (``append``: only what is appended; ``waitcreate``: wait for a key to exist
+        rather than fail), ``stop(index)`` to end one watch."""
+        from pflux.kvswatch import KVSWatch
+
+        flags = {"append": append, "waitcreate": waitcreate}
+        return KVSWatch(self.handle, [_kvs_payload(namespace, key=k, **flags) for k in keys])
 
     def raise_all(
         self,
@@ -423,15 +647,13 @@ class Client:
         reply = self.handle.call("job-manager.history.get", {"slice": slice})
         return [JobID(jobid) for jobid in reply["jobs"]]
 
-    def alloc_query(self) -> dict[str, Any]:
-        """The job manager's allocation counts: ``{queue_length, alloc_pending, running}``."""
-        counts: dict[str, Any] = self.handle.call("job-manager.alloc-query", {})
-        return counts
+    def alloc_query(self) -> AllocCounts:
+        """The job manager's allocation counts: requests queued, pending, jobs running."""
+        return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
 
-    def queue_status(self) -> dict[str, Any]:
-        """``{enable, start}``, with ``disable_reason`` / ``stop_reason`` when they are off."""
-        status: dict[str, Any] = self.handle.call("job-manager.queue-status", {})
-        return status
+    def queue_status(self) -> QueueStatus:
+        """Whether submission is enabled and scheduling started, and why not."""
+        return _queue_status(self.handle.call("job-manager.queue-status", {}))
 
     def queue_enable(self, enable: bool, reason: str = "") -> None:
         """Accept (or, with a reason, refuse) new submissions."""
@@ -602,22 +824,86 @@ class AsyncClient:
         return {name: (jobid, results[jobid]) for name, jobid in ids.items()}
 
     async def events(
-        self, jobid: int, *, path: str = "eventlog", follow: bool = True
+        self,
+        jobid: int,
+        *,
+        path: str = "eventlog",
+        follow: bool = True,
+        timeout: float | None = None,
     ) -> AsyncIterator[Event]:
         """As ``Client.events``."""
-        if not follow:
-            if path != "eventlog":
-                raise PfluxError(f"{path}: only the job eventlog can be read without following")
-            payload = {"id": int(jobid), "keys": ["eventlog"]}
-            reply = await self.handle.call("job-info.lookup", payload)
-            for event in EventlogReader().feed(reply["eventlog"]):
-                yield event
-            return
         reader = EventlogReader()
+        if not follow:
+            async for text in self._pieces(jobid, path):
+                for event in reader.feed(text):
+                    yield event
+            reader.finish()
+            return
+        import asyncio
+
         payload = {"id": int(jobid), "path": path}
-        async for reply in self.handle.stream("job-info.eventlog-watch", payload):
+        replies = self.handle.stream("job-info.eventlog-watch", payload)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                reply = await asyncio.wait_for(anext(replies), remaining)
+            except StopAsyncIteration:
+                reader.finish()
+                return
+            except TimeoutError:
+                assert timeout is not None
+                raise RPCTimeout("a response to job-info.eventlog-watch", timeout) from None
             for event in reader.feed(reply["data"]):
                 yield event
+
+    async def events_many(
+        self, jobids: Sequence[int], *, path: str = "eventlog"
+    ) -> AsyncIterator[tuple[int, Event | RPCError]]:
+        """As ``Client.events_many``."""
+        import asyncio
+
+        arrived: asyncio.Queue[tuple[int, Event | Exception | None]] = asyncio.Queue()
+
+        async def follow(index: int, jobid: int) -> None:
+            try:
+                async for event in self.events(jobid, path=path):
+                    arrived.put_nowait((index, event))
+            except Exception as exc:  # an RPCError ends that job; anything else, all
+                arrived.put_nowait((index, exc))
+            else:
+                arrived.put_nowait((index, None))
+
+        tasks = [asyncio.ensure_future(follow(i, jobid)) for i, jobid in enumerate(jobids)]
+        following = len(tasks)
+        try:
+            while following:
+                index, item = await arrived.get()
+                if isinstance(item, Event):
+                    yield index, item
+                    continue
+                following -= 1
+                if isinstance(item, RPCError):
+                    yield index, item
+                elif item is not None:
+                    raise item
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def read_log(self, jobid: int, path: str = "eventlog") -> str:
+        """As ``Client.read_log``."""
+        return "".join([text async for text in self._pieces(jobid, path)])
+
+    async def _pieces(self, jobid: int, path: str) -> AsyncIterator[str]:
+        if path == "eventlog":
+            yield (await self.lookup(jobid, ["eventlog"]))["eventlog"]
+            return
+        try:
+            async for reply in self.handle.stream("kvs.get", {"key": _log_key(jobid, path)}):
+                yield reply["value"]
+        except RPCError as exc:
+            raise _log_missing(exc, path) from None
 
     async def wait_event(
         self,
@@ -687,23 +973,104 @@ class AsyncClient:
         userid: int = -1,
         max_entries: int = 0,
         attrs: Sequence[str] = ("all",),
-    ) -> list[dict[str, Any]]:
+        since: float = 0.0,
+        name: str | None = None,
+        queues: Sequence[str] = (),
+    ) -> list[JobListing]:
         """As ``Client.list_jobs``."""
-        payload = _list_payload(states, results, userid, max_entries, attrs)
-        jobs: list[dict[str, Any]] = (await self.handle.call("job-list.list", payload))["jobs"]
-        return jobs
+        payload = _list_payload(
+            states, results, userid, max_entries, attrs, since=since, name=name, queues=queues
+        )
+        jobs = (await self.handle.call("job-list.list", payload))["jobs"]
+        return _listings(jobs)
 
-    async def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> dict[str, Any]:
+    async def job_info(self, jobid: int, attrs: Sequence[str] = ("all",)) -> JobListing:
         """As ``Client.job_info``."""
         payload = {"id": int(jobid), "attrs": list(attrs)}
-        job: dict[str, Any] = (await self.handle.call("job-list.list-id", payload))["job"]
-        return job
+        return _listing((await self.handle.call("job-list.list-id", payload))["job"])
 
     async def lookup(self, jobid: int, keys: Sequence[str]) -> dict[str, str]:
         """As ``Client.lookup``."""
         payload = {"id": int(jobid), "keys": list(keys)}
         reply = await self.handle.call("job-info.lookup", payload)
         return {key: reply[key] for key in keys}
+
+    async def job_info_many(
+        self, jobids: Sequence[int], attrs: Sequence[str] = ("all",)
+    ) -> list[JobListing | RPCError]:
+        """As ``Client.job_info_many``."""
+        import asyncio
+
+        calls = (self.job_info(jobid, attrs) for jobid in jobids)
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, RPCError):
+                raise result
+        return list(results)  # type: ignore[arg-type]
+
+    async def attrs(self) -> dict[str, str]:
+        """As ``Client.attrs``."""
+        attrs: dict[str, str] = (await self.handle.call("broker.attrs", {}))["attrs"]
+        return attrs
+
+    async def resource_status(self) -> dict[str, Any]:
+        """As ``Client.resource_status``."""
+        status: dict[str, Any] = await self.handle.call("sched.resource-status", {})
+        return status
+
+    async def dmesg(
+        self, *, follow: bool = False, new: bool = False
+    ) -> AsyncIterator[dict[str, Any]]:
+        """As ``Client.dmesg``, but the request is sent when the first entry is asked for."""
+        async for entry in self.handle.stream("log.dmesg", {"follow": follow, "nobacklog": new}):
+            yield entry
+
+    async def clear_log(self) -> None:
+        """As ``Client.clear_log``."""
+        await self.handle.call("log.clear", {})
+
+    async def shutdown(self) -> None:
+        """As ``Client.shutdown``."""
+        await self.handle.call("broker.shutdown", {})
+
+    async def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
+        """As ``Client.kvs_get``."""
+        reply = await self.handle.call("kvs.get", _kvs_payload(namespace, key=key))
+        value: str = reply["value"]
+        return value
+
+    async def kvs_put(
+        self,
+        pairs: Iterable[tuple[str, str]],
+        *,
+        append: bool = False,
+        namespace: str | None = None,
+    ) -> None:
+        """As ``Client.kvs_put``."""
+        op = "append" if append else "put"
+        ops = [[op, key, value] for key, value in pairs]
+        await self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))
+
+    async def kvs_ls(self, key: str = ".", *, namespace: str | None = None) -> dict[str, str]:
+        """As ``Client.kvs_ls``."""
+        reply = await self.handle.call("kvs.ls", _kvs_payload(namespace, key=key))
+        entries: dict[str, str] = reply["entries"]
+        return entries
+
+    def kvs_watch(
+        self,
+        keys: Sequence[str],
+        *,
+        append: bool = False,
+        waitcreate: bool = False,
+        namespace: str | None = None,
+    ) -> AsyncKVSWatch:
+        """As ``Client.kvs_watch``: iterate with ``async for``; the requests are sent
+        when iteration begins."""
+        from pflux.kvswatch import AsyncKVSWatch
+
+        flags = {"append": append, "waitcreate": waitcreate}
+        return AsyncKVSWatch(self.handle, [_kvs_payload(namespace, key=k, **flags) for k in keys])
 
     async def raise_all(
         self,
@@ -731,15 +1098,13 @@ class AsyncClient:
         reply = await self.handle.call("job-manager.history.get", {"slice": slice})
         return [JobID(jobid) for jobid in reply["jobs"]]
 
-    async def alloc_query(self) -> dict[str, Any]:
+    async def alloc_query(self) -> AllocCounts:
         """As ``Client.alloc_query``."""
-        counts: dict[str, Any] = await self.handle.call("job-manager.alloc-query", {})
-        return counts
+        return _alloc_counts(await self.handle.call("job-manager.alloc-query", {}))
 
-    async def queue_status(self) -> dict[str, Any]:
+    async def queue_status(self) -> QueueStatus:
         """As ``Client.queue_status``."""
-        status: dict[str, Any] = await self.handle.call("job-manager.queue-status", {})
-        return status
+        return _queue_status(await self.handle.call("job-manager.queue-status", {}))
 
     async def queue_enable(self, enable: bool, reason: str = "") -> None:
         """As ``Client.queue_enable``."""

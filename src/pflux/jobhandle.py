@@ -15,14 +15,14 @@ from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
     from pflux.api import AsyncClient, Client, JobResult
+    from pflux.replies import JobListing
     from pflux.spec.eventlog import Event
     from pflux.spec.states import State
 
 
-def _state(job: Mapping[str, Any]) -> State:
-    from pflux.spec.states import State
-
-    return State(job["state"])
+def _state(job: JobListing) -> State:
+    assert job.state is not None  # asked for
+    return job.state
 
 
 class JobHandle:

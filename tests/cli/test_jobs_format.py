@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pflux.api import Client
 from pflux.cli import jobfields, jobs
 from pflux.cli.jobfields import FIELDS, JobInfo, attrs_for, fsd, username
 from pflux.cli.jobformat import (
@@ -572,6 +573,9 @@ class FakeHandle:
     def __exit__(self, *exc: object) -> None:
         return None
 
+    def close(self) -> None:
+        return None
+
     def call(self, topic: str, payload: Any) -> Any:
         self.requests.append((topic, payload))
         limit = payload["max_entries"] or len(self.listing)
@@ -597,7 +601,9 @@ class FakeHandle:
 @pytest.fixture
 def handle(monkeypatch: pytest.MonkeyPatch) -> FakeHandle:
     fake = FakeHandle(SAMPLE)
-    monkeypatch.setattr(jobs, "_connect", lambda args: fake)
+    client = Client.__new__(Client)  # the public API, over the recording handle
+    client.handle = fake  # type: ignore[assignment]
+    monkeypatch.setattr(jobs, "_connect", lambda args: client)
     return fake
 
 

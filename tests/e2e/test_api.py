@@ -54,9 +54,9 @@ def test_the_async_client_does_what_the_client_does(uri: str) -> None:
             assert all(r.success for r in results.values())
             assert [e.name async for e in client.events(ok[0], follow=False)][-1] == "clean"
             assert (await client.lookup(ok[0], ["jobspec"]))["jobspec"]
-            assert (await client.job_info(ok[0], ["state"]))["state"] == pflux.State.INACTIVE
+            assert (await client.job_info(ok[0], ["state"])).state == pflux.State.INACTIVE
             listed = await client.list_jobs(attrs=["id"])
-            assert set(ok) <= {j["id"] for j in listed}
+            assert set(ok) <= {j.id for j in listed}
 
             held = await client.submit(jobspec(), urgency="hold")
             await client.wait_event(held, "priority")
@@ -76,7 +76,7 @@ def test_the_async_client_does_what_the_client_does(uri: str) -> None:
 
             await client.queue_enable(False, "closed for a test")
             status = await client.queue_status()
-            assert (status["enable"], status["disable_reason"]) == (False, "closed for a test")
+            assert (status.enable, status.disable_reason) == (False, "closed for a test")
             await client.queue_enable(True)
             await client.queue_start(True)
             dag = await client.run_dag({"a": ["true"], "b": ["true"]}, [("a", "b")])
@@ -108,7 +108,7 @@ def test_update_last_jobs_and_alloc_query(client: pflux.Client) -> None:
     assert job.wait_event("jobspec-update").context == {"attributes.system.duration": 3600}
     assert client.last_jobs()[0] == job.id
     assert client.last_jobs("[:2]")[:1] == [job.id]
-    assert client.alloc_query()["running"] >= 1
+    assert client.alloc_query().running >= 1
     with pytest.raises(pflux.RPCError, match="slice"):
         client.last_jobs("nonsense")
     job.cancel()
@@ -124,7 +124,7 @@ def test_the_async_update_last_jobs_and_alloc_query(uri: str) -> None:
                 "attributes.system.duration": 60
             }
             assert (await client.last_jobs())[0] == job.id
-            assert (await client.alloc_query())["running"] >= 1
+            assert (await client.alloc_query()).running >= 1
             await job.cancel()
 
     asyncio.run(session())
@@ -158,3 +158,94 @@ def test_the_async_raise_many_and_kill_many(uri: str) -> None:
             return [e is None for e in kills], [e is None for e in raised]
 
     assert asyncio.run(session()) == ([True, False], [True, False])
+
+
+def test_follow_many_jobs_read_logs_and_the_instance(client: pflux.Client) -> None:
+    done, later = client.submit(jobspec()), client.submit(jobspec())
+    unknown = pflux.JobID(1)
+    seen: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    for index, item in client.events_many([done, unknown, later]):
+        seen[index].append(item.errstr if isinstance(item, pflux.RPCError) else item.name)
+    assert seen[0][-1] == seen[2][-1] == "clean"
+    assert len(seen[1]) == 1
+    assert "not found" in seen[1][0]
+    assert client.read_log(done) == client.lookup(done, ["eventlog"])["eventlog"]
+    with pytest.raises(pflux.RPCError, match=r"eventlog path guest\.nope not found"):
+        list(client.events(done, path="guest.nope", follow=False))
+    running = client.submit_job(jobspec("0"))
+    with pytest.raises(pflux.RPCTimeout):
+        list(client.events(running.id, timeout=0.2))
+    running.cancel()
+    infos = client.job_info_many([done, unknown], ["state"])
+    assert infos[0] == pflux.JobListing(done, state=pflux.State.INACTIVE)
+    assert isinstance(infos[1], pflux.RPCError)
+    assert client.attrs()["size"] == "1"
+    assert set(client.resource_status()) >= {"all", "allocated"}
+    entries = list(client.dmesg())
+    assert entries
+    assert all("message" in entry for entry in entries)
+
+
+def test_the_async_client_follows_many_jobs_and_reads_the_instance(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            done = await client.submit(jobspec())
+            unknown = pflux.JobID(1)
+            seen: dict[int, list[str]] = {0: [], 1: []}
+            async for index, item in client.events_many([done, unknown]):
+                seen[index].append(item.errstr if isinstance(item, pflux.RPCError) else item.name)
+            assert seen[0][-1] == "clean"
+            assert len(seen[1]) == 1
+            assert "not found" in seen[1][0]
+            eventlog = (await client.lookup(done, ["eventlog"]))["eventlog"]
+            assert await client.read_log(done) == eventlog
+            with pytest.raises(pflux.RPCError, match=r"eventlog path guest\.nope not found"):
+                _ = [e async for e in client.events(done, path="guest.nope", follow=False)]
+            running = await client.submit_job(jobspec("0"))
+            with pytest.raises(pflux.RPCTimeout):
+                _ = [e async for e in client.events(running.id, timeout=0.2)]
+            await running.cancel()
+            infos = await client.job_info_many([done, unknown], ["state"])
+            assert infos[0] == pflux.JobListing(done, state=pflux.State.INACTIVE)
+            assert isinstance(infos[1], pflux.RPCError)
+            assert (await client.attrs())["size"] == "1"
+            assert set(await client.resource_status()) >= {"all", "allocated"}
+            entries = [entry async for entry in client.dmesg()]
+            assert entries
+            assert all("message" in entry for entry in entries)
+
+    asyncio.run(session())
+
+
+def test_the_kvs_through_the_client(client: pflux.Client) -> None:
+    client.kvs_put([("apitest.a", "1"), ("apitest.b", "x")])
+    client.kvs_put([("apitest.b", "y")], append=True)
+    assert (client.kvs_get("apitest.a"), client.kvs_get("apitest.b")) == ("1", "xy")
+    assert client.kvs_ls(".")["apitest"] == "dir"
+    assert client.kvs_ls("apitest") == {"a": "val", "b": "val"}
+    watch = client.kvs_watch(["apitest.a", "apitest.b"])
+    seen = []
+    for index, value in watch:
+        seen.append((index, value))
+        watch.stop(index)
+    assert sorted(seen) == [(0, "1"), (1, "xy")]
+
+
+def test_the_kvs_through_the_async_client(uri: str) -> None:
+    async def session() -> list[tuple[int, str]]:
+        async with pflux.AsyncClient(uri) as client:
+            await client.kvs_put([("apitest2.a", "1")])
+            await client.kvs_put([("apitest2.a", "2")], append=True)
+            assert await client.kvs_get("apitest2.a") == "12"
+            assert set(await client.kvs_ls("apitest2")) == {"a"}
+            seen = []
+            watch = client.kvs_watch(["apitest2.a"], append=True)
+            async for index, value in watch:
+                seen.append((index, value))
+                if len(seen) == 1:
+                    await client.kvs_put([("apitest2.a", "3")], append=True)
+                else:
+                    await watch.stop(index)
+            return seen
+
+    assert asyncio.run(session()) == [(0, "12"), (0, "3")]

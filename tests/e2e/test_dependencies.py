@@ -268,7 +268,7 @@ def test_a_satisfied_dependency_does_not_release_the_others(client: Client) -> N
     running = client.submit(job("0"))
     c = client.submit(job("0.01s", dep("afterok", done), dep("afterok", running)))
     client.wait_event(c, "dependency-remove")
-    assert client.job_info(c)["state"] == 2  # still DEPEND: the other is outstanding
+    assert client.job_info(c).state == 2  # still DEPEND: the other is outstanding
     client.cancel(running)
     assert "can never be satisfied" in client.wait(c).errstr
     names = [name for name, _ in story(client, c)]

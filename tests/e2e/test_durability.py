@@ -116,7 +116,7 @@ def test_kill_9_loses_no_job(tmp_path: Path) -> None:
             for jobid in running:  # taken over, not run again
                 assert len(pids(tmp_path, jobid)) == 1
                 assert output_of(client, jobid) == "done\n"
-            listed = {job["id"] for job in client.list_jobs(attrs=["state"])}
+            listed = {job.id for job in client.list_jobs(attrs=["state"])}
             assert {int(j) for j in [*running, *pending]} <= listed
     finally:
         second.stop()

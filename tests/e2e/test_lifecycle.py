@@ -115,7 +115,7 @@ def test_a_failing_prolog_keeps_the_job_from_starting(
 def test_hold_then_release_goes_through_urgency_and_priority(client: Client) -> None:
     jobid = client.submit(jobspec(), urgency="hold")
     client.wait_event(jobid, "priority", match={"priority": 0})
-    assert client.job_info(jobid)["state"] == int(State.SCHED)
+    assert client.job_info(jobid).state == int(State.SCHED)
     assert client.urgency(jobid, "expedite") == 0
     event = client.wait_event(jobid, "priority", match={"priority": 4294967295})
     assert event.context == {"priority": 4294967295}
@@ -130,14 +130,14 @@ def test_non_fatal_exceptions_leave_the_state_and_cancel_ends_the_job(client: Cl
     jobid = client.submit(jobspec("0"))  # runs until killed
     client.wait_event(jobid, "start")
     client.raise_exception(jobid, "warning", 3, "just so you know")
-    assert client.job_info(jobid)["state"] == int(State.RUN)
+    assert client.job_info(jobid).state == int(State.RUN)
     client.cancel(jobid, "enough")
     result = client.wait(jobid)
     assert not result.success
     assert result.errstr == "Fatal exception type=cancel enough"
     excs = [e.context for e in events(client, jobid) if e.name == "exception"]
     assert [(c["type"], c["severity"]) for c in excs if c] == [("warning", 3), ("cancel", 0)]
-    assert client.job_info(jobid)["result"] == 4  # CANCELED
+    assert client.job_info(jobid).result == 4  # CANCELED
 
 
 def test_memo_sets_and_removes_keys(client: Client) -> None:
@@ -214,16 +214,16 @@ def test_job_states_and_results_by_name(uri: str, client: Client) -> None:
 def test_replaying_every_eventlog_reproduces_the_live_state(client: Client) -> None:
     """Run last: all the module's jobs, read back from the KVS, agree with job-list."""
     client.drain()
-    live = {job["id"]: job for job in client.list_jobs(attrs=["state", "result"])}
+    live = {job.id: job for job in client.list_jobs(attrs=["state", "result"])}
     assert live
     for jobid, job in live.items():
         text = client.handle.call("job-info.lookup", {"id": jobid, "keys": ["eventlog"]})
         replayed = Job(jobid)
         for event in parse(text["eventlog"]):
             apply(replayed, event)
-        assert int(replayed.state) == job["state"], JobID(jobid)
+        assert int(replayed.state) == job.state, JobID(jobid)
         codes = {"COMPLETED": 1, "FAILED": 2, "CANCELED": 4, "TIMEOUT": 8}
-        assert codes[replayed.result or ""] == job["result"], JobID(jobid)
+        assert codes[replayed.result or ""] == job.result, JobID(jobid)
 
 
 def test_a_socket_path_that_is_not_an_instance(tmp_path: Path) -> None:

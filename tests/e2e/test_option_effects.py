@@ -107,15 +107,15 @@ def test_queue_all_quiet_and_verbose(uri: str, client: Client) -> None:
     client.drain()
     try:
         assert ok(uri, "queue", "stop", "--all") == "Scheduling is stopped\n"
-        assert not client.queue_status()["start"]
+        assert not client.queue_status().start
         assert ok(uri, "queue", "stop", "-v").splitlines()[1:] == alloc
         assert ok(uri, "queue", "disable", "--all", "-v").splitlines()[1:] == alloc
-        assert not client.queue_status()["enable"]
+        assert not client.queue_status().enable
         assert ok(uri, "queue", "enable", "-v").splitlines()[1:] == alloc
         assert ok(uri, "queue", "start", "--quiet") == ""
-        assert client.queue_status()["start"]
+        assert client.queue_status().start
         assert ok(uri, "queue", "stop", "--quiet") == ""
-        assert not client.queue_status()["start"]
+        assert not client.queue_status().start
     finally:
         assert ok(uri, "queue", "start", "--all") == "Scheduling is started\n"
         ok(uri, "queue", "enable")

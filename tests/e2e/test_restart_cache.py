@@ -44,7 +44,7 @@ def listing(state: Path) -> tuple[Any, str]:
     start = log.stat().st_size if log.exists() else 0
     with LiveInstance(state, cores=2) as live:
         with Client(live.uri) as client:
-            jobs = client.list_jobs(max_entries=0)
+            jobs = [j.to_dict() for j in client.list_jobs(max_entries=0)]
         shown = ok(live.uri, "jobs", "-a", "--json")
         assert live.stop() == 0
     with log.open() as f:
@@ -245,7 +245,7 @@ def until_served(client: Client) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 30
     while True:
         try:
-            return client.list_jobs(max_entries=0)
+            return [j.to_dict() for j in client.list_jobs(max_entries=0)]
         except RPCError as exc:
             if exc.errnum != errno.ENOSYS or time.monotonic() > deadline:
                 raise
@@ -259,7 +259,7 @@ def test_a_job_list_process_killed_comes_back_with_the_same_list(
     state, expected = reference
     target = copy(state, "respawn")
     with LiveInstance(target, cores=2) as live, Client(live.uri) as client:
-        before = client.list_jobs(max_entries=0)
+        before = [j.to_dict() for j in client.list_jobs(max_entries=0)]
         assert before == expected[0]
         pid = module_pid(target)
         os.kill(pid, signal.SIGKILL)
@@ -289,7 +289,7 @@ def test_a_second_instance_on_the_directory_leaves_the_first_alone(
         assert second.returncode != 0
         assert "in use by another process" in second.stderr
         module_pid(target)  # the second's job-list is gone, and was not started again
-        assert client.list_jobs(max_entries=0) == expected[0]
+        assert [j.to_dict() for j in client.list_jobs(max_entries=0)] == expected[0]
         assert live.stop() == 0
     assert rows(target) == 7
     jobs, log = listing(target)

@@ -89,7 +89,7 @@ def test_a_full_disk_refuses_new_work_keeps_reads_and_loses_nothing(small_fs: Pa
             assert live.proc.poll() is None  # the instance serves on
 
             # reads go on
-            listed = {int(job["id"]) for job in client.list_jobs(max_entries=0)}
+            listed = {int(job.id) for job in client.list_jobs(max_entries=0)}
             assert listed == acknowledged
             assert client.lookup(victim, ["jobspec"])
 
@@ -113,7 +113,7 @@ def test_a_full_disk_refuses_new_work_keeps_reads_and_loses_nothing(small_fs: Pa
             live.kill()
 
     with LiveInstance(state, cores=1) as again, Client(again.uri) as client:
-        assert {int(job["id"]) for job in client.list_jobs(max_entries=0)} == acknowledged
+        assert {int(job.id) for job in client.list_jobs(max_entries=0)} == acknowledged
         assert client.wait_event(victim, "exception").context["type"] == "cancel"
 
 

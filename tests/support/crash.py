@@ -317,12 +317,12 @@ def finish(client: Client) -> list[str]:
     submission that the kill cut off may still have been stored.
     """
     for job in client.list_jobs(states=int(State.PENDING), attrs=["urgency"]):
-        if job["urgency"] == 0:
-            _call(lambda j=job["id"]: client.urgency(j, "default"), ok=(errno.EINVAL,))
+        if job.urgency == 0:
+            _call(lambda j=job.id: client.urgency(j, "default"), ok=(errno.EINVAL,))
     try:
         client.drain(DRAIN_TIMEOUT)
     except RPCError as exc:
-        active = [j["id"] for j in client.list_jobs(states=int(State.ACTIVE), attrs=["state"])]
+        active = [j.id for j in client.list_jobs(states=int(State.ACTIVE), attrs=["state"])]
         return [f"not drained after {DRAIN_TIMEOUT} s ({exc}); active: {active}"]
     return []
 
@@ -349,7 +349,7 @@ def check(client: Client, load: Load, summary: Summary) -> list[str]:
     """Every job acknowledged, listed or that ran: its eventlog, its runs, its chain."""
     problems: list[str] = []
     runs = records(load.runs)
-    listed = {JobID(j["id"]): j["state"] for j in client.list_jobs(attrs=["state"])}
+    listed = {j.id: j.state for j in client.list_jobs(attrs=["state"])}
     ran = {jobid for jobid, _ in runs}
     jobs: dict[JobID, Checked] = {}
     for jobid in sorted(set(load.kinds) | set(listed) | ran):

@@ -25,11 +25,10 @@ def lsattr_parser() -> argparse.ArgumentParser:
 
 
 def _attrs(uri: str | None) -> dict[str, str]:
-    from pflux.client.handle import Handle
+    from pflux.api import Client
 
-    with Handle(uri) as handle:
-        attrs: dict[str, str] = handle.call("broker.attrs", {})["attrs"]
-    return attrs
+    with Client(uri) as client:
+        return client.attrs()
 
 
 def getattr_main(argv: list[str]) -> int:

@@ -30,20 +30,19 @@ def main(argv: list[str]) -> int:
 
 
 def _dmesg(args: argparse.Namespace) -> None:
+    from pflux.api import Client
     from pflux.cli import logentry
-    from pflux.client.handle import Handle
     from pflux.errors import UsageError
 
     if args.delta and not args.human:
         raise UsageError("--delta can only be used with --human")
     human = logentry.Human(args.delta) if args.human else None
-    with Handle(args.uri) as handle:
+    with Client(args.uri) as client:
         if not args.clear:
-            payload = {"follow": args.follow, "nobacklog": args.new}
-            for entry in handle.rpc("log.dmesg", payload, streaming=True, wait=True):
+            for entry in client.dmesg(follow=args.follow, new=args.new):
                 stamp = entry.get("timestamp", 0.0)
                 shown = human.stamp(stamp) if human else logentry.iso(stamp)
                 sys.stdout.write(f"{shown} {logentry.body(entry)}\n")
                 sys.stdout.flush()
         if args.clear or args.read_clear:
-            handle.call("log.clear", {})
+            client.clear_log()

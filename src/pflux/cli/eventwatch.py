@@ -1,4 +1,4 @@
-"""Reading, following and printing job eventlogs: what ``job eventlog`` and ``wait-event`` share.
+"""Naming and printing job eventlogs: what ``job eventlog`` and ``wait-event`` share.
 
 Paths have flux's short names (``exec`` is ``guest.exec.eventlog``, ``output``
 is ``guest.output``) and each known log has the event that ends it, which
@@ -9,18 +9,8 @@ is ``guest.output``) and each known log has the event that ends it, which
 from __future__ import annotations
 
 import argparse
-import errno
-import sys
-import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from pflux.broker.message import RPCError
-from pflux.spec.eventlog import Event, EventlogReader, TextFormatter, format_text
-
-if TYPE_CHECKING:
-    from pflux.client.handle import Handle
-    from pflux.spec.fluid import JobID
+from pflux.spec.eventlog import Event, TextFormatter, format_text
 
 # short name -> (path under the job's KVS directory, the event that ends that log)
 PATHS: dict[str, tuple[str, str | None]] = {
@@ -87,56 +77,3 @@ class EventPrinter:
         if self.human is not None:
             return self.human.format(event) + "\n"
         return format_text(event, time_format=self.time_format, t0=self.t0) + "\n"
-
-
-def read(handle: Handle, jobid: JobID, path: str) -> Iterator[Event]:
-    """The events of a job's log as it is now, parsed as its pieces arrive."""
-    reader = EventlogReader()
-    for text in _pieces(handle, jobid, path):
-        yield from reader.feed(text)
-    reader.finish()
-
-
-def read_text(handle: Handle, jobid: JobID, path: str) -> str:
-    """A job's log as it is now, as text."""
-    return "".join(_pieces(handle, jobid, path))
-
-
-def _pieces(handle: Handle, jobid: JobID, path: str) -> Iterator[str]:
-    """A job's log in pieces. The job eventlog comes through job-info (which checks
-    ownership); a guest log straight from the KVS, since job-info can only follow
-    those, a piece at a time (a job's output may be larger than a message)."""
-    if path == "eventlog":
-        reply = handle.call("job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]})
-        yield reply["eventlog"]
-        return
-    from pflux.spec.kvs_keys import job_key
-
-    rpc = handle.rpc("kvs.get", {"key": job_key(jobid, *path.split("."))}, streaming=True)
-    try:
-        for reply in rpc:
-            yield reply["value"]
-    except RPCError as exc:
-        if exc.errnum in (errno.ENOENT, errno.EISDIR):
-            raise RPCError(exc.errnum, f"eventlog path {path} not found") from None
-        raise
-
-
-def follow(handle: Handle, jobid: JobID, path: str, timeout: float | None) -> Iterator[Event]:
-    """A log's events from the first, live, until job-info ends the stream.
-
-    Raises RPCTimeout (ETIMEDOUT) once ``timeout`` seconds have passed in all.
-    Standard output is flushed before each wait, so a pipe sees events as they come.
-    """
-    reader = EventlogReader()
-    payload = {"id": int(jobid), "path": path}
-    rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        msg = rpc.next_message(remaining)
-        if msg.errnum == errno.ENODATA:
-            reader.finish()
-            return
-        yield from reader.feed(msg.raise_for_error()["data"])
-        sys.stdout.flush()

@@ -30,20 +30,21 @@ def main(argv: list[str]) -> int:
 
 
 def _eventlog(args: argparse.Namespace) -> int:
-    from pflux.client.handle import Handle
+    from pflux.api import Client
     from pflux.spec.fluid import JobID
 
     jobid = JobID.parse(args.jobid)
     path, end = eventwatch.resolve(args.path)
     printer = eventwatch.EventPrinter(args)
     write = sys.stdout.write
-    with Handle(args.uri) as handle:
+    with Client(args.uri) as client:
         if not args.follow:
-            for event in eventwatch.read(handle, jobid, path):
+            for event in client.events(jobid, path=path, follow=False):
                 write(printer.line(event))
             return 0
-        for event in eventwatch.follow(handle, jobid, path, None):
+        for event in client.events(jobid, path=path):
             write(printer.line(event))
+            sys.stdout.flush()  # a pipe sees each event as it comes
             if event.name == end:
                 break
     return 0

@@ -18,7 +18,7 @@ import binascii
 import sys
 from typing import TYPE_CHECKING, Any
 
-from pflux.cli import base, eventwatch, jobcommon
+from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def _values(client: Client, jobid: JobID, args: argparse.Namespace) -> dict[str,
     values: dict[str, str] = {}
     for key in args.keys:
         if key in GUEST_KEYS:
-            values[key] = eventwatch.read_text(client.handle, jobid, key)
+            values[key] = client.read_log(jobid, key)
         elif key == "jobspec" and args.original:
             values[key] = _unwrap(stored["J"])
         elif key in _UPDATES and "eventlog" in stored and not args.base:

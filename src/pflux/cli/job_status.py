@@ -13,8 +13,6 @@ equal severity).
 from __future__ import annotations
 
 import argparse
-import errno
-import functools
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +20,6 @@ from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.broker.message import Message
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
 
@@ -55,25 +52,18 @@ class JobStatus:
     """One job's eventlog, followed to its end and summarized as flux's result object."""
 
     def __init__(self, text: str, jobid: JobID) -> None:
-        from pflux.spec.eventlog import EventlogReader
         from pflux.spec.record import JobRecord
 
         self.text = text
-        self.reader = EventlogReader()
         self.job = JobRecord(jobid)
         self.result: dict[str, Any] = {"id": int(jobid), "exception_occurred": False}
         self.error: str | None = None
 
-    def on_message(self, msg: Message) -> None:
+    def on_event(self, event: Event) -> None:
         from pflux.spec.states import apply
 
-        if msg.errnum:
-            if msg.errnum != errno.ENODATA:
-                self.error = msg.errstr
-            return
-        for event in self.reader.feed(msg.payload["data"]):
-            apply(self.job, event)
-            self._record(event)
+        apply(self.job, event)
+        self._record(event)
 
     def _record(self, event: Event) -> None:
         result = self.result
@@ -111,27 +101,21 @@ class JobStatus:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pflux.client.handle import Handle
+    from pflux.api import Client
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     jobs = [JobStatus(text, JobID.parse(text)) for text in args.jobids]
     verbose = args.verbose
-    following = len(jobs)
-
-    def on_message(job: JobStatus, msg: Message) -> None:
-        nonlocal following
-        job.on_message(msg)
-        following -= bool(msg.errnum)  # an error response ends a stream, once
-
-    with Handle(args.uri) as handle:
-        for job in jobs:
-            payload = {"id": int(job.job.id), "path": "eventlog"}
-            rpc = handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
-            rpc.then(functools.partial(on_message, job))
+    with Client(args.uri) as client:
+        arriving = client.events_many([job.job.id for job in jobs])  # all in flight now
         if verbose and len(jobs) > 1:
             jobcommon.note(NAME, f"fetching status for {len(jobs)} jobs")
-        while following:
-            handle.process(None)
+        for index, item in arriving:
+            if isinstance(item, RPCError):
+                jobs[index].error = item.errstr
+            else:
+                jobs[index].on_event(item)
     if verbose and len(jobs) > 1:
         jobcommon.note(NAME, "all done.")
     rc = 0

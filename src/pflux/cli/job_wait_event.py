@@ -49,8 +49,8 @@ def main(argv: list[str]) -> int:
 
 
 def _wait_event(args: argparse.Namespace) -> int:
-    from pflux.broker.message import RPCError
-    from pflux.client.handle import Handle
+    from pflux.api import Client
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     jobid = JobID.parse(args.jobid)
@@ -62,8 +62,8 @@ def _wait_event(args: argparse.Namespace) -> int:
     printer = eventwatch.EventPrinter(args)
     matches = 0
     try:
-        with Handle(args.uri) as handle:
-            for event in eventwatch.follow(handle, jobid, path, timeout):
+        with Client(args.uri) as client:
+            for event in client.events(jobid, path=path, timeout=timeout):
                 found = event.name == args.event and (
                     match is None or _context_matches(event.context, *match)
                 )
@@ -74,6 +74,7 @@ def _wait_event(args: argparse.Namespace) -> int:
                     return 0
                 if args.verbose:
                     sys.stdout.write(printer.line(event))
+                    sys.stdout.flush()  # a pipe sees each event as it comes
                 else:
                     printer.seen(event)
     except RPCError as exc:

@@ -21,9 +21,10 @@ from pflux.errors import PfluxError
 from pflux.joblist.codes import USERID_ANY
 
 if TYPE_CHECKING:
+    from pflux.api import Client
     from pflux.cli.jobfields import JobInfo
     from pflux.cli.jobformat import JobFormat
-    from pflux.client.handle import Handle
+    from pflux.replies import JobListing
 
 DEFAULT_COUNT: Final = 1000
 
@@ -138,16 +139,15 @@ def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], 
     if args.jobids:
         if filtered:
             _warn("Filtering options ignored with jobid list")
-        return [JobInfo(job) for job in _by_id(args, attrs)], False
-    payload = _list_request(args, attrs)
+        return [JobInfo(job.to_dict()) for job in _by_id(args, attrs)], False
+    filters = _list_filters(args)
     count = args.count
-    payload["max_entries"] = count + 1 if count > 0 else 0
-    with _connect(args) as handle:
-        jobs = handle.call("job-list.list", payload)["jobs"]
+    with _connect(args) as client:
+        jobs = client.list_jobs(attrs=attrs, max_entries=count + 1 if count > 0 else 0, **filters)
     truncated = 0 < count < len(jobs)
     if truncated:
         jobs = jobs[:count]
-    return [JobInfo(job) for job in jobs], truncated
+    return [JobInfo(job.to_dict()) for job in jobs], truncated
 
 
 def _filters_given(args: argparse.Namespace) -> bool:
@@ -163,8 +163,8 @@ def _filters_given(args: argparse.Namespace) -> bool:
     )
 
 
-def _list_request(args: argparse.Namespace, attrs: list[str]) -> dict[str, Any]:
-    """The job-list.list payload for the filtering options."""
+def _list_filters(args: argparse.Namespace) -> dict[str, Any]:
+    """``Client.list_jobs``'s filters for the filtering options."""
     names = [name for value in args.filter for name in value.split(",") if name]
     since = 0.0
     if args.since:
@@ -177,20 +177,14 @@ def _list_request(args: argparse.Namespace, attrs: list[str]) -> dict[str, Any]:
         else:
             names = ["pending", "running", "inactive"]
     states, results = filter_masks(names or ["pending", "running"])
-    payload: dict[str, Any] = {
-        "attrs": attrs,
+    return {
         "userid": USERID_ANY if args.A else user_id(args.user),
         "states": states,
         "results": results,
+        "since": since,
+        "name": args.name or None,
+        "queues": [q for value in args.queue for q in value.split(",") if q],
     }
-    if since:
-        payload["since"] = since
-    if args.name:
-        payload["name"] = args.name
-    queues = [q for value in args.queue for q in value.split(",") if q]
-    if queues:
-        payload["queue"] = queues
-    return payload
 
 
 def filter_masks(names: list[str]) -> tuple[int, int]:
@@ -262,30 +256,29 @@ def parse_since(text: str, now: float | None = None) -> float:
     return when
 
 
-def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[dict[str, Any]]:
+def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[JobListing]:
     """``list-id`` for each job id given, all in flight at once; unknown ids are reported."""
     import errno
 
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     ids = [JobID.parse(text) for text in args.jobids]
     jobs = []
-    with _connect(args) as handle:
-        rpcs = [handle.rpc("job-list.list-id", {"id": int(i), "attrs": attrs}) for i in ids]
-        for text, rpc in zip(args.jobids, rpcs, strict=True):
-            try:
-                jobs.append(rpc.get()["job"])
-            except RPCError as exc:
-                reason = "unknown" if exc.errnum == errno.ENOENT else f"rpc: {exc.errstr}"
+    with _connect(args) as client:
+        for text, info in zip(args.jobids, client.job_info_many(ids, attrs), strict=True):
+            if isinstance(info, RPCError):
+                reason = "unknown" if info.errnum == errno.ENOENT else f"rpc: {info.errstr}"
                 sys.stderr.write(f"JobID {text} {reason}\n")
+            else:
+                jobs.append(info)
     return jobs
 
 
-def _connect(args: argparse.Namespace) -> Handle:
-    from pflux.client.handle import Handle
+def _connect(args: argparse.Namespace) -> Client:
+    from pflux.api import Client
 
-    return Handle(args.uri)
+    return Client(args.uri)
 
 
 def _jobs_from_stdin() -> list[dict[str, Any]]:

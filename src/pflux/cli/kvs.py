@@ -18,14 +18,13 @@ import errno
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pflux.cli import base
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.broker.message import Message
-    from pflux.client.handle import Handle
+    from pflux.api import Client
 
 ROOT = "."
 NAMESPACE_ENV = "PFLUX_KVS_NAMESPACE"
@@ -98,17 +97,14 @@ def _count(text: str) -> int:
     return value
 
 
-def _handle(args: argparse.Namespace) -> Handle:
-    from pflux.client.handle import Handle
+def _client(args: argparse.Namespace) -> Client:
+    from pflux.api import Client
 
-    return Handle(args.uri)
+    return Client(args.uri)
 
 
-def _request(args: argparse.Namespace, **payload: Any) -> dict[str, Any]:
-    namespace = args.namespace or os.environ.get(NAMESPACE_ENV)
-    if namespace:
-        payload["namespace"] = namespace
-    return payload
+def _namespace(args: argparse.Namespace) -> str | None:
+    return args.namespace or os.environ.get(NAMESPACE_ENV) or None
 
 
 # --- get and put ---------------------------------------------------------------------------
@@ -126,30 +122,29 @@ def _get(args: argparse.Namespace) -> None:
         sys.stdout.flush()
         return 1
 
-    with _handle(args) as h:
+    with _client(args) as client:
         if args.watch:
-            _follow(h, args, args.keys, args.append, show, limit=args.count)
+            _follow(client, args, args.keys, args.append, show, limit=args.count)
         elif args.waitcreate:
-            _follow(h, args, args.keys, False, show, once=True)
+            _follow(client, args, args.keys, False, show, once=True)
         else:
             for key in args.keys:
-                show(key, h.call("kvs.get", _request(args, key=key))["value"])
+                show(key, client.kvs_get(key, namespace=_namespace(args)))
 
 
 def _put(args: argparse.Namespace) -> None:
-    op = "append" if args.append else "put"
-    ops = []
+    pairs = []
     for pair in args.pairs:
         key, eq, value = pair.partition("=")
         if not eq:
             raise PfluxError("put: you must specify a value as key=value")
-        ops.append([op, key, value])
-    with _handle(args) as h:
-        h.call("kvs.commit", _request(args, ops=ops))
+        pairs.append((key, value))
+    with _client(args) as client:
+        client.kvs_put(pairs, append=args.append, namespace=_namespace(args))
 
 
 def _follow(
-    h: Handle,
+    client: Client,
     args: argparse.Namespace,
     keys: list[str],
     append: bool,
@@ -163,32 +158,14 @@ def _follow(
     Each watch ends when its key goes, after ``limit`` items (0: no limit), or
     with ``once`` after its first value.
     """
-    from pflux.broker.message import RPCError
-
-    live: dict[int, list[Any]] = {}  # matchtag -> [key, items shown, cancelled]
-
-    def on_message(msg: Message) -> None:
-        watch = live[msg.matchtag]
-        if msg.errnum:
-            del live[msg.matchtag]
-            if msg.errnum != errno.ENODATA:
-                raise RPCError(msg.errnum, msg.errstr)
-            return
-        if watch[2]:
-            return  # cancelled; the end is on its way
-        watch[1] += show(watch[0], msg.payload["value"])
-        if once or (limit and watch[1] >= limit):
-            watch[2] = True
-            # with a response: the broker identifies the sender of a cancel by its reply route
-            h.rpc("kvs.watch-cancel", {"matchtag": msg.matchtag})
-
-    for key in keys:
-        payload = _request(args, key=key, append=append, waitcreate=args.waitcreate)
-        rpc = h.rpc("kvs.watch", payload, streaming=True, wait=True)
-        live[rpc.matchtag] = [key, 0, False]
-        rpc.then(on_message)
-    while live:
-        h.process()
+    shown = [0] * len(keys)
+    watch = client.kvs_watch(
+        keys, append=append, waitcreate=args.waitcreate, namespace=_namespace(args)
+    )
+    for index, value in watch:
+        shown[index] += show(keys[index], value)
+        if once or (limit and shown[index] >= limit):
+            watch.stop(index)
 
 
 # --- ls ------------------------------------------------------------------------------------------
@@ -226,13 +203,13 @@ def _columns(names: list[str], sizing: list[str], width: int) -> str:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     singles: list[str] = []
     dirs: list[tuple[str, dict[str, str]]] = []
     failed = False
-    with _handle(args) as h:
-        lister = _Lister(args, h)
+    with _client(args) as client:
+        lister = _Lister(args, client)
         for given in args.keys or [ROOT]:
             key, must_be_dir = given, False
             while len(key) > 1 and key.endswith("."):
@@ -265,14 +242,13 @@ def _ls(args: argparse.Namespace) -> int:
 class _Lister:
     """Lists directories as ``flux kvs ls`` does, recursing with ``-R``."""
 
-    def __init__(self, args: argparse.Namespace, h: Handle) -> None:
+    def __init__(self, args: argparse.Namespace, client: Client) -> None:
         self.args = args
-        self.h = h
+        self.client = client
         self.width = _width(args)
 
     def entries(self, key: str) -> dict[str, str]:
-        listing: dict[str, str] = self.h.call("kvs.ls", _request(self.args, key=key))["entries"]
-        return listing
+        return self.client.kvs_ls(key, namespace=_namespace(self.args))
 
     def show(self, key: str, listing: dict[str, str], label: bool, vspace: bool) -> None:
         out = sys.stdout.write
@@ -311,11 +287,11 @@ def _eventlog_get(args: argparse.Namespace) -> None:
         sys.stdout.flush()
         return shown - before
 
-    with _handle(args) as h:
+    with _client(args) as client:
         if args.watch:
-            _follow(h, args, [args.key], True, show, limit=args.count)
+            _follow(client, args, [args.key], True, show, limit=args.count)
         elif args.waitcreate:
-            _follow(h, args, [args.key], False, show, once=True)
+            _follow(client, args, [args.key], False, show, once=True)
         else:
-            show(args.key, h.call("kvs.get", _request(args, key=args.key))["value"])
+            show(args.key, client.kvs_get(args.key, namespace=_namespace(args)))
     reader.finish()

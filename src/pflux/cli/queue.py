@@ -20,6 +20,7 @@ from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
     from pflux.api import Client
+    from pflux.replies import QueueStatus
 
 NAME = "queue"
 DEFAULT_DISABLE_REASON = "disabled by administrator"
@@ -95,25 +96,25 @@ def _call(what: str, fn: Callable[[], Any]) -> Any:
         raise PfluxError(f"{what}: {exc.errstr}") from None
 
 
-def _enable_line(status: dict[str, Any]) -> str:
-    if status["enable"]:
+def _enable_line(status: QueueStatus) -> str:
+    if status.enable:
         return "Job submission is enabled"
-    reason = status.get("disable_reason")
+    reason = status.disable_reason
     return f"Job submission is disabled: {reason}" if reason else "Job submission is disabled"
 
 
-def _start_line(status: dict[str, Any]) -> str:
-    if status["start"]:
+def _start_line(status: QueueStatus) -> str:
+    if status.start:
         return "Scheduling is started"
-    reason = status.get("stop_reason")
+    reason = status.stop_reason
     return f"Scheduling is stopped: {reason}" if reason else "Scheduling is stopped"
 
 
 def _alloc_query(client: Client) -> None:
     query = _call("alloc-query", client.alloc_query)
-    print(f"{query['queue_length']} alloc requests queued")
-    print(f"{query['alloc_pending']} alloc requests pending to scheduler")
-    print(f"{query['running']} running jobs")
+    print(f"{query.queue_length} alloc requests queued")
+    print(f"{query.alloc_pending} alloc requests pending to scheduler")
+    print(f"{query.running} running jobs")
 
 
 def _status(client: Client, args: argparse.Namespace) -> None:

@@ -118,11 +118,11 @@ def _states(text: str) -> list[str]:
 
 def _fetch(uri: str | None) -> dict[str, Any]:
     """all, allocated and down from the scheduler; up and free worked out from them."""
-    from pflux.client.handle import Handle
+    from pflux.api import Client
     from pflux.spec.resource import ResourceSet
 
-    with Handle(uri) as handle:
-        status = handle.call("sched.resource-status", {})
+    with Client(uri) as client:
+        status = client.resource_status()
     try:
         sets = {
             name: ResourceSet.from_json(status.get(name), allow_empty=True)

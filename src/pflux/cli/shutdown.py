@@ -29,21 +29,19 @@ def main(argv: list[str]) -> int:
 
 
 def _shutdown(args: argparse.Namespace) -> None:
-    from pflux.broker.message import RPCError
+    from pflux.api import Client
     from pflux.cli import logentry
-    from pflux.client.handle import Handle
-    from pflux.errors import UsageError
+    from pflux.errors import RPCError, UsageError
 
     if args.quiet and args.verbose:
         raise UsageError("--quiet and --verbose: choose one")
     level = WARNING if args.quiet else DEBUG if args.verbose else INFO
-    with Handle(args.uri) as handle:
+    with Client(args.uri) as client:
         if args.background:
-            handle.call("broker.shutdown", {})
+            client.shutdown()
             return
-        follow = {"follow": True, "nobacklog": True}
-        log = handle.rpc("log.dmesg", follow, streaming=True, wait=True)
-        handle.call("broker.shutdown", {})
+        log = client.dmesg(follow=True, new=True)  # asked for before the shutdown begins
+        client.shutdown()
         try:
             for entry in log:
                 if entry.get("severity", INFO) <= level:

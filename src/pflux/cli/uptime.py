@@ -34,11 +34,11 @@ def _uptime(uri: str | None) -> None:
     import pwd
     import time
 
-    from pflux.client.handle import Handle
+    from pflux.api import Client
 
-    with Handle(uri) as handle:
-        attrs = handle.call("broker.attrs", {})["attrs"]
-        queue = handle.call("job-manager.queue-status", {})
+    with Client(uri) as client:
+        attrs = client.attrs()
+        queue = client.queue_status()
     now = time.time()
     uid = int(attrs["security.owner"])
     try:
@@ -53,8 +53,8 @@ def _uptime(uri: str | None) -> None:
     extra = [
         text
         for text, shown in (
-            ("submit disabled", not queue.get("enable", True)),
-            ("scheduler stopped", not queue.get("start", True)),
+            ("submit disabled", not queue.enable),
+            ("scheduler stopped", not queue.start),
         )
         if shown
     ]

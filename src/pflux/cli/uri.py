@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
 
 
 def _uri(target: str | None) -> None:
-    from pflux.client.handle import Handle
+    from pflux.api import Client
     from pflux.client.uri import socket_path
 
     uri = None
@@ -44,8 +44,8 @@ def _uri(target: str | None) -> None:
             uri = target
         else:
             _job(target)
-    with Handle(uri) as handle:
-        print(handle.call("broker.attrs", {})["attrs"].get("local-uri", socket_path(uri)))
+    with Client(uri) as client:
+        print(client.attrs().get("local-uri", socket_path(uri)))
 
 
 def _from_pid(text: str) -> str:
@@ -68,18 +68,17 @@ def _from_pid(text: str) -> str:
 
 def _job(text: str) -> None:
     """A job id: never an instance. Say whether the job exists, as flux does."""
-    from pflux.broker.message import RPCError
-    from pflux.client.handle import Handle
-    from pflux.errors import JobIDError, PfluxError
+    from pflux.api import Client
+    from pflux.errors import JobIDError, PfluxError, RPCError
     from pflux.spec.fluid import JobID
 
     try:
         jobid = JobID.parse(text)
     except JobIDError:
         raise PfluxError(f"{text} is not a valid jobid") from None
-    with Handle() as handle:
+    with Client() as client:
         try:
-            handle.call("job-info.lookup", {"id": int(jobid), "keys": ["eventlog"]})
+            client.lookup(jobid, ["eventlog"])
         except RPCError:
             raise PfluxError(f"jobid {text} not found") from None
     raise PfluxError(f"URI not found for job {text}: pflux jobs do not run instances")

@@ -26,9 +26,9 @@ def _version() -> None:
     print(f"python:      \t\t{platform.python_version()}")
     uri = os.environ.get("PFLUX_URI") or os.environ.get("FLUX_URI")
     if uri:
-        from pflux.client.handle import Handle
+        from pflux.api import Client
 
-        with Handle(uri) as handle:
-            attrs = handle.call("broker.attrs", {})["attrs"]
+        with Client(uri) as client:
+            attrs = client.attrs()
         print(f"broker:      \t\t{attrs.get('version', '')}")
         print(f"PFLUX_URI:   \t\t{uri}")

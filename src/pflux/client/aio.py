@@ -146,7 +146,17 @@ class AsyncHandle:
 
     async def stream(self, topic: str, payload: Any = None) -> AsyncIterator[Any]:
         """Send a streaming request and yield each response's payload until its end."""
+        _, replies = self.open_stream(topic, payload)
+        async for reply in replies:
+            yield reply
+
+    def open_stream(self, topic: str, payload: Any = None) -> tuple[int, AsyncIterator[Any]]:
+        """Send a streaming request now: its matchtag (which a cancel names) and its
+        payloads until its end."""
         queue = self._send(topic, payload, FLAG_STREAMING)
+        return self._tag, self._replies(queue)
+
+    async def _replies(self, queue: asyncio.Queue[Message]) -> AsyncIterator[Any]:
         while True:
             msg = await queue.get()
             if msg.errnum == errno.ENODATA:

@@ -73,7 +73,10 @@ def test_list_id_right_after_submit(jobs: tuple[str, dict[str, JobID]]) -> None:
     with Client(uri) as client:
         for _ in range(20):
             jobid = client.submit(job())
-            assert client.job_info(jobid, ["userid"]) == {"id": jobid, "userid": os.getuid()}
+            assert client.job_info(jobid, ["userid"]).to_dict() == {
+                "id": jobid,
+                "userid": os.getuid(),
+            }
             client.wait(jobid)  # leave only the module's pending and running jobs
 
 
@@ -133,5 +136,5 @@ def test_restart_rebuilds_the_same_list(tmp_path: Path) -> None:
     with instance(state) as uri, Client(uri) as client:
         after = client.list_jobs(max_entries=0)
         client.cancel(held)
-    assert [job["id"] for job in before] == [held, *reversed(done)]
+    assert [job.id for job in before] == [held, *reversed(done)]
     assert after == before

@@ -1,0 +1,108 @@
+"""The public API's typed answers: a job as job-list lists it, the queue's status,
+the job manager's allocation counts. Users import them from ``pflux``.
+
+Each is built from its RPC's reply as docs/interfaces.md describes it; a field
+the reply leaves out is None (job-list answers an attribute only once it means
+something, and only those asked for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from pflux.spec.fluid import JobID
+from pflux.spec.states import State
+
+
+@dataclass(frozen=True, slots=True)
+class JobListing:
+    """One job's job-list attributes (``list_jobs``, ``job_info``); None: not answered."""
+
+    id: JobID
+    userid: int | None = None
+    urgency: int | None = None
+    priority: int | None = None
+    t_submit: float | None = None
+    t_depend: float | None = None
+    t_priority: float | None = None
+    t_sched: float | None = None
+    t_run: float | None = None
+    t_cleanup: float | None = None
+    t_inactive: float | None = None
+    state: State | None = None
+    name: str | None = None
+    cwd: str | None = None
+    queue: str | None = None
+    project: str | None = None
+    bank: str | None = None
+    ntasks: int | None = None
+    ncores: int | None = None
+    duration: float | None = None
+    nnodes: int | None = None
+    ranks: str | None = None
+    nodelist: str | None = None
+    success: bool | None = None
+    exception_occurred: bool | None = None
+    exception_type: str | None = None
+    exception_severity: int | None = None
+    exception_note: str | None = None
+    result: int | None = None
+    expiration: float | None = None
+    annotations: dict[str, Any] | None = None
+    waitstatus: int | None = None
+    dependencies: list[str] | None = None
+    answered: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_reply(cls, job: Mapping[str, Any]) -> JobListing:
+        """The listing of one job object of a job-list reply."""
+        known = {name: job[name] for name in _LISTED if name in job}
+        known["id"] = JobID(job["id"])
+        if "state" in job:
+            known["state"] = State(job["state"])
+        return cls(**known, answered=job)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The attributes as job-list answered them (``pflux jobs --json`` prints them)."""
+        return dict(self.answered)
+
+
+_LISTED = tuple(f.name for f in fields(JobListing) if f.name != "answered")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    """Whether the queue accepts submissions (``enable``) and schedules (``start``), and
+    why not ("" when no reason was given or it is on)."""
+
+    enable: bool
+    start: bool
+    disable_reason: str = ""
+    stop_reason: str = ""
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any]) -> QueueStatus:
+        """The status of a ``job-manager.queue-status`` reply."""
+        return cls(
+            bool(reply["enable"]),
+            bool(reply["start"]),
+            str(reply.get("disable_reason", "")),
+            str(reply.get("stop_reason", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AllocCounts:
+    """The job manager's allocation counts: requests queued, requests the scheduler has
+    and not answered, and jobs running."""
+
+    queue_length: int
+    alloc_pending: int
+    running: int
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any]) -> AllocCounts:
+        """The counts of a ``job-manager.alloc-query`` reply."""
+        return cls(int(reply["queue_length"]), int(reply["alloc_pending"]), int(reply["running"]))

@@ -1,0 +1,63 @@
+"""The CLI speaks to an instance only through the public API (pflux.api), never by
+topic: no module under pflux/cli names an RPC topic of docs/interfaces.md, except
+those in ALLOWED, each with the reason it still does."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pflux.cli
+
+CLI = Path(pflux.cli.__file__).parent
+DOC = Path(__file__).parents[2] / "docs" / "interfaces.md"
+TOPICS = set(re.findall(r"^\| `([a-z][a-z0-9-]*\.[a-z0-9.-]+)`", DOC.read_text(), re.MULTILINE))
+
+#: module -> why it still sends requests by topic
+ALLOWED: dict[str, str] = {
+    "attach_signals.py": "job attach forwards signals from a signal handler without blocking",
+    "attach_terminal.py": "job attach relays the terminal's size and input as they change",
+    "job_attach.py": "job attach follows output, exec events and stdin on one reactor loop",
+    "run.py": "run submits through the pipelined path it shares with submit",
+    "submit.py": "submit pipelines its requests with the jobspec building of jobopts",
+    "watcher.py": "run/submit --watch follow many jobs' output on one reactor loop",
+}
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the docstring nodes."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def topics_named(path: Path) -> set[str]:
+    """The documented topics that are whole string literals of ``path`` (a message may
+    quote one, a docstring may name one)."""
+    tree = ast.parse(path.read_text())
+    docstrings = _docstrings(tree)
+    strings = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+    return TOPICS.intersection(strings)
+
+
+def test_the_documented_topics_are_found() -> None:
+    assert {"job-list.list", "kvs.get", "job-manager.raise", "broker.attrs"} <= TOPICS
+
+
+def test_no_cli_module_names_a_topic_but_those_allowed() -> None:
+    naming = {path.name: topics_named(path) for path in sorted(CLI.glob("*.py"))}
+    offenders = {name: topics for name, topics in naming.items() if topics and name not in ALLOWED}
+    assert offenders == {}, "use pflux.api's Client instead"
+    stale = [name for name in ALLOWED if not naming.get(name)]
+    assert stale == [], "these name no topic now: drop them from ALLOWED"
