@@ -38,20 +38,17 @@ def status(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     reply = two_nodes()
 
     class FakeHandle:
-        def __init__(self, uri: str | None) -> None:
+        def __init__(self, uri: str | None, timeout: float | None = None) -> None:
             self.uri = uri
 
-        def __enter__(self) -> FakeHandle:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
+        def close(self) -> None:
             pass
 
         def call(self, topic: str, payload: Any) -> Any:
             assert topic == "sched.resource-status"
             return reply
 
-    monkeypatch.setattr("pflux.client.handle.Handle", FakeHandle)
+    monkeypatch.setattr("pflux.api.Handle", FakeHandle)
     return reply
 
 
