@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from pflux.broker.message import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     DATA,
-    ExceptionData,
     ExceptionRequest,
     ExecExpirationRequest,
     ExecResponse,
-    FinishData,
     KillRequest,
     OverrideRequest,
     ReleaseData,
@@ -28,35 +23,9 @@ from pflux.protocol.exec import (
     WinsizeRequest,
     response,
 )
+from support.protocol_payloads import EXEC
 
-OBJECT = {"version": 1}
-VALID: dict[type, dict[str, Any]] = {
-    StartRequest: {"id": 5, "userid": 0, "jobspec": OBJECT, "R": OBJECT, "reattach": False},
-    KillRequest: {"id": 5, "signum": 15},
-    ExecExpirationRequest: {"id": 5, "expiration": 10.0},
-    ExceptionRequest: {"id": 5, "type": "cancel", "severity": 0, "note": "why"},
-    StartResponse: {"id": 5, "type": "release", "data": {"ranks": "all", "final": True}},
-    ExceptionData: {"type": "exec", "severity": 0, "note": "why"},
-    FinishData: {"status": 256},
-    ReleaseData: {"ranks": "0-1", "final": False},
-    WinsizeRequest: {"id": 5, "rows": 24, "cols": 80},
-    OverrideRequest: {"jobid": 5, "event": "finish", "status": 9},
-}
-WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
-TYPED = [
-    (kind, field)
-    for kind, payload in VALID.items()
-    for field in payload
-    if field not in ("jobspec", "R", "data")
-]
-REQUIRED = [
-    (kind, field.name) for kind in VALID for field in msgspec.structs.fields(kind) if field.required
-]
-
-
-@pytest.mark.parametrize("kind", list(VALID))
-def test_valid_payloads_decode(kind: type) -> None:
-    decode("t", VALID[kind], kind)
+VALID = EXEC
 
 
 @pytest.mark.parametrize(
@@ -66,25 +35,6 @@ def test_to_payload_is_what_the_receiver_decodes(kind: type) -> None:
     message = decode("t", VALID[kind], kind)
     assert message.to_payload() == VALID[kind]
     assert decode("t", message.to_payload(), kind) == message
-
-
-@given(st.sampled_from(TYPED), WRONG)
-def test_a_wrong_type_is_eproto_naming_the_field(typed: tuple[type, str], value: Any) -> None:
-    kind, field = typed
-    if isinstance(value, str) and isinstance(VALID[kind][field], str):
-        value = None  # any string is a valid one
-    with pytest.raises(RPCError) as info:
-        decode("some.topic", {**VALID[kind], field: value}, kind)
-    assert info.value.errnum == errno.EPROTO
-    assert info.value.errstr.startswith(f"some.topic: {field}: ")
-
-
-@pytest.mark.parametrize(("kind", "field"), REQUIRED)
-def test_a_missing_field_is_named(kind: type, field: str) -> None:
-    payload = {key: value for key, value in VALID[kind].items() if key != field}
-    with pytest.raises(RPCError) as info:
-        decode("t", payload, kind)
-    assert info.value.errstr == f"t: {field}: required"
 
 
 @pytest.mark.parametrize(
