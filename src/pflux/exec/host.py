@@ -82,6 +82,7 @@ class RunJob(Protocol):
     userid: int
     jobspec: dict[str, Any]
     R: dict[str, Any]
+    reattach: bool  # its start request says it had started
     started: bool
     running: bool
     finalizing: bool

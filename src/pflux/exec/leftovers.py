@@ -59,8 +59,11 @@ class Leftover:
             self.died = status
 
 
-async def survey(service: LeftoverHost, survivors: Survivors | None) -> dict[int, Leftover]:
-    """The leftovers of jobs in RUN; the others' are let go."""
+async def survey(
+    service: LeftoverHost, survivors: Survivors | None
+) -> tuple[dict[int, Leftover], set[int]]:
+    """The leftovers of jobs in RUN, the others' let go; and the jobs in RUN, any of which
+    may have run, even to its end, with nothing left of it but its guest keys."""
     if survivors is None:
         _, died = await asyncio.to_thread(journal.entries, service.journal)
         found, lasting = await asyncio.to_thread(journal.kill_recorded, service.journal)
@@ -76,7 +79,7 @@ async def survey(service: LeftoverHost, survivors: Survivors | None) -> dict[int
         jobid: Leftover(jobid, jobid in running, died.get(jobid), spools.get(jobid))
         for jobid in running | died.keys() | spools.keys()
     }
-    running_jobs = await _running_jobs(service) if left else set()
+    running_jobs = await _running_jobs(service)
     kept = {}
     for jobid, leftover in left.items():
         if jobid in running_jobs:
@@ -85,7 +88,7 @@ async def survey(service: LeftoverHost, survivors: Survivors | None) -> dict[int
             _let_go(service, leftover)
     if kept:
         log.info("jobs to take over: %s", ", ".join(str(JobID(j)) for j in sorted(kept)))
-    return kept
+    return kept, running_jobs
 
 
 def _spools(directory: str) -> dict[int, str]:

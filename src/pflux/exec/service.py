@@ -163,8 +163,9 @@ class ExecJob:
     def respond(self, kind: ExecResponse, data: dict[str, Any]) -> None:
         self.req.respond(response(self.id, kind, data))
 
-    def begin(self, leftover: Leftover | None) -> None:
-        """Choose how the job runs and start it, or take over what an earlier job-exec ran."""
+    def begin(self, leftover: Leftover | None, *, maybe_ran: bool = False) -> None:
+        """Choose how the job runs and start it, or take over what an earlier job-exec ran
+        (``maybe_ran``: it may have, with nothing left of it but its guest keys)."""
         self.taken_over = leftover is not None or self.reattach
         try:
             self.times = _r_times(self.R)
@@ -180,7 +181,7 @@ class ExecJob:
                 mock.start()
             return
         run = self.impl = ShellRun(self)
-        if leftover is not None or self.reattach:
+        if leftover is not None or self.reattach or maybe_ran:
             self.service.track(run.resume(leftover))
         else:
             run.start()
@@ -468,6 +469,10 @@ class ExecService(Service):
         self.cpus = tuple(sorted(os.sched_getaffinity(0)))  # the launcher's, inherited
         self.jobs: dict[int, ExecJob] = {}
         self.leftovers: dict[int, Leftover] = {}  # what earlier job-execs left, by job
+        # jobs in RUN when this job-exec started: an earlier one may have run them to the
+        # end (their guest keys written, the job manager's events not), so their start,
+        # even without reattach, first looks at what the KVS holds of them
+        self.maybe_ran: set[int] = set()
         self.launcher: LauncherLink | None = None
         self.launched = 0.0  # when the launcher was started (monotonic)
         self.restarts = 0  # launchers started in a row after one died
@@ -494,7 +499,7 @@ class ExecService(Service):
         else:
             log.info("took over the job shell launcher (pid %s)", self.launcher.pid)
             self.rundir = _job_rundir(self.broker, self.state_dir, fresh=False)
-        self.leftovers = await survey(self, survivors)
+        self.leftovers, self.maybe_ran = await survey(self, survivors)
         fallback = os.environ.get("TMPDIR") or "/tmp"
         self.tmp_parents = (self.rundir, fallback) if fallback != self.rundir else (self.rundir,)
         if survivors is None:
@@ -825,7 +830,9 @@ class ExecService(Service):
             reattach=start.reattach,
         )
         self.jobs[jobid] = job
-        job.begin(self.leftovers.pop(jobid, None))
+        maybe_ran = jobid in self.maybe_ran
+        self.maybe_ran.discard(jobid)
+        job.begin(self.leftovers.pop(jobid, None), maybe_ran=maybe_ran)
 
     @method("kill")
     def kill(self, req: Request) -> None:

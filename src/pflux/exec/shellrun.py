@@ -164,8 +164,10 @@ class ShellRun:
     def start(self) -> None:
         """Plan the shell, create the namespace, write the first events, ask for the shell."""
         planned = self._plan()
-        if planned is None:
-            return
+        if planned is not None:
+            self._launch(planned)
+
+    def _launch(self, planned: Plan) -> None:
         self._create(planned)
         self.job.started = True
         self.live = True
@@ -204,7 +206,9 @@ class ShellRun:
         if "done" in names:
             self._forget(leftover)
             self._conclude(events or [])
-        elif events is None and leftover is None:  # it never ran
+        elif events is None and leftover is None and not job.reattach:  # it never ran
+            self._launch(planned)
+        elif events is None and leftover is None:  # it started, and nothing is left of it
             self.concluded = True
             job.fatal(LOST_NOTE)
         else:

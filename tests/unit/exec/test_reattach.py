@@ -265,6 +265,29 @@ def test_a_job_in_run_but_not_started_is_taken_over_rather_than_started(
         second.close()
 
 
+def test_a_job_that_ran_to_its_end_unheard_is_not_started_again(
+    tmp_path: Path, live: Any, first: Any
+) -> None:
+    """An earlier job-exec ran the job to its end and wrote its guest keys, and the
+    job-manager's events of it were lost (a crash between the two commits): a start
+    request without reattach, with nothing left of the shell, must not run it twice."""
+    marker = tmp_path / "runs"
+    script = f"echo ran >> {marker}; exit 3"
+    stream = first.start(first.job(["sh", "-c", script]))
+    assert [kind for kind, _ in stream.all()] == ["start", "finish", "release"]
+    put_eventlog(first, stream.id, STARTED[:-1])  # none of the job-manager's events after alloc
+    crash(first)
+    second = again(tmp_path, live)
+    try:
+        again_stream = second.start(second.job(["sh", "-c", script]), jobid=stream.id)
+        kinds = [kind for kind, _ in again_stream.all()]
+        assert kinds[-2:] == ["finish", "release"]
+        assert again_stream.status() == 3 << 8
+        assert marker.read_text() == "ran\n"  # one run
+    finally:
+        second.close()
+
+
 def test_with_nothing_left_a_reattach_ends_as_the_exec_eventlog_says(live: Any) -> None:
     jobid = 7777 << 24
     guest = f"{JobID(jobid).kvs}.guest"
