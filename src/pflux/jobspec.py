@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 
 class BuilderOptions(TypedDict, total=False):
@@ -37,27 +37,7 @@ class Jobspec(dict[str, Any]):
     """An RFC 25 jobspec under construction; ``Jobspec(mapping)`` takes a ready one."""
 
     @classmethod
-    def from_command(
-        cls,
-        command: Sequence[str],
-        *,
-        num_tasks: int = 1,
-        cores_per_task: int = 1,
-        gpus_per_task: int | None = None,
-        num_nodes: int | None = None,
-        exclusive: bool = False,
-        duration: float | None = None,
-        environment: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        name: str | None = None,
-        input: str | None = None,
-        output: str | None = None,
-        error: str | None = None,
-        label_io: bool = False,
-        unbuffered: bool = False,
-        queue: str | None = None,
-        bank: str | None = None,
-    ) -> Jobspec:
+    def from_command(cls, command: Sequence[str], **options: Unpack[BuilderOptions]) -> Jobspec:
         """The version 1 jobspec running ``command`` as ``num_tasks`` tasks.
 
         As ``pflux submit``, the job gets the caller's environment and working
@@ -66,27 +46,11 @@ class Jobspec(dict[str, Any]):
         """
         from pflux.spec.builder import from_command
 
-        return cls(
-            from_command(
-                list(command),
-                num_tasks=num_tasks,
-                cores_per_task=cores_per_task,
-                gpus_per_task=gpus_per_task,
-                num_nodes=num_nodes,
-                exclusive=exclusive,
-                duration=duration,
-                environment=dict(os.environ) if environment is None else environment,
-                cwd=os.getcwd() if cwd is None else cwd,
-                name=name,
-                input=input,
-                output=output,
-                error=error,
-                label_io=label_io,
-                unbuffered=unbuffered,
-                queue=queue,
-                bank=bank,
-            )
-        )
+        if options.get("environment") is None:
+            options["environment"] = dict(os.environ)
+        if options.get("cwd") is None:
+            options["cwd"] = os.getcwd()
+        return cls(from_command(list(command), **options))
 
     def setattr(self, key: str, value: Any) -> Jobspec:
         """Set attribute ``key`` as ``--setattr`` does (``system.`` unless ``user.``

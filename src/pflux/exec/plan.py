@@ -69,11 +69,11 @@ from pflux.shell.output import (
 from pflux.shell.terminal import pty_ranks
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import JobspecView
+from pflux.spec.shell_options import PMI_NAMES
 
-__all__ = ["PMI_VALUES", "STREAMS", "Plan", "plan", "pmi_enabled"]
+__all__ = ["STREAMS", "Plan", "plan", "pmi_enabled"]
 
 STREAMS = ("stdout", "stderr")
-PMI_VALUES = ("simple", "pmi1", "pmi2", "off")  # flux-core takes pmi1 and pmi2 for simple
 
 
 class Plan(NamedTuple):
@@ -190,7 +190,7 @@ def pmi_enabled(value: object, ntasks: int) -> bool:
         raise PfluxError("shell option pmi must be a string")
     names = value.split(",")
     for name in names:
-        if name not in PMI_VALUES:
-            choices = ", ".join(PMI_VALUES)
+        if name not in PMI_NAMES:
+            choices = ", ".join(PMI_NAMES)
             raise PfluxError(f"shell option pmi: unknown value '{name}' (one of {choices})")
     return any(name != "off" for name in names)
