@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 from support.instance import read_fifo
+from support.procs import children, pidfd_wait
 
 PFLUX = Path(sys.executable).with_name("pflux")
 
@@ -91,42 +91,6 @@ def test_pflux_run_exit_codes_output_and_environment(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["out 0 of 1", "rc=3", "rc=137", "rc=127"]
     assert "err" in result.stderr
-
-
-def pidfd_wait(pids: list[int], timeout: float) -> list[int]:
-    """The pids still running after ``timeout`` (waiting on pidfds, not polling)."""
-    fds = {}
-    for pid in pids:
-        try:
-            fds[os.pidfd_open(pid)] = pid
-        except ProcessLookupError:
-            continue
-    remaining = dict(fds)
-    try:
-        while remaining:
-            ready, _, _ = select.select(list(remaining), [], [], timeout)
-            if not ready:
-                break
-            for fd in ready:
-                del remaining[fd]
-    finally:
-        for fd in fds:
-            os.close(fd)
-    return [pid for pid in remaining.values() if not _zombie(pid)]
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return text[text.rfind(b")") + 2 :].startswith(b"Z")
-
-
-def children(pid: int) -> list[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(p) for p in f.read().split()]
 
 
 def test_a_killed_broker_leaves_its_jobs_running_and_a_restart_takes_them_over(

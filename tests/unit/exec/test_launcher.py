@@ -21,45 +21,10 @@ from pflux.exec.launcher import SPARES_KEPT
 from pflux.exec.service import LAUNCHER_RESTARTS
 from pflux.shell.main import DATAGRAM, WINDOW
 from pflux.spec.eventlog import parse
+from support.procs import children, pidfd_wait
 from support.shells import description
 
 JOB = 1 << 24
-
-
-def children(pid: int) -> list[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(p) for p in f.read().split()]
-
-
-def gone(pid: int) -> bool:
-    """The process has ended (a zombie waiting for init to reap it counts as ended)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return text[text.rfind(b")") + 2 :].startswith(b"Z")
-
-
-def wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
-    """The pids still running after ``timeout`` (waiting on pidfds, not polling)."""
-    fds = {}
-    for pid in pids:
-        try:
-            fds[os.pidfd_open(pid)] = pid
-        except ProcessLookupError:
-            continue
-    try:
-        ready, _, _ = select.select(list(fds), [], [], timeout) if fds else ([], [], [])
-        while len(ready) < len(fds):
-            more, _, _ = select.select([fd for fd in fds if fd not in ready], [], [], timeout)
-            if not more:
-                break
-            ready += more
-    finally:
-        for fd in fds:
-            os.close(fd)
-    return [pid for pid in pids if not gone(pid)]
 
 
 def busy_shell(launcher: int) -> tuple[int, int]:
@@ -206,7 +171,7 @@ def test_a_shell_with_no_launcher_to_rejoin_kills_its_tasks(launcher: Launcher) 
     assert os.getsid(shell) == shell
     launcher.proc.kill()
     launcher.proc.wait()
-    assert wait_gone([shell, task, *spares]) == []
+    assert pidfd_wait([shell, task, *spares], 10) == []
     assert JOB in journal.live(str(launcher.journal))  # its end was never recorded
 
 
@@ -239,7 +204,7 @@ def test_a_shell_rejoins_the_launcher_started_after_its_own_died(tmp_path: Path)
         assert [p[5:] for k, _, p in got if k == wire.OUTPUT] == [b"two\n"]
         assert got[-1][2] == b"%d" % (4 << 8)
         launcher.send(wire.ACK, b"%d" % (1 << 62))  # in the KVS: it says DONE, and is retired
-        assert wait_gone([shell]) == []
+        assert pidfd_wait([shell], 10) == []
         assert shell not in children(launcher.proc.pid)  # adopted, never its child
     finally:
         launcher.close()
@@ -257,7 +222,7 @@ def test_a_shell_whose_job_ends_before_a_launcher_takes_it_leaves_it_spooled(
         shell, task = busy_shell(launcher.proc.pid)
         kill_launcher(launcher)
         os.kill(task, signal.SIGTERM)  # the job ends while no launcher runs
-        assert wait_gone([shell]) == []
+        assert pidfd_wait([shell], 10) == []
         spool = tmp_path / "spool" / str(JOB)
         records = wire.split(spool.read_bytes()[8:])[0]
         assert records[-1] == (wire.EXITED, JOB, b"%d" % ((128 + signal.SIGTERM) << 8))
@@ -288,7 +253,7 @@ def test_what_job_exec_sends_before_a_shell_rejoins_reaches_it_when_it_does(
         launcher.send(wire.SPAWN, launcher.job(["true"], other), jobid=other)
         assert launcher.until(wire.EXITED)[-1] == (wire.EXITED, other, b"0")
         os.kill(shell, signal.SIGCONT)
-        assert wait_gone([task, shell]) == []  # killed, then it ended into its spool
+        assert pidfd_wait([task, shell], 10) == []  # killed, then it ended into its spool
         got = launcher.until(wire.EXITED)
         assert got == [
             (wire.LIVE, launcher.proc.pid, b"%d\n" % JOB),
@@ -351,7 +316,7 @@ def test_a_shell_that_dies_before_it_rejoins_is_reported(tmp_path: Path) -> None
         [(kind, jobid, why)] = launcher.until(wire.EXITED)
         assert (kind, jobid) == (wire.EXITED, JOB)
         assert why.startswith(b"-1 job shell ended without its status")
-        assert wait_gone([task]) == []  # what it left is killed
+        assert pidfd_wait([task], 10) == []  # what it left is killed
     finally:
         launcher.close()
     assert journal.live(str(launcher.journal)) == {}
@@ -370,7 +335,7 @@ def test_signals_reach_the_tasks_and_a_terminated_shell_takes_them_along(
     os.kill(shell, signal.SIGSTOP)  # it cannot pass signals on any more
     launcher.send(wire.TERMINATE, b"%d" % signal.SIGKILL, jobid=JOB * 2)
     assert launcher.until(wire.EXITED)[-1][2] == b"%d" % signal.SIGKILL
-    assert wait_gone([shell, task]) == []
+    assert pidfd_wait([shell, task], 10) == []
 
 
 def test_a_second_spawn_for_a_running_job_is_refused(launcher: Launcher) -> None:
@@ -388,7 +353,7 @@ def test_closing_its_end_ends_the_launcher_and_every_task(launcher: Launcher) ->
     shell, task = busy_shell(launcher.proc.pid)
     everything = [shell, task, *children(task), *children(launcher.proc.pid)]
     assert launcher.close() == 0
-    assert wait_gone(everything) == []
+    assert pidfd_wait(everything, 10) == []
     assert journal.live(str(launcher.journal)) == {}
 
 
@@ -411,7 +376,7 @@ def test_stopping_job_exec_ends_the_launcher_and_every_task(tmp_path: Path, live
         spares = [pid for pid in children(launcher) if pid != shell]
     finally:
         other.close()
-    assert wait_gone([launcher, shell, task, *spares]) == []
+    assert pidfd_wait([launcher, shell, task, *spares], 10) == []
     assert journal.live(str(tmp_path / "exec" / "journal")) == {}
 
 
@@ -454,7 +419,7 @@ def test_a_job_outlives_its_launchers_and_ends_with_all_its_output(
     assert stream.kinds() == ["finish", "release"]
     assert stream.status() == 3 << 8
     assert stdout_of(live, stream.id) == "one\ntwo\n"
-    assert wait_gone([shell, task]) == []
+    assert pidfd_wait([shell, task], 10) == []
     again = live.start(live.job(["true"]))
     assert again.kinds() == ["start", "finish", "release"]
 
@@ -477,7 +442,7 @@ def test_a_job_that_ends_before_the_next_launcher_serves_it_ends_from_its_spool(
         os.kill(shell, signal.SIGCONT)
         with open(go, "w") as f:
             f.write("go\n")
-        assert wait_gone([shell]) == []  # its job is over, into its spool
+        assert pidfd_wait([shell], 10) == []  # its job is over, into its spool
     finally:
         os.kill(second, signal.SIGCONT)
     assert stream.kinds() == ["finish", "release"]
@@ -500,7 +465,7 @@ def test_the_spool_of_a_job_over_before_its_shell_rejoined_is_removed(
         f.write("go\n")
     assert stream.kinds() == ["finish", "release"]
     os.kill(first, signal.SIGKILL)
-    assert wait_gone([shell]) == []  # it spooled what it had not had acknowledged
+    assert pidfd_wait([shell], 10) == []  # it spooled what it had not had acknowledged
     spool = live.state_dir / "exec" / "spool" / str(stream.id)
     deadline = time.monotonic() + 20  # the next launcher's word on it has no event here
     while spool.exists():
@@ -522,7 +487,7 @@ def test_a_launcher_that_keeps_dying_fails_its_jobs_in_the_end(live: Any) -> Non
         {"severity": 0, "type": "exec", "note": "job shell launcher died"},
     )
     assert [kind for kind, _ in got[1:]] == ["finish", "release"]
-    assert wait_gone([shell, task]) == []
+    assert pidfd_wait([shell, task], 10) == []
     again = live.start(live.job(["true"]))
     assert again.kinds() == ["start", "finish", "release"]
     assert live.exec.launcher.pid != launcher
@@ -538,7 +503,7 @@ def test_a_shell_that_does_not_answer_is_killed_with_its_tasks(live: Any) -> Non
         live.send("job-exec.exception", {"id": stream.id, "type": "cancel", "severity": 0})
         assert stream.kinds() == ["finish", "release"]
         assert stream.status() == signal.SIGKILL  # the shell itself was killed
-        assert wait_gone([shell, task]) == []
+        assert pidfd_wait([shell, task], 10) == []
     finally:
         live.exec.kill_timeout = 5.0
 
@@ -569,7 +534,7 @@ def test_a_launcher_whose_job_exec_dies_keeps_the_jobs_for_the_next(tmp_path: Pa
         assert got[-1][2] == b"%d" % (4 << 8)
         assert [p[5:] for k, _, p in got if k == wire.OUTPUT] == [b"three\n"]
         launcher.send(wire.ACK, b"%d" % (1 << 62))  # all of it is in the KVS: it may go
-        assert wait_gone([shell]) == []
+        assert pidfd_wait([shell], 10) == []
         assert not (tmp_path / "spool" / str(JOB)).exists()
     finally:
         launcher.close()
@@ -583,7 +548,7 @@ def test_a_launcher_left_with_no_job_and_no_job_exec_exits(tmp_path: Path) -> No
     launcher.sock.close()
     os.kill(shell, signal.SIGKILL)  # it dies with nobody to tell but the journal
     assert launcher.proc.wait(timeout=20) == 0
-    assert wait_gone([task]) == []
+    assert pidfd_wait([task], 10) == []
     assert journal.entries(str(launcher.journal)) == ({}, {JOB: signal.SIGKILL})
     launcher.records.close()
     assert launcher.listener is not None
