@@ -18,7 +18,9 @@ SERVICE_PARTS = (
     "pflux.manager.start",
     "pflux.manager.journal",
     "pflux.manager.quiescent",
+    "pflux.exec.job",
     "pflux.exec.shellrun",
+    "pflux.exec.writes",
     "pflux.exec.testexec",
     "pflux.exec.leftovers",
 )

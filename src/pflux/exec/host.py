@@ -1,11 +1,12 @@
-"""What a job's run uses of its job and of job-exec, and what leftovers use of job-exec.
+"""What a job and its run use of job-exec and of each other, and what leftovers use.
 
-A run (``ShellRun``, or ``SimulatedRun`` in test mode) is made by its job
-(``ExecJob``) and calls back into the job and into the service; the survey of
-an earlier job-exec's leftovers calls into the service. Each sees only these
-few methods and attributes, so none of them imports the service: the service
-imports them. The real objects are passed: attribute access is as direct as
-before.
+A job (``ExecJob``) is made by the service and makes its run (``ShellRun``,
+or ``SimulatedRun`` in test mode); the run calls back into the job, into the
+service's launcher and into the guest-key writes (``GuestWrites``); the
+survey of an earlier job-exec's leftovers calls into the service. Each sees
+only these few methods and attributes, so none of them imports the service
+(nor the job its run): the service imports them. The real objects are
+passed: attribute access is as direct as before.
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ class ShellHost(Launching, Protocol[RunT_contra]):
 
     def track(self, coro: Coroutine[Any, Any, None]) -> None: ...
 
+    @property
+    def writes(self) -> GuestKeys[RunT_contra]: ...
+
+
+class GuestKeys(Protocol[RunT_contra]):
+    """What a run uses of job-exec's guest-key writes (``pflux.exec.writes``)."""
+
     def create_namespace(self, run: RunT_contra) -> None: ...
 
     def append(self, run: RunT_contra, name: str, text: str, *, new: bool = False) -> None: ...
@@ -73,6 +81,19 @@ class ShellHost(Launching, Protocol[RunT_contra]):
     def after_commit(self, callback: Callable[[], None]) -> None: ...
 
     def committed(self) -> asyncio.Future[None]: ...
+
+    def after_flush(self, fn: Callable[[], None]) -> None: ...
+
+
+class JobHost(ShellHost[Any], Protocol):
+    """What a job (``ExecJob``) uses of job-exec: its run's host, the kill settings,
+    and forgetting the job once it has answered its end."""
+
+    kill_timeout: float
+    term_signal: int
+    kill_signal: int
+
+    def ended(self, jobid: int) -> None: ...
 
 
 class RunJob(Protocol):

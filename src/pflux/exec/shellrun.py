@@ -60,7 +60,7 @@ from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
-    from pflux.exec.host import RunJob, ShellHost
+    from pflux.exec.host import GuestKeys, RunJob, ShellHost
     from pflux.exec.leftovers import Leftover
 
 __all__ = ["ACK_STEP", "RESUME_KEY", "ShellRun"]
@@ -100,11 +100,13 @@ class ShellRun:
         "service",
         "spool",
         "state_key",
+        "writes",
     )
 
     def __init__(self, job: RunJob) -> None:
         self.job = job
         self.service: ShellHost[ShellRun] = job.service
+        self.writes: GuestKeys[ShellRun] = self.service.writes
         jobid = JobID(job.id)
         self.namespace = f"job-{job.id}"
         self.key = f"{jobid.kvs}.guest."  # the guest keys, as primary keys
@@ -175,7 +177,7 @@ class ShellRun:
 
     def _create(self, planned: Plan) -> None:
         """The guest namespace and its first keys."""
-        service = self.service
+        writes = self.writes
         out = self.out
         out.header(planned.ntasks)
         for level, component, message in planned.logs:
@@ -183,9 +185,9 @@ class ShellRun:
         ranks = IdSet.range(0, planned.ntasks - 1).encode(brackets=True)
         for stream, path in planned.redirects:
             out.redirect(stream, ranks, path)
-        service.create_namespace(self)
-        service.append(self, "exec.eventlog", event_line("init") + event_line("starting"), new=True)
-        service.append(self, "output", out.take().decode(), new=True)
+        writes.create_namespace(self)
+        writes.append(self, "exec.eventlog", event_line("init") + event_line("starting"), new=True)
+        writes.append(self, "output", out.take().decode(), new=True)
 
     async def resume(self, leftover: Leftover | None) -> None:
         """Take over a job an earlier job-exec ran (see the module docstring)."""
@@ -232,7 +234,7 @@ class ShellRun:
         job = self.job
         job.started = True
         if logged:
-            self.service.append(self, "exec.eventlog", event_line("reattach"))
+            self.writes.append(self, "exec.eventlog", event_line("reattach"))
         else:  # its start had not reached the KVS: begin it there now
             self._create(planned)
         if running:
@@ -326,7 +328,7 @@ class ShellRun:
                     self.service.on_records([(k, self.job.id, p) for k, _, p in records], True)
                     if self.job.finalizing:
                         return
-                    await self.service.committed()
+                    await self.writes.committed()
         except (OSError, PfluxError) as exc:
             log.error("job %s: reading its spool: %s", JobID(self.job.id), exc)
 
@@ -382,7 +384,7 @@ class ShellRun:
             leader = places.tasks[0].broker_rank
             text = event_line("shell.init", {"leader-rank": leader, "size": 1}, when)
             text += event_line("shell.start", {"taskmap": places.taskmap()}, when)
-            self.service.append(self, "exec.eventlog", text)
+            self.writes.append(self, "exec.eventlog", text)
         elif kind == wire.EXCEPTION:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
         elif kind == wire.EXITED:
@@ -401,7 +403,7 @@ class ShellRun:
 
     def _output(self) -> None:
         if self.out:
-            self.service.append(self, "output", self.out.take().decode())
+            self.writes.append(self, "output", self.out.take().decode())
 
     def _ended(self, status: int, reason: str = "") -> None:
         """The shell is done: end the streams it did not, then the job."""
@@ -443,8 +445,8 @@ class ShellRun:
         """Post the last events and remove the namespace, with this turn's writes."""
         if not self.concluded:
             text = event_line("complete", {"status": status}) if finished else ""
-            self.service.append(self, "exec.eventlog", text + event_line("done"))
-        self.service.remove_namespace(self)
+            self.writes.append(self, "exec.eventlog", text + event_line("done"))
+        self.writes.remove_namespace(self)
         return True
 
     def on_created(self, msg: Message) -> None:
@@ -490,11 +492,11 @@ class ShellRun:
         if not self.input_started:
             self.input_started = True
             text = event_line("header", header_context()) + text
-            self.service.append(self, "input", text, new=True)
+            self.writes.append(self, "input", text, new=True)
         else:
-            self.service.append(self, "input", text)
+            self.writes.append(self, "input", text)
         record = wire.input_record(self.job.id, ranks, data, eof=eof)
-        self.service.after_commit(lambda: self._pass_input(req, record))
+        self.writes.after_commit(lambda: self._pass_input(req, record))
 
     def winsize(self, req: Request, rows: int, cols: int) -> None:
         """``job-exec.winsize``: pass the ptys' new size to the shell."""

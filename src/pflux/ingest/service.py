@@ -1,9 +1,10 @@
 """job-ingest: validate a jobspec, sign J, assign a FLUID, commit, then answer the id.
 
-Submissions arriving in one loop turn are committed together: one ``kvs.commit``
-holds every new job's J, jobspec and ``submit`` event, and one
-``job-manager.submit`` hands them all over. A client hears its id only after
-both, so an id a user holds is a job that survives a crash (RFC 16, RFC 21).
+Submissions arriving in one loop turn are committed together (a ``TurnBatch``,
+``pflux.broker.turn``): one ``kvs.commit`` holds every new job's J, jobspec and
+``submit`` event, and one ``job-manager.submit`` hands them all over. A client
+hears its id only after both, so an id a user holds is a job that survives a
+crash (RFC 16, RFC 21).
 On a full disk the KVS stores none of them, and each gets ENOSPC.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from pflux.broker.message import Message, RPCError
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.turn import TurnBatch
 from pflux.errors import JobspecError
 from pflux.ingest.sign import sign_none
 from pflux.spec.eventlog import Event
@@ -40,6 +42,16 @@ class _Submission:
         self.event = event
 
 
+class _Batch:
+    """One turn's submissions and the KVS operations that store them."""
+
+    __slots__ = ("ops", "subs")
+
+    def __init__(self) -> None:
+        self.subs: list[_Submission] = []
+        self.ops: list[list[Any]] = []
+
+
 class IngestService(Service):
     """Accepts jobs; the only writer of J, jobspec and the first event."""
 
@@ -48,8 +60,7 @@ class IngestService(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.fluid = FluidGenerator(0)
-        self._batch: list[_Submission] = []
-        self._ops: list[list[Any]] = []
+        self._turn: TurnBatch[_Batch] = TurnBatch(broker, _Batch, self._flush)
 
     async def start(self) -> None:
         info = await self.broker.call("job-manager.getinfo", {})
@@ -83,19 +94,17 @@ class IngestService(Service):
         )
         canonical = dumps(jobspec)
         key = job_key(jobid)
-        self._ops += (
+        batch = self._turn.get()
+        batch.ops += (
             ["put", f"{key}.J", sign_none(req.userid, canonical)],
             ["put", f"{key}.jobspec", canonical.decode()],
             ["append", f"{key}.eventlog", event.to_line()],
         )
-        if not self._batch:
-            self.broker.at_turn_end(self._flush)
-        self._batch.append(_Submission(req, jobid, jobspec, event))
+        batch.subs.append(_Submission(req, jobid, jobspec, event))
 
-    def _flush(self) -> None:
-        batch, self._batch = self._batch, []
-        ops, self._ops = self._ops, []
-        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(batch, msg))
+    def _flush(self, batch: _Batch) -> None:
+        subs = batch.subs
+        self.broker.send("kvs.commit", {"ops": batch.ops}, lambda msg: self._committed(subs, msg))
 
     def _committed(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:

@@ -5,11 +5,10 @@ one loop turn is queued and applied at the end of the turn in one SQLite
 transaction, each commit atomic within it (a savepoint), and each request is
 answered only after that transaction has committed. This is what lets
 job-ingest and job-manager, which send one commit per batch of jobs, reach
-thousands of jobs per second. Services send their own batches, and their
-answers, from the end of a turn, so when that end has queued another write
-for the KVS the flush waits one turn more and takes it (``_turn_end``): with
-real jobs, job-exec's ``complete`` and the job manager's ``finish`` share a
-transaction. Requests are still applied in the order they arrive.
+thousands of jobs per second. The queue is a store's ``TurnBatch``
+(``pflux.broker.turn``): its flush waits for the commits the turn's end sends,
+so that a job's end is one transaction (the rule is written there). Requests
+are applied in the order they arrive.
 
 A store that need not be crash-safe (a temporary instance's, ``journal_mode``
 "memory") goes further: it keeps one SQLite transaction open across turns and
@@ -61,6 +60,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
+from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_key, from_primary, quote, to_primary
@@ -127,9 +127,8 @@ class KVSService(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self._store: Store | None = None
-        self._queue: list[_Pending] = []
-        self._scheduled = False
-        self._waited = 0  # how far the queued writes' flush has waited (_turn_end)
+        # the writes of this turn (and of the next, when this one's end sent more)
+        self._queue: TurnBatch[list[_Pending]] = TurnBatch(broker, list, self._flush, store=True)
         self._watches: dict[str, list[_Watch]] = {}  # by primary key
         self._by_sender: dict[tuple[object, int], _Watch] = {}
         self._failed: str | None = None
@@ -167,8 +166,7 @@ class KVSService(Service):
         log.info("kvs: %s (journal_mode=%s, sync=%s)", self._store.path, journal, sync)
 
     async def stop(self) -> None:
-        if self._queue:
-            self._flush()
+        self._queue.flush()
         if self._held is not None:
             self._held.cancel()
             self._held = None
@@ -240,36 +238,10 @@ class KVSService(Service):
         _ = self.store  # refuse at once when there is nowhere to write
         if self._full is not None and time.monotonic() < self._full_until:
             raise KVSError(errno.ENOSPC, f"{req.topic}: not stored: {self._full}")
-        self._queue.append(_Pending(req, kind, args))
-        if not self._scheduled:
-            self._scheduled = True
-            self._waited = 0
-            self.broker.at_turn_end(self._turn_end)
+        self._queue.get().append(_Pending(req, kind, args))
 
-    def _turn_end(self) -> None:
-        """Flush once the turn's other work is done, or a turn later if that sent the KVS more.
-
-        Services send their commits from the end of a turn (their own batching), and
-        answer from it: the job manager's commit of a job's ``finish`` follows
-        job-exec's of its ``complete`` by one turn. Waiting that turn, once, puts
-        both in one transaction; other work queued does not make it wait.
-        """
-        queue = self.broker.queue
-        if self._waited == 0:  # after the ends registered so far
-            self._waited = 1
-            queue.at_end(self._turn_end)
-        elif self._waited == 1 and queue.requests_waiting("kvs."):  # a commit, say
-            self._waited = 2
-            queue.at_next_end(self._turn_end)
-        else:
-            self._flush()
-
-    def _flush(self) -> None:
+    def _flush(self, queue: list[_Pending]) -> None:
         """Apply everything queued in one transaction, then answer and notify."""
-        self._scheduled = False
-        queue, self._queue = self._queue, []
-        if not queue:
-            return
         try:
             store = self.store
         except KVSError as exc:

@@ -1,9 +1,10 @@
 """Posting events: applied in memory at once, committed in batches, acted on after the commit.
 
-An event posted during one turn of the event loop joins that turn's batch; the
-batch goes to the KVS as one ``kvs.commit`` at the end of the turn, and only
-when it is answered are the batch's callbacks run (responses, journal entries,
-requests to other services), so nobody hears of an event that is not durable
+An event posted during one turn of the event loop joins that turn's batch (a
+``TurnBatch``, ``pflux.broker.turn``); the batch goes to the KVS as one
+``kvs.commit`` at the end of the turn, and only when it is answered are the
+batch's callbacks run (responses, journal entries, requests to other
+services), so nobody hears of an event that is not durable
 (flux-core's ``job-manager/event.c`` is the model). A batch refused for want of
 space (ENOSPC) is sent again, with the batches after it, in order, after a
 pause that doubles while the disk stays full. ``docs/architecture.md``, "The
@@ -21,6 +22,7 @@ from typing import Any
 
 from pflux.broker.message import Message
 from pflux.broker.router import Broker
+from pflux.broker.turn import TurnBatch
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event
 from pflux.spec.states import InvalidTransition, State, apply
@@ -65,7 +67,7 @@ class EventPoster:
         self._watched = watched  # event names plugins watch (the manager's, kept up to date)
         self._on_transition = on_transition
         self._on_commit = on_commit
-        self._batch: Batch | None = None
+        self._turn: TurnBatch[Batch] = TurnBatch(broker, Batch, self._flush)
         self._flushed: deque[Batch] = deque()  # committing, answered in this order
         self._inflight = 0  # batches sent, not yet answered
         self._blocked = False  # a batch waits for space: later ones wait behind it
@@ -77,19 +79,17 @@ class EventPoster:
     @property
     def batch(self) -> Batch:
         """The current turn's batch, scheduling its commit on first use."""
-        if self._batch is None:
-            self._batch = Batch()
-            self.broker.at_turn_end(self._flush)
-        return self._batch
+        return self._turn.get()
 
     @property
     def pending(self) -> bool:
         """Whether any event posted is not yet durable and acted on."""
-        return self._batch is not None or bool(self._flushed)
+        return self._turn.pending or bool(self._flushed)
 
     def uncommitted(self, job: Job) -> bool:
         """Whether ``job`` has events not yet committed in this turn's batch."""
-        return self._batch is not None and job in self._batch.jobs
+        batch = self._turn.peek()
+        return batch is not None and job in batch.jobs
 
     def post(self, job: Job, name: str, context: dict[str, Any] | None = None) -> bool:
         """Apply an event to ``job`` and queue it for commit; False if it is illegal."""
@@ -140,10 +140,7 @@ class EventPoster:
         batch.ops.extend(ops)
         batch.appends.clear()  # later events must not be committed before these ops
 
-    def _flush(self) -> None:
-        batch, self._batch = self._batch, None
-        if batch is None:
-            return
+    def _flush(self, batch: Batch) -> None:
         self._flushed.append(batch)
         for op in batch.joined:
             op[2] = "".join(op[2])

@@ -56,7 +56,7 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
-from pflux.exec.service import TIMELIMIT_NOTE
+from pflux.exec.job import TIMELIMIT_NOTE
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,

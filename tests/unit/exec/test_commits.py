@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.exec.service import split_commits
+from pflux.exec.writes import split_commits
 
 RUNS = st.sampled_from("abcd")
 KEYS = st.text("xyz.", min_size=1, max_size=4)
