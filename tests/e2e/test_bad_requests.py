@@ -64,10 +64,10 @@ def test_a_namespace_owner_out_of_range_does_not_stop_the_instance(uri: str) -> 
 @pytest.mark.parametrize(
     ("topic", "payload", "streaming", "errstr"),
     [
-        ("job-info.lookup", {"keys": [["jobspec"]]}, False, "keys must be an array of strings"),
-        ("job-info.lookup", {"keys": "jobspec"}, False, "keys must be an array of strings"),
-        ("job-info.eventlog-watch", {"path": ["eventlog"]}, True, "path must be a string"),
-        ("job-info.eventlog-watch", {"path": {}}, True, "path must be a string"),
+        ("job-info.lookup", {"keys": [["jobspec"]]}, False, "keys[0]: expected str, got array"),
+        ("job-info.lookup", {"keys": "jobspec"}, False, "keys: expected array, got str"),
+        ("job-info.eventlog-watch", {"path": ["eventlog"]}, True, "path: expected str, got array"),
+        ("job-info.eventlog-watch", {"path": {}}, True, "path: expected str, got object"),
     ],
 )
 def test_job_info_fields_of_the_wrong_type_are_eproto(
