@@ -56,18 +56,18 @@ def test_a_namespace_owner_out_of_range_does_not_stop_the_instance(uri: str) -> 
             handle.call(
                 "kvs.namespace-create", {"name": "n", "owner": 2**64 - 1, "prefix": "p"}, TIMEOUT
             )
-        assert err.value.errnum == errno.EINVAL
-        assert err.value.errstr.startswith("kvs.namespace-create: owner must be an integer in 0..")
+        assert err.value.errnum == errno.EPROTO
+        assert err.value.errstr == "kvs.namespace-create: owner: expected int <= 4294967295"
     still_runs_jobs(uri)
 
 
 @pytest.mark.parametrize(
     ("topic", "payload", "streaming", "errstr"),
     [
-        ("job-info.lookup", {"keys": [["jobspec"]]}, False, "keys must be an array of strings"),
-        ("job-info.lookup", {"keys": "jobspec"}, False, "keys must be an array of strings"),
-        ("job-info.eventlog-watch", {"path": ["eventlog"]}, True, "path must be a string"),
-        ("job-info.eventlog-watch", {"path": {}}, True, "path must be a string"),
+        ("job-info.lookup", {"keys": [["jobspec"]]}, False, "keys[0]: expected str, got array"),
+        ("job-info.lookup", {"keys": "jobspec"}, False, "keys: expected array, got str"),
+        ("job-info.eventlog-watch", {"path": ["eventlog"]}, True, "path: expected str, got array"),
+        ("job-info.eventlog-watch", {"path": {}}, True, "path: expected str, got object"),
     ],
 )
 def test_job_info_fields_of_the_wrong_type_are_eproto(
@@ -105,3 +105,44 @@ def test_another_service_s_requests_from_a_connection_are_eperm(
     assert err.value.errnum == errno.EPERM
     assert err.value.errstr == f"{topic}: only {sender} may send this request"
     still_runs_jobs(uri)
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "errnum", "errstr"),
+    [
+        (
+            "log.dmesg",
+            {"follow": 1},
+            errno.EPROTO,
+            "log.dmesg: follow: expected bool, got int",
+        ),
+        ("log.dmesg", [], errno.EPROTO, "log.dmesg: payload: expected object, got array"),
+        ("log.append", {"name": "x"}, errno.EPROTO, "log.append: timestamp: required"),
+        (
+            "log.append",
+            {"timestamp": 1, "name": "x", "severity": 9, "rank": 0, "message": "m"},
+            errno.EPROTO,
+            "log.append: severity: expected int <= 7",
+        ),
+        (
+            "broker.service-add",
+            {"service": 5},
+            errno.EPROTO,
+            "broker.service-add: service: expected str, got int",
+        ),
+        (
+            "broker.service-add",
+            {"service": "a.b"},
+            errno.EINVAL,
+            "service-add: service must be a name, got 'a.b'",
+        ),
+    ],
+)
+def test_the_broker_s_own_requests_name_the_field(
+    uri: str, topic: str, payload: object, errnum: int, errstr: str
+) -> None:
+    with Handle(uri) as handle:
+        with pytest.raises(RPCError) as err:
+            handle.rpc(topic, payload, streaming=topic == "log.dmesg").get(TIMEOUT)
+        assert (err.value.errnum, err.value.errstr) == (errnum, errstr)
+        assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pflux.protocol.broker import DmesgRequest, LogEntry, ServiceAddRequest
 from pflux.protocol.exec import (
     ExceptionData,
     ExceptionRequest,
@@ -15,6 +16,18 @@ from pflux.protocol.exec import (
     StartRequest,
     StartResponse,
     WinsizeRequest,
+)
+from pflux.protocol.info import EventlogWatchRequest, LookupRequest
+from pflux.protocol.joblist import ListIdRequest, ListRequest
+from pflux.protocol.kvs import (
+    CommitRequest,
+    GetRequest,
+    LsRequest,
+    NamespaceCreateRequest,
+    NamespaceRemoveRequest,
+    WalkRequest,
+    WatchCancelRequest,
+    WatchRequest,
 )
 from pflux.protocol.sched import (
     AllocReply,
@@ -46,4 +59,34 @@ EXEC: dict[type, dict[str, Any]] = {
     ReleaseData: {"ranks": "0-1", "final": False},
     WinsizeRequest: {"id": 5, "rows": 24, "cols": 80},
     OverrideRequest: {"jobid": 5, "event": "finish", "status": 9},
+}
+LIST: dict[type, dict[str, Any]] = {
+    ListRequest: {
+        "attrs": ["state", "name"],
+        "max_entries": 10,
+        "userid": 0,
+        "states": 8,
+        "results": 1,
+        "since": 1.5,
+        "name": "sleep",
+        "queue": "batch",
+    },
+    ListIdRequest: {"id": 5, "attrs": ["all"], "state": 8},
+    LookupRequest: {"id": 5, "keys": ["jobspec", "R"]},
+    EventlogWatchRequest: {"id": 5, "path": "guest.output"},
+}
+KVS: dict[type, dict[str, Any]] = {
+    CommitRequest: {"ops": [["put", "a", "1"]], "namespace": "job-5"},
+    GetRequest: {"key": "a.b", "namespace": "job-5"},
+    LsRequest: {"key": "a", "namespace": "job-5"},
+    WalkRequest: {"key": "job", "namespace": "job-5", "suffix": "eventlog"},
+    WatchRequest: {"key": "a", "namespace": "job-5", "append": True, "waitcreate": False},
+    WatchCancelRequest: {"matchtag": 3},
+    NamespaceCreateRequest: {"name": "job-5", "owner": 1000, "prefix": "job.0000.0005.guest"},
+    NamespaceRemoveRequest: {"name": "job-5"},
+}
+BROKER: dict[type, dict[str, Any]] = {
+    ServiceAddRequest: {"service": "job-exec"},
+    DmesgRequest: {"follow": True, "nobacklog": False},
+    LogEntry: {"timestamp": 1.5, "name": "job-list", "severity": 6, "rank": 0, "message": "hi"},
 }

@@ -33,6 +33,8 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.client.uri import uri_for
 from pflux.config import check_known
 from pflux.errors import PfluxError
+from pflux.protocol.broker import ServiceAddRequest
+from pflux.protocol.decode import decode
 
 log = logging.getLogger("pflux.broker")
 
@@ -112,10 +114,10 @@ class BrokerService(Service):
     @method("service-add")
     def service_add(self, req: Request) -> None:
         """A process connected to this broker provides ``service`` from now on."""
-        service = req.payload.get("service") if isinstance(req.payload, dict) else None
+        service = decode(req.topic, req.payload, ServiceAddRequest).service
         if not isinstance(req.sender, Connection) or not req.owner:
             raise RPCError(errno.EPERM, "service-add: only the instance owner's processes")
-        if not isinstance(service, str) or not service or "." in service:
+        if not service or "." in service:
             raise RPCError(errno.EINVAL, f"service-add: service must be a name, got {service!r}")
         if service in self.broker.services or service in self.broker.remote:
             raise RPCError(errno.EEXIST, f"service-add: {service} is already provided")

@@ -19,6 +19,8 @@ from typing import Any
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.protocol.broker import DmesgRequest, LogEntry
+from pflux.protocol.decode import decode
 
 RING_SIZE = 1024  # entries kept, as flux-core's default log-ring-size
 
@@ -59,19 +61,6 @@ def entry_of(record: logging.LogRecord) -> Entry:
         "rank": 0,
         "message": message,
     }
-
-
-def valid_entry(entry: Any) -> bool:
-    """Whether ``entry`` (from a module process, ``log.append``) has the ring's shape."""
-    return (
-        isinstance(entry, dict)
-        and isinstance(entry.get("timestamp"), int | float)
-        and isinstance(entry.get("name"), str)
-        and type(entry.get("severity")) is int
-        and 0 <= entry["severity"] <= 7
-        and type(entry.get("rank")) is int
-        and isinstance(entry.get("message"), str)
-    )
 
 
 class LogRing(logging.Handler):
@@ -119,21 +108,14 @@ class LogService(Service):
 
     @method("dmesg")
     def dmesg(self, req: Request) -> None:
-        payload = req.payload if req.payload is not None else {}
-        if not isinstance(payload, dict):
-            raise RPCError(errno.EPROTO, "log.dmesg: payload must be an object")
-        flags = {}
-        for key in ("follow", "nobacklog"):
-            value = payload.get(key, False)
-            if not isinstance(value, bool):
-                raise RPCError(errno.EPROTO, f"log.dmesg: {key} must be a boolean")
-            flags[key] = value
+        payload = {} if req.payload is None else req.payload  # none: the backlog
+        request = decode(req.topic, payload, DmesgRequest)
         if not req.streaming:
             raise RPCError(errno.EPROTO, "log.dmesg must be a streaming request")
-        if not flags["nobacklog"]:
+        if not request.nobacklog:
             for entry in self.ring.backlog():
                 req.respond(entry)
-        if not flags["follow"]:
+        if not request.follow:
             req.end()
             return
         loop = self.broker.loop
@@ -155,11 +137,7 @@ class LogService(Service):
         """An entry logged in a module process (job-list), kept with the broker's."""
         if not req.owner:
             raise RPCError(errno.EPERM, "log.append: only the instance owner's processes")
-        if not valid_entry(req.payload):
-            raise RPCError(
-                errno.EPROTO,
-                "log.append: payload must be {timestamp, name, severity (0-7), rank, message}",
-            )
+        decode(req.topic, req.payload, LogEntry)
         self.ring.add(req.payload)
         req.respond({})
 

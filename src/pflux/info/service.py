@@ -16,9 +16,10 @@ from typing import Any
 import orjson
 
 from pflux.broker.message import RPCError
-from pflux.broker.requests import job_id_arg, payload_of
 from pflux.broker.router import Request, Service, method
 from pflux.info.watch import EventlogWatch
+from pflux.protocol.decode import decode
+from pflux.protocol.info import EventlogWatchRequest, LookupRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import KEY_PATTERN, job_key
 
@@ -53,11 +54,8 @@ class JobInfoService(Service):
 
     @method("lookup")
     async def lookup(self, req: Request) -> None:
-        payload = payload_of(req)
-        jobid = job_id_arg(payload)
-        keys = payload.get("keys", ["jobspec"])
-        if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
-            raise RPCError(errno.EPROTO, "job-info.lookup: keys must be an array of strings")
+        request = decode(req.topic, req.payload, LookupRequest)
+        jobid, keys = request.id, request.keys
         if not keys or not all(map(_lookup_key, keys)):
             known = ", ".join(sorted(LOOKUP_KEYS))
             raise RPCError(errno.EINVAL, f"keys: must be a list of {known} or guest.KEY")
@@ -78,11 +76,8 @@ class JobInfoService(Service):
 
     @method("eventlog-watch")
     async def eventlog_watch(self, req: Request) -> None:
-        payload = payload_of(req)
-        jobid = job_id_arg(payload)
-        path = payload.get("path", "eventlog")
-        if not isinstance(path, str):
-            raise RPCError(errno.EPROTO, "job-info.eventlog-watch: path must be a string")
+        request = decode(req.topic, req.payload, EventlogWatchRequest)
+        jobid, path = request.id, request.path
         if path not in WATCH_PATHS:
             raise RPCError(errno.EINVAL, f"path: must be one of {', '.join(sorted(WATCH_PATHS))}")
         if not req.streaming:

@@ -34,10 +34,11 @@ from pflux.joblist.codes import (
     RESULT_COMPLETED,
     RESULT_FAILED,
     RESULT_TIMEOUT,
-    USERID_ANY,
 )
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary
+from pflux.protocol.decode import decode
+from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 
@@ -233,29 +234,23 @@ class JobList(Service):
 
     @method("list")
     async def list_jobs(self, req: Request) -> None:
-        payload = _payload(req)
-        selection = select(payload.get("attrs", ["all"]))
-        max_entries = _int(payload, "max_entries", 0, 0, 2**31 - 1)
-        userid = _int(payload, "userid", USERID_ANY, -1, USERID_ANY)
-        states = _mask(payload, "states", _STATE_MASK)
-        results = _mask(payload, "results", _RESULT_MASK)
-        since = payload.get("since", 0.0)
-        if type(since) not in (int, float) or since < 0:
-            raise RPCError(errno.EPROTO, f"since: must be a timestamp >= 0, got {since!r}")
-        name = payload.get("name")
-        if name is not None and not isinstance(name, str):
-            raise RPCError(errno.EPROTO, f"name: must be a string, got {name!r}")
-        queues = _queues(payload.get("queue"))
+        request = decode(req.topic, _payload(req), ListRequest)
+        selection = select(request.attrs)
+        check_mask(req.topic, "states", request.states, _STATE_MASK)
+        check_mask(req.topic, "results", request.results, _RESULT_MASK)
+        queue = request.queue
         await self._current()
         jobs = self.index.list(
             selection,
-            max_entries=max_entries,
-            userid=userid,
-            states=states,
-            results=results,
-            since=float(since),
-            name=name,
-            queues=queues,
+            max_entries=request.max_entries,
+            userid=request.userid,
+            states=request.states,
+            results=request.results,
+            since=request.since,
+            name=request.name,
+            queues=None
+            if queue is None
+            else frozenset([queue] if isinstance(queue, str) else queue),
         )
         req.respond({"jobs": jobs})
 
@@ -267,14 +262,11 @@ class JobList(Service):
 
     @method("list-id")
     async def list_id(self, req: Request) -> None:
-        payload = _payload(req)
-        jobid = payload.get("id")
-        if type(jobid) is not int or not 0 <= jobid < 2**64:
-            raise RPCError(
-                errno.EPROTO, f"id: must be a job id (an unsigned integer), got {jobid!r}"
-            )
-        selection = select(payload.get("attrs", ["all"]))
-        state = _mask(payload, "state", _WAITABLE)
+        request = decode(req.topic, _payload(req), ListIdRequest)
+        jobid = request.id
+        selection = select(request.attrs)
+        state = request.state
+        check_mask(req.topic, "state", state, _WAITABLE)
         await self._current()
         summary = self.index.get(jobid)
         if summary is None or not _arrived(summary, state):
@@ -337,33 +329,6 @@ def _not_found(jobid: int) -> RPCError:
     return RPCError(errno.ENOENT, f"job {JobID(jobid)} not found")
 
 
-def _payload(req: Request) -> dict[str, Any]:
-    if req.payload is None:
-        return {}
-    if not isinstance(req.payload, dict):
-        raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
-    return req.payload
-
-
-def _int(payload: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
-    value = payload.get(key, default)
-    if type(value) is not int or not lo <= value <= hi:
-        raise RPCError(errno.EPROTO, f"{key}: must be an integer {lo}-{hi}, got {value!r}")
-    return value
-
-
-def _mask(payload: dict[str, Any], key: str, valid: int) -> int:
-    value = payload.get(key, 0)
-    if type(value) is not int or value < 0 or value & ~valid:
-        raise RPCError(errno.EPROTO, f"{key}: must be a mask of the bits {valid:#x}, got {value!r}")
-    return value
-
-
-def _queues(value: Any) -> frozenset[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return frozenset((value,))
-    if isinstance(value, list) and all(isinstance(q, str) for q in value):
-        return frozenset(value)
-    raise RPCError(errno.EPROTO, f"queue: must be a name or a list of names, got {value!r}")
+def _payload(req: Request) -> Any:
+    """The payload; none is an empty request (every field has a default)."""
+    return {} if req.payload is None else req.payload

@@ -75,6 +75,17 @@ from pflux.kvs.store import (
     StoreError,
     StoreFull,
 )
+from pflux.protocol.decode import decode
+from pflux.protocol.kvs import (
+    CommitRequest,
+    GetRequest,
+    LsRequest,
+    NamespaceCreateRequest,
+    NamespaceRemoveRequest,
+    WalkRequest,
+    WatchCancelRequest,
+    WatchRequest,
+)
 
 log = logging.getLogger("pflux.kvs")
 
@@ -88,7 +99,6 @@ CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
 FULL_BACKOFF = (0.1, 2.0)  # seconds writes are refused after a full disk: first, most
 HOLD_SECONDS = 0.05  # a store that need not be crash-safe commits this often (Store.hold)
 VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
-MAX_USERID = 2**32 - 1  # a namespace's owner is a uid_t
 
 
 class _Watch:
@@ -184,11 +194,9 @@ class KVSService(Service):
 
     @method("commit")
     def commit(self, req: Request) -> None:
-        payload = _payload(req)
-        ops = payload.get("ops")
-        if not isinstance(ops, list):
-            raise KVSError(errno.EINVAL, f"kvs.commit: ops must be an array, got {quote(ops)}")
-        namespace = _namespace_field(req, payload)
+        request = decode(req.topic, req.payload, CommitRequest)
+        ops = request.ops
+        namespace = request.namespace or PRIMARY
         if namespace == PRIMARY:
             _require_owner(req, PRIMARY)
         else:
@@ -211,28 +219,16 @@ class KVSService(Service):
 
     @method("namespace-create")
     def namespace_create(self, req: Request) -> None:
-        payload = _payload(req)
+        # decoded here: the store is never handed an owner SQLite cannot hold
+        request = decode(req.topic, req.payload, NamespaceCreateRequest)
         _require_owner(req, None)
-        owner = payload.get("owner")
-        if type(owner) is not int or not 0 <= owner <= MAX_USERID:
-            # checked here: the store is never handed a value SQLite cannot hold
-            raise KVSError(
-                errno.EINVAL,
-                f"kvs.namespace-create: owner must be an integer in 0..{MAX_USERID},"
-                f" got {quote(owner)}",
-            )
-        self._enqueue(req, "namespace-create", (payload.get("name"), owner, payload.get("prefix")))
+        self._enqueue(req, "namespace-create", (request.name, request.owner, request.prefix))
 
     @method("namespace-remove")
     def namespace_remove(self, req: Request) -> None:
-        payload = _payload(req)
+        request = decode(req.topic, req.payload, NamespaceRemoveRequest)
         _require_owner(req, None)
-        name = payload.get("name")
-        if not isinstance(name, str):
-            raise KVSError(
-                errno.EINVAL, f"kvs.namespace-remove: name must be a string, got {quote(name)}"
-            )
-        self._enqueue(req, "namespace-remove", name)
+        self._enqueue(req, "namespace-remove", request.name)
 
     def _enqueue(self, req: Request, kind: str, args: Any) -> None:
         _ = self.store  # refuse at once when there is nowhere to write
@@ -372,9 +368,9 @@ class KVSService(Service):
     def get(self, req: Request) -> Coroutine[Any, Any, None] | None:
         """The value at a key; as a streaming request, in pieces (a job's output may be
         larger than a message), one at a time as the requester reads them, then ENODATA."""
-        payload = _payload(req)
-        prefix = self._resolve(req, payload)
-        key = to_primary(prefix, check_key(payload.get("key"), root=True))
+        request = decode(req.topic, req.payload, GetRequest)
+        prefix = self._resolve(req, request.namespace)
+        key = to_primary(prefix, check_key(request.key, root=True))
         if req.streaming:
             self.store.chunks(key, -1, 0)  # the errors, before the stream begins
             return self._get_pieces(req, key)
@@ -391,20 +387,20 @@ class KVSService(Service):
 
     @method("ls")
     def ls(self, req: Request) -> None:
-        payload = _payload(req)
-        prefix = self._resolve(req, payload)
-        key = check_key(payload.get("key", ROOT), root=True)
+        request = decode(req.topic, req.payload, LsRequest)
+        prefix = self._resolve(req, request.namespace)
+        key = check_key(request.key, root=True)
         req.respond({"entries": self.store.ls(to_primary(prefix, key))})
 
     @method("walk")
     async def walk(self, req: Request) -> None:
         """Stream the values below a key, a page at a time, letting the loop run between pages
         (the restart of 100,000 jobs must not hold them all in memory at once)."""
-        payload = _payload(req)
+        request = decode(req.topic, req.payload, WalkRequest)
         _require_streaming(req)
-        prefix = self._resolve(req, payload)
-        key = to_primary(prefix, check_key(payload.get("key", ROOT), root=True))
-        suffix = payload.get("suffix")
+        prefix = self._resolve(req, request.namespace)
+        key = to_primary(prefix, check_key(request.key, root=True))
+        suffix = request.suffix
         after: str | None = None
         while not req.done:
             page = list(islice(self.store.walk(key, suffix, after=after), WALK_BATCH))
@@ -422,13 +418,13 @@ class KVSService(Service):
 
     @method("watch")
     def watch(self, req: Request) -> None:
-        payload = _payload(req)
+        request = decode(req.topic, req.payload, WatchRequest)
         _require_streaming(req)
-        namespace = _namespace_field(req, payload)
-        prefix = self._resolve(req, payload)
-        key = to_primary(prefix, check_key(payload.get("key"), root=True))
-        append = _flag(req, payload, "append")
-        waitcreate = _flag(req, payload, "waitcreate")
+        namespace = request.namespace or PRIMARY
+        prefix = self._resolve(req, request.namespace)
+        key = to_primary(prefix, check_key(request.key, root=True))
+        append = request.append
+        waitcreate = request.waitcreate
         watch = _Watch(req, key, namespace, append)
         if watch.sender in self._by_sender:
             raise KVSError(errno.EEXIST, f"kvs.watch: matchtag {req.matchtag} is already watching")
@@ -457,12 +453,7 @@ class KVSService(Service):
 
     @method("watch-cancel")
     def watch_cancel(self, req: Request) -> None:
-        matchtag = _payload(req).get("matchtag")
-        if type(matchtag) is not int:
-            raise KVSError(
-                errno.EINVAL,
-                f"kvs.watch-cancel: matchtag must be an integer, got {quote(matchtag)}",
-            )
+        matchtag = decode(req.topic, req.payload, WatchCancelRequest).matchtag
         watch = self._by_sender.get((_sender(req), matchtag))
         if watch is not None:
             self._end(watch, errno.ENODATA)
@@ -518,10 +509,9 @@ class KVSService(Service):
         listed = [{"name": n, "owner": o, "prefix": p} for n, o, p in self.store.namespaces()]
         req.respond({"namespaces": [primary, *listed]})
 
-    def _resolve(self, req: Request, payload: dict[str, Any]) -> str:
+    def _resolve(self, req: Request, namespace: str | None) -> str:
         """The key prefix of the request's namespace, once the requester may use it."""
-        namespace = _namespace_field(req, payload)
-        if namespace == PRIMARY:
+        if namespace is None or namespace == PRIMARY:
             _require_owner(req, PRIMARY)
             return ROOT
         return self._namespace(req, namespace)
@@ -551,32 +541,6 @@ def _setting(config: dict[str, Any], key: str, default: str, allowed: tuple[str,
         rule = f"must be one of {', '.join(allowed)}, got {quote(value)}{why}"
         raise ConfigError("kvs", key, rule)
     return value.lower()
-
-
-def _payload(req: Request) -> dict[str, Any]:
-    if not isinstance(req.payload, dict):
-        raise KVSError(errno.EINVAL, f"{req.topic}: payload must be a JSON object")
-    return req.payload
-
-
-def _namespace_field(req: Request, payload: dict[str, Any]) -> str:
-    namespace = payload.get("namespace", PRIMARY)
-    if namespace is None:
-        return PRIMARY
-    if not isinstance(namespace, str):
-        raise KVSError(
-            errno.EINVAL, f"{req.topic}: namespace must be a string, got {quote(namespace)}"
-        )
-    return namespace
-
-
-def _flag(req: Request, payload: dict[str, Any], name: str) -> bool:
-    value = payload.get(name, False)
-    if type(value) is not bool:
-        raise KVSError(
-            errno.EINVAL, f"{req.topic}: {name} must be true or false, got {quote(value)}"
-        )
-    return value
 
 
 def _require_owner(req: Request, namespace: str | None) -> None:

@@ -8,5 +8,6 @@ every topic.  msgspec was chosen by ``bench/bench_protocol.py`` (the README's
 libraries table).  Fields that carry another RFC's document (a jobspec, R)
 are checked to be objects only: their own libraries in ``pflux.spec`` read
 them.  Today the RFC 27 messages (``pflux.protocol.sched``) and the RFC 32
-ones (``pflux.protocol.exec``) live here.
+ones (``pflux.protocol.exec``) live here, and the requests job-list, job-info,
+the KVS and the broker serve (``joblist``, ``info``, ``kvs``, ``broker``).
 """

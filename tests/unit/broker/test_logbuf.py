@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from pflux.broker.logbuf import LogRing, entry_of, severity, valid_entry
+import pytest
+
+from pflux.broker.logbuf import LogRing, entry_of, severity
+from pflux.broker.message import RPCError
+from pflux.protocol.broker import LogEntry
+from pflux.protocol.decode import decode
 
 
 def record(
@@ -23,10 +28,14 @@ def test_entry_of_a_record() -> None:
     entry = entry_of(record(logging.WARNING, "job %s: %s", "ƒ1", "late"))
     assert entry["name"] == "job-manager"
     assert (entry["severity"], entry["rank"], entry["message"]) == (4, 0, "job ƒ1: late")
-    assert valid_entry(entry)
-    assert not valid_entry({**entry, "severity": 8})
-    assert not valid_entry({**entry, "message": 1})
-    assert not valid_entry([entry])
+    assert decode("log.append", entry, LogEntry).message == "job ƒ1: late"
+    for bad, rule in (
+        ({**entry, "severity": 8}, "severity: expected int <= 7"),
+        ({**entry, "message": 1}, "message: expected str, got int"),
+        ([entry], "payload: expected object, got array"),
+    ):
+        with pytest.raises(RPCError, match=f"^log.append: {rule}$"):
+            decode("log.append", bad, LogEntry)
 
 
 def test_the_ring_keeps_the_last_entries_and_tells_followers() -> None:

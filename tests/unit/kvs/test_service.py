@@ -179,10 +179,11 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
         (
             "kvs.commit",
             ["put", "a", "b"],
-            errno.EINVAL,
-            "kvs.commit: payload must be a JSON object",
+            errno.EPROTO,
+            "kvs.commit: payload: expected object, got array",
         ),
-        ("kvs.commit", {}, errno.EINVAL, "kvs.commit: ops must be an array, got null"),
+        ("kvs.commit", {}, errno.EPROTO, "kvs.commit: ops: required"),
+        ("kvs.commit", {"ops": {}}, errno.EPROTO, "kvs.commit: ops: expected array"),
         (
             "kvs.commit",
             {"ops": [["put", "a", "1"], ["put", "b", "2"], ["frob", "c", "3"]]},
@@ -204,8 +205,8 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
         (
             "kvs.commit",
             {"ops": [["put", "a", "1"]], "namespace": 5},
-            errno.EINVAL,
-            "kvs.commit: namespace must be a string, got 5",
+            errno.EPROTO,
+            "kvs.commit: namespace: expected str | null, got int",
         ),
         (
             "kvs.commit",
@@ -213,13 +214,20 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
             errno.ENOTSUP,
             'kvs.commit: namespace "nope": does not exist',
         ),
-        ("kvs.get", {}, errno.EINVAL, "key must be a string, got null"),
+        ("kvs.get", {}, errno.EPROTO, "kvs.get: key: required"),
+        ("kvs.get", {"key": None}, errno.EPROTO, "kvs.get: key: expected str, got null"),
+        ("kvs.walk", {"suffix": 1}, errno.EPROTO, "kvs.walk: suffix: expected str | null"),
         ("kvs.get", {"key": "a b"}, errno.EINVAL, 'key "a b": path component "a b" contains'),
         ("kvs.ls", {"key": ""}, errno.EINVAL, 'key "": empty'),
         ("kvs.watch", {"key": "a"}, errno.EPROTO, "kvs.watch: must be a streaming request"),
         ("kvs.walk", {"key": "a"}, errno.EPROTO, "kvs.walk: must be a streaming request"),
-        ("kvs.watch-cancel", {}, errno.EINVAL, "kvs.watch-cancel: matchtag must be an integer"),
-        ("kvs.namespace-remove", {"name": 3}, errno.EINVAL, "kvs.namespace-remove: name must"),
+        ("kvs.watch-cancel", {}, errno.EPROTO, "kvs.watch-cancel: matchtag: required"),
+        (
+            "kvs.namespace-remove",
+            {"name": 3},
+            errno.EPROTO,
+            "kvs.namespace-remove: name: expected str, got int",
+        ),
         (
             "kvs.namespace-create",
             {"name": "n", "owner": 1, "prefix": "a..b"},
@@ -230,10 +238,15 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
             (
                 "kvs.namespace-create",
                 {"name": "n", "owner": owner, "prefix": "p"},
-                errno.EINVAL,
-                f"kvs.namespace-create: owner must be an integer in 0..4294967295, got {shown}",
+                errno.EPROTO,
+                f"kvs.namespace-create: owner: expected int{rule}",
             )
-            for owner, shown in ((2**64 - 1, 2**64 - 1), (2**32, 2**32), (-1, -1), (True, "true"))
+            for owner, rule in (
+                (2**64 - 1, " <= 4294967295"),
+                (2**32, " <= 4294967295"),
+                (-1, " >= 0"),
+                (True, ", got bool"),
+            )
         ),
         ("kvs.frob", {}, errno.ENOSYS, "no service provides 'kvs.frob'"),
     ],
@@ -651,8 +664,8 @@ def test_watch_refuses_a_directory_and_a_missing_key(run_kvs: Run) -> None:
         tag = client.send("kvs.watch", {"key": "nope", "append": "yes"}, streaming=True)
         (msg,) = await client.wait(tag)
         assert (msg.errnum, msg.errstr) == (
-            errno.EINVAL,
-            'kvs.watch: append must be true or false, got "yes"',
+            errno.EPROTO,
+            "kvs.watch: append: expected bool, got str",
         )
         assert client.watching == 0
 

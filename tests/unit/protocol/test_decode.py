@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import re
 from typing import Any
 
 import msgspec
@@ -20,16 +21,17 @@ from pflux.protocol.sched import (
     ExpirationRequest,
     FreeRequest,
 )
-from support.protocol_payloads import EXEC, SCHED
+from support.protocol_payloads import BROKER, EXEC, KVS, LIST, SCHED
 
-VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC}
+VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC, **LIST, **KVS, **BROKER}
 # a value of the wrong JSON type for each field that has one
 WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
 TYPED = [
-    (kind, field)
-    for kind, payload in VALID.items()
-    for field in payload
-    if field not in ("jobspec", "R", "data", "annotations")  # objects another RFC reads
+    (kind, field.name)
+    for kind in VALID
+    for field in msgspec.structs.fields(kind)
+    # objects another RFC reads, and a commit's ops, which the KVS checks op by op
+    if field.type is not Any and field.name != "annotations"
 ]
 REQUIRED = [
     (kind, field.name) for kind in VALID for field in msgspec.structs.fields(kind) if field.required
@@ -51,12 +53,15 @@ def test_to_payload_decodes_to_the_same_message() -> None:
 @given(st.sampled_from(TYPED), WRONG)
 def test_a_wrong_type_is_eproto_naming_the_field(typed: tuple[type, str], value: Any) -> None:
     kind, field = typed
-    if isinstance(value, str) and isinstance(VALID[kind][field], str):
-        value = None  # any string is a valid one
+    if isinstance(value, str | None) and isinstance(VALID[kind][field], str):
+        value = {}  # any string is a valid one, and null may be
+    if value == []:
+        value = [{}]  # an empty list of names is a valid one
     with pytest.raises(RPCError) as info:
         decode("some.topic", {**VALID[kind], field: value}, kind)
     assert info.value.errnum == errno.EPROTO
-    assert info.value.errstr.startswith(f"some.topic: {field}: ")
+    # a list's item is named by its index
+    assert re.match(rf"some\.topic: {field}(\[\d+\])?: ", info.value.errstr)
 
 
 @pytest.mark.parametrize(("kind", "field"), REQUIRED)
