@@ -3,40 +3,10 @@
 A shell is forked per job, and every page it writes after the fork costs a
 page fault (about 5 us here): reading a jobspec and R in the shell cost more
 than the rest of its work. So job-exec, a process that never forks, reads
-them here (about 40 us) and sends the shell a ready-made description,
-``marshal``-encoded (the launcher runs the same interpreter, and marshal
-needs no import): a tuple
-
-    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra, pmi)
-
-- ``argv``: the command; ``env``: the environment every task shares (the
-  jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
-  ``PFLUX_URI``, ``FLUX_URI`` (the same) and ``PFLUX_KVS_NAMESPACE``; the shell adds
-  ``FLUX_JOB_TMPDIR``);
-- ``tasks``: per task ``(rank, local id, cpus, gpus)``: the CPUs to bind it
-  to (None: all of the instance's; ``cpu-affinity``: by default every task
-  gets all of the job's cores, as in flux-core) and its
-  ``CUDA_VISIBLE_DEVICES`` (None: left alone, ``gpu-affinity=off``);
-- ``cwd`` (None: the launcher's); ``tmpdirs``: where ``FLUX_JOB_TMPDIR``
-  may be made, best first; ``host``: the host name that notes give;
-- ``stdin``: the file each task reads its stdin from, or None for a pipe
-  the shell feeds from the job's ``input`` (``pflux.shell.input``);
-- ``stdout``, ``stderr``: ``(paths, append, label)`` for a stream written
-  to files, ``paths`` one per task (or one for all of them); for one
-  captured in the KVS, whether it is line-buffered (the shell sends whole
-  lines, so that job-exec keeps no partial one);
-- ``extra``: what only some jobs need, by name (absent when unused):
-  ``rlimit``, ``(resource, soft limit)`` pairs to set while the tasks are
-  spawned (those that differ from job-exec's, which the launcher shares);
-  ``exit-timeout``, seconds after the first task exits for the rest to
-  exit (flux-core's default 30); ``exit-on-error``, True; ``task-env``, per
-  task the variables of ``env-expand`` templates that name the task;
-  ``tmpdir-env``, the names of variables whose ``{{tmpdir}}`` the shell
-  fills in; ``ptys``, the ranks of the tasks that run on a pty
-  (``pflux.shell.terminal``);
-- ``pmi``: ``(ntasks, RFC 34 task map blocks)`` for the PMI-1 server
-  (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off
-  or, unset, the job has one task (``pmi_enabled``).
+them here (about 40 us) and sends the shell a ready-made ``Description``
+(its fields, and how it travels, are in ``pflux.exec.wire``). PMI-1 is on
+(``pmi_enabled``) unless the ``pmi`` shell option turns it off or, unset,
+the job has one task.
 
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
@@ -57,6 +27,7 @@ from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
 from pflux.exec.shelloptions import Log, ShellOptions, shell_options
+from pflux.exec.wire import Description
 from pflux.shell.input import InputConfig, input_config
 from pflux.shell.layout import Layout, layout, targets
 from pflux.shell.output import (
@@ -140,7 +111,7 @@ def plan(
     tmp_name = f"jobtmp-0-{fluid.f58}"
     tmpdirs = tuple(os.path.join(parent, tmp_name) for parent in tmp_parents)
     tasks = options.tasks(places, cpus)
-    extra = options.extra(env, jobid=fluid, name=name, places=places, hostname=hostname)
+    effects = options.effects(env, jobid=fluid, name=name, places=places, hostname=hostname)
     logs = options.logs(places, cpus)
     redirects = []
     files: list[tuple[tuple[str, ...], bool, bool] | bool] = []
@@ -158,14 +129,26 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
-    if ptys:
-        extra["ptys"] = ptys
-    simple = (len(places.tasks), places.blocks) if pmi else None
-    description = (
-        argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], extra, simple
-    )  # fmt: skip
+    description = Description(
+        argv=argv,
+        env=env,
+        tasks=tasks,
+        cwd=cwd,
+        tmpdirs=tmpdirs,
+        host=hostname,
+        stdin=stdin.path,
+        stdout=files[0],
+        stderr=files[1],
+        pmi=(len(places.tasks), places.blocks) if pmi else None,
+        rlimit=effects.rlimit,
+        exit_timeout=effects.exit_timeout,
+        exit_on_error=effects.exit_on_error,
+        task_env=effects.task_env,
+        tmpdir_env=effects.tmpdir_env,
+        ptys=ptys,
+    )
     return Plan(
-        marshal.dumps(description),
+        marshal.dumps(tuple(description)),  # marshal takes no tuple subclass
         places,
         config,
         stdin,

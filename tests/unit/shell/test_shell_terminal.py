@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, PfluxError
 from pflux.exec.plan import plan
+from pflux.exec.wire import Description
 from pflux.shell.terminal import pty_ranks
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
@@ -75,7 +76,7 @@ def test_the_plan_gives_the_shell_the_ranks_and_refuses_a_bad_option() -> None:
     options = {"uri": "u", "namespace": "n", "tmp_parents": ("/tmp",), "hostname": "h"}
     planned = plan(1, jobspec, R, cpus=(0, 1), **options)
     assert planned.ptys == (1,)
-    assert marshal.loads(planned.description)[-2]["ptys"] == (1,)
+    assert Description(*marshal.loads(planned.description)).ptys == (1,)
     jobspec["attributes"]["system"]["shell"]["options"]["pty"] = {"capture": False}
     with pytest.raises(PfluxError, match=r"^invalid job: .*pty\.capture: must be true"):
         plan(1, jobspec, R, cpus=(0, 1), **options)
