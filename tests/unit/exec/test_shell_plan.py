@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import marshal
-import re
 from typing import Any
 
 import pytest
@@ -203,18 +202,3 @@ def test_the_pmi_option_turns_pmi_1_on_or_off(value: str, enabled: bool) -> None
     jobspec["attributes"]["system"]["shell"] = {"options": {"pmi": value}}
     _, description = described(jobspec)
     assert description.pmi == ((3, ((0, 1, 3, 1),)) if enabled else None)
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        ("pmix", "shell option pmi: unknown value 'pmix' (one of simple, pmi1, pmi2, off)"),
-        ("simple,", "shell option pmi: unknown value ''"),
-        (1, "shell option pmi must be a string"),
-    ],
-)
-def test_an_unknown_pmi_is_an_invalid_job(value: object, message: str) -> None:
-    jobspec = from_command(["true"])
-    jobspec["attributes"]["system"]["shell"] = {"options": {"pmi": value}}
-    with pytest.raises(PfluxError, match=re.escape(f"invalid job: {message}")):
-        described(jobspec)
