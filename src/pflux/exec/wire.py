@@ -178,16 +178,20 @@ def _name_items(cls: type[tuple[object, ...]]) -> None:
     without importing typing (which the launcher, and so every shell it forks, would carry).
     """
     fields = tuple(cls.__annotations__)
+    by_name = _operator.itemgetter(*fields)  # job-exec builds one per job: keep it cheap
+    usage = f"{cls.__name__} takes its fields ({', '.join(fields)}) all by position or all by name"
 
     def new(klass: type[tuple[object, ...]], *values: object, **named: object) -> object:
-        items = list(values)
-        try:
-            items += [named.pop(name) for name in fields[len(values) :]]
-        except KeyError as exc:
-            raise TypeError(f"{klass.__name__}: missing field {exc}") from None
-        if named or len(items) != len(fields):
-            raise TypeError(f"{klass.__name__} takes the fields {', '.join(fields)}")
-        return tuple.__new__(klass, items)
+        if named:
+            if values or len(named) != len(fields):
+                raise TypeError(usage)
+            try:
+                values = by_name(named)
+            except KeyError:
+                raise TypeError(usage) from None
+        elif len(values) != len(fields):
+            raise TypeError(usage)
+        return tuple.__new__(klass, values)
 
     cls.__new__ = new  # type: ignore[assignment]
     cls._fields = fields  # type: ignore[attr-defined]

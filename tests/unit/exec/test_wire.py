@@ -54,6 +54,9 @@ def test_split_reads_a_bytearray_that_is_then_cut() -> None:
     assert len(buffer) == 5
 
 
+WRONG = {name: 0 for name in wire.Description._fields[1:]} | {"args": 0}
+
+
 def test_a_description_names_its_fields_and_travels_as_a_plain_tuple() -> None:
     values = {name: index for index, name in enumerate(wire.Description._fields)}
     described = wire.Description(**values)
@@ -65,13 +68,13 @@ def test_a_description_names_its_fields_and_travels_as_a_plain_tuple() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "kwargs", "message"),
-    [((1, 2), {}, "missing field 'tasks'"), (tuple(range(17)), {}, "takes the fields argv, env")],
+    ("args", "kwargs"),
+    [((1, 2), {}), (tuple(range(17)), {}), ((1,), {"env": 2}), ((), {"argv": 1}), ((), WRONG)],
 )
 def test_a_description_with_fields_missing_or_too_many_is_refused(
-    args: tuple[int, ...], kwargs: dict[str, int], message: str
+    args: tuple[int, ...], kwargs: dict[str, int]
 ) -> None:
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(TypeError, match=r"^Description takes its fields \(argv, env, .*, ptys\)"):
         wire.Description(*args, **kwargs)
 
 
