@@ -163,9 +163,12 @@ class Description(_Fields):
     # label), or for one kept in the KVS whether it is line-buffered (whole lines are sent)
     stdout: tuple[tuple[str, ...], bool, bool] | bool
     stderr: tuple[tuple[str, ...], bool, bool] | bool
-    pmi: tuple[int, tuple[tuple[int, int, int, int], ...]] | None  # PMI-1: (ntasks, RFC 34
-    # blocks), None when the pmi option turns it off or, unset, the job has one task
-    rlimit: list[tuple[int, int]]  # (resource, soft limit) to set while spawning tasks
+    # PMI-1's (ntasks, RFC 34 task map blocks); None when the pmi option turns it off or,
+    # unset, the job has one task
+    pmi: tuple[int, tuple[tuple[int, int, int, int], ...]] | None
+    # (resource, soft limit) to set while the tasks are spawned: those that differ from
+    # job-exec's, which the launcher and its shells have
+    rlimit: list[tuple[int, int]]
     exit_timeout: float | None  # seconds after the first task exits for the rest to exit
     exit_on_error: bool  # a task failing is a fatal exception
     task_env: list[dict[str, str]] | None  # per task, env-expand variables that name it
