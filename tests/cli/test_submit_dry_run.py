@@ -773,7 +773,7 @@ def test_per_resource_options_print_as_flux(
         (["--taskmap=block:2"], "--taskmap=block:2: block taskmap does not accept a value (got 2)"),
         (["--taskmap=cyclic:0"], "--taskmap=cyclic:0: invalid cyclic stride: 0"),
         (["--taskmap=manual:[[0,1,1,1]]"], "--taskmap=manual:[[0,1,1,1]]: taskmap scheme"
-         " 'manual' is not supported (block, cyclic[:N])"),
+         " 'manual' is not supported by pflux (block, cyclic[:N])"),
         (["--taskmap=:1"], "--taskmap=:1: not a SCHEME[:VALUE] URI"),
     ],
 )  # fmt: skip

@@ -61,8 +61,8 @@ def test_a_pty_option_that_cannot_work_is_refused_at_submission(uri: str) -> Non
     assert "attributes.system.shell.options.pty: capture: must be true" in proc.stderr
 
 
-def test_a_pty_option_that_cannot_work_fails_the_job_naming_it(uri: str) -> None:
+def test_pty_ranks_that_are_no_idset_are_refused_at_submission_naming_them(uri: str) -> None:
     proc = pflux(uri, "run", "-o", "pty.ranks=x", "true")
     assert proc.returncode == 1
-    assert "type=exec severity=0 invalid job: attributes.system.shell.options." in proc.stderr
-    assert "pty.ranks: " in proc.stderr
+    assert 'attributes.system.shell.options.pty: ranks: idset "x": ' in proc.stderr
+    assert "invalid job" not in proc.stderr  # no job was made to fail

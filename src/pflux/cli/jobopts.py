@@ -357,8 +357,7 @@ def _per_resource(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _taskmap(uri: str) -> dict[str, str]:
     """``--taskmap=SCHEME[:VALUE]`` as flux-core writes it, if pflux can map tasks so."""
-    from pflux.errors import PfluxError
-    from pflux.shell.layout import taskmap_scheme
+    from pflux.spec.shell_options import taskmap_scheme
 
     scheme, _, value = uri.partition(":")
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
@@ -366,7 +365,7 @@ def _taskmap(uri: str) -> dict[str, str]:
     entry = {"scheme": scheme, "value": value}
     try:
         taskmap_scheme(entry)
-    except PfluxError as exc:
+    except ValueError as exc:
         bad("--taskmap", uri, str(exc))
     return entry
 

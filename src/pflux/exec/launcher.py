@@ -32,7 +32,9 @@ import sys
 import time
 
 from pflux.exec import journal, wire
-from pflux.shell import main as shell
+from pflux.shell.context import Context
+from pflux.shell.job import SPOOLED
+from pflux.shell.serve import SPAWN_CHUNK, serve
 from pflux.shell.tasks import children, set_subreaper, trim_heap
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
@@ -131,7 +133,7 @@ class LauncherServer:
         self.exec_dir = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         spool = os.path.join(directory, "spool")
         os.makedirs(spool, 0o700, exist_ok=True)
-        self.context = shell.Context(
+        self.context = Context(
             journal=self.journal,
             boot=journal.boot_id().encode(),
             devnull=self.devnull,
@@ -356,8 +358,8 @@ class LauncherServer:
         entry = self.spares.pop()
         data = wire.record(wire.SPAWN, jobid, description)
         try:
-            for start in range(0, len(data), shell.SPAWN_CHUNK):
-                entry.sock.send(data[start : start + shell.SPAWN_CHUNK])
+            for start in range(0, len(data), SPAWN_CHUNK):
+                entry.sock.send(data[start : start + SPAWN_CHUNK])
         except OSError as exc:  # the spare has died: it is reaped as spares are
             self._not_started(jobid, f"job shell: {exc.strerror}")
             return
@@ -404,7 +406,7 @@ class LauncherServer:
                     os.closerange(low, fd)
                 low = fd + 1
             os.closerange(low, MAX_FD)
-            code = shell.serve(self.context, sock)
+            code = serve(self.context, sock)
         finally:
             os._exit(code)
 
@@ -456,7 +458,7 @@ class LauncherServer:
                 self.spares.remove(entry)
             return
         del self.by_job[entry.jobid]
-        spooled = os.WIFEXITED(status) and os.WEXITSTATUS(status) == shell.SPOOLED
+        spooled = os.WIFEXITED(status) and os.WEXITSTATUS(status) == SPOOLED
         if not status or spooled:
             if spooled and not self.detached:  # it ended before job-exec resumed it
                 self.unsent += wire.record(wire.EXITED, entry.jobid, SPOOLED_EXIT)

@@ -3,40 +3,10 @@
 A shell is forked per job, and every page it writes after the fork costs a
 page fault (about 5 us here): reading a jobspec and R in the shell cost more
 than the rest of its work. So job-exec, a process that never forks, reads
-them here (about 40 us) and sends the shell a ready-made description,
-``marshal``-encoded (the launcher runs the same interpreter, and marshal
-needs no import): a tuple
-
-    (argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra, pmi)
-
-- ``argv``: the command; ``env``: the environment every task shares (the
-  jobspec's, with ``FLUX_JOB_ID``, ``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``,
-  ``PFLUX_URI``, ``FLUX_URI`` (the same) and ``PFLUX_KVS_NAMESPACE``; the shell adds
-  ``FLUX_JOB_TMPDIR``);
-- ``tasks``: per task ``(rank, local id, cpus, gpus)``: the CPUs to bind it
-  to (None: all of the instance's; ``cpu-affinity``: by default every task
-  gets all of the job's cores, as in flux-core) and its
-  ``CUDA_VISIBLE_DEVICES`` (None: left alone, ``gpu-affinity=off``);
-- ``cwd`` (None: the launcher's); ``tmpdirs``: where ``FLUX_JOB_TMPDIR``
-  may be made, best first; ``host``: the host name that notes give;
-- ``stdin``: the file each task reads its stdin from, or None for a pipe
-  the shell feeds from the job's ``input`` (``pflux.shell.input``);
-- ``stdout``, ``stderr``: ``(paths, append, label)`` for a stream written
-  to files, ``paths`` one per task (or one for all of them); for one
-  captured in the KVS, whether it is line-buffered (the shell sends whole
-  lines, so that job-exec keeps no partial one);
-- ``extra``: what only some jobs need, by name (absent when unused):
-  ``rlimit``, ``(resource, soft limit)`` pairs to set while the tasks are
-  spawned (those that differ from job-exec's, which the launcher shares);
-  ``exit-timeout``, seconds after the first task exits for the rest to
-  exit (flux-core's default 30); ``exit-on-error``, True; ``task-env``, per
-  task the variables of ``env-expand`` templates that name the task;
-  ``tmpdir-env``, the names of variables whose ``{{tmpdir}}`` the shell
-  fills in; ``ptys``, the ranks of the tasks that run on a pty
-  (``pflux.shell.terminal``);
-- ``pmi``: ``(ntasks, RFC 34 task map blocks)`` for the PMI-1 server
-  (``pflux.shell.pmi``), or None where the ``pmi`` shell option turns it off
-  or, unset, the job has one task (``pmi_enabled``).
+them here (about 40 us) and sends the shell a ready-made ``Description``
+(its fields, and how it travels, are in ``pflux.exec.wire``). PMI-1 is on
+(``pmi_enabled``) unless the ``pmi`` shell option turns it off or, unset,
+the job has one task.
 
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
@@ -57,6 +27,7 @@ from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
 from pflux.exec.shelloptions import Log, ShellOptions, shell_options
+from pflux.exec.wire import Description
 from pflux.shell.input import InputConfig, input_config
 from pflux.shell.layout import Layout, layout, targets
 from pflux.shell.output import (
@@ -69,7 +40,6 @@ from pflux.shell.output import (
 from pflux.shell.terminal import pty_ranks
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import JobspecView
-from pflux.spec.shell_options import PMI_NAMES
 
 __all__ = ["STREAMS", "Plan", "plan", "pmi_enabled"]
 
@@ -140,7 +110,7 @@ def plan(
     tmp_name = f"jobtmp-0-{fluid.f58}"
     tmpdirs = tuple(os.path.join(parent, tmp_name) for parent in tmp_parents)
     tasks = options.tasks(places, cpus)
-    extra = options.extra(env, jobid=fluid, name=name, places=places, hostname=hostname)
+    effects = options.effects(env, jobid=fluid, name=name, places=places, hostname=hostname)
     logs = options.logs(places, cpus)
     redirects = []
     files: list[tuple[tuple[str, ...], bool, bool] | bool] = []
@@ -158,14 +128,26 @@ def plan(
             files.append((paths, conf.mode == "append", conf.label))
         else:
             files.append(conf.buffer == "line")
-    if ptys:
-        extra["ptys"] = ptys
-    simple = (len(places.tasks), places.blocks) if pmi else None
-    description = (
-        argv, env, tasks, cwd, tmpdirs, hostname, stdin.path, files[0], files[1], extra, simple
-    )  # fmt: skip
+    description = Description(
+        argv=argv,
+        env=env,
+        tasks=tasks,
+        cwd=cwd,
+        tmpdirs=tmpdirs,
+        host=hostname,
+        stdin=stdin.path,
+        stdout=files[0],
+        stderr=files[1],
+        pmi=(len(places.tasks), places.blocks) if pmi else None,
+        rlimit=effects.rlimit,
+        exit_timeout=effects.exit_timeout,
+        exit_on_error=effects.exit_on_error,
+        task_env=effects.task_env,
+        tmpdir_env=effects.tmpdir_env,
+        ptys=ptys,
+    )
     return Plan(
-        marshal.dumps(description),
+        marshal.dumps(tuple(description)),  # marshal takes no tuple subclass
         places,
         config,
         stdin,
@@ -176,21 +158,15 @@ def plan(
     )
 
 
-def pmi_enabled(value: object, ntasks: int) -> bool:
-    """Whether the ``pmi`` shell option (a name, or a comma-separated list) asks for PMI-1.
+def pmi_enabled(value: str | None, ntasks: int) -> bool:
+    """Whether the ``pmi`` shell option (a name, or a comma-separated list, checked at
+    ingest by ``pflux.spec.shell_options``) asks for PMI-1.
 
     Unset, it does for a job of more than one task: a one-task MPI program
     starts as a singleton without it (MPICH's does), and the socket pair,
     polled and read to its end, is a cost every job would pay. ``off`` turns
-    it off; any other name is refused, since this shell serves no other PMI.
+    it off; every other name is this shell's simple PMI-1.
     """
     if value is None:
         return ntasks > 1
-    if not isinstance(value, str):
-        raise PfluxError("shell option pmi must be a string")
-    names = value.split(",")
-    for name in names:
-        if name not in PMI_NAMES:
-            choices = ", ".join(PMI_NAMES)
-            raise PfluxError(f"shell option pmi: unknown value '{name}' (one of {choices})")
-    return any(name != "off" for name in names)
+    return any(name != "off" for name in value.split(","))

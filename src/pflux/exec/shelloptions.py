@@ -1,7 +1,7 @@
 """The shell options job-exec applies as it plans a job: binding, limits, templates, exits.
 
 job-ingest has checked every option (``pflux.spec.shell_options``), so here
-each is turned into what the shell does with it, following flux-core's shell
+each is turned into what the shell does with it (``Effects``), following flux-core's shell
 plugins: ``cpu-affinity`` and ``gpu-affinity`` (affinity.c, gpubind.c),
 ``rlimit`` (rlimit.c), ``env-expand`` (env-expand.c and the mustache tags),
 ``exit-timeout`` and ``exit-on-error`` (doom.c), ``signal`` (signal.c, done by
@@ -19,7 +19,7 @@ from pflux.shell.output import job_tags, node_tags, render_path
 from pflux.spec import shell_options as spec
 from pflux.spec.fluid import JobID
 
-__all__ = ["LOG_DEBUG", "LOG_WARN", "Log", "ShellOptions", "shell_options"]
+__all__ = ["LOG_DEBUG", "LOG_WARN", "Effects", "Log", "ShellOptions", "shell_options"]
 
 LOG_WARN: Final = 4  # flux-core's shell log levels (syslog's)
 LOG_DEBUG: Final = 6
@@ -32,6 +32,17 @@ class Log(NamedTuple):
     level: int
     component: str | None
     message: str
+
+
+class Effects(NamedTuple):
+    """What the shell does for the job's options: the ``Description`` fields of the same
+    names (``pflux.exec.wire``)."""
+
+    rlimit: list[tuple[int, int]]
+    exit_timeout: float | None
+    exit_on_error: bool
+    task_env: list[dict[str, str]] | None
+    tmpdir_env: list[str]
 
 
 class ShellOptions(NamedTuple):
@@ -49,7 +60,9 @@ class ShellOptions(NamedTuple):
     slots: int
     slots_per_node: int
 
-    def tasks(self, places: Layout, cpus: Sequence[int]) -> list[tuple[Any, ...]]:
+    def tasks(
+        self, places: Layout, cpus: Sequence[int]
+    ) -> list[tuple[int, int, tuple[int, ...] | None, str | None]]:
         """Per task ``(rank, local id, CPUs to bind to or None, CUDA_VISIBLE_DEVICES)``."""
         everywhere = set(cpus)
         mode = self.cpu_affinity
@@ -75,7 +88,7 @@ class ShellOptions(NamedTuple):
             tasks.append((place.rank, place.local_id, bind, visible))
         return tasks
 
-    def extra(
+    def effects(
         self,
         env: MutableMapping[str, str],
         *,
@@ -83,17 +96,11 @@ class ShellOptions(NamedTuple):
         name: str,
         places: Layout,
         hostname: str,
-    ) -> dict[str, Any]:
-        """The description's ``extra`` (``pflux.exec.plan``); fills ``env`` with the
-        job-wide ``env-expand`` values."""
-        extra: dict[str, Any] = {}
-        limits = _rlimits(self.rlimit) if self.rlimit else None
-        if limits:
-            extra["rlimit"] = limits
-        if self.exit_timeout is not None:
-            extra["exit-timeout"] = self.exit_timeout
-        if self.exit_on_error:
-            extra["exit-on-error"] = True
+    ) -> Effects:
+        """What the shell does for these options (fields of the job's ``Description``);
+        fills ``env`` with the job-wide ``env-expand`` values."""
+        task_env: list[dict[str, str]] | None = None
+        tmpdir: list[str] = []
         if self.env_expand:
             tags = job_tags(jobid, name, len(places.tasks), places.nnodes)
             per_task = {k: v for k, v in self.env_expand.items() if _names_a_task(v)}
@@ -107,11 +114,14 @@ class ShellOptions(NamedTuple):
                     mine = {**tags, **node_tags(place, places, hostname)}
                     mine.update(_task_tags(place.rank, place.local_id))
                     task_env.append({k: render_path(v, mine) for k, v in per_task.items()})
-                extra["task-env"] = task_env
             tmpdir = [key for key, value in self.env_expand.items() if TMPDIR_TAG in value]
-            if tmpdir:
-                extra["tmpdir-env"] = tmpdir
-        return extra
+        return Effects(
+            _rlimits(self.rlimit) if self.rlimit else [],
+            self.exit_timeout,
+            self.exit_on_error,
+            task_env,
+            tmpdir,
+        )
 
     def logs(self, places: Layout, cpus: Sequence[int]) -> tuple[Log, ...]:
         """What the shell says about the job before it starts: rlimit warnings, ``verbose``."""

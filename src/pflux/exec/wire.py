@@ -1,4 +1,4 @@
-"""The records job-exec, the shell launcher and the job shells exchange.
+"""The records job-exec, the shell launcher and the job shells exchange, and a job's description.
 
 One layout serves every hop: a kind byte, the job id (8 bytes) and the
 payload's length (4 bytes), big-endian, then the payload. A shell sends whole
@@ -6,8 +6,8 @@ records in datagrams, straight to job-exec on a socket every shell shares.
 
 job-exec to the launcher (which passes the job's on to its shell):
 
-- ``p`` SPAWN: give the job to a shell; the payload is the shell's
-  description (``pflux.exec.plan``), which the launcher passes on as it is;
+- ``p`` SPAWN: give the job to a shell; the payload is the job's
+  ``Description`` (below), which the launcher passes on as it is;
 - ``k`` KILL: signal every task of the job (payload: the signal number in
   decimal);
 - ``t`` TERMINATE: signal the shell's whole session (job-exec's last resort);
@@ -54,15 +54,26 @@ ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when
 shells of a launcher that died rejoin it.
+
+SPAWN's payload, a job's ``Description``, is planned by job-exec
+(``pflux.exec.plan``) so that the shell, forked per job, reads no jobspec or
+R: a tuple of plain values, ``marshal``-encoded (the launcher runs the same
+interpreter, and marshal needs no import), which both ends read through the
+one definition of its fields below. The shell rebuilds it with
+``Description(*marshal.loads(payload))``.
 """
 
 from __future__ import annotations
 
+import _operator
 import _struct
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher and the shells import this: keep typing out of them
     from typing import Final
+    from typing import NamedTuple as _Fields
+else:
+    _Fields = tuple
 
 __all__ = [
     "ACK",
@@ -90,6 +101,7 @@ __all__ = [
     "STDOUT",
     "TERMINATE",
     "WINSIZE",
+    "Description",
     "Record",
     "input_record",
     "record",
@@ -126,6 +138,72 @@ ALL_RECORDS: Final = 1 << 62  # ACK's or RESUME's offset past any record: forget
 EXITED_SPOOLED: Final = -2  # EXITED's status for a shell that ended into its spool
 
 Record = tuple[bytes, int, bytes]  # (kind, job id, payload)
+
+
+class Description(_Fields):
+    """What a shell runs for one job (SPAWN's payload), as job-exec planned it.
+
+    The shell reads no option: what only some jobs need is None, or empty,
+    when unused.
+    """
+
+    argv: list[str]  # the command
+    # the environment every task shares: the jobspec's, with FLUX_JOB_ID, FLUX_JOB_SIZE,
+    # FLUX_JOB_NNODES, PFLUX_URI, FLUX_URI (the same) and PFLUX_KVS_NAMESPACE; the shell
+    # adds FLUX_JOB_TMPDIR
+    env: dict[str, str]
+    # per task (rank, local id, the CPUs to bind it to or None: all of the instance's,
+    # its CUDA_VISIBLE_DEVICES or None: left alone)
+    tasks: list[tuple[int, int, tuple[int, ...] | None, str | None]]
+    cwd: str | None  # None: the launcher's
+    tmpdirs: tuple[str, ...]  # where FLUX_JOB_TMPDIR may be made, best first
+    host: str  # the host name that notes give
+    stdin: str | None  # the file each task reads; None: a pipe fed from the job's input
+    # per stream, for one written to files (paths, one per task or one for all; append;
+    # label), or for one kept in the KVS whether it is line-buffered (whole lines are sent)
+    stdout: tuple[tuple[str, ...], bool, bool] | bool
+    stderr: tuple[tuple[str, ...], bool, bool] | bool
+    # PMI-1's (ntasks, RFC 34 task map blocks); None when the pmi option turns it off or,
+    # unset, the job has one task
+    pmi: tuple[int, tuple[tuple[int, int, int, int], ...]] | None
+    # (resource, soft limit) to set while the tasks are spawned: those that differ from
+    # job-exec's, which the launcher and its shells have
+    rlimit: list[tuple[int, int]]
+    exit_timeout: float | None  # seconds after the first task exits for the rest to exit
+    exit_on_error: bool  # a task failing is a fatal exception
+    task_env: list[dict[str, str]] | None  # per task, env-expand variables that name it
+    tmpdir_env: list[str]  # variables whose {{tmpdir}} the shell fills in
+    ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.shell.terminal)
+
+
+def _name_items(cls: type[tuple[object, ...]]) -> None:
+    """Make ``cls`` the tuple its annotations name the items of, as ``NamedTuple`` would,
+    without importing typing (which the launcher, and so every shell it forks, would carry).
+    """
+    fields = tuple(cls.__annotations__)
+    by_name = _operator.itemgetter(*fields)  # job-exec builds one per job: keep it cheap
+    usage = f"{cls.__name__} takes its fields ({', '.join(fields)}) all by position or all by name"
+
+    def new(klass: type[tuple[object, ...]], *values: object, **named: object) -> object:
+        if named:
+            if values or len(named) != len(fields):
+                raise TypeError(usage)
+            try:
+                values = by_name(named)
+            except KeyError:
+                raise TypeError(usage) from None
+        elif len(values) != len(fields):
+            raise TypeError(usage)
+        return tuple.__new__(klass, values)
+
+    cls.__new__ = new  # type: ignore[assignment]
+    cls._fields = fields  # type: ignore[attr-defined]
+    for index, name in enumerate(fields):
+        setattr(cls, name, property(_operator.itemgetter(index)))
+
+
+if not TYPE_CHECKING:  # mypy reads Description as the NamedTuple it declares
+    _name_items(Description)
 
 _pack = HEADER.pack
 _unpack = HEADER.unpack_from

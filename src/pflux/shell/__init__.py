@@ -10,6 +10,10 @@ into RFC 32 responses and the guest namespace's eventlogs.
 
 Modules: ``layout`` (pure: which task runs where, used by job-exec's plan),
 ``output`` and ``input`` (RFC 24 events and the output and input options, used
-by job-exec), ``lines`` (line buffering and labels), ``tasks`` (spawning and
-signalling processes), ``main`` (the shell itself).
+by job-exec), ``terminal`` (the ``pty`` option, read by job-exec). The shell
+itself: ``serve`` (a shell's life, job after job), ``job`` (one job's
+``Shell``), ``acklog`` (its records until acknowledged, and its spool),
+``stdin`` (feeding the tasks' stdin), ``context`` (what the launcher gives
+every shell), ``lines`` (line buffering and labels), ``tasks`` (spawning and
+signalling processes), ``pmi`` and ``pmiwire`` (the PMI-1 server).
 """

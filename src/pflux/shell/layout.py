@@ -34,11 +34,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pflux.errors import IdsetError, PfluxError, ResourceError
+from pflux.errors import IdsetError, ResourceError
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import JobspecView
+from pflux.spec.shell_options import taskmap_scheme
 
-__all__ = ["Layout", "LayoutTarget", "TaskPlace", "cpu_set", "layout", "targets", "taskmap_scheme"]
+__all__ = ["Layout", "LayoutTarget", "TaskPlace", "cpu_set", "layout", "targets"]
 
 
 class LayoutTarget(NamedTuple):
@@ -115,8 +116,10 @@ def _slots(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> list[Slot]:
 
 
 def layout(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> Layout:
-    """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules);
-    PfluxError naming the shell option if ``per-resource`` or ``taskmap`` is not usable."""
+    """Place the jobspec's tasks on R's ``nodes`` (see the module docstring for the rules).
+
+    Its ``per-resource`` and ``taskmap`` shell options were checked at ingest
+    (``pflux.spec.shell_options``): they are only read here."""
     options = jobspec.shell_options
     if not options.keys() & _PLACEMENT_OPTIONS and jobspec.ntasks == 1:
         return _one_task(jobspec, nodes)  # most jobs: nothing to spread or map
@@ -158,15 +161,12 @@ def _by_slots(jobspec: JobspecView, nodes: Sequence[LayoutTarget]) -> list[list[
     return per_node
 
 
-def _per_resource(option: object, nodes: Sequence[LayoutTarget]) -> list[list[Place]] | None:
-    """Each node's tasks by the ``per-resource`` shell option; None without it."""
+def _per_resource(option: Any, nodes: Sequence[LayoutTarget]) -> list[list[Place]] | None:
+    """Each node's tasks by the ``per-resource`` shell option (checked at ingest by
+    ``pflux.spec.shell_options``); None without it."""
     if option is None:
         return None
-    if not isinstance(option, dict) or option.get("type") not in ("node", "core"):
-        raise PfluxError('shell option per-resource: type must be "node" or "core"')
     count = option.get("count", 1)
-    if type(count) is not int or count < 1:
-        raise PfluxError("shell option per-resource: count must be an integer >= 1")
     if option["type"] == "node":
         return [[(target.cores, target.gpus)] * count for target in nodes]
     return [
@@ -174,30 +174,9 @@ def _per_resource(option: object, nodes: Sequence[LayoutTarget]) -> list[list[Pl
     ]
 
 
-def taskmap_scheme(option: object) -> tuple[str, int]:
-    """(scheme, stride) of the ``taskmap`` shell option; PfluxError if pflux cannot map so."""
-    if option is None:
-        return "block", 1
-    if not isinstance(option, dict) or not isinstance(option.get("scheme"), str):
-        raise PfluxError("shell option taskmap: must be an object with a scheme")
-    scheme, value = option["scheme"], option.get("value", "")
-    if not isinstance(value, str):
-        raise PfluxError("shell option taskmap: value must be a string")
-    if scheme == "block":
-        if value:
-            raise PfluxError(f"block taskmap does not accept a value (got {value})")
-        return scheme, 1
-    if scheme != "cyclic":
-        raise PfluxError(f"taskmap scheme {scheme!r} is not supported (block, cyclic[:N])")
-    if not value:
-        return scheme, 1
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise PfluxError(f"invalid cyclic stride: {value}")
-    return scheme, int(value)
-
-
 def _map(option: object, counts: list[int]) -> list[tuple[int, int]]:
-    """The ``taskmap`` shell option's ranks: (node, consecutive ranks) in rank order."""
+    """The ``taskmap`` shell option's ranks (node, consecutive ranks) in rank order; the
+    option was checked at ingest by the same ``taskmap_scheme``."""
     scheme, stride = taskmap_scheme(option)
     if scheme == "block":
         return [(node, count) for node, count in enumerate(counts) if count]

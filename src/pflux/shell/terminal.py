@@ -18,55 +18,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pflux.errors import IdsetError, JobspecError
 from pflux.spec.idset import IdSet
 
 __all__ = ["pty_ranks"]
 
-_OPTION = "attributes.system.shell.options.pty"
-_KEYS = ("ranks", "capture", "interactive")
-
-
-def _fail(key: str, message: str) -> JobspecError:
-    return JobspecError([(f"{_OPTION}.{key}" if key else _OPTION, message)])
-
 
 def pty_ranks(option: object, ntasks: int) -> tuple[int, ...]:
-    """The task ranks (of ``ntasks``) the ``pty`` option gives a pty; () for none."""
+    """The task ranks (of ``ntasks``) the ``pty`` option gives a pty; () for none.
+
+    The option was checked at ingest (``pflux.spec.shell_options``): it is
+    only read here.
+    """
     if option is None or option is False or option == 0:
         return ()
-    if option is True or option == 1:
+    if not isinstance(option, Mapping):  # true, or 1
         return tuple(range(ntasks))
-    if not isinstance(option, Mapping):
-        raise _fail("", f"must be true or a mapping, not {option!r}")
-    _check_flags(option)
-    if not option.get("interactive", False):
-        return _ranks(option.get("ranks", "all"), ntasks)
-    ranks = set(_ranks(option.get("ranks", "0"), ntasks))  # task 0 always, as flux-core
-    return tuple(sorted(ranks | ({0} if ntasks else set())))
-
-
-def _check_flags(option: Mapping[object, object]) -> None:
-    for key in option:
-        if key not in _KEYS:
-            raise _fail(str(key), "unknown key (expected ranks, capture or interactive)")
-    for key in ("capture", "interactive"):
-        value = option.get(key, key == "capture")
-        if not isinstance(value, (bool, int)):
-            raise _fail(key, f"must be a boolean or an integer, not {value!r}")
-    if not option.get("capture", True):
-        raise _fail("capture", "must be true: a pty's output is kept only by capturing it")
-
-
-def _ranks(ranks: object, ntasks: int) -> tuple[int, ...]:
-    if isinstance(ranks, int) and not isinstance(ranks, bool) and ranks >= 0:
-        return (ranks,) if ranks < ntasks else ()
+    interactive = option.get("interactive", False)
+    ranks = option.get("ranks", "0" if interactive else "all")
     if ranks == "all":
-        return tuple(range(ntasks))
-    if not isinstance(ranks, str):
-        raise _fail("ranks", f'must be an idset or "all", not {ranks!r}')
-    try:
-        named = IdSet.decode(ranks)
-    except IdsetError as exc:
-        raise _fail("ranks", str(exc)) from None
-    return tuple(rank for rank in named if rank < ntasks)
+        named: tuple[int, ...] = tuple(range(ntasks))
+    elif isinstance(ranks, int):
+        named = (ranks,)
+    else:
+        named = tuple(IdSet.decode(ranks))
+    chosen = {rank for rank in named if rank < ntasks}
+    if interactive and ntasks:
+        chosen.add(0)  # task 0 always, as flux-core
+    return tuple(sorted(chosen))

@@ -21,6 +21,7 @@ __all__ = [
     "cpu_map",
     "exit_timeout",
     "signal_option",
+    "taskmap_scheme",
 ]
 
 AFFINITY_MODES: Final = ("on", "off", "per-task")
@@ -223,21 +224,32 @@ def _pmi(value: Any) -> str | None:
     return None
 
 
-def _taskmap(value: Any) -> str | None:
-    """``{scheme, value}`` as ``--taskmap`` writes it: block, or cyclic with a stride."""
+def taskmap_scheme(value: Any) -> tuple[str, int]:
+    """(scheme, stride) of the ``taskmap`` option, ``{scheme, value}`` as ``--taskmap`` writes
+    it (None: block): block, or cyclic with a stride; ValueError naming the problem."""
+    if value is None:
+        return "block", 1
     if not isinstance(value, Mapping) or not isinstance(value.get("scheme"), str):
-        return "must be an object with a scheme"
+        raise ValueError("must be an object with a scheme")
     scheme, stride = value["scheme"], value.get("value", "")
     if not isinstance(stride, str):
-        return "value must be a string"
+        raise ValueError("value must be a string")
     if scheme in TASKMAP_UNSUPPORTED:
-        return f"taskmap scheme '{scheme}' is not supported by pflux (block, cyclic[:N])"
+        raise ValueError(f"taskmap scheme '{scheme}' is not supported by pflux (block, cyclic[:N])")
     if scheme not in TASKMAP_SCHEMES:
-        return f"unknown taskmap scheme '{scheme}' (block, cyclic[:N])"
+        raise ValueError(f"unknown taskmap scheme '{scheme}' (block, cyclic[:N])")
     if scheme == "block" and stride:
-        return f"block taskmap does not accept a value (got {stride})"
+        raise ValueError(f"block taskmap does not accept a value (got {stride})")
     if stride and not (stride.isascii() and stride.isdigit() and int(stride) >= 1):
-        return f"invalid cyclic stride: {stride}"
+        raise ValueError(f"invalid cyclic stride: {stride}")
+    return scheme, int(stride or 1)
+
+
+def _taskmap(value: Any) -> str | None:
+    try:
+        taskmap_scheme(value)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -260,13 +272,31 @@ def _pty(value: Any) -> str | None:
         if key in ("interactive", "capture"):
             why = None if isinstance(item, (bool, int)) else "must be a boolean or an integer"
         elif key == "ranks":
-            why = None if _is_int(item) or isinstance(item, str) else 'must be an idset or "all"'
+            why = _pty_ranks(item)
         else:
             why = "unknown key (expected ranks, capture or interactive)"
         if why is not None:
             return f"{key}: {why}"
     if not value.get("capture", True):
         return "capture: must be true: a pty's output is kept only by capturing it"
+    return None
+
+
+def _pty_ranks(value: Any) -> str | None:
+    """``pty.ranks``: one task rank, an idset of them, or ``all``."""
+    if _is_int(value):
+        return None if value >= 0 else 'must be an idset or "all"'
+    if not isinstance(value, str):
+        return 'must be an idset or "all"'
+    if value == "all":
+        return None
+    from pflux.errors import IdsetError
+    from pflux.spec.idset import IdSet
+
+    try:
+        IdSet.decode(value)
+    except IdsetError as exc:
+        return str(exc)
     return None
 
 

@@ -19,7 +19,8 @@ import pytest
 from pflux.exec import journal, wire
 from pflux.exec.launcher import SPARES_KEPT
 from pflux.exec.service import LAUNCHER_RESTARTS
-from pflux.shell.main import DATAGRAM, WINDOW
+from pflux.shell.acklog import DATAGRAM
+from pflux.shell.job import WINDOW
 from pflux.spec.eventlog import parse
 from support.procs import children, pidfd_wait
 from support.shells import description

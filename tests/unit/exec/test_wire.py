@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import marshal
+import subprocess
+import sys
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,3 +52,37 @@ def test_split_reads_a_bytearray_that_is_then_cut() -> None:
     del buffer[:used]  # the view split used is released
     assert records == [(wire.STARTED, 1, b"")]
     assert len(buffer) == 5
+
+
+WRONG = {name: 0 for name in wire.Description._fields[1:]} | {"args": 0}
+
+
+def test_a_description_names_its_fields_and_travels_as_a_plain_tuple() -> None:
+    values = {name: index for index, name in enumerate(wire.Description._fields)}
+    described = wire.Description(**values)
+    assert described == wire.Description(*range(len(values)))
+    assert (described.argv, described.pmi, described.ptys) == (0, 9, 15)
+    read = wire.Description(*marshal.loads(marshal.dumps(tuple(described))))
+    assert read == described
+    assert read.tmpdir_env == values["tmpdir_env"]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [((1, 2), {}), (tuple(range(17)), {}), ((1,), {"env": 2}), ((), {"argv": 1}), ((), WRONG)],
+)
+def test_a_description_with_fields_missing_or_too_many_is_refused(
+    args: tuple[int, ...], kwargs: dict[str, int]
+) -> None:
+    with pytest.raises(TypeError, match=r"^Description takes its fields \(argv, env, .*, ptys\)"):
+        wire.Description(*args, **kwargs)
+
+
+def test_the_launcher_and_its_shells_import_no_typing() -> None:
+    """Every shell is forked from the launcher: what it imports, each shell copies."""
+    code = (
+        "import sys; from pflux.exec.launcher import main; import pflux.shell.serve;"
+        " print(sorted(m for m in ('typing', 'collections', 'enum') if m in sys.modules))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout == "[]\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.errors import PfluxError, ResourceError
+from pflux.errors import ResourceError
 from pflux.shell.layout import LayoutTarget, cpu_set, layout, targets
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
@@ -201,25 +201,6 @@ def test_block_is_the_default_and_takes_no_value() -> None:
         JobspecView(from_command(["true"], num_tasks=4, num_nodes=2)), resources(TWO_NODES)
     )
     assert block.taskmap()["map"] == [[0, 2, 2, 1]]
-    with pytest.raises(PfluxError, match=r"block taskmap does not accept a value \(got 2\)"):
-        layout(
-            with_options(jobspec, taskmap={"scheme": "block", "value": "2"}), resources(TWO_NODES)
-        )
-
-
-@pytest.mark.parametrize(
-    ("option", "message"),
-    [
-        ({"scheme": "manual", "value": "[[0,2,1,1]]"}, "taskmap scheme 'manual' is not supported"),
-        ({"scheme": "cyclic", "value": "0"}, "invalid cyclic stride: 0"),
-        ({"scheme": "cyclic", "value": "x"}, "invalid cyclic stride: x"),
-        ("cyclic", "shell option taskmap: must be an object with a scheme"),
-    ],
-)
-def test_taskmaps_pflux_cannot_follow_are_refused(option: Any, message: str) -> None:
-    jobspec = with_options(from_command(["true"], num_tasks=2), taskmap=option)
-    with pytest.raises(PfluxError, match=message):
-        layout(jobspec, resources({0: [0, 1]}))
 
 
 def test_tasks_per_node_runs_count_tasks_on_every_node_with_its_cores() -> None:
@@ -246,19 +227,6 @@ def test_tasks_per_core_runs_count_tasks_on_every_core() -> None:
     placed = layout(jobspec, resources({0: [1, 2, 5]}))
     assert [t.cores for t in placed.tasks] == [(1,), (1,), (2,), (2,), (5,), (5,)]
     assert placed.per_node == (6,)
-
-
-@pytest.mark.parametrize(
-    ("option", "message"),
-    [
-        ({"type": "socket", "count": 1}, 'type must be "node" or "core"'),
-        ({"type": "node", "count": 0}, "count must be an integer >= 1"),
-    ],
-)
-def test_a_bad_per_resource_is_refused(option: Any, message: str) -> None:
-    jobspec = with_options(from_command(["true"]), **{"per-resource": option})
-    with pytest.raises(PfluxError, match=f"shell option per-resource: {message}"):
-        layout(jobspec, resources({0: [0]}))
 
 
 @settings(max_examples=60, deadline=None)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.exec import wire
-from pflux.shell.main import _Log
+from pflux.shell.acklog import AckLog
 
 OPS = st.lists(
     st.one_of(
@@ -36,7 +36,7 @@ def test_what_is_sent_is_the_record_stream_from_where_job_exec_asked(
     ops: list[tuple[str, float]],
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        log = _Log(os.path.join(tmp, "spool"))
+        log = AckLog(os.path.join(tmp, "spool"))
         stream = b""  # every record made, in order
         bounds = [0]  # offsets where records begin
         detached = False

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from pflux.exec import journal, wire
-from pflux.shell import main as shell
+from pflux.shell import serve, tasks
+from pflux.shell.context import Context
+from pflux.shell.job import TRIM_AFTER
 from support.shells import description
 
 JOB = 1 << 24
@@ -34,7 +36,7 @@ class Forked:
         self.records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         journal_fd = os.open(tmp / "journal", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         (tmp / "spool").mkdir()
-        context = shell.Context(
+        context = Context(
             journal=journal_fd,
             boot=journal.boot_id().encode(),
             devnull=os.open(os.devnull, os.O_RDONLY),
@@ -51,7 +53,7 @@ class Forked:
             try:
                 self.link.close()
                 self.records.close()
-                code = shell.serve(context, theirs)
+                code = serve.serve(context, theirs)
             finally:
                 os._exit(code)
         for fd in (journal_fd, context.devnull):
@@ -62,18 +64,19 @@ class Forked:
     def job(self, jobid: int, script: str | list[str], **changes: object) -> bytes:
         """The description of a job running ``sh -c script`` (or argv), with fields changed."""
         argv = ["sh", "-c", script] if isinstance(script, str) else script
-        fields = list(marshal.loads(description(jobid, argv, self.tmp)))
+        planned = wire.Description(*marshal.loads(description(jobid, argv, self.tmp)))
+        fields = dict(zip(wire.Description._fields, planned, strict=True))
         if "cwd" in changes:
-            fields[3] = changes["cwd"]
+            fields["cwd"] = changes["cwd"]
         if "path" in changes:
-            fields[1]["PATH"] = changes["path"]
+            planned.env["PATH"] = str(changes["path"])
         if "cpus" in changes:
-            fields[2] = [(*task[:2], changes["cpus"], task[3]) for task in fields[2]]
+            fields["tasks"] = [(*task[:2], changes["cpus"], task[3]) for task in planned.tasks]
         if "output" in changes:
-            fields[7] = ((changes["output"],), False, False)
+            fields["stdout"] = ((changes["output"],), False, False)
         if "error" in changes:
-            fields[8] = ((changes["error"],), False, False)
-        return marshal.dumps(tuple(fields))
+            fields["stderr"] = ((changes["error"],), False, False)
+        return marshal.dumps(tuple(wire.Description(**fields)))
 
     def run(self, jobid: int, description: bytes, *sent: bytes) -> list[wire.Record]:
         """SPAWN the job, send ``sent`` after it, and return its records up to EXITED."""
@@ -183,7 +186,7 @@ def test_what_comes_for_the_job_before_is_ignored(forked: Forked) -> None:
 
 
 def test_a_shell_exits_after_its_last_job(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(shell, "JOBS_PER_SHELL", 1)  # before the fork: the shell's limit
+    monkeypatch.setattr(serve, "JOBS_PER_SHELL", 1)  # before the fork: the shell's limit
     forked = Forked(tmp_path)
     got = forked.run(JOB, forked.job(JOB, "true"))
     forked.link.send(wire.record(wire.ACK, JOB, b"%d" % size(JOB, got)))
@@ -197,12 +200,12 @@ def test_a_shell_gives_back_its_heap_after_much_output(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     trimmed = tmp_path / "trimmed"
-    monkeypatch.setattr(shell.proc, "trim_heap", trimmed.touch)  # in the fork
+    monkeypatch.setattr(tasks, "trim_heap", trimmed.touch)  # in the fork
     forked = Forked(tmp_path)
     small = forked.run(JOB, forked.job(JOB, "echo small"))
     forked.done(JOB, small)
     assert not trimmed.exists()
-    script = f"head -c {shell.TRIM_AFTER + 1} /dev/zero | tr '\\0' x"
+    script = f"head -c {TRIM_AFTER + 1} /dev/zero | tr '\\0' x"
     got = []
     forked.link.send(wire.record(wire.SPAWN, JOB + 1, forked.job(JOB + 1, script)))
     while not got or got[-1][0] != wire.EXITED:  # acknowledged as it comes: the window

@@ -1,22 +1,15 @@
-"""The job shell: a process forked by the launcher that runs one job's tasks at a time.
+"""One job's shell (``Shell``): it starts the job's tasks, relays what they write, reports.
 
-Every page a shell writes after the fork costs a page fault (about 5 us
-here), so it does only what is particular to its job: job-exec plans it
-(``pflux.exec.plan``), and the shell has no broker connection, no asyncio
-and no logging. It gets its job (SPAWN), signals, acknowledgements and
-standard input from the launcher on a socket of its own, and sends job-exec
-its ``pflux.exec.wire`` records in datagrams on a socket every shell
-inherits. ``serve`` runs job after job: spawn the tasks, send STARTED (held
-up to ``START_HOLD`` for company, so a short job costs job-exec one message),
-relay output, send EXITED, wait for the last ACK, put the process back, say
-DONE; exit after ``JOBS_PER_SHELL`` jobs or when it cannot put everything
-back (0, or ``SPOOLED``).
-
-``_Log`` keeps every record until job-exec acknowledges it, at most
-``WINDOW`` bytes ahead, and spools to ``exec/spool/<job id>`` while no
-job-exec is there; a shell whose launcher died rejoins the next on
-``exec/sock`` (REJOIN). The steps and the reasons are in
-``docs/architecture.md``, "The job shell" and "Execution across a crash".
+``Shell.run`` spawns the tasks of a ``Description`` (``pflux.exec.wire``),
+sends STARTED (held up to ``START_HOLD`` for company, so a short job costs
+job-exec one message), relays output, feeds stdin (``pflux.shell.stdin``),
+passes signals on, serves PMI-1 (``pflux.shell.pmi``, imported when a task
+first asks), sends EXITED and waits for the last ACK; ``reset`` puts the
+process back for the next job. Records are kept until acknowledged
+(``pflux.shell.acklog``), at most ``WINDOW`` bytes ahead; a shell whose
+launcher died rejoins the next on ``exec/sock`` (REJOIN). The steps and the
+reasons are in ``docs/architecture.md``, "The job shell" and "Execution
+across a crash".
 """
 
 from __future__ import annotations
@@ -31,28 +24,29 @@ import time
 
 from pflux.errors import PfluxError
 from pflux.exec import journal, wire
+from pflux.exec.wire import Description
 from pflux.shell import tasks as proc
+from pflux.shell.acklog import DATAGRAM, AckLog, write_all
+from pflux.shell.context import warn
 from pflux.shell.lines import LineBuffer, label
+from pflux.shell.stdin import StdinFeeder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it
     import signal as _signal
     from _socket import socket
     from typing import Any, Final
+
+    from pflux.shell.context import Context
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-__all__ = ["Context", "Shell", "serve", "warn"]
+__all__ = ["SPOOLED", "TRIM_AFTER", "WINDOW", "Shell"]
 
 READ_SIZE: Final = 65536
-DATAGRAM: Final = 65536  # records are sent in datagrams of about this size at most
-SPAWN_CHUNK: Final = 65536  # the launcher sends a job's description in datagrams of this size
 FROM_LAUNCHER: Final = 1 << 17  # more than any record the launcher passes on
 WINDOW: Final = 1 << 22  # bytes sent and not acknowledged before the shell stops reading
-INPUT_HELD_MAX: Final = 1 << 25  # stdin bytes a task may leave unread (flux-core: 32M)
-_IDLE: Final = os.sched_param(0)
 START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module docstring)
-JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
 TRIM_AFTER: Final = 1 << 20  # record bytes of a job after which a shell gives its heap back
 REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
 REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
@@ -60,56 +54,11 @@ SPOOLED: Final = 3  # the exit code of a shell that left its last records in its
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
 _IN: Final = select.POLLIN
 _OUT: Final = select.POLLOUT
-_SPOOL_HEADER: Final = 8  # the spool's first bytes: the offset of its first record
 _DONTWAIT: Final = _socket.MSG_DONTWAIT  # per send: the records socket is every shell's
 _FD_SIZE: Final = 4
 _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 _SOL_SOCKET: Final = _socket.SOL_SOCKET
 _SCM_RIGHTS: Final = _socket.SCM_RIGHTS
-
-
-class Context:
-    """What the launcher gives every shell it forks, made once, before any fork."""
-
-    __slots__ = (
-        "boot",
-        "cpus",
-        "cwd",
-        "devnull",
-        "exec_dir",
-        "journal",
-        "path",
-        "records",
-        "spool",
-    )
-
-    def __init__(
-        self,
-        *,
-        journal: int,
-        boot: bytes,
-        devnull: int,
-        cpus: tuple[int, ...],
-        cwd: str,
-        path: str | None,
-        records: socket,
-        spool: str,
-        exec_dir: int,
-    ) -> None:
-        self.records = records  # the datagram socket every shell sends job-exec its records on
-        self.journal = journal  # the journal, open for appending
-        self.boot = boot  # the boot id its records carry
-        self.devnull = devnull  # stdin for tasks of a job whose input is closed
-        self.cpus = cpus  # the CPUs the shell may use, and tasks not bound elsewhere
-        self.cwd = cwd  # the launcher's working directory, a shell's between jobs
-        self.path = path  # the launcher's PATH
-        self.spool = spool  # the directory spool files go in
-        self.exec_dir = exec_dir  # a descriptor of the directory of exec/sock (any path length)
-
-
-def warn(message: str) -> None:
-    """Tell the instance owner (a shell's stderr is the broker's)."""
-    sys.stderr.write(f"pflux-shell: {message}\n")
 
 
 class _Failed(PfluxError):
@@ -133,140 +82,6 @@ class _Pipe:
         self.prefix = b"%d: " % rank
 
 
-class _Input:
-    """A task's stdin pipe: what the job's input holds for it and the task has not read."""
-
-    __slots__ = ("eof", "fd", "held", "midline", "polling", "ready", "tty")
-
-    def __init__(self, fd: int, tty: bool = False) -> None:
-        self.fd = fd
-        self.held = bytearray()
-        self.eof = False
-        self.polling = False  # waiting for the pipe to take more
-        self.ready = False  # made non-blocking (most jobs are never sent input)
-        self.tty = tty  # a pty's master: the end is typed, not a close
-        self.midline = False  # a tty's last input did not end a line
-
-
-class _Log:
-    """Every record the shell has made and job-exec has not acknowledged, from ``acked`` on.
-
-    Offsets count record bytes from the job's first record. Records live in
-    memory (``mem``, from ``mem_base``) or, once job-exec has gone away, in
-    the spool file (from ``spool_base`` to ``spool_end``), which then comes
-    first: what the shell makes while a spool exists goes to its end, so the
-    records stay in order however often job-exec comes and goes.
-    """
-
-    __slots__ = (
-        "acked",
-        "cursor",
-        "end",
-        "mem",
-        "mem_base",
-        "path",
-        "sent",
-        "spool",
-        "spool_base",
-        "spool_end",
-    )
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.mem: list[bytes] = []
-        self.mem_base = 0
-        self.cursor = 0  # the first record of ``mem`` not sent (when sending from memory)
-        self.end = 0  # the offset after the last record made
-        self.sent = 0  # the offset after the last record sent
-        self.acked = 0
-        self.spool = -1
-        self.spool_base = 0
-        self.spool_end = 0
-
-    def add(self, data: bytes, *, spooling: bool) -> None:
-        if spooling or self.spool >= 0:
-            self._spool(data)
-        else:
-            self.mem.append(data)
-        self.end += len(data)
-
-    def _spool(self, data: bytes) -> None:
-        if self.spool < 0:
-            flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC
-            self.spool = os.open(self.path, flags, 0o600)
-            self.spool_base = self.spool_end = self.mem_base
-            _write_all(self.spool, self.spool_base.to_bytes(_SPOOL_HEADER, "big"))
-        if self.mem:  # what memory held comes first
-            held, self.mem, self.cursor = b"".join(self.mem), [], 0
-            _write_all(self.spool, held)
-            self.spool_end += len(held)
-        _write_all(self.spool, data)
-        self.spool_end += len(data)
-        self.mem_base = self.spool_end
-
-    def spool_all(self) -> None:
-        """Move what memory holds to the spool (job-exec is gone)."""
-        if self.mem:
-            self._spool(b"")
-
-    def ack(self, offset: int) -> None:
-        """Records up to ``offset`` are in the KVS: forget them."""
-        if offset <= self.acked:
-            return
-        self.acked = min(offset, self.end)
-        self.sent = max(self.sent, self.acked)
-        mem = self.mem
-        drop = 0
-        base = self.mem_base
-        while drop < len(mem) and base + len(mem[drop]) <= self.acked:
-            base += len(mem[drop])
-            drop += 1
-        if drop:
-            del mem[:drop]
-            self.mem_base = base
-            self.cursor = max(0, self.cursor - drop)
-        if self.spool >= 0 and self.acked >= self.spool_end:
-            self.drop_spool()
-
-    def rewind(self, offset: int) -> None:
-        """Send again from ``offset`` (a new job-exec lacks what follows it)."""
-        self.ack(offset)
-        self.sent = self.acked
-        self.cursor = 0  # memory now begins at what was acknowledged, or is empty
-
-    def drop_spool(self) -> None:
-        if self.spool >= 0:
-            os.close(self.spool)
-            self.spool = -1
-            _unlink(self.path)
-
-    def chunk(self) -> tuple[bytes, int]:
-        """(the next whole records to send, about a datagram's worth, from ``sent``;
-        how many of them are memory's, for ``advance``)."""
-        start = self.sent
-        if self.spool >= 0 and start < self.spool_end:
-            position = start - self.spool_base + _SPOOL_HEADER
-            data = os.pread(self.spool, min(DATAGRAM, self.spool_end - start), position)
-            _, used = wire.split(data)
-            if not used:  # one record larger than a datagram
-                _, _, length = wire.HEADER.unpack_from(data)
-                data = os.pread(self.spool, wire.HEADER.size + length, position)
-                used = len(data)
-            return data[:used], 0
-        mem = self.mem
-        index = stop = self.cursor
-        size = 0
-        while stop < len(mem) and (stop == index or size + len(mem[stop]) <= DATAGRAM):
-            size += len(mem[stop])
-            stop += 1
-        return (mem[index] if stop == index + 1 else b"".join(mem[index:stop])), stop - index
-
-    def advance(self, data: bytes, records: int) -> None:
-        """``data``, of which ``records`` of memory's, is sent."""
-        self.sent += len(data)
-        self.cursor += records
-
-
 class Shell:
     """One job's shell; ``run()`` returns its exit code."""
 
@@ -280,9 +95,9 @@ class Shell:
         "exit_on_error",
         "exit_timeout",
         "failure",
+        "feeder",
         "files",
         "host",
-        "inputs",
         "jobid",
         "log",
         "masters",
@@ -311,7 +126,7 @@ class Shell:
         self.ctx = ctx
         self.sock = sock  # the shell's end of its socket pair with the launcher
         self.host = ""
-        self.log = _Log(f"{ctx.spool}/{jobid}")
+        self.log = AckLog(f"{ctx.spool}/{jobid}")
         self.pending = 0  # bytes made since the last send
         self.poller = select.poll()
         self.pipes: dict[int, _Pipe] = {}
@@ -319,7 +134,7 @@ class Shell:
         # their masters, open until every task is reaped: closing one hangs up its
         # terminal, and SIGHUP would reach a task between its last close and its exit
         self.masters: list[int] = []
-        self.inputs: dict[int, _Input] = {}  # task rank -> its stdin pipe
+        self.feeder = StdinFeeder(jobid, self.poller)  # the tasks' stdin pipes
         self.stdin_file: str | None = None
         self.pidfds: dict[int, int] = {}  # pidfd -> pid, until the task is reaped
         self.ranks: dict[int, int] = {}  # pid -> task rank
@@ -347,7 +162,7 @@ class Shell:
     def run(self, description: bytes) -> int:
         try:
             self._record()
-            self._start(marshal.loads(description))
+            self._start(Description(*marshal.loads(description)))
         except _Failed as exc:
             self.failure = exc.with_traceback(None)  # no cycle through this frame to leak
             self._kill_all(_signal.SIGKILL)
@@ -383,7 +198,7 @@ class Shell:
         for master in self.masters:
             os.close(master)
         self.masters.clear()
-        self._close_inputs()
+        self.feeder.close_all()
         self._close_outputs()
         for fd in list(self.pmi_fds):
             self._pmi_close(fd)
@@ -411,7 +226,7 @@ class Shell:
                 self.waiting_out = False
                 self._flush()
             else:
-                self._write_input(fd)
+                self.feeder.writable(fd)
 
     def _finish(self) -> bool:
         """Wait until job-exec has everything in the KVS, or leave it in the spool (True)."""
@@ -453,14 +268,17 @@ class Shell:
         except OSError as exc:
             raise _Failed(f"cannot record the job shell: {exc.strerror}", 1) from None
 
-    def _start(self, description: tuple[Any, ...]) -> None:
+    def _start(self, job: Description) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
-        argv, env, tasks, cwd, tmpdirs, host, stdin, stdout, stderr, extra, pmi = description
-        self.ptys = extra.get("ptys", ())
-        self.host = host
-        self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(tasks))
-        env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(tmpdirs)
-        task_envs = self._options(argv, env, extra)
+        env = job.env
+        argv = job.argv
+        pmi = job.pmi
+        self.ptys = job.ptys
+        self.host = host = job.host
+        self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(job.tasks))
+        env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(job.tmpdirs)
+        task_envs = self._options(job)
+        cwd = job.cwd
         if cwd is not None:
             try:
                 os.chdir(cwd)
@@ -468,16 +286,16 @@ class Shell:
                 raise _Failed(
                     f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
                 ) from None
-        self._open_outputs([stdout, stderr])
-        if stdin is not None:  # one error before any task starts, as flux-core gives
-            self.stdin_file = stdin
+        self._open_outputs([job.stdout, job.stderr])
+        if job.stdin is not None:  # one error before any task starts, as flux-core gives
+            self.stdin_file = job.stdin
             os.close(self._stdin(-1)[0])
         path = env.get("PATH")
         if path is not None and path != self.ctx.path:
             os.putenv("PATH", path)  # posix_spawnp searches the caller's PATH
-        limits = extra.get("rlimit")
-        saved = _set_limits(limits) if limits else ()
+        saved = _set_limits(job.rlimit) if job.rlimit else ()
         bound = None  # the shell stays where its last task is: its work is the job's
+        tasks = job.tasks
         last = len(tasks) - 1
         try:
             for index, (rank, local_id, cpus, gpus) in enumerate(tasks):
@@ -501,19 +319,17 @@ class Shell:
             if saved:
                 _set_limits(saved)  # the limits are the job's tasks', not the shell's
 
-    def _options(
-        self, argv: list[str], env: dict[str, str], extra: dict[str, Any]
-    ) -> list[dict[str, str]] | None:
+    def _options(self, job: Description) -> list[dict[str, str]] | None:
         """Take the job's exit options; fill in ``{{tmpdir}}``; the tasks' own variables."""
-        task_envs: list[dict[str, str]] | None = extra.get("task-env")
-        tmpdir = env["FLUX_JOB_TMPDIR"]
-        for key in extra.get("tmpdir-env", ()):
-            for values in (env, *(task_envs or ())):
+        task_envs = job.task_env
+        tmpdir = job.env["FLUX_JOB_TMPDIR"]
+        for key in job.tmpdir_env:
+            for values in (job.env, *(task_envs or ())):
                 if key in values:
                     values[key] = values[key].replace("{{tmpdir}}", tmpdir)
-        self.argv0 = argv[0].rpartition("/")[2]
-        self.exit_timeout = extra.get("exit-timeout")
-        self.exit_on_error = extra.get("exit-on-error", False)
+        self.argv0 = job.argv[0].rpartition("/")[2]
+        self.exit_timeout = job.exit_timeout
+        self.exit_on_error = job.exit_on_error
         return task_envs
 
     def _pmi_connect(self, rank: int, size: int, env: dict[str, str]) -> int:
@@ -611,7 +427,7 @@ class Shell:
                 os.close(ends[stream])
         self._started(pid, rank)
         if feeder >= 0:
-            self.inputs[rank] = _Input(feeder)
+            self.feeder.add(rank, feeder)
         for reader, stream, file, line in readers:
             tag = _STREAMS[stream] + rank.to_bytes(4, "big")
             self.pipes[reader] = _Pipe(tag, file, rank, line)
@@ -636,7 +452,7 @@ class Shell:
                 os.close(stdin)
         self._started(pid, rank)
         if stdin < 0:
-            self.inputs[rank] = _Input(os.dup(master), tty=True)
+            self.feeder.add(rank, os.dup(master), tty=True)
         self.masters.append(master)
         # what a terminal shows is sent as it comes (a prompt ends no line)
         tag = _STREAMS[0] + rank.to_bytes(4, "big")
@@ -674,7 +490,7 @@ class Shell:
             if pipe.file < 0:
                 self._emit(wire.OUTPUT, pipe.tag + chunk)
             else:
-                _write_all(pipe.file, label(pipe.prefix, chunk))
+                write_all(pipe.file, label(pipe.prefix, chunk))
             return
         rest = pipe.buffer.rest()
         if pipe.file < 0:
@@ -682,7 +498,7 @@ class Shell:
                 self._emit(wire.OUTPUT, pipe.tag + rest)
             self._emit(wire.EOF, pipe.tag)
         elif rest:
-            _write_all(pipe.file, label(pipe.prefix, rest))
+            write_all(pipe.file, label(pipe.prefix, rest))
         if not self.paused:
             self.poller.unregister(fd)
         if fd not in self.masters:
@@ -765,7 +581,7 @@ class Shell:
             elif kind == wire.ACK:
                 self._acked(int(payload))
             elif kind == wire.INPUT:
-                self._input(payload)
+                self.feeder.receive(payload)
             elif kind == wire.WINSIZE:
                 self._winsize(payload)
             elif kind == wire.RESUME:
@@ -833,77 +649,6 @@ class Shell:
     def _kill_all(self, signum: int) -> None:
         for pid in self.pidfds.values():
             proc.signal_task(pid, signum)
-
-    # --- standard input ---------------------------------------------------------------
-
-    def _input(self, payload: bytes) -> None:
-        """Data (or the end) of the job's input for some tasks, or all of them."""
-        eof = payload[:1] == wire.INPUT_EOF
-        count = int.from_bytes(payload[1:5], "big")
-        start = 5 + 4 * count
-        data = payload[start:]
-        if count:
-            ranks = [int.from_bytes(payload[i : i + 4], "big") for i in range(5, start, 4)]
-            targets = [self.inputs[rank] for rank in ranks if rank in self.inputs]
-        else:
-            targets = list(self.inputs.values())
-        for target in targets:
-            if target.eof:
-                continue
-            target.held += data
-            target.eof = eof
-            if target.tty:  # a terminal's end of input: one EOF character on a new line
-                target.midline = not data.endswith(b"\n") if data else target.midline
-                if eof:
-                    target.held += b"\x04\x04" if target.midline else b"\x04"
-            if len(target.held) > INPUT_HELD_MAX:
-                warn(f"job {self.jobid}: a task left too much input unread; closing its stdin")
-                target.held.clear()
-                target.eof = True
-            self._feed(target)
-
-    def _write_input(self, fd: int) -> None:
-        """A task's stdin pipe can take more."""
-        target = next((t for t in self.inputs.values() if t.fd == fd), None)
-        if target is not None:
-            self._feed(target)
-
-    def _feed(self, target: _Input) -> None:
-        """Give a task what it has not read of its input; close it at the end."""
-        if target.fd < 0:
-            return
-        if not target.ready:
-            target.ready = True
-            os.set_blocking(target.fd, False)
-        try:
-            while target.held:
-                n = os.write(target.fd, target.held)
-                del target.held[:n]
-        except BlockingIOError:
-            if not target.polling:
-                target.polling = True
-                self.poller.register(target.fd, _OUT)
-            return
-        except OSError:  # the task closed its stdin, or exited
-            target.held.clear()
-            target.eof = True
-        if target.polling:
-            target.polling = False
-            self.poller.unregister(target.fd)
-        if target.eof:
-            self._close_input(target)
-
-    def _close_input(self, target: _Input) -> None:
-        if target.fd >= 0:
-            if target.polling:
-                target.polling = False
-                self.poller.unregister(target.fd)
-            os.close(target.fd)
-            target.fd = -1
-
-    def _close_inputs(self) -> None:
-        for target in self.inputs.values():
-            self._close_input(target)
 
     # --- reporting --------------------------------------------------------------------
 
@@ -1035,85 +780,3 @@ def _set_limits(limits: list[tuple[int, int]]) -> list[tuple[int, int]]:
             continue
         saved.append((number, old))
     return saved
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return
-
-
-def serve(ctx: Context, sock: socket) -> int:
-    """Be a shell: lead a session, then run the jobs the launcher gives; the exit code.
-
-    The launcher forks shells ahead of need, so that a job waits for one
-    ``send`` rather than for a fork, and gives a shell that says DONE its next
-    job. A shell whose socket ends while it waits (the launcher retires it, or
-    is gone) exits with 0.
-    """
-    os.setsid()
-    if not proc.set_subreaper():
-        warn("cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER)")
-    ran = 0
-    while (job := _next_job(sock)) is not None:
-        shell = Shell(job[0], ctx, sock)
-        try:
-            code = shell.run(job[1])
-        except BaseException as exc:  # a shell must end here, whatever happened
-            _crashed(shell, exc)
-            raise
-        ran += 1
-        if code or ran == JOBS_PER_SHELL or not shell.reset():
-            break
-        try:
-            sock.send(wire.record(wire.DONE, shell.jobid))
-        except OSError:
-            return 0  # the launcher is gone: nobody would give another job
-    else:
-        return 0
-    # The job is over and reported: tearing this process down is nobody's wait, so it
-    # runs only when the CPUs have nothing better to do.
-    os.sched_setscheduler(0, os.SCHED_IDLE, _IDLE)
-    return code
-
-
-def _next_job(sock: socket) -> tuple[int, bytes] | None:
-    """(job id, description) of the next SPAWN; None when the socket ends first."""
-    try:
-        while True:
-            data = sock.recv(SPAWN_CHUNK)
-            if not data:
-                return None
-            if len(data) < wire.HEADER.size:
-                continue
-            kind, jobid, length = wire.HEADER.unpack_from(data)
-            if kind != wire.SPAWN:
-                continue  # for the job before, passed on before the launcher heard it was done
-            while len(data) < wire.HEADER.size + length:  # a large description comes in pieces
-                more = sock.recv(SPAWN_CHUNK)
-                if not more:
-                    return None
-                data += more
-            return jobid, data[wire.HEADER.size :]
-    except OSError:
-        return None
-
-
-def _crashed(shell: Shell, exc: BaseException) -> None:
-    """The shell failed: say so, then die by SIGKILL, so that the launcher kills its tasks."""
-    try:
-        import traceback
-
-        warn(f"job shell for job {shell.jobid} failed:")
-        traceback.print_exception(exc)
-        note = f"job shell failed: {exc!r}".encode()
-        shell.ctx.records.send(wire.record(wire.EXCEPTION, shell.jobid, note), _DONTWAIT)
-    finally:
-        os.kill(os.getpid(), _signal.SIGKILL)

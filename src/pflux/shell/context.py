@@ -1,0 +1,59 @@
+"""What the launcher gives every job shell it forks (``Context``), and the shells' warnings.
+
+Made once in the launcher, before any fork, so a shell copies it rather than
+building it per job.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
+if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it
+    from _socket import socket
+
+__all__ = ["Context", "warn"]
+
+
+class Context:
+    """What the launcher gives every shell it forks, made once, before any fork."""
+
+    __slots__ = (
+        "boot",
+        "cpus",
+        "cwd",
+        "devnull",
+        "exec_dir",
+        "journal",
+        "path",
+        "records",
+        "spool",
+    )
+
+    def __init__(
+        self,
+        *,
+        journal: int,
+        boot: bytes,
+        devnull: int,
+        cpus: tuple[int, ...],
+        cwd: str,
+        path: str | None,
+        records: socket,
+        spool: str,
+        exec_dir: int,
+    ) -> None:
+        self.records = records  # the datagram socket every shell sends job-exec its records on
+        self.journal = journal  # the journal, open for appending
+        self.boot = boot  # the boot id its records carry
+        self.devnull = devnull  # stdin for tasks of a job whose input is closed
+        self.cpus = cpus  # the CPUs the shell may use, and tasks not bound elsewhere
+        self.cwd = cwd  # the launcher's working directory, a shell's between jobs
+        self.path = path  # the launcher's PATH
+        self.spool = spool  # the directory spool files go in
+        self.exec_dir = exec_dir  # a descriptor of the directory of exec/sock (any path length)
+
+
+def warn(message: str) -> None:
+    """Tell the instance owner (a shell's stderr is the broker's)."""
+    sys.stderr.write(f"pflux-shell: {message}\n")
