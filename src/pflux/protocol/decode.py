@@ -27,11 +27,12 @@ def decode(topic: str, payload: Any, kind: type[T]) -> T:
 
 def error_text(topic: str, text: str) -> str:
     """``topic: field: rule`` from msgspec's message (``topic: rule`` for the whole payload)."""
-    missing = _MISSING.match(text)
-    if missing:
-        return f"{topic}: {missing['field']}: required"
     match = _AT.match(text)
     assert match is not None  # the pattern matches any text
+    missing = _MISSING.match(text)
+    if missing:  # within a nested object, the field's whole path
+        path = (match["path"] or "").lstrip(".")
+        return f"{topic}: {path + '.' if path else ''}{missing['field']}: required"
     rule = match["rule"].replace("`", "")
     rule = rule[:1].lower() + rule[1:]
     path = (match["path"] or "").lstrip(".")
