@@ -68,15 +68,17 @@ def test_bad_urgencies(uri: str, client: Client) -> None:
     jobid = client.submit(jobspec(), urgency="hold")
     assert "urgency" in fails(uri, "job", "urgency", str(jobid), "40")
     assert "urgency" in fails(uri, "job", "urgency", str(jobid), "soon")
-    with pytest.raises(RPCError, match="urgency: must be an integer 0-31, got -1"):
+    with pytest.raises(RPCError, match=r"^job-manager\.urgency: urgency: expected int >= 0$"):
         client.handle.call("job-manager.urgency", {"id": int(jobid), "urgency": -1})
     client.cancel(jobid)
 
 
 def test_bad_rpc_payloads(client: Client, uri: str) -> None:
-    with pytest.raises(RPCError, match="severity: must be an integer 0-7"):
+    with pytest.raises(RPCError, match=r"^job-manager\.raise: severity: expected int, got str$"):
         client.handle.call("job-manager.raise", {"id": 1, "type": "x", "severity": "high"})
-    with pytest.raises(RPCError, match="payload must be a JSON object"):
+    with pytest.raises(
+        RPCError, match=r"^job-manager\.urgency: payload: expected object, got array$"
+    ):
         client.handle.call("job-manager.urgency", [1, 2])
     with pytest.raises(RPCError) as info:
         client.handle.call("no-such-service.method", {})

@@ -16,6 +16,25 @@ from pflux.protocol.exec import (
     StartResponse,
     WinsizeRequest,
 )
+from pflux.protocol.ingest import SubmitRequest
+from pflux.protocol.manager import (
+    Empty,
+    ExecHelloRequest,
+    HistoryRequest,
+    JobKillRequest,
+    JobRequest,
+    JournalHistoryRequest,
+    JournalRequest,
+    MemoRequest,
+    QueueEnableRequest,
+    QueueStartRequest,
+    RaiseAllRequest,
+    RaiseRequest,
+    SetFlagsRequest,
+    SubmitBatch,
+    UpdateRequest,
+    UrgencyRequest,
+)
 from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,
@@ -46,4 +65,33 @@ EXEC: dict[type, dict[str, Any]] = {
     ReleaseData: {"ranks": "0-1", "final": False},
     WinsizeRequest: {"id": 5, "rows": 24, "cols": 80},
     OverrideRequest: {"jobid": 5, "event": "finish", "status": 9},
+}
+INGEST: dict[type, dict[str, Any]] = {
+    SubmitRequest: {"jobspec": JOBSPEC, "urgency": 16, "flags": 2},
+}
+SUBMIT_EVENT = {"timestamp": 1.5, "name": "submit", "context": {"urgency": 16, "userid": 0}}
+MANAGER: dict[type, dict[str, Any]] = {
+    Empty: {},
+    JobRequest: {"id": 5},
+    SubmitBatch: {"jobs": [{"id": 5, "jobspec": JOBSPEC, "event": SUBMIT_EVENT}]},
+    RaiseRequest: {"id": 5, "type": "cancel", "severity": 0, "note": "why"},
+    RaiseAllRequest: {
+        "type": "cancel",
+        "severity": 0,
+        "note": "",
+        "userid": -1,
+        "states": 16,
+        "dry_run": True,
+    },
+    JobKillRequest: {"id": 5, "signum": 10},
+    UrgencyRequest: {"id": 5, "urgency": 31},
+    MemoRequest: {"id": 5, "memo": {"note": "x"}, "volatile": True},
+    SetFlagsRequest: {"id": 5, "flags": ["debug", "waitable"]},
+    UpdateRequest: {"id": 5, "updates": {"attributes.system.duration": 60}},
+    HistoryRequest: {"slice": "[:1]"},
+    QueueEnableRequest: {"enable": False, "reason": "maintenance"},
+    QueueStartRequest: {"start": False, "reason": "shutdown", "nocheckpoint": True},
+    JournalRequest: {"full": True, "digest": True},
+    JournalHistoryRequest: {"ids": [5, 2**64 - 1]},
+    ExecHelloRequest: {"service": "job-exec"},
 }

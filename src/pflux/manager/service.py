@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from msgspec import UNSET
+
 from pflux.broker.message import RPCError
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
@@ -396,7 +398,7 @@ class JobManager(Service):
     def raiseall(self, req: Request) -> None:
         request = decode("job-manager.raiseall", req.payload, RaiseAllRequest)
         userid = request.userid
-        if userid is None:
+        if userid is UNSET:
             userid = req.userid if not req.owner else -1
         if not req.owner and userid != req.userid:
             raise RPCError(errno.EPERM, "guests may only raise exceptions on their own jobs")

@@ -30,3 +30,6 @@ class SubmitRequest(Struct, frozen=True):
     def __post_init__(self) -> None:
         if type(self.jobspec) is not dict:
             raise invalid("jobspec", "expected `object`")
+
+
+REQUESTS: dict[str, type[Struct]] = {"job-ingest.submit": SubmitRequest}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from pflux.protocol.decode import invalid
 from pflux.protocol.ingest import Urgency
@@ -92,7 +92,7 @@ class RaiseAllRequest(Struct, frozen=True):
     type: str = "cancel"
     severity: Severity = 0
     note: str = ""
-    userid: Annotated[int, Meta(ge=-1)] | None = None
+    userid: Annotated[int, Meta(ge=-1)] | UnsetType = UNSET
     states: Annotated[int, Meta(ge=0)] = _ACTIVE
     dry_run: bool = False
 
@@ -205,3 +205,33 @@ class ExecHelloRequest(Struct, frozen=True):
     def __post_init__(self) -> None:
         if not self.service or "." in self.service:
             raise invalid("service", "expected a service name (non-empty, no '.')")
+
+
+# each method's request type (sched-ready: RFC 27's ``ReadyRequest``)
+REQUESTS: dict[str, type[Struct]] = {
+    "job-manager.submit": SubmitBatch,
+    "job-manager.raise": RaiseRequest,
+    "job-manager.raiseall": RaiseAllRequest,
+    "job-manager.kill": JobKillRequest,
+    "job-manager.urgency": UrgencyRequest,
+    "job-manager.memo": MemoRequest,
+    "job-manager.set-flags": SetFlagsRequest,
+    "job-manager.update": UpdateRequest,
+    "job-manager.wait": JobRequest,
+    "job-manager.result": JobRequest,
+    "job-manager.history.get": HistoryRequest,
+    "job-manager.queue-status": Empty,
+    "job-manager.queue-enable": QueueEnableRequest,
+    "job-manager.queue-start": QueueStartRequest,
+    "job-manager.alloc-query": Empty,
+    "job-manager.drain": Empty,
+    "job-manager.idle": Empty,
+    "job-manager.getinfo": Empty,
+    "job-manager.events-journal": JournalRequest,
+    "job-manager.journal-sync": Empty,
+    "job-manager.journal-history": JournalHistoryRequest,
+    "job-manager.exec-hello": ExecHelloRequest,
+    "job-manager.running": Empty,
+    "job-manager.quiescent": Empty,
+    "job-manager.sched-hello": Empty,
+}

@@ -20,9 +20,9 @@ from pflux.protocol.sched import (
     ExpirationRequest,
     FreeRequest,
 )
-from support.protocol_payloads import EXEC, SCHED
+from support.protocol_payloads import EXEC, INGEST, MANAGER, SCHED
 
-VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC}
+VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC, **INGEST, **MANAGER}
 # a value of the wrong JSON type for each field that has one
 WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
 TYPED = [
@@ -30,6 +30,7 @@ TYPED = [
     for kind, payload in VALID.items()
     for field in payload
     if field not in ("jobspec", "R", "data", "annotations")  # objects another RFC reads
+    and not isinstance(payload[field], list)  # a wrong item is named by its index
 ]
 REQUIRED = [
     (kind, field.name) for kind in VALID for field in msgspec.structs.fields(kind) if field.required
