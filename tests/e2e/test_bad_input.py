@@ -86,6 +86,30 @@ def test_bad_rpc_payloads(client: Client, uri: str) -> None:
     still_serving(uri)
 
 
+@pytest.mark.parametrize(
+    ("changes", "errnum", "errstr"),
+    [
+        ({"jobspec": []}, errno.EPROTO, "job-ingest.submit: jobspec: expected object"),
+        ({"jobspec": None}, errno.EPROTO, "job-ingest.submit: jobspec: expected object"),
+        ({"jobspec": ...}, errno.EPROTO, "job-ingest.submit: jobspec: required"),
+        ({"urgency": 32}, errno.EPROTO, "job-ingest.submit: urgency: expected int <= 31"),
+        ({"flags": 4}, errno.EINVAL, "flags: unknown flag bits in 4"),
+        ({"jobspec": {"version": 1}}, errno.EINVAL, "invalid jobspec: "),
+    ],
+)
+def test_bad_submissions(
+    client: Client, changes: dict[str, object], errnum: int, errstr: str
+) -> None:
+    """A malformed submission is EPROTO naming the field; a well-formed one that makes no
+    sense keeps its own errno. (``...``: the field left out.)"""
+    merged = {"jobspec": jobspec(), **changes}
+    payload = {key: value for key, value in merged.items() if value is not ...}
+    with pytest.raises(RPCError) as info:
+        client.handle.call("job-ingest.submit", payload)
+    assert info.value.errnum == errnum
+    assert info.value.errstr.startswith(errstr)
+
+
 def test_oversized_message(uri: str) -> None:
     with raw(uri) as sock:
         sock.sendall(struct.pack(">I", MAX_SIZE + 1))
