@@ -21,8 +21,8 @@ from pflux.protocol.manager import (
     Empty,
     ExecHelloRequest,
     HistoryRequest,
+    JobIdRequest,
     JobKillRequest,
-    JobRequest,
     JournalHistoryRequest,
     JournalRequest,
     MemoRequest,
@@ -72,7 +72,7 @@ INGEST: dict[type, dict[str, Any]] = {
 SUBMIT_EVENT = {"timestamp": 1.5, "name": "submit", "context": {"urgency": 16, "userid": 0}}
 MANAGER: dict[type, dict[str, Any]] = {
     Empty: {},
-    JobRequest: {"id": 5},
+    JobIdRequest: {"id": 5},
     SubmitBatch: {"jobs": [{"id": 5, "jobspec": JOBSPEC, "event": SUBMIT_EVENT}]},
     RaiseRequest: {"id": 5, "type": "cancel", "severity": 0, "note": "why"},
     RaiseAllRequest: {

@@ -50,8 +50,8 @@ from pflux.protocol.decode import decode
 from pflux.protocol.manager import (
     Empty,
     HistoryRequest,
+    JobIdRequest,
     JobKillRequest,
-    JobRequest,
     MemoRequest,
     QueueEnableRequest,
     QueueStartRequest,
@@ -521,13 +521,13 @@ class JobManager(Service):
     @method("wait")
     def wait(self, req: Request) -> None:
         """flux's wait: a waitable job's result, taken once (``wait.py``)."""
-        jobid = decode("job-manager.wait", req.payload, JobRequest).id
+        jobid = decode("job-manager.wait", req.payload, JobIdRequest).id
         self.waits.request(req, jobid, None if jobid == ANY else self.jobs.get(jobid))
 
     @method("result")
     def result(self, req: Request) -> None:
         """Any job's result once it is inactive, as often as asked (``pflux.api``'s wait)."""
-        job = self._job_for(req, decode("job-manager.result", req.payload, JobRequest).id)
+        job = self._job_for(req, decode("job-manager.result", req.payload, JobIdRequest).id)
         if job.state is not State.INACTIVE:
             assert isinstance(job, Job)
             job.waiters.append(req)

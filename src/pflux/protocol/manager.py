@@ -44,7 +44,7 @@ class Empty(Struct, frozen=True):
     """A request whose payload is an object with nothing the job manager reads."""
 
 
-class JobRequest(Struct, frozen=True):
+class JobIdRequest(Struct, frozen=True):
     """``result``, ``wait``: one job id (``wait``: FLUX_JOBID_ANY for any job)."""
 
     id: JobId
@@ -217,8 +217,8 @@ REQUESTS: dict[str, type[Struct]] = {
     "job-manager.memo": MemoRequest,
     "job-manager.set-flags": SetFlagsRequest,
     "job-manager.update": UpdateRequest,
-    "job-manager.wait": JobRequest,
-    "job-manager.result": JobRequest,
+    "job-manager.wait": JobIdRequest,
+    "job-manager.result": JobIdRequest,
     "job-manager.history.get": HistoryRequest,
     "job-manager.queue-status": Empty,
     "job-manager.queue-enable": QueueEnableRequest,
