@@ -15,11 +15,11 @@ from typing import Annotated, Any, Final, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from pflux.protocol.decode import invalid
+from pflux.protocol.exec import Severity
 from pflux.protocol.ingest import Urgency
 from pflux.protocol.sched import MAX_JOBID, JobId
-from pflux.spec.states import SEVERITY_MAX, State
+from pflux.spec.states import State
 
-Severity = Annotated[int, Meta(ge=0, le=SEVERITY_MAX)]
 Signum = Annotated[int, Meta(ge=1, le=64)]
 HISTORY_MAX: Final = 1000  # jobs one journal-history request may name
 _ACTIVE: Final = int(State.ACTIVE | State.NEW)

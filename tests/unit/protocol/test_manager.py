@@ -3,6 +3,7 @@ rules each type states, a table naming every method's type, and the client's pay
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import inspect
 import re
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import UNSET
 
-from pflux.api import Client
+from pflux.api import AsyncClient, Client
 from pflux.broker.message import RPCError
 from pflux.ingest.service import IngestService
 from pflux.manager.service import JobManager
@@ -157,6 +158,13 @@ class Recorder:
         return type("Answered", (), {"get": lambda self, *a: reply})()
 
 
+class AsyncRecorder(Recorder):
+    """As Recorder, for an AsyncClient."""
+
+    async def call(self, topic: str, payload: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return Recorder.call(self, topic, payload)
+
+
 def test_what_the_client_sends_is_what_the_services_decode() -> None:
     handle = Recorder()
     client = Client.__new__(Client)
@@ -197,3 +205,35 @@ def test_interfaces_md_names_every_field_of_the_request(topic: str) -> None:
     named = set(re.findall(r"[a-z_]+", rows[0]))
     fields = {field.name for field in msgspec.structs.fields(REQUESTS[topic])}
     assert fields <= named, f"{topic}: {DOC.name} does not name {sorted(fields - named)}"
+
+
+def test_what_the_async_client_sends_is_what_the_services_decode() -> None:
+    handle = AsyncRecorder()
+    client = AsyncClient()
+    client._handle = handle  # type: ignore[assignment]
+
+    async def calls() -> None:
+        await client.submit({"version": 1}, urgency=3, waitable=True)
+        await client.submit_many([{"version": 1}], debug=True)
+        await client.wait(1)
+        await client.reap()
+        await client.raise_exception(1, "test", 3, "why")
+        await client.raise_many([1, 2])
+        await client.kill(1, 10)
+        await client.kill_many([1])
+        await client.urgency(1, "expedite")
+        await client.memo(1, {"k": "v"})
+        await client.raise_all(userid=5, states=16, dry_run=True)
+        await client.update(1, {"attributes.system.duration": 0})
+        await client.last_jobs()
+        await client.alloc_query()
+        await client.queue_status()
+        await client.queue_enable(True)
+        await client.queue_start(True, checkpoint=False)
+        await client.drain()
+        await client.idle()
+
+    asyncio.run(calls())
+    assert len({topic for topic, _ in handle.sent}) == 16
+    for topic, payload in handle.sent:
+        decode(topic, payload, REQUESTS[topic])
