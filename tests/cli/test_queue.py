@@ -6,6 +6,7 @@ the real console script; the instance is the suite's module-scoped one (tests/co
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -152,5 +153,7 @@ def test_a_stop_not_stored_and_a_shutdown_leave_the_stored_state(tmp_path: Path)
 
 
 def test_nocheckpoint_must_be_a_boolean(uri: str) -> None:
-    with Client(uri) as client, pytest.raises(RPCError, match="nocheckpoint: must be a boolean"):
+    message = r"^job-manager\.queue-start: nocheckpoint: expected bool, got int$"
+    with Client(uri) as client, pytest.raises(RPCError, match=message) as info:
         client.handle.call("job-manager.queue-start", {"start": False, "nocheckpoint": 1})
+    assert info.value.errnum == errno.EPROTO

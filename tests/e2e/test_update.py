@@ -198,7 +198,7 @@ def test_bad_update_requests(client: Client) -> None:
 
     jobid = client.submit(real("true"), urgency="hold")
     for updates, message in (
-        ({}, "updates: must be a non-empty object"),
+        ({}, "job-manager.update: updates: expected object of length >= 1"),
         ({"foo.bar": 1}, "'foo.bar': only attributes, resources and tasks keys can be updated"),
         ({"attributes.system.duration": -1}, "must be a number of seconds >= 0, not -1"),
         ({"attributes.system.duration": "1h"}, "must be a number of seconds >= 0, not '1h'"),

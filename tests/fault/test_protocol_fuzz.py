@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +31,7 @@ from pflux.broker.instance import MODULES, SERVICES, BrokerService
 from pflux.broker.message import FLAG_NORESPONSE, FLAG_STREAMING
 from pflux.client.handle import Handle
 from pflux.client.uri import socket_path
+from pflux.protocol import ingest, manager
 from support.instance import LiveInstance, held, jobspec
 from support.raw import send_raw
 
@@ -60,12 +62,14 @@ FIELDS = (
 )  # fmt: skip
 
 
+# the fields of the requests typed in pflux.protocol, which handlers decode rather than read
+REQUESTS = {**ingest.REQUESTS, **manager.REQUESTS}
 FIELD_READ = re.compile(r"""(?:\.get\(|\[)["']([A-Za-z_][\w-]*)["']""")
 
 
 def _topics() -> dict[str, list[str]]:
     """Every ``service.method`` the instance's services register, with the fields its
-    handler's source reads (``payload.get("id")``, ``spec["jobspec"]``)."""
+    handler's source reads (``payload.get("id")``, ``spec["jobspec"]``) or its type has."""
     classes: list[Any] = [BrokerService]
     for path in (*SERVICES, *MODULES.values()):
         module, _, cls = path.partition(":")
@@ -77,7 +81,11 @@ def _topics() -> dict[str, list[str]]:
             name = getattr(fn, "__pflux_method__", None)
             topic = f"{cls.name}.{name}"
             if name is not None and topic not in EXCLUDED:
-                topics[topic] = sorted(set(FIELD_READ.findall(inspect.getsource(fn))))
+                read = FIELD_READ.findall(inspect.getsource(fn))
+                typed = REQUESTS.get(topic)
+                if typed is not None:
+                    read += [field.name for field in msgspec.structs.fields(typed)]
+                topics[topic] = sorted(set(read))
     return topics
 
 

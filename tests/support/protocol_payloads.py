@@ -18,6 +18,7 @@ from pflux.protocol.exec import (
     WinsizeRequest,
 )
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest
+from pflux.protocol.ingest import SubmitRequest
 from pflux.protocol.joblist import ListIdRequest, ListRequest
 from pflux.protocol.kvs import (
     CommitRequest,
@@ -28,6 +29,24 @@ from pflux.protocol.kvs import (
     WalkRequest,
     WatchCancelRequest,
     WatchRequest,
+)
+from pflux.protocol.manager import (
+    Empty,
+    ExecHelloRequest,
+    HistoryRequest,
+    JobIdRequest,
+    JobKillRequest,
+    JournalHistoryRequest,
+    JournalRequest,
+    MemoRequest,
+    QueueEnableRequest,
+    QueueStartRequest,
+    RaiseAllRequest,
+    RaiseRequest,
+    SetFlagsRequest,
+    SubmitBatch,
+    UpdateRequest,
+    UrgencyRequest,
 )
 from pflux.protocol.sched import (
     AllocReply,
@@ -89,4 +108,33 @@ BROKER: dict[type, dict[str, Any]] = {
     ServiceAddRequest: {"service": "job-exec"},
     DmesgRequest: {"follow": True, "nobacklog": False},
     LogEntry: {"timestamp": 1.5, "name": "job-list", "severity": 6, "rank": 0, "message": "hi"},
+}
+INGEST: dict[type, dict[str, Any]] = {
+    SubmitRequest: {"jobspec": JOBSPEC, "urgency": 16, "flags": 2},
+}
+SUBMIT_EVENT = {"timestamp": 1.5, "name": "submit", "context": {"urgency": 16, "userid": 0}}
+MANAGER: dict[type, dict[str, Any]] = {
+    Empty: {},
+    JobIdRequest: {"id": 5},
+    SubmitBatch: {"jobs": [{"id": 5, "jobspec": JOBSPEC, "event": SUBMIT_EVENT}]},
+    RaiseRequest: {"id": 5, "type": "cancel", "severity": 0, "note": "why"},
+    RaiseAllRequest: {
+        "type": "cancel",
+        "severity": 0,
+        "note": "",
+        "userid": -1,
+        "states": 16,
+        "dry_run": True,
+    },
+    JobKillRequest: {"id": 5, "signum": 10},
+    UrgencyRequest: {"id": 5, "urgency": 31},
+    MemoRequest: {"id": 5, "memo": {"note": "x"}, "volatile": True},
+    SetFlagsRequest: {"id": 5, "flags": ["debug", "waitable"]},
+    UpdateRequest: {"id": 5, "updates": {"attributes.system.duration": 60}},
+    HistoryRequest: {"slice": "[:1]"},
+    QueueEnableRequest: {"enable": False, "reason": "maintenance"},
+    QueueStartRequest: {"start": False, "reason": "shutdown", "nocheckpoint": True},
+    JournalRequest: {"full": True, "digest": True},
+    JournalHistoryRequest: {"ids": [5, 2**64 - 1]},
+    ExecHelloRequest: {"service": "job-exec"},
 }

@@ -21,11 +21,13 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.errors import JobspecError
 from pflux.ingest.sign import sign_none
+from pflux.protocol.decode import decode
+from pflux.protocol.ingest import SubmitRequest
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
 from pflux.spec.kvs_keys import job_key
-from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE, URGENCY_DEFAULT
+from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
 log = logging.getLogger("pflux.job-ingest")
 
@@ -68,18 +70,14 @@ class IngestService(Service):
 
     @method("submit")
     def submit(self, req: Request) -> None:
-        payload = req.payload
-        if not isinstance(payload, dict):
-            raise RPCError(errno.EPROTO, "job-ingest.submit: payload must be a JSON object")
-        jobspec = payload.get("jobspec")
+        request = decode("job-ingest.submit", req.payload, SubmitRequest)
+        jobspec = request.jobspec
         try:
             validate(jobspec)
         except JobspecError as exc:
             raise RPCError(errno.EINVAL, f"invalid jobspec: {exc}") from None
-        assert isinstance(jobspec, dict)
-        urgency = check_urgency(payload.get("urgency", URGENCY_DEFAULT), owner=req.owner)
-        flags = payload.get("flags", 0)
-        if type(flags) is not int or flags & ~FLAGS_MASK:
+        urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
+        if flags & ~FLAGS_MASK:
             raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
         if flags & FLAG_WAITABLE and not req.owner:
             # a guest's zombies could pile up unchecked (flux-core's reason)

@@ -29,6 +29,8 @@ import orjson
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Request
+from pflux.protocol.decode import decode
+from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
 from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import events_of
 
@@ -42,7 +44,6 @@ BACKLOG_BATCH: Final = 1000  # entries per backlog response
 DELAY: Final = 0.01  # seconds committed entries may wait to be sent together (see publish)
 BATCH: Final = 4096  # entries that are sent at once without waiting
 DIGEST_BATCH: Final = 10_000  # [id, count] pairs per digest response
-HISTORY_MAX: Final = 1000  # jobs one history request may name
 _READ_CHUNK: Final = 64  # jobs whose files are read from the KVS at once
 _FILES: Final = ("eventlog", "jobspec", "R")
 Files = AsyncIterator[tuple[int, dict[str, str]]]  # (job id, {file name: text}) per job
@@ -62,14 +63,11 @@ class Journal:
     def subscribe(self, req: Request) -> None:
         if not req.streaming:
             raise RPCError(errno.EPROTO, "events-journal must be a streaming request")
-        payload = req.payload if isinstance(req.payload, dict) else {}
-        digest = payload.get("digest", False)
-        if not isinstance(digest, bool):
-            raise RPCError(errno.EPROTO, f"digest: must be a boolean, got {digest!r}")
+        request = decode("job-manager.events-journal", req.payload, JournalRequest)
         self.subscribers[req] = None
         req.on_disconnect(lambda: self.subscribers.pop(req, None))
-        if payload.get("full"):
-            if digest:
+        if request.full:
+            if request.digest:
                 # which jobs are inactive is decided now, as the subscription starts: later
                 # events reach the subscriber live
                 ended = list(self.manager.ended.values())
@@ -114,6 +112,7 @@ class Journal:
         commit (a job id, a job's end) that then asks job-list, which asks this
         first, finds it there.
         """
+        decode("job-manager.journal-sync", req.payload, Empty)
         if not req.owner:
             raise RPCError(errno.EPERM, "journal-sync: only the instance owner")
         self._send()
@@ -140,15 +139,7 @@ class Journal:
         are left out."""
         if not req.owner:
             raise RPCError(errno.EPERM, "journal-history: only the instance owner")
-        payload = req.payload if isinstance(req.payload, dict) else {}
-        ids = payload.get("ids")
-        if (
-            not isinstance(ids, list)
-            or len(ids) > HISTORY_MAX
-            or not all(type(i) is int and 0 <= i < 2**64 for i in ids)
-        ):
-            problem = f"must be a list of at most {HISTORY_MAX} job ids"
-            raise RPCError(errno.EPROTO, f"ids: {problem}, got {ids!r:.60}")
+        ids = decode("job-manager.journal-history", req.payload, JournalHistoryRequest).ids
         known = [jobid for jobid in ids if self.manager.lookup(jobid) is not None]
         entries: list[dict[str, Any]] = []
         async for jobid, files in _read(self.manager, known):

@@ -17,8 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from msgspec import UNSET
+
 from pflux.broker.message import RPCError
-from pflux.broker.requests import check_urgency, job_id_arg, payload_of
+from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import Declared
 from pflux.errors import PfluxError
@@ -36,7 +38,6 @@ from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.singleton import Singleton
 from pflux.manager.quiescent import Quiescence
-from pflux.manager.requests import exception_args
 from pflux.manager.start import StartClient
 from pflux.manager.update import (
     check_supported,
@@ -45,6 +46,22 @@ from pflux.manager.update import (
     with_expiration,
 )
 from pflux.manager.wait import ANY, Waits, result_of
+from pflux.protocol.decode import decode
+from pflux.protocol.manager import (
+    Empty,
+    HistoryRequest,
+    JobIdRequest,
+    JobKillRequest,
+    MemoRequest,
+    QueueEnableRequest,
+    QueueStartRequest,
+    RaiseAllRequest,
+    RaiseRequest,
+    SetFlagsRequest,
+    SubmitBatch,
+    UpdateRequest,
+    UrgencyRequest,
+)
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import job_key
@@ -53,7 +70,6 @@ from pflux.spec.states import INACTIVE, SCHED, State, apply, priority
 
 log = logging.getLogger("pflux.job-manager")
 
-KNOWN_FLAGS = frozenset(("debug", "waitable"))
 # as plain names, quick to compare by identity (``post``)
 _DEPEND, _PRIORITY, _CLEANUP = INTERNAL_STATES
 _FREE = Action.FREE
@@ -318,11 +334,11 @@ class JobManager(Service):
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
         req.require_internal("job-ingest")
         errors: list[list[Any]] = []
-        for spec in payload_of(req).get("jobs", []):
-            job = Job(spec["id"])
+        for spec in decode("job-manager.submit", req.payload, SubmitBatch).jobs:
+            job = Job(spec.id)
             self.max_jobid = max(self.max_jobid, job.id)
-            job.jobspec = spec["jobspec"]
-            event = Event.from_json(spec["event"])
+            job.jobspec = spec.jobspec
+            event = Event.from_json(spec.event)
             apply(job, event)
             self.jobs[job.id] = job
             self.by_state[job.state][job] = None
@@ -373,22 +389,20 @@ class JobManager(Service):
 
     @method("raise")
     def raise_(self, req: Request) -> None:
-        payload = payload_of(req)
-        etype, severity, note = exception_args(payload)
-        job = self._active_job(req, job_id_arg(payload))
-        self.raise_exception(job, etype, note, severity, req.userid)
+        request = decode("job-manager.raise", req.payload, RaiseRequest)
+        job = self._active_job(req, request.id)
+        self.raise_exception(job, request.type, request.note, request.severity, req.userid)
         self.events.after_commit(lambda: req.respond({}))
 
     @method("raiseall")
     def raiseall(self, req: Request) -> None:
-        payload = payload_of(req)
-        etype, severity, note = exception_args(payload)
-        userid = payload.get("userid", req.userid if not req.owner else -1)
+        request = decode("job-manager.raiseall", req.payload, RaiseAllRequest)
+        userid = request.userid
+        if userid is UNSET:
+            userid = req.userid if not req.owner else -1
         if not req.owner and userid != req.userid:
             raise RPCError(errno.EPERM, "guests may only raise exceptions on their own jobs")
-        states = payload.get("states", int(State.ACTIVE | State.NEW))
-        if type(states) is not int:
-            raise RPCError(errno.EPROTO, "raiseall: states must be an integer mask")
+        states = request.states
         targets = [
             job
             for state, jobs in self.by_state.items()
@@ -396,18 +410,16 @@ class JobManager(Service):
             for job in jobs
             if userid in (-1, job.userid)
         ]
-        if not payload.get("dry_run"):
+        if not request.dry_run:
             for job in targets:
-                self.raise_exception(job, etype, note, severity, req.userid)
+                self.raise_exception(job, request.type, request.note, request.severity, req.userid)
         self.events.after_commit(lambda: req.respond({"count": len(targets)}))
 
     @method("kill")
     async def kill(self, req: Request) -> None:
-        payload = payload_of(req)
-        job = self._active_job(req, job_id_arg(payload))
-        signum = payload.get("signum", 15)
-        if type(signum) is not int or not 0 < signum < 65:
-            raise RPCError(errno.EINVAL, f"signum: must be a signal number 1-64, got {signum!r}")
+        request = decode("job-manager.kill", req.payload, JobKillRequest)
+        job = self._active_job(req, request.id)
+        signum = request.signum
         # RUN or CLEANUP, as in flux-core: tasks may outlive a fatal exception for a while
         if not job.state & State.RUNNING or not job.start_pending:
             raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running")
@@ -421,9 +433,9 @@ class JobManager(Service):
 
     @method("urgency")
     def urgency(self, req: Request) -> None:
-        payload = payload_of(req)
-        urgency = check_urgency(payload.get("urgency"), owner=req.owner)
-        job = self._active_job(req, job_id_arg(payload))
+        request = decode("job-manager.urgency", req.payload, UrgencyRequest)
+        urgency = check_urgency(request.urgency, owner=req.owner)
+        job = self._active_job(req, request.id)
         if not job.state & (State.PENDING | State.NEW):
             raise RPCError(
                 errno.EINVAL,
@@ -437,19 +449,14 @@ class JobManager(Service):
     def memo(self, req: Request) -> None:
         """A memo event (RFC 21), shown as the job's ``user`` annotations; ``volatile``:
         the annotations only, not in the eventlog (lost at a restart), as in flux-core."""
-        payload = payload_of(req)
-        memo, volatile = payload.get("memo"), payload.get("volatile", False)
-        if not isinstance(memo, dict) or not memo:
-            raise RPCError(errno.EPROTO, "memo: must be a non-empty object")
-        if not isinstance(volatile, bool):
-            raise RPCError(errno.EPROTO, "volatile: must be a boolean")
-        jobid = job_id_arg(payload)
-        job = self.lookup(jobid)
+        request = decode("job-manager.memo", req.payload, MemoRequest)
+        memo = request.memo
+        job = self.lookup(request.id)
         if not isinstance(job, Job):
             raise RPCError(errno.ENOENT, "unknown job id" if job is None else "job is inactive")
         if not req.owner and req.userid != job.userid:
             raise RPCError(errno.EPERM, "guests can only add a memo to their own jobs")
-        if volatile:
+        if request.volatile:
 
             def annotated() -> None:  # after the job's events posted so far, in the journal
                 self.annotate(job, {"user": memo})
@@ -462,25 +469,18 @@ class JobManager(Service):
 
     @method("set-flags")
     def set_flags(self, req: Request) -> None:
-        payload = payload_of(req)
-        job = self._active_job(req, job_id_arg(payload))
-        flags = payload.get("flags")
-        names = isinstance(flags, list) and all(type(f) is str and f in KNOWN_FLAGS for f in flags)
-        if not flags or not names:
-            known = ", ".join(sorted(KNOWN_FLAGS))
-            raise RPCError(
-                errno.EINVAL, f"flags: must be a non-empty list of {known}; got {flags!r}"
-            )
-        self.post(job, "set-flags", {"flags": flags})
+        request = decode("job-manager.set-flags", req.payload, SetFlagsRequest)
+        job = self._active_job(req, request.id)
+        self.post(job, "set-flags", {"flags": request.flags})
         self.events.after_commit(lambda: req.respond({}))
 
     @method("update")
     async def update(self, req: Request) -> None:
         """Update a job's jobspec (see ``update.py``): a pending job's, or a running job's
         duration, which moves its expiration (``resource-update``)."""
-        payload = payload_of(req)
-        updates = check_updates(payload.get("updates"))
-        job = self._active_job(req, job_id_arg(payload))
+        request = decode("job-manager.update", req.payload, UpdateRequest)
+        updates = check_updates(request.updates)
+        job = self._active_job(req, request.id)
         pending = bool(job.state & (State.PENDING | State.NEW))
         check_supported(updates, running=not pending)
         if pending:
@@ -521,13 +521,13 @@ class JobManager(Service):
     @method("wait")
     def wait(self, req: Request) -> None:
         """flux's wait: a waitable job's result, taken once (``wait.py``)."""
-        jobid = job_id_arg(payload_of(req))
+        jobid = decode("job-manager.wait", req.payload, JobIdRequest).id
         self.waits.request(req, jobid, None if jobid == ANY else self.jobs.get(jobid))
 
     @method("result")
     def result(self, req: Request) -> None:
         """Any job's result once it is inactive, as often as asked (``pflux.api``'s wait)."""
-        job = self._job_for(req, job_id_arg(payload_of(req)))
+        job = self._job_for(req, decode("job-manager.result", req.payload, JobIdRequest).id)
         if job.state is not State.INACTIVE:
             assert isinstance(job, Job)
             job.waiters.append(req)
@@ -539,15 +539,14 @@ class JobManager(Service):
     @method("history.get")
     def history_get(self, req: Request) -> None:
         """The requester's job ids, most recent first, sliced (flux-core's history plugin)."""
-        text = payload_of(req).get("slice")
-        if not isinstance(text, str):
-            raise RPCError(errno.EPROTO, "slice: must be a string such as [:1]")
+        text = decode("job-manager.history.get", req.payload, HistoryRequest).slice
         req.respond({"jobs": self.history.get(req.userid, text)})
 
     # --- the queue ----------------------------------------------------------------------
 
     @method("queue-status")
     def queue_status(self, req: Request) -> None:
+        decode("job-manager.queue-status", req.payload, Empty)
         req.respond(self._queue_status())
 
     def _queue_status(self) -> dict[str, Any]:
@@ -560,23 +559,22 @@ class JobManager(Service):
 
     @method("queue-enable")
     def queue_enable(self, req: Request) -> None:
-        payload = self._owner_payload(req)
-        self.queue_enabled = bool(payload.get("enable", True))
-        self.disable_reason = "" if self.queue_enabled else str(payload.get("reason") or "")
+        request = decode("job-manager.queue-enable", req.payload, QueueEnableRequest)
+        self._require_owner(req)
+        self.queue_enabled = request.enable
+        self.disable_reason = "" if self.queue_enabled else request.reason
         self._checkpoint(req)
 
     @method("queue-start")
     def queue_start(self, req: Request) -> None:
         """Start or stop scheduling; ``nocheckpoint`` (flux-core's, for a shutdown): a stop
         that is not stored, so a restart finds the queue as it was before it."""
-        payload = self._owner_payload(req)
-        unstored = payload.get("nocheckpoint", False)
-        if not isinstance(unstored, bool):
-            raise RPCError(errno.EPROTO, "nocheckpoint: must be a boolean")
+        request = decode("job-manager.queue-start", req.payload, QueueStartRequest)
+        self._require_owner(req)
         stored = (self.queue_started, self.stop_reason)
-        self.queue_started = bool(payload.get("start", True))
-        self.stop_reason = "" if self.queue_started else str(payload.get("reason") or "")
-        if unstored and not self.queue_started:
+        self.queue_started = request.start
+        self.stop_reason = "" if self.queue_started else request.reason
+        if request.nocheckpoint and not self.queue_started:
             if self.stored_start is None:
                 self.stored_start = stored
             req.respond({})
@@ -600,6 +598,7 @@ class JobManager(Service):
     @method("alloc-query")
     def alloc_query(self, req: Request) -> None:
         """How the queue stands with the scheduler (``pflux queue status -v``)."""
+        decode("job-manager.alloc-query", req.payload, Empty)
         req.respond(
             {
                 "queue_length": len(self.alloc.waiting),
@@ -610,24 +609,26 @@ class JobManager(Service):
 
     @method("drain")
     def drain(self, req: Request) -> None:
+        decode("job-manager.drain", req.payload, Empty)
         self._drain.append(req)
         self._check_waiters()
 
     @method("idle")
     def idle(self, req: Request) -> None:
+        decode("job-manager.idle", req.payload, Empty)
         self._idle.append(req)
         self._check_waiters()
 
-    def _owner_payload(self, req: Request) -> dict[str, Any]:
+    def _require_owner(self, req: Request) -> None:
         if not req.owner:
             raise RPCError(errno.EPERM, "only the instance owner may control the queue")
-        return payload_of(req)
 
     # --- other services -----------------------------------------------------------------
 
     @method("getinfo")
     def getinfo(self, req: Request) -> None:
         """The largest job id ever seen, so job-ingest never issues one again."""
+        decode("job-manager.getinfo", req.payload, Empty)
         req.respond({"max_jobid": self.max_jobid})
 
     @method("events-journal")
@@ -649,15 +650,16 @@ class JobManager(Service):
     @method("running")
     def running(self, req: Request) -> None:
         """The jobs in RUN and whether each started: what a starting job-exec may take over."""
+        decode("job-manager.running", req.payload, Empty)
         if not req.owner:
             raise RPCError(errno.EPERM, "running: only the instance owner may ask")
-        payload_of(req)
         jobs = [[job.id, job.started] for job in self.jobs.values() if job.state is State.RUN]
         req.respond({"jobs": jobs})
 
     @method("quiescent")
     def quiescent(self, req: Request) -> None:
         """Answer once nothing is in flight (a simulation's step, see quiescent.py)."""
+        decode("job-manager.quiescent", req.payload, Empty)
         if not req.owner:
             raise RPCError(errno.EPERM, "quiescent: only the instance owner may ask")
         self.quiescence.request(req)
@@ -665,6 +667,7 @@ class JobManager(Service):
     @method("sched-hello")
     def sched_hello(self, req: Request) -> None:
         req.require_internal("the scheduler")
+        decode("job-manager.sched-hello", req.payload, Empty)
         self.alloc.hello(req)
 
     @method("sched-ready")

@@ -43,6 +43,7 @@ from pflux.protocol.exec import (
     StartRequest,
     StartResponse,
 )
+from pflux.protocol.manager import ExecHelloRequest
 from pflux.spec.states import State
 
 if TYPE_CHECKING:
@@ -91,10 +92,7 @@ class StartClient:
         return self.service is not None
 
     def hello(self, req: Request) -> None:
-        payload = req.payload if isinstance(req.payload, dict) else {}
-        service = payload.get("service")
-        if not isinstance(service, str) or not service or "." in service:
-            raise RPCError(errno.EPROTO, "exec-hello: service must be a service name")
+        service = decode("job-manager.exec-hello", req.payload, ExecHelloRequest).service
         if not req.owner:
             raise RPCError(errno.EPERM, "exec-hello: only the instance owner may say hello")
         if self.pending:

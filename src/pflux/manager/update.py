@@ -30,10 +30,9 @@ QUEUE: Final = "attributes.system.queue"
 _TOP: Final = ("attributes", "resources", "tasks")
 
 
-def check_updates(updates: object) -> dict[str, Any]:
-    """The updates of a request, if well formed; RPCError naming the bad key otherwise."""
-    if not isinstance(updates, dict) or not updates:
-        raise RPCError(errno.EPROTO, "updates: must be a non-empty object of jobspec keys")
+def check_updates(updates: dict[str, Any]) -> dict[str, Any]:
+    """The updates of a request (a non-empty object, as its type checked), if each key may
+    be updated and the duration is one; RPCError naming the bad key otherwise."""
     for key in updates:
         if not any(key == top or key.startswith(top + ".") for top in _TOP):
             raise RPCError(

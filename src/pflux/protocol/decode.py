@@ -10,8 +10,9 @@ import msgspec
 
 from pflux.broker.message import RPCError
 
-# msgspec's "Expected `int` >= 0 - at `$.id`" / "Object missing required field `id`"
-_AT = re.compile(r"^(?P<rule>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+# msgspec's "Expected `int` >= 0 - at `$.id`" / "Object missing required field `id`"; a
+# struct's own check within another adds the outer path: "... - at `$.event` - at `$.jobs[0]`"
+_AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]*)`")
 
 T = TypeVar("T")
@@ -27,14 +28,15 @@ def decode(topic: str, payload: Any, kind: type[T]) -> T:
 
 def error_text(topic: str, text: str) -> str:
     """``topic: field: rule`` from msgspec's message (``topic: rule`` for the whole payload)."""
-    missing = _MISSING.match(text)
-    if missing:
-        return f"{topic}: {missing['field']}: required"
-    match = _AT.match(text)
-    assert match is not None  # the pattern matches any text
-    rule = match["rule"].replace("`", "")
+    rule, path = text, ""
+    while match := _AT.search(rule):  # outermost first
+        rule, path = rule[: match.start()], path + match["path"]
+    path = path.lstrip(".")
+    missing = _MISSING.match(rule)
+    if missing:  # within a nested object, the field's whole path
+        return f"{topic}: {path + '.' if path else ''}{missing['field']}: required"
+    rule = rule.replace("`", "")
     rule = rule[:1].lower() + rule[1:]
-    path = (match["path"] or "").lstrip(".")
     if not path:
         return f"{topic}: payload: {rule}"
     return f"{topic}: {path}: {rule}"

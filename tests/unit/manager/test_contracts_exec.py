@@ -251,15 +251,22 @@ def test_kill_goes_to_exec_for_a_running_job_only(tmp_path: Path) -> None:
     run(body)
 
 
-@pytest.mark.parametrize("service", ["", "a.b", 7])
-def test_a_hello_without_a_service_name_is_refused(tmp_path: Path, service: object) -> None:
+NAME_RULE = "expected a service name (non-empty, no '.')"
+
+
+@pytest.mark.parametrize(
+    ("service", "rule"), [("", NAME_RULE), ("a.b", NAME_RULE), (7, "expected str, got int")]
+)
+def test_a_hello_without_a_service_name_is_refused(
+    tmp_path: Path, service: object, rule: str
+) -> None:
     async def body() -> None:
         async with live(tmp_path) as t:
             with pytest.raises(RPCError) as caught:
                 await t.call("job-manager.exec-hello", {"service": service})
             assert (caught.value.errnum, caught.value.errstr) == (
                 errno.EPROTO,
-                "exec-hello: service must be a service name",
+                f"job-manager.exec-hello: service: {rule}",
             )
 
     run(body)

@@ -66,6 +66,7 @@ class Request:
 
     def __init__(self, owner: bool) -> None:
         self.owner = owner
+        self.payload: Any = {}
         self.answers: list[Any] = []
 
     def respond(self, payload: Any) -> None:

@@ -21,17 +21,24 @@ from pflux.protocol.sched import (
     ExpirationRequest,
     FreeRequest,
 )
-from support.protocol_payloads import BROKER, EXEC, KVS, LIST, SCHED
+from support.protocol_payloads import BROKER, EXEC, INGEST, KVS, LIST, MANAGER, SCHED
 
-VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC, **LIST, **KVS, **BROKER}
+VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC, **LIST, **KVS, **BROKER, **INGEST, **MANAGER}
 # a value of the wrong JSON type for each field that has one
 WRONG = st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2), st.none())
 TYPED = [
     (kind, field.name)
-    for kind in VALID
+    for kind, payload in VALID.items()
     for field in msgspec.structs.fields(kind)
     # objects another RFC reads, and a commit's ops, which the KVS checks op by op
-    if field.type is not Any and field.name != "annotations"
+    if field.type is not Any
+    and field.name != "annotations"
+    and field.name in payload
+    # a list of names takes a wrong item, named by its index; other lists are left out
+    and not (
+        isinstance(payload[field.name], list)
+        and not all(isinstance(item, str) for item in payload[field.name])
+    )
 ]
 REQUIRED = [
     (kind, field.name) for kind in VALID for field in msgspec.structs.fields(kind) if field.required

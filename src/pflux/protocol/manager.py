@@ -1,0 +1,237 @@
+"""The job manager's requests, from clients and from other services, as types.
+
+Each handler decodes its request first; a malformed one (not an object, a
+field missing or of the wrong type, out of its range) is EPROTO naming the
+field. What a type cannot state stays in the handler with EINVAL or EPERM: a
+guest's urgency above the default, an update's keys, a job that is not in
+the state the request needs. ``job-manager.sched-ready`` is RFC 27's
+(``pflux.protocol.sched``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from pflux.protocol.decode import invalid
+from pflux.protocol.exec import Severity
+from pflux.protocol.ingest import Urgency
+from pflux.protocol.sched import MAX_JOBID, JobId
+from pflux.spec.states import State
+
+Signum = Annotated[int, Meta(ge=1, le=64)]
+HISTORY_MAX: Final = 1000  # jobs one journal-history request may name
+_ACTIVE: Final = int(State.ACTIVE | State.NEW)
+
+
+def _check_id(jobid: int, field: str = "id") -> None:
+    if jobid > MAX_JOBID:
+        raise invalid(field, f"expected `int` <= {MAX_JOBID}")
+
+
+def _check_object(value: Any, field: str) -> None:
+    if type(value) is not dict:
+        raise invalid(field, "expected `object`")
+
+
+def _check_word(value: str, field: str) -> None:
+    if not value or any(c.isspace() for c in value):
+        raise invalid(field, "expected a word (non-empty, no spaces)")
+
+
+class Empty(Struct, frozen=True):
+    """A request whose payload is an object with nothing the job manager reads."""
+
+
+class JobIdRequest(Struct, frozen=True):
+    """``result``, ``wait``: one job id (``wait``: FLUX_JOBID_ANY for any job)."""
+
+    id: JobId
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
+class IngestedJob(Struct, frozen=True):
+    """One job of ``submit``: committed by job-ingest with its first event."""
+
+    id: JobId
+    jobspec: Any  # an object, valid as job-ingest checked it
+    event: Any  # the ``submit`` event, an object (RFC 18's entry)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+        _check_object(self.jobspec, "jobspec")
+        _check_object(self.event, "event")
+
+
+class SubmitBatch(Struct, frozen=True):
+    """``submit`` (job-ingest only): the jobs one ``kvs.commit`` stored."""
+
+    jobs: list[IngestedJob]
+
+
+class RaiseRequest(Struct, frozen=True):
+    """``raise``: an exception on one job (severity 0 is fatal)."""
+
+    id: JobId
+    type: str = "cancel"
+    severity: Severity = 0
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+        _check_word(self.type, "type")
+
+
+class RaiseAllRequest(Struct, frozen=True):
+    """``raiseall``: an exception on every job in ``states`` of ``userid`` (-1: anyone's;
+    left out: the requester's, or anyone's for the owner); ``dry_run`` only counts them."""
+
+    type: str = "cancel"
+    severity: Severity = 0
+    note: str = ""
+    userid: Annotated[int, Meta(ge=-1)] | UnsetType = UNSET
+    states: Annotated[int, Meta(ge=0)] = _ACTIVE
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        _check_word(self.type, "type")
+
+
+class JobKillRequest(Struct, frozen=True):
+    """``kill``: send a signal to a running job's tasks."""
+
+    id: JobId
+    signum: Signum = 15
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
+class UrgencyRequest(Struct, frozen=True):
+    """``urgency``: a pending job's new urgency (above the default: the owner only)."""
+
+    id: JobId
+    urgency: Urgency
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
+class MemoRequest(Struct, frozen=True):
+    """``memo``: keys for the job's ``user`` annotations; ``volatile``: not in the eventlog."""
+
+    id: JobId
+    memo: Any  # a non-empty object
+    volatile: bool = False
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+        _check_object(self.memo, "memo")
+        if not self.memo:
+            raise invalid("memo", "expected `object` of length >= 1")
+
+
+class SetFlagsRequest(Struct, frozen=True):
+    """``set-flags``: RFC 21's flags by name."""
+
+    id: JobId
+    flags: Annotated[list[Literal["debug", "waitable"]], Meta(min_length=1)]
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
+class UpdateRequest(Struct, frozen=True):
+    """``update``: jobspec keys (period-delimited) and their new values."""
+
+    id: JobId
+    updates: Any  # a non-empty object; its keys are the handler's check (update.py)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+        _check_object(self.updates, "updates")
+        if not self.updates:
+            raise invalid("updates", "expected `object` of length >= 1")
+
+
+class HistoryRequest(Struct, frozen=True):
+    """``history.get``: a Python-style slice of the requester's job ids, as ``[:1]``."""
+
+    slice: str
+
+
+class QueueEnableRequest(Struct, frozen=True):
+    """``queue-enable`` (the owner only): accept submissions, or refuse them with a reason."""
+
+    enable: bool = True
+    reason: str = ""
+
+
+class QueueStartRequest(Struct, frozen=True):
+    """``queue-start`` (the owner only): allocate or not; ``nocheckpoint``: a stop that a
+    restart does not find."""
+
+    start: bool = True
+    reason: str = ""
+    nocheckpoint: bool = False
+
+
+class JournalRequest(Struct, frozen=True):
+    """``events-journal`` (streaming): committed events; ``full``: every job's history first,
+    ``digest``: inactive jobs' as one entry each."""
+
+    full: bool = False
+    digest: bool = False
+
+
+class JournalHistoryRequest(Struct, frozen=True):
+    """``journal-history``: every event of the jobs named (unknown ones left out)."""
+
+    ids: Annotated[list[JobId], Meta(max_length=HISTORY_MAX)]
+
+    def __post_init__(self) -> None:
+        for index, jobid in enumerate(self.ids):
+            _check_id(jobid, f"ids[{index}]")
+
+
+class ExecHelloRequest(Struct, frozen=True):
+    """``exec-hello``: the execution service to send RFC 32's requests to."""
+
+    service: str
+
+    def __post_init__(self) -> None:
+        if not self.service or "." in self.service:
+            raise invalid("service", "expected a service name (non-empty, no '.')")
+
+
+# each method's request type (sched-ready: RFC 27's ``ReadyRequest``)
+REQUESTS: dict[str, type[Struct]] = {
+    "job-manager.submit": SubmitBatch,
+    "job-manager.raise": RaiseRequest,
+    "job-manager.raiseall": RaiseAllRequest,
+    "job-manager.kill": JobKillRequest,
+    "job-manager.urgency": UrgencyRequest,
+    "job-manager.memo": MemoRequest,
+    "job-manager.set-flags": SetFlagsRequest,
+    "job-manager.update": UpdateRequest,
+    "job-manager.wait": JobIdRequest,
+    "job-manager.result": JobIdRequest,
+    "job-manager.history.get": HistoryRequest,
+    "job-manager.queue-status": Empty,
+    "job-manager.queue-enable": QueueEnableRequest,
+    "job-manager.queue-start": QueueStartRequest,
+    "job-manager.alloc-query": Empty,
+    "job-manager.drain": Empty,
+    "job-manager.idle": Empty,
+    "job-manager.getinfo": Empty,
+    "job-manager.events-journal": JournalRequest,
+    "job-manager.journal-sync": Empty,
+    "job-manager.journal-history": JournalHistoryRequest,
+    "job-manager.exec-hello": ExecHelloRequest,
+    "job-manager.running": Empty,
+    "job-manager.quiescent": Empty,
+    "job-manager.sched-hello": Empty,
+}
