@@ -92,7 +92,7 @@ def test_bad_rpc_payloads(client: Client, uri: str) -> None:
         ({"jobspec": []}, errno.EPROTO, "job-ingest.submit: jobspec: expected object"),
         ({"jobspec": None}, errno.EPROTO, "job-ingest.submit: jobspec: expected object"),
         ({"jobspec": ...}, errno.EPROTO, "job-ingest.submit: jobspec: required"),
-        ({"urgency": 32}, errno.EPROTO, "job-ingest.submit: urgency: expected int <= 31"),
+        ({"urgency": 32}, errno.EINVAL, "job-ingest.submit: urgency: expected int <= 31"),
         ({"flags": 4}, errno.EINVAL, "flags: unknown flag bits in 4"),
         ({"jobspec": {"version": 1}}, errno.EINVAL, "invalid jobspec: "),
     ],

@@ -2,9 +2,10 @@
 
 Each request and response a service checks is a msgspec ``Struct``; ``decode``
 turns the dict the connector decoded into one with strict conversion, and
-refuses a malformed payload with ``errno.EPROTO`` and a message naming the
-field and the rule (``sched.alloc: jobspec: expected object``), the same for
-every topic.  msgspec was chosen by ``bench/bench_protocol.py`` (the README's
+refuses a payload that does not fit with a message naming the field and the
+rule (``sched.alloc: jobspec: expected object``): ``errno.EPROTO`` for a wrong
+shape, ``errno.EINVAL`` for a value its type rules out, the same for every
+topic.  msgspec was chosen by ``bench/bench_protocol.py`` (the README's
 libraries table).  Fields that carry another RFC's document (a jobspec, R)
 are checked to be objects only: their own libraries in ``pflux.spec`` read
 them.  Today the RFC 27 messages (``pflux.protocol.sched``) and the RFC 32

@@ -1,4 +1,10 @@
-"""The one error mapping: a payload that does not fit its type is EPROTO, naming the field."""
+"""The one error mapping: a payload that does not fit its type, naming the field.
+
+A payload of the wrong shape (not an object, a field missing or of the
+wrong JSON type) is EPROTO; a value of the right type that breaks the rule
+its type states (a range, a length, a pattern, one of a set) is EINVAL, as
+flux-core answers a request it cannot unpack and one whose value it refuses.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +20,22 @@ from pflux.broker.message import RPCError
 # struct's own check within another adds the outer path: "... - at `$.event` - at `$.jobs[0]`"
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]*)`")
+# the shape: "Expected `str | null`, got `int`", a struct's own "Expected `object`" (invalid)
+_SHAPE = re.compile(
+    r"^(Object missing required field |Expected `[^`]*`, got |Expected `?\w+`?( - at |$))"
+)
 
 T = TypeVar("T")
 
 
 def decode(topic: str, payload: Any, kind: type[T]) -> T:
-    """``payload`` as a ``kind``, or an RPCError (EPROTO) naming the field and the rule."""
+    """``payload`` as a ``kind``, or an RPCError naming the field and the rule."""
     try:
         return msgspec.convert(payload, kind, strict=True)
     except msgspec.ValidationError as exc:
-        raise RPCError(errno.EPROTO, error_text(topic, str(exc))) from None
+        text = str(exc)
+        errnum = errno.EPROTO if _SHAPE.match(text) else errno.EINVAL
+        raise RPCError(errnum, error_text(topic, text)) from None
 
 
 def error_text(topic: str, text: str) -> str:

@@ -25,9 +25,10 @@ Mask = Annotated[int, Meta(ge=0)]
 
 
 def check_mask(topic: str, field: str, value: int, valid: int) -> None:
-    """A mask of the bits ``valid``: another bit is a malformed request (EPROTO), as ``decode``."""
+    """A mask of the bits ``valid``: another bit is a value its type rules out (EINVAL), as
+    ``decode`` maps one."""
     if value & ~valid:
-        raise RPCError(errno.EPROTO, f"{topic}: {field}: expected a mask of the bits {valid:#x}")
+        raise RPCError(errno.EINVAL, f"{topic}: {field}: expected a mask of the bits {valid:#x}")
 
 
 class ListRequest(Struct, frozen=True):

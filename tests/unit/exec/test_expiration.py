@@ -72,16 +72,16 @@ def test_errors(live: Any, payload: dict[str, Any], errnum: int, text: str) -> N
 def test_a_bad_expiration_is_refused(live: Any) -> None:
     stream = live.start(live.mock_job())
     assert stream.next() == ("start", {})
-    for bad, rule in (
-        (-1, "expected float >= 0.0"),
-        ("soon", "expected float, got str"),
-        (True, "expected float, got bool"),
-        (None, "expected float, got null"),
-        (float("inf"), "expected float < inf"),
+    for bad, errnum, rule in (
+        (-1, errno.EINVAL, "expected float >= 0.0"),
+        ("soon", errno.EPROTO, "expected float, got str"),
+        (True, errno.EPROTO, "expected float, got bool"),
+        (None, errno.EPROTO, "expected float, got null"),
+        (float("inf"), errno.EINVAL, "expected float < inf"),
     ):
         with pytest.raises(RPCError) as info:
             live.call("job-exec.expiration", {"id": stream.id, "expiration": bad})
-        assert info.value.errnum == errno.EPROTO
+        assert info.value.errnum == errnum
         assert info.value.errstr == f"job-exec.expiration: expiration: {rule}"
     live.call("job-exec.kill", {"id": stream.id, "signum": 9})
     assert stream.kinds() == ["finish", "release"]

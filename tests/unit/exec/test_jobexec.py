@@ -38,22 +38,22 @@ def test_a_refused_hello_is_logged_as_fatal(
 
 
 @pytest.mark.parametrize(
-    "payload",
+    ("payload", "errnum"),
     [
-        [],
-        {"id": "12", "userid": 0, "jobspec": {}, "reattach": False, "R": {}},
-        {"id": 1 << 64, "userid": 0, "jobspec": {}, "reattach": False, "R": {}},
-        {"id": 12, "jobspec": {}, "reattach": False, "R": {}},
-        {"id": 12, "userid": 0, "jobspec": [], "reattach": False, "R": {}},
-        {"id": 12, "userid": 0, "jobspec": {}, "reattach": 0, "R": {}},
-        {"id": 12, "userid": 0, "jobspec": {}, "reattach": False},
+        ([], errno.EPROTO),
+        ({"id": "12", "userid": 0, "jobspec": {}, "reattach": False, "R": {}}, errno.EPROTO),
+        ({"id": 1 << 64, "userid": 0, "jobspec": {}, "reattach": False, "R": {}}, errno.EINVAL),
+        ({"id": 12, "jobspec": {}, "reattach": False, "R": {}}, errno.EPROTO),
+        ({"id": 12, "userid": 0, "jobspec": [], "reattach": False, "R": {}}, errno.EPROTO),
+        ({"id": 12, "userid": 0, "jobspec": {}, "reattach": 0, "R": {}}, errno.EPROTO),
+        ({"id": 12, "userid": 0, "jobspec": {}, "reattach": False}, errno.EPROTO),
     ],
 )
-def test_a_malformed_start_gets_an_error_response(live: Any, payload: Any) -> None:
+def test_a_malformed_start_gets_an_error_response(live: Any, payload: Any, errnum: int) -> None:
     stream = live.start({}, payload=payload)
     with pytest.raises(RPCError) as info:
         stream.next()
-    assert info.value.errnum == errno.EPROTO
+    assert info.value.errnum == errnum
 
 
 def test_a_second_start_for_a_running_job_is_an_error(live: Any) -> None:

@@ -45,15 +45,15 @@ def test_a_size_for_a_job_without_a_pty_or_out_of_range_is_refused(live: Any) ->
     jobspec["attributes"]["system"]["shell"] = {"options": {"pty": 1}}
     stream = live.start(jobspec)
     stream.next()
-    for rows, cols, message in (
-        (0, 80, "rows: expected int >= 1"),
-        (24, 65536, "cols: expected int <= 65535"),
-        ("24", 80, "rows: expected int, got str"),
-        (24, True, "cols: expected int, got bool"),
+    for rows, cols, errnum, message in (
+        (0, 80, errno.EINVAL, "rows: expected int >= 1"),
+        (24, 65536, errno.EINVAL, "cols: expected int <= 65535"),
+        ("24", 80, errno.EPROTO, "rows: expected int, got str"),
+        (24, True, errno.EPROTO, "cols: expected int, got bool"),
     ):
         with pytest.raises(RPCError) as error:
             winsize(live, stream.id, rows, cols)
-        assert error.value.errnum == errno.EPROTO
+        assert error.value.errnum == errnum
         assert error.value.errstr == f"job-exec.winsize: {message}"
     live.call("job-exec.kill", {"id": stream.id, "signum": 9})
     stream.all()

@@ -238,14 +238,14 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
             (
                 "kvs.namespace-create",
                 {"name": "n", "owner": owner, "prefix": "p"},
-                errno.EPROTO,
+                errnum,
                 f"kvs.namespace-create: owner: expected int{rule}",
             )
-            for owner, rule in (
-                (2**64 - 1, " <= 4294967295"),
-                (2**32, " <= 4294967295"),
-                (-1, " >= 0"),
-                (True, ", got bool"),
+            for owner, errnum, rule in (
+                (2**64 - 1, errno.EINVAL, " <= 4294967295"),
+                (2**32, errno.EINVAL, " <= 4294967295"),
+                (-1, errno.EINVAL, " >= 0"),
+                (True, errno.EPROTO, ", got bool"),
             )
         ),
         ("kvs.frob", {}, errno.ENOSYS, "no service provides 'kvs.frob'"),

@@ -255,17 +255,22 @@ NAME_RULE = "expected a service name (non-empty, no '.')"
 
 
 @pytest.mark.parametrize(
-    ("service", "rule"), [("", NAME_RULE), ("a.b", NAME_RULE), (7, "expected str, got int")]
+    ("service", "errnum", "rule"),
+    [
+        ("", errno.EINVAL, NAME_RULE),
+        ("a.b", errno.EINVAL, NAME_RULE),
+        (7, errno.EPROTO, "expected str, got int"),
+    ],
 )
 def test_a_hello_without_a_service_name_is_refused(
-    tmp_path: Path, service: object, rule: str
+    tmp_path: Path, service: object, errnum: int, rule: str
 ) -> None:
     async def body() -> None:
         async with live(tmp_path) as t:
             with pytest.raises(RPCError) as caught:
                 await t.call("job-manager.exec-hello", {"service": service})
             assert (caught.value.errnum, caught.value.errstr) == (
-                errno.EPROTO,
+                errnum,
                 f"job-manager.exec-hello: service: {rule}",
             )
 

@@ -61,11 +61,13 @@ def test_hello_names_the_jobs_holding_resources(tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_ready_is_refused(tmp_path: Path, payload: dict[str, object], text: str) -> None:
+    """Values the type rules out: EINVAL (a wrong shape is EPROTO, test_sched_manager_end)."""
+
     async def body() -> None:
         async with live(tmp_path, ready=False) as t:
             with pytest.raises(RPCError) as caught:
                 await t.call("job-manager.sched-ready", payload)
-            assert (caught.value.errnum, caught.value.errstr) == (errno.EPROTO, text)
+            assert (caught.value.errnum, caught.value.errstr) == (errno.EINVAL, text)
 
     run(body)
 

@@ -39,63 +39,69 @@ from pflux.protocol.manager import (
 from pflux.protocol.sched import ReadyRequest
 from support.protocol_payloads import INGEST, MANAGER
 
+P, V = errno.EPROTO, errno.EINVAL  # a wrong shape, a value the type rules out
 REQUESTS = {**ingest.REQUESTS, **manager.REQUESTS, "job-manager.sched-ready": ReadyRequest}
 VALID = {**INGEST, **MANAGER}
 
 
-def refused(topic: str, payload: Any, kind: type) -> str:
+def refused(topic: str, payload: Any, kind: type, errnum: int = errno.EINVAL) -> str:
+    """The error text; a wrong shape is EPROTO, a value its type rules out EINVAL."""
     with pytest.raises(RPCError) as info:
         decode(topic, payload, kind)
-    assert info.value.errnum == errno.EPROTO
+    assert info.value.errnum == errnum
     return info.value.errstr
 
 
 @pytest.mark.parametrize(
-    ("kind", "changes", "message"),
+    ("kind", "changes", "errnum", "message"),
     [
-        (SubmitRequest, {"jobspec": []}, "jobspec: expected object"),
-        (SubmitRequest, {"urgency": 32}, "urgency: expected int <= 31"),
-        (SubmitRequest, {"urgency": -1}, "urgency: expected int >= 0"),
-        (SubmitRequest, {"flags": -1}, "flags: expected int >= 0"),
-        (SubmitRequest, {"flags": True}, "flags: expected int, got bool"),
-        (RaiseRequest, {"type": ""}, "type: expected a word (non-empty, no spaces)"),
-        (RaiseRequest, {"type": "a b"}, "type: expected a word (non-empty, no spaces)"),
-        (RaiseRequest, {"severity": 8}, "severity: expected int <= 7"),
-        (RaiseRequest, {"id": 2**64}, f"id: expected int <= {2**64 - 1}"),
-        (RaiseAllRequest, {"userid": -2}, "userid: expected int >= -1"),
-        (RaiseAllRequest, {"states": "RUN"}, "states: expected int, got str"),
-        (RaiseAllRequest, {"dry_run": 1}, "dry_run: expected bool, got int"),
-        (JobKillRequest, {"signum": 0}, "signum: expected int >= 1"),
-        (JobKillRequest, {"signum": 65}, "signum: expected int <= 64"),
-        (UrgencyRequest, {"urgency": "hold"}, "urgency: expected int, got str"),
-        (MemoRequest, {"memo": {}}, "memo: expected object of length >= 1"),
-        (MemoRequest, {"memo": "x"}, "memo: expected object"),
-        (MemoRequest, {"volatile": "yes"}, "volatile: expected bool, got str"),
-        (SetFlagsRequest, {"flags": []}, "flags: expected array of length >= 1"),
-        (SetFlagsRequest, {"flags": ["urgent"]}, "flags[0]: invalid enum value 'urgent'"),
-        (UpdateRequest, {"updates": {}}, "updates: expected object of length >= 1"),
-        (UpdateRequest, {"updates": None}, "updates: expected object"),
-        (JournalHistoryRequest, {"ids": [1, 2**64]}, f"ids[1]: expected int <= {2**64 - 1}"),
+        (SubmitRequest, {"jobspec": []}, P, "jobspec: expected object"),
+        (SubmitRequest, {"urgency": 32}, V, "urgency: expected int <= 31"),
+        (SubmitRequest, {"urgency": -1}, V, "urgency: expected int >= 0"),
+        (SubmitRequest, {"flags": -1}, V, "flags: expected int >= 0"),
+        (SubmitRequest, {"flags": True}, P, "flags: expected int, got bool"),
+        (RaiseRequest, {"type": ""}, V, "type: expected a word (non-empty, no spaces)"),
+        (RaiseRequest, {"type": "a b"}, V, "type: expected a word (non-empty, no spaces)"),
+        (RaiseRequest, {"severity": 8}, V, "severity: expected int <= 7"),
+        (RaiseRequest, {"id": 2**64}, V, f"id: expected int <= {2**64 - 1}"),
+        (RaiseAllRequest, {"userid": -2}, V, "userid: expected int >= -1"),
+        (RaiseAllRequest, {"states": "RUN"}, P, "states: expected int, got str"),
+        (RaiseAllRequest, {"dry_run": 1}, P, "dry_run: expected bool, got int"),
+        (JobKillRequest, {"signum": 0}, V, "signum: expected int >= 1"),
+        (JobKillRequest, {"signum": 65}, V, "signum: expected int <= 64"),
+        (UrgencyRequest, {"urgency": "hold"}, P, "urgency: expected int, got str"),
+        (MemoRequest, {"memo": {}}, V, "memo: expected object of length >= 1"),
+        (MemoRequest, {"memo": "x"}, P, "memo: expected object"),
+        (MemoRequest, {"volatile": "yes"}, P, "volatile: expected bool, got str"),
+        (SetFlagsRequest, {"flags": []}, V, "flags: expected array of length >= 1"),
+        (SetFlagsRequest, {"flags": ["urgent"]}, V, "flags[0]: invalid enum value 'urgent'"),
+        (UpdateRequest, {"updates": {}}, V, "updates: expected object of length >= 1"),
+        (UpdateRequest, {"updates": None}, P, "updates: expected object"),
+        (JournalHistoryRequest, {"ids": [1, 2**64]}, V, f"ids[1]: expected int <= {2**64 - 1}"),
         (
             JournalHistoryRequest,
             {"ids": list(range(HISTORY_MAX + 1))},
+            V,
             f"ids: expected array of length <= {HISTORY_MAX}",
         ),
         (
             ExecHelloRequest,
             {"service": "a.b"},
+            V,
             "service: expected a service name (non-empty, no '.')",
         ),
-        (SubmitBatch, {"jobs": [{"id": 1, "jobspec": {}}]}, "jobs[0].event: required"),
+        (SubmitBatch, {"jobs": [{"id": 1, "jobspec": {}}]}, P, "jobs[0].event: required"),
         (
             SubmitBatch,
             {"jobs": [{"id": 1, "jobspec": {}, "event": 1}]},
+            P,
             "jobs[0].event: expected object",
         ),
     ],
 )
-def test_each_rule_is_named(kind: type, changes: dict[str, Any], message: str) -> None:
-    assert refused("some.topic", {**VALID[kind], **changes}, kind) == f"some.topic: {message}"
+def test_each_rule_is_named(kind: type, changes: dict[str, Any], errnum: int, message: str) -> None:
+    payload = {**VALID[kind], **changes}
+    assert refused("some.topic", payload, kind, errnum) == f"some.topic: {message}"
 
 
 def test_defaults_are_what_the_handlers_assumed() -> None:

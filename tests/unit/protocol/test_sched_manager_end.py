@@ -67,22 +67,34 @@ def run(
 
 
 @pytest.mark.parametrize(
-    ("payload", "message"),
+    ("payload", "errnum", "message"),
     [
-        ({"mode": "limited"}, "job-manager.sched-ready: limit: required in limited mode"),
-        ({"mode": "limited", "limit": 0}, "job-manager.sched-ready: limit: expected int >= 1"),
-        ({"mode": "some"}, "job-manager.sched-ready: mode: invalid enum value 'some'"),
-        ({}, "job-manager.sched-ready: mode: required"),
-        ([], "job-manager.sched-ready: payload: expected object, got array"),
+        (
+            {"mode": "limited"},
+            errno.EINVAL,
+            "job-manager.sched-ready: limit: required in limited mode",
+        ),
+        (
+            {"mode": "limited", "limit": 0},
+            errno.EINVAL,
+            "job-manager.sched-ready: limit: expected int >= 1",
+        ),
+        (
+            {"mode": "some"},
+            errno.EINVAL,
+            "job-manager.sched-ready: mode: invalid enum value 'some'",
+        ),
+        ({}, errno.EPROTO, "job-manager.sched-ready: mode: required"),
+        ([], errno.EPROTO, "job-manager.sched-ready: payload: expected object, got array"),
     ],
 )
-def test_malformed_sched_ready_is_eproto_naming_the_field(
-    tmp_path: Path, payload: Any, message: str
+def test_a_bad_sched_ready_is_refused_naming_the_field(
+    tmp_path: Path, payload: Any, errnum: int, message: str
 ) -> None:
     async def body(broker: Broker) -> None:
         with pytest.raises(RPCError) as info:
             await broker.call("job-manager.sched-ready", payload)
-        assert info.value.errnum == errno.EPROTO
+        assert info.value.errnum == errnum
         assert info.value.errstr == message
 
     run(tmp_path, lambda jobid: {}, body)

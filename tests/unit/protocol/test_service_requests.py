@@ -56,7 +56,7 @@ def test_a_mask_with_a_bit_job_list_does_not_know_is_eproto() -> None:
     with pytest.raises(RPCError) as info:
         check_mask("job-list.list", "results", 0x10, 0xF)
     assert (info.value.errnum, info.value.errstr) == (
-        errno.EPROTO,
+        errno.EINVAL,
         "job-list.list: results: expected a mask of the bits 0xf",
     )
 

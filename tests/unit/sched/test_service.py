@@ -404,45 +404,56 @@ def test_malformed_jobspec_is_denied(tmp_path: Path) -> None:
     run(body)
 
 
+P, V = errno.EPROTO, errno.EINVAL  # a wrong shape, a value the type rules out
+
+
 @pytest.mark.parametrize(
-    ("payload", "message"),
+    ("payload", "errnum", "message"),
     [
-        ({"priority": 1, "userid": 0, "jobspec": {}}, "sched.alloc: id: required"),
+        ({"priority": 1, "userid": 0, "jobspec": {}}, P, "sched.alloc: id: required"),
         (
             {"id": -1, "priority": 1, "userid": 0, "jobspec": {}},
+            V,
             "sched.alloc: id: expected int >= 0",
         ),
         (
             {"id": 2**64, "priority": 1, "userid": 0, "jobspec": {}},
+            V,
             "sched.alloc: id: expected int <= 18446744073709551615",
         ),
-        ({"id": 1, "userid": 0, "jobspec": {}}, "sched.alloc: priority: required"),
+        ({"id": 1, "userid": 0, "jobspec": {}}, P, "sched.alloc: priority: required"),
         (
             {"id": 1, "priority": 2**32, "userid": 0, "jobspec": {}},
+            V,
             "sched.alloc: priority: expected int <=",
         ),
         (
             {"id": 1, "priority": 1, "userid": 0, "t_submit": "now", "jobspec": {}},
-            "t_submit: expected float",
+            P,
+            "t_submit: expected float, got str",
         ),
         (
             {"id": 1, "priority": 1, "userid": 0, "t_submit": 1e999, "jobspec": {}},
-            "t_submit: expected float",
+            V,
+            "t_submit: expected float < inf",
         ),
         (
             {"id": 1, "priority": 1, "userid": 0, "jobspec": []},
+            P,
             "sched.alloc: jobspec: expected object",
         ),
-        ([1, 2], "sched.alloc: payload: expected object, got array"),
+        ([1, 2], P, "sched.alloc: payload: expected object, got array"),
     ],
 )
-def test_bad_alloc_requests_get_errors(tmp_path: Path, payload: Any, message: str) -> None:
+def test_bad_alloc_requests_get_errors(
+    tmp_path: Path, payload: Any, errnum: int, message: str
+) -> None:
     async def body() -> None:
         async with live(tmp_path) as t:
             queue: asyncio.Queue[Message] = asyncio.Queue()
             t.broker.send("sched.alloc", payload, queue.put_nowait, streaming=True)
             msg = await asyncio.wait_for(queue.get(), 5)
-            assert msg.errnum == errno.EPROTO
+            assert msg.errnum == errnum
             assert message in (msg.errstr or "")
 
     run(body)
