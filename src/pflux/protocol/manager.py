@@ -4,8 +4,8 @@ Each handler decodes its request first; a malformed one (not an object, a
 field missing or of the wrong type) is EPROTO naming the field, a value out
 of its range EINVAL, as ``decode`` maps them. What a type cannot state stays
 in the handler with EINVAL or EPERM: a guest's urgency above the default,
-an update's keys, a job that is not in the state the request needs. ``job-manager.sched-ready`` is RFC 27's
-(``pflux.protocol.sched``).
+an update's keys, a job that is not in the state the request needs.
+``job-manager.sched-ready`` is RFC 27's (``pflux.protocol.sched``).
 """
 
 from __future__ import annotations
