@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from pflux.broker.message import Message
     from pflux.client.aio import AsyncHandle
+    from pflux.client.handle import RPC
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions
     from pflux.kvswatch import AsyncKVSWatch, KVSWatch
@@ -215,6 +216,15 @@ def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
     return AllocCounts.from_reply(reply)
 
 
+def _ids_or_errors(rpcs: Sequence[RPC]) -> Iterator[JobID | RPCError]:
+    """Each submission's id, or its refusal, in order."""
+    for rpc in rpcs:
+        try:
+            yield JobID(rpc.get()["id"])
+        except RPCError as exc:
+            yield exc
+
+
 def _arrive(arrived: deque[tuple[int, Message]], index: int, msg: Message) -> None:
     arrived.append((index, msg))
 
@@ -294,6 +304,24 @@ class Client:
             for js in jobspecs
         ]
         return [JobID(rpc.get()["id"]) for rpc in rpcs]
+
+    def submit_each(
+        self,
+        jobspecs: Sequence[Mapping[str, Any]],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+    ) -> Iterator[JobID | RPCError]:
+        """As ``submit_many``, but each job's id or refusal, in order, as they come: a
+        refused job stops none of the others.
+
+        The requests are sent at once, before the first answer is asked for."""
+        rpcs = [
+            self.handle.rpc("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
+            for js in jobspecs
+        ]
+        return _ids_or_errors(rpcs)
 
     def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """Wait until the job is inactive (any job, any number of times)."""
@@ -391,20 +419,32 @@ class Client:
         ending a job whose log cannot be followed (ENOENT: no such job).
 
         The requests are sent at once, before the first event is asked for."""
+        logs = self.follow_logs([(jobid, path) for jobid in jobids])
+        return ((index, item) for index, item in logs if item is not None)
+
+    def follow_logs(
+        self, logs: Sequence[tuple[int, str]]
+    ) -> Iterator[tuple[int, Event | RPCError | None]]:
+        """Follow several logs at once, on one connection: each ``(jobid, path)``
+        (``path`` as ``events``'s) until its job is inactive. Gives ``(index in logs,
+        event)`` as they come, ``(index, None)`` once log ``index`` has ended, and
+        ``(index, error)`` ending one that cannot be followed (ENOENT: no such job).
+
+        The requests are sent at once, before the first event is asked for."""
         from collections import deque
         from functools import partial
 
         arrived: deque[tuple[int, Message]] = deque()
-        for index, jobid in enumerate(jobids):
+        for index, (jobid, path) in enumerate(logs):
             payload = {"id": int(jobid), "path": path}
             rpc = self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
             rpc.then(partial(_arrive, arrived, index))
-        return self._arrivals(arrived, len(jobids))
+        return self._arrivals(arrived, len(logs))
 
     def _arrivals(
         self, arrived: deque[tuple[int, Message]], count: int
-    ) -> Iterator[tuple[int, Event | RPCError]]:
-        """``events_many``'s events, parsed from the responses as they arrive."""
+    ) -> Iterator[tuple[int, Event | RPCError | None]]:
+        """``follow_logs``'s events, parsed from the responses as they arrive."""
         readers = [EventlogReader() for _ in range(count)]
         following = count
         while following:
@@ -416,6 +456,7 @@ class Client:
                 following -= 1  # an error response ends a stream, once
                 if msg.errnum == errno.ENODATA:
                     readers[index].finish()
+                    yield index, None
                 else:
                     yield index, RPCError(msg.errnum, msg.errstr)
                 continue
@@ -770,6 +811,33 @@ class AsyncClient:
         ]
         return [JobID(reply["id"]) for reply in await asyncio.gather(*calls)]
 
+    async def submit_each(
+        self,
+        jobspecs: Sequence[Mapping[str, Any]],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+    ) -> AsyncIterator[JobID | RPCError]:
+        """As ``Client.submit_each``, but the requests are sent when iteration begins."""
+        import asyncio
+
+        calls = [
+            asyncio.ensure_future(
+                self.handle.call("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
+            )
+            for js in jobspecs
+        ]
+        try:
+            for call in calls:
+                try:
+                    yield JobID((await call)["id"])
+                except RPCError as exc:
+                    yield exc
+        finally:
+            for call in calls:
+                call.cancel()
+
     async def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """As ``Client.wait``."""
         payload = {"id": int(jobid)}
@@ -861,20 +929,28 @@ class AsyncClient:
         self, jobids: Sequence[int], *, path: str = "eventlog"
     ) -> AsyncIterator[tuple[int, Event | RPCError]]:
         """As ``Client.events_many``."""
+        async for index, item in self.follow_logs([(jobid, path) for jobid in jobids]):
+            if item is not None:
+                yield index, item
+
+    async def follow_logs(
+        self, logs: Sequence[tuple[int, str]]
+    ) -> AsyncIterator[tuple[int, Event | RPCError | None]]:
+        """As ``Client.follow_logs``, but the requests are sent when iteration begins."""
         import asyncio
 
         arrived: asyncio.Queue[tuple[int, Event | Exception | None]] = asyncio.Queue()
 
-        async def follow(index: int, jobid: int) -> None:
+        async def follow(index: int, jobid: int, path: str) -> None:
             try:
                 async for event in self.events(jobid, path=path):
                     arrived.put_nowait((index, event))
-            except Exception as exc:  # an RPCError ends that job; anything else, all
+            except Exception as exc:  # an RPCError ends that log; anything else, all
                 arrived.put_nowait((index, exc))
             else:
                 arrived.put_nowait((index, None))
 
-        tasks = [asyncio.ensure_future(follow(i, jobid)) for i, jobid in enumerate(jobids)]
+        tasks = [asyncio.ensure_future(follow(i, *log)) for i, log in enumerate(logs)]
         following = len(tasks)
         try:
             while following:
@@ -883,9 +959,9 @@ class AsyncClient:
                     yield index, item
                     continue
                 following -= 1
-                if isinstance(item, RPCError):
+                if item is None or isinstance(item, RPCError):
                     yield index, item
-                elif item is not None:
+                else:
                     raise item
         finally:
             for task in tasks:

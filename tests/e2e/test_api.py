@@ -217,6 +217,44 @@ def test_the_async_client_follows_many_jobs_and_reads_the_instance(uri: str) -> 
     asyncio.run(session())
 
 
+def _names(item: pflux.Event | pflux.RPCError | None) -> str | None:
+    """A followed log's item as the tests below compare it: an event's name, else what."""
+    if isinstance(item, pflux.RPCError):
+        return "error"
+    return None if item is None else item.name
+
+
+def test_submit_each_answers_each_job_and_follow_logs_says_where_each_log_ends(
+    client: pflux.Client,
+) -> None:
+    good, refused, other = client.submit_each([jobspec(), {"version": 1}, jobspec()])
+    assert isinstance(good, pflux.JobID)
+    assert isinstance(other, pflux.JobID)
+    assert isinstance(refused, pflux.RPCError)
+    logs = [(good, "eventlog"), (pflux.JobID(1), "eventlog"), (other, "eventlog")]
+    seen: dict[int, list[str | None]] = {0: [], 1: [], 2: []}
+    for index, item in client.follow_logs(logs):
+        seen[index].append(_names(item))
+    assert seen[0][-2:] == seen[2][-2:] == ["clean", None]
+    assert seen[1] == ["error"]
+
+
+def test_the_async_client_submits_each_and_follows_logs(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            answers = [a async for a in client.submit_each([jobspec(), {"version": 1}])]
+            good, refused = answers
+            assert isinstance(good, pflux.JobID)
+            assert isinstance(refused, pflux.RPCError)
+            seen: dict[int, list[str | None]] = {0: [], 1: []}
+            async for index, item in client.follow_logs([(good, "eventlog"), (1, "eventlog")]):
+                seen[index].append(_names(item))
+            assert seen[0][-2:] == ["clean", None]
+            assert seen[1] == ["error"]
+
+    asyncio.run(session())
+
+
 def test_the_kvs_through_the_client(client: pflux.Client) -> None:
     client.kvs_put([("apitest.a", "1"), ("apitest.b", "x")])
     client.kvs_put([("apitest.b", "y")], append=True)

@@ -19,9 +19,6 @@ ALLOWED: dict[str, str] = {
     "attach_signals.py": "job attach forwards signals from a signal handler without blocking",
     "attach_terminal.py": "job attach relays the terminal's size and input as they change",
     "job_attach.py": "job attach follows output, exec events and stdin on one reactor loop",
-    "run.py": "run submits through the pipelined path it shares with submit",
-    "submit.py": "submit pipelines its requests with the jobspec building of jobopts",
-    "watcher.py": "run/submit --watch follow many jobs' output on one reactor loop",
 }
 
 

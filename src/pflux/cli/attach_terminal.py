@@ -13,7 +13,10 @@ client exits.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pflux.api import Client
 
 __all__ = ["RawTerminal", "asks_interactive", "looked_up"]
 
@@ -31,18 +34,17 @@ def asks_interactive(jobspec: Any) -> bool:
         return False
 
 
-def looked_up(handle: Any, jobid: int) -> bool:
+def looked_up(client: Client, jobid: int) -> bool:
     """Whether job ``jobid`` asks for an interactive pty, by its jobspec (``job attach``).
 
     A job that cannot be looked up is not: following its eventlog says why.
     """
     import json
 
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     try:
-        reply = handle.call("job-info.lookup", {"id": int(jobid), "keys": ["jobspec"]})
-        return asks_interactive(json.loads(reply["jobspec"]))
+        return asks_interactive(json.loads(client.lookup(jobid, ["jobspec"])["jobspec"]))
     except (RPCError, ValueError, KeyError, TypeError):
         return False
 

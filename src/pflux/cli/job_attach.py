@@ -23,6 +23,7 @@ from pflux.cli import base
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from pflux.api import Client
     from pflux.cli.attach_signals import Signals
     from pflux.cli.attach_terminal import RawTerminal
     from pflux.cli.statusline import StatusLine
@@ -56,19 +57,19 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from pflux.client.handle import Handle
+        from pflux.api import Client
         from pflux.spec.fluid import JobID
 
         jobid = JobID.parse(args.jobid)
         stdin_ranks = None if args.read_only else _ranks(args.stdin_ranks)
-        with Handle(args.uri) as handle, catching(not args.read_only) as signals:
+        with Client(args.uri) as client, catching(not args.read_only) as signals:
             interactive = False
             if not args.read_only and sys.stdin.isatty():
                 from pflux.cli.attach_terminal import looked_up
 
-                interactive = looked_up(handle, jobid)
+                interactive = looked_up(client, jobid)
             return attach(
-                handle,
+                client,
                 jobid,
                 label_io=args.label_io,
                 show_events=args.show_events,
@@ -323,7 +324,7 @@ class _Attach:
 
 
 def attach(
-    handle: Any,
+    client: Client,
     jobid: int,
     *,
     label_io: bool = False,
@@ -332,7 +333,7 @@ def attach(
     signals: Signals | None = None,
     interactive: bool = False,
 ) -> int:
-    """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code.
+    """Follow job ``jobid`` with ``client`` until it is inactive; return its exit code.
 
     ``stdin_ranks`` (``all`` or an idset): forward this process's stdin to
     those tasks; None forwards nothing. ``signals``: the signals caught for
@@ -340,6 +341,7 @@ def attach(
     as ``flux job attach`` does. ``interactive``: the job's pty becomes this
     terminal once it runs (``attach_terminal``).
     """
+    handle = client.handle
     stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
     state.signals = signals
