@@ -37,15 +37,14 @@ from pflux.spec.states import (
 )
 
 if TYPE_CHECKING:
-    from collections import deque
     from typing import Unpack
 
-    from pflux.broker.message import Message
     from pflux.client.aio import AsyncHandle
     from pflux.client.handle import RPC
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions
     from pflux.kvswatch import AsyncKVSWatch, KVSWatch
+    from pflux.logfollow import LogFollow
     from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
@@ -97,6 +96,13 @@ def _urgency(urgency: int | str) -> int:
                 f"urgency: must be 0-31, hold, expedite or default, got {urgency!r}"
             ) from None
     return urgency
+
+
+def _stdin_payload(jobid: int, data: bytes, ranks: str, eof: bool) -> dict[str, Any]:
+    """A ``job-exec.stdin`` request: RFC 24's ioencode of ``data``."""
+    from pflux.shell.input import data_context
+
+    return {"id": int(jobid), **data_context(ranks, data, eof)}
 
 
 def _raise_payload(jobid: int, etype: str, severity: int, note: str) -> dict[str, Any]:
@@ -223,10 +229,6 @@ def _ids_or_errors(rpcs: Sequence[RPC]) -> Iterator[JobID | RPCError]:
             yield JobID(rpc.get()["id"])
         except RPCError as exc:
             yield exc
-
-
-def _arrive(arrived: deque[tuple[int, Message]], index: int, msg: Message) -> None:
-    arrived.append((index, msg))
 
 
 def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
@@ -422,46 +424,17 @@ class Client:
         logs = self.follow_logs([(jobid, path) for jobid in jobids])
         return ((index, item) for index, item in logs if item is not None)
 
-    def follow_logs(
-        self, logs: Sequence[tuple[int, str]]
-    ) -> Iterator[tuple[int, Event | RPCError | None]]:
+    def follow_logs(self, logs: Sequence[tuple[int, str]]) -> LogFollow:
         """Follow several logs at once, on one connection: each ``(jobid, path)``
-        (``path`` as ``events``'s) until its job is inactive. Gives ``(index in logs,
-        event)`` as they come, ``(index, None)`` once log ``index`` has ended, and
-        ``(index, error)`` ending one that cannot be followed (ENOENT: no such job).
+        (``path`` as ``events``'s) until its job is inactive. Iterating gives ``(index in
+        logs, event)`` as they come, ``(index, None)`` once log ``index`` has ended, and
+        ``(index, error)`` ending one that cannot be followed (ENOENT: no such job); a
+        select loop of the caller's own uses its ``fileno()`` and ``poll()``.
 
         The requests are sent at once, before the first event is asked for."""
-        from collections import deque
-        from functools import partial
+        from pflux.logfollow import LogFollow
 
-        arrived: deque[tuple[int, Message]] = deque()
-        for index, (jobid, path) in enumerate(logs):
-            payload = {"id": int(jobid), "path": path}
-            rpc = self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
-            rpc.then(partial(_arrive, arrived, index))
-        return self._arrivals(arrived, len(logs))
-
-    def _arrivals(
-        self, arrived: deque[tuple[int, Message]], count: int
-    ) -> Iterator[tuple[int, Event | RPCError | None]]:
-        """``follow_logs``'s events, parsed from the responses as they arrive."""
-        readers = [EventlogReader() for _ in range(count)]
-        following = count
-        while following:
-            if not arrived:
-                self.handle.process(None)
-                continue
-            index, msg = arrived.popleft()
-            if msg.errnum:
-                following -= 1  # an error response ends a stream, once
-                if msg.errnum == errno.ENODATA:
-                    readers[index].finish()
-                    yield index, None
-                else:
-                    yield index, RPCError(msg.errnum, msg.errstr)
-                continue
-            for event in readers[index].feed(msg.payload["data"]):
-                yield index, event
+        return LogFollow(self.handle, logs)
 
     def read_log(self, jobid: int, path: str = "eventlog") -> str:
         """A job's eventlog, or a guest log (``guest.output``), as text as it is now."""
@@ -508,6 +481,18 @@ class Client:
     def kill(self, jobid: int, signum: int = 15) -> None:
         """Send ``signum`` to a running job's tasks."""
         self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    def send_stdin(self, jobid: int, data: bytes, *, ranks: str = "all", eof: bool = False) -> None:
+        """Give ``data`` to the standard input of a running job's tasks (``ranks``: ``all``
+        or an idset of task ranks); ``eof``: close it after. Returns once the job's shell
+        has it; RPCError ENOENT when the job is not running, ENOSYS when it reads its
+        input from a file, EPIPE when a named task's input is closed."""
+        self.handle.call("job-exec.stdin", _stdin_payload(jobid, data, ranks, eof))
+
+    def send_winsize(self, jobid: int, *, rows: int, cols: int) -> None:
+        """Size a running job's ptys (``-o pty``) as a terminal of ``rows`` by ``cols``;
+        RPCError ENOENT when the job is not running, ENOSYS when it has no pty."""
+        self.handle.call("job-exec.winsize", {"id": int(jobid), "rows": rows, "cols": cols})
 
     def raise_many(
         self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""
@@ -1008,6 +993,17 @@ class AsyncClient:
     async def kill(self, jobid: int, signum: int = 15) -> None:
         """As ``Client.kill``."""
         await self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    async def send_stdin(
+        self, jobid: int, data: bytes, *, ranks: str = "all", eof: bool = False
+    ) -> None:
+        """As ``Client.send_stdin``."""
+        await self.handle.call("job-exec.stdin", _stdin_payload(jobid, data, ranks, eof))
+
+    async def send_winsize(self, jobid: int, *, rows: int, cols: int) -> None:
+        """As ``Client.send_winsize``."""
+        payload = {"id": int(jobid), "rows": rows, "cols": cols}
+        await self.handle.call("job-exec.winsize", payload)
 
     async def raise_many(
         self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""

@@ -4,7 +4,11 @@ AsyncClient doing what Client does."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
+import select
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -251,6 +255,62 @@ def test_the_async_client_submits_each_and_follows_logs(uri: str) -> None:
                 seen[index].append(_names(item))
             assert seen[0][-2:] == ["clean", None]
             assert seen[1] == ["error"]
+
+    asyncio.run(session())
+
+
+def test_stdin_and_winsize_reach_a_running_job(client: pflux.Client) -> None:
+    job = client.submit_job(["cat"])
+    job.wait_event("start")
+    client.send_stdin(job.id, b"one\n")
+    client.send_stdin(job.id, b"\xff\n", eof=True)  # not UTF-8: sent as base64
+    assert job.result(timeout=60).success
+    output = [e.context for e in client.events(job.id, path="guest.output", follow=False)]
+    assert b"".join(_bytes(c) for c in output if c and "data" in c) == b"one\n\xff\n"
+    with pytest.raises(pflux.RPCError, match="not running") as refused:
+        client.send_stdin(job.id, b"late")
+    assert refused.value.errnum == errno.ENOENT
+    with pytest.raises(pflux.RPCError, match="not running") as refused:
+        client.send_winsize(job.id, rows=24, cols=80)
+    assert refused.value.errnum == errno.ENOENT
+    running = client.submit_job(["sleep", "60"])
+    running.wait_event("start")
+    with pytest.raises(pflux.RPCError, match="has no pty") as refused:
+        client.send_winsize(running.id, rows=24, cols=80)
+    assert refused.value.errnum == errno.ENOSYS
+    running.cancel()
+
+
+def _bytes(context: dict[str, Any]) -> bytes:
+    data = context["data"]
+    return base64.b64decode(data) if context.get("encoding") == "base64" else data.encode()
+
+
+def test_followed_logs_are_polled_without_waiting(client: pflux.Client) -> None:
+    held = client.submit(jobspec(), urgency="hold")
+    follow = client.follow_logs([(held, "eventlog")])
+    names: list[str | None] = []
+    while "submit" not in names:  # the request went when follow_logs returned
+        assert select.select([follow.fileno()], [], [], 60)[0]
+        names += [_names(item) for _, item in follow.poll()]
+    assert follow.poll() == []  # nothing more: it returns at once
+    client.cancel(held)
+    names += [_names(item) for _, item in follow]
+    assert names[-2:] == ["clean", None]
+    assert follow.following == 0
+
+
+def test_the_async_client_sends_stdin_and_winsize(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            job = await client.submit_job(["cat"])
+            await job.wait_event("start")
+            await client.send_stdin(job.id, b"two\n", eof=True)
+            assert (await job.result(timeout=60)).success
+            assert "two" in await client.read_log(job.id, "guest.output")
+            with pytest.raises(pflux.RPCError, match="not running") as refused:
+                await client.send_winsize(job.id, rows=24, cols=80)
+            assert refused.value.errnum == errno.ENOENT
 
     asyncio.run(session())
 
