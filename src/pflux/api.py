@@ -100,7 +100,7 @@ def _urgency(urgency: int | str) -> int:
 
 def _stdin_payload(jobid: int, data: bytes, ranks: str, eof: bool) -> dict[str, Any]:
     """A ``job-exec.stdin`` request: RFC 24's ioencode of ``data``."""
-    from pflux.shell.input import data_context
+    from pflux.spec.ioencode import data_context
 
     return {"id": int(jobid), **data_context(ranks, data, eof)}
 

@@ -362,13 +362,10 @@ def _loop(client: Client, follow: LogFollow, state: _Attach, signals: Signals | 
 
     stdin = state.stdin
     status = state.status
-    while not (signals is not None and signals.detached):
-        for log, item in follow.poll():
-            state.on(log, item)
-        sys.stdout.flush()
-        if not follow.following:
-            break
-        fds = [follow.fileno()]
+    conn = follow.fileno()
+    _take(follow, state)
+    while follow.following and not (signals is not None and signals.detached):
+        fds = [conn]
         if signals is not None:
             fds.append(signals.fd)
         if stdin is not None and stdin.reading:
@@ -381,7 +378,17 @@ def _loop(client: Client, follow: LogFollow, state: _Attach, signals: Signals | 
             # read even when select did not name it: a signal that came as select
             # returned for stdin was noted since, and goes before the keys typed after it
             signals.handle(client, state.jobid)
+        # what arrived goes first: the job's end stops its input
+        _take(follow, state)
         if 0 in ready and stdin is not None and stdin.reading:
             stdin.read()
+            _take(follow, state)  # what arrived while the input was sent
     if status is not None:
         status.end()
+
+
+def _take(follow: LogFollow, state: _Attach) -> None:
+    """Act on what the logs have brought, without waiting."""
+    for log, item in follow.poll():
+        state.on(log, item)
+    sys.stdout.flush()
