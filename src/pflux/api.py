@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
+STDIN_PIECE = 1 << 16  # bytes of standard input in one job-exec.stdin request
 URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
 
 
@@ -98,11 +99,17 @@ def _urgency(urgency: int | str) -> int:
     return urgency
 
 
-def _stdin_payload(jobid: int, data: bytes, ranks: str, eof: bool) -> dict[str, Any]:
-    """A ``job-exec.stdin`` request: RFC 24's ioencode of ``data``."""
+def _stdin_payloads(jobid: int, data: bytes, ranks: str, eof: bool) -> list[dict[str, Any]]:
+    """``job-exec.stdin`` requests for ``data``: RFC 24's ioencode of a piece of at most
+    STDIN_PIECE bytes each, the last one with ``eof``."""
     from pflux.spec.ioencode import data_context
 
-    return {"id": int(jobid), **data_context(ranks, data, eof)}
+    pieces = [data[at : at + STDIN_PIECE] for at in range(0, len(data), STDIN_PIECE)] or [b""]
+    last = len(pieces) - 1
+    return [
+        {"id": int(jobid), **data_context(ranks, piece, eof and at == last)}
+        for at, piece in enumerate(pieces)
+    ]
 
 
 def _raise_payload(jobid: int, etype: str, severity: int, note: str) -> dict[str, Any]:
@@ -484,10 +491,20 @@ class Client:
 
     def send_stdin(self, jobid: int, data: bytes, *, ranks: str = "all", eof: bool = False) -> None:
         """Give ``data`` to the standard input of a running job's tasks (``ranks``: ``all``
-        or an idset of task ranks); ``eof``: close it after. Returns once the job's shell
-        has it; RPCError ENOENT when the job is not running, ENOSYS when it reads its
-        input from a file, EPIPE when a named task's input is closed."""
-        self.handle.call("job-exec.stdin", _stdin_payload(jobid, data, ranks, eof))
+        or an idset of task ranks); ``eof``: close it after. ``data`` of any size goes as
+        pieces of at most 64 KiB, all in flight at once. Returns once the job's shell has
+        every piece; RPCError ENOENT when the job is not running, ENOSYS when it reads
+        its input from a file, EPIPE when a named task's input is closed."""
+        payloads = _stdin_payloads(jobid, data, ranks, eof)
+        rpcs = [self.handle.rpc("job-exec.stdin", payload) for payload in payloads]
+        refused: RPCError | None = None
+        for rpc in rpcs:  # every answer is taken before the first refusal is raised
+            try:
+                rpc.get()
+            except RPCError as exc:
+                refused = refused or exc
+        if refused is not None:
+            raise refused
 
     def send_winsize(self, jobid: int, *, rows: int, cols: int) -> None:
         """Size a running job's ptys (``-o pty``) as a terminal of ``rows`` by ``cols``;
@@ -998,7 +1015,13 @@ class AsyncClient:
         self, jobid: int, data: bytes, *, ranks: str = "all", eof: bool = False
     ) -> None:
         """As ``Client.send_stdin``."""
-        await self.handle.call("job-exec.stdin", _stdin_payload(jobid, data, ranks, eof))
+        import asyncio
+
+        payloads = _stdin_payloads(jobid, data, ranks, eof)
+        calls = (self.handle.call("job-exec.stdin", payload) for payload in payloads)
+        for answer in await asyncio.gather(*calls, return_exceptions=True):
+            if isinstance(answer, BaseException):
+                raise answer
 
     async def send_winsize(self, jobid: int, *, rows: int, cols: int) -> None:
         """As ``Client.send_winsize``."""

@@ -262,11 +262,16 @@ def test_the_async_client_submits_each_and_follows_logs(uri: str) -> None:
 def test_stdin_and_winsize_reach_a_running_job(client: pflux.Client) -> None:
     job = client.submit_job(["cat"])
     job.wait_event("start")
-    client.send_stdin(job.id, b"one\n")
+    big = b"one\n" + b"x" * 150_000 + b"\n"  # three pieces, in flight at once
+    client.send_stdin(job.id, big)
     client.send_stdin(job.id, b"\xff\n", eof=True)  # not UTF-8: sent as base64
     assert job.result(timeout=60).success
     output = [e.context for e in client.events(job.id, path="guest.output", follow=False)]
-    assert b"".join(_bytes(c) for c in output if c and "data" in c) == b"one\n\xff\n"
+    assert b"".join(_bytes(c) for c in output if c and "data" in c) == big + b"\xff\n"
+    sent = [e.context for e in client.events(job.id, path="guest.input", follow=False)]
+    pieces = [_bytes(c) for c in sent if c and "data" in c]
+    assert [len(piece) for piece in pieces] == [65536, 65536, len(big) - 131072, 2]
+    assert [bool(c.get("eof")) for c in sent if c and "data" in c] == [False] * 3 + [True]
     with pytest.raises(pflux.RPCError, match="not running") as refused:
         client.send_stdin(job.id, b"late")
     assert refused.value.errnum == errno.ENOENT

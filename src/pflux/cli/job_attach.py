@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from pflux.logfollow import LogFollow
     from pflux.spec.eventlog import Event
 
-STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
+# bytes read from stdin at a time: Client.send_stdin sends them as pieces of 64 KiB,
+# all in flight at once
+STDIN_CHUNK = 1 << 18
 # the logs followed, by their index in follow_logs: the exec eventlog only when needed
 LOGS = ("eventlog", "guest.output", "guest.exec.eventlog")
 EVENTLOG, OUTPUT, EXEC = range(3)
@@ -121,7 +123,7 @@ def shown_event(event: Any, t0: float, prefix: str = "job") -> str:
 
 
 class _Stdin:
-    """Forwarding standard input to the job, a chunk at a time."""
+    """Forwarding standard input to the job, a chunk at a time (a few requests in flight)."""
 
     def __init__(self, client: Client, jobid: int, ranks: str) -> None:
         self.client = client
