@@ -37,18 +37,19 @@ from pflux.spec.states import (
 )
 
 if TYPE_CHECKING:
-    from collections import deque
     from typing import Unpack
 
-    from pflux.broker.message import Message
     from pflux.client.aio import AsyncHandle
+    from pflux.client.handle import RPC
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions
     from pflux.kvswatch import AsyncKVSWatch, KVSWatch
+    from pflux.logfollow import LogFollow
     from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
+STDIN_PIECE = 1 << 16  # bytes of standard input in one job-exec.stdin request
 URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
 
 
@@ -96,6 +97,19 @@ def _urgency(urgency: int | str) -> int:
                 f"urgency: must be 0-31, hold, expedite or default, got {urgency!r}"
             ) from None
     return urgency
+
+
+def _stdin_payloads(jobid: int, data: bytes, ranks: str, eof: bool) -> list[dict[str, Any]]:
+    """``job-exec.stdin`` requests for ``data``: RFC 24's ioencode of a piece of at most
+    STDIN_PIECE bytes each, the last one with ``eof``."""
+    from pflux.spec.ioencode import data_context
+
+    pieces = [data[at : at + STDIN_PIECE] for at in range(0, len(data), STDIN_PIECE)] or [b""]
+    last = len(pieces) - 1
+    return [
+        {"id": int(jobid), **data_context(ranks, piece, eof and at == last)}
+        for at, piece in enumerate(pieces)
+    ]
 
 
 def _raise_payload(jobid: int, etype: str, severity: int, note: str) -> dict[str, Any]:
@@ -215,8 +229,13 @@ def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
     return AllocCounts.from_reply(reply)
 
 
-def _arrive(arrived: deque[tuple[int, Message]], index: int, msg: Message) -> None:
-    arrived.append((index, msg))
+def _ids_or_errors(rpcs: Sequence[RPC]) -> Iterator[JobID | RPCError]:
+    """Each submission's id, or its refusal, in order."""
+    for rpc in rpcs:
+        try:
+            yield JobID(rpc.get()["id"])
+        except RPCError as exc:
+            yield exc
 
 
 def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
@@ -294,6 +313,24 @@ class Client:
             for js in jobspecs
         ]
         return [JobID(rpc.get()["id"]) for rpc in rpcs]
+
+    def submit_each(
+        self,
+        jobspecs: Sequence[Mapping[str, Any]],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+    ) -> Iterator[JobID | RPCError]:
+        """As ``submit_many``, but each job's id or refusal, in order, as they come: a
+        refused job stops none of the others.
+
+        The requests are sent at once, before the first answer is asked for."""
+        rpcs = [
+            self.handle.rpc("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
+            for js in jobspecs
+        ]
+        return _ids_or_errors(rpcs)
 
     def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """Wait until the job is inactive (any job, any number of times)."""
@@ -391,36 +428,20 @@ class Client:
         ending a job whose log cannot be followed (ENOENT: no such job).
 
         The requests are sent at once, before the first event is asked for."""
-        from collections import deque
-        from functools import partial
+        logs = self.follow_logs([(jobid, path) for jobid in jobids])
+        return ((index, item) for index, item in logs if item is not None)
 
-        arrived: deque[tuple[int, Message]] = deque()
-        for index, jobid in enumerate(jobids):
-            payload = {"id": int(jobid), "path": path}
-            rpc = self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
-            rpc.then(partial(_arrive, arrived, index))
-        return self._arrivals(arrived, len(jobids))
+    def follow_logs(self, logs: Sequence[tuple[int, str]]) -> LogFollow:
+        """Follow several logs at once, on one connection: each ``(jobid, path)``
+        (``path`` as ``events``'s) until its job is inactive. Iterating gives ``(index in
+        logs, event)`` as they come, ``(index, None)`` once log ``index`` has ended, and
+        ``(index, error)`` ending one that cannot be followed (ENOENT: no such job); a
+        select loop of the caller's own uses its ``fileno()`` and ``poll()``.
 
-    def _arrivals(
-        self, arrived: deque[tuple[int, Message]], count: int
-    ) -> Iterator[tuple[int, Event | RPCError]]:
-        """``events_many``'s events, parsed from the responses as they arrive."""
-        readers = [EventlogReader() for _ in range(count)]
-        following = count
-        while following:
-            if not arrived:
-                self.handle.process(None)
-                continue
-            index, msg = arrived.popleft()
-            if msg.errnum:
-                following -= 1  # an error response ends a stream, once
-                if msg.errnum == errno.ENODATA:
-                    readers[index].finish()
-                else:
-                    yield index, RPCError(msg.errnum, msg.errstr)
-                continue
-            for event in readers[index].feed(msg.payload["data"]):
-                yield index, event
+        The requests are sent at once, before the first event is asked for."""
+        from pflux.logfollow import LogFollow
+
+        return LogFollow(self.handle, logs)
 
     def read_log(self, jobid: int, path: str = "eventlog") -> str:
         """A job's eventlog, or a guest log (``guest.output``), as text as it is now."""
@@ -467,6 +488,28 @@ class Client:
     def kill(self, jobid: int, signum: int = 15) -> None:
         """Send ``signum`` to a running job's tasks."""
         self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    def send_stdin(self, jobid: int, data: bytes, *, ranks: str = "all", eof: bool = False) -> None:
+        """Give ``data`` to the standard input of a running job's tasks (``ranks``: ``all``
+        or an idset of task ranks); ``eof``: close it after. ``data`` of any size goes as
+        pieces of at most 64 KiB, all in flight at once. Returns once the job's shell has
+        every piece; RPCError ENOENT when the job is not running, ENOSYS when it reads
+        its input from a file, EPIPE when a named task's input is closed."""
+        payloads = _stdin_payloads(jobid, data, ranks, eof)
+        rpcs = [self.handle.rpc("job-exec.stdin", payload) for payload in payloads]
+        refused: RPCError | None = None
+        for rpc in rpcs:  # every answer is taken before the first refusal is raised
+            try:
+                rpc.get()
+            except RPCError as exc:
+                refused = refused or exc
+        if refused is not None:
+            raise refused
+
+    def send_winsize(self, jobid: int, *, rows: int, cols: int) -> None:
+        """Size a running job's ptys (``-o pty``) as a terminal of ``rows`` by ``cols``;
+        RPCError ENOENT when the job is not running, ENOSYS when it has no pty."""
+        self.handle.call("job-exec.winsize", {"id": int(jobid), "rows": rows, "cols": cols})
 
     def raise_many(
         self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""
@@ -770,6 +813,33 @@ class AsyncClient:
         ]
         return [JobID(reply["id"]) for reply in await asyncio.gather(*calls)]
 
+    async def submit_each(
+        self,
+        jobspecs: Sequence[Mapping[str, Any]],
+        *,
+        urgency: int | str = URGENCY_DEFAULT,
+        waitable: bool = False,
+        debug: bool = False,
+    ) -> AsyncIterator[JobID | RPCError]:
+        """As ``Client.submit_each``, but the requests are sent when iteration begins."""
+        import asyncio
+
+        calls = [
+            asyncio.ensure_future(
+                self.handle.call("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
+            )
+            for js in jobspecs
+        ]
+        try:
+            for call in calls:
+                try:
+                    yield JobID((await call)["id"])
+                except RPCError as exc:
+                    yield exc
+        finally:
+            for call in calls:
+                call.cancel()
+
     async def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """As ``Client.wait``."""
         payload = {"id": int(jobid)}
@@ -861,20 +931,28 @@ class AsyncClient:
         self, jobids: Sequence[int], *, path: str = "eventlog"
     ) -> AsyncIterator[tuple[int, Event | RPCError]]:
         """As ``Client.events_many``."""
+        async for index, item in self.follow_logs([(jobid, path) for jobid in jobids]):
+            if item is not None:
+                yield index, item
+
+    async def follow_logs(
+        self, logs: Sequence[tuple[int, str]]
+    ) -> AsyncIterator[tuple[int, Event | RPCError | None]]:
+        """As ``Client.follow_logs``, but the requests are sent when iteration begins."""
         import asyncio
 
         arrived: asyncio.Queue[tuple[int, Event | Exception | None]] = asyncio.Queue()
 
-        async def follow(index: int, jobid: int) -> None:
+        async def follow(index: int, jobid: int, path: str) -> None:
             try:
                 async for event in self.events(jobid, path=path):
                     arrived.put_nowait((index, event))
-            except Exception as exc:  # an RPCError ends that job; anything else, all
+            except Exception as exc:  # an RPCError ends that log; anything else, all
                 arrived.put_nowait((index, exc))
             else:
                 arrived.put_nowait((index, None))
 
-        tasks = [asyncio.ensure_future(follow(i, jobid)) for i, jobid in enumerate(jobids)]
+        tasks = [asyncio.ensure_future(follow(i, *log)) for i, log in enumerate(logs)]
         following = len(tasks)
         try:
             while following:
@@ -883,9 +961,9 @@ class AsyncClient:
                     yield index, item
                     continue
                 following -= 1
-                if isinstance(item, RPCError):
+                if item is None or isinstance(item, RPCError):
                     yield index, item
-                elif item is not None:
+                else:
                     raise item
         finally:
             for task in tasks:
@@ -932,6 +1010,23 @@ class AsyncClient:
     async def kill(self, jobid: int, signum: int = 15) -> None:
         """As ``Client.kill``."""
         await self.handle.call("job-manager.kill", {"id": int(jobid), "signum": signum})
+
+    async def send_stdin(
+        self, jobid: int, data: bytes, *, ranks: str = "all", eof: bool = False
+    ) -> None:
+        """As ``Client.send_stdin``."""
+        import asyncio
+
+        payloads = _stdin_payloads(jobid, data, ranks, eof)
+        calls = (self.handle.call("job-exec.stdin", payload) for payload in payloads)
+        for answer in await asyncio.gather(*calls, return_exceptions=True):
+            if isinstance(answer, BaseException):
+                raise answer
+
+    async def send_winsize(self, jobid: int, *, rows: int, cols: int) -> None:
+        """As ``Client.send_winsize``."""
+        payload = {"id": int(jobid), "rows": rows, "cols": cols}
+        await self.handle.call("job-exec.winsize", payload)
 
     async def raise_many(
         self, jobids: Sequence[int], etype: str = "cancel", severity: int = 0, note: str = ""

@@ -355,6 +355,9 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "job wait-event --verbose": (
         "tests/cli/test_job_commands.py::test_wait_event_prints_the_match",
     ),
+    "job wait-event --waitcreate": (
+        "tests/cli/test_job_commands.py::test_wait_event_refuses_waitcreate",
+    ),
     "job info --uri": URI,
     "job info --original": ("tests/cli/test_job_commands.py::test_info_keys",),
     "job info --base": (
@@ -564,9 +567,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
 }
 
 # options, and shell options, with no test that they take effect, and why
-UNPROVEN: Final[dict[str, str]] = {
-    "job wait-event --waitcreate": "no effect: pflux always waits for the log (its help says so)",
-}
+UNPROVEN: Final[dict[str, str]] = {}
 
 
 class _Parsed(Exception):

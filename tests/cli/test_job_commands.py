@@ -181,6 +181,18 @@ def test_wait_event_timeout_and_never_received(uri: str, client: Client) -> None
     assert fails(uri, "job", "wait-event", "0", "start") == "pflux-job: ERROR: job ƒ1 not found\n"
 
 
+def test_wait_event_refuses_waitcreate(uri: str, client: Client) -> None:
+    jobid = finished(client)
+    for flag in ("-W", "--waitcreate"):
+        proc = pflux(uri, "job", "wait-event", flag, str(jobid), "finish")
+        assert proc.returncode == 2
+        assert proc.stdout == ""
+        assert proc.stderr == (
+            "pflux-job: ERROR: --waitcreate: not supported: pflux always waits for the log"
+            " to be created, with or without it\n"
+        )
+
+
 # ------------------------------------------------------------------ job info
 
 

@@ -4,7 +4,11 @@ AsyncClient doing what Client does."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
+import select
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -213,6 +217,105 @@ def test_the_async_client_follows_many_jobs_and_reads_the_instance(uri: str) -> 
             entries = [entry async for entry in client.dmesg()]
             assert entries
             assert all("message" in entry for entry in entries)
+
+    asyncio.run(session())
+
+
+def _names(item: pflux.Event | pflux.RPCError | None) -> str | None:
+    """A followed log's item as the tests below compare it: an event's name, else what."""
+    if isinstance(item, pflux.RPCError):
+        return "error"
+    return None if item is None else item.name
+
+
+def test_submit_each_answers_each_job_and_follow_logs_says_where_each_log_ends(
+    client: pflux.Client,
+) -> None:
+    good, refused, other = client.submit_each([jobspec(), {"version": 1}, jobspec()])
+    assert isinstance(good, pflux.JobID)
+    assert isinstance(other, pflux.JobID)
+    assert isinstance(refused, pflux.RPCError)
+    logs = [(good, "eventlog"), (pflux.JobID(1), "eventlog"), (other, "eventlog")]
+    seen: dict[int, list[str | None]] = {0: [], 1: [], 2: []}
+    for index, item in client.follow_logs(logs):
+        seen[index].append(_names(item))
+    assert seen[0][-2:] == seen[2][-2:] == ["clean", None]
+    assert seen[1] == ["error"]
+
+
+def test_the_async_client_submits_each_and_follows_logs(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            answers = [a async for a in client.submit_each([jobspec(), {"version": 1}])]
+            good, refused = answers
+            assert isinstance(good, pflux.JobID)
+            assert isinstance(refused, pflux.RPCError)
+            seen: dict[int, list[str | None]] = {0: [], 1: []}
+            async for index, item in client.follow_logs([(good, "eventlog"), (1, "eventlog")]):
+                seen[index].append(_names(item))
+            assert seen[0][-2:] == ["clean", None]
+            assert seen[1] == ["error"]
+
+    asyncio.run(session())
+
+
+def test_stdin_and_winsize_reach_a_running_job(client: pflux.Client) -> None:
+    job = client.submit_job(["cat"])
+    job.wait_event("start")
+    big = b"one\n" + b"x" * 150_000 + b"\n"  # three pieces, in flight at once
+    client.send_stdin(job.id, big)
+    client.send_stdin(job.id, b"\xff\n", eof=True)  # not UTF-8: sent as base64
+    assert job.result(timeout=60).success
+    output = [e.context for e in client.events(job.id, path="guest.output", follow=False)]
+    assert b"".join(_bytes(c) for c in output if c and "data" in c) == big + b"\xff\n"
+    sent = [e.context for e in client.events(job.id, path="guest.input", follow=False)]
+    pieces = [_bytes(c) for c in sent if c and "data" in c]
+    assert [len(piece) for piece in pieces] == [65536, 65536, len(big) - 131072, 2]
+    assert [bool(c.get("eof")) for c in sent if c and "data" in c] == [False] * 3 + [True]
+    with pytest.raises(pflux.RPCError, match="not running") as refused:
+        client.send_stdin(job.id, b"late")
+    assert refused.value.errnum == errno.ENOENT
+    with pytest.raises(pflux.RPCError, match="not running") as refused:
+        client.send_winsize(job.id, rows=24, cols=80)
+    assert refused.value.errnum == errno.ENOENT
+    running = client.submit_job(["sleep", "60"])
+    running.wait_event("start")
+    with pytest.raises(pflux.RPCError, match="has no pty") as refused:
+        client.send_winsize(running.id, rows=24, cols=80)
+    assert refused.value.errnum == errno.ENOSYS
+    running.cancel()
+
+
+def _bytes(context: dict[str, Any]) -> bytes:
+    data = context["data"]
+    return base64.b64decode(data) if context.get("encoding") == "base64" else data.encode()
+
+
+def test_followed_logs_are_polled_without_waiting(client: pflux.Client) -> None:
+    held = client.submit(jobspec(), urgency="hold")
+    follow = client.follow_logs([(held, "eventlog")])
+    names: list[str | None] = []
+    while "submit" not in names:  # the request went when follow_logs returned
+        assert select.select([follow.fileno()], [], [], 60)[0]
+        names += [_names(item) for _, item in follow.poll()]
+    assert follow.poll() == []  # nothing more: it returns at once
+    client.cancel(held)
+    names += [_names(item) for _, item in follow]
+    assert names[-2:] == ["clean", None]
+    assert follow.following == 0
+
+
+def test_the_async_client_sends_stdin_and_winsize(uri: str) -> None:
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            job = await client.submit_job(["cat"])
+            await job.wait_event("start")
+            await client.send_stdin(job.id, b"two\n", eof=True)
+            assert (await job.result(timeout=60)).success
+            assert "two" in await client.read_log(job.id, "guest.output")
+            with pytest.raises(pflux.RPCError, match="not running") as refused:
+                await client.send_winsize(job.id, rows=24, cols=80)
+            assert refused.value.errnum == errno.ENOENT
 
     asyncio.run(session())
 

@@ -132,7 +132,8 @@ def test_pty_interactive_makes_this_terminal_the_jobs_until_it_ends(uri: str) ->
         assert term.text.count("echo $((6*7))") == 1  # echoed by the job's pty alone: raw here
         term.resize(40, 120)
         term.send(b"stty size\r")
-        seen = term.expect(r"40 120\r\n", seen.end())
+        # the prompt before the next line: typed sooner, the job's pty echoes it first
+        seen = term.expect(r"40 120\r\njob> ", seen.end())
         term.send(SLEEPER)
         seen = term.expect(r"\r\nsleeping\r\n", seen.end())
         term.send(CTRL_C)  # to the job's terminal, which interrupts sleep: no notice here

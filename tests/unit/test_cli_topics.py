@@ -1,6 +1,5 @@
 """The CLI speaks to an instance only through the public API (pflux.api), never by
-topic: no module under pflux/cli names an RPC topic of docs/interfaces.md, except
-those in ALLOWED, each with the reason it still does."""
+topic: no module under pflux/cli names an RPC topic of docs/interfaces.md."""
 
 from __future__ import annotations
 
@@ -13,16 +12,8 @@ import pflux.cli
 CLI = Path(pflux.cli.__file__).parent
 DOC = Path(__file__).parents[2] / "docs" / "interfaces.md"
 TOPICS = set(re.findall(r"^\| `([a-z][a-z0-9-]*\.[a-z0-9.-]+)`", DOC.read_text(), re.MULTILINE))
-
-#: module -> why it still sends requests by topic
-ALLOWED: dict[str, str] = {
-    "attach_signals.py": "job attach forwards signals from a signal handler without blocking",
-    "attach_terminal.py": "job attach relays the terminal's size and input as they change",
-    "job_attach.py": "job attach follows output, exec events and stdin on one reactor loop",
-    "run.py": "run submits through the pipelined path it shares with submit",
-    "submit.py": "submit pipelines its requests with the jobspec building of jobopts",
-    "watcher.py": "run/submit --watch follow many jobs' output on one reactor loop",
-}
+#: the raw connections, which only the public API uses
+CONNECTIONS = {"pflux.client.handle", "pflux.client.aio"}
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
@@ -55,9 +46,31 @@ def test_the_documented_topics_are_found() -> None:
     assert {"job-list.list", "kvs.get", "job-manager.raise", "broker.attrs"} <= TOPICS
 
 
-def test_no_cli_module_names_a_topic_but_those_allowed() -> None:
+def test_no_cli_module_names_a_topic() -> None:
     naming = {path.name: topics_named(path) for path in sorted(CLI.glob("*.py"))}
-    offenders = {name: topics for name, topics in naming.items() if topics and name not in ALLOWED}
+    offenders = {name: topics for name, topics in naming.items() if topics}
     assert offenders == {}, "use pflux.api's Client instead"
-    stale = [name for name in ALLOWED if not naming.get(name)]
-    assert stale == [], "these name no topic now: drop them from ALLOWED"
+
+
+def test_a_topic_in_code_is_found(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text('"""job-exec.stdin in a docstring"""\nh.rpc("job-exec.stdin", {})\n')
+    assert topics_named(source) == {"job-exec.stdin"}
+    source.write_text('"""job-exec.stdin in a docstring only"""\n')
+    assert topics_named(source) == set()
+
+
+def imported(path: Path) -> set[str]:
+    """The modules ``path`` imports, anywhere in it."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_no_cli_module_opens_a_raw_connection() -> None:
+    opening = {path.name for path in CLI.glob("*.py") if imported(path) & CONNECTIONS}
+    assert opening == set(), "use pflux.api's Client instead"

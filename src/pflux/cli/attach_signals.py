@@ -4,7 +4,7 @@ A first Ctrl-C (SIGINT) only says what a second would do; a second within
 2 s cancels the job; Ctrl-Z (SIGTSTP) within 2 s of a Ctrl-C detaches,
 leaving the job running, and a Ctrl-Z after that window suspends the client
 as usual, once warned. SIGTERM, SIGHUP, SIGALRM, SIGUSR1 and SIGUSR2 are
-sent on to the job's tasks (``job-manager.kill``). Signals are noted by
+sent on to the job's tasks (``Client.kill``). Signals are noted by
 the interpreter on a wakeup fd, so the attach loop handles them between
 messages rather than inside a handler that could interrupt the connection.
 """
@@ -17,7 +17,10 @@ import sys
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from pflux.api import Client
 
 __all__ = ["FORWARDED", "Signals"]
 
@@ -73,7 +76,7 @@ class Signals:
         self._on_winch = callback
         self._catch(signal.SIGWINCH)
 
-    def handle(self, handle: Any, jobid: int) -> None:
+    def handle(self, client: Client, jobid: int) -> None:
         """The wakeup fd is readable: act on each signal it names for job ``jobid``."""
         try:
             data = os.read(self.fd, 256)
@@ -81,24 +84,22 @@ class Signals:
             return
         for signum in data:
             if signum == signal.SIGINT:
-                self._interrupt(handle, jobid)
+                self._interrupt(client, jobid)
             elif signum == signal.SIGTSTP:
                 self._stop()
             elif signum == signal.SIGWINCH and self._on_winch is not None:
                 self._on_winch()
             elif signum in FORWARDED:
-                payload = {"id": int(jobid), "signum": signum}
-                handle.rpc("job-manager.kill", payload).then(_complain("kill"))
+                _told("kill", client.kill, jobid, signum)
 
-    def _interrupt(self, handle: Any, jobid: int) -> None:
+    def _interrupt(self, client: Client, jobid: int) -> None:
         now = time.monotonic()
         if now - self._t_sigint > CTRL_C_WINDOW:
             self._t_sigint = now
             self._catch(signal.SIGTSTP)
             _say(CTRL_C_NOTICE)
             return
-        payload = {"id": int(jobid), "type": "cancel", "severity": 0, "note": CANCEL_NOTE}
-        handle.rpc("job-manager.raise", payload).then(_complain("cancel"))
+        _told("cancel", client.cancel, jobid, CANCEL_NOTE)
 
     def _stop(self) -> None:
         if time.monotonic() - self._t_sigint <= CTRL_C_WINDOW:
@@ -114,11 +115,11 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
-def _complain(what: str) -> Any:
-    """A callback that reports a refused kill or cancel, as flux-core does, and goes on."""
+def _told(what: str, request: Callable[..., None], *args: Any) -> None:
+    """Make ``request``; a refusal is reported, as flux-core does, and the attach goes on."""
+    from pflux.errors import RPCError
 
-    def answered(msg: Any) -> None:
-        if msg.errnum:
-            _say(f"{what}: {msg.errstr or os.strerror(msg.errnum)}")
-
-    return answered
+    try:
+        request(*args)
+    except RPCError as exc:
+        _say(f"{what}: {exc.errstr or os.strerror(exc.errnum)}")

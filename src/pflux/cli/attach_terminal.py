@@ -13,7 +13,10 @@ client exits.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pflux.api import Client
 
 __all__ = ["RawTerminal", "asks_interactive", "looked_up"]
 
@@ -31,18 +34,17 @@ def asks_interactive(jobspec: Any) -> bool:
         return False
 
 
-def looked_up(handle: Any, jobid: int) -> bool:
+def looked_up(client: Client, jobid: int) -> bool:
     """Whether job ``jobid`` asks for an interactive pty, by its jobspec (``job attach``).
 
     A job that cannot be looked up is not: following its eventlog says why.
     """
     import json
 
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     try:
-        reply = handle.call("job-info.lookup", {"id": int(jobid), "keys": ["jobspec"]})
-        return asks_interactive(json.loads(reply["jobspec"]))
+        return asks_interactive(json.loads(client.lookup(jobid, ["jobspec"])["jobspec"]))
     except (RPCError, ValueError, KeyError, TypeError):
         return False
 
@@ -50,8 +52,8 @@ def looked_up(handle: Any, jobid: int) -> bool:
 class RawTerminal:
     """The local terminal, raw while the job's pty is its; does nothing if stdin is no tty."""
 
-    def __init__(self, handle: Any, jobid: int) -> None:
-        self.handle = handle
+    def __init__(self, client: Client, jobid: int) -> None:
+        self.client = client
         self.jobid = jobid
         self.saved: list[Any] | None = None
         self.began = False
@@ -72,9 +74,16 @@ class RawTerminal:
         """Send the terminal's size to the job's ptys."""
         if self.saved is None:
             return
+        import errno
+
+        from pflux.errors import RPCError
+
         size = os.get_terminal_size(0)
-        payload = {"id": int(self.jobid), "rows": size.lines, "cols": size.columns}
-        self.handle.rpc("job-exec.winsize", payload).then(_ignore_late)
+        try:
+            self.client.send_winsize(self.jobid, rows=size.lines, cols=size.columns)
+        except RPCError as exc:  # a size sent as the job ended finds no pty: no loss
+            if exc.errnum != errno.ENOSYS:
+                _say(f"winsize: {exc.errstr or os.strerror(exc.errnum)}")
 
     def end(self) -> None:
         """Put the terminal's settings back (before anything else is written on it)."""
@@ -88,10 +97,8 @@ class RawTerminal:
                 return
 
 
-def _ignore_late(msg: Any) -> None:
-    """A size sent as the job ended finds no pty (ENOSYS): only other errors are told."""
-    import errno
+def _say(text: str) -> None:
+    """A complaint on the raw terminal (its lines need a carriage return)."""
     import sys
 
-    if msg.errnum and msg.errnum != errno.ENOSYS:
-        sys.stderr.write(f"pflux-job: winsize: {msg.errstr or os.strerror(msg.errnum)}\r\n")
+    sys.stderr.write(f"pflux-job: {text}\r\n")

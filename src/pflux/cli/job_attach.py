@@ -23,12 +23,20 @@ from pflux.cli import base
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from pflux.api import Client
     from pflux.cli.attach_signals import Signals
     from pflux.cli.attach_terminal import RawTerminal
     from pflux.cli.statusline import StatusLine
+    from pflux.errors import RPCError
+    from pflux.logfollow import LogFollow
+    from pflux.spec.eventlog import Event
 
-STDIN_CHUNK = 1 << 16  # bytes read from stdin, and sent, at a time
-STDIN_IN_FLIGHT = 4  # stdin requests unanswered before reading stops
+# bytes read from stdin at a time: Client.send_stdin sends them as pieces of 64 KiB,
+# all in flight at once
+STDIN_CHUNK = 1 << 18
+# the logs followed, by their index in follow_logs: the exec eventlog only when needed
+LOGS = ("eventlog", "guest.output", "guest.exec.eventlog")
+EVENTLOG, OUTPUT, EXEC = range(3)
 # labels of the shell's log levels (syslog's), as flux-core's attach prints them
 _LOG_LEVELS = ("FATAL", "FATAL", "FATAL", "ERROR", " WARN", None, "DEBUG", "TRACE")
 
@@ -56,19 +64,19 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from pflux.client.handle import Handle
+        from pflux.api import Client
         from pflux.spec.fluid import JobID
 
         jobid = JobID.parse(args.jobid)
         stdin_ranks = None if args.read_only else _ranks(args.stdin_ranks)
-        with Handle(args.uri) as handle, catching(not args.read_only) as signals:
+        with Client(args.uri) as client, catching(not args.read_only) as signals:
             interactive = False
             if not args.read_only and sys.stdin.isatty():
                 from pflux.cli.attach_terminal import looked_up
 
-                interactive = looked_up(handle, jobid)
+                interactive = looked_up(client, jobid)
             return attach(
-                handle,
+                client,
                 jobid,
                 label_io=args.label_io,
                 show_events=args.show_events,
@@ -115,15 +123,15 @@ def shown_event(event: Any, t0: float, prefix: str = "job") -> str:
 
 
 class _Stdin:
-    """Forwarding standard input to the job, a chunk at a time, a few in flight."""
+    """Forwarding standard input to the job, a chunk at a time (a few requests in flight)."""
 
-    def __init__(self, handle: Any, jobid: int, ranks: str) -> None:
-        self.handle = handle
+    def __init__(self, client: Client, jobid: int, ranks: str) -> None:
+        self.client = client
         self.jobid = jobid
         self.ranks = ranks
         self.reading = False  # the job runs and stdin is open
-        self.in_flight = 0
         self.sent_data = False
+        self.refused = False  # a request was refused: forward nothing more
         self.error: str | None = None
 
     def begin(self, ntasks: int | None) -> None:
@@ -137,10 +145,7 @@ class _Stdin:
                 self._send(others.encode(), b"", eof=True)
             if not named & IdSet.range(0, max(ntasks - 1, 0)):
                 return  # none of the named tasks exists: nothing to forward to
-        self.reading = True
-
-    def wanted(self) -> bool:
-        return self.reading and self.in_flight < STDIN_IN_FLIGHT
+        self.reading = not self.refused
 
     def read(self) -> None:
         """Stdin is readable: send what it holds, or its end."""
@@ -157,31 +162,27 @@ class _Stdin:
         self._send(self.ranks, data, eof=not data)
 
     def _send(self, ranks: str, data: bytes, *, eof: bool) -> None:
-        from pflux.shell.input import data_context
-
-        payload = {"id": int(self.jobid), **data_context(ranks, data, eof)}
-        self.in_flight += 1
-        self.handle.rpc("job-exec.stdin", payload).then(self._answered)
-
-    def _answered(self, msg: Any) -> None:
         import errno
 
-        self.in_flight -= 1
-        if not msg.errnum:
-            return
-        self.reading = False
-        if msg.errnum in (errno.ENOSYS, errno.EPIPE, errno.ENOENT):
-            if self.sent_data:  # an end nobody takes is no loss; data is (flux-core)
-                self.error = "stdin not accepted by job"
-        elif self.error is None:
-            self.error = msg.errstr
+        from pflux.errors import RPCError
+
+        try:
+            self.client.send_stdin(self.jobid, data, ranks=ranks, eof=eof)
+        except RPCError as exc:
+            self.reading = False
+            self.refused = True
+            if exc.errnum in (errno.ENOSYS, errno.EPIPE, errno.ENOENT):
+                if self.sent_data:  # an end nobody takes is no loss; data is (flux-core)
+                    self.error = "stdin not accepted by job"
+            elif self.error is None:
+                self.error = exc.errstr
 
 
 class _Attach:
-    """The job's streams at once on one connection: its eventlog and output, and stdin."""
+    """What the job's logs, followed at once, do: its eventlog, its output and, when
+    stdin goes to some ranks, its exec eventlog."""
 
     def __init__(self, jobid: int, label_io: bool, show_events: bool, stdin: _Stdin | None) -> None:
-        from pflux.spec.eventlog import EventlogReader
         from pflux.spec.fluid import JobID
 
         self.jobid = JobID(jobid)
@@ -196,45 +197,52 @@ class _Attach:
         self.label_io = label_io
         self.show_events = show_events
         self.stdin = stdin
-        self.events = EventlogReader()
-        self.output = EventlogReader()
-        self.exec_events = EventlogReader()
         self.t0 = 0.0
         self.exit_code = 0
         self.fatal = False
-        self.open = 2
         self.error: Exception | None = None
 
-    def on_event(self, msg: Any) -> None:
+    def on(self, log: int, item: Event | RPCError | None) -> None:
+        """An item of log ``log`` (one of ``LOGS``): an event, its end, or its error."""
+        if item is None:
+            return
+        if isinstance(item, Exception):
+            if self.error is None:
+                self.error = item
+        elif log == EVENTLOG:
+            self.on_event(item)
+        elif log == OUTPUT:
+            self.on_output(item)
+        else:
+            self.on_exec_event(item)
+
+    def on_event(self, event: Event) -> None:
         from pflux.spec.results import exit_code, waitstatus_text
 
-        if self._ended(msg):
-            return
-        for event in self.events.feed(msg.payload["data"]):
-            if not self.t0:
-                self.t0 = event.timestamp
-            context = event.context or {}
-            self._terminal(event.name, event.timestamp, context)
-            if event.name == "exception":
-                if self.status is not None:
-                    self.status.before_text()
-                sys.stderr.write(
-                    f"{event.timestamp - self.t0:.3f}s: job.exception {self.jobid}"
-                    f" type={context.get('type')} severity={context.get('severity')}"
-                    f" {context.get('note', '')}\n"
-                )
-                self.fatal = self.fatal or context.get("severity") == 0
-            elif event.name == "finish":
-                status = int(context.get("status", 0))
-                self.exit_code = exit_code(status)
-                if self.exit_code:
-                    sys.stderr.write(f"pflux-job: {waitstatus_text(status)}\n")
-            if self.show_events and event.name != "exception":
-                sys.stderr.write(shown_event(event, self.t0) + "\n")
-            if event.name == "start" and self.stdin is not None and self.stdin.ranks == "all":
-                self.stdin.begin(None)
-            elif event.name in ("finish", "clean") and self.stdin is not None:
-                self.stdin.reading = False
+        if not self.t0:
+            self.t0 = event.timestamp
+        context = event.context or {}
+        self._terminal(event.name, event.timestamp, context)
+        if event.name == "exception":
+            if self.status is not None:
+                self.status.before_text()
+            sys.stderr.write(
+                f"{event.timestamp - self.t0:.3f}s: job.exception {self.jobid}"
+                f" type={context.get('type')} severity={context.get('severity')}"
+                f" {context.get('note', '')}\n"
+            )
+            self.fatal = self.fatal or context.get("severity") == 0
+        elif event.name == "finish":
+            status = int(context.get("status", 0))
+            self.exit_code = exit_code(status)
+            if self.exit_code:
+                sys.stderr.write(f"pflux-job: {waitstatus_text(status)}\n")
+        if self.show_events and event.name != "exception":
+            sys.stderr.write(shown_event(event, self.t0) + "\n")
+        if event.name == "start" and self.stdin is not None and self.stdin.ranks == "all":
+            self.stdin.begin(None)
+        elif event.name in ("finish", "clean") and self.stdin is not None:
+            self.stdin.reading = False
 
     def _terminal(self, name: str, timestamp: float, context: dict[str, Any]) -> None:
         """What an event does to the terminal: the status line, an interactive pty's mode."""
@@ -256,43 +264,36 @@ class _Attach:
             if self.signals is not None:
                 self.signals.on_winch(terminal.resize)
 
-    def on_exec_event(self, msg: Any) -> None:
+    def on_exec_event(self, event: Event) -> None:
         """The exec eventlog, watched for ``shell.start`` when stdin goes to some ranks."""
-        if self._ended(msg):
-            return
-        for event in self.exec_events.feed(msg.payload["data"]):
-            if event.name == "shell.start" and self.stdin is not None:
-                taskmap = (event.context or {}).get("taskmap", {})
-                blocks = taskmap.get("map", [])  # RFC 34: [node, nodes, tasks per node, repeat]
-                ntasks = sum(block[1] * block[2] * block[3] for block in blocks)
-                self.stdin.begin(ntasks)
+        if event.name == "shell.start" and self.stdin is not None:
+            taskmap = (event.context or {}).get("taskmap", {})
+            blocks = taskmap.get("map", [])  # RFC 34: [node, nodes, tasks per node, repeat]
+            ntasks = sum(block[1] * block[2] * block[3] for block in blocks)
+            self.stdin.begin(ntasks)
 
-    def on_output(self, msg: Any) -> None:
-        if self._ended(msg):
-            return
+    def on_output(self, event: Event) -> None:
         out = sys.stdout
         self._raw()  # what the pty shows may come before the start event
-        for event in self.output.feed(msg.payload["data"]):
-            context = event.context or {}
-            data = context.get("data")
-            if event.name == "log":
-                self._log(event.timestamp, context)
-                continue
-            if event.name != "data" or not isinstance(data, str):
-                continue
-            stream = sys.stderr if context.get("stream") == "stderr" else out
-            if context.get("encoding") == "base64":
-                import base64
+        context = event.context or {}
+        data = context.get("data")
+        if event.name == "log":
+            self._log(event.timestamp, context)
+            return
+        if event.name != "data" or not isinstance(data, str):
+            return
+        stream = sys.stderr if context.get("stream") == "stderr" else out
+        if context.get("encoding") == "base64":
+            import base64
 
-                stream.flush()
-                stream.buffer.write(base64.b64decode(data))
-                stream.buffer.flush()
-                continue
-            if self.label_io:
-                rank = context.get("rank", "0")
-                data = "".join(f"{rank}: {line}" for line in data.splitlines(keepends=True))
-            stream.write(data)
-        out.flush()
+            stream.flush()
+            stream.buffer.write(base64.b64decode(data))
+            stream.buffer.flush()
+            return
+        if self.label_io:
+            rank = context.get("rank", "0")
+            data = "".join(f"{rank}: {line}" for line in data.splitlines(keepends=True))
+        stream.write(data)
 
     def _log(self, timestamp: float, context: dict[str, Any]) -> None:
         """A diagnostic of the job's shell, printed as flux-core's ``flux job attach`` does."""
@@ -309,21 +310,9 @@ class _Attach:
         sys.stdout.flush()
         sys.stderr.write(f"{out}: {context.get('message', '')}\n")
 
-    def _ended(self, msg: Any) -> bool:
-        import errno
-
-        from pflux.broker.message import RPCError
-
-        if not msg.errnum:
-            return False
-        self.open -= 1
-        if msg.errnum != errno.ENODATA and self.error is None:
-            self.error = RPCError(msg.errnum, msg.errstr)
-        return True
-
 
 def attach(
-    handle: Any,
+    client: Client,
     jobid: int,
     *,
     label_io: bool = False,
@@ -332,7 +321,7 @@ def attach(
     signals: Signals | None = None,
     interactive: bool = False,
 ) -> int:
-    """Follow job ``jobid`` on ``handle`` until it is inactive; return its exit code.
+    """Follow job ``jobid`` with ``client`` until it is inactive; return its exit code.
 
     ``stdin_ranks`` (``all`` or an idset): forward this process's stdin to
     those tasks; None forwards nothing. ``signals``: the signals caught for
@@ -340,27 +329,18 @@ def attach(
     as ``flux job attach`` does. ``interactive``: the job's pty becomes this
     terminal once it runs (``attach_terminal``).
     """
-    stdin = _Stdin(handle, jobid, stdin_ranks) if stdin_ranks is not None else None
+    stdin = _Stdin(client, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
     state.signals = signals
     if interactive:
         from pflux.cli.attach_terminal import RawTerminal
 
-        state.terminal = RawTerminal(handle, jobid)
-    watch = "job-info.eventlog-watch"
-    handle.rpc(watch, {"id": int(jobid), "path": "eventlog"}, streaming=True, wait=True).then(
-        state.on_event
-    )
-    handle.rpc(watch, {"id": int(jobid), "path": "guest.output"}, streaming=True, wait=True).then(
-        state.on_output
-    )
-    if stdin is not None and stdin_ranks != "all":
-        state.open += 1
-        handle.rpc(
-            watch, {"id": int(jobid), "path": "guest.exec.eventlog"}, streaming=True, wait=True
-        ).then(state.on_exec_event)
+        state.terminal = RawTerminal(client, jobid)
+    # the exec eventlog says how many tasks there are, for stdin sent to some of them
+    logs = LOGS if stdin is not None and stdin_ranks != "all" else LOGS[:EXEC]
+    follow = client.follow_logs([(jobid, path) for path in logs])
     try:
-        _loop(handle, state, signals)
+        _loop(client, follow, state, signals)
     finally:
         if state.terminal is not None:
             state.terminal.end()
@@ -377,20 +357,20 @@ def attach(
     return state.exit_code
 
 
-def _loop(handle: Any, state: _Attach, signals: Signals | None) -> None:
-    """Serve the streams until they end (or the client detaches), reading stdin
+def _loop(client: Client, follow: LogFollow, state: _Attach, signals: Signals | None) -> None:
+    """Follow the logs until they end (or the client detaches), reading stdin
     whenever it can be sent, acting on caught signals and drawing the status line."""
     import select
 
     stdin = state.stdin
     status = state.status
-    conn = handle.fileno()
-    while state.open and not (signals is not None and signals.detached):
-        handle.flush()
+    conn = follow.fileno()
+    _take(follow, state)
+    while follow.following and not (signals is not None and signals.detached):
         fds = [conn]
         if signals is not None:
             fds.append(signals.fd)
-        if stdin is not None and stdin.wanted():
+        if stdin is not None and stdin.reading:
             fds.append(0)
         timeout = status.timeout() if status is not None else None
         ready, _, _ = select.select(fds, [], [], timeout)
@@ -399,10 +379,18 @@ def _loop(handle: Any, state: _Attach, signals: Signals | None) -> None:
         if signals is not None:
             # read even when select did not name it: a signal that came as select
             # returned for stdin was noted since, and goes before the keys typed after it
-            signals.handle(handle, state.jobid)
-        if conn in ready:
-            handle.process(None)
-        if 0 in ready and stdin is not None and stdin.wanted():
+            signals.handle(client, state.jobid)
+        # what arrived goes first: the job's end stops its input
+        _take(follow, state)
+        if 0 in ready and stdin is not None and stdin.reading:
             stdin.read()
+            _take(follow, state)  # what arrived while the input was sent
     if status is not None:
         status.end()
+
+
+def _take(follow: LogFollow, state: _Attach) -> None:
+    """Act on what the logs have brought, without waiting."""
+    for log, item in follow.poll():
+        state.on(log, item)
+    sys.stdout.flush()

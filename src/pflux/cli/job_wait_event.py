@@ -5,6 +5,7 @@ nothing). ``-m KEY=VAL`` requires a context value, compared as compact JSON or,
 for a string, as the bare string; ``-c N`` waits for the N-th match. The
 command fails when the log ends without the event, or when ``--timeout``
 passes: the timeout bounds the whole wait (flux's restarts with each event).
+``-W`` is refused: pflux always waits for the log to be created.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ import sys
 from typing import Any
 
 from pflux.cli import base, eventwatch, jobcommon
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, UsageError
 
 NAME = "job"
+# flux fails at once on a missing log unless -W; pflux's job-info always waits, so -W
+# would change nothing
+WAITCREATE_REFUSED = (
+    "--waitcreate: not supported: pflux always waits for the log to be created, with or without it"
+)
 
 
 def main(argv: list[str]) -> int:
@@ -40,7 +46,7 @@ def main(argv: list[str]) -> int:
         "-W",
         "--waitcreate",
         action="store_true",
-        help="wait for the log to be created (pflux always does while the job is active)",
+        help="refused: pflux always waits for the log to be created",
     )
     parser.add_argument("jobid", metavar="ID", help="job id (any encoding)")
     parser.add_argument("event", metavar="EVENT", help="event name")
@@ -53,6 +59,8 @@ def _wait_event(args: argparse.Namespace) -> int:
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
+    if args.waitcreate:
+        raise UsageError(WAITCREATE_REFUSED)
     jobid = JobID.parse(args.jobid)
     if args.count <= 0:
         raise PfluxError("count must be > 0")

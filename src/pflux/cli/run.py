@@ -45,24 +45,26 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
+    from pflux.api import Client
     from pflux.cli.attach_terminal import asks_interactive
     from pflux.cli.job_attach import attach, catching
-    from pflux.cli.submit import submit_payload
-    from pflux.client.handle import Handle
 
     # stdin goes to the tasks --input names (all by default), unless they read a file
     reads_file = args.input is not None and request.input_ranks is None
     stdin_ranks = None if reads_file else request.input_ranks or "all"
     # signals are caught from before the submission, so none ends the client
     # and leaves the job it submitted unattended
-    with Handle(args.uri) as handle, catching(True) as signals:
-        jobid = handle.call("job-ingest.submit", submit_payload(request))["id"]
+    with Client(args.uri) as client, catching(True) as signals:
+        jobid = client.submit(
+            request.jobspec,
+            urgency=request.urgency,
+            waitable="waitable" in request.flags,
+            debug="debug" in request.flags,
+        )
         if args.verbose:
-            from pflux.spec.fluid import JobID
-
-            print(f"jobid: {JobID(jobid)}", file=sys.stderr, flush=True)
+            print(f"jobid: {jobid}", file=sys.stderr, flush=True)
         return attach(
-            handle,
+            client,
             jobid,
             label_io=args.label_io,
             show_events=args.show_events or args.verbose > 1,

@@ -9,14 +9,19 @@ at once. ``--wait``, ``--watch`` and ``--progress`` follow the jobs to the end.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobopts
 from pflux.errors import UsageError
-from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
-FLAG_BITS = {"debug": FLAG_DEBUG, "waitable": FLAG_WAITABLE}
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pflux.api import Client
+    from pflux.errors import RPCError
+    from pflux.spec.fluid import JobID
 
 
 def main(argv: list[str]) -> int:
@@ -54,40 +59,54 @@ def _submit(args: argparse.Namespace) -> int:
         for request in requests:
             sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
-    from pflux.client.handle import Handle
-    from pflux.spec.fluid import JobID
+    from pflux.api import Client
+    from pflux.errors import RPCError
 
-    with Handle(args.uri) as handle:
-        rpcs = [handle.rpc("job-ingest.submit", submit_payload(r)) for r in requests]
+    with Client(args.uri) as client:
         follow = args.wait or args.watch or args.progress
         watcher = None
         if follow:
             from pflux.cli.watcher import Watcher
 
-            watcher = Watcher(handle, watch=args.watch, progress=args.progress, total=len(rpcs))
+            watcher = Watcher(watch=args.watch, progress=args.progress, total=len(requests))
         failed = 0
-        for rpc in rpcs:
-            try:
-                jobid = JobID(rpc.get()["id"])
-            except base.RPCError as exc:
-                print(f"pflux-submit: ERROR: {exc}", file=sys.stderr)
+        jobids = []
+        for answer in _submitted(client, requests):
+            if isinstance(answer, RPCError):
+                print(f"pflux-submit: ERROR: {answer}", file=sys.stderr)
                 failed += 1
                 continue
             if not args.quiet:
-                print(jobid)
-            if watcher is not None:
-                watcher.add(jobid)
+                print(answer)
+            jobids.append(answer)
         sys.stdout.flush()
-        code = watcher.run() if watcher is not None and (args.wait or args.watch) else 0
+        code = 0
+        if watcher is not None and (args.wait or args.watch):
+            code = watcher.run(client, jobids)
         return max(code, 1 if failed else 0)
 
 
-def submit_payload(request: jobopts.JobRequest) -> dict[str, Any]:
-    """The job-ingest.submit request for a parsed command line."""
-    flags = 0
-    for name in request.flags:
-        flags |= FLAG_BITS.get(name, 0)
-    return {"jobspec": request.jobspec, "urgency": request.urgency, "flags": flags}
+def _submitted(client: Client, requests: list[jobopts.JobRequest]) -> Iterator[JobID | RPCError]:
+    """Each request's job id or refusal, in order, every request in flight at once
+    (copies differ in urgency only where ``--urgency`` names ``{cc}``)."""
+    answers = [
+        client.submit_each(
+            [request.jobspec for request in same],
+            urgency=urgency,
+            waitable="waitable" in flags,
+            debug="debug" in flags,
+        )
+        for (urgency, flags), same in _runs(requests)
+    ]
+    return itertools.chain.from_iterable(answers)
+
+
+def _runs(
+    requests: list[jobopts.JobRequest],
+) -> Iterator[tuple[tuple[int, frozenset[str]], list[jobopts.JobRequest]]]:
+    """The requests in order, in runs of the same urgency and flags."""
+    for key, same in itertools.groupby(requests, lambda r: (r.urgency, r.flags)):
+        yield key, list(same)
 
 
 def _cc_list(args: argparse.Namespace) -> list[int | None]:

@@ -15,13 +15,13 @@ sent more gets a fatal exception saying so.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pflux.errors import JobspecError
 from pflux.shell.output import parse_size
+from pflux.spec.ioencode import data_context
 
 __all__ = [
     "DEFAULT_INPUT_LIMIT",
@@ -86,17 +86,3 @@ def limit_note(limit: int) -> str:
 def header_context() -> dict[str, Any]:
     """The ``input`` eventlog's header, as flux-core's shell writes it."""
     return {"version": 1, "encoding": {"stdin": "UTF-8"}, "count": {"stdin": 1}, "options": {}}
-
-
-def data_context(ranks: str, data: bytes, eof: bool) -> dict[str, Any]:
-    """One ``data`` event of the ``input`` eventlog (RFC 24's ioencode)."""
-    context: dict[str, Any] = {"stream": "stdin", "rank": ranks}
-    if data:
-        try:
-            context["data"] = data.decode()
-        except UnicodeDecodeError:
-            context["encoding"] = "base64"
-            context["data"] = base64.b64encode(data).decode()
-    if eof:
-        context["eof"] = True
-    return context
