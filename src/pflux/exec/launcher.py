@@ -67,7 +67,7 @@ _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 
 
 class _Shell:
-    __slots__ = ("adopted", "generation", "jobid", "pid", "sock")
+    __slots__ = ("adopted", "generation", "jobid", "outbox", "pid", "sock")
 
     def __init__(self, pid: int, sock: _socket.socket, generation: int) -> None:
         self.jobid = -1  # a spare, until it is given a job
@@ -75,6 +75,9 @@ class _Shell:
         self.sock = sock  # the launcher's end of the shell's socket
         self.generation = generation  # the launcher's, when it was forked (see _retire_spares)
         self.adopted = False  # forked by a launcher that died: not our child
+        # records the shell's socket could not take yet, in order, with a descriptor to
+        # pass along (or -1): sent when it can (a busy shell reading a flood of input)
+        self.outbox: list[tuple[bytes, int]] = []
 
 
 class _Orphan:
@@ -198,7 +201,7 @@ class LauncherServer:
                 if events & ~select.EPOLLOUT:
                     self._from_jobexec()
             elif fd in by_fd:
-                self._from_shell(by_fd[fd])
+                self._shell_ready(by_fd[fd], events)
             elif fd == listener:
                 self._accept()
             elif fd in self.callers:
@@ -330,22 +333,26 @@ class LauncherServer:
         self.unsent[:0] = live[sent:]
 
     def _to_shell(self, jobid: int, data: bytes, fd: int = -1) -> None:
+        """Pass a record to the job's shell: now, or once its socket can take it."""
         target = self.by_job.get(jobid)
         if target is None:
             orphan = self.orphans.get(jobid)
             if orphan is not None and fd < 0:
                 orphan.held.append(data)  # given to the shell when it rejoins
             return
-        try:
-            if fd < 0:
-                target.sock.send(data, _socket.MSG_DONTWAIT)
-            else:
-                rights = [
-                    (_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd.to_bytes(_FD_SIZE, sys.byteorder))
-                ]
-                target.sock.sendmsg([data], rights, _socket.MSG_DONTWAIT)
-        except OSError:
-            return  # the shell is gone, or cannot listen: its end is reported anyway
+        if target.outbox:  # earlier records wait: this one goes after them
+            target.outbox.append((data, fd))
+        elif not _send_to(target, data, fd):
+            target.outbox.append((data, fd))
+            self.poller.modify(target.sock.fileno(), _IN | select.EPOLLOUT)
+
+    def _drain(self, entry: _Shell) -> None:
+        """The shell's socket can take more: send what waits for it, in order."""
+        outbox = entry.outbox
+        while outbox and _send_to(entry, *outbox[0]):
+            del outbox[0]
+        if not outbox:
+            self.poller.modify(entry.sock.fileno(), _IN)
 
     def _spawn(self, jobid: int, description: bytes) -> None:
         """Give the job to a spare shell (forking one if there is none)."""
@@ -412,6 +419,12 @@ class LauncherServer:
 
     # --- the shells ---------------------------------------------------------------------
 
+    def _shell_ready(self, entry: _Shell, events: int) -> None:
+        if events & select.EPOLLOUT:
+            self._drain(entry)
+        if events & ~select.EPOLLOUT:
+            self._from_shell(entry)
+
     def _from_shell(self, entry: _Shell) -> None:
         """A shell's socket is readable: it has ended, or it is done with its job."""
         try:
@@ -432,6 +445,9 @@ class LauncherServer:
         del self.by_job[entry.jobid]
         self.ended.append(journal.end_lines([entry.jobid]))
         entry.jobid = -1
+        if entry.outbox:  # for the job that is over: moot
+            entry.outbox.clear()
+            self.poller.modify(entry.sock.fileno(), _IN)
         kept = entry.generation == self.generation and len(self.spares) < SPARES_KEPT
         kept = kept and not entry.adopted  # not our child: we could not reap it
         if kept and not (self.quit or self.closing or self.detached):
@@ -607,6 +623,25 @@ class LauncherServer:
 
 
 _PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE)
+
+
+def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:
+    """Send a record (passing ``fd`` if not -1); False if the shell's socket is full.
+
+    A shell that is gone counts as sent: its end is reported anyway.
+    """
+    try:
+        if fd < 0:
+            entry.sock.send(data, _socket.MSG_DONTWAIT)
+        else:
+            passed = fd.to_bytes(_FD_SIZE, sys.byteorder)
+            rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
+            entry.sock.sendmsg([data], rights, _socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
+    except OSError:
+        pass
+    return True
 
 
 def _retire(entry: _Shell) -> None:

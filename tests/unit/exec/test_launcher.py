@@ -614,3 +614,22 @@ def test_shells_done_beyond_the_spares_kept_exit(launcher: Launcher) -> None:
     while len(children(launcher.proc.pid)) > SPARES_KEPT and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(children(launcher.proc.pid)) == SPARES_KEPT
+
+
+def test_input_a_busy_shell_cannot_take_yet_waits_for_it_in_order(launcher: Launcher) -> None:
+    """Records a shell's full socket refuses are passed on once it reads, none dropped."""
+    launcher.send(wire.SPAWN, launcher.job(["wc", "-c"]))
+    assert launcher.until(wire.STARTED)[-1][0] == wire.STARTED
+    shell, _ = busy_shell(launcher.proc.pid)
+    chunk = bytes(range(256)) * 256  # 64 KiB, as job-exec passes stdin on
+    os.kill(shell, signal.SIGSTOP)  # it reads nothing: its socket fills
+    try:
+        for _ in range(128):
+            launcher.sock.sendall(wire.input_record(JOB, None, chunk))
+        launcher.sock.sendall(wire.input_record(JOB, None, b"", eof=True))
+    finally:
+        os.kill(shell, signal.SIGCONT)
+    got = launcher.until(wire.EXITED)
+    output = b"".join(p[5:] for kind, _, p in got if kind == wire.OUTPUT)
+    assert int(output) == 128 * len(chunk)
+    assert got[-1][2] == b"0"
