@@ -15,6 +15,7 @@ from pflux.protocol.exec import (
     ReleaseData,
     StartRequest,
     StartResponse,
+    StdinRequest,
     WinsizeRequest,
 )
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest
@@ -77,6 +78,14 @@ EXEC: dict[type, dict[str, Any]] = {
     FinishData: {"status": 256},
     ReleaseData: {"ranks": "0-1", "final": False},
     WinsizeRequest: {"id": 5, "rows": 24, "cols": 80},
+    StdinRequest: {
+        "id": 5,
+        "stream": "stdin",
+        "rank": "0-1",
+        "data": "aGk=",
+        "encoding": "base64",
+        "eof": True,
+    },
     OverrideRequest: {"jobid": 5, "event": "finish", "status": 9},
 }
 LIST: dict[type, dict[str, Any]] = {

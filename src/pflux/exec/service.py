@@ -40,7 +40,6 @@ from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,
     config_seconds,
     config_signal,
-    is_int,
     job_rundir,
 )
 from pflux.exec.job import ExecJob
@@ -58,6 +57,7 @@ from pflux.protocol.exec import (
     KillRequest,
     OverrideRequest,
     StartRequest,
+    StdinRequest,
     WinsizeRequest,
 )
 from pflux.spec.fluid import JobID
@@ -301,14 +301,6 @@ class ExecService(Service):
 
     # --- requests -----------------------------------------------------------------------
 
-    def _job(self, req: Request) -> ExecJob:
-        """The job ``req``'s ``id`` names (``job-exec.stdin``, whose data RFC 24 reads)."""
-        payload = req.payload
-        jobid = payload.get("id") if isinstance(payload, dict) else None
-        if not is_int(jobid):
-            raise RPCError(errno.EPROTO, f"{req.topic}: id must be an integer")
-        return self._lookup(req, jobid)
-
     def _lookup(self, req: Request, jobid: int) -> ExecJob:
         job = self.jobs.get(jobid)
         if job is None:
@@ -368,10 +360,11 @@ class ExecService(Service):
     @method("stdin")
     def stdin(self, req: Request) -> None:
         """Standard input for a running job's tasks (``pflux job attach``), as RFC 24 data."""
-        job = self._job(req)
+        request = decode(req.topic, req.payload, StdinRequest)
+        job = self._lookup(req, request.id)
         if not isinstance(job.impl, ShellRun):
             raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: takes no input")
-        job.impl.stdin(req, req.payload)
+        job.impl.stdin(req, request)
 
     @method("winsize")
     def winsize(self, req: Request) -> None:

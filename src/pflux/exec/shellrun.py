@@ -62,6 +62,7 @@ from pflux.spec.idset import IdSet
 if TYPE_CHECKING:
     from pflux.exec.host import GuestKeys, RunJob, ShellHost
     from pflux.exec.leftovers import Leftover
+    from pflux.protocol.exec import StdinRequest
 
 __all__ = ["ACK_STEP", "RESUME_KEY", "ShellRun"]
 
@@ -69,6 +70,7 @@ log = logging.getLogger("pflux.job-exec")
 
 ACK_STEP: Final = 1 << 20  # acknowledge a running job's records every this many bytes
 RESUME_KEY: Final = "data.job-exec.resume"  # in the job's directory (RFC 16 data.<service>)
+STDIN: Final = "job-exec.stdin"
 REPLAY_CHUNK: Final = 1 << 20  # spool bytes replayed per commit
 LOST_NOTE: Final = "job shell and tasks not found when the instance restarted"
 DIED_NOTE: Final = "job shell died while the instance was down"
@@ -471,14 +473,14 @@ class ShellRun:
 
     # --- standard input -----------------------------------------------------------------
 
-    def stdin(self, req: Request, payload: dict[str, Any]) -> None:
+    def stdin(self, req: Request, request: StdinRequest) -> None:
         """``job-exec.stdin``: append to the ``input`` eventlog, then pass it to the shell."""
         jobid = JobID(self.job.id)
         if self.places is None or not self.live or self.exited:
             raise RPCError(errno.ENOSYS, f"job {jobid}: not running")
         if not self.input_kvs:
             raise RPCError(errno.ENOSYS, f"job {jobid}: its stdin is read from a file")
-        ranks, data, eof = _stdin_payload(payload, len(self.places.tasks))
+        ranks, data, eof = _stdin_of(request, len(self.places.tasks))
         targets = set(self.input_open) if ranks is None else set(ranks)
         if not targets or not targets <= self.input_open:
             raise RPCError(errno.EPIPE, f"job {jobid}: stdin is closed")
@@ -488,7 +490,7 @@ class ShellRun:
             raise RPCError(errno.EFBIG, limit_note(self.input_limit))
         if eof:
             self.input_open -= targets
-        text = event_line("data", data_context(payload.get("rank", "all"), data, eof))
+        text = event_line("data", data_context(request.rank, data, eof))
         if not self.input_started:
             self.input_started = True
             text = event_line("header", header_context()) + text
@@ -532,33 +534,24 @@ class ShellRun:
         req.respond({})
 
 
-def _stdin_payload(payload: dict[str, Any], ntasks: int) -> tuple[list[int] | None, bytes, bool]:
+def _stdin_of(request: StdinRequest, ntasks: int) -> tuple[list[int] | None, bytes, bool]:
     """(the ranks, None for all; the data; eof) of a ``job-exec.stdin`` request (RFC 24)."""
-    rank = payload.get("rank", "all")
-    eof = payload.get("eof", False)
-    text = payload.get("data", "")
-    if not isinstance(eof, bool):
-        raise RPCError(errno.EPROTO, "stdin: eof must be a boolean")
-    if not isinstance(text, str):
-        raise RPCError(errno.EPROTO, "stdin: data must be a string")
-    if payload.get("encoding") == "base64":
+    if request.encoding == "base64":
         try:
-            data = base64.b64decode(text, validate=True)
+            data = base64.b64decode(request.data, validate=True)
         except binascii.Error:
-            raise RPCError(errno.EPROTO, "stdin: data is not valid base64") from None
+            raise RPCError(errno.EINVAL, f"{STDIN}: data: not valid base64") from None
     else:
-        data = text.encode()
-    if rank == "all":
-        return None, data, eof
-    if not isinstance(rank, str):
-        raise RPCError(errno.EPROTO, 'stdin: rank must be "all" or an idset')
+        data = request.data.encode()
+    if request.rank == "all":
+        return None, data, request.eof
     try:
-        ranks = list(IdSet.decode(rank))
+        ranks = list(IdSet.decode(request.rank))
     except IdsetError as exc:
-        raise RPCError(errno.EPROTO, f"stdin: rank: {exc}") from None
+        raise RPCError(errno.EINVAL, f"{STDIN}: rank: {exc}") from None
     if ranks and ranks[-1] >= ntasks:
-        raise RPCError(errno.EPROTO, f"stdin: rank {ranks[-1]}: the job has {ntasks} tasks")
-    return ranks, data, eof
+        raise RPCError(errno.EINVAL, f"{STDIN}: rank {ranks[-1]}: the job has {ntasks} tasks")
+    return ranks, data, request.eof
 
 
 def _unlink(path: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from msgspec import Meta, Struct
 
@@ -185,3 +185,18 @@ class OverrideRequest(Struct, frozen=True):
 
     def __post_init__(self) -> None:
         _check_id(self.jobid, "jobid")
+
+
+class StdinRequest(Struct, frozen=True):
+    """``job-exec.stdin``: a piece of a running job's standard input, RFC 24's ioencode
+    (``data`` as text, or base64 with ``encoding``; ``eof`` closes the tasks' stdin)."""
+
+    id: JobId
+    stream: Literal["stdin"] = "stdin"
+    rank: str = "all"  # "all" or an idset of task ranks
+    data: str = ""
+    encoding: Literal["base64", "UTF-8", "utf-8"] | None = None
+    eof: bool = False
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,27 @@ def test_an_input_file_that_cannot_be_read_fails_the_job(live: Any) -> None:
     assert got[1][1]["note"] == (
         "error opening input file '/no/such/input': No such file or directory"
     )
+
+
+@pytest.mark.parametrize(
+    ("changes", "errnum", "message"),
+    [
+        ({"data": "%%", "encoding": "base64"}, errno.EINVAL, "data: not valid base64"),
+        ({"encoding": "gzip"}, errno.EINVAL, "encoding: invalid enum value 'gzip'"),
+        ({"stream": "stdout"}, errno.EINVAL, "stream: invalid enum value 'stdout'"),
+        ({"rank": "x"}, errno.EINVAL, "rank: "),
+        ({"eof": "yes"}, errno.EPROTO, "eof: expected bool, got str"),
+        ({"data": 7}, errno.EPROTO, "data: expected str, got int"),
+    ],
+)
+def test_a_bad_stdin_request_names_the_field(
+    live: Any, changes: dict[str, Any], errnum: int, message: str
+) -> None:
+    stream = live.start(live.job(["sh", "-c", "cat; exec sleep 100"]))
+    stream.next()
+    with pytest.raises(RPCError) as error:
+        live.call("job-exec.stdin", {"id": stream.id, "data": "x", **changes})
+    assert error.value.errnum == errnum
+    assert error.value.errstr.startswith(f"job-exec.stdin: {message}")
+    live.call("job-exec.kill", {"id": stream.id, "signum": 9})
+    stream.all()
