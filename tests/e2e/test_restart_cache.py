@@ -228,15 +228,15 @@ def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
         assert [entry["entry"] for entry in sent] == [e.to_json() for e in logs[inactive[0]]]
         assert [entry["seq"] for entry in sent] == list(range(len(sent)))
         assert isinstance(sent[0]["jobspec"], dict)
-        for bad, rule in [
-            ({"ids": "1"}, "ids: expected array, got str"),
-            ({"ids": [-1]}, "ids[0]: expected int >= 0"),
-            ({"ids": [1] * 1001}, "ids: expected array of length <= 1000"),
-            ({}, "ids: required"),
+        for bad, errnum, rule in [
+            ({"ids": "1"}, errno.EPROTO, "ids: expected array, got str"),
+            ({"ids": [-1]}, errno.EINVAL, "ids[0]: expected int >= 0"),
+            ({"ids": [1] * 1001}, errno.EINVAL, "ids: expected array of length <= 1000"),
+            ({}, errno.EPROTO, "ids: required"),
         ]:
             with pytest.raises(RPCError) as info:
                 client.handle.call("job-manager.journal-history", bad)
-            assert info.value.errnum == errno.EPROTO
+            assert info.value.errnum == errnum
             assert info.value.errstr == f"job-manager.journal-history: {rule}"
         bad_digest = client.handle.rpc("job-manager.events-journal", {"digest": 1}, streaming=True)
         with pytest.raises(RPCError) as info:

@@ -236,7 +236,7 @@ print(json.dumps(errors))
 """
 
 
-def test_malformed_rfc_32_requests_get_the_one_eproto_message(tmp_path: Path) -> None:
+def test_malformed_rfc_32_requests_get_the_one_mapping_s_errors(tmp_path: Path) -> None:
     """The simulator decodes RFC 32's requests with job-exec's types."""
     calls = [
         ["simulator.start", {"id": 1, "userid": 0, "jobspec": {}, "R": [], "reattach": False}],
@@ -247,10 +247,10 @@ def test_malformed_rfc_32_requests_get_the_one_eproto_message(tmp_path: Path) ->
     path, config = write(tmp_path, [{"submit": 0, "duration": 10, "ntasks": 1}], TWO_NODES)
     script = tmp_path / "malformed.py"
     script.write_text(MALFORMED % json.dumps(calls))
-    eproto = errno.EPROTO
+    eproto, einval = errno.EPROTO, errno.EINVAL
     assert json.loads(run_simulated(path, config, script)) == [
         [eproto, "simulator.start: R: expected object"],
         [eproto, "simulator.kill: id: expected int, got str"],
-        [eproto, "simulator.expiration: expiration: expected float >= 0.0"],
+        [einval, "simulator.expiration: expiration: expected float >= 0.0"],
         [eproto, "simulator.exception: severity: required"],
     ]
