@@ -17,6 +17,7 @@ from typing import Any
 
 from pflux.broker.message import Message
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
+from support.wire import as_sent
 
 TIMEOUT = 10.0  # seconds a test waits for a request that is due
 
@@ -55,16 +56,16 @@ class ExecDouble(Service):
 
     @method("start")  # not ``start``: that name is the service's start-up hook
     def start_request(self, req: Request) -> None:
-        self.starts[req.payload["id"]] = req
-        self.start_order.put_nowait(req.payload)
+        self.starts[as_sent(req.payload)["id"]] = req
+        self.start_order.put_nowait(as_sent(req.payload))
 
     @method("exception")
     def exception_request(self, req: Request) -> None:
-        self.exceptions.put_nowait(req.payload)
+        self.exceptions.put_nowait(as_sent(req.payload))
 
     @method("kill")
     def kill(self, req: Request) -> None:
-        self.kills.append(req.payload)
+        self.kills.append(as_sent(req.payload))
         req.respond({})
 
     @method("expiration")

@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from pflux.broker.router import Broker, Request, Service, method
+from support.wire import as_sent
 
 TIMEOUT = 10.0  # seconds a test waits for a request that is due
 
@@ -49,28 +50,28 @@ class SchedulerDouble(Service):
 
     @method("alloc")
     def alloc(self, req: Request) -> None:
-        jobid = req.payload["id"]
+        jobid = as_sent(req.payload)["id"]
         self.allocs[jobid] = req
         self.alloc_order.put_nowait(jobid)
 
     @method("cancel")
     def cancel(self, req: Request) -> None:
-        self.canceled.put_nowait(req.payload["id"])
+        self.canceled.put_nowait(as_sent(req.payload)["id"])
 
     @method("free")
     def free(self, req: Request) -> None:
-        self.frees.put_nowait(req.payload)
+        self.frees.put_nowait(as_sent(req.payload))
 
     @method("prioritize")
     def prioritize(self, req: Request) -> None:
-        self.prioritized.append(req.payload["jobs"])
+        self.prioritized.append(as_sent(req.payload)["jobs"])
 
     # --- what the test awaits and answers ---------------------------------------------------
 
     async def next_alloc(self) -> dict[str, Any]:
         """The payload of the next alloc request to arrive."""
         jobid = await asyncio.wait_for(self.alloc_order.get(), TIMEOUT)
-        payload: dict[str, Any] = self.allocs[jobid].payload
+        payload: dict[str, Any] = as_sent(self.allocs[jobid].payload)
         return payload
 
     async def next_free(self) -> dict[str, Any]:

@@ -95,9 +95,7 @@ class AllocClient:
         self.outstanding += 1
         if job.debug:
             self.manager.post(job, "debug.alloc-request")
-        payload = AllocRequest(
-            job.id, job.priority, job.userid, job.jobspec, job.t_submit
-        ).to_payload()
+        payload = AllocRequest(job.id, job.priority, job.userid, job.jobspec, job.t_submit)
         self.manager.broker.send(
             "sched.alloc", payload, lambda msg: self._response(job, msg), streaming=True
         )
@@ -122,10 +120,10 @@ class AllocClient:
         if released is not None and R is not None:
             R = _without(R, released)  # noqa: N806
         self.manager.post(job, "free")
-        payload = FreeRequest(job.id, R, final=True).to_payload()
+        payload = FreeRequest(job.id, R, final=True)
         self.manager.events.after_commit(lambda: self._send_free(payload))
 
-    def _send_free(self, payload: dict[str, Any]) -> None:
+    def _send_free(self, payload: FreeRequest) -> None:
         self.manager.broker.send("sched.free", payload)
 
     def release(self, job: Job, ranks: str) -> None:
@@ -158,7 +156,7 @@ class AllocClient:
         if not part:
             return
         self.released[job] = released | IdSet(part)
-        self._send_free(FreeRequest(job.id, ResourceSet(part).to_json(), final=False).to_payload())
+        self._send_free(FreeRequest(job.id, ResourceSet(part).to_json(), final=False))
 
     def forget(self, job: Job) -> None:
         """``job`` no longer wants an allocation (it left SCHED)."""

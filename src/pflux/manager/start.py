@@ -161,7 +161,7 @@ class StartClient:
         generation = self.generation
         self.manager.broker.send(
             f"{self.service}.start",
-            request.to_payload(),
+            request,
             lambda msg: self._response(job, generation, msg),
             streaming=True,
         )
@@ -173,7 +173,7 @@ class StartClient:
             return
         etype, note = job.exception
         request = ExceptionRequest(id=job.id, type=etype, severity=0, note=note)
-        self.manager.broker.send(f"{self.service}.exception", request.to_payload())
+        self.manager.broker.send(f"{self.service}.exception", request)
 
     def expiration(self, job: Job, expiration: float) -> None:
         """Tell the service of a running job's new expiration (after its resource-update)."""
@@ -187,13 +187,13 @@ class StartClient:
                 self.manager.raise_exception(job, "exec", EXPIRATION_NOTE, 1)
 
         request = ExecExpirationRequest(id=job.id, expiration=expiration)
-        self.manager.broker.send(f"{self.service}.expiration", request.to_payload(), answered)
+        self.manager.broker.send(f"{self.service}.expiration", request, answered)
 
     async def kill(self, job: Job, signum: int) -> None:
         if self.service is None or not job.start_pending:
             raise RPCError(errno.EINVAL, "job is not running")
         request = KillRequest(id=job.id, signum=signum)
-        await self.manager.broker.call(f"{self.service}.kill", request.to_payload())
+        await self.manager.broker.call(f"{self.service}.kill", request)
 
     def _ended(self, job: Job) -> None:
         job.start_pending = False

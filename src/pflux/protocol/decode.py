@@ -29,7 +29,14 @@ T = TypeVar("T")
 
 
 def decode(topic: str, payload: Any, kind: type[T]) -> T:
-    """``payload`` as a ``kind``, or an RPCError naming the field and the rule."""
+    """``payload`` as a ``kind``, or an RPCError naming the field and the rule.
+
+    A service in the broker's process sends another the message it built as
+    its type (``encode`` makes JSON of it only if it leaves the process): that
+    is taken as it is, already checked by its type's ``__post_init__``.
+    """
+    if payload.__class__ is kind:
+        return payload  # typed by its sender in this process
     try:
         return msgspec.convert(payload, kind, strict=True)
     except msgspec.ValidationError as exc:

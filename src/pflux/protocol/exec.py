@@ -5,7 +5,9 @@ The execution service (job-exec, or the simulator) decodes the requests
 manager decodes the start responses: first the envelope ``{id, type, data}``
 (``StartResponse``), then its ``data`` by type (``DATA``), since a tagged union
 converted from a dict costs 3 µs (the README's libraries table).  Each end
-builds what it sends with these types (``to_payload``, ``response``).
+sends the message it built as its type (``response`` for the start
+responses): within the broker's process it is passed as it is, and made JSON
+only where it leaves the process.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ class ExecResponse(enum.StrEnum):
     FINISH = "finish"  # data {status}: the largest job shell wait status
 
 
-def response(jobid: int, kind: ExecResponse, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The payload of one start response (``data`` as one of ``DATA``'s types words it)."""
-    return {"id": jobid, "type": kind.value, "data": data or {}}
+def response(jobid: int, kind: ExecResponse, data: dict[str, Any] | None = None) -> StartResponse:
+    """One start response, its ``data`` (the fields of ``DATA[kind]``) typed: the job
+    manager takes it as it is (``decode``); it is JSON only if it leaves the process."""
+    return StartResponse(jobid, kind, DATA[kind](**(data or {})))
 
 
 class StartRequest(Struct, frozen=True):
@@ -59,15 +62,6 @@ class StartRequest(Struct, frozen=True):
         _check_object(self.jobspec, "jobspec")
         _check_object(self.R, "R")
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "userid": self.userid,
-            "jobspec": self.jobspec,
-            "reattach": self.reattach,
-            "R": self.R,
-        }
-
 
 class KillRequest(Struct, frozen=True):
     """``<service>.kill``: signal a running job's tasks (the range is the service's check)."""
@@ -77,9 +71,6 @@ class KillRequest(Struct, frozen=True):
 
     def __post_init__(self) -> None:
         _check_id(self.id)
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"id": self.id, "signum": self.signum}
 
 
 class ExecExpirationRequest(Struct, frozen=True):
@@ -92,9 +83,6 @@ class ExecExpirationRequest(Struct, frozen=True):
         _check_id(self.id)
         if not self.expiration < math.inf:
             raise invalid("expiration", "expected `float` < inf")
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"id": self.id, "expiration": self.expiration}
 
 
 Severity = Annotated[int, Meta(ge=0, le=SEVERITY_MAX)]
@@ -111,9 +99,6 @@ class ExceptionRequest(Struct, frozen=True):
     def __post_init__(self) -> None:
         _check_id(self.id)
 
-    def to_payload(self) -> dict[str, Any]:
-        return {"id": self.id, "type": self.type, "severity": self.severity, "note": self.note}
-
 
 class StartResponse(Struct, frozen=True):
     """One response to ``<service>.start``: the envelope; ``data`` is decoded by ``type``."""
@@ -124,7 +109,8 @@ class StartResponse(Struct, frozen=True):
 
     def __post_init__(self) -> None:
         _check_id(self.id)
-        _check_object(self.data, "data")
+        if self.data.__class__ is not DATA[self.type]:  # else typed by its sender
+            _check_object(self.data, "data")
 
 
 class StartData(Struct, frozen=True):

@@ -2,8 +2,9 @@
 
 The scheduler decodes the requests (``sched.alloc``, ``sched.cancel``,
 ``sched.free``, ``sched.expiration``) and the job manager decodes
-``job-manager.sched-ready`` and the alloc responses (``AllocReply``); each end builds what it
-sends with these types' ``to_payload``.
+``job-manager.sched-ready`` and the alloc responses (``AllocReply``); each end
+sends the message it built as its type: within the broker's process it is
+passed as it is, and made JSON only where it leaves the process.
 """
 
 from __future__ import annotations
@@ -62,17 +63,8 @@ class AllocRequest(Struct, frozen=True):
         _check_object(self.jobspec, "jobspec")
         _check_seconds(self.t_submit, "t_submit")
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "priority": self.priority,
-            "userid": self.userid,
-            "t_submit": self.t_submit,
-            "jobspec": self.jobspec,
-        }
 
-
-class AllocReply(Struct, frozen=True):
+class AllocReply(Struct, frozen=True, omit_defaults=True):
     """One response to ``sched.alloc``: ``R`` with SUCCESS, ``note`` with DENY."""
 
     id: JobId
@@ -103,9 +95,6 @@ class FreeRequest(Struct, frozen=True):
 
     def __post_init__(self) -> None:
         _check_id(self.id)
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"id": self.id, "R": self.R, "final": self.final}
 
 
 class ExpirationRequest(Struct, frozen=True):

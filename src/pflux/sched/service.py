@@ -35,6 +35,7 @@ from pflux.config import ConfigError, Declared
 from pflux.errors import JobspecError, ResourceError
 from pflux.protocol.decode import decode
 from pflux.protocol.sched import (
+    AllocReply,
     AllocRequest,
     AllocResponse,
     CancelRequest,
@@ -222,7 +223,7 @@ class Scheduler(Service):
         waiter.req.forget_disconnect(waiter)
         if job.sent:
             self._annotate(job, dict.fromkeys(job.sent))
-        waiter.req.respond({"id": jobid, "type": AllocResponse.CANCEL})
+        waiter.req.respond(AllocReply(jobid, AllocResponse.CANCEL))
         self._schedule_soon()
 
     @method("prioritize")
@@ -345,9 +346,8 @@ class Scheduler(Service):
 
     def _annotate(self, job: PendingJob, changes: dict[str, Any]) -> None:
         waiter: _Waiter = job.tag
-        waiter.req.respond(
-            {"id": job.id, "type": AllocResponse.ANNOTATE, "annotations": {"sched": changes}}
-        )
+        reply = AllocReply(job.id, AllocResponse.ANNOTATE, annotations={"sched": changes})
+        waiter.req.respond(reply)
 
     def _commit(self, result: PassResult, answered: Callable[[list[int]], None] | None) -> None:
         """Write every allocated job's R in one transaction, then answer them."""
@@ -381,14 +381,8 @@ class Scheduler(Service):
                 self._granted.pop(job.id, None)
                 waiter.req.error(msg.errnum, f"sched: storing R failed: {msg.errstr}")
                 continue
-            waiter.req.respond(
-                {
-                    "id": job.id,
-                    "type": AllocResponse.SUCCESS,
-                    "R": doc,
-                    "annotations": {"sched": sched},
-                }
-            )
+            reply = AllocReply(job.id, AllocResponse.SUCCESS, doc, {"sched": sched})
+            waiter.req.respond(reply)
         if answered is not None:
             answered([] if msg.errnum else [job.id for job, _, _ in replies])
 
@@ -396,7 +390,7 @@ class Scheduler(Service):
 
     def _deny(self, req: Request, jobid: int, note: str) -> None:
         log.debug("job %s denied: %s", JobID(jobid), note)
-        req.respond({"id": jobid, "type": AllocResponse.DENY, "note": note})
+        req.respond(AllocReply(jobid, AllocResponse.DENY, note=note))
 
     def _requester_gone(self, jobid: int) -> None:
         """Whoever asked for ``jobid``'s resources disconnected: stop waiting for them."""

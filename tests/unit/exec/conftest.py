@@ -20,6 +20,7 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pflux.broker.connector import serve
@@ -85,8 +86,9 @@ class Stream:
         msg = self.queue.get(timeout=timeout)
         if msg.errnum:
             raise RPCError(msg.errnum, msg.errstr)
-        assert msg.payload["id"] == self.id
-        item = (msg.payload["type"], msg.payload["data"])
+        payload = msgspec.to_builtins(msg.payload)  # as it would cross the wire
+        assert payload["id"] == self.id
+        item = (payload["type"], payload["data"])
         self.seen.append(item)
         return item
 

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import msgspec
+
 from pflux.broker.message import Message
 from pflux.broker.turn import TurnBatch
 from pflux.spec.eventlog import Event
@@ -65,8 +67,9 @@ def test_job_execs_records_are_never_durable_after_the_managers_finish(live: Any
     )
 
     def heard(msg: Message) -> None:
-        if not msg.errnum and msg.payload["type"] == "finish":
-            events.get().append(Event.now("finish", msg.payload["data"]).to_line())
+        payload = msgspec.to_builtins(msg.payload)  # as it would cross the wire
+        if not msg.errnum and payload["type"] == "finish":
+            events.get().append(Event.now("finish", payload["data"]).to_line())
         responses.put(msg)
 
     body = {
@@ -82,7 +85,7 @@ def test_job_execs_records_are_never_durable_after_the_managers_finish(live: Any
     while not kinds or kinds[-1] != "release":
         msg = responses.get(timeout=TIMEOUT)
         assert not msg.errnum, msg.errstr
-        kinds.append(msg.payload["type"])
+        kinds.append(msgspec.to_builtins(msg.payload)["type"])
     assert kinds == ["start", "finish", "release"]
     assert not committed.get(timeout=TIMEOUT).errnum
 

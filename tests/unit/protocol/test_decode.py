@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.broker.message import RPCError
+from pflux.broker.message import REQUEST, Decoder, Message, RPCError, encode
 from pflux.protocol.decode import decode, error_text
 from pflux.protocol.sched import (
     AllocReply,
@@ -22,6 +22,7 @@ from pflux.protocol.sched import (
     FreeRequest,
 )
 from support.protocol_payloads import BROKER, EXEC, INGEST, KVS, LIST, MANAGER, SCHED
+from support.wire import as_sent
 
 VALID: dict[type, dict[str, Any]] = {**SCHED, **EXEC, **LIST, **KVS, **BROKER, **INGEST, **MANAGER}
 # a value of the wrong JSON type for each field that has one
@@ -50,11 +51,14 @@ def test_valid_payloads_decode(kind: type) -> None:
     decode("t", VALID[kind], kind)
 
 
-def test_to_payload_decodes_to_the_same_message() -> None:
-    for kind in (AllocRequest, FreeRequest):
-        message = decode("t", VALID[kind], kind)
-        assert decode("t", message.to_payload(), kind) == message
-        assert message.to_payload() == VALID[kind]
+@pytest.mark.parametrize("kind", list(VALID))
+def test_a_typed_message_is_taken_as_it_is_and_crosses_the_wire_unchanged(kind: type) -> None:
+    """In the broker's process the typed message goes as it is; from another, as JSON."""
+    message = decode("t", VALID[kind], kind)
+    assert decode("t", message, kind) is message
+    [received] = Decoder().feed(encode(Message(REQUEST, "t", 1, message)))
+    assert received.payload == as_sent(message)
+    assert decode("t", received.payload, kind) == message
 
 
 @given(st.sampled_from(TYPED), WRONG)

@@ -29,15 +29,6 @@ VALID = EXEC
 
 
 @pytest.mark.parametrize(
-    "kind", [StartRequest, KillRequest, ExecExpirationRequest, ExceptionRequest]
-)
-def test_to_payload_is_what_the_receiver_decodes(kind: type) -> None:
-    message = decode("t", VALID[kind], kind)
-    assert message.to_payload() == VALID[kind]
-    assert decode("t", message.to_payload(), kind) == message
-
-
-@pytest.mark.parametrize(
     ("kind", "changes", "message"),
     [
         (StartRequest, {"R": []}, "job-exec.start: R: expected object"),

@@ -18,6 +18,7 @@ from pflux.ingest.service import IngestService
 from pflux.kvs.service import KVSService
 from pflux.manager.service import JobManager
 from pflux.spec.builder import from_command
+from support.wire import as_sent
 
 FLAG_WAITABLE = 2  # pflux.manager.job.FLAG_WAITABLE (RFC 21)
 
@@ -34,8 +35,9 @@ class SchedDouble(Service):
 
     @method("alloc")
     def alloc(self, req: Request) -> None:
-        self.requests.append(req.payload)
-        req.respond(self.reply(req.payload["id"]))
+        payload = as_sent(req.payload)
+        self.requests.append(payload)
+        req.respond(self.reply(payload["id"]))
 
     @method("cancel")
     def cancel(self, req: Request) -> None:

@@ -21,6 +21,7 @@ from pflux.protocol.sched import AllocResponse
 from pflux.sched.service import RESTART_EXCEPTION, Scheduler
 from pflux.spec.builder import from_command
 from pflux.spec.kvs_keys import job_key
+from support.wire import as_sent
 
 HOST = "testhost"
 
@@ -85,6 +86,7 @@ class Live:
         }
 
         def deliver(msg: Message) -> None:
+            msg.payload = as_sent(msg.payload)  # as the job manager would read it over a link
             queue.put_nowait(msg)
             if isinstance(msg.payload, dict) and msg.payload.get("type") == AllocResponse.SUCCESS:
                 self.successes.put_nowait(msg)
