@@ -4,19 +4,20 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Union
+    from typing import Any
 
 
 class EventLogEvent(dict):  # type: ignore[type-arg]
     """An entry ``{timestamp, name, context}`` (from its JSON text or a dict); a missing
     context is ``{}``."""
 
-    def __init__(self, event: Union[str, Dict[str, Any]]) -> None:
+    def __init__(self, event: str | dict[str, Any]) -> None:
         if isinstance(event, str):
             import json
 
             event = json.loads(event)
-        super().__init__(event)
+        entry: dict[str, Any] = event  # type: ignore[assignment]  # JSON text decoded above
+        super().__init__(entry)
         if "context" not in self:
             self["context"] = {}
 
@@ -34,8 +35,8 @@ class EventLogEvent(dict):  # type: ignore[type-arg]
         return timestamp
 
     @property
-    def context(self) -> Dict[str, Any]:
-        context: Dict[str, Any] = self["context"]
+    def context(self) -> dict[str, Any]:
+        context: dict[str, Any] = self["context"]
         return context
 
     @property

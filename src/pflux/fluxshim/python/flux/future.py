@@ -16,12 +16,12 @@ from collections import deque
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Callable, Deque, List, Optional
+    from typing import Any, Callable
 
     from flux.core.handle import Flux
 
 
-def _error(errnum: int, errstr: Optional[str]) -> OSError:
+def _error(errnum: int, errstr: str | None) -> OSError:
     """flux-core's error: OSError (its subclass for ``errnum``) with the service's text."""
     return OSError(errnum, errstr or os.strerror(errnum))
 
@@ -29,12 +29,12 @@ def _error(errnum: int, errstr: Optional[str]) -> OSError:
 class Future:
     """A future fulfilled by responses from ``flux_handle``."""
 
-    def __init__(self, flux_handle: Optional[Flux] = None) -> None:
+    def __init__(self, flux_handle: Flux | None = None) -> None:
         self._flux = flux_handle
-        self._results: Deque[List[Any]] = deque()  # [value, errnum, errstr]
+        self._results: deque[list[Any]] = deque()  # [value, errnum, errstr]
         self._more = True  # more results may still come
-        self._delivered: Optional[List[Any]] = None  # the result the callback last saw
-        self._then_cb: Optional[Callable[..., Any]] = None
+        self._delivered: list[Any] | None = None  # the result the callback last saw
+        self._then_cb: Callable[..., Any] | None = None
         self._then_args: Any = ()
         self._then_kwargs: Any = {}
         self._stopped_cb = False
@@ -44,10 +44,10 @@ class Future:
     def _fulfill(self, value: Any) -> None:
         self._results.append([value, 0, None])
 
-    def _fulfill_error(self, errnum: int, errstr: Optional[str]) -> None:
+    def _fulfill_error(self, errnum: int, errstr: str | None) -> None:
         self._results.append([None, errnum, errstr])
 
-    def fulfill_error(self, errnum: int = errno.ENOENT, errstr: Optional[str] = None) -> None:
+    def fulfill_error(self, errnum: int = errno.ENOENT, errstr: str | None = None) -> None:
         """Fulfil the future with an error (as flux-core's ``fulfill_error``)."""
         self._fulfill_error(errnum, errstr)
 
@@ -60,7 +60,7 @@ class Future:
 
     # --- the caller's side ------------------------------------------------------------
 
-    def get_flux(self) -> Optional[Flux]:
+    def get_flux(self) -> Flux | None:
         return self._flux
 
     def is_ready(self) -> bool:

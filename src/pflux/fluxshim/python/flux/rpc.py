@@ -10,7 +10,7 @@ from flux.future import Future
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
     from flux.core.handle import Flux
 
@@ -58,7 +58,7 @@ class RPC(Future):
         payload = _payload(self.topic, payload)
         self._matchtag = flux_handle._send_request(self, self.topic, payload, nodeid, flags)
 
-    def _on_response(self, payload: Any, errnum: int, errstr: Optional[str]) -> None:
+    def _on_response(self, payload: Any, errnum: int, errstr: str | None) -> None:
         """One response arrived (``_more`` already says whether it was the last)."""
         if errnum:
             if errnum == errno.ENOSYS and (errstr or "").startswith(_PFLUX_NO_SERVICE):
@@ -70,7 +70,7 @@ class RPC(Future):
     def get_matchtag(self) -> int:
         return self._matchtag
 
-    def get_str(self) -> Optional[str]:
+    def get_str(self) -> str | None:
         """The response's payload as JSON text (None: no payload)."""
         value = self._result()
         return None if value is None else json.dumps(value, separators=(",", ":"))

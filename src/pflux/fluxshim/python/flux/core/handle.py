@@ -38,7 +38,7 @@ from flux.constants import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Callable, Deque, Dict, List, Optional, Set
+    from typing import Any, Callable
 
     from flux.future import Future
     from flux.rpc import RPC
@@ -58,7 +58,7 @@ def _socket_path(url: Any) -> str:
             raise OSError(
                 errno.ENOENT,
                 "Unable to connect to Flux: FLUX_URI is not set"
-                " (run inside a pflux instance, or eval \"$(pflux env)\")",
+                ' (run inside a pflux instance, or eval "$(pflux env)")',
             )
     if not isinstance(url, str):
         raise TypeError(f"url must be a str or bytes, not {type(url).__name__}")
@@ -151,19 +151,17 @@ class Flux:
             sock.connect(path)
         except OSError as exc:
             sock.close()
-            raise OSError(
-                exc.errno, f"Unable to connect to Flux: {path}: {exc.strerror}"
-            ) from None
-        self._sock: Optional[socket.socket] = sock
+            raise OSError(exc.errno, f"Unable to connect to Flux: {path}: {exc.strerror}") from None
+        self._sock: socket.socket | None = sock
         self._tag = 0
-        self._rpcs: Dict[int, RPC] = {}
+        self._rpcs: dict[int, RPC] = {}
         self._inbuf = bytearray()
-        self._thens: Dict[Future, None] = {}  # futures with a callback, in the order set
-        self._timers: Set[TimerWatcher] = set()
+        self._thens: dict[Future, None] = {}  # futures with a callback, in the order set
+        self._timers: set[TimerWatcher] = set()
         self._stopped = False
-        self._exception: Optional[BaseException] = None
+        self._exception: BaseException | None = None
         self._reactor_depth = 0
-        self._attrs: Optional[Dict[str, Any]] = None
+        self._attrs: dict[str, Any] | None = None
 
     # --- requests ---------------------------------------------------------------------
 
@@ -216,7 +214,7 @@ class Flux:
 
     # --- responses --------------------------------------------------------------------
 
-    def _read(self, timeout: Optional[float]) -> bool:
+    def _read(self, timeout: float | None) -> bool:
         """Read what arrives within ``timeout`` seconds (None: wait) and hand each response
         to its future; False if nothing came."""
         sock = self._sock
@@ -260,7 +258,7 @@ class Flux:
                 self._route(json.loads(body))
         return True
 
-    def _route(self, msg: Dict[str, Any]) -> None:
+    def _route(self, msg: dict[str, Any]) -> None:
         tag = msg.get("matchtag", 0)
         errnum = msg.get("errnum") or 0
         if tag == 0 and errnum:  # the broker refused this connection
@@ -274,7 +272,7 @@ class Flux:
             rpc._more = False
         rpc._on_response(msg.get("payload"), errnum, msg.get("errstr"))
 
-    def _lost(self, exc: Optional[OSError]) -> None:
+    def _lost(self, exc: OSError | None) -> None:
         """The connection is gone: every RPC still waiting gets an error."""
         if self._sock is not None:
             self._sock.close()
@@ -289,7 +287,7 @@ class Flux:
             rpc._more = False
             rpc._fulfill_error(errnum, text)
 
-    def _wait(self, future: Future, timeout: Optional[float]) -> None:
+    def _wait(self, future: Future, timeout: float | None) -> None:
         """Read until ``future`` has a result (``timeout`` seconds at most: TimeoutError)."""
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while not future._results:
@@ -343,7 +341,7 @@ class Flux:
             return True
         return any(f._more or f._undelivered() for f in self._thens)
 
-    def _timer_wait(self) -> Optional[float]:
+    def _timer_wait(self) -> float | None:
         if not self._timers:
             return None
         return max(0.0, min(t.due for t in self._timers) - time.monotonic())

@@ -14,7 +14,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Tuple
+    from typing import Any
 
 _ID_MAX = (1 << 64) - 1
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -23,25 +23,25 @@ _MN_BASE = 1626
 _EMOJI_BASE = 576
 ENCODINGS = ("dec", "hex", "dothex", "kvs", "words", "f58", "f58plain", "emoji")
 
-_tables: Dict[str, Any] = {}
+_tables: dict[str, Any] = {}
 
 
-def _words() -> Tuple[Tuple[str, ...], Dict[str, int]]:
+def _words() -> tuple[tuple[str, ...], dict[str, int]]:
     if "words" not in _tables:
         from flux.job._wordlist import WORDS
 
         _tables["words"] = (WORDS, {w: i for i, w in enumerate(WORDS)})
-    words: Tuple[Tuple[str, ...], Dict[str, int]] = _tables["words"]
+    words: tuple[tuple[str, ...], dict[str, int]] = _tables["words"]
     return words
 
 
-def _emoji() -> Tuple[str, Dict[str, int]]:
+def _emoji() -> tuple[str, dict[str, int]]:
     if "emoji" not in _tables:
         from flux.job._emoji import EMOJI
 
         table = "".join(EMOJI)
         _tables["emoji"] = (table, {e: i for i, e in enumerate(table)})
-    emoji: Tuple[str, Dict[str, int]] = _tables["emoji"]
+    emoji: tuple[str, dict[str, int]] = _tables["emoji"]
     return emoji
 
 
@@ -117,7 +117,9 @@ def id_encode(jobid: int, encoding: str = "f58") -> str:
         return "f" + _b58(n)
     if enc == "emoji":
         return _emoji_encode(n)
-    raise OSError(22, f"unknown jobid encoding {encoding!r}: expected one of {', '.join(ENCODINGS)}")
+    raise OSError(
+        22, f"unknown jobid encoding {encoding!r}: expected one of {', '.join(ENCODINGS)}"
+    )
 
 
 def _invalid(text: str) -> OSError:
@@ -186,25 +188,27 @@ def id_parse(jobid_str: Any) -> int:
         s = s[4:]
     if not s:
         raise _invalid(text)
-    if "." in s:
-        value = _parse_dothex(text, s)
-    elif "-" in s:
-        value = _parse_words(text, s)
-    elif s[0] in ("f", "\u0192"):
-        value = _parse_f58(text, s[1:])
-    elif "\U0001f000" <= s[0]:
-        value = _parse_emoji(text, s)
-    elif s.startswith("0x"):
-        if not s[2:] or not _HEX.issuperset(s[2:]):
-            raise _invalid(text)
-        value = int(s[2:], 16)
-    elif s.isdigit() and s.isascii():
-        value = int(s)
-    else:
-        raise _invalid(text)
+    value = _parse(text, s)
     if value > _ID_MAX:
         raise _invalid(text)
     return value
+
+
+def _parse(text: str, s: str) -> int:
+    """``s`` (``text`` stripped, without ``job.``) in the encoding its form says."""
+    if "." in s:
+        return _parse_dothex(text, s)
+    if "-" in s:
+        return _parse_words(text, s)
+    if s[0] in ("f", "\u0192"):
+        return _parse_f58(text, s[1:])
+    if s[0] >= "\U0001f000":
+        return _parse_emoji(text, s)
+    if s.startswith("0x") and s[2:] and _HEX.issuperset(s[2:]):
+        return int(s[2:], 16)
+    if s.isdigit() and s.isascii():
+        return int(s)
+    raise _invalid(text)
 
 
 class JobID(int):

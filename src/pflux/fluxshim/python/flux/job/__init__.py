@@ -15,7 +15,6 @@ import types
 _EXPORTS = {
     "Jobspec": "Jobspec",
     "JobspecV1": "Jobspec",
-    "validate_jobspec": "Jobspec",
     "JobID": "JobID",
     "id_parse": "JobID",
     "id_encode": "JobID",
@@ -51,9 +50,48 @@ _EXPORTS = {
     "JournalConsumer": "journal",
     "JournalEvent": "journal",
 }
-_SUBMODULES = frozenset(("JobID", "Jobspec", "event", "info", "journal", "kill", "list", "submit", "wait"))
+_SUBMODULES = frozenset(
+    ("JobID", "Jobspec", "event", "info", "journal", "kill", "list", "submit", "wait")
+)
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "MAIN_EVENTS",
+    "EventLogEvent",
+    "JobEventWatchFuture",
+    "JobException",
+    "JobID",
+    "JobInfo",
+    "JobList",
+    "JobWaitResult",
+    "Jobspec",
+    "JobspecV1",
+    "JournalConsumer",
+    "JournalEvent",
+    "SubmitFuture",
+    "cancel",
+    "cancel_async",
+    "event_wait",
+    "event_watch",
+    "event_watch_async",
+    "get_job",
+    "id_encode",
+    "id_parse",
+    "job_list",
+    "job_list_id",
+    "job_list_inactive",
+    "job_raise",
+    "job_raise_async",
+    "kill",
+    "kill_async",
+    "result",
+    "result_async",
+    "submit",
+    "submit_async",
+    "submit_get_id",
+    "wait",
+    "wait_async",
+    "wait_get_status",
+]
 
 
 def __getattr__(name):  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from flux.rpc import RPC
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Optional
+    from typing import Any, Iterator
 
     from flux.core.handle import Flux
 
@@ -58,11 +58,9 @@ class JobEventWatchFuture(RPC):
     def __init__(self, flux_handle: Flux, jobid: Any, eventlog: str = "eventlog") -> None:
         self.jobid = JobID(jobid)
         payload = {"id": int(self.jobid), "path": eventlog}
-        super().__init__(
-            flux_handle, "job-info.eventlog-watch", payload, flags=FLUX_RPC_STREAMING
-        )
+        super().__init__(flux_handle, "job-info.eventlog-watch", payload, flags=FLUX_RPC_STREAMING)
 
-    def _on_response(self, payload: Any, errnum: int, errstr: Optional[str]) -> None:
+    def _on_response(self, payload: Any, errnum: int, errstr: str | None) -> None:
         if errnum:
             super()._on_response(payload, errnum, errstr)
             return
@@ -70,11 +68,11 @@ class JobEventWatchFuture(RPC):
             if line:
                 self._fulfill(EventLogEvent(line))
 
-    def get_event(self, autoreset: bool = True) -> Optional[EventLogEvent]:
+    def get_event(self, autoreset: bool = True) -> EventLogEvent | None:
         """The next event (waiting for it), or None once the eventlog has ended; with
         ``autoreset`` the event is taken off, so the next call gives the one after."""
         self.wait_for()
-        value, errnum, errstr = self._results[0]
+        value, errnum, _errstr = self._results[0]
         if errnum == errno.ENODATA:
             return None
         if errnum:

@@ -18,7 +18,7 @@ from flux.job.JobID import JobID
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict
+    from typing import Any, ClassVar
 
 _STATES = {
     1: ("NEW", "N"),
@@ -59,7 +59,7 @@ class ExceptionInfo:
 class JobInfo:
     """A job-list response (or a job's result) as attributes."""
 
-    defaults: Dict[str, Any] = {
+    defaults: ClassVar[dict[str, Any]] = {
         "t_depend": 0.0,
         "t_priority": 0.0,
         "t_sched": 0.0,
@@ -98,7 +98,7 @@ class JobInfo:
         "dependencies",
     )
 
-    def __init__(self, info_resp: Dict[str, Any]) -> None:
+    def __init__(self, info_resp: dict[str, Any]) -> None:
         info = dict(self.defaults)
         info.update(info_resp)
         info["id"] = JobID(info["id"])
@@ -168,14 +168,14 @@ class JobInfo:
         if t_cleanup > 0 and t_run > 0:
             return float(t_cleanup - t_run)
         if t_run > 0:
-            return time.time() - t_run
+            return float(time.time() - t_run)
         return 0.0
 
     @property
     def t_remaining(self) -> float:
         if self._info.get("state_id") != 16 or not self.expiration:
             return 0.0
-        return max(0.0, self.expiration - time.time())
+        return max(0.0, float(self.expiration - time.time()))
 
     @property
     def returncode(self) -> Any:
@@ -195,10 +195,10 @@ class JobInfo:
             return os.WEXITSTATUS(status)
         return ""
 
-    def to_dict(self, filtered: bool = True) -> Dict[str, Any]:
+    def to_dict(self, filtered: bool = True) -> dict[str, Any]:
         """The attributes as a dict (``jobid`` in f58 too); ``filtered``: without
         empty values and unset times."""
-        result: Dict[str, Any] = {}
+        result: dict[str, Any] = {}
         for attr in chain(self.defaults, self.properties):
             try:
                 val = getattr(self, attr)

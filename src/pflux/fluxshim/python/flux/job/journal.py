@@ -20,7 +20,7 @@ from flux.job.JobID import JobID
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Deque, Dict, Optional
+    from typing import Any, Callable
 
     from flux.core.handle import Flux
     from flux.rpc import RPC
@@ -30,7 +30,7 @@ class JournalEvent(EventLogEvent):
     """An event of the journal: ``jobid``, ``name``, ``timestamp``, ``context``;
     ``jobspec`` on ``submit`` events, ``R`` on ``alloc`` events."""
 
-    def __init__(self, jobid: int, event: Dict[str, Any], jobspec: Any = None, R: Any = None):  # noqa: N803
+    def __init__(self, jobid: int, event: dict[str, Any], jobspec: Any = None, R: Any = None):  # noqa: N803
         if "timestamp" not in event:
             event = dict(event, timestamp=time.time())
         super().__init__(event)
@@ -73,13 +73,13 @@ class JournalConsumer:
         self.full = full
         self.since = since
         self.include_sentinel = include_sentinel
-        self.backlog: Deque[Optional[JournalEvent]] = deque()
+        self.backlog: deque[JournalEvent | None] = deque()
         self.processing_inactive = full
-        self.rpc: Optional[RPC] = None
-        self.cb: Optional[Callable[..., Any]] = None
+        self.rpc: RPC | None = None
+        self.cb: Callable[..., Any] | None = None
         self.cb_args: Any = ()
         self.cb_kwargs: Any = {}
-        self._seen: Dict[int, int] = {}  # job id -> the highest eventlog index given
+        self._seen: dict[int, int] = {}  # job id -> the highest eventlog index given
         self._ended = False
 
     def start(self) -> JournalConsumer:
@@ -104,7 +104,7 @@ class JournalConsumer:
         rpc._more = False
         rpc._fulfill_error(errno.ENODATA, None)
 
-    def _take(self, resp: Optional[Dict[str, Any]]) -> None:
+    def _take(self, resp: dict[str, Any] | None) -> None:
         """Queue the events of one response (None: the end)."""
         if resp is None:
             self._ended = True
@@ -141,7 +141,7 @@ class JournalConsumer:
             self.rpc.reset()
         self._take(resp)
 
-    def poll(self, timeout: float = -1.0) -> Optional[JournalEvent]:
+    def poll(self, timeout: float = -1.0) -> JournalEvent | None:
         """The next event (waiting ``timeout`` seconds at most, -1: no limit; then
         TimeoutError), or None once stopped and drained."""
         if self.rpc is None:
@@ -171,7 +171,9 @@ class JournalConsumer:
         while self.backlog:
             self.cb(self.backlog.popleft(), *self.cb_args, **self.cb_kwargs)
 
-    def set_callback(self, event_cb: Callable[..., Any], *args: Any, **kwargs: Any) -> JournalConsumer:
+    def set_callback(
+        self, event_cb: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> JournalConsumer:
         """Have ``event_cb(event, *args, **kwargs)`` called for each event (None at the end)."""
         self.cb = event_cb
         self.cb_args = args

@@ -28,15 +28,15 @@ from flux.rpc import RPC
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, Iterator, List, Optional
+    from typing import Any, ClassVar, Iterable, Iterator
 
     from flux.core.handle import Flux
 
 
 class JobListRPC(RPC):
-    def get_jobs(self) -> List[Dict[str, Any]]:
+    def get_jobs(self) -> list[dict[str, Any]]:
         """The jobs listed, as dicts."""
-        jobs: List[Dict[str, Any]] = self.get()["jobs"]
+        jobs: list[dict[str, Any]] = self.get()["jobs"]
         return jobs
 
     def get_jobinfos(self) -> Iterator[JobInfo]:
@@ -52,7 +52,7 @@ def job_list(
     states: int = 0,
     results: int = 0,
     since: float = 0.0,
-    name: Optional[str] = None,
+    name: str | None = None,
     queue: Any = None,
     constraint: Any = None,
 ) -> JobListRPC:
@@ -61,7 +61,7 @@ def job_list(
     RFC 31 ``constraint`` objects are not supported by pflux's job-list: refused."""
     if constraint is not None:
         raise OSError(errno.EINVAL, "job_list: constraint: not supported by pflux")
-    payload: Dict[str, Any] = {
+    payload: dict[str, Any] = {
         "max_entries": int(max_entries),
         "attrs": list(attrs),
         "userid": -1 if userid == FLUX_USERID_UNKNOWN else int(userid),
@@ -86,7 +86,7 @@ def job_list_inactive(
     since: float = 0.0,
     max_entries: int = 1000,
     attrs: Iterable[str] = ("all",),
-    name: Optional[str] = None,
+    name: str | None = None,
     queue: Any = None,
     constraint: Any = None,
 ) -> JobListRPC:
@@ -107,24 +107,22 @@ def job_list_inactive(
 class JobListIdRPC(RPC):
     jobid: Any = None
 
-    def get_job(self) -> Dict[str, Any]:
-        job: Dict[str, Any] = self.get()["job"]
+    def get_job(self) -> dict[str, Any]:
+        job: dict[str, Any] = self.get()["job"]
         return job
 
     def get_jobinfo(self) -> JobInfo:
         return JobInfo(self.get_job())
 
 
-def job_list_id(
-    flux_handle: Flux, jobid: Any, attrs: Iterable[str] = ("all",)
-) -> JobListIdRPC:
+def job_list_id(flux_handle: Flux, jobid: Any, attrs: Iterable[str] = ("all",)) -> JobListIdRPC:
     """One job's listing (``get_job()``, ``get_jobinfo()``)."""
     rpc = JobListIdRPC(flux_handle, "job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
     rpc.jobid = jobid
     return rpc
 
 
-def get_job(flux_handle: Flux, jobid: Any) -> Optional[Dict[str, Any]]:
+def get_job(flux_handle: Flux, jobid: Any) -> dict[str, Any] | None:
     """One job's attributes as a dict, or None for an unknown job."""
     try:
         info = job_list_id(flux_handle, jobid).get_jobinfo()
@@ -137,13 +135,13 @@ class JobListIdsFuture:
     """Several ``job_list_id`` requests, answered together; failures go to ``errors``."""
 
     def __init__(self) -> None:
-        self.children: List[JobListIdRPC] = []
-        self.errors: List[str] = []
+        self.children: list[JobListIdRPC] = []
+        self.errors: list[str] = []
 
     def push(self, child: JobListIdRPC) -> None:
         self.children.append(child)
 
-    def get_jobs(self) -> List[Dict[str, Any]]:
+    def get_jobs(self) -> list[dict[str, Any]]:
         jobs = []
         for child in self.children:
             try:
@@ -155,7 +153,7 @@ class JobListIdsFuture:
                     self.errors.append(f"rpc: {err.strerror}")
         return jobs
 
-    def get_jobinfos(self) -> List[JobInfo]:
+    def get_jobinfos(self) -> list[JobInfo]:
         return [JobInfo(job) for job in self.get_jobs()]
 
 
@@ -163,7 +161,7 @@ class JobList:
     """A query of jobs: by ``ids``, or by user, state/result ``filters`` (``pending``,
     ``running``, ``completed``...), ``since``, ``name``, ``queue``; ``jobs()`` runs it."""
 
-    STATES = {
+    STATES: ClassVar[dict[str, int]] = {
         "depend": FLUX_JOB_STATE_DEPEND,
         "priority": FLUX_JOB_STATE_PRIORITY,
         "sched": FLUX_JOB_STATE_SCHED,
@@ -174,7 +172,7 @@ class JobList:
         "running": FLUX_JOB_STATE_RUNNING,
         "active": FLUX_JOB_STATE_ACTIVE,
     }
-    RESULTS = {
+    RESULTS: ClassVar[dict[str, int]] = {
         "completed": FLUX_JOB_RESULT_COMPLETED,
         "failed": FLUX_JOB_RESULT_FAILED,
         "canceled": FLUX_JOB_RESULT_CANCELED,
@@ -190,7 +188,7 @@ class JobList:
         user: Any = None,
         max_entries: int = 1000,
         since: float = 0.0,
-        name: Optional[str] = None,
+        name: str | None = None,
         queue: Any = None,
         constraint: Any = None,
     ) -> None:
@@ -203,7 +201,7 @@ class JobList:
         self.name = name
         self.queue = queue
         self.ids = [JobID(i) for i in ids] or None
-        self.errors: List[str] = []
+        self.errors: list[str] = []
         for fname in filters:
             for x in fname.split(","):
                 self.add_filter(x)
@@ -257,7 +255,7 @@ class JobList:
             constraint=self.constraint,
         )
 
-    def jobs(self) -> List[JobInfo]:
+    def jobs(self) -> list[JobInfo]:
         """Run the query: a JobInfo per job (failures for ``ids`` in ``errors``)."""
         rpc = self.fetch_jobs()
         jobs = rpc.get_jobs()

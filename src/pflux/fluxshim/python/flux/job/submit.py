@@ -11,7 +11,7 @@ from flux.rpc import RPC
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict
+    from typing import Any
 
     from flux.core.handle import Flux
 
@@ -20,7 +20,7 @@ _INGEST_DEBUG = 1
 _INGEST_WAITABLE = 2
 
 
-def _jobspec_object(jobspec: Any) -> Dict[str, Any]:
+def _jobspec_object(jobspec: Any) -> dict[str, Any]:
     """A Jobspec, or its JSON text (str or bytes), as the object job-ingest takes."""
     if hasattr(jobspec, "dumps"):
         jobspec = jobspec.dumps()
@@ -61,9 +61,7 @@ def submit_async(
     and ``novalidate`` are refused.
     """
     if pre_signed:
-        raise OSError(
-            errno.EINVAL, "submit: pre_signed: pflux signs jobs itself; pass the jobspec"
-        )
+        raise OSError(errno.EINVAL, "submit: pre_signed: pflux signs jobs itself; pass the jobspec")
     if novalidate:
         raise OSError(errno.EINVAL, "submit: novalidate: pflux validates every jobspec")
     flags = (_INGEST_WAITABLE if waitable else 0) | (_INGEST_DEBUG if debug else 0)

@@ -19,7 +19,7 @@ from flux.rpc import RPC
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
+    from typing import Any
 
     from flux.core.handle import Flux
     from flux.job.info import JobInfo
@@ -50,7 +50,7 @@ def wait(flux_handle: Flux, jobid: int = FLUX_JOBID_ANY) -> JobWaitResult:
     return wait_async(flux_handle, jobid).get_status()
 
 
-def _result_code(res: Dict[str, Any]) -> int:
+def _result_code(res: dict[str, Any]) -> int:
     if res.get("t_run", -1.0) > 0 and res.get("waitstatus", -1) == 0:
         return FLUX_JOB_RESULT_COMPLETED
     if res["exception_occurred"]:
@@ -68,13 +68,11 @@ class JobResultFuture(RPC):
 
     def __init__(self, flux_handle: Flux, jobid: Any) -> None:
         self.jobid = JobID(jobid)
-        self._summary: Dict[str, Any] = {"id": int(self.jobid), "exception_occurred": False}
+        self._summary: dict[str, Any] = {"id": int(self.jobid), "exception_occurred": False}
         payload = {"id": int(self.jobid), "path": "eventlog"}
-        super().__init__(
-            flux_handle, "job-info.eventlog-watch", payload, flags=FLUX_RPC_STREAMING
-        )
+        super().__init__(flux_handle, "job-info.eventlog-watch", payload, flags=FLUX_RPC_STREAMING)
 
-    def _on_response(self, payload: Any, errnum: int, errstr: Optional[str]) -> None:
+    def _on_response(self, payload: Any, errnum: int, errstr: str | None) -> None:
         if errnum == errno.ENODATA:
             self._summary["result"] = _result_code(self._summary)
             self._fulfill(self._summary)
@@ -87,7 +85,7 @@ class JobResultFuture(RPC):
                 if line:
                     self._note(json.loads(line))
 
-    def _note(self, event: Dict[str, Any]) -> None:
+    def _note(self, event: dict[str, Any]) -> None:
         res = self._summary
         name = event.get("name")
         context = event.get("context") or {}
@@ -108,9 +106,9 @@ class JobResultFuture(RPC):
             res["exception_note"] = context.get("note", "")
             res["exception_severity"] = severity
 
-    def get_dict(self) -> Dict[str, Any]:
+    def get_dict(self) -> dict[str, Any]:
         """The result as a dict."""
-        result: Dict[str, Any] = self.get()
+        result: dict[str, Any] = self.get()
         return result
 
     def get_info(self) -> JobInfo:
