@@ -15,7 +15,9 @@ import pflux
 SHIM_PYTHON = Path(pflux.__file__).parent / "fluxshim" / "python"
 
 
-def run_flux(code: str, uri: str | None, *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_flux(
+    code: str, uri: str | None, *, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run ``code`` (dedented) in ``sys.executable -I``; FLUX_URI is ``uri`` (None: unset)."""
     prologue = f"import sys\nsys.path.insert(0, {str(SHIM_PYTHON)!r})\n"
     env = {k: v for k, v in os.environ.items() if not k.endswith("FLUX_URI")}
