@@ -131,10 +131,21 @@ def test_wait_for_times_out_and_a_timer_ends_a_reactor_run(instance: LiveInstanc
             h.rpc("kvs.watch", payload, flags=FLUX_RPC_STREAMING).wait_for(0.05)
         except TimeoutError as exc:
             print("timeout", exc.errno, fired)
+        late = []
+
+        def expired(f):
+            try:
+                f.get()
+            except TimeoutError as exc:
+                late.append(exc.errno)
+
+        h.rpc("kvs.watch", payload, flags=FLUX_RPC_STREAMING).then(expired, timeout=0.05)
+        h.reactor_run()
+        print(late)
         """,
         instance.uri,
     )
-    assert out.startswith("timeout 110 [1]")
+    assert out.splitlines() == ["timeout 110 [1]", "[110]"]
 
 
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]

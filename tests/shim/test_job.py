@@ -239,3 +239,53 @@ def test_resource_list_counts_the_instance_resources(instance: LiveInstance) -> 
     lines = out.splitlines()
     assert lines[0] == "all 1 4 0 rank0/core[0-3]"
     assert lines[3] == "down 0 0 0 "
+
+
+def test_callbacks_follow_a_job_as_flux_executor_does(instance: LiveInstance) -> None:
+    out = flux_output(
+        JOBSPEC
+        + dedent(
+            """
+            import flux, flux.job
+            h = flux.Flux()
+            names = []
+
+            def on_event(future):
+                event = future.get_event()
+                if event is not None:
+                    names.append(event.name)
+
+            def on_submit(future):
+                flux.job.event_watch_async(h, future.get_id()).then(on_event)
+
+            flux.job.submit_async(h, jobspec("true")).then(on_submit)
+            h.reactor_run()
+            print(names[0], names[-1], "start" in names)
+            """
+        ),
+        instance.uri,
+    )
+    assert out.splitlines() == ["submit clean True"]
+
+
+def test_a_canceled_watch_gives_no_more_events(instance: LiveInstance) -> None:
+    out = flux_output(
+        JOBSPEC
+        + dedent(
+            """
+            import flux, flux.job
+            h = flux.Flux()
+            jobid = flux.job.submit(h, jobspec("sleep", "60"))
+            watch = flux.job.event_watch_async(h, jobid)
+            print(watch.get_event().name)
+            watch.cancel()
+            rest = []  # what had arrived before the cancel, then the end
+            while (event := watch.get_event()) is not None:
+                rest.append(event)
+            print(watch.get_event(), watch._more)
+            flux.job.cancel(h, jobid)
+            """
+        ),
+        instance.uri,
+    )
+    assert out.splitlines() == ["submit", "None False"]
