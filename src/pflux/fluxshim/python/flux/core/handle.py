@@ -24,9 +24,10 @@ One handle belongs to one thread at a time.
 
 from __future__ import annotations
 
+# the C module: ``socket`` would load enum and selectors, a few ms a job pays
+import _socket
 import errno
 import os
-import socket
 import time
 
 from flux.constants import (
@@ -146,13 +147,13 @@ class Flux:
         if handle is not None:
             raise OSError(errno.EINVAL, "flux.Flux: handle: wrapping a C handle is not supported")
         path = _socket_path(url)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.connect(path)
         except OSError as exc:
             sock.close()
             raise OSError(exc.errno, f"Unable to connect to Flux: {path}: {exc.strerror}") from None
-        self._sock: socket.socket | None = sock
+        self._sock: _socket.socket | None = sock
         self._tag = 0
         self._rpcs: dict[int, RPC] = {}
         self._inbuf = bytearray()
