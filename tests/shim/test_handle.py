@@ -4,6 +4,7 @@ streaming, with callbacks) and flux-core's errors."""
 from __future__ import annotations
 
 import json
+import socket
 
 from support.instance import LiveInstance
 from support.shim import flux_output, run_flux
@@ -14,7 +15,7 @@ def test_attr_get_gives_the_instance_attributes_as_strings(instance: LiveInstanc
         """
         import json, flux
         h = flux.Flux()
-        attrs = {n: h.attr_get(n) for n in ("local-uri", "size", "rank", "version")}
+        attrs = {n: h.attr_get(n) for n in ("local-uri", "size", "rank", "version", "hostlist")}
         try:
             h.attr_get("no-such-attribute")
         except FileNotFoundError as exc:
@@ -27,6 +28,7 @@ def test_attr_get_gives_the_instance_attributes_as_strings(instance: LiveInstanc
     assert attrs["local-uri"] == instance.uri
     assert (attrs["size"], attrs["rank"]) == ("1", "0")
     assert attrs["version"]
+    assert attrs["hostlist"] == socket.gethostname()
     assert attrs["missing"] == 2
 
 
