@@ -6,19 +6,27 @@ so ``import flux`` costs almost nothing: ``flux.Flux()`` loads the handle,
 ``flux.job`` the job functions.
 """
 
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from flux.core.handle import Flux as FluxHandle
+
 __all__ = ["Flux", "constants", "core", "job", "resource", "rpc"]
 
 _SUBMODULES = frozenset(("constants", "core", "eventlog", "future", "job", "resource", "rpc"))
 
 
-def Flux(*args, **kwargs):  # type: ignore[no-untyped-def]  # noqa: N802 - flux-core's name
+def Flux(*args: Any, **kwargs: Any) -> FluxHandle:  # noqa: N802 - flux-core's name
     """A handle to the instance (``flux.core.handle.Flux``)."""
     from flux.core.handle import Flux as _Flux
 
     return _Flux(*args, **kwargs)
 
 
-def __getattr__(name):  # type: ignore[no-untyped-def]
+def __getattr__(name: str) -> Any:
     """``flux.job`` and the other submodules without importing them first, as flux-core's
     ``import flux`` makes them reachable."""
     if name in _SUBMODULES:

@@ -8,8 +8,14 @@ what the package's attribute holds, as in flux-core, even once the module has
 been imported by name (which sets the attribute to the module).
 """
 
+from __future__ import annotations
+
 import sys
 import types
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # name -> the module that defines it
 _EXPORTS = {
@@ -94,7 +100,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # type: ignore[no-untyped-def]
+def __getattr__(name: str) -> Any:
     """Load the module that defines ``name`` and return it (or the submodule ``name``)."""
     import importlib
 
@@ -109,7 +115,7 @@ def __getattr__(name):  # type: ignore[no-untyped-def]
     return value
 
 
-def __dir__():  # type: ignore[no-untyped-def]
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
