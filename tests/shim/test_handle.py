@@ -168,3 +168,33 @@ def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignor
     assert "No such file or directory" in lines[0]
     assert "FLUX_URI is not set" in lines[1]
     assert "ssh is not supported" in lines[2]
+
+
+def test_a_rank_other_than_0_is_unreachable_and_a_closed_handle_refuses(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        h = flux.Flux()
+        try:
+            h.rpc("broker.ping", {}, nodeid=1).get()
+        except OSError as exc:
+            print(errno.errorcode[exc.errno], exc.strerror)
+        print(h.rpc("broker.ping", {}, nodeid=0).get())
+        waiting = h.rpc("kvs.watch", {"key": "shim.never", "waitcreate": True}, flags=2)
+        h.close()
+        for call in (waiting.get, lambda: h.rpc("broker.ping", {})):
+            try:
+                call()
+            except OSError as exc:
+                print(errno.errorcode[exc.errno], exc.strerror)
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        "EHOSTUNREACH No route to host",
+        "{}",
+        "ECONNRESET Connection to the Flux instance was lost",
+        "EBADF rpc: the Flux handle is closed",
+    ]

@@ -107,6 +107,7 @@ def test_flux_errors_for_unknown_jobs_and_bad_jobspecs(instance: LiveInstance) -
             lambda: flux.job.cancel(h, 12345),
             lambda: flux.job.submit(h, {"version": 1}),
             lambda: flux.job.submit(h, "{not json"),
+            lambda: flux.job.submit(h, "{}", pre_signed=True),
         ):
             try:
                 call()
@@ -120,15 +121,17 @@ def test_flux_errors_for_unknown_jobs_and_bad_jobspecs(instance: LiveInstance) -
         instance.uri,
     )
     lines = out.splitlines()
-    assert [line.split()[0] for line in lines[:5]] == [
+    assert [line.split()[0] for line in lines[:6]] == [
         "ENOENT",
         "ENOENT",
         "ENOENT",
+        "EINVAL",
         "EINVAL",
         "EINVAL",
     ]
     assert lines[3].startswith("EINVAL invalid jobspec: ")
-    assert lines[5] == "not-a-jobid is not a valid Flux jobid"
+    assert lines[5] == "EINVAL submit: pre_signed: pflux signs jobs itself; pass the jobspec"
+    assert lines[6] == "not-a-jobid is not a valid Flux jobid"
 
 
 def test_job_list_job_list_id_and_joblist(instance: LiveInstance) -> None:
