@@ -26,9 +26,15 @@ SERVICE_PARTS = (
 )
 
 
+# the flux package pflux ships for tools: flux-core's names, no module of pflux's
+SHIM = ROOT / "fluxshim" / "python"
+
+
 def _modules() -> dict[str, tuple[Path, ast.Module]]:
     found = {}
     for path in ROOT.rglob("*.py"):
+        if path.is_relative_to(SHIM):
+            continue
         parts = ["pflux", *path.relative_to(ROOT).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()

@@ -384,6 +384,7 @@ class Instance:
             "broker.starttime": f"{time.time():.6f}",
             "security.owner": str(os.getuid()),
             "instance-level": "0",
+            "hostlist": socket.gethostname(),  # the brokers' hosts in rank order: one here
             "version": __version__,
             **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),
         }

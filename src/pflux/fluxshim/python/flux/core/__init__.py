@@ -1,0 +1,1 @@
+"""flux-core's ``flux.core``: the handle lives in ``flux.core.handle``."""

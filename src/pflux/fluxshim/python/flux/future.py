@@ -1,0 +1,120 @@
+"""``flux.future.Future``: a result (or a stream of them) that will arrive.
+
+A future holds a queue of results, each a value or an error. ``get()`` waits for
+the first and returns it (an error raises ``OSError(errno, message)``) without
+taking it off; ``reset()`` takes it off, so the next ``get()`` waits for the
+next one (a streaming RPC's next response). ``then(cb)`` has ``cb(future)``
+called by ``Flux.reactor_run()`` once for each result; see ``flux.core.handle``
+for when responses are read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections import deque
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from flux.core.handle import Flux
+
+
+def _error(errnum: int, errstr: str | None) -> OSError:
+    """flux-core's error: OSError (its subclass for ``errnum``) with the service's text."""
+    return OSError(errnum, errstr or os.strerror(errnum))
+
+
+class Future:
+    """A future fulfilled by responses from ``flux_handle``."""
+
+    def __init__(self, flux_handle: Flux | None = None) -> None:
+        self._flux = flux_handle
+        self._results: deque[list[Any]] = deque()  # [value, errnum, errstr]
+        self._more = True  # more results may still come
+        self._delivered: list[Any] | None = None  # the result the callback last saw
+        self._then_cb: Callable[..., Any] | None = None
+        self._then_args: Any = ()
+        self._then_kwargs: Any = {}
+        self._stopped_cb = False
+
+    # --- fulfilment -------------------------------------------------------------------
+
+    def _fulfill(self, value: Any) -> None:
+        self._results.append([value, 0, None])
+
+    def _fulfill_error(self, errnum: int, errstr: str | None) -> None:
+        self._results.append([None, errnum, errstr])
+
+    def fulfill_error(self, errnum: int = errno.ENOENT, errstr: str | None = None) -> None:
+        """Fulfil the future with an error (as flux-core's ``fulfill_error``)."""
+        self._fulfill_error(errnum, errstr)
+
+    def _undelivered(self) -> bool:
+        return bool(self._results) and self._results[0] is not self._delivered
+
+    def _callback(self) -> None:
+        assert self._then_cb is not None
+        self._then_cb(self, *self._then_args, **self._then_kwargs)
+
+    # --- the caller's side ------------------------------------------------------------
+
+    def get_flux(self) -> Flux | None:
+        return self._flux
+
+    def is_ready(self) -> bool:
+        return bool(self._results)
+
+    def wait_for(self, timeout: float = -1.0) -> Future:
+        """Wait until a result is there (``timeout`` seconds at most, -1: no limit;
+        then ``TimeoutError``)."""
+        if not self._results:
+            if self._flux is None:
+                raise OSError(errno.EINVAL, "future has no Flux handle to wait on")
+            self._flux._wait(self, timeout)
+        return self
+
+    def _result(self) -> Any:
+        self.wait_for()
+        value, errnum, errstr = self._results[0]
+        if errnum:
+            raise _error(errnum, errstr)
+        return value
+
+    def get(self) -> Any:
+        """Wait for the result; raise OSError for an error; return nothing."""
+        self._result()
+
+    def reset(self) -> None:
+        """Take the current result off: the next ``get()`` waits for the next one."""
+        if self._results:
+            self._results.popleft()
+
+    def then(
+        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
+    ) -> Future:
+        """Have ``callback(future, *args, **kwargs)`` called from ``reactor_run`` for each
+        result; with ``timeout`` >= 0, an ETIMEDOUT error if none came by then."""
+        if self._then_cb is not None:
+            raise OSError(errno.EEXIST, "then callback already exists for this future")
+        if callback is None:
+            raise ValueError("Callback cannot be None")
+        if self._flux is None:
+            raise OSError(errno.EINVAL, "future has no Flux handle to run a callback on")
+        self._then_cb = callback
+        self._then_args = args
+        self._then_kwargs = kwargs
+        self._flux._thens[self] = None
+        if timeout >= 0:
+            self._flux.timer_watcher_create(timeout, self._expire).start()
+        return self
+
+    def _expire(self, *_args: Any) -> None:
+        if not self._results and self._more:
+            self._more = False
+            self._fulfill_error(errno.ETIMEDOUT, None)
+
+    def stop(self) -> None:
+        """Call the ``then`` callback no more (a stream's remaining responses are dropped)."""
+        self._stopped_cb = True

@@ -1,0 +1,88 @@
+"""Submitting jobs: ``submit_async`` (a future with ``get_id()``) and ``submit``."""
+
+from __future__ import annotations
+
+import errno
+import json
+
+from flux.constants import FLUX_JOB_URGENCY_DEFAULT
+from flux.job.JobID import JobID
+from flux.rpc import RPC
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from flux.core.handle import Flux
+
+# job-ingest.submit's flag bits (pflux's: debug, waitable)
+_INGEST_DEBUG = 1
+_INGEST_WAITABLE = 2
+
+
+def _jobspec_object(jobspec: Any) -> dict[str, Any]:
+    """A Jobspec, or its JSON text (str or bytes), as the object job-ingest takes."""
+    if hasattr(jobspec, "dumps"):
+        jobspec = jobspec.dumps()
+    if isinstance(jobspec, bytes):
+        jobspec = jobspec.decode("utf-8")
+    if isinstance(jobspec, str):
+        try:
+            jobspec = json.loads(jobspec)
+        except ValueError as exc:
+            raise OSError(errno.EINVAL, f"invalid jobspec: not JSON: {exc}") from None
+    if not isinstance(jobspec, dict):
+        raise TypeError(
+            f"jobspec must be a Jobspec, a str or bytes of JSON, not {type(jobspec).__name__}"
+        )
+    return jobspec
+
+
+class SubmitFuture(RPC):
+    """The future of a submission; ``get_id()`` gives the job's JobID."""
+
+    def get_id(self) -> JobID:
+        return JobID(self.get()["id"])
+
+
+def submit_async(
+    flux_handle: Flux,
+    jobspec: Any,
+    urgency: int = FLUX_JOB_URGENCY_DEFAULT,
+    waitable: bool = False,
+    debug: bool = False,
+    pre_signed: bool = False,
+    novalidate: bool = False,
+) -> SubmitFuture:
+    """Submit ``jobspec`` (a Jobspec, or its JSON text); the future gives the job id.
+
+    ``waitable`` (instance owner only) lets ``flux.job.wait`` take the job's result;
+    ``debug`` adds debug events. A pflux instance signs jobs itself: ``pre_signed``
+    and ``novalidate`` are refused.
+    """
+    if pre_signed:
+        raise OSError(errno.EINVAL, "submit: pre_signed: pflux signs jobs itself; pass the jobspec")
+    if novalidate:
+        raise OSError(errno.EINVAL, "submit: novalidate: pflux validates every jobspec")
+    flags = (_INGEST_WAITABLE if waitable else 0) | (_INGEST_DEBUG if debug else 0)
+    payload = {"jobspec": _jobspec_object(jobspec), "urgency": urgency, "flags": flags}
+    return SubmitFuture(flux_handle, "job-ingest.submit", payload)
+
+
+def submit_get_id(future: SubmitFuture) -> JobID:
+    """The job id of a ``submit_async`` future (waiting for it)."""
+    if future is None:
+        raise OSError(errno.EINVAL, "future must not be None/NULL")
+    return future.get_id()
+
+
+def submit(
+    flux_handle: Flux,
+    jobspec: Any,
+    urgency: int = FLUX_JOB_URGENCY_DEFAULT,
+    waitable: bool = False,
+    debug: bool = False,
+    pre_signed: bool = False,
+) -> JobID:
+    """Submit ``jobspec`` and return its job id."""
+    return submit_async(flux_handle, jobspec, urgency, waitable, debug, pre_signed).get_id()

@@ -1,0 +1,200 @@
+"""flux.Flux against a live instance, in a clean interpreter: attributes, RPCs (plain,
+streaming, with callbacks) and flux-core's errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from support.instance import LiveInstance
+from support.shim import flux_output, run_flux
+
+
+def test_attr_get_gives_the_instance_attributes_as_strings(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import json, flux
+        h = flux.Flux()
+        attrs = {n: h.attr_get(n) for n in ("local-uri", "size", "rank", "version", "hostlist")}
+        try:
+            h.attr_get("no-such-attribute")
+        except FileNotFoundError as exc:
+            attrs["missing"] = exc.errno
+        print(json.dumps(attrs))
+        """,
+        instance.uri,
+    )
+    attrs = json.loads(out)
+    assert attrs["local-uri"] == instance.uri
+    assert (attrs["size"], attrs["rank"]) == ("1", "0")
+    assert attrs["version"]
+    assert attrs["hostlist"] == socket.gethostname()
+    assert attrs["missing"] == 2
+
+
+def test_the_uri_may_be_given_as_str_or_bytes(instance: LiveInstance) -> None:
+    out = flux_output(
+        f"""
+        import flux
+        for url in ({instance.uri!r}, {instance.uri.encode()!r}):
+            print(flux.Flux(url).rpc("broker.ping", {{"n": 1}}).get())
+        """,
+        None,
+    )
+    assert out.splitlines() == ["{'n': 1}", "{'n': 1}"]
+
+
+def test_rpc_get_get_str_and_an_unknown_topic_as_flux_words_it(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        h = flux.Flux()
+        f = h.rpc("broker.ping", '{"a": [1, 2]}')
+        print(f.get_str())
+        print(f.get())
+        try:
+            h.rpc("nosuch.method").get()
+        except OSError as exc:
+            print(exc.errno == errno.ENOSYS, exc.strerror)
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        '{"a":[1,2]}',
+        "{'a': [1, 2]}",
+        "True No service matching nosuch.method is registered",
+    ]
+
+
+def test_then_callbacks_run_in_the_reactor_once_per_response(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        from flux.constants import FLUX_RPC_STREAMING
+        h = flux.Flux()
+        seen = []
+
+        def plain(f, tag):
+            seen.append((tag, f.get()["n"]))
+
+        def stream(f):
+            try:
+                entry = f.get()
+            except OSError as exc:
+                seen.append(("end", exc.errno == errno.ENODATA))
+                return
+            seen.append(("log", "message" in entry))
+            f.reset()
+
+        for n in range(3):
+            h.rpc("broker.ping", {"n": n}).then(plain, "ping")
+        h.rpc("log.dmesg", {}, flags=FLUX_RPC_STREAMING).then(stream)
+        assert h.reactor_run() == 0
+        print(seen[:3], seen[-1], len(seen) > 4)
+        """,
+        instance.uri,
+    )
+    assert out.strip() == "[('ping', 0), ('ping', 1), ('ping', 2)] ('end', True) True"
+
+
+def test_an_exception_in_a_callback_stops_the_reactor_and_is_raised(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+
+        def boom(f):
+            raise KeyError("from the callback")
+
+        h.rpc("broker.ping", {}).then(boom)
+        try:
+            h.reactor_run()
+        except KeyError as exc:
+            print("raised", exc)
+        """,
+        instance.uri,
+    )
+    assert out.strip() == "raised 'from the callback'"
+
+
+def test_wait_for_times_out_and_a_timer_ends_a_reactor_run(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        from flux.constants import FLUX_RPC_STREAMING
+        h = flux.Flux()
+        fired = []
+        h.timer_watcher_create(0.05, lambda *a: fired.append(1)).start()
+        h.reactor_run()
+        payload = {"key": "shim.never", "waitcreate": True}  # answered once the key exists
+        try:
+            h.rpc("kvs.watch", payload, flags=FLUX_RPC_STREAMING).wait_for(0.05)
+        except TimeoutError as exc:
+            print("timeout", exc.errno, fired)
+        late = []
+
+        def expired(f):
+            try:
+                f.get()
+            except TimeoutError as exc:
+                late.append(exc.errno)
+
+        h.rpc("kvs.watch", payload, flags=FLUX_RPC_STREAMING).then(expired, timeout=0.05)
+        h.reactor_run()
+        print(late)
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == ["timeout 110 [1]", "[110]"]
+
+
+def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = run_flux(
+        f"""
+        import flux
+        for url in ({str(tmp_path / "nosock")!r}, None, "ssh://host/path"):
+            try:
+                flux.Flux(url)
+            except OSError as exc:
+                print(exc.strerror)
+        """,
+        None,
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3, proc.stderr
+    assert all(line.startswith("Unable to connect to Flux: ") for line in lines)
+    assert "No such file or directory" in lines[0]
+    assert "FLUX_URI is not set" in lines[1]
+    assert "ssh is not supported" in lines[2]
+
+
+def test_a_rank_other_than_0_is_unreachable_and_a_closed_handle_refuses(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        h = flux.Flux()
+        try:
+            h.rpc("broker.ping", {}, nodeid=1).get()
+        except OSError as exc:
+            print(errno.errorcode[exc.errno], exc.strerror)
+        print(h.rpc("broker.ping", {}, nodeid=0).get())
+        waiting = h.rpc("kvs.watch", {"key": "shim.never", "waitcreate": True}, flags=2)
+        h.close()
+        for call in (waiting.get, lambda: h.rpc("broker.ping", {})):
+            try:
+                call()
+            except OSError as exc:
+                print(errno.errorcode[exc.errno], exc.strerror)
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        "EHOSTUNREACH No route to host",
+        "{}",
+        "ECONNRESET Connection to the Flux instance was lost",
+        "EBADF rpc: the Flux handle is closed",
+    ]
