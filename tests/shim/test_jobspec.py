@@ -307,7 +307,12 @@ try:
     why = None
 except ImportError as exc:
     why = str(exc)
-print(json.dumps([loaded, again.jobspec == js.jobspec, again.duration, why]))
+try:
+    module.Jobspec.from_yaml_stream(b'{"version": 1,')
+    bad = None
+except ValueError as exc:
+    bad = type(exc).__name__
+print(json.dumps([loaded, again.jobspec == js.jobspec, again.duration, why, bad]))
 """
 
 
@@ -328,6 +333,7 @@ def test_it_imports_lightly_with_the_standard_library_alone() -> None:
         120.0,
         "reading a YAML jobspec needs PyYAML, which is not installed"
         " (a JSON jobspec is read without it)",
+        "JSONDecodeError",
     ]
 
 

@@ -76,7 +76,7 @@ def parse_fsd(fsd_string: str) -> float:
         value = float(number)
     except ValueError:
         raise ValueError("invalid Flux standard duration") from None
-    if unit in (None, "s"):
+    if unit is None or unit == "s":
         seconds = value
     else:  # as timedelta counts them, in whole microseconds
         import datetime
@@ -292,7 +292,8 @@ def _attr_key_prepend(key: str) -> str:
 def _load_document(stream: Any) -> Any:
     """A YAML (PyYAML, if installed) or JSON document from a str, bytes or file object."""
     try:
-        import yaml
+        # PyYAML's type stubs may be absent where its code is present
+        import yaml  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         text = stream.read() if hasattr(stream, "read") else stream
         if isinstance(text, bytes):
@@ -921,7 +922,7 @@ class JobspecV1(Jobspec):
         elif exclusive:
             raise ValueError("exclusive can only be set with a node count")
         children = [cls._create_resource("core", cores_per_task)]
-        if gpus_per_task not in (None, 0):
+        if gpus_per_task:
             children.append(cls._create_resource("gpu", gpus_per_task))
         task_count: dict[str, int] = {"per_slot": 1}
         if num_nodes is not None:
