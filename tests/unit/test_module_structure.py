@@ -11,6 +11,8 @@ from pathlib import Path
 import pflux
 
 ROOT = Path(pflux.__file__).parent
+# the ``flux`` package shipped inside pflux for tools: flux-core's names, not pflux's modules
+FLUX_SHIM = ROOT / "fluxshim" / "python"
 
 # the parts that call back into their service, each through a protocol of its own
 SERVICE_PARTS = (
@@ -29,6 +31,8 @@ SERVICE_PARTS = (
 def _modules() -> dict[str, tuple[Path, ast.Module]]:
     found = {}
     for path in ROOT.rglob("*.py"):
+        if FLUX_SHIM in path.parents:
+            continue
         parts = ["pflux", *path.relative_to(ROOT).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()
