@@ -81,6 +81,10 @@ SHELL_PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_mpi.py::test_pmi_off_gives_the_tasks_no_pmi_fd",
         "tests/e2e/test_mpi.py::test_an_unknown_pmi_is_refused_naming_the_option",
     ),
+    "mpi": (
+        "tests/unit/spec/test_shell_options.py::test_mpi_none_is_accepted_and_other_mpi_values_refused",
+        "tests/shim/test_jobspec.py::test_nest_and_batch_jobspecs_are_accepted_by_a_live_instance",
+    ),
     "taskmap": (
         "tests/e2e/test_taskmap.py::test_taskmap_cyclic",
         "tests/e2e/test_taskmap.py::test_block_with_a_value_fails_the_job",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pflux
 
 ROOT = Path(pflux.__file__).parent
+# the ``flux`` package shipped inside pflux for tools: flux-core's names, not pflux's modules
 
 # the parts that call back into their service, each through a protocol of its own
 SERVICE_PARTS = (

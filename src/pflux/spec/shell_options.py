@@ -300,6 +300,13 @@ def _pty_ranks(value: Any) -> str | None:
     return None
 
 
+def _mpi(value: Any) -> str | None:
+    """``mpi``: only ``none`` (no MPI personality), which nested instances ask for."""
+    if value == "none":
+        return None
+    return 'must be "none": pflux\'s shell has no MPI plugins (MPI programs start through PMI-1)'
+
+
 # every option pflux's shell acts on, with its value check
 KNOWN: Final[Mapping[str, _Check]] = {
     "output": _mapping,
@@ -316,6 +323,7 @@ KNOWN: Final[Mapping[str, _Check]] = {
     "pmi": _pmi,
     "taskmap": _taskmap,
     "per-resource": _per_resource,
+    "mpi": _mpi,
 }
 
 # options of flux-core's shell that pflux's does not have
@@ -333,7 +341,6 @@ UNSUPPORTED: Final = frozenset(
         "coprocess",
         "coprocess-kill-timeout",
         "rexec-shutdown-timeout",
-        "mpi",
         "batch",
     )
 )

@@ -131,3 +131,14 @@ def test_any_pty_ranks_text_is_an_idset_or_refused_naming_the_key(text: str) -> 
     else:
         expected = []
     assert check({"pty": {"ranks": text}}) == expected
+
+
+def test_mpi_none_is_accepted_and_other_mpi_values_refused() -> None:
+    # flux's nested-instance jobspecs ask for mpi=none; pflux's shell has no MPI plugins
+    assert check({"mpi": "none"}) == []
+    assert check({"mpi": "spectrum"}) == [
+        (
+            "mpi",
+            'must be "none": pflux\'s shell has no MPI plugins (MPI programs start through PMI-1)',
+        )
+    ]
