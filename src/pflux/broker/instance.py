@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pflux import __version__, private
+from pflux import __version__, fluxshim, private
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
@@ -83,6 +83,10 @@ MODULE_START_TIMEOUT = 60.0
 SHUTDOWN_NOTE = "instance shutdown"
 CLEANUP_TIMEOUT = 60.0
 RUN_STATE = 0x10  # RFC 21's RUN bit (job-manager.raiseall's states mask)
+
+# what a job's tasks have of the instance running the job, which an instance they
+# start does not pass on to its initial program
+ENCLOSING_ONLY = frozenset(("FLUX_KVS_NAMESPACE", "PFLUX_KVS_NAMESPACE", "FLUX_JOB_ID_PATH"))
 
 SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
@@ -142,12 +146,17 @@ class Instance:
         services: Sequence[str] = SERVICES,
         modules: dict[str, str] | None = None,
         fresh: bool = False,
+        attrs: dict[str, str] | None = None,
     ) -> None:
-        """``fresh``: the state directory's KVS database was lost; start with an empty one."""
+        """``fresh``: the state directory's KVS database was lost; start with an empty one.
+        ``attrs``: attributes to set or override (a nested instance's ``jobid``,
+        ``parent-uri``, ``instance-level``, ...)."""
         self._temporary = state_dir is None
         self._fresh = fresh
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
+        self._extra_attrs = attrs or {}
+        self._shim: fluxshim.ShimEnv | None = None
         simulating = "simulator" in self.config
         self.service_paths = (*services, SIMULATOR) if simulating else tuple(services)
         self.module_paths = MODULES if modules is None else modules
@@ -168,11 +177,12 @@ class Instance:
     def _services(self) -> list[type[Service]]:
         """The services' classes, once the config is checked against the keys they read."""
         services = [_service_class(path) for path in self.service_paths]
-        declared: dict[str, set[str]] = {}
+        declared: dict[str, set[str]] = {t: set(k) for t, k in fluxshim.CONFIG_KEYS.items()}
         for cls in services:
             for table, keys in cls.config_keys.items():
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
+        self._shim = fluxshim.shim_env() if fluxshim.enabled(self.config) else None
         return services
 
     async def run(self, argv: Sequence[str] | None = None) -> int:
@@ -350,8 +360,18 @@ class Instance:
                     proc.kill()
         self._modules = []
 
+    def initial_env(self) -> dict[str, str]:
+        """The initial program's environment: this instance's URI, the flux shim on the
+        paths (unless turned off), and none of an enclosing job's KVS namespace or id
+        path (flux-core's broker drops them too)."""
+        env = {k: v for k, v in os.environ.items() if k not in ENCLOSING_ONLY}
+        env["PFLUX_URI"] = env["FLUX_URI"] = self.uri
+        if self._shim is not None:
+            self._shim.apply(env)
+        return env
+
     async def _run_initial(self, argv: Sequence[str], stop: asyncio.Event) -> int:
-        env = dict(os.environ, PFLUX_URI=self.uri, FLUX_URI=self.uri)
+        env = self.initial_env()
         try:
             proc = await asyncio.create_subprocess_exec(*argv, env=env)
         except OSError as exc:
@@ -385,7 +405,9 @@ class Instance:
             "security.owner": str(os.getuid()),
             "instance-level": "0",
             "version": __version__,
+            "jobid-path": "/",  # the ids of the jobs this instance runs in, from the root
             **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),
+            **self._extra_attrs,
         }
 
 
