@@ -25,7 +25,7 @@ def test_the_nested_instance_has_the_jobs_cores_and_flux_attributes(uri: str) ->
     script = (
         "flux resource list -n -s free -o '{ncores} {ngpus}';"
         " for a in instance-level jobid parent-uri jobid-path; do flux getattr $a; done;"
-        ' echo "$FLUX_JOB_ID ${FLUX_KVS_NAMESPACE-unset}"'
+        ' echo "$FLUX_ENCLOSING_ID ${FLUX_JOB_ID-unset} ${FLUX_KVS_NAMESPACE-unset}"'
     )
     rc, out, err = run(uri, "-n1", "-c3", "flux", "start", "sh", "-c", script)
     assert rc == 0, err
@@ -34,7 +34,7 @@ def test_the_nested_instance_has_the_jobs_cores_and_flux_attributes(uri: str) ->
     assert level == "1"
     assert parent == uri
     assert path == f"/{jobid}"
-    assert env == f"{jobid} unset"  # the job's id kept, its namespace not passed on
+    assert env == f"{jobid} unset unset"  # as flux-core's: the job is the enclosing one
 
 
 def test_what_the_nested_instance_does_stays_there(uri: str) -> None:

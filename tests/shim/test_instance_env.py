@@ -82,3 +82,19 @@ def test_a_bad_shim_key_is_refused_naming_it(tmp_path: Path) -> None:
     typo = start_with_config(tmp_path, "[shim]\nenabled = false\n")
     assert typo.returncode == 1
     assert "[shim] enabled: unknown key (did you mean enable?)" in typo.stderr
+
+
+def test_the_initial_program_inherits_no_job_task_or_pmi_variables() -> None:
+    leaked = {"FLUX_JOB_ID": "ƒ2", "PMI_RANK": "3", "SLURM_JOB_ID": "7", "FLUX_TASK_RANK": "1"}
+    proc = subprocess.run(
+        [str(PFLUX), "start", "--cores", "1", "sh", "-c", "env"],
+        capture_output=True,
+        text=True,
+        env=environ(**leaked, KEPT="yes"),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    names = {line.partition("=")[0] for line in proc.stdout.splitlines()}
+    assert "KEPT" in names
+    assert not names & leaked.keys()  # as flux-core's broker: none reaches it

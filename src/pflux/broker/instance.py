@@ -84,9 +84,28 @@ SHUTDOWN_NOTE = "instance shutdown"
 CLEANUP_TIMEOUT = 60.0
 RUN_STATE = 0x10  # RFC 21's RUN bit (job-manager.raiseall's states mask)
 
-# what a job's tasks have of the instance running the job, which an instance they
-# start does not pass on to its initial program
-ENCLOSING_ONLY = frozenset(("FLUX_KVS_NAMESPACE", "PFLUX_KVS_NAMESPACE", "FLUX_JOB_ID_PATH"))
+# What an instance's initial program does not inherit (flux-core's broker's list): what
+# a job's tasks have of the instance running the job, and of PMI and other managers.
+# In a job, FLUX_ENCLOSING_ID names the job instead.
+NOT_INHERITED = frozenset(
+    (
+        "FLUX_JOB_ID",
+        "FLUX_ENCLOSING_ID",
+        "FLUX_JOB_SIZE",
+        "FLUX_JOB_NNODES",
+        "FLUX_JOB_TMPDIR",
+        "FLUX_JOB_ID_PATH",
+        "FLUX_TASK_RANK",
+        "FLUX_TASK_LOCAL_ID",
+        "FLUX_KVS_NAMESPACE",
+        "PFLUX_KVS_NAMESPACE",
+        "FLUX_PROXY_REMOTE",
+        "FLUX_PMI_LIBRARY_PATH",
+        "I_MPI_PMI_LIBRARY",
+        "NOTIFY_SOCKET",
+    )
+)
+NOT_INHERITED_PREFIXES = ("PMI_", "PMIX_", "SLURM_", "PALS_")
 
 SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
@@ -361,11 +380,18 @@ class Instance:
         self._modules = []
 
     def initial_env(self) -> dict[str, str]:
-        """The initial program's environment: this instance's URI, the flux shim on the
-        paths (unless turned off), and none of an enclosing job's KVS namespace or id
-        path (flux-core's broker drops them too)."""
-        env = {k: v for k, v in os.environ.items() if k not in ENCLOSING_ONLY}
+        """The initial program's environment, as flux-core's broker makes it: this
+        instance's URI, the job it runs in as FLUX_ENCLOSING_ID (a nested instance),
+        none of that job's task variables (``NOT_INHERITED``), and the flux shim on
+        the paths (unless turned off)."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in NOT_INHERITED and not k.startswith(NOT_INHERITED_PREFIXES)
+        }
         env["PFLUX_URI"] = env["FLUX_URI"] = self.uri
+        if "jobid" in self._extra_attrs:
+            env["FLUX_ENCLOSING_ID"] = self._extra_attrs["jobid"]
         if self._shim is not None:
             self._shim.apply(env)
         return env
