@@ -82,8 +82,5 @@ def pflux_bin() -> str:
 
 
 def _prepend(value: str, first: tuple[str, ...]) -> str:
-    head = ":".join(first)
-    if value == head or value.startswith(head + ":"):
-        return value  # already first (a job submitted from inside an instance)
     rest = [item for item in value.split(":") if item not in first] if value else []
     return ":".join((*first, *rest))
