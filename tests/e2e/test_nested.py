@@ -5,7 +5,7 @@ the enclosing instance's queue as it was."""
 
 from __future__ import annotations
 
-from support.instance import pflux
+from support.instance import console, pflux
 
 
 def run(uri: str, *args: str) -> tuple[int, str, str]:
@@ -43,3 +43,13 @@ def test_what_the_nested_instance_does_stays_there(uri: str) -> None:
     assert rc == 3, err  # the nested instance exits with its command's status
     status = pflux(uri, "queue", "status").stdout
     assert status == "Job submission is enabled\nScheduling is started\n"
+
+
+def test_a_job_whose_resources_cannot_be_read_is_said_so(uri: str) -> None:
+    leaked = {"FLUX_JOB_ID": "ƒ2", "PFLUX_URI": uri, "PFLUX_KVS_NAMESPACE": "job-x"}
+    proc = console("start", "true", **leaked)  # no such job in the enclosing instance
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "pflux-start: ERROR: cannot read the resources of job ƒ2 (FLUX_JOB_ID) from its"
+        f" instance ({uri}): job ƒ2 not found\n"
+    )
