@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pflux import __version__, private
+from pflux import __version__, fluxshim, private
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
@@ -83,6 +83,29 @@ MODULE_START_TIMEOUT = 60.0
 SHUTDOWN_NOTE = "instance shutdown"
 CLEANUP_TIMEOUT = 60.0
 RUN_STATE = 0x10  # RFC 21's RUN bit (job-manager.raiseall's states mask)
+
+# What an instance's initial program does not inherit (flux-core's broker's list): what
+# a job's tasks have of the instance running the job, and of PMI and other managers.
+# In a job, FLUX_ENCLOSING_ID names the job instead.
+NOT_INHERITED = frozenset(
+    (
+        "FLUX_JOB_ID",
+        "FLUX_ENCLOSING_ID",
+        "FLUX_JOB_SIZE",
+        "FLUX_JOB_NNODES",
+        "FLUX_JOB_TMPDIR",
+        "FLUX_JOB_ID_PATH",
+        "FLUX_TASK_RANK",
+        "FLUX_TASK_LOCAL_ID",
+        "FLUX_KVS_NAMESPACE",
+        "PFLUX_KVS_NAMESPACE",
+        "FLUX_PROXY_REMOTE",
+        "FLUX_PMI_LIBRARY_PATH",
+        "I_MPI_PMI_LIBRARY",
+        "NOTIFY_SOCKET",
+    )
+)
+NOT_INHERITED_PREFIXES = ("PMI_", "PMIX_", "SLURM_", "PALS_")
 
 SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
@@ -142,12 +165,17 @@ class Instance:
         services: Sequence[str] = SERVICES,
         modules: dict[str, str] | None = None,
         fresh: bool = False,
+        attrs: dict[str, str] | None = None,
     ) -> None:
-        """``fresh``: the state directory's KVS database was lost; start with an empty one."""
+        """``fresh``: the state directory's KVS database was lost; start with an empty one.
+        ``attrs``: attributes to set or override (a nested instance's ``jobid``,
+        ``parent-uri``, ``instance-level``, ...)."""
         self._temporary = state_dir is None
         self._fresh = fresh
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
+        self._extra_attrs = attrs or {}
+        self._shim: fluxshim.ShimEnv | None = None
         simulating = "simulator" in self.config
         self.service_paths = (*services, SIMULATOR) if simulating else tuple(services)
         self.module_paths = MODULES if modules is None else modules
@@ -168,11 +196,12 @@ class Instance:
     def _services(self) -> list[type[Service]]:
         """The services' classes, once the config is checked against the keys they read."""
         services = [_service_class(path) for path in self.service_paths]
-        declared: dict[str, set[str]] = {}
+        declared: dict[str, set[str]] = {t: set(k) for t, k in fluxshim.CONFIG_KEYS.items()}
         for cls in services:
             for table, keys in cls.config_keys.items():
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
+        self._shim = fluxshim.shim_env() if fluxshim.enabled(self.config) else None
         return services
 
     async def run(self, argv: Sequence[str] | None = None) -> int:
@@ -350,8 +379,25 @@ class Instance:
                     proc.kill()
         self._modules = []
 
+    def initial_env(self) -> dict[str, str]:
+        """The initial program's environment, as flux-core's broker makes it: this
+        instance's URI, the job it runs in as FLUX_ENCLOSING_ID (a nested instance),
+        none of that job's task variables (``NOT_INHERITED``), and the flux shim on
+        the paths (unless turned off)."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in NOT_INHERITED and not k.startswith(NOT_INHERITED_PREFIXES)
+        }
+        env["PFLUX_URI"] = env["FLUX_URI"] = self.uri
+        if "jobid" in self._extra_attrs:
+            env["FLUX_ENCLOSING_ID"] = self._extra_attrs["jobid"]
+        if self._shim is not None:
+            self._shim.apply(env)
+        return env
+
     async def _run_initial(self, argv: Sequence[str], stop: asyncio.Event) -> int:
-        env = dict(os.environ, PFLUX_URI=self.uri, FLUX_URI=self.uri)
+        env = self.initial_env()
         try:
             proc = await asyncio.create_subprocess_exec(*argv, env=env)
         except OSError as exc:
@@ -386,7 +432,9 @@ class Instance:
             "instance-level": "0",
             "hostlist": socket.gethostname(),  # the brokers' hosts in rank order: one here
             "version": __version__,
+            "jobid-path": "/",  # the ids of the jobs this instance runs in, from the root
             **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),
+            **self._extra_attrs,
         }
 
 

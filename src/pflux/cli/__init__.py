@@ -7,6 +7,7 @@ every other call pay for nothing they do not use.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # sub-command -> module under pflux.cli with a ``main(argv) -> int``
@@ -28,7 +29,13 @@ COMMANDS: dict[str, str] = {
     "version": "version",
     "uptime": "uptime",
     "dmesg": "dmesg",
+    # the environment of an instance, and flux's name for a nested one
+    "env": "env",
+    "broker": "start",
 }
+
+#: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
+AS_FLUX_ENV = "PFLUX_AS_FLUX"
 
 USAGE = """\
 usage: pflux [--version] COMMAND [ARGS...]
@@ -51,21 +58,28 @@ commands:
   version    print pflux's version (and the instance's)
   uptime     show how long the instance has been running
   dmesg      print the instance's log ring buffer
+  env        print the environment of an instance (flux, pflux, FLUX_URI), or run in it
+  broker     as start: an instance (flux's name for the one a job runs)
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pflux`` console script."""
     args = sys.argv[1:] if argv is None else argv
+    # read once and dropped, so that it reaches no job this command submits
+    as_flux = os.environ.pop(AS_FLUX_ENV, None) == "1"
     if args and args[0] in ("-V", "--version"):
         from pflux import __version__
 
         print(f"pflux {__version__}")
         return 0
+    from pflux.cli import base
     from pflux.spec import fluid
 
+    base.PROG = "flux" if as_flux else "pflux"
+
     fluid.ascii_prefix(fluid.ascii_f58_preferred())  # job ids print with f, not ƒ, if need be
-    return dispatch("pflux", COMMANDS, USAGE, args)
+    return dispatch(base.PROG, COMMANDS, USAGE.replace("usage: pflux", f"usage: {base.PROG}"), args)
 
 
 def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> int:
@@ -74,6 +88,10 @@ def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> i
         sys.stdout.write(usage)
         return 0 if argv else 2
     module = table.get(argv[0])
+    if module is None and prog == "flux":
+        # flux's own words and status, for a sub-command pflux has not
+        sys.stderr.write(f"flux: '{argv[0]}' is not a pflux command.  See 'flux --help'\n")
+        return 1
     if module is None:
         sys.stderr.write(f"{prog}: '{argv[0]}' is not a command here\n{usage}")
         return 2

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
 
+from pflux.cli import base
+
 if TYPE_CHECKING:
     from pflux.api import Client
 
@@ -111,7 +113,7 @@ class Signals:
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(f"pflux-job: {text}\n")
+    sys.stderr.write(f"{base.PROG}-job: {text}\n")
     sys.stderr.flush()
 
 

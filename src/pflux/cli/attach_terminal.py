@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from pflux.cli import base
+
 if TYPE_CHECKING:
     from pflux.api import Client
 
@@ -101,4 +103,4 @@ def _say(text: str) -> None:
     """A complaint on the raw terminal (its lines need a carriage return)."""
     import sys
 
-    sys.stderr.write(f"pflux-job: {text}\r\n")
+    sys.stderr.write(f"{base.PROG}-job: {text}\r\n")

@@ -1,7 +1,7 @@
 """What every sub-command shares: its parser and the one error boundary.
 
-Errors print as ``pflux-COMMAND: ERROR: message`` and exit 1; usage errors exit 2
-(argparse's convention). Set ``PFLUX_DEBUG=1`` to see tracebacks.
+Errors print as ``pflux-COMMAND: ERROR: message`` (``flux-COMMAND`` as ``flux``) and
+exit 1; usage errors exit 2 (argparse's convention). Set ``PFLUX_DEBUG=1`` to see tracebacks.
 """
 
 from __future__ import annotations
@@ -14,12 +14,16 @@ from collections.abc import Callable
 from pflux.broker.message import RPCError
 from pflux.errors import PfluxError, UsageError
 
-__all__ = ["RPCError", "parser", "run"]
+__all__ = ["PROG", "RPCError", "parser", "run"]
+
+#: the command's name in its usage and messages: ``flux`` when it runs as the flux
+#: command of ``pflux.fluxshim`` (flux's users and tools read ``flux-job: ERROR: ...``)
+PROG = "pflux"
 
 
 def parser(name: str, description: str) -> argparse.ArgumentParser:
     """An argument parser whose messages say ``pflux NAME``."""
-    return argparse.ArgumentParser(prog=f"pflux {name}", description=description)
+    return argparse.ArgumentParser(prog=f"{PROG} {name}", description=description)
 
 
 def run(name: str, body: Callable[[], int | None]) -> int:
@@ -46,4 +50,4 @@ def _error(name: str, exc: Exception) -> None:
         import traceback
 
         traceback.print_exc()
-    print(f"pflux-{name.replace(' ', '-')}: ERROR: {exc}", file=sys.stderr)
+    print(f"{PROG}-{name.replace(' ', '-')}: ERROR: {exc}", file=sys.stderr)

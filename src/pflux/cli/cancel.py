@@ -30,7 +30,7 @@ STATES = {
 
 def main(argv: list[str]) -> int:
     parser = base.parser(NAME, "Cancel pending or running jobs with an optional exception note.")
-    parser.usage = "pflux cancel [OPTIONS] [JOBID...]"
+    parser.usage = f"{base.PROG} cancel [OPTIONS] [JOBID...]"
     jobcommon.add_uri(parser)
     parser.add_argument("--all", action="store_true", help="target all of the user's jobs")
     parser.add_argument(

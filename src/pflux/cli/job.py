@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pflux.cli import dispatch
+from pflux.cli import base, dispatch
 
 SUBCOMMANDS: dict[str, str] = {
     "validate": "job_validate",
@@ -46,4 +46,6 @@ subcommands:
 
 def main(argv: list[str]) -> int:
     """Dispatch ``pflux job``'s sub-commands."""
-    return dispatch("pflux-job", SUBCOMMANDS, USAGE, argv)
+    return dispatch(
+        f"{base.PROG}-job", SUBCOMMANDS, USAGE.replace("usage: pflux", f"usage: {base.PROG}"), argv
+    )

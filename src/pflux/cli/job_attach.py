@@ -236,7 +236,7 @@ class _Attach:
             status = int(context.get("status", 0))
             self.exit_code = exit_code(status)
             if self.exit_code:
-                sys.stderr.write(f"pflux-job: {waitstatus_text(status)}\n")
+                sys.stderr.write(f"{base.PROG}-job: {waitstatus_text(status)}\n")
         if self.show_events and event.name != "exception":
             sys.stderr.write(shown_event(event, self.t0) + "\n")
         if event.name == "start" and self.stdin is not None and self.stdin.ranks == "all":

@@ -26,7 +26,7 @@ def run(argv: list[str], *, cancel: bool) -> int:
     """``job raise``, or with ``cancel`` ``job cancel``."""
     command = "job cancel" if cancel else "job raise"
     parser = base.parser(command, "Cancel jobs." if cancel else "Raise an exception on jobs.")
-    parser.usage = f"pflux {command} [OPTIONS] ID... [--] [MESSAGE...]"
+    parser.usage = f"{base.PROG} {command} [OPTIONS] ID... [--] [MESSAGE...]"
     jobcommon.add_uri(parser)
     if not cancel:
         parser.add_argument(

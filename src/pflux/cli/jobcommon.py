@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from pflux.cli import base
 from pflux.errors import PfluxError
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 
@@ -41,12 +42,12 @@ def job_message(jobid: JobID, text: str) -> str:
 
 def error(name: str, message: str) -> None:
     """Report one failure and carry on, in the form ``base.run`` uses for the last one."""
-    print(f"pflux-{name}: ERROR: {message}", file=sys.stderr)
+    print(f"{base.PROG}-{name}: ERROR: {message}", file=sys.stderr)
 
 
 def note(name: str, message: str) -> None:
     """An informational line on stderr, as flux's ``log_msg`` prints one."""
-    print(f"pflux-{name}: {message}", file=sys.stderr)
+    print(f"{base.PROG}-{name}: {message}", file=sys.stderr)
 
 
 def plural(count: int, word: str) -> str:

@@ -346,4 +346,4 @@ def _write(text: str) -> None:
 
 
 def _warn(message: str) -> None:
-    sys.stderr.write(f"pflux-jobs: WARNING: {message}\n")
+    sys.stderr.write(f"{base.PROG}-jobs: WARNING: {message}\n")

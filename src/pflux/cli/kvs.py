@@ -219,7 +219,7 @@ def _ls(args: argparse.Namespace) -> int:
             except RPCError as exc:
                 if exc.errnum != errno.ENOTDIR or must_be_dir:
                     # like flux: report, go on with the other keys, fail at the end
-                    sys.stderr.write(f"pflux-kvs: ERROR: {exc}\n")
+                    sys.stderr.write(f"{base.PROG}-kvs: ERROR: {exc}\n")
                     failed = True
                 else:
                     singles.append(key)

@@ -62,7 +62,9 @@ def main(argv: list[str]) -> int:
     parser = base.parser("resource", "List the instance's resources.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     lister = commands.add_parser(
-        "list", prog="pflux resource list", help="list resources by state (free, allocated, down)"
+        "list",
+        prog=f"{base.PROG} resource list",
+        help="list resources by state (free, allocated, down)",
     )
     lister.add_argument(
         "-o",

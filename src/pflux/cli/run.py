@@ -17,7 +17,7 @@ from pflux.cli import base, jobopts
 
 def main(argv: list[str]) -> int:
     parser = base.parser("run", "Run a job interactively: submit it and follow its output.")
-    parser.usage = "pflux run [OPTIONS...] COMMAND [ARGS...]"
+    parser.usage = f"{base.PROG} run [OPTIONS...] COMMAND [ARGS...]"
     jobopts.add_options(parser)
     parser.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     parser.add_argument(

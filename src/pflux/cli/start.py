@@ -8,7 +8,11 @@ until ``pflux shutdown`` or a signal. With ``--state-dir`` and no command it
 serves, silently, until then. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
 One whose KVS database was lost (found empty or missing) is refused, unless
-``--fresh`` says to start again there with no jobs.
+``--fresh`` says to start again there with no jobs. The initial program and
+every job's tasks have the flux shim (``pflux.fluxshim``: a ``flux`` command and
+package) and pflux's bin directory on their paths, unless ``--no-flux-shim`` or
+``[shim] enable = false``. Inside a pflux job, the instance is nested over the
+job's resources (``pflux.cli.nested``); ``flux broker`` is flux's name for it.
 ``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);
 the instance's resources for it usually come from ``--config``
 (``[[resource.config]]`` or ``[resource] path``). ``--config FILE`` (TOML) is
@@ -46,6 +50,11 @@ def main(argv: list[str]) -> int:
         "--simulate", type=Path, metavar="TRACE", help="replay this trace in simulated time"
     )
     parser.add_argument(
+        "--no-flux-shim",
+        action="store_true",
+        help="leave the flux command and module off the initial program's and jobs' paths",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (repeat for debug)"
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
@@ -68,7 +77,8 @@ def _start(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.fresh and args.state_dir is None:
         raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")
-    instance = Instance(args.state_dir, config=config, fresh=args.fresh)
+    attrs = _nest(args, config)
+    instance = Instance(args.state_dir, config=config, fresh=args.fresh, attrs=attrs)
     command = args.command or None
     if command is None and args.state_dir is None and args.simulate is None:
         if sys.stdin.isatty():
@@ -86,6 +96,23 @@ def _start(args: argparse.Namespace) -> int:
     except Exception as exc:  # a bug in a service: still a failed instance, and said so
         logging.getLogger("pflux.broker").exception("the instance failed")
         raise PfluxError(f"the instance stopped: internal error: {exc!r}") from exc
+
+
+def _nest(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, str] | None:
+    """Inside a pflux job, a nested instance's attributes; its resources, the job's
+    (``pflux.cli.nested``), where neither options nor ``[resource]`` give them."""
+    if args.simulate is not None:
+        return None
+    from pflux.cli.nested import enclosing_job
+
+    found = enclosing_job()
+    if found is None:
+        return None
+    attrs, counts = found
+    section = config.setdefault("resource", {})
+    if isinstance(section, dict) and not section.keys() & {"config", "path", "cores", "gpus"}:
+        section.update(counts)
+    return attrs
 
 
 def _announce(uri: str) -> None:
@@ -116,6 +143,11 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
             if value < 0:
                 raise UsageError(f"--{name}={value}: must be 0 or more")
             config.setdefault("resource", {})[name] = value
+    if args.no_flux_shim:
+        shim = config.setdefault("shim", {})
+        if not isinstance(shim, dict):
+            raise UsageError(f"{args.config}: [shim]: must be a table, got {shim!r}")
+        shim["enable"] = False
     if args.simulate is not None:
         section = config.setdefault("simulator", {})
         if not isinstance(section, dict):

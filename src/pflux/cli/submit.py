@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def main(argv: list[str]) -> int:
     """Entry point of ``pflux submit``."""
     parser = base.parser("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
-    parser.usage = "pflux submit [OPTIONS...] COMMAND [ARGS...]"
+    parser.usage = f"{base.PROG} submit [OPTIONS...] COMMAND [ARGS...]"
     jobopts.add_options(parser)
     group = parser.add_argument_group("submission")
     group.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
@@ -73,7 +73,7 @@ def _submit(args: argparse.Namespace) -> int:
         jobids = []
         for answer in _submitted(client, requests):
             if isinstance(answer, RPCError):
-                print(f"pflux-submit: ERROR: {answer}", file=sys.stderr)
+                print(f"{base.PROG}-submit: ERROR: {answer}", file=sys.stderr)
                 failed += 1
                 continue
             if not args.quiet:

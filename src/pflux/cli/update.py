@@ -36,7 +36,7 @@ _TOP = ("attributes.", "resources.", "tasks.")
 
 def main(argv: list[str]) -> int:
     parser = base.parser(NAME, "Update the jobspec of an active job.")
-    parser.usage = "pflux update [OPTIONS] JOBID KEY=VALUE [KEY=VALUE...]"
+    parser.usage = f"{base.PROG} update [OPTIONS] JOBID KEY=VALUE [KEY=VALUE...]"
     jobcommon.add_uri(parser)
     parser.add_argument(
         "-n", "--dry-run", action="store_true", help="print the updates as JSON, send nothing"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pflux.cli import base
 from pflux.errors import RPCError
 from pflux.spec.results import exit_code, waitstatus_text
 
@@ -53,7 +54,7 @@ class Watcher:
         for index, item in client.follow_logs(logs):
             job = jobs[index // len(paths)]
             if isinstance(item, RPCError):
-                sys.stderr.write(f"pflux-submit: {job.id}: {item.errstr}\n")
+                sys.stderr.write(f"{base.PROG}-submit: {job.id}: {item.errstr}\n")
                 self.exitcode = max(self.exitcode, 1)
             elif item is not None:
                 if index % len(paths):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from pflux.broker.router import Broker
     from pflux.exec.wire import Record
+    from pflux.fluxshim import ShimEnv
     from pflux.protocol.exec import ExecResponse
 
 RunT_contra = TypeVar("RunT_contra", contravariant=True)  # the run whose guest keys are written
@@ -60,6 +61,12 @@ class ShellHost(Launching, Protocol[RunT_contra]):
 
     @property
     def tmp_parents(self) -> tuple[str, ...]: ...
+
+    @property
+    def shim(self) -> ShimEnv | None: ...
+
+    @property
+    def jobid_path(self) -> str: ...
 
     def on_records(self, records: list[Record], from_shell: bool) -> None: ...
 

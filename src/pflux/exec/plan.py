@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from pflux.errors import PfluxError
 from pflux.exec.shelloptions import Log, ShellOptions, shell_options
 from pflux.exec.wire import Description
+from pflux.fluxshim import ShimEnv
 from pflux.shell.input import InputConfig, input_config
 from pflux.shell.layout import Layout, layout, targets
 from pflux.shell.output import (
@@ -74,12 +75,16 @@ def plan(
     hostname: str,
     cpus: Sequence[int],
     output_limit: str = DEFAULT_LIMIT,
+    shim: ShimEnv | None = None,
+    jobid_path: str = "/",
 ) -> Plan:
     """Plan job ``jobid``; PfluxError naming the problem if it cannot be run.
 
     ``tmp_parents`` are the directories ``FLUX_JOB_TMPDIR`` may be made in,
     best first; ``cpus`` those R's core ids map onto; ``output_limit`` the
-    KVS output limit unless the job sets ``output.limit``.
+    KVS output limit unless the job sets ``output.limit``; ``shim`` the flux
+    shim's paths for the tasks' PATH and PYTHONPATH (None: left as they are);
+    ``jobid_path`` the instance's ``jobid-path`` attribute (``/`` at the root).
     """
     try:
         spec = JobspecView(jobspec)
@@ -104,7 +109,10 @@ def plan(
     env["FLUX_JOB_SIZE"] = str(len(places.tasks))
     env["FLUX_JOB_NNODES"] = str(places.nnodes)
     env["PFLUX_URI"] = env["FLUX_URI"] = uri
-    env["PFLUX_KVS_NAMESPACE"] = namespace
+    env["PFLUX_KVS_NAMESPACE"] = env["FLUX_KVS_NAMESPACE"] = namespace
+    env["FLUX_JOB_ID_PATH"] = f"{'' if jobid_path == '/' else jobid_path}/{fluid.f58}"
+    if shim is not None:
+        shim.apply(env)
     if "HOSTNAME" in env:
         env["HOSTNAME"] = hostname
     tmp_name = f"jobtmp-0-{fluid.f58}"

@@ -32,6 +32,7 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import Any, ClassVar, Final
 
+from pflux import fluxshim
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
@@ -76,7 +77,10 @@ class ExecService(Service):
     """The job-exec service (see the module docstring)."""
 
     name = "job-exec"
-    config_keys: ClassVar[Declared] = {"exec": ("kill-timeout", "term-signal", "kill-signal")}
+    config_keys: ClassVar[Declared] = {
+        "exec": ("kill-timeout", "term-signal", "kill-signal"),
+        **fluxshim.CONFIG_KEYS,
+    }
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
@@ -94,6 +98,9 @@ class ExecService(Service):
         self.rundir = ""  # the parent of the jobs' FLUX_JOB_TMPDIR, made at start
         self.tmp_parents: tuple[str, ...] = ()  # where FLUX_JOB_TMPDIR may go, best first
         self.uri = broker.attrs.get("uri", "")
+        self.jobid_path = broker.attrs.get("jobid-path", "/")  # this instance's, from the root
+        # the flux shim on the tasks' paths, unless [shim] enable = false
+        self.shim = fluxshim.shim_env() if fluxshim.enabled(broker.config) else None
         self.hostname = socket.gethostname()  # the shells' host, which notes name
         self.cpus = tuple(sorted(os.sched_getaffinity(0)))  # the launcher's, inherited
         self.jobs: dict[int, ExecJob] = {}

@@ -146,6 +146,8 @@ class ShellRun:
                 hostname=service.hostname,
                 cpus=service.cpus,
                 output_limit=OWNER_LIMIT if job.userid == service.owner else DEFAULT_LIMIT,
+                shim=service.shim,
+                jobid_path=service.jobid_path,
             )
         except PfluxError as exc:
             job.fatal(str(exc))

@@ -149,8 +149,9 @@ class Description(_Fields):
 
     argv: list[str]  # the command
     # the environment every task shares: the jobspec's, with FLUX_JOB_ID, FLUX_JOB_SIZE,
-    # FLUX_JOB_NNODES, PFLUX_URI, FLUX_URI (the same) and PFLUX_KVS_NAMESPACE; the shell
-    # adds FLUX_JOB_TMPDIR
+    # FLUX_JOB_NNODES, PFLUX_URI, FLUX_URI (the same), PFLUX_KVS_NAMESPACE,
+    # FLUX_KVS_NAMESPACE (the same), FLUX_JOB_ID_PATH and the flux shim on PATH and
+    # PYTHONPATH with PFLUX_PYTHON (pflux.fluxshim); the shell adds FLUX_JOB_TMPDIR
     env: dict[str, str]
     # per task (rank, local id, the CPUs to bind it to or None: all of the instance's,
     # its CUDA_VISIBLE_DEVICES or None: left alone)

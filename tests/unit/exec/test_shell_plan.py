@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pflux.errors import PfluxError
 from pflux.exec.plan import plan
 from pflux.exec.wire import Description
+from pflux.fluxshim import ShimEnv
 from pflux.spec.builder import from_command, set_shell_option
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
@@ -37,6 +38,27 @@ def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: An
     return planned, Description(*marshal.loads(planned.description))
 
 
+def test_the_flux_shim_goes_first_on_the_tasks_paths_once() -> None:
+    shim = ShimEnv(("/shim/bin", "/venv/bin"), ("/shim/python",), "/venv/bin/python")
+    environment = {"PATH": "/usr/bin:/venv/bin:/bin", "PYTHONPATH": "/mine"}
+    _, job = described(from_command(["true"], environment=environment), shim=shim)
+    env = job.env
+    assert env["PATH"] == "/shim/bin:/venv/bin:/usr/bin:/bin"
+    assert env["PYTHONPATH"] == "/shim/python:/mine"
+    assert env["PFLUX_PYTHON"] == "/venv/bin/python"
+    again = {"PATH": env["PATH"], "PYTHONPATH": env["PYTHONPATH"]}  # submitted from a job
+    _, job = described(from_command(["true"], environment=again), shim=shim)
+    assert (job.env["PATH"], job.env["PYTHONPATH"]) == (env["PATH"], env["PYTHONPATH"])
+    _, job = described(from_command(["true"], environment={}), shim=shim)
+    assert job.env["PATH"] == "/shim/bin:/venv/bin:/bin:/usr/bin"  # flux's default PATH
+    assert job.env["PYTHONPATH"] == "/shim/python"
+
+
+def test_a_nested_instances_jobs_have_their_id_path_from_the_root() -> None:
+    _, job = described(from_command(["true"]), jobid_path="/ƒ2oLkTLb")
+    assert job.env["FLUX_JOB_ID_PATH"] == f"/ƒ2oLkTLb/{JobID(JOB).f58}"
+
+
 def test_the_description_carries_the_command_and_flux_environment() -> None:
     jobspec = from_command(["sh", "-c", "x"], num_tasks=2, environment={"A": "1", "HOSTNAME": "a"})
     planned, job = described(jobspec)
@@ -51,6 +73,8 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
         "PFLUX_URI": "local:///s",
         "FLUX_URI": "local:///s",
         "PFLUX_KVS_NAMESPACE": "job-65535",
+        "FLUX_KVS_NAMESPACE": "job-65535",
+        "FLUX_JOB_ID_PATH": f"/{JobID(JOB).f58}",
     }
     assert tasks == [(0, 0, (0, 1), "-1"), (1, 1, (0, 1), "-1")]  # flux's cpu-affinity=on
     assert job[10:] == ([], 30.0, False, None, [], ())  # rlimit ... ptys: the defaults
