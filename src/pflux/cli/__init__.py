@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "version": "version",
     "uptime": "uptime",
     "dmesg": "dmesg",
+    "bulksubmit": "bulksubmit",
 }
 
 USAGE = """\
@@ -51,6 +52,7 @@ commands:
   version    print pflux's version (and the instance's)
   uptime     show how long the instance has been running
   dmesg      print the instance's log ring buffer
+  bulksubmit submit a job per input (flux's {} templates, ::: lists or stdin)
 """
 
 

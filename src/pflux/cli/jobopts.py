@@ -71,8 +71,9 @@ class _Ordered(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``."""
+def add_options(parser: argparse.ArgumentParser, *, jobspec_format: bool = True) -> None:
+    """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``;
+    ``--format`` (how ``--dry-run`` prints the jobspec) only with ``jobspec_format``."""
     parser.allow_abbrev = False  # flux-core spells long options out in full
     res = parser.add_argument_group("resources")
     res.add_argument("-n", "--ntasks", metavar="N", help="number of tasks to start (default 1)")
@@ -102,6 +103,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "-t",
         "--time-limit",
+        "--time",  # what older flux, which took abbreviations, read as --time-limit
         metavar="MIN|FSD",
         help="time limit: minutes when no unit is given, else a Flux standard duration (2h, 30s)",
     )
@@ -203,14 +205,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     io.add_argument("-u", "--unbuffered", action="store_true", help="do not buffer output")
 
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the jobspec instead of submitting it"
+        "--dry-run",
+        "--dry",  # flux's alias
+        action="store_true",
+        help="print the jobspec instead of submitting it",
     )
-    parser.add_argument(
-        "--format",
-        choices=("json", "yaml"),
-        default="json",
-        help="how --dry-run prints the jobspec (default json)",
-    )
+    if jobspec_format:
+        parser.add_argument(
+            "--format",
+            choices=("json", "yaml"),
+            default="json",
+            help="how --dry-run prints the jobspec (default json)",
+        )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="job command and arguments")
 
 

@@ -29,6 +29,13 @@ def main(argv: list[str]) -> int:
     parser = base.parser("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
     parser.usage = "pflux submit [OPTIONS...] COMMAND [ARGS...]"
     jobopts.add_options(parser)
+    add_submission_options(parser)
+    args = parser.parse_args(argv)
+    return base.run("submit", lambda: _submit(args))
+
+
+def add_submission_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``submit`` and ``bulksubmit`` beyond the job's own."""
     group = parser.add_argument_group("submission")
     group.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     group.add_argument("--cc", metavar="IDSET", help="submit a copy per id; {cc} is the id")
@@ -39,49 +46,75 @@ def main(argv: list[str]) -> int:
     )
     group.add_argument("--progress", action="store_true", help="show a progress bar with jobs/s")
     group.add_argument("--quiet", action="store_true", help="do not print job ids")
-    args = parser.parse_args(argv)
-    return base.run("submit", lambda: _submit(args))
 
 
 def _submit(args: argparse.Namespace) -> int:
-    copies = _cc_list(args)
-    requests = [jobopts.request_for(_with_cc(args, cc)) for cc in copies]
-    if requests[0].input_ranks is not None:
-        raise UsageError(
-            f"--input={requests[0].input_ranks}: per-task input is not supported by submit"
-        )
+    copies = cc_list(args)
+    requests = [jobopts.request_for(with_cc(args, cc)) for cc in copies]
+    refuse_input_ranks("submit", requests)
     if args.cc:
         for cc, request in zip(copies, requests, strict=True):
-            request.jobspec["attributes"]["system"].setdefault("environment", {})["FLUX_JOB_CC"] = (
-                str(cc)
-            )
+            set_cc(request, cc)
     if args.dry_run:
         for request in requests:
             sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
+    return submit_all("submit", args, requests)
+
+
+def refuse_input_ranks(prog: str, requests: list[jobopts.JobRequest]) -> None:
+    """``--input=RANKS`` feeds stdin at attach, which only ``run`` does."""
+    for request in requests:
+        if request.input_ranks is not None:
+            raise UsageError(
+                f"--input={request.input_ranks}: per-task input is not supported by {prog}"
+            )
+
+
+def set_cc(request: jobopts.JobRequest, cc: int | None) -> None:
+    """``FLUX_JOB_CC=cc`` in the job's environment (``--cc``, not ``--bcc``)."""
+    system = request.jobspec["attributes"]["system"]
+    system.setdefault("environment", {})["FLUX_JOB_CC"] = str(cc)
+
+
+def submit_all(prog: str, args: argparse.Namespace, requests: list[jobopts.JobRequest]) -> int:
+    """Submit every request at once, print each id (unless ``--quiet``) or refusal in
+    order, then follow the jobs as ``--wait``, ``--watch`` and ``--progress`` ask.
+
+    The exit code is 1 if a submission was refused, else the largest job exit code
+    when the jobs were waited for, else 0."""
     from pflux.api import Client
     from pflux.errors import RPCError
 
-    with Client(args.uri) as client:
-        follow = args.wait or args.watch or args.progress
-        watcher = None
-        if follow:
-            from pflux.cli.watcher import Watcher
+    follow = args.wait or args.watch
+    bar: Any = None
+    if args.progress and not follow:
+        from tqdm import tqdm
 
-            watcher = Watcher(watch=args.watch, progress=args.progress, total=len(requests))
+        bar = tqdm(total=len(requests), unit="job", dynamic_ncols=True)
+    with Client(args.uri) as client:
         failed = 0
         jobids = []
         for answer in _submitted(client, requests):
+            if bar is not None:
+                bar.update(1)
             if isinstance(answer, RPCError):
-                print(f"pflux-submit: ERROR: {answer}", file=sys.stderr)
+                print(f"pflux-{prog}: ERROR: {answer}", file=sys.stderr)
                 failed += 1
                 continue
             if not args.quiet:
                 print(answer)
             jobids.append(answer)
         sys.stdout.flush()
+        if bar is not None:
+            bar.close()
         code = 0
-        if watcher is not None and (args.wait or args.watch):
+        if follow:
+            from pflux.cli.watcher import Watcher
+
+            watcher = Watcher(
+                watch=args.watch, progress=args.progress, total=len(jobids), prog=prog
+            )
             code = watcher.run(client, jobids)
         return max(code, 1 if failed else 0)
 
@@ -109,7 +142,7 @@ def _runs(
         yield key, list(same)
 
 
-def _cc_list(args: argparse.Namespace) -> list[int | None]:
+def cc_list(args: argparse.Namespace) -> list[int | None]:
     if args.cc and args.bcc:
         raise UsageError("specify only one of --cc or --bcc")
     text = args.cc or args.bcc
@@ -120,7 +153,7 @@ def _cc_list(args: argparse.Namespace) -> list[int | None]:
     return list(IdSet.decode(text))
 
 
-def _with_cc(args: argparse.Namespace, cc: int | None) -> argparse.Namespace:
+def with_cc(args: argparse.Namespace, cc: int | None) -> argparse.Namespace:
     """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments)."""
     if cc is None:
         return args

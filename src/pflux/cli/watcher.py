@@ -34,8 +34,9 @@ class _Followed:
 class Watcher:
     """Follows submitted jobs until every one is inactive; ``exitcode`` is the largest."""
 
-    def __init__(self, *, watch: bool, progress: bool, total: int) -> None:
+    def __init__(self, *, watch: bool, progress: bool, total: int, prog: str = "submit") -> None:
         self.watch = watch
+        self.prog = prog
         self.exitcode = 0
         self.bar: Any = None
         if progress:
@@ -53,7 +54,7 @@ class Watcher:
         for index, item in client.follow_logs(logs):
             job = jobs[index // len(paths)]
             if isinstance(item, RPCError):
-                sys.stderr.write(f"pflux-submit: {job.id}: {item.errstr}\n")
+                sys.stderr.write(f"pflux-{self.prog}: {job.id}: {item.errstr}\n")
                 self.exitcode = max(self.exitcode, 1)
             elif item is not None:
                 if index % len(paths):
