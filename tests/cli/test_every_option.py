@@ -127,6 +127,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "submit --time-limit": (
         "tests/cli/test_submit_dry_run.py::test_time_limit",
+        "tests/cli/test_submit_dry_run.py::test_old_flux_spellings_time_and_dry",
         "tests/cli/test_submit_dry_run.py::test_bad_time_limits",
     ),
     "submit --job-name": (
@@ -186,6 +187,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "submit --unbuffered": ("tests/cli/test_submit_dry_run.py::test_unbuffered",),
     "submit --dry-run": (
         "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_old_flux_spellings_time_and_dry",
         "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
     ),
     "submit --format": ("tests/cli/test_submit_dry_run.py::test_yaml_through_the_console_script",),
@@ -564,6 +566,81 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "run --gpus-per-node": SAME_AS_SUBMIT,
     "run --taskmap": SAME_AS_SUBMIT,
     "run --signal": SAME_AS_SUBMIT,
+    "bulksubmit --bank": SAME_AS_SUBMIT,
+    "bulksubmit --bcc": (
+        "tests/e2e/test_bulksubmit.py::test_cc_copies_each_input_and_keeps_cc_for_them",
+    ),
+    "bulksubmit --begin-time": SAME_AS_SUBMIT,
+    "bulksubmit --cc": (
+        "tests/e2e/test_bulksubmit.py::test_cc_copies_each_input_and_keeps_cc_for_them",
+        "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
+    ),
+    "bulksubmit --cores": SAME_AS_SUBMIT,
+    "bulksubmit --cores-per-task": SAME_AS_SUBMIT,
+    "bulksubmit --cwd": SAME_AS_SUBMIT,
+    "bulksubmit --define": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/cli/test_bulksubmit.py::test_bad_templates_and_inputs",
+    ),
+    "bulksubmit --dependency": SAME_AS_SUBMIT,
+    "bulksubmit --dry-run": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/cli/test_submit_dry_run.py::test_old_flux_spellings_time_and_dry",
+    ),
+    "bulksubmit --env": (
+        "tests/e2e/test_bulksubmit.py::test_a_job_per_input_each_with_its_own_options",
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+    ),
+    "bulksubmit --env-file": SAME_AS_SUBMIT,
+    "bulksubmit --env-remove": SAME_AS_SUBMIT,
+    "bulksubmit --error": SAME_AS_SUBMIT,
+    "bulksubmit --exclusive": SAME_AS_SUBMIT,
+    "bulksubmit --flags": SAME_AS_SUBMIT,
+    "bulksubmit --gpus-per-node": SAME_AS_SUBMIT,
+    "bulksubmit --gpus-per-task": SAME_AS_SUBMIT,
+    "bulksubmit --input": SAME_AS_SUBMIT,
+    "bulksubmit --job-name": (
+        "tests/e2e/test_bulksubmit.py::test_a_job_per_input_each_with_its_own_options",
+    ),
+    "bulksubmit --label-io": SAME_AS_SUBMIT,
+    "bulksubmit --nodes": SAME_AS_SUBMIT,
+    "bulksubmit --ntasks": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/e2e/test_bulksubmit.py::test_an_unsatisfiable_job_fails_the_watch_and_the_rest_run",
+    ),
+    "bulksubmit --output": SAME_AS_SUBMIT,
+    "bulksubmit --progress": (
+        "tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",
+        "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
+    ),
+    "bulksubmit --queue": SAME_AS_SUBMIT,
+    "bulksubmit --quiet": (
+        "tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",
+    ),
+    "bulksubmit --rlimit": SAME_AS_SUBMIT,
+    "bulksubmit --sep": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/cli/test_bulksubmit.py::test_bad_templates_and_inputs",
+    ),
+    "bulksubmit --setattr": SAME_AS_SUBMIT,
+    "bulksubmit --setopt": SAME_AS_SUBMIT,
+    "bulksubmit --shuffle": (
+        "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
+    ),
+    "bulksubmit --signal": SAME_AS_SUBMIT,
+    "bulksubmit --taskmap": SAME_AS_SUBMIT,
+    "bulksubmit --tasks-per-core": SAME_AS_SUBMIT,
+    "bulksubmit --tasks-per-node": SAME_AS_SUBMIT,
+    "bulksubmit --time-limit": SAME_AS_SUBMIT,
+    "bulksubmit --unbuffered": SAME_AS_SUBMIT,
+    "bulksubmit --urgency": SAME_AS_SUBMIT,
+    "bulksubmit --wait": (
+        "tests/e2e/test_bulksubmit.py::test_wait_exits_with_the_highest_job_exit_code",
+    ),
+    "bulksubmit --watch": (
+        "tests/e2e/test_bulksubmit.py::test_stdin_inputs_and_watch",
+    ),
+    "bulksubmit --uri": URI,
 }
 
 # options, and shell options, with no test that they take effect, and why
