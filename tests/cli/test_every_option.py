@@ -614,9 +614,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
     ),
     "bulksubmit --queue": SAME_AS_SUBMIT,
-    "bulksubmit --quiet": (
-        "tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",
-    ),
+    "bulksubmit --quiet": ("tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",),
     "bulksubmit --rlimit": SAME_AS_SUBMIT,
     "bulksubmit --sep": (
         "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
@@ -624,9 +622,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "bulksubmit --setattr": SAME_AS_SUBMIT,
     "bulksubmit --setopt": SAME_AS_SUBMIT,
-    "bulksubmit --shuffle": (
-        "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
-    ),
+    "bulksubmit --shuffle": ("tests/cli/test_bulksubmit.py::test_progress_and_shuffle",),
     "bulksubmit --signal": SAME_AS_SUBMIT,
     "bulksubmit --taskmap": SAME_AS_SUBMIT,
     "bulksubmit --tasks-per-core": SAME_AS_SUBMIT,
@@ -637,9 +633,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "bulksubmit --wait": (
         "tests/e2e/test_bulksubmit.py::test_wait_exits_with_the_highest_job_exit_code",
     ),
-    "bulksubmit --watch": (
-        "tests/e2e/test_bulksubmit.py::test_stdin_inputs_and_watch",
-    ),
+    "bulksubmit --watch": ("tests/e2e/test_bulksubmit.py::test_stdin_inputs_and_watch",),
     "bulksubmit --uri": URI,
 }
 
