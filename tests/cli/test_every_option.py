@@ -566,6 +566,16 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "run --gpus-per-node": SAME_AS_SUBMIT,
     "run --taskmap": SAME_AS_SUBMIT,
     "run --signal": SAME_AS_SUBMIT,
+    "submit --requires": (
+        "tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",
+        "tests/e2e/test_requires.py::test_unmet_constraints_are_refused_before_submission",
+        "tests/e2e/test_requires.py::test_a_bad_query_names_the_option",
+        "tests/e2e/test_requires.py::test_a_constraint_only_some_ranks_meet_is_refused",
+    ),
+    "run --requires": ("tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",),
+    "bulksubmit --requires": (
+        "tests/e2e/test_requires.py::test_unmet_constraints_are_refused_before_submission",
+    ),
     "bulksubmit --bank": SAME_AS_SUBMIT,
     "bulksubmit --bcc": (
         "tests/e2e/test_bulksubmit.py::test_cc_copies_each_input_and_keeps_cc_for_them",

@@ -126,6 +126,14 @@ def add_options(parser: argparse.ArgumentParser, *, jobspec_format: bool = True)
         help="an RFC 26 dependency, SCHEME:VALUE[?KEY=VAL[&KEY=VAL...]] (repeatable)",
     )
     job.add_argument(
+        "--requires",
+        "--require",  # flux's alias
+        action="append",
+        metavar="CONSTRAINT",
+        help="run only where CONSTRAINT (RFC 35: host:NAMES, rank:IDS, properties,"
+        " with and, or, not) holds; every rank of the instance must meet it (repeatable)",
+    )
+    job.add_argument(
         "--begin-time",
         dest="dependencies",
         action=_Ordered,
@@ -234,7 +242,8 @@ def job_request(
     ``--begin-time``) and ``rlimits`` (``current_rlimits()``) describe the
     submitting process.  As in flux-core, options apply in this order: the
     counts and stdio, then env-expand and rlimit shell options, dependencies,
-    ``--setopt`` and last ``--setattr``, which may override anything.
+    constraints (``--requires``), ``--setopt`` and last ``--setattr``, which may
+    override anything.
     """
     flags = _flags(args.flags)
     urgency = _urgency(args.urgency)
@@ -268,6 +277,8 @@ def job_request(
     if args.dependencies:
         dependencies = [_dependency(kind, text, now) for kind, text in args.dependencies]
         builder.set_attr(jobspec, "system.dependencies", dependencies)
+    if args.requires:
+        builder.set_attr(jobspec, "system.constraints", _constraints(args.requires))
     _set_keyvals(jobspec, "--setopt", args.setopt, builder.set_shell_option)
     _set_keyvals(jobspec, "--setattr", args.setattr, builder.set_attr)
     if "novalidate" not in flags:
@@ -463,6 +474,17 @@ def _dependency(kind: str, text: str, now: float) -> dict[str, Any]:
     except DependencyError as exc:
         option = "--begin-time" if kind == "begin-time" else "--dependency"
         raise DependencyError(f"{option}: {exc}") from None
+
+
+def _constraints(queries: Sequence[str]) -> dict[str, Any]:
+    """``--requires``, all of them joined by AND as flux joins them: RFC 31's object."""
+    from pflux.spec import constraint
+
+    query = " ".join(queries)
+    try:
+        return constraint.parse(query)
+    except SpecError as exc:
+        raise SpecError(f"--requires='{query}': {exc}") from None
 
 
 def _keyval(option: str, text: str) -> tuple[str, Any]:

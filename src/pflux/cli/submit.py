@@ -87,12 +87,15 @@ def submit_all(prog: str, args: argparse.Namespace, requests: list[jobopts.JobRe
     from pflux.errors import RPCError
 
     follow = args.wait or args.watch
-    bar: Any = None
-    if args.progress and not follow:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(requests), unit="job", dynamic_ncols=True)
     with Client(args.uri) as client:
+        from pflux.cli.requires import refuse_unmet
+
+        refuse_unmet(client, (request.jobspec for request in requests))
+        bar: Any = None
+        if args.progress and not follow:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(requests), unit="job", dynamic_ncols=True)
         failed = 0
         jobids = []
         for answer in _submitted(client, requests):
