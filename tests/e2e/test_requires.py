@@ -34,7 +34,7 @@ def test_unmet_constraints_are_refused_before_submission(uri: str, client: Clien
     assert 'unsatisfiable constraints {"properties":["gpu"]}' in proc.stderr
     proc = pflux(uri, "bulksubmit", "--requires=rank:{}", "true", ":::", "0", "3")
     assert (proc.returncode, proc.stdout) == (1, "")
-    proc = pflux(uri, "submit", "--setattr=system.constraints={\"color\":[\"red\"]}", "true")
+    proc = pflux(uri, "submit", '--setattr=system.constraints={"color":["red"]}', "true")
     assert proc.stderr == (
         "pflux-submit: ERROR: constraints: unknown constraint operator 'color'"
         ' (in {"color":["red"]})\n'

@@ -38,7 +38,7 @@ def props(*names: str) -> dict[str, list[str]]:
         ("not (a and b)", {"not": [props("a", "b")]}),
         ("not a b", {"and": [{"not": [props("a")]}, props("b")]}),
         ("host:fluke[1-5]", {"hostlist": ["fluke[1-5]"]}),
-        ("hosts:x -host:fluke7", {"and": [{"hostlist": ["x"]}, {"not": [{"hostlist": ["fluke7"]}]}]}),
+        ("hosts:x -host:y", {"and": [{"hostlist": ["x"]}, {"not": [{"hostlist": ["y"]}]}]}),
         ("a host:x b", {"and": [props("a"), {"hostlist": ["x"]}, props("b")]}),
         ("rank:0", {"ranks": ["0"]}),
         ("a or time:11:00am", {"or": [props("a"), {"time": ["11:00am"]}]}),
@@ -55,7 +55,7 @@ def test_queries_read_as_flux_reads_them(query: str, expected: dict[str, Any]) -
     ("query", "message"),
     [
         ("a|", "Unexpected end of input in 'a|'"),
-        ("a:' ", "Unclosed quote \"'\" at position 2"),
+        ("a:' ", 'Unclosed quote "\'" at position 2'),
         ("(a", "Unclosed parenthesis in position 0"),
         ("(a))", "Mismatched parenthesis at position 3"),
         ("-(a|b)", "Invalid token '(' at position 1"),
@@ -77,7 +77,7 @@ WORDS = st.sampled_from(["a", "b", "host:n[0-1]", "rank:1", "-c", "^d", "'e f'"]
 @given(st.lists(WORDS, min_size=1, max_size=6), st.lists(st.sampled_from([" ", "&", "|"])))
 def test_any_query_of_terms_and_operators_parses(words: list[str], joins: list[str]) -> None:
     query = words[0] + "".join(
-        f" {join} {word}" for join, word in zip(joins + [" "] * len(words), words[1:])
+        f" {join} {word}" for join, word in zip(joins + [" "] * len(words), words[1:], strict=False)
     )
     result = parse(query)
     assert isinstance(result, dict)
@@ -119,7 +119,7 @@ def test_unmet_says_why_unless_every_rank_meets_it() -> None:
         " and pflux places a job on any rank, so every rank must"
     )
     assert unmet({"color": ["red"]}, TWO) == (
-        "constraints: unknown constraint operator 'color' (in {\"color\":[\"red\"]})"
+        'constraints: unknown constraint operator \'color\' (in {"color":["red"]})'
     )
     assert unmet({"not": [props("a"), props("b")]}, TWO) == (
         'constraints.not: must be an array of one (in {"not":[{"properties":["a"]},'
