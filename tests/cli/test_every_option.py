@@ -81,6 +81,10 @@ SHELL_PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_mpi.py::test_pmi_off_gives_the_tasks_no_pmi_fd",
         "tests/e2e/test_mpi.py::test_an_unknown_pmi_is_refused_naming_the_option",
     ),
+    "nosetpgrp": (
+        "tests/e2e/test_process_groups.py::test_a_task_leads_its_own_group_unless_nosetpgrp",
+        "tests/e2e/test_process_groups.py::test_a_signal_reaches_a_task_in_the_shells_group",
+    ),
     "taskmap": (
         "tests/e2e/test_taskmap.py::test_taskmap_cyclic",
         "tests/e2e/test_taskmap.py::test_block_with_a_value_fails_the_job",
