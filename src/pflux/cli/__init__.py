@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "uptime": "uptime",
     "dmesg": "dmesg",
     "bulksubmit": "bulksubmit",
+    "mini": "mini",
 }
 
 USAGE = """\
@@ -53,6 +54,7 @@ commands:
   uptime     show how long the instance has been running
   dmesg      print the instance's log ring buffer
   bulksubmit submit a job per input (flux's {} templates, ::: lists or stdin)
+  mini       older flux's 'mini run', 'mini submit', ...: the same commands
 """
 
 
