@@ -649,6 +649,22 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "bulksubmit --watch": ("tests/e2e/test_bulksubmit.py::test_stdin_inputs_and_watch",),
     "bulksubmit --uri": URI,
+    "submit --verbose": (
+        "tests/e2e/test_bulksubmit.py::test_verbose_logs_each_end_and_every_event",
+    ),
+    "submit --log": ("tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",),
+    "submit --log-stderr": (
+        "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
+    ),
+    "bulksubmit --verbose": (
+        "tests/e2e/test_bulksubmit.py::test_verbose_logs_each_end_and_every_event",
+    ),
+    "bulksubmit --log": (
+        "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
+    ),
+    "bulksubmit --log-stderr": (
+        "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
+    ),
 }
 
 # options, and shell options, with no test that they take effect, and why

@@ -4,6 +4,7 @@ options its inputs made, followed as ``submit`` follows its jobs."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
@@ -58,3 +59,40 @@ def test_progress_counts_the_submissions(uri: str) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "20/20" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_log_files_take_ids_messages_and_output(uri: str, tmp_path: Path) -> None:
+    log, err = tmp_path / "job{cc}.out", tmp_path / "job{cc}.err"
+    proc = pflux(uri, "submit", f"--log={log}", f"--log-stderr={err}", "--cc=0-1", "--watch",
+                 "sh", "-c", "echo out; echo oops >&2; exit 2", script=True)  # fmt: skip
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "")
+    for cc in (0, 1):
+        lines = (tmp_path / f"job{cc}.out").read_text().splitlines()
+        assert re.fullmatch(r"ƒ\w+", lines[0])
+        assert lines[1:] == ["out"]
+        errors = (tmp_path / f"job{cc}.err").read_text().splitlines()
+        assert sorted(errors) == sorted(["oops", f"{lines[0]}: task(s) exited with exit code 2"])
+    ok(uri, "bulksubmit", f"--log={tmp_path}/{{}}-{{cc}}.log", "--cc=0-1", "--watch",
+       "echo", "{cc}={}", ":::", "a", "b", script=True)  # fmt: skip
+    assert (tmp_path / "a-1.log").read_text().splitlines()[1:] == ["1=a"]
+    proc = pflux(uri, "submit", "--log=/nonexistent/x", "true")
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "pflux-submit: ERROR: /nonexistent/x: No such file or directory\n",
+    )
+
+
+def test_verbose_logs_each_end_and_every_event(uri: str) -> None:
+    proc = pflux(uri, "bulksubmit", "-v", "--wait", "sh", "-c", "exit {}", ":::", "0", "3",
+                 script=True)  # fmt: skip
+    assert proc.returncode == 3
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == ["bulksubmit: submit sh -c exit 0", "bulksubmit: submit sh -c exit 3"]
+    first, second = lines[2:]
+    assert re.search(rf"^{first}: \d+\.\d{{3}}s: complete: status=0$", proc.stderr, re.M)
+    assert re.search(rf"^{second}: \d+\.\d{{3}}s: failed: status=768$", proc.stderr, re.M)
+    proc = pflux(uri, "submit", "-vv", "--wait", "true", script=True)
+    events = [line.split(" ")[2] for line in proc.stderr.splitlines()]
+    assert events[:4] == ["submit", "validate", "depend", "priority"]
+    assert events[-1] == "clean"
+    assert "complete:" in events

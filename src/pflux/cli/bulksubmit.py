@@ -65,14 +65,19 @@ def _bulksubmit(args: argparse.Namespace) -> int:
             print(f"bulksubmit: submit {shown}")
         return 0
     requests = []
-    for job, _shown in commands:
+    logs = []
+    for job, shown in commands:
+        if args.verbose:
+            print(f"bulksubmit: submit {shown}")
         for cc in copies:
-            request = jobopts.request_for(submit.with_cc(job, cc))
+            one = submit.with_cc(job, cc)
+            request = jobopts.request_for(one)
             if args.cc:
                 submit.set_cc(request, cc)
             requests.append(request)
+            logs.append((one.log, one.log_stderr))
     submit.refuse_input_ranks("bulksubmit", requests)
-    return submit.submit_all("bulksubmit", args, requests)
+    return submit.submit_all("bulksubmit", args, requests, logs)
 
 
 def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:

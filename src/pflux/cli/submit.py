@@ -14,10 +14,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobopts
-from pflux.errors import UsageError
+from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import TextIO
 
     from pflux.api import Client
     from pflux.errors import RPCError
@@ -46,11 +47,23 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--progress", action="store_true", help="show a progress bar with jobs/s")
     group.add_argument("--quiet", action="store_true", help="do not print job ids")
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="with --wait or --watch, log each job's end on stderr; twice: every event",
+    )
+    group.add_argument(
+        "--log", metavar="FILE", help="print job ids, and messages, to FILE ({cc} allowed)"
+    )
+    group.add_argument("--log-stderr", metavar="FILE", help="print messages to FILE ({cc} allowed)")
 
 
 def _submit(args: argparse.Namespace) -> int:
     copies = cc_list(args)
-    requests = [jobopts.request_for(with_cc(args, cc)) for cc in copies]
+    each = [with_cc(args, cc) for cc in copies]
+    requests = [jobopts.request_for(one) for one in each]
     refuse_input_ranks("submit", requests)
     if args.cc:
         for cc, request in zip(copies, requests, strict=True):
@@ -59,7 +72,7 @@ def _submit(args: argparse.Namespace) -> int:
         for request in requests:
             sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
-    return submit_all("submit", args, requests)
+    return submit_all("submit", args, requests, [(one.log, one.log_stderr) for one in each])
 
 
 def refuse_input_ranks(prog: str, requests: list[jobopts.JobRequest]) -> None:
@@ -77,14 +90,24 @@ def set_cc(request: jobopts.JobRequest, cc: int | None) -> None:
     system.setdefault("environment", {})["FLUX_JOB_CC"] = str(cc)
 
 
-def submit_all(prog: str, args: argparse.Namespace, requests: list[jobopts.JobRequest]) -> int:
+def submit_all(
+    prog: str,
+    args: argparse.Namespace,
+    requests: list[jobopts.JobRequest],
+    logs: list[tuple[str | None, str | None]],
+) -> int:
     """Submit every request at once, print each id (unless ``--quiet``) or refusal in
     order, then follow the jobs as ``--wait``, ``--watch`` and ``--progress`` ask.
 
-    The exit code is 1 if a submission was refused, else the largest job exit code
-    when the jobs were waited for, else 0."""
+    ``logs`` are each request's ``--log`` and ``--log-stderr`` files (None: stdout,
+    stderr): the job's id, messages and watched output go there. The exit code is 1
+    if a submission was refused, else the largest job exit code when the jobs were
+    waited for, else 0."""
     from pflux.api import Client
     from pflux.errors import RPCError
+
+    streams = _Streams()
+    where = [streams.pair(log, log_stderr) for log, log_stderr in logs]
 
     follow = args.wait or args.watch
     with Client(args.uri) as client:
@@ -98,17 +121,19 @@ def submit_all(prog: str, args: argparse.Namespace, requests: list[jobopts.JobRe
             bar = tqdm(total=len(requests), unit="job", dynamic_ncols=True)
         failed = 0
         jobids = []
-        for answer in _submitted(client, requests):
+        followed = []
+        for answer, (out, err) in zip(_submitted(client, requests), where, strict=True):
             if bar is not None:
                 bar.update(1)
             if isinstance(answer, RPCError):
-                print(f"pflux-{prog}: ERROR: {answer}", file=sys.stderr)
+                print(f"pflux-{prog}: ERROR: {answer}", file=err)
                 failed += 1
                 continue
             if not args.quiet:
-                print(answer)
+                print(answer, file=out)
             jobids.append(answer)
-        sys.stdout.flush()
+            followed.append((out, err))
+        streams.flush()
         if bar is not None:
             bar.close()
         code = 0
@@ -116,10 +141,46 @@ def submit_all(prog: str, args: argparse.Namespace, requests: list[jobopts.JobRe
             from pflux.cli.watcher import Watcher
 
             watcher = Watcher(
-                watch=args.watch, progress=args.progress, total=len(jobids), prog=prog
+                watch=args.watch,
+                progress=args.progress,
+                total=len(jobids),
+                prog=prog,
+                verbose=args.verbose,
             )
-            code = watcher.run(client, jobids)
+            code = watcher.run(client, jobids, followed)
+        streams.close()
         return max(code, 1 if failed else 0)
+
+
+class _Streams:
+    """The files ``--log`` and ``--log-stderr`` name, each opened once (line-buffered,
+    as they are read while jobs run), and this process's stdout and stderr."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, TextIO] = {}
+
+    def pair(self, log: str | None, log_stderr: str | None) -> tuple[TextIO, TextIO]:
+        out = self.open(log) if log else sys.stdout
+        err = self.open(log_stderr) if log_stderr else out if log else sys.stderr
+        return out, err
+
+    def open(self, path: str) -> TextIO:
+        if path not in self.files:
+            try:
+                self.files[path] = open(path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
+            except OSError as exc:
+                raise PfluxError(f"{path}: {exc.strerror or exc}") from None
+        return self.files[path]
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+        for file in self.files.values():
+            file.flush()
+
+    def close(self) -> None:
+        sys.stdout.flush()
+        for file in self.files.values():
+            file.close()
 
 
 def _submitted(client: Client, requests: list[jobopts.JobRequest]) -> Iterator[JobID | RPCError]:
