@@ -85,6 +85,10 @@ SHELL_PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/unit/spec/test_shell_options.py::test_mpi_none_is_accepted_and_other_mpi_values_refused",
         "tests/shim/test_jobspec.py::test_nest_and_batch_jobspecs_are_accepted_by_a_live_instance",
     ),
+    "nosetpgrp": (
+        "tests/e2e/test_process_groups.py::test_a_task_leads_its_own_group_unless_nosetpgrp",
+        "tests/e2e/test_process_groups.py::test_a_signal_reaches_a_task_in_the_shells_group",
+    ),
     "taskmap": (
         "tests/e2e/test_taskmap.py::test_taskmap_cyclic",
         "tests/e2e/test_taskmap.py::test_block_with_a_value_fails_the_job",
@@ -137,6 +141,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "submit --time-limit": (
         "tests/cli/test_submit_dry_run.py::test_time_limit",
+        "tests/cli/test_submit_dry_run.py::test_old_flux_spellings_time_and_dry",
         "tests/cli/test_submit_dry_run.py::test_bad_time_limits",
     ),
     "submit --job-name": (
@@ -196,6 +201,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "submit --unbuffered": ("tests/cli/test_submit_dry_run.py::test_unbuffered",),
     "submit --dry-run": (
         "tests/cli/test_submit_dry_run.py::test_rfc25_use_cases_print_as_flux",
+        "tests/cli/test_submit_dry_run.py::test_old_flux_spellings_time_and_dry",
         "tests/cli/test_submit_dry_run.py::test_use_case_through_the_console_script",
     ),
     "submit --format": ("tests/cli/test_submit_dry_run.py::test_yaml_through_the_console_script",),
@@ -574,6 +580,101 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "run --gpus-per-node": SAME_AS_SUBMIT,
     "run --taskmap": SAME_AS_SUBMIT,
     "run --signal": SAME_AS_SUBMIT,
+    "submit --requires": (
+        "tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",
+        "tests/e2e/test_requires.py::test_unmet_constraints_are_refused_before_submission",
+        "tests/e2e/test_requires.py::test_a_bad_query_names_the_option",
+        "tests/e2e/test_requires.py::test_a_constraint_only_some_ranks_meet_is_refused",
+    ),
+    "run --requires": ("tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",),
+    "bulksubmit --requires": (
+        "tests/e2e/test_requires.py::test_unmet_constraints_are_refused_before_submission",
+    ),
+    "bulksubmit --bank": SAME_AS_SUBMIT,
+    "bulksubmit --bcc": (
+        "tests/e2e/test_bulksubmit.py::test_cc_copies_each_input_and_keeps_cc_for_them",
+    ),
+    "bulksubmit --begin-time": SAME_AS_SUBMIT,
+    "bulksubmit --cc": (
+        "tests/e2e/test_bulksubmit.py::test_cc_copies_each_input_and_keeps_cc_for_them",
+        "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
+    ),
+    "bulksubmit --cores": SAME_AS_SUBMIT,
+    "bulksubmit --cores-per-task": SAME_AS_SUBMIT,
+    "bulksubmit --cwd": SAME_AS_SUBMIT,
+    "bulksubmit --define": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/cli/test_bulksubmit.py::test_bad_templates_and_inputs",
+    ),
+    "bulksubmit --dependency": SAME_AS_SUBMIT,
+    "bulksubmit --dry-run": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/cli/test_submit_dry_run.py::test_old_flux_spellings_time_and_dry",
+    ),
+    "bulksubmit --env": (
+        "tests/e2e/test_bulksubmit.py::test_a_job_per_input_each_with_its_own_options",
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+    ),
+    "bulksubmit --env-file": SAME_AS_SUBMIT,
+    "bulksubmit --env-remove": SAME_AS_SUBMIT,
+    "bulksubmit --error": SAME_AS_SUBMIT,
+    "bulksubmit --exclusive": SAME_AS_SUBMIT,
+    "bulksubmit --flags": SAME_AS_SUBMIT,
+    "bulksubmit --gpus-per-node": SAME_AS_SUBMIT,
+    "bulksubmit --gpus-per-task": SAME_AS_SUBMIT,
+    "bulksubmit --input": SAME_AS_SUBMIT,
+    "bulksubmit --job-name": (
+        "tests/e2e/test_bulksubmit.py::test_a_job_per_input_each_with_its_own_options",
+    ),
+    "bulksubmit --label-io": SAME_AS_SUBMIT,
+    "bulksubmit --nodes": SAME_AS_SUBMIT,
+    "bulksubmit --ntasks": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/e2e/test_bulksubmit.py::test_an_unsatisfiable_job_fails_the_watch_and_the_rest_run",
+    ),
+    "bulksubmit --output": SAME_AS_SUBMIT,
+    "bulksubmit --progress": (
+        "tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",
+        "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
+    ),
+    "bulksubmit --queue": SAME_AS_SUBMIT,
+    "bulksubmit --quiet": ("tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",),
+    "bulksubmit --rlimit": SAME_AS_SUBMIT,
+    "bulksubmit --sep": (
+        "tests/cli/test_bulksubmit.py::test_templates_and_inputs_as_flux_t2713",
+        "tests/cli/test_bulksubmit.py::test_bad_templates_and_inputs",
+    ),
+    "bulksubmit --setattr": SAME_AS_SUBMIT,
+    "bulksubmit --setopt": SAME_AS_SUBMIT,
+    "bulksubmit --shuffle": ("tests/cli/test_bulksubmit.py::test_progress_and_shuffle",),
+    "bulksubmit --signal": SAME_AS_SUBMIT,
+    "bulksubmit --taskmap": SAME_AS_SUBMIT,
+    "bulksubmit --tasks-per-core": SAME_AS_SUBMIT,
+    "bulksubmit --tasks-per-node": SAME_AS_SUBMIT,
+    "bulksubmit --time-limit": SAME_AS_SUBMIT,
+    "bulksubmit --unbuffered": SAME_AS_SUBMIT,
+    "bulksubmit --urgency": SAME_AS_SUBMIT,
+    "bulksubmit --wait": (
+        "tests/e2e/test_bulksubmit.py::test_wait_exits_with_the_highest_job_exit_code",
+    ),
+    "bulksubmit --watch": ("tests/e2e/test_bulksubmit.py::test_stdin_inputs_and_watch",),
+    "bulksubmit --uri": URI,
+    "submit --verbose": (
+        "tests/e2e/test_bulksubmit.py::test_verbose_logs_each_end_and_every_event",
+    ),
+    "submit --log": ("tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",),
+    "submit --log-stderr": (
+        "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
+    ),
+    "bulksubmit --verbose": (
+        "tests/e2e/test_bulksubmit.py::test_verbose_logs_each_end_and_every_event",
+    ),
+    "bulksubmit --log": (
+        "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
+    ),
+    "bulksubmit --log-stderr": (
+        "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
+    ),
 }
 
 # options, and shell options, with no test that they take effect, and why

@@ -157,8 +157,8 @@ def test_a_missing_instance_through_the_console_script(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--no-such-option", "a"], "unrecognized arguments: --no-such-option"),
-        (["--time", "5", "a"], "unrecognized arguments: --time"),  # no abbreviations
-        (["--dry", "a"], "unrecognized arguments: --dry"),
+        (["--time-lim", "5", "a"], "unrecognized arguments: --time-lim"),  # no abbreviations
+        (["--dry-r", "a"], "unrecognized arguments: --dry-r"),
         (["-n"], "argument -n/--ntasks: expected one argument"),
         (["--format=xml", "a"], "argument --format: invalid choice: 'xml'"),
     ],
@@ -241,6 +241,17 @@ def test_gpus_zero_adds_none(capsys: pytest.CaptureFixture[str]) -> None:
 def test_time_limit(limit: str, seconds: float, capsys: pytest.CaptureFixture[str]) -> None:
     assert system(capsys, *PLAIN, f"-t{limit}", "a")["duration"] == seconds
     assert system(capsys, *PLAIN, f"--time-limit={limit}", "a")["duration"] == seconds
+
+
+def test_old_flux_spellings_time_and_dry(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--time`` and ``--dry``, which flux took as abbreviations (and ``--dry`` as an
+    alias now), mean ``--time-limit`` and ``--dry-run``."""
+    rc = main(["submit", "--dry", *PLAIN, "--time=2", "a"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert json.loads(out.out)["attributes"]["system"]["duration"] == 120
+    assert main(["run", "--dry", *PLAIN, "--time", "1h", "a"]) == 0
+    assert json.loads(capsys.readouterr().out)["attributes"]["system"]["duration"] == 3600
 
 
 @pytest.mark.parametrize(

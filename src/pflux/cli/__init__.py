@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     # the environment of an instance, and flux's name for a nested one
     "env": "env",
     "broker": "start",
+    "bulksubmit": "bulksubmit",
+    "mini": "mini",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -60,6 +62,8 @@ commands:
   dmesg      print the instance's log ring buffer
   env        print the environment of an instance (flux, pflux, FLUX_URI), or run in it
   broker     as start: an instance (flux's name for the one a job runs)
+  bulksubmit submit a job per input (flux's {} templates, ::: lists or stdin)
+  mini       older flux's 'mini run', 'mini submit', ...: the same commands
 """
 
 

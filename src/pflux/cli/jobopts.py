@@ -71,8 +71,9 @@ class _Ordered(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``."""
+def add_options(parser: argparse.ArgumentParser, *, jobspec_format: bool = True) -> None:
+    """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``;
+    ``--format`` (how ``--dry-run`` prints the jobspec) only with ``jobspec_format``."""
     parser.allow_abbrev = False  # flux-core spells long options out in full
     res = parser.add_argument_group("resources")
     res.add_argument("-n", "--ntasks", metavar="N", help="number of tasks to start (default 1)")
@@ -102,6 +103,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "-t",
         "--time-limit",
+        "--time",  # what older flux, which took abbreviations, read as --time-limit
         metavar="MIN|FSD",
         help="time limit: minutes when no unit is given, else a Flux standard duration (2h, 30s)",
     )
@@ -122,6 +124,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         const="uri",
         metavar="URI",
         help="an RFC 26 dependency, SCHEME:VALUE[?KEY=VAL[&KEY=VAL...]] (repeatable)",
+    )
+    job.add_argument(
+        "--requires",
+        "--require",  # flux's alias
+        action="append",
+        metavar="CONSTRAINT",
+        help="run only where CONSTRAINT (RFC 35: host:NAMES, rank:IDS, properties,"
+        " with and, or, not) holds; every rank of the instance must meet it (repeatable)",
     )
     job.add_argument(
         "--begin-time",
@@ -203,14 +213,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     io.add_argument("-u", "--unbuffered", action="store_true", help="do not buffer output")
 
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the jobspec instead of submitting it"
+        "--dry-run",
+        "--dry",  # flux's alias
+        action="store_true",
+        help="print the jobspec instead of submitting it",
     )
-    parser.add_argument(
-        "--format",
-        choices=("json", "yaml"),
-        default="json",
-        help="how --dry-run prints the jobspec (default json)",
-    )
+    if jobspec_format:
+        parser.add_argument(
+            "--format",
+            choices=("json", "yaml"),
+            default="json",
+            help="how --dry-run prints the jobspec (default json)",
+        )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="job command and arguments")
 
 
@@ -228,7 +242,8 @@ def job_request(
     ``--begin-time``) and ``rlimits`` (``current_rlimits()``) describe the
     submitting process.  As in flux-core, options apply in this order: the
     counts and stdio, then env-expand and rlimit shell options, dependencies,
-    ``--setopt`` and last ``--setattr``, which may override anything.
+    constraints (``--requires``), ``--setopt`` and last ``--setattr``, which may
+    override anything.
     """
     flags = _flags(args.flags)
     urgency = _urgency(args.urgency)
@@ -262,6 +277,8 @@ def job_request(
     if args.dependencies:
         dependencies = [_dependency(kind, text, now) for kind, text in args.dependencies]
         builder.set_attr(jobspec, "system.dependencies", dependencies)
+    if args.requires:
+        builder.set_attr(jobspec, "system.constraints", _constraints(args.requires))
     _set_keyvals(jobspec, "--setopt", args.setopt, builder.set_shell_option)
     _set_keyvals(jobspec, "--setattr", args.setattr, builder.set_attr)
     if "novalidate" not in flags:
@@ -457,6 +474,17 @@ def _dependency(kind: str, text: str, now: float) -> dict[str, Any]:
     except DependencyError as exc:
         option = "--begin-time" if kind == "begin-time" else "--dependency"
         raise DependencyError(f"{option}: {exc}") from None
+
+
+def _constraints(queries: Sequence[str]) -> dict[str, Any]:
+    """``--requires``, all of them joined by AND as flux joins them: RFC 31's object."""
+    from pflux.spec import constraint
+
+    query = " ".join(queries)
+    try:
+        return constraint.parse(query)
+    except SpecError as exc:
+        raise SpecError(f"--requires='{query}': {exc}") from None
 
 
 def _keyval(option: str, text: str) -> tuple[str, Any]:

@@ -55,6 +55,9 @@ def _run(args: argparse.Namespace) -> int:
     # signals are caught from before the submission, so none ends the client
     # and leaves the job it submitted unattended
     with Client(args.uri) as client, catching(True) as signals:
+        from pflux.cli.requires import refuse_unmet
+
+        refuse_unmet(client, [request.jobspec])
         jobid = client.submit(
             request.jobspec,
             urgency=request.urgency,

@@ -2,7 +2,9 @@
 
 Each job's eventlog is one log followed; with ``watch`` its output is another.
 ``Client.follow_logs`` follows all of them on one connection, so following
-10,000 jobs costs no thread or process each.
+10,000 jobs costs no thread or process each. Each job writes to its own streams
+(``--log``, ``--log-stderr``); ``verbose`` logs each job's end (1) and every event
+(2) as flux's job watcher does, in seconds from the first event seen.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pflux.spec.results import exit_code, waitstatus_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import TextIO
 
     from pflux.api import Client
     from pflux.spec.eventlog import Event
@@ -23,20 +26,26 @@ if TYPE_CHECKING:
 
 
 class _Followed:
-    __slots__ = ("exit_code", "fatal", "id", "logs")
+    __slots__ = ("err", "exit_code", "fatal", "id", "logs", "out")
 
-    def __init__(self, jobid: JobID, logs: int) -> None:
+    def __init__(self, jobid: JobID, logs: int, streams: tuple[TextIO, TextIO]) -> None:
         self.id = jobid
         self.exit_code = 0
         self.fatal = False
         self.logs = logs  # those not ended yet
+        self.out, self.err = streams
 
 
 class Watcher:
     """Follows submitted jobs until every one is inactive; ``exitcode`` is the largest."""
 
-    def __init__(self, *, watch: bool, progress: bool, total: int) -> None:
+    def __init__(
+        self, *, watch: bool, progress: bool, total: int, prog: str = "submit", verbose: int = 0
+    ) -> None:
         self.watch = watch
+        self.prog = prog
+        self.verbose = verbose
+        self.t0 = float("inf")  # the first event's time, which -v offsets count from
         self.exitcode = 0
         self.bar: Any = None
         if progress:
@@ -46,19 +55,26 @@ class Watcher:
             self.bar = tqdm(total=total, unit="job", dynamic_ncols=True)
         self.failed = 0
 
-    def run(self, client: Client, jobids: Sequence[JobID]) -> int:
-        """Follow every job of ``jobids`` to its end; the largest exit code."""
+    def run(
+        self,
+        client: Client,
+        jobids: Sequence[JobID],
+        streams: Sequence[tuple[TextIO, TextIO]] | None = None,
+    ) -> int:
+        """Follow every job of ``jobids`` to its end, its output and messages going to
+        its ``streams`` (stdout, stderr; default this process's); the largest exit code."""
         paths = ("eventlog", "guest.output") if self.watch else ("eventlog",)
-        jobs = [_Followed(jobid, len(paths)) for jobid in jobids]
+        where = streams or [(sys.stdout, sys.stderr)] * len(jobids)
+        jobs = [_Followed(jobid, len(paths), std) for jobid, std in zip(jobids, where, strict=True)]
         logs = [(job.id, path) for job in jobs for path in paths]
         for index, item in client.follow_logs(logs):
             job = jobs[index // len(paths)]
             if isinstance(item, RPCError):
-                sys.stderr.write(f"{base.PROG}-submit: {job.id}: {item.errstr}\n")
+                job.err.write(f"{base.PROG}-{self.prog}: {job.id}: {item.errstr}\n")
                 self.exitcode = max(self.exitcode, 1)
             elif item is not None:
                 if index % len(paths):
-                    self._on_output(item)
+                    self._on_output(job, item)
                 else:
                     self._on_event(job, item)
                 continue
@@ -79,10 +95,14 @@ class Watcher:
 
     def _on_event(self, job: _Followed, event: Event) -> None:
         context = event.context or {}
+        self.t0 = min(self.t0, event.timestamp)
+        if self.verbose > 1:
+            text = "" if event.context is None else " " + _compact(event.context)
+            self._log(job, event.timestamp, f"{event.name}{text}")
         if event.name == "exception" and context.get("severity") == 0:
             job.fatal = True
             if self.watch or self.bar is None:
-                sys.stderr.write(
+                job.err.write(
                     f"{job.id}: exception: type={context.get('type')}"
                     f" note={context.get('note', '')}\n"
                 )
@@ -90,12 +110,18 @@ class Watcher:
             status = int(context.get("status", 0))
             job.exit_code = exit_code(status)
             if job.exit_code and self.bar is None:
-                sys.stderr.write(f"{job.id}: {waitstatus_text(status)}\n")
+                job.err.write(f"{job.id}: {waitstatus_text(status)}\n")
+            if self.verbose:
+                done = "failed" if status else "complete"
+                self._log(job, event.timestamp, f"{done}: status={status}")
 
-    def _on_output(self, event: Event) -> None:
+    def _log(self, job: _Followed, when: float, message: str) -> None:
+        job.err.write(f"{job.id.f58}: {when - self.t0:4.3f}s: {message}\n")
+
+    def _on_output(self, job: _Followed, event: Event) -> None:
         context = event.context or {}
         if event.name == "data" and isinstance(context.get("data"), str):
-            stream = sys.stderr if context.get("stream") == "stderr" else sys.stdout
+            stream = job.err if context.get("stream") == "stderr" else job.out
             if context.get("encoding") == "base64":  # bytes that are not UTF-8
                 import base64
 
@@ -104,4 +130,10 @@ class Watcher:
                 stream.buffer.flush()
             else:
                 stream.write(context["data"])
-        sys.stdout.flush()
+        job.out.flush()
+
+
+def _compact(context: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(context, separators=(",", ":"), ensure_ascii=False)

@@ -153,6 +153,7 @@ def plan(
         task_env=effects.task_env,
         tmpdir_env=effects.tmpdir_env,
         ptys=ptys,
+        nosetpgrp=effects.nosetpgrp,
     )
     return Plan(
         marshal.dumps(tuple(description)),  # marshal takes no tuple subclass

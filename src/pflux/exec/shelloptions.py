@@ -5,7 +5,7 @@ each is turned into what the shell does with it (``Effects``), following flux-co
 plugins: ``cpu-affinity`` and ``gpu-affinity`` (affinity.c, gpubind.c),
 ``rlimit`` (rlimit.c), ``env-expand`` (env-expand.c and the mustache tags),
 ``exit-timeout`` and ``exit-on-error`` (doom.c), ``signal`` (signal.c, done by
-job-exec, which knows the expiration) and ``verbose``.
+job-exec, which knows the expiration), ``nosetpgrp`` and ``verbose``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class Effects(NamedTuple):
     rlimit: list[tuple[int, int]]
     exit_timeout: float | None
     exit_on_error: bool
+    nosetpgrp: bool
     task_env: list[dict[str, str]] | None
     tmpdir_env: list[str]
 
@@ -54,6 +55,7 @@ class ShellOptions(NamedTuple):
     env_expand: Mapping[str, str]
     exit_timeout: float | None
     exit_on_error: bool
+    nosetpgrp: bool
     signal: tuple[int, float] | None
     verbose: int
     cores_per_slot: int
@@ -119,6 +121,7 @@ class ShellOptions(NamedTuple):
             _rlimits(self.rlimit) if self.rlimit else [],
             self.exit_timeout,
             self.exit_on_error,
+            self.nosetpgrp,
             task_env,
             tmpdir,
         )
@@ -167,6 +170,7 @@ def shell_options(options: Mapping[str, Any], jobspec: Any = None) -> ShellOptio
         env_expand=options.get("env-expand", {}),
         exit_timeout=spec.exit_timeout(timeout),
         exit_on_error="exit-on-error" in options,
+        nosetpgrp="nosetpgrp" in options,
         signal=None if signal is None else spec.signal_option(signal),
         verbose=min(int(options.get("verbose", 0)), 2),
         cores_per_slot=cores,

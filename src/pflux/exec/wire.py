@@ -175,6 +175,7 @@ class Description(_Fields):
     task_env: list[dict[str, str]] | None  # per task, env-expand variables that name it
     tmpdir_env: list[str]  # variables whose {{tmpdir}} the shell fills in
     ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.shell.terminal)
+    nosetpgrp: bool  # the tasks stay in the shell's process group (a pty's get a session)
 
 
 def _name_items(cls: type[tuple[object, ...]]) -> None:

@@ -203,7 +203,7 @@ class Scheduler(Service):
         except JobspecError as exc:
             self._deny(req, jobid, f"cannot parse jobspec: {exc}")
             return
-        note = self.pool.unsatisfiable(wanted)
+        note = self.pool.unsatisfiable(wanted) or _unmet_constraints(request.jobspec, self.pool.all)
         if note is not None:
             self._deny(req, jobid, note)
             return
@@ -397,6 +397,16 @@ class Scheduler(Service):
         if self.policy.cancel(jobid) is not None:
             log.info("job %s: alloc requester disconnected; dropped", JobID(jobid))
             self._schedule_soon()
+
+
+def _unmet_constraints(jobspec: dict[str, Any], resources: ResourceSet) -> str | None:
+    """Why the job's RFC 31 constraints rule it out here, if they do (no cost without)."""
+    system = jobspec.get("attributes", {}).get("system", {})
+    if not isinstance(system, dict) or "constraints" not in system:
+        return None
+    from pflux.spec.constraint import unmet
+
+    return unmet(system["constraints"], resources)
 
 
 def _loads(text: Any) -> Any:

@@ -102,6 +102,7 @@ class Shell:
         "log",
         "masters",
         "orphaned",
+        "own_groups",
         "paused",
         "pending",
         "pidfds",
@@ -141,6 +142,7 @@ class Shell:
         self.argv0 = ""  # the command's basename, as exit notes name it
         self.exit_timeout: float | None = None  # exit-timeout, seconds
         self.exit_on_error = False
+        self.own_groups = True  # each task leads its process group (not -o nosetpgrp)
         self.deadline = 0.0  # when the exit timeout expires (monotonic), 0 when unarmed
         self.doom = ""  # the note of the exit timeout, once the first task has exited
         self.codes: list[int] = []  # the exit codes of the tasks reaped
@@ -330,6 +332,7 @@ class Shell:
         self.argv0 = job.argv[0].rpartition("/")[2]
         self.exit_timeout = job.exit_timeout
         self.exit_on_error = job.exit_on_error
+        self.own_groups = not job.nosetpgrp
         return task_envs
 
     def _pmi_connect(self, rank: int, size: int, env: dict[str, str]) -> int:
@@ -414,7 +417,9 @@ class Shell:
             readers.append((reader, stream, file, line))
         stdin, feeder = self._stdin(rank)
         try:
-            pid = proc.spawn(argv, env, stdin=stdin, stdout=ends[0], stderr=ends[1])
+            pid = proc.spawn(
+                argv, env, stdin=stdin, stdout=ends[0], stderr=ends[1], own_group=self.own_groups
+            )
         except OSError as exc:
             for reader, _, _, _ in readers:
                 os.close(reader)

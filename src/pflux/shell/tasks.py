@@ -5,7 +5,8 @@ which is what makes a warm shell cheap: the CPU binding is set on the shell
 itself just before each spawn, since a child inherits its parent's affinity,
 and the PATH search uses the shell's own PATH, which the shell sets to the
 job's. Each task leads its own process group, so a signal reaches the
-processes it started too, as in flux-core's shell.
+processes it started too, as in flux-core's shell (unless the job sets
+``-o nosetpgrp``: the task is then signalled alone).
 """
 
 from __future__ import annotations
@@ -46,20 +47,27 @@ def spawn(
     stdin: int,
     stdout: int,
     stderr: int,
+    own_group: bool = True,
 ) -> int:
-    """Start ``argv`` with its stdio on the given fds; its pid, or OSError as exec gives it."""
+    """Start ``argv`` with its stdio on the given fds, leading a process group of its own
+    if ``own_group``; its pid, or OSError as exec gives it."""
+    actions = [
+        (os.POSIX_SPAWN_DUP2, stdin, 0),
+        (os.POSIX_SPAWN_DUP2, stdout, 1),
+        (os.POSIX_SPAWN_DUP2, stderr, 2),
+    ]
+    if own_group:
+        return os.posix_spawnp(
+            argv[0],
+            argv,
+            env,
+            file_actions=actions,
+            setpgroup=0,
+            setsigdef=_DEFAULT_SIGNALS,
+            setsigmask=(),
+        )
     return os.posix_spawnp(
-        argv[0],
-        argv,
-        env,
-        file_actions=[
-            (os.POSIX_SPAWN_DUP2, stdin, 0),
-            (os.POSIX_SPAWN_DUP2, stdout, 1),
-            (os.POSIX_SPAWN_DUP2, stderr, 2),
-        ],
-        setpgroup=0,
-        setsigdef=_DEFAULT_SIGNALS,
-        setsigmask=(),
+        argv[0], argv, env, file_actions=actions, setsigdef=_DEFAULT_SIGNALS, setsigmask=()
     )
 
 

@@ -318,6 +318,7 @@ KNOWN: Final[Mapping[str, _Check]] = {
     "gpu-affinity": _gpu_affinity,
     "exit-timeout": _exit_timeout,
     "exit-on-error": _flag,
+    "nosetpgrp": _flag,
     "verbose": _verbose,
     "pty": _pty,
     "pmi": _pmi,
@@ -330,7 +331,6 @@ KNOWN: Final[Mapping[str, _Check]] = {
 UNSUPPORTED: Final = frozenset(
     (
         "initrc",
-        "nosetpgrp",
         "userrc",
         "stop-tasks-in-exec",
         "oom",
