@@ -53,6 +53,7 @@ def test_info_and_status_of_an_idle_instance(live: LiveInstance) -> None:
     assert "\033[01;32m" in ok(live.uri, "resource", "status", "-L")
     assert "\033[" not in ok(live.uri, "resource", "status", "--color=never")
     assert ok(live.uri, "resource", "status", "-s", "help").startswith("valid states: all,")
+    assert ok(live.uri, "resource", "status", "-n", "-i", "node1", "-o", "{nodelist}") == "node1\n"
     assert "Invalid resource state bogus specified" in fails(
         live.uri, "resource", "status", "-s", "bogus"
     )
@@ -102,6 +103,8 @@ def test_drain_refusals_and_modes(live: LiveInstance) -> None:
     assert ok(uri, "resource", "drain", "-n", "-o", "{ranks} {reason}") == "0 first\n1 second\n"
     ok(uri, "resource", "drain", "-f", "node0", "third")
     assert ok(uri, "resource", "drain", "-n", "-o", "{reason}") == "third\nsecond\n"
+    assert ok(uri, "resource", "drain", "-n", "-i", "1", "-o", "{ranks}") == "1\n"
+    assert "\033[01;32m" in ok(uri, "resource", "drain", "--color=always", "-o", "{color_up}")
     assert "Only one of --force and --update" in fails(uri, "resource", "drain", "-fu", "0")
     assert "idset is out of range" in fails(uri, "resource", "drain", "5")
     assert "invalid targets: nodeX is not a host here" in fails(uri, "resource", "drain", "nodeX")

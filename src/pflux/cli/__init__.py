@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "version": "version",
     "uptime": "uptime",
     "dmesg": "dmesg",
+    "hostlist": "hostlist",
+    "python": "python",
 }
 
 USAGE = """\
@@ -51,6 +53,8 @@ commands:
   version    print pflux's version (and the instance's)
   uptime     show how long the instance has been running
   dmesg      print the instance's log ring buffer
+  hostlist   combine and print hostlists (of jobs, the instance, stdin)
+  python     run Python with the flux package importable
 """
 
 
