@@ -452,6 +452,90 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource list --no-header": ("tests/unit/sched/test_resource_cli.py::test_rlist_format",),
     "resource list --uri": URI,
+    "pgrep --count": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --filter": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --format": ("tests/e2e/test_pgrep_pstree.py::test_pgrep_formats_and_expression_errors",),
+    "pgrep --max-entries": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --no-header": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_formats_and_expression_errors",
+    ),
+    "pgrep --queue": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --uri": URI,
+    "pgrep --user": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep -A": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep -a": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pkill --count": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --filter": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --max-entries": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --queue": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --uri": URI,
+    "pkill --user": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --wait": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill -A": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pstree --all": ("tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",),
+    "pstree --ascii": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --compact": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --count": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --detail-format": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --details": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --extended": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --filter": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --label": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --level": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --long": ("tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",),
+    "pstree --no-combine": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --no-header": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --parent-ids": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --parent-label": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --skip-root": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --uri": URI,
     "resource info --include": (
         "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
     ),

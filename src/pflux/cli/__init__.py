@@ -30,6 +30,9 @@ COMMANDS: dict[str, str] = {
     "dmesg": "dmesg",
     "hostlist": "hostlist",
     "python": "python",
+    "pgrep": "pgrep",
+    "pkill": "pkill",
+    "pstree": "pstree",
 }
 
 USAGE = """\
@@ -55,6 +58,9 @@ commands:
   dmesg      print the instance's log ring buffer
   hostlist   combine and print hostlists (of jobs, the instance, stdin)
   python     run Python with the flux package importable
+  pgrep      list jobs by name pattern or id range
+  pkill      cancel jobs by name pattern or id range
+  pstree     show jobs as a tree by name
 """
 
 
