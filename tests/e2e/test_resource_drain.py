@@ -69,6 +69,7 @@ def test_a_drained_rank_gets_no_new_job_and_its_running_job_finishes(live: LiveI
         other = "1" if rank == "0" else "0"
         ok(uri, "resource", "drain", rank, "bad", "fan")
         ok(uri, "resource", "drain", f"node{other}")
+        assert ok(uri, "uptime").split("\n")[0].endswith(",  size 1,  2 drained")
         assert ok(uri, "resource", "status", "-n", "-o", "{state} {nodelist}") == (
             f"draining {host}\ndrained node{other}\n"
         )
