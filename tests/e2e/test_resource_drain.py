@@ -6,6 +6,7 @@ until they end); the drained ranks and their reasons survive a restart.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
+from pflux.errors import RPCError
 from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, fails, ok
 
@@ -122,3 +124,16 @@ def test_drained_ranks_survive_a_restart(tmp_path: Path) -> None:
         out = ok(second.uri, "resource", "drain", "-n", "-o", "{state} {nodelist} {reason}")
         assert out == "drained node1 disk errors\n"
         assert ok(second.uri, "resource", "info", "-s", "up") == "1 Nodes, 4 Cores, 0 GPUs\n"
+
+
+def test_malformed_drain_requests_name_the_field(live: LiveInstance) -> None:
+    with Client(live.uri) as client:
+        with pytest.raises(RPCError) as bad_mode:
+            client.drain_resources("0", mode="bogus")
+        assert (bad_mode.value.errnum, bad_mode.value.errstr) == (
+            errno.EINVAL,
+            "sched.drain: mode: invalid enum value 'bogus'",
+        )
+        with pytest.raises(RPCError) as empty:
+            client.undrain_resources("")
+        assert (empty.value.errnum, empty.value.errstr) == (errno.EINVAL, "idset is empty")
