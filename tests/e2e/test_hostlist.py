@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-from support.instance import fails, ok, pflux
+from support.instance import PFLUX, environ, fails, ok, pflux
 
 
 def hostlist(*args: str, stdin: str | None = None) -> str:
@@ -72,3 +73,17 @@ def test_instance_local_avail_and_job_sources(
         assert pflux(uri, "hostlist", "-q", "avail").returncode == 1
     finally:
         ok(uri, "resource", "undrain", "0")
+
+
+def test_stdin_that_stays_silent_times_out() -> None:
+    env = environ(PFLUX_HOSTLIST_STDIN_TIMEOUT="0.2")
+    proc = subprocess.Popen(
+        [str(PFLUX), "hostlist"], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stderr is not None
+    assert proc.stdin is not None
+    err = proc.stderr.read()  # stdin stays open and silent: the command gives up
+    assert proc.wait(timeout=60) == 1
+    proc.stdin.close()
+    proc.stderr.close()
+    assert err == "pflux-hostlist: ERROR: timeout after 0.2s waiting for stdin\n"

@@ -73,6 +73,9 @@ def test_pgrep_formats_and_expression_errors(uri: str, jobs: dict[str, JobID]) -
     full = ok(uri, "pgrep", "-o", "full", "^b").splitlines()
     assert full[0].split()[:3] == ["JOBID", "USER", "NAME"]
     assert full[1].split()[0] == b.f58
+    assert ok(uri, "pgrep", "-n", "-o", "deps", "^b").split()[:2] == [b.f58, "beta"]
+    assert "default      the job ids alone" in ok(uri, "pgrep", "-o", "help", "x")
+    assert "No such format nosuch" in fails(uri, "pgrep", "-o", "nosuch", "x")
     assert "Only one pattern can be provided" in fails(uri, "pgrep", "a", "b", rc=2)
     assert "expression error" in fails(uri, "pgrep", "(", rc=2)
 

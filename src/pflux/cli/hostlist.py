@@ -26,7 +26,8 @@ SOURCES may be:
   JOBID        the hosts of a job
   local        the hosts of the job in FLUX_JOB_ID, else 'instance'
   avail[able]  the hosts of the instance less those drained
-  stdin, -     hosts read on stdin
+  stdin, -     hosts read on stdin (waiting at most $PFLUX_HOSTLIST_STDIN_TIMEOUT
+               seconds, default 15, for the first)
   HOSTS        a hostlist
 Without SOURCES: stdin ('local' with -l, --local).
 """
@@ -139,10 +140,7 @@ def _resolve(source: str, instance: _Instance, fallback: bool) -> list[str]:
     from pflux.spec.fluid import JobID
 
     if source in ("stdin", "-"):
-        hosts: list[str] = []
-        for line in sys.stdin.read().split():
-            hosts.extend(_decode(line))
-        return hosts
+        return _stdin()
     if source == "instance":
         return _instance_hosts(instance)
     if source == "local":
@@ -158,6 +156,24 @@ def _resolve(source: str, instance: _Instance, fallback: bool) -> list[str]:
         return _decode(source)
     hosts = _job_hosts(instance, source, fallback)
     return hosts if hosts is not None else hostlist.decode(source)
+
+
+def _stdin() -> list[str]:
+    """The hosts on stdin, which must have something within the timeout (flux's 15 s)."""
+    import select
+
+    name = "PFLUX_HOSTLIST_STDIN_TIMEOUT"
+    text = os.environ.get(name) or os.environ.get("FLUX_HOSTLIST_STDIN_TIMEOUT") or "15"
+    try:
+        timeout = float(text)
+    except ValueError:
+        raise PfluxError(f"{name}: {text!r} is not a number of seconds") from None
+    if not select.select([sys.stdin], [], [], timeout)[0]:
+        raise PfluxError(f"timeout after {timeout}s waiting for stdin")
+    hosts: list[str] = []
+    for word in sys.stdin.read().split():
+        hosts.extend(_decode(word))
+    return hosts
 
 
 def _decode(text: str) -> list[str]:

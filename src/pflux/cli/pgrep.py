@@ -22,8 +22,16 @@ from pflux.errors import JobIDError
 if TYPE_CHECKING:
     from pflux.cli.jobfields import JobInfo
 
-# pgrep's named formats: its own default, and flux jobs' as "full", "long", "deps"
+# pgrep's named formats: its own default, and pflux jobs' as "full" and by their names
 DEFAULT_FORMAT = "{id.f58}"
+FORMAT_HELP = """
+Named pflux pgrep formats (-o NAME):
+
+  default      the job ids alone
+  full         pflux jobs' default format
+  long         pflux jobs' long format
+  deps         urgency, priority, state and outstanding dependencies
+"""
 
 
 def parser(kill: bool = False) -> argparse.ArgumentParser:
@@ -118,8 +126,11 @@ def _pgrep(args: argparse.Namespace, name: str, kill: bool) -> int:
 
     formatter = None
     if not kill:
-        fmt = DEFAULT_FORMAT if args.format == "default" else args.format
-        if args.format in ("full", "long", "deps"):
+        if args.format == "help":
+            sys.stdout.write(FORMAT_HELP)
+            return 0
+        fmt = DEFAULT_FORMAT
+        if args.format != "default":  # full is pflux jobs' default; others as pflux jobs
             fmt = jobformat.resolve_format("default" if args.format == "full" else args.format)
         formatter = jobformat.JobFormat(fmt)
     try:
