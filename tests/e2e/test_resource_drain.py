@@ -6,6 +6,7 @@ until they end); the drained ranks and their reasons survive a restart.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux.api import Client
+from pflux.api import AsyncClient, Client
 from pflux.errors import RPCError
 from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, fails, ok
@@ -137,3 +138,18 @@ def test_malformed_drain_requests_name_the_field(live: LiveInstance) -> None:
         with pytest.raises(RPCError) as empty:
             client.undrain_resources("")
         assert (empty.value.errnum, empty.value.errstr) == (errno.EINVAL, "idset is empty")
+
+
+def test_the_async_client_drains_and_undrains(live: LiveInstance) -> None:
+    async def session() -> None:
+        async with AsyncClient(live.uri) as client:
+            await client.drain_resources("node0", "cable")
+            await client.drain_resources("0-1", "cable", mode="update")
+            status = await client.resource_status()
+            assert status["drained"] == "0-1"
+            assert status["drain"]["0"]["reason"] == "cable"
+            assert status["drain"]["1"]["reason"] == "cable"
+            await client.undrain_resources("0-1", "fixed")
+            assert (await client.resource_status())["drain"] == {}
+
+    asyncio.run(session())
