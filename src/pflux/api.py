@@ -143,6 +143,15 @@ def _list_payload(
     return payload
 
 
+def _drain_payload(targets: str, reason: str, mode: str | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"targets": targets}
+    if reason:
+        payload["reason"] = reason
+    if mode is not None:
+        payload["mode"] = mode
+    return payload
+
+
 def _kvs_payload(namespace: str | None, **payload: Any) -> dict[str, Any]:
     if namespace:
         payload["namespace"] = namespace
@@ -600,9 +609,21 @@ class Client:
         return attrs
 
     def resource_status(self) -> dict[str, Any]:
-        """The scheduler's resource sets as R objects: ``all``, ``allocated``, ``down``."""
+        """The scheduler's resource sets as R objects: ``all``, ``allocated``, ``down``;
+        the drained ranks as idsets (``drained``, ``draining``: jobs still run there) and
+        ``drain`` ({rank: {timestamp, reason}})."""
         status: dict[str, Any] = self.handle.call("sched.resource-status", {})
         return status
+
+    def drain_resources(self, targets: str, reason: str = "", *, mode: str | None = None) -> None:
+        """Give no new job the ranks ``targets`` names (an idset or hostlist); owner only.
+        ``mode``: ``update``, ``overwrite`` or ``force-overwrite`` (as flux's)."""
+        self.handle.call("sched.drain", _drain_payload(targets, reason, mode))
+
+    def undrain_resources(self, targets: str, reason: str = "", *, mode: str | None = None) -> None:
+        """Schedule drained ranks again (``reason`` is logged); owner only. ``mode``
+        ``update``: some may not be drained."""
+        self.handle.call("sched.undrain", _drain_payload(targets, reason, mode))
 
     def dmesg(self, *, follow: bool = False, new: bool = False) -> Iterator[dict[str, Any]]:
         """The instance's log entries (``timestamp``, ``severity``, ``message``...):
@@ -1112,6 +1133,18 @@ class AsyncClient:
         """As ``Client.resource_status``."""
         status: dict[str, Any] = await self.handle.call("sched.resource-status", {})
         return status
+
+    async def drain_resources(
+        self, targets: str, reason: str = "", *, mode: str | None = None
+    ) -> None:
+        """As ``Client.drain_resources``."""
+        await self.handle.call("sched.drain", _drain_payload(targets, reason, mode))
+
+    async def undrain_resources(
+        self, targets: str, reason: str = "", *, mode: str | None = None
+    ) -> None:
+        """As ``Client.undrain_resources``."""
+        await self.handle.call("sched.undrain", _drain_payload(targets, reason, mode))
 
     async def dmesg(
         self, *, follow: bool = False, new: bool = False

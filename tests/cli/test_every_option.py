@@ -468,6 +468,176 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource list --no-header": ("tests/unit/sched/test_resource_cli.py::test_rlist_format",),
     "resource list --uri": URI,
+    "pgrep --count": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --filter": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --format": ("tests/e2e/test_pgrep_pstree.py::test_pgrep_formats_and_expression_errors",),
+    "pgrep --max-entries": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --no-header": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_formats_and_expression_errors",
+    ),
+    "pgrep --queue": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep --uri": URI,
+    "pgrep --user": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep -A": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pgrep -a": (
+        "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
+    ),
+    "pkill --count": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --filter": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --max-entries": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --queue": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --uri": URI,
+    "pkill --user": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill --wait": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pkill -A": ("tests/e2e/test_pgrep_pstree.py::test_pkill_cancels_and_waits",),
+    "pstree --all": ("tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",),
+    "pstree --ascii": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --compact": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --count": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --detail-format": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --details": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --extended": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --filter": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --label": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --level": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --long": ("tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",),
+    "pstree --no-combine": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --no-header": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+    ),
+    "pstree --parent-ids": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --parent-label": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --skip-root": (
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+    ),
+    "pstree --uri": URI,
+    "resource info --include": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+    ),
+    "resource info --states": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+        "tests/e2e/test_resource_drain.py::test_drained_ranks_survive_a_restart",
+    ),
+    "resource info --uri": URI,
+    "resource status --color": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+    ),
+    "resource status --format": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+        "tests/e2e/test_resource_drain.py::test_a_drained_rank_gets_no_new_job_and_its_running_job_finishes",
+    ),
+    "resource status --include": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+    ),
+    "resource status --no-header": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+        "tests/e2e/test_resource_drain.py::test_a_drained_rank_gets_no_new_job_and_its_running_job_finishes",
+    ),
+    "resource status --skip-empty": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+    ),
+    "resource status --states": (
+        "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
+    ),
+    "resource status --uri": URI,
+    "resource drain --color": ("tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",),
+    "resource drain --force": ("tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",),
+    "resource drain --format": (
+        "tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",
+        "tests/e2e/test_resource_drain.py::test_a_drained_rank_gets_no_new_job_and_its_running_job_finishes",
+    ),
+    "resource drain --include": (
+        "tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",
+    ),
+    "resource drain --no-header": (
+        "tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",
+        "tests/e2e/test_resource_drain.py::test_a_drained_rank_gets_no_new_job_and_its_running_job_finishes",
+    ),
+    "resource drain --update": ("tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",),
+    "resource drain --uri": URI,
+    "resource undrain --update": (
+        "tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",
+    ),
+    "resource undrain --uri": URI,
+    "hostlist --count": (
+        "tests/e2e/test_hostlist.py::test_operations",
+        "tests/e2e/test_hostlist.py::test_instance_local_avail_and_job_sources",
+    ),
+    "hostlist --delimiter": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --exclude": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --expand": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --fallback": (
+        "tests/e2e/test_hostlist.py::test_instance_local_avail_and_job_sources",
+    ),
+    "hostlist --find": (
+        "tests/e2e/test_hostlist.py::test_operations",
+        "tests/e2e/test_hostlist.py::test_stdin_quiet_and_errors",
+    ),
+    "hostlist --intersect": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --limit": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --local": ("tests/e2e/test_hostlist.py::test_instance_local_avail_and_job_sources",),
+    "hostlist --minus": (
+        "tests/e2e/test_hostlist.py::test_operations",
+        "tests/e2e/test_hostlist.py::test_stdin_quiet_and_errors",
+    ),
+    "hostlist --nth": (
+        "tests/e2e/test_hostlist.py::test_operations",
+        "tests/e2e/test_hostlist.py::test_stdin_quiet_and_errors",
+    ),
+    "hostlist --quiet": (
+        "tests/e2e/test_hostlist.py::test_operations",
+        "tests/e2e/test_hostlist.py::test_stdin_quiet_and_errors",
+        "tests/e2e/test_hostlist.py::test_instance_local_avail_and_job_sources",
+    ),
+    "hostlist --sort": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --unique": ("tests/e2e/test_hostlist.py::test_operations",),
+    "hostlist --uri": URI,
+    "hostlist --xor": ("tests/e2e/test_hostlist.py::test_operations",),
+    "python --get-path": ("tests/e2e/test_python_command.py::test_get_path_and_list_versions",),
+    "python --list-versions": (
+        "tests/e2e/test_python_command.py::test_get_path_and_list_versions",
+    ),
     "shutdown --uri": URI,
     "shutdown --background": ("tests/e2e/test_shutdown.py::test_shutdown_quiet_and_background",),
     "shutdown --quiet": ("tests/e2e/test_shutdown.py::test_shutdown_quiet_and_background",),

@@ -53,6 +53,7 @@ from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,
     CancelRequest,
+    DrainRequest,
     ExpirationRequest,
     FreeRequest,
     ReadyRequest,
@@ -66,6 +67,7 @@ SCHED: dict[type, dict[str, Any]] = {
     FreeRequest: {"id": 5, "R": {"version": 1}, "final": False},
     ExpirationRequest: {"id": 5, "expiration": 10.0},
     ReadyRequest: {"mode": "limited", "limit": 2},
+    DrainRequest: {"targets": "0-1", "reason": "fan", "mode": "update"},
 }
 OBJECT = {"version": 1}
 EXEC: dict[type, dict[str, Any]] = {

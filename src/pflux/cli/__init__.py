@@ -34,6 +34,11 @@ COMMANDS: dict[str, str] = {
     "broker": "start",
     "bulksubmit": "bulksubmit",
     "mini": "mini",
+    "hostlist": "hostlist",
+    "python": "python",
+    "pgrep": "pgrep",
+    "pkill": "pkill",
+    "pstree": "pstree",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -64,6 +69,11 @@ commands:
   broker     as start: an instance (flux's name for the one a job runs)
   bulksubmit submit a job per input (flux's {} templates, ::: lists or stdin)
   mini       older flux's 'mini run', 'mini submit', ...: the same commands
+  hostlist   combine and print hostlists (of jobs, the instance, stdin)
+  python     run Python with the flux package importable
+  pgrep      list jobs by name pattern or id range
+  pkill      cancel jobs by name pattern or id range
+  pstree     show jobs as a tree by name
 """
 
 

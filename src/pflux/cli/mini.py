@@ -30,6 +30,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"{base.PROG}-mini: ERROR: '{args.command}' is not a submission command\n")
         return 2
     if sys.stderr.isatty():
-        sys.stderr.write(f"{base.PROG}-mini: WARNING: flux mini is deprecated, use flux {args.command}\n")
+        warning = f"{base.PROG}-mini: WARNING: flux mini is deprecated, use flux {args.command}"
+        sys.stderr.write(warning + "\n")
     commands = {name: COMMANDS[name] for name in SUBMISSION if name in COMMANDS}
     return dispatch("pflux", commands, "", argv)

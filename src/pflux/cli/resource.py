@@ -1,17 +1,26 @@
-"""``pflux resource list``: the instance's resources by state, as ``flux resource list`` shows them.
+"""``pflux resource list|info|status|drain|undrain``: the instance's resources, as flux's.
 
-It asks the scheduler (``sched.resource-status``) for all, allocated and down
+``list`` asks the scheduler (``sched.resource-status``) for all, allocated and down
 resources and prints one line per state: ``free`` (neither allocated nor
 down), ``allocated``, ``down``, and on request ``up`` and ``all``.  Output
 formats are Python format strings over the fields below, with flux's
 sentinels: ``?:`` drops a field that is empty on every line, ``+:`` widens it
 to its widest value, ``?+:`` does both; a spec ending in ``+`` marks a value
 cut short by its precision, one ending in ``h`` prints ``-`` for an empty value.
+``info`` is ``list`` in one line per state (default ``all``).
+
+``status`` shows ranks by state (``avail``, ``allocated``, ``draining``,
+``drained``; pflux has no excluded, torpid, housekeeping or offline ranks, so
+those lines are empty); ``drain``/``undrain`` ask the scheduler
+(``Client.drain_resources``), and ``drain`` with no targets lists the drained
+ranks with their time and reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import errno
 import re
 import string
 import sys
@@ -48,6 +57,57 @@ FORMATS = {
 }
 
 STATES = ("up", "down", "allocated", "free", "all")
+INFO_FORMAT = "{nnodes} Nodes, {ncores} Cores, {ngpus} GPUs"
+
+STATUS_HEADINGS = {
+    "state": "STATE",
+    "statex": "STATE",
+    "nnodes": "NNODES",
+    "ranks": "RANKS",
+    "nodelist": "NODELIST",
+    "reason": "REASON",
+    "timestamp": "TIME",
+    "status": "STATUS",
+    "up": "UP",
+    "color_up": "",
+    "color_off": "",
+}
+STATUS_FORMATS = {
+    "default": (
+        "Default flux-resource status format string",
+        "{state:>12} {color_up}{up:>2}{color_off} {nnodes:>6} {nodelist}",
+    ),
+    "long": (
+        "Long flux-resource status format string",
+        "{state:>12} {color_up}{up:>2}{color_off} {nnodes:>6} +:{reason:<30.30} {nodelist}",
+    ),
+}
+DRAIN_FORMATS = {
+    "default": (
+        "Default flux-resource drain format string",
+        "{timestamp!d:%b%d %R::<12} {state:<8.8} {reason:<30.30+} {nodelist}",
+    ),
+    "long": (
+        "Long flux-resource drain format string",
+        "{timestamp!d:%b%d %R::<12} {state:<8.8} {ranks:<8.8+} +:{reason:<30.30} {nodelist}",
+    ),
+}
+STATUS_STATES = (
+    "all",
+    "online",
+    "avail",
+    "offline",
+    "exclude",
+    "drain",
+    "draining",
+    "drained",
+    "torpid",
+    "allocated",
+    "housekeeping",
+)
+DEFAULT_STATUS = "avail,exclude,draining,drained,torpid,housekeeping"
+# the states of whole ranks, in flux's order; drain states get a line per rank
+_RANK_STATES = ("avail", "exclude", "allocated", "torpid", "housekeeping")
 _SENTINELS = ("?+:", "?:", "+:")  # longest first
 _EMPTY = ("", "0s", "0.0")  # values a ``?:`` field counts as empty (flux's list)
 _SPEC = re.compile(
@@ -85,8 +145,294 @@ def main(argv: list[str]) -> int:
     lister.add_argument("--skip-empty", action="store_true", help="skip lines with no resources")
     lister.add_argument("-n", "--no-header", action="store_true", help="suppress the header")
     lister.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+    _info_parser(commands)
+    _status_parser(commands)
+    _drain_parsers(commands)
     args = parser.parse_args(argv)
-    return base.run("resource", lambda: _list(args))
+    handlers = {
+        "list": _list,
+        "info": _info,
+        "status": _status,
+        "drain": _drain,
+        "undrain": _undrain,
+    }
+    return base.run("resource", lambda: handlers[args.command](args))
+
+
+def _info_parser(commands: Any) -> None:
+    info = commands.add_parser(
+        "info", prog="pflux resource info", help="one line: N Nodes, N Cores, N GPUs"
+    )
+    info.add_argument(
+        "-s",
+        "--states",
+        metavar="STATE,...",
+        default="all",
+        help=f"a line for each of these states ({', '.join(STATES)})",
+    )
+    info.add_argument(
+        "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
+    )
+    info.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _status_parser(commands: Any) -> None:
+    status = commands.add_parser(
+        "status", prog="pflux resource status", help="show ranks by state (avail, drained, ...)"
+    )
+    status.add_argument(
+        "-o",
+        "--format",
+        default="default",
+        help="output format: a Python format string or a named format ('help' lists them)",
+    )
+    status.add_argument(
+        "-s",
+        "--states",
+        metavar="STATE,...",
+        help="output ranks in these states ('help' lists them)",
+    )
+    _common_status_options(status)
+    status.add_argument(
+        "--skip-empty", action="store_true", help="skip empty lines even with --states"
+    )
+
+
+def _common_status_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
+    )
+    parser.add_argument("-n", "--no-header", action="store_true", help="suppress the header")
+    parser.add_argument(
+        "-L",
+        "--color",
+        nargs="?",
+        const="always",
+        default="auto",
+        choices=("always", "never", "auto"),
+        metavar="WHEN",
+        help="color the UP column: always (the default with no WHEN), never or auto",
+    )
+    parser.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _drain_parsers(commands: Any) -> None:
+    drain = commands.add_parser(
+        "drain",
+        prog="pflux resource drain",
+        help="give no new job to TARGETS (with none: list the drained ranks)",
+    )
+    drain.add_argument(
+        "-f",
+        "--force",
+        action="count",
+        default=0,
+        help="replace the reason of ranks already drained; twice: their time too",
+    )
+    drain.add_argument(
+        "-u",
+        "--update",
+        action="store_true",
+        help="drain those not drained yet, leave the others as they are",
+    )
+    drain.add_argument(
+        "-o",
+        "--format",
+        default="default",
+        help="output format when listing (a format string or a name; 'help' lists them)",
+    )
+    _common_status_options(drain)
+    drain.add_argument("targets", nargs="?", help="ranks (idset) or hosts (hostlist)")
+    drain.add_argument("reason", nargs=argparse.REMAINDER, help="why")
+    undrain = commands.add_parser(
+        "undrain", prog="pflux resource undrain", help="schedule drained TARGETS again"
+    )
+    undrain.add_argument(
+        "-u", "--update", action="store_true", help="no error for targets that are not drained"
+    )
+    undrain.add_argument("targets", help="ranks (idset) or hosts (hostlist)")
+    undrain.add_argument("reason", nargs=argparse.REMAINDER, help="why (logged)")
+    undrain.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _info(args: argparse.Namespace) -> int:
+    formatter = ResourceFormat(INFO_FORMAT)
+    states = _states(args.states)
+    sets = _fetch(args.uri)
+    if args.include is not None:
+        sets = _include(sets, args.include)
+    rows = [_row(state, sets[state]) for state in states]
+    sys.stdout.write(formatter.render(rows, no_header=True))
+    return 0
+
+
+def _drain(args: argparse.Namespace) -> int:
+    from pflux.api import Client
+
+    if args.targets is None:
+        args.states, args.skip_empty = "drain", True
+        return _show_status(args, DRAIN_FORMATS)
+    if args.update and args.force:
+        raise PfluxError("Only one of --force and --update may be specified")
+    mode = None
+    if args.update:
+        mode = "update"
+    elif args.force:
+        mode = "overwrite" if args.force == 1 else "force-overwrite"
+    with Client(args.uri) as client:
+        try:
+            client.drain_resources(args.targets, " ".join(args.reason), mode=mode)
+        except PfluxError as exc:
+            if getattr(exc, "errnum", None) == errno.EEXIST:
+                raise PfluxError(f"{exc}\nUse --force to overwrite existing drain reason") from None
+            raise
+    return 0
+
+
+def _undrain(args: argparse.Namespace) -> int:
+    from pflux.api import Client
+
+    with Client(args.uri) as client:
+        client.undrain_resources(
+            args.targets, " ".join(args.reason), mode="update" if args.update else None
+        )
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    if args.states == "help":
+        sys.stdout.write(f"valid states: {','.join(STATUS_STATES)}\n")
+        return 0
+    return _show_status(args, STATUS_FORMATS)
+
+
+def _show_status(args: argparse.Namespace, formats: dict[str, tuple[str, str]]) -> int:
+    """flux's status lines: one per rank state, one per drained rank (merged where alike)."""
+    if args.format == "help":
+        sys.stdout.write(f"\nConfigured flux-resource {args.command} formats:\n\n")
+        for name, (description, _) in formats.items():
+            sys.stdout.write(f"  {name:<8} {description}\n")
+        return 0
+    fmt = formats[args.format][1] if args.format in formats else args.format
+    formatter = ResourceFormat(fmt, STATUS_HEADINGS)
+    states = _status_states(args.states)
+    sets = _fetch(args.uri)
+    status = sets["status"]
+    ranks = {"all": set(sets["all"].targets)}
+    if args.include is not None:
+        ranks["all"] &= set(_include(sets, args.include)["all"].targets)
+    hosts = {rank: target.hostname for rank, target in sets["all"].targets.items()}
+    drains = status.get("drain") or {}
+    drained = {int(rank) for rank in drains} & ranks["all"]
+    ranks["avail"] = ranks["all"] - drained
+    ranks["allocated"] = set(sets["allocated"].targets) & ranks["all"]
+    draining = _idset(status.get("draining")) & ranks["all"]
+    ranks["draining"], ranks["drained"] = draining, drained - draining
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    online = "online" in states or "offline" not in states
+    offline = "offline" in states or "online" not in states
+    skip_empty = args.skip_empty or args.states is None
+    lines: list[dict[str, Any]] = []
+    for state in (*_RANK_STATES, "draining", "drained"):
+        if not {state, "all"} & set(states):
+            continue
+        if state in _RANK_STATES:
+            groups = [(ranks.get(state, set()), "", 0.0)]
+        else:
+            groups = [
+                ({rank}, drains[str(rank)].get("reason", ""), drains[str(rank)]["timestamp"])
+                for rank in sorted(ranks[state])
+            ] or [(set(), "", 0.0)]
+        for members, reason, since in groups:
+            if online:
+                lines.append(_status_row(state, True, members, hosts, reason, since, color))
+            if offline and state in _RANK_STATES:
+                lines.append(_status_row(state, False, set(), hosts, reason, since, color))
+    lines = [
+        line
+        for line in _merge(formatter, lines)
+        if line["nnodes"] or not (skip_empty or (line["offline"] and "offline" not in states))
+    ]
+    sys.stdout.write(formatter.render(lines, no_header=args.no_header))
+    return 0
+
+
+def _status_states(text: str | None) -> list[str]:
+    states = (text or DEFAULT_STATUS).split(",")
+    for state in states:
+        if state not in STATUS_STATES:
+            raise PfluxError(
+                f"Invalid resource state {state} specified\nvalid states: {','.join(STATUS_STATES)}"
+            )
+    if not [state for state in states if state not in ("online", "offline")]:
+        states.extend(DEFAULT_STATUS.split(","))
+    if "drain" in states:
+        states.extend(("draining", "drained"))
+    return states
+
+
+def _idset(text: Any) -> set[int]:
+    from pflux.spec.idset import IdSet
+
+    return set(IdSet.decode(text)) if isinstance(text, str) else set()
+
+
+class _Up(str):
+    """The UP column: a check mark, or ``y``/``n`` as ``up.ascii``."""
+
+    ascii: str
+
+
+def _status_row(  # noqa: PLR0917 (one line's every field)
+    state: str,
+    online: bool,
+    ranks: set[int],
+    hosts: dict[int, str],
+    reason: str,
+    since: float,
+    color: bool,
+) -> dict[str, Any]:
+    up = _Up("✔" if online else "✗")
+    up.ascii = "y" if online else "n"
+    return {
+        "state": state if online else f"{state}*",
+        "statex": state,
+        "offline": not online,
+        "status": "online" if online else "offline",
+        "up": up,
+        "color_up": ("\033[01;32m" if online else "\033[01;31m") if color else "",
+        "color_off": "\033[0;0m" if color else "",
+        "ranks": ranks,
+        "nodelist": [hosts[rank] for rank in sorted(ranks)],
+        "nnodes": len(ranks),
+        "reason": reason,
+        "timestamp": since,
+    }
+
+
+def _merge(formatter: ResourceFormat, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lines that print alike but for their ranks and hosts become one (flux's)."""
+    from pflux.spec import hostlist
+    from pflux.spec.idset import IdSet
+
+    merged: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        key = formatter.render([{**line, "ranks": "", "nodelist": "", "nnodes": 0}], no_header=True)
+        key += line["state"]
+        kept = merged.get(key)
+        if kept is None:
+            merged[key] = dict(line)
+        else:
+            kept["ranks"] = kept["ranks"] | line["ranks"]
+            kept["nodelist"] = kept["nodelist"] + line["nodelist"]
+            kept["nnodes"] = len(kept["ranks"])
+    out = []
+    for line in merged.values():
+        names = sorted(set(line["nodelist"]), key=line["nodelist"].index)
+        out.append(
+            {**line, "ranks": IdSet(line["ranks"]).encode(), "nodelist": hostlist.encode(names)}
+        )
+    return out
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -126,7 +472,7 @@ def _fetch(uri: str | None) -> dict[str, Any]:
     with Client(uri) as client:
         status = client.resource_status()
     try:
-        sets = {
+        sets: dict[str, Any] = {
             name: ResourceSet.from_json(status.get(name), allow_empty=True)
             for name in ("all", "allocated", "down")
         }
@@ -134,6 +480,7 @@ def _fetch(uri: str | None) -> dict[str, Any]:
         raise PfluxError(f"sched.resource-status: unexpected reply: {exc}") from None
     sets["up"] = sets["all"] - sets["down"]
     sets["free"] = sets["up"] - sets["allocated"]
+    sets["status"] = status
     return sets
 
 
@@ -153,6 +500,8 @@ def _include(sets: dict[str, Any], targets: str) -> dict[str, Any]:
         ranks = {rank for rank, t in sets["all"].targets.items() if t.hostname in hosts}
     return {
         name: ResourceSet({r: t for r, t in rs.targets.items() if r in ranks})
+        if isinstance(rs, ResourceSet)
+        else rs
         for name, rs in sets.items()
     }
 
@@ -175,9 +524,18 @@ def _row(state: str, resources: Any) -> dict[str, Any]:
 
 
 class _Formatter(string.Formatter):
-    """str.format with flux's spec extensions: ``h`` (hyphen if empty), ``+`` (mark a cut)."""
+    """str.format with flux's spec extensions: ``h`` (hyphen if empty), ``+`` (mark a cut),
+    and the conversion ``!d`` (seconds as a local time: ``{t!d:STRFTIME::SPEC}``)."""
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "d":
+            return datetime.datetime.fromtimestamp(float(value or 0))
+        return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, datetime.datetime):
+            when, _, format_spec = format_spec.partition("::")
+            value = value.strftime(when) if when else str(value)
         mark_cut = format_spec.endswith("+")
         if mark_cut:
             format_spec = format_spec[:-1]
@@ -193,14 +551,15 @@ class _Formatter(string.Formatter):
 class ResourceFormat:
     """A parsed output format: its literal text, fields, specs and sentinels."""
 
-    def __init__(self, fmt: str) -> None:
+    def __init__(self, fmt: str, headings: dict[str, str] = HEADINGS) -> None:
+        self.headings = headings
         try:
             parsed = list(_Formatter().parse(fmt))
         except ValueError as exc:
             raise PfluxError(f"invalid format {fmt!r}: {exc}") from None
         self.parts: list[tuple[str, str | None, str, str | None]] = []
         for text, field, spec, conv in parsed:
-            if field is not None and field not in HEADINGS:
+            if field is not None and field not in headings and field != "up.ascii":
                 raise PfluxError(f"Unknown format field: {field}")
             self.parts.append((text, field, spec or "", conv))
 
@@ -214,12 +573,20 @@ class ResourceFormat:
             header = "".join(
                 _join(text, field, _header_spec(spec), None) for text, field, spec, _ in parts
             )
-            lines.append(formatter.format(header, **HEADINGS))
+            lines.append(formatter.format(header, **self._heading_values()))
         for row in rows:
             line = formatter.format(fmt, **row)
             if line and not line.isspace():
                 lines.append(line)
         return "".join(line + "\n" for line in lines)
+
+    def _heading_values(self) -> dict[str, Any]:
+        values: dict[str, Any] = dict(self.headings)
+        if "up" in values:
+            up = _Up(values["up"])
+            up.ascii = "UP"
+            values["up"] = up
+        return values
 
     def _resolve(
         self, rows: Sequence[dict[str, Any]], no_header: bool
@@ -238,7 +605,7 @@ class ResourceFormat:
                 continue
             match = _SPEC.fullmatch(spec)
             if "+" in sentinel and match is not None:
-                heading = 0 if no_header else len(HEADINGS[field])
+                heading = 0 if no_header else len(self.headings.get(field, "UP"))
                 width = max(int(match["width"] or 0), heading, widest)
                 parts.append((text[: -len(sentinel)], field, _with_width(match, width), conv))
             else:
@@ -255,6 +622,7 @@ def _join(text: str, field: str | None, spec: str, conv: str | None) -> str:
 
 def _header_spec(spec: str) -> str:
     """Only the alignment and width of a spec apply to a heading."""
+    spec = spec.rpartition("::")[2]  # a time's strftime part is not for a heading
     match = _SPEC.fullmatch(spec)
     if match is None:
         return ""

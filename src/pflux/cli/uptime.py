@@ -1,7 +1,8 @@
 """``pflux uptime``: one line on the instance, as flux-uptime(1) (and uptime(1)) print it.
 
-`` 14:39:05 run 2.1m,  owner alice,  depth 0,  size 1``, and a second line
-when submissions are disabled or the scheduler stopped.
+`` 14:39:05 run 2.1m,  owner alice,  depth 0,  size 1`` (then ``,  N drained``
+if ranks are drained), and a second line when submissions are disabled or the
+scheduler stopped.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def _uptime(uri: str | None) -> None:
     with Client(uri) as client:
         attrs = client.attrs()
         queue = client.queue_status()
+        drained = len(client.resource_status().get("drain") or {})
     now = time.time()
     uid = int(attrs["security.owner"])
     try:
@@ -49,6 +51,7 @@ def _uptime(uri: str | None) -> None:
     print(
         f" {time.strftime('%H:%M:%S', time.localtime(now))} run {up},  owner {owner},"
         f"  depth {attrs['instance-level']},  size {attrs['size']}"
+        + (f",  {drained} drained" if drained else "")
     )
     extra = [
         text

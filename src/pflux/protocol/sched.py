@@ -117,3 +117,16 @@ class ReadyRequest(Struct, frozen=True):
     def __post_init__(self) -> None:
         if self.mode == "limited" and self.limit is None:
             raise invalid("limit", "required in limited mode")
+
+
+class DrainRequest(Struct, frozen=True):
+    """``sched.drain``/``sched.undrain``: take ranks out of (or back into) scheduling.
+
+    ``targets`` is an idset of ranks or a hostlist; ``mode`` as flux's
+    ``resource.drain``: ``update`` leaves what is already drained as it is,
+    ``overwrite`` replaces its reason, ``force-overwrite`` its time too.
+    """
+
+    targets: str
+    reason: str = ""
+    mode: Literal["update", "overwrite", "force-overwrite"] | None = None

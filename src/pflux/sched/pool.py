@@ -14,6 +14,10 @@ request takes ``nslots / nnodes`` slots on each of ``nnodes`` ranks, and an
 A scheduling pass tries many requests against the same free resources, so
 the pool keeps its ranks in worst-fit order as they change, and works out
 the free resources less a reservation once per change.
+
+A drained rank (``drain``) keeps what its jobs hold until they free it, but
+what it has free, and whatever they free later, is set aside rather than
+offered: to the rest of the pool the rank has nothing free.
 """
 
 from __future__ import annotations
@@ -148,6 +152,7 @@ class Pool:
         # every rank's (-free cores, -free GPUs, rank), kept sorted: the worst-fit order
         self._by_fit: list[FitKey] = _worst_fit(self._counts)
         self._avoiding: _View | None = None  # the free resources less a reservation
+        self._drained: dict[int, Holding] = {}  # what a drained rank has set aside
 
     # --- queries ----------------------------------------------------------------------
 
@@ -181,8 +186,25 @@ class Pool:
         used = {}
         for rank, target in self._targets.items():
             cores, gpus = self._free[rank]
+            aside = self._drained.get(rank)
+            if aside is not None:
+                cores, gpus = cores | aside[0], gpus | aside[1]
             used[rank] = (target.cores - cores, target.gpus - gpus)
         return ResourceSet(self._targets_of(used))
+
+    @property
+    def drained(self) -> frozenset[int]:
+        """The drained ranks."""
+        return frozenset(self._drained)
+
+    def busy(self, rank: int) -> bool:
+        """Whether some job holds part of ``rank``."""
+        target = self._targets[rank]
+        cores, gpus = self._free[rank]
+        aside = self._drained.get(rank, (_EMPTY, _EMPTY))
+        return len(cores) + len(aside[0]) < len(target.cores) or len(gpus) + len(aside[1]) < len(
+            target.gpus
+        )
 
     def unsatisfiable(self, request: ResourceRequest) -> str | None:
         """Why ``request`` could never be met by the whole pool, or None if it could.
@@ -230,6 +252,29 @@ class Pool:
         return None
 
     # --- changes ----------------------------------------------------------------------
+
+    def drain(self, rank: int) -> None:
+        """Offer nothing of ``rank`` to new jobs; the jobs there keep what they hold."""
+        if rank in self._drained:
+            return
+        cores, gpus = self._free[rank]
+        self._drained[rank] = (cores, gpus)
+        self._free[rank] = (_EMPTY, _EMPTY)
+        self._count(rank, (0, 0))
+        self.free_cores -= len(cores)
+        self.free_gpus -= len(gpus)
+        self.generation += 1
+
+    def undrain(self, rank: int) -> None:
+        """Offer ``rank``'s free resources again."""
+        aside = self._drained.pop(rank, None)
+        if aside is None:
+            return
+        self._free[rank] = aside
+        self._count(rank, (len(aside[0]), len(aside[1])))
+        self.free_cores += len(aside[0])
+        self.free_gpus += len(aside[1])
+        self.generation += 1
 
     def alloc(
         self,
@@ -321,6 +366,10 @@ class Pool:
         if final:
             release = job.ranks
         for rank, (cores, gpus) in release.items():
+            aside = self._drained.get(rank)
+            if aside is not None:
+                self._drained[rank] = (aside[0] | cores, aside[1] | gpus)
+                continue
             free_cores, free_gpus = self._free[rank]
             ncores, ngpus = self._counts[rank]
             if gpus:
@@ -367,8 +416,11 @@ class Pool:
         fit = self._fitter(request)
         total = sum(fit(rank, cores, gpus) for cores, gpus, rank in self._counted())
         need = request.nnodes or request.nslots
+        drained = self._drained
         for i, (when, jobid) in enumerate(ending):
             for rank, cores, gpus in jobs[jobid].sizes:
+                if rank in drained:
+                    continue  # what a job frees there is set aside
                 have_cores, have_gpus = counts[rank]
                 counts[rank] = (have_cores + cores, have_gpus + gpus)
                 total += fit(rank, have_cores + cores, have_gpus + gpus)
@@ -376,7 +428,8 @@ class Pool:
             if i + 1 < len(ending) and ending[i + 1][0] == when:
                 continue  # release everything ending at the same moment first
             if total >= need:
-                free = _Freed(self._free, [jobs[ended].ranks for _, ended in ending[: i + 1]])
+                released = [jobs[ended].ranks for _, ended in ending[: i + 1]]
+                free = _Freed(self._free, released, drained)
                 chosen = self._select(request, free, _worst_fit(counts))
                 if chosen is not None:
                     return Reservation(when, chosen)
@@ -520,15 +573,23 @@ class _Freed(Mapping[int, Holding]):
     A reservation reads only the ranks it tries, worst fit first: usually a few.
     """
 
-    def __init__(self, free: dict[int, Holding], released: list[dict[int, Holding]]) -> None:
+    def __init__(
+        self,
+        free: dict[int, Holding],
+        released: list[dict[int, Holding]],
+        drained: Mapping[int, Holding],
+    ) -> None:
         self._free = free
         self._released = released
+        self._drained = drained
         self._done: dict[int, Holding] = {}
 
     def __getitem__(self, rank: int) -> Holding:
         have = self._done.get(rank)
         if have is None:
             cores, gpus = self._free[rank]
+            if rank in self._drained:
+                return cores, gpus
             for ranks in self._released:
                 held = ranks.get(rank)
                 if held is not None:

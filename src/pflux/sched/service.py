@@ -16,6 +16,11 @@ Time comes from ``pflux.sched.clock``: real time, or in a simulation the
 simulator's, which it sets with ``sched.sim-time``; a pass then runs only
 when the simulator sets the time, and that request is answered once the
 pass's allocations are.
+
+The owner drains ranks (``sched.drain``, flux's ``flux resource drain``): a
+drained rank gets no new job, the jobs there run to their end.  Which ranks
+are drained, since when and why, is kept in the KVS (``DRAIN_KEY``) and
+read back at start, after the running jobs' resources are marked allocated.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import errno
 import logging
 import math
 import os
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -32,13 +38,14 @@ import orjson
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
-from pflux.errors import JobspecError, ResourceError
+from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError
 from pflux.protocol.decode import decode
 from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,
     AllocResponse,
     CancelRequest,
+    DrainRequest,
     ExpirationRequest,
     FreeRequest,
 )
@@ -46,7 +53,9 @@ from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
 from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
+from pflux.spec import hostlist
 from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
 from pflux.spec.kvs_keys import job_key
 from pflux.spec.resource import ResourceSet
 
@@ -55,6 +64,9 @@ log = logging.getLogger("pflux.sched")
 # flux-core's exception for a running job whose R the restarted scheduler cannot take back
 RESTART_EXCEPTION = "scheduler-restart"
 RESTART_NOTE = "failed to reallocate R for running job"
+
+# the drained ranks, as {rank: {"timestamp": seconds, "reason": text}}
+DRAIN_KEY = "resource.drain"
 
 
 def queue_depth(config: dict[str, Any]) -> int:
@@ -122,6 +134,7 @@ class Scheduler(Service):
         self.ready = False
         self._pass_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
+        self._drains: dict[int, tuple[float, str]] = {}  # drained rank: (since, reason)
 
     # --- start: hello and ready -------------------------------------------------------
 
@@ -129,6 +142,7 @@ class Scheduler(Service):
         try:
             async for entry in self.broker.stream("job-manager.sched-hello", {}):
                 await self._hello(entry)
+            await self._load_drains()
             reply = await self.broker.call("job-manager.sched-ready", {"mode": "unlimited"})
         except RPCError as exc:
             log.error("scheduler handshake with the job manager failed: %s", exc)
@@ -175,6 +189,26 @@ class Scheduler(Service):
             {"id": jobid, "type": RESTART_EXCEPTION, "severity": 0, "note": RESTART_NOTE},
             lambda msg: _log_failure(msg, f"raising an exception on job {JobID(jobid)}"),
         )
+
+    async def _load_drains(self) -> None:
+        """Drain again what was drained when the instance stopped."""
+        try:
+            reply = await self.broker.call("kvs.get", {"key": DRAIN_KEY})
+        except RPCError as exc:
+            if exc.errnum != errno.ENOENT:
+                log.error("cannot read %s: %s", DRAIN_KEY, exc)
+            return
+        saved = _loads(reply.get("value") if isinstance(reply, dict) else None)
+        if not isinstance(saved, dict):
+            log.error("%s: expected an object, ignored", DRAIN_KEY)
+            return
+        for key, info in saved.items():
+            rank = int(key) if key.isdigit() else -1
+            if rank not in self.pool.all.targets or not isinstance(info, dict):
+                log.error("%s: ignoring entry %r", DRAIN_KEY, key)
+                continue
+            self._drains[rank] = (float(info.get("timestamp", 0)), str(info.get("reason", "")))
+            self.pool.drain(rank)
 
     async def _lookup_r(self, jobid: int) -> Any:
         try:
@@ -294,13 +328,109 @@ class Scheduler(Service):
 
     @method("resource-status")
     def resource_status(self, req: Request) -> None:
+        """The resource sets; a drained rank is down (with its jobs' part still allocated)."""
+        everything = self.pool.all
+        down = {rank: everything.targets[rank] for rank in sorted(self._drains)}
+        draining = [rank for rank in self._drains if self.pool.busy(rank)]
         req.respond(
             {
-                "all": self.pool.all.to_json(),
+                "all": everything.to_json(),
                 "allocated": self.pool.allocated().to_json(),
-                "down": ResourceSet({}).to_json(),
+                "down": ResourceSet(down).to_json(),
+                "drained": IdSet(set(self._drains) - set(draining)).encode(),
+                "draining": IdSet(draining).encode(),
+                "drain": {
+                    str(rank): {"timestamp": since, "reason": reason}
+                    for rank, (since, reason) in sorted(self._drains.items())
+                },
             }
         )
+
+    @method("drain")
+    def drain(self, req: Request) -> None:
+        """Drain ranks: as flux's resource.drain, EEXIST if one is already (unless ``mode``)."""
+        _owner_only(req)
+        request = decode(req.topic, req.payload, DrainRequest)
+        ranks = self._targets(request.targets)
+        if request.mode is None:
+            already = [rank for rank in ranks if rank in self._drains]
+            if already:
+                count = "s" if len(already) > 1 else ""
+                raise RPCError(
+                    errno.EEXIST, f"rank{count} {IdSet(already).encode()} already drained"
+                )
+        now = time.time()
+        for rank in ranks:
+            old = self._drains.get(rank)
+            if old is None or request.mode == "force-overwrite":
+                self._drains[rank] = (now, request.reason)
+            elif request.mode == "overwrite":
+                self._drains[rank] = (old[0], request.reason)
+            self.pool.drain(rank)
+        log.info("drain %s: %s", IdSet(ranks).encode(), request.reason or "(no reason)")
+        self._save_drains(req)
+
+    @method("undrain")
+    def undrain(self, req: Request) -> None:
+        """Undrain ranks: EEXIST naming those not drained (unless ``mode`` is ``update``)."""
+        _owner_only(req)
+        request = decode(req.topic, req.payload, DrainRequest)
+        ranks = self._targets(request.targets)
+        missing = [rank for rank in ranks if rank not in self._drains]
+        if missing and request.mode is None:
+            count = "s" if len(missing) > 1 else ""
+            raise RPCError(errno.EEXIST, f"rank{count} {IdSet(missing).encode()} not drained")
+        for rank in ranks:
+            self._drains.pop(rank, None)
+            self.pool.undrain(rank)
+        log.info("undrain %s: %s", IdSet(ranks).encode(), request.reason or "(no reason)")
+        self._save_drains(req)
+        self._schedule_soon()
+
+    def _targets(self, targets: str) -> list[int]:
+        """The ranks ``targets`` names: an idset, or a hostlist of this instance's hosts."""
+        known = self.pool.all.targets
+        try:
+            ranks = sorted(IdSet.decode(targets))
+        except IdsetError:
+            ranks = self._hosts_ranks(targets)
+        if not ranks:
+            raise RPCError(errno.EINVAL, "idset is empty")
+        if any(rank not in known for rank in ranks):
+            raise RPCError(errno.EINVAL, "idset is out of range")
+        return ranks
+
+    def _hosts_ranks(self, targets: str) -> list[int]:
+        """The ranks of the hosts of the hostlist ``targets``."""
+        try:
+            hosts = hostlist.decode(targets)
+        except HostlistError as exc:
+            raise RPCError(errno.EINVAL, f"invalid targets: {exc}") from None
+        by_host: dict[str, list[int]] = {}
+        for rank, target in self.pool.all.targets.items():
+            by_host.setdefault(target.hostname, []).append(rank)
+        unknown = [host for host in hosts if host not in by_host]
+        if unknown:
+            raise RPCError(errno.EINVAL, f"invalid targets: {unknown[0]} is not a host here")
+        return sorted({rank for host in hosts for rank in by_host[host]})
+
+    def _save_drains(self, req: Request) -> None:
+        """Store the drained ranks, then answer ``req``."""
+        saved = {
+            str(rank): {"timestamp": since, "reason": reason}
+            for rank, (since, reason) in sorted(self._drains.items())
+        }
+        ops = [["put", DRAIN_KEY, orjson.dumps(saved).decode()]]
+
+        def stored(msg: Message) -> None:
+            if msg.errnum:
+                req.error(
+                    msg.errnum, f"{req.topic}: storing the drained ranks failed: {msg.errstr}"
+                )
+            else:
+                req.respond({})
+
+        self.broker.send("kvs.commit", {"ops": ops}, stored)
 
     @method("sim-time")
     def sim_time(self, req: Request) -> None:

@@ -464,3 +464,43 @@ def test_a_request_s_shape_is_it_without_its_duration(wanted: ResourceRequest) -
     assert type(shape) is ResourceRequest
     assert shape == wanted._replace(duration=0.0)
     assert shape.duration == 0.0
+
+
+# --- drained ranks ------------------------------------------------------------------------
+
+
+def test_a_drained_rank_offers_nothing_and_keeps_what_its_jobs_free_aside() -> None:
+    pool = pool_of((4, 0), (4, 0))
+    held = pool.alloc(1, req(1, 2, nnodes=1), NOW)
+    assert held is not None
+    rank = next(iter(held.targets))
+    other = 1 - rank
+    pool.drain(rank)
+    assert pool.drained == frozenset({rank})
+    assert pool.busy(rank)
+    assert pool.available().ranks() == IdSet([other])
+    assert pool.alloc(2, req(1, 4, nnodes=1), NOW) is not None  # the other rank
+    assert pool.alloc(3, req(1, 1), NOW) is None  # the drained rank's 2 free cores stay aside
+    pool.free(1)
+    assert not pool.busy(rank)
+    assert pool.allocated().ranks() == IdSet([other])  # what was set aside is not "allocated"
+    assert pool.alloc(3, req(1, 1), NOW) is None
+    pool.undrain(rank)
+    got = pool.alloc(3, req(1, 4), NOW)
+    assert got is not None
+    assert got.ranks() == IdSet([rank])
+
+
+def test_a_reservation_does_not_count_on_a_drained_rank() -> None:
+    pool = pool_of((2, 0), (2, 0))
+    assert pool.alloc(1, req(1, 2, nnodes=1, duration=10), NOW) is not None
+    assert pool.alloc(2, req(1, 2, nnodes=1, duration=20), NOW) is not None
+    first = pool.reservation(req(1, 2))
+    assert first is not None
+    assert first.time == NOW + 10
+    ending_first = next(iter(pool.held(1).targets))
+    pool.drain(ending_first)
+    later = pool.reservation(req(1, 2))
+    assert later is not None
+    assert later.time == NOW + 20
+    assert set(later.resources) == {1 - ending_first}

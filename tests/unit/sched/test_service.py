@@ -486,15 +486,19 @@ def test_guests_may_only_read_status(tmp_path: Path) -> None:
         async with live(tmp_path) as t:
             replies: asyncio.Queue[Message] = asyncio.Queue()
             route = LocalRoute(t.broker.queue, replies.put_nowait)
-            for tag, topic in enumerate(("sched.alloc", "sched.free", "sched.resource-status")):
-                msg = Message(REQUEST, topic, tag, {"id": 1}, userid=4242, rolemask=ROLE_USER)
+            topics = ("sched.alloc", "sched.free", "sched.resource-status", "sched.drain",
+                      "sched.undrain")  # fmt: skip
+            for tag, topic in enumerate(topics):
+                payload = {"id": 1, "targets": "0"}
+                msg = Message(REQUEST, topic, tag, payload, userid=4242, rolemask=ROLE_USER)
                 t.broker.dispatch(msg, route)
             got = {}
-            for _ in range(3):
+            for _ in range(len(topics)):
                 msg = await asyncio.wait_for(replies.get(), 5)
                 got[msg.topic] = msg.errnum
             assert got == {"sched.alloc": errno.EPERM, "sched.free": errno.EPERM,
-                           "sched.resource-status": 0}  # fmt: skip
+                           "sched.resource-status": 0, "sched.drain": errno.EPERM,
+                           "sched.undrain": errno.EPERM}  # fmt: skip
 
     run(body)
 

@@ -835,7 +835,7 @@ class JobspecV1(Jobspec):
                     self.setattr_shell_option(f"output.{stream}.label", True)
 
     @classmethod
-    def per_resource(  # noqa: PLR0917  (flux-core's signature: tools pass these by position)
+    def per_resource(
         cls: type[_V1T],
         command: Sequence[str],
         ncores: int | None = None,
@@ -878,7 +878,7 @@ class JobspecV1(Jobspec):
         return cls([top], tasks, attributes=attributes)._set_extra_options(**kwargs)
 
     @classmethod
-    def from_command(  # noqa: PLR0917  (flux-core's signature: tools pass these by position)
+    def from_command(
         cls: type[_V1T],
         command: Sequence[str],
         num_tasks: int = 1,
@@ -951,7 +951,7 @@ class JobspecV1(Jobspec):
         )
 
     @classmethod
-    def from_batch_command(  # noqa: PLR0917  (flux-core's signature)
+    def from_batch_command(
         cls: type[_V1T],
         script: str,
         jobname: str,
@@ -989,7 +989,7 @@ class JobspecV1(Jobspec):
         return jobspec
 
     @classmethod
-    def from_nest_command(  # noqa: PLR0917  (flux-core's signature)
+    def from_nest_command(
         cls: type[_V1T],
         command: Sequence[str],
         num_slots: int = 1,
