@@ -136,7 +136,7 @@ def _pgrep(args: argparse.Namespace, name: str, kill: bool) -> int:
     try:
         matches = Matcher(args.expression)
     except (ValueError, re.error) as exc:
-        sys.stderr.write(f"pflux-{name}: ERROR: expression error: {exc}\n")
+        sys.stderr.write(f"{base.PROG}-{name}: ERROR: expression error: {exc}\n")
         return 2
     from pflux.api import Client
 

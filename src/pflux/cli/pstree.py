@@ -159,7 +159,7 @@ def _fetch(args: argparse.Namespace) -> list[Any]:
         if args.jobids:
             if args.all or args.filter:
                 sys.stderr.write(
-                    "pflux-pstree: WARNING: filtering options ignored with jobid list\n"
+                    f"{base.PROG}-pstree: WARNING: filtering options ignored with jobid list\n"
                 )
             listed = client.job_info_many([JobID.parse(t) for t in args.jobids], ["all"])
             for text, info in zip(args.jobids, listed, strict=True):

@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-import pflux
-
-SHIM = Path(pflux.__file__).parent / "fluxshim" / "python"
+from pflux.cli import base
+from pflux.fluxshim import PYTHON as SHIM
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,7 +36,7 @@ def main(argv: list[str]) -> int:
             print(SHIM)
             return 0
         sys.stderr.write(
-            "pflux-python: ERROR: --list-versions: pflux has one flux package, for any"
+            f"{base.PROG}-python: ERROR: --list-versions: pflux has one flux package, for any"
             " Python 3.8 or newer; there are no pythonX.Y commands\n"
         )
         return 1

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Final
 
+from pflux.cli import base
+
 __all__ = ["FIRST_AFTER", "StatusLine", "wanted"]
 
 FIRST_AFTER: Final = 2.0  # seconds after attaching before the line first shows
@@ -104,5 +106,5 @@ class StatusLine:
             columns = 80
         width = max(columns - 20 - len(self.jobid), 0)
         clock = f"{elapsed // 3600:02d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
-        sys.stderr.write(f"\rpflux-job: {self.jobid} {self.message:<{width}} {clock}\r")
+        sys.stderr.write(f"\r{base.PROG}-job: {self.jobid} {self.message:<{width}} {clock}\r")
         sys.stderr.flush()
