@@ -1,0 +1,133 @@
+"""``pflux batch``: a script, with its ``#flux:`` directives, runs as the initial
+program of a nested instance over the slots asked for, as ``flux batch``; its
+output goes to ``flux-{{id}}.out``, the job exits with its status, and what it
+submits stays in the nested instance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.instance import fails, ok, pflux
+
+SCRIPT = """\
+#!/bin/sh
+# FLUX: -n2 --job-name=from-directive
+# FLUX: --setattr=user.note='a b'   # a comment
+echo "args: $*"
+echo "slots: $(flux resource list -n -s free -o '{ncores}')"
+flux run -n2 --job-name=inner-batch-job hostname | wc -l
+flux jobs -a -n -o '{name}'
+echo "level: $(flux getattr instance-level)"
+exit 3
+"""
+
+
+def submit(uri: str, where: Path, *args: str, stdin: str | None = None) -> str:
+    out = ok(uri, "batch", f"--cwd={where}", *args, stdin=stdin)
+    jobid = out.strip()
+    assert out == f"{jobid}\n"  # the job id alone
+    return jobid
+
+
+def finish(uri: str, jobid: str) -> int:
+    """The job's exit code, once it is over (its output is in a file: attach shows none)."""
+    return pflux(uri, "job", "attach", jobid).returncode
+
+
+def test_a_script_runs_in_a_nested_instance_with_its_directives(uri: str, tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text(SCRIPT)
+    jobid = submit(uri, tmp_path, str(script), "one", "two")
+    assert finish(uri, jobid) == 3  # the script's exit status
+    out = (tmp_path / f"flux-{jobid}.out").read_text()
+    assert out.splitlines() == [
+        "args: one two",
+        "slots: 2",  # -n2 from the directive: two slots of one core
+        "2",
+        "inner-batch-job",  # the nested instance lists its own job only
+        "level: 1",
+    ]
+    listed = ok(uri, "jobs", "-a", "-n", "-o", "{name}")
+    assert "from-directive" in listed.splitlines()
+    assert "inner-batch-job" not in listed  # never reached the enclosing instance
+    info = json.loads(ok(uri, "job", "info", jobid, "jobspec"))
+    assert info["attributes"]["user"]["note"] == "a b"
+
+
+def test_the_command_line_overrides_the_directives(uri: str, tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text(SCRIPT)
+    jobid = submit(uri, tmp_path, "-n1", "--job-name=cli", f"--output={tmp_path}/o", str(script))
+    assert finish(uri, jobid) == 3
+    assert "slots: 1" in (tmp_path / "o").read_text()
+    assert ok(uri, "jobs", "-n", "-o", "{name}", jobid) == "cli\n"
+
+
+def test_wrap_and_stdin(uri: str, tmp_path: Path) -> None:
+    jobid = submit(uri, tmp_path, "-n1", "--wrap", "echo", "wrapped", "$FLUX_URI")
+    assert finish(uri, jobid) == 0
+    text = (tmp_path / f"flux-{jobid}.out").read_text()
+    assert text.startswith("wrapped local://")
+    jobid = submit(uri, tmp_path, stdin="#!/bin/sh\n#flux: -n1\necho from stdin\nexit 1\n")
+    assert finish(uri, jobid) == 1
+    assert (tmp_path / f"flux-{jobid}.out").read_text() == "from stdin\n"
+    assert ok(uri, "jobs", "-n", "-o", "{name}", jobid) == "batch\n"
+
+
+def test_the_jobspec_carries_the_script(uri: str, tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    out = ok(uri, "batch", "-N1", "--broker-opts=-Slog-stderr-level=6", "--dry-run", str(script))
+    jobspec = json.loads(out)
+    system = jobspec["attributes"]["system"]
+    assert jobspec["tasks"][0]["command"] == [
+        "flux",
+        "broker",
+        "-Slog-stderr-level=6",
+        "{{tmpdir}}/script",
+    ]
+    assert jobspec["tasks"][0]["count"] == {"total": 1}
+    assert jobspec["resources"][0]["type"] == "node"
+    assert jobspec["resources"][0]["exclusive"] is True  # -N without -n: whole nodes
+    assert system["files"]["script"] == {
+        "mode": 0o100700,
+        "encoding": "utf-8",
+        "data": "#!/bin/sh\ntrue\n",
+    }
+    assert system["shell"]["options"]["output"]["stdout"]["path"] == "flux-{{id}}.out"
+    assert system["job"]["name"] == str(script)
+
+
+def test_bad_batch_requests_are_refused(uri: str, tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("echo no shebang\n")
+    err = fails(uri, "batch", "-n1", str(script), rc=2)
+    assert err == f"pflux-batch: ERROR: {script} does not appear to start with '#!'\n"
+    script.write_text("#!/bin/sh\ntrue\n")
+    err = fails(uri, "batch", str(script), rc=2)
+    assert err == "pflux-batch: ERROR: Number of slots to allocate must be specified\n"
+    script.write_text("#!/bin/sh\n#flux: -n1\necho hi\n#flux: -n2\n")
+    err = fails(uri, "batch", str(script), rc=2)
+    assert err == (
+        f"pflux-batch: ERROR: {script}: line 4: orphan 'flux:' detected:"
+        " directives end at line 3, the script's first line that is not a comment\n"
+    )
+    script.write_text("#!/bin/sh\n#flux: --no-such-option\n")
+    err = fails(uri, "batch", str(script), rc=2)
+    assert err.endswith(f"pflux-batch: ERROR: argument parsing failed at {script} line 2\n")
+    err = fails(uri, "batch", "-n1", "--broker-opts=-Sbroker.rc2_none=1", "--wrap", "true", rc=2)
+    assert err == (
+        "pflux-batch: ERROR: -S broker.rc2_none=1: pflux's broker cannot set attribute"
+        " 'broker.rc2_none' (it sets: statedir, log-stderr-level)\n"
+    )
+    err = fails(uri, "batch", "-n1", "--broker-opts=--k-ary=2", "--wrap", "true", rc=2)
+    assert err == (
+        "pflux-batch: ERROR: --broker-opts: --k-ary=2: pflux's broker does not take it"
+        " (-v, -S ATTR=VAL (ATTR: statedir, log-stderr-level), -c FILE)\n"
+    )
+    err = fails(uri, "batch", "-n1", "--conf=x=1", "--wrap", "true", rc=2)
+    assert err == (
+        "pflux-batch: ERROR: --conf=x=1: not supported by pflux"
+        " (a configuration file may be given as --broker-opts=-cFILE)\n"
+    )
