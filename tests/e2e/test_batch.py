@@ -131,3 +131,21 @@ def test_bad_batch_requests_are_refused(uri: str, tmp_path: Path) -> None:
         "pflux-batch: ERROR: --conf=x=1: not supported by pflux"
         " (a configuration file may be given as --broker-opts=-cFILE)\n"
     )
+
+
+def test_broker_options_the_nested_instance_honours(uri: str, tmp_path: Path) -> None:
+    conf = tmp_path / "conf.json"
+    conf.write_text(json.dumps({"resource": {"cores": 1}}))
+    state = tmp_path / "state"
+    jobid = submit(
+        uri,
+        tmp_path,
+        "-n2",
+        f"--broker-opts=-Sstatedir={state},-c{conf}",
+        "--wrap",
+        "flux getattr statedir; flux resource list -n -s free -o '{ncores}'",
+    )
+    assert finish(uri, jobid) == 0
+    out = (tmp_path / f"flux-{jobid}.out").read_text()
+    assert out.splitlines() == [str(state), "1"]  # the state directory, the config's 1 core
+    assert any(state.iterdir())  # kept there
