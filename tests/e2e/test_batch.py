@@ -149,3 +149,21 @@ def test_broker_options_the_nested_instance_honours(uri: str, tmp_path: Path) ->
     out = (tmp_path / f"flux-{jobid}.out").read_text()
     assert out.splitlines() == [str(state), "1"]  # the state directory, the config's 1 core
     assert any(state.iterdir())  # kept there
+
+
+def test_a_batch_jobspec_a_tool_builds_runs(uri: str, tmp_path: Path) -> None:
+    """flux's ``JobspecV1.from_batch_command`` (a broker per node, ``mpi=none``) runs
+    its script from the jobspec's files, as a tool submitting it expects."""
+    program = tmp_path / "tool.py"
+    program.write_text(
+        "import flux, flux.job\n"
+        f"h = flux.Flux('{uri}')\n"
+        "js = flux.job.JobspecV1.from_batch_command(\n"
+        "    '#!/bin/sh\\necho level $(flux getattr instance-level)\\nexit 2\\n',\n"
+        "    'b', num_slots=2)\n"
+        f"js.stdout = '{tmp_path}/out'\n"
+        "print(flux.job.wait(h, flux.job.submit(h, js, waitable=True)).success)\n"
+    )
+    proc = pflux(uri, "python", str(program), script=True)
+    assert proc.stdout == "False\n", proc.stderr  # the script's exit 2
+    assert (tmp_path / "out").read_text() == "level 1\n"
