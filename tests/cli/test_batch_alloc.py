@@ -70,4 +70,15 @@ def test_alloc_refuses_io_options_and_bad_broker_options(uri: str) -> None:
     err = fails(uri, "alloc", "-n1", "--broker-opts=-Slog-stderr-level=9", "true", rc=2)
     assert err == "pflux-alloc: ERROR: -S log-stderr-level=9: log-stderr-level must be 0-7\n"
     err = fails(uri, "alloc", "-n1", "--conf=a.toml", "true", rc=2)
-    assert err.startswith("pflux-alloc: ERROR: --conf=a.toml: not supported by pflux")
+    assert err == "pflux-alloc: ERROR: --conf=a.toml: No such file or directory\n"
+    err = fails(uri, "alloc", "-n1", "--conf=a=1", "--broker-opts=-cx.toml", "true", rc=2)
+    assert err == (
+        "pflux-alloc: ERROR: --conf: the broker options give a configuration file already (-c)\n"
+    )
+
+
+def test_conf_travels_in_the_jobspec(uri: str) -> None:
+    jobspec = dry(uri, "alloc", "-n1", "--conf=a.b=1", "--conf=a.c=x", "--conf=d=[1]", "true")
+    assert jobspec["tasks"][0]["command"] == ["flux", "broker", "-c{{tmpdir}}/conf.json", "true"]
+    conf = jobspec["attributes"]["system"]["files"]["conf.json"]
+    assert conf == {"mode": 0o100600, "data": {"a": {"b": 1, "c": "x"}, "d": [1]}}

@@ -880,6 +880,8 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",
     ),
     "batch --conf": (
+        "tests/e2e/test_batch.py::test_conf_configures_the_nested_instance",
+        "tests/cli/test_batch_alloc.py::test_conf_travels_in_the_jobspec",
         "tests/e2e/test_batch.py::test_bad_batch_requests_are_refused",
         "tests/cli/test_batch_alloc.py::test_alloc_refuses_io_options_and_bad_broker_options",
     ),
@@ -929,6 +931,8 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",
     ),
     "alloc --conf": (
+        "tests/e2e/test_batch.py::test_conf_configures_the_nested_instance",
+        "tests/cli/test_batch_alloc.py::test_conf_travels_in_the_jobspec",
         "tests/e2e/test_batch.py::test_bad_batch_requests_are_refused",
         "tests/cli/test_batch_alloc.py::test_alloc_refuses_io_options_and_bad_broker_options",
     ),

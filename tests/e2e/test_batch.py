@@ -126,10 +126,10 @@ def test_bad_batch_requests_are_refused(uri: str, tmp_path: Path) -> None:
         "pflux-batch: ERROR: --broker-opts: --k-ary=2: pflux's broker does not take it"
         " (-v, -S ATTR=VAL (ATTR: statedir, log-stderr-level), -c FILE)\n"
     )
-    err = fails(uri, "batch", "-n1", "--conf=x=1", "--wrap", "true", rc=2)
+    err = fails(uri, "batch", "-n1", "--conf=myconf", "--wrap", "true", rc=2)
     assert err == (
-        "pflux-batch: ERROR: --conf=x=1: not supported by pflux"
-        " (a configuration file may be given as --broker-opts=-cFILE)\n"
+        "pflux-batch: ERROR: --conf=myconf: not KEY=VAL, a .toml or .json file, or TOML or"
+        " JSON text (named configurations are not supported by pflux)\n"
     )
 
 
@@ -167,3 +167,23 @@ def test_a_batch_jobspec_a_tool_builds_runs(uri: str, tmp_path: Path) -> None:
     proc = pflux(uri, "python", str(program), script=True)
     assert proc.stdout == "False\n", proc.stderr  # the script's exit 2
     assert (tmp_path / "out").read_text() == "level 1\n"
+
+
+def test_conf_configures_the_nested_instance(uri: str, tmp_path: Path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text("[resource]\ncores = 3\n")
+    show = "flux resource list -n -s free -o '{ncores}'"
+    runs = [
+        (["--conf=resource.cores=1"], "1"),
+        ([f"--conf={toml}"], "3"),
+        ([f"--conf={toml}", "--conf=[resource]\ncores = 2\n"], "2"),  # the last one wins
+    ]
+    for confs, cores in runs:
+        jobid = submit(uri, tmp_path, "-n4", *confs, "--wrap", show)
+        assert finish(uri, jobid) == 0
+        assert (tmp_path / f"flux-{jobid}.out").read_text() == f"{cores}\n"
+    jobid = submit(uri, tmp_path, "-n1", "--conf=resource.colour=1", "--wrap", "true")
+    assert finish(uri, jobid) == 1  # the nested instance refuses what it cannot use
+    text = (tmp_path / f"flux-{jobid}.out").read_text()
+    assert "conf.json" in text
+    assert "colour" in text
