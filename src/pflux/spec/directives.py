@@ -2,7 +2,8 @@
 
 A directive is a line made of a prefix of non-word characters (``#``, ``# ``),
 the sentinel ``flux:`` (or ``FLUX:``) and options, split as a shell splits a
-command line (quotes, backslashes, ``#`` comments). Directives come before the
+command line (quotes, backslashes, ``#`` comments), except that a backslash
+escapes a quote inside single quotes too, as flux reads them. Directives come before the
 script's first line that is neither blank nor a comment (the ``#!`` line is
 one); every directive uses the same prefix and sentinel. A directive found
 later, or with another sentinel, is an error that names its line, as is one
