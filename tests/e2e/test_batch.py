@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.instance import fails, ok, pflux
+from support.instance import LiveInstance, fails, ok, pflux
 
 SCRIPT = """\
 #!/bin/sh
@@ -187,3 +187,15 @@ def test_conf_configures_the_nested_instance(uri: str, tmp_path: Path) -> None:
     text = (tmp_path / f"flux-{jobid}.out").read_text()
     assert "conf.json" in text
     assert "colour" in text
+
+
+def test_whole_nodes_and_one_broker_on_the_first(tmp_path: Path) -> None:
+    config = tmp_path / "two.toml"
+    config.write_text('[[resource.config]]\nhosts = "node[0-1]"\ncores = "0-1"\n')
+    with LiveInstance(tmp_path / "state", "--config", str(config), cores=None) as live:
+        show = "flux resource list -n -s free -o '{ncores}'; flux getattr size"
+        jobid = submit(live.uri, tmp_path, "-N2", "--wrap", show)
+        assert finish(live.uri, jobid) == 0
+        listed = ok(live.uri, "jobs", "-n", "-o", "{nnodes} {ntasks} {nodelist}", jobid)
+    assert listed == "2 1 node[0-1]\n"  # both nodes, one broker
+    assert (tmp_path / f"flux-{jobid}.out").read_text() == "2\n1\n"  # the first node's cores
