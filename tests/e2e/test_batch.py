@@ -6,9 +6,13 @@ submits stays in the nested instance."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from support.instance import LiveInstance, fails, ok, pflux
+from pflux import fluxshim
+from support.instance import LiveInstance, environ, fails, ok, pflux
 
 SCRIPT = """\
 #!/bin/sh
@@ -199,3 +203,18 @@ def test_whole_nodes_and_one_broker_on_the_first(tmp_path: Path) -> None:
         listed = ok(live.uri, "jobs", "-n", "-o", "{nnodes} {ntasks} {nodelist}", jobid)
     assert listed == "2 1 node[0-1]\n"  # both nodes, one broker
     assert (tmp_path / f"flux-{jobid}.out").read_text() == "2\n1\n"  # the first node's cores
+
+
+def test_flux_batch_names_itself_flux(uri: str, tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/sh\n#flux: -n1\ntrue\n#flux: -n2\n")
+    proc = subprocess.run(
+        [os.path.join(fluxshim.BIN, "flux"), "batch", str(script)],
+        capture_output=True,
+        text=True,
+        env=environ(PFLUX_URI=uri, PFLUX_PYTHON=sys.executable),
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"flux-batch: ERROR: {script}: line 4: orphan 'flux:'")
