@@ -42,7 +42,7 @@ def finish(uri: str, jobid: str) -> int:
 def test_a_script_runs_in_a_nested_instance_with_its_directives(uri: str, tmp_path: Path) -> None:
     script = tmp_path / "job.sh"
     script.write_text(SCRIPT)
-    jobid = submit(uri, tmp_path, str(script), "one", "two")
+    jobid = submit(uri, tmp_path, "--", str(script), "one", "two")
     assert finish(uri, jobid) == 3  # the script's exit status
     out = (tmp_path / f"flux-{jobid}.out").read_text()
     assert out.splitlines() == [
@@ -69,7 +69,7 @@ def test_the_command_line_overrides_the_directives(uri: str, tmp_path: Path) -> 
 
 
 def test_wrap_and_stdin(uri: str, tmp_path: Path) -> None:
-    jobid = submit(uri, tmp_path, "-n1", "--wrap", "echo", "wrapped", "$FLUX_URI")
+    jobid = submit(uri, tmp_path, "-n1", "--wrap", "--", "echo", "wrapped", "$FLUX_URI")
     assert finish(uri, jobid) == 0
     text = (tmp_path / f"flux-{jobid}.out").read_text()
     assert text.startswith("wrapped local://")

@@ -46,9 +46,11 @@ def main(argv: list[str]) -> int:
 
 
 def _batch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+    _drop_separator(args)
     name, script = _script(args)
     if not args.wrap or not args.command:
         args = _with_directives(parser, name, script, argv)
+        _drop_separator(args)
     if args.wrap:
         script = f"#!/bin/sh\n{script}"
     elif not script.startswith("#!"):
@@ -78,11 +80,16 @@ def _batch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
     return submit_all("batch", args, [request], [(None, None)])
 
 
+def _drop_separator(args: argparse.Namespace) -> None:
+    """``--`` between the options and the script (or ``--wrap``'s command) is no argument."""
+    if args.command[:1] == ["--"]:
+        del args.command[0]
+
+
 def _script(args: argparse.Namespace) -> tuple[str, str]:
     """The script's name (its path, or ``stdin``) and text."""
     if args.wrap and args.command:
-        command = args.command[1:] if args.command[0] == "--" else args.command
-        return "wrap", " ".join(command) + "\n"
+        return "wrap", " ".join(args.command) + "\n"
     if not args.command:
         return "stdin", _decode("stdin", sys.stdin.buffer.read())
     path = args.command[0]
