@@ -14,6 +14,8 @@ FILES = {
     "blob": {"encoding": "base64", "data": base64.b64encode(b"\x00\xffok").decode()},
     "conf.json": {"mode": 0o100644, "data": {"a": [1, "two"]}},
     "sub/dir/note": {"encoding": "utf-8", "data": "deep"},
+    "empty": {"mode": 0o40750},
+    "link": {"mode": 0o120777, "data": "script"},
 }
 
 
@@ -21,7 +23,8 @@ def test_the_files_are_written_before_the_tasks_start(uri: str) -> None:
     script = (
         '{{tmpdir}}/script arg; cd "$FLUX_JOB_TMPDIR";'
         " stat -c '%n %a' script blob conf.json sub/dir/note;"
-        " od -An -c blob | tr -s ' '; cat conf.json; echo; cat sub/dir/note"
+        " od -An -c blob | tr -s ' '; cat conf.json; echo; cat sub/dir/note; echo;"
+        " stat -c '%n %F %a' empty; readlink link"
     )
     out = ok(uri, "run", f"--setattr=files={json.dumps(FILES)}", "sh", "-c", script)
     lines = out.splitlines()
@@ -34,7 +37,7 @@ def test_the_files_are_written_before_the_tasks_start(uri: str) -> None:
     ]
     assert lines[5].split() == ["\\0", "377", "o", "k"]
     assert json.loads(lines[6]) == {"a": [1, "two"]}
-    assert lines[7] == "deep"
+    assert lines[7:] == ["deep", "empty directory 750", "script"]
 
 
 def test_the_command_names_the_tmpdir(uri: str) -> None:
@@ -50,3 +53,6 @@ def test_a_file_that_cannot_be_decoded_is_the_jobs_exception(uri: str) -> None:
     files = {"bad": {"encoding": "rot13", "data": "x"}}
     err = fails(uri, "run", f"--setattr=files={json.dumps(files)}", "true")
     assert "files: bad: encoding must be utf-8 or base64, got 'rot13'" in err
+    files = {"fifo": {"mode": 0o10600, "data": ""}}
+    err = fails(uri, "run", f"--setattr=files={json.dumps(files)}", "true")
+    assert "files: fifo: mode 10600 is not a file, directory or link" in err

@@ -790,19 +790,27 @@ def _set_limits(limits: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _stage(job: Description) -> list[str]:
-    """Write the jobspec's files (``pflux.exec.files``) in the job's directory, with
-    their permission bits, before any task starts (a fatal exception names one that
-    fails); the command with ``{{tmpdir}}`` filled in."""
+    """Write the jobspec's files, directories and links (``pflux.exec.files``) in the
+    job's directory, with their permission bits, before any task starts (a fatal
+    exception names one that fails); the command with ``{{tmpdir}}`` filled in."""
     tmpdir = job.env["FLUX_JOB_TMPDIR"]
     for name, content, mode in job.files:
         path = f"{tmpdir}/{name}"
+        kind = mode & 0o170000
         try:
             if "/" in name:
                 os.makedirs(path.rpartition("/")[0], 0o700, exist_ok=True)
+            if kind == 0o040000:  # a directory
+                os.makedirs(path, 0o700, exist_ok=True)
+                os.chmod(path, mode & 0o7777)
+                continue
+            if kind == 0o120000:  # a symbolic link to its data
+                os.symlink(content, path)
+                continue
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             try:
                 write_all(fd, content)
-                os.fchmod(fd, mode)
+                os.fchmod(fd, mode & 0o7777)
             finally:
                 os.close(fd)
         except OSError as exc:
