@@ -82,3 +82,8 @@ def test_conf_travels_in_the_jobspec(uri: str) -> None:
     assert jobspec["tasks"][0]["command"] == ["flux", "broker", "-c{{tmpdir}}/conf.json", "true"]
     conf = jobspec["attributes"]["system"]["files"]["conf.json"]
     assert conf == {"mode": 0o100600, "data": {"a": {"b": 1, "c": "x"}, "d": [1]}}
+
+
+def test_batch_output_kvs_keeps_the_output_in_the_job(uri: str) -> None:
+    jobspec = dry(uri, "batch", "-n1", "--output=kvs", "--wrap", "true")
+    assert "output" not in jobspec["attributes"]["system"].get("shell", {}).get("options", {})

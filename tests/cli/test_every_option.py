@@ -944,6 +944,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "alloc --time-limit": ("tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",),
     "alloc --urgency": ("tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",),
     "batch --output": (
+        "tests/cli/test_batch_alloc.py::test_batch_output_kvs_keeps_the_output_in_the_job",
         "tests/e2e/test_batch.py::test_the_command_line_overrides_the_directives",
         "tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",
     ),
