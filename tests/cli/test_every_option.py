@@ -847,6 +847,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_bulksubmit.py::test_log_files_take_ids_messages_and_output",
     ),
     "start --setattr": (
+        "tests/e2e/test_batch.py::test_start_takes_the_broker_attributes_it_honours",
         "tests/e2e/test_batch.py::test_broker_options_the_nested_instance_honours",
         "tests/cli/test_batch_alloc.py::test_alloc_refuses_io_options_and_bad_broker_options",
     ),

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pflux import fluxshim
-from support.instance import LiveInstance, environ, fails, ok, pflux
+from support.instance import LiveInstance, console, environ, fails, ok, pflux
 
 SCRIPT = """\
 #!/bin/sh
@@ -218,3 +218,21 @@ def test_flux_batch_names_itself_flux(uri: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"flux-batch: ERROR: {script}: line 4: orphan 'flux:'")
+
+
+def test_start_takes_the_broker_attributes_it_honours(tmp_path: Path) -> None:
+    proc = console("start", "-S", "rundir=/x", "true")
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "pflux-start: ERROR: -S rundir=/x: pflux's broker cannot set attribute 'rundir'"
+        " (it sets: statedir, log-stderr-level)\n",
+    )
+    proc = console("start", f"-Sstatedir={tmp_path}/a", f"--state-dir={tmp_path}/b", "true")
+    assert proc.returncode == 2
+    assert proc.stderr.endswith(f"--state-dir={tmp_path}/b says otherwise\n")
+    proc = console("start", f"-Sstatedir={tmp_path}/s", "-Slog-stderr-level=6", "true")
+    assert proc.returncode == 0, proc.stderr
+    assert "pflux.broker INFO: shutdown started" in proc.stderr  # level 6 logs as -v
+    assert (tmp_path / "s").is_dir()
+    quiet = console("start", "-Slog-stderr-level=3", "true")
+    assert (quiet.returncode, quiet.stderr) == (0, "")
