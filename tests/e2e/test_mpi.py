@@ -120,3 +120,17 @@ def test_garbage_on_pmi_fd_fails_the_job_and_not_the_shell(uri: str) -> None:
     err = fails(uri, "run", "-n2", sys.executable, "-c", script, rc=143)
     assert "type=exec severity=0 PMI-1 wire protocol error" in err
     assert ok(uri, "run", "-n2", "echo", "next") == "next\nnext\n"
+
+
+def test_a_batch_script_of_directives_runs_an_mpi_program(
+    uri: str, programs: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "mpi.sh"
+    script.write_text(
+        "#!/bin/sh\n#flux: -n4\n#flux: --job-name=mpi-batch\n"
+        f"cd {programs}\nflux run -n4 ./mpi_hello\n"
+    )
+    jobid = ok(uri, "batch", f"--cwd={tmp_path}", str(script)).strip()
+    assert ok(uri, "job", "attach", jobid) == ""  # exit 0; the output is in the file
+    out = (tmp_path / f"flux-{jobid}.out").read_text()
+    assert sorted(out.splitlines()) == [f"rank {rank} of 4: sum 6" for rank in range(4)]

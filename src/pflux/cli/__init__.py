@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "env": "env",
     "broker": "start",
     "bulksubmit": "bulksubmit",
+    "batch": "batch",
+    "alloc": "alloc",
     "mini": "mini",
     "hostlist": "hostlist",
     "python": "python",
@@ -68,6 +70,8 @@ commands:
   env        print the environment of an instance (flux, pflux, FLUX_URI), or run in it
   broker     as start: an instance (flux's name for the one a job runs)
   bulksubmit submit a job per input (flux's {} templates, ::: lists or stdin)
+  batch      submit a script to run in a nested instance (#flux: directives)
+  alloc      run a nested instance interactively: a command, or a shell
   mini       older flux's 'mini run', 'mini submit', ...: the same commands
   hostlist   combine and print hostlists (of jobs, the instance, stdin)
   python     run Python with the flux package importable

@@ -71,21 +71,44 @@ class _Ordered(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
-def add_options(parser: argparse.ArgumentParser, *, jobspec_format: bool = True) -> None:
+def add_options(
+    parser: argparse.ArgumentParser, *, jobspec_format: bool = True, slots: bool = False
+) -> None:
     """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``;
-    ``--format`` (how ``--dry-run`` prints the jobspec) only with ``jobspec_format``."""
+    ``--format`` (how ``--dry-run`` prints the jobspec) only with ``jobspec_format``.
+    ``slots``: the resource options of ``batch`` and ``alloc``, which ask for slots
+    (``-n/--nslots``, ``-c/--cores-per-slot``, ``-g/--gpus-per-slot``) and have no
+    per-resource options, ``--taskmap`` nor ``--label-io``."""
     parser.allow_abbrev = False  # flux-core spells long options out in full
     res = parser.add_argument_group("resources")
-    res.add_argument("-n", "--ntasks", metavar="N", help="number of tasks to start (default 1)")
-    res.add_argument("-c", "--cores-per-task", metavar="N", help="cores per task (default 1)")
-    res.add_argument("-g", "--gpus-per-task", metavar="N", help="GPUs per task (default none)")
+    unit = "slot" if slots else "task"
+    res.add_argument(
+        "-n",
+        "--nslots" if slots else "--ntasks",
+        dest="ntasks",
+        metavar="N",
+        help="number of slots to allocate" if slots else "number of tasks to start (default 1)",
+    )
+    res.add_argument(
+        "-c", f"--cores-per-{unit}", dest="cores_per_task", metavar="N", help=f"cores per {unit}"
+    )
+    res.add_argument(
+        "-g", f"--gpus-per-{unit}", dest="gpus_per_task", metavar="N", help=f"GPUs per {unit}"
+    )
     res.add_argument(
         "-N",
         "--nodes",
         metavar="N",
-        help="spread the tasks over N nodes; without -n, one task per node, exclusively",
+        help=f"spread the {unit}s over N nodes; without -n, one {unit} per node, exclusively",
     )
     res.add_argument("-x", "--exclusive", action="store_true", help="with -N, allocate whole nodes")
+    if slots:
+        parser.set_defaults(
+            cores=None, tasks_per_node=None, tasks_per_core=None, gpus_per_node=None, taskmap=None
+        )
+        parser.set_defaults(label_io=False)
+        _add_job_options(parser, jobspec_format=jobspec_format, label_io=False)
+        return
     per = parser.add_argument_group(
         "per-resource options (not with -n, -c or -g)",
     )
@@ -98,7 +121,12 @@ def add_options(parser: argparse.ArgumentParser, *, jobspec_format: bool = True)
         metavar="URI",
         help="how task ranks map to nodes: block (the default) or cyclic[:N]",
     )
+    _add_job_options(parser, jobspec_format=jobspec_format, label_io=True)
 
+
+def _add_job_options(
+    parser: argparse.ArgumentParser, *, jobspec_format: bool, label_io: bool
+) -> None:
     job = parser.add_argument_group("job")
     job.add_argument(
         "-t",
@@ -207,9 +235,10 @@ def add_options(parser: argparse.ArgumentParser, *, jobspec_format: bool = True)
     io.add_argument("--input", metavar="FILENAME", help="read stdin from FILENAME")
     io.add_argument("--output", metavar="TEMPLATE", help="write stdout to TEMPLATE")
     io.add_argument("--error", metavar="TEMPLATE", help="write stderr to TEMPLATE")
-    io.add_argument(
-        "-l", "--label-io", action="store_true", help="label output lines with task ranks"
-    )
+    if label_io:
+        io.add_argument(
+            "-l", "--label-io", action="store_true", help="label output lines with task ranks"
+        )
     io.add_argument("-u", "--unbuffered", action="store_true", help="do not buffer output")
 
     parser.add_argument(

@@ -45,7 +45,13 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--cores", type=int, help="cores to manage (default: this machine's)")
     parser.add_argument("--gpus", type=int, help="GPUs to manage (default: this machine's)")
-    parser.add_argument("--config", type=Path, help="instance configuration (TOML)")
+    parser.add_argument(
+        "-c",
+        "--config",
+        "--config-path",  # flux broker's name
+        type=Path,
+        help="instance configuration (TOML, or JSON when the name ends in .json)",
+    )
     parser.add_argument(
         "--simulate", type=Path, metavar="TRACE", help="replay this trace in simulated time"
     )
@@ -57,13 +63,78 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more (repeat for debug)"
     )
+    parser.add_argument(
+        "-S",
+        "--setattr",
+        action="append",
+        metavar="ATTR=VAL",
+        help="flux broker's attributes that pflux honours: statedir (as --state-dir),"
+        " log-stderr-level (syslog's 0-7: 6 as -v, 7 as -vv)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
     args = parser.parse_args(argv)
     return base.run("start", lambda: _start(args))
 
 
+#: flux broker's ``-S`` attributes that ``pflux start`` honours
+BROKER_ATTRS = ("statedir", "log-stderr-level")
+
+
+def check_broker_options(options: list[str]) -> None:
+    """UsageError naming the first of ``options`` (flux broker's command-line options, as
+    ``batch`` and ``alloc`` pass them) that ``pflux start`` would not honour."""
+    expected = "-v, -S ATTR=VAL (ATTR: " + ", ".join(BROKER_ATTRS) + "), -c FILE"
+    index = 0
+    while index < len(options):
+        option = options[index]
+        name, _, value = option.partition("=")
+        if option.startswith("-S") or name == "--setattr":
+            text = value if name == "--setattr" else option[2:]
+            if not text and index + 1 < len(options):
+                index += 1
+                text = options[index]
+            _broker_attr(text)
+        elif option.startswith("-c") or name in ("--config", "--config-path"):
+            if option in ("-c", "--config", "--config-path"):
+                index += 1
+        elif option != "--verbose" and not (option[:1] == "-" and set(option[1:]) == {"v"}):
+            raise UsageError(
+                f"--broker-opts: {option}: pflux's broker does not take it ({expected})"
+            )
+        index += 1
+
+
+def _broker_attr(text: str) -> tuple[str, str]:
+    """``ATTR=VAL`` of ``-S``: an attribute pflux honours, and a value it can use."""
+    attr, equals, value = text.partition("=")
+    if attr not in BROKER_ATTRS:
+        raise UsageError(
+            f"-S {text}: pflux's broker cannot set attribute {attr!r}"
+            f" (it sets: {', '.join(BROKER_ATTRS)})"
+        )
+    if not equals or not value:
+        raise UsageError(f"-S {text}: needs a value ({attr}=VAL)")
+    if attr == "log-stderr-level" and not (value.isascii() and value.isdigit() and int(value) <= 7):
+        raise UsageError(f"-S {text}: log-stderr-level must be 0-7")
+    return attr, value
+
+
+def _apply_attrs(args: argparse.Namespace) -> None:
+    """``-S ATTR=VAL``, as the options they stand for."""
+    for text in args.setattr or ():
+        attr, value = _broker_attr(text)
+        if attr == "statedir":
+            if args.state_dir is not None and args.state_dir != Path(value):
+                raise UsageError(f"-S {text}: --state-dir={args.state_dir} says otherwise")
+            args.state_dir = Path(value)
+        else:
+            args.verbose = max(args.verbose, {6: 1, 7: 2}.get(int(value), 0))
+
+
 def _start(args: argparse.Namespace) -> int:
     import logging
+
+    _apply_attrs(args)
 
     from pflux.broker.instance import Instance
     from pflux.config import ConfigError
@@ -126,17 +197,27 @@ def _announce(uri: str) -> None:
     )
 
 
-def _config(args: argparse.Namespace) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    if args.config is not None:
-        import tomllib
+def _read_config(path: Path) -> dict[str, Any]:
+    """``--config``'s table: TOML, or JSON (flux's conf.json) when the name ends in .json."""
+    import json
+    import tomllib
 
-        try:
-            config = tomllib.loads(args.config.read_text())
-        except OSError as exc:
-            raise UsageError(f"--config={args.config}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise UsageError(f"--config={args.config}: {exc}") from None
+    try:
+        text = path.read_text()
+        if path.suffix != ".json":
+            return tomllib.loads(text)
+        config = json.loads(text)
+    except OSError as exc:
+        raise UsageError(f"--config={path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise UsageError(f"--config={path}: {exc}") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"--config={path}: must hold a JSON object")
+    return config
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    config = {} if args.config is None else _read_config(args.config)
     for name in ("cores", "gpus"):
         value = getattr(args, name)
         if value is not None:

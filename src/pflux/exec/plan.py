@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
-from pflux.exec.shelloptions import Log, ShellOptions, shell_options
+from pflux.exec.files import decode_files
+from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
 from pflux.exec.wire import Description
 from pflux.fluxshim import ShimEnv
 from pflux.shell.input import InputConfig, input_config
@@ -98,6 +99,8 @@ def plan(
         cwd = spec.cwd
         name = spec.name
         options: ShellOptions = shell_options(spec.shell_options, spec)
+        files = spec.data["attributes"]["system"].get("files")
+        written = [] if files is None else decode_files(files)
     except PfluxError as exc:
         raise PfluxError(f"invalid job: {exc}") from None
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
@@ -121,7 +124,7 @@ def plan(
     effects = options.effects(env, jobid=fluid, name=name, places=places, hostname=hostname)
     logs = options.logs(places, cpus)
     redirects = []
-    files: list[tuple[tuple[str, ...], bool, bool] | bool] = []
+    outputs: list[tuple[tuple[str, ...], bool, bool] | bool] = []
     for stream in STREAMS:
         conf: StreamConfig = getattr(config, stream)
         if conf.type == "file" and conf.path is not None:
@@ -133,9 +136,9 @@ def plan(
                 # or node is not announced there, as in flux-core
                 paths = paths[:1]
                 redirects.append((stream, paths[0]))
-            files.append((paths, conf.mode == "append", conf.label))
+            outputs.append((paths, conf.mode == "append", conf.label))
         else:
-            files.append(conf.buffer == "line")
+            outputs.append(conf.buffer == "line")
     description = Description(
         argv=argv,
         env=env,
@@ -144,8 +147,8 @@ def plan(
         tmpdirs=tmpdirs,
         host=hostname,
         stdin=stdin.path,
-        stdout=files[0],
-        stderr=files[1],
+        stdout=outputs[0],
+        stderr=outputs[1],
         pmi=(len(places.tasks), places.blocks) if pmi else None,
         rlimit=effects.rlimit,
         exit_timeout=effects.exit_timeout,
@@ -154,6 +157,8 @@ def plan(
         tmpdir_env=effects.tmpdir_env,
         ptys=ptys,
         nosetpgrp=effects.nosetpgrp,
+        files=written,
+        tmpdir_argv=any(TMPDIR_TAG in arg for arg in argv),
     )
     return Plan(
         marshal.dumps(tuple(description)),  # marshal takes no tuple subclass

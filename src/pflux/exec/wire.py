@@ -176,6 +176,10 @@ class Description(_Fields):
     tmpdir_env: list[str]  # variables whose {{tmpdir}} the shell fills in
     ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.shell.terminal)
     nosetpgrp: bool  # the tasks stay in the shell's process group (a pty's get a session)
+    # the jobspec's files (pflux.exec.files): (relative path, content, permission bits),
+    # written into FLUX_JOB_TMPDIR before any task starts
+    files: list[tuple[str, bytes, int]]
+    tmpdir_argv: bool  # the command names {{tmpdir}}, which the shell fills in
 
 
 def _name_items(cls: type[tuple[object, ...]]) -> None:

@@ -279,6 +279,8 @@ class Shell:
         self.host = host = job.host
         self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(job.tasks))
         env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(job.tmpdirs)
+        if job.files or job.tmpdir_argv:
+            argv = _stage(job)
         task_envs = self._options(job)
         cwd = job.cwd
         if cwd is not None:
@@ -785,3 +787,34 @@ def _set_limits(limits: list[tuple[int, int]]) -> list[tuple[int, int]]:
             continue
         saved.append((number, old))
     return saved
+
+
+def _stage(job: Description) -> list[str]:
+    """Write the jobspec's files, directories and links (``pflux.exec.files``) in the
+    job's directory, with their permission bits, before any task starts (a fatal
+    exception names one that fails); the command with ``{{tmpdir}}`` filled in."""
+    tmpdir = job.env["FLUX_JOB_TMPDIR"]
+    for name, content, mode in job.files:
+        path = f"{tmpdir}/{name}"
+        kind = mode & 0o170000
+        try:
+            if "/" in name:
+                os.makedirs(path.rpartition("/")[0], 0o700, exist_ok=True)
+            if kind == 0o040000:  # a directory
+                os.makedirs(path, 0o700, exist_ok=True)
+                os.chmod(path, mode & 0o7777)
+                continue
+            if kind == 0o120000:  # a symbolic link to its data
+                os.symlink(content, path)
+                continue
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                write_all(fd, content)
+                os.fchmod(fd, mode & 0o7777)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise _Failed(f"error writing {name} to FLUX_JOB_TMPDIR: {exc.strerror}", 1) from None
+    if not job.tmpdir_argv:
+        return job.argv
+    return [arg.replace("{{tmpdir}}", tmpdir) for arg in job.argv]

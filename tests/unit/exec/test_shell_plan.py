@@ -77,7 +77,7 @@ def test_the_description_carries_the_command_and_flux_environment() -> None:
         "FLUX_JOB_ID_PATH": f"/{JobID(JOB).f58}",
     }
     assert tasks == [(0, 0, (0, 1), "-1"), (1, 1, (0, 1), "-1")]  # flux's cpu-affinity=on
-    assert job[10:] == ([], 30.0, False, None, [], (), False)  # rlimit ... nosetpgrp: defaults
+    assert job[10:] == ([], 30.0, False, None, [], (), False, [], False)  # rlimit ...: defaults
     assert cwd is None
     assert tmpdirs[0] == f"/run/jobs/jobtmp-0-{JobID(JOB).f58}"
     assert host == "node1"

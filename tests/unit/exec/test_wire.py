@@ -69,12 +69,12 @@ def test_a_description_names_its_fields_and_travels_as_a_plain_tuple() -> None:
 
 @pytest.mark.parametrize(
     ("args", "kwargs"),
-    [((1, 2), {}), (tuple(range(18)), {}), ((1,), {"env": 2}), ((), {"argv": 1}), ((), WRONG)],
+    [((1, 2), {}), (tuple(range(20)), {}), ((1,), {"env": 2}), ((), {"argv": 1}), ((), WRONG)],
 )
 def test_a_description_with_fields_missing_or_too_many_is_refused(
     args: tuple[int, ...], kwargs: dict[str, int]
 ) -> None:
-    fields = r"^Description takes its fields \(argv, env, .*, ptys, nosetpgrp\)"
+    fields = r"^Description takes its fields \(argv, env, .*, ptys, nosetpgrp, files, tmpdir_argv\)"
     with pytest.raises(TypeError, match=fields):
         wire.Description(*args, **kwargs)
 
