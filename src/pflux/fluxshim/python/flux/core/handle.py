@@ -17,7 +17,10 @@ How responses reach their futures (what ``FluxExecutor`` builds on):
   timer watchers, until nothing is left to wait for: no future with a callback
   still expecting a response and no started timer; or until ``reactor_stop()``.
   An exception raised by a callback stops the reactor and is raised by
-  ``reactor_run()``.
+  ``reactor_run()``. Only the futures a response reached are called back, so a
+  turn costs what arrived, not how many requests are in flight.
+- ``flux.job.executor``'s threads turn that loop themselves (``_read`` and
+  ``_run_callbacks``), waiting on the socket and on their own wake-up pipe.
 
 One handle belongs to one thread at a time.
 """
