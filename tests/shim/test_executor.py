@@ -5,6 +5,7 @@ thread they run in, shutdown, and a bad jobspec, as flux-core's executor has the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from textwrap import dedent
 
 from support.instance import LiveInstance
@@ -326,3 +327,30 @@ def test_an_executor_left_open_finishes_its_jobs_before_the_interpreter_exits(
         instance.uri,
     )
     assert out == ["exiting", "done 0"]
+
+
+def test_a_lost_instance_fails_the_jobs_and_breaks_the_executor(tmp_path: Path) -> None:
+    with LiveInstance(tmp_path / "state") as doomed:
+        out = run(
+            f"""
+            import os, signal
+            executor = FluxExecutor()
+            started = threading.Event()
+            running = executor.submit(spec("sleep", "60"))
+            running.add_event_callback("start", lambda f, e: started.set())
+            assert started.wait(60)
+            os.kill({doomed.proc.pid}, signal.SIGKILL)
+            print(repr(running.exception(timeout=60)))
+            try:
+                executor.submit(spec("true"))
+            except RuntimeError as exc:
+                print(exc)
+            executor.shutdown()
+            """,
+            doomed.uri,
+        )
+        doomed.kill()
+    assert out == [
+        "ConnectionResetError(104, 'Connection to the Flux instance was lost')",
+        "Executor is broken, new futures cannot be scheduled",
+    ]

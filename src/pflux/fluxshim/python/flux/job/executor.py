@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import errno
 import itertools
 import os
 import threading
@@ -136,6 +137,7 @@ class _ExecutorThread(threading.Thread):
         handle = self._handle
         while True:
             self._take_packages()
+            self._fileno()  # raises once the instance is gone, before any callback
             handle._stopped = False
             handle._run_callbacks()
             failure, handle._exception = handle._exception, None
@@ -143,13 +145,19 @@ class _ExecutorThread(threading.Thread):
                 raise failure
             if not self._work_remains():
                 return
-            sock = -1 if handle._sock is None else handle._sock.fileno()
-            watched = [self._wake_r] if sock < 0 else [self._wake_r, sock]
-            readable, _, _ = select.select(watched, [], [], self._poll_interval)
+            sock = self._fileno()
+            readable, _, _ = select.select([self._wake_r, sock], [], [], self._poll_interval)
             if self._wake_r in readable:
                 os.read(self._wake_r, 65536)
             if sock in readable:
                 handle._read(0.0)
+
+    def _fileno(self) -> int:
+        """The handle's socket; a lost connection breaks the thread (and its futures)."""
+        sock = self._handle._sock
+        if sock is None:
+            raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
+        return sock.fileno()
 
     def _take_packages(self) -> None:
         packages = self._packages
