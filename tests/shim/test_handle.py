@@ -97,6 +97,34 @@ def test_then_callbacks_run_in_the_reactor_once_per_response(instance: LiveInsta
     assert out.strip() == "[('ping', 0), ('ping', 1), ('ping', 2)] ('end', True) True"
 
 
+def test_a_callback_set_after_its_answer_runs_and_a_stopped_stream_ends(
+    instance: LiveInstance,
+) -> None:
+    # the reactor calls back only the futures queued as answered: a callback set on
+    # a future already answered is queued by then(), a stopped one leaves the reactor
+    out = flux_output(
+        """
+        import flux
+        from flux.constants import FLUX_RPC_STREAMING
+        h = flux.Flux()
+        seen = []
+        answered = h.rpc("broker.ping", {"n": 7})
+        answered.get()
+        answered.then(lambda f: seen.append(("late", f.get()["n"])))
+
+        def once(f):
+            seen.append(("stream", "message" in f.get()))
+            f.stop()
+
+        h.rpc("log.dmesg", {}, flags=FLUX_RPC_STREAMING).then(once)
+        assert h.reactor_run() == 0
+        print(seen)
+        """,
+        instance.uri,
+    )
+    assert out.strip() == "[('late', 7), ('stream', True)]"
+
+
 def test_an_exception_in_a_callback_stops_the_reactor_and_is_raised(
     instance: LiveInstance,
 ) -> None:

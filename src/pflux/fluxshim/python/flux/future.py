@@ -43,13 +43,21 @@ class Future:
 
     def _fulfill(self, value: Any) -> None:
         self._results.append([value, 0, None])
+        self._schedule()
 
     def _fulfill_error(self, errnum: int, errstr: str | None) -> None:
         self._results.append([None, errnum, errstr])
+        self._schedule()
 
     def fulfill_error(self, errnum: int = errno.ENOENT, errstr: str | None = None) -> None:
         """Fulfil the future with an error (as flux-core's ``fulfill_error``)."""
         self._fulfill_error(errnum, errstr)
+
+    def _schedule(self) -> None:
+        """Queue the ``then`` callback for the result now first (the reactor calls only
+        the futures queued, so a turn costs what arrived, not what is in flight)."""
+        if self._then_cb is not None and self._flux is not None:
+            self._flux._ready.append(self)
 
     def _undelivered(self) -> bool:
         return bool(self._results) and self._results[0] is not self._delivered
@@ -90,6 +98,8 @@ class Future:
         """Take the current result off: the next ``get()`` waits for the next one."""
         if self._results:
             self._results.popleft()
+            if self._results:
+                self._schedule()
 
     def then(
         self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
@@ -106,6 +116,8 @@ class Future:
         self._then_args = args
         self._then_kwargs = kwargs
         self._flux._thens[self] = None
+        if self._results:
+            self._schedule()
         if timeout >= 0:
             self._flux.timer_watcher_create(timeout, self._expire).start()
         return self
@@ -118,3 +130,5 @@ class Future:
     def stop(self) -> None:
         """Call the ``then`` callback no more (a stream's remaining responses are dropped)."""
         self._stopped_cb = True
+        if self._flux is not None:
+            self._flux._thens.pop(self, None)

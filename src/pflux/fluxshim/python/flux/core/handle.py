@@ -17,7 +17,10 @@ How responses reach their futures (what ``FluxExecutor`` builds on):
   timer watchers, until nothing is left to wait for: no future with a callback
   still expecting a response and no started timer; or until ``reactor_stop()``.
   An exception raised by a callback stops the reactor and is raised by
-  ``reactor_run()``.
+  ``reactor_run()``. Only the futures a response reached are called back, so a
+  turn costs what arrived, not how many requests are in flight.
+- ``flux.job.executor``'s threads turn that loop themselves (``_read`` and
+  ``_run_callbacks``), waiting on the socket and on their own wake-up pipe.
 
 One handle belongs to one thread at a time.
 """
@@ -29,6 +32,7 @@ import _socket
 import errno
 import os
 import time
+from collections import deque
 
 from flux.constants import (
     FLUX_NODEID_ANY,
@@ -158,6 +162,7 @@ class Flux:
         self._rpcs: dict[int, RPC] = {}
         self._inbuf = bytearray()
         self._thens: dict[Future, None] = {}  # futures with a callback, in the order set
+        self._ready: deque[Future] = deque()  # futures whose callback has a result to see
         self._timers: set[TimerWatcher] = set()
         self._stopped = False
         self._exception: BaseException | None = None
@@ -348,22 +353,24 @@ class Flux:
         return max(0.0, min(t.due for t in self._timers) - time.monotonic())
 
     def _run_callbacks(self) -> None:
-        """Call every callback that has a result it has not seen, and every timer due,
+        """Call every timer due and every callback queued with a result it has not seen,
         until none is left (a callback may reset its future or fulfil another)."""
+        ready = self._ready
         progress = True
         while progress and not self._stopped:
             progress = False
-            now = time.monotonic()
-            for timer in [t for t in self._timers if t.due <= now]:
+            if self._timers:
+                now = time.monotonic()
+                for timer in [t for t in self._timers if t.due <= now]:
+                    progress = True
+                    if not self._call(timer._fire):
+                        return
+            while ready:
                 progress = True
-                if not self._call(timer._fire):
-                    return
-            for future in list(self._thens):
+                future = ready.popleft()
                 if future._stopped_cb:
-                    del self._thens[future]
                     continue
                 if future._undelivered():
-                    progress = True
                     future._delivered = future._results[0]
                     if not self._call(future._callback):
                         return

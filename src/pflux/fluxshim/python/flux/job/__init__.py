@@ -55,14 +55,18 @@ _EXPORTS = {
     "EventLogEvent": "event",
     "JournalConsumer": "journal",
     "JournalEvent": "journal",
+    "FluxExecutor": "executor",
+    "FluxExecutorFuture": "executor",
 }
 _SUBMODULES = frozenset(
-    ("JobID", "Jobspec", "event", "info", "journal", "kill", "list", "submit", "wait")
+    ("JobID", "Jobspec", "event", "executor", "info", "journal", "kill", "list", "submit", "wait")
 )
 
 __all__ = [
     "MAIN_EVENTS",
     "EventLogEvent",
+    "FluxExecutor",
+    "FluxExecutorFuture",
     "JobEventWatchFuture",
     "JobException",
     "JobID",

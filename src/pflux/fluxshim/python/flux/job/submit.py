@@ -22,6 +22,8 @@ _INGEST_WAITABLE = 2
 
 def _jobspec_object(jobspec: Any) -> dict[str, Any]:
     """A Jobspec, or its JSON text (str or bytes), as the object job-ingest takes."""
+    if jobspec is None:
+        raise OSError(errno.EINVAL, "jobspec must not be None/NULL")
     if hasattr(jobspec, "dumps"):
         jobspec = jobspec.dumps()
     if isinstance(jobspec, bytes):
