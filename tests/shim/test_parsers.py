@@ -107,3 +107,9 @@ def test_resource_idsets_and_hostlists_encode_as_pflux_and_decode_back(
     compact = rlist.hostlist_encode(hosts)
     assert sorted(rlist.hostlist_expand([compact])) == sorted(hosts)
     assert sorted(rlist.hostlist_expand([hostlist.encode(hosts)])) == sorted(hosts)
+
+
+@given(n=st.integers(min_value=2**64))
+def test_an_int_past_64_bits_is_no_jobid(shim: Any, n: int) -> None:
+    with pytest.raises(OverflowError, match="out of range for a Flux jobid"):
+        shim.JobID(n)

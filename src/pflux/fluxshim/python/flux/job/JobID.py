@@ -222,6 +222,8 @@ class JobID(int):
             return cls(value.orig_str)
         if isinstance(value, int) and not isinstance(value, bool):
             jobid = value
+            if jobid > _ID_MAX:  # flux-core's C encoder overflows on it (-1: the sentinel's)
+                raise OverflowError(f"{value} is out of range for a Flux jobid (64 bits)")
         else:
             try:
                 jobid = id_parse(value)
