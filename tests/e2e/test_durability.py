@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pflux.api import Client, jobspec_of
 from pflux.spec.eventlog import parse
+from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, console, jobspec, wait_exit
 
 PENDING = 500
@@ -34,10 +35,18 @@ def gated(tmp: Path, body: str) -> dict[str, object]:
     return jobspec_of(["sh", "-c", script], environment={"PATH": os.environ["PATH"]})
 
 
-def make_gates(tmp: Path, jobids: list[int], *names: str) -> None:
+def submit_gated(
+    client: Client, tmp: Path, specs: list[dict[str, object]], *names: str
+) -> list[JobID]:
+    """Submit ``specs`` held, make each job's gates (FIFOs named after its id), then let
+    them run: a job that started first would find no gate and run past it."""
+    jobids = client.submit_many(specs, urgency="hold")
     for jobid in jobids:
         for name in names:
             os.mkfifo(tmp / f"gate-{jobid}{name}")
+    for jobid in jobids:
+        client.urgency(jobid, "default")
+    return jobids
 
 
 def open_gate(tmp: Path, jobid: int, name: str = "") -> None:
@@ -89,8 +98,8 @@ def test_kill_9_loses_no_job(tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = LiveInstance(state, cores=2)
     with Client(first.uri) as client:
-        running = client.submit_many([gated(tmp_path, "read x < $GATE; echo done")] * 2)
-        make_gates(tmp_path, running, "")
+        specs = [gated(tmp_path, "read x < $GATE; echo done")] * 2
+        running = submit_gated(client, tmp_path, specs, "")
         for jobid in running:
             client.wait_event(jobid, "start")
         pending = client.submit_many([jobspec("0.001s")] * PENDING)
@@ -159,8 +168,7 @@ def test_jobs_running_when_the_broker_dies_finish_with_all_their_output(tmp_path
             spec = gated(tmp_path, body)
             spec["tasks"][0]["command"] += ["job", str(n)]  # sh -c SCRIPT job N: $1 is N
             specs.append(spec)
-        jobs = client.submit_many(specs)
-        make_gates(tmp_path, jobs, ".1", ".2")
+        jobs = submit_gated(client, tmp_path, specs, ".1", ".2")
         assert sorted(wait_line(tmp_path / "ready", REATTACHED), key=int) == [
             str(n) for n in range(REATTACHED)
         ]
@@ -195,8 +203,8 @@ def test_a_shell_that_dies_while_the_instance_is_down_fails_its_job(tmp_path: Pa
     state = tmp_path / "state"
     first = LiveInstance(state, cores=2)
     with Client(first.uri) as client:
-        doomed, spared = client.submit_many([gated(tmp_path, "echo up; read x < $GATE")] * 2)
-        make_gates(tmp_path, [doomed, spared], "")
+        specs = [gated(tmp_path, "echo up; read x < $GATE")] * 2
+        doomed, spared = submit_gated(client, tmp_path, specs, "")
         for jobid in (doomed, spared):
             client.wait_event(jobid, "start")
         [(task, shell)] = pids(tmp_path, doomed)
@@ -244,8 +252,7 @@ def test_jobs_outlive_their_launcher_with_all_their_output(tmp_path: Path) -> No
             specs = [gated(tmp_path, body) for _ in range(2)]
             for spec, code in zip(specs, ("3", "5"), strict=True):
                 spec["tasks"][0]["command"] += ["job", code]  # sh -c SCRIPT job N: $1 is N
-            on, ended = client.submit_many(specs)
-            make_gates(tmp_path, [on, ended], "")
+            on, ended = submit_gated(client, tmp_path, specs, "")
             for jobid in (on, ended):
                 client.wait_event(jobid, "data", match={"data": "before\n"}, path="guest.output")
             [(_, shell)] = pids(tmp_path, ended)
