@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,10 @@ def test_test_exit_draws_once_and_exits(uri: str, jobs: dict[str, JobID]) -> Non
         shown = "\n".join(screen(term.text, *term.size))
         assert "nodes [" in shown
         assert jobs["running"].f58 in shown
+        assert "\x1b[33m" not in term.text  # the bars are not yellow
+    with Terminal(uri, "top", "--test-exit", "--color", **XTERM) as term:
+        assert term.wait() == 0
+        assert "\x1b[33m" in term.text
 
 
 def test_a_job_submitted_later_shows_at_the_next_refresh(uri: str, client: Client) -> None:
@@ -105,7 +110,7 @@ def test_bad_options_and_targets_are_refused(uri: str, jobs: dict[str, JobID]) -
         uri, "top", "--color=sometimes", rc=2
     )
     assert "unrecognized arguments: extra" in fails(uri, "top", "a", "extra", rc=2)
-    assert "pflux-top: ERROR: stdin is not a terminal" in fails(uri, "top")
+    assert "pflux-top: ERROR: stdin is not a terminal" in fails(uri, "top", script=True)
     for target, message in (
         ("nonsense", "TARGET: nonsense is neither a URI nor a valid jobid"),
         (jobs["complete"].f58, f"jobid {jobs['complete'].f58} is not running"),
@@ -115,3 +120,33 @@ def test_bad_options_and_targets_are_refused(uri: str, jobs: dict[str, JobID]) -
         with Terminal(uri, "top", target, **XTERM) as term:
             assert term.wait() != 0
             assert message in term.text
+
+
+def test_uri_and_the_flux_name(uri: str, tmp_path: Path) -> None:
+    with Terminal(uri, "top", f"--uri=local://{tmp_path}/nowhere", **XTERM) as term:
+        assert term.wait() == 1
+        assert (
+            f"pflux-top: ERROR: cannot connect to the instance at {tmp_path}/nowhere" in term.text
+        )
+    with Terminal(uri, "top", "--test-exit", f"--uri={uri}", **XTERM) as term:
+        assert term.wait() == 0
+        assert "nodes [" in "\n".join(screen(term.text, *term.size))
+    with Terminal(uri, "top", "nonsense", PFLUX_AS_FLUX="1", **XTERM) as term:
+        assert term.wait() == 2
+        assert "flux-top: ERROR: TARGET: nonsense is neither a URI nor a valid jobid" in term.text
+
+
+def test_the_job_list_scrolls_to_the_selected_job(uri: str, client: Client) -> None:
+    many = [JobID.parse(ok(uri, "submit", f"--job-name=many{i}", HOLD, "true")) for i in range(3)]
+    for jobid in many:
+        client.wait_event(jobid, "start")
+    with Terminal(uri, "top", size=(11, 100), **XTERM) as term:  # room for 2 of the 4 jobs
+        term.expect_screen(re.escape(many[2].f58) + r" .* many2\n.* many1")
+        term.send(b"jj")  # the third job: the list scrolls by one
+        term.expect_screen(re.escape(many[1].f58) + r" .* many1\n.* many0")
+        assert "many2" not in "\n".join(screen(term.text, *term.size))
+        term.send(b"q")
+        assert term.wait() == 0
+    for jobid in many:
+        client.cancel(jobid)
+        client.wait(jobid)

@@ -125,7 +125,7 @@ def _loop(screen: Any, stack: list[_View], color: str, test_exit: bool) -> None:
     colors = color == "always" or (color == "auto" and curses.has_colors())
     if colors:
         curses.use_default_colors()
-        for pair, fg in ((1, curses.COLOR_YELLOW), (2, curses.COLOR_BLUE), (3, curses.COLOR_RED)):
+        for pair, fg in ((1, curses.COLOR_YELLOW), (2, curses.COLOR_BLUE)):
             curses.init_pair(pair, fg, -1)
     with contextlib.suppress(curses.error):  # a terminal that cannot hide it shows it
         curses.curs_set(0)
@@ -149,7 +149,7 @@ def _key(screen: Any, stack: list[_View], view: _View, key: int) -> str:
 
     assert view.snap is not None
     jobs = view.snap.jobs
-    if key in (ord("q"), ord("Q")):
+    if key == ord("q"):
         stack.pop().client.close()
     elif key in (ord("j"), curses.KEY_DOWN):
         view.selected = min(view.selected + 1, max(len(jobs) - 1, 0))
@@ -204,8 +204,12 @@ def _draw(screen: Any, view: _View, colors: bool, note: str) -> None:
         put(y, line, curses.color_pair(1) if colors and 1 <= y <= 3 else 0)
     y0 = len(top) + 1
     put(y0, HEADER.ljust(cols - 1), curses.A_REVERSE)
-    for i, job in enumerate(view.snap.jobs[: max(rows - y0 - 2, 0)]):
-        attr = curses.A_BOLD if i == view.selected else 0
+    jobs = view.snap.jobs
+    view.selected = min(view.selected, max(len(jobs) - 1, 0))
+    room = max(rows - y0 - 2, 1)
+    first = max(view.selected - room + 1, 0)  # scrolled so that the selected job shows
+    for i, job in enumerate(jobs[first : first + room]):
+        attr = curses.A_BOLD if first + i == view.selected else 0
         if colors and nested_uri(job):
             attr |= curses.color_pair(2)
         put(y0 + 1 + i, job_line(job, now), attr)

@@ -131,7 +131,7 @@ def summary(snap: Snapshot, title: str, now: float, *, details: bool = True) -> 
     """The summary pane's lines."""
     c = snap.counts
     left = snap.expiration - now if snap.expiration else 0.0
-    timeleft = f"{duration(left)} left" if left > 0 else "∞"
+    timeleft = f"{duration(left)}⌚" if left > 0 else "∞"  # the instance's time left
     jobs = [f"{c.pending:6d} pending", f"{c.running:6d} running"]
     if details:
         jobs += [f"{c.complete:6d} complete", f"{c.failed:6d} failed"]
