@@ -15,7 +15,7 @@ import pytest
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-from support.instance import fails, held, ok
+from support.instance import LiveInstance, fails, held, ok
 from support.screen import screen
 from support.terminal import Terminal
 
@@ -150,3 +150,11 @@ def test_the_job_list_scrolls_to_the_selected_job(uri: str, client: Client) -> N
     for jobid in many:
         client.cancel(jobid)
         client.wait(jobid)
+
+
+def test_an_instance_that_goes_away_ends_top_with_an_error(tmp_path: Path) -> None:
+    with LiveInstance(tmp_path / "state") as live, Terminal(live.uri, "top", **XTERM) as term:
+        term.expect_screen(r"RUNTIME")
+        assert live.stop() == 0
+        assert term.wait() == 1
+        assert "pflux-top: ERROR: lost connection to the instance" in term.text
