@@ -706,6 +706,13 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "lsattr --values": ("tests/e2e/test_discovery.py::test_lsattr",),
     "lsattr --uri": URI,
     "uptime --uri": URI,
+    "top --uri": ("tests/e2e/test_top.py::test_uri_and_the_flux_name",),
+    "top --color": (
+        "tests/e2e/test_top.py::test_test_exit_draws_once_and_exits",
+        "tests/e2e/test_top.py::test_bad_options_and_targets_are_refused",
+    ),
+    "top --queue": ("tests/e2e/test_top.py::test_bad_options_and_targets_are_refused",),
+    "top --test-exit": ("tests/e2e/test_top.py::test_test_exit_draws_once_and_exits",),
     "dmesg --clear": ("tests/e2e/test_discovery.py::test_dmesg_clear",),
     "dmesg --read-clear": ("tests/e2e/test_discovery.py::test_dmesg_clear",),
     "dmesg --follow": ("tests/e2e/test_discovery.py::test_dmesg_follow_and_new",),

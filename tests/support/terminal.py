@@ -20,6 +20,7 @@ import termios
 import time
 
 from support.instance import PFLUX, environ
+from support.screen import screen
 
 TIMEOUT = 60.0
 
@@ -53,7 +54,7 @@ class Terminal:
             stdin=stdin,
             stdout=slave,
             stderr=slave,
-            env=environ(PFLUX_URI=uri, TERM="dumb", **env),
+            env=environ(PFLUX_URI=uri, **{"TERM": "dumb", **env}),  # TERM=xterm: a full screen
             start_new_session=True,
         )
         os.close(slave)
@@ -65,6 +66,7 @@ class Terminal:
 
     def resize(self, rows: int, cols: int) -> None:
         """Give the terminal a new size: its foreground process group gets SIGWINCH."""
+        self.size = (rows, cols)
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def send(self, data: bytes) -> None:
@@ -91,6 +93,19 @@ class Terminal:
             left = deadline - time.monotonic()
             if left <= 0 or not self._read(left):
                 raise AssertionError(f"{pattern!r} not shown; the terminal shows {self.text!r}")
+
+    def expect_screen(self, pattern: str, timeout: float = TIMEOUT) -> re.Match[str]:
+        """Read until the screen, as an xterm shows it (lines joined by newlines),
+        matches ``pattern``; for full-screen programs, which redraw only what changes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            shown = "\n".join(screen(self.text, *self.size))
+            found = re.compile(pattern).search(shown)
+            if found:
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0 or (not self._read(min(left, 1.0)) and self.proc.poll() is not None):
+                raise AssertionError(f"{pattern!r} not on the screen; it shows:\n{shown}")
 
     def wait(self, timeout: float = TIMEOUT) -> int:
         """Read to the end; the command's exit status."""

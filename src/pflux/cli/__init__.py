@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "pgrep": "pgrep",
     "pkill": "pkill",
     "pstree": "pstree",
+    "top": "top",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -78,6 +79,7 @@ commands:
   pgrep      list jobs by name pattern or id range
   pkill      cancel jobs by name pattern or id range
   pstree     show jobs as a tree by name
+  top        display a live view of resources and running jobs
 """
 
 
