@@ -534,6 +534,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "pstree --level": (
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --long": ("tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",),
     "pstree --no-combine": (
@@ -543,10 +544,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
     ),
     "pstree --parent-ids": (
-        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --parent-label": (
-        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --skip-root": (
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",

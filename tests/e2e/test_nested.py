@@ -81,7 +81,9 @@ def test_a_nested_instance_posts_its_uri_to_its_job(uri: str, nested: tuple[JobI
     assert ok(uri, "uri", jobid.f58) == f"{posted}\n"
     assert ok(uri, "uri", f"jobid:{jobid.f58}") == f"{posted}\n"
     assert ok(uri, "uri", f"jobid:{jobid.f58}/..") == f"{uri}\n"  # back up from inside
-    assert ok(uri, "jobs", "-no", "{id.f58} {uri} {uri.local}") == f"{jobid.f58} {posted} {posted}\n"
+    assert (
+        ok(uri, "jobs", "-no", "{id.f58} {uri} {uri.local}") == f"{jobid.f58} {posted} {posted}\n"
+    )
     listed = json.loads(ok(uri, "jobs", "--json", jobid.f58))
     assert listed["uri"] == posted  # at the top, as flux's, and not again in annotations
     assert "uri" not in listed["annotations"].get("user", {})
