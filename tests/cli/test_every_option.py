@@ -700,6 +700,8 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "queue idle --timeout": ("tests/cli/test_queue.py::test_drain_and_idle_timeouts",),
     "queue idle --quiet": ("tests/cli/test_queue.py::test_stop_and_start",),
     "update --uri": URI,
+    "uri --wait": ("tests/e2e/test_nested.py::test_uri_wait_waits_for_the_job_to_post_its_uri",),
+    "uri --local": ("tests/e2e/test_nested.py::test_uri_wait_waits_for_the_job_to_post_its_uri",),
     "update --dry-run": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "update --verbose": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "update --wait": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),

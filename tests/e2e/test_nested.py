@@ -98,3 +98,17 @@ def test_uri_of_a_job_that_runs_no_instance_says_why(uri: str, client: Client) -
     assert fails(uri, "uri", plain.f58) == f"pflux-uri: ERROR: jobid {plain.f58} is not running\n"
     assert fails(uri, "uri", "ƒ111") == "pflux-uri: ERROR: jobid ƒ111 not found\n"
     assert fails(uri, "uri", "jobid:x!") == "pflux-uri: ERROR: x! is not a valid jobid\n"
+
+
+def test_uri_wait_waits_for_the_job_to_post_its_uri(uri: str, client: Client) -> None:
+    jobid = JobID.parse(ok(uri, "submit", "flux", "start", "sleep", "60"))
+    waited = ok(uri, "uri", "--wait", "--local", jobid.f58)  # before the memo, as a rule
+    posted = client.wait_event(jobid, "memo").context["uri"]
+    assert waited == f"{posted}\n"
+    client.cancel(jobid)
+    client.wait(jobid)
+    plain = JobID.parse(ok(uri, "submit", "true"))  # ends without posting one
+    assert fails(uri, "uri", "--wait", plain.f58) == (
+        f"pflux-uri: ERROR: URI not found for job {plain.f58}\n"
+    )
+    assert fails(uri, "uri", "--wait", "ƒ111") == "pflux-uri: ERROR: jobid ƒ111 not found\n"
