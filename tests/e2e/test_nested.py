@@ -112,3 +112,12 @@ def test_uri_wait_waits_for_the_job_to_post_its_uri(uri: str, client: Client) ->
         f"pflux-uri: ERROR: URI not found for job {plain.f58}\n"
     )
     assert fails(uri, "uri", "--wait", "ƒ111") == "pflux-uri: ERROR: jobid ƒ111 not found\n"
+
+
+def test_an_instance_that_cannot_post_its_uri_stops(uri: str, client: Client) -> None:
+    ended = JobID.parse(ok(uri, "submit", "true"))
+    client.wait(ended)  # R is there to read, but an inactive job takes no memo
+    leaked = {"FLUX_JOB_ID": ended.f58, "PFLUX_URI": uri, "PFLUX_KVS_NAMESPACE": "job-x"}
+    proc = console("start", "echo", "never", **leaked)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == "pflux-start: ERROR: job-manager.memo uri: job is inactive\n"
