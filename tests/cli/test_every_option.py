@@ -551,7 +551,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "pstree --skip-root": (
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
-        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --uri": URI,
     "resource info --include": (

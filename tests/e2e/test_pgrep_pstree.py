@@ -128,7 +128,6 @@ def test_pstree_refuses_what_has_no_meaning_here(uri: str) -> None:
     assert "Unknown --details format 'progress'" in fails(uri, "pstree", "-d", "progress")
     assert "Choose only one of --ascii, --compact" in fails(uri, "pstree", "-C", "--ascii", rc=2)
     assert "requires either 'yes' or 'no'" in fails(uri, "pstree", "--skip-root=maybe", rc=2)
-    assert "no job details" in fails(uri, "pstree", "-x", "--skip-root=no", rc=2)
 
 
 @pytest.fixture
@@ -171,5 +170,12 @@ def test_pstree_descends_into_nested_instances(
     details = ok(uri, "pstree", "-n", "--detail-format={id.f58:>12}").splitlines()
     assert details[:2] == [f"{outer.f58:>12} outer", f"{deep.f58:>12} ├── deep"]
     assert [line[13:] for line in details[2:]] == ["├── inner", "└── inner"]  # ids differ
+    rooted = ok(uri, "pstree", "-n", "--skip-root=no", "--detail-format={id.f58:>12} {ntasks}")
+    assert rooted.splitlines()[:2] == [f"{'.':>12} 1 .", f"{outer.f58:>12} 1 └── outer"]
     # inside the nested instance, the root is the job it runs in
     assert ok(inner_uri, "pstree") == "outer\n├── deep\n└── 2*[inner]\n"
+    inside = ok(inner_uri, "pstree", "-n", "-p", "--skip-root=no", "--detail-format={id.f58}")
+    assert inside.splitlines()[:2] == [
+        f"{outer.f58} {outer.f58} outer",
+        f"{deep.f58} ├── {deep.f58} deep",
+    ]

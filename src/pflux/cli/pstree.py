@@ -199,9 +199,12 @@ def _pstree(args: argparse.Namespace) -> int:
     skip_root = tree.details is not None or bool(args.jobids)
     if args.skip_root is not None:
         skip_root = args.skip_root
-    if tree.details is not None and not skip_root:
-        raise UsageError("--skip-root=no: the root has no job details to show here")
-    root = _Node("", "." if skip_root else tree.parent.format(_root_job(args.uri)))
+    if skip_root:
+        root = _Node("", ".")
+    else:
+        job = _root_job(args.uri)
+        details = tree.details.format(job) + " " if tree.details is not None else ""
+        root = _Node(details, tree.parent.format(job))
     if args.level >= 0:
         tree.fill(root, _listed(args) if args.jobids else tree.jobs(args.uri), 0)
     lines: list[str] = []
