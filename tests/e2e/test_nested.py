@@ -81,6 +81,7 @@ def test_a_nested_instance_posts_its_uri_to_its_job(uri: str, nested: tuple[JobI
     assert ok(uri, "uri", jobid.f58) == f"{posted}\n"
     assert ok(uri, "uri", f"jobid:{jobid.f58}") == f"{posted}\n"
     assert ok(uri, "uri", f"jobid:{jobid.f58}/..") == f"{uri}\n"  # back up from inside
+    assert ok(posted, "uri", "jobid:/") == ok(posted, "uri", "jobid:..") == f"{uri}\n"
     assert (
         ok(uri, "jobs", "-no", "{id.f58} {uri} {uri.local}") == f"{jobid.f58} {posted} {posted}\n"
     )
