@@ -534,6 +534,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "pstree --level": (
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --long": ("tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",),
     "pstree --no-combine": (
@@ -543,14 +544,14 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
     ),
     "pstree --parent-ids": (
-        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --parent-label": (
-        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --skip-root": (
         "tests/e2e/test_pgrep_pstree.py::test_pstree_shows_the_jobs_under_the_root",
-        "tests/e2e/test_pgrep_pstree.py::test_pstree_refuses_what_has_no_meaning_here",
+        "tests/e2e/test_pgrep_pstree.py::test_pstree_descends_into_nested_instances",
     ),
     "pstree --uri": URI,
     "resource info --include": (
@@ -699,6 +700,8 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "queue idle --timeout": ("tests/cli/test_queue.py::test_drain_and_idle_timeouts",),
     "queue idle --quiet": ("tests/cli/test_queue.py::test_stop_and_start",),
     "update --uri": URI,
+    "uri --wait": ("tests/e2e/test_nested.py::test_uri_wait_waits_for_the_job_to_post_its_uri",),
+    "uri --local": ("tests/e2e/test_nested.py::test_uri_wait_waits_for_the_job_to_post_its_uri",),
     "update --dry-run": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "update --verbose": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "update --wait": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),

@@ -84,11 +84,11 @@ def test_uri_of_a_path_and_of_a_process(uri: str) -> None:
         proc.wait()
 
 
-def test_uri_of_a_job_is_refused(uri: str, client: Client) -> None:
+def test_uri_of_a_job_that_is_not_running_is_refused(uri: str, client: Client) -> None:
     jobid = client.submit(jobspec())
     client.wait(jobid)
     err = fails(uri, "uri", jobid.f58)
-    assert f"URI not found for job {jobid.f58}" in err
+    assert f"jobid {jobid.f58} is not running" in err
     assert "jobid 123 not found" in fails(uri, "uri", "jobid:123")
     assert "unsupported scheme 'slurm'" in fails(uri, "uri", "slurm:12", rc=2)
 

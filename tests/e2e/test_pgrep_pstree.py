@@ -14,7 +14,7 @@ import pytest
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-from support.instance import LiveInstance, fails, ok, pflux, quiesce
+from support.instance import LiveInstance, fails, ok, pflux, quiesce, read_fifo
 
 HOLD = "--setattr=system.exec.test.run_duration=0s"  # runs until canceled
 
@@ -104,7 +104,8 @@ def test_pstree_shows_the_jobs_under_the_root(
     assert ok(uri, "pstree", "-a") == ".\n├── beta:R\n├── 2*[alpha:R]\n└── done:CD\n"
     assert ok(uri, "pstree", "-f", "inactive") == ".\n└── done\n"
     assert ok(uri, "pstree", "-X", "--ascii") == ".\n|-- beta\n|-- alpha\n`-- alpha\n"
-    assert ok(uri, "pstree", "-C", "-o", "{name}!") == ".\n├─beta!\n└─2*[alpha!]\n"
+    # -o labels the root too, as flux's (the root's name is ".")
+    assert ok(uri, "pstree", "-C", "-o", "{name}!") == ".!\n├─beta!\n└─2*[alpha!]\n"
     assert ok(uri, "pstree", "-c", "1") == ".\n└── beta\n"
     assert ok(uri, "pstree", "-L", "-1") == ".\n"
     assert ok(uri, "pstree", "--skip-root=yes") == "beta\n2*[alpha]\n"
@@ -124,9 +125,57 @@ def test_pstree_shows_the_jobs_under_the_root(
 
 
 def test_pstree_refuses_what_has_no_meaning_here(uri: str) -> None:
-    assert "no job is a parent" in fails(uri, "pstree", "-p", rc=2)
-    assert "no job is a parent" in fails(uri, "pstree", "--parent-label={id}", rc=2)
     assert "Unknown --details format 'progress'" in fails(uri, "pstree", "-d", "progress")
     assert "Choose only one of --ascii, --compact" in fails(uri, "pstree", "-C", "--ascii", rc=2)
     assert "requires either 'yes' or 'no'" in fails(uri, "pstree", "--skip-root=maybe", rc=2)
-    assert "no job details" in fails(uri, "pstree", "-x", "--skip-root=no", rc=2)
+
+
+@pytest.fixture
+def nested(tmp_path: Path) -> Iterator[tuple[str, str, JobID, JobID]]:
+    """An instance of its own running ``outer``, a nested instance in which two held
+    ``inner`` jobs and ``deep``, a nested instance again, run; once all have started
+    (``deep``'s id is written to a FIFO then)."""
+    ready = tmp_path / "ready"
+    os.mkfifo(ready)
+    script = (
+        f"a=$(flux submit --job-name=inner {HOLD} true) && b=$(flux submit --job-name=inner"
+        f" {HOLD} true) && c=$(flux submit --job-name=deep flux start sleep 120) &&"
+        " flux job wait-event $a start >/dev/null && flux job wait-event $b start >/dev/null"
+        f" && flux job wait-event $c memo >/dev/null && echo $c > {ready}; exec sleep 120"
+    )
+    with LiveInstance(tmp_path / "state") as live, Client(live.uri) as client:
+        outer = JobID.parse(
+            ok(live.uri, "submit", "-c3", "--job-name=outer", "flux", "start", "sh", "-c", script)
+        )
+        inner_uri = client.wait_event(outer, "memo").context["uri"]
+        deep = JobID.parse(read_fifo(ready, timeout=120))
+        yield live.uri, inner_uri, outer, deep
+        quiesce(client)
+
+
+def test_pstree_descends_into_nested_instances(
+    nested: tuple[str, str, JobID, JobID], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri, inner_uri, outer, deep = nested
+    monkeypatch.setenv("COLUMNS", "200")
+    assert ok(uri, "pstree") == ".\n└── outer\n    ├── deep\n    └── 2*[inner]\n"
+    assert ok(uri, "pstree", "-p", "--ascii") == (
+        f". .\n`-- {outer.f58} outer\n    |-- {deep.f58} deep\n    `-- 2*[inner]\n"
+    )
+    assert ok(uri, "pstree", "--parent-label={name}+", "-X") == (
+        ".+\n└── outer+\n    ├── deep+\n    ├── inner\n    └── inner\n"
+    )
+    assert ok(uri, "pstree", "-L", "0") == ".\n└── outer\n"
+    assert ok(uri, "pstree", "--skip-root=yes", "-C") == "outer\n├─deep\n└─2*[inner]\n"
+    details = ok(uri, "pstree", "-n", "--detail-format={id.f58:>12}").splitlines()
+    assert details[:2] == [f"{outer.f58:>12} outer", f"{deep.f58:>12} ├── deep"]
+    assert [line[13:] for line in details[2:]] == ["├── inner", "└── inner"]  # ids differ
+    rooted = ok(uri, "pstree", "-n", "--skip-root=no", "--detail-format={id.f58:>12} {ntasks}")
+    assert rooted.splitlines()[:2] == [f"{'.':>12} 1 .", f"{outer.f58:>12} 1 └── outer"]
+    # inside the nested instance, the root is the job it runs in
+    assert ok(inner_uri, "pstree") == "outer\n├── deep\n└── 2*[inner]\n"
+    inside = ok(inner_uri, "pstree", "-n", "-p", "--skip-root=no", "--detail-format={id.f58}")
+    assert inside.splitlines()[:2] == [
+        f"{outer.f58} {outer.f58} outer",
+        f"{deep.f58} ├── {deep.f58} deep",
+    ]

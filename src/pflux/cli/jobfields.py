@@ -197,7 +197,15 @@ class JobInfo:
                 continue
             out[key] = int(value) if key == "id" else value
         out["jobid"] = JobID(self.get("id")).f58
-        out["annotations"] = self.get("annotations").data
+        annotations = self.get("annotations").data
+        uri = self.get("uri")
+        if uri:  # as flux's: "uri" at the top, not again under annotations.user
+            out["uri"] = uri
+            user = {k: v for k, v in annotations["user"].items() if k != "uri"}
+            annotations = {k: v for k, v in annotations.items() if k != "user"}
+            if user:
+                annotations["user"] = user
+        out["annotations"] = annotations
         if self.raw("exception_occurred") is True:
             out["exception"] = {
                 "occurred": True,
@@ -394,6 +402,13 @@ def _annotations(job: JobInfo) -> Annotations:
     return Annotations(data if isinstance(data, dict) else {})
 
 
+def _uri(job: JobInfo) -> str:
+    """The URI a nested instance running in the job posted (memo ``uri``): always a
+    ``local://`` one in pflux, so ``uri.local`` is the same."""
+    uri = job.get("annotations").lookup(["user", "uri"])
+    return uri if isinstance(uri, str) else ""
+
+
 FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
     "id": lambda job: DisplayID(job.data["id"]),
     "id.dec": _id_as("dec"),
@@ -447,6 +462,8 @@ FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
     "annotations": _annotations,
     "sched": lambda job: job.get("annotations").lookup(["sched"]),
     "user": lambda job: job.get("annotations").lookup(["user"]),
+    "uri": _uri,
+    "uri.local": _uri,
     "dependencies": _dependencies,
     "contextual_info": _contextual_info,
     "contextual_time": _contextual_time,
@@ -493,6 +510,8 @@ ATTRS_FOR: Final[dict[str, tuple[str, ...]]] = {
     ),
     "sched": ("annotations",),
     "user": ("annotations",),
+    "uri": ("annotations",),
+    "uri.local": ("annotations",),
 }  # fmt: skip
 
 
@@ -565,6 +584,8 @@ HEADINGS: Final[dict[str, str]] = {
     "inactive_reason": "INACTIVE-REASON",
     "sched": "SCHED",
     "user": "USER",
+    "uri": "URI",
+    "uri.local": "URI",
     "annotations.sched.t_estimate": "T_ESTIMATE",
     "annotations.sched.reason_pending": "REASON",
     "annotations.sched.resource_summary": "RESOURCES",

@@ -10,6 +10,10 @@ job's shell bound it to. It has flux-core's attributes of a nested instance
 (``jobid``, ``parent-uri``, ``parent-kvs-namespace``, ``jobid-path``,
 ``instance-level`` one more than the enclosing one's), and its initial program
 reaches it, never the enclosing instance: a drain or shutdown there stays there.
+Once it serves, and before its initial program runs, it posts its URI to the job
+as the memo ``uri`` (the ``memo`` event, ``user.uri`` in job-list's annotations),
+as flux-core's broker does, so that ``pflux uri JOBID``, ``pflux jobs -o {uri}``
+and ``pflux pstree`` find it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from pflux.errors import PfluxError
 
-__all__ = ["enclosing_job"]
+__all__ = ["enclosing_job", "post_uri"]
 
 
 def enclosing_job() -> tuple[dict[str, str], dict[str, int]] | None:
@@ -55,6 +59,19 @@ def enclosing_job() -> tuple[dict[str, str], dict[str, int]] | None:
         "instance-level": str(level + 1),
     }
     return attrs, {"cores": R.ncores(rank), "gpus": R.ngpus(rank)}
+
+
+def post_uri(attrs: dict[str, str], uri: str) -> None:
+    """Tell the enclosing instance this instance's URI: the memo ``uri`` on the job
+    (a ``local://`` URI: pflux's instances are reached on this host only)."""
+    from pflux.api import Client
+    from pflux.spec.fluid import JobID
+
+    try:
+        with Client(attrs["parent-uri"]) as client:
+            client.memo(JobID.parse(attrs["jobid"]), {"uri": uri})
+    except PfluxError as exc:
+        raise PfluxError(f"job-manager.memo uri: {exc}") from None
 
 
 def _json(text: str) -> Any:

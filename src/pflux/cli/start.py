@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +152,14 @@ def _start(args: argparse.Namespace) -> int:
     attrs = _nest(args, config)
     instance = Instance(args.state_dir, config=config, fresh=args.fresh, attrs=attrs)
     command = args.command or None
+    announce = False
     if command is None and args.state_dir is None and args.simulate is None:
         if sys.stdin.isatty():
             command = [os.environ.get("SHELL") or "/bin/sh"]
         else:
-            instance.on_ready = _announce
+            announce = True
+    if attrs is not None or announce:
+        instance.on_ready = partial(_ready, attrs, announce)
     import uvloop
 
     try:
@@ -184,6 +188,17 @@ def _nest(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, str] | 
     if isinstance(section, dict) and not section.keys() & {"config", "path", "cores", "gpus"}:
         section.update(counts)
     return attrs
+
+
+def _ready(nested: dict[str, str] | None, announce: bool, uri: str) -> None:
+    """Once clients may connect: a nested instance tells its job its URI, before its
+    initial program runs; one with nothing to run says where it is."""
+    if nested is not None:
+        from pflux.cli.nested import post_uri
+
+        post_uri(nested, uri)
+    if announce:
+        _announce(uri)
 
 
 def _announce(uri: str) -> None:

@@ -2,30 +2,44 @@
 
 Without TARGET, the instance this command would reach (``--uri``, ``PFLUX_URI``,
 ``FLUX_URI``), once it has answered. TARGET may be a URI or socket path
-(``local://PATH``, checked the same way) or ``pid:PID``, a process whose
-environment names an instance. A pflux job never runs an instance, so a job id
-(``jobid:ID`` or a bare id) is refused, naming the job.
+(``local://PATH``, checked the same way), ``pid:PID``, a process whose
+environment names an instance, or a job id (``jobid:ID`` or a bare id): the URI of
+the nested instance the running job posted (its memo ``uri``, ``pflux.cli.nested``),
+as flux's jobid resolver; ``--wait`` waits for it to be posted. ``jobid:ID/ID2``
+descends into nested instances; ``/`` is the root instance and ``..`` the enclosing
+one. ``--local`` asks for the form every pflux URI has.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pflux.cli import base
 
 
 def parser() -> argparse.ArgumentParser:
     p = base.parser("uri", "Print the URI of an instance.")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for a job's instance to post its URI (none if the job ends first)",
+    )
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="the URI's local:// form (pflux's instances have no other)",
+    )
     p.add_argument("target", nargs="?", metavar="TARGET", help="local://PATH, pid:PID or a job id")
     return p
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    return base.run("uri", lambda: _uri(args.target))
+    return base.run("uri", lambda: _uri(args.target, wait=args.wait))
 
 
-def _uri(target: str | None) -> None:
+def _uri(target: str | None, *, wait: bool = False) -> None:
     from pflux.api import Client
     from pflux.client.uri import socket_path
 
@@ -35,7 +49,8 @@ def _uri(target: str | None) -> None:
         if sep and scheme == "pid":
             uri = _from_pid(rest)
         elif sep and scheme == "jobid":
-            _job(rest)
+            print(_job_path(rest, wait))
+            return
         elif sep and scheme != "local" and not rest.startswith("//"):
             from pflux.errors import UsageError
 
@@ -43,7 +58,8 @@ def _uri(target: str | None) -> None:
         elif "/" in target:
             uri = target
         else:
-            _job(target)
+            print(_job_path(target, wait))
+            return
     with Client(uri) as client:
         print(client.attrs().get("local-uri", socket_path(uri)))
 
@@ -66,19 +82,72 @@ def _from_pid(text: str) -> str:
     raise PfluxError(f"pid:{text}: process is not in a pflux instance (no PFLUX_URI)")
 
 
-def _job(text: str) -> None:
-    """A job id: never an instance. Say whether the job exists, as flux does."""
+def _job_path(path: str, wait: bool) -> str:
+    """The URI a path of job ids leads to from the instance this command reaches, one
+    instance down a step (``/``: the root, ``..``: the enclosing instance)."""
     from pflux.api import Client
+
+    uri: str | None = None
+    steps = [step for step in path.split("/") if step]
+    if path.startswith("/"):
+        steps.insert(0, "/")
+    if not steps:
+        with Client() as client:
+            return client.attrs()["local-uri"]
+    for step in steps:
+        if step == "/":
+            uri = _root(uri)
+            continue
+        with Client(uri) as client:
+            if step == "..":
+                attrs = client.attrs()
+                level = int(attrs.get("instance-level", "0"))
+                uri = attrs["parent-uri"] if level > 0 else attrs["local-uri"]
+            else:
+                uri = _job_uri(client, step, wait)
+    assert uri is not None
+    return uri
+
+
+def _root(uri: str | None) -> str:
+    """The URI of the root instance above the one at ``uri``."""
+    from pflux.api import Client
+
+    while True:
+        with Client(uri) as client:
+            attrs = client.attrs()
+        if int(attrs.get("instance-level", "0")) == 0:
+            return attrs["local-uri"]
+        uri = attrs["parent-uri"]
+
+
+def _job_uri(client: Any, text: str, wait: bool) -> str:
+    """The URI a running job's nested instance posted (``wait``: once it posts it, or
+    nothing if the job ends first); flux's errors otherwise."""
     from pflux.errors import JobIDError, PfluxError, RPCError
     from pflux.spec.fluid import JobID
+    from pflux.spec.states import State
 
     try:
         jobid = JobID.parse(text)
     except JobIDError:
         raise PfluxError(f"{text} is not a valid jobid") from None
-    with Client() as client:
-        try:
-            client.lookup(jobid, ["eventlog"])
-        except RPCError:
-            raise PfluxError(f"jobid {text} not found") from None
-    raise PfluxError(f"URI not found for job {text}: pflux jobs do not run instances")
+    uri = None
+    try:
+        if wait:
+            for event in client.events(jobid):
+                if event.name == "memo" and "uri" in event.context:
+                    uri = event.context["uri"]
+                    break
+                if event.name == "finish":
+                    break
+        else:
+            job = client.job_info(jobid, ["state", "annotations"])
+            if job.state != State.RUN:
+                raise PfluxError(f"jobid {text} is not running")
+            uri = ((job.annotations or {}).get("user") or {}).get("uri")
+    except RPCError:
+        raise PfluxError(f"jobid {text} not found") from None
+    if not isinstance(uri, str) or not uri:
+        raise PfluxError(f"URI not found for job {text}")
+    return uri

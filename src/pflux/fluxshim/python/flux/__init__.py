@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 
     from flux.core.handle import Flux as FluxHandle
 
-__all__ = ["Flux", "constants", "core", "job", "resource", "rpc"]
+__all__ = ["Flux", "constants", "core", "job", "resource", "rpc", "uri"]
 
-_SUBMODULES = frozenset(("constants", "core", "eventlog", "future", "job", "resource", "rpc"))
+_SUBMODULES = frozenset(
+    ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri")
+)
 
 
 def Flux(*args: Any, **kwargs: Any) -> FluxHandle:  # noqa: N802 - flux-core's name

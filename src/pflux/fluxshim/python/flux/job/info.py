@@ -129,6 +129,18 @@ class JobInfo:
         return statetostr(self.state_id)
 
     @property
+    def uri(self) -> Any:
+        """The ``flux.uri.JobURI`` a nested instance running in the job posted (its
+        memo ``uri``), or None."""
+        user = self._info["annotations"].get("user")
+        found = user.get("uri") if isinstance(user, dict) else None
+        if not found:
+            return None
+        from flux.uri import JobURI
+
+        return JobURI(str(found))
+
+    @property
     def state_single(self) -> str:
         return statetostr(self.state_id, "S")
 
@@ -209,6 +221,9 @@ class JobInfo:
         result["jobid"] = self.id.f58
         result["annotations"] = self._info["annotations"]
         result["exception"] = dict(self._info["exception"].__dict__)
+        uri = self.uri
+        if uri is not None:
+            result["uri"] = str(uri)
         if not filtered:
             return result
         for key in list(result):
@@ -218,4 +233,10 @@ class JobInfo:
                 del result[key]
             if key == "exception" and not val["occurred"]:
                 result["exception"] = {"occurred": False}
+        if uri is not None:  # "uri" at the top, not again under annotations.user
+            user = {k: v for k, v in result["annotations"]["user"].items() if k != "uri"}
+            annotations = {k: v for k, v in result["annotations"].items() if k != "user"}
+            if user:
+                annotations["user"] = user
+            result["annotations"] = annotations
         return result
