@@ -51,25 +51,6 @@ def _alloc(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
-    from pflux.api import Client
-    from pflux.cli.attach_terminal import asks_interactive
-    from pflux.cli.job_attach import attach, catching
-    from pflux.cli.requires import refuse_unmet
+    from pflux.cli.run import submit_attached
 
-    with Client(args.uri) as client, catching(True) as signals:
-        refuse_unmet(client, [request.jobspec])
-        jobid = client.submit(
-            request.jobspec,
-            urgency=request.urgency,
-            waitable="waitable" in request.flags,
-            debug="debug" in request.flags,
-        )
-        if args.verbose:
-            print(f"jobid: {jobid}", file=sys.stderr, flush=True)
-        return attach(
-            client,
-            jobid,
-            stdin_ranks="all",
-            signals=signals,
-            interactive=asks_interactive(request.jobspec),
-        )
+    return submit_attached(args.uri, request, verbose=args.verbose > 0, stdin_ranks="all")

@@ -11,6 +11,7 @@ them read the file instead). Signals and the status line are those of
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pflux.cli import base, jobopts
 
@@ -45,18 +46,34 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
         return 0
+    # stdin goes to the tasks --input names (all by default), unless they read a file
+    reads_file = args.input is not None and request.input_ranks is None
+    return submit_attached(
+        args.uri,
+        request,
+        verbose=args.verbose > 0,
+        label_io=args.label_io,
+        show_events=args.show_events or args.verbose > 1,
+        stdin_ranks=None if reads_file else request.input_ranks or "all",
+    )
+
+
+def submit_attached(
+    uri: str | None, request: jobopts.JobRequest, *, verbose: bool, **options: Any
+) -> int:
+    """Submit the job and attach to it (``run``, ``alloc``): its exit code.
+
+    Signals are caught from before the submission, so none ends the client and
+    leaves the job it submitted unattended. ``options`` are ``attach``'s.
+    """
+    import sys
+
     from pflux.api import Client
     from pflux.cli.attach_terminal import asks_interactive
     from pflux.cli.job_attach import attach, catching
+    from pflux.cli.requires import refuse_unmet
 
-    # stdin goes to the tasks --input names (all by default), unless they read a file
-    reads_file = args.input is not None and request.input_ranks is None
-    stdin_ranks = None if reads_file else request.input_ranks or "all"
-    # signals are caught from before the submission, so none ends the client
-    # and leaves the job it submitted unattended
-    with Client(args.uri) as client, catching(True) as signals:
-        from pflux.cli.requires import refuse_unmet
-
+    with Client(uri) as client, catching(True) as signals:
         refuse_unmet(client, [request.jobspec])
         jobid = client.submit(
             request.jobspec,
@@ -64,14 +81,7 @@ def _run(args: argparse.Namespace) -> int:
             waitable="waitable" in request.flags,
             debug="debug" in request.flags,
         )
-        if args.verbose:
+        if verbose:
             print(f"jobid: {jobid}", file=sys.stderr, flush=True)
-        return attach(
-            client,
-            jobid,
-            label_io=args.label_io,
-            show_events=args.show_events or args.verbose > 1,
-            stdin_ranks=stdin_ranks,
-            signals=signals,
-            interactive=asks_interactive(request.jobspec),
-        )
+        interactive = asks_interactive(request.jobspec)
+        return attach(client, jobid, signals=signals, interactive=interactive, **options)
