@@ -16,15 +16,15 @@ SHIM_PYTHON = Path(pflux.__file__).parent / "fluxshim" / "python"
 
 
 def run_flux(
-    code: str, uri: str | None, *, timeout: float = 60
+    code: str, uri: str | None, *, timeout: float = 60, python: str = sys.executable
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` (dedented) in ``sys.executable -I``; FLUX_URI is ``uri`` (None: unset)."""
+    """Run ``code`` (dedented) in ``python -I``; FLUX_URI is ``uri`` (None: unset)."""
     prologue = f"import sys\nsys.path.insert(0, {str(SHIM_PYTHON)!r})\n"
     env = {k: v for k, v in os.environ.items() if not k.endswith("FLUX_URI")}
     if uri is not None:
         env["FLUX_URI"] = uri
     return subprocess.run(
-        [sys.executable, "-I", "-c", prologue + textwrap.dedent(code)],
+        [python, "-I", "-c", prologue + textwrap.dedent(code)],
         capture_output=True,
         text=True,
         env=env,
