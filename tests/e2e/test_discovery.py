@@ -76,11 +76,20 @@ def test_uri_prints_this_instance(uri: str) -> None:
 def test_uri_of_a_path_and_of_a_process(uri: str) -> None:
     path = uri.removeprefix("local://")
     assert ok(uri, "uri", path) == f"{uri}\n"
-    proc = subprocess.Popen(["sleep", "60"], env=without_uri(FLUX_URI=uri))
+    # a process that says it runs once exec is done: until then its /proc environ is empty
+    proc = subprocess.Popen(
+        ["sh", "-c", "echo up; read x"],
+        env=without_uri(FLUX_URI=uri),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     try:
+        assert proc.stdout.readline() == b"up\n"
         assert ok(uri, "uri", f"pid:{proc.pid}") == f"{uri}\n"
     finally:
-        proc.kill()
+        proc.stdin.close()
         proc.wait()
 
 
