@@ -77,20 +77,17 @@ def test_uri_of_a_path_and_of_a_process(uri: str) -> None:
     path = uri.removeprefix("local://")
     assert ok(uri, "uri", path) == f"{uri}\n"
     # a process that says it runs once exec is done: until then its /proc environ is empty
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         ["sh", "-c", "echo up; read x"],
         env=without_uri(FLUX_URI=uri),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-    )
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    try:
+    ) as proc:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
         assert proc.stdout.readline() == b"up\n"
         assert ok(uri, "uri", f"pid:{proc.pid}") == f"{uri}\n"
-    finally:
-        proc.stdin.close()
-        proc.wait()
+        proc.stdin.close()  # its read ends: it exits, and the with waits for it
 
 
 def test_uri_of_a_job_that_is_not_running_is_refused(uri: str, client: Client) -> None:
