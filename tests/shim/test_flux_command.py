@@ -71,3 +71,13 @@ def test_flux_finds_pflux_on_path_without_pflux_python(uri: str) -> None:
     assert lost.stderr == (
         "flux: cannot run pflux: PFLUX_PYTHON is not set and pflux is not on PATH\n"
     )
+
+
+def test_flux_goes_where_flux_uri_points_over_pflux_uri(uri: str, tmp_path: object) -> None:
+    # a tool points FLUX_URI at another instance (a nested one), PFLUX_URI left as is
+    elsewhere = f"local://{tmp_path}/no-instance"
+    listed = flux("jobs", "-a", "-n", FLUX_URI=uri, PFLUX_URI=elsewhere)
+    assert listed.returncode == 0, listed.stderr
+    gone = flux("jobs", "-a", "-n", FLUX_URI=elsewhere, PFLUX_URI=uri)
+    assert gone.returncode != 0
+    assert "no-instance" in gone.stderr

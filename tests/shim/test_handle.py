@@ -226,3 +226,16 @@ def test_a_rank_other_than_0_is_unreachable_and_a_closed_handle_refuses(
         "ECONNRESET Connection to the Flux instance was lost",
         "EBADF rpc: the Flux handle is closed",
     ]
+
+
+def test_config_get_answers_the_instance_config_as_flux_core_does(instance: LiveInstance) -> None:
+    # tools read tables of it, e.g. queues, as flux-core's broker serves them
+    out = flux_output(
+        """
+        import flux
+        config = flux.Flux().rpc("config.get").get()
+        print(type(config).__name__, config.get("queues", {}))
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == ["dict {}"]

@@ -32,7 +32,7 @@ def _class(path: str) -> type[Service]:
 
 def service_classes() -> list[type[Service]]:
     paths = [*instance.SERVICES, instance.SIMULATOR, *instance.MODULES.values()]
-    return [instance.BrokerService, LogService, *map(_class, paths)]
+    return [instance.BrokerService, instance.ConfigService, LogService, *map(_class, paths)]
 
 
 def registered_topics() -> set[str]:

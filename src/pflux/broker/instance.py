@@ -111,6 +111,17 @@ SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 
 
+class ConfigService(Service):
+    """The instance's configuration as loaded (``config.get``), as flux-core's broker
+    serves it: tools read tables such as ``queues`` from it."""
+
+    name = "config"
+
+    @method("get")
+    def get(self, req: Request) -> None:
+        req.respond(self.broker.config)
+
+
 class BrokerService(Service):
     """The broker's own methods: ping, attributes, shutdown."""
 
@@ -202,7 +213,7 @@ class Instance:
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
         self._shim = fluxshim.shim_env() if fluxshim.enabled(self.config) else None
-        return services
+        return [ConfigService, *services]
 
     async def run(self, argv: Sequence[str] | None = None) -> int:
         """Serve; with ``argv``, run it inside the instance and return its exit code."""

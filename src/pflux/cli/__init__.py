@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     from pflux.spec import fluid
 
     base.PROG = "flux" if as_flux else "pflux"
+    if as_flux and os.environ.get("FLUX_URI"):
+        # flux's variable names the instance for the flux command, as for flux-core's:
+        # tools point it at another instance (a nested one) with PFLUX_URI left as is
+        os.environ["PFLUX_URI"] = os.environ["FLUX_URI"]
 
     fluid.ascii_prefix(fluid.ascii_f58_preferred())  # job ids print with f, not ƒ, if need be
     return dispatch(base.PROG, COMMANDS, USAGE.replace("usage: pflux", f"usage: {base.PROG}"), args)

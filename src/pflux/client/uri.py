@@ -1,9 +1,10 @@
 """Finding the instance: ``--uri``, else ``PFLUX_URI``, else ``FLUX_URI`` (flux's name,
 set alongside pflux's in jobs and the initial program, so tools written for flux find
 the instance; pflux's own name wins where both are set, e.g. a pflux instance run
-inside a flux job), as ``local:///path/to/socket`` or a bare path; and how long to
-wait for it to answer: ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s; and the
-NoInstanceError each way of not finding it raises, for both handles.
+inside a flux job, except for the ``flux`` command, where FLUX_URI wins as in flux),
+as ``local:///path/to/socket`` or a bare path; and how long to wait for it to answer:
+``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s; and the NoInstanceError each way of
+not finding it raises, for both handles.
 """
 
 from __future__ import annotations
