@@ -299,12 +299,33 @@ class Broker:
         self.remote: dict[str, Forward] = {}
         # in a module process: where requests for services not here go (the main broker)
         self.fallback: Forward | None = None
+        self.rank = 0  # this broker's place in its instance (pflux.broker.boot)
+        self.size = 1
+        self._rank_watchers: list[Callable[[int, dict[str, Any] | None], None]] = []
+        self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
 
     def fatal(self, reason: str) -> None:
         """Something the instance cannot go on without has failed: stop it, loudly."""
         log.critical("fatal: %s", reason)
         if self.on_fatal is not None:
             self.on_fatal(reason)
+
+    def watch_ranks(self, fn: Callable[[int, dict[str, Any] | None], None]) -> None:
+        """Call ``fn(rank, hello)`` for every rank up now, then on every change (None:
+        the rank went down). Services at rank 0 learn of nodes only this way."""
+        self._rank_watchers.append(fn)
+        for rank, info in sorted(self.ranks.items()):
+            fn(rank, info)
+
+    def rank_changed(self, rank: int, info: dict[str, Any] | None) -> None:
+        """Rank ``rank`` said hello (``info``, what it offers) or was lost (None)."""
+        if info is None:
+            if self.ranks.pop(rank, None) is None:
+                return
+        else:
+            self.ranks[rank] = info
+        for fn in list(self._rank_watchers):
+            fn(rank, info)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
