@@ -11,6 +11,8 @@
     │   ├── DependencyError       RFC 26 command-line URI or object
     │   └── DurationError         Flux Standard Duration
     ├── ConfigError               a configuration table or key that cannot be used
+    ├── CertError                 a CURVE certificate file that cannot be used
+    ├── BootstrapError            where a broker stands cannot be learned (Slurm, PMI)
     ├── UsageError                a command line that cannot be acted on
     ├── NoInstanceError           no instance named, or nothing answers as one there
     ├── ProtocolError             bytes on a connection that are not a message
@@ -94,6 +96,14 @@ class ConfigError(PfluxError):
     def __init__(self, table: str, key: str | None, rule: str) -> None:
         where = f"[{table}]" if key is None else f"[{table}] {key}"
         super().__init__(f"{where}: {rule}")
+
+
+class CertError(PfluxError):
+    """A CURVE certificate file that cannot be used: ``FILE: rule``."""
+
+
+class BootstrapError(PfluxError):
+    """A broker's place in its instance cannot be learned from Slurm's environment or PMI."""
 
 
 class UsageError(PfluxError):

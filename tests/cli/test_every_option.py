@@ -716,6 +716,14 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "top --queue": ("tests/e2e/test_top.py::test_bad_options_and_targets_are_refused",),
     "top --test-exit": ("tests/e2e/test_top.py::test_test_exit_draws_once_and_exits",),
+    "keygen --name": (
+        "tests/cli/test_keygen.py::test_name_and_meta_set_metadata_first_value_winning",
+        "tests/cli/test_keygen.py::test_metadata_a_certificate_cannot_hold_is_refused",
+    ),
+    "keygen --meta": (
+        "tests/cli/test_keygen.py::test_name_and_meta_set_metadata_first_value_winning",
+        "tests/cli/test_keygen.py::test_metadata_a_certificate_cannot_hold_is_refused",
+    ),
     "dmesg --clear": ("tests/e2e/test_discovery.py::test_dmesg_clear",),
     "dmesg --read-clear": ("tests/e2e/test_discovery.py::test_dmesg_clear",),
     "dmesg --follow": ("tests/e2e/test_discovery.py::test_dmesg_follow_and_new",),

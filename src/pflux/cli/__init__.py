@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "pkill": "pkill",
     "pstree": "pstree",
     "top": "top",
+    "keygen": "keygen",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -80,6 +81,7 @@ commands:
   pkill      cancel jobs by name pattern or id range
   pstree     show jobs as a tree by name
   top        display a live view of resources and running jobs
+  keygen     generate a CURVE certificate for an instance's overlay network
 """
 
 
