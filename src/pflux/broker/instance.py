@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux import __version__, fluxshim, private
+from pflux.broker import bootstrap
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
@@ -208,6 +209,7 @@ class Instance:
         """The services' classes, once the config is checked against the keys they read."""
         services = [_service_class(path) for path in self.service_paths]
         declared: dict[str, set[str]] = {t: set(k) for t, k in fluxshim.CONFIG_KEYS.items()}
+        declared["bootstrap"] = set(bootstrap.CONFIG_KEYS)  # read by pflux start (bootstrap.py)
         for cls in services:
             for table, keys in cls.config_keys.items():
                 declared.setdefault(table, set()).update(keys)
