@@ -143,9 +143,12 @@ def write_cert(path: Path, cert: Cert, meta: Mapping[str, str]) -> None:
 
 
 def load_cert(path: Path, owner_uid: int) -> Cert:
-    """The key pair in ``path``, a file only ``owner_uid`` (the instance's owner) may read."""
+    """The key pair in ``path``, a file only ``owner_uid`` (the instance's owner) may read.
+
+    A link is followed: the file it reaches is the one whose owner and mode count.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise CertError(f"{path}: {exc.strerror}") from None
     with open(fd, "rb") as f:

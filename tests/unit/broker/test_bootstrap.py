@@ -70,6 +70,25 @@ def test_a_fanout_gives_a_k_ary_tree_with_each_parents_connect_uri() -> None:
     assert [b.bind for b in boots] == ["tcp://*:9"] * 3 + [None] * 4
 
 
+@given(st.integers(1, 40), st.integers(0, 39), st.integers(1, 5) | st.none())
+def test_each_host_of_a_hostlist_is_its_rank_and_finds_its_parent(
+    size: int, index: int, fanout: int | None
+) -> None:
+    index %= size
+    table = {
+        "default_port": 8050,
+        "default_bind": "tcp://*:%p",
+        "default_connect": "tcp://%h.mgmt:%p",
+        "hosts": [{"host": f"node[00-{size - 1:02}]"}],
+    }
+    boot = from_config(table, f"node{index:02}", CERT, fanout)
+    assert (boot.rank, boot.size) == (index, size)
+    assert boot.hostnames[index] == f"node{index:02}"
+    up = boot.parent_rank()
+    assert boot.parent == (None if up is None else f"tcp://node{up:02}.mgmt:8050")
+    assert (boot.bind is not None) == bool(len(boot.children()))
+
+
 def test_a_host_named_again_takes_the_keys_it_lacks() -> None:
     table = {
         "default_connect": "tcp://%h:1",
@@ -240,6 +259,20 @@ def test_the_fallback_variables_and_a_fanout() -> None:
         del env[name]
     boot = from_slurm(env, CERT, fanout=3)
     assert (boot.rank, boot.size, boot.parent_rank()) == (3, 4, 0)
+
+
+@given(st.integers(1, 64), st.integers(0, 63), st.integers(1, 8))
+def test_every_slurm_rank_connects_to_its_parents_host(
+    nodes: int, procid: int, fanout: int
+) -> None:
+    procid %= nodes
+    boot = from_slurm(srun_env(procid, nodes=nodes), CERT, fanout=fanout)
+    assert (boot.rank, boot.size, boot.fanout) == (procid, nodes, fanout)
+    assert boot.hostnames == tuple(f"node{r}" for r in range(nodes))
+    port = slurm_port(srun_env(procid, nodes=nodes), None)
+    up = boot.parent_rank()
+    assert boot.parent == (None if up is None else f"tcp://node{up}:{port}")
+    assert boot.bind == (f"tcp://*:{port}" if len(boot.children()) else None)
 
 
 SLURM_ERRORS: list[tuple[dict[str, str], str]] = [

@@ -115,10 +115,13 @@ def test_a_file_of_another_owner_is_refused(tmp_path: Path) -> None:
         load_cert(path, other)
 
 
-def test_a_missing_file_or_a_link_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CertError, match="No such file"):
+def test_a_missing_file_is_refused_and_a_link_judged_by_its_file(tmp_path: Path) -> None:
+    with pytest.raises(CertError, match=f"{tmp_path / 'nope'}: No such file"):
         load_cert(tmp_path / "nope", os.getuid())
-    write_cert(tmp_path / "c", new_cert(), {})
+    cert = new_cert()
+    write_cert(tmp_path / "c", cert, {})
     (tmp_path / "link").symlink_to(tmp_path / "c")
-    with pytest.raises(CertError, match="link"):
+    assert load_cert(tmp_path / "link", os.getuid()) == cert
+    (tmp_path / "c").chmod(0o644)
+    with pytest.raises(CertError, match="link: readable or writable by group or others"):
         load_cert(tmp_path / "link", os.getuid())
