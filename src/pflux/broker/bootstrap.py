@@ -86,6 +86,12 @@ def _env_int(env: Mapping[str, str], name: str, source: str, low: int = 0) -> in
     return int(text)
 
 
+def _fanout(fanout: int) -> int:
+    if fanout < 1:
+        raise BootstrapError(f"tbon.fanout: must be 1 or more, got {fanout}")
+    return fanout
+
+
 def _tree(rank: int, size: int, fanout: int) -> Boot:
     """A Boot with only the tree's shape, to ask it for ``parent_rank``/``children``."""
     return Boot(rank, size, (), fanout, None, None, Cert(""), "", frozenset())
@@ -126,9 +132,7 @@ def from_config(
     rank, size = hosts.index(hostname), len(hosts)
     if size > 1 and cert is None:
         raise ConfigError("bootstrap", "curve_cert", "must be defined for size > 1")
-    if fanout is not None and fanout < 1:
-        raise ConfigError("bootstrap", None, f"the tree's fanout must be 1 or more, got {fanout}")
-    tree = _tree(rank, size, fanout or max(1, size - 1))
+    tree = _tree(rank, size, max(1, size - 1) if fanout is None else _fanout(fanout))
     uri = {
         which: [_uri(entries[h], which, defaults[f"default_{which}"], port, h) for h in hosts]
         for which in ("bind", "connect")
@@ -372,9 +376,7 @@ def from_slurm(
             f"Slurm: an instance of {size} nodes needs the instance certificate"
             " (--curve-cert=FILE or [bootstrap] curve_cert; make one with pflux keygen)"
         )
-    if fanout < 1:
-        raise BootstrapError(f"the tree's fanout must be 1 or more, got {fanout}")
-    tree = _tree(rank, size, fanout)
+    tree = _tree(rank, size, _fanout(fanout))
     tcp = slurm_port(env, port)
     up = tree.parent_rank()
     key = cert.public if cert else ""
@@ -441,10 +443,8 @@ def from_pmi(
     connects before its parent knows its key. ``client`` is initialized and not
     finalized here.
     """
-    if fanout < 1:
-        raise BootstrapError(f"the tree's fanout must be 1 or more, got {fanout}")
     rank, size = client.rank, client.size
-    tree = _tree(rank, size, fanout)
+    tree = _tree(rank, size, _fanout(fanout))
     cert = _keypair()
     endpoint = ""
     if len(tree.children()):

@@ -176,6 +176,14 @@ def test_more_than_one_host_needs_a_certificate() -> None:
         from_config(table, "y", None)
 
 
+def test_a_fanout_below_one_is_refused() -> None:
+    table = {"hosts": [{"host": "x"}]}
+    with pytest.raises(BootstrapError, match=r"tbon\.fanout: must be 1 or more, got 0"):
+        from_config(table, "x", CERT, fanout=0)
+    with pytest.raises(BootstrapError, match=r"tbon\.fanout: must be 1 or more, got 0"):
+        from_slurm(srun_env(0), CERT, fanout=0)
+
+
 def test_the_instance_knows_the_bootstrap_keys(tmp_path: Path) -> None:
     from pflux.broker.instance import Instance
 
