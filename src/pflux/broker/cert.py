@@ -19,7 +19,15 @@ from pathlib import Path
 from pflux.broker.boot import Cert
 from pflux.errors import CertError
 
-__all__ = ["format_cert", "load_cert", "new_cert", "parse_cert", "write_cert"]
+__all__ = [
+    "format_cert",
+    "key_problem",
+    "load_cert",
+    "meta_problem",
+    "new_cert",
+    "parse_cert",
+    "write_cert",
+]
 
 Z85 = string.digits + string.ascii_lowercase + string.ascii_uppercase + ".-:+=^!/*?&<>()[]{}@%$#"
 """ZeroMQ's Z85 alphabet (RFC 32/Z85), in digit order."""
