@@ -161,6 +161,7 @@ class Pool:
         self._down: set[int] = set()
         # ranks of the instance not in the pool yet (they join with ``add``)
         self._missing = max(0, size - len(self._targets))
+        self._size = size
 
     # --- queries ----------------------------------------------------------------------
 
@@ -271,14 +272,21 @@ class Pool:
 
     def add(self, rank: int, target: Target) -> None:
         """A rank joins the pool with what it offers (its broker said hello); it is set
-        aside if it was drained before it joined."""
+        aside if it is drained or down.  What running jobs hold there (``adopt``) is
+        not free."""
         if rank in self._targets:
             raise ResourceError(f"rank {rank} is already in the pool")
+        cores, gpus = target.cores, target.gpus
+        if self._aside.pop(rank, None) is not None:  # adopted jobs hold part of it
+            for job in self._jobs.values():
+                held = job.ranks.get(rank)
+                if held is not None:
+                    cores, gpus = cores - held[0], gpus - held[1]
         self._targets[rank] = target
         self._hosts[rank] = target.hostname
         self.all = ResourceSet({**self.all.targets, rank: target})
-        self._free[rank] = (target.cores, target.gpus)
-        self._counts[rank] = counts = (len(target.cores), len(target.gpus))
+        self._free[rank] = (cores, gpus)
+        self._counts[rank] = counts = (len(cores), len(gpus))
         insort(self._by_fit, (-counts[0], -counts[1], rank))
         self.free_cores += counts[0]
         self.free_gpus += counts[1]
@@ -377,7 +385,9 @@ class Pool:
         The part of R outside the pool or already held by another job is
         returned and not taken; ``None`` stands for an R that could not be
         read.  A job that did not fit whole is *damaged*: its later free may
-        name resources it never got here.
+        name resources it never got here.  The part on a rank of the instance
+        that has not joined yet is taken as R says (the rank is down until it
+        joins): its broker and the job's shell there are still running.
         """
         if jobid in self._jobs:
             raise ResourceError(f"job {JobID(jobid)} already holds resources")
@@ -385,8 +395,15 @@ class Pool:
             self._take(jobid, {}, 0.0, damaged=True)
             return ResourceSet({})
         taken: dict[int, Holding] = {}
-        from_aside: dict[int, Holding] = {}  # on a drained or down rank
+        from_aside: dict[int, Holding] = {}  # on a drained or down rank, or one yet to join
         for rank, target in resources.targets.items():
+            if rank not in self._targets and 0 <= rank < self._size:
+                # a rank yet to join: held on trust, taken from what it offers once it does
+                self._down.add(rank)
+                self._aside.setdefault(rank, (_EMPTY, _EMPTY))
+                self._hosts.setdefault(rank, target.hostname)
+                from_aside[rank] = (target.cores, target.gpus)
+                continue
             free = self._aside.get(rank) or self._free.get(rank)
             if free is None:
                 continue

@@ -577,3 +577,23 @@ def test_adopt_takes_a_running_job_back_on_a_down_rank() -> None:
     assert pool.free_cores == 4  # two on each rank
     pool.free(7)
     assert pool.free_cores == 8
+
+
+def test_adopt_holds_a_job_on_a_rank_yet_to_join_until_it_does() -> None:
+    pool = Pool(ResourceSet(node(2)), size=3)
+    running = ResourceSet(
+        {**node(1, rank=0), 1: Target("node1", IdSet([1]), IdSet()), **node(1, 0, 2, "node2")}
+    )
+    assert not pool.adopt(7, running)
+    other = ResourceSet({1: Target("node1", IdSet([2]), IdSet())})
+    assert not pool.adopt(8, other)  # a second job on the same rank
+    assert pool.adopt(9, ResourceSet(node(1, rank=5, host="node5")))  # not a rank here
+    assert pool.held(7).nodelist == ("node0", "node1", "node2")
+    pool.free(8)  # before rank 1 joined: nothing to give back yet
+    pool.add(1, Target("node1", IdSet.range(0, 3), IdSet()))
+    assert pool.free_cores == 1  # rank 1 is down until it is up
+    pool.set_up(1)
+    assert pool.free_cores == 1 + 3  # all but the core job 7 holds
+    assert pool.alloc(10, req(4, 1, nnodes=1), NOW) is None
+    pool.free(7)
+    assert pool.free_cores == 2 + 4

@@ -905,3 +905,22 @@ def test_a_single_broker_is_online_whatever_its_r(tmp_path: Path) -> None:
             assert status["down"]["execution"]["R_lite"] == []
 
     run(body)
+
+
+def test_a_restart_keeps_running_jobs_on_ranks_yet_to_rejoin(tmp_path: Path) -> None:
+    async def body() -> None:
+        r = {
+            "version": 1,
+            "execution": {
+                "R_lite": [{"rank": "0-1", "children": {"core": "0"}}],
+                "nodelist": [f"{HOST},node1"],
+            },
+        }
+        entry = {"id": 7, "priority": 16, "userid": 0, "t_submit": 1.0, "R": r}
+        async with live(tmp_path, cores=2, size=2, hello=[entry]) as t:
+            assert t.jm.raised == []
+            t.broker.rank_changed(1, hello("node1"))
+            t.alloc(1, num_tasks=2, num_nodes=2)  # one core left on each rank
+            assert ranks_of((await t.final(1))["R"]) == [{"rank": "0-1", "children": {"core": "1"}}]
+
+    run(body)
