@@ -18,8 +18,8 @@ the free resources less a reservation once per change.
 A drained rank (``drain``) keeps what its jobs hold until they free it, but
 what it has free, and whatever they free later, is set aside rather than
 offered: to the rest of the pool the rank has nothing free.  A rank that is
-down (``down``: its broker was lost) is set aside the same way until it is up
-again and not drained.  Ranks join as their brokers say hello (``add``); an
+down (``set_down``: its broker was lost) is set aside the same way until it is
+up again (``set_up``) and not drained.  Ranks join as their brokers say hello (``add``); an
 instance of ``size`` ranks of which some have not joined yet denies only a
 request for more nodes than it could ever have.
 """
@@ -205,11 +205,6 @@ class Pool:
     def drained(self) -> frozenset[int]:
         """The drained ranks."""
         return frozenset(self._drained)
-
-    @property
-    def down(self) -> frozenset[int]:
-        """The ranks that are down."""
-        return frozenset(self._down)
 
     def busy(self, rank: int) -> bool:
         """Whether some job holds part of ``rank``."""
