@@ -10,8 +10,11 @@ cut short by its precision, one ending in ``h`` prints ``-`` for an empty value.
 ``info`` is ``list`` in one line per state (default ``all``).
 
 ``status`` shows ranks by state (``avail``, ``allocated``, ``draining``,
-``drained``; pflux has no excluded, torpid, housekeeping or offline ranks, so
-those lines are empty); ``drain``/``undrain`` ask the scheduler
+``drained``; pflux has no excluded, torpid or housekeeping ranks, so those
+lines are empty), each state's offline ranks (the scheduler's ``offline``:
+their broker is down or has not joined) on a line of their own marked ``*``
+and ``✗``, as flux's; a rank that never joined has no host to name, so it
+counts in NNODES but not in NODELIST; ``drain``/``undrain`` ask the scheduler
 (``Client.drain_resources``), and ``drain`` with no targets lists the drained
 ranks with their time and reason.
 """
@@ -318,9 +321,10 @@ def _show_status(args: argparse.Namespace, formats: dict[str, tuple[str, str]]) 
     states = _status_states(args.states)
     sets = _fetch(args.uri)
     status = sets["status"]
-    ranks = {"all": set(sets["all"].targets)}
+    offline = _idset(status.get("offline"))
+    ranks = {"all": set(sets["all"].targets) | offline}
     if args.include is not None:
-        ranks["all"] &= set(_include(sets, args.include)["all"].targets)
+        ranks["all"] &= set(_include(sets, args.include)["all"].targets) | _ranks_of(args.include)
     hosts = {rank: target.hostname for rank, target in sets["all"].targets.items()}
     drains = status.get("drain") or {}
     drained = {int(rank) for rank in drains} & ranks["all"]
@@ -330,7 +334,7 @@ def _show_status(args: argparse.Namespace, formats: dict[str, tuple[str, str]]) 
     ranks["draining"], ranks["drained"] = draining, drained - draining
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     online = "online" in states or "offline" not in states
-    offline = "offline" in states or "online" not in states
+    show_offline = "offline" in states or "online" not in states
     skip_empty = args.skip_empty or args.states is None
     lines: list[dict[str, Any]] = []
     for state in (*_RANK_STATES, "draining", "drained"):
@@ -344,10 +348,11 @@ def _show_status(args: argparse.Namespace, formats: dict[str, tuple[str, str]]) 
                 for rank in sorted(ranks[state])
             ] or [(set(), "", 0.0)]
         for members, reason, since in groups:
-            if online:
-                lines.append(_status_row(state, True, members, hosts, reason, since, color))
-            if offline and state in _RANK_STATES:
-                lines.append(_status_row(state, False, set(), hosts, reason, since, color))
+            up, down = members - offline, members & offline
+            if online and (state in _RANK_STATES or up or not down):
+                lines.append(_status_row(state, True, up, hosts, reason, since, color))
+            if show_offline and (state in _RANK_STATES or down):
+                lines.append(_status_row(state, False, down, hosts, reason, since, color))
     lines = [
         line
         for line in _merge(formatter, lines)
@@ -369,6 +374,16 @@ def _status_states(text: str | None) -> list[str]:
     if "drain" in states:
         states.extend(("draining", "drained"))
     return states
+
+
+def _ranks_of(targets: str) -> set[int]:
+    """The ranks an ``--include`` idset names (none for a hostlist)."""
+    from pflux.spec.idset import IdSet
+
+    try:
+        return set(IdSet.decode(targets))
+    except IdsetError:
+        return set()
 
 
 def _idset(text: Any) -> set[int]:
@@ -403,7 +418,7 @@ def _status_row(  # noqa: PLR0917 (one line's every field)
         "color_up": ("\033[01;32m" if online else "\033[01;31m") if color else "",
         "color_off": "\033[0;0m" if color else "",
         "ranks": ranks,
-        "nodelist": [hosts[rank] for rank in sorted(ranks)],
+        "nodelist": [hosts[rank] for rank in sorted(ranks) if rank in hosts],
         "nnodes": len(ranks),
         "reason": reason,
         "timestamp": since,

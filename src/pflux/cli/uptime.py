@@ -1,8 +1,8 @@
 """``pflux uptime``: one line on the instance, as flux-uptime(1) (and uptime(1)) print it.
 
 `` 14:39:05 run 2.1m,  owner alice,  depth 0,  size 1`` (then ``,  N drained``
-if ranks are drained), and a second line when submissions are disabled or the
-scheduler stopped.
+if ranks are drained and ``,  N offline`` if brokers are down or yet to join), and
+a second line when submissions are disabled or the scheduler stopped.
 """
 
 from __future__ import annotations
@@ -36,11 +36,14 @@ def _uptime(uri: str | None) -> None:
     import time
 
     from pflux.api import Client
+    from pflux.spec.idset import IdSet
 
     with Client(uri) as client:
         attrs = client.attrs()
         queue = client.queue_status()
-        drained = len(client.resource_status().get("drain") or {})
+        status = client.resource_status()
+    drained = len(status.get("drain") or {})
+    offline = len(IdSet.decode(status.get("offline") or ""))
     now = time.time()
     uid = int(attrs["security.owner"])
     try:
@@ -52,6 +55,7 @@ def _uptime(uri: str | None) -> None:
         f" {time.strftime('%H:%M:%S', time.localtime(now))} run {up},  owner {owner},"
         f"  depth {attrs['instance-level']},  size {attrs['size']}"
         + (f",  {drained} drained" if drained else "")
+        + (f",  {offline} offline" if offline else "")
     )
     extra = [
         text

@@ -17,7 +17,11 @@ the free resources less a reservation once per change.
 
 A drained rank (``drain``) keeps what its jobs hold until they free it, but
 what it has free, and whatever they free later, is set aside rather than
-offered: to the rest of the pool the rank has nothing free.
+offered: to the rest of the pool the rank has nothing free.  A rank that is
+down (``set_down``: its broker was lost) is set aside the same way until it is
+up again (``set_up``) and not drained.  Ranks join as their brokers say hello (``add``); an
+instance of ``size`` ranks of which some have not joined yet denies only a
+request for more nodes than it could ever have.
 """
 
 from __future__ import annotations
@@ -133,7 +137,7 @@ class _Held:
 class Pool:
     """Free and allocated cores and GPUs per rank, and each job's allocation."""
 
-    def __init__(self, resources: ResourceSet) -> None:
+    def __init__(self, resources: ResourceSet, size: int = 0) -> None:
         self.all = resources
         self._targets: dict[int, Target] = dict(resources.targets)
         self._hosts = {rank: target.hostname for rank, target in self._targets.items()}
@@ -152,7 +156,12 @@ class Pool:
         # every rank's (-free cores, -free GPUs, rank), kept sorted: the worst-fit order
         self._by_fit: list[FitKey] = _worst_fit(self._counts)
         self._avoiding: _View | None = None  # the free resources less a reservation
-        self._drained: dict[int, Holding] = {}  # what a drained rank has set aside
+        self._aside: dict[int, Holding] = {}  # what a drained or down rank has set aside
+        self._drained: set[int] = set()
+        self._down: set[int] = set()
+        # ranks of the instance not in the pool yet (they join with ``add``)
+        self._missing = max(0, size - len(self._targets))
+        self._size = size
 
     # --- queries ----------------------------------------------------------------------
 
@@ -186,7 +195,7 @@ class Pool:
         used = {}
         for rank, target in self._targets.items():
             cores, gpus = self._free[rank]
-            aside = self._drained.get(rank)
+            aside = self._aside.get(rank)
             if aside is not None:
                 cores, gpus = cores | aside[0], gpus | aside[1]
             used[rank] = (target.cores - cores, target.gpus - gpus)
@@ -201,7 +210,7 @@ class Pool:
         """Whether some job holds part of ``rank``."""
         target = self._targets[rank]
         cores, gpus = self._free[rank]
-        aside = self._drained.get(rank, (_EMPTY, _EMPTY))
+        aside = self._aside.get(rank, (_EMPTY, _EMPTY))
         return len(cores) + len(aside[0]) < len(target.cores) or len(gpus) + len(aside[1]) < len(
             target.gpus
         )
@@ -209,8 +218,8 @@ class Pool:
     def unsatisfiable(self, request: ResourceRequest) -> str | None:
         """Why ``request`` could never be met by the whole pool, or None if it could.
 
-        The wording is flux-core's (sched-simple's Rv1 pool).  The pool never
-        changes size, so the answer is kept for each shape of request.
+        The wording is flux-core's (sched-simple's Rv1 pool).  The answer is
+        kept for each shape of request until a rank joins the pool.
         """
         shape = request.shape
         if shape not in self._never:
@@ -223,6 +232,7 @@ class Pool:
         targets = self._targets.values()
         if request.nnodes:
             eligible = sum(1 for t in targets if len(t.cores) >= cores and len(t.gpus) >= gpus)
+            eligible += self._missing  # a rank yet to join may be
             if eligible >= request.nnodes:
                 return None
             if request.exclusive:
@@ -235,6 +245,8 @@ class Pool:
                 f"unsatisfiable request: need {request.nnodes} node(s) with {cores} cores"
                 f"{with_gpus} each, only {eligible} eligible"
             )
+        if self._missing:
+            return None  # the ranks yet to join may hold any number of slots
         cps, gps = request.cores_per_slot, request.gpus_per_slot
         slots = sum(len(t.cores) // cps for t in targets)
         if slots < request.nslots:
@@ -253,21 +265,68 @@ class Pool:
 
     # --- changes ----------------------------------------------------------------------
 
+    def add(self, rank: int, target: Target) -> None:
+        """A rank joins the pool with what it offers (its broker said hello); it is set
+        aside if it is drained or down.  What running jobs hold there (``adopt``) is
+        not free."""
+        if rank in self._targets:
+            raise ResourceError(f"rank {rank} is already in the pool")
+        cores, gpus = target.cores, target.gpus
+        if self._aside.pop(rank, None) is not None:  # adopted jobs hold part of it
+            for job in self._jobs.values():
+                held = job.ranks.get(rank)
+                if held is not None:
+                    cores, gpus = cores - held[0], gpus - held[1]
+        self._targets[rank] = target
+        self._hosts[rank] = target.hostname
+        self.all = ResourceSet({**self.all.targets, rank: target})
+        self._free[rank] = (cores, gpus)
+        self._counts[rank] = counts = (len(cores), len(gpus))
+        insort(self._by_fit, (-counts[0], -counts[1], rank))
+        self.free_cores += counts[0]
+        self.free_gpus += counts[1]
+        self._missing = max(0, self._missing - 1)
+        self._never.clear()
+        self.generation += 1
+        if rank in self._drained or rank in self._down:
+            self._set_aside(rank)
+
     def drain(self, rank: int) -> None:
-        """Offer nothing of ``rank`` to new jobs; the jobs there keep what they hold."""
-        if rank in self._drained:
+        """Offer nothing of ``rank`` to new jobs; the jobs there keep what they hold.
+        A rank not in the pool yet is drained when it joins."""
+        self._drained.add(rank)
+        self._set_aside(rank)
+
+    def undrain(self, rank: int) -> None:
+        """Offer ``rank``'s free resources again (if it is up)."""
+        self._drained.discard(rank)
+        if rank not in self._down:
+            self._offer(rank)
+
+    def set_down(self, rank: int) -> None:
+        """``rank`` is lost: offer nothing of it, as if drained, until :meth:`set_up`."""
+        self._down.add(rank)
+        self._set_aside(rank)
+
+    def set_up(self, rank: int) -> None:
+        """``rank`` is back: offer its free resources again (unless it is drained)."""
+        self._down.discard(rank)
+        if rank not in self._drained:
+            self._offer(rank)
+
+    def _set_aside(self, rank: int) -> None:
+        if rank in self._aside or rank not in self._free:
             return
         cores, gpus = self._free[rank]
-        self._drained[rank] = (cores, gpus)
+        self._aside[rank] = (cores, gpus)
         self._free[rank] = (_EMPTY, _EMPTY)
         self._count(rank, (0, 0))
         self.free_cores -= len(cores)
         self.free_gpus -= len(gpus)
         self.generation += 1
 
-    def undrain(self, rank: int) -> None:
-        """Offer ``rank``'s free resources again."""
-        aside = self._drained.pop(rank, None)
+    def _offer(self, rank: int) -> None:
+        aside = self._aside.pop(rank, None)
         if aside is None:
             return
         self._free[rank] = aside
@@ -321,7 +380,9 @@ class Pool:
         The part of R outside the pool or already held by another job is
         returned and not taken; ``None`` stands for an R that could not be
         read.  A job that did not fit whole is *damaged*: its later free may
-        name resources it never got here.
+        name resources it never got here.  The part on a rank of the instance
+        that has not joined yet is taken as R says (the rank is down until it
+        joins): its broker and the job's shell there are still running.
         """
         if jobid in self._jobs:
             raise ResourceError(f"job {JobID(jobid)} already holds resources")
@@ -329,16 +390,33 @@ class Pool:
             self._take(jobid, {}, 0.0, damaged=True)
             return ResourceSet({})
         taken: dict[int, Holding] = {}
+        from_aside: dict[int, Holding] = {}  # on a drained or down rank, or one yet to join
         for rank, target in resources.targets.items():
-            free = self._free.get(rank)
+            if rank not in self._targets and 0 <= rank < self._size:
+                # a rank yet to join: held on trust, taken from what it offers once it does
+                self._down.add(rank)
+                self._aside.setdefault(rank, (_EMPTY, _EMPTY))
+                self._hosts.setdefault(rank, target.hostname)
+                from_aside[rank] = (target.cores, target.gpus)
+                continue
+            free = self._aside.get(rank) or self._free.get(rank)
             if free is None:
                 continue
             cores, gpus = target.cores & free[0], target.gpus & free[1]
-            if cores or gpus:
+            if not cores and not gpus:
+                continue
+            if rank in self._aside:
+                from_aside[rank] = (cores, gpus)
+                self._aside[rank] = (free[0] - cores, free[1] - gpus)
+            else:
                 taken[rank] = (cores, gpus)
-        held = ResourceSet(self._targets_of(taken))
+        held = ResourceSet(self._targets_of({**taken, **from_aside}))
         lost = resources.difference(held)
         self._take(jobid, taken, resources.expiration, damaged=bool(lost))
+        if from_aside:
+            job = self._jobs[jobid]
+            job.ranks.update(from_aside)
+            job.sizes = _sizes(job.ranks)
         return lost
 
     def free(self, jobid: int, resources: ResourceSet | None = None, final: bool = True) -> None:
@@ -366,9 +444,9 @@ class Pool:
         if final:
             release = job.ranks
         for rank, (cores, gpus) in release.items():
-            aside = self._drained.get(rank)
+            aside = self._aside.get(rank)
             if aside is not None:
-                self._drained[rank] = (aside[0] | cores, aside[1] | gpus)
+                self._aside[rank] = (aside[0] | cores, aside[1] | gpus)
                 continue
             free_cores, free_gpus = self._free[rank]
             ncores, ngpus = self._counts[rank]
@@ -416,7 +494,7 @@ class Pool:
         fit = self._fitter(request)
         total = sum(fit(rank, cores, gpus) for cores, gpus, rank in self._counted())
         need = request.nnodes or request.nslots
-        drained = self._drained
+        drained = self._aside
         for i, (when, jobid) in enumerate(ending):
             for rank, cores, gpus in jobs[jobid].sizes:
                 if rank in drained:

@@ -17,6 +17,14 @@ simulator's, which it sets with ``sched.sim-time``; a pass then runs only
 when the simulator sets the time, and that request is answered once the
 pass's allocations are.
 
+In an instance of several brokers (``broker.size`` > 1) the scheduler learns
+of the other ranks from ``broker.watch_ranks``: without R in the config, each
+rank's resources join the pool when it first says hello (its hostname, cores
+and GPUs); with R from the config, a hello only marks its rank up.  Until then,
+and once its broker is lost, a rank is down: what it has free is set aside as a
+drained rank's is, and a job asking for more nodes than are up waits (for more
+than the instance has, it is denied).  A single broker's ranks are all up.
+
 The owner drains ranks (``sched.drain``, flux's ``flux resource drain``): a
 drained rank gets no new job, the jobs there run to their end.  Which ranks
 are drained, since when and why, is kept in the KVS (``DRAIN_KEY``) and
@@ -57,7 +65,7 @@ from pflux.spec import hostlist
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.kvs_keys import job_key
-from pflux.spec.resource import ResourceSet
+from pflux.spec.resource import ResourceSet, Target
 
 log = logging.getLogger("pflux.sched")
 
@@ -127,7 +135,11 @@ class Scheduler(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         hostname = broker.attrs.get("hostname") or os.uname().nodename
-        self.pool = Pool(inventory(broker.config, hostname))
+        resources = inventory(broker.config, hostname)
+        section = broker.config.get("resource", {})
+        self._r_configured = "config" in section or "path" in section
+        self.pool = Pool(resources, 0 if self._r_configured else broker.size)
+        self._up: set[int] = set(resources.targets)  # the ranks whose broker is up
         self.policy = Policy(self.pool, depth=queue_depth(broker.config))
         self.clock = clock_for(broker.config)
         self._closed = -1  # the last pass's PassResult.closed
@@ -135,6 +147,48 @@ class Scheduler(Service):
         self._pass_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
         self._drains: dict[int, tuple[float, str]] = {}  # drained rank: (since, reason)
+        if broker.size > 1:
+            self._up = {broker.rank}
+            for rank in self.pool.all.targets:
+                if rank != broker.rank:
+                    self.pool.set_down(rank)
+            broker.watch_ranks(self._rank_changed)
+
+    # --- ranks joining and leaving ----------------------------------------------------
+
+    def _rank_changed(self, rank: int, info: dict[str, Any] | None) -> None:
+        """A broker said hello (``info``: what it offers) or was lost (None)."""
+        if rank == self.broker.rank:
+            return  # this broker's resources are known from the start
+        if info is None:
+            if rank in self._up:
+                self._up.discard(rank)
+                self.pool.set_down(rank)
+                log.warning("rank %d is down: its resources are not allocatable", rank)
+            return
+        known = self.pool.all.targets.get(rank)
+        if known is None:
+            if self._r_configured:
+                log.error("rank %d said hello but the configured R has no such rank", rank)
+                return
+            target = _target_of(rank, info)
+            if target is None:
+                return
+            self.pool.add(rank, target)
+            log.info("rank %d joined: %s", rank, ResourceSet({rank: target}).summary())
+        elif info.get("hostname") != known.hostname:
+            log.error(
+                "rank %d says its host is %r, the configured R says %r; kept the configured R",
+                rank,
+                info.get("hostname"),
+                known.hostname,
+            )
+        if rank not in self._up:
+            self._up.add(rank)
+            self.pool.set_up(rank)
+            log.info("rank %d is up", rank)
+            if self.ready:
+                self._schedule_soon()
 
     # --- start: hello and ready -------------------------------------------------------
 
@@ -204,7 +258,7 @@ class Scheduler(Service):
             return
         for key, info in saved.items():
             rank = int(key) if key.isdigit() else -1
-            if rank not in self.pool.all.targets or not isinstance(info, dict):
+            if rank not in self._ranks() or not isinstance(info, dict):
                 log.error("%s: ignoring entry %r", DRAIN_KEY, key)
                 continue
             self._drains[rank] = (float(info.get("timestamp", 0)), str(info.get("reason", "")))
@@ -328,15 +382,25 @@ class Scheduler(Service):
 
     @method("resource-status")
     def resource_status(self, req: Request) -> None:
-        """The resource sets; a drained rank is down (with its jobs' part still allocated)."""
+        """The resource sets; a drained or offline rank is down (with its jobs' part still
+        allocated).  ``online``/``offline``: whose broker is up, as flux's resource.status."""
         everything = self.pool.all
-        down = {rank: everything.targets[rank] for rank in sorted(self._drains)}
-        draining = [rank for rank in self._drains if self.pool.busy(rank)]
+        offline = self._ranks() - self._up
+        down = {
+            rank: everything.targets[rank]
+            for rank in sorted(offline | set(self._drains))
+            if rank in everything.targets
+        }
+        draining = [
+            rank for rank in self._drains if rank in everything.targets and self.pool.busy(rank)
+        ]
         req.respond(
             {
                 "all": everything.to_json(),
                 "allocated": self.pool.allocated().to_json(),
                 "down": ResourceSet(down).to_json(),
+                "online": IdSet(self._up).encode(),
+                "offline": IdSet(offline).encode(),
                 "drained": IdSet(set(self._drains) - set(draining)).encode(),
                 "draining": IdSet(draining).encode(),
                 "drain": {
@@ -387,9 +451,16 @@ class Scheduler(Service):
         self._save_drains(req)
         self._schedule_soon()
 
+    def _ranks(self) -> set[int]:
+        """Every rank of the instance: those in the pool and those yet to join."""
+        ranks = set(self.pool.all.targets)
+        if not self._r_configured and self.broker.size > 1:
+            ranks.update(range(self.broker.size))
+        return ranks
+
     def _targets(self, targets: str) -> list[int]:
         """The ranks ``targets`` names: an idset, or a hostlist of this instance's hosts."""
-        known = self.pool.all.targets
+        known = self._ranks()
         try:
             ranks = sorted(IdSet.decode(targets))
         except IdsetError:
@@ -527,6 +598,23 @@ class Scheduler(Service):
         if self.policy.cancel(jobid) is not None:
             log.info("job %s: alloc requester disconnected; dropped", JobID(jobid))
             self._schedule_soon()
+
+
+def _target_of(rank: int, info: dict[str, Any]) -> Target | None:
+    """What a rank's hello says it offers; None (logged) if the hello is malformed."""
+    hostname, cores, gpus = info.get("hostname"), info.get("cores"), info.get("gpus", "")
+    problem = None
+    if not isinstance(hostname, str) or not hostname:
+        problem = "hostname must be a non-empty string"
+    elif not isinstance(cores, str) or not isinstance(gpus, str):
+        problem = "cores and gpus must be idset strings"
+    else:
+        try:
+            return Target(hostname, IdSet.decode(cores), IdSet.decode(gpus))
+        except IdsetError as exc:
+            problem = str(exc)
+    log.error("rank %d: ignoring its hello %r: %s", rank, info, problem)
+    return None
 
 
 def _unmet_constraints(jobspec: dict[str, Any], resources: ResourceSet) -> str | None:

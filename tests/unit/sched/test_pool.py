@@ -504,3 +504,96 @@ def test_a_reservation_does_not_count_on_a_drained_rank() -> None:
     assert later is not None
     assert later.time == NOW + 20
     assert set(later.resources) == {1 - ending_first}
+
+
+# --- ranks joining, down and up -----------------------------------------------------------
+
+
+def test_a_rank_joining_grows_the_pool_and_its_cores_are_allocated() -> None:
+    pool = Pool(ResourceSet(node(2)), size=2)
+    assert pool.alloc(1, req(1, 2, nnodes=2), NOW) is None
+    pool.add(1, Target("node1", IdSet.range(0, 3), IdSet([0])))
+    assert pool.all.nodelist == ("node0", "node1")
+    assert (pool.free_cores, pool.free_gpus) == (6, 1)
+    got = pool.alloc(1, req(2, 2, nnodes=2), NOW)
+    assert got is not None
+    assert got.ranks() == IdSet([0, 1])
+    with pytest.raises(ResourceError, match="rank 1 is already in the pool"):
+        pool.add(1, Target("node1", IdSet([0]), IdSet()))
+
+
+def test_ranks_yet_to_join_bound_only_the_node_count() -> None:
+    pool = Pool(ResourceSet(node(2)), size=3)
+    assert pool.unsatisfiable(req(3, 2, nnodes=3)) is None  # the others may have 2 cores
+    assert pool.unsatisfiable(req(100, 1)) is None  # nobody knows their cores yet
+    assert pool.unsatisfiable(req(4, 1, nnodes=4)) == (
+        "unsatisfiable request: need 4 node(s) with 1 cores each, only 3 eligible"
+    )
+    pool.add(1, Target("node1", IdSet([0]), IdSet()))
+    pool.add(2, Target("node2", IdSet([0]), IdSet()))
+    assert pool.unsatisfiable(req(3, 2, nnodes=3)) == (
+        "unsatisfiable request: need 3 node(s) with 2 cores each, only 1 eligible"
+    )
+    assert pool.unsatisfiable(req(100, 1)) is not None
+
+
+def test_a_down_rank_offers_nothing_until_up_and_not_drained() -> None:
+    pool = pool_of((4, 0), (4, 0))
+    held = pool.alloc(1, req(1, 2, nnodes=1), NOW)
+    assert held is not None
+    rank = next(iter(held.targets))
+    pool.set_down(rank)
+    assert pool.available().ranks() == IdSet([1 - rank])
+    assert pool.alloc(2, req(2, 1, nnodes=2), NOW) is None
+    pool.free(1)  # the job's cores go back aside, not to the pool
+    assert pool.allocated().ranks() == IdSet()
+    assert pool.alloc(2, req(2, 1, nnodes=2), NOW) is None
+    pool.drain(rank)
+    pool.set_up(rank)  # still drained
+    assert pool.alloc(2, req(2, 1, nnodes=2), NOW) is None
+    pool.undrain(rank)
+    got = pool.alloc(2, req(2, 4, nnodes=2), NOW)  # every core of both ranks
+    assert got is not None
+    assert got.ranks() == IdSet([0, 1])
+
+
+def test_a_rank_down_or_drained_before_it_joins_stays_aside() -> None:
+    pool = Pool(ResourceSet(node(2)), size=2)
+    pool.drain(1)
+    pool.add(1, Target("node1", IdSet.range(0, 3), IdSet()))
+    assert pool.available().ranks() == IdSet([0])
+    assert pool.free_cores == 2
+    pool.undrain(1)
+    assert pool.free_cores == 6
+
+
+def test_adopt_takes_a_running_job_back_on_a_down_rank() -> None:
+    pool = pool_of((4, 0), (4, 0))
+    pool.set_down(1)
+    running = ResourceSet({**node(2, rank=0), **node(2, rank=1, host="node1")})
+    assert not pool.adopt(7, running)
+    assert pool.held(7).ranks() == IdSet([0, 1])
+    pool.set_up(1)
+    assert pool.free_cores == 4  # two on each rank
+    pool.free(7)
+    assert pool.free_cores == 8
+
+
+def test_adopt_holds_a_job_on_a_rank_yet_to_join_until_it_does() -> None:
+    pool = Pool(ResourceSet(node(2)), size=3)
+    running = ResourceSet(
+        {**node(1, rank=0), 1: Target("node1", IdSet([1]), IdSet()), **node(1, 0, 2, "node2")}
+    )
+    assert not pool.adopt(7, running)
+    other = ResourceSet({1: Target("node1", IdSet([2]), IdSet())})
+    assert not pool.adopt(8, other)  # a second job on the same rank
+    assert pool.adopt(9, ResourceSet(node(1, rank=5, host="node5")))  # not a rank here
+    assert pool.held(7).nodelist == ("node0", "node1", "node2")
+    pool.free(8)  # before rank 1 joined: nothing to give back yet
+    pool.add(1, Target("node1", IdSet.range(0, 3), IdSet()))
+    assert pool.free_cores == 1  # rank 1 is down until it is up
+    pool.set_up(1)
+    assert pool.free_cores == 1 + 3  # all but the core job 7 holds
+    assert pool.alloc(10, req(4, 1, nnodes=1), NOW) is None
+    pool.free(7)
+    assert pool.free_cores == 2 + 4

@@ -124,3 +124,79 @@ def test_format_help_lists_named_formats(capsys: pytest.CaptureFixture[str]) -> 
 def test_output_format_rejects_unknown_fields() -> None:
     with pytest.raises(PfluxError, match="Unknown format field: x"):
         resource.ResourceFormat("{x}")
+
+
+def four_nodes_two_offline() -> dict[str, Any]:
+    """sched.resource-status of node[0-3] (2 cores each): rank 2 drained, ranks 2-3 offline
+    (their brokers lost), one core of rank 0 allocated."""
+
+    def ranks(*numbers: int, cores: str = "0-1") -> dict[str, Any]:
+        targets = {n: Target(f"node{n}", IdSet.decode(cores), IdSet()) for n in numbers}
+        return ResourceSet(targets).to_json()
+
+    return {
+        "all": ranks(0, 1, 2, 3),
+        "allocated": ranks(0, cores="0"),
+        "down": ranks(2, 3),
+        "online": "0-1",
+        "offline": "2-3",
+        "drained": "2",
+        "draining": "",
+        "drain": {"2": {"timestamp": 0.0, "reason": "fan"}},
+    }
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    reply = four_nodes_two_offline()
+
+    class FakeHandle:
+        def __init__(self, uri: str | None, timeout: float | None = None) -> None:
+            self.uri = uri
+
+        def close(self) -> None:
+            pass
+
+        def call(self, topic: str, payload: Any) -> Any:
+            return reply
+
+    monkeypatch.setattr("pflux.api.Handle", FakeHandle)
+    return reply
+
+
+def test_list_counts_offline_ranks_down(offline: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert out(capsys) == (
+        "     STATE NNODES NCORES NGPUS NODELIST\n"
+        "      free      2      3     0 node[0-1]\n"
+        " allocated      1      1     0 node0\n"
+        "      down      2      4     0 node[2-3]\n"
+    )
+
+
+def test_status_marks_offline_ranks_as_flux_does(
+    offline: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert resource.main(["status"]) == 0
+    assert capsys.readouterr().out == (
+        "       STATE UP NNODES NODELIST\n"
+        "       avail  ✔      2 node[0-1]\n"
+        "      avail*  ✗      1 node3\n"
+        "    drained*  ✗      1 node2\n"
+    )
+    assert resource.main(["status", "-s", "offline", "-no", "{state} {ranks}"]) == 0
+    assert capsys.readouterr().out == (
+        "avail* 3\nexclude* \ntorpid* \nhousekeeping* \ndrained* 2\n"
+    )
+    assert resource.main(["status", "-s", "online", "-no", "{state} {ranks}"]) == 0
+    assert capsys.readouterr().out == (
+        "avail 0-1\nexclude \ntorpid \nhousekeeping \ndraining \n"  # no offline drained rank
+    )
+
+
+def test_status_counts_a_rank_that_never_joined(
+    offline: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    offline["offline"] = "2-4"  # rank 4 never said hello: no host to name
+    argv = ["status", "-s", "avail", "-no", "{state} {nnodes} {ranks} {nodelist}"]
+    assert resource.main(argv) == 0
+    assert capsys.readouterr().out == "avail 2 0-1 node[0-1]\navail* 2 3-4 node3\n"

@@ -136,6 +136,7 @@ async def live(
     before: Callable[[Broker], Awaitable[None]] | None = None,
     hosts: list[dict[str, str]] | None = None,
     simulated: bool = False,
+    size: int = 1,
     **sched: Any,
 ) -> AsyncIterator[Live]:
     config: dict[str, Any] = {"resource": {"cores": cores, "gpus": gpus}}
@@ -157,6 +158,7 @@ async def live(
         await first.start()
         await before(first)
         await first.stop()
+    broker.size = size  # as the instance sets it from its bootstrap
     scheduler = Scheduler(broker)
     broker.register(scheduler)
     await broker.start()
@@ -772,3 +774,153 @@ def test_bad_configuration_is_refused(config: dict[str, Any], message: str) -> N
 def test_queue_depth_is_configurable(tmp_path: Path) -> None:
     broker = Broker(os.getuid(), attrs={"hostname": HOST}, config={"sched": {"queue-depth": 7}})
     assert Scheduler(broker).policy.depth == 7
+
+
+# --- ranks of a multi-broker instance ----------------------------------------------------
+
+
+def hello(host: str, cores: str = "0-1", gpus: str = "") -> dict[str, Any]:
+    return {"hostname": host, "cores": cores, "gpus": gpus, "version": "0"}
+
+
+def ranks_of(r: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(r["execution"]["R_lite"])
+
+
+def test_ranks_join_the_pool_as_they_say_hello(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path, cores=2, size=3) as t:
+            t.alloc(1, num_tasks=3, num_nodes=3)
+            assert (await t.next(1))["type"] == AllocResponse.ANNOTATE  # waits for ranks
+            t.alloc(2, num_tasks=4, num_nodes=4)
+            assert (await t.next(2)) == {
+                "id": 2,
+                "type": AllocResponse.DENY,
+                "note": "unsatisfiable request: need 4 node(s) with 1 cores each, only 3 eligible",
+            }
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0", "1-2")
+            t.broker.rank_changed(1, hello("node1"))
+            t.broker.rank_changed(2, hello("node2", "0-3", "0"))
+            granted = await t.final(1)
+            assert granted["type"] == AllocResponse.SUCCESS
+            assert granted["R"]["execution"]["nodelist"] == [f"{HOST},node[1-2]"]
+            assert ranks_of(granted["R"]) == [{"rank": "0-2", "children": {"core": "0"}}]
+            status = await t.broker.call("sched.resource-status", {})
+            assert ranks_of(status["all"]) == [
+                {"rank": "0-1", "children": {"core": "0-1"}},
+                {"rank": "2", "children": {"core": "0-3", "gpu": "0"}},
+            ]
+            assert (status["online"], status["offline"]) == ("0-2", "")
+
+    run(body)
+
+
+def test_a_rank_down_is_not_allocatable_until_it_is_back(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path, cores=2, size=2) as t:
+            t.broker.rank_changed(1, hello("node1"))
+            t.alloc(1, num_tasks=2, num_nodes=2)
+            r1 = (await t.final(1))["R"]
+            t.broker.rank_changed(1, None)
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0", "1")
+            assert ranks_of(status["down"]) == [{"rank": "1", "children": {"core": "0-1"}}]
+            assert await t.free(1, r1) == {"id": 1}  # rank 1's cores go back as down
+            t.alloc(2, num_tasks=2, num_nodes=2)
+            assert (await t.next(2))["type"] == AllocResponse.ANNOTATE  # waits
+            await t.turn()
+            assert t.quiet(2)
+            t.broker.rank_changed(1, hello("node1"))
+            granted = await t.final(2)
+            assert granted["type"] == AllocResponse.SUCCESS
+            assert granted["R"]["execution"]["nodelist"] == [f"{HOST},node1"]
+
+    run(body)
+
+
+def test_configured_r_ranks_are_down_until_their_hello(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body() -> None:
+        hosts = [{"hosts": "n[0-3]", "cores": "0-1"}]
+        async with live(tmp_path, hosts=hosts, size=4) as t:
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0", "1-3")
+            assert status["down"]["execution"]["nodelist"] == ["n[1-3]"]
+            t.alloc(1, num_tasks=2, num_nodes=2)
+            assert (await t.next(1))["type"] == AllocResponse.ANNOTATE
+            t.alloc(2, num_tasks=5, num_nodes=5)
+            assert (await t.next(2))["type"] == AllocResponse.DENY
+            t.broker.rank_changed(3, hello("elsewhere", "0-7"))
+            granted = await t.final(1)
+            assert granted["R"]["execution"]["nodelist"] == ["n[0,3]"]
+            assert ranks_of(granted["R"])[0]["children"] == {"core": "0"}  # R's, not the hello's
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0,3", "1-2")
+        assert "rank 3 says its host is 'elsewhere', the configured R says 'n3'" in caplog.text
+
+    run(body)
+
+
+def test_a_rank_not_yet_joined_can_be_drained_and_stays_drained(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path, cores=2, size=3) as t:
+            await t.broker.call("sched.drain", {"targets": "2", "reason": "bad fan"})
+            with pytest.raises(RPCError, match="idset is out of range"):
+                await t.broker.call("sched.drain", {"targets": "3"})
+            t.broker.rank_changed(2, hello("node2"))
+            t.broker.rank_changed(1, hello("node1"))
+            t.alloc(1, num_tasks=3, num_nodes=3)
+            assert (await t.next(1))["type"] == AllocResponse.ANNOTATE
+            status = await t.broker.call("sched.resource-status", {})
+            assert status["drained"] == "2"
+            assert ranks_of(status["down"]) == [{"rank": "2", "children": {"core": "0-1"}}]
+            await t.broker.call("sched.undrain", {"targets": "2"})
+            assert (await t.final(1))["type"] == AllocResponse.SUCCESS
+
+    run(body)
+
+
+def test_a_malformed_hello_is_logged_and_the_rank_stays_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body() -> None:
+        async with live(tmp_path, cores=2, size=2) as t:
+            t.broker.rank_changed(1, {"hostname": "node1", "cores": "zero"})
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0", "1")
+            assert len(ranks_of(status["all"])) == 1
+        assert "rank 1: ignoring its hello" in caplog.text
+
+    run(body)
+
+
+def test_a_single_broker_is_online_whatever_its_r(tmp_path: Path) -> None:
+    async def body() -> None:
+        hosts = [{"hosts": "n[0-3]", "cores": "0-1"}]
+        async with live(tmp_path, hosts=hosts) as t:
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0-3", "")
+            assert status["down"]["execution"]["R_lite"] == []
+
+    run(body)
+
+
+def test_a_restart_keeps_running_jobs_on_ranks_yet_to_rejoin(tmp_path: Path) -> None:
+    async def body() -> None:
+        r = {
+            "version": 1,
+            "execution": {
+                "R_lite": [{"rank": "0-1", "children": {"core": "0"}}],
+                "nodelist": [f"{HOST},node1"],
+            },
+        }
+        entry = {"id": 7, "priority": 16, "userid": 0, "t_submit": 1.0, "R": r}
+        async with live(tmp_path, cores=2, size=2, hello=[entry]) as t:
+            assert t.jm.raised == []
+            t.broker.rank_changed(1, hello("node1"))
+            t.alloc(1, num_tasks=2, num_nodes=2)  # one core left on each rank
+            assert ranks_of((await t.final(1))["R"]) == [{"rank": "0-1", "children": {"core": "1"}}]
+
+    run(body)
