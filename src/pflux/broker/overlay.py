@@ -398,6 +398,9 @@ class Overlay:
     def _hello_all(self) -> None:
         """Say hello for this rank and every rank below it that is up."""
         self._control(PARENT, "overlay.hello", {"rank": self.boot.rank, "info": self.info})
+        self._hello_subtree()
+
+    def _hello_subtree(self) -> None:
         for child in self.children.values():
             for rank, info in child.subtree.items():
                 self._control(PARENT, "overlay.hello", {"rank": rank, "info": info})
@@ -452,6 +455,7 @@ class Overlay:
             if not self.parent_up:
                 self.parent_up = True
                 log.info("overlay: connected to the parent (rank %d)", self._parent())
+                self._hello_subtree()  # those that said hello while the parent was away
         else:
             child = self.children.get(peer)
             if child is not None:
