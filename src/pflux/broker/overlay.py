@@ -15,9 +15,11 @@ each hop gives a forwarded request a matchtag of its own and sends the responses
 back the way the request came. The overlay's own messages (``overlay.*``, never
 answered) are handled here, never dispatched:
 
-- ``overlay.hello {rank, info}``: up, from a child for itself and for each rank of
-  its subtree, on connecting and whenever its parent comes back; rank 0 passes it
-  to ``Broker.rank_changed`` (the rank is up and offers ``info``).
+- ``overlay.hello {rank, info, uuid?}``: up, from a child for itself (with its
+  process's uuid) and for each rank of its subtree, on connecting and whenever its
+  parent comes back; rank 0 passes it to ``Broker.rank_changed`` (the rank is up and
+  offers ``info``). A child saying hello with another uuid restarted: it is lost
+  first, then up again.
 - ``overlay.lost {ranks}``: up, ranks that went down below a broker.
 - ``overlay.heartbeat``: both ways every ``heartbeat`` seconds; a peer silent for
   ``timeout`` seconds is lost. A lost child takes its subtree down; requests in
@@ -40,6 +42,7 @@ import contextlib
 import errno
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -82,12 +85,14 @@ def _events(sock: zmq.Socket[bytes]) -> int:
 
 
 class _Child:
-    """A child as its parent knows it: when it was last heard, its subtree's hellos."""
+    """A child as its parent knows it: its broker's uuid, when it was last heard, its
+    subtree's hellos."""
 
-    __slots__ = ("heard", "subtree")
+    __slots__ = ("heard", "subtree", "uuid")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, uuid: Any) -> None:
         self.heard = now
+        self.uuid = uuid
         self.subtree: dict[int, dict[str, Any]] = {}
 
 
@@ -161,6 +166,7 @@ class Overlay:
         self.timeout = timeout
         self.endpoint = ""  # where the ROUTER listens, once bound (tbon.endpoint)
         self.on_shutdown: Callable[[], None] | None = None  # the parent said overlay.shutdown
+        self.uuid = uuid.uuid4().hex  # this broker process: a restarted one is another
         self.children: dict[int, _Child] = {}
         self.parent_up = False
         self._parent_heard = 0.0
@@ -397,7 +403,8 @@ class Overlay:
 
     def _hello_all(self) -> None:
         """Say hello for this rank and every rank below it that is up."""
-        self._control(PARENT, "overlay.hello", {"rank": self.boot.rank, "info": self.info})
+        hello = {"rank": self.boot.rank, "info": self.info, "uuid": self.uuid}
+        self._control(PARENT, "overlay.hello", hello)
         self._hello_subtree()
 
     def _hello_subtree(self) -> None:
@@ -530,8 +537,13 @@ class Overlay:
             log.error("overlay: a malformed hello from rank %d dropped: %r", peer, payload)
             return
         child = self.children.get(peer)
+        if rank == peer and child is not None and child.uuid != payload.get("uuid"):
+            # the child restarted before its silence was noticed: what went through the
+            # old one is lost, as flux-core passes such a child through "lost"
+            self._child_lost(peer, "its broker restarted")
+            child = None
         if child is None:
-            child = self.children[peer] = _Child(time.monotonic())
+            child = self.children[peer] = _Child(time.monotonic(), payload.get("uuid"))
         child.subtree[rank] = info
         self._control(peer, "overlay.heartbeat", {})  # the child knows it is heard
         if self.boot.rank == 0:

@@ -80,8 +80,9 @@ def tcp_boots(size: int, fanout: int) -> list[Boot]:
 class Tree:
     """Brokers of ranks 0..N-1 with their overlays; ``changes``: rank 0's rank_changed calls."""
 
-    def __init__(self, boots: list[Boot]) -> None:
+    def __init__(self, boots: list[Boot], timeout: float = TIMEOUT) -> None:
         self.boots = boots
+        self.timeout = timeout
         self.brokers: dict[int, Broker] = {}
         self.overlays: dict[int, Overlay] = {}
         self.changes: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
@@ -101,7 +102,7 @@ class Tree:
             broker.watch_ranks(lambda r, info: self.changes.put_nowait((r, info)))
         await broker.start()
         overlay = Overlay(
-            broker, boot, {"hostname": f"node{rank}"}, heartbeat=HEARTBEAT, timeout=TIMEOUT
+            broker, boot, {"hostname": f"node{rank}"}, heartbeat=HEARTBEAT, timeout=self.timeout
         )
         await overlay.start()
         self.brokers[rank], self.overlays[rank] = broker, overlay
@@ -135,8 +136,8 @@ class Tree:
 
 
 @asynccontextmanager
-async def tree(boots: list[Boot]) -> AsyncIterator[Tree]:
-    t = Tree(boots)
+async def tree(boots: list[Boot], timeout: float = TIMEOUT) -> AsyncIterator[Tree]:
+    t = Tree(boots, timeout)
     try:
         await t.start()
         yield t
@@ -229,6 +230,20 @@ def test_a_lost_rank_fails_requests_in_flight_and_comes_back(tmp_path: Path) -> 
             assert "lost contact with rank 1 (node1)" in str(info.value)
             assert 1 not in t.brokers[0].ranks
             await t.start_rank(1)
+            assert await t.change(1) == {"hostname": "node1"}
+            assert (await t.brokers[0].call("echo.rank", None, nodeid=1))["rank"] == 1
+
+    run(scenario)
+
+
+def test_a_rank_restarted_before_its_silence_is_noticed_goes_down_and_up(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        async with tree(test_size_boots(2, tmp_path, 2, ["a", "b"]), timeout=WAIT * 6) as t:
+            await t.stop_rank(1)
+            await t.start_rank(1)  # a new broker process: another uuid in its hello
+            assert await t.change(1) is None
             assert await t.change(1) == {"hostname": "node1"}
             assert (await t.brokers[0].call("echo.rank", None, nodeid=1))["rank"] == 1
 
