@@ -62,6 +62,14 @@ def test_a_rank_s_own_socket_answers_as_that_rank_and_reaches_rank_zero(
     # a service rank 2 lacks (job-list) is rank 0's, through the overlay
     assert "JOBID" in ok(local, "jobs", "-a")
     assert ok(local, "getattr", "rank", script=True).strip() == "2"
+    assert "broker.info[2]: rank 2 of 4 serving" in ok(local, "dmesg")  # its own log
+
+
+def test_flux_tools_address_a_rank_by_nodeid(four: LiveInstance) -> None:
+    script = 'import flux; print(flux.Flux().rpc("broker.attrs", nodeid=3).get()["attrs"]["rank"])'
+    proc = console("python", "-c", script, PFLUX_URI=four.uri, FLUX_URI=four.uri)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "3"
 
 
 def test_a_rank_not_in_the_instance_is_unreachable(four: LiveInstance) -> None:

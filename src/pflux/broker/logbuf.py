@@ -166,7 +166,7 @@ class LogForward(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            entry = entry_of(record, self.rank)
+            entry = entry_of(record)
         except Exception:
             self.handleError(record)
             return
