@@ -18,7 +18,11 @@ the instance's resources for it usually come from ``--config``
 (``[[resource.config]]`` or ``[resource] path``). ``--config FILE`` (TOML) is
 checked before anything starts: a table or key that no service reads, or a
 value a service cannot use, is refused naming the file, the table, the key and
-the rule (``pflux.config``). An instance that stops
+the rule (``pflux.config``). ``--test-size=N`` runs N brokers on this machine, ranks
+1..N-1 as child processes of this one (``pflux.broker.testsize``), on the hosts
+``--test-hosts`` names; ``-S tbon.*`` and ``broker.quorum-timeout`` set the
+overlay's fanout, heartbeat and timeout, and how long rank 0 waits for every rank
+before it serves. An instance that stops
 because something failed exits 1 with the reason on stderr, whatever the
 initial program's status, so that a supervisor can tell it from a clean stop.
 """
