@@ -136,3 +136,30 @@ def test_test_hosts_name_the_ranks(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "fake[0-1]"
     assert "overlay: rank 1 (fake1) joined" in proc.stdout
+
+
+def test_tbon_attributes_shape_the_tree() -> None:
+    script = (
+        "import flux; h = flux.Flux();"
+        "a = lambda r: h.rpc('broker.attrs', nodeid=r).get()['attrs'];"
+        "print(a(2)['tbon.parent-endpoint'].rsplit('/', 1)[1], a(0)['tbon.timeout'],"
+        " a(2)['tbon.heartbeat'], a(2)['broker.quorum-timeout'])"
+    )
+    proc = console(
+        "start",
+        "--test-size=3",
+        "-S",
+        "tbon.fanout=1",
+        "-S",
+        "tbon.timeout=2.5s",
+        "-S",
+        "tbon.heartbeat=0.5s",
+        "-S",
+        "broker.quorum-timeout=1m",
+        "flux",
+        "python",
+        "-c",
+        script,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["tbon-1", "2.5s", "0.5s", "60s"]  # a chain: 0 - 1 - 2

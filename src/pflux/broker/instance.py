@@ -23,16 +23,18 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
 from pflux.broker.nodeinfo import core_share, count_gpus, node_info
-from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
+
+if TYPE_CHECKING:
+    from pflux.broker.overlay import Overlay
 from pflux.client.uri import uri_for
 from pflux.config import check_known
 from pflux.errors import PfluxError
@@ -332,6 +334,8 @@ class Instance:
 
     async def _start_ranks(self) -> None:
         """Start ranks 1..N-1 and wait for their hellos (or ``quorum_timeout``)."""
+        from pflux.broker.overlay import Overlay  # ZeroMQ: only an instance of ranks loads it
+
         tbon = self.tbon
         self._rundir = Path(tempfile.mkdtemp(prefix="pflux-ranks-"))
         boots = test_size_boots(self.test_size, self._rundir, tbon.fanout, self.hosts)

@@ -267,17 +267,6 @@ class Overlay:
             await asyncio.wait_for(self._all_up.wait(), timeout)
         return [r for r in range(self.boot.size) if r not in self.broker.ranks]
 
-    def status(self) -> dict[str, Any]:
-        """What ``overlay.status`` style tools show: this broker's links."""
-        return {
-            "rank": self.boot.rank,
-            "parent": {"rank": self.boot.parent_rank(), "up": self.parent_up},
-            "children": {
-                str(c): sorted(self.children[c].subtree) if c in self.children else None
-                for c in self.boot.children()
-            },
-        }
-
     # --- routing ----------------------------------------------------------------------
 
     def _child_toward(self, rank: int) -> int | None:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import zmq
 
 from pflux.broker.boot import Boot, Cert
 
@@ -45,6 +44,8 @@ class Tbon:
 def test_size_boots(size: int, rundir: Path, fanout: int, hosts: Sequence[str]) -> list[Boot]:
     """Every rank's Boot: a k-ary tree of ``fanout`` over ipc:// endpoints in ``rundir``,
     rank r on host ``hosts[r]``, one instance certificate made now."""
+    import zmq  # only an instance of ranks loads ZeroMQ
+
     public, secret = (key.decode() for key in zmq.curve_keypair())
     cert = Cert(public, secret)
     boots = []

@@ -80,9 +80,10 @@ def tcp_boots(size: int, fanout: int) -> list[Boot]:
 class Tree:
     """Brokers of ranks 0..N-1 with their overlays; ``changes``: rank 0's rank_changed calls."""
 
-    def __init__(self, boots: list[Boot], timeout: float = TIMEOUT) -> None:
+    def __init__(self, boots: list[Boot], timeout: float, count: int) -> None:
         self.boots = boots
         self.timeout = timeout
+        self.count = count  # the ranks started at first
         self.brokers: dict[int, Broker] = {}
         self.overlays: dict[int, Overlay] = {}
         self.changes: asyncio.Queue[tuple[int, dict[str, Any] | None]] = asyncio.Queue()
@@ -110,10 +111,10 @@ class Tree:
 
     async def start(self) -> None:
         """Start every rank, and wait until rank 0 has heard from each."""
-        for rank in range(len(self.boots)):
+        for rank in range(self.count):
             await self.start_rank(rank)
         joined = {0}
-        while len(joined) < len(self.boots):
+        while len(joined) < self.count:
             rank, info = await asyncio.wait_for(self.changes.get(), WAIT)
             assert info is not None
             joined.add(rank)
@@ -136,8 +137,11 @@ class Tree:
 
 
 @asynccontextmanager
-async def tree(boots: list[Boot], timeout: float = TIMEOUT) -> AsyncIterator[Tree]:
-    t = Tree(boots, timeout)
+async def tree(
+    boots: list[Boot], timeout: float = TIMEOUT, count: int | None = None
+) -> AsyncIterator[Tree]:
+    """Ranks 0..count-1 of ``boots`` (all by default) started, and stopped at the end."""
+    t = Tree(boots, timeout, len(boots) if count is None else count)
     try:
         await t.start()
         yield t
@@ -187,9 +191,10 @@ def test_rank_zero_learns_each_rank_from_its_hello(
         async with tree(boots(4, 2)) as t:
             assert sorted(t.brokers[0].ranks) == [0, 1, 2, 3]
             assert t.brokers[0].ranks[3] == {"hostname": "node3"}
-            status = t.overlays[1].status()
-            assert status["parent"] == {"rank": 0, "up": True}
-            assert status["children"] == {"3": [3]}
+            assert t.overlays[1].parent_up
+            assert {c: sorted(child.subtree) for c, child in t.overlays[1].children.items()} == {
+                3: [3]
+            }
 
     run(scenario)
 
@@ -277,8 +282,8 @@ def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: P
         handler = Catch()
         logging.getLogger("pflux.overlay").addHandler(handler)
         try:
-            async with tree(test_size_boots(3, tmp_path, 2, ["a", "b", "c"])[:2]) as t:
-                good = test_size_boots(3, tmp_path, 2, ["a", "b", "c"])[2]
+            async with tree(test_size_boots(3, tmp_path, 2, ["a", "b", "c"]), count=2) as t:
+                good = t.boots[2]
                 public, secret = (k.decode() for k in zmq.curve_keypair())
                 rogue_boot = Boot(
                     **{
@@ -315,5 +320,16 @@ def test_shutdown_goes_down_the_tree(tmp_path: Path) -> None:
             t.overlays[0].shutdown_tree()
             await asyncio.wait_for(asyncio.gather(*(e.wait() for e in stopped.values())), WAIT)
             assert all(e.is_set() for e in stopped.values())
+
+    run(scenario)
+
+
+def test_rank_zero_goes_on_without_a_rank_that_never_says_hello(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        boots = test_size_boots(3, tmp_path, 2, ["a", "b", "c"])
+        async with tree(boots, count=2) as t:  # rank 2 does not start at first
+            assert await t.overlays[0].wait_all_up(0.2) == [2]
+            await t.start_rank(2)
+            assert await t.overlays[0].wait_all_up(WAIT) == []
 
     run(scenario)
