@@ -73,6 +73,7 @@ TIMEOUT = 5.0  # seconds of silence after which a peer is lost (tbon.timeout)
 PARENT = -1  # the parent, as a peer
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 SHUTDOWN_LINGER_MS = 2000  # how long closing waits for overlay.shutdown to leave
+REFUSAL_LOG_INTERVAL = 60.0  # a refused key retrying is logged again after this long
 
 
 def _fd(sock: zmq.Socket[bytes]) -> int:
@@ -179,6 +180,7 @@ class Overlay:
         self._served: dict[tuple[int, int], PeerRoute] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._check_scheduled = False
+        self._refused: dict[bytes, float] = {}  # refused keys: when each was last logged
         self._all_up = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         # a child's rank -> the child of this broker whose subtree holds it
@@ -654,8 +656,11 @@ class Overlay:
         )
         if allowed:
             return [version, request_id, b"200", b"OK", b"", b""]
-        log.error(
-            "overlay: refused a connection from %s: its CURVE key is not this instance's",
-            address or self.endpoint,
-        )
+        now = time.monotonic()
+        if now - self._refused.get(key, -REFUSAL_LOG_INTERVAL) >= REFUSAL_LOG_INTERVAL:
+            self._refused[key] = now  # ZeroMQ retries every second: log once a minute
+            log.error(
+                "overlay: refused a connection from %s: its CURVE key is not this instance's",
+                address or self.endpoint,
+            )
         return [version, request_id, b"400", b"key not allowed", b"", b""]
