@@ -333,3 +333,24 @@ def test_rank_zero_goes_on_without_a_rank_that_never_says_hello(tmp_path: Path) 
             assert await t.overlays[0].wait_all_up(WAIT) == []
 
     run(scenario)
+
+
+def test_a_refused_key_retrying_is_logged_once_a_minute(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    boot = test_size_boots(2, tmp_path, 2, ["a", "b"])[0]
+    overlay = Overlay(Broker(1000), boot, {})
+    good = zmq.utils.z85.decode(boot.cert.public)
+    bad, other = (zmq.utils.z85.decode(zmq.curve_keypair()[0]) for _ in range(2))
+
+    def ask(key: bytes) -> bytes:
+        frames = [b"1.0", b"7", b"pflux", b"10.0.0.9", b"", b"CURVE", key]
+        return overlay._zap_answer(frames)[2]
+
+    with caplog.at_level(logging.ERROR, "pflux.overlay"):
+        assert [ask(bad), ask(bad), ask(good), ask(other)] == [b"400", b"400", b"200", b"400"]
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert (
+        refusals
+        == ["overlay: refused a connection from 10.0.0.9: its CURVE key is not this instance's"] * 2
+    )
