@@ -19,7 +19,7 @@ import pytest
 import zmq
 
 from pflux.broker.boot import Boot, Cert
-from pflux.broker.message import RPCError
+from pflux.broker.message import Message, RPCError
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import test_size_boots
@@ -46,6 +46,17 @@ class Echo(Service):
     @method("hang")
     def hang(self, req: Request) -> None:
         self.broker.attrs["hanging"] = "1"
+
+    @method("count")
+    def count(self, req: Request) -> None:
+        """Two responses of a stream, then wait for the requester to go."""
+        req.respond(1)
+        req.respond(2)
+        req.on_disconnect(self.gone.set)
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        self.gone = asyncio.Event()
 
 
 class OnlyZero(Service):
@@ -180,6 +191,22 @@ def test_requests_reach_the_rank_they_name_through_the_tree(
             assert (await two.call("zero.where", None)) == {"rank": 0, "userid": 1000}
             # a bytes payload crosses as a raw frame, both ways
             assert (await zero.call("echo.raw", b"\x00\xffab", nodeid=2)) == b"ba\xff\x00"
+
+    run(scenario)
+
+
+def test_a_stream_crosses_the_tree_and_its_end_reaches_the_server(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with tree(test_size_boots(3, tmp_path, 1, ["a", "b", "c"])) as t:
+            got: asyncio.Queue[Message] = asyncio.Queue()
+            route = t.brokers[0].send("echo.count", None, got.put_nowait, streaming=True, nodeid=2)
+            assert [(await got.get()).payload for _ in range(2)] == [1, 2]
+            route.cancel()  # through rank 1 to rank 2: its disconnect callbacks run
+            echo = t.brokers[2].services["echo"]
+            assert isinstance(echo, Echo)
+            await asyncio.wait_for(echo.gone.wait(), WAIT)
+            assert not t.overlays[0]._pending
+            assert not t.overlays[2]._served
 
     run(scenario)
 
