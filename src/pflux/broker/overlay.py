@@ -62,7 +62,7 @@ from pflux.broker.message import (
     decode_body,
     encode_body,
 )
-from pflux.broker.router import Broker, Route
+from pflux.broker.router import Broker, LocalRoute, Route
 
 __all__ = ["HEARTBEAT", "TIMEOUT", "Overlay"]
 
@@ -73,6 +73,9 @@ TIMEOUT = 5.0  # seconds of silence after which a peer is lost (tbon.timeout)
 PARENT = -1  # the parent, as a peer
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 SHUTDOWN_LINGER_MS = 2000  # how long closing waits for overlay.shutdown to leave
+# on the overlay only: a service of the sending broker sent the request (not a client);
+# set and cleared by the overlay, so that no client can claim it
+FLAG_FROM_SERVICE = 1 << 8
 REFUSAL_LOG_INTERVAL = 60.0  # a refused key retrying is logged again after this long
 
 
@@ -112,15 +115,17 @@ class _Pending:
 
 
 class PeerRoute:
-    """Route of a request that came from a peer: responses go back to it."""
+    """Route of a request that came from a peer: responses go back to it. ``from_service``:
+    a broker's service sent it, not a client (``Request.require_internal``)."""
 
-    __slots__ = ("_disconnect", "matchtag", "overlay", "peer", "streaming")
+    __slots__ = ("_disconnect", "from_service", "matchtag", "overlay", "peer", "streaming")
 
-    def __init__(self, overlay: Overlay, peer: int, matchtag: int, streaming: bool) -> None:
+    def __init__(self, overlay: Overlay, peer: int, msg: Message) -> None:
         self.overlay = overlay
         self.peer = peer
-        self.matchtag = matchtag
-        self.streaming = streaming
+        self.matchtag = msg.matchtag
+        self.streaming = bool(msg.flags & FLAG_STREAMING)
+        self.from_service = bool(msg.flags & FLAG_FROM_SERVICE)
         self._disconnect: dict[Callable[[], None], None] = {}
 
     def deliver(self, msg: Message) -> None:
@@ -303,6 +308,9 @@ class Overlay:
             if child is None or nodeid not in child.subtree:
                 self._refuse(msg, route, f"rank {nodeid} is down")
                 return
+        flags = msg.flags & ~FLAG_FROM_SERVICE
+        if isinstance(route, LocalRoute) or getattr(route, "from_service", False):
+            flags |= FLAG_FROM_SERVICE
         self._tag += 1
         tag = self._tag
         if not msg.flags & FLAG_NORESPONSE:
@@ -320,7 +328,7 @@ class Overlay:
                 msg.topic,
                 tag,
                 msg.payload,
-                flags=msg.flags,
+                flags=flags,
                 userid=msg.userid,
                 rolemask=msg.rolemask,
                 nodeid=nodeid,
@@ -469,7 +477,8 @@ class Overlay:
         elif msg.errnum:  # refused as it was decoded (too deep)
             self._refuse_decoded(peer, msg)
         else:
-            route = PeerRoute(self, peer, msg.matchtag, bool(msg.flags & FLAG_STREAMING))
+            route = PeerRoute(self, peer, msg)
+            msg.flags &= ~FLAG_FROM_SERVICE
             if not msg.flags & FLAG_NORESPONSE:
                 self._served[(peer, msg.matchtag)] = route
             self.broker.dispatch(msg, route)

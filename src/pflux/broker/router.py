@@ -91,8 +91,13 @@ class Request:
     def require_internal(self, sender: str) -> None:
         """EPERM unless another service of the broker (``sender`` names it) sent this: such
         requests act on state (committed jobs, granted resources) that only that service
-        keeps consistent with the KVS, so none may come from a connection."""
-        if not self.owner or not isinstance(self.sender, LocalRoute):
+        keeps consistent with the KVS, so none may come from a connection. A service of
+        another rank's broker counts as one of this broker's (the overlay says which
+        requests a service sent: ``from_service``)."""
+        internal = isinstance(self.sender, LocalRoute) or getattr(
+            self.sender, "from_service", False
+        )
+        if not self.owner or not internal:
             raise RPCError(errno.EPERM, f"{self.topic}: only {sender} may send this request")
 
     def respond(self, payload: Any = None) -> None:

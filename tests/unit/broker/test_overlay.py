@@ -19,8 +19,8 @@ import pytest
 import zmq
 
 from pflux.broker.boot import Boot, Cert
-from pflux.broker.message import Message, RPCError
-from pflux.broker.overlay import Overlay
+from pflux.broker.message import REQUEST, Message, RPCError
+from pflux.broker.overlay import FLAG_FROM_SERVICE, Overlay
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import test_size_boots
 
@@ -65,6 +65,30 @@ class OnlyZero(Service):
     @method("where")
     def where(self, req: Request) -> None:
         req.respond({"rank": self.broker.rank, "userid": req.userid})
+
+    @method("internal")
+    def internal(self, req: Request) -> None:
+        req.require_internal("a service")
+        req.respond({})
+
+
+class ClientRoute:
+    """A connection's route, as the local connector's: its responses are collected."""
+
+    def __init__(self) -> None:
+        self.responses: asyncio.Queue[Message] = asyncio.Queue()
+
+    def deliver(self, msg: Message) -> None:
+        self.responses.put_nowait(msg)
+
+    def add_disconnect(self, callback: Callable[[], None]) -> None:
+        pass
+
+    def discard_disconnect(self, callback: Callable[[], None]) -> None:
+        pass
+
+    async def drain(self) -> None:
+        pass
 
 
 def tcp_boots(size: int, fanout: int) -> list[Boot]:
@@ -207,6 +231,23 @@ def test_a_stream_crosses_the_tree_and_its_end_reaches_the_server(tmp_path: Path
             await asyncio.wait_for(echo.gone.wait(), WAIT)
             assert not t.overlays[0]._pending
             assert not t.overlays[2]._served
+
+    run(scenario)
+
+
+def test_a_service_s_request_from_another_rank_counts_as_internal_a_client_s_not(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        async with tree(test_size_boots(3, tmp_path, 1, ["a", "b", "c"])) as t:
+            assert await t.brokers[2].call("zero.internal", {}) == {}  # a service at rank 2
+            client = ClientRoute()
+            for flags in (0, FLAG_FROM_SERVICE):  # a client cannot claim the overlay's flag
+                request = Message(REQUEST, "zero.internal", 5, {}, flags=flags, rolemask=1)
+                t.brokers[2].dispatch(request, client)
+                answer = await asyncio.wait_for(client.responses.get(), WAIT)
+                assert answer.errnum == errno.EPERM
+                assert answer.errstr == "zero.internal: only a service may send this request"
 
     run(scenario)
 
