@@ -32,15 +32,15 @@ from pflux.broker.message import RPCError
 from pflux.broker.nodeinfo import core_share, count_gpus, node_info
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
-
-if TYPE_CHECKING:
-    from pflux.broker.overlay import Overlay
 from pflux.client.uri import uri_for
 from pflux.config import check_known
 from pflux.errors import PfluxError
 from pflux.protocol.broker import ServiceAddRequest
 from pflux.protocol.decode import decode
 from pflux.spec import hostlist
+
+if TYPE_CHECKING:
+    from pflux.broker.overlay import Overlay
 
 log = logging.getLogger("pflux.broker")
 
@@ -323,13 +323,13 @@ class Instance:
         section = self.config.get("resource")
         section = section if isinstance(section, dict) else {}
         shares = {}
-        for name, found in (("cores", sorted(os.sched_getaffinity(0))), ("gpus", None)):
+        for name in ("cores", "gpus"):
             count = section.get(name)
             if type(count) is int and count >= 0:
                 shares[name] = list(range(count))
             elif self.test_size > 1:
-                ids = found if found is not None else list(range(count_gpus()))
-                shares[name] = core_share(ids, rank, self.test_size)
+                mine = sorted(os.sched_getaffinity(0)) if name == "cores" else range(count_gpus())
+                shares[name] = core_share(list(mine), rank, self.test_size)
         return node_info(self.hosts[rank], **shares)
 
     async def _start_ranks(self) -> None:
