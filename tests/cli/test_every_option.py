@@ -114,6 +114,11 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_simulator.py::test_bad_traces_are_refused_naming_the_line",
     ),
     "start --verbose": ("tests/e2e/test_option_effects.py::test_start_gpus_and_verbose",),
+    "start --test-size": (
+        "tests/e2e/test_ranks.py::test_the_instance_has_four_ranks_that_joined",
+        "tests/e2e/test_ranks.py::test_bad_test_size_options_are_refused_naming_them",
+    ),
+    "start --test-hosts": ("tests/e2e/test_ranks.py::test_test_hosts_name_the_ranks",),
     "start --no-flux-shim": (
         "tests/shim/test_instance_env.py::test_no_flux_shim_and_the_config_key_turn_it_off",
     ),

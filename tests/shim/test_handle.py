@@ -221,7 +221,7 @@ def test_a_rank_other_than_0_is_unreachable_and_a_closed_handle_refuses(
         instance.uri,
     )
     assert out.splitlines() == [
-        "EHOSTUNREACH No route to host",
+        "EHOSTUNREACH broker.ping: no rank 1 in this instance (size 1)",
         "{}",
         "ECONNRESET Connection to the Flux instance was lost",
         "EBADF rpc: the Flux handle is closed",

@@ -15,12 +15,20 @@ from pflux.broker.message import FLAG_NORESPONSE, FLAG_STREAMING, REQUEST
 from pflux.client.handle import RPC, Handle
 
 
-def send_raw(handle: Handle, topic: str, payload: Any, flags: int = 0) -> RPC | None:
-    """Send one request; its RPC, unless it wants no answer."""
+def send_raw(handle: Handle, topic: str, payload: Any, flags: int = 0, **fields: Any) -> RPC | None:
+    """Send one request, with ``fields`` (``nodeid``, say) on the wire too; its RPC, unless
+    it wants no answer."""
     handle._tag += 1
     tag = handle._tag
     body = json.dumps(
-        {"type": REQUEST, "topic": topic, "matchtag": tag, "flags": flags, "payload": payload}
+        {
+            "type": REQUEST,
+            "topic": topic,
+            "matchtag": tag,
+            "flags": flags,
+            "payload": payload,
+            **fields,
+        }
     ).encode()
     handle._out += struct.pack(">I", len(body)) + body
     if flags & FLAG_NORESPONSE:

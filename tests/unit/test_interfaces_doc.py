@@ -21,7 +21,11 @@ DOC = Path(__file__).parents[2] / "docs" / "interfaces.md"
 ROW = re.compile(r"^\| `([a-z][a-z0-9-]*\.[a-z0-9.-]+)`", re.MULTILINE)
 
 # documented topics no service class registers, each with the reason
-SERVED_ELSEWHERE: dict[str, str] = {}
+_OVERLAY = "the overlay's own message between brokers, handled by pflux.broker.overlay"
+SERVED_ELSEWHERE: dict[str, str] = {
+    f"overlay.{name}": _OVERLAY
+    for name in ("hello", "lost", "heartbeat", "rehello", "cancel", "shutdown")
+}
 
 
 def _class(path: str) -> type[Service]:

@@ -23,19 +23,25 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
 from pflux.broker import bootstrap
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
+from pflux.broker.nodeinfo import core_share, count_gpus, node_info
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
 from pflux.client.uri import uri_for
 from pflux.config import check_known
 from pflux.errors import PfluxError
 from pflux.protocol.broker import ServiceAddRequest
 from pflux.protocol.decode import decode
+from pflux.spec import hostlist
+
+if TYPE_CHECKING:
+    from pflux.broker.overlay import Overlay
 
 log = logging.getLogger("pflux.broker")
 
@@ -108,6 +114,24 @@ NOT_INHERITED = frozenset(
 )
 NOT_INHERITED_PREFIXES = ("PMI_", "PMIX_", "SLURM_", "PALS_")
 
+# what every rank's broker says as rank 0 does (the rest are its own)
+SHARED_ATTRS = frozenset(
+    (
+        "instance-owner",
+        "security.owner",
+        "version",
+        "hostlist",
+        "instance-level",
+        "jobid-path",
+        "jobid",
+        "parent-uri",
+        "tbon.fanout",
+        "tbon.heartbeat",
+        "tbon.timeout",
+        "broker.quorum-timeout",
+    )
+)
+
 SOCKET_NAME = "local"
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 
@@ -178,12 +202,23 @@ class Instance:
         modules: dict[str, str] | None = None,
         fresh: bool = False,
         attrs: dict[str, str] | None = None,
+        test_size: int = 1,
+        test_hosts: Sequence[str] | None = None,
+        tbon: Tbon | None = None,
     ) -> None:
         """``fresh``: the state directory's KVS database was lost; start with an empty one.
         ``attrs``: attributes to set or override (a nested instance's ``jobid``,
-        ``parent-uri``, ``instance-level``, ...)."""
+        ``parent-uri``, ``instance-level``, ...). ``test_size``: this many brokers on this
+        machine (``pflux.broker.testsize``), on hosts ``test_hosts`` (default: this one),
+        with the tree's settings ``tbon``."""
         self._temporary = state_dir is None
         self._fresh = fresh
+        self.test_size = test_size
+        self.hosts = tuple(test_hosts or [socket.gethostname()] * test_size)
+        self.tbon = tbon or Tbon()
+        self.overlay: Overlay | None = None
+        self._ranks: RankProcesses | None = None
+        self._rundir: Path | None = None  # the ranks' endpoints and directories
         self.state_dir = Path(tempfile.mkdtemp(prefix="pflux-")) if state_dir is None else state_dir
         self.config = config or {}
         self._extra_attrs = attrs or {}
@@ -223,13 +258,7 @@ class Instance:
         private.directory(self.state_dir)
         tune_gc()
         stop = asyncio.Event()
-        broker = Broker(os.getuid(), attrs=self._attrs(), config=self.config)
-        broker.on_fatal = partial(self._on_fatal, stop)
-        self.broker_service = BrokerService(broker, stop)
-        broker.register(self.broker_service)
-        ring = self._log_ring(broker)
-        for cls in services:
-            broker.register(cls(broker))
+        broker, ring = self._broker(stop, services)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
@@ -247,6 +276,8 @@ class Instance:
         try:
             await self._serve_links()
             await self._modules_added(added)
+            if self.test_size > 1:
+                await self._start_ranks()
             # clients connect once every service is provided, the module processes' too
             server = await serve(broker, self.socket_path)
             self._ready()
@@ -260,6 +291,7 @@ class Instance:
             self._stopping = True
             if server is not None:
                 server.close()
+            await self._stop_ranks()
             await self._stop_modules()
             await broker.stop()
             logging.getLogger().removeHandler(ring)
@@ -272,6 +304,93 @@ class Instance:
         if self.fatal is not None:
             raise PfluxError(f"the instance stopped: {self.fatal}")
         return rc
+
+    def _broker(self, stop: asyncio.Event, services: list[type[Service]]) -> tuple[Broker, LogRing]:
+        """The broker with every service registered, and rank 0 up (the services watch
+        ranks as they start)."""
+        broker = Broker(os.getuid(), attrs=self._attrs(), config=self.config)
+        broker.size = self.test_size
+        broker.rank_changed(0, self._hello(0))
+        broker.on_fatal = partial(self._on_fatal, stop)
+        self.broker_service = BrokerService(broker, stop)
+        broker.register(self.broker_service)
+        ring = self._log_ring(broker)
+        for cls in services:
+            broker.register(cls(broker))
+        return broker, ring
+
+    def _hello(self, rank: int) -> dict[str, Any]:
+        """What rank ``rank`` offers: ``[resource] cores``/``gpus`` of them if given, else
+        its share of this process's CPUs and the machine's GPUs (all of them for one rank)."""
+        section = self.config.get("resource")
+        section = section if isinstance(section, dict) else {}
+        shares = {}
+        for name in ("cores", "gpus"):
+            count = section.get(name)
+            if type(count) is int and count >= 0:
+                shares[name] = list(range(count))
+            elif self.test_size > 1:
+                mine = sorted(os.sched_getaffinity(0)) if name == "cores" else range(count_gpus())
+                shares[name] = core_share(list(mine), rank, self.test_size)
+        return node_info(self.hosts[rank], **shares)
+
+    async def _start_ranks(self) -> None:
+        """Start ranks 1..N-1 and wait for their hellos (or ``quorum_timeout``)."""
+        from pflux.broker.overlay import Overlay  # ZeroMQ: only an instance of ranks loads it
+
+        tbon = self.tbon
+        self._rundir = Path(tempfile.mkdtemp(prefix="pflux-ranks-"))
+        boots = test_size_boots(self.test_size, self._rundir, tbon.fanout, self.hosts)
+        overlay = Overlay(
+            self.broker, boots[0], self._hello(0), heartbeat=tbon.heartbeat, timeout=tbon.timeout
+        )
+        await overlay.start()
+        self.overlay = overlay
+        self.broker.attrs["tbon.endpoint"] = overlay.endpoint
+        self._ranks = RankProcesses(
+            lambda rank, status: overlay.lost(rank, f"its broker exited with status {status}")
+        )
+        shared = {k: v for k, v in self.broker.attrs.items() if k in SHARED_ATTRS}
+        handlers = [h for h in logging.getLogger().handlers if not isinstance(h, LogRing)]
+        level = min((h.level for h in handlers), default=logging.WARNING)  # what -v says
+        for rank in range(1, self.test_size):
+            setup = {
+                "boot": boot_to_json(boots[rank]),
+                "rundir": str(self._rundir / f"rank{rank}"),
+                "hello": self._hello(rank),
+                "attrs": shared,
+                "config": self.config,
+                "heartbeat": tbon.heartbeat,
+                "timeout": tbon.timeout,
+                "level": level,
+            }
+            await self._ranks.spawn(rank, setup)
+        missing = await overlay.wait_all_up(tbon.quorum_timeout)
+        if missing:
+            log.warning(
+                "broker.quorum-timeout: %s not up after %ss; going on without %s",
+                "ranks " + ",".join(map(str, missing))
+                if len(missing) > 1
+                else f"rank {missing[0]}",
+                f"{tbon.quorum_timeout:g}",
+                "them" if len(missing) > 1 else "it",
+            )
+        else:
+            log.info("all %d ranks are up", self.test_size)
+
+    async def _stop_ranks(self) -> None:
+        """Tell the other ranks to stop, wait for them, close the overlay."""
+        if self.overlay is not None:
+            self.overlay.shutdown_tree()
+        if self._ranks is not None:
+            await self._ranks.stop()
+            self._ranks = None
+        if self.overlay is not None:
+            await self.overlay.stop()
+            self.overlay = None
+        if self._rundir is not None:
+            shutil.rmtree(self._rundir, ignore_errors=True)
+            self._rundir = None
 
     def _ready(self) -> None:
         freeze_gc()
@@ -433,9 +552,13 @@ class Instance:
             "state-dir-temporary": "1" if self._temporary else "0",  # removed at exit
             "state-dir-fresh": "1" if self._fresh else "0",  # an empty KVS replaces a lost one
             "instance-owner": str(os.getuid()),
-            "hostname": socket.gethostname(),
+            "hostname": self.hosts[0],
             "rank": "0",
-            "size": "1",
+            "size": str(self.test_size),
+            "tbon.fanout": str(self.tbon.fanout),
+            "tbon.heartbeat": f"{self.tbon.heartbeat:g}s",
+            "tbon.timeout": f"{self.tbon.timeout:g}s",
+            "broker.quorum-timeout": f"{self.tbon.quorum_timeout:g}s",
             "pid": str(os.getpid()),
             # flux-core's names for what tools read
             "local-uri": self.uri,
@@ -443,7 +566,7 @@ class Instance:
             "broker.starttime": f"{time.time():.6f}",
             "security.owner": str(os.getuid()),
             "instance-level": "0",
-            "hostlist": socket.gethostname(),  # the brokers' hosts in rank order: one here
+            "hostlist": hostlist.encode(self.hosts),  # the brokers' hosts in rank order
             "version": __version__,
             "jobid-path": "/",  # the ids of the jobs this instance runs in, from the root
             **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),

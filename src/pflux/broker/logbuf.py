@@ -49,8 +49,9 @@ def appname(logger: str) -> str:
     return logger.removeprefix("pflux.") or logger
 
 
-def entry_of(record: logging.LogRecord) -> Entry:
-    """A log record as the ring keeps it (and a module process sends it)."""
+def entry_of(record: logging.LogRecord, rank: int = 0) -> Entry:
+    """A log record as the ring keeps it (and a module process sends it); ``rank``: the
+    broker's that logged it."""
     message = record.getMessage()
     if record.exc_info and record.exc_info[1] is not None:
         message += f": {record.exc_info[1]!r}"
@@ -58,7 +59,7 @@ def entry_of(record: logging.LogRecord) -> Entry:
         "timestamp": record.created,
         "name": appname(record.name),
         "severity": severity(record.levelno),
-        "rank": 0,
+        "rank": rank,
         "message": message,
     }
 
@@ -66,15 +67,16 @@ def entry_of(record: logging.LogRecord) -> Entry:
 class LogRing(logging.Handler):
     """The last ``size`` log entries, and who follows new ones."""
 
-    def __init__(self, size: int = RING_SIZE) -> None:
+    def __init__(self, size: int = RING_SIZE, rank: int = 0) -> None:
         super().__init__()
+        self.rank = rank
         self.entries: deque[Entry] = deque(maxlen=size)
         self.followers: set[Callable[[Entry], None]] = set()
         self._lock_entries = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            entry = entry_of(record)
+            entry = entry_of(record, self.rank)
         except Exception:  # a bad format string must not stop the instance
             self.handleError(record)
             return

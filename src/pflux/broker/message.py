@@ -7,8 +7,10 @@ by an error response; ``ENODATA`` is the normal end of a stream.
 
 On the socket every message is a 4-byte big-endian length followed by that
 many bytes of JSON: ``{"type", "topic", "matchtag", "flags", "payload",
-"errnum", "errstr"}``. Within the broker messages are passed as objects and
-never encoded.
+"errnum", "errstr"}``, and ``"nodeid"`` for a request addressed to one rank (absent:
+any rank, ``NODEID_ANY``, which is what every local client sends). Within the broker
+messages are passed as objects and never encoded; between brokers (the overlay) the
+body travels without its length header, as a frame of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "HEADER",
     "MAX_DEPTH",
     "MAX_SIZE",
+    "NODEID_ANY",
     "REQUEST",
     "RESPONSE",
     "ROLE_OWNER",
@@ -39,6 +42,7 @@ __all__ = [
     "check_depth",
     "decode_body",
     "encode",
+    "encode_body",
 ]
 
 REQUEST = 1
@@ -56,6 +60,8 @@ MAX_DEPTH = 128
 ROLE_OWNER = 1
 ROLE_USER = 2
 
+NODEID_ANY = -1  # a request for whichever rank provides its service (flux-core's FLUX_NODEID_ANY)
+
 
 class Message:
     """One message; ``userid`` and ``rolemask`` are stamped by the broker, never the sender."""
@@ -65,6 +71,7 @@ class Message:
         "errstr",
         "flags",
         "matchtag",
+        "nodeid",
         "payload",
         "rolemask",
         "topic",
@@ -84,6 +91,7 @@ class Message:
         errstr: str | None = None,
         userid: int = -1,
         rolemask: int = 0,
+        nodeid: int = NODEID_ANY,
     ) -> None:
         self.type = type
         self.topic = topic
@@ -94,6 +102,7 @@ class Message:
         self.errstr = errstr
         self.userid = userid
         self.rolemask = rolemask
+        self.nodeid = nodeid
 
     def __repr__(self) -> str:
         kind = "request" if self.type == REQUEST else "response"
@@ -117,6 +126,14 @@ def encode(msg: Message) -> bytes:
     requester's ``userid`` and ``rolemask``; the broker overwrites both on
     anything a connection sends it, so a client cannot claim them.
     """
+    body = encode_body(msg)
+    if len(body) > MAX_SIZE:
+        raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
+    return HEADER.pack(len(body)) + body
+
+
+def encode_body(msg: Message) -> bytes:
+    """``msg`` as its JSON body alone (what the overlay sends as one frame)."""
     obj = {
         "type": msg.type,
         "topic": msg.topic,
@@ -129,13 +146,12 @@ def encode(msg: Message) -> bytes:
     if msg.userid >= 0:
         obj["userid"] = msg.userid
         obj["rolemask"] = msg.rolemask
+    if msg.nodeid >= 0:
+        obj["nodeid"] = msg.nodeid
     try:
-        body = orjson.dumps(obj, default=_typed)
+        return orjson.dumps(obj, default=_typed)
     except orjson.JSONEncodeError as exc:
         raise RPCError(errno.EPROTO, f"{msg.topic}: payload cannot be encoded: {exc}") from None
-    if len(body) > MAX_SIZE:
-        raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
-    return HEADER.pack(len(body)) + body
 
 
 def _typed(value: Any) -> Any:
@@ -192,10 +208,7 @@ def decode_body(body: bytes | bytearray) -> Message:
             raise ProtocolError(f"message {name} must be a non-negative integer")
     if errstr is not None and not isinstance(errstr, str):
         raise ProtocolError("message errstr must be a string or null")
-    userid = obj.get("userid", -1)
-    rolemask = obj.get("rolemask", 0)
-    if type(userid) is not int or type(rolemask) is not int:
-        raise ProtocolError("message userid and rolemask must be integers")
+    userid, rolemask, nodeid = _identity(obj)
     payload = obj.get("payload")
     if mtype == REQUEST:
         errnum, errstr = 0, None
@@ -214,7 +227,20 @@ def decode_body(body: bytes | bytearray) -> Message:
         errstr=errstr,
         userid=userid,
         rolemask=rolemask,
+        nodeid=nodeid,
     )
+
+
+def _identity(obj: dict[str, Any]) -> tuple[int, int, int]:
+    """A message's ``userid``, ``rolemask`` and ``nodeid``, checked."""
+    userid = obj.get("userid", -1)
+    rolemask = obj.get("rolemask", 0)
+    if type(userid) is not int or type(rolemask) is not int:
+        raise ProtocolError("message userid and rolemask must be integers")
+    nodeid = obj.get("nodeid", NODEID_ANY)
+    if type(nodeid) is not int or nodeid < NODEID_ANY:
+        raise ProtocolError("message nodeid must be a rank (an integer >= 0)")
+    return userid, rolemask, nodeid
 
 
 class Decoder:

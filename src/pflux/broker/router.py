@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
+    NODEID_ANY,
     REQUEST,
     RESPONSE,
     ROLE_OWNER,
@@ -43,6 +44,13 @@ class Route(Protocol):
 
     async def drain(self) -> None:
         """Return once responses may be sent again (the peer has read what was sent)."""
+
+
+class Elsewhere(Protocol):
+    """Where requests for other ranks go: the overlay (``pflux.broker.overlay``)."""
+
+    def forward(self, msg: Message, route: Route) -> None:
+        """Send ``msg`` toward rank ``msg.nodeid`` (NODEID_ANY: up, toward rank 0)."""
 
 
 class Request:
@@ -83,8 +91,13 @@ class Request:
     def require_internal(self, sender: str) -> None:
         """EPERM unless another service of the broker (``sender`` names it) sent this: such
         requests act on state (committed jobs, granted resources) that only that service
-        keeps consistent with the KVS, so none may come from a connection."""
-        if not self.owner or not isinstance(self.sender, LocalRoute):
+        keeps consistent with the KVS, so none may come from a connection. A service of
+        another rank's broker counts as one of this broker's (the overlay says which
+        requests a service sent: ``from_service``)."""
+        internal = isinstance(self.sender, LocalRoute) or getattr(
+            self.sender, "from_service", False
+        )
+        if not self.owner or not internal:
             raise RPCError(errno.EPERM, f"{self.topic}: only {sender} may send this request")
 
     def respond(self, payload: Any = None) -> None:
@@ -301,6 +314,9 @@ class Broker:
         self.fallback: Forward | None = None
         self.rank = 0  # this broker's place in its instance (pflux.broker.boot)
         self.size = 1
+        # with ranks: the overlay, for requests addressed to another rank and, at a rank
+        # above 0, for those no service here provides
+        self.overlay: Elsewhere | None = None
         self._rank_watchers: list[Callable[[int, dict[str, Any] | None], None]] = []
         self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
 
@@ -383,13 +399,19 @@ class Broker:
         self.queue.push(self._handle, msg, route)
 
     def _handle(self, msg: Message, route: Route) -> None:
+        nodeid = msg.nodeid
+        if nodeid >= 0 and nodeid != self.rank:
+            self._elsewhere(msg, route)
+            return
         handler = self._handlers.get(msg.topic)
         if handler is None:
             forward = self.remote.get(msg.topic.partition(".")[0]) or self.fallback
             if forward is not None:
                 forward(msg, route)
-                return
-            Request(msg, route).error(errno.ENOSYS, f"no service provides {msg.topic!r}")
+            elif self.overlay is not None and self.rank > 0 and nodeid < 0:
+                self.overlay.forward(msg, route)  # up: a service of rank 0's
+            else:
+                Request(msg, route).error(errno.ENOSYS, f"no service provides {msg.topic!r}")
             return
         req = Request(msg, route)
         try:
@@ -401,6 +423,18 @@ class Broker:
             task = self.loop.create_task(self._finish(req, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _elsewhere(self, msg: Message, route: Route) -> None:
+        """A request for another rank: to the overlay (from a module process, to its broker)."""
+        if self.fallback is not None:
+            self.fallback(msg, route)
+        elif self.overlay is not None:
+            self.overlay.forward(msg, route)
+        else:
+            Request(msg, route).error(
+                errno.EHOSTUNREACH,
+                f"{msg.topic}: no rank {msg.nodeid} in this instance (size {self.size})",
+            )
 
     async def _finish(self, req: Request, result: Awaitable[None]) -> None:
         try:
@@ -427,9 +461,11 @@ class Broker:
         callback: Callable[[Message], None] | None = None,
         *,
         streaming: bool = False,
+        nodeid: int = NODEID_ANY,
     ) -> LocalRoute:
         """Send a request as the instance owner; responses go to ``callback``.
 
+        ``nodeid`` addresses one rank's service (default: whichever provides it).
         The returned route's ``cancel`` withdraws the request (ends a stream).
         """
         flags = FLAG_STREAMING if streaming else 0
@@ -437,7 +473,14 @@ class Broker:
             flags |= FLAG_NORESPONSE
         self._tag += 1
         msg = Message(
-            REQUEST, topic, self._tag, payload, flags=flags, userid=self.owner, rolemask=ROLE_OWNER
+            REQUEST,
+            topic,
+            self._tag,
+            payload,
+            flags=flags,
+            userid=self.owner,
+            rolemask=ROLE_OWNER,
+            nodeid=nodeid,
         )
         route = LocalRoute(self.queue, callback or _ignore)
         self.dispatch(msg, route)
@@ -456,7 +499,7 @@ class Broker:
         finally:
             route.cancel()
 
-    async def call(self, topic: str, payload: Any = None) -> Any:
+    async def call(self, topic: str, payload: Any = None, *, nodeid: int = NODEID_ANY) -> Any:
         """Send a request and wait for its one response; an error raises RPCError."""
         future: asyncio.Future[Message] = self.loop.create_future()
 
@@ -464,7 +507,7 @@ class Broker:
             if not future.done():
                 future.set_result(msg)
 
-        self.send(topic, payload, done)
+        self.send(topic, payload, done, nodeid=nodeid)
         return (await future).raise_for_error()
 
 

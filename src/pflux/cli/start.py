@@ -18,7 +18,11 @@ the instance's resources for it usually come from ``--config``
 (``[[resource.config]]`` or ``[resource] path``). ``--config FILE`` (TOML) is
 checked before anything starts: a table or key that no service reads, or a
 value a service cannot use, is refused naming the file, the table, the key and
-the rule (``pflux.config``). An instance that stops
+the rule (``pflux.config``). ``--test-size=N`` runs N brokers on this machine, ranks
+1..N-1 as child processes of this one (``pflux.broker.testsize``), on the hosts
+``--test-hosts`` names; ``-S tbon.*`` and ``broker.quorum-timeout`` set the
+overlay's fanout, heartbeat and timeout, and how long rank 0 waits for every rank
+before it serves. An instance that stops
 because something failed exits 1 with the reason on stderr, whatever the
 initial program's status, so that a supervisor can tell it from a clean stop.
 """
@@ -57,6 +61,16 @@ def main(argv: list[str]) -> int:
         "--simulate", type=Path, metavar="TRACE", help="replay this trace in simulated time"
     )
     parser.add_argument(
+        "--test-size",
+        metavar="N",
+        help="run N brokers on this machine (ranks 0..N-1), each with its share of the cores",
+    )
+    parser.add_argument(
+        "--test-hosts",
+        metavar="HOSTLIST",
+        help="with --test-size: the hostnames of the ranks, in rank order (RFC 29 hostlist)",
+    )
+    parser.add_argument(
         "--no-flux-shim",
         action="store_true",
         help="leave the flux command and module off the initial program's and jobs' paths",
@@ -70,7 +84,8 @@ def main(argv: list[str]) -> int:
         action="append",
         metavar="ATTR=VAL",
         help="flux broker's attributes that pflux honours: statedir (as --state-dir),"
-        " log-stderr-level (syslog's 0-7: 6 as -v, 7 as -vv)",
+        " log-stderr-level (syslog's 0-7: 6 as -v, 7 as -vv), tbon.fanout,"
+        " tbon.heartbeat, tbon.timeout, broker.quorum-timeout (durations: FSD)",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
     args = parser.parse_args(argv)
@@ -78,7 +93,19 @@ def main(argv: list[str]) -> int:
 
 
 #: flux broker's ``-S`` attributes that ``pflux start`` honours
-BROKER_ATTRS = ("statedir", "log-stderr-level")
+BROKER_ATTRS = (
+    "statedir",
+    "log-stderr-level",
+    "tbon.fanout",
+    "tbon.heartbeat",
+    "tbon.timeout",
+    "broker.quorum-timeout",
+)
+TBON_DURATIONS = {
+    "tbon.heartbeat": "heartbeat",
+    "tbon.timeout": "timeout",
+    "broker.quorum-timeout": "quorum_timeout",
+}
 
 
 def check_broker_options(options: list[str]) -> None:
@@ -117,27 +144,80 @@ def _broker_attr(text: str) -> tuple[str, str]:
         raise UsageError(f"-S {text}: needs a value ({attr}=VAL)")
     if attr == "log-stderr-level" and not (value.isascii() and value.isdigit() and int(value) <= 7):
         raise UsageError(f"-S {text}: log-stderr-level must be 0-7")
+    if attr == "tbon.fanout" and not (value.isascii() and value.isdigit() and int(value) >= 1):
+        raise UsageError(f"-S {text}: tbon.fanout must be an integer >= 1")
+    if attr in TBON_DURATIONS:
+        _duration(text, attr, value)
     return attr, value
+
+
+def _duration(text: str, attr: str, value: str) -> float:
+    """A ``-S`` duration (RFC 23, FSD), above 0."""
+    from pflux.errors import DurationError
+    from pflux.spec import duration
+
+    try:
+        seconds = duration.parse(value)
+    except DurationError as exc:
+        raise UsageError(f"-S {text}: {attr}: {exc}") from None
+    if seconds <= 0:
+        raise UsageError(f"-S {text}: {attr} must be a duration above 0")
+    return seconds
 
 
 def _apply_attrs(args: argparse.Namespace) -> None:
     """``-S ATTR=VAL``, as the options they stand for."""
+    args.tbon = {}
     for text in args.setattr or ():
         attr, value = _broker_attr(text)
         if attr == "statedir":
             if args.state_dir is not None and args.state_dir != Path(value):
                 raise UsageError(f"-S {text}: --state-dir={args.state_dir} says otherwise")
             args.state_dir = Path(value)
-        else:
+        elif attr == "log-stderr-level":
             args.verbose = max(args.verbose, {6: 1, 7: 2}.get(int(value), 0))
+        elif attr == "tbon.fanout":
+            args.tbon["fanout"] = int(value)
+        else:
+            args.tbon[TBON_DURATIONS[attr]] = _duration(text, attr, value)
+
+
+def _test_size(args: argparse.Namespace) -> tuple[int, list[str] | None]:
+    """``--test-size`` and ``--test-hosts``, checked."""
+    if args.test_size is None:
+        if args.test_hosts is not None:
+            raise UsageError("--test-hosts: only with --test-size")
+        return 1, None
+    text = args.test_size
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise UsageError(f"--test-size={text}: must be an integer >= 1")
+    size = int(text)
+    if args.simulate is not None:
+        raise UsageError("--test-size: cannot be combined with --simulate (one simulated broker)")
+    if args.test_hosts is None:
+        return size, None
+    from pflux.errors import HostlistError
+    from pflux.spec import hostlist
+
+    try:
+        hosts = hostlist.decode(args.test_hosts)
+    except HostlistError as exc:
+        raise UsageError(f"--test-hosts={args.test_hosts}: {exc}") from None
+    if len(hosts) != size:
+        raise UsageError(
+            f"--test-hosts={args.test_hosts}: names {len(hosts)} hosts, --test-size is {size}"
+        )
+    return size, hosts
 
 
 def _start(args: argparse.Namespace) -> int:
     import logging
 
     _apply_attrs(args)
+    size, hosts = _test_size(args)
 
     from pflux.broker.instance import Instance
+    from pflux.broker.testsize import Tbon
     from pflux.config import ConfigError
 
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
@@ -150,7 +230,15 @@ def _start(args: argparse.Namespace) -> int:
     if args.fresh and args.state_dir is None:
         raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")
     attrs = _nest(args, config)
-    instance = Instance(args.state_dir, config=config, fresh=args.fresh, attrs=attrs)
+    instance = Instance(
+        args.state_dir,
+        config=config,
+        fresh=args.fresh,
+        attrs=attrs,
+        test_size=size,
+        test_hosts=hosts,
+        tbon=Tbon(**args.tbon),
+    )
     command = args.command or None
     announce = False
     if command is None and args.state_dir is None and args.simulate is None:

@@ -17,13 +17,13 @@ spanning ranks.  Properties are not supported: the scheduler has no use for them
 
 from __future__ import annotations
 
-import glob
 import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pflux.broker.nodeinfo import count_gpus
 from pflux.config import ConfigError
 from pflux.errors import HostlistError, IdsetError, ResourceError
 from pflux.spec import hostlist
@@ -35,14 +35,6 @@ __all__ = ["RESOURCE_KEYS", "count_gpus", "inventory"]
 RESOURCE_KEYS = ("config", "path", "cores", "gpus")  # the [resource] table's
 
 _ENTRY_KEYS = ("hosts", "cores", "gpus")
-
-
-def count_gpus() -> int:
-    """NVIDIA GPUs on this machine, found cheaply (no driver library); 0 when none."""
-    try:
-        return len(os.listdir("/proc/driver/nvidia/gpus"))
-    except OSError:
-        return len(glob.glob("/dev/nvidia[0-9]*"))
 
 
 def inventory(config: dict[str, Any], hostname: str) -> ResourceSet:

@@ -15,6 +15,7 @@ from pflux.broker.message import (
     REQUEST,
     RESPONSE,
     Message,
+    ProtocolError,
     RPCError,
     check_depth,
     decode_body,
@@ -70,3 +71,16 @@ def test_a_request_too_deep_decodes_as_refused(depth: int) -> None:
 def test_a_request_within_the_limit_decodes_whole(depth: int) -> None:
     msg = decode_body(_request(nested(depth, "[{"), errnum=5, errstr="claimed"))
     assert (msg.payload, msg.errnum, msg.errstr) == (nested(depth, "[{"), 0, None)
+
+
+@given(st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**31)))
+def test_nodeid_is_on_the_wire_only_for_one_rank(nodeid: int) -> None:
+    body = encode(Message(REQUEST, "echo.rank", 1, {}, nodeid=nodeid))[4:]
+    assert ("nodeid" in json.loads(body)) == (nodeid >= 0)
+    assert decode_body(body).nodeid == nodeid
+
+
+@pytest.mark.parametrize("nodeid", [-2, "1", 1.5, None])
+def test_a_nodeid_that_is_not_a_rank_is_a_protocol_error(nodeid: Any) -> None:
+    with pytest.raises(ProtocolError, match="message nodeid must be a rank"):
+        decode_body(_request({}, nodeid=nodeid))

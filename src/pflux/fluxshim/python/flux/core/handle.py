@@ -185,9 +185,6 @@ class Flux:
             FLUX_RPC_STREAMING | FLUX_RPC_NORESPONSE
         ):
             raise OSError(errno.EINVAL, f"rpc: flags: invalid value {flags}")
-        if nodeid not in (0, FLUX_NODEID_ANY, FLUX_NODEID_UPSTREAM):
-            rpc._fulfill_error(errno.EHOSTUNREACH, None)  # a pflux instance has rank 0 only
-            return 0
         if self._sock is None:
             raise OSError(errno.EBADF, "rpc: the Flux handle is closed")
         import json
@@ -198,18 +195,18 @@ class Flux:
             wire = _WIRE_STREAMING
         elif flags & FLUX_RPC_NORESPONSE:
             wire = _WIRE_NORESPONSE
-        body = json.dumps(
-            {
-                "type": _REQUEST,
-                "topic": topic,
-                "matchtag": self._tag,
-                "flags": wire,
-                "payload": payload,
-                "errnum": 0,
-                "errstr": None,
-            },
-            separators=(",", ":"),
-        ).encode("utf-8", "surrogateescape")
+        message = {
+            "type": _REQUEST,
+            "topic": topic,
+            "matchtag": self._tag,
+            "flags": wire,
+            "payload": payload,
+            "errnum": 0,
+            "errstr": None,
+        }
+        if nodeid not in (FLUX_NODEID_ANY, FLUX_NODEID_UPSTREAM):
+            message["nodeid"] = nodeid  # one rank's service; the broker routes it there
+        body = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogateescape")
         if wire != _WIRE_NORESPONSE:
             self._rpcs[self._tag] = rpc
         try:

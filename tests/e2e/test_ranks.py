@@ -1,0 +1,165 @@
+"""``pflux start --test-size=N``: N brokers on this machine, joined by the overlay.
+
+Rank 0 is the instance the test starts; ranks 1..N-1 are its child processes,
+each with a socket of its own that answers as that rank and passes what it does
+not serve up to rank 0.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pflux.broker.message import RPCError
+from pflux.client.handle import Handle
+from support.instance import LiveInstance, console, ok
+from support.raw import send_raw
+
+TIMEOUT = 30.0
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:
+    where = tmp_path_factory.mktemp("ranks")
+    args = ("--test-size=4", "-S", "tbon.heartbeat=0.1s", "-S", "tbon.timeout=1s")
+    with LiveInstance(where / "s", *args, cores=2) as inst:
+        yield inst
+
+
+def rank_attrs(uri: str, rank: int) -> dict[str, str]:
+    """Rank ``rank``'s attributes, asked of it through rank 0 (a request with a nodeid)."""
+    with Handle(uri) as handle:
+        rpc = send_raw(handle, "broker.attrs", None, nodeid=rank)
+        assert rpc is not None
+        attrs: dict[str, str] = rpc.get(TIMEOUT)["attrs"]
+        return attrs
+
+
+def test_the_instance_has_four_ranks_that_joined(four: LiveInstance) -> None:
+    assert ok(four.uri, "getattr", "size").strip() == "4"
+    dmesg = ok(four.uri, "dmesg")
+    for rank in (1, 2, 3):
+        assert f"overlay: rank {rank} ({socket.gethostname()}) joined" in dmesg
+    assert "all 4 ranks are up" in dmesg
+
+
+def test_a_rank_s_own_socket_answers_as_that_rank_and_reaches_rank_zero(
+    four: LiveInstance,
+) -> None:
+    attrs = rank_attrs(four.uri, 2)
+    assert attrs["rank"] == "2"
+    assert attrs["size"] == "4"
+    local = attrs["local-uri"]
+    assert local != four.uri
+    assert ok(local, "getattr", "rank").strip() == "2"
+    # a service rank 2 lacks (job-list) is rank 0's, through the overlay
+    assert "JOBID" in ok(local, "jobs", "-a")
+    assert ok(local, "getattr", "rank", script=True).strip() == "2"
+    assert "broker.info[2]: rank 2 of 4 serving" in ok(local, "dmesg")  # its own log
+
+
+def test_flux_tools_address_a_rank_by_nodeid(four: LiveInstance) -> None:
+    script = 'import flux; print(flux.Flux().rpc("broker.attrs", nodeid=3).get()["attrs"]["rank"])'
+    proc = console("python", "-c", script, PFLUX_URI=four.uri, FLUX_URI=four.uri)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "3"
+
+
+def test_a_rank_not_in_the_instance_is_unreachable(four: LiveInstance) -> None:
+    with Handle(four.uri) as handle:
+        rpc = send_raw(handle, "broker.attrs", None, nodeid=9)
+        assert rpc is not None
+        with pytest.raises(RPCError) as err:
+            rpc.get(TIMEOUT)
+    assert err.value.errnum == errno.EHOSTUNREACH
+    assert "no rank 9 in this instance (size 4)" in str(err.value.errstr)
+
+
+def test_a_killed_rank_is_down_at_once(tmp_path: Path) -> None:
+    args = ("--test-size=3", "-S", "tbon.heartbeat=0.1s", "-S", "tbon.timeout=1s")
+    with LiveInstance(tmp_path / "s", *args, cores=2) as inst:
+        pid = int(rank_attrs(inst.uri, 2)["broker.pid"])
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT
+        while "lost contact with rank 2" not in (dmesg := ok(inst.uri, "dmesg")):
+            assert time.monotonic() < deadline, dmesg
+            time.sleep(0.1)
+        assert f"rank 2's broker (pid {pid}) exited with status -9" in dmesg
+        with pytest.raises(RPCError) as err:
+            rank_attrs(inst.uri, 2)
+        assert err.value.errnum == errno.EHOSTUNREACH
+        assert "rank 2 is down" in str(err.value.errstr)
+        assert rank_attrs(inst.uri, 1)["rank"] == "1"  # the others go on
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--test-size=0"], "--test-size=0: must be an integer >= 1"),
+        (["--test-size=two"], "--test-size=two: must be an integer >= 1"),
+        (["--test-hosts=a,b"], "--test-hosts: only with --test-size"),
+        (["--test-size=3", "--test-hosts=n[0-1]"], "names 2 hosts, --test-size is 3"),
+        (["-S", "tbon.fanout=0"], "-S tbon.fanout=0: tbon.fanout must be an integer >= 1"),
+        (["-S", "tbon.timeout=x"], "-S tbon.timeout=x: tbon.timeout: "),
+    ],
+)
+def test_bad_test_size_options_are_refused_naming_them(args: list[str], message: str) -> None:
+    proc = console("start", *args, "true")
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_test_size_is_refused_with_simulate(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    trace.write_text("")
+    proc = console("start", "--test-size=2", f"--simulate={trace}", "true")
+    assert proc.returncode != 0
+    assert "--test-size: cannot be combined with --simulate" in proc.stderr
+
+
+def test_test_hosts_name_the_ranks(tmp_path: Path) -> None:
+    proc = console(
+        "start",
+        "--test-size=2",
+        "--test-hosts=fake[0-1]",
+        "sh",
+        "-c",
+        "pflux getattr hostlist; pflux dmesg",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "fake[0-1]"
+    assert "overlay: rank 1 (fake1) joined" in proc.stdout
+
+
+def test_tbon_attributes_shape_the_tree() -> None:
+    script = (
+        "import flux; h = flux.Flux();"
+        "a = lambda r: h.rpc('broker.attrs', nodeid=r).get()['attrs'];"
+        "print(a(2)['tbon.parent-endpoint'].rsplit('/', 1)[1], a(0)['tbon.timeout'],"
+        " a(2)['tbon.heartbeat'], a(2)['broker.quorum-timeout'])"
+    )
+    proc = console(
+        "start",
+        "--test-size=3",
+        "-S",
+        "tbon.fanout=1",
+        "-S",
+        "tbon.timeout=2.5s",
+        "-S",
+        "tbon.heartbeat=0.5s",
+        "-S",
+        "broker.quorum-timeout=1m",
+        "flux",
+        "python",
+        "-c",
+        script,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["tbon-1", "2.5s", "0.5s", "60s"]  # a chain: 0 - 1 - 2
