@@ -119,6 +119,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_ranks.py::test_bad_test_size_options_are_refused_naming_them",
     ),
     "start --test-hosts": ("tests/e2e/test_ranks.py::test_test_hosts_name_the_ranks",),
+    "start --curve-cert": (
+        "tests/e2e/test_hosts.py::test_brokers_started_by_srun_are_one_instance",
+        "tests/e2e/test_hosts.py::test_srun_brokers_without_a_certificate_are_refused",
+    ),
     "start --no-flux-shim": (
         "tests/shim/test_instance_env.py::test_no_flux_shim_and_the_config_key_turn_it_off",
     ),

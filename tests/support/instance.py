@@ -34,14 +34,18 @@ WAIT_ON_STDIN = ("sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null')
 class LiveInstance:
     """``pflux start`` in a subprocess; ``uri`` once it is ready."""
 
-    def __init__(self, state_dir: Path, *args: str, cores: int | None = 4) -> None:
-        """``cores`` None: the resources come from ``args`` (``--config``)."""
+    def __init__(
+        self, state_dir: Path, *args: str, cores: int | None = 4, prefix: Sequence[str] = ()
+    ) -> None:
+        """``cores`` None: the resources come from ``args`` (``--config``); ``prefix``
+        runs it through another command (``tests.support.netns``: on another host)."""
         self.state_dir = state_dir
         self.log = state_dir.parent / f"{state_dir.name}.log"
         counts = ["--cores", str(cores)] if cores is not None else []
         with self.log.open("a") as log:
             self.proc = subprocess.Popen(
                 [
+                    *prefix,
                     str(PFLUX),
                     "start",
                     "--state-dir",

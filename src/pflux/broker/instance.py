@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
 from pflux.broker import bootstrap
+from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
-from pflux.broker.nodeinfo import core_share, count_gpus, node_info
+from pflux.broker.nodeinfo import hello
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
 from pflux.client.uri import uri_for
@@ -205,6 +206,7 @@ class Instance:
         test_size: int = 1,
         test_hosts: Sequence[str] | None = None,
         tbon: Tbon | None = None,
+        boot: Boot | None = None,
     ) -> None:
         """``fresh``: the state directory's KVS database was lost; start with an empty one.
         ``attrs``: attributes to set or override (a nested instance's ``jobid``,
@@ -213,8 +215,13 @@ class Instance:
         with the tree's settings ``tbon``."""
         self._temporary = state_dir is None
         self._fresh = fresh
-        self.test_size = test_size
-        self.hosts = tuple(test_hosts or [socket.gethostname()] * test_size)
+        self.boot = boot  # rank 0 of brokers started elsewhere (pflux.broker.bootstrap)
+        self.test_size = boot.size if boot is not None else test_size
+        self.hosts = (
+            boot.hostnames
+            if boot is not None
+            else tuple(test_hosts or [socket.gethostname()] * test_size)
+        )
         self.tbon = tbon or Tbon()
         self.overlay: Overlay | None = None
         self._ranks: RankProcesses | None = None
@@ -320,33 +327,31 @@ class Instance:
         return broker, ring
 
     def _hello(self, rank: int) -> dict[str, Any]:
-        """What rank ``rank`` offers: ``[resource] cores``/``gpus`` of them if given, else
-        its share of this process's CPUs and the machine's GPUs (all of them for one rank)."""
-        section = self.config.get("resource")
-        section = section if isinstance(section, dict) else {}
-        shares = {}
-        for name in ("cores", "gpus"):
-            count = section.get(name)
-            if type(count) is int and count >= 0:
-                shares[name] = list(range(count))
-            elif self.test_size > 1:
-                mine = sorted(os.sched_getaffinity(0)) if name == "cores" else range(count_gpus())
-                shares[name] = core_share(list(mine), rank, self.test_size)
-        return node_info(self.hosts[rank], **shares)
+        """What rank ``rank`` offers (``nodeinfo.hello``): with ``--test-size``, its share
+        of this machine."""
+        share = (rank, self.test_size) if self.test_size > 1 and self.boot is None else None
+        return hello(self.config, self.hosts[rank], share)
 
     async def _start_ranks(self) -> None:
         """Start ranks 1..N-1 and wait for their hellos (or ``quorum_timeout``)."""
         from pflux.broker.overlay import Overlay  # ZeroMQ: only an instance of ranks loads it
 
         tbon = self.tbon
-        self._rundir = Path(tempfile.mkdtemp(prefix="pflux-ranks-"))
-        boots = test_size_boots(self.test_size, self._rundir, tbon.fanout, self.hosts)
+        rundir = None
+        if self.boot is None:
+            self._rundir = rundir = Path(tempfile.mkdtemp(prefix="pflux-ranks-"))
+            boots = test_size_boots(self.test_size, rundir, tbon.fanout, self.hosts)
+        else:
+            boots = [self.boot]
         overlay = Overlay(
             self.broker, boots[0], self._hello(0), heartbeat=tbon.heartbeat, timeout=tbon.timeout
         )
         await overlay.start()
         self.overlay = overlay
         self.broker.attrs["tbon.endpoint"] = overlay.endpoint
+        if rundir is None:  # the other ranks were started by whoever started this one
+            await self._quorum(overlay)
+            return
         self._ranks = RankProcesses(
             lambda rank, status: overlay.lost(rank, f"its broker exited with status {status}")
         )
@@ -356,7 +361,7 @@ class Instance:
         for rank in range(1, self.test_size):
             setup = {
                 "boot": boot_to_json(boots[rank]),
-                "rundir": str(self._rundir / f"rank{rank}"),
+                "rundir": str(rundir / f"rank{rank}"),
                 "hello": self._hello(rank),
                 "attrs": shared,
                 "config": self.config,
@@ -365,6 +370,11 @@ class Instance:
                 "level": level,
             }
             await self._ranks.spawn(rank, setup)
+        await self._quorum(overlay)
+
+    async def _quorum(self, overlay: Overlay) -> None:
+        """Wait for every rank's hello, or ``broker.quorum-timeout``."""
+        tbon = self.tbon
         missing = await overlay.wait_all_up(tbon.quorum_timeout)
         if missing:
             log.warning(

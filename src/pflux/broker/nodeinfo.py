@@ -16,7 +16,7 @@ from typing import Any
 from pflux import __version__
 from pflux.spec.idset import IdSet
 
-__all__ = ["core_share", "count_gpus", "node_info"]
+__all__ = ["core_share", "count_gpus", "hello", "node_info"]
 
 
 def count_gpus() -> int:
@@ -58,3 +58,22 @@ def core_share(cores: Sequence[int], rank: int, size: int) -> list[int]:
     base, extra = divmod(len(cores), size)
     start = rank * base + min(rank, extra)
     return list(cores[start : start + base + (1 if rank < extra else 0)])
+
+
+def hello(
+    config: dict[str, Any], hostname: str, share: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """A rank's hello under ``config``: ``[resource] cores``/``gpus`` of them if given,
+    else rank r's share among n (``share``: ``(r, n)``, brokers of one machine) of this
+    process's CPUs and the machine's GPUs, else all of them."""
+    section = config.get("resource")
+    section = section if isinstance(section, dict) else {}
+    shares = {}
+    for name in ("cores", "gpus"):
+        count = section.get(name)
+        if type(count) is int and count >= 0:
+            shares[name] = list(range(count))
+        elif share is not None:
+            mine = sorted(os.sched_getaffinity(0)) if name == "cores" else range(count_gpus())
+            shares[name] = core_share(list(mine), *share)
+    return node_info(hostname, **shares)

@@ -180,6 +180,8 @@ class Overlay:
         self._router: zmq.Socket[bytes] | None = None
         self._dealer: zmq.Socket[bytes] | None = None
         self._zap: zmq.Socket[bytes] | None = None
+        self._monitor: zmq.Socket[bytes] | None = None  # the router's failed handshakes
+        self._handshake_logged = -REFUSAL_LOG_INTERVAL
         self._tag = 0
         self._pending: dict[int, _Pending] = {}
         self._served: dict[tuple[int, int], PeerRoute] = {}
@@ -220,6 +222,8 @@ class Overlay:
             self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
             self._router = router
             loop.add_reader(_fd(router), self._readable, router)
+            # read at each heartbeat (_tick): its descriptor does not wake a loop reliably
+            self._monitor = router.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL)
         if boot.parent is not None:
             dealer = ctx.socket(zmq.DEALER)
             dealer.setsockopt(zmq.LINGER, 0)
@@ -256,11 +260,13 @@ class Overlay:
             if sock is not None:
                 loop.remove_reader(_fd(sock))
         if self._router is not None:
+            if self._monitor is not None:
+                self._router.disable_monitor()
             self._router.close(linger=SHUTDOWN_LINGER_MS)
-        for sock in (self._dealer, self._zap):
+        for sock in (self._dealer, self._zap, self._monitor):
             if sock is not None:
                 sock.close(linger=0)
-        self._router = self._dealer = self._zap = None
+        self._router = self._dealer = self._zap = self._monitor = None
         if self._ctx is not None:
             ctx, self._ctx = self._ctx, None
             await asyncio.to_thread(ctx.term)
@@ -579,6 +585,7 @@ class Overlay:
     def _tick(self) -> None:
         assert self._loop is not None
         self._timer = self._loop.call_later(self.heartbeat, self._tick)
+        self._handshake_failed()
         now = time.monotonic()
         for rank, child in list(self.children.items()):
             if now - child.heard > self.timeout:
@@ -642,6 +649,27 @@ class Overlay:
                 route.gone()
 
     # --- ZAP: who may connect ---------------------------------------------------------
+
+    def _handshake_failed(self) -> None:
+        """A peer whose CURVE handshake failed: it does not know this instance's server key
+        (another instance's certificate), so it never reaches ZAP. ZeroMQ does not say
+        who it was; it retries every second: logged once a minute."""
+        sock = self._monitor
+        failed = False
+        while sock is not None and not sock.closed and _events(sock) & zmq.POLLIN:
+            try:
+                sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            failed = True
+        now = time.monotonic()
+        if failed and now - self._handshake_logged >= REFUSAL_LOG_INTERVAL:
+            self._handshake_logged = now
+            log.error(
+                "overlay: refused a connection to %s: its CURVE handshake failed (a broker"
+                " without this instance's certificate)",
+                self.endpoint,
+            )
 
     def _zap_ready(self) -> None:
         sock = self._zap

@@ -24,14 +24,16 @@ from typing import Any
 
 import orjson
 
-from pflux import private
+from pflux import __version__, private
+from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
 from pflux.broker.instance import SOCKET_NAME, ConfigService
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.broker.testsize import boot_from_json
+from pflux.broker.testsize import Tbon, boot_from_json
 from pflux.client.uri import uri_for
+from pflux.spec import hostlist
 
 log = logging.getLogger("pflux.broker")
 
@@ -53,7 +55,9 @@ class RankBrokerService(Service):
 
 async def run(setup: dict[str, Any]) -> int:
     """Serve as the rank ``setup`` describes until told to stop."""
-    boot = boot_from_json(setup["boot"])
+    boot = setup["boot"]
+    if not isinstance(boot, Boot):
+        boot = boot_from_json(boot)
     rundir = Path(setup["rundir"])
     private.directory(rundir)
     socket_path = rundir / SOCKET_NAME
@@ -83,7 +87,9 @@ async def run(setup: dict[str, Any]) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    loop.add_reader(0, _stdin_readable, stop)
+    lifeline = setup.get("lifeline", True)
+    if lifeline:
+        loop.add_reader(0, _stdin_readable, stop)
     overlay = Overlay(broker, boot, hello, heartbeat=setup["heartbeat"], timeout=setup["timeout"])
     overlay.on_shutdown = stop.set
     await broker.start()
@@ -98,10 +104,27 @@ async def run(setup: dict[str, Any]) -> int:
         overlay.shutdown_tree()
         await overlay.stop()
         await broker.stop()
-        loop.remove_reader(0)
+        if lifeline:
+            loop.remove_reader(0)
         with contextlib.suppress(FileNotFoundError):
             socket_path.unlink()
     return 0
+
+
+def instance_attrs(boot: Boot, tbon: Tbon) -> dict[str, str]:
+    """The instance's attributes a rank started on its own knows as rank 0 would."""
+    return {
+        "instance-owner": str(os.getuid()),
+        "security.owner": str(os.getuid()),
+        "version": __version__,
+        "hostlist": hostlist.encode(boot.hostnames),
+        "instance-level": "0",
+        "jobid-path": "/",
+        "tbon.fanout": str(boot.fanout),
+        "tbon.heartbeat": f"{tbon.heartbeat:g}s",
+        "tbon.timeout": f"{tbon.timeout:g}s",
+        "broker.quorum-timeout": f"{tbon.quorum_timeout:g}s",
+    }
 
 
 def _stdin_readable(stop: asyncio.Event) -> None:

@@ -39,6 +39,10 @@ from typing import Any
 from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pflux.broker.boot import Boot
+
 
 def main(argv: list[str]) -> int:
     parser = base.parser("start", "Run a pflux instance (and, optionally, a command in it).")
@@ -71,6 +75,11 @@ def main(argv: list[str]) -> int:
         help="with --test-size: the hostnames of the ranks, in rank order (RFC 29 hostlist)",
     )
     parser.add_argument(
+        "--curve-cert",
+        metavar="FILE",
+        help="the instance's CURVE certificate (pflux keygen), for brokers started by Slurm",
+    )
+    parser.add_argument(
         "--no-flux-shim",
         action="store_true",
         help="leave the flux command and module off the initial program's and jobs' paths",
@@ -85,7 +94,8 @@ def main(argv: list[str]) -> int:
         metavar="ATTR=VAL",
         help="flux broker's attributes that pflux honours: statedir (as --state-dir),"
         " log-stderr-level (syslog's 0-7: 6 as -v, 7 as -vv), tbon.fanout,"
-        " tbon.heartbeat, tbon.timeout, broker.quorum-timeout (durations: FSD)",
+        " tbon.heartbeat, tbon.timeout, broker.quorum-timeout (durations: FSD),"
+        " hostname (this broker's host, as [bootstrap] hosts name it)",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
     args = parser.parse_args(argv)
@@ -100,6 +110,7 @@ BROKER_ATTRS = (
     "tbon.heartbeat",
     "tbon.timeout",
     "broker.quorum-timeout",
+    "hostname",
 )
 TBON_DURATIONS = {
     "tbon.heartbeat": "heartbeat",
@@ -168,6 +179,7 @@ def _duration(text: str, attr: str, value: str) -> float:
 def _apply_attrs(args: argparse.Namespace) -> None:
     """``-S ATTR=VAL``, as the options they stand for."""
     args.tbon = {}
+    args.hostname = None
     for text in args.setattr or ():
         attr, value = _broker_attr(text)
         if attr == "statedir":
@@ -178,6 +190,8 @@ def _apply_attrs(args: argparse.Namespace) -> None:
             args.verbose = max(args.verbose, {6: 1, 7: 2}.get(int(value), 0))
         elif attr == "tbon.fanout":
             args.tbon["fanout"] = int(value)
+        elif attr == "hostname":
+            args.hostname = value
         else:
             args.tbon[TBON_DURATIONS[attr]] = _duration(text, attr, value)
 
@@ -229,6 +243,9 @@ def _start(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.fresh and args.state_dir is None:
         raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")
+    boot = _boot(args, config, size)
+    if boot is not None and boot.rank > 0:
+        return _serve_rank(args, config, boot)
     attrs = _nest(args, config)
     instance = Instance(
         args.state_dir,
@@ -238,6 +255,7 @@ def _start(args: argparse.Namespace) -> int:
         test_size=size,
         test_hosts=hosts,
         tbon=Tbon(**args.tbon),
+        boot=boot,
     )
     command = args.command or None
     announce = False
@@ -259,6 +277,56 @@ def _start(args: argparse.Namespace) -> int:
     except Exception as exc:  # a bug in a service: still a failed instance, and said so
         logging.getLogger("pflux.broker").exception("the instance failed")
         raise PfluxError(f"the instance stopped: internal error: {exc!r}") from exc
+
+
+def _boot(args: argparse.Namespace, config: dict[str, Any], size: int) -> Boot | None:
+    """This broker's place when something else started the instance's brokers
+    (``pflux.broker.bootsource``): a ``[bootstrap]`` config, a PMI-1 launcher, Slurm."""
+    from pflux.broker.bootsource import resolve
+
+    fanout = args.tbon.get("fanout")
+    boot = resolve(
+        os.environ, config, hostname=args.hostname, cert_path=args.curve_cert, fanout=fanout
+    )
+    if boot is not None and size > 1:
+        raise UsageError("--test-size: this broker is one of several started elsewhere")
+    if boot is not None and args.simulate is not None:
+        raise UsageError("--simulate: one simulated broker, not one of several")
+    return boot
+
+
+def _serve_rank(args: argparse.Namespace, config: dict[str, Any], boot: Boot) -> int:
+    """Rank > 0: serve until rank 0 says stop; it runs the initial program, not this one."""
+    import logging
+    import tempfile
+
+    import uvloop
+
+    from pflux.broker import rankmain
+    from pflux.broker.nodeinfo import hello
+    from pflux.broker.testsize import Tbon as Settings
+
+    tbon = Settings(**args.tbon)
+    temporary = args.state_dir is None
+    rundir = Path(tempfile.mkdtemp(prefix="pflux-rank-")) if temporary else args.state_dir
+    setup = {
+        "boot": boot,
+        "rundir": str(rundir),
+        "hello": hello(config, boot.hostnames[boot.rank]),
+        "attrs": rankmain.instance_attrs(boot, tbon),
+        "config": config,
+        "heartbeat": tbon.heartbeat,
+        "timeout": tbon.timeout,
+        "lifeline": False,
+    }
+    try:
+        return uvloop.run(rankmain.run(setup))
+    finally:
+        if temporary:
+            import shutil
+
+            shutil.rmtree(rundir, ignore_errors=True)
+        logging.shutdown()
 
 
 def _nest(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, str] | None:

@@ -279,7 +279,8 @@ class Pool:
                     cores, gpus = cores - held[0], gpus - held[1]
         self._targets[rank] = target
         self._hosts[rank] = target.hostname
-        self.all = ResourceSet({**self.all.targets, rank: target})
+        # ranks join in any order; R lists them ascending (ResourceSet trusts its caller)
+        self.all = ResourceSet(dict(sorted({**self.all.targets, rank: target}.items())))
         self._free[rank] = (cores, gpus)
         self._counts[rank] = counts = (len(cores), len(gpus))
         insort(self._by_fit, (-counts[0], -counts[1], rank))

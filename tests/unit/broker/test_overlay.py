@@ -379,6 +379,52 @@ def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: P
     run(scenario)
 
 
+def test_a_broker_of_another_instance_fails_its_handshake_and_that_is_logged(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        refused = asyncio.Event()
+        records: list[logging.LogRecord] = []
+
+        class Catch(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                records.append(record)
+                if "refused a connection" in record.getMessage():
+                    refused.set()
+
+        handler = Catch()
+        logging.getLogger("pflux.overlay").addHandler(handler)
+        try:
+            async with tree(test_size_boots(3, tmp_path, 2, ["a", "b", "c"]), count=2) as t:
+                good = t.boots[2]
+                public, secret = (k.decode() for k in zmq.curve_keypair())
+                rogue_boot = Boot(
+                    **{
+                        **good.__dict__,
+                        "parent": t.boots[0].bind,
+                        "parent_key": public,  # another instance's certificate: its server key
+                        "cert": Cert(public, secret),
+                    }
+                )
+                rogue = Broker(1000)
+                rogue.rank, rogue.size = 2, 3
+                overlay = Overlay(rogue, rogue_boot, {"hostname": "evil"}, heartbeat=HEARTBEAT)
+                await overlay.start()
+                try:
+                    await asyncio.wait_for(refused.wait(), WAIT)
+                finally:
+                    await overlay.stop()
+                assert 2 not in t.brokers[0].ranks
+                refusal = next(r for r in records if "refused" in r.getMessage())
+                assert refusal.levelno == logging.ERROR
+                assert refusal.getMessage() == (
+                    f"overlay: refused a connection to {t.boots[0].bind}: its CURVE handshake"
+                    " failed (a broker without this instance's certificate)"
+                )
+        finally:
+            logging.getLogger("pflux.overlay").removeHandler(handler)
+
+    run(scenario)
+
+
 def test_shutdown_goes_down_the_tree(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with tree(test_size_boots(4, tmp_path, 2, ["a", "b", "c", "d"])) as t:

@@ -816,6 +816,18 @@ def test_ranks_join_the_pool_as_they_say_hello(tmp_path: Path) -> None:
     run(body)
 
 
+def test_ranks_joining_out_of_order_are_listed_in_rank_order(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with live(tmp_path, cores=2, size=3) as t:
+            t.broker.rank_changed(2, hello("node2", "0-1"))
+            t.broker.rank_changed(1, hello("node1", "0-1"))
+            status = await t.broker.call("sched.resource-status", {})
+            assert ranks_of(status["all"]) == [{"rank": "0-2", "children": {"core": "0-1"}}]
+            assert status["all"]["execution"]["nodelist"] == [f"{HOST},node[1-2]"]
+
+    run(body)
+
+
 def test_a_rank_down_is_not_allocatable_until_it_is_back(tmp_path: Path) -> None:
     async def body() -> None:
         async with live(tmp_path, cores=2, size=2) as t:

@@ -1,0 +1,181 @@
+"""Brokers on separate hosts: network namespaces joined by veth pairs, one broker in
+each, talking TCP with CURVE, bootstrapped from a ``[bootstrap]`` config as a system
+instance is, or from Slurm's environment as ``srun`` gives it."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support import netns
+from tests.support.instance import PFLUX, LiveInstance, environ, pflux
+
+_why = netns.skip_reason()
+pytestmark = pytest.mark.skipif(_why is not None, reason=f"no separate hosts here: {_why}")
+
+HOSTS = 3
+PORT = 8050
+FAST = ("-S", "tbon.heartbeat=0.2s", "-S", "tbon.timeout=1.5s")
+
+
+def keygen(path: Path) -> Path:
+    subprocess.run([str(PFLUX), "keygen", str(path)], check=True, capture_output=True)
+    return path
+
+
+def bootstrap_config(where: Path, cert: Path) -> Path:
+    config = where / "hosts.toml"
+    config.write_text(
+        "[bootstrap]\n"
+        f'curve_cert = "{cert}"\n'
+        f"default_port = {PORT}\n"
+        'default_bind = "tcp://*:%p"\n'
+        'default_connect = "tcp://%h:%p"\n'
+        f'hosts = [{{ host = "node[0-{HOSTS - 1}]" }}]\n'
+    )
+    return config
+
+
+def srun_environment(rank: int) -> list[str]:
+    """What ``srun -N3 --ntasks-per-node=1`` gives its task on node ``rank``, as ``env``
+    arguments."""
+    variables = {
+        "SLURM_JOB_ID": "4242",
+        "SLURM_STEP_ID": "0",
+        "SLURM_PROCID": str(rank),
+        "SLURM_NODEID": str(rank),
+        "SLURM_LOCALID": "0",
+        "SLURM_STEP_NUM_NODES": str(HOSTS),
+        "SLURM_STEP_NUM_TASKS": str(HOSTS),
+        "SLURM_STEP_NODELIST": f"node[0-{HOSTS - 1}]",
+        "SLURM_JOB_NODELIST": f"node[0-{HOSTS - 1}]",
+        "SLURM_TASKS_PER_NODE": f"1(x{HOSTS})",
+        "SLURM_STEP_RESV_PORTS": f"{PORT + 10}-{PORT + 12}",
+        "SLURMD_NODENAME": f"node{rank}",
+    }
+    return ["env", *(f"{name}={value}" for name, value in variables.items())]
+
+
+@contextlib.contextmanager
+def brokers(
+    net: netns.Network,
+    tmp_path: Path,
+    per_rank: dict[int, list[str]],
+    *extra: str,
+    env: dict[int, list[str]] | None = None,
+) -> Iterator[LiveInstance]:
+    """Ranks 1.. started on their hosts with ``per_rank[r]`` options, then rank 0 (which
+    waits for them) with an initial program holding it open: the instance, once ready."""
+    procs = []
+    try:
+        for rank in range(1, HOSTS):
+            argv = [*(env or {}).get(rank, []), str(PFLUX), "start", *FAST, *extra, *per_rank[rank]]
+            with (tmp_path / f"rank{rank}.log").open("w") as log:
+                procs.append(
+                    subprocess.Popen(
+                        net.command(rank, argv),
+                        stdout=log,
+                        stderr=log,
+                        env=environ(),
+                        start_new_session=True,
+                    )
+                )
+        with LiveInstance(
+            tmp_path / "state", *FAST, *extra, *per_rank[0], cores=None,
+            prefix=net.command(0, (env or {}).get(0, [])),
+        ) as instance:  # fmt: skip
+            yield instance
+    finally:
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)  # a rank the instance never let in is not told to stop
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def net() -> Iterator[netns.Network]:
+    with netns.Network(HOSTS) as network:
+        yield network
+
+
+def test_brokers_on_three_hosts_are_one_instance(net: netns.Network, tmp_path: Path) -> None:
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options) as instance:
+        assert pflux(instance.uri, "getattr", "size").stdout.strip() == str(HOSTS)
+        listing = pflux(instance.uri, "resource", "list", "-n", "-o", "{state} {nnodes} {nodelist}")
+        assert listing.stdout.split("\n")[0].split() == ["free", str(HOSTS), "node[0-2]"], listing
+        log = pflux(instance.uri, "dmesg").stdout
+        assert "overlay: rank 1 (node1) joined" in log
+        assert "overlay: rank 2 (node2) joined" in log
+
+
+def test_a_broker_with_another_certificate_is_refused(net: netns.Network, tmp_path: Path) -> None:
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    other = bootstrap_config(stranger, keygen(stranger / "cert"))
+    options = {0: ["--config", str(config)], 1: ["--config", str(config)]}
+    options[2] = ["--config", str(other)]
+    with brokers(net, tmp_path, options, "-S", "broker.quorum-timeout=2s") as instance:
+        status = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
+        assert status.stdout.strip() == "2"
+        log = pflux(instance.uri, "dmesg").stdout
+        assert f"overlay: refused a connection to tcp://0.0.0.0:{PORT}: its CURVE handshake" in log
+        assert "rank 2 (node2) joined" not in log
+
+
+def test_a_cut_link_is_a_lost_node_that_rejoins(net: netns.Network, tmp_path: Path) -> None:
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options) as instance:
+        net.cut(2)
+        follow = ("dmesg", "-f")
+        # wait on the log for the loss, then for the return
+        with subprocess.Popen(
+            [str(PFLUX), *follow], stdout=subprocess.PIPE, text=True,
+            env=environ(PFLUX_URI=instance.uri),
+        ) as watcher:  # fmt: skip
+            assert watcher.stdout is not None
+            for line in watcher.stdout:
+                if "overlay: lost contact with rank 2 (node2)" in line:
+                    break
+            down = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
+            assert down.stdout.strip() == "2"
+            net.restore(2)
+            for line in watcher.stdout:
+                if "overlay: rank 2 (node2) joined" in line:
+                    break
+            watcher.kill()
+        up = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
+        assert up.stdout.strip() == ""
+
+
+def test_brokers_started_by_srun_are_one_instance(net: netns.Network, tmp_path: Path) -> None:
+    cert = keygen(tmp_path / "cert")
+    options = {rank: ["--curve-cert", str(cert)] for rank in range(HOSTS)}
+    env = {rank: srun_environment(rank) for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options, env=env) as instance:
+        assert pflux(instance.uri, "getattr", "size").stdout.strip() == str(HOSTS)
+        endpoint = pflux(instance.uri, "getattr", "tbon.endpoint").stdout.strip()
+        assert endpoint == f"tcp://0.0.0.0:{PORT + 10}"  # the step's first reserved port
+        status = pflux(instance.uri, "resource", "status", "-n", "-o", "{state} {nodelist}")
+        assert status.stdout.split() == ["avail", "node[0-2]"]
+
+
+def test_srun_brokers_without_a_certificate_are_refused(tmp_path: Path) -> None:
+    env = dict(pair.split("=", 1) for pair in srun_environment(0)[1:])
+    refused = subprocess.run(
+        [str(PFLUX), "start", "true"], capture_output=True, text=True, env=environ(**env),
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        "pflux-start: ERROR: Slurm: an instance of 3 nodes needs the instance certificate"
+        " (--curve-cert=FILE or [bootstrap] curve_cert; make one with pflux keygen)\n"
+    )
