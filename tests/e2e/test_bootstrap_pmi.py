@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from support.instance import ok
+from support.instance import PFLUX, ok
 
-#: one broker's bootstrap as a task: bind a real ZeroMQ socket, print the Boot as JSON
+#: one broker's bootstrap as a task: bind a real ZeroMQ socket, write the Boot as JSON to
+#: a file of its own (mpiexec forwards the tasks' output mixed, not line by line)
 BROKER = """
-import json, os, socket, zmq
+import json, os, socket, sys, zmq
 from pflux.broker import bootstrap
 from pflux.broker.pmiclient import PMIClient
 
@@ -30,17 +31,18 @@ with PMIClient.from_env(os.environ) as client:
     boot = bootstrap.from_pmi(client, bind, f"host{client.rank}", fanout=2)
 router.close(0)
 context.term()
-print(json.dumps({
+with open(os.path.join(sys.argv[1], str(boot.rank)), "w") as out:
+    out.write(json.dumps({
     "rank": boot.rank, "size": boot.size, "hosts": boot.hostnames, "bind": boot.bind,
     "parent": boot.parent, "public": boot.cert.public, "secret": bool(boot.cert.secret),
     "parent_key": boot.parent_key, "allowed": sorted(boot.allowed),
-}))
+    }))
 """
 
 
-def _check(lines: list[str], size: int) -> None:
+def _check(where: Path, size: int) -> None:
     boots: list[dict[str, Any]] = sorted(
-        (json.loads(line) for line in lines), key=lambda b: b["rank"]
+        (json.loads(path.read_text()) for path in where.iterdir()), key=lambda b: b["rank"]
     )
     assert [b["rank"] for b in boots] == list(range(size))
     assert {b["size"] for b in boots} == {size}
@@ -66,19 +68,36 @@ def test_brokers_under_mpich_mpiexec(tmp_path: Path) -> None:
         pytest.skip("mpiexec not found: install MPICH (apt-get install mpich)")
     script = tmp_path / "broker.py"
     script.write_text(BROKER)
+    out = tmp_path / "boots"
+    out.mkdir()
     proc = subprocess.run(
-        [mpiexec, "-n", "4", sys.executable, str(script)],
+        [mpiexec, "-n", "4", sys.executable, str(script), str(out)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    _check(proc.stdout.splitlines(), 4)
+    _check(out, 4)
 
 
 def test_brokers_as_tasks_of_a_pflux_job(uri: str, tmp_path: Path) -> None:
     script = tmp_path / "broker.py"
     script.write_text(BROKER)
-    out = ok(uri, "run", "-n3", sys.executable, str(script))
-    _check(out.splitlines(), 3)
+    out = tmp_path / "boots"
+    out.mkdir()
+    ok(uri, "run", "-n3", sys.executable, str(script), str(out))
+    _check(out, 3)
+
+
+def test_mpiexec_starts_one_instance_of_three_brokers() -> None:
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not found: install MPICH (apt-get install mpich)")
+    script = "pflux getattr size; pflux resource list -n -o '{nnodes}'"
+    proc = subprocess.run(
+        [mpiexec, "-n", "3", str(PFLUX), "start", "sh", "-c", script],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3", "3", "0", "0"]  # only rank 0 runs the program

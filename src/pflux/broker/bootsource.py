@@ -41,10 +41,8 @@ def resolve(
     if source == "pmi":
         from pflux.broker.pmiclient import PMIClient
 
-        with PMIClient.from_env(env) as client:
-            boot = bootstrap.from_pmi(client, _reserve, name, fanout or bootstrap.DEFAULT_FANOUT)
-            client.finalize()
-        return boot
+        with PMIClient.from_env(env) as client:  # finalized as it closes
+            return bootstrap.from_pmi(client, _reserve, name, fanout or bootstrap.DEFAULT_FANOUT)
     cert = _cert(cert_path or bootstrap.config_cert_path(table))
     if source == "config":
         return bootstrap.from_config(table, name, cert, fanout)
