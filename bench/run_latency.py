@@ -2,6 +2,7 @@
 
 python bench/run_latency.py            # starts its own instance; 25 runs
 python bench/run_latency.py -n 50 --inside   # in an instance already (PFLUX_URI)
+python bench/run_latency.py --test-size 4 -N 4   # pflux run -N4 true over 4 brokers
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ import time
 from pfluxcmd import pflux_command
 
 
-def measure(n: int) -> None:
-    pflux = pflux_command()
-    subprocess.run([pflux, "run", "true"], check=True)  # warm: the launcher, the caches
+def measure(n: int, nodes: int | None) -> None:
+    run = [pflux_command(), "run", *([f"-N{nodes}", f"-n{nodes}"] if nodes else []), "true"]
+    subprocess.run(run, check=True)  # warm: the launchers, the caches
     walls = []
     for _ in range(n):
         t0 = time.perf_counter()
-        subprocess.run([pflux, "run", "true"], check=True)
+        subprocess.run(run, check=True)
         walls.append(time.perf_counter() - t0)
     walls.sort()
     print(
-        f"pflux run true: median {statistics.median(walls) * 1e3:.0f} ms,"
+        f"{' '.join(run[1:])}: median {statistics.median(walls) * 1e3:.0f} ms,"
         f" min {walls[0] * 1e3:.0f} ms, max {walls[-1] * 1e3:.0f} ms ({n} runs)"
     )
 
@@ -34,13 +35,18 @@ def measure(n: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("-n", "--runs", type=int, default=25)
+    parser.add_argument("--test-size", type=int, default=1, help="brokers of the instance")
+    parser.add_argument("-N", "--nodes", type=int, default=None, help="ranks per job")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside:
-        measure(args.runs)
+        measure(args.runs, args.nodes)
         return 0
     me = [sys.executable, __file__, "--inside", "-n", str(args.runs)]
-    return subprocess.call([sys.executable, "-m", "pflux.cli", "start", *me], env=dict(os.environ))
+    if args.nodes:
+        me += ["--nodes", str(args.nodes)]
+    start = [sys.executable, "-m", "pflux.cli", "start", "--test-size", str(args.test_size)]
+    return subprocess.call([*start, *me], env=dict(os.environ))
 
 
 if __name__ == "__main__":

@@ -9,13 +9,17 @@ also the broker's CPU time per job (from submitting to the last job listed).
     python bench/throughput.py -n 10000            # inside an instance (PFLUX_URI)
     python bench/throughput.py -n 10000 --start    # starts its own instance
     python bench/throughput.py -n 1000 --real true # real processes
+    python bench/throughput.py -n 10000 --start --test-size 16   # over 16 brokers
+    python bench/throughput.py -n 1000 --start --test-size 4 --nodes 4 --real true
 
 The instance ``--start`` makes has, for test-mode jobs, 256 cores: the 8 nodes of
 32 cores that flux-core's src/test/sched-bench.sh simulates by default. Test-mode
 jobs run nothing, so the cores are only slots; with few of them the figure is the
 time a slot takes to turn over (a 1 ms job, then several loop turns from its
 finish to the next job's start) rather than the job manager's throughput. Real
-jobs get the machine's own cores.
+jobs get the machine's own cores. With ``--test-size N`` the instance is N brokers
+on this machine, the cores split among them (test mode: each rank its share of
+the 256); ``--nodes`` asks each job for that many ranks (``-N``).
 """
 
 from __future__ import annotations
@@ -57,12 +61,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure(
-    uri: str | None, n: int, real: list[str] | None, cores: int, broker: int | None = None
+    uri: str | None,
+    n: int,
+    real: list[str] | None,
+    cores: int,
+    broker: int | None = None,
+    *,
+    nodes: int | None = None,
 ) -> dict[str, float]:
+    shape = {"cores_per_task": cores, "num_nodes": nodes, "num_tasks": nodes or 1}
     if real:
-        jobspec = jobspec_of(real, cores_per_task=cores)
+        jobspec = jobspec_of(real, **shape)
     else:
-        jobspec = jobspec_of(["true"], cores_per_task=cores, environment={})
+        jobspec = jobspec_of(["true"], environment={}, **shape)
         jobspec["attributes"]["system"]["exec"] = {"test": {"run_duration": "0.001s"}}
     with Client(uri) as client:
         cpu0 = cpu_seconds(broker) if broker else 0.0
@@ -98,18 +109,25 @@ def main() -> int:
         default=None,
         help=f"the instance's cores (default: {SIM_CORES} for test mode, else this machine's)",
     )
+    parser.add_argument("--test-size", type=int, default=1, help="brokers of the instance")
+    parser.add_argument("-N", "--nodes", type=int, default=None, help="ranks per job")
     parser.add_argument("--parent-is-broker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.start:
         broker = os.getppid() if args.parent_is_broker else None
-        print(measure(None, args.njobs, args.real, args.cores, broker))
+        print(measure(None, args.njobs, args.real, args.cores, broker, nodes=args.nodes))
         return 0
     with tempfile.TemporaryDirectory(prefix="pflux-bench-") as tmp:
         cmd = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(Path(tmp) / "s")]
         cores = args.instance_cores or (None if args.real else SIM_CORES)
+        if args.test_size > 1:
+            cmd += ["--test-size", str(args.test_size)]
+            cores = cores // args.test_size if cores else None  # [resource] cores: each rank's
         if cores:
             cmd += ["--cores", str(cores)]
         script = [sys.executable, __file__, "-n", str(args.njobs), "-c", str(args.cores)]
+        if args.nodes:
+            script += ["--nodes", str(args.nodes)]
         script.append("--parent-is-broker")  # the instance runs it: report the broker's CPU
         if args.real:
             script += ["--real", *args.real]
