@@ -51,9 +51,14 @@ def test_each_rank_gets_its_own_shell_with_its_own_tasks(live: Any) -> None:
     script = 'echo "$PPID $FLUX_JOB_TMPDIR"'
     stream = live.start(four_tasks(live, script), two_ranks())
     got = through_final_release(stream)
-    assert [kind for kind, _ in got] == ["start", "release", "finish", "release"]
-    assert got[1][1] in ({"ranks": "0", "final": False}, {"ranks": "1", "final": False})
-    assert stream.status() == 0
+    partial = [data for kind, data in got if kind == "release" and not data["final"]]
+    assert [item for item in got if item[1] not in partial] == [
+        ("start", {}),
+        ("finish", {"status": 0}),
+        FINAL,
+    ]
+    # a shell that ends a commit before the other gives its rank back first
+    assert partial in ([], [{"ranks": "0", "final": False}], [{"ranks": "1", "final": False}])
     out = {rank: line.split() for rank, line in stdout_of(live, stream.id).items()}
     assert sorted(out) == [0, 1, 2, 3]
     shells = {rank: pid for rank, (pid, _) in out.items()}
