@@ -24,7 +24,8 @@ def test_a_node_whose_tasks_ended_runs_another_job_while_the_first_runs(
     with LiveInstance(tmp_path / "state", "--config", str(config), cores=None) as live:
         first = ok(live.uri, "submit", "-N2", "-n2", "sh", "-c", wait).strip()
         ok(live.uri, "job", "wait-event", "-t", "30", first, "start")
-        assert ok(live.uri, "run", "-N1", "-n1", "-c2", "hostname", "-s") != ""
+        second = ok(live.uri, "submit", "-N1", "-n1", "-c2", "true").strip()
+        ok(live.uri, "job", "wait-event", "-t", "30", second, "clean")
         assert ok(live.uri, "jobs", "-n", "-o", "{state}", first).strip() == "RUN"
         events = ok(live.uri, "job", "eventlog", first)
         assert 'release ranks="1" final=false' in events
