@@ -78,6 +78,8 @@ def test_mpi_over_nodes_with_a_cyclic_taskmap(programs: Path, tmp_path: Path) ->
     with LiveInstance(tmp_path / "state", "--config", str(config), cores=None) as live:
         hello = str(programs / "mpi_hello")
         out = ok(live.uri, "run", "-N2", "--tasks-per-node=2", "--taskmap=cyclic", hello)
+        assert sorted(out.splitlines()) == [f"rank {rank} of 4: sum 6" for rank in range(4)]
+        out = ok(live.uri, "run", "-N2", "-n4", hello)  # a shell per node: PMI spans them
     assert sorted(out.splitlines()) == [f"rank {rank} of 4: sum 6" for rank in range(4)]
 
 

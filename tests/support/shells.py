@@ -25,4 +25,4 @@ def description(jobid: int, command: list[str], tmp: Path) -> bytes:
         hostname="h",
         cpus=(0,),
     )
-    return planned.description
+    return planned.shells[0][1]

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import signal
 import time
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -104,6 +105,7 @@ class ExecJob:
         self._kill_timer: asyncio.TimerHandle | None = None
         self._shell_timer: asyncio.TimerHandle | None = None
         self.warning: tuple[int, float] | None = None  # (signal, seconds before expiration)
+        self.held_releases: list[str] = []  # partial releases that wait for the start
         self._warning: asyncio.TimerHandle | None = None
 
     def __repr__(self) -> str:
@@ -114,10 +116,11 @@ class ExecJob:
     def respond(self, kind: ExecResponse, data: dict[str, Any]) -> None:
         self.req.respond(response(self.id, kind, data))
 
-    def begin(self, leftover: Leftover | None, *, maybe_ran: bool = False) -> None:
+    def begin(self, leftovers: Mapping[int, Leftover], *, maybe_ran: bool = False) -> None:
         """Choose how the job runs and start it, or take over what an earlier job-exec ran
-        (``maybe_ran``: it may have, with nothing left of it but its guest keys)."""
-        self.taken_over = leftover is not None or self.reattach
+        (``leftovers``: of its shells, by rank; ``maybe_ran``: it may have run, with nothing
+        left of it but its guest keys)."""
+        self.taken_over = bool(leftovers) or self.reattach
         try:
             self.times = _r_times(self.R)
             config = simulation_config(self.jobspec)
@@ -132,8 +135,8 @@ class ExecJob:
                 mock.start()
             return
         run = self.impl = ShellRun(self)
-        if leftover is not None or self.reattach or maybe_ran:
-            self.service.track(run.resume(leftover))
+        if leftovers or self.reattach or maybe_ran:
+            self.service.track(run.resume(leftovers))
         else:
             run.start()
 
@@ -145,6 +148,20 @@ class ExecJob:
         self._arm_expiration()
         if not self.reattach:
             self.respond(ExecResponse.START, {})
+        for ranks in self.held_releases:
+            self.respond(ExecResponse.RELEASE, {"ranks": ranks, "final": False})
+        self.held_releases.clear()
+
+    def release(self, ranks: str) -> None:
+        """Give ``ranks`` back before the job ends (RFC 32's partial release): their shells
+        are done. Not before ``start`` (held until then), nor once the final release is
+        under way."""
+        if self.finalizing:
+            return
+        if self.running:
+            self.respond(ExecResponse.RELEASE, {"ranks": ranks, "final": False})
+        else:
+            self.held_releases.append(ranks)
 
     def raise_exception(self, kind: str, severity: int, note: str) -> None:
         """Raise an exception; severity 0 is fatal and ends the job."""

@@ -622,7 +622,7 @@ class LauncherServer:
         journal.kill_recorded(self.journal_path, list(self.orphans))
 
 
-_PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE)
+_PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE)
 
 
 def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:

@@ -6,9 +6,10 @@ still runs, and learns which jobs' shells run and which died unheard (LIVE);
 if it does not, the launcher's journal says which shells died, and any
 shell it still names is killed, as nobody could resume it. The shells that
 ended while no job-exec was there left their records in spool files
-(``exec/spool/<job id>``).
+(``exec/spool/<shell key>``). All of it is per shell (a job has one per rank
+of its R), by the shell's key (``pflux.exec.wire.shell_key``).
 
-Each such job is a ``Leftover``, kept for the ``start`` request the
+Each such shell is a ``Leftover``, kept for the ``start`` request the
 job-manager sends for every job in RUN, which takes it over instead of
 starting the job again. The job manager, started before job-exec, says which
 jobs are in RUN (``job-manager.running``). A leftover whose job is not in RUN
@@ -42,9 +43,9 @@ log = logging.getLogger("pflux.job-exec")
 
 @dataclass(slots=True)
 class Leftover:
-    """What is left of one job."""
+    """What is left of one shell of a job."""
 
-    jobid: int
+    key: int  # the shell's key: its job id and rank
     running: bool = False  # its shell runs, under the launcher taken over
     died: int | None = None  # the wait status of a shell that died unheard
     spool: str | None = None  # the records its shell spooled
@@ -54,7 +55,7 @@ class Leftover:
         self.running = False
         status = int(exited.split()[0])
         if status == EXITED_SPOOLED:
-            self.spool = os.path.join(spool_dir, str(self.jobid))
+            self.spool = os.path.join(spool_dir, str(self.key))
         elif status > 0:
             self.died = status
 
@@ -62,8 +63,9 @@ class Leftover:
 async def survey(
     service: LeftoverHost, survivors: Survivors | None
 ) -> tuple[dict[int, Leftover], set[int]]:
-    """The leftovers of jobs in RUN, the others' let go; and the jobs in RUN, any of which
-    may have run, even to its end, with nothing left of it but its guest keys."""
+    """The leftovers of the shells of jobs in RUN, by shell key, the others' let go; and the
+    jobs in RUN, any of which may have run, even to its end, with nothing left of it but
+    its guest keys."""
     if survivors is None:
         _, died = await asyncio.to_thread(journal.entries, service.journal)
         found, lasting = await asyncio.to_thread(journal.kill_recorded, service.journal)
@@ -76,18 +78,19 @@ async def survey(
         running, died = survivors.running, survivors.died
     spools = await asyncio.to_thread(_spools, service.spool_dir)
     left = {
-        jobid: Leftover(jobid, jobid in running, died.get(jobid), spools.get(jobid))
-        for jobid in running | died.keys() | spools.keys()
+        key: Leftover(key, key in running, died.get(key), spools.get(key))
+        for key in running | died.keys() | spools.keys()
     }
     running_jobs = await _running_jobs(service)
     kept = {}
-    for jobid, leftover in left.items():
-        if jobid in running_jobs:
-            kept[jobid] = leftover
+    for key, leftover in left.items():
+        if wire.key_job(key) in running_jobs:
+            kept[key] = leftover
         else:
             _let_go(service, leftover)
     if kept:
-        log.info("jobs to take over: %s", ", ".join(str(JobID(j)) for j in sorted(kept)))
+        jobs = sorted({wire.key_job(key) for key in kept})
+        log.info("jobs to take over: %s", ", ".join(str(JobID(j)) for j in jobs))
     return kept, running_jobs
 
 
@@ -110,11 +113,12 @@ async def _running_jobs(service: LeftoverHost) -> set[int]:
 
 
 def _let_go(service: LeftoverHost, leftover: Leftover) -> None:
-    jobid = leftover.jobid
+    key = leftover.key
+    jobid, rank = wire.key_job(key), wire.key_rank(key)
     log.warning("job %s is not running any more: ending what is left of it", JobID(jobid))
     if leftover.running:
-        service.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL_RECORDS))
-        service.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
+        service.send_launcher(rank, wire.record(wire.RESUME, key, b"%d" % ALL_RECORDS))
+        service.send_launcher(rank, wire.record(wire.TERMINATE, key, b"%d" % signal.SIGKILL))
     if leftover.spool is not None:
         try:
             os.unlink(leftover.spool)

@@ -4,7 +4,11 @@ A shell is forked per job, and every page it writes after the fork costs a
 page fault (about 5 us here): reading a jobspec and R in the shell cost more
 than the rest of its work. So job-exec, a process that never forks, reads
 them here (about 40 us) and sends the shell a ready-made ``Description``
-(its fields, and how it travels, are in ``pflux.exec.wire``). PMI-1 is on
+(its fields, and how it travels, are in ``pflux.exec.wire``). A job has one
+shell per execution target (broker rank) of R, as in flux-core: each gets
+its own description, with that rank's tasks (and their files, variables and
+CPUs) and its own ``FLUX_JOB_TMPDIR`` name; the rest (the command, the
+environment, the RFC 34 task map PMI serves) is the job's, whole. PMI-1 is on
 (``pmi_enabled``) unless the ``pmi`` shell option turns it off or, unset,
 the job has one task.
 
@@ -51,7 +55,7 @@ STREAMS = ("stdout", "stderr")
 class Plan(NamedTuple):
     """A job's shell description, and what job-exec needs to build its output eventlog."""
 
-    description: bytes
+    shells: tuple[tuple[int, bytes], ...]  # (broker rank, its shell's description) per rank
     layout: Layout
     output: OutputConfig
     input: InputConfig
@@ -118,8 +122,6 @@ def plan(
         shim.apply(env)
     if "HOSTNAME" in env:
         env["HOSTNAME"] = hostname
-    tmp_name = f"jobtmp-0-{fluid.f58}"
-    tmpdirs = tuple(os.path.join(parent, tmp_name) for parent in tmp_parents)
     tasks = options.tasks(places, cpus)
     effects = options.effects(env, jobid=fluid, name=name, places=places, hostname=hostname)
     logs = options.logs(places, cpus)
@@ -139,12 +141,12 @@ def plan(
             outputs.append((paths, conf.mode == "append", conf.label))
         else:
             outputs.append(conf.buffer == "line")
-    description = Description(
+    fields: dict[str, Any] = dict(
         argv=argv,
         env=env,
         tasks=tasks,
         cwd=cwd,
-        tmpdirs=tmpdirs,
+        tmpdirs=(),
         host=hostname,
         stdin=stdin.path,
         stdout=outputs[0],
@@ -161,7 +163,7 @@ def plan(
         tmpdir_argv=any(TMPDIR_TAG in arg for arg in argv),
     )
     return Plan(
-        marshal.dumps(tuple(description)),  # marshal takes no tuple subclass
+        _per_rank(fields, places, fluid.f58, tmp_parents),
         places,
         config,
         stdin,
@@ -170,6 +172,34 @@ def plan(
         logs,
         ptys,
     )
+
+
+def _per_rank(
+    fields: dict[str, Any], places: Layout, f58: str, parents: Sequence[str]
+) -> tuple[tuple[int, bytes], ...]:
+    """Each rank's shell description: the job's ``fields`` less other ranks' tasks, and
+    its own ``FLUX_JOB_TMPDIR`` (``jobtmp-RANK-ID``, as flux-core names it) in ``parents``.
+    """
+    if places.nnodes == 1:
+        rank = places.tasks[0].broker_rank
+        fields["tmpdirs"] = tuple(os.path.join(p, f"jobtmp-{rank}-{f58}") for p in parents)
+        # marshal takes no tuple subclass
+        return ((rank, marshal.dumps(tuple(Description(**fields)))),)
+    shells = []
+    for node in range(places.nnodes):
+        mine = [i for i, place in enumerate(places.tasks) if place.node == node]
+        rank = places.tasks[mine[0]].broker_rank
+        own = dict(fields)
+        own["tasks"] = [fields["tasks"][i] for i in mine]
+        if fields["task_env"] is not None:
+            own["task_env"] = [fields["task_env"][i] for i in mine]
+        for stream in ("stdout", "stderr"):
+            target = fields[stream]
+            if isinstance(target, tuple) and len(target[0]) > 1:  # a file per task
+                own[stream] = (tuple(target[0][i] for i in mine), *target[1:])
+        own["tmpdirs"] = tuple(os.path.join(p, f"jobtmp-{rank}-{f58}") for p in parents)
+        shells.append((rank, marshal.dumps(tuple(Description(**own)))))
+    return tuple(shells)
 
 
 def pmi_enabled(value: str | None, ntasks: int) -> bool:

@@ -71,6 +71,7 @@ LAUNCHER_RESTARTS: Final = 5  # launchers started in a row after one died, befor
 LAUNCHER_BACKOFF: Final = 0.5  # seconds before the second restart in a row, doubled for each
 LAUNCHER_SETTLED: Final = 60.0  # seconds a launcher must live for the count to start again
 _RECORD: Final = wire.HEADER.size
+_JOB_BITS: Final = (1 << wire.RANK_SHIFT) - 1  # a shell key's job id (wire.key_job, inline)
 
 
 class ExecService(Service):
@@ -104,7 +105,7 @@ class ExecService(Service):
         self.hostname = socket.gethostname()  # the shells' host, which notes name
         self.cpus = tuple(sorted(os.sched_getaffinity(0)))  # the launcher's, inherited
         self.jobs: dict[int, ExecJob] = {}
-        self.leftovers: dict[int, Leftover] = {}  # what earlier job-execs left, by job
+        self.leftovers: dict[int, Leftover] = {}  # what earlier job-execs left, by shell key
         # jobs in RUN when this job-exec started: an earlier one may have run them to the
         # end (their guest keys written, the job manager's events not), so their start,
         # even without reattach, first looks at what the KVS holds of them
@@ -112,7 +113,7 @@ class ExecService(Service):
         self.launcher: LauncherLink | None = None
         self.launched = 0.0  # when the launcher was started (monotonic)
         self.restarts = 0  # launchers started in a row after one died
-        self.rejoining: set[int] = set()  # jobs whose shells' launcher died, until they rejoin
+        self.rejoining: set[int] = set()  # shells (keys) whose launcher died, until they rejoin
         self._restart: asyncio.TimerHandle | None = None  # a launcher to start after a backoff
         self._held = bytearray()  # records for that launcher
         self.stopping = False
@@ -133,6 +134,7 @@ class ExecService(Service):
         self.tmp_parents = (self.rundir, fallback) if fallback != self.rundir else (self.rundir,)
         if survivors is None:
             self._start_launcher()
+        self.broker.watch_ranks(self._rank_changed)
         self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello_done)
 
     def _hello_done(self, msg: Any) -> None:
@@ -177,8 +179,9 @@ class ExecService(Service):
         self.launcher.start(self.broker.loop)
         self.launched = time.monotonic()
 
-    def send_launcher(self, data: bytes) -> None:
-        """Send records to the launcher, starting it again if it has died."""
+    def send_launcher(self, rank: int, data: bytes) -> None:
+        """Send records to broker rank ``rank``'s launcher (every rank's is this one, which
+        runs the shells of every rank here), starting it again if it has died."""
         if self.launcher is None or not self.launcher.running:
             if self.stopping:
                 return
@@ -192,31 +195,33 @@ class ExecService(Service):
     def on_records(self, records: list[wire.Record], from_shell: bool) -> None:
         """Records from the shells (counted: they are the offsets ACK names) or the launcher."""
         jobs = self.jobs
-        for kind, jobid, payload in records:
-            job = jobs.get(jobid)
+        for kind, key, payload in records:
+            job = jobs.get(key & _JOB_BITS)
             run = job.impl if job is not None else None
-            if not isinstance(run, ShellRun):
-                if kind == wire.LIVE and not from_shell:  # jobid is the launcher's pid
+            shell = run.by_key.get(key) if isinstance(run, ShellRun) else None
+            if shell is None or shell.exited or not isinstance(run, ShellRun):
+                if kind == wire.LIVE and not from_shell:  # key is the launcher's pid
                     self._rejoined(Survivors(payload).running)
                 if kind != wire.EXITED:
                     continue
-                if from_shell:  # a shell whose job is over: let it go
-                    self.send_launcher(wire.record(wire.ACK, jobid, b"%d" % ALL_RECORDS))
-                elif jobid in self.leftovers:  # a shell to take over has ended meanwhile
-                    self.leftovers[jobid].ended(payload, self.spool_dir)
+                if from_shell:  # a shell whose job (or part) is over: let it go
+                    data = wire.record(wire.ACK, key, b"%d" % ALL_RECORDS)
+                    self.send_launcher(wire.key_rank(key), data)
+                elif key in self.leftovers:  # a shell to take over has ended meanwhile
+                    self.leftovers[key].ended(payload, self.spool_dir)
                 elif payload.startswith(
                     b"%d " % EXITED_SPOOLED
                 ):  # the job is over: nobody reads it
                     with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.spool_dir, str(jobid)))
+                        os.unlink(os.path.join(self.spool_dir, str(key)))
                 continue
             if from_shell:
-                run.applied += _RECORD + len(payload)
+                shell.applied += _RECORD + len(payload)
                 self.writes.applied(run)
             try:
-                run.on_record(kind, payload)
+                run.on_record(shell, kind, payload)
             except (LookupError, ValueError) as exc:  # a bug in the shell or launcher
-                log.error("job %s: bad %r record: %r", JobID(jobid), kind, exc)
+                log.error("job %s: bad %r record: %r", JobID(key & _JOB_BITS), kind, exc)
 
     def _launcher_lost(self) -> None:
         """Start another launcher, which the shells rejoin; after too many, fail their jobs."""
@@ -243,7 +248,7 @@ class ExecService(Service):
         delay = LAUNCHER_BACKOFF * 2 ** (self.restarts - 1) if self.restarts else 0.0
         self.restarts += 1
         log.error("the job shell launcher died; starting another in %g s", delay)
-        self.rejoining = {run.job.id for run in runs if run.live}
+        self.rejoining = {shell.key for run in runs for shell in run.shells if shell.live}
         self._restart = self.broker.loop.call_later(delay, self._relaunch)
 
     def _relaunch(self) -> None:
@@ -256,7 +261,7 @@ class ExecService(Service):
         self._start_launcher()
         held, self._held = self._held, bytearray()
         if held:
-            self.send_launcher(bytes(held))
+            self.send_launcher(0, bytes(held))
 
     def _unjournalled(self) -> None:
         """End the jobs waiting to rejoin whose shells the journal does not name.
@@ -267,13 +272,13 @@ class ExecService(Service):
         it is short (the launcher compacts it), and a launcher seldom dies.
         """
         recorded = live(self.journal)
-        for jobid in sorted(self.rejoining - recorded.keys()):
-            self.rejoining.discard(jobid)
-            job = self.jobs.get(jobid)
+        for key in sorted(self.rejoining - recorded.keys()):
+            self.rejoining.discard(key)
+            job = self.jobs.get(wire.key_job(key))
             if job is not None and isinstance(job.impl, ShellRun):
-                job.impl.on_exit(-1, wire.LAUNCHER_DIED)
+                job.impl.shell_failed(key, wire.LAUNCHER_DIED)
 
-    def _rejoined(self, jobids: Iterable[int]) -> None:
+    def _rejoined(self, keys: Iterable[int]) -> None:
         """Shells of a launcher that died have rejoined the new one: resume them.
 
         From the records job-exec has applied: those the shells sent on the dead
@@ -281,30 +286,41 @@ class ExecService(Service):
         (``ShellRun.resume``) is resumed as that goes on; a shell whose job is
         not running here any more is let go.
         """
-        for jobid in jobids:
-            self.rejoining.discard(jobid)
-            if jobid in self.leftovers:  # its start request, to come, resumes it
+        for key in keys:
+            self.rejoining.discard(key)
+            if key in self.leftovers:  # its start request, to come, resumes it
                 continue
+            jobid, rank = wire.key_job(key), wire.key_rank(key)
             job = self.jobs.get(jobid)
             if job is not None and not job.finalizing:
                 run = job.impl
-                if isinstance(run, ShellRun) and run.live and not run.exited:
-                    self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % run.applied))
+                shell = run.by_key.get(key) if isinstance(run, ShellRun) else None
+                if shell is not None and shell.live and not shell.exited:
+                    data = wire.record(wire.RESUME, key, b"%d" % shell.applied)
+                    self.send_launcher(rank, data)
                 continue
             log.warning("job %s: its shell rejoined, but the job is over", JobID(jobid))
-            self.send_launcher(wire.record(wire.RESUME, jobid, b"%d" % ALL_RECORDS))
-            self.send_launcher(wire.record(wire.TERMINATE, jobid, b"%d" % signal.SIGKILL))
+            self.send_launcher(rank, wire.record(wire.RESUME, key, b"%d" % ALL_RECORDS))
+            self.send_launcher(rank, wire.record(wire.TERMINATE, key, b"%d" % signal.SIGKILL))
 
     async def _fail_runs(self, runs: list[ShellRun]) -> None:
         """Kill what is left of the shells of a launcher that died, then end their jobs."""
-        _, survivors = await asyncio.to_thread(
-            kill_recorded, self.journal, [run.job.id for run in runs]
-        )
+        keys = [shell.key for run in runs for shell in run.shells]
+        _, survivors = await asyncio.to_thread(kill_recorded, self.journal, keys)
         if survivors:
             log.error("processes %s of job shells survive SIGKILL", survivors)
         for run in runs:
-            run.spool = os.path.join(self.spool_dir, str(run.job.id))  # it may have begun one
+            for shell in run.shells:  # it may have begun one
+                shell.spool = os.path.join(self.spool_dir, str(shell.key))
             run.on_exit(-1, wire.LAUNCHER_DIED)
+
+    def _rank_changed(self, rank: int, info: dict[str, Any] | None) -> None:
+        """A broker rank came up, or went down: every job with a shell there then fails."""
+        if info is not None:
+            return
+        for job in list(self.jobs.values()):
+            if isinstance(job.impl, ShellRun) and not job.finalizing:
+                job.impl.rank_lost(rank)
 
     # --- requests -----------------------------------------------------------------------
 
@@ -336,7 +352,11 @@ class ExecService(Service):
         self.jobs[jobid] = job
         maybe_ran = jobid in self.maybe_ran
         self.maybe_ran.discard(jobid)
-        job.begin(self.leftovers.pop(jobid, None), maybe_ran=maybe_ran)
+        left = {}
+        if self.leftovers:  # only after a restart
+            for key in [key for key in self.leftovers if wire.key_job(key) == jobid]:
+                left[wire.key_rank(key)] = self.leftovers.pop(key)
+        job.begin(left, maybe_ran=maybe_ran)
 
     @method("kill")
     def kill(self, req: Request) -> None:

@@ -1,36 +1,49 @@
-"""A real run: the guest namespace, a job shell from the launcher, and its records.
+"""A real run: the guest namespace, a job shell per rank of R, and their records.
 
-job-exec plans the shell (``pflux.exec.plan``), creates the guest namespace
-``job-<id>`` over ``job.<kvs id>.guest``, posts ``init`` and ``starting`` to
-its ``exec.eventlog`` and the ``output`` header, and asks the launcher for a
-shell, all in the same loop turn. The shell's records (``pflux.exec.wire``)
-come straight back: STARTED with the time the tasks started (job-exec
-answers ``start`` and posts ``shell.init`` and ``shell.start``), an
-EXCEPTION for a launch failure, what the tasks write, in whole lines, and
-the ends of their streams (job-exec builds the RFC 24 ``output`` events,
-capped as flux-core's shell does), and last the job's wait status (from the
-launcher, if the shell died). job-exec then posts ``complete {status}`` and
-``done`` and removes the namespace (its keys stay as the final snapshot, RFC
-16), and only then answers ``finish`` and ``release``.
+job-exec plans the job (``pflux.exec.plan``: one shell description per
+execution target of R, as flux-core runs a shell per broker rank), creates
+the guest namespace ``job-<id>`` over ``job.<kvs id>.guest``, posts
+``init`` and ``starting`` to its ``exec.eventlog`` and the ``output``
+header, and asks each rank's launcher for a shell
+(``ShellHost.send_launcher``), all in the same loop turn. Every record is
+keyed by its shell (``pflux.exec.wire.shell_key``: job id and rank). The
+shells' records come straight back: STARTED with the time the tasks started
+(once every shell's have, job-exec answers ``start`` and posts
+``shell.init``, whose ``size`` is the number of shells, and
+``shell.start``), an EXCEPTION for a launch failure, what the tasks write,
+in whole lines, the ends of their streams (job-exec builds the RFC 24
+``output`` events, capped as flux-core's shell does), FENCE when a shell's
+tasks enter PMI's barrier (every shell is answered with the union of their
+puts once all have), and last each shell's wait status (from the launcher,
+if the shell died). A shell that ends before the others has its rank
+released (RFC 32, ``final: false``) once its records are committed. When
+the last ends, job-exec posts ``complete {status}``, the largest status of
+the shells, and ``done`` and removes the namespace (its keys stay as the
+final snapshot, RFC 16), and only then answers ``finish`` and the final
+``release``. A rank that goes down (``rank_lost``) fails the job, and is
+released at once: its shell cannot report.
 
 Nothing a shell sends is lost if the broker dies. job-exec counts the bytes
-of the records it has applied (the shell counts the same), and with each
-turn's commit of a running job's output it puts where it stands,
+of each shell's records it has applied (the shell counts the same), and
+with each turn's commit of a running job's output it puts where it stands,
 ``job.<kvs id>.data.job-exec.resume``: ``{offset, written, kept, eof}``
-(records applied; bytes written and kept per stream; the streams whose end
-is posted). Once a commit is answered it acknowledges (ACK) the offset to
-the shell, every ``ACK_STEP`` bytes and when the job is over, and the shell
-forgets what it kept. A job-exec that takes a job over (``resume``) reads
-that key and the ``exec.eventlog``: a job whose ``done`` is there is over
-(its status is ``complete``'s); otherwise the shell, if it runs, sends its
-records again from the offset (RESUME); if it ended while the instance was
-down, job-exec reads them from its spool file; if neither, the job gets a
-fatal exception saying what became of its shell. Either way it posts
-``reattach`` to the ``exec.eventlog``, as flux-core does.
+(records applied: a number for a job of one shell, else one per shell in
+rank order, with ``ended``, the ``[rank, status]`` of the shells that
+ended; bytes written and kept per stream; the streams whose end is posted).
+Once a commit is answered it acknowledges (ACK) each shell's offset, every
+``ACK_STEP`` bytes and when the shell is done, and the shell forgets what it
+kept. A job-exec that takes a job over (``resume``) reads that key and the
+``exec.eventlog``: a job whose ``done`` is there is over (its status is
+``complete``'s); otherwise each shell, if it runs, sends its records again
+from its offset (RESUME); if it ended while the instance was down, job-exec
+reads them from its spool file; if neither, the job gets a fatal exception
+saying what became of it. Either way it posts ``reattach`` to the
+``exec.eventlog``, as flux-core does.
 
 Standard input (``job-exec.stdin``, from ``pflux job attach``) is appended
 to the guest ``input`` eventlog (``pflux.shell.input``) and, once that is
-committed, passed to the shell, which writes it to the tasks named.
+committed, passed to the shells running the tasks named, which write it to
+them.
 """
 
 from __future__ import annotations
@@ -40,15 +53,18 @@ import base64
 import binascii
 import errno
 import logging
+import marshal
 import os
 import signal
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
-from pflux.errors import EventlogError, IdsetError, PfluxError
+from pflux.errors import EventlogError, IdsetError, PfluxError, ResourceError
 from pflux.exec import wire
 from pflux.exec.plan import STREAMS, Plan, plan
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
@@ -58,13 +74,14 @@ from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.resource import ResourceSet
 
 if TYPE_CHECKING:
     from pflux.exec.host import GuestKeys, RunJob, ShellHost
     from pflux.exec.leftovers import Leftover
     from pflux.protocol.exec import StdinRequest
 
-__all__ = ["ACK_STEP", "RESUME_KEY", "ShellRun"]
+__all__ = ["ACK_STEP", "RESUME_KEY", "Shell", "ShellRun"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -77,15 +94,44 @@ DIED_NOTE: Final = "job shell died while the instance was down"
 _STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
 
 
-class ShellRun:
-    """A real run: the guest namespace, a job shell from the launcher, and its records."""
+class Shell:
+    """One of a job's shells: the broker rank it runs for, and where its records stand."""
 
     __slots__ = (
         "acked",
         "applied",
+        "exited",
+        "key",
+        "live",
+        "rank",
+        "spool",
+        "started",
+        "status",
+        "tasks",
+    )
+
+    def __init__(self, jobid: int, rank: int, tasks: frozenset[int]) -> None:
+        self.rank = rank  # the broker rank it runs for
+        self.key = wire.shell_key(jobid, rank)  # its records' key
+        self.tasks = tasks  # the ranks of its tasks
+        self.applied = 0  # bytes of its records applied
+        self.acked = 0  # the offset last acknowledged to it
+        self.live = False  # it runs, and will send records
+        self.started = False  # it said STARTED
+        self.exited = False  # its status is known (or it was lost)
+        self.status = 0  # its wait status
+        self.spool: str | None = None  # its spool file, if it may have one
+
+
+class ShellRun:
+    """A real run: the guest namespace, a job shell per rank of R, and their records."""
+
+    __slots__ = (
+        "by_key",
         "concluded",
         "eof_pending",
         "exited",
+        "fences",
         "input_bytes",
         "input_kvs",
         "input_limit",
@@ -93,14 +139,15 @@ class ShellRun:
         "input_started",
         "job",
         "key",
-        "live",
         "namespace",
         "out",
         "places",
         "ptys",
         "retries",
         "service",
-        "spool",
+        "shells",
+        "spools",
+        "started_at",
         "state_key",
         "writes",
     )
@@ -116,12 +163,13 @@ class ShellRun:
         self.out = KVSOutput(0, "")  # the output eventlog; its limit is set when planned
         self.eof_pending: set[tuple[str, int]] = set()  # KVS streams not ended yet
         self.places: Layout | None = None
+        self.shells: list[Shell] = []  # in rank order, once planned
+        self.by_key: dict[int, Shell] = {}
+        self.started_at = 0.0  # when the last shell's tasks started
         self.exited = False  # the job's status is known
         self.concluded = False  # an earlier job-exec posted complete and done
-        self.live = False  # a shell runs, and will send records
-        self.spool: str | None = None  # the job's spool file, if it may have one
-        self.applied = 0  # bytes of the shell's records applied
-        self.acked = 0  # the offset last acknowledged to the shell
+        self.spools: set[str] = set()  # spool files to remove with the namespace
+        self.fences: dict[int, bytes] = {}  # the PMI barrier: each shell's puts, by rank
         self.retries = 0  # commits of this job's keys being retried on their own
         self.input_kvs = False  # the tasks read stdin from the input eventlog, not a file
         self.input_limit = 0
@@ -129,6 +177,11 @@ class ShellRun:
         self.input_started = False  # the input eventlog exists
         self.input_open: set[int] = set()  # task ranks whose stdin is open
         self.ptys = False  # some tasks run on a pty
+
+    @property
+    def live(self) -> bool:
+        """Some shell runs, and will send records."""
+        return any(shell.live for shell in self.shells)
 
     # --- starting -----------------------------------------------------------------------
 
@@ -158,7 +211,15 @@ class ShellRun:
         for stream in STREAMS:
             if getattr(conf, stream).type != "file":
                 self.eof_pending.update((stream, rank) for rank in range(ntasks))
-        self.places = planned.layout
+        places = self.places = planned.layout
+        if len(planned.shells) == 1:
+            self.shells = [Shell(job.id, planned.shells[0][0], frozenset(range(ntasks)))]
+        else:
+            self.shells = [
+                Shell(job.id, r, frozenset(p.rank for p in places.tasks if p.broker_rank == r))
+                for r, _ in planned.shells
+            ]
+        self.by_key = {shell.key: shell for shell in self.shells}
         job.warning = planned.signal
         if planned.input.path is None:
             self.input_kvs = True
@@ -168,7 +229,7 @@ class ShellRun:
         return planned
 
     def start(self) -> None:
-        """Plan the shell, create the namespace, write the first events, ask for the shell."""
+        """Plan the shells, create the namespace, write the first events, ask for the shells."""
         planned = self._plan()
         if planned is not None:
             self._launch(planned)
@@ -176,8 +237,10 @@ class ShellRun:
     def _launch(self, planned: Plan) -> None:
         self._create(planned)
         self.job.started = True
-        self.live = True
-        self.service.send_launcher(wire.record(wire.SPAWN, self.job.id, planned.description))
+        send = self.service.send_launcher
+        for shell, (rank, description) in zip(self.shells, planned.shells, strict=True):
+            shell.live = True
+            send(rank, wire.record(wire.SPAWN, shell.key, description))
 
     def _create(self, planned: Plan) -> None:
         """The guest namespace and its first keys."""
@@ -193,32 +256,36 @@ class ShellRun:
         writes.append(self, "exec.eventlog", event_line("init") + event_line("starting"), new=True)
         writes.append(self, "output", out.take().decode(), new=True)
 
-    async def resume(self, leftover: Leftover | None) -> None:
-        """Take over a job an earlier job-exec ran (see the module docstring)."""
+    async def resume(self, leftovers: Mapping[int, Leftover]) -> None:
+        """Take over a job an earlier job-exec ran (see the module docstring); ``leftovers``
+        are what is left of its shells, by rank."""
         job = self.job
         planned = self._plan()
         events: list[Any] | None = None
         if planned is not None:
-            self.spool = leftover.spool if leftover is not None else None
+            for shell in self.shells:
+                leftover = leftovers.get(shell.rank)
+                if leftover is not None and leftover.spool is not None:
+                    shell.spool = leftover.spool
             try:
                 events = await self._recover()
             except (PfluxError, RPCError, IdsetError) as exc:
                 job.fatal(f"reattach: {exc}")
                 planned = None
         if planned is None or job.finalizing:  # it cannot go on, or was ended meanwhile
-            self._forget(leftover, kill=True)
+            self._forget(leftovers, kill=True)
             return
         names = [event.name for event in events or ()]
         if "done" in names:
-            self._forget(leftover)
+            self._forget(leftovers)
             self._conclude(events or [])
-        elif events is None and leftover is None and not job.reattach:  # it never ran
+        elif events is None and not leftovers and not job.reattach:  # it never ran
             self._launch(planned)
-        elif events is None and leftover is None:  # it started, and nothing is left of it
+        elif events is None and not leftovers:  # it started, and nothing is left of it
             self.concluded = True
             job.fatal(LOST_NOTE)
         else:
-            await self._go_on(leftover, planned, events is not None, "shell.start" in names)
+            await self._go_on(leftovers, planned, events is not None, "shell.start" in names)
 
     async def _recover(self) -> list[Any] | None:
         """The job's exec.eventlog, having restored where the earlier job-exec stood."""
@@ -232,9 +299,9 @@ class ShellRun:
         return events
 
     async def _go_on(
-        self, leftover: Leftover | None, planned: Plan, logged: bool, running: bool
+        self, leftovers: Mapping[int, Leftover], planned: Plan, logged: bool, running: bool
     ) -> None:
-        """Resume the shell, or replay its spool, or say what became of it."""
+        """Resume each shell, or replay its spool, or say what became of it."""
         job = self.job
         job.started = True
         if logged:
@@ -242,15 +309,24 @@ class ShellRun:
         else:  # its start had not reached the KVS: begin it there now
             self._create(planned)
         if running:
+            for shell in self.shells:
+                shell.started = True
             job.set_running()
-        if leftover is not None and leftover.running:
-            self.live = True
-            log.info("job %s: reattached to its shell", JobID(job.id))
-            self.service.send_launcher(wire.record(wire.RESUME, job.id, b"%d" % self.applied))
-        elif self.spool is not None:
-            await self._replay(self.spool)
-        if not (self.exited or self.live or job.finalizing):
-            self._lost(leftover.died if leftover is not None else None)
+        for shell in self.shells:
+            leftover = leftovers.get(shell.rank)
+            if shell.exited:  # it ended before: nothing of it is left to take
+                if leftover is not None:
+                    self._let_go(shell, leftover)
+                continue
+            if leftover is not None and leftover.running:
+                shell.live = True
+                log.info("job %s: reattached to its shell on rank %d", JobID(job.id), shell.rank)
+                data = wire.record(wire.RESUME, shell.key, b"%d" % shell.applied)
+                self.service.send_launcher(shell.rank, data)
+            elif shell.spool is not None:
+                await self._replay(shell)
+            if not (shell.exited or shell.live or job.finalizing or self.exited):
+                self._lost(shell, leftover.died if leftover is not None else None)
 
     async def _read(self, key: str) -> str | None:
         try:
@@ -275,13 +351,21 @@ class ShellRun:
         """Where the earlier job-exec stood (``RESUME_KEY``)."""
         try:
             state = orjson.loads(text)
-            offset = int(state["offset"])
+            offsets = state["offset"]
+            offsets = [int(offsets)] if isinstance(offsets, int) else list(map(int, offsets))
+            if len(offsets) != len(self.shells):
+                raise ValueError(f"{len(offsets)} offsets for {len(self.shells)} shells")
             self.out.restore(list(map(int, state["written"])), list(map(int, state["kept"])))
             for stream, rank in state["eof"]:
                 self.eof_pending.discard((stream, rank))
+            ended = {int(rank): int(status) for rank, status in state.get("ended", ())}
         except (orjson.JSONDecodeError, LookupError, TypeError, ValueError) as exc:
             raise PfluxError(f"reattach: {self.state_key}: {exc!r}") from None
-        self.applied = self.acked = offset
+        for shell, offset in zip(self.shells, offsets, strict=True):
+            shell.applied = shell.acked = offset
+            if shell.rank in ended:
+                shell.exited = True
+                shell.status = ended[shell.rank]
 
     def _state(self) -> str:
         written, kept = self.out.counts()
@@ -291,7 +375,13 @@ class ShellRun:
             for rank in range(len(self.places.tasks) if self.places is not None else 0)
             if (stream, rank) not in self.eof_pending
         )
-        state = {"offset": self.applied, "written": written, "kept": kept, "eof": ended}
+        shells = self.shells
+        state: dict[str, Any] = {"written": written, "kept": kept, "eof": ended}
+        if len(shells) == 1:
+            state["offset"] = shells[0].applied
+        else:  # per shell, in rank order, and the status of those that ended
+            state["offset"] = [shell.applied for shell in shells]
+            state["ended"] = [[shell.rank, shell.status] for shell in shells if shell.exited]
         return orjson.dumps(state).decode()
 
     def _conclude(self, events: list[Any]) -> None:
@@ -306,72 +396,114 @@ class ShellRun:
         job.set_running()
         job.complete(int((complete.context or {}).get("status", 0)))
 
-    def _forget(self, leftover: Leftover | None, *, kill: bool = False) -> None:
-        """What an earlier job-exec left of the job is not needed: let its shell go."""
-        if leftover is None:
-            return
-        if leftover.running:
-            send = self.service.send_launcher
-            send(wire.record(wire.RESUME, self.job.id, b"%d" % ALL_RECORDS))
-            if kill:
-                send(wire.record(wire.TERMINATE, self.job.id, b"%d" % signal.SIGKILL))
-        self.spool = leftover.spool
+    def _forget(self, leftovers: Mapping[int, Leftover], *, kill: bool = False) -> None:
+        """What an earlier job-exec left of the job is not needed: let its shells go."""
+        for rank, leftover in leftovers.items():
+            if leftover.running:
+                key = leftover.key
+                send = self.service.send_launcher
+                send(rank, wire.record(wire.RESUME, key, b"%d" % ALL_RECORDS))
+                if kill:
+                    send(rank, wire.record(wire.TERMINATE, key, b"%d" % signal.SIGKILL))
+            if leftover.spool is not None:
+                self.spools.add(leftover.spool)
 
-    async def _replay(self, path: str) -> None:
+    def _let_go(self, shell: Shell, leftover: Leftover) -> None:
+        """A shell that ended before is found again: what it has is applied already."""
+        self._forget({shell.rank: leftover}, kill=True)
+
+    async def _replay(self, shell: Shell) -> None:
         """Apply the records a shell spooled while no job-exec was there, from ``applied``."""
+        path = shell.spool
+        assert path is not None
+        self.spools.add(path)
         try:
             with open(path, "rb") as f:
                 base = int.from_bytes(f.read(8), "big")
-                if self.applied < base:
-                    raise PfluxError(f"{path} begins at {base}, after {self.applied}")
-                f.seek(self.applied - base + 8)
+                if shell.applied < base:
+                    raise PfluxError(f"{path} begins at {base}, after {shell.applied}")
+                f.seek(shell.applied - base + 8)
                 held = b""
                 while chunk := await asyncio.to_thread(f.read, REPLAY_CHUNK):
                     records, used = wire.split(held + chunk)
                     held = (held + chunk)[used:]
-                    self.service.on_records([(k, self.job.id, p) for k, _, p in records], True)
+                    self.service.on_records([(k, shell.key, p) for k, _, p in records], True)
                     if self.job.finalizing:
                         return
                     await self.writes.committed()
         except (OSError, PfluxError) as exc:
             log.error("job %s: reading its spool: %s", JobID(self.job.id), exc)
 
-    async def spooled(self) -> None:
+    async def spooled(self, shell: Shell) -> None:
         """The shell ended before it was resumed: what it did not send is in its spool."""
-        if not self.live or self.exited:
+        if not shell.live or shell.exited:
             return
-        self.live = False
-        self.spool = os.path.join(self.service.spool_dir, str(self.job.id))
-        await self._replay(self.spool)
-        if not (self.exited or self.job.finalizing):
-            self._lost(None)
+        shell.live = False
+        shell.spool = os.path.join(self.service.spool_dir, str(shell.key))
+        await self._replay(shell)
+        if not (shell.exited or self.job.finalizing or self.exited):
+            self._lost(shell, None)
 
-    def _lost(self, status: int | None) -> None:
+    def _lost(self, shell: Shell, status: int | None) -> None:
         """The shell is gone and said nothing more: it died, or nothing of it is left."""
         if status is None:
             self.job.fatal(LOST_NOTE)
-            self._ended(1 << 8)
+            self._shell_ended(shell, 1 << 8)
         elif os.WIFSIGNALED(status):
             self.job.fatal(f"{DIED_NOTE} (killed by signal {os.WTERMSIG(status)})")
-            self._ended(status)
+            self._shell_ended(shell, status)
         else:
             self.job.fatal(f"{DIED_NOTE} (exit status {os.WEXITSTATUS(status)})")
-            self._ended(status)
+            self._shell_ended(shell, status)
+
+    def rank_lost(self, rank: int) -> None:
+        """Broker rank ``rank`` is down: its shell cannot report, and the job fails.
+
+        The shell is told to end (should the rank be reachable still) and let
+        go of its records; its rank is released at once, the others as their
+        shells end.
+        """
+        shell = next((s for s in self.shells if s.rank == rank), None)
+        if shell is None or shell.exited or self.exited:
+            return
+        if shell.live:
+            send = self.service.send_launcher
+            send(rank, wire.record(wire.TERMINATE, shell.key, b"%d" % signal.SIGKILL))
+            send(rank, wire.record(wire.ACK, shell.key, b"%d" % ALL_RECORDS))
+        shell.live = False
+        self.job.fatal(f"lost contact with job shell on {self._host(rank)} (rank {rank})")
+        self._shell_ended(shell, 1 << 8, release=self.job.release)
+
+    def _host(self, rank: int) -> str:
+        """The host name R gives broker rank ``rank`` (its rank, if R cannot say)."""
+        try:
+            resources = ResourceSet.from_json(self.job.R)
+        except ResourceError:
+            return f"rank {rank}"
+        target = resources.targets.get(rank)
+        return target.hostname if target is not None else f"rank {rank}"
 
     # --- signals ------------------------------------------------------------------------
 
     def kill(self, signum: int) -> None:
-        if self.live and not self.exited:
-            self.service.send_launcher(wire.record(wire.KILL, self.job.id, b"%d" % signum))
+        self._each_shell(wire.KILL, b"%d" % signum)
 
     def kill_shell(self, signum: int) -> None:
-        if self.live and not self.exited:
-            self.service.send_launcher(wire.record(wire.TERMINATE, self.job.id, b"%d" % signum))
+        self._each_shell(wire.TERMINATE, b"%d" % signum)
 
-    # --- the shell's records ------------------------------------------------------------
+    def _each_shell(self, kind: bytes, payload: bytes) -> None:
+        """Send each shell that runs a record."""
+        if self.exited:
+            return
+        send = self.service.send_launcher
+        for shell in self.shells:
+            if shell.live and not shell.exited:
+                send(shell.rank, wire.record(kind, shell.key, payload))
 
-    def on_record(self, kind: bytes, payload: bytes) -> None:
-        """A record from the job's shell, or from the launcher about it."""
+    # --- the shells' records ------------------------------------------------------------
+
+    def on_record(self, shell: Shell, kind: bytes, payload: bytes) -> None:
+        """A record from one of the job's shells, or from the launcher about it."""
         if kind == wire.OUTPUT:
             self.out.data(
                 _STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big"), payload[5:]
@@ -381,24 +513,51 @@ class ShellRun:
             self._eof(_STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big"))
             self._output()
         elif kind == wire.STARTED:
-            self.job.set_running()
-            places = self.places
-            assert places is not None
-            when = float(payload) if payload else None  # when the tasks started
-            leader = places.tasks[0].broker_rank
-            text = event_line("shell.init", {"leader-rank": leader, "size": 1}, when)
-            text += event_line("shell.start", {"taskmap": places.taskmap()}, when)
-            self.writes.append(self, "exec.eventlog", text)
+            self._started(shell, float(payload) if payload else 0.0)
         elif kind == wire.EXCEPTION:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
+        elif kind == wire.FENCE:
+            self._fence(shell, payload)
         elif kind == wire.EXITED:
             status, _, reason = payload.decode(errors="replace").partition(" ")
             if int(status) == EXITED_SPOOLED:
-                self.service.track(self.spooled())
+                self.service.track(self.spooled(shell))
             else:
-                self._ended(int(status), reason)
+                self._shell_ended(shell, int(status), reason)
         else:
             log.error("job %s: unknown record %r from the launcher", JobID(self.job.id), kind)
+
+    def _started(self, shell: Shell, when: float) -> None:
+        """A shell's tasks run since ``when`` (0: unknown): once every shell's do, so
+        does the job."""
+        if shell.started:
+            return
+        shell.started = True
+        self.started_at = max(self.started_at, when)
+        shells = self.shells
+        if len(shells) > 1 and not all(s.started for s in shells):
+            return
+        self.job.set_running()
+        places = self.places
+        assert places is not None
+        at = self.started_at or None
+        leader = shells[0].rank
+        text = event_line("shell.init", {"leader-rank": leader, "size": len(shells)}, at)
+        text += event_line("shell.start", {"taskmap": places.taskmap()}, at)
+        self.writes.append(self, "exec.eventlog", text)
+
+    def _fence(self, shell: Shell, puts: bytes) -> None:
+        """A shell's tasks are all in PMI's barrier: once every shell's are, send each the
+        union of what they put."""
+        fences = self.fences
+        fences[shell.rank] = puts
+        if len(fences) < len(self.shells):
+            return
+        union: dict[str, str] = {}
+        for part in fences.values():
+            union.update(marshal.loads(part))
+        fences.clear()
+        self._each_shell(wire.FENCE, marshal.dumps(union))
 
     def _eof(self, stream: str, rank: int) -> None:
         if (stream, rank) in self.eof_pending:
@@ -409,19 +568,51 @@ class ShellRun:
         if self.out:
             self.writes.append(self, "output", self.out.take().decode())
 
-    def _ended(self, status: int, reason: str = "") -> None:
-        """The shell is done: end the streams it did not, then the job."""
+    def _shell_ended(
+        self,
+        shell: Shell,
+        status: int,
+        reason: str = "",
+        release: Callable[[str], None] | None = None,
+    ) -> None:
+        """``shell`` has exited with wait ``status`` (-1: it never ran, for ``reason``):
+        once every shell has, the job ends with the largest status (flux-core's); until
+        then its rank is released once its records are committed (``release``: now)."""
+        if shell.exited or self.exited:
+            return
+        shell.exited = True
+        if status < 0:
+            self.job.fatal(reason or "job shell never started")
+            status = 1 << 8
+        elif os.WIFSIGNALED(status):
+            self.job.fatal(
+                f"job shell exited unexpectedly (killed by signal {os.WTERMSIG(status)})"
+            )
+        shell.status = status
+        shells = self.shells
+        if len(shells) == 1 or all(s.exited for s in shells):
+            self._ended(max(s.status for s in shells))
+        elif release is not None:
+            release(str(shell.rank))
+        else:
+            self.writes.after_commit(partial(self.job.release, str(shell.rank)))
+
+    def _ended(self, status: int) -> None:
+        """Every shell is done: end the streams they did not, then the job."""
         for stream, rank in sorted(self.eof_pending):
             self._eof(stream, rank)
         self.out.close()
         self._output()
-        self.on_exit(status, reason)
+        self.exited = True
+        self.job.complete(status)
 
     def on_exit(self, status: int, reason: str = "") -> None:
-        """The shell has exited with wait ``status`` (-1: it never ran, for ``reason``)."""
+        """Every shell is gone with wait ``status`` (-1: never ran, for ``reason``)."""
         if self.exited:
             return
         self.exited = True
+        for shell in self.shells:
+            shell.exited = True
         job = self.job
         if status < 0:
             job.fatal(reason or "job shell never started")
@@ -430,6 +621,15 @@ class ShellRun:
             job.fatal(f"job shell exited unexpectedly (killed by signal {os.WTERMSIG(status)})")
         job.complete(status)
 
+    def shell_failed(self, key: int, reason: str) -> None:
+        """The shell ``key`` will never report (its launcher died before it started)."""
+        shell = self.by_key.get(key)
+        if shell is not None and len(self.shells) > 1:
+            shell.live = False
+            self._shell_ended(shell, -1, reason)
+        elif shell is not None:
+            self.on_exit(-1, reason)
+
     # --- committing -------------------------------------------------------------------
 
     def state(self) -> str | None:
@@ -437,13 +637,18 @@ class ShellRun:
         return None if self.exited else self._state()
 
     def on_committed(self) -> None:
-        """This turn's records of the job are in the KVS: tell the shell, now and then."""
-        if not self.live:
-            return
-        if self.exited or self.applied - self.acked >= ACK_STEP:
-            self.acked = self.applied
-            offset = ALL_RECORDS if self.exited else self.applied
-            self.service.send_launcher(wire.record(wire.ACK, self.job.id, b"%d" % offset))
+        """This turn's records of the job are in the KVS: tell the shells, now and then."""
+        send = self.service.send_launcher
+        for shell in self.shells:
+            if not shell.live:
+                continue
+            done = shell.exited or self.exited
+            if done or shell.applied - shell.acked >= ACK_STEP:
+                shell.acked = shell.applied
+                offset = ALL_RECORDS if done else shell.applied
+                send(shell.rank, wire.record(wire.ACK, shell.key, b"%d" % offset))
+                if done:
+                    shell.live = False
 
     def finalize(self, finished: bool, status: int) -> bool:
         """Post the last events and remove the namespace, with this turn's writes."""
@@ -460,8 +665,11 @@ class ShellRun:
     def on_removed(self, msg: Message) -> None:
         if msg.errnum and msg.errnum != errno.ENOTSUP:
             log.error("job %s: namespace-remove: %s", JobID(self.job.id), msg.errstr)
-        if self.spool is not None:
-            _unlink(self.spool)
+        for shell in self.shells:
+            if shell.spool is not None:
+                self.spools.add(shell.spool)
+        for path in sorted(self.spools):
+            _unlink(path)
 
     def on_retried(self, msg: Message) -> None:
         """A commit of this job's keys alone, after a batch failed, is answered."""
@@ -476,7 +684,7 @@ class ShellRun:
     # --- standard input -----------------------------------------------------------------
 
     def stdin(self, req: Request, request: StdinRequest) -> None:
-        """``job-exec.stdin``: append to the ``input`` eventlog, then pass it to the shell."""
+        """``job-exec.stdin``: append to the ``input`` eventlog, then pass it to the shells."""
         jobid = JobID(self.job.id)
         if self.places is None or not self.live or self.exited:
             raise RPCError(errno.ENOSYS, f"job {jobid}: not running")
@@ -499,18 +707,16 @@ class ShellRun:
             self.writes.append(self, "input", text, new=True)
         else:
             self.writes.append(self, "input", text)
-        record = wire.input_record(self.job.id, ranks, data, eof=eof)
-        self.writes.after_commit(lambda: self._pass_input(req, record))
+        self.writes.after_commit(lambda: self._pass_input(req, ranks, data, eof))
 
     def winsize(self, req: Request, rows: int, cols: int) -> None:
-        """``job-exec.winsize``: pass the ptys' new size to the shell."""
+        """``job-exec.winsize``: pass the ptys' new size to the shells."""
         jobid = JobID(self.job.id)
         if self.places is None or not self.live or self.exited:
             raise RPCError(errno.ENOSYS, f"job {jobid}: not running")
         if not self.ptys:
             raise RPCError(errno.ENOSYS, f"job {jobid}: has no pty")
-        text = f"{rows} {cols}".encode()
-        self.service.send_launcher(wire.record(wire.WINSIZE, self.job.id, text))
+        self._each_shell(wire.WINSIZE, f"{rows} {cols}".encode())
         req.respond({})
 
     def _restore_input(self, text: str) -> None:
@@ -530,9 +736,15 @@ class ShellRun:
                 closed = self.input_open if rank == "all" else set(IdSet.decode(str(rank)))
                 self.input_open -= closed
 
-    def _pass_input(self, req: Request, record: bytes) -> None:
-        if self.live and not self.exited:
-            self.service.send_launcher(record)
+    def _pass_input(self, req: Request, ranks: list[int] | None, data: bytes, eof: bool) -> None:
+        """Give the input to the shells that run the tasks it is for."""
+        if not self.exited:
+            send = self.service.send_launcher
+            for shell in self.shells:
+                if not shell.live or shell.exited:
+                    continue
+                if ranks is None or not shell.tasks.isdisjoint(ranks):
+                    send(shell.rank, wire.input_record(shell.key, ranks, data, eof=eof))
         req.respond({})
 
 

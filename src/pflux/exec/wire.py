@@ -1,8 +1,16 @@
 """The records job-exec, the shell launcher and the job shells exchange, and a job's description.
 
-One layout serves every hop: a kind byte, the job id (8 bytes) and the
-payload's length (4 bytes), big-endian, then the payload. A shell sends whole
-records in datagrams, straight to job-exec on a socket every shell shares.
+One layout serves every hop: a kind byte, the job id (8 bytes), the shell's
+rank (4 bytes: the broker rank it runs for; a job has a shell per rank of its
+R) and the payload's length (4 bytes), big-endian, then the payload. A shell
+sends whole records in datagrams, straight to job-exec on a socket every shell
+shares.
+
+Everything keyed by a shell (the launcher's tables, the journal, the spool
+file ``exec/spool/<key>``, RESUME and ACK offsets) is keyed by one int, the
+shell's key (``shell_key``): the job id plus the rank shifted past it, so
+that the key of a job's rank 0 shell is its job id. ``split`` gives the key,
+``record`` takes it; only job-exec takes it apart (``key_job``, ``key_rank``).
 
 job-exec to the launcher (which passes the job's on to its shell):
 
@@ -19,6 +27,9 @@ job-exec to the launcher (which passes the job's on to its shell):
 - ``i`` INPUT: standard input for tasks: a flag (``d`` data, ``e`` end of
   file), the number of ranks (4 bytes, 0 for every task), the ranks (4 bytes
   each), then the data;
+- ``F`` FENCE: every shell of the job has entered PMI's barrier: the payload
+  is the union of what their tasks put (a ``marshal``-encoded dict), after
+  which the shell lets its tasks out;
 - ``z`` WINSIZE: the size of the job's ptys: rows and columns, in decimal,
   space-separated;
 - ``q`` QUIT (job id 0): job-exec is stopping for good: end every job;
@@ -45,7 +56,11 @@ the offsets ACK and RESUME name):
   unbuffered: the stream (``o`` stdout, ``e`` stderr), the task rank (4
   bytes), then the bytes;
 - ``f`` EOF: a task's stream is closed (stream and rank, as for OUTPUT);
-- ``w`` EXITED: the job's wait status in decimal, always its last record.
+- ``F`` FENCE: every task of the shell has entered PMI's barrier, in a job
+  with other shells: the payload is what its tasks put since the last
+  (a ``marshal``-encoded dict); job-exec answers every shell with the union
+  once each has sent its own;
+- ``w`` EXITED: the shell's wait status in decimal, always its last record.
 
 The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
 died, or never ran: then ``-1`` and a reason, or it ended before a new
@@ -85,6 +100,7 @@ __all__ = [
     "EXCEPTION",
     "EXITED",
     "EXITED_SPOOLED",
+    "FENCE",
     "HEADER",
     "INPUT",
     "INPUT_DATA",
@@ -104,11 +120,16 @@ __all__ = [
     "Description",
     "Record",
     "input_record",
+    "key_job",
+    "key_rank",
     "record",
+    "shell_key",
     "split",
 ]
 
-HEADER: Final = _struct.Struct("!cQI")
+HEADER: Final = _struct.Struct("!cQII")
+RANK_SHIFT: Final = 64  # a shell key's rank is above its job id's 64 bits
+_JOB_BITS: Final = (1 << RANK_SHIFT) - 1
 
 SPAWN: Final = b"p"
 KILL: Final = b"k"
@@ -117,6 +138,7 @@ ACK: Final = b"a"
 RESUME: Final = b"r"
 INPUT: Final = b"i"
 WINSIZE: Final = b"z"
+FENCE: Final = b"F"
 QUIT: Final = b"q"
 ATTACH: Final = b"A"
 DETACH: Final = b"d"
@@ -137,7 +159,7 @@ LAUNCHER_DIED: Final = "job shell launcher died"
 ALL_RECORDS: Final = 1 << 62  # ACK's or RESUME's offset past any record: forget everything
 EXITED_SPOOLED: Final = -2  # EXITED's status for a shell that ended into its spool
 
-Record = tuple[bytes, int, bytes]  # (kind, job id, payload)
+Record = tuple[bytes, int, bytes]  # (kind, shell key, payload)
 
 
 class Description(_Fields):
@@ -216,12 +238,27 @@ _unpack = HEADER.unpack_from
 _SIZE: Final = HEADER.size
 
 
-def record(kind: bytes, jobid: int, payload: bytes = b"") -> bytes:
-    """One record, ready to send."""
-    return _pack(kind, jobid, len(payload)) + payload
+def shell_key(jobid: int, rank: int) -> int:
+    """The key of job ``jobid``'s shell on broker rank ``rank`` (rank 0's: the job id)."""
+    return jobid | rank << RANK_SHIFT
 
 
-def input_record(jobid: int, ranks: list[int] | None, data: bytes, *, eof: bool = False) -> bytes:
+def key_job(key: int) -> int:
+    """The job id of a shell key."""
+    return key & _JOB_BITS
+
+
+def key_rank(key: int) -> int:
+    """The broker rank of a shell key."""
+    return key >> RANK_SHIFT
+
+
+def record(kind: bytes, key: int, payload: bytes = b"") -> bytes:
+    """One record of the shell ``key`` (a job id: its rank 0 shell), ready to send."""
+    return _pack(kind, key & _JOB_BITS, key >> RANK_SHIFT, len(payload)) + payload
+
+
+def input_record(key: int, ranks: list[int] | None, data: bytes, *, eof: bool = False) -> bytes:
     """An INPUT record: ``data`` (or the end of file) for ``ranks`` (None: every task)."""
     targets = ranks or []
     payload = b"".join(
@@ -232,7 +269,7 @@ def input_record(jobid: int, ranks: list[int] | None, data: bytes, *, eof: bool 
             data,
         )
     )
-    return record(INPUT, jobid, payload)
+    return record(INPUT, key, payload)
 
 
 def split(data: bytes | bytearray | memoryview, start: int = 0) -> tuple[list[Record], int]:
@@ -241,10 +278,11 @@ def split(data: bytes | bytearray | memoryview, start: int = 0) -> tuple[list[Re
     end = len(data)
     with memoryview(data) as view:  # released before the caller resizes a bytearray
         while end - start >= _SIZE:
-            kind, jobid, length = _unpack(view, start)
+            kind, jobid, rank, length = _unpack(view, start)
             stop = start + _SIZE + length
             if stop > end:
                 break
-            found.append((kind, jobid, view[start + _SIZE : stop].tobytes()))
+            key = jobid | rank << RANK_SHIFT if rank else jobid
+            found.append((kind, key, view[start + _SIZE : stop].tobytes()))
             start = stop
     return found, start

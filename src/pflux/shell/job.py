@@ -562,10 +562,16 @@ class Shell:
                 return
             from pflux.shell.pmi import PMIServer
 
-            self.pmi = PMIServer(self.pmi_fds, self.poller, self.pmi_job or ())
+            self.pmi = PMIServer(self.pmi_fds, self.poller, self.pmi_job or (), self._fence)
         note = self.pmi.feed(fd, data)
         if note is not None:
             self._emit(wire.EXCEPTION, note.encode())
+
+    def _fence(self, puts: dict[str, str]) -> None:
+        """Every task here is in PMI's barrier: send job-exec what they put, for the union
+        of every shell's (FENCE, which lets them out)."""
+        self._emit(wire.FENCE, marshal.dumps(puts))
+        self._flush()
 
     def _pmi_close(self, fd: int) -> None:
         del self.pmi_fds[fd]
@@ -589,14 +595,21 @@ class Shell:
                 self._acked(int(payload))
             elif kind == wire.INPUT:
                 self.feeder.receive(payload)
-            elif kind == wire.WINSIZE:
-                self._winsize(payload)
             elif kind == wire.RESUME:
                 self._resume(int(payload), ancillary)
             elif kind == wire.DETACH:
                 self._detach()
             elif kind == wire.QUIT:
                 self.quitting = True
+            else:
+                self._task_record(kind, payload)
+
+    def _task_record(self, kind: bytes, payload: bytes) -> None:
+        """A record for the tasks' terminals or their PMI barrier."""
+        if kind == wire.WINSIZE:
+            self._winsize(payload)
+        elif kind == wire.FENCE and self.pmi is not None:
+            self.pmi.fenced(marshal.loads(payload))
 
     def _orphan(self) -> None:
         """The launcher is gone: rejoin the next, or, if none can take the job, end it."""

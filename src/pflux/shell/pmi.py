@@ -7,9 +7,10 @@ answers are flux-core's (``pflux.shell.pmiwire``). The job's keys are held
 as in flux-core's shell: ``locals`` the shell made (``PMI_process_mapping``,
 ``flux.taskmap``), never exchanged; ``pending``, put since the last
 barrier; and ``exchanged``. When every task of the shell has entered the
-barrier, ``pending`` joins ``exchanged`` and each task is let out: the step
-that a job spread over several shells extends into an exchange between
-them.
+barrier, ``pending`` joins ``exchanged`` and each task is let out. A job
+with tasks in other shells (one per rank of R) extends that step into an
+exchange: the shell sends job-exec its ``pending`` (``fence``), and lets
+its tasks out once job-exec has answered with every shell's (``fenced``).
 
 A shell imports this only when a task first writes to its ``PMI_FD``: most
 jobs never do, and a forked shell pays a page fault for every page an
@@ -26,6 +27,7 @@ from pflux.shell.pmiwire import PMIRequestError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:
     import select
+    from collections.abc import Callable
     from typing import Any, Final
 
 __all__ = ["PROTOCOL_ERROR", "PMIServer"]
@@ -47,6 +49,7 @@ class PMIServer:
         "clients",
         "exchanged",
         "failed",
+        "fence",
         "kvsname",
         "local_size",
         "locals",
@@ -56,11 +59,19 @@ class PMIServer:
         "spawning",
     )
 
-    def __init__(self, clients: dict[int, int], poller: select.poll, job: tuple[Any, ...]) -> None:
+    def __init__(
+        self,
+        clients: dict[int, int],
+        poller: select.poll,
+        job: tuple[Any, ...],
+        fence: Callable[[dict[str, str]], None] | None = None,
+    ) -> None:
         """``job``: (its tasks, its RFC 34 task map blocks, its F58 id, the tasks this
-        shell runs), as the shell has it from job-exec (``pflux.exec.plan``)."""
+        shell runs), as the shell has it from job-exec (``pflux.exec.plan``); ``fence``
+        sends the puts of this shell's barrier to the job's other shells."""
         size, taskmap, kvsname, local_size = job
         self.clients = clients  # open connections; closed ones are removed
+        self.fence = fence
         self.poller = poller
         self.size = size  # the job's tasks: the universe size
         self.local_size = local_size  # who the barrier waits for
@@ -192,10 +203,23 @@ class PMIServer:
         return wire.encode("get_result", wire.PMI_ERR_INVALID_KEY)
 
     def _barrier_out(self) -> None:
-        """Every task of the shell is in the barrier: what was put is everyone's; let them out."""
+        """Every task of the shell is in the barrier: what was put is everyone's; let them
+        out, or, with tasks in other shells, once theirs have come (``fenced``)."""
         self.barrier = 0
-        self.exchanged.update(self.pending)
-        self.pending.clear()
+        puts, self.pending = self.pending, {}
+        self.exchanged.update(puts)
+        if self.local_size < self.size and self.fence is not None:
+            self.fence(puts)
+        else:
+            self._let_out()
+
+    def fenced(self, puts: dict[str, str]) -> None:
+        """Every shell of the job is in the barrier, and ``puts`` is what all their tasks
+        put: let this shell's tasks out."""
+        self.exchanged.update(puts)
+        self._let_out()
+
+    def _let_out(self) -> None:
         answer = wire.encode("barrier_out", 0)
         for fd in list(self.clients):
             try:

@@ -71,7 +71,7 @@ def serve(ctx: Context, sock: socket) -> int:
 
 
 def _next_job(sock: socket) -> tuple[int, bytes] | None:
-    """(job id, description) of the next SPAWN; None when the socket ends first."""
+    """(shell key, description) of the next SPAWN; None when the socket ends first."""
     try:
         while True:
             data = sock.recv(SPAWN_CHUNK)
@@ -79,7 +79,7 @@ def _next_job(sock: socket) -> tuple[int, bytes] | None:
                 return None
             if len(data) < wire.HEADER.size:
                 continue
-            kind, jobid, length = wire.HEADER.unpack_from(data)
+            kind, jobid, rank, length = wire.HEADER.unpack_from(data)
             if kind != wire.SPAWN:
                 continue  # for the job before, passed on before the launcher heard it was done
             while len(data) < wire.HEADER.size + length:  # a large description comes in pieces
@@ -87,7 +87,7 @@ def _next_job(sock: socket) -> tuple[int, bytes] | None:
                 if not more:
                     return None
                 data += more
-            return jobid, data[wire.HEADER.size :]
+            return wire.shell_key(jobid, rank), data[wire.HEADER.size :]
     except OSError:
         return None
 

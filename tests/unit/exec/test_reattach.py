@@ -24,7 +24,9 @@ import pytest
 from pflux.exec.shellrun import RESUME_KEY
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
+from pflux.spec.idset import IdSet
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.resource import ResourceSet
 
 STARTED = ("submit", "validate", "depend", "priority", "alloc", "start")
 
@@ -360,3 +362,39 @@ def test_a_job_taken_over_keeps_its_time_limit(live: Any) -> None:
         ("finish", {"status": 14}),  # SIGALRM ends a test-mode job at once
         ("release", {"ranks": "all", "final": True}),
     ]
+
+
+def test_a_job_of_two_shells_is_taken_over_shell_by_shell(
+    tmp_path: Path, live: Any, first: Any
+) -> None:
+    """Rank 0's shell still runs when the new job-exec comes, rank 1's ended into its spool:
+    one is resumed, the other replayed (and its rank released), each from its own offset."""
+    for rank in (0, 1):
+        gate(tmp_path, f"go{rank}")
+    script = f"echo before-$FLUX_TASK_RANK; read x < {tmp_path}/go$FLUX_TASK_RANK; echo after"
+    jobspec = first.job(["sh", "-c", script], num_tasks=2, num_nodes=2)
+    one = IdSet.decode("0")
+    R = ResourceSet.build({0: (one, IdSet()), 1: (one, IdSet())}, ["n0", "n1"]).to_json()  # noqa: N806
+    stream = first.start(jobspec, R)
+    assert stream.next() == ("start", {})
+    first.wait_output(stream.id, "before-0")
+    first.wait_output(stream.id, "before-1")
+    put_eventlog(first, stream.id)
+    crash(first)
+    spool = tmp_path / "state" / "exec" / "spool"
+    release(tmp_path / "go1")  # rank 1's task ends, and its shell, into its spool
+    second = again(tmp_path, live)
+    try:
+        taken = second.start(jobspec, R, jobid=stream.id, reattach=True)
+        assert taken.next() == ("release", {"ranks": "1", "final": False})
+        release(tmp_path / "go0")
+        assert taken.all() == [
+            ("finish", {"status": 0}),
+            ("release", {"ranks": "all", "final": True}),
+        ]
+        text = stdout_of(second, stream.id)
+        assert sorted(text.splitlines()) == ["after", "after", "before-0", "before-1"]
+        assert exec_names(second, stream.id)[-3:] == ["reattach", "complete", "done"]
+        assert list(spool.iterdir()) == []
+    finally:
+        second.close()

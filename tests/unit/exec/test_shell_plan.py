@@ -35,7 +35,7 @@ def described(jobspec: dict[str, Any], R: dict[str, Any] | None = None, **kw: An
     }
     options.update(kw)
     planned = plan(JOB, jobspec, R or resources(), **options)
-    return planned, Description(*marshal.loads(planned.description))
+    return planned, Description(*marshal.loads(planned.shells[0][1]))
 
 
 def test_the_flux_shim_goes_first_on_the_tasks_paths_once() -> None:

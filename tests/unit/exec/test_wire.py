@@ -15,15 +15,27 @@ from pflux.exec import wire
 KINDS = st.sampled_from(
     [wire.SPAWN, wire.KILL, wire.TERMINATE, wire.OUTPUT, wire.EOF, wire.STARTED, wire.EXITED]
 )
-RECORDS = st.lists(
-    st.tuples(KINDS, st.integers(0, (1 << 64) - 1), st.binary(max_size=64)), max_size=8
-)
+KEYS = st.builds(wire.shell_key, st.integers(0, (1 << 64) - 1), st.integers(0, (1 << 32) - 1))
+RECORDS = st.lists(st.tuples(KINDS, KEYS, st.binary(max_size=64)), max_size=8)
 
 
 def test_a_record_is_a_header_then_its_payload() -> None:
     data = wire.record(wire.EXITED, 258, b"256")
-    assert data == b"w" + (258).to_bytes(8, "big") + (3).to_bytes(4, "big") + b"256"
+    zero = (0).to_bytes(4, "big")
+    assert data == b"w" + (258).to_bytes(8, "big") + zero + (3).to_bytes(4, "big") + b"256"
     assert wire.split(data) == ([(wire.EXITED, 258, b"256")], len(data))
+
+
+@given(st.integers(0, (1 << 64) - 1), st.integers(0, (1 << 32) - 1))
+def test_a_shell_key_holds_its_job_and_rank_and_rank_0s_is_the_job_id(
+    jobid: int, rank: int
+) -> None:
+    key = wire.shell_key(jobid, rank)
+    assert (wire.key_job(key), wire.key_rank(key)) == (jobid, rank)
+    assert wire.shell_key(jobid, 0) == jobid
+    data = wire.record(wire.OUTPUT, key, b"x")
+    assert data[9:13] == rank.to_bytes(4, "big")
+    assert wire.split(data)[0] == [(wire.OUTPUT, key, b"x")]
 
 
 @settings(max_examples=200)
@@ -43,7 +55,7 @@ def test_split_returns_whole_records_and_where_the_rest_starts(
 def test_split_reads_a_memoryview_too() -> None:
     data = bytearray(wire.record(wire.EOF, 7, b"o\0\0\0\1") + b"\0" * 8)
     with memoryview(data) as view:
-        assert wire.split(view[:18]) == ([(wire.EOF, 7, b"o\0\0\0\1")], 18)
+        assert wire.split(view[:22]) == ([(wire.EOF, 7, b"o\0\0\0\1")], 22)
 
 
 def test_split_reads_a_bytearray_that_is_then_cut() -> None:

@@ -49,4 +49,4 @@ def test_the_plan_gives_the_shell_the_ranks() -> None:
     options = {"uri": "u", "namespace": "n", "tmp_parents": ("/tmp",), "hostname": "h"}
     planned = plan(1, jobspec, R, cpus=(0, 1), **options)
     assert planned.ptys == (1,)
-    assert Description(*marshal.loads(planned.description)).ptys == (1,)
+    assert Description(*marshal.loads(planned.shells[0][1])).ptys == (1,)
