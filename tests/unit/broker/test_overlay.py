@@ -379,7 +379,7 @@ def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: P
     run(scenario)
 
 
-def test_a_broker_of_another_instance_fails_its_handshake_and_that_is_logged(tmp_path: Path) -> None:
+def test_a_broker_of_another_instance_fails_its_handshake_logged(tmp_path: Path) -> None:
     async def scenario() -> None:
         refused = asyncio.Event()
         records: list[logging.LogRecord] = []
