@@ -66,9 +66,11 @@ def brokers(
     per_rank: dict[int, list[str]],
     *extra: str,
     env: dict[int, list[str]] | None = None,
+    outsiders: tuple[int, ...] = (),
 ) -> Iterator[LiveInstance]:
     """Ranks 1.. started on their hosts with ``per_rank[r]`` options, then rank 0 (which
-    waits for them) with an initial program holding it open: the instance, once ready."""
+    waits for them) with an initial program holding it open: the instance, once ready.
+    The ranks in ``outsiders`` never get in, so are never told to stop: they get SIGTERM."""
     procs = []
     try:
         for rank in range(1, HOSTS):
@@ -89,12 +91,31 @@ def brokers(
         ) as instance:  # fmt: skip
             yield instance
     finally:
+        for rank in outsiders:
+            procs[rank - 1].terminate()
         for proc in procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)  # a rank the instance never let in is not told to stop
+                proc.wait(timeout=30)
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def wait_for_log(uri: str, text: str, after: int = 0) -> None:
+    """Follow the instance's log until a line holds ``text``, past ``after`` such lines."""
+    with subprocess.Popen(
+        [str(PFLUX), "dmesg", "-f"], stdout=subprocess.PIPE, text=True,
+        env=environ(PFLUX_URI=uri),
+    ) as follower:  # fmt: skip
+        assert follower.stdout is not None
+        seen = 0
+        for line in follower.stdout:
+            if text in line:
+                seen += 1
+                if seen > after:
+                    break
+        follower.kill()
+    assert seen > after, f"the log ended before {text!r}"
 
 
 @pytest.fixture
@@ -122,7 +143,8 @@ def test_a_broker_with_another_certificate_is_refused(net: netns.Network, tmp_pa
     other = bootstrap_config(stranger, keygen(stranger / "cert"))
     options = {0: ["--config", str(config)], 1: ["--config", str(config)]}
     options[2] = ["--config", str(other)]
-    with brokers(net, tmp_path, options, "-S", "broker.quorum-timeout=2s") as instance:
+    quorum = ("-S", "broker.quorum-timeout=2s")
+    with brokers(net, tmp_path, options, *quorum, outsiders=(2,)) as instance:
         status = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
         assert status.stdout.strip() == "2"
         log = pflux(instance.uri, "dmesg").stdout
@@ -135,23 +157,11 @@ def test_a_cut_link_is_a_lost_node_that_rejoins(net: netns.Network, tmp_path: Pa
     options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
     with brokers(net, tmp_path, options) as instance:
         net.cut(2)
-        follow = ("dmesg", "-f")
-        # wait on the log for the loss, then for the return
-        with subprocess.Popen(
-            [str(PFLUX), *follow], stdout=subprocess.PIPE, text=True,
-            env=environ(PFLUX_URI=instance.uri),
-        ) as watcher:  # fmt: skip
-            assert watcher.stdout is not None
-            for line in watcher.stdout:
-                if "overlay: lost contact with rank 2 (node2)" in line:
-                    break
-            down = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
-            assert down.stdout.strip() == "2"
-            net.restore(2)
-            for line in watcher.stdout:
-                if "overlay: rank 2 (node2) joined" in line:
-                    break
-            watcher.kill()
+        wait_for_log(instance.uri, "overlay: lost contact with rank 2 (node2)")
+        down = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
+        assert down.stdout.strip() == "2"
+        net.restore(2)
+        wait_for_log(instance.uri, "overlay: rank 2 (node2) joined", after=1)
         up = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
         assert up.stdout.strip() == ""
 
@@ -179,3 +189,39 @@ def test_srun_brokers_without_a_certificate_are_refused(tmp_path: Path) -> None:
         "pflux-start: ERROR: Slurm: an instance of 3 nodes needs the instance certificate"
         " (--curve-cert=FILE or [bootstrap] curve_cert; make one with pflux keygen)\n"
     )
+
+
+def test_a_job_runs_a_shell_on_each_host(net: netns.Network, tmp_path: Path) -> None:
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options) as instance:
+        ran = pflux(instance.uri, "run", f"-N{HOSTS}", f"-n{HOSTS}", "--label-io", "hostname")
+        assert sorted(ran.stdout.split("\n")[:-1]) == [f"{r}: node{r}" for r in range(HOSTS)]
+        uris = pflux(instance.uri, "run", "-N3", "-n3", "--label-io", "printenv", "FLUX_URI")
+        # each task talks to the broker of its own host
+        assert len(set(uris.stdout.split())) == 2 * HOSTS
+
+
+def test_a_host_cut_off_fails_its_jobs_and_frees_the_rest(
+    net: netns.Network, tmp_path: Path
+) -> None:
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options) as instance:
+        gate = tmp_path / "started"
+        script = f"touch {gate}.$FLUX_TASK_RANK; exec sleep 300"
+        jobid = pflux(instance.uri, "submit", "-N3", "-n3", "sh", "-c", script).stdout.strip()
+        ok = pflux(instance.uri, "job", "wait-event", "-t", "60", jobid, "start")
+        assert ok.returncode == 0, ok.stderr
+        net.cut(2)
+        ended = pflux(instance.uri, "job", "wait-event", "-t", "60", jobid, "clean")
+        assert ended.returncode == 0, ended.stderr
+        log = pflux(instance.uri, "job", "eventlog", jobid).stdout
+        note = "lost contact with job shell on node2 (rank 2)"
+        assert f'exception type="exec" severity=0 note="{note}"' in log
+        assert 'release ranks="2" final=false' in log  # at once: its shell cannot say
+        # the two hosts still up are free for the next job
+        again = pflux(instance.uri, "run", "-N2", "-n2", "--label-io", "hostname")
+        assert sorted(again.stdout.split("\n")[:-1]) == ["0: node0", "1: node1"]
+        net.restore(2)  # and it joins again, to hear the instance stop
+        wait_for_log(instance.uri, "overlay: rank 2 (node2) joined", after=1)

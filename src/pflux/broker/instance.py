@@ -249,7 +249,7 @@ class Instance:
 
     def _services(self) -> list[type[Service]]:
         """The services' classes, once the config is checked against the keys they read."""
-        services = [_service_class(path) for path in self.service_paths]
+        services = [service_class(path) for path in self.service_paths]
         declared: dict[str, set[str]] = {t: set(k) for t, k in fluxshim.CONFIG_KEYS.items()}
         declared["bootstrap"] = set(bootstrap.CONFIG_KEYS)  # read by pflux start (bootstrap.py)
         for cls in services:
@@ -584,7 +584,7 @@ class Instance:
         }
 
 
-def _service_class(path: str) -> type[Service]:
+def service_class(path: str) -> type[Service]:
     """The service class ``path`` (``module:Class``) names."""
     module, _, name = path.partition(":")
     cls: type[Service] = getattr(importlib.import_module(module), name)

@@ -27,7 +27,7 @@ import orjson
 from pflux import __version__, private
 from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
-from pflux.broker.instance import SOCKET_NAME, ConfigService
+from pflux.broker.instance import SOCKET_NAME, ConfigService, service_class
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker, Request, Service, method
@@ -36,6 +36,10 @@ from pflux.client.uri import uri_for
 from pflux.spec import hostlist
 
 log = logging.getLogger("pflux.broker")
+
+#: the services of a rank > 0 besides the broker's own (loaded by name: the broker
+#: imports no service): job-exec's agent, which runs this rank's shells
+RANK_SERVICES = ("pflux.exec.node:ExecNodeService",)
 
 
 class RankBrokerService(Service):
@@ -83,6 +87,8 @@ async def run(setup: dict[str, Any]) -> int:
     ring = LogRing(rank=boot.rank)
     logging.getLogger().addHandler(ring)
     broker.register(LogService(broker, ring))
+    for path in RANK_SERVICES:
+        broker.register(service_class(path)(broker))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -49,6 +49,7 @@ __all__ = ["COMMAND", "LauncherServer", "main"]
 # How job-exec starts the launcher: ``python -c COMMAND FD RECORDS JOURNAL``. Not ``-m``, whose
 # runpy machinery would stay in memory, a megabyte more for every fork to copy.
 COMMAND: Final = "import sys; from pflux.exec.launcher import main; sys.exit(main(sys.argv))"
+RANK_URI: Final = "PFLUX_RANK_URI"  # a launcher of a rank > 0: its broker, for the tasks
 SHUTDOWN_GRACE: Final = 5.0  # seconds tasks get after SIGTERM when job-exec has gone
 SPARES: Final = 4  # shells forked ahead of need
 SPARES_LOW: Final = 1  # forking starts again when this few are left
@@ -146,6 +147,7 @@ class LauncherServer:
             records=records,
             spool=spool,
             exec_dir=self.exec_dir,
+            uri=os.environ.get(RANK_URI),
         )
         # the descriptors a shell keeps, with its own socket
         self.keep = (0, 1, 2, self.journal, self.devnull, self.exec_dir, records.fileno())

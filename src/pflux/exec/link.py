@@ -72,8 +72,10 @@ class LauncherLink:
         exec_dir: str,
         on_records: Callable[[list[wire.Record], bool], None],
         on_lost: Callable[[], None],
+        env: dict[str, str] | None = None,
     ) -> None:
         self.exec_dir = exec_dir
+        self._env = env or {}  # for the launcher, besides this process's environment
         self.journal = os.path.join(exec_dir, "journal")
         self.path = os.path.join(exec_dir, "sock")
         self._on_records = on_records  # (records, from the shells rather than the launcher)
@@ -118,7 +120,7 @@ class LauncherLink:
                 start_new_session=True,
                 # Symbols bound once, at start, rather than by each forked shell on first
                 # use, which writes (and so copies) a page; tasks get the job's environment.
-                env={**os.environ, "LD_BIND_NOW": "1"},
+                env={**os.environ, **self._env, "LD_BIND_NOW": "1"},
             )
         except OSError:
             ours.close()

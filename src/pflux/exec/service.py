@@ -47,6 +47,7 @@ from pflux.exec.job import ExecJob
 from pflux.exec.journal import kill_recorded, live
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
+from pflux.exec.node import FROM_SHELLS
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
@@ -116,6 +117,7 @@ class ExecService(Service):
         self.rejoining: set[int] = set()  # shells (keys) whose launcher died, until they rejoin
         self._restart: asyncio.TimerHandle | None = None  # a launcher to start after a backoff
         self._held = bytearray()  # records for that launcher
+        self._remote: dict[int, bytearray] = {}  # records for other ranks' launchers, a turn's
         self.stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
@@ -180,8 +182,18 @@ class ExecService(Service):
         self.launched = time.monotonic()
 
     def send_launcher(self, rank: int, data: bytes) -> None:
-        """Send records to broker rank ``rank``'s launcher (every rank's is this one, which
-        runs the shells of every rank here), starting it again if it has died."""
+        """Send records to broker rank ``rank``'s launcher: this broker's own (starting it
+        again if it has died) for rank 0 and for every rank of an instance of one broker
+        (its R's ranks all run here), else rank ``rank``'s exec-node's, the records of a
+        turn in one message."""
+        if rank and self.broker.size > 1:
+            pending = self._remote.get(rank)
+            if pending is None:
+                if not self._remote:
+                    self.broker.at_turn_end(self._send_remote)
+                self._remote[rank] = pending = bytearray()
+            pending += data
+            return
         if self.launcher is None or not self.launcher.running:
             if self.stopping:
                 return
@@ -191,6 +203,20 @@ class ExecService(Service):
             self._start_launcher()
         assert self.launcher is not None
         self.launcher.send(data)
+
+    def _send_remote(self) -> None:
+        remote, self._remote = self._remote, {}
+        for rank, data in remote.items():
+            self.broker.send("exec-node.send", bytes(data), nodeid=rank)
+
+    @method("records")
+    def records(self, req: Request) -> None:
+        """Records from another rank's launcher and shells (``pflux.exec.node``)."""
+        req.require_internal("exec-node")
+        data = req.payload
+        if not isinstance(data, bytes) or not data:
+            raise RPCError(errno.EPROTO, "job-exec.records: the payload must be records (bytes)")
+        self.on_records(wire.split(data, 1)[0], data[:1] == FROM_SHELLS)
 
     def on_records(self, records: list[wire.Record], from_shell: bool) -> None:
         """Records from the shells (counted: they are the offsets ACK names) or the launcher."""

@@ -28,6 +28,7 @@ class Context:
         "path",
         "records",
         "spool",
+        "uri",
     )
 
     def __init__(
@@ -42,6 +43,7 @@ class Context:
         records: socket,
         spool: str,
         exec_dir: int,
+        uri: str | None,
     ) -> None:
         self.records = records  # the datagram socket every shell sends job-exec its records on
         self.journal = journal  # the journal, open for appending
@@ -51,6 +53,7 @@ class Context:
         self.cwd = cwd  # the launcher's working directory, a shell's between jobs
         self.path = path  # the launcher's PATH
         self.spool = spool  # the directory spool files go in
+        self.uri = uri  # the broker of this rank, when it is not the job's rank 0's
         self.exec_dir = exec_dir  # a descriptor of the directory of exec/sock (any path length)
 
 

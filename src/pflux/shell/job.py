@@ -270,6 +270,14 @@ class Shell:
         except OSError as exc:
             raise _Failed(f"cannot record the job shell: {exc.strerror}", 1) from None
 
+    def _environment(self, job: Description) -> None:
+        """What the tasks' environment gets here: their directory, and on a broker rank
+        of its own (another node), that broker's URI."""
+        env = job.env
+        env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(job.tmpdirs)
+        if self.ctx.uri is not None:
+            env["PFLUX_URI"] = env["FLUX_URI"] = self.ctx.uri
+
     def _start(self, job: Description) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
         env = job.env
@@ -278,7 +286,7 @@ class Shell:
         self.ptys = job.ptys
         self.host = host = job.host
         self.pmi_job = None if pmi is None else (*pmi, env["FLUX_JOB_ID"], len(job.tasks))
-        env["FLUX_JOB_TMPDIR"] = self._make_tmpdir(job.tmpdirs)
+        self._environment(job)
         if job.files or job.tmpdir_argv:
             argv = _stage(job)
         task_envs = self._options(job)

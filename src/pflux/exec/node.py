@@ -1,0 +1,95 @@
+"""exec-node: job-exec's agent on a broker of rank > 0, where the rank's shells run.
+
+job-exec (at rank 0) plans every shell of a job; the records for rank r's shells
+go to rank r's launcher as ``exec-node.send`` (addressed to rank r, the records
+as raw bytes, no response), which this service writes to its launcher as they
+are. What the launcher and its shells send back goes up as ``job-exec.records``
+(to rank 0, a byte saying whether the shells sent them, then the records), which
+job-exec reads as it reads its own launcher's. The records carry each shell's
+key (job id and rank), so nothing here knows a job.
+
+The launcher is this rank's (``<rundir>/exec``: its listening socket, journal and
+spool), started at once or taken over from a broker of this rank that died.
+Its tasks are told this broker's URI (``launcher.RANK_URI``), so that commands in
+a job talk to the broker of their node. A launcher that dies is started again on
+the same listening socket, and its shells rejoin it, as job-exec does for its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+from pathlib import Path
+from typing import Final
+
+from pflux import private
+from pflux.broker.message import RPCError
+from pflux.broker.router import Broker, Request, Service, method
+from pflux.exec import wire
+from pflux.exec.launcher import RANK_URI
+from pflux.exec.link import LauncherLink
+
+__all__ = ["ExecNodeService"]
+
+log = logging.getLogger("pflux.exec-node")
+
+RESTART_DELAY: Final = 0.5  # seconds before a launcher that died is started again
+FROM_SHELLS: Final = b"s"  # job-exec.records' first byte: the shells sent these
+FROM_LAUNCHER: Final = b"l"  # ... the launcher did
+
+
+class ExecNodeService(Service):
+    """The launcher of this rank, and the records to and from it (module docstring)."""
+
+    name = "exec-node"
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker)
+        self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
+        env = {RANK_URI: broker.attrs["uri"]}
+        self.launcher = LauncherLink(self.exec_dir, self._up, self._lost, env=env)
+        self.stopping = False
+        self._restart: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        private.directory(Path(self.exec_dir))
+        survivors = await self.launcher.attach(self.broker.loop)
+        if survivors is not None:
+            log.info("took over this rank's job shell launcher (pid %s)", self.launcher.pid)
+            # job-exec hears of the shells still running as it does of shells rejoining
+            running = b"\n".join(b"%d" % key for key in sorted(survivors.running))
+            self._up([(wire.LIVE, self.launcher.pid or 0, running)], False)
+        else:
+            self.launcher.start(self.broker.loop)
+
+    async def stop(self) -> None:
+        self.stopping = True
+        if self._restart is not None:
+            self._restart.cancel()
+        await self.launcher.stop()
+
+    @method("send")
+    def send(self, req: Request) -> None:
+        """Records from job-exec for this rank's launcher and shells."""
+        req.require_internal("job-exec")
+        if not isinstance(req.payload, bytes):
+            raise RPCError(errno.EPROTO, "exec-node.send: the payload must be records (bytes)")
+        self.launcher.send(req.payload)
+
+    def _up(self, records: list[wire.Record], from_shell: bool) -> None:
+        data = b"".join(wire.record(kind, key, payload) for kind, key, payload in records)
+        first = FROM_SHELLS if from_shell else FROM_LAUNCHER
+        self.broker.send("job-exec.records", first + data, nodeid=0)
+
+    def _lost(self) -> None:
+        if self.stopping:
+            return
+        log.error("this rank's job shell launcher died; starting another")
+        self._restart = self.broker.loop.call_later(RESTART_DELAY, self._relaunch)
+
+    def _relaunch(self) -> None:
+        self._restart = None
+        if not self.stopping:
+            self.launcher.start(self.broker.loop)
