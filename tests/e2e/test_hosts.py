@@ -5,13 +5,16 @@ instance is, or from Slurm's environment as ``srun`` gives it."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support import netns
-from tests.support.instance import PFLUX, LiveInstance, environ, pflux
+
+from support import netns
+from support.instance import PFLUX, LiveInstance, environ, pflux, wait_for_log
+from support.mpi import HELLO
 
 _why = netns.skip_reason()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no separate hosts here: {_why}")
@@ -99,23 +102,6 @@ def brokers(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-
-
-def wait_for_log(uri: str, text: str, after: int = 0) -> None:
-    """Follow the instance's log until a line holds ``text``, past ``after`` such lines."""
-    with subprocess.Popen(
-        [str(PFLUX), "dmesg", "-f"], stdout=subprocess.PIPE, text=True,
-        env=environ(PFLUX_URI=uri),
-    ) as follower:  # fmt: skip
-        assert follower.stdout is not None
-        seen = 0
-        for line in follower.stdout:
-            if text in line:
-                seen += 1
-                if seen > after:
-                    break
-        follower.kill()
-    assert seen > after, f"the log ended before {text!r}"
 
 
 @pytest.fixture
@@ -225,3 +211,20 @@ def test_a_host_cut_off_fails_its_jobs_and_frees_the_rest(
         assert sorted(again.stdout.split("\n")[:-1]) == ["0: node0", "1: node1"]
         net.restore(2)  # and it joins again, to hear the instance stop
         wait_for_log(instance.uri, "overlay: rank 2 (node2) joined", after=1)
+
+
+def test_an_mpi_allreduce_across_hosts(net: netns.Network, tmp_path: Path) -> None:
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        pytest.skip("mpicc not found: install MPICH (apt-get install mpich libmpich-dev)")
+    program = tmp_path / "mpi_hello"
+    source = tmp_path / "mpi_hello.c"
+    source.write_text(HELLO)
+    subprocess.run([mpicc, "-o", str(program), str(source)], check=True, timeout=120)
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options) as instance:
+        ran = pflux(instance.uri, "run", f"-N{HOSTS}", f"-n{2 * HOSTS}", str(program))
+    total = sum(range(2 * HOSTS))
+    expected = [f"rank {r} of {2 * HOSTS}: sum {total}" for r in range(2 * HOSTS)]
+    assert sorted(ran.stdout.splitlines()) == sorted(expected), ran.stderr

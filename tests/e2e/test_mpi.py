@@ -15,21 +15,7 @@ from pflux.broker.message import RPCError
 from pflux.spec import builder
 from pflux.spec.builder import from_command
 from support.instance import LiveInstance, fails, ok
-
-HELLO = r"""
-#include <mpi.h>
-#include <stdio.h>
-int main(int argc, char **argv) {
-    int rank, size, sum = 0;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    printf("rank %d of %d: sum %d\n", rank, size, sum);
-    MPI_Finalize();
-    return 0;
-}
-"""
+from support.mpi import HELLO
 
 ABORT = r"""
 #include <mpi.h>

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 import socket
-import time
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import pytest
 
 from pflux.broker.message import RPCError
 from pflux.client.handle import Handle
-from support.instance import LiveInstance, console, ok
+from support.instance import LiveInstance, console, ok, wait_for_log
+from support.mpi import HELLO
 from support.raw import send_raw
 
 TIMEOUT = 30.0
@@ -87,10 +89,8 @@ def test_a_killed_rank_is_down_at_once(tmp_path: Path) -> None:
     with LiveInstance(tmp_path / "s", *args, cores=2) as inst:
         pid = int(rank_attrs(inst.uri, 2)["broker.pid"])
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + TIMEOUT
-        while "lost contact with rank 2" not in (dmesg := ok(inst.uri, "dmesg")):
-            assert time.monotonic() < deadline, dmesg
-            time.sleep(0.1)
+        wait_for_log(inst.uri, "lost contact with rank 2")
+        dmesg = ok(inst.uri, "dmesg")
         assert f"rank 2's broker (pid {pid}) exited with status -9" in dmesg
         with pytest.raises(RPCError) as err:
             rank_attrs(inst.uri, 2)
@@ -163,3 +163,41 @@ def test_tbon_attributes_shape_the_tree() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["tbon-1", "2.5s", "0.5s", "60s"]  # a chain: 0 - 1 - 2
+
+
+def test_a_job_over_four_ranks_runs_a_shell_on_each(four: LiveInstance) -> None:
+    out = ok(four.uri, "run", "-N4", "-n4", "--label-io", "printenv", "FLUX_URI")
+    uris = dict(line.split(": ", 1) for line in out.splitlines())
+    assert uris["0"] == four.uri
+    for rank in (1, 2, 3):  # each task talks to the broker of its rank
+        assert uris[str(rank)] == rank_attrs(four.uri, rank)["local-uri"]
+
+
+def test_a_rank_killed_under_a_job_fails_it_and_frees_the_rest(tmp_path: Path) -> None:
+    args = ("--test-size=3", "-S", "tbon.heartbeat=0.1s", "-S", "tbon.timeout=1s")
+    with LiveInstance(tmp_path / "s", *args, cores=2) as inst:
+        pid = int(rank_attrs(inst.uri, 2)["broker.pid"])
+        job = ok(inst.uri, "submit", "-N3", "-n3", "sleep", "300").strip()
+        ok(inst.uri, "job", "wait-event", "-t", "30", job, "start")
+        os.kill(pid, signal.SIGKILL)
+        ok(inst.uri, "job", "wait-event", "-t", "30", job, "clean")
+        events = ok(inst.uri, "job", "eventlog", job)
+        note = f"lost contact with job shell on {socket.gethostname()} (rank 2)"
+        assert f'exception type="exec" severity=0 note="{note}"' in events
+        assert 'release ranks="2" final=false' in events
+        # ranks 0 and 1 are free again; rank 2 is down
+        assert ok(inst.uri, "run", "-N2", "-n2", "true") == ""
+        down = ok(inst.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
+        assert down.strip() == "2"
+
+
+def test_an_mpi_allreduce_over_four_tasks_on_two_ranks(tmp_path: Path) -> None:
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        pytest.skip("mpicc not found: install MPICH (apt-get install mpich libmpich-dev)")
+    program = tmp_path / "mpi_hello"
+    (tmp_path / "mpi_hello.c").write_text(HELLO)
+    subprocess.run([mpicc, "-o", str(program), str(tmp_path / "mpi_hello.c")], check=True)
+    with LiveInstance(tmp_path / "s", "--test-size=2", cores=2) as inst:
+        out = ok(inst.uri, "run", "-N2", "-n4", "--label-io", str(program))
+    assert sorted(out.splitlines()) == [f"{r}: rank {r} of 4: sum 6" for r in range(4)]

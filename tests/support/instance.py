@@ -229,3 +229,20 @@ def wait_exit(pids: list[int], timeout: float = 30.0) -> None:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def wait_for_log(uri: str, text: str, after: int = 0) -> None:
+    """Follow the instance's log until a line holds ``text``, past ``after`` such lines."""
+    with subprocess.Popen(
+        [str(PFLUX), "dmesg", "-f"], stdout=subprocess.PIPE, text=True,
+        env=environ(PFLUX_URI=uri),
+    ) as follower:  # fmt: skip
+        assert follower.stdout is not None
+        seen = 0
+        for line in follower.stdout:
+            if text in line:
+                seen += 1
+                if seen > after:
+                    break
+        follower.kill()
+    assert seen > after, f"the log ended before {text!r}"
