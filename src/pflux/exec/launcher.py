@@ -524,7 +524,7 @@ class LauncherServer:
             os.close(fd)
             return
         if sock.type != _socket.SOCK_SEQPACKET or jobid in self.by_job or jobid in self.unheard:
-            sock.close()  # one shell per job, and this one was found dead
+            sock.close()  # one shell per key, and this one was found dead
             return
         entry = _Shell(pid, sock, self.generation)
         entry.adopted = True

@@ -110,10 +110,10 @@ class Shell:
         "tasks",
     )
 
-    def __init__(self, jobid: int, rank: int, tasks: frozenset[int]) -> None:
+    def __init__(self, jobid: int, rank: int, tasks: frozenset[int] | None) -> None:
         self.rank = rank  # the broker rank it runs for
         self.key = wire.shell_key(jobid, rank)  # its records' key
-        self.tasks = tasks  # the ranks of its tasks
+        self.tasks = tasks  # the ranks of its tasks (None: every task of the job)
         self.applied = 0  # bytes of its records applied
         self.acked = 0  # the offset last acknowledged to it
         self.live = False  # it runs, and will send records
@@ -213,7 +213,7 @@ class ShellRun:
                 self.eof_pending.update((stream, rank) for rank in range(ntasks))
         places = self.places = planned.layout
         if len(planned.shells) == 1:
-            self.shells = [Shell(job.id, planned.shells[0][0], frozenset(range(ntasks)))]
+            self.shells = [Shell(job.id, planned.shells[0][0], None)]
         else:
             self.shells = [
                 Shell(job.id, r, frozenset(p.rank for p in places.tasks if p.broker_rank == r))
@@ -743,7 +743,7 @@ class ShellRun:
             for shell in self.shells:
                 if not shell.live or shell.exited:
                     continue
-                if ranks is None or not shell.tasks.isdisjoint(ranks):
+                if ranks is None or shell.tasks is None or not shell.tasks.isdisjoint(ranks):
                     send(shell.rank, wire.input_record(shell.key, ranks, data, eof=eof))
         req.respond({})
 

@@ -121,6 +121,7 @@ __all__ = [
     "Record",
     "input_record",
     "key_job",
+    "key_name",
     "key_rank",
     "record",
     "shell_key",
@@ -251,6 +252,12 @@ def key_job(key: int) -> int:
 def key_rank(key: int) -> int:
     """The broker rank of a shell key."""
     return key >> RANK_SHIFT
+
+
+def key_name(key: int) -> str:
+    """A shell key as messages name it: the job id, and the rank unless it is 0."""
+    rank = key >> RANK_SHIFT
+    return f"{key & _JOB_BITS} (rank {rank})" if rank else str(key)
 
 
 def record(kind: bytes, key: int, payload: bytes = b"") -> bytes:

@@ -3,7 +3,7 @@
 A shell keeps every record it made until job-exec says (ACK) that the KVS
 holds it, and sends the next from here in datagrams (``chunk``). While no
 job-exec is there, what is unacknowledged, and all that follows, goes to the
-spool file ``exec/spool/<job id>``: its first ``SPOOL_HEADER`` bytes give the
+spool file ``exec/spool/<shell key>``: its first ``SPOOL_HEADER`` bytes give the
 offset of its first record, then the records. A job-exec that takes the job
 over says from which offset to send again (RESUME, ``rewind``). The reasons
 are in ``docs/architecture.md``, "The job shell".

@@ -398,7 +398,7 @@ class Shell:
         try:
             os.sched_setaffinity(0, cpus)
         except OSError as exc:
-            warn(f"job {self.jobid}: cannot bind to CPUs {list(cpus)}: {exc}")
+            warn(f"job {wire.key_name(self.jobid)}: cannot bind to CPUs {list(cpus)}: {exc}")
 
     def _stdin(self, rank: int) -> tuple[int, int]:
         """(the task's stdin, the shell's end of its pipe or -1)."""
@@ -672,7 +672,7 @@ class Shell:
             try:
                 fcntl.ioctl(master, termios.TIOCSWINSZ, size)
             except OSError as exc:
-                warn(f"job {self.jobid}: cannot size its pty: {exc}")
+                warn(f"job {wire.key_name(self.jobid)}: cannot size its pty: {exc}")
 
     def _kill_all(self, signum: int) -> None:
         for pid in self.pidfds.values():

@@ -97,7 +97,7 @@ def _crashed(shell: Shell, exc: BaseException) -> None:
     try:
         import traceback
 
-        warn(f"job shell for job {shell.jobid} failed:")
+        warn(f"job shell for job {wire.key_name(shell.jobid)} failed:")
         traceback.print_exception(exc)
         note = f"job shell failed: {exc!r}".encode()
         shell.ctx.records.send(wire.record(wire.EXCEPTION, shell.jobid, note), _DONTWAIT)

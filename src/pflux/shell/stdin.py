@@ -75,7 +75,8 @@ class StdinFeeder:
                 if eof:
                     target.held += b"\x04\x04" if target.midline else b"\x04"
             if len(target.held) > INPUT_HELD_MAX:
-                warn(f"job {self.jobid}: a task left too much input unread; closing its stdin")
+                job = wire.key_name(self.jobid)
+                warn(f"job {job}: a task left too much input unread; closing its stdin")
                 target.held.clear()
                 target.eof = True
             self._feed(target)

@@ -140,3 +140,22 @@ cards = [ask(f"cmd=get kvsname={name} key=card{r}")["value"] for r in range(size
 ask("cmd=finalize")
 print(__import__("json").dumps(cards))
 """
+
+
+def test_a_job_of_two_shells_outlives_its_launcher(live: Any, tmp_path: Any) -> None:
+    """Both shells rejoin the launcher job-exec starts in the dead one's place, and each is
+    resumed from its own offset: nothing either wrote is lost or doubled."""
+    for rank in (0, 1):
+        os.mkfifo(tmp_path / f"go{rank}")
+    script = f"echo one; read x < {tmp_path}/go$FLUX_TASK_RANK; echo two"
+    jobspec = live.job(["sh", "-c", script], num_tasks=2, num_nodes=2)
+    stream = live.start(jobspec, two_ranks("0"))
+    assert stream.next() == ("start", {})
+    live.wait_output(stream.id, "one")
+    os.kill(live.exec.launcher.pid, signal.SIGKILL)
+    for rank in (0, 1):
+        with (tmp_path / f"go{rank}").open("w") as go:
+            go.write("go\n")
+    got = through_final_release(stream)
+    assert got[-2:] == [("finish", {"status": 0}), FINAL]
+    assert stdout_of(live, stream.id) == {0: "one\ntwo\n", 1: "one\ntwo\n"}

@@ -226,3 +226,34 @@ def test_the_pmi_option_turns_pmi_1_on_or_off(value: str, enabled: bool) -> None
     jobspec["attributes"]["system"]["shell"] = {"options": {"pmi": value}}
     _, description = described(jobspec)
     assert description.pmi == ((3, ((0, 1, 3, 1),)) if enabled else None)
+
+
+def test_each_rank_of_r_gets_a_description_of_its_own_tasks() -> None:
+    """A shell per rank (flux-core's): its tasks, their per-task files and variables, its
+    own FLUX_JOB_TMPDIR; the job's task map and PMI size whole in each."""
+    two = IdSet.decode("0-1")
+    R = ResourceSet.build({3: (two, IdSet()), 5: (two, IdSet())}, ["a", "b"]).to_json()  # noqa: N806
+    jobspec = from_command(["true"], num_tasks=4, num_nodes=2, output="/o/{{taskid}}.out")
+    set_shell_option(jobspec, "env-expand", {"MINE": "{{taskid}}"})
+    planned = plan(
+        JOB,
+        jobspec,
+        R,
+        uri="local:///s",
+        namespace="job-65535",
+        tmp_parents=("/run/jobs",),
+        hostname="h",
+        cpus=(0, 1),
+    )
+    assert [rank for rank, _ in planned.shells] == [3, 5]
+    first, second = (Description(*marshal.loads(d)) for _, d in planned.shells)
+    assert [task[0] for task in first.tasks] == [0, 1]
+    assert [task[0] for task in second.tasks] == [2, 3]
+    assert second.stdout[0] == ("/o/2.out", "/o/3.out")
+    assert second.task_env == [{"MINE": "2"}, {"MINE": "3"}]
+    f58 = JobID(JOB).f58
+    assert (first.tmpdirs, second.tmpdirs) == (
+        (f"/run/jobs/jobtmp-3-{f58}",),
+        (f"/run/jobs/jobtmp-5-{f58}",),
+    )
+    assert first.pmi == second.pmi == (4, ((0, 2, 2, 1),))

@@ -36,6 +36,7 @@ def test_a_shell_key_holds_its_job_and_rank_and_rank_0s_is_the_job_id(
     data = wire.record(wire.OUTPUT, key, b"x")
     assert data[9:13] == rank.to_bytes(4, "big")
     assert wire.split(data)[0] == [(wire.OUTPUT, key, b"x")]
+    assert wire.key_name(key) == (f"{jobid} (rank {rank})" if rank else str(jobid))
 
 
 @settings(max_examples=200)
