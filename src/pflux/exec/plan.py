@@ -179,6 +179,8 @@ def _per_rank(
 ) -> tuple[tuple[int, bytes], ...]:
     """Each rank's shell description: the job's ``fields`` less other ranks' tasks, and
     its own ``FLUX_JOB_TMPDIR`` (``jobtmp-RANK-ID``, as flux-core names it) in ``parents``.
+    A rank of R with no task (a batch job's whole nodes, one broker on the first) has
+    no shell: it is the job's until the end, released with the last.
     """
     if places.nnodes == 1:
         rank = places.tasks[0].broker_rank
@@ -188,6 +190,8 @@ def _per_rank(
     shells = []
     for node in range(places.nnodes):
         mine = [i for i, place in enumerate(places.tasks) if place.node == node]
+        if not mine:
+            continue
         rank = places.tasks[mine[0]].broker_rank
         own = dict(fields)
         own["tasks"] = [fields["tasks"][i] for i in mine]

@@ -257,3 +257,17 @@ def test_each_rank_of_r_gets_a_description_of_its_own_tasks() -> None:
         (f"/run/jobs/jobtmp-5-{f58}",),
     )
     assert first.pmi == second.pmi == (4, ((0, 2, 2, 1),))
+
+
+def test_a_rank_with_no_task_gets_no_shell() -> None:
+    """A batch job's whole nodes run one broker on the first: the other ranks hold no
+    task, so no shell; they are released with the job's end."""
+    two = IdSet.decode("0-1")
+    R = ResourceSet.build({0: (two, IdSet()), 1: (two, IdSet())}, ["a", "b"]).to_json()  # noqa: N806
+    jobspec = from_command(["true"], num_tasks=2, num_nodes=2, exclusive=True)
+    jobspec["tasks"][0]["count"] = {"total": 1}  # as pflux batch asks
+    planned = plan(
+        JOB, jobspec, R, uri="local:///s", namespace="job-65535",
+        tmp_parents=("/run/jobs",), hostname="h", cpus=(0, 1),
+    )  # fmt: skip
+    assert [rank for rank, _ in planned.shells] == [0]
