@@ -201,3 +201,16 @@ def test_an_mpi_allreduce_over_four_tasks_on_two_ranks(tmp_path: Path) -> None:
     with LiveInstance(tmp_path / "s", "--test-size=2", cores=2) as inst:
         out = ok(inst.uri, "run", "-N2", "-n4", "--label-io", str(program))
     assert sorted(out.splitlines()) == [f"{r}: rank {r} of 4: sum 6" for r in range(4)]
+
+
+@pytest.mark.parametrize(("topic", "where"), [("exec-node.send", 1), ("job-exec.records", 0)])
+def test_records_between_ranks_are_refused_from_a_client(
+    four: LiveInstance, topic: str, where: int
+) -> None:
+    uri = rank_attrs(four.uri, where)["local-uri"]
+    with Handle(uri) as handle:
+        rpc = send_raw(handle, topic, {"data": "x"})
+        assert rpc is not None
+        with pytest.raises(RPCError) as err:
+            rpc.get(TIMEOUT)
+    assert err.value.errnum == errno.EPERM

@@ -11,7 +11,7 @@ import importlib
 import re
 from pathlib import Path
 
-from pflux.broker import instance
+from pflux.broker import instance, rankmain
 from pflux.broker.logbuf import LogService
 from pflux.broker.router import Service
 
@@ -35,7 +35,12 @@ def _class(path: str) -> type[Service]:
 
 
 def service_classes() -> list[type[Service]]:
-    paths = [*instance.SERVICES, instance.SIMULATOR, *instance.MODULES.values()]
+    paths = [
+        *instance.SERVICES,
+        instance.SIMULATOR,
+        *instance.MODULES.values(),
+        *rankmain.RANK_SERVICES,
+    ]
     return [instance.BrokerService, instance.ConfigService, LogService, *map(_class, paths)]
 
 
