@@ -98,14 +98,6 @@ class ConfigError(PfluxError):
         super().__init__(f"{where}: {rule}")
 
 
-class CertError(PfluxError):
-    """A CURVE certificate file that cannot be used: ``FILE: rule``."""
-
-
-class BootstrapError(PfluxError):
-    """A broker's place in its instance cannot be learned from Slurm's environment or PMI."""
-
-
 class UsageError(PfluxError):
     """A command line or option value that cannot be acted on."""
 

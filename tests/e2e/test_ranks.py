@@ -214,3 +214,17 @@ def test_records_between_ranks_are_refused_from_a_client(
         with pytest.raises(RPCError) as err:
             rpc.get(TIMEOUT)
     assert err.value.errnum == errno.EPERM
+
+
+def test_the_hostname_attribute_places_a_broker_among_bootstrap_hosts(tmp_path: Path) -> None:
+    cert = tmp_path / "cert"
+    assert console("keygen", str(cert)).returncode == 0
+    config = tmp_path / "one.toml"
+    config.write_text(f'[bootstrap]\ncurve_cert = "{cert}"\nhosts = [{{ host = "fake0" }}]\n')
+    ran = console(
+        "start", "--config", str(config), "-S", "hostname=fake0", "pflux", "getattr", "hostname"
+    )
+    assert (ran.returncode, ran.stdout) == (0, "fake0\n"), ran.stderr
+    refused = console("start", "--config", str(config), "true")
+    assert refused.returncode == 1
+    assert f"[bootstrap] hosts: {socket.gethostname()} not found in hosts" in refused.stderr

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Boot", "Cert"]
+from pflux.errors import PfluxError
+
+__all__ = ["Boot", "BootstrapError", "Cert", "CertError"]
+
+
+class CertError(PfluxError):
+    """A CURVE certificate file that cannot be used: ``FILE: rule``."""
+
+
+class BootstrapError(PfluxError):
+    """A broker's place in its instance cannot be learned from Slurm's environment or PMI."""
 
 
 @dataclass(frozen=True)

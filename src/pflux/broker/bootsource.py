@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux.broker import bootstrap
-from pflux.broker.boot import Boot, Cert
-from pflux.errors import BootstrapError
+from pflux.broker.boot import Boot, BootstrapError, Cert
 
 __all__ = ["resolve"]
 

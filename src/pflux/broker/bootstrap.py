@@ -26,8 +26,8 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pflux.broker.boot import Boot, Cert
-from pflux.errors import BootstrapError, ConfigError, HostlistError
+from pflux.broker.boot import Boot, BootstrapError, Cert
+from pflux.errors import ConfigError, HostlistError
 from pflux.spec import hostlist
 
 TYPE_CHECKING = False

@@ -16,8 +16,7 @@ import string
 from collections.abc import Mapping
 from pathlib import Path
 
-from pflux.broker.boot import Cert
-from pflux.errors import CertError
+from pflux.broker.boot import Cert, CertError
 
 __all__ = [
     "format_cert",

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from types import TracebackType
 
-from pflux.errors import BootstrapError
+from pflux.broker.boot import BootstrapError
 
 __all__ = ["PMIClient", "PMIError"]
 

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from pflux.exec.leftovers import Leftover
     from pflux.protocol.exec import StdinRequest
 
-__all__ = ["ACK_STEP", "RESUME_KEY", "Shell", "ShellRun"]
+__all__ = ["ACK_STEP", "RESUME_KEY", "ShellPart", "ShellRun"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -94,7 +94,7 @@ DIED_NOTE: Final = "job shell died while the instance was down"
 _STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
 
 
-class Shell:
+class ShellPart:
     """One of a job's shells: the broker rank it runs for, and where its records stand."""
 
     __slots__ = (
@@ -163,8 +163,8 @@ class ShellRun:
         self.out = KVSOutput(0, "")  # the output eventlog; its limit is set when planned
         self.eof_pending: set[tuple[str, int]] = set()  # KVS streams not ended yet
         self.places: Layout | None = None
-        self.shells: list[Shell] = []  # in rank order, once planned
-        self.by_key: dict[int, Shell] = {}
+        self.shells: list[ShellPart] = []  # in rank order, once planned
+        self.by_key: dict[int, ShellPart] = {}
         self.started_at = 0.0  # when the last shell's tasks started
         self.exited = False  # the job's status is known
         self.concluded = False  # an earlier job-exec posted complete and done
@@ -213,10 +213,10 @@ class ShellRun:
                 self.eof_pending.update((stream, rank) for rank in range(ntasks))
         places = self.places = planned.layout
         if len(planned.shells) == 1:
-            self.shells = [Shell(job.id, planned.shells[0][0], None)]
+            self.shells = [ShellPart(job.id, planned.shells[0][0], None)]
         else:
             self.shells = [
-                Shell(job.id, r, frozenset(p.rank for p in places.tasks if p.broker_rank == r))
+                ShellPart(job.id, r, frozenset(p.rank for p in places.tasks if p.broker_rank == r))
                 for r, _ in planned.shells
             ]
         self.by_key = {shell.key: shell for shell in self.shells}
@@ -408,11 +408,11 @@ class ShellRun:
             if leftover.spool is not None:
                 self.spools.add(leftover.spool)
 
-    def _let_go(self, shell: Shell, leftover: Leftover) -> None:
+    def _let_go(self, shell: ShellPart, leftover: Leftover) -> None:
         """A shell that ended before is found again: what it has is applied already."""
         self._forget({shell.rank: leftover}, kill=True)
 
-    async def _replay(self, shell: Shell) -> None:
+    async def _replay(self, shell: ShellPart) -> None:
         """Apply the records a shell spooled while no job-exec was there, from ``applied``."""
         path = shell.spool
         assert path is not None
@@ -434,7 +434,7 @@ class ShellRun:
         except (OSError, PfluxError) as exc:
             log.error("job %s: reading its spool: %s", JobID(self.job.id), exc)
 
-    async def spooled(self, shell: Shell) -> None:
+    async def spooled(self, shell: ShellPart) -> None:
         """The shell ended before it was resumed: what it did not send is in its spool."""
         if not shell.live or shell.exited:
             return
@@ -444,7 +444,7 @@ class ShellRun:
         if not (shell.exited or self.job.finalizing or self.exited):
             self._lost(shell, None)
 
-    def _lost(self, shell: Shell, status: int | None) -> None:
+    def _lost(self, shell: ShellPart, status: int | None) -> None:
         """The shell is gone and said nothing more: it died, or nothing of it is left."""
         if status is None:
             self.job.fatal(LOST_NOTE)
@@ -502,7 +502,7 @@ class ShellRun:
 
     # --- the shells' records ------------------------------------------------------------
 
-    def on_record(self, shell: Shell, kind: bytes, payload: bytes) -> None:
+    def on_record(self, shell: ShellPart, kind: bytes, payload: bytes) -> None:
         """A record from one of the job's shells, or from the launcher about it."""
         if kind == wire.OUTPUT:
             self.out.data(
@@ -527,7 +527,7 @@ class ShellRun:
         else:
             log.error("job %s: unknown record %r from the launcher", JobID(self.job.id), kind)
 
-    def _started(self, shell: Shell, when: float) -> None:
+    def _started(self, shell: ShellPart, when: float) -> None:
         """A shell's tasks run since ``when`` (0: unknown): once every shell's do, so
         does the job."""
         if shell.started:
@@ -546,7 +546,7 @@ class ShellRun:
         text += event_line("shell.start", {"taskmap": places.taskmap()}, at)
         self.writes.append(self, "exec.eventlog", text)
 
-    def _fence(self, shell: Shell, puts: bytes) -> None:
+    def _fence(self, shell: ShellPart, puts: bytes) -> None:
         """A shell's tasks are all in PMI's barrier: once every shell's are, send each the
         union of what they put."""
         fences = self.fences
@@ -570,7 +570,7 @@ class ShellRun:
 
     def _shell_ended(
         self,
-        shell: Shell,
+        shell: ShellPart,
         status: int,
         reason: str = "",
         release: Callable[[str], None] | None = None,

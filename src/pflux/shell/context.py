@@ -43,7 +43,7 @@ class Context:
         records: socket,
         spool: str,
         exec_dir: int,
-        uri: str | None,
+        uri: str | None = None,
     ) -> None:
         self.records = records  # the datagram socket every shell sends job-exec its records on
         self.journal = journal  # the journal, open for appending

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.broker import bootstrap
-from pflux.broker.boot import Boot, Cert
+from pflux.broker.boot import Boot, BootstrapError, Cert
 from pflux.broker.bootstrap import detect, from_config, from_slurm, slurm_port
 from pflux.broker.cert import new_cert
-from pflux.errors import BootstrapError, ConfigError
+from pflux.errors import ConfigError
 
 CERT = new_cert()
 

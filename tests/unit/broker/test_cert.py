@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from zmq.utils import z85
 
-from pflux.broker.boot import Cert
+from pflux.broker.boot import Cert, CertError
 from pflux.broker.cert import (
     format_cert,
     key_problem,
@@ -20,7 +20,6 @@ from pflux.broker.cert import (
     parse_cert,
     write_cert,
 )
-from pflux.errors import CertError
 
 META_KEYS = st.text(string.ascii_letters + string.digits + "-.", min_size=1, max_size=20)
 META_VALUES = st.text(
