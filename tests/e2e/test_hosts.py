@@ -15,6 +15,7 @@ import pytest
 from support import netns
 from support.instance import PFLUX, LiveInstance, environ, pflux, wait_for_log
 from support.mpi import HELLO
+from support.procs import pidfd_wait
 
 _why = netns.skip_reason()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no separate hosts here: {_why}")
@@ -194,8 +195,9 @@ def test_a_host_cut_off_fails_its_jobs_and_frees_the_rest(
     config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
     options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
     with brokers(net, tmp_path, options) as instance:
-        gate = tmp_path / "started"
-        script = f"touch {gate}.$FLUX_TASK_RANK; exec sleep 300"
+        pids = tmp_path / "pids"
+        pids.mkdir()
+        script = f"echo $$ > {pids}/$FLUX_TASK_RANK; exec sleep 300"
         jobid = pflux(instance.uri, "submit", "-N3", "-n3", "sh", "-c", script).stdout.strip()
         ok = pflux(instance.uri, "job", "wait-event", "-t", "60", jobid, "start")
         assert ok.returncode == 0, ok.stderr
@@ -209,8 +211,11 @@ def test_a_host_cut_off_fails_its_jobs_and_frees_the_rest(
         # the two hosts still up are free for the next job
         again = pflux(instance.uri, "run", "-N2", "-n2", "--label-io", "hostname")
         assert sorted(again.stdout.split("\n")[:-1]) == ["0: node0", "1: node1"]
-        net.restore(2)  # and it joins again, to hear the instance stop
+        # node2's task, which the kill could not reach, ends once node2 is back
+        task = int((pids / "2").read_text())
+        net.restore(2)
         wait_for_log(instance.uri, "overlay: rank 2 (node2) joined", after=1)
+        assert pidfd_wait([task], 30) == []
 
 
 def test_an_mpi_allreduce_across_hosts(net: netns.Network, tmp_path: Path) -> None:
@@ -228,3 +233,41 @@ def test_an_mpi_allreduce_across_hosts(net: netns.Network, tmp_path: Path) -> No
     total = sum(range(2 * HOSTS))
     expected = [f"rank {r} of {2 * HOSTS}: sum {total}" for r in range(2 * HOSTS)]
     assert sorted(ran.stdout.splitlines()) == sorted(expected), ran.stderr
+
+
+def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
+    net: netns.Network, tmp_path: Path
+) -> None:
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
+    with brokers(net, tmp_path, options) as instance:
+        done = pflux(instance.uri, "submit", "-N3", "-n3", "hostname").stdout.strip()
+        assert pflux(instance.uri, "job", "wait-event", "-t", "60", done, "clean").returncode == 0
+        held = pflux(instance.uri, "submit", "--urgency=hold", "-N3", "-n3", "hostname")
+        pids = tmp_path / "pids"
+        pids.mkdir()
+        script = f"echo $$ > {pids}/$FLUX_TASK_RANK; exec sleep 300"
+        running = pflux(instance.uri, "submit", "-N3", "-n3", "sh", "-c", script).stdout.strip()
+        assert (
+            pflux(instance.uri, "job", "wait-event", "-t", "60", running, "start").returncode == 0
+        )
+        instance.kill()  # rank 0's broker alone; ranks 1 and 2 go on, saying hello
+        with LiveInstance(
+            tmp_path / "state", *FAST, "--config", str(config), cores=None,
+            prefix=net.command(0, []),
+        ) as again:  # fmt: skip
+            log = pflux(again.uri, "dmesg").stdout
+            assert "overlay: rank 1 (node1) joined" in log
+            assert "overlay: rank 2 (node2) joined" in log
+            assert pflux(again.uri, "jobs", "-n", "-o", "{result}", done).stdout == "COMPLETED\n"
+            jobid = held.stdout.strip()
+            assert pflux(again.uri, "job", "urgency", jobid, "16").returncode == 0
+            ran = pflux(again.uri, "job", "attach", jobid)
+            assert sorted(ran.stdout.split()) == ["node0", "node1", "node2"], ran.stderr
+            # a job with shells on other hosts is not taken over: it fails, and the
+            # shells there are ended as their hosts join the new rank 0
+            pflux(again.uri, "job", "wait-event", "-t", "60", running, "clean")
+            events = pflux(again.uri, "job", "eventlog", running).stdout
+            assert "job shell and tasks not found when the instance restarted" in events
+            tasks = [int((pids / str(rank)).read_text()) for rank in (1, 2)]
+            assert pidfd_wait(tasks, 30) == []

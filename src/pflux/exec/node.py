@@ -13,6 +13,13 @@ spool), started at once or taken over from a broker of this rank that died.
 Its tasks are told this broker's URI (``launcher.RANK_URI``), so that commands in
 a job talk to the broker of their node. A launcher that dies is started again on
 the same listening socket, and its shells rejoin it, as job-exec does for its own.
+
+Whenever this rank (re)joins, job-exec says which jobs it runs with a shell here
+(``exec-node.keep``); every other shell this rank still runs is killed and let go
+of. So a shell whose job failed while its rank was cut off (the kill could not
+reach it), or whose job a restarted rank 0 could not take over, never goes on
+beside a job given its cores. The shells running are those sent SPAWN less those
+that said EXITED, and those a launcher taken over still had.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import asyncio
 import errno
 import logging
 import os
+import signal
 from pathlib import Path
 from typing import Final
 
@@ -30,6 +38,9 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.exec import wire
 from pflux.exec.launcher import RANK_URI
 from pflux.exec.link import LauncherLink
+from pflux.protocol.decode import decode
+from pflux.protocol.exec import KeepRequest
+from pflux.spec.fluid import JobID
 
 __all__ = ["ExecNodeService"]
 
@@ -52,12 +63,14 @@ class ExecNodeService(Service):
         self.launcher = LauncherLink(self.exec_dir, self._up, self._lost, env=env)
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
+        self.live: set[int] = set()  # the keys of the shells running here
 
     async def start(self) -> None:
         private.directory(Path(self.exec_dir))
         survivors = await self.launcher.attach(self.broker.loop)
         if survivors is not None:
             log.info("took over this rank's job shell launcher (pid %s)", self.launcher.pid)
+            self.live.update(survivors.running)
             # job-exec hears of the shells still running as it does of shells rejoining
             running = b"\n".join(b"%d" % key for key in sorted(survivors.running))
             self._up([(wire.LIVE, self.launcher.pid or 0, running)], False)
@@ -76,9 +89,31 @@ class ExecNodeService(Service):
         req.require_internal("job-exec")
         if not isinstance(req.payload, bytes):
             raise RPCError(errno.EPROTO, "exec-node.send: the payload must be records (bytes)")
+        for kind, key, _ in wire.split(req.payload)[0]:
+            if kind == wire.SPAWN:
+                self.live.add(key)
         self.launcher.send(req.payload)
 
+    @method("keep")
+    def keep(self, req: Request) -> None:
+        """The jobs job-exec runs with a shell here: end every other shell."""
+        req.require_internal("job-exec")
+        request = decode(req.topic, req.payload, KeepRequest)
+        jobs = set(request.jobs)
+        for key in sorted(self.live):
+            jobid = wire.key_job(key)
+            if jobid not in jobs:
+                log.warning("job %s: job-exec does not run its shell here: killed", JobID(jobid))
+                self.launcher.send(
+                    wire.record(wire.TERMINATE, key, b"%d" % signal.SIGKILL)
+                    + wire.record(wire.ACK, key, b"%d" % wire.ALL_RECORDS)
+                )
+                self.live.discard(key)
+
     def _up(self, records: list[wire.Record], from_shell: bool) -> None:
+        for kind, key, _ in records:
+            if kind == wire.EXITED:
+                self.live.discard(key)
         data = b"".join(wire.record(kind, key, payload) for kind, key, payload in records)
         first = FROM_SHELLS if from_shell else FROM_LAUNCHER
         self.broker.send("job-exec.records", first + data, nodeid=0)

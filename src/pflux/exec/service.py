@@ -341,8 +341,17 @@ class ExecService(Service):
             run.on_exit(-1, wire.LAUNCHER_DIED)
 
     def _rank_changed(self, rank: int, info: dict[str, Any] | None) -> None:
-        """A broker rank came up, or went down: every job with a shell there then fails."""
+        """A broker rank went down: every job with a shell there fails. One came up (or
+        back): its exec-node hears which jobs have a shell there, and ends the others."""
         if info is not None:
+            if rank and self.broker.size > 1:
+                jobs = [
+                    job.id
+                    for job in self.jobs.values()
+                    if isinstance(job.impl, ShellRun)
+                    and any(s.rank == rank and not s.exited for s in job.impl.shells)
+                ]
+                self.broker.send("exec-node.keep", {"jobs": jobs}, nodeid=rank)
             return
         for job in list(self.jobs.values()):
             if isinstance(job.impl, ShellRun) and not job.finalizing:

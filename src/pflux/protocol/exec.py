@@ -162,6 +162,16 @@ class WinsizeRequest(Struct, frozen=True):
         _check_id(self.id)
 
 
+class KeepRequest(Struct, frozen=True):
+    """``exec-node.keep``: the jobs job-exec runs with a shell on the rank it is sent to."""
+
+    jobs: list[JobId]
+
+    def __post_init__(self) -> None:
+        for jobid in self.jobs:
+            _check_id(jobid)
+
+
 class OverrideRequest(Struct, frozen=True):
     """``job-exec.override``: start a test-mode job, or finish it with ``status`` (testexec)."""
 
