@@ -228,3 +228,15 @@ def test_the_hostname_attribute_places_a_broker_among_bootstrap_hosts(tmp_path: 
     refused = console("start", "--config", str(config), "true")
     assert refused.returncode == 1
     assert f"[bootstrap] hosts: {socket.gethostname()} not found in hosts" in refused.stderr
+
+
+def test_a_job_of_two_nodes_runs_an_instance_of_two_brokers(tmp_path: Path) -> None:
+    """``pflux run -N2 pflux start``: the job's shells serve PMI-1, which the brokers
+    bootstrap from, one per node of the job."""
+    inner = "pflux getattr size; pflux run -N2 -n2 --label-io printenv FLUX_URI"
+    with LiveInstance(tmp_path / "s", "--test-size=2", cores=2) as inst:
+        out = ok(inst.uri, "run", "-N2", "-n2", "pflux", "start", "sh", "-c", inner)
+    size, *uris = out.splitlines()
+    assert size == "2"
+    assert sorted(line.split(": ")[0] for line in uris) == ["0", "1"]
+    assert len({line.split(": ")[1] for line in uris}) == 2  # a broker of its own on each
