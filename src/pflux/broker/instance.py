@@ -148,15 +148,10 @@ class ConfigService(Service):
         req.respond(self.broker.config)
 
 
-class BrokerService(Service):
-    """The broker's own methods: ping, attributes, shutdown."""
+class BrokerBasics(Service):
+    """What every broker answers of itself, whatever its rank: ping, attributes."""
 
     name = "broker"
-
-    def __init__(self, broker: Broker, stop: asyncio.Event) -> None:
-        super().__init__(broker)
-        self._stop = stop
-        self.added: dict[str, asyncio.Event] = {}  # services awaited from module processes
 
     @method("ping")
     def ping(self, req: Request) -> None:
@@ -165,6 +160,15 @@ class BrokerService(Service):
     @method("attrs")
     def attrs(self, req: Request) -> None:
         req.respond({"attrs": self.broker.attrs})
+
+
+class BrokerService(BrokerBasics):
+    """Rank 0's broker methods: those of every broker, shutdown, service-add."""
+
+    def __init__(self, broker: Broker, stop: asyncio.Event) -> None:
+        super().__init__(broker)
+        self._stop = stop
+        self.added: dict[str, asyncio.Event] = {}  # services awaited from module processes
 
     @method("shutdown")
     def shutdown(self, req: Request) -> None:

@@ -113,6 +113,12 @@ class _Pending:
         self.streaming = msg.streaming
         self.gone = gone
 
+    def answer(self, payload: Any, errnum: int, errstr: str | None) -> None:
+        """A response to the requester, under its own topic and matchtag."""
+        self.route.deliver(
+            Message(RESPONSE, self.topic, self.matchtag, payload, errnum=errnum, errstr=errstr)
+        )
+
 
 class PeerRoute:
     """Route of a request that came from a peer: responses go back to it. ``from_service``:
@@ -503,16 +509,7 @@ class Overlay:
         if msg.errnum or not entry.streaming:
             del self._pending[msg.matchtag]
             entry.route.discard_disconnect(entry.gone)
-        entry.route.deliver(
-            Message(
-                RESPONSE,
-                entry.topic,
-                entry.matchtag,
-                msg.payload,
-                errnum=msg.errnum,
-                errstr=msg.errstr,
-            )
-        )
+        entry.answer(msg.payload, msg.errnum, msg.errstr)
 
     def _overlay_message(self, peer: int, msg: Message) -> None:
         topic = msg.topic
@@ -634,15 +631,7 @@ class Overlay:
             if peer is None or entry.peer == peer:
                 del self._pending[tag]
                 entry.route.discard_disconnect(entry.gone)
-                entry.route.deliver(
-                    Message(
-                        RESPONSE,
-                        entry.topic,
-                        entry.matchtag,
-                        errnum=errno.EHOSTUNREACH,
-                        errstr=f"{entry.topic}: {why}",
-                    )
-                )
+                entry.answer(None, errno.EHOSTUNREACH, f"{entry.topic}: {why}")
         for key, route in list(self._served.items()):
             if peer is None or key[0] == peer:
                 del self._served[key]

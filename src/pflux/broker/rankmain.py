@@ -27,10 +27,10 @@ import orjson
 from pflux import __version__, private
 from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
-from pflux.broker.instance import SOCKET_NAME, ConfigService, service_class
+from pflux.broker.instance import SOCKET_NAME, BrokerBasics, ConfigService, service_class
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.overlay import Overlay
-from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.router import Broker
 from pflux.broker.testsize import Tbon, boot_from_json
 from pflux.client.uri import uri_for
 from pflux.spec import hostlist
@@ -40,21 +40,6 @@ log = logging.getLogger("pflux.broker")
 #: the services of a rank > 0 besides the broker's own (loaded by name: the broker
 #: imports no service): job-exec's agent, which runs this rank's shells
 RANK_SERVICES = ("pflux.exec.node:ExecNodeService",)
-
-
-class RankBrokerService(Service):
-    """``broker.ping`` and ``broker.attrs`` of this rank; ``broker.shutdown`` and the rest
-    go up to rank 0, which stops the whole instance."""
-
-    name = "broker"
-
-    @method("ping")
-    def ping(self, req: Request) -> None:
-        req.respond(req.payload)
-
-    @method("attrs")
-    def attrs(self, req: Request) -> None:
-        req.respond({"attrs": self.broker.attrs})
 
 
 async def run(setup: dict[str, Any]) -> int:
@@ -82,7 +67,7 @@ async def run(setup: dict[str, Any]) -> int:
     }
     broker = Broker(os.getuid(), attrs=attrs, config=setup.get("config") or {})
     broker.rank, broker.size = boot.rank, boot.size
-    broker.register(RankBrokerService(broker))
+    broker.register(BrokerBasics(broker))  # broker.shutdown and the rest: rank 0's
     broker.register(ConfigService(broker))
     ring = LogRing(rank=boot.rank)
     logging.getLogger().addHandler(ring)

@@ -336,7 +336,12 @@ def test_ranks_say_hello_again_to_a_restarted_rank_zero(tmp_path: Path) -> None:
     run(scenario)
 
 
-def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: Path) -> None:
+def _rogue_refused(tmp_path: Path, knows_the_server_key: bool) -> tuple[str, str]:
+    """A broker of rank 2 with a key pair of its own tries to join a tree of three:
+    the first refusal logged at ERROR, and rank 0's bind endpoint. Knowing the
+    server key (this instance's), it reaches ZAP; not knowing it, its handshake fails."""
+    found: list[tuple[str, str]] = []
+
     async def scenario() -> None:
         refused = asyncio.Event()
         records: list[logging.LogRecord] = []
@@ -351,13 +356,13 @@ def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: P
         logging.getLogger("pflux.overlay").addHandler(handler)
         try:
             async with tree(test_size_boots(3, tmp_path, 2, ["a", "b", "c"]), count=2) as t:
-                good = t.boots[2]
                 public, secret = (k.decode() for k in zmq.curve_keypair())
+                server_key = t.boots[0].cert.public if knows_the_server_key else public
                 rogue_boot = Boot(
                     **{
-                        **good.__dict__,
+                        **t.boots[2].__dict__,
                         "parent": t.boots[0].bind,
-                        "parent_key": t.boots[0].cert.public,
+                        "parent_key": server_key,
                         "cert": Cert(public, secret),
                     }
                 )
@@ -372,57 +377,25 @@ def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: P
                 assert 2 not in t.brokers[0].ranks
                 refusal = next(r for r in records if "refused" in r.getMessage())
                 assert refusal.levelno == logging.ERROR
-                assert "its CURVE key is not this instance's" in refusal.getMessage()
+                found.append((refusal.getMessage(), str(t.boots[0].bind)))
         finally:
             logging.getLogger("pflux.overlay").removeHandler(handler)
 
     run(scenario)
+    return found[0]
+
+
+def test_a_broker_with_another_key_is_refused_and_the_refusal_logged(tmp_path: Path) -> None:
+    message, _ = _rogue_refused(tmp_path, knows_the_server_key=True)
+    assert "its CURVE key is not this instance's" in message
 
 
 def test_a_broker_of_another_instance_fails_its_handshake_logged(tmp_path: Path) -> None:
-    async def scenario() -> None:
-        refused = asyncio.Event()
-        records: list[logging.LogRecord] = []
-
-        class Catch(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                records.append(record)
-                if "refused a connection" in record.getMessage():
-                    refused.set()
-
-        handler = Catch()
-        logging.getLogger("pflux.overlay").addHandler(handler)
-        try:
-            async with tree(test_size_boots(3, tmp_path, 2, ["a", "b", "c"]), count=2) as t:
-                good = t.boots[2]
-                public, secret = (k.decode() for k in zmq.curve_keypair())
-                rogue_boot = Boot(
-                    **{
-                        **good.__dict__,
-                        "parent": t.boots[0].bind,
-                        "parent_key": public,  # another instance's certificate: its server key
-                        "cert": Cert(public, secret),
-                    }
-                )
-                rogue = Broker(1000)
-                rogue.rank, rogue.size = 2, 3
-                overlay = Overlay(rogue, rogue_boot, {"hostname": "evil"}, heartbeat=HEARTBEAT)
-                await overlay.start()
-                try:
-                    await asyncio.wait_for(refused.wait(), WAIT)
-                finally:
-                    await overlay.stop()
-                assert 2 not in t.brokers[0].ranks
-                refusal = next(r for r in records if "refused" in r.getMessage())
-                assert refusal.levelno == logging.ERROR
-                assert refusal.getMessage() == (
-                    f"overlay: refused a connection to {t.boots[0].bind}: its CURVE handshake"
-                    " failed (a broker without this instance's certificate)"
-                )
-        finally:
-            logging.getLogger("pflux.overlay").removeHandler(handler)
-
-    run(scenario)
+    message, endpoint = _rogue_refused(tmp_path, knows_the_server_key=False)
+    assert message == (
+        f"overlay: refused a connection to {endpoint}: its CURVE handshake"
+        " failed (a broker without this instance's certificate)"
+    )
 
 
 def test_shutdown_goes_down_the_tree(tmp_path: Path) -> None:
