@@ -5,6 +5,7 @@ instance is, or from Slurm's environment as ``srun`` gives it."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -244,9 +245,11 @@ def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
         done = pflux(instance.uri, "submit", "-N3", "-n3", "hostname").stdout.strip()
         assert pflux(instance.uri, "job", "wait-event", "-t", "60", done, "clean").returncode == 0
         held = pflux(instance.uri, "submit", "--urgency=hold", "-N3", "-n3", "hostname")
-        pids = tmp_path / "pids"
-        pids.mkdir()
-        script = f"echo $$ > {pids}/$FLUX_TASK_RANK; exec sleep 300"
+        gates = tmp_path / "gates"
+        gates.mkdir()
+        for rank in range(HOSTS):
+            os.mkfifo(gates / str(rank))
+        script = f"read go < {gates}/$FLUX_TASK_RANK; echo $go from $(hostname)"
         running = pflux(instance.uri, "submit", "-N3", "-n3", "sh", "-c", script).stdout.strip()
         assert (
             pflux(instance.uri, "job", "wait-event", "-t", "60", running, "start").returncode == 0
@@ -264,10 +267,12 @@ def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
             assert pflux(again.uri, "job", "urgency", jobid, "16").returncode == 0
             ran = pflux(again.uri, "job", "attach", jobid)
             assert sorted(ran.stdout.split()) == ["node0", "node1", "node2"], ran.stderr
-            # a job with shells on other hosts is not taken over: it fails, and the
-            # shells there are ended as their hosts join the new rank 0
-            pflux(again.uri, "job", "wait-event", "-t", "60", running, "clean")
-            events = pflux(again.uri, "job", "eventlog", running).stdout
-            assert "job shell and tasks not found when the instance restarted" in events
-            tasks = [int((pids / str(rank)).read_text()) for rank in (1, 2)]
-            assert pidfd_wait(tasks, 30) == []
+            # the running job is taken over on every host, and ends as it would have
+            for rank in range(HOSTS):
+                with (gates / str(rank)).open("w") as gate:
+                    gate.write("done\n")
+            out = pflux(again.uri, "job", "attach", running)
+            assert out.returncode == 0, out.stderr
+            assert sorted(out.stdout.splitlines()) == [f"done from node{r}" for r in range(HOSTS)]
+            events = pflux(again.uri, "job", "eventlog", "-p", "exec", running).stdout
+            assert "reattach" in events

@@ -70,6 +70,11 @@ class ShellHost(Launching, Protocol[RunT_contra]):
 
     def on_records(self, records: list[Record], from_shell: bool) -> None: ...
 
+    def remote_shells(self, rank: int) -> tuple[set[int], dict[int, int]] | None:
+        """What rank ``rank``'s exec-node said it runs since it last joined: the jobs
+        whose shells run there, and the wait statuses of those that died unheard; None
+        until it has said (``pflux.exec.node``)."""
+
     def track(self, coro: Coroutine[Any, Any, None]) -> None: ...
 
     @property

@@ -29,6 +29,7 @@ import errno
 import logging
 import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Final
 
@@ -37,7 +38,7 @@ from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.exec import wire
 from pflux.exec.launcher import RANK_URI
-from pflux.exec.link import LauncherLink
+from pflux.exec.link import LauncherLink, Survivors
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import KeepRequest
 from pflux.spec.fluid import JobID
@@ -64,6 +65,7 @@ class ExecNodeService(Service):
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
         self.live: set[int] = set()  # the keys of the shells running here
+        self._detached: list[subprocess.Popen[bytes]] = []  # our launcher, let go of once
 
     async def start(self) -> None:
         private.directory(Path(self.exec_dir))
@@ -82,6 +84,8 @@ class ExecNodeService(Service):
         if self._restart is not None:
             self._restart.cancel()
         await self.launcher.stop()
+        for proc in self._detached:  # the launcher taken over again: its end, to reap
+            await asyncio.to_thread(proc.wait)
 
     @method("send")
     def send(self, req: Request) -> None:
@@ -95,11 +99,21 @@ class ExecNodeService(Service):
         self.launcher.send(req.payload)
 
     @method("keep")
-    def keep(self, req: Request) -> None:
-        """The jobs job-exec runs with a shell here: end every other shell."""
+    async def keep(self, req: Request) -> None:
+        """The jobs job-exec runs with a shell here (this rank has just joined): end every
+        other shell, and answer which of those jobs' shells run, and which died unheard.
+
+        With shells running, the launcher is let go of and taken over again, as a new
+        job-exec takes over a launcher: its shells then send on a new socket, so that
+        nothing they sent before job-exec resumes them is read after."""
         req.require_internal("job-exec")
         request = decode(req.topic, req.payload, KeepRequest)
         jobs = set(request.jobs)
+        died: dict[int, int] = {}
+        if self.live:
+            survivors = await self._take_over_again()
+            if survivors is not None:
+                died = {wire.key_job(key): status for key, status in survivors.died.items()}
         for key in sorted(self.live):
             jobid = wire.key_job(key)
             if jobid not in jobs:
@@ -109,6 +123,21 @@ class ExecNodeService(Service):
                     + wire.record(wire.ACK, key, b"%d" % wire.ALL_RECORDS)
                 )
                 self.live.discard(key)
+        running = sorted({wire.key_job(key) for key in self.live})
+        req.respond({"jobs": running, "died": [[j, s] for j, s in died.items() if j in jobs]})
+
+    async def _take_over_again(self) -> Survivors | None:
+        """Let go of the launcher and attach to it again (a new socket for its shells)."""
+        proc = self.launcher.detach()
+        if proc is not None:
+            self._detached.append(proc)
+        survivors = await self.launcher.attach(self.broker.loop)
+        if survivors is None:  # it had no shell left, and exited: start another
+            self.live.clear()
+            self.launcher.start(self.broker.loop)
+            return None
+        self.live = set(survivors.running)
+        return survivors
 
     def _up(self, records: list[wire.Record], from_shell: bool) -> None:
         for kind, key, _ in records:

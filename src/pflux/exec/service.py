@@ -30,10 +30,11 @@ import socket
 import tempfile
 import time
 from collections.abc import Coroutine, Iterable
+from functools import partial
 from typing import Any, ClassVar, Final
 
 from pflux import fluxshim
-from pflux.broker.message import RPCError
+from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.exec import wire
@@ -56,6 +57,7 @@ from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
     ExecExpirationRequest,
+    KeepResponse,
     KillRequest,
     OverrideRequest,
     StartRequest,
@@ -118,6 +120,8 @@ class ExecService(Service):
         self._restart: asyncio.TimerHandle | None = None  # a launcher to start after a backoff
         self._held = bytearray()  # records for that launcher
         self._remote: dict[int, bytearray] = {}  # records for other ranks' launchers, a turn's
+        # what each other rank's exec-node runs, as it said when it last joined
+        self._answered: dict[int, tuple[set[int], dict[int, int]]] = {}
         self.stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
@@ -242,6 +246,8 @@ class ExecService(Service):
                         os.unlink(os.path.join(self.spool_dir, str(key)))
                 continue
             if from_shell:
+                if not (shell.live or shell.replaying):  # sent before its RESUME: sent again
+                    continue
                 shell.applied += _RECORD + len(payload)
                 self.writes.applied(run)
             try:
@@ -340,19 +346,43 @@ class ExecService(Service):
                 shell.spool = os.path.join(self.spool_dir, str(shell.key))
             run.on_exit(-1, wire.LAUNCHER_DIED)
 
+    def remote_shells(self, rank: int) -> tuple[set[int], dict[int, int]] | None:
+        return self._answered.get(rank)
+
+    def _kept(self, rank: int, msg: Message) -> None:
+        """Rank ``rank``'s exec-node ran what it was told and says what it runs."""
+        try:
+            answer = decode(msg.topic, msg.raise_for_error(), KeepResponse)
+        except RPCError as exc:
+            log.error("rank %d: exec-node.keep: %s", rank, exc.errstr)
+            answer = KeepResponse([], [])
+        running, died = set(answer.jobs), {jobid: status for jobid, status in answer.died}
+        self._answered[rank] = (running, died)
+        for job in list(self.jobs.values()):
+            if isinstance(job.impl, ShellRun):
+                job.impl.rank_answered(rank, running, died)
+
     def _rank_changed(self, rank: int, info: dict[str, Any] | None) -> None:
         """A broker rank went down: every job with a shell there fails. One came up (or
         back): its exec-node hears which jobs have a shell there, and ends the others."""
         if info is not None:
             if rank and self.broker.size > 1:
+                # a job still being planned or taken over may have a shell there too
                 jobs = [
                     job.id
                     for job in self.jobs.values()
                     if isinstance(job.impl, ShellRun)
-                    and any(s.rank == rank and not s.exited for s in job.impl.shells)
+                    and not job.finalizing
+                    and (
+                        not job.impl.shells
+                        or any(s.rank == rank and not s.exited for s in job.impl.shells)
+                    )
                 ]
-                self.broker.send("exec-node.keep", {"jobs": jobs}, nodeid=rank)
+                self.broker.send(
+                    "exec-node.keep", {"jobs": jobs}, partial(self._kept, rank), nodeid=rank
+                )
             return
+        self._answered.pop(rank, None)
         for job in list(self.jobs.values()):
             if isinstance(job.impl, ShellRun) and not job.finalizing:
                 job.impl.rank_lost(rank)

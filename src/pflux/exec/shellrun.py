@@ -91,6 +91,7 @@ STDIN: Final = "job-exec.stdin"
 REPLAY_CHUNK: Final = 1 << 20  # spool bytes replayed per commit
 LOST_NOTE: Final = "job shell and tasks not found when the instance restarted"
 DIED_NOTE: Final = "job shell died while the instance was down"
+REJOIN_WAIT: Final = 60.0  # seconds a restarted job-exec waits for a rank's shells (quorum's)
 _STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
 
 
@@ -100,10 +101,12 @@ class ShellPart:
     __slots__ = (
         "acked",
         "applied",
+        "awaiting",
         "exited",
         "key",
         "live",
         "rank",
+        "replaying",
         "spool",
         "started",
         "status",
@@ -121,6 +124,8 @@ class ShellPart:
         self.exited = False  # its status is known (or it was lost)
         self.status = 0  # its wait status
         self.spool: str | None = None  # its spool file, if it may have one
+        self.awaiting = False  # on another broker: taken over once that rank says it runs
+        self.replaying = False  # its spool is being applied
 
 
 class ShellRun:
@@ -319,14 +324,50 @@ class ShellRun:
                     self._let_go(shell, leftover)
                 continue
             if leftover is not None and leftover.running:
-                shell.live = True
-                log.info("job %s: reattached to its shell on rank %d", JobID(job.id), shell.rank)
-                data = wire.record(wire.RESUME, shell.key, b"%d" % shell.applied)
-                self.service.send_launcher(shell.rank, data)
+                self._reattach(shell)
             elif shell.spool is not None:
                 await self._replay(shell)
-            if not (shell.exited or shell.live or job.finalizing or self.exited):
+            elif leftover is None and self._remote(shell.rank):
+                self._await_rank(shell)
+            if not (shell.exited or shell.live or shell.awaiting or job.finalizing or self.exited):
                 self._lost(shell, leftover.died if leftover is not None else None)
+
+    def _reattach(self, shell: ShellPart) -> None:
+        """The shell runs: it sends its records again from the first not applied."""
+        shell.live = True
+        log.info("job %s: reattached to its shell on rank %d", JobID(self.job.id), shell.rank)
+        data = wire.record(wire.RESUME, shell.key, b"%d" % shell.applied)
+        self.service.send_launcher(shell.rank, data)
+
+    def _remote(self, rank: int) -> bool:
+        """Rank ``rank``'s shells run on a broker of their own (exec-node's)."""
+        return rank != 0 and self.service.broker.size > 1
+
+    def _await_rank(self, shell: ShellPart) -> None:
+        """A shell on another broker: take it over once its rank says what it runs (now,
+        if it has), or lose it if the rank does not come back in time."""
+        shell.awaiting = True
+        answered = self.service.remote_shells(shell.rank)
+        if answered is not None:
+            self.rank_answered(shell.rank, *answered)
+        else:
+            self.job.loop.call_later(REJOIN_WAIT, self._rank_too_late, shell)
+
+    def rank_answered(self, rank: int, running: set[int], died: dict[int, int]) -> None:
+        """Rank ``rank``'s exec-node said which jobs' shells it runs: take this job's over."""
+        for shell in self.shells:
+            if shell.rank != rank or not shell.awaiting:
+                continue
+            shell.awaiting = False
+            if self.job.id in running:
+                self._reattach(shell)
+            elif not (self.job.finalizing or self.exited):
+                self._lost(shell, died.get(self.job.id))
+
+    def _rank_too_late(self, shell: ShellPart) -> None:
+        if shell.awaiting and not shell.exited:
+            shell.awaiting = False
+            self._lost(shell, None)
 
     async def _read(self, key: str) -> str | None:
         try:
@@ -417,6 +458,7 @@ class ShellRun:
         path = shell.spool
         assert path is not None
         self.spools.add(path)
+        shell.replaying = True
         try:
             with open(path, "rb") as f:
                 base = int.from_bytes(f.read(8), "big")
@@ -433,6 +475,8 @@ class ShellRun:
                     await self.writes.committed()
         except (OSError, PfluxError) as exc:
             log.error("job %s: reading its spool: %s", JobID(self.job.id), exc)
+        finally:
+            shell.replaying = False
 
     async def spooled(self, shell: ShellPart) -> None:
         """The shell ended before it was resumed: what it did not send is in its spool."""

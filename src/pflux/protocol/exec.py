@@ -172,6 +172,14 @@ class KeepRequest(Struct, frozen=True):
             _check_id(jobid)
 
 
+class KeepResponse(Struct, frozen=True):
+    """``exec-node.keep``'s answer: the jobs whose shells run on that rank, and the wait
+    statuses of shells there that died unheard, as ``[job id, status]``."""
+
+    jobs: list[JobId]
+    died: list[tuple[JobId, int]]
+
+
 class OverrideRequest(Struct, frozen=True):
     """``job-exec.override``: start a test-mode job, or finish it with ``status`` (testexec)."""
 
