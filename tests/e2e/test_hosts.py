@@ -107,15 +107,22 @@ def brokers(
 
 
 @pytest.fixture
+def same(tmp_path: Path) -> dict[int, list[str]]:
+    """Every rank's options: one [bootstrap] config, with one instance certificate."""
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    return {rank: ["--config", str(config)] for rank in range(HOSTS)}
+
+
+@pytest.fixture
 def net() -> Iterator[netns.Network]:
     with netns.Network(HOSTS) as network:
         yield network
 
 
-def test_brokers_on_three_hosts_are_one_instance(net: netns.Network, tmp_path: Path) -> None:
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
-    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
-    with brokers(net, tmp_path, options) as instance:
+def test_brokers_on_three_hosts_are_one_instance(
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
+) -> None:
+    with brokers(net, tmp_path, same) as instance:
         assert pflux(instance.uri, "getattr", "size").stdout.strip() == str(HOSTS)
         listing = pflux(instance.uri, "resource", "list", "-n", "-o", "{state} {nnodes} {nodelist}")
         assert listing.stdout.split("\n")[0].split() == ["free", str(HOSTS), "node[0-2]"], listing
@@ -140,10 +147,10 @@ def test_a_broker_with_another_certificate_is_refused(net: netns.Network, tmp_pa
         assert "rank 2 (node2) joined" not in log
 
 
-def test_a_cut_link_is_a_lost_node_that_rejoins(net: netns.Network, tmp_path: Path) -> None:
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
-    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
-    with brokers(net, tmp_path, options) as instance:
+def test_a_cut_link_is_a_lost_node_that_rejoins(
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
+) -> None:
+    with brokers(net, tmp_path, same) as instance:
         net.cut(2)
         wait_for_log(instance.uri, "overlay: lost contact with rank 2 (node2)")
         down = pflux(instance.uri, "resource", "status", "-s", "offline", "-n", "-o", "{ranks}")
@@ -179,10 +186,10 @@ def test_srun_brokers_without_a_certificate_are_refused(tmp_path: Path) -> None:
     )
 
 
-def test_a_job_runs_a_shell_on_each_host(net: netns.Network, tmp_path: Path) -> None:
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
-    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
-    with brokers(net, tmp_path, options) as instance:
+def test_a_job_runs_a_shell_on_each_host(
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
+) -> None:
+    with brokers(net, tmp_path, same) as instance:
         ran = pflux(instance.uri, "run", f"-N{HOSTS}", f"-n{HOSTS}", "--label-io", "hostname")
         assert sorted(ran.stdout.split("\n")[:-1]) == [f"{r}: node{r}" for r in range(HOSTS)]
         uris = pflux(instance.uri, "run", "-N3", "-n3", "--label-io", "printenv", "FLUX_URI")
@@ -191,11 +198,9 @@ def test_a_job_runs_a_shell_on_each_host(net: netns.Network, tmp_path: Path) -> 
 
 
 def test_a_host_cut_off_fails_its_jobs_and_frees_the_rest(
-    net: netns.Network, tmp_path: Path
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
 ) -> None:
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
-    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
-    with brokers(net, tmp_path, options) as instance:
+    with brokers(net, tmp_path, same) as instance:
         pids = tmp_path / "pids"
         pids.mkdir()
         script = f"echo $$ > {pids}/$FLUX_TASK_RANK; exec sleep 300"
@@ -219,7 +224,9 @@ def test_a_host_cut_off_fails_its_jobs_and_frees_the_rest(
         assert pidfd_wait([task], 30) == []
 
 
-def test_an_mpi_allreduce_across_hosts(net: netns.Network, tmp_path: Path) -> None:
+def test_an_mpi_allreduce_across_hosts(
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
+) -> None:
     mpicc = shutil.which("mpicc")
     if mpicc is None:
         pytest.skip("mpicc not found: install MPICH (apt-get install mpich libmpich-dev)")
@@ -227,9 +234,7 @@ def test_an_mpi_allreduce_across_hosts(net: netns.Network, tmp_path: Path) -> No
     source = tmp_path / "mpi_hello.c"
     source.write_text(HELLO)
     subprocess.run([mpicc, "-o", str(program), str(source)], check=True, timeout=120)
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
-    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
-    with brokers(net, tmp_path, options) as instance:
+    with brokers(net, tmp_path, same) as instance:
         ran = pflux(instance.uri, "run", f"-N{HOSTS}", f"-n{2 * HOSTS}", str(program))
     total = sum(range(2 * HOSTS))
     expected = [f"rank {r} of {2 * HOSTS}: sum {total}" for r in range(2 * HOSTS)]
@@ -237,11 +242,9 @@ def test_an_mpi_allreduce_across_hosts(net: netns.Network, tmp_path: Path) -> No
 
 
 def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
-    net: netns.Network, tmp_path: Path
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
 ) -> None:
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
-    options = {rank: ["--config", str(config)] for rank in range(HOSTS)}
-    with brokers(net, tmp_path, options) as instance:
+    with brokers(net, tmp_path, same) as instance:
         done = pflux(instance.uri, "submit", "-N3", "-n3", "hostname").stdout.strip()
         assert pflux(instance.uri, "job", "wait-event", "-t", "60", done, "clean").returncode == 0
         held = pflux(instance.uri, "submit", "--urgency=hold", "-N3", "-n3", "hostname")
@@ -256,7 +259,7 @@ def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
         )
         instance.kill()  # rank 0's broker alone; ranks 1 and 2 go on, saying hello
         with LiveInstance(
-            tmp_path / "state", *FAST, "--config", str(config), cores=None,
+            tmp_path / "state", *FAST, *same[0], cores=None,
             prefix=net.command(0, []),
         ) as again:  # fmt: skip
             log = pflux(again.uri, "dmesg").stdout

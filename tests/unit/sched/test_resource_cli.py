@@ -33,9 +33,8 @@ def two_nodes() -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def status(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    reply = two_nodes()
+def answering(monkeypatch: pytest.MonkeyPatch, reply: dict[str, Any]) -> dict[str, Any]:
+    """The client's handle answers ``sched.resource-status`` with ``reply``."""
 
     class FakeHandle:
         def __init__(self, uri: str | None, timeout: float | None = None) -> None:
@@ -50,6 +49,11 @@ def status(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     monkeypatch.setattr("pflux.api.Handle", FakeHandle)
     return reply
+
+
+@pytest.fixture
+def status(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    return answering(monkeypatch, two_nodes())
 
 
 def out(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -148,20 +152,7 @@ def four_nodes_two_offline() -> dict[str, Any]:
 
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    reply = four_nodes_two_offline()
-
-    class FakeHandle:
-        def __init__(self, uri: str | None, timeout: float | None = None) -> None:
-            self.uri = uri
-
-        def close(self) -> None:
-            pass
-
-        def call(self, topic: str, payload: Any) -> Any:
-            return reply
-
-    monkeypatch.setattr("pflux.api.Handle", FakeHandle)
-    return reply
+    return answering(monkeypatch, four_nodes_two_offline())
 
 
 def test_list_counts_offline_ranks_down(offline: Any, capsys: pytest.CaptureFixture[str]) -> None:
