@@ -136,6 +136,7 @@ class ExecJob:
             return
         run = self.impl = ShellRun(self)
         if leftovers or self.reattach or maybe_ran:
+            run.taken = leftovers  # from now on, the launcher's word of a shell's end goes there
             self.service.track(run.resume(leftovers))
         else:
             run.start()

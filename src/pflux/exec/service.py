@@ -123,6 +123,8 @@ class ExecService(Service):
         # what each other rank's exec-node runs, as it said when it last joined
         self._answered: dict[int, tuple[set[int], dict[int, int]]] = {}
         self.stopping = False
+        # the launcher's word of shells that ended while this job-exec surveyed leftovers
+        self._ended_early: dict[int, bytes] | None = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
 
@@ -136,6 +138,10 @@ class ExecService(Service):
             log.info("took over the job shell launcher (pid %s)", self.launcher.pid)
             self.rundir = job_rundir(self.broker, self.state_dir, fresh=False)
         self.leftovers, self.maybe_ran = await survey(self, survivors)
+        early, self._ended_early = self._ended_early, None
+        for key, payload in (early or {}).items():  # ended while the survey went on
+            if key in self.leftovers:
+                self.leftovers[key].ended(payload, self.spool_dir)
         fallback = os.environ.get("TMPDIR") or "/tmp"
         self.tmp_parents = (self.rundir, fallback) if fallback != self.rundir else (self.rundir,)
         if survivors is None:
@@ -230,20 +236,7 @@ class ExecService(Service):
             run = job.impl if job is not None else None
             shell = run.by_key.get(key) if isinstance(run, ShellRun) else None
             if shell is None or shell.exited or not isinstance(run, ShellRun):
-                if kind == wire.LIVE and not from_shell:  # key is the launcher's pid
-                    self._rejoined(Survivors(payload).running)
-                if kind != wire.EXITED:
-                    continue
-                if from_shell:  # a shell whose job (or part) is over: let it go
-                    data = wire.record(wire.ACK, key, b"%d" % ALL_RECORDS)
-                    self.send_launcher(wire.key_rank(key), data)
-                elif key in self.leftovers:  # a shell to take over has ended meanwhile
-                    self.leftovers[key].ended(payload, self.spool_dir)
-                elif payload.startswith(
-                    b"%d " % EXITED_SPOOLED
-                ):  # the job is over: nobody reads it
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.spool_dir, str(key)))
+                self._unclaimed((kind, key, payload), from_shell, run, shell is not None)
                 continue
             if from_shell:
                 if not (shell.live or shell.replaying):  # sent before its RESUME: sent again
@@ -254,6 +247,27 @@ class ExecService(Service):
                 run.on_record(shell, kind, payload)
             except (LookupError, ValueError) as exc:  # a bug in the shell or launcher
                 log.error("job %s: bad %r record: %r", JobID(key & _JOB_BITS), kind, exc)
+
+    def _unclaimed(self, record: wire.Record, from_shell: bool, run: object, planned: bool) -> None:
+        """A record of no running shell's: a launcher's LIVE, or a shell's end, which goes
+        to what is left of it when its job is being taken over (``planned``: its job has
+        its shells planned)."""
+        kind, key, payload = record
+        if kind == wire.LIVE and not from_shell:  # key is the launcher's pid
+            self._rejoined(Survivors(payload).running)
+        if kind != wire.EXITED:
+            return
+        if from_shell:  # a shell whose job (or part) is over: let it go
+            self.send_launcher(wire.key_rank(key), wire.record(wire.ACK, key, b"%d" % ALL_RECORDS))
+        elif key in self.leftovers:  # a shell to take over has ended meanwhile
+            self.leftovers[key].ended(payload, self.spool_dir)
+        elif self._ended_early is not None:  # the survey of leftovers goes on
+            self._ended_early[key] = payload
+        elif not planned and isinstance(run, ShellRun) and wire.key_rank(key) in run.taken:
+            run.taken[wire.key_rank(key)].ended(payload, self.spool_dir)  # not planned yet
+        elif payload.startswith(b"%d " % EXITED_SPOOLED):  # the job is over: nobody reads it
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.spool_dir, str(key)))
 
     def _launcher_lost(self) -> None:
         """Start another launcher, which the shells rejoin; after too many, fail their jobs."""

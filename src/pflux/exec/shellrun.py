@@ -154,6 +154,7 @@ class ShellRun:
         "spools",
         "started_at",
         "state_key",
+        "taken",
         "writes",
     )
 
@@ -170,6 +171,8 @@ class ShellRun:
         self.places: Layout | None = None
         self.shells: list[ShellPart] = []  # in rank order, once planned
         self.by_key: dict[int, ShellPart] = {}
+        # what an earlier job-exec left of its shells, by rank (set by the job, taking over)
+        self.taken: Mapping[int, Leftover] = {}
         self.started_at = 0.0  # when the last shell's tasks started
         self.exited = False  # the job's status is known
         self.concluded = False  # an earlier job-exec posted complete and done
@@ -479,8 +482,18 @@ class ShellRun:
             shell.replaying = False
 
     async def spooled(self, shell: ShellPart) -> None:
-        """The shell ended before it was resumed: what it did not send is in its spool."""
-        if not shell.live or shell.exited:
+        """The shell ended before it was resumed: what it did not send is in its spool.
+
+        While the job is being taken over, before its shells are resumed (the
+        launcher's word came as the job's state was read), the takeover replays the
+        spool rather than resume a shell that is gone."""
+        if shell.exited:
+            return
+        if not shell.live:
+            leftover = self.taken.get(shell.rank)
+            if leftover is not None and leftover.running:
+                leftover.running = False
+                shell.spool = os.path.join(self.service.spool_dir, str(shell.key))
             return
         shell.live = False
         shell.spool = os.path.join(self.service.spool_dir, str(shell.key))
