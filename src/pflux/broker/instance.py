@@ -569,10 +569,7 @@ class Instance:
             "hostname": self.hosts[0],
             "rank": "0",
             "size": str(self.test_size),
-            "tbon.fanout": str(self.tbon.fanout),
-            "tbon.heartbeat": f"{self.tbon.heartbeat:g}s",
-            "tbon.timeout": f"{self.tbon.timeout:g}s",
-            "broker.quorum-timeout": f"{self.tbon.quorum_timeout:g}s",
+            **self.tbon.attrs(self.tbon.fanout if self.boot is None else self.boot.fanout),
             "pid": str(os.getpid()),
             # flux-core's names for what tools read
             "local-uri": self.uri,

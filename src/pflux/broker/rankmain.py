@@ -111,10 +111,7 @@ def instance_attrs(boot: Boot, tbon: Tbon) -> dict[str, str]:
         "hostlist": hostlist.encode(boot.hostnames),
         "instance-level": "0",
         "jobid-path": "/",
-        "tbon.fanout": str(boot.fanout),
-        "tbon.heartbeat": f"{tbon.heartbeat:g}s",
-        "tbon.timeout": f"{tbon.timeout:g}s",
-        "broker.quorum-timeout": f"{tbon.quorum_timeout:g}s",
+        **tbon.attrs(boot.fanout),
     }
 
 

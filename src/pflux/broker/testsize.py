@@ -40,6 +40,15 @@ class Tbon:
     timeout: float = 5.0  # seconds of silence after which a peer is lost
     quorum_timeout: float = 60.0  # how long rank 0 waits for every rank before going on
 
+    def attrs(self, fanout: int) -> dict[str, str]:
+        """The broker attributes that say them, with the tree's actual ``fanout``."""
+        return {
+            "tbon.fanout": str(fanout),
+            "tbon.heartbeat": f"{self.heartbeat:g}s",
+            "tbon.timeout": f"{self.timeout:g}s",
+            "broker.quorum-timeout": f"{self.quorum_timeout:g}s",
+        }
+
 
 def test_size_boots(size: int, rundir: Path, fanout: int, hosts: Sequence[str]) -> list[Boot]:
     """Every rank's Boot: a k-ary tree of ``fanout`` over ipc:// endpoints in ``rundir``,

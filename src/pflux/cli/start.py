@@ -297,16 +297,15 @@ def _boot(args: argparse.Namespace, config: dict[str, Any], size: int) -> Boot |
 
 def _serve_rank(args: argparse.Namespace, config: dict[str, Any], boot: Boot) -> int:
     """Rank > 0: serve until rank 0 says stop; it runs the initial program, not this one."""
-    import logging
     import tempfile
 
     import uvloop
 
     from pflux.broker import rankmain
     from pflux.broker.nodeinfo import hello
-    from pflux.broker.testsize import Tbon as Settings
+    from pflux.broker.testsize import Tbon
 
-    tbon = Settings(**args.tbon)
+    tbon = Tbon(**args.tbon)
     temporary = args.state_dir is None
     rundir = Path(tempfile.mkdtemp(prefix="pflux-rank-")) if temporary else args.state_dir
     setup = {
@@ -326,7 +325,6 @@ def _serve_rank(args: argparse.Namespace, config: dict[str, Any], boot: Boot) ->
             import shutil
 
             shutil.rmtree(rundir, ignore_errors=True)
-        logging.shutdown()
 
 
 def _nest(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, str] | None:
