@@ -72,10 +72,7 @@ class ExecNodeService(Service):
         survivors = await self.launcher.attach(self.broker.loop)
         if survivors is not None:
             log.info("took over this rank's job shell launcher (pid %s)", self.launcher.pid)
-            self.live.update(survivors.running)
-            # job-exec hears of the shells still running as it does of shells rejoining
-            running = b"\n".join(b"%d" % key for key in sorted(survivors.running))
-            self._up([(wire.LIVE, self.launcher.pid or 0, running)], False)
+            self.live.update(survivors.running)  # job-exec's keep, as this rank joins, sorts them
         else:
             self.launcher.start(self.broker.loop)
 
