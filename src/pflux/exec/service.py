@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Final
 from pflux import fluxshim
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.exec import wire
 from pflux.exec.config import (
@@ -119,7 +120,8 @@ class ExecService(Service):
         self.rejoining: set[int] = set()  # shells (keys) whose launcher died, until they rejoin
         self._restart: asyncio.TimerHandle | None = None  # a launcher to start after a backoff
         self._held = bytearray()  # records for that launcher
-        self._remote: dict[int, bytearray] = {}  # records for other ranks' launchers, a turn's
+        # records for other ranks' launchers: a turn's, one message for each rank
+        self._remote: TurnBatch[dict[int, bytearray]] = TurnBatch(broker, dict, self._send_remote)
         # what each other rank's exec-node runs, as it said when it last joined
         self._answered: dict[int, tuple[set[int], dict[int, int]]] = {}
         self.stopping = False
@@ -197,11 +199,10 @@ class ExecService(Service):
         (its R's ranks all run here), else rank ``rank``'s exec-node's, the records of a
         turn in one message."""
         if rank and self.broker.size > 1:
-            pending = self._remote.get(rank)
+            batch = self._remote.get()
+            pending = batch.get(rank)
             if pending is None:
-                if not self._remote:
-                    self.broker.at_turn_end(self._send_remote)
-                self._remote[rank] = pending = bytearray()
+                batch[rank] = pending = bytearray()
             pending += data
             return
         if self.launcher is None or not self.launcher.running:
@@ -214,9 +215,8 @@ class ExecService(Service):
         assert self.launcher is not None
         self.launcher.send(data)
 
-    def _send_remote(self) -> None:
-        remote, self._remote = self._remote, {}
-        for rank, data in remote.items():
+    def _send_remote(self, batch: dict[int, bytearray]) -> None:
+        for rank, data in batch.items():
             self.broker.send("exec-node.send", bytes(data), nodeid=rank)
 
     @method("records")
