@@ -28,7 +28,6 @@ import asyncio
 import errno
 import logging
 import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Final
@@ -115,10 +114,7 @@ class ExecNodeService(Service):
             jobid = wire.key_job(key)
             if jobid not in jobs:
                 log.warning("job %s: job-exec does not run its shell here: killed", JobID(jobid))
-                self.launcher.send(
-                    wire.record(wire.TERMINATE, key, b"%d" % signal.SIGKILL)
-                    + wire.record(wire.ACK, key, b"%d" % wire.ALL_RECORDS)
-                )
+                self.launcher.send(wire.let_go(key))
                 self.live.discard(key)
         running = sorted({wire.key_job(key) for key in self.live})
         req.respond({"jobs": running, "died": [[j, s] for j, s in died.items() if j in jobs]})

@@ -524,9 +524,7 @@ class ShellRun:
         if shell is None or shell.exited or self.exited:
             return
         if shell.live:
-            send = self.service.send_launcher
-            send(rank, wire.record(wire.TERMINATE, shell.key, b"%d" % signal.SIGKILL))
-            send(rank, wire.record(wire.ACK, shell.key, b"%d" % ALL_RECORDS))
+            self.service.send_launcher(rank, wire.let_go(shell.key))
         shell.live = False
         self.job.fatal(f"lost contact with job shell on {self._host(rank)} (rank {rank})")
         self._shell_ended(shell, 1 << 8, release=self.job.release)

@@ -123,6 +123,7 @@ __all__ = [
     "key_job",
     "key_name",
     "key_rank",
+    "let_go",
     "record",
     "shell_key",
     "split",
@@ -263,6 +264,12 @@ def key_name(key: int) -> str:
 def record(kind: bytes, key: int, payload: bytes = b"") -> bytes:
     """One record of the shell ``key`` (a job id: its rank 0 shell), ready to send."""
     return _pack(kind, key & _JOB_BITS, key >> RANK_SHIFT, len(payload)) + payload
+
+
+def let_go(key: int) -> bytes:
+    """The records that end the running shell ``key`` for good: its session killed
+    (TERMINATE, SIGKILL) and everything it has not sent forgotten (ACK past it all)."""
+    return record(TERMINATE, key, b"9") + record(ACK, key, b"%d" % ALL_RECORDS)  # 9: SIGKILL
 
 
 def input_record(key: int, ranks: list[int] | None, data: bytes, *, eof: bool = False) -> bytes:
