@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import logging
 import os
 import shutil
 import signal
+import stat
 import tempfile
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
@@ -18,7 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_KILL_TIMEOUT", "config_seconds", "config_signal", "is_int", "job_rundir"]
 
+log = logging.getLogger("pflux.job-exec")
+
 DEFAULT_KILL_TIMEOUT: Final = 5.0
+RUNDIR_RECORD: Final = "rundir"  # in the exec directory: the jobs' directory's name
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -28,15 +33,48 @@ def is_int(value: object) -> TypeGuard[int]:
 def job_rundir(broker: Broker, state_dir: str, *, fresh: bool) -> str:
     """The instance's directory for its jobs' FLUX_JOB_TMPDIR; ``fresh``: emptied first.
 
-    Named after the state directory, so that a restart after a crash finds
-    what the earlier run left and removes it, unless its jobs still run.
+    Its parent is often shared (/dev/shm), so it is made by mkdtemp, a name no
+    other user can guess or take first, and its name is kept in the state
+    directory (``exec/rundir``): a restart after a crash finds what the earlier
+    run left and removes it, unless its jobs still run. A recorded directory is
+    used again only if it is still a real directory of this user's, mode 0700.
     """
-    digest = hashlib.sha1(os.path.abspath(state_dir).encode()).hexdigest()[:16]
-    path = os.path.join(_run_parent(broker), f"pflux-jobs-{os.getuid()}-{digest}")
-    if fresh:
-        shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path, 0o700, exist_ok=True)
+    record = os.path.join(state_dir, "exec", RUNDIR_RECORD)
+    path = _recorded(record)
+    if path is not None:
+        if fresh:
+            _empty(path)
+        return path
+    path = tempfile.mkdtemp(prefix="pflux-jobs-", dir=_run_parent(broker))
+    scratch = f"{record}.new"
+    with open(scratch, "w", encoding="utf-8") as file:
+        file.write(path)
+    os.replace(scratch, record)
     return path
+
+
+def _recorded(record: str) -> str | None:
+    """The directory ``record`` names, if it is still this user's own, else None."""
+    try:
+        with open(record, encoding="utf-8") as file:
+            path = file.read()
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+        return path
+    log.warning("%s: not a directory of uid %d's, mode 0700: not used", path, os.geteuid())
+    return None
+
+
+def _empty(path: str) -> None:
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _run_parent(broker: Broker) -> str:

@@ -19,6 +19,7 @@ import errno
 import marshal
 import os
 import select
+import stat
 import sys
 import time
 
@@ -358,17 +359,29 @@ class Shell:
         return fd
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
-        """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends."""
+        """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends.
+
+        A candidate may lie in a shared place (/tmp): one that is already there
+        is used only if it is a real directory of this user's, mode 0700.
+        """
+        refused = []
         for path in candidates:
             try:
                 os.mkdir(path, 0o700)
             except FileExistsError:
-                pass
-            except OSError:
+                st = os.lstat(path)
+                if not (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()):
+                    refused.append(f"{path}: not a directory of uid {os.geteuid()}'s")
+                    continue
+                if st.st_mode & 0o077:
+                    refused.append(f"{path}: mode {st.st_mode & 0o777:04o}, not 0700")
+                    continue
+            except OSError as exc:
+                refused.append(f"{path}: {exc.strerror}")
                 continue
             self.tmpdir = path
             return path
-        raise _Failed("error creating FLUX_JOB_TMPDIR", 1)
+        raise _Failed(f"error creating FLUX_JOB_TMPDIR ({'; '.join(refused)})", 1)
 
     def _open_outputs(self, outputs: list[Any]) -> None:
         """Open the files output goes to; tasks and streams that name one path share it."""
@@ -828,7 +841,8 @@ def _stage(job: Description) -> list[str]:
             if kind == 0o120000:  # a symbolic link to its data
                 os.symlink(content, path)
                 continue
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            new = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(path, new, 0o600)
             try:
                 write_all(fd, content)
                 os.fchmod(fd, mode & 0o7777)

@@ -190,7 +190,8 @@ def test_a_restart_clears_what_a_crash_left_in_the_jobs_directory(
     rundir = Path(first.exec.rundir)
     first.close()
     assert not rundir.exists()
-    (rundir / "jobtmp-0-ƒleft").mkdir(parents=True)  # as a killed instance would leave it
+    rundir.mkdir(0o700)
+    (rundir / "jobtmp-0-ƒleft").mkdir()  # as a killed instance would leave it
     again = type(live)(tmp_path)
     try:
         assert Path(again.exec.rundir) == rundir
