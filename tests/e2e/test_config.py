@@ -22,7 +22,10 @@ from support.instance import start_with_config
             "[sched]\nqueue_depth = 4\n",
             "[sched] queue_depth: unknown key (did you mean queue-depth?)",
         ),
-        ("[queues.batch]\n", "[queues]: unknown table (known: [bootstrap], [exec], [job-manager],"),
+        (
+            "[queues.batch]\n",
+            "[queues]: unknown table (known: [access], [bootstrap], [exec], [job-manager],",
+        ),
         ('[job-manager.prolg]\ncommand = ["true"]\n', "[job-manager] prolg: unknown key"),
         ('[kvs]\nsync = "always"\n', "[kvs] sync: must be one of off, normal, full, got"),
         ("[kvs]\njournal_mode = 1\n", "[kvs] journal_mode: must be one of wal, memory, got 1"),
@@ -32,6 +35,9 @@ from support.instance import start_with_config
         ('[resource]\ncores = "4"\n', "[resource] cores: must be an integer >= 0, got '4'"),
         ("[[resource.config]]\nhosts = 3\n", "[resource.config[0]] hosts: must be a hostlist"),
         ("kvs = 1\n", "[kvs]: must be a table, got 1"),
+        ("[access]\nallow-root-owner = 1\n", "[access] allow-root-owner: must be true or false"),
+        ("[access]\nallow-guest-user = true\n", "[access] allow-guest-user: not supported yet"),
+        ("[access]\nallow-guest = false\n", "[access] allow-guest: unknown key (did you mean"),
     ],
 )
 def test_the_error_names_the_file_table_key_and_rule(
@@ -45,5 +51,8 @@ def test_the_error_names_the_file_table_key_and_rule(
 
 
 def test_a_known_configuration_starts(tmp_path: Path) -> None:
-    proc = start_with_config(tmp_path, '[kvs]\nsync = "full"\n[exec]\nkill-timeout = "2s"\n')
+    proc = start_with_config(
+        tmp_path,
+        '[kvs]\nsync = "full"\n[exec]\nkill-timeout = "2s"\n[access]\nallow-root-owner = false\n',
+    )
     assert (proc.returncode, proc.stderr) == (0, "")

@@ -1,8 +1,9 @@
 """The local connector: a Unix socket whose peers are known by kernel credentials.
 
 The userid of every request is the one the kernel reports for the connection
-(SO_PEERCRED), never anything the client says. Only the instance owner and
-root may connect for now; anyone else is told so and disconnected.
+(SO_PEERCRED), never anything the client says. Only the instance owner may
+connect, and root where ``[access] allow-root-owner`` lets it, as the owner
+(``pflux.broker.access``); anyone else is told so and disconnected.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
+from pflux.broker import access
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     REQUEST,
@@ -64,11 +66,22 @@ class Connection(asyncio.Protocol):
         self.transport = cast("asyncio.Transport", transport)
         sock = transport.get_extra_info("socket")
         self.pid, self.userid, _ = peer_credentials(sock)
-        if self.userid not in (self.broker.owner, 0):
+        owner = self.broker.owner
+        if self.userid == 0 and owner != 0:
+            if not access.allow_root_owner(self.broker.config):
+                self.refuse(
+                    errno.EPERM,
+                    f"permission denied: uid 0 (root) may not connect to the instance of"
+                    f" uid {owner} unless its config sets [access] allow-root-owner = true",
+                )
+                return
+            log.info("root (pid %d) connected as the instance owner, uid %d", self.pid, owner)
+            self.userid = owner  # what root submits runs as the owner, so it is the owner's
+        if self.userid != owner:
             self.refuse(
                 errno.EPERM,
                 f"permission denied: uid {self.userid} may not connect to the instance"
-                f" of uid {self.broker.owner}",
+                f" of uid {owner}",
             )
             return
         self.rolemask = ROLE_OWNER

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
-from pflux.broker import bootstrap
+from pflux.broker import access, bootstrap
 from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.logbuf import LogRing, LogService
@@ -256,10 +256,12 @@ class Instance:
         services = [service_class(path) for path in self.service_paths]
         declared: dict[str, set[str]] = {t: set(k) for t, k in fluxshim.CONFIG_KEYS.items()}
         declared["bootstrap"] = set(bootstrap.CONFIG_KEYS)  # read by pflux start (bootstrap.py)
+        declared["access"] = set(access.CONFIG_KEYS)  # read by the connector
         for cls in services:
             for table, keys in cls.config_keys.items():
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
+        access.allow_root_owner(self.config)
         self._shim = fluxshim.shim_env() if fluxshim.enabled(self.config) else None
         return [ConfigService, *services]
 
