@@ -5,7 +5,8 @@ environment, so the databases are created mode 0600 before SQLite opens them
 (SQLite gives a database's ``-wal`` and ``-shm`` its mode). The state directory
 holds the socket: pflux creates it 0700, and never changes the mode of one it
 did not create; one that others could write in is refused, since they could
-put their own socket or database in its place.
+put their own socket or database in its place. A state directory that holds
+anything pflux did not make is refused too, before anything is written in it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,40 @@ from pflux.errors import PfluxError
 log = logging.getLogger("pflux.state")
 
 SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's files beside a database
+
+
+MARKER = "pflux-state"  # in a state directory: pflux made it, and may restart from it
+_MADE = ("local", "exec")  # what pflux makes in a state directory besides its databases
+_DATABASES = ("kvs.sqlite", "job-list.sqlite")  # each with its side files, .lock and .state
+_NAMED = 4  # foreign names that a refusal lists
+
+
+def state_directory(path: Path) -> None:
+    """``directory(path)``, refused unless it is new, empty or pflux's own (PfluxError
+    naming what is there): ``--state-dir /etc`` must not put databases among its files.
+
+    pflux marks one it takes with ``pflux-state``; one without the mark is taken
+    if it holds nothing but what pflux makes.
+    """
+    directory(path)
+    if os.path.lexists(path / MARKER):
+        return
+    foreign = sorted(name for name in os.listdir(path) if not _made_by_pflux(name))
+    if foreign:
+        named = ", ".join(foreign[:_NAMED]) + (", ..." if len(foreign) > _NAMED else "")
+        raise PfluxError(
+            f"--state-dir {path}: not a pflux state directory (it holds {named}):"
+            " name a new or empty directory, or one pflux made"
+        )
+    fd = os.open(path / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, b"a pflux instance's state directory\n")
+    finally:
+        os.close(fd)
+
+
+def _made_by_pflux(name: str) -> bool:
+    return name in _MADE or name.startswith(_DATABASES)
 
 
 def directory(path: Path) -> None:

@@ -268,7 +268,7 @@ class Instance:
     async def run(self, argv: Sequence[str] | None = None) -> int:
         """Serve; with ``argv``, run it inside the instance and return its exit code."""
         services = self._services()
-        private.directory(self.state_dir)
+        private.state_directory(self.state_dir)
         tune_gc()
         stop = asyncio.Event()
         broker, ring = self._broker(stop, services)

@@ -48,7 +48,7 @@ async def run(setup: dict[str, Any]) -> int:
     if not isinstance(boot, Boot):
         boot = boot_from_json(boot)
     rundir = Path(setup["rundir"])
-    private.directory(rundir)
+    private.state_directory(rundir)
     socket_path = rundir / SOCKET_NAME
     uri = uri_for(str(socket_path))
     hello = setup["hello"]
