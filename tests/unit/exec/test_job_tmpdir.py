@@ -9,11 +9,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.exec.test_shellrun import stdout_text
 
+from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 
 _ids = itertools.count(7_000_001)
+
+
+def _stdout(live: Any, jobid: int) -> str:
+    events = parse(live.guest(jobid, "output"))
+    return "".join(
+        e.context["data"]
+        for e in events
+        if e.name == "data"
+        and e.context
+        and e.context["stream"] == "stdout"
+        and "data" in e.context
+    )
 
 
 @pytest.fixture
@@ -51,7 +63,7 @@ def test_a_directory_planted_under_the_jobs_name_is_passed_over(
     script = 'echo secret > "$FLUX_JOB_TMPDIR/f"; echo "$FLUX_JOB_TMPDIR"'
     stream = live.start(live.job(["sh", "-c", script]), jobid=jobid)
     assert [kind for kind, _ in stream.all()] == ["start", "finish", "release"]
-    assert stdout_text(live, jobid)["0"] == f"{parents[1] / name}\n"
+    assert _stdout(live, jobid) == f"{parents[1] / name}\n"
     assert list(theirs.iterdir()) == []
     assert list((parents[0] / name).iterdir()) == []
 
