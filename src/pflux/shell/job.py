@@ -30,6 +30,7 @@ from pflux.shell import tasks as proc
 from pflux.shell.acklog import DATAGRAM, AckLog, write_all
 from pflux.shell.context import warn
 from pflux.shell.lines import LineBuffer, label
+from pflux.shell.outfile import open_output
 from pflux.shell.stdin import StdinFeeder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
@@ -395,10 +396,8 @@ class Shell:
             for path in paths:
                 fd = opened.get(path)
                 if fd is None:
-                    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
-                    flags |= os.O_APPEND if append else os.O_TRUNC
                     try:
-                        fd = opened[path] = os.open(path, flags, 0o666)
+                        fd = opened[path] = open_output(path, append=append)
                     except OSError as exc:
                         raise _Failed(
                             f"error opening output file {path}: {exc.strerror}", 1
