@@ -62,6 +62,7 @@ def directory(path: Path) -> None:
     """Create ``path`` mode 0700, or check that an existing directory is safe to serve in."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _check_place(path)
         os.mkdir(path, 0o700)
     except FileExistsError:
         _check_directory(path)
@@ -69,6 +70,28 @@ def directory(path: Path) -> None:
         raise PfluxError(f"{path}: cannot create the state directory: {exc.strerror}") from None
     else:
         os.chmod(path, 0o700)  # ours: the umask may have taken bits the owner needs
+
+
+def _check_place(path: Path) -> None:
+    """PfluxError if another user could put their own directory in ``path``'s place: its
+    parent must be this user's or root's, writable by no one else unless sticky (/tmp),
+    and ``path``, if a link, this user's or root's."""
+    parent = path.absolute().parent
+    st = os.stat(parent)
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (os.getuid(), 0) or (mode & 0o022 and not mode & stat.S_ISVTX):
+        raise PfluxError(
+            f"{path}: unsafe place for a state directory: {parent} (owner uid {st.st_uid},"
+            f" mode {mode:04o}) lets others replace it; name one in a directory of your own"
+            " or root's that others cannot write in (or a sticky one, as /tmp)"
+        )
+    with contextlib.suppress(FileNotFoundError):
+        link = os.lstat(path)
+        if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.getuid(), 0):
+            raise PfluxError(
+                f"{path}: unsafe state directory: a link of uid {link.st_uid}'s, who could"
+                " point it elsewhere"
+            )
 
 
 def _check_directory(path: Path) -> None:

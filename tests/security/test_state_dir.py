@@ -43,7 +43,8 @@ def test_root_naming_a_users_directory_is_refused(other_users: tuple[User, User]
     proc = console("start", f"--state-dir={place}", "true")
     assert proc.returncode == 1
     assert proc.stderr.startswith(
-        f"pflux-start: ERROR: {place}: unsafe state directory (owner uid {victim.uid}, mode 0700)"
+        f"pflux-start: ERROR: {place}: unsafe place for a state directory: {victim.home}"
+        f" (owner uid {victim.uid}, mode 0755)"
     )
     assert _listing(place) == before
 
@@ -59,6 +60,40 @@ def test_another_user_naming_the_victims_state_directory_is_refused(
     proc = attacker.pflux("start", f"--state-dir={state}", "true")
     assert proc.returncode == 1
     assert proc.stderr.startswith(
-        f"pflux-start: ERROR: {state}: unsafe state directory (owner uid {victim.uid}, mode 0700)"
+        f"pflux-start: ERROR: {state}: unsafe place for a state directory: {victim.home}"
+        f" (owner uid {victim.uid}, mode 0755)"
     )
     assert _listing(state) == before
+
+
+def test_a_place_another_user_controls_is_refused(other_users: tuple[User, User]) -> None:
+    victim, attacker = other_users
+    open_place = attacker.mkdir(attacker.home / "open-to-all", 0o777)
+    proc = victim.pflux("start", f"--state-dir={open_place / 'state'}", "true")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        f"pflux-start: ERROR: {open_place / 'state'}: unsafe place for a state directory:"
+        f" {open_place} (owner uid {attacker.uid}, mode 0777)"
+    )
+    assert list(open_place.iterdir()) == []
+    # a link of the attacker's to an empty directory of the victim's, to point away later
+    empty = victim.mkdir(victim.home / "empty-for-a-link")
+    lure = attacker.home / "lure"
+    made = attacker.code(
+        "import os, sys; os.symlink(sys.argv[1], sys.argv[2])", str(empty), str(lure)
+    )
+    assert made.returncode == 0, made.stderr
+    shared = attacker.home.parent / "sticky-for-a-link"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    moved = attacker.code(
+        "import os, sys; os.rename(sys.argv[1], sys.argv[2])", str(lure), str(shared / "lure")
+    )
+    assert moved.returncode == 0, moved.stderr
+    proc = victim.pflux("start", f"--state-dir={shared / 'lure'}", "true")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        f"pflux-start: ERROR: {shared / 'lure'}: unsafe state directory: a link of"
+        f" uid {attacker.uid}'s"
+    )
+    assert list(empty.iterdir()) == []

@@ -48,3 +48,31 @@ def test_an_unmarked_directory_of_pflux_files_is_taken(tmp_path: Path) -> None:
         (state / name).touch()
     private.state_directory(state)
     assert (state / private.MARKER).is_file()
+
+
+def test_a_parent_others_may_write_in_is_refused_unless_sticky(tmp_path: Path) -> None:
+    open_place = tmp_path / "open"
+    open_place.mkdir()
+    open_place.chmod(0o777)
+    with pytest.raises(PfluxError) as caught:
+        private.state_directory(open_place / "state")
+    assert str(caught.value) == (
+        f"{open_place / 'state'}: unsafe place for a state directory: {open_place} (owner uid"
+        f" {os.getuid()}, mode 0777) lets others replace it; name one in a directory of your"
+        " own or root's that others cannot write in (or a sticky one, as /tmp)"
+    )
+    assert list(open_place.iterdir()) == []
+    open_place.chmod(0o1777)
+    private.state_directory(open_place / "state")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a link away")
+def test_a_link_of_another_users_is_refused(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir(0o700)
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    os.lchown(link, 4242, 4242)
+    with pytest.raises(PfluxError, match=r"unsafe state directory: a link of uid 4242's"):
+        private.state_directory(link)
+    assert list(mine.iterdir()) == []
