@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from pflux import __version__, private
+from pflux.broker import access
 from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
 from pflux.broker.instance import SOCKET_NAME, BrokerBasics, ConfigService, service_class
@@ -47,6 +48,7 @@ async def run(setup: dict[str, Any]) -> int:
     boot = setup["boot"]
     if not isinstance(boot, Boot):
         boot = boot_from_json(boot)
+    access.allow_root_owner(setup.get("config") or {})  # its connector's: refused now if bad
     rundir = Path(setup["rundir"])
     private.state_directory(rundir)
     socket_path = rundir / SOCKET_NAME
