@@ -19,7 +19,6 @@ import errno
 import marshal
 import os
 import select
-import stat
 import sys
 import time
 
@@ -30,7 +29,7 @@ from pflux.shell import tasks as proc
 from pflux.shell.acklog import DATAGRAM, AckLog, write_all
 from pflux.shell.context import warn
 from pflux.shell.lines import LineBuffer, label
-from pflux.shell.outfile import open_output
+from pflux.shell.shared import open_output, private_dir
 from pflux.shell.stdin import StdinFeeder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
@@ -361,27 +360,14 @@ class Shell:
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
         """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends.
-
-        A candidate may lie in a shared place (/tmp): one that is already there
-        is used only if it is a real directory of this user's, mode 0700.
-        """
+        A candidate may lie in a shared place (/tmp): ``shared.private_dir``."""
         refused = []
         for path in candidates:
-            try:
-                os.mkdir(path, 0o700)
-            except FileExistsError:
-                st = os.lstat(path)
-                if not (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()):
-                    refused.append(f"{path}: not a directory of uid {os.geteuid()}'s")
-                    continue
-                if st.st_mode & 0o077:
-                    refused.append(f"{path}: mode {st.st_mode & 0o777:04o}, not 0700")
-                    continue
-            except OSError as exc:
-                refused.append(f"{path}: {exc.strerror}")
-                continue
-            self.tmpdir = path
-            return path
+            why = private_dir(path)
+            if not why:
+                self.tmpdir = path
+                return path
+            refused.append(why)
         raise _Failed(f"error creating FLUX_JOB_TMPDIR ({'; '.join(refused)})", 1)
 
     def _open_outputs(self, outputs: list[Any]) -> None:

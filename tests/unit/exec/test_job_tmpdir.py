@@ -103,3 +103,23 @@ def test_a_staged_file_never_follows_a_link_already_in_its_place(
     assert [kind for kind, _ in got] == ["start", "exception", "finish", "release"]
     assert "error writing script to FLUX_JOB_TMPDIR" in got[1][1]["note"]
     assert victim.read_text() == "unchanged"
+
+
+def test_a_parent_others_could_replace_is_passed_over(
+    live: Any, tmp_path: Path, parents: tuple[Path, Path]
+) -> None:
+    jobid = next(_ids)
+    parents[0].chmod(0o777)  # writable by all, not sticky: its entries may be swapped
+    stream = live.start(live.job(["sh", "-c", 'echo "$FLUX_JOB_TMPDIR"']), jobid=jobid)
+    assert [kind for kind, _ in stream.all()] == ["start", "finish", "release"]
+    assert _stdout(live, jobid) == f"{parents[1]}/jobtmp-0-{JobID(jobid).f58}\n"
+    parents[1].chmod(0o777)
+    jobid = next(_ids)
+    got = live.start(live.job(["true"]), jobid=jobid).all()
+    assert [kind for kind, _ in got] == ["start", "exception", "finish", "release"]
+    name = f"jobtmp-0-{JobID(jobid).f58}"
+    assert got[1][1]["note"] == (
+        f"error creating FLUX_JOB_TMPDIR ({parents[0] / name}: {parents[0]} (owner uid"
+        f" {os.geteuid()}, mode 0777) lets others replace it; {parents[1] / name}:"
+        f" {parents[1]} (owner uid {os.geteuid()}, mode 0777) lets others replace it)"
+    )
