@@ -84,6 +84,12 @@ class IngestService(Service):
             raise RPCError(
                 errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
             )
+        if req.userid != self.broker.owner:  # never met: the connector lets in the owner only
+            raise RPCError(
+                errno.EPERM,
+                f"uid {req.userid} may not submit: every job runs as the instance owner,"
+                f" uid {self.broker.owner}, and is recorded as theirs",
+            )
         jobid = int(self.fluid.next())
         event = Event(
             time.time(),
