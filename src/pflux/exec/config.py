@@ -47,8 +47,11 @@ def job_rundir(broker: Broker, state_dir: str, *, fresh: bool) -> str:
         return path
     path = tempfile.mkdtemp(prefix="pflux-jobs-", dir=_run_parent(broker))
     scratch = f"{record}.new"
-    with open(scratch, "w", encoding="utf-8") as file:
-        file.write(path)
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, path.encode())
+    finally:
+        os.close(fd)
     os.replace(scratch, record)
     return path
 
