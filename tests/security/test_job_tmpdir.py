@@ -161,3 +161,29 @@ def test_roots_instance_keeps_its_jobs_directories_from_another_user(
         run_job=run_job,
         planted=planted,
     )
+
+
+@pytest.mark.parametrize("how", ["open directory", "symlink"])
+def test_a_restart_does_not_take_the_jobs_directory_another_user_made_under_its_name(
+    other_users: tuple[User, User], planted: list[Path], how: str
+) -> None:
+    victim, attacker = other_users
+    state_dir = victim.home / f"restarted-{how.replace(' ', '-')}"
+    loot = attacker.mkdir(attacker.home / f"loot-restart-{how.replace(' ', '-')}", 0o777)
+    with victim.instance(state_dir) as live:
+        job = victim.pflux("run", "sh", "-c", JOB, PFLUX_URI=live.uri)
+        assert job.returncode == 0, job.stderr
+        first = Path(job.stdout.splitlines()[0])
+    assert not first.exists()  # removed as the instance stopped; its name is known
+    planted.append(first)
+    proc = _plant(attacker, first, how, loot)
+    assert proc.returncode == 0, proc.stderr
+    with victim.instance(state_dir) as live:
+        job = victim.pflux("run", "sh", "-c", JOB, PFLUX_URI=live.uri)
+        assert job.returncode == 0, job.stderr
+        parent, status = job.stdout.splitlines()
+    assert Path(parent) != first
+    assert status == f"{victim.uid} 700 directory"
+    assert list(loot.iterdir()) == []
+    if how == "open directory":
+        assert list(first.iterdir()) == []
