@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from pflux.config import ConfigError
 from pflux.errors import DurationError
+from pflux.shell.shared import unsafe_parent
 from pflux.spec import duration
 
 if TYPE_CHECKING:
@@ -65,7 +66,11 @@ def _recorded(record: str) -> str | None:
     except (OSError, ValueError):
         return None
     if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077:
-        return path
+        why = unsafe_parent(os.path.dirname(path))
+        if not why:
+            return path
+        log.warning("%s: not used: %s", path, why)
+        return None
     log.warning("%s: not a directory of uid %d's, mode 0700: not used", path, os.geteuid())
     return None
 
@@ -90,8 +95,10 @@ def _run_parent(broker: Broker) -> str:
     rundir = broker.attrs.get("rundir")
     if rundir:
         return rundir
-    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
-        if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR") or "", "/dev/shm"):
+        usable = candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK)
+        # not another user's runtime directory (root's, through su), where they could swap ours
+        if usable and not unsafe_parent(candidate):
             return candidate
     return tempfile.gettempdir()
 

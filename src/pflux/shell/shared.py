@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 
-__all__ = ["open_output", "private_dir"]
+__all__ = ["open_output", "private_dir", "unsafe_parent"]
 
 _SHARED = "in a directory anyone may write in"
 
@@ -65,7 +65,7 @@ def _in_shared_directory(path: str) -> bool:
 def private_dir(path: str) -> str:
     """Make ``path`` mode 0700, or take the one there if it is the user's own, mode 0700;
     "" when done, else why not, naming it."""
-    why = _unsafe_parent(os.path.dirname(path) or ".")
+    why = unsafe_parent(os.path.dirname(path) or ".")
     if why:
         return f"{path}: {why}"
     try:
@@ -81,8 +81,9 @@ def private_dir(path: str) -> str:
     return ""
 
 
-def _unsafe_parent(parent: str) -> str:
-    """Why another user could put their own directory in place of one in ``parent``."""
+def unsafe_parent(parent: str) -> str:
+    """Why another user could put their own entry in place of one in ``parent`` (it is
+    theirs, or writable by them and not sticky, or their link); "" if no one could."""
     try:
         link = os.lstat(parent)
         st = os.stat(parent) if stat.S_ISLNK(link.st_mode) else link

@@ -69,3 +69,28 @@ def test_a_recorded_directory_that_is_no_longer_safe_is_not_used(
     assert again != str(path)
     assert os.lstat(again).st_mode & 0o777 == 0o700
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory away")
+def test_another_users_runtime_directory_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    theirs = tmp_path / "run-user-4242"
+    theirs.mkdir(0o700)
+    os.chown(theirs, 4242, 4242)  # root's XDG_RUNTIME_DIR, kept through su, is a user's
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(theirs))
+    path = job_rundir(Broker(os.getuid()), _state(tmp_path), fresh=True)
+    try:
+        assert Path(path).parent == Path("/dev/shm")
+        assert list(theirs.iterdir()) == []
+    finally:
+        os.rmdir(path)
+
+
+def test_a_recorded_directory_whose_parent_others_could_write_in_is_not_used(
+    tmp_path: Path, shared: Path
+) -> None:
+    state = _state(tmp_path)
+    path = job_rundir(_broker(shared), state, fresh=True)
+    shared.chmod(0o777)  # no longer sticky: another user could swap the directory
+    assert job_rundir(_broker(shared), state, fresh=False) != path
