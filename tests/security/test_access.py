@@ -28,6 +28,18 @@ def test_another_user_cannot_reach_the_instance_nor_its_state(
         looked = attacker.code("import os, sys; os.listdir(sys.argv[1])", str(state_dir))
         assert looked.returncode == 1
         assert "PermissionError" in looked.stderr
+        # opened up by mistake, the socket reaches the broker, which refuses them itself
+        state_dir.chmod(0o711)
+        (state_dir / "local").chmod(0o777)
+        tried = attacker.pflux("jobs", "-a", PFLUX_URI=live.uri)
+        state_dir.chmod(0o700)
+        assert tried.returncode == 1
+        assert tried.stderr == (
+            f"pflux-jobs: ERROR: permission denied: uid {attacker.uid} may not connect to"
+            f" the instance of uid {victim.uid}\n"
+        )
+        own = victim.pflux("jobs", "-a", "-n", "-o", "{id}", PFLUX_URI=live.uri)
+        assert own.stdout.strip() == job.stdout.strip()
 
 
 def test_root_is_refused_by_a_users_instance_unless_it_allows_root(
