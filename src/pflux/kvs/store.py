@@ -61,6 +61,8 @@ BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock
 # mostly taken again by the jobs that follow, and giving one back and growing the file
 # again costs a write each way
 RECLAIM_SLACK = 2048
+WAL_SIZE_LIMIT = 16 << 20  # bytes past which an emptied WAL is cut back (checkpoint)
+RESTART_FRAMES_LEFT = 256  # frames a passive checkpoint may leave for a truncating one
 RECLAIM_STEP = 256  # pages given back per transaction at most (about 10 us each)
 AUTO_VACUUM_INCREMENTAL = 2
 
@@ -357,6 +359,9 @@ class Store:
             conn.execute(f"PRAGMA synchronous = {sync.upper()}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint()
+            # a WAL the checkpoints have emptied is cut back to this when it starts again,
+            # so a burst of writes does not keep its size for good
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise self._open_error(exc) from None
@@ -499,7 +504,9 @@ class Store:
         A passive checkpoint on a connection of its own: it never waits for the
         writer, so it may be called from another thread (one at a time) while
         the store commits. What it cannot copy yet is left for the next call.
-        Without a WAL (``journal="memory"``) there is nothing to copy.
+        A WAL longer than ``WAL_SIZE_LIMIT`` that it has nearly caught up with
+        is emptied and cut back, the writer waiting meanwhile. Without a WAL
+        (``journal="memory"``) there is nothing to copy.
         """
         if not self.wal:
             return 0
@@ -511,6 +518,12 @@ class Store:
                 )
                 self._checkpointer = conn
             _, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames * PAGE_SIZE > WAL_SIZE_LIMIT and frames - copied <= RESTART_FRAMES_LEFT:
+                # under steady writes a passive checkpoint never finds the WAL quiet, and
+                # SQLite starts a WAL again only from a quiet one: so it would grow for
+                # good. Block the writer while the last few frames are copied and the
+                # WAL is emptied (milliseconds)
+                _, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: checkpoint failed: {exc}") from None
         return max(0, int(frames) - int(copied))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pflux.kvs.keys import KVSError
-from pflux.kvs.store import RECLAIM_SLACK, RECLAIM_STEP, UNLINK, Store
+from pflux.kvs.store import RECLAIM_SLACK, RECLAIM_STEP, UNLINK, WAL_SIZE_LIMIT, Store
 
 
 def _fill(store: Store, jobs: int, size: int = 3000) -> None:
@@ -101,3 +101,15 @@ def test_a_new_database_uses_incremental_auto_vacuum(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "mem.sqlite")
     assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
     conn.close()
+
+
+def test_a_long_wal_that_checkpoints_caught_up_with_is_cut_back(tmp_path: Path) -> None:
+    path = tmp_path / "kvs.sqlite"
+    wal = Path(f"{path}-wal")
+    with Store(path) as store:
+        _fill(store, 2000)  # about 18 MiB of values, all in the WAL
+        assert wal.stat().st_size > WAL_SIZE_LIMIT
+        assert store.checkpoint() == 0
+        assert wal.stat().st_size < WAL_SIZE_LIMIT / 16
+        store.put("job.1.eventlog", "more")
+        assert store.get("job.1.eventlog") == "more"
