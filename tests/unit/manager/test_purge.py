@@ -4,13 +4,20 @@ due, oldest first, found at the front of the order rather than by a scan."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pflux.broker.message import REQUEST, ROLE_USER, Message
+from pflux.broker.router import Broker, LocalRoute
 from pflux.config import ConfigError
+from pflux.kvs.service import KVSService
 from pflux.manager.job import Ended
 from pflux.manager.purge import AUTO_BATCH, Retention, limits
+from pflux.manager.service import JobManager
 from pflux.spec.record import JobRecord
 
 
@@ -94,3 +101,30 @@ def test_the_limits_purge_a_batch_a_turn_until_within_them() -> None:
     assert [len(batch) for batch in purged] == [AUTO_BATCH, 5]
     assert purged[0][0] == 1
     assert sorted(kept.ended) == list(range(AUTO_BATCH + 6, AUTO_BATCH + 11))
+
+
+def test_only_the_instance_owner_may_purge(tmp_path: Path) -> None:
+    async def body() -> dict[str, tuple[int, str | None]]:
+        broker = Broker(os.getuid(), attrs={"state-dir": str(tmp_path)}, config={})
+        for service in (KVSService(broker), JobManager(broker)):
+            broker.register(service)
+        await broker.start()
+        try:
+            replies: asyncio.Queue[Message] = asyncio.Queue()
+            route = LocalRoute(broker.queue, replies.put_nowait)
+            requests = {"job-manager.purge": {"force": True}, "job-manager.purge-id": {"id": 1}}
+            for tag, (topic, payload) in enumerate(requests.items()):
+                guest = Message(REQUEST, topic, tag, payload, userid=4242, rolemask=ROLE_USER)
+                broker.dispatch(guest, route)
+            got = {}
+            for _ in requests:
+                msg = await asyncio.wait_for(replies.get(), 10)
+                got[msg.topic] = (msg.errnum, msg.errstr)
+            return got
+        finally:
+            await broker.stop()
+
+    assert asyncio.run(body()) == {
+        topic: (errno.EPERM, "only the instance owner may purge jobs")
+        for topic in ("job-manager.purge", "job-manager.purge-id")
+    }
