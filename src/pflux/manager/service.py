@@ -639,7 +639,7 @@ class JobManager(Service):
     # --- retention (purge.py) --------------------------------------------------------------
 
     @method("purge")
-    def purge(self, req: Request) -> None:
+    def purge_request(self, req: Request) -> None:
         """Purge (``force``) or count the oldest inactive jobs past the request's limits."""
         request = decode("job-manager.purge", req.payload, PurgeRequest)
         self._require_owner(req, "purge jobs")
@@ -656,7 +656,7 @@ class JobManager(Service):
         self.events.after_commit(lambda: req.respond({"count": len(jobs), "inactive": inactive}))
 
     @method("purge-id")
-    def purge_id(self, req: Request) -> None:
+    def purge_id_request(self, req: Request) -> None:
         """Purge (``force``) or check one inactive job."""
         request = decode("job-manager.purge-id", req.payload, PurgeIdRequest)
         self._require_owner(req, "purge jobs")
