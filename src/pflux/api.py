@@ -86,6 +86,22 @@ def _submit_payload(
     return {"jobspec": dict(jobspec), "urgency": _urgency(urgency), "flags": flags}
 
 
+def _purge_payload(
+    age_limit: float | None, num_limit: int | None, batch: int, force: bool
+) -> dict[str, Any]:
+    """``job-manager.purge``'s request: flux-core's, -1 for no limit."""
+    return {
+        "age_limit": -1.0 if age_limit is None else float(age_limit),
+        "num_limit": -1 if num_limit is None else num_limit,
+        "batch": batch,
+        "force": force,
+    }
+
+
+def _purged(reply: Mapping[str, Any]) -> tuple[int, int]:
+    return int(reply["count"]), int(reply["inactive"])
+
+
 def _urgency(urgency: int | str) -> int:
     if isinstance(urgency, str):
         if urgency in URGENCY_NAMES:
@@ -711,6 +727,26 @@ class Client:
         reply = self.handle.call("job-manager.history.get", {"slice": slice})
         return [JobID(jobid) for jobid in reply["jobs"]]
 
+    def purge(
+        self,
+        *,
+        age_limit: float | None = None,
+        num_limit: int | None = None,
+        batch: int = 50,
+        force: bool = False,
+    ) -> tuple[int, int]:
+        """Purge the oldest inactive jobs past ``age_limit`` seconds or beyond the newest
+        ``num_limit``, ``batch`` (1-100) at most (the instance owner only); without
+        ``force`` only count them. Return (jobs purged or eligible, inactive jobs left)."""
+        payload = _purge_payload(age_limit, num_limit, batch, force)
+        return _purged(self.handle.call("job-manager.purge", payload))
+
+    def purge_id(self, jobid: int, *, force: bool = False) -> tuple[int, int]:
+        """Purge one inactive job (without ``force``: check that it could be); return as
+        ``purge``. An active job is EINVAL, an unknown one ENOENT."""
+        payload = {"id": int(jobid), "force": force}
+        return _purged(self.handle.call("job-manager.purge-id", payload))
+
     def alloc_query(self) -> AllocCounts:
         """The job manager's allocation counts: requests queued, pending, jobs running."""
         return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
@@ -1225,6 +1261,23 @@ class AsyncClient:
         """As ``Client.last_jobs``."""
         reply = await self.handle.call("job-manager.history.get", {"slice": slice})
         return [JobID(jobid) for jobid in reply["jobs"]]
+
+    async def purge(
+        self,
+        *,
+        age_limit: float | None = None,
+        num_limit: int | None = None,
+        batch: int = 50,
+        force: bool = False,
+    ) -> tuple[int, int]:
+        """As ``Client.purge``."""
+        payload = _purge_payload(age_limit, num_limit, batch, force)
+        return _purged(await self.handle.call("job-manager.purge", payload))
+
+    async def purge_id(self, jobid: int, *, force: bool = False) -> tuple[int, int]:
+        """As ``Client.purge_id``."""
+        payload = {"id": int(jobid), "force": force}
+        return _purged(await self.handle.call("job-manager.purge-id", payload))
 
     async def alloc_query(self) -> AllocCounts:
         """As ``Client.alloc_query``."""

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cancel": "job_cancel",
     "wait": "job_wait",
     "status": "job_status",
+    "purge": "job_purge",
 }
 
 USAGE = """\
@@ -41,6 +42,7 @@ subcommands:
   cancel     cancel jobs (as pflux cancel)
   wait       wait for jobs to finish
   status     wait for jobs and exit with their exit code
+  purge      remove inactive jobs for good
 """
 
 

@@ -15,6 +15,10 @@ since a row lost in a crash only costs that job's history at the next restart,
 and a file torn by a power loss fails ``quick_check`` or its rows' CRCs (a row
 once written never changes: a stale page can only lack rows, or hold a job
 built from another count of events, which the digest refuses).
+
+A purged job's row is deleted with the next batch, and the pages freed are
+given back to the file system a bounded step a batch (incremental
+auto-vacuum; a file made without it is rewritten once, with ``VACUUM``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ SQL_SCHEMA: Final = (
 SQL_LOAD: Final = "SELECT id, nevents, record, crc FROM job"
 SQL_PUT: Final = "INSERT OR REPLACE INTO job (id, nevents, record, crc) VALUES (?, ?, ?, ?)"
 SQL_DELETE: Final = "DELETE FROM job WHERE id = ?"
+SQL_RECLAIM_PAGE: Final = "PRAGMA incremental_vacuum(1)"  # one page a step, a step an execute
+RECLAIM_SLACK: Final = 1024  # free pages kept for the rows that follow (4 MiB)
+RECLAIM_STEP: Final = 1024  # pages given back per batch at most
 
 _NONE = type(None)
 _INT = (int,)
@@ -220,10 +227,11 @@ class SummaryCache:
         self._conn: sqlite3.Connection | None = None
         self._lock = -1
         self._pending: list[JobSummary] = []
+        self._purged: list[int] = []
         self._failed = False
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return len(self._pending) + len(self._purged)
 
     def load(self) -> dict[int, JobSummary]:
         """Open the file and read every valid row; a file that cannot be read is started
@@ -260,12 +268,18 @@ class SummaryCache:
         """Jobs that have become inactive, to be written at the next ``flush``."""
         self._pending.extend(summaries)
 
+    def purge(self, jobids: list[int]) -> None:
+        """Jobs purged, whose rows go at the next ``flush``."""
+        self._purged.extend(jobids)
+
     def flush(self) -> None:
-        """Write the jobs added since the last flush, in one transaction."""
+        """Write the jobs added and delete those purged since the last flush, in one
+        transaction."""
         pending, self._pending = self._pending, []
-        if not pending or self._conn is None:
+        purged, self._purged = self._purged, []
+        if not (pending or purged) or self._conn is None:
             return
-        self._write(SQL_PUT, [_row(s) for s in pending])
+        self._write(SQL_PUT, [_row(s) for s in pending], [(_row_id(jobid),) for jobid in purged])
 
     def discard(self, jobids: list[int]) -> None:
         """Remove the rows of jobs the journal does not list as inactive."""
@@ -293,12 +307,17 @@ class SummaryCache:
             return False
         return True
 
-    def _write(self, sql: str, rows: list[Any]) -> None:
+    def _write(self, sql: str, rows: list[Any], deleted: list[Any] | None = None) -> None:
         conn = self._conn
         assert conn is not None
         try:
             with conn:
                 conn.executemany(sql, rows)
+                if deleted:
+                    conn.executemany(SQL_DELETE, deleted)
+                    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+                    for _ in range(max(min(free - RECLAIM_SLACK, RECLAIM_STEP), 0)):
+                        conn.execute(SQL_RECLAIM_PAGE)
         except sqlite3.Error as exc:
             # a cache that cannot be written only makes the next restart slower
             if not self._failed:
@@ -312,6 +331,7 @@ class SummaryCache:
             raise _Unusable(exc.strerror) from None
         conn = sqlite3.connect(self.path, timeout=5.0)
         try:
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # a new file: before the journal
             conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA synchronous = OFF")  # a cache: a torn file fails its checks
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -327,6 +347,8 @@ class SummaryCache:
                 problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
                 if problems != ["ok"]:
                     raise _Unusable("corrupt: " + "; ".join(problems).replace("\n", "; "))
+                if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:  # incremental
+                    conn.execute("VACUUM")  # once, for a file made before purging
         except BaseException:
             conn.close()
             raise

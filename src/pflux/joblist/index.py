@@ -15,6 +15,11 @@ every insertion is an append, since new jobs are the newest. While the backlog
 is read nothing is listed and the orderings are built once, at the sentinel
 (flux-core does the same to avoid a quadratic replay).
 
+A purged job's ``purge`` entry (``seq`` -1, after all its events) removes it
+from every table, and, while the backlog is still read, keeps its history or
+its digest entry, which may come after, from bringing it back; the purged ids
+are collected in ``purged``, for the cache to delete.
+
 Inactive jobs may come from job-list's cache instead (``preload``): the
 journal's digest names each inactive job with its event count, and a cached
 summary built from as many events is taken as it is; the others are asked
@@ -109,6 +114,7 @@ class JobIndex:
         self.ready = False  # the backlog is in and the orderings are built
         self.ended: list[JobSummary] | None = None  # jobs become inactive, when collected
         self.dropped: list[int] = []  # cached jobs that no digest named
+        self.purged: list[int] = []  # jobs purged since the cache was last told
         self._cached: dict[int, JobSummary] = {}  # from the cache, not yet named by a digest
         self._held: dict[int, dict[int, dict[str, Any]]] = {}
         self._early_annotations: dict[int, list[dict[str, Any]]] = {}
@@ -152,7 +158,7 @@ class JobIndex:
                 log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
                 continue
             summary = cached.pop(jobid, None)
-            if jobid in jobs:
+            if jobid in jobs or jobid in self._removed:
                 continue
             if summary is not None and summary.next_seq == count:
                 jobs[jobid] = summary
@@ -172,7 +178,10 @@ class JobIndex:
             log.warning("job-list: ignoring a malformed journal entry: %.200r", entry)
             return
         if seq < 0:
-            self._annotate(jobid, entry)
+            if _name(entry) == "purge":
+                self._purge(jobid)
+            else:
+                self._annotate(jobid, entry)
             return
         summary = self.jobs.get(jobid)
         expected = summary.next_seq if summary is not None else 0
@@ -235,6 +244,18 @@ class JobIndex:
         elif jobid not in self._removed:
             # a live annotation can overtake the job's history from the backlog
             self._early_annotations.setdefault(jobid, []).append(update)
+
+    def _purge(self, jobid: int) -> None:
+        """The job was purged: gone from the KVS, so from here too."""
+        self.purged.append(jobid)
+        self._held.pop(jobid, None)
+        self._early_annotations.pop(jobid, None)
+        self._cached.pop(jobid, None)
+        summary = self.jobs.get(jobid)
+        if summary is not None:
+            self._forget(summary)
+        elif not self.ready:
+            self._removed.add(jobid)
 
     def _forget(self, summary: JobSummary) -> None:
         del self.jobs[summary.id]
@@ -341,6 +362,11 @@ class JobIndex:
             "running": len(self.running),
             "inactive": len(self.inactive),
         }
+
+
+def _name(entry: dict[str, Any]) -> Any:
+    event = entry.get("entry")
+    return event.get("name") if isinstance(event, dict) else None
 
 
 def _matcher(

@@ -156,7 +156,7 @@ class JobList(Service):
                 log.exception("job-list: applying journal entries failed")
             if self._waiters:
                 self._check_waiters()
-            if self.index.ended:
+            if self.index.ended or self.index.purged:
                 self._to_cache()
 
     def _fetch(self) -> None:
@@ -195,12 +195,20 @@ class JobList(Service):
     # --- the cache ----------------------------------------------------------------------
 
     def _to_cache(self) -> None:
-        """Pass jobs that have become inactive to the cache; write them in a while."""
-        ended = self.index.ended
-        if self.cache is None or not ended:
+        """Pass jobs that have become inactive, and purged jobs, to the cache; write them in
+        a while."""
+        ended, purged = self.index.ended, self.index.purged
+        if self.cache is None:
+            purged.clear()
             return
-        self.cache.add(ended)
-        ended.clear()
+        if not ended and not purged:
+            return
+        if ended:
+            self.cache.add(ended)
+            ended.clear()
+        if purged:
+            self.cache.purge(purged)
+            purged.clear()
         if len(self.cache) >= CACHE_BATCH:
             self._write()
         elif self._flush is None:

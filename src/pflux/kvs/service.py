@@ -260,6 +260,7 @@ class KVSService(Service):
                         results.append((item, None, changes))
                         if item.kind == "commit":
                             nops += len(item.args[1])
+                store.reclaim()  # pages of purged jobs, a bounded step a transaction
         except StoreError as exc:
             self._failed_transaction(store, exc, queue)
             return

@@ -8,7 +8,9 @@ key's last component, so every ``eventlog`` is one range of the table. An
 append grows the key's last chunk up to ``CHUNK`` characters, then starts a
 new one; the store remembers which values have more than one chunk
 (``_long``). Directories are implicit, and ``put`` and ``append`` keep the
-invariant that no value has anything below it.
+invariant that no value has anything below it. Removing a directory forgets
+the removed namespaces rooted in it, and ``reclaim`` gives the pages freed
+back to the file system a step at a time (incremental auto-vacuum).
 
 A durable store is WAL with ``synchronous=NORMAL`` (``full`` for power loss),
 owned by one instance (an exclusive ``flock`` on ``<db>.lock``), with
@@ -55,6 +57,14 @@ _LONG_MAX = 65536  # values remembered to have outgrown their first chunk
 MARK_OPEN = b"open\n"  # the marker's states (see Store.marker), of one length
 MARK_SHUT = b"shut\n"
 BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
+# free pages kept for new data rather than given back (8 MiB): purged jobs' pages are
+# mostly taken again by the jobs that follow, and giving one back and growing the file
+# again costs a write each way
+RECLAIM_SLACK = 2048
+WAL_SIZE_LIMIT = 16 << 20  # bytes past which an emptied WAL is cut back (checkpoint)
+RESTART_FRAMES_LEFT = 256  # frames a passive checkpoint may leave for a truncating one
+RECLAIM_STEP = 256  # pages given back per transaction at most (about 10 us each)
+AUTO_VACUUM_INCREMENTAL = 2
 
 # --- SQL ---------------------------------------------------------------------------------
 
@@ -111,6 +121,13 @@ SQL_NS_REMOVED = "SELECT 1 FROM namespace WHERE name = ? AND removed = 1"
 SQL_NS_CREATE = """INSERT OR REPLACE INTO namespace (name, owner, prefix, removed)
     VALUES (?, ?, ?, 0)"""
 SQL_NS_REMOVE = "UPDATE namespace SET removed = 1 WHERE name = ? AND removed = 0"
+# a removed namespace is forgotten with its keys: its prefix's directory unlinked (a purged
+# job's guest namespace), by prefix, so each needs an index (made at open, if missing)
+SQL_NS_PREFIX_INDEX = "CREATE INDEX IF NOT EXISTS namespace_prefix ON namespace (prefix)"
+SQL_NS_FORGET = """DELETE FROM namespace
+    WHERE removed = 1 AND (prefix = ?3 OR (prefix >= ?1 AND prefix < ?2))"""
+# one step of the pragma gives back one page; Python's sqlite3 runs one step per execute
+SQL_RECLAIM_PAGE = "PRAGMA incremental_vacuum(1)"
 
 # --- kinds of change, as reported to watchers ---------------------------------------------
 
@@ -213,6 +230,7 @@ class Store:
         self._long: set[str] = set()
         self._namespaces: dict[str, Namespace] = {}
         self._checkpointer: sqlite3.Connection | None = None
+        self._freed = False  # keys were removed since free pages were last given back
         self._lock = self._take_lock()
         try:
             if not fresh:
@@ -328,6 +346,8 @@ class Store:
         conn = self._conn
         try:
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
+            # so too this, which must come before the journal mode on a new file
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
                 raise self._corrupt("; ".join(problems).replace("\n", "; "))
@@ -339,19 +359,62 @@ class Store:
             conn.execute(f"PRAGMA synchronous = {sync.upper()}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint()
+            # a WAL the checkpoints have emptied is cut back to this when it starts again,
+            # so a burst of writes does not keep its size for good
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise self._open_error(exc) from None
         try:
             self._check_schema(fresh)
+            conn.execute(SQL_NS_PREFIX_INDEX)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        self._switch_auto_vacuum()
         if self.wal:
             self._truncate_wal()
         self._mark(MARK_OPEN if self.wal else MARK_SHUT)
         self._load_namespaces()
+
+    def _switch_auto_vacuum(self) -> None:
+        """Make a database created without incremental auto-vacuum use it: one VACUUM.
+
+        Without it, the pages of purged jobs stay in the file for good. The
+        VACUUM rewrites the whole database (and needs as much free space again),
+        once, at the first start of a state directory made before.
+        """
+        conn = self._conn
+        try:
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == AUTO_VACUUM_INCREMENTAL:
+                return
+            log.info("kvs: %s: rewriting the database once to give back purged space", self.path)
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            conn.execute("VACUUM")
+        except sqlite3.Error as exc:
+            raise _failed(self.path, "cannot switch on incremental auto-vacuum", exc) from None
+
+    def reclaim(self) -> int:
+        """Give free pages beyond ``RECLAIM_SLACK`` back to the file system, at most
+        ``RECLAIM_STEP``, in the current transaction; return how many.
+
+        Called after a transaction that removed keys (purged jobs), so the file
+        shrinks in bounded steps rather than in one long pause.
+        """
+        if not self._freed:
+            return 0
+        execute = self._conn.execute
+        try:
+            free = int(execute("PRAGMA freelist_count").fetchone()[0])
+            pages = max(min(free - RECLAIM_SLACK, RECLAIM_STEP), 0)
+            for _ in range(pages):
+                execute(SQL_RECLAIM_PAGE)
+        except sqlite3.Error as exc:
+            raise _failed(self.path, "giving back free pages failed", exc) from None
+        if pages < RECLAIM_STEP:
+            self._freed = False  # all but the slack is given back
+        return pages
 
     def _truncate_wal(self) -> None:
         """Copy a WAL a crash left into the database and empty it, before serving.
@@ -441,7 +504,9 @@ class Store:
         A passive checkpoint on a connection of its own: it never waits for the
         writer, so it may be called from another thread (one at a time) while
         the store commits. What it cannot copy yet is left for the next call.
-        Without a WAL (``journal="memory"``) there is nothing to copy.
+        A WAL longer than ``WAL_SIZE_LIMIT`` that it has nearly caught up with
+        is emptied and cut back, the writer waiting meanwhile. Without a WAL
+        (``journal="memory"``) there is nothing to copy.
         """
         if not self.wal:
             return 0
@@ -453,6 +518,12 @@ class Store:
                 )
                 self._checkpointer = conn
             _, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames * PAGE_SIZE > WAL_SIZE_LIMIT and frames - copied <= RESTART_FRAMES_LEFT:
+                # under steady writes a passive checkpoint never finds the WAL quiet, and
+                # SQLite starts a WAL again only from a quiet one: so it would grow for
+                # good. Block the writer while the last few frames are copied and the
+                # WAL is emptied (milliseconds)
+                _, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: checkpoint failed: {exc}") from None
         return max(0, int(frames) - int(copied))
@@ -821,6 +892,7 @@ class Store:
                 changes.append((key, PUT, value))
         elif execute(SQL_DELETE_VALUE, kl).rowcount:
             self._dirs.clear()  # its directory may be gone with it
+            self._freed = True
             if watched and key in watched:
                 changes.append((key, UNLINK, None))
         else:
@@ -840,6 +912,8 @@ class Store:
             return  # the usual case, a new key: an index probe, no delete
         removed = self._conn.execute(SQL_DELETE_RANGE, bounds).fetchall()
         if removed:
+            self._conn.execute(SQL_NS_FORGET, (*bounds, key))
+            self._freed = True
             self._dirs.clear()
             if watched:
                 for gone in sorted({row[0] for row in removed}):

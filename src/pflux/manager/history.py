@@ -48,6 +48,16 @@ class History:
         else:
             bisect.insort(ids, jobid)
 
+    def remove(self, userid: int, jobid: int) -> None:
+        """Forget a purged job (the oldest, usually: near the front)."""
+        ids = self._users.get(userid)
+        if ids:
+            i = bisect.bisect_left(ids, jobid)
+            if i < len(ids) and ids[i] == jobid:
+                del ids[i]
+                if not ids:
+                    del self._users[userid]
+
     def get(self, userid: int, text: str) -> list[int]:
         """The slice ``text`` of ``userid``'s jobs, index 0 the most recent."""
         selected = parse_slice(text)

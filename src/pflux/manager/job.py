@@ -56,7 +56,8 @@ class Ended(Outcome):
     """An inactive job, as small as can be: 100,000 of them stay in memory.
 
     It keeps what later requests and other jobs' dependencies ask of it: its
-    owner, whether it was allocated and started, and how it ended; and how many
+    owner, whether it was allocated and started, how it ended, and when (the
+    order in which inactive jobs are purged, ``purge.py``); and how many
     events its eventlog holds, which the journal tells job-list so that it can
     trust its cache of the job (``nevents``: the events replayed from the
     eventlog, or those the job went through when it ended live).
@@ -70,6 +71,7 @@ class Ended(Outcome):
         "id",
         "nevents",
         "started",
+        "t_inactive",
         "userid",
     )
     state = State.INACTIVE
@@ -83,6 +85,7 @@ class Ended(Outcome):
         self.finish_status = job.finish_status
         self.exception = job.exception
         self.ended_by_exception = job.ended_by_exception
+        self.t_inactive = job.t_inactive
 
     def __repr__(self) -> str:
         return f"Ended({self.id}, {self.result})"

@@ -24,7 +24,7 @@ from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import Declared
 from pflux.errors import PfluxError
-from pflux.manager import checkpoint, restart
+from pflux.manager import checkpoint, purge, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import Batch, EventPoster
@@ -37,6 +37,7 @@ from pflux.manager.plugins.begin_time import BeginTime
 from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.singleton import Singleton
+from pflux.manager.purge import Retention
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.start import StartClient
 from pflux.manager.update import (
@@ -53,6 +54,8 @@ from pflux.protocol.manager import (
     JobIdRequest,
     JobKillRequest,
     MemoRequest,
+    PurgeIdRequest,
+    PurgeRequest,
     QueueEnableRequest,
     QueueStartRequest,
     RaiseAllRequest,
@@ -80,7 +83,7 @@ class JobManager(Service):
 
     name = "job-manager"
     config_keys: ClassVar[Declared] = {
-        "job-manager": (),
+        "job-manager": purge.KEYS,
         "job-manager.prolog": perilog.KEYS,
         "job-manager.epilog": perilog.KEYS,
         "job-manager.perilog": ("log-ignore",),
@@ -102,6 +105,8 @@ class JobManager(Service):
         self.quiescence: Quiescence = Quiescence(self)
         self.journal: Journal = Journal(self)
         self.waits = Waits()
+        # a bad [job-manager] limit stops start-up
+        self.retention = Retention(broker.loop, self.ended, self.purge_jobs, broker.config)
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
         self.queue_enabled = True
@@ -138,14 +143,15 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        queue = await checkpoint.load(self.broker)
+        queue, stored_max_jobid = await checkpoint.load(self.broker)
         self.queue_enabled = queue.get("enable") is not False
         self.disable_reason = "" if self.queue_enabled else str(queue.get("disable_reason", ""))
         self.queue_started = queue.get("start") is not False
         self.stop_reason = "" if self.queue_started else str(queue.get("stop_reason", ""))
         self.jobs, self.ended, zombies = await restart.load(self.broker)
         self.waits.restarted(self.jobs, zombies)
-        self.max_jobid = max(max(self.jobs, default=0), max(self.ended, default=0))
+        known = max(max(self.jobs, default=0), max(self.ended, default=0))
+        self.max_jobid = max(known, stored_max_jobid)  # the largest may have been purged
         valid = [(job.userid, job.id) for job in self.jobs.values() if job.state is not State.NEW]
         self.history.rebuild([*valid, *((job.userid, job.id) for job in self.ended.values())])
         for job in self.jobs.values():
@@ -153,6 +159,7 @@ class JobManager(Service):
         active = list(self.jobs.values())
         if self.jobs or self.ended:
             log.info("restart: %d jobs, %d active", len(self.jobs) + len(self.ended), len(active))
+        self.retention.rebuilt(self.ended)
         for job in active:
             self.post(job, "flux-restart")
             for plugin in self.plugins:
@@ -161,6 +168,7 @@ class JobManager(Service):
                 self._validate(job)
 
     async def stop(self) -> None:
+        self.retention.stop()
         self.events.cancel_retry()  # events not stored were never acted on or answered
         for plugin in self.plugins:
             await plugin.stop()
@@ -283,8 +291,9 @@ class JobManager(Service):
         for req in waiters:
             req.respond(reply)
         if self.jobs.pop(job.id, None) is not None:  # an invalidated job is gone entirely
-            self.ended[job.id] = Ended(job)
+            ended = self.ended[job.id] = Ended(job)
             self.waits.ended(job)
+            self.retention.add(ended)
 
     def _on_commit(self, batch: Batch) -> None:
         self.journal.publish(batch.entries)
@@ -585,6 +594,11 @@ class JobManager(Service):
 
     def _checkpoint(self, req: Request) -> None:
         """Store the queue's state with this turn's events; answer once it is durable."""
+        self.events.add_ops(checkpoint.ops(self._stored_queue_status(), self.max_jobid))
+        self.events.after_commit(lambda: req.respond({}))
+
+    def _stored_queue_status(self) -> dict[str, Any]:
+        """The queue's state as stored: a stop that is not to be stored leaves it as it was."""
         status = self._queue_status()
         if self.stored_start is not None:  # stopped unstored: keep what was stored
             started, reason = self.stored_start
@@ -592,8 +606,7 @@ class JobManager(Service):
             status.pop("stop_reason", None)
             if not started:
                 status["stop_reason"] = reason
-        self.events.add_ops(checkpoint.ops(status))
-        self.events.after_commit(lambda: req.respond({}))
+        return status
 
     @method("alloc-query")
     def alloc_query(self, req: Request) -> None:
@@ -619,9 +632,69 @@ class JobManager(Service):
         self._idle.append(req)
         self._check_waiters()
 
-    def _require_owner(self, req: Request) -> None:
+    def _require_owner(self, req: Request, what: str = "control the queue") -> None:
         if not req.owner:
-            raise RPCError(errno.EPERM, "only the instance owner may control the queue")
+            raise RPCError(errno.EPERM, f"only the instance owner may {what}")
+
+    # --- retention (purge.py) --------------------------------------------------------------
+
+    @method("purge")
+    def purge_request(self, req: Request) -> None:
+        """Purge (``force``) or count the oldest inactive jobs past the request's limits."""
+        request = decode("job-manager.purge", req.payload, PurgeRequest)
+        self._require_owner(req, "purge jobs")
+        age = None if request.age_limit == -1 else request.age_limit
+        num = None if request.num_limit == -1 else request.num_limit
+        now = time.time()
+        if not request.force:
+            count = self.retention.count(age, num, now)
+            req.respond({"count": count, "inactive": len(self.ended)})
+            return
+        jobs = self.retention.take(age, num, request.batch, now)
+        self.purge_jobs(jobs)
+        inactive = len(self.ended)
+        self.events.after_commit(lambda: req.respond({"count": len(jobs), "inactive": inactive}))
+
+    @method("purge-id")
+    def purge_id_request(self, req: Request) -> None:
+        """Purge (``force``) or check one inactive job."""
+        request = decode("job-manager.purge-id", req.payload, PurgeIdRequest)
+        self._require_owner(req, "purge jobs")
+        job = self.ended.get(request.id)
+        if job is None:
+            if request.id in self.jobs:
+                raise RPCError(errno.EINVAL, "cannot purge active job")
+            raise RPCError(errno.ENOENT, "id not found")
+        if request.force:
+            self.purge_jobs([job])
+        inactive = len(self.ended)
+        self.events.after_commit(lambda: req.respond({"count": 1, "inactive": inactive}))
+
+    def purge_jobs(self, jobs: list[Ended]) -> None:
+        """Forget inactive ``jobs`` now; remove them from the KVS with this turn's events.
+
+        Each job's directory (J, jobspec, R, eventlog, its guest namespace's keys
+        and output) is one unlink, so a crash leaves a job whole or gone. The
+        journal says ``purge`` for each once the removal is durable, and the
+        largest job id issued is stored if it goes (checkpoint.py).
+        """
+        if not jobs:
+            return
+        ops: list[list[Any]] = []
+        entries: list[dict[str, Any]] = []
+        now = time.time()
+        for job in jobs:
+            del self.ended[job.id]
+            self.waits.purged(job.id)
+            self.history.remove(job.userid, job.id)
+            ops.append(["unlink", job_key(job.id), None])
+            entry = {"timestamp": now, "name": "purge", "context": {}}
+            entries.append({"id": job.id, "seq": -1, "entry": entry})
+            if job.id == self.max_jobid:
+                ops.extend(checkpoint.ops(self._stored_queue_status(), self.max_jobid))
+        self.events.add_ops(ops)
+        self.events.batch.entries.extend(entries)
+        log.debug("purged %d inactive jobs", len(jobs))
 
     # --- other services -----------------------------------------------------------------
 

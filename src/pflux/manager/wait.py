@@ -74,6 +74,10 @@ class Waits:
         else:
             req.respond(reply)
 
+    def purged(self, jobid: int) -> None:
+        """The job is purged: a wait for it is for an unknown job from now on."""
+        self.zombies.pop(jobid, None)
+
     def request(self, req: Request, jobid: int, job: Job | None) -> None:
         """A wait for ``jobid`` (or ``ANY``), ``job`` if active: answered now, kept, or
         refused."""

@@ -22,6 +22,7 @@ from pflux.spec.states import State
 
 Signum = Annotated[int, Meta(ge=1, le=64)]
 HISTORY_MAX: Final = 1000  # jobs one journal-history request may name
+PURGE_BATCH_MAX: Final = 100  # jobs one purge request may remove (flux-core's)
 _ACTIVE: Final = int(State.ACTIVE | State.NEW)
 
 
@@ -197,6 +198,32 @@ class JournalHistoryRequest(Struct, frozen=True):
             _check_id(jobid, f"ids[{index}]")
 
 
+class PurgeRequest(Struct, frozen=True):
+    """``purge`` (the owner only), as flux-core's: the oldest inactive jobs past either limit
+    (-1: none), ``batch`` of them at most; without ``force`` only counted."""
+
+    age_limit: float = -1.0
+    num_limit: int = -1
+    batch: Annotated[int, Meta(ge=1, le=PURGE_BATCH_MAX)] = 50
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.age_limit != -1 and not self.age_limit >= 0:
+            raise invalid("age_limit", "if set, age limit must be >= 0")
+        if self.num_limit != -1 and self.num_limit < 0:
+            raise invalid("num_limit", "if set, num limit must be >= 0")
+
+
+class PurgeIdRequest(Struct, frozen=True):
+    """``purge-id`` (the owner only): one inactive job; without ``force`` only checked."""
+
+    id: JobId
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
 class ExecHelloRequest(Struct, frozen=True):
     """``exec-hello``: the execution service to send RFC 32's requests to."""
 
@@ -230,6 +257,8 @@ REQUESTS: dict[str, type[Struct]] = {
     "job-manager.events-journal": JournalRequest,
     "job-manager.journal-sync": Empty,
     "job-manager.journal-history": JournalHistoryRequest,
+    "job-manager.purge": PurgeRequest,
+    "job-manager.purge-id": PurgeIdRequest,
     "job-manager.exec-hello": ExecHelloRequest,
     "job-manager.running": Empty,
     "job-manager.quiescent": Empty,

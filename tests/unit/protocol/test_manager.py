@@ -150,6 +150,8 @@ class Recorder:
         "job-manager.alloc-query": {"queue_length": 0, "alloc_pending": 0, "running": 0},
         "job-manager.queue-status": {"enable": True, "start": True},
         "job-manager.idle": {"pending": 0},
+        "job-manager.purge": {"count": 0, "inactive": 0},
+        "job-manager.purge-id": {"count": 1, "inactive": 0},
     }
 
     def __init__(self) -> None:
@@ -195,8 +197,11 @@ def test_what_the_client_sends_is_what_the_services_decode() -> None:
     client.queue_start(False, "later", checkpoint=False)
     client.drain()
     client.idle()
+    client.purge(age_limit=3600, num_limit=10, batch=100, force=True)
+    client.purge()
+    client.purge_id(1, force=True)
     topics = {topic for topic, _ in handle.sent}
-    assert len(topics) == 16
+    assert len(topics) == 18
     for topic, payload in handle.sent:
         decode(topic, payload, REQUESTS[topic])
 
@@ -238,8 +243,10 @@ def test_what_the_async_client_sends_is_what_the_services_decode() -> None:
         await client.queue_start(True, checkpoint=False)
         await client.drain()
         await client.idle()
+        await client.purge(num_limit=0)
+        await client.purge_id(1)
 
     asyncio.run(calls())
-    assert len({topic for topic, _ in handle.sent}) == 16
+    assert len({topic for topic, _ in handle.sent}) == 18
     for topic, payload in handle.sent:
         decode(topic, payload, REQUESTS[topic])

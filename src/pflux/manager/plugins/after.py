@@ -80,8 +80,9 @@ class AfterScheme(Plugin):
     def depend(self, job: Job, dependency: dict[str, Any]) -> None:
         antecedent = self.host.lookup(JobID.parse(dependency["value"]))
         description = f"{self.condition.value}={dependency['value']}"
-        if antecedent is None:  # gone since submit (it cannot be: jobs are never purged)
-            self.host.raise_exception(job, "depend", f"dependency {description} job not found")
+        if antecedent is None:  # purged since submit
+            if description not in job.satisfied:  # satisfied before a restart: nothing to do
+                self.host.raise_exception(job, "depend", f"dependency {description} job not found")
             return
         self.edges.add(antecedent, job, description, self.condition)
 

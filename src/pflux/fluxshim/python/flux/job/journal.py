@@ -119,8 +119,10 @@ class JournalConsumer:
             return
         for item in resp.get("events", ()):
             seq = item.get("seq", -1)
-            if seq < 0:
-                continue  # the scheduler's annotations: not events
+            if seq < 0:  # the scheduler's annotations, or a purge: not events
+                if item.get("entry", {}).get("name") == "purge":
+                    self._seen.pop(item.get("id"), None)  # the job is gone for good
+                continue
             jobid = item["id"]
             if seq <= self._seen.get(jobid, -1):
                 continue  # sent with the history already

@@ -1,0 +1,171 @@
+"""Retention: which inactive jobs to purge, and when (flux-core's ``job-manager/purge.c``).
+
+An inactive job is eligible when it has been inactive longer than the age
+limit, or while more inactive jobs than the number limit are kept (the oldest
+first). With ``[job-manager] inactive-age-limit`` or ``inactive-num-limit``
+set, eligible jobs are purged as jobs become inactive, at start (a restart
+with a lower limit purges down to it) and when the oldest passes the age
+limit; ``job-manager.purge`` and ``job-manager.purge-id`` (``pflux job purge``)
+purge on request, with limits of their own.
+
+Inactive jobs are kept in the order they became inactive (a deque), so the
+jobs due are found at its front, never by a scan. A job purged by id stays in
+the deque until it reaches the front, where it is skipped. What a purge does
+(the KVS, the journal, the job manager's tables) is the service's
+(``JobManager.purge_jobs``); this module only chooses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from pflux.config import ConfigError
+from pflux.errors import DurationError
+from pflux.spec import duration
+
+if TYPE_CHECKING:
+    from pflux.manager.job import Ended
+
+TABLE: Final = "job-manager"
+KEYS: Final = ("inactive-age-limit", "inactive-num-limit")
+AUTO_BATCH: Final = 1000  # jobs purged per loop turn by the limits, the rest a turn later
+
+
+def limits(config: dict[str, Any]) -> tuple[float | None, int | None]:
+    """``[job-manager] inactive-age-limit`` (seconds) and ``inactive-num-limit``; None: no
+    limit. ConfigError names the key and the rule."""
+    table = config.get(TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(TABLE, None, f"must be a table, got {table!r}")
+    age: float | None = None
+    text = table.get("inactive-age-limit")
+    if text is not None:
+        if not isinstance(text, str):
+            rule = f'must be a Flux standard duration, as "7d", got {text!r}'
+            raise ConfigError(TABLE, "inactive-age-limit", rule)
+        try:
+            age = duration.parse(text)
+        except DurationError as exc:
+            raise ConfigError(TABLE, "inactive-age-limit", str(exc)) from None
+        if math.isinf(age):
+            age = None
+    num = table.get("inactive-num-limit")
+    if num is not None and (type(num) is not int or num < 0):
+        raise ConfigError(TABLE, "inactive-num-limit", f"must be an integer >= 0, got {num!r}")
+    return age, num
+
+
+def eligible(age: float, age_limit: float | None, count: int, num_limit: int | None) -> bool:
+    """Whether the oldest of ``count`` inactive jobs, inactive for ``age`` seconds, is due."""
+    return (age_limit is not None and age > age_limit) or (
+        num_limit is not None and count > num_limit
+    )
+
+
+class Retention:
+    """Inactive jobs in the order they became inactive, and the limits that purge them."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        ended: dict[int, Ended],
+        purge: Callable[[list[Ended]], None],
+        config: dict[str, Any],
+    ) -> None:
+        self.loop = loop
+        self.ended = ended  # the job manager's inactive jobs, by id
+        self.purge = purge
+        self.age_limit, self.num_limit = limits(config)
+        self.order: deque[Ended] = deque()
+        self._soon: asyncio.Handle | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.age_limit is not None or self.num_limit is not None
+
+    def rebuilt(self, ended: dict[int, Ended]) -> None:
+        """The inactive jobs a restart found; purge what the limits say is due."""
+        self.ended = ended
+        self.order = deque(sorted(ended.values(), key=lambda job: (job.t_inactive, job.id)))
+        self._due()
+
+    def add(self, job: Ended) -> None:
+        """``job`` has become inactive (durably)."""
+        self.order.append(job)
+        if self.num_limit is not None and len(self.ended) > self.num_limit:
+            self._due()
+        elif self.age_limit is not None and self._timer is None:
+            self._arm()
+
+    def count(self, age_limit: float | None, num_limit: int | None, now: float) -> int:
+        """How many jobs ``take`` would purge with these limits, with no batch limit."""
+        count = 0
+        total = len(self.ended)
+        for job in self.order:
+            if self.ended.get(job.id) is not job:
+                continue  # purged by id
+            if not eligible(now - job.t_inactive, age_limit, total - count, num_limit):
+                break
+            count += 1
+        return count
+
+    def take(
+        self, age_limit: float | None, num_limit: int | None, most: int, now: float
+    ) -> list[Ended]:
+        """The oldest eligible jobs, ``most`` at most, taken out of the order."""
+        taken: list[Ended] = []
+        order, ended = self.order, self.ended
+        total = len(ended)
+        while order and len(taken) < most:
+            job = order[0]
+            if ended.get(job.id) is not job:
+                order.popleft()  # purged by id
+                continue
+            if not eligible(now - job.t_inactive, age_limit, total - len(taken), num_limit):
+                break
+            taken.append(order.popleft())
+        return taken
+
+    def stop(self) -> None:
+        for handle in (self._soon, self._timer):
+            if handle is not None:
+                handle.cancel()
+        self._soon = self._timer = None
+
+    def _due(self) -> None:
+        """Purge by the limits on the next turn (once, however many jobs ended meanwhile)."""
+        if self.limited and self._soon is None:
+            self._soon = self.loop.call_soon(self._purge)
+
+    def _purge(self) -> None:
+        self._soon = None
+        jobs = self.take(self.age_limit, self.num_limit, AUTO_BATCH, time.time())
+        if jobs:
+            self.purge(jobs)
+        if len(jobs) == AUTO_BATCH:
+            self._due()  # more: a batch a turn, so nothing else waits long
+        elif self.age_limit is not None:
+            self._arm()
+
+    def _arm(self) -> None:
+        """Wake when the oldest inactive job passes the age limit."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        order, ended = self.order, self.ended
+        while order and ended.get(order[0].id) is not order[0]:
+            order.popleft()
+        if not order or self.age_limit is None:
+            return
+        wait = order[0].t_inactive + self.age_limit - time.time()
+        self._timer = self.loop.call_later(max(wait, 0.0) + 0.001, self._expired)
+
+    def _expired(self) -> None:
+        self._timer = None
+        self._due()
