@@ -50,6 +50,8 @@ __all__ = ["COMMAND", "LauncherServer", "main"]
 # runpy machinery would stay in memory, a megabyte more for every fork to copy.
 COMMAND: Final = "import sys; from pflux.exec.launcher import main; sys.exit(main(sys.argv))"
 RANK_URI: Final = "PFLUX_RANK_URI"  # a launcher of a rank > 0: its broker, for the tasks
+# seconds its shells wait for a restarted instance when launcher and broker die together
+REJOIN_TIMEOUT: Final = "PFLUX_REJOIN_TIMEOUT"
 SHUTDOWN_GRACE: Final = 5.0  # seconds tasks get after SIGTERM when job-exec has gone
 SPARES: Final = 4  # shells forked ahead of need
 SPARES_LOW: Final = 1  # forking starts again when this few are left
@@ -148,6 +150,7 @@ class LauncherServer:
             spool=spool,
             exec_dir=self.exec_dir,
             uri=os.environ.get(RANK_URI),
+            rejoin_timeout=_seconds(os.environ.get(REJOIN_TIMEOUT, "")),
         )
         # the descriptors a shell keeps, with its own socket
         self.keep = (0, 1, 2, self.journal, self.devnull, self.exec_dir, records.fileno())
@@ -673,6 +676,15 @@ def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
             os.kill(pid, signum)
     except (ProcessLookupError, ValueError):
         return
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds job-exec passed (checked there); 0 for none or a bad one."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return 0.0
+    return seconds if 0 < seconds < float("inf") else 0.0
 
 
 def _accept_own(listener: _socket.socket) -> _socket.socket | None:
