@@ -363,6 +363,41 @@ def test_jobs_outlive_their_broker_and_launcher_killed_together(tmp_path: Path, 
     assert not list((state / "exec" / "spool").iterdir())
 
 
+def test_a_shell_or_task_killed_while_no_instance_runs_ends_its_job(tmp_path: Path) -> None:
+    """Broker and launcher dead: one job's shell is killed (its task left behind), another's
+    task is; the restart kills the task left and fails the first job, finishes the second
+    with the task's status, each with the output it had."""
+    state = tmp_path / "state"
+    first = LiveInstance(state, cores=2)
+    with Client(first.uri) as client:
+        specs = [gated(tmp_path, "echo up; read x < $GATE")] * 2
+        shot, signalled = submit_gated(client, tmp_path, specs, "")
+        for jobid in (shot, signalled):
+            client.wait_event(jobid, "data", match={"data": "up\n"}, path="guest.output")
+    kill_with_launcher(first, "together")
+    [(left, shell)] = pids(tmp_path, shot)
+    [(task, _)] = pids(tmp_path, signalled)
+    os.kill(shell, signal.SIGKILL)
+    os.kill(task, signal.SIGTERM)
+    wait_exit([shell, task])
+    assert alive(left)
+    second = LiveInstance(state, cores=2)
+    try:
+        with Client(second.uri) as client:
+            results = client.wait_all([shot, signalled])
+            assert not results[shot].success
+            assert "not found when the instance restarted" in results[shot].errstr
+            wait_exit([left])
+            finish = next(e for e in client.events(signalled) if e.name == "finish")
+            assert (finish.context or {})["status"] == (128 + signal.SIGTERM) << 8
+            assert "exception" not in [e.name for e in client.events(signalled, follow=False)]
+            for jobid in (shot, signalled):
+                assert output_of(client, jobid) == "up\n"
+                assert len(pids(tmp_path, jobid)) == 1
+    finally:
+        second.stop()
+
+
 def test_shells_that_no_instance_takes_over_end_their_tasks(tmp_path: Path) -> None:
     state = tmp_path / "state"
     config = tmp_path / "config.toml"
