@@ -39,6 +39,7 @@ from typing import Any
 from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
 from pflux.errors import EventlogError, NoInstanceError
+from pflux.exec import journal
 from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE
 from pflux.exec.wire import LAUNCHER_DIED
 from pflux.manager.job import Job
@@ -192,9 +193,11 @@ def helpers(state_dir: Path, broker: int) -> list[int]:
     """The instance's other processes: job-list's and the launcher (not the shells it forked).
 
     Both name the state directory on their command line; a shell is a fork of the
-    launcher, so it has the same command line, and is told apart by its parent.
+    launcher, so it has the same command line, and is told apart by its parent, or,
+    once its launcher has died (its parent is another), by the journal naming it.
     """
     where = str(state_dir)
+    shells = {entry[0] for entry in journal.live(str(state_dir / "exec" / "journal")).values()}
     found: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == broker:
@@ -204,6 +207,8 @@ def helpers(state_dir: Path, broker: int) -> list[int]:
             ppid = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue  # it ended meanwhile
+        if int(entry.name) in shells:
+            continue
         if any(arg == where or arg.startswith(where + "/") for arg in argv):
             found[int(entry.name)] = ppid
     return [pid for pid, ppid in found.items() if ppid not in found]
