@@ -657,7 +657,10 @@ class Shell:
         if self._rejoin():
             self.retry_at = self.give_up = 0.0
             self._rejoined()
-        elif time.monotonic() >= self.give_up or self._instance_gone():
+        elif self._instance_gone():
+            self.retry_at = self.give_up = 0.0
+            self._abandon(wire.LAUNCHER_DIED)
+        elif time.monotonic() >= self.give_up:
             self.retry_at = self.give_up = 0.0
             timeout = self.ctx.rejoin_timeout
             self._abandon(f"{wire.LAUNCHER_DIED}; no instance took the job over in {timeout:g} s")
