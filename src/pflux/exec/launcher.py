@@ -224,21 +224,23 @@ class LauncherServer:
 
     # --- job-exec's requests ------------------------------------------------------------
 
-    def _from_jobexec(self) -> None:
+    def _from_jobexec(self) -> bool:
+        """Handle what job-exec sent; False once nothing more is there (or its end was)."""
         try:
             data = self.link.recv(RECV_SIZE)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             data = b""
         if not data:
             self._link_closed()
-            return
+            return False
         self.inbuf += data
         records, used = wire.split(self.inbuf)
         del self.inbuf[:used]
         for kind, jobid, payload in records:
             self._request(kind, jobid, payload)
+        return True
 
     def _request(self, kind: bytes, jobid: int, payload: bytes) -> None:
         if kind == wire.SPAWN:
@@ -304,6 +306,10 @@ class LauncherServer:
         fds = _passed_fds(ancillary)
         records = wire.split(data)[0]
         kind, jobid, payload = records[0] if records and fds else (b"", 0, b"")
+        while kind == wire.ATTACH and not self.detached and self.link_open:
+            # a job-exec that died just before: its end may be read after this ATTACH
+            if not self._from_jobexec():
+                break
         if kind == wire.ATTACH and self.detached:
             self._attached(conn, fds.pop(0))
         else:

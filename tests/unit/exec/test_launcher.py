@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,9 @@ class Launcher:
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
 
-    def attach(self) -> tuple[int, bytes]:
-        """Take the launcher over as a new job-exec would: (its pid, LIVE's lines)."""
+    def attach(self, sent: Callable[[], None] = lambda: None) -> tuple[int, bytes]:
+        """Take the launcher over as a new job-exec would: (its pid, LIVE's lines);
+        ``sent`` is called once ATTACH is sent."""
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(self.path))
         self.records.close()
@@ -93,6 +94,7 @@ class Launcher:
         ]
         self.sock.sendmsg([wire.record(wire.ATTACH, 0)], rights)
         shells.close()
+        sent()
         self.buffer = b""
         self.pending = []
         [(_, pid, lines)] = self.until(wire.LIVE)
@@ -595,6 +597,26 @@ def test_a_launcher_whose_job_exec_dies_keeps_the_jobs_for_the_next(tmp_path: Pa
         launcher.send(wire.ACK, b"%d" % (1 << 62))  # all of it is in the KVS: it may go
         assert pidfd_wait([shell], 10) == []
         assert not (tmp_path / "spool" / str(JOB)).exists()
+    finally:
+        launcher.close()
+
+
+def test_an_attach_heard_before_the_end_of_the_dead_job_exec_is_taken(tmp_path: Path) -> None:
+    """The next job-exec's ATTACH may be read before the last one's end (a launcher
+    started just before its broker died): the launcher reads that end first."""
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sleep", "100"]))
+        launcher.until(wire.STARTED)
+        os.kill(launcher.proc.pid, signal.SIGSTOP)
+        dead = launcher.sock
+
+        def broker_dies() -> None:
+            dead.close()
+            os.kill(launcher.proc.pid, signal.SIGCONT)
+
+        pid, live = launcher.attach(sent=broker_dies)  # ATTACH first, then the end
+        assert (pid, live) == (launcher.proc.pid, b"%d\n" % JOB)
     finally:
         launcher.close()
 
