@@ -71,6 +71,7 @@ def test_random_kills(tmp_path: Path, seed: int) -> None:
     assert summary.acknowledged > 0
     assert summary.ran > 0
     assert not summary.violations, str(summary)
+    assert summary.lost == 0, str(summary)  # every running job survived every kind of kill
 
 
 def test_the_end_releases_a_held_job_the_load_never_heard_of(tmp_path: Path) -> None:
