@@ -12,6 +12,7 @@ blocks reading its FIFO until the test writes to it.
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -19,6 +20,8 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 from pflux.api import Client, jobspec_of
 from pflux.spec.eventlog import parse
@@ -53,6 +56,22 @@ def open_gate(tmp: Path, jobid: int, name: str = "") -> None:
     """Let the job's task past ``read < $GATE{name}`` (the open waits for the reader)."""
     with open(tmp / f"gate-{jobid}{name}", "w") as gate:
         gate.write("go\n")
+
+
+def open_gate_of(tmp: Path, jobid: int, task: int) -> None:
+    """``open_gate`` for a task that may have been killed: fails rather than wait for it."""
+    while True:
+        try:
+            fd = os.open(tmp / f"gate-{jobid}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:  # ENXIO: the task has not opened it (yet, or ever)
+            if exc.errno != errno.ENXIO:
+                raise
+            assert alive(task), f"job {jobid}'s task {task} was killed"
+            time.sleep(0.01)  # a FIFO's reader arriving gives no event to wait on
+            continue
+        with open(fd, "w") as gate:
+            gate.write("go\n")
+        return
 
 
 def wait_line(path: Path, count: int, timeout: float = 60.0) -> list[str]:
@@ -285,6 +304,121 @@ def test_jobs_outlive_their_launcher_with_all_their_output(tmp_path: Path) -> No
     finally:
         instance.stop()
     assert not list((state / "exec" / "spool").iterdir())
+
+
+def kill_with_launcher(instance: LiveInstance, order: str) -> None:
+    """SIGKILL the broker and its launcher: together (the broker stopped first, so it
+    cannot start another launcher in between), or the launcher first, then the broker
+    once the launcher is gone (whatever the broker did meanwhile)."""
+    launcher = launcher_of(instance)
+    if order == "together":
+        instance.proc.send_signal(signal.SIGSTOP)
+        os.kill(launcher, signal.SIGKILL)
+    else:
+        os.kill(launcher, signal.SIGKILL)
+        wait_exit([launcher])
+    instance.kill()
+
+
+@pytest.mark.parametrize("order", ["together", "launcher first"])
+def test_jobs_outlive_their_broker_and_launcher_killed_together(tmp_path: Path, order: str) -> None:
+    state = tmp_path / "state"
+    first = LiveInstance(state, cores=3)
+    with Client(first.uri) as client:
+        body = 'echo before; read x < $GATE; seq -f "after %g" 1 2000; exit "$1"'
+        specs = [gated(tmp_path, body) for _ in range(2)]
+        for spec, code in zip(specs, ("3", "5"), strict=True):
+            spec["tasks"][0]["command"] += ["job", code]  # sh -c SCRIPT job N: $1 is N
+        on, ended = submit_gated(client, tmp_path, specs, "")
+        for jobid in (on, ended):
+            client.wait_event(jobid, "data", match={"data": "before\n"}, path="guest.output")
+    kill_with_launcher(first, order)
+    # no instance: one job ends, its end spooled; the other's task runs on
+    [(task, shell)] = pids(tmp_path, ended)
+    open_gate_of(tmp_path, ended, task)
+    wait_exit([task, shell])
+    [(running, _)] = pids(tmp_path, on)
+    assert alive(running)
+    second = LiveInstance(state, cores=3)
+    try:
+        with Client(second.uri) as client:
+            open_gate(tmp_path, on)
+            results = client.wait_all([on, ended])
+            expected = "before\n" + "".join(f"after {i}\n" for i in range(1, 2001))
+            for jobid, code in ((on, 3), (ended, 5)):
+                log = [e.name for e in client.events(jobid, follow=False)]
+                assert "exception" not in log, (jobid, log, results[jobid].errstr)
+                assert log.count("start") == 1, log
+                finish = next(e for e in client.events(jobid) if e.name == "finish")
+                assert (finish.context or {})["status"] == code << 8
+                assert output_of(client, jobid) == expected
+                assert len(pids(tmp_path, jobid)) == 1  # never ran twice
+                execlog = [e.name for e in client.events(jobid, path="guest.exec.eventlog")]
+                assert execlog.count("reattach") == 1, execlog
+            [after] = client.submit_many([gated(tmp_path, "echo again")])
+            assert client.wait(after).success
+            assert output_of(client, after) == "again\n"
+    finally:
+        second.stop()
+    assert not list((state / "exec" / "spool").iterdir())
+
+
+def test_a_shell_or_task_killed_while_no_instance_runs_ends_its_job(tmp_path: Path) -> None:
+    """Broker and launcher dead: one job's shell is killed (its task left behind), another's
+    task is; the restart kills the task left and fails the first job, finishes the second
+    with the task's status, each with the output it had."""
+    state = tmp_path / "state"
+    first = LiveInstance(state, cores=2)
+    with Client(first.uri) as client:
+        specs = [gated(tmp_path, "echo up; read x < $GATE")] * 2
+        shot, signalled = submit_gated(client, tmp_path, specs, "")
+        for jobid in (shot, signalled):
+            client.wait_event(jobid, "data", match={"data": "up\n"}, path="guest.output")
+    kill_with_launcher(first, "together")
+    [(left, shell)] = pids(tmp_path, shot)
+    [(task, _)] = pids(tmp_path, signalled)
+    os.kill(shell, signal.SIGKILL)
+    os.kill(task, signal.SIGTERM)
+    wait_exit([shell, task])
+    assert alive(left)
+    second = LiveInstance(state, cores=2)
+    try:
+        with Client(second.uri) as client:
+            results = client.wait_all([shot, signalled])
+            assert not results[shot].success
+            assert "not found when the instance restarted" in results[shot].errstr
+            wait_exit([left])
+            finish = next(e for e in client.events(signalled) if e.name == "finish")
+            assert (finish.context or {})["status"] == (128 + signal.SIGTERM) << 8
+            assert "exception" not in [e.name for e in client.events(signalled, follow=False)]
+            for jobid in (shot, signalled):
+                assert output_of(client, jobid) == "up\n"
+                assert len(pids(tmp_path, jobid)) == 1
+    finally:
+        second.stop()
+
+
+def test_shells_that_no_instance_takes_over_end_their_tasks(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    config = tmp_path / "config.toml"
+    config.write_text('[exec]\nrejoin-timeout = "1s"\n')
+    first = LiveInstance(state, "--config", str(config), cores=2)
+    with Client(first.uri) as client:
+        [jobid] = submit_gated(client, tmp_path, [gated(tmp_path, "echo up; read x < $GATE")], "")
+        client.wait_event(jobid, "data", match={"data": "up\n"}, path="guest.output")
+    kill_with_launcher(first, "together")
+    [(task, shell)] = pids(tmp_path, jobid)
+    wait_exit([task, shell])  # a second after nobody came
+    second = LiveInstance(state, "--config", str(config), cores=2)
+    try:
+        with Client(second.uri) as client:
+            result = client.wait(jobid)
+            assert not result.success
+            assert "no instance took the job over in 1 s" in result.errstr, result.errstr
+            assert output_of(client, jobid) == "up\n"
+            assert len(pids(tmp_path, jobid)) == 1
+    finally:
+        second.stop()
 
 
 def test_only_a_kept_state_directory_gets_a_crash_safe_kvs(tmp_path: Path) -> None:

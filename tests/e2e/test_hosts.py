@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from support import netns
+from support.crash import helpers, is_launcher
 from support.instance import PFLUX, LiveInstance, environ, pflux, wait_for_log
 from support.mpi import HELLO
 from support.procs import pidfd_wait
@@ -241,8 +243,20 @@ def test_an_mpi_allreduce_across_hosts(
     assert sorted(ran.stdout.splitlines()) == sorted(expected), ran.stderr
 
 
+def kill_rank_zero(instance: LiveInstance, launcher_too: bool) -> None:
+    """SIGKILL rank 0's broker, and with ``launcher_too`` its launcher at the same moment
+    (the broker stopped first, so that it starts no other)."""
+    if launcher_too:
+        state = instance.state_dir
+        [launcher] = [pid for pid in helpers(state, instance.proc.pid) if is_launcher(pid)]
+        os.killpg(instance.proc.pid, signal.SIGSTOP)
+        os.kill(launcher, signal.SIGKILL)
+    instance.kill()
+
+
+@pytest.mark.parametrize("launcher_too", [False, True], ids=["broker", "broker and launcher"])
 def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
-    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]], launcher_too: bool
 ) -> None:
     with brokers(net, tmp_path, same) as instance:
         done = pflux(instance.uri, "submit", "-N3", "-n3", "hostname").stdout.strip()
@@ -257,7 +271,7 @@ def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
         assert (
             pflux(instance.uri, "job", "wait-event", "-t", "60", running, "start").returncode == 0
         )
-        instance.kill()  # rank 0's broker alone; ranks 1 and 2 go on, saying hello
+        kill_rank_zero(instance, launcher_too)  # ranks 1 and 2 go on, saying hello
         with LiveInstance(
             tmp_path / "state", *FAST, *same[0], cores=None,
             prefix=net.command(0, []),

@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
+from pflux.exec.shellrun import LOST_NOTE
+from pflux.exec.wire import LAUNCHER_DIED
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from support.crash import (
+    BROKER,
+    LAUNCHER,
+    LAUNCHER_FIRST,
     REAL,
     Checked,
     Load,
@@ -22,6 +27,7 @@ from support.crash import (
     crash_run,
     finish,
     judge,
+    lost,
     ran_once,
 )
 from support.instance import LiveInstance, held
@@ -60,10 +66,12 @@ def eventlog(*events: tuple[str, dict[str, object] | None], at: float = 1000.0) 
 def test_random_kills(tmp_path: Path, seed: int) -> None:
     summary = crash_run(tmp_path, seed, KILLS)
     assert summary.kills == KILLS
-    assert 0 < summary.helper_kills < KILLS  # the broker alone, and with its helpers
+    assert summary.kinds[BROKER] < KILLS  # the broker alone, and with its helpers
+    assert summary.kinds[LAUNCHER] + summary.kinds[LAUNCHER_FIRST] > 0
     assert summary.acknowledged > 0
     assert summary.ran > 0
     assert not summary.violations, str(summary)
+    assert summary.lost == 0, str(summary)  # every running job survived every kind of kill
 
 
 def test_the_end_releases_a_held_job_the_load_never_heard_of(tmp_path: Path) -> None:
@@ -72,6 +80,18 @@ def test_the_end_releases_a_held_job_the_load_never_heard_of(tmp_path: Path) -> 
         jobid = held(client)
         assert finish(client) == []
         assert client.wait(jobid).success
+
+
+def test_a_job_whose_shell_a_kill_cost_is_counted_as_lost() -> None:
+    checked, _ = judge(A, eventlog(*RAN))
+    assert checked is not None
+    assert not lost(checked.job)
+    checked.job.exception = ("exec", f"{LAUNCHER_DIED}; no instance took the job over in 1 s")
+    assert lost(checked.job)
+    checked.job.exception = ("exec", LOST_NOTE)
+    assert lost(checked.job)
+    checked.job.exception = ("cancel", "crash test")
+    assert not lost(checked.job)
 
 
 def test_a_job_that_ran_to_the_end_is_valid() -> None:

@@ -3,15 +3,18 @@
 An instance with a state directory runs a steady mix of real jobs (each records
 its own runs in a file), ``afterok`` chains, held jobs released later, cancels
 and test-mode jobs, submitted by a client thread. The main thread SIGKILLs the
-instance after a seeded random delay, either the broker alone or the broker
-with its helper processes (job-list's process and the job shell launcher), and
-restarts it on the same state directory, again and again. After the last
+instance after a seeded random delay, in one of ``KINDS`` of kill: the broker
+alone; the broker with its helper processes (job-list's process and the job
+shell launcher); the broker and the launcher together; the launcher, then the
+broker once it is gone. It restarts the instance on the same state directory,
+again and again. After the last
 restart it releases what is held, waits until no job is active, and checks:
 every acknowledged job is there and ended once, every eventlog parses and
 replays through RFC 21's table with nothing after ``clean``, no job ran twice,
 a successful job ran exactly once, and a dependent started only after its
 antecedent succeeded. A submission that the kill cut off before its id came
-back may or may not exist; it is checked if it does.
+back may or may not exist; it is checked if it does. Jobs that failed because a
+kill cost them their shell (``LOSS_NOTES``) are counted: the aim is none.
 
 ``python -m support.crash --kills N --seed S`` (``scripts/crash``) is the long run.
 """
@@ -36,6 +39,9 @@ from typing import Any
 from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
 from pflux.errors import EventlogError, NoInstanceError
+from pflux.exec import journal
+from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE
+from pflux.exec.wire import LAUNCHER_DIED
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.fluid import JobID
@@ -47,6 +53,10 @@ WINDOW = 8  # jobs the load lets be active (held ones aside) before it waits for
 MAX_DELAY = 1.2  # seconds from an instance being ready to its kill, at most
 DRAIN_TIMEOUT = 120.0
 REAL, TEST = "real", "test"
+# the kinds of kill, and how often each comes
+BROKER, HELPERS, LAUNCHER, LAUNCHER_FIRST = "broker", "helpers", "launcher", "launcher first"
+KINDS = {BROKER: 0.5, HELPERS: 0.2, LAUNCHER: 0.2, LAUNCHER_FIRST: 0.1}
+LOSS_NOTES = (LAUNCHER_DIED, LOST_NOTE, DIED_NOTE)  # a job's shell lost to a kill
 
 
 class Lost(Exception):
@@ -183,9 +193,11 @@ def helpers(state_dir: Path, broker: int) -> list[int]:
     """The instance's other processes: job-list's and the launcher (not the shells it forked).
 
     Both name the state directory on their command line; a shell is a fork of the
-    launcher, so it has the same command line, and is told apart by its parent.
+    launcher, so it has the same command line, and is told apart by its parent, or,
+    once its launcher has died (its parent is another), by the journal naming it.
     """
     where = str(state_dir)
+    shells = {entry[0] for entry in journal.live(str(state_dir / "exec" / "journal")).values()}
     found: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == broker:
@@ -195,15 +207,30 @@ def helpers(state_dir: Path, broker: int) -> list[int]:
             ppid = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue  # it ended meanwhile
+        if int(entry.name) in shells:
+            continue
         if any(arg == where or arg.startswith(where + "/") for arg in argv):
             found[int(entry.name)] = ppid
     return [pid for pid, ppid in found.items() if ppid not in found]
 
 
-def kill(instance: LiveInstance, with_helpers: bool) -> None:
-    """SIGKILL the broker, with its helper processes at the same moment when asked."""
-    pids = helpers(instance.state_dir, instance.proc.pid) if with_helpers else []
-    for pid in [instance.proc.pid, *pids]:
+def is_launcher(pid: int) -> bool:
+    try:
+        return b"pflux.exec.launcher" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def kill(instance: LiveInstance, kind: str) -> None:
+    """SIGKILL the broker, with the helper processes ``kind`` names: at the same moment,
+    or (``LAUNCHER_FIRST``) the launcher, then the broker once the launcher is gone."""
+    pids = helpers(instance.state_dir, instance.proc.pid) if kind != BROKER else []
+    if kind in (LAUNCHER, LAUNCHER_FIRST):
+        pids = [pid for pid in pids if is_launcher(pid)]
+    first = pids if kind == LAUNCHER_FIRST else []
+    for pid in [*first, instance.proc.pid, *pids]:
+        if pid == instance.proc.pid and first:
+            wait_exit(first)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -221,21 +248,23 @@ class Summary:
 
     seed: int
     kills: int = 0
-    helper_kills: int = 0
+    kinds: collections.Counter[str] = field(default_factory=collections.Counter)
     restarts: int = 0
     acknowledged: int = 0
     checked: int = 0
     ran: int = 0
+    lost: int = 0  # jobs that failed because a kill cost them their shell
     results: collections.Counter[str] = field(default_factory=collections.Counter)
     seconds: float = 0.0
     violations: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
+        kinds = ", ".join(f"{self.kinds[kind]} {kind}" for kind in KINDS)
         lines = [
-            f"seed {self.seed}: {self.kills} kills ({self.helper_kills} with the helpers), "
+            f"seed {self.seed}: {self.kills} kills ({kinds}), "
             f"{self.restarts} restarts, {self.acknowledged} jobs acknowledged, "
-            f"{self.checked} checked, {self.ran} ran, {self.seconds:.1f} s, "
-            f"{len(self.violations)} violations",
+            f"{self.checked} checked, {self.ran} ran, {self.lost} lost to a kill, "
+            f"{self.seconds:.1f} s, {len(self.violations)} violations",
             "  results: " + ", ".join(f"{n} {r}" for r, n in self.results.most_common()),
             *(f"  {v}" for v in self.violations[:50]),
         ]
@@ -269,10 +298,10 @@ def crashes(state: Path, rng: random.Random, kills: int, load: Load, summary: Su
         worker.start()
         # the one sleep: how long the instance runs before the crash is the random variable
         time.sleep(rng.uniform(0, MAX_DELAY))
-        with_helpers = rng.random() < 0.35
-        kill(instance, with_helpers)
+        kind = rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        kill(instance, kind)
         summary.kills += 1
-        summary.helper_kills += with_helpers
+        summary.kinds[kind] += 1
         worker.join(60)
         if worker.is_alive():
             summary.violations.append("the client did not see the instance die")
@@ -363,6 +392,7 @@ def check(client: Client, load: Load, summary: Summary) -> list[str]:
     problems += chains_in_order(jobs, load, runs)
     summary.checked = len(jobs)
     summary.results.update(outcome(c.job) for c in jobs.values())
+    summary.lost = sum(lost(c.job) for c in jobs.values())
     summary.ran = len(ran)
     return problems
 
@@ -370,6 +400,11 @@ def check(client: Client, load: Load, summary: Summary) -> list[str]:
 def outcome(job: Job) -> str:
     """The job's result, with the exception type that caused it."""
     return f"{job.result} ({job.exception[0]})" if job.exception else str(job.result)
+
+
+def lost(job: Job) -> bool:
+    """Whether the job failed because a kill cost it its shell (``LOSS_NOTES``)."""
+    return job.exception is not None and job.exception[1].startswith(LOSS_NOTES)
 
 
 def records(path: Path) -> list[tuple[JobID, str]]:

@@ -19,11 +19,20 @@ from pflux.spec import duration
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
 
-__all__ = ["DEFAULT_KILL_TIMEOUT", "config_seconds", "config_signal", "is_int", "job_rundir"]
+__all__ = [
+    "DEFAULT_KILL_TIMEOUT",
+    "DEFAULT_REJOIN_TIMEOUT",
+    "config_seconds",
+    "config_signal",
+    "is_int",
+    "job_rundir",
+    "rejoin_timeout",
+]
 
 log = logging.getLogger("pflux.job-exec")
 
 DEFAULT_KILL_TIMEOUT: Final = 5.0
+DEFAULT_REJOIN_TIMEOUT: Final = 300.0
 RUNDIR_RECORD: Final = "rundir"  # in the exec directory: the jobs' directory's name
 
 
@@ -103,7 +112,9 @@ def _run_parent(broker: Broker) -> str:
     return tempfile.gettempdir()
 
 
-def config_seconds(conf: dict[str, Any], key: str, default: float) -> float:
+def config_seconds(conf: dict[str, Any], key: str, default: float, *, zero: bool = False) -> float:
+    """``[exec] key`` in seconds (a number or an RFC 23 duration): more than 0, or 0 too
+    where ``zero`` allows it, and finite."""
     value = conf.get(key, default)
     try:
         if isinstance(value, str):
@@ -114,8 +125,11 @@ def config_seconds(conf: dict[str, Any], key: str, default: float) -> float:
             raise DurationError(f"not a duration: {value!r}")
     except DurationError as exc:
         raise ConfigError("exec", key, str(exc)) from None
+    if zero and seconds == 0:
+        return 0.0
     if not 0 < seconds < float("inf"):
-        raise ConfigError("exec", key, f"must be more than 0 and finite, not {value!r}")
+        least = "0 or more" if zero else "more than 0"
+        raise ConfigError("exec", key, f"must be {least} and finite, not {value!r}")
     return seconds
 
 
@@ -129,3 +143,16 @@ def config_signal(conf: dict[str, Any], key: str, default: int) -> int:
         if member is not None:
             return int(member)
     raise ConfigError("exec", key, f"not a signal: {value!r}")
+
+
+def rejoin_timeout(broker: Broker) -> float:
+    """``[exec] rejoin-timeout``: how long the shells of a launcher that died with its
+    broker wait for a restarted instance to take them over, before they kill their tasks.
+
+    0 (as for a temporary instance, which nothing restarts): they end their tasks at once.
+    """
+    conf = broker.config.get("exec", {})
+    if not isinstance(conf, dict):
+        raise ConfigError("exec", None, f"must be a table, got {conf!r}")
+    seconds = config_seconds(conf, "rejoin-timeout", DEFAULT_REJOIN_TIMEOUT, zero=True)
+    return 0.0 if broker.attrs.get("state-dir-temporary") == "1" else seconds

@@ -36,6 +36,7 @@ else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
 __all__ = [
+    "alive",
     "boot_id",
     "compact",
     "end_lines",
@@ -127,6 +128,11 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
 def live(path: str) -> dict[int, Entry]:
     """The shells the journal records as started and not ended."""
     return entries(path)[0]
+
+
+def alive(path: str) -> set[int]:
+    """The recorded shells that still run (``leads_session``)."""
+    return {jobid for jobid, entry in live(path).items() if leads_session(entry)}
 
 
 def leads_session(entry: Entry) -> bool:

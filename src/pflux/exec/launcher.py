@@ -50,6 +50,8 @@ __all__ = ["COMMAND", "LauncherServer", "main"]
 # runpy machinery would stay in memory, a megabyte more for every fork to copy.
 COMMAND: Final = "import sys; from pflux.exec.launcher import main; sys.exit(main(sys.argv))"
 RANK_URI: Final = "PFLUX_RANK_URI"  # a launcher of a rank > 0: its broker, for the tasks
+# seconds its shells wait for a restarted instance when launcher and broker die together
+REJOIN_TIMEOUT: Final = "PFLUX_REJOIN_TIMEOUT"
 SHUTDOWN_GRACE: Final = 5.0  # seconds tasks get after SIGTERM when job-exec has gone
 SPARES: Final = 4  # shells forked ahead of need
 SPARES_LOW: Final = 1  # forking starts again when this few are left
@@ -148,6 +150,7 @@ class LauncherServer:
             spool=spool,
             exec_dir=self.exec_dir,
             uri=os.environ.get(RANK_URI),
+            rejoin_timeout=_seconds(os.environ.get(REJOIN_TIMEOUT, "")),
         )
         # the descriptors a shell keeps, with its own socket
         self.keep = (0, 1, 2, self.journal, self.devnull, self.exec_dir, records.fileno())
@@ -221,21 +224,23 @@ class LauncherServer:
 
     # --- job-exec's requests ------------------------------------------------------------
 
-    def _from_jobexec(self) -> None:
+    def _from_jobexec(self) -> bool:
+        """Handle what job-exec sent; False once nothing more is there (or its end was)."""
         try:
             data = self.link.recv(RECV_SIZE)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             data = b""
         if not data:
             self._link_closed()
-            return
+            return False
         self.inbuf += data
         records, used = wire.split(self.inbuf)
         del self.inbuf[:used]
         for kind, jobid, payload in records:
             self._request(kind, jobid, payload)
+        return True
 
     def _request(self, kind: bytes, jobid: int, payload: bytes) -> None:
         if kind == wire.SPAWN:
@@ -301,6 +306,10 @@ class LauncherServer:
         fds = _passed_fds(ancillary)
         records = wire.split(data)[0]
         kind, jobid, payload = records[0] if records and fds else (b"", 0, b"")
+        while kind == wire.ATTACH and not self.detached and self.link_open:
+            # a job-exec that died just before: its end may be read after this ATTACH
+            if not self._from_jobexec():
+                break
         if kind == wire.ATTACH and self.detached:
             self._attached(conn, fds.pop(0))
         else:
@@ -673,6 +682,15 @@ def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
             os.kill(pid, signum)
     except (ProcessLookupError, ValueError):
         return
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds job-exec passed (checked there); 0 for none or a bad one."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return 0.0
+    return seconds if 0 < seconds < float("inf") else 0.0
 
 
 def _accept_own(listener: _socket.socket) -> _socket.socket | None:

@@ -2,9 +2,11 @@
 
 When the broker dies, the launcher and the job shells go on (see
 ``pflux.exec.launcher``). The next job-exec takes the launcher over, if it
-still runs, and learns which jobs' shells run and which died unheard (LIVE);
-if it does not, the launcher's journal says which shells died, and any
-shell it still names is killed, as nobody could resume it. The shells that
+still runs, and learns which jobs' shells run and which died unheard (LIVE).
+If it died too, its shells wait for the next job-exec, which starts a
+launcher for them to rejoin and hears which did (``ExecService._adopt_orphans``);
+with no shell running, the journal says which shells died, and any shell it
+still names is killed, as nobody could resume it. The shells that
 ended while no job-exec was there left their records in spool files
 (``exec/spool/<shell key>``). All of it is per shell (a job has one per rank
 of its R), by the shell's key (``pflux.exec.wire.shell_key``).

@@ -36,7 +36,8 @@ from pflux import private
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.exec import wire
-from pflux.exec.launcher import RANK_URI
+from pflux.exec.config import rejoin_timeout
+from pflux.exec.launcher import RANK_URI, REJOIN_TIMEOUT
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import KeepRequest
@@ -59,7 +60,7 @@ class ExecNodeService(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
-        env = {RANK_URI: broker.attrs["uri"]}
+        env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
         self.launcher = LauncherLink(self.exec_dir, self._up, self._lost, env=env)
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
@@ -133,9 +134,11 @@ class ExecNodeService(Service):
         return survivors
 
     def _up(self, records: list[wire.Record], from_shell: bool) -> None:
-        for kind, key, _ in records:
+        for kind, key, payload in records:
             if kind == wire.EXITED:
                 self.live.discard(key)
+            elif kind == wire.LIVE and not from_shell:  # shells of a launcher that died
+                self.live.update(Survivors(payload).running)
         data = b"".join(wire.record(kind, key, payload) for kind, key, payload in records)
         first = FROM_SHELLS if from_shell else FROM_LAUNCHER
         self.broker.send("job-exec.records", first + data, nodeid=0)

@@ -44,9 +44,11 @@ from pflux.exec.config import (
     config_seconds,
     config_signal,
     job_rundir,
+    rejoin_timeout,
 )
 from pflux.exec.job import ExecJob
-from pflux.exec.journal import kill_recorded, live
+from pflux.exec.journal import alive, kill_recorded, live
+from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.node import FROM_SHELLS
@@ -74,6 +76,7 @@ log = logging.getLogger("pflux.job-exec")
 LAUNCHER_RESTARTS: Final = 5  # launchers started in a row after one died, before giving up
 LAUNCHER_BACKOFF: Final = 0.5  # seconds before the second restart in a row, doubled for each
 LAUNCHER_SETTLED: Final = 60.0  # seconds a launcher must live for the count to start again
+ORPHANS_WAIT: Final = 10.0  # seconds a starting job-exec waits for a dead launcher's shells
 _RECORD: Final = wire.HEADER.size
 _JOB_BITS: Final = (1 << wire.RANK_SHIFT) - 1  # a shell key's job id (wire.key_job, inline)
 
@@ -83,7 +86,7 @@ class ExecService(Service):
 
     name = "job-exec"
     config_keys: ClassVar[Declared] = {
-        "exec": ("kill-timeout", "term-signal", "kill-signal"),
+        "exec": ("kill-timeout", "term-signal", "kill-signal", "rejoin-timeout"),
         **fluxshim.CONFIG_KEYS,
     }
 
@@ -95,6 +98,8 @@ class ExecService(Service):
         self.kill_timeout = config_seconds(conf, "kill-timeout", DEFAULT_KILL_TIMEOUT)
         self.term_signal = config_signal(conf, "term-signal", signal.SIGTERM)
         self.kill_signal = config_signal(conf, "kill-signal", signal.SIGKILL)
+        # for the launcher, which gives it to its shells (see ``_adopt_orphans``)
+        self.launcher_env = {REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
         self.state_dir = broker.attrs.get("state-dir") or tempfile.gettempdir()
         self.exec_dir = os.path.join(self.state_dir, "exec")
         self.journal = os.path.join(self.exec_dir, "journal")
@@ -127,20 +132,31 @@ class ExecService(Service):
         self.stopping = False
         # the launcher's word of shells that ended while this job-exec surveyed leftovers
         self._ended_early: dict[int, bytes] | None = {}
+        # ... and the shells that rejoined its launcher meanwhile (see ``_adopt_orphans``)
+        self._rejoined_early: set[int] = set()
+        self._orphans: set[int] = set()  # a dead launcher's shells not heard of yet
+        self._orphans_heard = asyncio.Event()  # ... until there are none
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
 
     async def start(self) -> None:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
-        self.launcher = LauncherLink(self.exec_dir, self.on_records, self._launcher_lost)
+        self.launcher = self._link()
         survivors = await self.launcher.attach(self.broker.loop)
-        if survivors is None:
-            self.rundir = job_rundir(self.broker, self.state_dir, fresh=True)
-        else:
+        if survivors is not None:
             log.info("took over the job shell launcher (pid %s)", self.launcher.pid)
-            self.rundir = job_rundir(self.broker, self.state_dir, fresh=False)
+        else:
+            survivors = await self._adopt_orphans()
+        self.rundir = job_rundir(self.broker, self.state_dir, fresh=survivors is None)
         self.leftovers, self.maybe_ran = await survey(self, survivors)
         early, self._ended_early = self._ended_early, None
+        surveyed = survivors.running if survivors is not None else set()
+        late, self._rejoined_early = self._rejoined_early - surveyed, set()
+        for key in sorted(late):  # rejoined while the survey went on: kept, or let go
+            if wire.key_job(key) in self.maybe_ran:
+                self.leftovers[key] = Leftover(key, running=True)
+            else:
+                self._rejoined([key])
         for key, payload in (early or {}).items():  # ended while the survey went on
             if key in self.leftovers:
                 self.leftovers[key].ended(payload, self.spool_dir)
@@ -186,12 +202,46 @@ class ExecService(Service):
 
     # --- the launcher -------------------------------------------------------------------
 
+    def _link(self) -> LauncherLink:
+        return LauncherLink(self.exec_dir, self.on_records, self._launcher_lost, self.launcher_env)
+
     def _start_launcher(self) -> None:
         """Start a launcher (the same link, and so the same ``exec/sock``, as the last)."""
         if self.launcher is None:
-            self.launcher = LauncherLink(self.exec_dir, self.on_records, self._launcher_lost)
+            self.launcher = self._link()
         self.launcher.start(self.broker.loop)
         self.launched = time.monotonic()
+
+    async def _adopt_orphans(self) -> Survivors | None:
+        """No launcher outlived the broker, but the journal names shells that run: theirs
+        died with it, and they wait for a restarted instance (``[exec] rejoin-timeout``).
+
+        Start a launcher, which they rejoin (LIVE, unasked) or which says they ended
+        (EXITED), and answer as a launcher taken over would: the shells that rejoined.
+        Those not heard of in ``ORPHANS_WAIT`` are killed. None (no launcher started)
+        when no shell runs.
+        """
+        self._orphans = await asyncio.to_thread(alive, self.journal)
+        if not self._orphans:
+            return None
+        log.info("waiting for the job shells of a launcher that died: %s", sorted(self._orphans))
+        self._start_launcher()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._orphans_heard.wait(), ORPHANS_WAIT)
+        unheard, self._orphans = self._orphans, set()
+        if unheard:
+            log.error("job shells %s did not rejoin: killed", sorted(unheard))
+            await asyncio.to_thread(kill_recorded, self.journal, unheard)
+        survivors = Survivors(b"")
+        survivors.running = self._rejoined_early - (self._ended_early or {}).keys() - unheard
+        return survivors
+
+    def _orphan_heard(self, key: int) -> None:
+        """A shell ``_adopt_orphans`` waits for has rejoined or ended."""
+        if key in self._orphans:
+            self._orphans.discard(key)
+            if not self._orphans:
+                self._orphans_heard.set()
 
     def send_launcher(self, rank: int, data: bytes) -> None:
         """Send records to broker rank ``rank``'s launcher: this broker's own (starting it
@@ -263,6 +313,7 @@ class ExecService(Service):
             self.leftovers[key].ended(payload, self.spool_dir)
         elif self._ended_early is not None:  # the survey of leftovers goes on
             self._ended_early[key] = payload
+            self._orphan_heard(key)
         elif not planned and isinstance(run, ShellRun) and wire.key_rank(key) in run.taken:
             run.taken[wire.key_rank(key)].ended(payload, self.spool_dir)  # not planned yet
         elif payload.startswith(b"%d " % EXITED_SPOOLED):  # the job is over: nobody reads it
@@ -334,6 +385,10 @@ class ExecService(Service):
         """
         for key in keys:
             self.rejoining.discard(key)
+            if self._ended_early is not None:  # job-exec is starting: the survey takes it
+                self._rejoined_early.add(key)
+                self._orphan_heard(key)
+                continue
             if key in self.leftovers:  # its start request, to come, resumes it
                 continue
             jobid, rank = wire.key_job(key), wire.key_rank(key)

@@ -27,6 +27,7 @@ class Context:
         "journal",
         "path",
         "records",
+        "rejoin_timeout",
         "spool",
         "uri",
     )
@@ -44,6 +45,7 @@ class Context:
         spool: str,
         exec_dir: int,
         uri: str | None = None,
+        rejoin_timeout: float = 0.0,
     ) -> None:
         self.records = records  # the datagram socket every shell sends job-exec its records on
         self.journal = journal  # the journal, open for appending
@@ -55,6 +57,9 @@ class Context:
         self.spool = spool  # the directory spool files go in
         self.uri = uri  # the broker of this rank, when it is not the job's rank 0's
         self.exec_dir = exec_dir  # a descriptor of the directory of exec/sock (any path length)
+        # seconds a shell whose launcher died, with nobody on exec/sock, waits for a
+        # restarted instance before it kills its tasks (0: it kills them at once)
+        self.rejoin_timeout = rejoin_timeout
 
 
 def warn(message: str) -> None:

@@ -7,7 +7,8 @@ passes signals on, serves PMI-1 (``pflux.shell.pmi``, imported when a task
 first asks), sends EXITED and waits for the last ACK; ``reset`` puts the
 process back for the next job. Records are kept until acknowledged
 (``pflux.shell.acklog``), at most ``WINDOW`` bytes ahead; a shell whose
-launcher died rejoins the next on ``exec/sock`` (REJOIN). The steps and the
+launcher died rejoins the next on ``exec/sock`` (REJOIN), waiting for a
+restarted instance's if the broker died too. The steps and the
 reasons are in ``docs/architecture.md``, "The job shell" and "Execution
 across a crash".
 """
@@ -51,6 +52,7 @@ START_HOLD: Final = 0.01  # seconds STARTED may wait for company (see the module
 TRIM_AFTER: Final = 1 << 20  # record bytes of a job after which a shell gives its heap back
 REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
 REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
+REJOIN_RETRY: Final = 0.5  # seconds between tries to reach a restarted instance's exec/sock
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
 _IN: Final = select.POLLIN
@@ -98,6 +100,7 @@ class Shell:
         "failure",
         "feeder",
         "files",
+        "give_up",
         "host",
         "jobid",
         "log",
@@ -116,6 +119,7 @@ class Shell:
         "quitting",
         "ranks",
         "rejoins",
+        "retry_at",
         "sock",
         "stdin_file",
         "targets",
@@ -156,6 +160,9 @@ class Shell:
         self.quitting = False  # job-exec is stopping for good: do not wait for it
         self.orphaned = False  # the launcher is gone, and no other will take the shell
         self.rejoins = 0  # launchers rejoined after the one before died
+        # no launcher to rejoin: when to try exec/sock again, and when to stop (monotonic; 0: not)
+        self.retry_at = 0.0
+        self.give_up = 0.0
         self.paused = False  # not reading the tasks' pipes: too much is unacknowledged
         self.waiting_out = False  # polling the records socket until it can take more
         self.pmi_fds: dict[int, int] = {}  # the shell's end of each task's PMI_FD -> its rank
@@ -179,7 +186,7 @@ class Shell:
         self.poller.register(sock, _IN)
         poll = self.poller.poll
         while self.pipes or self.pidfds:
-            if self.deadline and self._doomed():
+            if (self.deadline or self.retry_at) and self._timers():
                 continue
             ready = poll(0)
             if not ready:  # send what has gathered only when nothing more is ready
@@ -191,8 +198,9 @@ class Shell:
                     continue
                 self._flush()
                 hold = 0.0
-                if self.deadline:
-                    ready = poll(max(0.0, self.deadline - time.monotonic()) * 1000)
+                if self.deadline or self.retry_at:
+                    wake = min(t for t in (self.deadline, self.retry_at) if t)
+                    ready = poll(max(0.0, wake - time.monotonic()) * 1000)
                     if not ready:
                         continue
                 else:
@@ -211,6 +219,13 @@ class Shell:
         self._emit(wire.EXITED, b"%d" % (code << 8))  # last: the job is over
         # the status is reported, to job-exec or to the spool: nobody need wait for us
         return SPOOLED if self._finish() else 0
+
+    def _timers(self) -> bool:
+        """Act on the exit timeout and the next try at rejoining, if due; True if the exit
+        timeout fired (the loop looks again)."""
+        if self.retry_at and time.monotonic() >= self.retry_at:
+            self._retry_rejoin()
+        return bool(self.deadline) and self._doomed()
 
     def _dispatch(self, ready: list[tuple[int, int]]) -> None:
         sock = self.sock.fileno()
@@ -618,18 +633,54 @@ class Shell:
             self.pmi.fenced(marshal.loads(payload))
 
     def _orphan(self) -> None:
-        """The launcher is gone: rejoin the next, or, if none can take the job, end it."""
-        if self.orphaned:
+        """The launcher is gone: rejoin the next, or wait for a restarted instance's (up to
+        ``ctx.rejoin_timeout``), or, if none can take the job, end it."""
+        if self.orphaned or self.retry_at:
             return
         self.poller.unregister(self.sock.fileno())
         self._detach()
-        if self.rejoins < REJOINS and self._rejoin():
-            self.rejoins += 1
-            self.poller.register(self.sock.fileno(), _IN)
-            return
+        if self.rejoins >= REJOINS:
+            self._abandon(wire.LAUNCHER_DIED)
+        elif self._rejoin():
+            self._rejoined()
+        elif self.ctx.rejoin_timeout > 0 and not self._instance_gone():
+            now = time.monotonic()
+            self.retry_at = now + REJOIN_RETRY
+            self.give_up = now + self.ctx.rejoin_timeout
+        else:
+            self._abandon(wire.LAUNCHER_DIED)
+
+    def _retry_rejoin(self) -> None:
+        """Nobody listened on exec/sock: try again, until the instance's time is up."""
+        if self._rejoin():
+            self.retry_at = self.give_up = 0.0
+            self._rejoined()
+        elif self._instance_gone():
+            self.retry_at = self.give_up = 0.0
+            self._abandon(wire.LAUNCHER_DIED)
+        elif time.monotonic() >= self.give_up:
+            self.retry_at = self.give_up = 0.0
+            timeout = self.ctx.rejoin_timeout
+            self._abandon(f"{wire.LAUNCHER_DIED}; no instance took the job over in {timeout:g} s")
+        else:
+            self.retry_at = time.monotonic() + REJOIN_RETRY
+
+    def _rejoined(self) -> None:
+        self.rejoins += 1
+        self.poller.register(self.sock.fileno(), _IN)
+
+    def _abandon(self, note: str) -> None:
+        """No launcher will take the job: kill its tasks and say why, into the spool."""
         self.orphaned = True
         self._kill_all(_signal.SIGKILL)
-        self._emit(wire.EXCEPTION, wire.LAUNCHER_DIED.encode())
+        self._emit(wire.EXCEPTION, note.encode())
+
+    def _instance_gone(self) -> bool:
+        """Whether exec/sock's directory was removed (a temporary instance's, at its end)."""
+        try:
+            return os.fstat(self.ctx.exec_dir).st_nlink == 0
+        except OSError:
+            return True
 
     def _rejoin(self) -> bool:
         """Pass the next launcher a new socket to this shell (``sock`` from now on).

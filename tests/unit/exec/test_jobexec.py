@@ -16,7 +16,8 @@ import pytest
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
 from pflux.errors import PfluxError
-from pflux.exec import journal
+from pflux.exec import journal, service
+from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.service import ExecService
 
 
@@ -120,7 +121,12 @@ def _record(path: Path, jobid: int, pid: int, delta: int = 0) -> None:
         f.write(journal.start_line(jobid, pid, when, boot))
 
 
-def test_journalled_sessions_are_killed_when_job_exec_starts(tmp_path: Path, live: Any) -> None:
+def test_journalled_sessions_are_killed_when_job_exec_starts(
+    tmp_path: Path, live: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session the journal names that does not rejoin (no shell's) is killed once
+    job-exec has waited for it."""
+    monkeypatch.setattr(service, "ORPHANS_WAIT", 0.5)
     leftover = subprocess.Popen(["sh", "-c", "sleep 100 & sleep 100"], start_new_session=True)
     path = tmp_path / "exec" / "journal"
     _record(path, 77, leftover.pid)
@@ -166,6 +172,8 @@ def test_a_reused_session_id_kills_nothing(tmp_path: Path) -> None:
         ({"exec": {"kill-timeout": "soon"}}, "kill-timeout"),
         ({"exec": {"kill-timeout": 0}}, "kill-timeout: must be more than 0"),
         ({"exec": {"term-signal": "SIGNOPE"}}, "term-signal: not a signal"),
+        ({"exec": {"rejoin-timeout": -1}}, "rejoin-timeout: must be 0 or more and finite"),
+        ({"exec": {"rejoin-timeout": "later"}}, "rejoin-timeout"),
         ({"exec": []}, r"\[exec\]: must be a table, got \[\]"),
     ],
 )
@@ -179,8 +187,21 @@ def test_configuration_takes_durations_and_signal_names() -> None:
         Broker(os.getuid(), config={"exec": {"kill-timeout": "2m", "kill-signal": "USR1"}})
     )
     assert service.kill_timeout == 120.0
+    assert service.launcher_env == {REJOIN_TIMEOUT: "300.0"}
     assert service.kill_signal == 10
     assert service.term_signal == 15
+
+
+@pytest.mark.parametrize(
+    ("value", "attrs", "passed"),
+    [("1m", {}, "60.0"), (0, {}, "0.0"), ("1m", {"state-dir-temporary": "1"}, "0.0")],
+)
+def test_the_rejoin_timeout_reaches_the_launcher(
+    value: object, attrs: dict[str, str], passed: str
+) -> None:
+    """0 where nothing could restart the instance: its shells do not wait for one."""
+    broker = Broker(os.getuid(), config={"exec": {"rejoin-timeout": value}}, attrs=attrs)
+    assert ExecService(broker).launcher_env == {REJOIN_TIMEOUT: passed}
 
 
 def test_a_restart_clears_what_a_crash_left_in_the_jobs_directory(

@@ -10,14 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pflux.exec import journal, wire
-from pflux.exec.launcher import SPARES_KEPT
+from pflux.exec.launcher import REJOIN_TIMEOUT, SPARES_KEPT
 from pflux.exec.service import LAUNCHER_RESTARTS
 from pflux.shell.acklog import DATAGRAM
 from pflux.shell.job import WINDOW
@@ -41,16 +41,24 @@ class Launcher:
     "job-exec" can take it over (``attach``); else on a socket pair.
     """
 
-    def __init__(self, tmp: Path, *, listening: bool = False) -> None:
+    def __init__(self, tmp: Path, *, listening: bool = False, rejoin_timeout: float = 0) -> None:
         self.tmp = tmp
         self.journal = tmp / "journal"
         self.path = tmp / "sock"
+        self.env = {**os.environ, REJOIN_TIMEOUT: repr(rejoin_timeout)}
         self.listener: socket.socket | None = None
         if listening:
-            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.listener.bind(str(self.path))
-            self.listener.listen(16)
+            self.listen()
         self.start()
+
+    def listen(self) -> None:
+        """Listen on ``sock`` anew, as a restarted job-exec does (the last one's is closed)."""
+        if self.listener is not None:
+            self.listener.close()
+            self.path.unlink()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.path))
+        self.listener.listen(16)
 
     def start(self) -> None:
         """Start a launcher (on the same listening socket as the last), as job-exec does."""
@@ -63,6 +71,7 @@ class Launcher:
             [sys.executable, "-m", "pflux.exec.launcher", *map(str, passed[:2]), str(self.journal)]
             + [str(fd) for fd in passed[2:]],
             pass_fds=passed,
+            env=self.env,
         )
         theirs.close()
         shells.close()
@@ -73,8 +82,9 @@ class Launcher:
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
 
-    def attach(self) -> tuple[int, bytes]:
-        """Take the launcher over as a new job-exec would: (its pid, LIVE's lines)."""
+    def attach(self, sent: Callable[[], None] = lambda: None) -> tuple[int, bytes]:
+        """Take the launcher over as a new job-exec would: (its pid, LIVE's lines);
+        ``sent`` is called once ATTACH is sent."""
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(self.path))
         self.records.close()
@@ -84,6 +94,7 @@ class Launcher:
         ]
         self.sock.sendmsg([wire.record(wire.ATTACH, 0)], rights)
         shells.close()
+        sent()
         self.buffer = b""
         self.pending = []
         [(_, pid, lines)] = self.until(wire.LIVE)
@@ -211,6 +222,55 @@ def test_a_shell_rejoins_the_launcher_started_after_its_own_died(tmp_path: Path)
         launcher.close()
     assert journal.live(str(launcher.journal)) == {}
     assert not (tmp_path / "spool" / str(JOB)).exists()
+
+
+def test_a_shell_whose_broker_died_too_waits_for_the_next_instance(tmp_path: Path) -> None:
+    """Nobody listens on ``sock`` (job-exec died with the launcher): the shell keeps its
+    task and rejoins the launcher a restarted job-exec starts on a new ``sock``."""
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    launcher = Launcher(tmp_path, listening=True, rejoin_timeout=60)
+    try:
+        script = f"echo one; read x < {go}; echo two; exit 4"
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", script]))
+        before = launcher.until(wire.OUTPUT)
+        shell, task = busy_shell(launcher.proc.pid)
+        assert launcher.listener is not None
+        launcher.listener.close()  # job-exec's copy: the broker is dead
+        kill_launcher(launcher)
+        assert sorted(pidfd_wait([shell, task], 1.5)) == sorted([shell, task])  # it waits
+        launcher.listen()
+        launcher.start()
+        [(_, pid, lines)] = launcher.until(wire.LIVE)
+        assert (pid, lines) == (launcher.proc.pid, b"%d\n" % JOB)
+        launcher.send(wire.RESUME, b"0")
+        assert launcher.until(wire.OUTPUT) == before
+        with open(go, "w") as f:
+            f.write("go\n")
+        got = launcher.until(wire.EXITED)
+        assert [p[5:] for k, _, p in got if k == wire.OUTPUT] == [b"two\n"]
+        assert got[-1][2] == b"%d" % (4 << 8)
+    finally:
+        launcher.close()
+
+
+def test_a_shell_that_no_instance_takes_kills_its_task(tmp_path: Path) -> None:
+    launcher = Launcher(tmp_path, listening=True, rejoin_timeout=0.5)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", "echo one; exec sleep 100"]))
+        launcher.until(wire.OUTPUT)
+        shell, task = busy_shell(launcher.proc.pid)
+        assert launcher.listener is not None
+        launcher.listener.close()
+        kill_launcher(launcher)
+        assert pidfd_wait([shell, task], 20) == []
+        records = wire.split((tmp_path / "spool" / str(JOB)).read_bytes()[8:])[0]
+        note = b"job shell launcher died; no instance took the job over in 0.5 s"
+        assert (wire.EXCEPTION, JOB, note) in records
+        assert records[-1] == (wire.EXITED, JOB, b"%d" % ((128 + signal.SIGKILL) << 8))
+    finally:
+        launcher.listener = None
+        launcher.close()
 
 
 def test_a_shell_whose_job_ends_before_a_launcher_takes_it_leaves_it_spooled(
@@ -537,6 +597,26 @@ def test_a_launcher_whose_job_exec_dies_keeps_the_jobs_for_the_next(tmp_path: Pa
         launcher.send(wire.ACK, b"%d" % (1 << 62))  # all of it is in the KVS: it may go
         assert pidfd_wait([shell], 10) == []
         assert not (tmp_path / "spool" / str(JOB)).exists()
+    finally:
+        launcher.close()
+
+
+def test_an_attach_heard_before_the_end_of_the_dead_job_exec_is_taken(tmp_path: Path) -> None:
+    """The next job-exec's ATTACH may be read before the last one's end (a launcher
+    started just before its broker died): the launcher reads that end first."""
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["sleep", "100"]))
+        launcher.until(wire.STARTED)
+        os.kill(launcher.proc.pid, signal.SIGSTOP)
+        dead = launcher.sock
+
+        def broker_dies() -> None:
+            dead.close()
+            os.kill(launcher.proc.pid, signal.SIGCONT)
+
+        pid, live = launcher.attach(sent=broker_dies)  # ATTACH first, then the end
+        assert (pid, live) == (launcher.proc.pid, b"%d\n" % JOB)
     finally:
         launcher.close()
 
