@@ -18,6 +18,7 @@ from typing import cast
 
 from pflux.broker.message import (
     FLAG_NORESPONSE,
+    MAX_SIZE,
     REQUEST,
     RESPONSE,
     ROLE_OWNER,
@@ -48,7 +49,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.transport: asyncio.Transport | None = None
-        self.decoder = Decoder()
+        self.decoder = Decoder(broker.max_request)
         self.userid = -1
         self.pid = 0
         self.rolemask = 0
@@ -196,6 +197,7 @@ class Provider:
         self.services: set[str] = set()
         self._tag = 0
         self._pending: dict[int, _Forwarded] = {}
+        conn.decoder.limit = MAX_SIZE  # a service's answers (job-list's) may be long
 
     def add(self, service: str) -> None:
         self.services.add(service)

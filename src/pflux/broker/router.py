@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
+    MAX_SIZE,
     NODEID_ANY,
     REQUEST,
     RESPONSE,
@@ -319,6 +320,9 @@ class Broker:
         self.overlay: Elsewhere | None = None
         self._rank_watchers: list[Callable[[int, dict[str, Any] | None], None]] = []
         self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
+        # the longest message a client's connection may send (job-ingest's jobspec limit
+        # and room for the request around it); a peer providing a service may send MAX_SIZE
+        self.max_request = MAX_SIZE
 
     def fatal(self, reason: str) -> None:
         """Something the instance cannot go on without has failed: stop it, loudly."""

@@ -1,0 +1,99 @@
+"""A greedy client cannot grow the broker without bound.
+
+Each test measures the broker process's memory from ``/proc/PID/status``
+(VmHWM, its peak, reset first through ``clear_refs``; VmRSS, what it holds)
+against a ceiling well above what the bounded broker uses on a loaded machine
+and well below what an unbounded one reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pflux.api import Client
+from pflux.errors import PfluxError
+from pflux.ingest.service import DEFAULT_MAX_JOBSPEC
+from support.instance import LiveInstance, jobspec, start_with_config
+
+MIB = 1 << 20
+
+
+def memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of process ``pid``, in MiB."""
+    sizes = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            sizes[name] = int(value.split()[0]) // 1024
+    return sizes
+
+
+def reset_peak(pid: int) -> int:
+    """Start VmHWM again from the current VmRSS; return that."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    return memory(pid)["VmRSS"]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:
+    with LiveInstance(tmp_path_factory.mktemp("bounds") / "state") as instance:
+        yield instance
+
+
+def with_environment(size: int) -> dict[str, object]:
+    spec = jobspec()
+    spec["attributes"]["system"]["environment"] = {"BIG": "x" * size}
+    return spec
+
+
+def test_huge_jobspec_is_refused_before_it_is_held(live: LiveInstance) -> None:
+    """A 50M jobspec is refused as its length arrives: the broker never holds it."""
+    before = reset_peak(live.proc.pid)
+    with Client(live.uri) as client, pytest.raises(PfluxError) as info:
+        client.submit(with_environment(50 * MIB))
+    assert "exceeds the limit of" in str(info.value)
+    assert memory(live.proc.pid)["VmHWM"] - before < 25  # unbounded: 340 more
+
+
+def test_jobspec_over_the_limit_is_refused_with_its_size(live: LiveInstance) -> None:
+    """Just over the limit: job-ingest names the size, the limit and the key."""
+    before = reset_peak(live.proc.pid)
+    with Client(live.uri) as client, pytest.raises(PfluxError) as info:
+        client.submit(with_environment(DEFAULT_MAX_JOBSPEC))
+    text = str(info.value)
+    assert "jobspec is too large:" in text
+    assert f"more than the limit of {DEFAULT_MAX_JOBSPEC} ([ingest] max-jobspec-size)" in text
+    assert memory(live.proc.pid)["VmHWM"] - before < 60
+
+
+def test_jobspec_under_the_limit_runs(live: LiveInstance) -> None:
+    with Client(live.uri) as client:
+        jobid = client.submit(with_environment(DEFAULT_MAX_JOBSPEC - MIB))
+        assert client.wait(jobid).success
+
+
+def test_the_limit_is_configured(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    config = tmp_path / "limit.toml"
+    config.write_text('[ingest]\nmax-jobspec-size = "1M"\n')
+    with LiveInstance(state, "--config", str(config)) as instance:
+        with Client(instance.uri) as client, pytest.raises(PfluxError) as info:
+            client.submit(with_environment(MIB))
+        assert f"more than the limit of {MIB} ([ingest] max-jobspec-size)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ('"lots"', "must be a size such as 1048576, 512K or 8M, not 'lots'"),
+        ("12", "must be at least 1K and at most 1G, not 12"),
+        ('"2G"', "must be at least 1K and at most 1G, not '2G'"),
+    ],
+)
+def test_a_bad_limit_is_refused(tmp_path: Path, value: str, rule: str) -> None:
+    proc = start_with_config(tmp_path, f"[ingest]\nmax-jobspec-size = {value}\n")
+    assert proc.returncode != 0
+    assert f"[ingest] max-jobspec-size: {rule}" in proc.stderr
