@@ -8,14 +8,24 @@ and well below what an unbounded one reaches.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
+import os
+import socket
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pflux.api import Client
+from pflux.broker import connector
+from pflux.broker.message import Decoder, Message
+from pflux.broker.router import Broker
+from pflux.client.uri import socket_path
 from pflux.errors import PfluxError
-from pflux.ingest.service import DEFAULT_MAX_JOBSPEC
+from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
 from support.instance import LiveInstance, jobspec, start_with_config
 
 MIB = 1 << 20
@@ -97,3 +107,66 @@ def test_a_bad_limit_is_refused(tmp_path: Path, value: str, rule: str) -> None:
     proc = start_with_config(tmp_path, f"[ingest]\nmax-jobspec-size = {value}\n")
     assert proc.returncode != 0
     assert f"[ingest] max-jobspec-size: {rule}" in proc.stderr
+
+
+def refusal(sock: socket.socket) -> Message | None:
+    """The broker's last word before it hung up (None: it said nothing)."""
+    decoder = Decoder()
+    messages = []
+    with contextlib.suppress(ConnectionResetError):
+        while data := sock.recv(65536):
+            messages += decoder.feed(data)
+    return messages[-1] if messages else None
+
+
+def test_incomplete_messages_are_bounded(live: LiveInstance) -> None:
+    """Twelve clients each stop 7.5M into a message of the longest kind: the broker holds
+    a few of them and refuses the rest (EAGAIN), and serves on."""
+    limit = DEFAULT_MAX_JOBSPEC + REQUEST_ROOM
+    part = b"x" * (limit - MIB // 2)
+    before = reset_peak(live.proc.pid)
+    socks = []
+    try:
+        for _ in range(12):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(socket_path(live.uri))
+            socks.append(sock)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(struct.pack(">I", limit) + part)
+        with Client(live.uri) as client:
+            assert client.handle.call("broker.ping", {"alive": True}) == {"alive": True}
+        held = memory(live.proc.pid)["VmRSS"] - before  # unbounded: 90 more
+        for sock in socks:
+            sock.shutdown(socket.SHUT_WR)
+        refusals = [refusal(sock) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    assert held < 55
+    refused = [msg for msg in refusals if msg is not None and msg.errnum == errno.EAGAIN]
+    assert len(refused) >= 6
+    assert refused[0].errstr is not None
+    assert "bytes of incomplete messages, more than its limit of" in refused[0].errstr
+
+
+def test_a_stalled_message_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that stops in the middle of a message is closed after STALL_TIMEOUT."""
+    monkeypatch.setattr(connector, "STALL_TIMEOUT", 0.5)
+    path = tmp_path / "socket"
+
+    async def stall() -> Message | None:
+        server = await connector.serve(Broker(os.getuid()), path)
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        writer.write(struct.pack(">I", 1000) + b"x" * 10)
+        data = await asyncio.wait_for(reader.read(), timeout=30)
+        writer.close()
+        server.close()
+        messages = Decoder().feed(data)
+        return messages[-1] if messages else None
+
+    msg = asyncio.run(stall())
+    assert msg is not None
+    assert msg.errnum == errno.ETIMEDOUT
+    assert msg.errstr is not None
+    assert msg.errstr.startswith("protocol error: nothing received for ")
+    assert msg.errstr.endswith("s in the middle of a message (14 bytes held)")

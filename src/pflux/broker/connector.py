@@ -3,6 +3,13 @@
 The userid of every request is the one the kernel reports for the connection
 (SO_PEERCRED), never anything the client says. Only the instance owner and
 root may connect for now; anyone else is told so and disconnected.
+
+What a client makes the broker hold is bounded. A message longer than
+``Broker.max_request`` is refused from its length header. The bytes of
+incomplete messages, across every connection of one socket, stay within
+``PARTIAL_BUDGET`` times that (``Inbound``): a connection that would hold more
+is refused (EAGAIN), and one that sends nothing for ``STALL_TIMEOUT`` seconds in
+the middle of a message is closed.
 """
 
 from __future__ import annotations
@@ -34,6 +41,17 @@ from pflux.broker.router import Broker, Route
 log = logging.getLogger("pflux.connector")
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid
+PARTIAL_BUDGET = 4  # longest requests' worth of incomplete messages held at once
+STALL_TIMEOUT = 30.0  # seconds a connection may stop in the middle of a message
+
+
+class Inbound:
+    """The bytes of incomplete messages held for the connections of one socket."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = 0
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -46,10 +64,14 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
 class Connection(asyncio.Protocol):
     """One client connection: decodes its requests and delivers their responses."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, inbound: Inbound | None = None) -> None:
         self.broker = broker
         self.transport: asyncio.Transport | None = None
         self.decoder = Decoder(broker.max_request)
+        self.inbound = Inbound() if inbound is None else inbound
+        self._held = 0  # this connection's share of inbound.held
+        self._heard = 0.0  # when a byte last arrived, while a message is incomplete
+        self._stall: asyncio.TimerHandle | None = None
         self.userid = -1
         self.pid = 0
         self.rolemask = 0
@@ -82,6 +104,8 @@ class Connection(asyncio.Protocol):
         except ProtocolError as exc:
             self.refuse(errno.EPROTO, f"protocol error: {exc}")
             return
+        if self._hold(self.decoder.pending):
+            return
         for msg in messages:
             if msg.type != REQUEST:
                 # a response answers a request forwarded to a service this peer provides;
@@ -101,11 +125,51 @@ class Connection(asyncio.Protocol):
                 continue
             self.broker.dispatch(msg, self)
 
+    def _hold(self, pending: int) -> bool:
+        """Account for ``pending`` bytes of an incomplete message; True: refused for it."""
+        inbound = self.inbound
+        inbound.held += pending - self._held
+        self._held = pending
+        if not pending:
+            if self._stall is not None:
+                self._stall.cancel()
+                self._stall = None
+            return False
+        budget = PARTIAL_BUDGET * self.decoder.limit
+        if inbound.held > budget and self.provider is None:
+            self.refuse(
+                errno.EAGAIN,
+                f"the broker holds {inbound.held} bytes of incomplete messages, more than"
+                f" its limit of {budget}; try again",
+            )
+            return True
+        loop = asyncio.get_running_loop()
+        self._heard = loop.time()
+        if self._stall is None:
+            self._stall = loop.call_at(self._heard + STALL_TIMEOUT, self._stalled)
+        return False
+
+    def _stalled(self) -> None:
+        """Close a connection that sent nothing for STALL_TIMEOUT in the middle of a message."""
+        loop = asyncio.get_running_loop()
+        quiet = loop.time() - self._heard
+        if quiet < STALL_TIMEOUT:
+            self._stall = loop.call_at(self._heard + STALL_TIMEOUT, self._stalled)
+            return
+        self._stall = None
+        self.refuse(
+            errno.ETIMEDOUT,
+            f"protocol error: nothing received for {quiet:.0f}s in the middle of a message"
+            f" ({self.decoder.pending} bytes held)",
+        )
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._hold(0)
         if self._writable is not None:
             self._writable.set()  # nobody waits on a connection that is gone
         if self.decoder.pending:
             log.info("uid %d pid %d disconnected mid-message", self.userid, self.pid)
+            self.decoder.clear()
         self.closed = True
         if self.provider is not None:
             self.provider.lost()
@@ -163,6 +227,8 @@ class Connection(asyncio.Protocol):
             )
             self.transport.close()
         self.closed = True
+        self._hold(0)
+        self.decoder.clear()
 
 
 class _Forwarded:
@@ -262,5 +328,8 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
     if path.exists() or path.is_symlink():
         path.unlink()
     loop = asyncio.get_running_loop()
-    server = await loop.create_unix_server(lambda: Connection(broker), str(path), backlog=1024)
+    inbound = Inbound()
+    server = await loop.create_unix_server(
+        lambda: Connection(broker, inbound), str(path), backlog=1024
+    )
     return server

@@ -284,3 +284,7 @@ class Decoder:
     def pending(self) -> int:
         """Bytes of an incomplete message held back."""
         return len(self._buf)
+
+    def clear(self) -> None:
+        """Let go of an incomplete message (its sender is gone)."""
+        self._buf = bytearray()
