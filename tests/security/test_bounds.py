@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import socket
 import struct
@@ -21,8 +22,11 @@ import pytest
 
 from pflux.api import Client
 from pflux.broker import connector
+from pflux.broker.logbuf import LogRing
 from pflux.broker.message import Decoder, Message
+from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
+from pflux.broker.testsize import test_size_boots
 from pflux.client.uri import socket_path
 from pflux.errors import PfluxError
 from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
@@ -170,3 +174,44 @@ def test_a_stalled_message_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert msg.errstr is not None
     assert msg.errstr.startswith("protocol error: nothing received for ")
     assert msg.errstr.endswith("s in the middle of a message (14 bytes held)")
+
+
+def test_a_flood_of_refused_keys_is_counted_not_kept(tmp_path: Path) -> None:
+    """6,000 connections with random CURVE keys: ten are logged in full and the rest as one
+    count line at the window's end; the overlay keeps ten keys, and the log ring keeps
+    what was logged before."""
+    boot = test_size_boots(2, tmp_path, 2, ["a", "b"])[0]
+    overlay = Overlay(Broker(os.getuid()), boot, {})
+    ring = LogRing()
+    logger = logging.getLogger("pflux.overlay")
+    logger.addHandler(ring)
+    counted = asyncio.Event()
+
+    def follow(entry: dict[str, object]) -> None:
+        if "more connections refused" in str(entry["message"]):
+            counted.set()
+
+    async def flood() -> None:
+        overlay._loop = asyncio.get_running_loop()
+        overlay.refusals.interval = 1.0
+        ring.followers.add(follow)
+        logger.error("before the flood")
+        for i in range(6000):
+            frames = [b"1.0", b"7", b"pflux", f"10.0.{i // 250}.{i % 250}".encode()]
+            answer = overlay._zap_answer([*frames, b"", b"CURVE", os.urandom(32)])
+            assert answer[2] == b"400"
+        assert len(overlay.refusals.logged) <= overlay.refusals.burst
+        await asyncio.wait_for(counted.wait(), timeout=30)
+
+    try:
+        asyncio.run(flood())
+    finally:
+        logger.removeHandler(ring)
+    messages = [str(entry["message"]) for entry in ring.backlog()]
+    assert messages[0] == "before the flood"
+    refusals = [m for m in messages if "refused" in m]
+    assert len(refusals) == overlay.refusals.burst + 1
+    assert refusals[-1].startswith(
+        f"overlay: {6000 - overlay.refusals.burst} more connections refused from 10.0.0.10,"
+    )
+    assert refusals[-1].endswith("and others in 1 s: its CURVE key is not this instance's")
