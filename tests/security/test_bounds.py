@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import struct
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from pflux.broker.testsize import test_size_boots
 from pflux.client.uri import socket_path
 from pflux.errors import PfluxError
 from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
-from support.instance import LiveInstance, jobspec, start_with_config
+from support.instance import PFLUX, LiveInstance, environ, jobspec, start_with_config
 
 MIB = 1 << 20
 
@@ -215,3 +216,33 @@ def test_a_flood_of_refused_keys_is_counted_not_kept(tmp_path: Path) -> None:
         f"overlay: {6000 - overlay.refusals.burst} more connections refused from 10.0.0.10,"
     )
     assert refusals[-1].endswith("and others in 1 s: its CURVE key is not this instance's")
+
+
+LINE = b"0123456789" * 7  # 70 characters and a newline, as the job writes it
+
+
+def test_a_follower_that_stops_reading_holds_the_broker_to_a_piece(live: LiveInstance) -> None:
+    """``pflux job eventlog -F -p output`` whose reader stops while the job writes 120M:
+    the broker holds about what the job costs with no follower, and the follower, once
+    it reads again, gets every line."""
+    total = 120_000_000
+    env = environ(PFLUX_URI=live.uri)
+    before = reset_peak(live.proc.pid)
+    with Client(live.uri) as client:
+        command = f"yes {LINE.decode()} | head -c {total}"
+        jobid = client.submit(["sh", "-c", command])
+        follower = subprocess.Popen(
+            [str(PFLUX), "job", "eventlog", "-F", "-p", "output", str(int(jobid))],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert client.wait(jobid).success
+            peak = memory(live.proc.pid)["VmHWM"] - before  # unbounded: 167
+            out, err = follower.communicate(timeout=300)
+        finally:
+            follower.kill()
+    assert follower.returncode == 0, err
+    assert out.count(LINE) == total // (len(LINE) + 1)
+    assert peak < 130

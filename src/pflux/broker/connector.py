@@ -10,6 +10,15 @@ incomplete messages, across every connection of one socket, stay within
 ``PARTIAL_BUDGET`` times that (``Inbound``): a connection that would hold more
 is refused (EAGAIN), and one that sends nothing for ``STALL_TIMEOUT`` seconds in
 the middle of a message is closed.
+
+So is what the broker holds for a client that does not read. A stream that
+could outrun it (a followed job output: the KVS's append watches) waits while
+the connection is paused (``paused``, ``drain``: the transport's buffer is over
+its high-water mark) and reads on from the store when it drains. Anything
+else is sent as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
+connection is closed, logged, and what it had not read let go. A connection
+that provides a service (job-list's module process) is the instance's own and
+is never closed for it.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ log = logging.getLogger("pflux.connector")
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 PARTIAL_BUDGET = 4  # longest requests' worth of incomplete messages held at once
 STALL_TIMEOUT = 30.0  # seconds a connection may stop in the middle of a message
+OUTPUT_LIMIT = 2 * MAX_SIZE  # bytes a client may leave unread before it is disconnected
 
 
 class Inbound:
@@ -193,6 +203,17 @@ class Connection(asyncio.Protocol):
                 Message(RESPONSE, msg.topic, msg.matchtag, errnum=exc.errnum, errstr=exc.errstr)
             )
         self.transport.write(data)
+        unread = self.transport.get_write_buffer_size()
+        if unread > OUTPUT_LIMIT and self.provider is None:
+            log.warning(
+                "closing connection of uid %d pid %d: %d bytes sent to it unread, more than %d",
+                self.userid,
+                self.pid,
+                unread,
+                OUTPUT_LIMIT,
+            )
+            self.transport.abort()  # what it has not read is let go at once
+            self.closed = True
 
     # flow control: asyncio calls these as the transport's buffer fills and empties
 
@@ -208,6 +229,11 @@ class Connection(asyncio.Protocol):
     async def drain(self) -> None:
         if self._writable is not None and not self.closed:
             await self._writable.wait()
+
+    @property
+    def paused(self) -> bool:
+        """The peer has not read what was sent (the transport's buffer is over its mark)."""
+        return self._writable is not None and not self._writable.is_set() and not self.closed
 
     def add_disconnect(self, callback: Callable[[], None]) -> None:
         if self.closed:
