@@ -24,7 +24,7 @@ import pytest
 from pflux.api import Client
 from pflux.broker import connector
 from pflux.broker.logbuf import LogRing
-from pflux.broker.message import Decoder, Message
+from pflux.broker.message import RESPONSE, Decoder, Message
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
 from pflux.broker.testsize import test_size_boots
@@ -246,3 +246,43 @@ def test_a_follower_that_stops_reading_holds_the_broker_to_a_piece(live: LiveIns
     assert follower.returncode == 0, err
     assert out.count(LINE) == total // (len(LINE) + 1)
     assert peak < 130
+
+
+class _Unread:
+    """A transport whose peer reads nothing: everything written stays buffered."""
+
+    def __init__(self) -> None:
+        self.buffered = 0
+        self.aborted = False
+
+    def write(self, data: bytes) -> None:
+        self.buffered += len(data)
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_client_that_leaves_too_much_unread_is_disconnected(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Responses a client does not read are kept up to OUTPUT_LIMIT; past it the connection
+    is closed and the reason logged."""
+    monkeypatch.setattr(connector, "OUTPUT_LIMIT", 10 * MIB)
+    conn = connector.Connection(Broker(os.getuid()))
+    transport = _Unread()
+    conn.transport = transport  # type: ignore[assignment]
+    answer = Message(RESPONSE, "kvs.get", 1, {"value": "x" * MIB})
+    with caplog.at_level(logging.WARNING, "pflux.connector"):
+        for _ in range(9):
+            conn.deliver(answer)
+        assert not transport.aborted
+        conn.deliver(answer)
+        conn.deliver(answer)
+    assert transport.aborted
+    assert conn.closed
+    conn.deliver(answer)
+    assert transport.buffered < 12 * MIB
+    assert "bytes sent to it unread, more than 10485760" in caplog.text
