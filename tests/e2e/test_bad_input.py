@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import MAX_SIZE, Decoder, RPCError
+from pflux.broker.message import Decoder, RPCError
 from pflux.client.handle import Handle
 from pflux.client.uri import socket_path
+from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
 from support.instance import LiveInstance, fails, jobspec, ok
 
 
@@ -111,11 +112,13 @@ def test_bad_submissions(
 
 
 def test_oversized_message(uri: str) -> None:
+    """A client's message may hold a jobspec of the default limit, and no more."""
+    limit = DEFAULT_MAX_JOBSPEC + REQUEST_ROOM
     with raw(uri) as sock:
-        sock.sendall(struct.pack(">I", MAX_SIZE + 1))
+        sock.sendall(struct.pack(">I", limit + 1))
         errnum, errstr = refusal(sock)
     assert errnum == errno.EPROTO
-    assert f"exceeds the limit of {MAX_SIZE}" in errstr
+    assert f"exceeds the limit of {limit} bytes" in errstr
     still_serving(uri)
 
 

@@ -4,6 +4,22 @@ The userid of every request is the one the kernel reports for the connection
 (SO_PEERCRED), never anything the client says. Only the instance owner may
 connect, and root where ``[access] allow-root-owner`` lets it, as the owner
 (``pflux.broker.access``); anyone else is told so and disconnected.
+
+What a client makes the broker hold is bounded. A message longer than
+``Broker.max_request`` is refused from its length header. The bytes of
+incomplete messages, across every connection of one socket, stay within
+``PARTIAL_BUDGET`` times that (``Inbound``): a connection that would hold more
+is refused (EAGAIN), and one that sends nothing for ``STALL_TIMEOUT`` seconds in
+the middle of a message is closed.
+
+So is what the broker holds for a client that does not read. A stream that
+could outrun it (a followed job output: the KVS's append watches) waits while
+the connection is paused (``paused``, ``drain``: the transport's buffer is over
+its high-water mark) and reads on from the store when it drains. Anything
+else is sent as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
+connection is closed, logged, and what it had not read let go. A connection
+that provides a service (job-list's module process) is the instance's own and
+is never closed for it.
 """
 
 from __future__ import annotations
@@ -20,6 +36,7 @@ from typing import cast
 from pflux.broker import access
 from pflux.broker.message import (
     FLAG_NORESPONSE,
+    MAX_SIZE,
     REQUEST,
     RESPONSE,
     ROLE_OWNER,
@@ -35,6 +52,18 @@ from pflux.broker.router import Broker, Route
 log = logging.getLogger("pflux.connector")
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid
+PARTIAL_BUDGET = 4  # longest requests' worth of incomplete messages held at once
+STALL_TIMEOUT = 30.0  # seconds a connection may stop in the middle of a message
+OUTPUT_LIMIT = 2 * MAX_SIZE  # bytes a client may leave unread before it is disconnected
+
+
+class Inbound:
+    """The bytes of incomplete messages held for the connections of one socket."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = 0
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -47,10 +76,14 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
 class Connection(asyncio.Protocol):
     """One client connection: decodes its requests and delivers their responses."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, inbound: Inbound | None = None) -> None:
         self.broker = broker
         self.transport: asyncio.Transport | None = None
-        self.decoder = Decoder()
+        self.decoder = Decoder(broker.max_request)
+        self.inbound = Inbound() if inbound is None else inbound
+        self._held = 0  # this connection's share of inbound.held
+        self._heard = 0.0  # when a byte last arrived, while a message is incomplete
+        self._stall: asyncio.TimerHandle | None = None
         self.userid = -1
         self.pid = 0
         self.rolemask = 0
@@ -94,6 +127,8 @@ class Connection(asyncio.Protocol):
         except ProtocolError as exc:
             self.refuse(errno.EPROTO, f"protocol error: {exc}")
             return
+        if self._hold(self.decoder.pending):
+            return
         for msg in messages:
             if msg.type != REQUEST:
                 # a response answers a request forwarded to a service this peer provides;
@@ -113,11 +148,51 @@ class Connection(asyncio.Protocol):
                 continue
             self.broker.dispatch(msg, self)
 
+    def _hold(self, pending: int) -> bool:
+        """Account for ``pending`` bytes of an incomplete message; True: refused for it."""
+        inbound = self.inbound
+        inbound.held += pending - self._held
+        self._held = pending
+        if not pending:
+            if self._stall is not None:
+                self._stall.cancel()
+                self._stall = None
+            return False
+        budget = PARTIAL_BUDGET * self.decoder.limit
+        if inbound.held > budget and self.provider is None:
+            self.refuse(
+                errno.EAGAIN,
+                f"the broker holds {inbound.held} bytes of incomplete messages, more than"
+                f" its limit of {budget}; try again",
+            )
+            return True
+        loop = asyncio.get_running_loop()
+        self._heard = loop.time()
+        if self._stall is None:
+            self._stall = loop.call_at(self._heard + STALL_TIMEOUT, self._stalled)
+        return False
+
+    def _stalled(self) -> None:
+        """Close a connection that sent nothing for STALL_TIMEOUT in the middle of a message."""
+        loop = asyncio.get_running_loop()
+        quiet = loop.time() - self._heard
+        if quiet < STALL_TIMEOUT:
+            self._stall = loop.call_at(self._heard + STALL_TIMEOUT, self._stalled)
+            return
+        self._stall = None
+        self.refuse(
+            errno.ETIMEDOUT,
+            f"protocol error: nothing received for {quiet:.0f}s in the middle of a message"
+            f" ({self.decoder.pending} bytes held)",
+        )
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._hold(0)
         if self._writable is not None:
             self._writable.set()  # nobody waits on a connection that is gone
         if self.decoder.pending:
             log.info("uid %d pid %d disconnected mid-message", self.userid, self.pid)
+            self.decoder.clear()
         self.closed = True
         if self.provider is not None:
             self.provider.lost()
@@ -141,6 +216,17 @@ class Connection(asyncio.Protocol):
                 Message(RESPONSE, msg.topic, msg.matchtag, errnum=exc.errnum, errstr=exc.errstr)
             )
         self.transport.write(data)
+        unread = self.transport.get_write_buffer_size()
+        if unread > OUTPUT_LIMIT and self.provider is None:
+            log.warning(
+                "closing connection of uid %d pid %d: %d bytes sent to it unread, more than %d",
+                self.userid,
+                self.pid,
+                unread,
+                OUTPUT_LIMIT,
+            )
+            self.transport.abort()  # what it has not read is let go at once
+            self.closed = True
 
     # flow control: asyncio calls these as the transport's buffer fills and empties
 
@@ -156,6 +242,11 @@ class Connection(asyncio.Protocol):
     async def drain(self) -> None:
         if self._writable is not None and not self.closed:
             await self._writable.wait()
+
+    @property
+    def paused(self) -> bool:
+        """The peer has not read what was sent (the transport's buffer is over its mark)."""
+        return self._writable is not None and not self._writable.is_set() and not self.closed
 
     def add_disconnect(self, callback: Callable[[], None]) -> None:
         if self.closed:
@@ -175,6 +266,8 @@ class Connection(asyncio.Protocol):
             )
             self.transport.close()
         self.closed = True
+        self._hold(0)
+        self.decoder.clear()
 
 
 class _Forwarded:
@@ -209,6 +302,7 @@ class Provider:
         self.services: set[str] = set()
         self._tag = 0
         self._pending: dict[int, _Forwarded] = {}
+        conn.decoder.limit = MAX_SIZE  # a service's answers (job-list's) may be long
 
     def add(self, service: str) -> None:
         self.services.add(service)
@@ -273,5 +367,8 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
     if path.exists() or path.is_symlink():
         path.unlink()
     loop = asyncio.get_running_loop()
-    server = await loop.create_unix_server(lambda: Connection(broker), str(path), backlog=1024)
+    inbound = Inbound()
+    server = await loop.create_unix_server(
+        lambda: Connection(broker, inbound), str(path), backlog=1024
+    )
     return server

@@ -180,15 +180,18 @@ def check_depth(payload: Any) -> None:
     raise RPCError(errno.EPROTO, f"payload: must nest at most {MAX_DEPTH} levels deep")
 
 
-def decode_body(body: bytes | bytearray) -> Message:
-    """Parse one message body; anything malformed raises ProtocolError.
+def decode_body(body: bytes | bytearray, start: int = 0, end: int | None = None) -> Message:
+    """Parse one message body (``body[start:end]``, read in place, never copied);
+    anything malformed raises ProtocolError.
 
     A request whose payload nests deeper than MAX_DEPTH comes back without it, its
     errnum and errstr saying so, for the receiver to answer (a request's own errnum
     is always 0). Only a body with that many brackets is walked.
     """
+    end = len(body) if end is None else end
     try:
-        obj = orjson.loads(body)
+        with memoryview(body) as view, view[start:end] as part:
+            obj = orjson.loads(part)
     except orjson.JSONDecodeError as exc:
         raise ProtocolError(f"message is not valid JSON: {exc}") from None
     if not isinstance(obj, dict):
@@ -212,7 +215,7 @@ def decode_body(body: bytes | bytearray) -> Message:
     payload = obj.get("payload")
     if mtype == REQUEST:
         errnum, errstr = 0, None
-        if body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+        if body.count(b"[", start, end) + body.count(b"{", start, end) > MAX_DEPTH:
             try:
                 check_depth(payload)
             except RPCError as exc:
@@ -244,12 +247,17 @@ def _identity(obj: dict[str, Any]) -> tuple[int, int, int]:
 
 
 class Decoder:
-    """Splits a byte stream into messages, however the bytes arrive."""
+    """Splits a byte stream into messages, however the bytes arrive.
 
-    __slots__ = ("_buf",)
+    A message longer than ``limit`` is refused as soon as its length header is
+    read, before any of its body is held.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_buf", "limit")
+
+    def __init__(self, limit: int = MAX_SIZE) -> None:
         self._buf = bytearray()
+        self.limit = limit
 
     def feed(self, data: bytes) -> list[Message]:
         """Add ``data``; return every message now complete (ProtocolError on garbage)."""
@@ -260,11 +268,13 @@ class Decoder:
         end = len(buf)
         while end - pos >= 4:
             (size,) = HEADER.unpack_from(buf, pos)
-            if size > MAX_SIZE:
-                raise ProtocolError(f"message of {size} bytes exceeds the limit of {MAX_SIZE}")
+            if size > self.limit:
+                raise ProtocolError(
+                    f"message of {size} bytes exceeds the limit of {self.limit} bytes"
+                )
             if end - pos - 4 < size:
                 break
-            out.append(decode_body(buf[pos + 4 : pos + 4 + size]))
+            out.append(decode_body(buf, pos + 4, pos + 4 + size))
             pos += 4 + size
         if pos:
             del buf[:pos]
@@ -274,3 +284,7 @@ class Decoder:
     def pending(self) -> int:
         """Bytes of an incomplete message held back."""
         return len(self._buf)
+
+    def clear(self) -> None:
+        """Let go of an incomplete message (its sender is gone)."""
+        self._buf = bytearray()

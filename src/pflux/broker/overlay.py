@@ -62,6 +62,7 @@ from pflux.broker.message import (
     decode_body,
     encode_body,
 )
+from pflux.broker.refusals import RefusalLog
 from pflux.broker.router import Broker, LocalRoute, Route
 
 __all__ = ["HEARTBEAT", "TIMEOUT", "Overlay"]
@@ -193,7 +194,9 @@ class Overlay:
         self._served: dict[tuple[int, int], PeerRoute] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._check_scheduled = False
-        self._refused: dict[bytes, float] = {}  # refused keys: when each was last logged
+        self.refusals = RefusalLog(
+            log, "its CURVE key is not this instance's", clock=time.monotonic
+        )
         self._all_up = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         # a child's rank -> the child of this broker whose subtree holds it
@@ -682,11 +685,7 @@ class Overlay:
         )
         if allowed:
             return [version, request_id, b"200", b"OK", b"", b""]
-        now = time.monotonic()
-        if now - self._refused.get(key, -REFUSAL_LOG_INTERVAL) >= REFUSAL_LOG_INTERVAL:
-            self._refused[key] = now  # ZeroMQ retries every second: log once a minute
-            log.error(
-                "overlay: refused a connection from %s: its CURVE key is not this instance's",
-                address or self.endpoint,
-            )
+        self.refusals.refused(
+            key, address or self.endpoint, self._loop.call_later if self._loop else None
+        )
         return [version, request_id, b"400", b"key not allowed", b"", b""]

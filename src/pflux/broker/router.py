@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
+    MAX_SIZE,
     NODEID_ANY,
     REQUEST,
     RESPONSE,
@@ -137,6 +138,12 @@ class Request:
         if self._route is not None:
             await self._route.drain()
 
+    @property
+    def paused(self) -> bool:
+        """The requester is not reading what was sent: a stream waits (``drained``) rather
+        than send more. Only a connection (or a route following one) pauses."""
+        return bool(getattr(self._route, "paused", False))
+
 
 def method(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a Service method as the handler for ``<service>.<name>``."""
@@ -253,12 +260,22 @@ class LocalRoute:
     responses are delivered.
     """
 
-    __slots__ = ("_callback", "_disconnect", "_queue")
+    __slots__ = ("_callback", "_disconnect", "_follows", "_queue", "matchtag")
 
-    def __init__(self, queue: RunQueue, callback: Callable[[Message], None]):
+    def __init__(self, queue: RunQueue, callback: Callable[[Message], None], matchtag: int = 0):
         self._queue = queue
+        self.matchtag = matchtag  # the request's (what ``kvs.watch-cancel`` names)
         self._callback: Callable[[Message], None] | None = callback
         self._disconnect: dict[Callable[[], None], None] = {}
+        self._follows: Request | None = None
+
+    def follow(self, req: Request) -> None:
+        """The responses are passed on to ``req``'s requester: pause while it does."""
+        self._follows = req
+
+    @property
+    def paused(self) -> bool:
+        return self._follows is not None and self._follows.paused
 
     def deliver(self, msg: Message) -> None:
         if self._callback is not None:
@@ -278,7 +295,10 @@ class LocalRoute:
         self._disconnect.pop(callback, None)
 
     async def drain(self) -> None:
-        """Responses inside the broker are never held up."""
+        """Responses inside the broker are never held up, but those passed on wait for
+        the requester they are passed to (``follow``)."""
+        if self._follows is not None:
+            await self._follows.drained()
 
     def cancel(self) -> None:
         """Stop delivery and tell the responder the requester has gone."""
@@ -319,6 +339,9 @@ class Broker:
         self.overlay: Elsewhere | None = None
         self._rank_watchers: list[Callable[[int, dict[str, Any] | None], None]] = []
         self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
+        # the longest message a client's connection may send (job-ingest's jobspec limit
+        # and room for the request around it); a peer providing a service may send MAX_SIZE
+        self.max_request = MAX_SIZE
 
     def fatal(self, reason: str) -> None:
         """Something the instance cannot go on without has failed: stop it, loudly."""
@@ -482,7 +505,7 @@ class Broker:
             rolemask=ROLE_OWNER,
             nodeid=nodeid,
         )
-        route = LocalRoute(self.queue, callback or _ignore)
+        route = LocalRoute(self.queue, callback or _ignore, self._tag)
         self.dispatch(msg, route)
         return route
 

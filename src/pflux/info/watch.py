@@ -27,6 +27,7 @@ class EventlogWatch:
     def start(self) -> None:
         key = job_key(self.jobid, *self.path.split("."))
         self._watch(key, lambda msg: self._on_append(msg, send=True, ends=not self.guest))
+        self.routes[0].follow(self.req)  # the KVS sends no faster than the requester reads
         if self.guest:
             # the job's own eventlog, only to see it end: the guest one is final by then
             main = job_key(self.jobid, "eventlog")
@@ -49,7 +50,19 @@ class EventlogWatch:
         if send and data:
             self.req.respond({"data": data})
         if ends and any(t in data.encode() for t in TERMINAL_EVENTS):
-            self._finish()
+            if send:
+                self._finish()
+            else:
+                self._ending()
+
+    def _ending(self) -> None:
+        """The job has ended: a guest log is final. Its watch may still be reading it from
+        the store for a requester that reads slowly: it is canceled, and ends (ENODATA,
+        which ends this stream) once it has sent every line."""
+        log_route, main = self.routes
+        self.routes = [log_route]
+        main.cancel()
+        self.broker.send("kvs.watch-cancel", {"matchtag": log_route.matchtag})
 
     def _end(self, msg: Message) -> None:
         if msg.errnum == errno.ENOENT:

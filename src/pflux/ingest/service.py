@@ -6,20 +6,27 @@ Submissions arriving in one loop turn are committed together (a ``TurnBatch``,
 hears its id only after both, so an id a user holds is a job that survives a
 crash (RFC 16, RFC 21).
 On a full disk the KVS stores none of them, and each gets ENOSPC.
+
+A jobspec longer than ``[ingest] max-jobspec-size`` (8M by default) is refused
+with its size and the limit; the connector refuses any longer request before
+holding it (``Broker.max_request``), so one job cannot grow the broker by more
+than a few times the limit.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import re
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
-from pflux.errors import JobspecError
+from pflux.config import Declared
+from pflux.errors import ConfigError, JobspecError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
@@ -32,6 +39,33 @@ from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 log = logging.getLogger("pflux.job-ingest")
 
 FLAGS_MASK = FLAG_DEBUG | FLAG_WAITABLE
+DEFAULT_MAX_JOBSPEC = 8 << 20  # bytes of a jobspec as JSON
+REQUEST_ROOM = 64 << 10  # bytes of a submit request around its jobspec
+_SIZE = re.compile(r"([0-9]+)([KMG]?)")
+_SCALE = {"": 0, "K": 10, "M": 20, "G": 30}
+
+
+def max_jobspec_size(conf: object) -> int:
+    """``[ingest] max-jobspec-size``: bytes as an integer, or a size such as ``8M``."""
+    if not isinstance(conf, dict):
+        raise ConfigError("ingest", None, f"must be a table, got {conf!r}")
+    value = conf.get("max-jobspec-size", DEFAULT_MAX_JOBSPEC)
+    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if match is not None:
+        size = int(match[1]) << _SCALE[match[2]]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    else:
+        raise ConfigError(
+            "ingest",
+            "max-jobspec-size",
+            f"must be a size such as 1048576, 512K or 8M, not {value!r}",
+        )
+    if not 1024 <= size <= 1 << 30:
+        raise ConfigError(
+            "ingest", "max-jobspec-size", f"must be at least 1K and at most 1G, not {value!r}"
+        )
+    return size
 
 
 class _Submission:
@@ -58,9 +92,12 @@ class IngestService(Service):
     """Accepts jobs; the only writer of J, jobspec and the first event."""
 
     name = "job-ingest"
+    config_keys: ClassVar[Declared] = {"ingest": ("max-jobspec-size",)}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
+        self.max_jobspec = max_jobspec_size(broker.config.get("ingest", {}))
+        broker.max_request = self.max_jobspec + REQUEST_ROOM
         self.fluid = FluidGenerator(0)
         self._turn: TurnBatch[_Batch] = TurnBatch(broker, _Batch, self._flush)
 
@@ -73,6 +110,13 @@ class IngestService(Service):
         request = decode("job-ingest.submit", req.payload, SubmitRequest)
         jobspec = request.jobspec
         try:
+            canonical = dumps(jobspec)
+            if len(canonical) > self.max_jobspec:
+                raise RPCError(
+                    errno.EINVAL,
+                    f"jobspec is too large: {len(canonical)} bytes, more than the limit of"
+                    f" {self.max_jobspec} ([ingest] max-jobspec-size)",
+                )
             validate(jobspec)
         except JobspecError as exc:
             raise RPCError(errno.EINVAL, f"invalid jobspec: {exc}") from None
@@ -96,7 +140,6 @@ class IngestService(Service):
             "submit",
             {"urgency": urgency, "userid": req.userid, "flags": flags, "version": 1},
         )
-        canonical = dumps(jobspec)
         key = job_key(jobid)
         batch = self._turn.get()
         batch.ops += (

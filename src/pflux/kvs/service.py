@@ -30,6 +30,13 @@ Watches are fed from the changes each transaction reports, after it commits,
 in commit order: a watcher sees every change once, with exactly the appended
 text, and never polls.
 
+An append watch (a job's output followed) keeps pace with its requester: its
+value so far, and whatever is appended while the requester is not reading
+(``Request.paused``: its connection's buffer is full), is read from the store a
+piece at a time as the requester drains, from where the watch has got to, and
+the watch follows the commits again once it has caught up. So a follower that
+stops reading holds the broker to about a piece, never the value.
+
 Reads see committed data: a read that arrives in the same turn as a commit
 does not see it, so a client reads after its commit is answered.
 
@@ -104,7 +111,21 @@ VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
 class _Watch:
     """One ``kvs.watch`` stream."""
 
-    __slots__ = ("append", "gone", "key", "namespace", "req", "sender", "started", "value")
+    __slots__ = (
+        "after",
+        "append",
+        "before",
+        "behind",
+        "ending",
+        "gone",
+        "key",
+        "namespace",
+        "req",
+        "sender",
+        "sent",
+        "started",
+        "value",
+    )
 
     def __init__(self, req: Request, key: str, namespace: str, append: bool) -> None:
         self.req = req
@@ -115,6 +136,13 @@ class _Watch:
         self.value = ""  # the current value, kept for a plain watch
         self.sender: tuple[object, int] = (_sender(req), req.matchtag)
         self.gone: Any = None  # the disconnect callback
+        # an append watch's place in the value: ``sent`` characters sent, of which the
+        # chunks up to seq ``after`` hold ``before``; ``behind``: it is read from the store
+        self.sent = 0
+        self.after = -1
+        self.before = 0
+        self.behind = False
+        self.ending = False  # canceled while behind: it ends once it has caught up
 
 
 class _Pending:
@@ -150,6 +178,7 @@ class KVSService(Service):
         self._written = 0  # transactions since the last checkpoint began
         self._checkpointed = time.monotonic()
         self._held: asyncio.TimerHandle | None = None  # commits the held transaction
+        self._catching_up: set[asyncio.Task[None]] = set()  # append watches read from the store
 
     @property
     def store(self) -> Store:
@@ -430,33 +459,75 @@ class KVSService(Service):
         if watch.sender in self._by_sender:
             raise KVSError(errno.EEXIST, f"kvs.watch: matchtag {req.matchtag} is already watching")
         try:
-            value = self._first_value(req, key) if append else self.store.get(key)
+            if append:
+                self.store.chunks(key, -1, 0)  # the errors (it is sent by _catch_up)
+            else:
+                watch.value = self.store.get(key)
         except KVSError as exc:
             if exc.errnum != errno.ENOENT or not waitcreate:
                 raise
         else:
             watch.started = True
             if not append:
-                watch.value = value
-                req.respond({"value": value})
+                req.respond({"value": watch.value})
         self._watches.setdefault(key, []).append(watch)
         self._by_sender[watch.sender] = watch
         watch.gone = partial(self._forget, watch)
         req.on_disconnect(watch.gone)
+        if watch.started and append and self._read_on(watch):
+            self._fall_behind(watch)  # the rest, in pieces as the requester reads
 
-    def _first_value(self, req: Request, key: str) -> str:
-        """An append watch's first value, in pieces: a job's output is never sent whole."""
-        after = -1
-        while rows := self.store.chunks(key, after, VALUE_PIECE):
-            req.respond({"value": "".join(data for _, data in rows)})
-            after = rows[-1][0]
-        return ""
+    def _fall_behind(self, watch: _Watch) -> None:
+        """Send an append watch's value from the store from now on, until it catches up."""
+        watch.behind = True
+        task = self.broker.loop.create_task(self._catch_up(watch))
+        self._catching_up.add(task)
+        task.add_done_callback(self._catching_up.discard)
+
+    async def _catch_up(self, watch: _Watch) -> None:
+        """Send what an append watch has not, a piece at a time as its requester drains;
+        once nothing is left, it follows the commits again."""
+        more = True
+        while more:
+            await watch.req.drained()
+            await asyncio.sleep(0)  # what was sent reaches the requester's buffer first
+            if self._by_sender.get(watch.sender) is not watch:
+                return
+            try:
+                more = self._read_on(watch)
+            except KVSError as exc:
+                self._end(watch, exc.errnum, exc.errstr)
+                return
+        watch.behind = False
+        if watch.ending:
+            self._end(watch, errno.ENODATA)
+
+    def _read_on(self, watch: _Watch) -> bool:
+        """Send the next piece of an append watch's value that it has not sent; True when
+        a whole piece was read (more may follow)."""
+        while rows := self.store.chunks(watch.key, watch.after, VALUE_PIECE):
+            text = "".join([data for _, data in rows])
+            skip = watch.sent - watch.before
+            # only the value's last chunk grows: the chunks before it are passed for good
+            last = rows if self.store.chunks(watch.key, rows[-1][0], 1) else rows[:-1]
+            for seq, data in last:
+                watch.after = seq
+                watch.before += len(data)
+            if len(text) > skip:
+                watch.req.respond({"value": text[skip:]})
+                watch.sent += len(text) - skip
+                return len(text) >= VALUE_PIECE
+            if last is not rows:
+                return False
+        return False
 
     @method("watch-cancel")
     def watch_cancel(self, req: Request) -> None:
         matchtag = decode(req.topic, req.payload, WatchCancelRequest).matchtag
         watch = self._by_sender.get((_sender(req), matchtag))
-        if watch is not None:
+        if watch is not None and watch.behind:
+            watch.ending = True  # what was committed before the cancel is sent first
+        elif watch is not None:
             self._end(watch, errno.ENODATA)
         req.respond({})
 
@@ -476,7 +547,14 @@ class KVSService(Service):
                             f"key {quote(key)}: value of key watched with append overwritten",
                         )
                         continue
+                    watch.started = True
+                    if watch.behind:
+                        continue  # in the store, where the watch reads on from
+                    if watch.req.paused:
+                        self._fall_behind(watch)
+                        continue
                     watch.req.respond({"value": data})
+                    watch.sent += len(data)
                 else:
                     watch.value = watch.value + data if kind == APPEND else data
                     watch.req.respond({"value": watch.value})

@@ -437,8 +437,10 @@ def test_a_refused_key_retrying_is_logged_once_a_minute(
 
     with caplog.at_level(logging.ERROR, "pflux.overlay"):
         assert [ask(bad), ask(bad), ask(good), ask(other)] == [b"400", b"400", b"200", b"400"]
+        overlay.refusals.flush()
     refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
-    assert (
-        refusals
-        == ["overlay: refused a connection from 10.0.0.9: its CURVE key is not this instance's"] * 2
-    )
+    assert refusals == [
+        *["overlay: refused a connection from 10.0.0.9: its CURVE key is not this instance's"] * 2,
+        "overlay: 1 more connections refused from 10.0.0.9 in 0 s:"
+        " its CURVE key is not this instance's",
+    ]

@@ -1,0 +1,288 @@
+"""A greedy client cannot grow the broker without bound.
+
+Each test measures the broker process's memory from ``/proc/PID/status``
+(VmHWM, its peak, reset first through ``clear_refs``; VmRSS, what it holds)
+against a ceiling well above what the bounded broker uses on a loaded machine
+and well below what an unbounded one reaches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import socket
+import struct
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pflux.api import Client
+from pflux.broker import connector
+from pflux.broker.logbuf import LogRing
+from pflux.broker.message import RESPONSE, Decoder, Message
+from pflux.broker.overlay import Overlay
+from pflux.broker.router import Broker
+from pflux.broker.testsize import test_size_boots
+from pflux.client.uri import socket_path
+from pflux.errors import PfluxError
+from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
+from support.instance import PFLUX, LiveInstance, environ, jobspec, start_with_config
+
+MIB = 1 << 20
+
+
+def memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of process ``pid``, in MiB."""
+    sizes = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            sizes[name] = int(value.split()[0]) // 1024
+    return sizes
+
+
+def reset_peak(pid: int) -> int:
+    """Start VmHWM again from the current VmRSS; return that."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    return memory(pid)["VmRSS"]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:
+    with LiveInstance(tmp_path_factory.mktemp("bounds") / "state") as instance:
+        yield instance
+
+
+def with_environment(size: int) -> dict[str, object]:
+    spec = jobspec()
+    spec["attributes"]["system"]["environment"] = {"BIG": "x" * size}
+    return spec
+
+
+def test_huge_jobspec_is_refused_before_it_is_held(live: LiveInstance) -> None:
+    """A 50M jobspec is refused as its length arrives: the broker never holds it."""
+    before = reset_peak(live.proc.pid)
+    with Client(live.uri) as client, pytest.raises(PfluxError) as info:
+        client.submit(with_environment(50 * MIB))
+    assert "exceeds the limit of" in str(info.value)
+    assert memory(live.proc.pid)["VmHWM"] - before < 25  # unbounded: 340 more
+
+
+def test_jobspec_over_the_limit_is_refused_with_its_size(live: LiveInstance) -> None:
+    """Just over the limit: job-ingest names the size, the limit and the key."""
+    before = reset_peak(live.proc.pid)
+    with Client(live.uri) as client, pytest.raises(PfluxError) as info:
+        client.submit(with_environment(DEFAULT_MAX_JOBSPEC))
+    text = str(info.value)
+    assert "jobspec is too large:" in text
+    assert f"more than the limit of {DEFAULT_MAX_JOBSPEC} ([ingest] max-jobspec-size)" in text
+    assert memory(live.proc.pid)["VmHWM"] - before < 60
+
+
+def test_jobspec_under_the_limit_runs(live: LiveInstance) -> None:
+    with Client(live.uri) as client:
+        jobid = client.submit(with_environment(DEFAULT_MAX_JOBSPEC - MIB))
+        assert client.wait(jobid).success
+
+
+def test_the_limit_is_configured(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    config = tmp_path / "limit.toml"
+    config.write_text('[ingest]\nmax-jobspec-size = "1M"\n')
+    with LiveInstance(state, "--config", str(config)) as instance:
+        with Client(instance.uri) as client, pytest.raises(PfluxError) as info:
+            client.submit(with_environment(MIB))
+        assert f"more than the limit of {MIB} ([ingest] max-jobspec-size)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ('"lots"', "must be a size such as 1048576, 512K or 8M, not 'lots'"),
+        ("12", "must be at least 1K and at most 1G, not 12"),
+        ('"2G"', "must be at least 1K and at most 1G, not '2G'"),
+    ],
+)
+def test_a_bad_limit_is_refused(tmp_path: Path, value: str, rule: str) -> None:
+    proc = start_with_config(tmp_path, f"[ingest]\nmax-jobspec-size = {value}\n")
+    assert proc.returncode != 0
+    assert f"[ingest] max-jobspec-size: {rule}" in proc.stderr
+
+
+def refusal(sock: socket.socket) -> Message | None:
+    """The broker's last word before it hung up (None: it said nothing)."""
+    decoder = Decoder()
+    messages = []
+    with contextlib.suppress(ConnectionResetError):
+        while data := sock.recv(65536):
+            messages += decoder.feed(data)
+    return messages[-1] if messages else None
+
+
+def test_incomplete_messages_are_bounded(live: LiveInstance) -> None:
+    """Twelve clients each stop 7.5M into a message of the longest kind: the broker holds
+    a few of them and refuses the rest (EAGAIN), and serves on."""
+    limit = DEFAULT_MAX_JOBSPEC + REQUEST_ROOM
+    part = b"x" * (limit - MIB // 2)
+    before = reset_peak(live.proc.pid)
+    socks = []
+    try:
+        for _ in range(12):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(socket_path(live.uri))
+            socks.append(sock)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(struct.pack(">I", limit) + part)
+        with Client(live.uri) as client:
+            assert client.handle.call("broker.ping", {"alive": True}) == {"alive": True}
+        held = memory(live.proc.pid)["VmRSS"] - before  # unbounded: 90 more
+        for sock in socks:
+            sock.shutdown(socket.SHUT_WR)
+        refusals = [refusal(sock) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    assert held < 55
+    refused = [msg for msg in refusals if msg is not None and msg.errnum == errno.EAGAIN]
+    assert len(refused) >= 6
+    assert refused[0].errstr is not None
+    assert "bytes of incomplete messages, more than its limit of" in refused[0].errstr
+
+
+def test_a_stalled_message_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that stops in the middle of a message is closed after STALL_TIMEOUT."""
+    monkeypatch.setattr(connector, "STALL_TIMEOUT", 0.5)
+    path = tmp_path / "socket"
+
+    async def stall() -> Message | None:
+        server = await connector.serve(Broker(os.getuid()), path)
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        writer.write(struct.pack(">I", 1000) + b"x" * 10)
+        data = await asyncio.wait_for(reader.read(), timeout=30)
+        writer.close()
+        server.close()
+        messages = Decoder().feed(data)
+        return messages[-1] if messages else None
+
+    msg = asyncio.run(stall())
+    assert msg is not None
+    assert msg.errnum == errno.ETIMEDOUT
+    assert msg.errstr is not None
+    assert msg.errstr.startswith("protocol error: nothing received for ")
+    assert msg.errstr.endswith("s in the middle of a message (14 bytes held)")
+
+
+def test_a_flood_of_refused_keys_is_counted_not_kept(tmp_path: Path) -> None:
+    """6,000 connections with random CURVE keys: ten are logged in full and the rest as one
+    count line at the window's end; the overlay keeps ten keys, and the log ring keeps
+    what was logged before."""
+    boot = test_size_boots(2, tmp_path, 2, ["a", "b"])[0]
+    overlay = Overlay(Broker(os.getuid()), boot, {})
+    ring = LogRing()
+    logger = logging.getLogger("pflux.overlay")
+    logger.addHandler(ring)
+    counted = asyncio.Event()
+
+    def follow(entry: dict[str, object]) -> None:
+        if "more connections refused" in str(entry["message"]):
+            counted.set()
+
+    async def flood() -> None:
+        overlay._loop = asyncio.get_running_loop()
+        overlay.refusals.interval = 1.0
+        ring.followers.add(follow)
+        logger.error("before the flood")
+        for i in range(6000):
+            frames = [b"1.0", b"7", b"pflux", f"10.0.{i // 250}.{i % 250}".encode()]
+            answer = overlay._zap_answer([*frames, b"", b"CURVE", os.urandom(32)])
+            assert answer[2] == b"400"
+        assert len(overlay.refusals.logged) <= overlay.refusals.burst
+        await asyncio.wait_for(counted.wait(), timeout=30)
+
+    try:
+        asyncio.run(flood())
+    finally:
+        logger.removeHandler(ring)
+    messages = [str(entry["message"]) for entry in ring.backlog()]
+    assert messages[0] == "before the flood"
+    refusals = [m for m in messages if "refused" in m]
+    assert len(refusals) == overlay.refusals.burst + 1
+    assert refusals[-1].startswith(
+        f"overlay: {6000 - overlay.refusals.burst} more connections refused from 10.0.0.10,"
+    )
+    assert refusals[-1].endswith("and others in 1 s: its CURVE key is not this instance's")
+
+
+LINE = b"0123456789" * 7  # 70 characters and a newline, as the job writes it
+
+
+def test_a_follower_that_stops_reading_holds_the_broker_to_a_piece(live: LiveInstance) -> None:
+    """``pflux job eventlog -F -p output`` whose reader stops while the job writes 120M:
+    the broker holds about what the job costs with no follower, and the follower, once
+    it reads again, gets every line."""
+    total = 120_000_000
+    env = environ(PFLUX_URI=live.uri)
+    before = reset_peak(live.proc.pid)
+    with Client(live.uri) as client:
+        command = f"yes {LINE.decode()} | head -c {total}"
+        jobid = client.submit(["sh", "-c", command])
+        follower = subprocess.Popen(
+            [str(PFLUX), "job", "eventlog", "-F", "-p", "output", str(int(jobid))],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert client.wait(jobid).success
+            peak = memory(live.proc.pid)["VmHWM"] - before  # unbounded: 167
+            out, err = follower.communicate(timeout=300)
+        finally:
+            follower.kill()
+    assert follower.returncode == 0, err
+    assert out.count(LINE) == total // (len(LINE) + 1)
+    assert peak < 130
+
+
+class _Unread:
+    """A transport whose peer reads nothing: everything written stays buffered."""
+
+    def __init__(self) -> None:
+        self.buffered = 0
+        self.aborted = False
+
+    def write(self, data: bytes) -> None:
+        self.buffered += len(data)
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_client_that_leaves_too_much_unread_is_disconnected(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Responses a client does not read are kept up to OUTPUT_LIMIT; past it the connection
+    is closed and the reason logged."""
+    monkeypatch.setattr(connector, "OUTPUT_LIMIT", 10 * MIB)
+    conn = connector.Connection(Broker(os.getuid()))
+    transport = _Unread()
+    conn.transport = transport  # type: ignore[assignment]
+    answer = Message(RESPONSE, "kvs.get", 1, {"value": "x" * MIB})
+    with caplog.at_level(logging.WARNING, "pflux.connector"):
+        for _ in range(9):
+            conn.deliver(answer)
+        assert not transport.aborted
+        conn.deliver(answer)
+        conn.deliver(answer)
+    assert transport.aborted
+    assert conn.closed
+    conn.deliver(answer)
+    assert transport.buffered < 12 * MIB
+    assert "bytes sent to it unread, more than 10485760" in caplog.text
