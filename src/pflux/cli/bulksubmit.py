@@ -5,7 +5,9 @@ The command and the options that take values are templates (``bulkinputs``);
 the inputs come from ``:::`` lists and ``::::`` files, else from stdin, cut at
 ``--sep``. Every job option of ``submit`` applies to each job, ``--cc``/``--bcc``
 copy each one, and the jobs go as they are built, a window in flight, through the
-API's ``submit_each``, so thousands go as fast as ``submit --cc``. ``--dry-run``
+API's ``submit_each``, so thousands go as fast as ``submit --cc`` and cost the
+client a window's jobspecs; a job whose options prove bad stops the submission
+there, the jobs before it submitted. ``--dry-run``
 prints what each job would be (``bulksubmit: submit ...``) and submits none.
 """
 
@@ -68,10 +70,10 @@ def _bulksubmit(args: argparse.Namespace) -> int:
     if args.verbose:
         for _job, shown in commands:
             print(f"bulksubmit: submit {shown}")
-    each = [
-        submit.copies_of("bulksubmit", job, copies, cc_env=bool(args.cc)) for job, _ in commands
-    ]
-    return submit.submit_all("bulksubmit", args, itertools.chain.from_iterable(each), total)
+    cc_env = bool(args.cc)  # each job's copies built as they go, as submit --cc's
+    each = (submit.copies_of("bulksubmit", job, copies, cc_env=cc_env) for job, _ in commands)
+    jobs = submit.primed(itertools.chain.from_iterable(each))
+    return submit.submit_all("bulksubmit", args, jobs, total)
 
 
 def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:

@@ -72,7 +72,7 @@ def _submit(args: argparse.Namespace) -> int:
         for copy in copies:
             sys.stdout.write(jobopts.dry_run_text(copy.request.jobspec, args.format))
         return 0
-    return submit_all("submit", args, copies, len(ccs))
+    return submit_all("submit", args, primed(copies), len(ccs))
 
 
 class Copy(NamedTuple):
@@ -132,6 +132,13 @@ def _with_cc_env(request: jobopts.JobRequest, cc: int | None) -> jobopts.JobRequ
     system = {**system, "environment": environment}
     jobspec = {**jobspec, "attributes": {**attributes, "system": system}}
     return request._replace(jobspec=jobspec)
+
+
+def primed(copies: Iterator[Copy]) -> Iterator[Copy]:
+    """``copies`` with the first one built now: options bad for every copy are refused
+    before the instance is asked anything."""
+    first = next(copies, None)
+    return copies if first is None else itertools.chain((first,), copies)
 
 
 def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], total: int) -> int:
