@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pflux.cli import base, jobopts
+from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
             if bar is not None:
                 bar.update(1)
             if isinstance(answer, RPCError):
-                print(f"{base.PROG}-{prog}: ERROR: {answer}", file=err)
+                print(f"{base.PROG}-{prog}: ERROR: {printable(str(answer))}", file=err)
                 failed += 1
                 continue
             if not args.quiet:
