@@ -22,7 +22,7 @@ def once(size: int) -> tuple[float, float]:
     note = [sys.executable, "-c", "import time; print(time.time())"]
     t0 = time.time()
     out = subprocess.run(
-        [pflux_command(), "start", f"--test-size={size}", *note],
+        [pflux_command(), "start", f"--test-size={size}", f"--cores={size}", *note],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     t_end = time.time()

@@ -46,6 +46,8 @@ def main() -> int:
     if args.nodes:
         me += ["--nodes", str(args.nodes)]
     start = [sys.executable, "-m", "pflux.cli", "start", "--test-size", str(args.test_size)]
+    if args.test_size > 1:
+        start += ["--cores", str(args.test_size)]  # a core each, whatever this machine has
     return subprocess.call([*start, *me], env=dict(os.environ))
 
 

@@ -121,8 +121,7 @@ def main() -> int:
         cmd = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(Path(tmp) / "s")]
         cores = args.instance_cores or (None if args.real else SIM_CORES)
         if args.test_size > 1:
-            cmd += ["--test-size", str(args.test_size)]
-            cores = cores // args.test_size if cores else None  # [resource] cores: each rank's
+            cmd += ["--test-size", str(args.test_size)]  # the ranks share --cores
         if cores:
             cmd += ["--cores", str(cores)]
         script = [sys.executable, __file__, "-n", str(args.njobs), "-c", str(args.cores)]

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
 STDIN_PIECE = 1 << 16  # bytes of standard input in one job-exec.stdin request
+#: ``submit_each``'s submissions in flight at once: enough to keep ingest's batches
+#: full, few enough that a million copies cost the client a window's memory, not theirs
+SUBMIT_WINDOW = 1024
 URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
 
 
@@ -254,13 +257,38 @@ def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
     return AllocCounts.from_reply(reply)
 
 
-def _ids_or_errors(rpcs: Sequence[RPC]) -> Iterator[JobID | RPCError]:
-    """Each submission's id, or its refusal, in order."""
-    for rpc in rpcs:
-        try:
-            yield JobID(rpc.get()["id"])
-        except RPCError as exc:
-            yield exc
+def _submit_window(window: int) -> int:
+    if type(window) is not int or window < 1:
+        raise PfluxError(f"window: must be an integer >= 1, got {window!r}")
+    return window
+
+
+def _windowed(
+    handle: Handle, payloads: Iterator[dict[str, Any]], window: int
+) -> Iterator[JobID | RPCError]:
+    """Each submission's id, or its refusal, in order; a payload is taken from
+    ``payloads`` (built then) only while fewer than ``window`` requests are in flight."""
+    from collections import deque
+
+    pending: deque[RPC] = deque()
+    try:
+        for payload in payloads:
+            if len(pending) >= window:
+                yield _id_or_error(pending.popleft())
+            pending.append(handle.rpc("job-ingest.submit", payload))
+    except Exception:
+        while pending:  # a jobspec that cannot be built: the jobs sent still answer first
+            yield _id_or_error(pending.popleft())
+        raise
+    while pending:
+        yield _id_or_error(pending.popleft())
+
+
+def _id_or_error(rpc: RPC) -> JobID | RPCError:
+    try:
+        return JobID(rpc.get()["id"])
+    except RPCError as exc:
+        return exc
 
 
 def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
@@ -341,21 +369,24 @@ class Client:
 
     def submit_each(
         self,
-        jobspecs: Sequence[Mapping[str, Any]],
+        jobspecs: Iterable[Mapping[str, Any]],
         *,
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
+        window: int = SUBMIT_WINDOW,
     ) -> Iterator[JobID | RPCError]:
         """As ``submit_many``, but each job's id or refusal, in order, as they come: a
         refused job stops none of the others.
 
-        The requests are sent at once, before the first answer is asked for."""
-        rpcs = [
-            self.handle.rpc("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
-            for js in jobspecs
-        ]
-        return _ids_or_errors(rpcs)
+        Requests go as the answers are iterated, at most ``window`` in flight, each
+        jobspec taken from ``jobspecs`` only when its request can go: a generator of
+        a million jobspecs is never held whole, and the first ids come back while the
+        rest are still to be built."""
+        _urgency(urgency)  # a bad urgency is refused now, not at the first answer
+        window = _submit_window(window)
+        payloads = (_submit_payload(js, urgency, waitable, debug) for js in jobspecs)
+        return _windowed(self.handle, payloads, window)
 
     def wait(self, jobid: int, timeout: float | None = None) -> JobResult:
         """Wait until the job is inactive (any job, any number of times)."""
@@ -872,27 +903,42 @@ class AsyncClient:
 
     async def submit_each(
         self,
-        jobspecs: Sequence[Mapping[str, Any]],
+        jobspecs: Iterable[Mapping[str, Any]],
         *,
         urgency: int | str = URGENCY_DEFAULT,
         waitable: bool = False,
         debug: bool = False,
+        window: int = SUBMIT_WINDOW,
     ) -> AsyncIterator[JobID | RPCError]:
-        """As ``Client.submit_each``, but the requests are sent when iteration begins."""
+        """As ``Client.submit_each``: at most ``window`` requests in flight, each
+        jobspec taken when its request can go."""
         import asyncio
+        from collections import deque
 
-        calls = [
-            asyncio.ensure_future(
-                self.handle.call("job-ingest.submit", _submit_payload(js, urgency, waitable, debug))
-            )
-            for js in jobspecs
-        ]
+        _urgency(urgency)
+        window = _submit_window(window)
+        calls: deque[asyncio.Future[Any]] = deque()
+
+        async def answer() -> JobID | RPCError:
+            try:
+                return JobID((await calls.popleft())["id"])
+            except RPCError as exc:
+                return exc
+
         try:
-            for call in calls:
-                try:
-                    yield JobID((await call)["id"])
-                except RPCError as exc:
-                    yield exc
+            try:
+                for js in jobspecs:
+                    if len(calls) >= window:
+                        yield await answer()
+                    payload = _submit_payload(js, urgency, waitable, debug)
+                    sent = self.handle.call("job-ingest.submit", payload)
+                    calls.append(asyncio.ensure_future(sent))
+            except Exception:
+                while calls:  # as Client.submit_each: the jobs sent answer first
+                    yield await answer()
+                raise
+            while calls:
+                yield await answer()
         finally:
             for call in calls:
                 call.cancel()

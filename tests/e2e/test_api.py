@@ -243,6 +243,43 @@ def test_submit_each_answers_each_job_and_follow_logs_says_where_each_log_ends(
     assert seen[1] == ["error"]
 
 
+def test_submit_each_takes_jobspecs_a_window_at_a_time(uri: str) -> None:
+    taken = []
+
+    def jobspecs() -> Iterator[dict[str, Any]]:
+        for i in range(10):
+            taken.append(i)
+            yield jobspec()
+
+    with pflux.Client(uri) as client:
+        answers = client.submit_each(jobspecs(), urgency="hold", window=3)
+        assert taken == []  # nothing is built before the answers are asked for
+        first = next(answers)
+        assert len(taken) == 4  # three in flight when the fourth waits for the first
+        rest = list(answers)
+        assert all(isinstance(a, pflux.JobID) for a in (first, *rest))
+        assert len({first, *rest}) == 10
+        with pytest.raises(pflux.PfluxError, match="window: must be an integer >= 1, got 0"):
+            client.submit_each([jobspec()], window=0)
+
+    async def session() -> None:
+        async with pflux.AsyncClient(uri) as client:
+            async_taken = []
+
+            def more() -> Iterator[dict[str, Any]]:
+                for i in range(5):
+                    async_taken.append(i)
+                    yield jobspec()
+
+            answers = client.submit_each(more(), urgency="hold", window=2)
+            first = await anext(answers)
+            assert isinstance(first, pflux.JobID)
+            assert len(async_taken) == 3
+            assert len([a async for a in answers]) == 4
+
+    asyncio.run(session())
+
+
 def test_the_async_client_submits_each_and_follows_logs(uri: str) -> None:
     async def session() -> None:
         async with pflux.AsyncClient(uri) as client:

@@ -31,7 +31,7 @@ TIMEOUT = 30.0
 def four(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:
     where = tmp_path_factory.mktemp("ranks")
     args = ("--test-size=4", "-S", "tbon.heartbeat=0.1s", "-S", "tbon.timeout=1s")
-    with LiveInstance(where / "s", *args, cores=2) as inst:
+    with LiveInstance(where / "s", *args, cores=4) as inst:
         yield inst
 
 
@@ -86,7 +86,7 @@ def test_a_rank_not_in_the_instance_is_unreachable(four: LiveInstance) -> None:
 
 def test_a_killed_rank_is_down_at_once(tmp_path: Path) -> None:
     args = ("--test-size=3", "-S", "tbon.heartbeat=0.1s", "-S", "tbon.timeout=1s")
-    with LiveInstance(tmp_path / "s", *args, cores=2) as inst:
+    with LiveInstance(tmp_path / "s", *args, cores=3) as inst:
         pid = int(rank_attrs(inst.uri, 2)["broker.pid"])
         os.kill(pid, signal.SIGKILL)
         wait_for_log(inst.uri, "lost contact with rank 2")
@@ -116,6 +116,25 @@ def test_bad_test_size_options_are_refused_naming_them(args: list[str], message:
     assert message in proc.stderr
 
 
+def test_each_rank_has_its_share_of_the_cores_and_no_core_is_given_twice() -> None:
+    listing = "pflux resource list -o rlist --states=free -n"
+    for cores, expected in [
+        ("2", "rank0/core0 rank1/core1"),
+        ("5", "rank0/core[0-2] rank1/core[3-4]"),
+    ]:
+        proc = console("start", "--test-size=2", f"--cores={cores}", "sh", "-c", listing)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split()[-2:] == expected.split()
+    mine = len(os.sched_getaffinity(0))
+    if mine >= 2:  # this machine's CPUs, shared: as many cores in all as it has
+        proc = console("start", "--test-size=2", "sh", "-c", "pflux resource list -no '{ncores}'")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split()[0] == str(mine)
+    few = console("start", "--test-size=3", "--cores=2", "true")
+    assert few.returncode == 1
+    assert "--test-size=3: each rank needs a core of its own, and the instance has 2" in few.stderr
+
+
 def test_test_size_is_refused_with_simulate(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     trace.write_text("")
@@ -128,6 +147,7 @@ def test_test_hosts_name_the_ranks(tmp_path: Path) -> None:
     proc = console(
         "start",
         "--test-size=2",
+        "--cores=2",
         "--test-hosts=fake[0-1]",
         "sh",
         "-c",
@@ -148,6 +168,7 @@ def test_tbon_attributes_shape_the_tree() -> None:
     proc = console(
         "start",
         "--test-size=3",
+        "--cores=3",
         "-S",
         "tbon.fanout=1",
         "-S",
@@ -175,7 +196,7 @@ def test_a_job_over_four_ranks_runs_a_shell_on_each(four: LiveInstance) -> None:
 
 def test_a_rank_killed_under_a_job_fails_it_and_frees_the_rest(tmp_path: Path) -> None:
     args = ("--test-size=3", "-S", "tbon.heartbeat=0.1s", "-S", "tbon.timeout=1s")
-    with LiveInstance(tmp_path / "s", *args, cores=2) as inst:
+    with LiveInstance(tmp_path / "s", *args, cores=3) as inst:
         pid = int(rank_attrs(inst.uri, 2)["broker.pid"])
         job = ok(inst.uri, "submit", "-N3", "-n3", "sleep", "300").strip()
         ok(inst.uri, "job", "wait-event", "-t", "30", job, "start")
@@ -198,7 +219,7 @@ def test_an_mpi_allreduce_over_four_tasks_on_two_ranks(tmp_path: Path) -> None:
     program = tmp_path / "mpi_hello"
     (tmp_path / "mpi_hello.c").write_text(HELLO)
     subprocess.run([mpicc, "-o", str(program), str(tmp_path / "mpi_hello.c")], check=True)
-    with LiveInstance(tmp_path / "s", "--test-size=2", cores=2) as inst:
+    with LiveInstance(tmp_path / "s", "--test-size=2", cores=4) as inst:
         out = ok(inst.uri, "run", "-N2", "-n4", "--label-io", str(program))
     assert sorted(out.splitlines()) == [f"{r}: rank {r} of 4: sum 6" for r in range(4)]
 

@@ -58,10 +58,31 @@ def test_the_initial_program_and_a_job_find_flux_pflux_and_the_flux_package(uri:
     (in_job,) = shown(job.stdout)
     for seen in (initial, in_job):
         assert seen["flux"] == os.path.join(fluxshim.BIN, "flux")
-        assert seen["pflux"] == os.path.join(fluxshim.pflux_bin(), "pflux")
+        assert seen["pflux"] == os.path.join(fluxshim.BIN, "pflux")
         assert seen["pythonpath"] == f"{fluxshim.PYTHON}:/mine"  # first, keeping what was there
         assert seen["syspath"] == fluxshim.PYTHON  # where another interpreter imports flux from
     assert in_job["FLUX_KVS_NAMESPACE"].startswith("job-")
+
+
+def test_the_users_python_stays_first_in_the_instance_its_jobs_and_nested_ones(
+    tmp_path: Path,
+) -> None:
+    mine = tmp_path / "venv" / "bin"  # the user's activated environment, not pflux's
+    mine.mkdir(parents=True)
+    for name in ("python3", "pip"):
+        (mine / name).write_text("#!/bin/sh\nexit 0\n")
+        (mine / name).chmod(0o755)
+    where = 'echo "python3=$(command -v python3) pip=$(command -v pip)"'
+    proc = start(
+        "sh",
+        "-c",
+        f"{where}; flux run sh -c '{where}' && pflux run sh -c '{where}'"
+        f" && pflux run pflux start --cores 1 sh -c '{where}; pflux run true'",
+        path=f"{mine}:/usr/bin:/bin",
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [f"python3={mine}/python3 pip={mine}/pip"] * 4
 
 
 def test_no_flux_shim_and_the_config_key_turn_it_off(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 from pflux import fluxshim
 from support.instance import PFLUX, environ
@@ -59,3 +60,18 @@ def test_pflux_env_runs_a_command_in_the_environment(uri: str) -> None:
     bad = sh(f"{PFLUX} env --uri ssh://host/x")
     assert bad.returncode == 1
     assert "unsupported instance URI 'ssh://host/x': only local:// is supported" in bad.stderr
+
+
+def test_pflux_env_puts_only_flux_and_pflux_ahead_of_the_users_python(tmp_path: Path) -> None:
+    mine = tmp_path / "bin"  # the user's environment's python3, first on their PATH
+    mine.mkdir()
+    (mine / "python3").write_text("#!/bin/sh\nexit 0\n")
+    (mine / "python3").chmod(0o755)
+    show = "command -v python3; command -v pflux; command -v flux"
+    proc = sh(f'eval "$({PFLUX} env)"; {show}', PATH=f"{mine}:/usr/bin:/bin")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"{mine}/python3",
+        os.path.join(fluxshim.BIN, "pflux"),
+        os.path.join(fluxshim.BIN, "flux"),
+    ]

@@ -40,6 +40,7 @@ from pflux.errors import PfluxError
 from pflux.protocol.broker import ServiceAddRequest
 from pflux.protocol.decode import decode
 from pflux.spec import hostlist
+from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
     from pflux.broker.overlay import Overlay
@@ -262,6 +263,14 @@ class Instance:
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
         access.allow_root_owner(self.config)
+        if self.test_size > 1 and self.boot is None:
+            last = self._hello(self.test_size - 1)  # the first ranks have a core more
+            if not last["cores"]:
+                cores = len(IdSet.decode(hello(self.config, self.hosts[0])["cores"]))
+                raise PfluxError(
+                    f"--test-size={self.test_size}: each rank needs a core of its own,"
+                    f" and the instance has {cores} (say more with --cores N)"
+                )
         self._shim = fluxshim.shim_env() if fluxshim.enabled(self.config) else None
         return [ConfigService, *services]
 

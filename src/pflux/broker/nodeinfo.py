@@ -49,12 +49,8 @@ def node_info(
 
 def core_share(cores: Sequence[int], rank: int, size: int) -> list[int]:
     """Rank ``rank``'s share of ``cores`` among ``size`` ranks on one machine: a block of
-    ``len(cores) // size`` (the first ranks one more while the rest lasts); with fewer
-    cores than ranks, one core each, ranks sharing them in turn."""
-    if not cores:
-        return []
-    if len(cores) < size:
-        return [cores[rank % len(cores)]]
+    ``len(cores) // size`` (the first ranks one more while the rest lasts), so no core
+    is given twice; with fewer cores than ranks, the last ranks get none."""
     base, extra = divmod(len(cores), size)
     start = rank * base + min(rank, extra)
     return list(cores[start : start + base + (1 if rank < extra else 0)])
@@ -63,17 +59,21 @@ def core_share(cores: Sequence[int], rank: int, size: int) -> list[int]:
 def hello(
     config: dict[str, Any], hostname: str, share: tuple[int, int] | None = None
 ) -> dict[str, Any]:
-    """A rank's hello under ``config``: ``[resource] cores``/``gpus`` of them if given,
-    else rank r's share among n (``share``: ``(r, n)``, brokers of one machine) of this
-    process's CPUs and the machine's GPUs, else all of them."""
+    """A rank's hello under ``config``: the ``[resource] cores``/``gpus`` counts of them
+    if given, else this process's CPUs and the machine's GPUs; of those, with ``share``
+    (``(r, n)``: rank r of n brokers on one machine), rank r's share alone."""
     section = config.get("resource")
     section = section if isinstance(section, dict) else {}
-    shares = {}
+    shares: dict[str, list[int]] = {}
     for name in ("cores", "gpus"):
         count = section.get(name)
         if type(count) is int and count >= 0:
-            shares[name] = list(range(count))
-        elif share is not None:
-            mine = sorted(os.sched_getaffinity(0)) if name == "cores" else range(count_gpus())
-            shares[name] = core_share(list(mine), *share)
+            every = list(range(count))
+        elif share is None:
+            continue  # node_info finds them
+        elif name == "cores":
+            every = sorted(os.sched_getaffinity(0))
+        else:
+            every = list(range(count_gpus()))
+        shares[name] = every if share is None else core_share(every, *share)
     return node_info(hostname, **shares)

@@ -50,4 +50,8 @@ def _error(name: str, exc: Exception) -> None:
         import traceback
 
         traceback.print_exc()
-    print(f"{PROG}-{name.replace(' ', '-')}: ERROR: {exc}", file=sys.stderr)
+    from pflux.cli.printable import printable
+
+    # each line made printable: a message quoting a user's text cannot drive the terminal
+    message = "\n".join(printable(line) for line in str(exc).split("\n"))
+    print(f"{PROG}-{name.replace(' ', '-')}: ERROR: {message}", file=sys.stderr)

@@ -61,11 +61,11 @@ def _batch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
         args.output = DEFAULT_OUTPUT
     from pflux.cli import jobopts
     from pflux.cli.nestjob import nest_request
-    from pflux.cli.submit import refuse_input_ranks, submit_all
+    from pflux.cli.submit import Copy, refuse_input_ranks, submit_all
 
     script_args = [] if args.wrap else args.command[1:]
     request = nest_request(args, ["{{tmpdir}}/script", *script_args])
-    refuse_input_ranks("batch", [request])
+    refuse_input_ranks("batch", request)
     system = request.jobspec["attributes"]["system"]
     files = system.setdefault("files", {})
     files["script"] = {"mode": SCRIPT_MODE, "encoding": "utf-8", "data": script}
@@ -77,7 +77,7 @@ def _batch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
         return 0
     for option in ("cc", "bcc", "wait", "watch", "progress", "quiet", "log", "log_stderr"):
         setattr(args, option, getattr(args, option, None))
-    return submit_all("batch", args, [request], [(None, None)])
+    return submit_all("batch", args, [Copy(request, None, None)], 1)
 
 
 def _drop_separator(args: argparse.Namespace) -> None:

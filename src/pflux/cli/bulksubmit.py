@@ -4,14 +4,17 @@
 The command and the options that take values are templates (``bulkinputs``);
 the inputs come from ``:::`` lists and ``::::`` files, else from stdin, cut at
 ``--sep``. Every job option of ``submit`` applies to each job, ``--cc``/``--bcc``
-copy each one, and all the jobs go in flight at once through the API's
-``submit_each``, so thousands go as fast as ``submit --cc``. ``--dry-run``
+copy each one, and the jobs go as they are built, a window in flight, through the
+API's ``submit_each``, so thousands go as fast as ``submit --cc`` and cost the
+client a window's jobspecs; a job whose options prove bad stops the submission
+there, the jobs before it submitted. ``--dry-run``
 prints what each job would be (``bulksubmit: submit ...``) and submits none.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -64,20 +67,13 @@ def _bulksubmit(args: argparse.Namespace) -> int:
         for _job, shown in commands:
             print(f"bulksubmit: submit {shown}")
         return 0
-    requests = []
-    logs = []
-    for job, shown in commands:
-        if args.verbose:
+    if args.verbose:
+        for _job, shown in commands:
             print(f"bulksubmit: submit {shown}")
-        for cc in copies:
-            one = submit.with_cc(job, cc)
-            request = jobopts.request_for(one)
-            if args.cc:
-                submit.set_cc(request, cc)
-            requests.append(request)
-            logs.append((one.log, one.log_stderr))
-    submit.refuse_input_ranks("bulksubmit", requests)
-    return submit.submit_all("bulksubmit", args, requests, logs)
+    cc_env = bool(args.cc)  # each job's copies built as they go, as submit --cc's
+    each = (submit.copies_of("bulksubmit", job, copies, cc_env=cc_env) for job, _ in commands)
+    jobs = submit.primed(itertools.chain.from_iterable(each))
+    return submit.submit_all("bulksubmit", args, jobs, total)
 
 
 def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:

@@ -32,6 +32,7 @@ def main(argv: list[str]) -> int:
 def _dmesg(args: argparse.Namespace) -> None:
     from pflux.api import Client
     from pflux.cli import logentry
+    from pflux.cli.printable import printable
     from pflux.errors import UsageError
 
     if args.delta and not args.human:
@@ -42,7 +43,7 @@ def _dmesg(args: argparse.Namespace) -> None:
             for entry in client.dmesg(follow=args.follow, new=args.new):
                 stamp = entry.get("timestamp", 0.0)
                 shown = human.stamp(stamp) if human else logentry.iso(stamp)
-                sys.stdout.write(f"{shown} {logentry.body(entry)}\n")
+                sys.stdout.write(f"{shown} {printable(logentry.body(entry))}\n")
                 sys.stdout.flush()
         if args.clear or args.read_clear:
             client.clear_log()

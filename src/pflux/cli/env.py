@@ -2,9 +2,9 @@
 
 Without COMMAND it prints ``export NAME="value"`` lines, so that ``eval "$(pflux
 env)"`` puts in this shell what the initial program of an instance and every
-job have (``pflux.fluxshim``): the ``flux`` command and pflux's bin directory
-first on PATH, the ``flux`` package first on PYTHONPATH, the interpreter
-``flux`` runs pflux with, and the instance's URI as FLUX_URI and PFLUX_URI
+job have (``pflux.fluxshim``): the shim's ``flux`` and ``pflux`` commands first
+on PATH (nothing else of pflux's), the ``flux`` package first on PYTHONPATH, the
+interpreter they run pflux with, and the instance's URI as FLUX_URI and PFLUX_URI
 (``--uri``, else what the environment has: no line when there is none). With
 COMMAND it runs COMMAND in that environment, as env(1). Nothing is asked of the
 instance: the URI is only checked to be one pflux can use.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from pflux.cli.printable import printable
 from pflux.spec.eventlog import Event, TextFormatter, format_text
 
 # short name -> (path under the job's KVS directory, the event that ends that log)
@@ -71,9 +72,11 @@ class EventPrinter:
             self.t0 = event.timestamp
 
     def line(self, event: Event) -> str:
+        """The event's line: its JSON as stored, else text made printable (a memo's key
+        or a note's C1 controls reach no terminal raw)."""
         self.seen(event)
         if self.json:
             return event.to_line()
         if self.human is not None:
-            return self.human.format(event) + "\n"
-        return format_text(event, time_format=self.time_format, t0=self.t0) + "\n"
+            return printable(self.human.format(event)) + "\n"
+        return printable(format_text(event, time_format=self.time_format, t0=self.t0)) + "\n"

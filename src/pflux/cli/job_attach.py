@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
+from pflux.cli.printable import printable
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -229,7 +230,7 @@ class _Attach:
             sys.stderr.write(
                 f"{event.timestamp - self.t0:.3f}s: job.exception {self.jobid}"
                 f" type={context.get('type')} severity={context.get('severity')}"
-                f" {context.get('note', '')}\n"
+                f" {printable(str(context.get('note', '')))}\n"
             )
             self.fatal = self.fatal or context.get("severity") == 0
         elif event.name == "finish":
@@ -308,7 +309,7 @@ class _Attach:
         if context.get("component"):
             out += f": {context['component']}"
         sys.stdout.flush()
-        sys.stderr.write(f"{out}: {context.get('message', '')}\n")
+        sys.stderr.write(f"{out}: {printable(str(context.get('message', '')))}\n")
 
 
 def attach(

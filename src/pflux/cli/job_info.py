@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobcommon
+from pflux.cli.printable import printable_json
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _info(args: argparse.Namespace) -> int:
     jobid = JobID.parse(args.jobid)
     with Client(args.uri) as client:
         values = _values(client, jobid, args)
-    sys.stdout.write("".join(f"{values[key]}\n" for key in args.keys))
+    sys.stdout.write(printable_json("".join(f"{values[key]}\n" for key in args.keys)))
     return 0
 
 

@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from pflux.cli import base, jobcommon
+from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def _wait_all(client: Client, verbose: bool) -> int:
                 return rc
             raise
         if not result.success:
-            sys.stderr.write(f"{jobcommon.f58(result.id)}: {result.errstr}\n")
+            sys.stderr.write(f"{jobcommon.f58(result.id)}: {printable(result.errstr)}\n")
             rc = 1
         elif verbose:
             sys.stderr.write(f"{jobcommon.f58(result.id)}: job completed successfully\n")

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from pflux.cli.jobfields import JobInfo, fsd, heading, is_field, number
+from pflux.cli.printable import printable, printable_value
 from pflux.errors import PfluxError
 
 
@@ -137,11 +138,12 @@ class _When:
 
 
 def convert(value: Any, conversion: str) -> Any:
-    """Apply a ``!`` conversion; a value that is not a number converts to ``""``."""
+    """Apply a ``!`` conversion; a value that is not a number converts to ``""``. Text
+    comes out printable (``pflux.cli.printable``): a job name cannot forge a row."""
     if not conversion:
-        return value
+        return printable_value(value)
     if conversion == "s":
-        return str(value)
+        return printable(str(value))
     if conversion == "r":
         return repr(value)
     if conversion == "a":

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobcommon
+from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
@@ -100,14 +101,16 @@ def _enable_line(status: QueueStatus) -> str:
     if status.enable:
         return "Job submission is enabled"
     reason = status.disable_reason
-    return f"Job submission is disabled: {reason}" if reason else "Job submission is disabled"
+    if not reason:
+        return "Job submission is disabled"
+    return f"Job submission is disabled: {printable(reason)}"
 
 
 def _start_line(status: QueueStatus) -> str:
     if status.start:
         return "Scheduling is started"
     reason = status.stop_reason
-    return f"Scheduling is stopped: {reason}" if reason else "Scheduling is stopped"
+    return f"Scheduling is stopped: {printable(reason)}" if reason else "Scheduling is stopped"
 
 
 def _alloc_query(client: Client) -> None:

@@ -10,25 +10,44 @@ from pflux.errors import SpecError
 
 if TYPE_CHECKING:
     from pflux.api import Client
+    from pflux.spec.resource import ResourceSet
 
 
 def refuse_unmet(client: Client, jobspecs: Iterable[Mapping[str, Any]]) -> None:
     """Raise SpecError for the first constraint of ``jobspecs`` the instance cannot meet
     (one resource query, and only when some job has constraints)."""
-    import json
-
-    wanted: dict[str, Mapping[str, Any]] = {}
+    check = UnmetCheck(client)
     for jobspec in jobspecs:
-        system = jobspec["attributes"]["system"]
-        if "constraints" in system:
-            wanted.setdefault(json.dumps(system["constraints"], sort_keys=True), system)
-    if not wanted:
-        return
-    from pflux.spec.constraint import unmet
-    from pflux.spec.resource import ResourceSet
+        check.check(jobspec)
 
-    resources = ResourceSet.from_json(client.resource_status()["all"], allow_empty=True)
-    for system in wanted.values():
-        why = unmet(system["constraints"], resources)
+
+class UnmetCheck:
+    """Each jobspec's constraints checked as it is taken, for jobs built one by one: the
+    resources are asked for once, at the first job with constraints, and each distinct
+    constraint is judged once."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._resources: ResourceSet | None = None
+        self._met: set[str] = set()
+
+    def check(self, jobspec: Mapping[str, Any]) -> None:
+        """Raise SpecError if the instance cannot meet ``jobspec``'s constraints."""
+        system = jobspec["attributes"]["system"]
+        if "constraints" not in system:
+            return
+        import json
+
+        key = json.dumps(system["constraints"], sort_keys=True)
+        if key in self._met:
+            return
+        from pflux.spec.constraint import unmet
+        from pflux.spec.resource import ResourceSet
+
+        if self._resources is None:
+            status = self.client.resource_status()["all"]
+            self._resources = ResourceSet.from_json(status, allow_empty=True)
+        why = unmet(system["constraints"], self._resources)
         if why is not None:
             raise SpecError(why)
+        self._met.add(key)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pflux.cli import base
+from pflux.cli.printable import printable
 from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
 
 HEADINGS = {
@@ -420,7 +421,7 @@ def _status_row(  # noqa: PLR0917 (one line's every field)
         "ranks": ranks,
         "nodelist": [hosts[rank] for rank in sorted(ranks) if rank in hosts],
         "nnodes": len(ranks),
-        "reason": reason,
+        "reason": printable(reason),  # a drain's reason is anyone's text: no raw controls
         "timestamp": since,
     }
 

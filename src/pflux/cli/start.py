@@ -9,8 +9,8 @@ serves, silently, until then. ``--state-dir`` keeps the instance's data
 across runs: a directory that already holds an instance's data is restarted.
 One whose KVS database was lost (found empty or missing) is refused, unless
 ``--fresh`` says to start again there with no jobs. The initial program and
-every job's tasks have the flux shim (``pflux.fluxshim``: a ``flux`` command and
-package) and pflux's bin directory on their paths, unless ``--no-flux-shim`` or
+every job's tasks have the flux shim (``pflux.fluxshim``: ``flux`` and ``pflux``
+commands and the ``flux`` package) first on their paths, unless ``--no-flux-shim`` or
 ``[shim] enable = false``. Inside a pflux job, the instance is nested over the
 job's resources (``pflux.cli.nested``); ``flux broker`` is flux's name for it.
 ``--simulate=TRACE`` replays a trace of jobs in simulated time (``pflux.sim``);

@@ -2,8 +2,13 @@
 
 ``--dry-run`` prints the jobspec instead (JSON as flux-core prints it, YAML with
 ``--format=yaml``). ``--cc``/``--bcc IDSET`` submit a copy per id (``{cc}`` in
-the command line and option values becomes the id); all copies are in flight
-at once. ``--wait``, ``--watch`` and ``--progress`` follow the jobs to the end.
+the command line and option values becomes the id). The copies are built as
+they are sent, a window of them in flight (``Client.submit_each``): a million
+copies cost the client a window's memory, and the first ids print while the rest
+are still to be built; where no option names ``{cc}``, the jobspec is built once
+and each copy differs only in its ``FLUX_JOB_CC``. A copy whose options turn out
+bad stops the submission there, the copies before it submitted (as flux-core's).
+``--wait``, ``--watch`` and ``--progress`` follow the jobs to the end.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pflux.cli import base, jobopts
+from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Collection, Iterable, Iterator
     from typing import TextIO
 
     from pflux.api import Client
@@ -61,78 +67,129 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    copies = cc_list(args)
-    each = [with_cc(args, cc) for cc in copies]
-    requests = [jobopts.request_for(one) for one in each]
-    refuse_input_ranks("submit", requests)
-    if args.cc:
-        for cc, request in zip(copies, requests, strict=True):
-            set_cc(request, cc)
+    ccs = cc_list(args)
+    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc))
     if args.dry_run:
-        for request in requests:
-            sys.stdout.write(jobopts.dry_run_text(request.jobspec, args.format))
+        for copy in copies:
+            sys.stdout.write(jobopts.dry_run_text(copy.request.jobspec, args.format))
         return 0
-    return submit_all("submit", args, requests, [(one.log, one.log_stderr) for one in each])
+    return submit_all("submit", args, primed(copies), len(ccs))
 
 
-def refuse_input_ranks(prog: str, requests: list[jobopts.JobRequest]) -> None:
-    """``--input=RANKS`` feeds stdin at attach, which only ``run`` does."""
-    for request in requests:
-        if request.input_ranks is not None:
-            raise UsageError(
-                f"--input={request.input_ranks}: per-task input is not supported by {prog}"
-            )
+class Copy(NamedTuple):
+    """One job to submit: its request, and its ``--log`` and ``--log-stderr`` files."""
+
+    request: jobopts.JobRequest
+    log: str | None
+    log_stderr: str | None
 
 
-def set_cc(request: jobopts.JobRequest, cc: int | None) -> None:
-    """``FLUX_JOB_CC=cc`` in the job's environment (``--cc``, not ``--bcc``)."""
-    system = request.jobspec["attributes"]["system"]
-    system.setdefault("environment", {})["FLUX_JOB_CC"] = str(cc)
+def copies_of(
+    prog: str, args: argparse.Namespace, ccs: Collection[int | None], *, cc_env: bool
+) -> Iterator[Copy]:
+    """A copy of the job ``args`` describe per id of ``ccs``, each built as it is taken
+    (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc`` does). Where no
+    option names ``{cc}`` the copies differ only in that variable: the request is
+    built once, here, so bad options are refused before anything is sent."""
+    if not _names_cc(args):
+        request = refuse_input_ranks(prog, jobopts.request_for(args))
+        return (
+            Copy(_with_cc_env(request, cc) if cc_env else request, args.log, args.log_stderr)
+            for cc in ccs
+        )
+    return _built_each(prog, args, ccs, cc_env)
 
 
-def submit_all(
-    prog: str,
-    args: argparse.Namespace,
-    requests: list[jobopts.JobRequest],
-    logs: list[tuple[str | None, str | None]],
-) -> int:
-    """Submit every request at once, print each id (unless ``--quiet``) or refusal in
-    order, then follow the jobs as ``--wait``, ``--watch`` and ``--progress`` ask.
+def _built_each(
+    prog: str, args: argparse.Namespace, ccs: Collection[int | None], cc_env: bool
+) -> Iterator[Copy]:
+    for cc in ccs:
+        one = with_cc(args, cc)
+        request = refuse_input_ranks(prog, jobopts.request_for(one))
+        yield Copy(_with_cc_env(request, cc) if cc_env else request, one.log, one.log_stderr)
 
-    ``logs`` are each request's ``--log`` and ``--log-stderr`` files (None: stdout,
-    stderr): the job's id, messages and watched output go there. The exit code is 1
-    if a submission was refused, else the largest job exit code when the jobs were
-    waited for, else 0."""
+
+def _names_cc(args: argparse.Namespace) -> bool:
+    return any(_replace(value, "") != value for value in vars(args).values())
+
+
+def refuse_input_ranks(prog: str, request: jobopts.JobRequest) -> jobopts.JobRequest:
+    """``request``, unless it asks ``--input=RANKS``: that feeds stdin at attach, which
+    only ``run`` does."""
+    if request.input_ranks is not None:
+        raise UsageError(
+            f"--input={request.input_ranks}: per-task input is not supported by {prog}"
+        )
+    return request
+
+
+def _with_cc_env(request: jobopts.JobRequest, cc: int | None) -> jobopts.JobRequest:
+    """``request`` with ``FLUX_JOB_CC=cc`` in the job's environment, sharing the rest
+    of its jobspec (copies of a large environment would cost a copy each)."""
+    jobspec = request.jobspec
+    attributes = jobspec["attributes"]
+    system = attributes["system"]
+    environment = {**system.get("environment", {}), "FLUX_JOB_CC": str(cc)}
+    system = {**system, "environment": environment}
+    jobspec = {**jobspec, "attributes": {**attributes, "system": system}}
+    return request._replace(jobspec=jobspec)
+
+
+def primed(copies: Iterator[Copy]) -> Iterator[Copy]:
+    """``copies`` with the first one built now: options bad for every copy are refused
+    before the instance is asked anything."""
+    first = next(copies, None)
+    return copies if first is None else itertools.chain((first,), copies)
+
+
+def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], total: int) -> int:
+    """Submit the ``total`` copies as they are built, a window in flight, print each id
+    (unless ``--quiet``) or refusal in order, then follow the jobs as ``--wait``,
+    ``--watch`` and ``--progress`` ask.
+
+    A copy's ``log`` and ``log_stderr`` (None: stdout, stderr) are where its id,
+    messages and watched output go. The exit code is 1 if a submission was refused,
+    else the largest job exit code when the jobs were waited for, else 0."""
+    from collections import deque
+
     from pflux.api import Client
     from pflux.errors import RPCError
 
     streams = _Streams()
-    where = [streams.pair(log, log_stderr) for log, log_stderr in logs]
-
     follow = args.wait or args.watch
     with Client(args.uri) as client:
-        from pflux.cli.requires import refuse_unmet
+        from pflux.cli.requires import UnmetCheck
 
-        refuse_unmet(client, (request.jobspec for request in requests))
+        unmet = UnmetCheck(client)
+        where: deque[tuple[TextIO, TextIO]] = deque()  # the streams of the copies in flight
+
+        def requests() -> Iterator[jobopts.JobRequest]:
+            for copy in copies:
+                unmet.check(copy.request.jobspec)
+                where.append(streams.pair(copy.log, copy.log_stderr))
+                yield copy.request
+
         bar: Any = None
         if args.progress and not follow:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(requests), unit="job", dynamic_ncols=True)
+            bar = tqdm(total=total, unit="job", dynamic_ncols=True)
         failed = 0
         jobids = []
         followed = []
-        for answer, (out, err) in zip(_submitted(client, requests), where, strict=True):
+        for answer in _submitted(client, requests()):
+            out, err = where.popleft()
             if bar is not None:
                 bar.update(1)
             if isinstance(answer, RPCError):
-                print(f"{base.PROG}-{prog}: ERROR: {answer}", file=err)
+                print(f"{base.PROG}-{prog}: ERROR: {printable(str(answer))}", file=err)
                 failed += 1
                 continue
             if not args.quiet:
                 print(answer, file=out)
-            jobids.append(answer)
-            followed.append((out, err))
+            if follow:
+                jobids.append(answer)
+                followed.append((out, err))
         streams.flush()
         if bar is not None:
             bar.close()
@@ -183,30 +240,23 @@ class _Streams:
             file.close()
 
 
-def _submitted(client: Client, requests: list[jobopts.JobRequest]) -> Iterator[JobID | RPCError]:
-    """Each request's job id or refusal, in order, every request in flight at once
-    (copies differ in urgency only where ``--urgency`` names ``{cc}``)."""
-    answers = [
-        client.submit_each(
-            [request.jobspec for request in same],
+def _submitted(
+    client: Client, requests: Iterator[jobopts.JobRequest]
+) -> Iterator[JobID | RPCError]:
+    """Each request's job id or refusal, in order, a window in flight, in runs of the same
+    urgency and flags (copies differ in urgency only where ``--urgency`` names ``{cc}``)."""
+    for (urgency, flags), same in itertools.groupby(requests, lambda r: (r.urgency, r.flags)):
+        yield from client.submit_each(
+            (request.jobspec for request in same),
             urgency=urgency,
             waitable="waitable" in flags,
             debug="debug" in flags,
         )
-        for (urgency, flags), same in _runs(requests)
-    ]
-    return itertools.chain.from_iterable(answers)
 
 
-def _runs(
-    requests: list[jobopts.JobRequest],
-) -> Iterator[tuple[tuple[int, frozenset[str]], list[jobopts.JobRequest]]]:
-    """The requests in order, in runs of the same urgency and flags."""
-    for key, same in itertools.groupby(requests, lambda r: (r.urgency, r.flags)):
-        yield key, list(same)
-
-
-def cc_list(args: argparse.Namespace) -> list[int | None]:
+def cc_list(args: argparse.Namespace) -> Collection[int | None]:
+    """The ids of ``--cc`` or ``--bcc`` (an IdSet: a million of them cost nothing until
+    taken), else one copy, None."""
     if args.cc and args.bcc:
         raise UsageError("specify only one of --cc or --bcc")
     text = args.cc or args.bcc
@@ -214,7 +264,7 @@ def cc_list(args: argparse.Namespace) -> list[int | None]:
         return [None]
     from pflux.spec.idset import IdSet
 
-    return list(IdSet.decode(text))
+    return IdSet.decode(text)
 
 
 def with_cc(args: argparse.Namespace, cc: int | None) -> argparse.Namespace:

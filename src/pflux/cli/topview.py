@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pflux.api import Client
+from pflux.cli.printable import printable
 from pflux.replies import JobListing
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
@@ -165,7 +166,7 @@ def job_line(job: JobListing, now: float) -> str:
     return (
         f"{JobID(job.id).f58:>13.13} {_user(job.userid):>8.8} "
         f"{job.state.short if job.state else '':>2} {job.ntasks or 0:6d} "
-        f"{job.nnodes or 0:6d} {runtime:>7.7} {job.name or ''}"
+        f"{job.nnodes or 0:6d} {runtime:>7.7} {printable(job.name or '')}"
     )
 
 

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
+from pflux.cli.printable import printable
 from pflux.errors import RPCError
 from pflux.spec.results import exit_code, waitstatus_text
 
@@ -70,7 +71,7 @@ class Watcher:
         for index, item in client.follow_logs(logs):
             job = jobs[index // len(paths)]
             if isinstance(item, RPCError):
-                job.err.write(f"{base.PROG}-{self.prog}: {job.id}: {item.errstr}\n")
+                job.err.write(f"{base.PROG}-{self.prog}: {job.id}: {printable(item.errstr)}\n")
                 self.exitcode = max(self.exitcode, 1)
             elif item is not None:
                 if index % len(paths):
@@ -104,7 +105,7 @@ class Watcher:
             if self.watch or self.bar is None:
                 job.err.write(
                     f"{job.id}: exception: type={context.get('type')}"
-                    f" note={context.get('note', '')}\n"
+                    f" note={printable(str(context.get('note', '')))}\n"
                 )
         elif event.name == "finish":
             status = int(context.get("status", 0))
@@ -116,7 +117,7 @@ class Watcher:
                 self._log(job, event.timestamp, f"{done}: status={status}")
 
     def _log(self, job: _Followed, when: float, message: str) -> None:
-        job.err.write(f"{job.id.f58}: {when - self.t0:4.3f}s: {message}\n")
+        job.err.write(f"{job.id.f58}: {when - self.t0:4.3f}s: {printable(message)}\n")
 
     def _on_output(self, job: _Followed, event: Event) -> None:
         context = event.context or {}

@@ -1,15 +1,17 @@
 """Where the flux shim lives, and the environment that puts it on the path.
 
-The shim is a ``flux`` command (``bin/flux``: pflux's CLI under flux's name) and
-an importable ``flux`` package (``python/flux``, pure Python, for the tools'
-own interpreters). Neither is installed at the top level, where it would shadow
-a real flux-core or PyPI's unrelated ``flux``: an instance puts ``BIN`` on PATH
-and ``PYTHON`` on PYTHONPATH for its initial program and every job's tasks (as
-flux-core's ``flux start`` puts its own), with pflux's own bin directory, so
-that tools in other virtual environments find ``pflux`` too; ``pflux env``
-prints the same. ``PYTHON_ENV`` names the interpreter ``bin/flux`` runs pflux
-with. ``[shim] enable = false`` (or ``pflux start --no-flux-shim``) leaves the
-paths as they are.
+The shim is a ``flux`` command (``bin/flux``: pflux's CLI under flux's name), a
+``pflux`` command (``bin/pflux``) and an importable ``flux`` package
+(``python/flux``, pure Python, for the tools' own interpreters). None is
+installed at the top level, where it would shadow a real flux-core or PyPI's
+unrelated ``flux``: an instance puts ``BIN`` first on PATH and ``PYTHON`` first
+on PYTHONPATH for its initial program and every job's tasks (as flux-core's
+``flux start`` puts its own); ``pflux env`` prints the same. ``BIN`` holds those
+two commands alone, and pflux's own environment's bin directory stays off PATH,
+so the user's ``python3``, ``pip`` and every other command resolve inside an
+instance as they did outside it. ``PYTHON_ENV`` names the interpreter both
+commands run pflux with. ``[shim] enable = false`` (or ``pflux start
+--no-flux-shim``) leaves the paths as they are.
 """
 
 from __future__ import annotations
@@ -69,16 +71,8 @@ class ShimEnv(NamedTuple):
 
 
 def shim_env() -> ShimEnv:
-    """The shim's directories and pflux's bin directory, for this pflux."""
-    return ShimEnv((BIN, pflux_bin()), (PYTHON,), sys.executable)
-
-
-def pflux_bin() -> str:
-    """The directory of the ``pflux`` command running now (else of its interpreter)."""
-    script = sys.argv[0] if sys.argv else ""
-    if os.path.basename(script) == "pflux":
-        return os.path.dirname(os.path.abspath(script))
-    return os.path.dirname(sys.executable)
+    """The shim's directories, and the interpreter running this pflux."""
+    return ShimEnv((BIN,), (PYTHON,), sys.executable)
 
 
 def _prepend(value: str, first: tuple[str, ...]) -> str:

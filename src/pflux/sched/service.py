@@ -138,6 +138,8 @@ class Scheduler(Service):
         resources = inventory(broker.config, hostname)
         section = broker.config.get("resource", {})
         self._r_configured = "config" in section or "path" in section
+        if broker.size > 1 and not self._r_configured:
+            resources = _own_share(broker, resources)
         self.pool = Pool(resources, 0 if self._r_configured else broker.size)
         self._up: set[int] = set(resources.targets)  # the ranks whose broker is up
         self.policy = Policy(self.pool, depth=queue_depth(broker.config))
@@ -598,6 +600,16 @@ class Scheduler(Service):
         if self.policy.cancel(jobid) is not None:
             log.info("job %s: alloc requester disconnected; dropped", JobID(jobid))
             self._schedule_soon()
+
+
+def _own_share(broker: Broker, whole: ResourceSet) -> ResourceSet:
+    """What this rank offers among several, as its hello says (with ``--test-size``, its
+    share of the host alone, the other ranks having the rest), else ``whole``."""
+    info = broker.ranks.get(broker.rank)
+    target = None if info is None else _target_of(broker.rank, info)
+    if target is None:
+        return whole
+    return ResourceSet({broker.rank: target} if target.cores or target.gpus else {})
 
 
 def _target_of(rank: int, info: dict[str, Any]) -> Target | None:

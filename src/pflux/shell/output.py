@@ -13,10 +13,12 @@ about the output (``{rank, level, component, message}``).
 
 As flux-core does, output kept in the KVS is capped per stream
 (``output.limit``, at most 1G; by default 1G for a job of the instance's
-owner, 10M for another user's): the lines that would cross the limit and
-all later ones are dropped, with a warning when it happens and a count of
-truncated bytes at the end; a stream of more than 100M gets a warning that
-a file would serve better. Unlike flux-core, one
+owner, 10M for another user's): the bytes up to the limit are kept (the
+line that crosses it cut there) and every later one dropped, with a warning
+when it happens and, at the end, a count of the bytes past the limit
+(``stdout: 6 of 11 bytes truncated`` for 11 bytes under a limit of 5); a
+stream of more than 100M gets a warning that a file would serve better.
+Unlike flux-core, one
 ``data`` event holds every complete line relayed at once, not one line each:
 readers see the same bytes with far fewer events. ``output.batch-timeout``
 is checked as flux-core checks it, but job-exec commits output every turn of
@@ -296,7 +298,7 @@ class KVSOutput:
         )
 
     def data(self, stream: str, rank: int, data: bytes) -> None:
-        """Task ``rank`` wrote ``data`` on ``stream``; kept up to the limit, in whole lines."""
+        """Task ``rank`` wrote ``data`` on ``stream``; kept up to the limit, to the byte."""
         before = self._bytes[stream]
         self._bytes[stream] = before + len(data)
         if before != self._kept[stream]:
@@ -304,7 +306,7 @@ class KVSOutput:
         room = self._limit - before
         if len(data) > room:
             self.log(f"{stream} will be truncated, {self._limit_text} limit exceeded")
-            data = data[: data.rfind(b"\n", 0, room) + 1]
+            data = data[:room]
             if not data:
                 return
         self._kept[stream] += len(data)

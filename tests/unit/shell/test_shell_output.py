@@ -61,7 +61,7 @@ def test_bytes_that_are_not_utf8_are_base64() -> None:
     assert base64.b64decode(str(context["data"])) == b"\xff\xfe\n"
 
 
-def test_the_limit_keeps_whole_lines_and_warns_once() -> None:
+def test_the_limit_keeps_bytes_up_to_it_and_warns_once() -> None:
     out = KVSOutput(10, "10")
     out.data("stdout", 0, b"12345\n")
     out.data("stdout", 0, b"678\n90\n")
@@ -76,6 +76,23 @@ def test_the_limit_keeps_whole_lines_and_warns_once() -> None:
         "stdout: 5 of 15 bytes truncated",
     ]
     assert all(c["level"] == 4 for n, c in got if n == "log")
+
+
+def test_the_truncated_count_is_what_passed_the_limit() -> None:
+    out = KVSOutput(5, "5")
+    out.data("stdout", 0, b"0123456789\n")  # 11 bytes, one line
+    out.data("stdout", 0, b"more\n")
+    out.close()
+    got = events(out)
+    assert [c.get("data") for n, c in got if n == "data"] == ["01234"]
+    assert [c["message"] for n, c in got if n == "log"] == [
+        "stdout will be truncated, 5 limit exceeded",
+        "stdout: 11 of 16 bytes truncated",
+    ]
+    single = KVSOutput(5, "5")
+    single.data("stderr", 0, b"0123456789\n")
+    single.close()
+    assert "stderr: 6 of 11 bytes truncated" in [c.get("message") for _, c in events(single)]
 
 
 def test_take_returns_the_events_added_since_the_last_take() -> None:
