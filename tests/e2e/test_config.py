@@ -24,7 +24,7 @@ from support.instance import start_with_config
         ),
         (
             "[queues.batch]\n",
-            "[queues]: unknown table (known: [access], [bootstrap], [exec], [ingest], [job-manager],",
+            "[queues]: unknown table (known: [access], [bootstrap], [exec], [ingest],",
         ),
         ('[job-manager.prolg]\ncommand = ["true"]\n', "[job-manager] prolg: unknown key"),
         ('[kvs]\nsync = "always"\n', "[kvs] sync: must be one of off, normal, full, got"),
