@@ -52,7 +52,7 @@ __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 STDIN_PIECE = 1 << 16  # bytes of standard input in one job-exec.stdin request
 #: ``submit_each``'s submissions in flight at once: enough to keep ingest's batches
 #: full, few enough that a million copies cost the client a window's memory, not theirs
-SUBMIT_WINDOW = 1024
+SUBMIT_WINDOW = 4096
 URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
 
 
