@@ -253,10 +253,14 @@ class Summary:
     acknowledged: int = 0
     checked: int = 0
     ran: int = 0
-    lost: int = 0  # jobs that failed because a kill cost them their shell
+    losses: list[str] = field(default_factory=list)  # jobs a kill cost their shell, and why
     results: collections.Counter[str] = field(default_factory=collections.Counter)
     seconds: float = 0.0
     violations: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        return len(self.losses)
 
     def __str__(self) -> str:
         kinds = ", ".join(f"{self.kinds[kind]} {kind}" for kind in KINDS)
@@ -266,9 +270,10 @@ class Summary:
             f"{self.checked} checked, {self.ran} ran, {self.lost} lost to a kill, "
             f"{self.seconds:.1f} s, {len(self.violations)} violations",
             "  results: " + ", ".join(f"{n} {r}" for r, n in self.results.most_common()),
+            *(f"  lost: {loss}" for loss in self.losses[:20]),
             *(f"  {v}" for v in self.violations[:50]),
         ]
-        if self.violations:
+        if self.violations or self.lost:
             lines.append(f"replay with: scripts/crash --kills {self.kills} --seed {self.seed}")
         return "\n".join(lines)
 
@@ -392,7 +397,7 @@ def check(client: Client, load: Load, summary: Summary) -> list[str]:
     problems += chains_in_order(jobs, load, runs)
     summary.checked = len(jobs)
     summary.results.update(outcome(c.job) for c in jobs.values())
-    summary.lost = sum(lost(c.job) for c in jobs.values())
+    summary.losses = [f"{j}: {c.job.exception}" for j, c in jobs.items() if lost(c.job)]
     summary.ran = len(ran)
     return problems
 
@@ -506,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="pflux-crash-"))
     summary = crash_run(tmp, seed, args.kills)
     print(summary)
-    if args.keep or summary.violations:
+    if args.keep or summary.violations or summary.lost:
         print(f"state directory and runs kept in {tmp}")
     else:
         import shutil
