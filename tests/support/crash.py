@@ -14,7 +14,8 @@ replays through RFC 21's table with nothing after ``clean``, no job ran twice,
 a successful job ran exactly once, and a dependent started only after its
 antecedent succeeded. A submission that the kill cut off before its id came
 back may or may not exist; it is checked if it does. Jobs that failed because a
-kill cost them their shell (``LOSS_NOTES``) are counted: the aim is none.
+kill cost them their shell (``LOSS_NOTES``) are counted, the running ones (those
+with a ``start`` event) apart: the aim for them is none.
 
 ``python -m support.crash --kills N --seed S`` (``scripts/crash``) is the long run.
 """
@@ -253,7 +254,9 @@ class Summary:
     acknowledged: int = 0
     checked: int = 0
     ran: int = 0
-    losses: list[str] = field(default_factory=list)  # jobs a kill cost their shell, and why
+    losses: list[str] = field(default_factory=list)  # running jobs a kill cost their shell
+    # jobs a kill cost their shell before they started (no task had run: see ``check``)
+    unstarted: list[str] = field(default_factory=list)
     results: collections.Counter[str] = field(default_factory=collections.Counter)
     seconds: float = 0.0
     violations: list[str] = field(default_factory=list)
@@ -267,10 +270,12 @@ class Summary:
         lines = [
             f"seed {self.seed}: {self.kills} kills ({kinds}), "
             f"{self.restarts} restarts, {self.acknowledged} jobs acknowledged, "
-            f"{self.checked} checked, {self.ran} ran, {self.lost} lost to a kill, "
+            f"{self.checked} checked, {self.ran} ran, {self.lost} running jobs lost to a kill "
+            f"({len(self.unstarted)} more before they started), "
             f"{self.seconds:.1f} s, {len(self.violations)} violations",
             "  results: " + ", ".join(f"{n} {r}" for r, n in self.results.most_common()),
             *(f"  lost: {loss}" for loss in self.losses[:20]),
+            *(f"  lost before its start: {loss}" for loss in self.unstarted[:20]),
             *(f"  {v}" for v in self.violations[:50]),
         ]
         if self.violations or self.lost:
@@ -397,7 +402,10 @@ def check(client: Client, load: Load, summary: Summary) -> list[str]:
     problems += chains_in_order(jobs, load, runs)
     summary.checked = len(jobs)
     summary.results.update(outcome(c.job) for c in jobs.values())
-    summary.losses = [f"{j}: {c.job.exception}" for j, c in jobs.items() if lost(c.job)]
+    for jobid, checked in jobs.items():
+        if lost(checked.job):
+            losses = summary.losses if checked.has("start") else summary.unstarted
+            losses.append(f"{jobid}: {checked.job.exception}")
     summary.ran = len(ran)
     return problems
 
@@ -408,7 +416,13 @@ def outcome(job: Job) -> str:
 
 
 def lost(job: Job) -> bool:
-    """Whether the job failed because a kill cost it its shell (``LOSS_NOTES``)."""
+    """Whether the job failed because a kill cost it its shell (``LOSS_NOTES``).
+
+    A job without a ``start`` event may have been lost before its shell started a
+    task: job-exec had begun it (its guest ``exec.eventlog`` exists), and the kill
+    came before its shell recorded its session, so the restart cannot tell it
+    from a job whose shell ran and vanished, and fails it rather than run it again.
+    """
     return job.exception is not None and job.exception[1].startswith(LOSS_NOTES)
 
 
