@@ -14,7 +14,8 @@ replays through RFC 21's table with nothing after ``clean``, no job ran twice,
 a successful job ran exactly once, and a dependent started only after its
 antecedent succeeded. A submission that the kill cut off before its id came
 back may or may not exist; it is checked if it does. Jobs that failed because a
-kill cost them their shell (``LOSS_NOTES``) are counted: the aim is none.
+kill cost them their shell (``LOSS_NOTES``) are counted, the running ones (those
+with a ``start`` event) apart: the aim for them is none.
 
 ``python -m support.crash --kills N --seed S`` (``scripts/crash``) is the long run.
 """
@@ -253,22 +254,31 @@ class Summary:
     acknowledged: int = 0
     checked: int = 0
     ran: int = 0
-    lost: int = 0  # jobs that failed because a kill cost them their shell
+    losses: list[str] = field(default_factory=list)  # running jobs a kill cost their shell
+    # jobs a kill cost their shell before they started (no task had run: see ``check``)
+    unstarted: list[str] = field(default_factory=list)
     results: collections.Counter[str] = field(default_factory=collections.Counter)
     seconds: float = 0.0
     violations: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        return len(self.losses)
 
     def __str__(self) -> str:
         kinds = ", ".join(f"{self.kinds[kind]} {kind}" for kind in KINDS)
         lines = [
             f"seed {self.seed}: {self.kills} kills ({kinds}), "
             f"{self.restarts} restarts, {self.acknowledged} jobs acknowledged, "
-            f"{self.checked} checked, {self.ran} ran, {self.lost} lost to a kill, "
+            f"{self.checked} checked, {self.ran} ran, {self.lost} running jobs lost to a kill "
+            f"({len(self.unstarted)} more before they started), "
             f"{self.seconds:.1f} s, {len(self.violations)} violations",
             "  results: " + ", ".join(f"{n} {r}" for r, n in self.results.most_common()),
+            *(f"  lost: {loss}" for loss in self.losses[:20]),
+            *(f"  lost before its start: {loss}" for loss in self.unstarted[:20]),
             *(f"  {v}" for v in self.violations[:50]),
         ]
-        if self.violations:
+        if self.violations or self.lost:
             lines.append(f"replay with: scripts/crash --kills {self.kills} --seed {self.seed}")
         return "\n".join(lines)
 
@@ -392,7 +402,10 @@ def check(client: Client, load: Load, summary: Summary) -> list[str]:
     problems += chains_in_order(jobs, load, runs)
     summary.checked = len(jobs)
     summary.results.update(outcome(c.job) for c in jobs.values())
-    summary.lost = sum(lost(c.job) for c in jobs.values())
+    for jobid, checked in jobs.items():
+        if lost(checked.job):
+            losses = summary.losses if checked.has("start") else summary.unstarted
+            losses.append(f"{jobid}: {checked.job.exception}")
     summary.ran = len(ran)
     return problems
 
@@ -403,7 +416,13 @@ def outcome(job: Job) -> str:
 
 
 def lost(job: Job) -> bool:
-    """Whether the job failed because a kill cost it its shell (``LOSS_NOTES``)."""
+    """Whether the job failed because a kill cost it its shell (``LOSS_NOTES``).
+
+    A job without a ``start`` event may have been lost before its shell started a
+    task: job-exec had begun it (its guest ``exec.eventlog`` exists), and the kill
+    came before its shell recorded its session, so the restart cannot tell it
+    from a job whose shell ran and vanished, and fails it rather than run it again.
+    """
     return job.exception is not None and job.exception[1].startswith(LOSS_NOTES)
 
 
@@ -506,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="pflux-crash-"))
     summary = crash_run(tmp, seed, args.kills)
     print(summary)
-    if args.keep or summary.violations:
+    if args.keep or summary.violations or summary.lost:
         print(f"state directory and runs kept in {tmp}")
     else:
         import shutil
