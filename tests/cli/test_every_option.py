@@ -745,6 +745,21 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_memo.py::test_volatile_memo_is_shown_but_not_in_the_eventlog",
     ),
     "job last --uri": URI,
+    "job purge --uri": URI,
+    "job purge --age-limit": (
+        "tests/e2e/test_purge.py::test_age_limit_purges_only_jobs_inactive_longer",
+    ),
+    "job purge --num-limit": (
+        "tests/e2e/test_purge.py::test_purge_counts_without_force_and_removes_the_oldest_with_it",
+    ),
+    "job purge --force": (
+        "tests/e2e/test_purge.py::test_purge_counts_without_force_and_removes_the_oldest_with_it",
+        "tests/e2e/test_purge.py::test_purge_by_id_refuses_an_active_job_by_name_and_purges_nothing",
+    ),
+    "job purge --batch": (
+        "tests/e2e/test_purge.py::test_purge_counts_without_force_and_removes_the_oldest_with_it",
+        "tests/e2e/test_purge.py::test_purge_by_id_refuses_an_active_job_by_name_and_purges_nothing",
+    ),
     "queue stop --nocheckpoint": (
         "tests/cli/test_queue.py::test_a_stop_not_stored_and_a_shutdown_leave_the_stored_state",
     ),

@@ -180,3 +180,17 @@ def test_a_crash_in_a_large_purge_leaves_every_job_whole_or_gone(tmp_path: Path)
         assert {int(JobID.parse(text)) for text in last} == present
         # and the rest purges as if nothing had happened
         assert client.purge(num_limit=0, batch=100, force=True)[0] == 100
+
+
+def test_age_limit_purges_only_jobs_inactive_longer(live: LiveInstance) -> None:
+    with Client(live.uri) as client:
+        ids = ended(client, 3)
+        out = pflux(live.uri, "job", "purge", "--age-limit=1h", "--force")
+        assert (out.returncode, out.stdout) == (0, "purged 0 inactive jobs, 3 remaining\n")
+        assert listed(client) == {int(j) for j in ids}
+        out = pflux(live.uri, "job", "purge", "--age-limit=0", "--force")
+        assert (out.returncode, out.stdout) == (0, "purged 3 inactive jobs, 0 remaining\n")
+        assert not listed(client)
+        out = pflux(live.uri, "job", "purge", "--age-limit=soon")
+        assert out.returncode == 2
+        assert "purge: --age-limit: " in out.stderr
