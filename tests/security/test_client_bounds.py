@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 
 from support.instance import PFLUX, environ, ok
@@ -17,25 +18,35 @@ PAD = "x" * 8192
 PEAK_CEILING_MB = 60  # measured: about 20 MB windowed, over 200 MB built up front
 
 
+# The peak is taken by a small parent of the command's own, not by this process: an
+# exec records the mm it replaces in the new program's ru_maxrss, and pytest's
+# subprocess starts children by vfork, sharing pytest's own large mm until then.
+MEASURE = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(uri: str, *args: str) -> tuple[int, list[str], str, float]:
     """``pflux ARGS``: its exit code, stdout lines, stderr, and peak RSS in MB (the
-    kernel's high-water mark of its resident set, /proc's VmHWM, as wait4 reports it)."""
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
-        proc = subprocess.Popen(
-            [str(PFLUX), *args],
-            stdout=subprocess.PIPE,
-            stderr=errors,
+    kernel's high-water mark of its resident set, as wait4 reports it to its parent)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        peak = os.path.join(scratch, "peak")
+        proc = subprocess.run(
+            [sys.executable, "-c", MEASURE, peak, str(PFLUX), *args],
+            capture_output=True,
             text=True,
             encoding="utf-8",
             env=environ(PFLUX_URI=uri, PFLUX_PAD=PAD),
+            check=False,
         )
-        assert proc.stdout is not None
-        lines = proc.stdout.read().splitlines()
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        proc.stdout.close()
-        errors.seek(0)
-        return proc.returncode, lines, errors.read(), usage.ru_maxrss / 1024
+        with open(peak, encoding="ascii") as file:
+            kib = int(file.read())
+    return proc.returncode, proc.stdout.splitlines(), proc.stderr, kib / 1024
 
 
 def test_submit_cc_holds_a_window_of_copies_not_all_of_them(uri: str) -> None:
