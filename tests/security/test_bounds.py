@@ -16,7 +16,7 @@ import os
 import socket
 import struct
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -255,8 +255,8 @@ class _Unread:
         self.buffered = 0
         self.aborted = False
 
-    def write(self, data: bytes) -> None:
-        self.buffered += len(data)
+    def writelines(self, data: Iterable[bytes]) -> None:
+        self.buffered += sum(len(piece) for piece in data)
 
     def get_write_buffer_size(self) -> int:
         return self.buffered
