@@ -52,8 +52,10 @@ PAGE_SIZE = 4096
 CACHE_KIB = 32768
 CHUNK = 4000  # characters; an append rewrites at most this much (and its overflow pages)
 # characters of a put's value per row: SQLite copies a bound value, and again into its
-# record, so a long value (a jobspec near its limit) is written a piece at a time
+# record, so a long value (a jobspec near its limit) is written a piece at a time, through
+# a cache of LONG_CACHE_KIB: its pages go to the WAL as they fill it, not held to the commit
 PIECE = 1 << 20
+LONG_CACHE_KIB = 4096
 SYNC_MODES = ("off", "normal", "full")
 JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
@@ -865,7 +867,7 @@ class Store:
                 self._make_way(key[: key.rfind(".")], watched, changes)
             if key in watched:
                 changes.append((key, kind, value))
-        self._conn.executemany(SQL_INSERT, _pieces(rows))
+        self._insert(rows)
         self._remember_dirs(fresh)
         return True
 
@@ -899,7 +901,7 @@ class Store:
             if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
                 self._create(key, value, watched, changes)  # the usual put: a new key
             elif execute(SQL_DELETE_VALUE, kl).rowcount:
-                self._conn.executemany(SQL_INSERT, _pieces([(*kl, value)]))
+                self._insert([(*kl, value)])
             else:
                 self._remove_below(key, watched, changes)
                 self._create(key, value, watched, changes)
@@ -912,6 +914,19 @@ class Store:
                 changes.append((key, UNLINK, None))
         else:
             self._remove_below(key, watched, changes)
+
+    def _insert(self, rows: list[tuple[str, str, str]]) -> None:
+        """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
+        a small cache (``PIECE``, ``LONG_CACHE_KIB``)."""
+        execute = self._conn.execute
+        long = any(len(value) > PIECE for _, _, value in rows)
+        if long:
+            execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
+        try:
+            self._conn.executemany(SQL_INSERT, _pieces(rows))
+        finally:
+            if long:
+                execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
     def _remember_long(self, key: str) -> bool:
         """Note that ``key``'s value has more than its first chunk (True, for ``_apply_one``)."""
@@ -940,7 +955,7 @@ class Store:
     ) -> None:
         """Insert a new value at ``key`` (nothing is there), replacing any value above it."""
         self._make_way(key, watched, changes)
-        self._conn.executemany(SQL_INSERT, _pieces([(*_kl(key), value)]))
+        self._insert([(*_kl(key), value)])
 
     def _make_way(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
         """Remove any value standing where ``key``'s directories go.
