@@ -46,6 +46,7 @@ from pflux.broker.message import (
     ProtocolError,
     RPCError,
     encode,
+    frame,
 )
 from pflux.broker.router import Broker, Route
 
@@ -210,12 +211,12 @@ class Connection(asyncio.Protocol):
         if self.closed or self.transport is None:
             return
         try:
-            data = encode(msg)
+            data = frame(msg)
         except RPCError as exc:
-            data = encode(
+            data = frame(
                 Message(RESPONSE, msg.topic, msg.matchtag, errnum=exc.errnum, errstr=exc.errstr)
             )
-        self.transport.write(data)
+        self.transport.writelines(data)
         unread = self.transport.get_write_buffer_size()
         if unread > OUTPUT_LIMIT and self.provider is None:
             log.warning(

@@ -29,6 +29,7 @@ from pflux import __version__, fluxshim, private
 from pflux.broker import access, bootstrap
 from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
+from pflux.broker.heap import release_large_buffers
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
 from pflux.broker.nodeinfo import hello
@@ -279,6 +280,7 @@ class Instance:
         services = self._services()
         private.state_directory(self.state_dir)
         tune_gc()
+        release_large_buffers()
         stop = asyncio.Event()
         broker, ring = self._broker(stop, services)
         loop = asyncio.get_running_loop()

@@ -43,6 +43,7 @@ __all__ = [
     "decode_body",
     "encode",
     "encode_body",
+    "frame",
 ]
 
 REQUEST = 1
@@ -126,10 +127,17 @@ def encode(msg: Message) -> bytes:
     requester's ``userid`` and ``rolemask``; the broker overwrites both on
     anything a connection sends it, so a client cannot claim them.
     """
+    header, body = frame(msg)
+    return header + body
+
+
+def frame(msg: Message) -> tuple[bytes, bytes]:
+    """``encode``'s length header and body apart, for a transport to write one after
+    the other: a long body (a jobspec near its limit) is never copied to join them."""
     body = encode_body(msg)
     if len(body) > MAX_SIZE:
         raise RPCError(errno.EMSGSIZE, f"message of {len(body)} bytes exceeds {MAX_SIZE}")
-    return HEADER.pack(len(body)) + body
+    return HEADER.pack(len(body)), body
 
 
 def encode_body(msg: Message) -> bytes:

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable
 from typing import cast
 
+from pflux.broker.heap import release_large_buffers
 from pflux.broker.instance import freeze_gc, tune_gc
 from pflux.broker.logbuf import LogForward
 from pflux.broker.message import (
@@ -206,6 +207,7 @@ def _link_closed(topic: str, matchtag: int) -> Message:
 async def run(fd: int, path: str, state_dir: str) -> int:
     """Provide the service ``path`` names (``module:Class``) until the link closes."""
     tune_gc()
+    release_large_buffers()
     loop = asyncio.get_running_loop()
     local = Broker(os.getuid(), attrs={"state-dir": state_dir})
     module, _, cls = path.partition(":")

@@ -28,6 +28,7 @@ from pflux import __version__, private
 from pflux.broker import access
 from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
+from pflux.broker.heap import release_large_buffers
 from pflux.broker.instance import SOCKET_NAME, BrokerBasics, ConfigService, service_class
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.overlay import Overlay
@@ -45,6 +46,7 @@ RANK_SERVICES = ("pflux.exec.node:ExecNodeService",)
 
 async def run(setup: dict[str, Any]) -> int:
     """Serve as the rank ``setup`` describes until told to stop."""
+    release_large_buffers()
     boot = setup["boot"]
     if not isinstance(boot, Boot):
         boot = boot_from_json(boot)

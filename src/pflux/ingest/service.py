@@ -142,9 +142,12 @@ class IngestService(Service):
         )
         key = job_key(jobid)
         batch = self._turn.get()
+        # the text alone from here on: J is encoded from it, and both are stored
+        text = canonical.decode()
+        del canonical
         batch.ops += (
-            ["put", f"{key}.J", sign_none(req.userid, canonical)],
-            ["put", f"{key}.jobspec", canonical.decode()],
+            ["put", f"{key}.J", sign_none(req.userid, text)],
+            ["put", f"{key}.jobspec", text],
             ["append", f"{key}.eventlog", event.to_line()],
         )
         batch.subs.append(_Submission(req, jobid, jobspec, event))

@@ -4,7 +4,8 @@ Synchronous and free of asyncio, so it can be tested and benchmarked alone; the
 service drives it from the event loop.
 
 Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered by the
-key's last component, so every ``eventlog`` is one range of the table. An
+key's last component, so every ``eventlog`` is one range of the table. A put
+writes its value as one chunk, or pieces of ``PIECE`` characters if longer; an
 append grows the key's last chunk up to ``CHUNK`` characters, then starts a
 new one; the store remembers which values have more than one chunk
 (``_long``). Directories are implicit, and ``put`` and ``append`` keep the
@@ -28,7 +29,7 @@ import errno
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
@@ -50,6 +51,11 @@ APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as
 PAGE_SIZE = 4096
 CACHE_KIB = 32768
 CHUNK = 4000  # characters; an append rewrites at most this much (and its overflow pages)
+# characters of a put's value per row: SQLite copies a bound value, and again into its
+# record, so a long value (a jobspec near its limit) is written a piece at a time, through
+# a cache of LONG_CACHE_KIB: its pages go to the WAL as they fill it, not held to the commit
+PIECE = 1 << 20
+LONG_CACHE_KIB = 4096
 SYNC_MODES = ("off", "normal", "full")
 JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
@@ -92,7 +98,7 @@ SQL_SCHEMA = (
 SQL_GET = "SELECT data FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq"
 SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
 SQL_CHUNKS = "SELECT seq, data FROM kv WHERE leaf = ?2 AND key = ?1 AND seq > ?3 ORDER BY seq"
-SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, 0, ?3)"
+SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, ?4, ?3)"
 SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
 # grow the first chunk while it is small, the usual append (an eventlog of a few events):
 # one lookup; rowcount 0 means a full chunk, or no such value
@@ -202,6 +208,17 @@ def _at_or_below(key: str) -> tuple[str, str]:
 def _kl(key: str) -> tuple[str, str]:
     """``key`` and its last component, the parameters of a one-value statement."""
     return key, key[key.rfind(".") + 1 :]
+
+
+def _pieces(rows: Iterable[tuple[str, str, str]]) -> Iterator[tuple[str, str, str, int]]:
+    """``SQL_INSERT``'s rows for new values ``(key, leaf, value)``: one row for a value
+    of at most ``PIECE`` characters, else one for each piece of it, in order."""
+    for key, leaf, value in rows:
+        if len(value) <= PIECE:
+            yield key, leaf, value, 0
+        else:
+            for seq, start in enumerate(range(0, len(value), PIECE)):
+                yield key, leaf, value[start : start + PIECE], seq
 
 
 class Store:
@@ -826,10 +843,10 @@ class Store:
         execute = self._conn.execute
         known = self._dirs
         fresh: dict[str, str] = {}  # new directory -> the first key in it
-        rows = []
+        rows: list[tuple[str, str, str]] = []
         for kind, key, value in ops:
             end = key.rfind(".")
-            if kind == UNLINK or end <= 0:
+            if kind == UNLINK or value is None or end <= 0:
                 return False
             parent = key[:end]
             if parent in known:  # no value above it: only the key's own range matters
@@ -850,7 +867,7 @@ class Store:
                 self._make_way(key[: key.rfind(".")], watched, changes)
             if key in watched:
                 changes.append((key, kind, value))
-        self._conn.executemany(SQL_INSERT, rows)
+        self._insert(rows)
         self._remember_dirs(fresh)
         return True
 
@@ -884,7 +901,7 @@ class Store:
             if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
                 self._create(key, value, watched, changes)  # the usual put: a new key
             elif execute(SQL_DELETE_VALUE, kl).rowcount:
-                execute(SQL_INSERT, (*kl, value))
+                self._insert([(*kl, value)])
             else:
                 self._remove_below(key, watched, changes)
                 self._create(key, value, watched, changes)
@@ -897,6 +914,19 @@ class Store:
                 changes.append((key, UNLINK, None))
         else:
             self._remove_below(key, watched, changes)
+
+    def _insert(self, rows: list[tuple[str, str, str]]) -> None:
+        """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
+        a small cache (``PIECE``, ``LONG_CACHE_KIB``)."""
+        execute = self._conn.execute
+        long = any(len(value) > PIECE for _, _, value in rows)
+        if long:
+            execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
+        try:
+            self._conn.executemany(SQL_INSERT, _pieces(rows))
+        finally:
+            if long:
+                execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
     def _remember_long(self, key: str) -> bool:
         """Note that ``key``'s value has more than its first chunk (True, for ``_apply_one``)."""
@@ -925,7 +955,7 @@ class Store:
     ) -> None:
         """Insert a new value at ``key`` (nothing is there), replacing any value above it."""
         self._make_way(key, watched, changes)
-        self._conn.execute(SQL_INSERT, (*_kl(key), value))
+        self._insert([(*_kl(key), value)])
 
     def _make_way(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
         """Remove any value standing where ``key``'s directories go.

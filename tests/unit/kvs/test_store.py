@@ -19,6 +19,7 @@ from pflux.kvs.store import (
     APPEND,
     CHUNK,
     PAGE_SIZE,
+    PIECE,
     PUT,
     SCHEMA_VERSION,
     UNLINK,
@@ -263,6 +264,30 @@ def test_a_commit_whose_key_stands_where_another_needs_a_directory(store: Store)
     with pytest.raises(KVSError, match="cannot append to a directory"):  # as one by one
         store.apply([("put", "b.x", "1"), ("put", "b.y.z.w", "2"), ("append", "b.y", "3")])
     assert store.ls() == {"a": "dir", "a0": "dir"}  # and the commit left nothing
+
+
+def test_a_long_put_is_stored_a_piece_at_a_time(store: Store, path: Path) -> None:
+    """SQLite copies what it is given: a long value goes in PIECE characters a row."""
+    value = "".join(chr(ord("a") + i) * PIECE for i in range(2)) + "tail"
+    store.put("j.1.J", value)
+    store.apply([("put", "j.2.J", value), ("put", "j.2.jobspec", "{}")])  # one new directory
+    store.put("j.2.J", value)  # replacing a value
+    store.append("j.1.J", "+more")
+    assert store.get("j.1.J") == value + "+more"
+    assert list(store.walk("j", suffix="J")) == [("j.1.J", value + "+more"), ("j.2.J", value)]
+    store.close()
+    with sqlite3.connect(path) as db:
+        query = "SELECT key, seq, length(data) FROM kv WHERE leaf = 'J' ORDER BY key, seq"
+        lengths = [(key, seq, size) for key, seq, size in db.execute(query)]
+    db.close()
+    assert lengths == [
+        ("j.1.J", 0, PIECE),
+        ("j.1.J", 1, PIECE),
+        ("j.1.J", 2, len("tail+more")),
+        ("j.2.J", 0, PIECE),
+        ("j.2.J", 1, PIECE),
+        ("j.2.J", 2, len("tail")),
+    ]
 
 
 def test_a_long_value_is_read_a_piece_at_a_time(store: Store) -> None:
