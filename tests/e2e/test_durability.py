@@ -262,18 +262,25 @@ def launcher_of(instance: LiveInstance, other_than: int | None = None) -> int:
         time.sleep(0.01)
 
 
+def two_running(client: Client, tmp_path: Path, then: str) -> tuple[JobID, JobID]:
+    """Two gated jobs that print ``before``, wait at their gate, run ``then`` and exit 3
+    and 5: their ids, once each has printed ``before``."""
+    body = f'echo before; read x < $GATE; {then}; exit "$1"'
+    specs = [gated(tmp_path, body) for _ in range(2)]
+    for spec, code in zip(specs, ("3", "5"), strict=True):
+        spec["tasks"][0]["command"] += ["job", code]  # sh -c SCRIPT job N: $1 is N
+    on, ended = submit_gated(client, tmp_path, specs, "")
+    for jobid in (on, ended):
+        client.wait_event(jobid, "data", match={"data": "before\n"}, path="guest.output")
+    return on, ended
+
+
 def test_jobs_outlive_their_launcher_with_all_their_output(tmp_path: Path) -> None:
     state = tmp_path / "state"
     instance = LiveInstance(state, cores=3)
     try:
         with Client(instance.uri) as client:
-            body = 'echo before; read x < $GATE; echo after; exit "$1"'
-            specs = [gated(tmp_path, body) for _ in range(2)]
-            for spec, code in zip(specs, ("3", "5"), strict=True):
-                spec["tasks"][0]["command"] += ["job", code]  # sh -c SCRIPT job N: $1 is N
-            on, ended = submit_gated(client, tmp_path, specs, "")
-            for jobid in (on, ended):
-                client.wait_event(jobid, "data", match={"data": "before\n"}, path="guest.output")
+            on, ended = two_running(client, tmp_path, "echo after")
             [(_, shell)] = pids(tmp_path, ended)
             first = launcher_of(instance)
             # the job ends while no launcher serves it: its shell rejoins the next only once
@@ -325,13 +332,7 @@ def test_jobs_outlive_their_broker_and_launcher_killed_together(tmp_path: Path, 
     state = tmp_path / "state"
     first = LiveInstance(state, cores=3)
     with Client(first.uri) as client:
-        body = 'echo before; read x < $GATE; seq -f "after %g" 1 2000; exit "$1"'
-        specs = [gated(tmp_path, body) for _ in range(2)]
-        for spec, code in zip(specs, ("3", "5"), strict=True):
-            spec["tasks"][0]["command"] += ["job", code]  # sh -c SCRIPT job N: $1 is N
-        on, ended = submit_gated(client, tmp_path, specs, "")
-        for jobid in (on, ended):
-            client.wait_event(jobid, "data", match={"data": "before\n"}, path="guest.output")
+        on, ended = two_running(client, tmp_path, 'seq -f "after %g" 1 2000')
     kill_with_launcher(first, order)
     # no instance: one job ends, its end spooled; the other's task runs on
     [(task, shell)] = pids(tmp_path, ended)
