@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
 
-__version__ = "0.1.0"
+__version__ = "0.10.0"
 
 _ERRORS = "pflux.errors"
 # where each public name is defined
