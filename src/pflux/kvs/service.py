@@ -157,7 +157,7 @@ class _Pending:
 
 
 class KVSService(Service):
-    """kvs.commit, get, ls, walk, watch, watch-cancel and the namespace methods."""
+    """kvs.commit, get, ls, walk, watch, watch-cancel, dropcache and the namespace methods."""
 
     name = "kvs"
     config_keys: ClassVar[Declared] = {"kvs": ("journal_mode", "sync")}
@@ -579,6 +579,13 @@ class KVSService(Service):
     def _namespace_gone(self, name: str) -> None:
         for watch in [w for w in self._by_sender.values() if w.namespace == name]:
             self._end(watch, errno.ENOTSUP, f"namespace {quote(name)}: removed")
+
+    @method("dropcache")
+    def dropcache(self, req: Request) -> None:
+        """Free the store's page cache (flux-core's ``kvs.dropcache``: its cache of objects)."""
+        _require_owner(req, None)
+        self.store.dropcache()
+        req.respond({})
 
     # --- namespaces ----------------------------------------------------------------------------
 

@@ -4,7 +4,10 @@ Synchronous and free of asyncio, so it can be tested and benchmarked alone; the
 service drives it from the event loop.
 
 Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered by the
-key's last component, so every ``eventlog`` is one range of the table. A put
+key's last component, so every ``eventlog`` is one range of the table.
+Directories are implicit, but for one that was made empty (``mkdir``): its
+marker is a row at ``DIR.<NUL>`` (``MARK``), a key no client can name, which
+reads skip. A put
 writes its value as one chunk, or pieces of ``PIECE`` characters if longer; an
 append grows the key's last chunk up to ``CHUNK`` characters, then starts a
 new one; the store remembers which values have more than one chunk
@@ -140,7 +143,10 @@ SQL_RECLAIM_PAGE = "PRAGMA incremental_vacuum(1)"
 PUT = "put"
 APPEND = "append"
 UNLINK = "unlink"
-OPS = (PUT, APPEND, UNLINK)
+MKDIR = "mkdir"
+OPS = (PUT, APPEND, UNLINK, MKDIR)
+_NULL_OPS = (UNLINK, MKDIR)  # the ops whose value is null
+MARK = "\x00"  # the last component of an empty directory's marker (no valid key has it)
 
 Op = tuple[str, str, str | None]
 #: (key, PUT, new value) | (key, APPEND, appended text) | (key, UNLINK, None): the key is gone
@@ -611,6 +617,10 @@ class Store:
         with suppress(sqlite3.Error):  # a database this broken is already fatal
             self._load_namespaces()
 
+    def dropcache(self) -> None:
+        """Give back the memory of SQLite's page cache (``flux kvs dropcache``)."""
+        self._conn.execute("PRAGMA shrink_memory")
+
     # --- reads ------------------------------------------------------------------------------
 
     @_reading
@@ -667,17 +677,19 @@ class Store:
                 raise KVSError(errno.ENOTDIR, f"key {quote(key)}: not a directory")
         bounds: tuple[str, ...] = (lo,) if key == ROOT else (lo, hi)
         row = execute(from_, bounds).fetchone()
+        found_any = row is not None
         while row is not None:
             found = row[0]
             dot = found.find(".", start)
             if dot < 0:
-                entries[found[start:]] = "val"
+                if found[-1] != MARK:
+                    entries[found[start:]] = "val"
                 row = execute(after, (found, *bounds[1:])).fetchone()
             else:
                 child = found[:dot]
                 entries[child[start:]] = "dir"
                 row = execute(from_, (child + "/", *bounds[1:])).fetchone()
-        if not entries and key != ROOT:
+        if not found_any and key != ROOT:
             raise self._missing(key)
         return dict(sorted(entries.items()))
 
@@ -716,6 +728,8 @@ class Store:
                 if key == prev:
                     parts.append(data)
                     continue
+                if key[-1] == MARK:
+                    continue  # an empty directory's marker
                 if prev is not None:
                     yield prev, parts[0] if len(parts) == 1 else "".join(parts)
                 prev = key
@@ -770,7 +784,7 @@ class Store:
                 and len(op) == 3
                 and (
                     (op[0] in _TEXT_OPS and type(op[2]) is str)
-                    or (op[0] == UNLINK and op[2] is None)
+                    or (op[0] in _NULL_OPS and op[2] is None)
                 )
                 and type(op[1]) is str
                 and valid(op[1])
@@ -896,17 +910,11 @@ class Store:
                 changes.append((key, APPEND, value))
         elif kind == PUT:
             assert value is not None
-            # one probe for a value at the key or anything below it (a sibling found
-            # there only sends the put the long way)
-            if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
-                self._create(key, value, watched, changes)  # the usual put: a new key
-            elif execute(SQL_DELETE_VALUE, kl).rowcount:
-                self._insert([(*kl, value)])
-            else:
-                self._remove_below(key, watched, changes)
-                self._create(key, value, watched, changes)
-            if watched and key in watched:
-                changes.append((key, PUT, value))
+            self._put_one(key, value, watched, changes)
+        elif kind == MKDIR:
+            # an empty directory, replacing whatever is there (a value goes by _make_way)
+            self._remove_below(key, watched, changes)
+            self._create(f"{key}.{MARK}", "", watched, changes)
         elif execute(SQL_DELETE_VALUE, kl).rowcount:
             self._dirs.clear()  # its directory may be gone with it
             self._freed = True
@@ -914,6 +922,22 @@ class Store:
                 changes.append((key, UNLINK, None))
         else:
             self._remove_below(key, watched, changes)
+
+    def _put_one(
+        self, key: str, value: str, watched: Collection[str], changes: list[Change]
+    ) -> None:
+        execute = self._conn.execute
+        # one probe for a value at the key or anything below it (a sibling found
+        # there only sends the put the long way)
+        if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
+            self._create(key, value, watched, changes)  # the usual put: a new key
+        elif execute(SQL_DELETE_VALUE, _kl(key)).rowcount:
+            self._insert([(*_kl(key), value)])
+        else:
+            self._remove_below(key, watched, changes)
+            self._create(key, value, watched, changes)
+        if watched and key in watched:
+            changes.append((key, PUT, value))
 
     def _insert(self, rows: list[tuple[str, str, str]]) -> None:
         """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
@@ -1053,11 +1077,12 @@ def _op_error(i: int, op: object) -> KVSError:
     kind, key, value = op
     if kind not in OPS:
         return KVSError(
-            errno.EINVAL, f"ops[{i}]: unknown op {quote(kind)} (expected put, append or unlink)"
+            errno.EINVAL,
+            f"ops[{i}]: unknown op {quote(kind)} (expected put, append, unlink or mkdir)",
         )
-    if kind == UNLINK and value is not None:
-        return KVSError(errno.EINVAL, f"ops[{i}]: the value of unlink must be null")
-    if kind != UNLINK and type(value) is not str:
+    if kind in _NULL_OPS and value is not None:
+        return KVSError(errno.EINVAL, f"ops[{i}]: the value of {kind} must be null")
+    if kind not in _NULL_OPS and type(value) is not str:
         return KVSError(
             errno.EINVAL, f"ops[{i}]: the value of {kind} must be a string, got {_type(value)}"
         )

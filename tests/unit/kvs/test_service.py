@@ -188,7 +188,7 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
             "kvs.commit",
             {"ops": [["put", "a", "1"], ["put", "b", "2"], ["frob", "c", "3"]]},
             errno.EINVAL,
-            'kvs.commit: ops[2]: unknown op "frob" (expected put, append or unlink)',
+            'kvs.commit: ops[2]: unknown op "frob" (expected put, append, unlink or mkdir)',
         ),
         (
             "kvs.commit",

@@ -356,7 +356,7 @@ def test_a_commit_is_atomic(store: Store) -> None:
 @pytest.mark.parametrize(
     ("op", "message"),
     [
-        (("frob", "a", "b"), 'ops[1]: unknown op "frob" (expected put, append or unlink)'),
+        (("frob", "a", "b"), 'ops[1]: unknown op "frob" (expected put, append, unlink or mkdir)'),
         (("put", "a..b", "v"), 'ops[1]: key "a..b": empty path component'),
         (("put", "a", 5), "ops[1]: the value of put must be a string, got number"),
         (("append", "a", None), "ops[1]: the value of append must be a string, got null"),
@@ -668,3 +668,40 @@ def test_a_store_opened_after_a_crash_empties_the_wal_into_the_database(path: Pa
     with Store(path) as store:
         assert wal.stat().st_size == 0
         assert store.get("k.199") == "x" * 4000
+
+
+# --- empty directories ------------------------------------------------------------------------
+
+
+def test_mkdir_makes_an_empty_directory_that_reads_skip_the_marker_of(store: Store) -> None:
+    store.apply([("mkdir", "e.d", None)])
+    assert store.ls("e") == {"d": "dir"}
+    assert store.ls("e.d") == {}
+    assert errnum(store, "get", "e.d") == errno.EISDIR
+    assert errnum(store, "get", "e.d.x") == errno.ENOENT
+    assert list(store.walk("e")) == []
+    store.put("e.d.x", "1")
+    assert store.ls("e.d") == {"x": "val"}
+    store.unlink("e.d.x")
+    assert store.ls("e.d") == {}  # it stays, as a directory made with mkdir does in flux
+    store.unlink("e.d")
+    assert errnum(store, "ls", "e.d") == errno.ENOENT
+
+
+def test_mkdir_replaces_a_value_or_a_directory(store: Store) -> None:
+    store.put("m.v", "1")
+    store.put("m.d.x", "2")
+    changes = store.apply([("mkdir", "m.v", None), ("mkdir", "m.d", None)], {"m.v", "m.d.x"})
+    assert changes == [("m.v", UNLINK, None), ("m.d.x", UNLINK, None)]
+    assert store.ls("m") == {"d": "dir", "v": "dir"}
+    assert store.ls("m.d") == {}
+    assert store.ls("m.v") == {}
+    store.put("m.v", "3")  # a value replaces it in turn
+    assert store.get("m.v") == "3"
+
+
+def test_mkdir_takes_no_value(store: Store) -> None:
+    with pytest.raises(KVSError, match=r"ops\[0\]: the value of mkdir must be null"):
+        store.apply([("mkdir", "n.d", "x")])
+    with pytest.raises(KVSError, match=r"expected put, append, unlink or mkdir"):
+        store.apply([("link", "n.d", None)])
