@@ -70,7 +70,17 @@ from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
-from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_key, from_primary, quote, to_primary
+from pflux.kvs.keys import (
+    PRIMARY,
+    ROOT,
+    KVSError,
+    check_key,
+    check_name,
+    default_prefix,
+    from_primary,
+    quote,
+    to_primary,
+)
 from pflux.kvs.store import (
     APPEND,
     JOURNAL_MODES,
@@ -251,7 +261,10 @@ class KVSService(Service):
         # decoded here: the store is never handed an owner SQLite cannot hold
         request = decode(req.topic, req.payload, NamespaceCreateRequest)
         _require_owner(req, None)
-        self._enqueue(req, "namespace-create", (request.name, request.owner, request.prefix))
+        prefix = request.prefix
+        if prefix is None:
+            prefix = default_prefix(check_name(request.name))
+        self._enqueue(req, "namespace-create", (request.name, request.owner, prefix))
 
     @method("namespace-remove")
     def namespace_remove(self, req: Request) -> None:
