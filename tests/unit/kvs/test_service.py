@@ -706,3 +706,34 @@ def test_checkpoints_run_off_the_loop_once_enough_is_committed(run_kvs: Run) -> 
         assert inner() == 0  # nothing was left uncopied
 
     run_kvs(scenario)
+
+
+def test_mkdir_dropcache_and_a_namespace_with_the_default_prefix(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        ns = {"name": "my.ns", "owner": 5000}
+        assert await client.call("kvs.namespace-create", ns) == {}
+        listed = await client.call("kvs.namespace-list", {})
+        assert {"name": "my.ns", "owner": 5000, "prefix": "ns.my%2Ens"} in listed["namespaces"]
+        guest = type(client)(broker, userid=5000, owner=False)
+        mkdir = {"ops": [["mkdir", "application.d", None]], "namespace": "my.ns"}
+        assert await guest.call("kvs.commit", mkdir) == {}
+        assert await guest.call("kvs.ls", {"key": "application.d", "namespace": "my.ns"}) == {
+            "entries": {}
+        }
+        assert await client.call("kvs.ls", {"key": "ns.my%2Ens.application"}) == {
+            "entries": {"d": "dir"}
+        }
+        exec_mkdir = {"ops": [["mkdir", "exec", None]], "namespace": "my.ns"}
+        assert (await error_of(guest, "kvs.commit", exec_mkdir))[0] == errno.EPERM
+        assert (await error_of(guest, "kvs.dropcache", {}))[0] == errno.EPERM
+        assert (await error_of(guest, "kvs.namespace-create", {"name": "g", "owner": 5000}))[
+            0
+        ] == errno.EPERM
+        assert await client.call("kvs.dropcache", {}) == {}
+        bad = {"name": "two words", "owner": 1}
+        assert await error_of(client, "kvs.namespace-create", bad) == (
+            errno.EINVAL,
+            'namespace "two words": a name must be non-empty text without whitespace',
+        )
+
+    run_kvs(scenario)
