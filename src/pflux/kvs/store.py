@@ -121,7 +121,9 @@ SQL_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? AND key < ? ORDER BY key LIMI
 SQL_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMIT 1"
 SQL_ROOT_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? ORDER BY key LIMIT 1"
 SQL_ROOT_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? ORDER BY key LIMIT 1"
-SQL_WALK = "SELECT key, data FROM kv WHERE key >= ? AND key < ? ORDER BY key, seq"
+# every value: an empty directory's marker (``MARK``) is left out here, by SQLite
+SQL_WALK = """SELECT key, data FROM kv WHERE key >= ? AND key < ? AND leaf <> ?
+    ORDER BY key, seq"""
 # with a suffix, one range of the clustered table
 SQL_WALK_SUFFIX = """SELECT key, data FROM kv
     WHERE leaf = ?3 AND key >= ?1 AND key < ?2 ORDER BY leaf, key, seq"""
@@ -715,7 +717,7 @@ class Store:
         if after is not None:
             lo = after + "\x00"  # the smallest key after ``after``
         if suffix is None:
-            return self._joined(self._conn.execute(SQL_WALK, (lo, hi)))
+            return self._joined(self._conn.execute(SQL_WALK, (lo, hi, MARK)))
         return self._joined(self._conn.execute(SQL_WALK_SUFFIX, (lo, hi, suffix)))
 
     @staticmethod
@@ -728,8 +730,6 @@ class Store:
                 if key == prev:
                     parts.append(data)
                     continue
-                if key[-1] == MARK:
-                    continue  # an empty directory's marker
                 if prev is not None:
                     yield prev, parts[0] if len(parts) == 1 else "".join(parts)
                 prev = key
