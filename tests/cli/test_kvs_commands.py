@@ -5,7 +5,9 @@ append and wait-event, and flux-core's messages when run as flux."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from pflux import fluxshim
 from pflux.cli import base, main
+from support.instance import environ
 from support.kvs_broker import kvs_broker
 
 
@@ -272,3 +276,26 @@ def test_every_writing_command_takes_a_namespace(capsys: pytest.CaptureFixture[s
     assert kvs(capsys, "ls", "-N", "ns-w") == (0, "a               from-primary    log\n", "")
     assert kvs(capsys, "get", "nw.src")[0] == 1
     assert kvs(capsys, "get", "-N", "ns-w", "from-primary")[1] == "x\n"
+
+
+def test_the_flux_command_runs_kvs_as_flux_kvs(uri: str) -> None:
+    """The shim's ``flux`` itself: a tool's ``flux kvs`` calls, FLUX_KVS_NAMESPACE honoured."""
+    flux = os.path.join(fluxshim.BIN, "flux")
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        environment = environ(PATH="/usr/bin:/bin", PFLUX_PYTHON=sys.executable, FLUX_URI=uri)
+        return subprocess.run(
+            [flux, "kvs", *args],
+            capture_output=True,
+            text=True,
+            env={**environment, **env},
+            timeout=60,
+            check=False,
+        )
+
+    assert run("namespace", "create", "tool-ns").returncode == 0
+    assert run("put", "x.y=1", FLUX_KVS_NAMESPACE="tool-ns").returncode == 0
+    got = run("get", "x.y", FLUX_KVS_NAMESPACE="tool-ns")
+    assert (got.returncode, got.stdout) == (0, "1\n")
+    missing = run("get", "x.y")
+    assert (missing.returncode, missing.stderr) == (1, "flux-kvs: x.y: No such file or directory\n")
