@@ -37,6 +37,13 @@ class GetRequest(Struct, frozen=True):
     namespace: str | None = None
 
 
+class ReadlinkRequest(Struct, frozen=True):
+    """``kvs.readlink``: a symbolic link's target."""
+
+    key: str
+    namespace: str | None = None
+
+
 class LsRequest(Struct, frozen=True):
     """``kvs.ls``: a directory's entries."""
 

@@ -737,3 +737,58 @@ def test_mkdir_dropcache_and_a_namespace_with_the_default_prefix(run_kvs: Run) -
         )
 
     run_kvs(scenario)
+
+
+def test_symlinks_are_followed_on_reads_and_writes_and_never_out_of_a_guests_namespace(
+    run_kvs: Run,
+) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        def link(key: str, target: str, **more: str) -> dict[str, Any]:
+            return {"ops": [["symlink", key, {"target": target, **more}]]}
+
+        await client.call("kvs.commit", {"ops": [["put", "s.t.x", "1"]]})
+        assert await client.call("kvs.commit", link("s.l", "s.t")) == {}
+        assert await client.call("kvs.get", {"key": "s.l.x"}) == {"value": "1"}
+        assert await client.call("kvs.ls", {"key": "s"}) == {"entries": {"l": "link", "t": "dir"}}
+        assert await client.call("kvs.ls", {"key": "s.l"}) == {"entries": {"x": "val"}}
+        assert await client.call("kvs.readlink", {"key": "s.l"}) == {"target": "s.t"}
+        assert await client.call("kvs.commit", {"ops": [["put", "s.l.y", "2"]]}) == {}
+        assert await client.call("kvs.get", {"key": "s.t.y"}) == {"value": "2"}
+        assert (await error_of(client, "kvs.readlink", {"key": "s.t"}))[0] == errno.EINVAL
+        bad = {"ops": [["symlink", "s.m", "s.t"]]}
+        assert await error_of(client, "kvs.commit", bad) == (
+            errno.EINVAL,
+            "kvs.commit: ops[0]: the value of symlink must be {target, namespace?}",
+        )
+
+        ns = {"name": "job-44", "owner": 5000, "prefix": "job.0000.0000.0000.002c.guest"}
+        assert await client.call("kvs.commit", {"ops": [["put", "secret", "s"]]}) == {}
+        assert await client.call("kvs.namespace-create", ns) == {}
+        guest = type(client)(broker, userid=5000, owner=False)
+        mine = {"namespace": "job-44"}
+        assert await guest.call("kvs.commit", {**link("a", "b"), **mine}) == {}
+        assert await guest.call("kvs.commit", {"ops": [["put", "a.v", "in b"]], **mine}) == {}
+        assert await guest.call("kvs.get", {"key": "b.v", **mine}) == {"value": "in b"}
+        assert await guest.call("kvs.readlink", {"key": "a", **mine}) == {"target": "b"}
+        # a link to a primary key: refused to a guest when made, and when followed
+        assert (
+            await error_of(
+                guest, "kvs.commit", {**link("p", "secret", namespace="primary"), **mine}
+            )
+        )[0] == errno.EPERM
+        await client.call(
+            "kvs.commit", {**link("esc", "secret", namespace="primary"), "namespace": "job-44"}
+        )
+        errnum, errstr = await error_of(guest, "kvs.get", {"key": "esc", **mine})
+        assert errnum == errno.EPERM
+        assert "leads out of the namespace" in errstr
+        assert await client.call("kvs.get", {"key": "esc", **mine}) == {"value": "s"}
+        # nor onto the execution service's keys
+        assert await guest.call("kvs.commit", {**link("x", "exec"), **mine}) == {}
+        errnum, errstr = await error_of(
+            guest, "kvs.commit", {"ops": [["put", "x.eventlog", "forged"]], **mine}
+        )
+        assert errnum == errno.EPERM
+        assert "execution service" in errstr
+
+    run_kvs(scenario)

@@ -26,6 +26,7 @@ from pflux.kvs.store import (
     Namespace,
     Store,
     StoreError,
+    link_value,
 )
 
 
@@ -705,3 +706,42 @@ def test_mkdir_takes_no_value(store: Store) -> None:
         store.apply([("mkdir", "n.d", "x")])
     with pytest.raises(KVSError, match=r"expected put, append, unlink or mkdir"):
         store.apply([("link", "n.d", None)])
+
+
+# --- symbolic links ----------------------------------------------------------------------------
+
+
+def test_a_link_is_listed_followed_by_resolve_and_kept_across_a_reopen(path: Path) -> None:
+    with Store(path) as store:
+        store.put("l.target.x", "1")
+        store.apply([("symlink", "l.link", link_value("l.target", None, "l.target"))])
+        store.apply([("symlink", "l.loop", link_value("l.loop", None, "l.loop"))])
+        assert store.ls("l") == {"link": "link", "loop": "link", "target": "dir"}
+        assert store.resolve("l.link.x") == "l.target.x"
+        assert store.resolve("l.link", last=False) == "l.link"
+        assert store.readlink("l.link") == {"target": "l.target"}
+        assert list(store.walk("l")) == [("l.target.x", "1")]
+        with pytest.raises(KVSError, match="too many levels of symbolic links"):
+            store.resolve("l.loop.x")
+        assert errnum(store, "readlink", "l.target") == errno.EINVAL
+        assert errnum(store, "readlink", "l.nope") == errno.ENOENT
+    with Store(path) as store:
+        assert store.resolve("l.link.x") == "l.target.x"
+        store.put("l.link", "a value now")  # a write to the link replaces it
+        assert store.resolve("l.link.x") == "l.link.x"
+        assert store.get("l.link") == "a value now"
+        store.unlink("l")
+        assert not store.links
+
+
+def test_a_failed_commit_leaves_the_links_as_they_were(store: Store) -> None:
+    store.apply([("symlink", "f.link", link_value("t", None, "t"))])
+    store.put("dd.x", "1")
+    with store.transaction():  # the service's turn: the commit is a savepoint in it
+        with pytest.raises(KVSError, match="cannot append to a directory"):
+            store.apply([("unlink", "f", None), ("append", "dd", "x")])  # after the unlink
+        assert store.resolve("f.link.y") == "t.y"
+    with pytest.raises(KVSError, match="made by the kvs service"):
+        store.apply([("put", "g", "1"), ("symlink", "g.link", "not json")])
+    assert store.resolve("f.link.y") == "t.y"
+    assert errnum(store, "get", "g") == errno.ENOENT
