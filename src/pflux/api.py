@@ -713,6 +713,12 @@ class Client:
         ]
         return entries
 
+    def kvs_readlink(self, key: str, *, namespace: str | None = None) -> dict[str, str]:
+        """The symbolic link at ``key``: ``{target, namespace?}``; RPCError EINVAL for
+        anything else."""
+        link: dict[str, str] = self.handle.call("kvs.readlink", _kvs_payload(namespace, key=key))
+        return link
+
     def kvs_commit(self, ops: list[list[Any]], *, namespace: str | None = None) -> None:
         """Apply ``ops`` (``[op, key, value]``: put, append, unlink, mkdir) in one atomic commit."""
         self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))

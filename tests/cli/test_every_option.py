@@ -463,6 +463,23 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "kvs eventlog get --format": ("tests/e2e/test_kvs_cli.py::test_eventlog_get_text_and_raw",),
     "kvs copy --uri": URI,
+    "kvs link --uri": URI,
+    "kvs readlink --uri": URI,
+    "kvs link --namespace": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs link --target-namespace": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs readlink --namespace": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs readlink --namespace-only": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs readlink --key-only": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
     "kvs dir --uri": URI,
     "kvs dropcache --uri": URI,
     "kvs eventlog append --uri": URI,

@@ -299,3 +299,21 @@ def test_the_flux_command_runs_kvs_as_flux_kvs(uri: str) -> None:
     assert (got.returncode, got.stdout) == (0, "1\n")
     missing = run("get", "x.y")
     assert (missing.returncode, missing.stderr) == (1, "flux-kvs: x.y: No such file or directory\n")
+
+
+def test_links_made_read_listed_and_followed(capsys: pytest.CaptureFixture[str]) -> None:
+    kvs(capsys, "put", "k1.t.x=1")
+    assert kvs(capsys, "namespace", "create", "ns-l") == (0, "", "")
+    kvs(capsys, "put", "-N", "ns-l", "y=in ns")
+    assert kvs(capsys, "link", "k1.t", "k1.l") == (0, "", "")
+    assert kvs(capsys, "link", "-T", "ns-l", "y", "k1.o") == (0, "", "")
+    assert kvs(capsys, "get", "k1.l.x", "k1.o") == (0, "1\nin ns\n", "")
+    assert kvs(capsys, "readlink", "k1.l", "k1.o") == (0, "k1.t\nns-l::y\n", "")
+    assert kvs(capsys, "readlink", "-o", "k1.o")[1] == "ns-l\n"
+    assert kvs(capsys, "readlink", "-k", "k1.o")[1] == "y\n"
+    assert kvs(capsys, "ls", "-F", "k1") == (0, "l@   o@   t.\n", "")
+    assert kvs(capsys, "dir", "k1") == (0, "k1.l -> k1.t\nk1.o -> ns-l::y\nk1.t.\n", "")
+    kvs(capsys, "link", "-N", "ns-l", "y", "z")  # in the namespace: its own y
+    assert kvs(capsys, "get", "-N", "ns-l", "z")[1] == "in ns\n"
+    rc, _, err = kvs(capsys, "readlink", "k1.t")
+    assert (rc, err) == (1, 'pflux-kvs: ERROR: key "k1.t": not a symbolic link\n')

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "kvs dir": ("kvs", "dir"),
     "kvs unlink": ("kvs", "unlink", "a"),
     "kvs mkdir": ("kvs", "mkdir", "a"),
+    "kvs link": ("kvs", "link", "a", "b"),
+    "kvs readlink": ("kvs", "readlink", "a"),
     "kvs copy": ("kvs", "copy", "a", "b"),
     "kvs move": ("kvs", "move", "a", "b"),
     "kvs dropcache": ("kvs", "dropcache"),

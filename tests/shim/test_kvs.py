@@ -174,10 +174,13 @@ def test_kvstxn_commits_atomically_and_async(instance: LiveInstance) -> None:
         flux.kvs.put_unlink(h, "t.ok")
         flux.kvs.commit_async(h).get()
         print(flux.kvs.exists(h, "t.ok"))
-        try:
-            flux.kvs.put_symlink(h, "t.link", "t.ok")
-        except OSError as exc:
-            print(exc.errno == __import__("errno").EOPNOTSUPP)
+        flux.kvs.put(h, "t.dir.v", "through the link")
+        flux.kvs.put_symlink(h, "t.link", "t.dir")
+        flux.kvs.commit(h)
+        with flux.kvs.KVSTxn(h, "t") as t2:
+            t2.symlink("link2", "t.dir.v")
+        files = sorted(flux.kvs.get_dir(h, "t").files())
+        print(flux.kvs.get(h, "t.link.v"), flux.kvs.get(h, "t.link2"), files)
         try:
             txn.put("x", 1)
             txn.commit(flags=64)
@@ -191,7 +194,7 @@ def test_kvstxn_commits_atomically_and_async(instance: LiveInstance) -> None:
         "False []",
         "{} 1",
         "False",
-        "True",
+        "through the link through the link ['link', 'link2']",
         "kvs: commit: flags: invalid value 64",
     ]
 

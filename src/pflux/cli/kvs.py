@@ -100,7 +100,9 @@ def _listing_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.add_argument(
         "-d", "--directory", action="store_true", help="list a directory, not its content"
     )
-    ls.add_argument("-F", "--classify", action="store_true", help="append . to directories")
+    ls.add_argument(
+        "-F", "--classify", action="store_true", help="append . to directories, @ to links"
+    )
     ls.add_argument("-w", "--width", type=_count, help="output width in columns (0: no limit)")
     ls.add_argument("-1", dest="one", action="store_true", help="one entry per line")
     ls.add_argument("keys", nargs="*", metavar="KEY")
@@ -120,6 +122,19 @@ def _write_parsers(sub: Any, common: argparse.ArgumentParser, uri: argparse.Argu
     unlink.add_argument("-f", "--force", action="store_true", help="ignore nonexistent keys")
     unlink.add_argument("keys", nargs="+", metavar="KEY")
     unlink.set_defaults(func=("kvs_write", "unlink"))
+
+    link = sub.add_parser("link", parents=[common], help="make LINKNAME a symbolic link")
+    link.add_argument("-T", "--target-namespace", help="the target's namespace")
+    link.add_argument("target", metavar="TARGET")
+    link.add_argument("linkname", metavar="LINKNAME")
+    link.set_defaults(func=("kvs_write", "link"))
+
+    readlink = sub.add_parser("readlink", parents=[common], help="print links' targets")
+    only = readlink.add_mutually_exclusive_group()
+    only.add_argument("-o", "--namespace-only", action="store_true", help="only the namespace")
+    only.add_argument("-k", "--key-only", action="store_true", help="only the key")
+    readlink.add_argument("keys", nargs="+", metavar="KEY")
+    readlink.set_defaults(func=("kvs_list", "readlink"))
 
     mkdir = sub.add_parser("mkdir", parents=[common], help="make empty directories")
     mkdir.add_argument("keys", nargs="+", metavar="KEY")

@@ -118,8 +118,8 @@ class _Lister:
         out = sys.stdout.write
         if label:
             out(f"{chr(10) if vspace else ''}{key}:\n")
-        classify = self.args.classify
-        names = [n + "." if classify and kind == "dir" else n for n, kind in listing.items()]
+        mark = {"dir": ".", "link": "@"} if self.args.classify else {}
+        names = [name + mark.get(kind, "") for name, kind in listing.items()]
         out(columns(names, list(listing), self.width))
         if self.args.recursive:
             for name, kind in listing.items():
@@ -176,7 +176,9 @@ class _Dumper:
         out = sys.stdout.write
         for name, kind in listing.items():
             child = name if key == ROOT else f"{key}.{name}"
-            if kind == "dir":
+            if kind == "link":
+                out(f"{child} -> {_link_text(kvs.kvs_readlink(child, namespace=ns))}\n")
+            elif kind == "dir":
                 below = kvs.kvs_ls(child, namespace=ns) if args.recursive else {}
                 if below:
                     self.dump(child, below)
@@ -190,3 +192,27 @@ class _Dumper:
                 except RPCError as exc:
                     raise lookup_failure(child, exc) from None
                 out(kv_line(child, value, maxcol) + "\n")
+
+
+# --- readlink ------------------------------------------------------------------------------------
+
+
+def _link_text(link: dict[str, str]) -> str:
+    """A link's target as flux prints it: ``NAMESPACE::KEY``, or ``KEY`` in its own."""
+    return f"{link['namespace']}::{link['target']}" if "namespace" in link else link["target"]
+
+
+def readlink(args: argparse.Namespace) -> None:
+    with client(args) as kvs:
+        for given in args.keys:
+            key = normalize(given)
+            try:
+                link = kvs.kvs_readlink(key, namespace=namespace(args))
+            except RPCError as exc:
+                raise lookup_failure(key, exc) from None
+            if args.namespace_only and "namespace" in link:
+                sys.stdout.write(f"{link['namespace']}\n")
+            elif args.key_only:
+                sys.stdout.write(f"{link['target']}\n")
+            else:
+                sys.stdout.write(f"{_link_text(link)}\n")

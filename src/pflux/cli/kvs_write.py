@@ -75,6 +75,15 @@ def mkdir(args: argparse.Namespace) -> None:
         _commit(kvs, ops, namespace(args), "kvs_commit")
 
 
+def link(args: argparse.Namespace) -> None:
+    target: dict[str, str] = {"target": normalize(args.target)}
+    if args.target_namespace:
+        target["namespace"] = args.target_namespace
+    with client(args) as kvs:
+        ops: list[list[Any]] = [["symlink", normalize(args.linkname), target]]
+        _commit(kvs, ops, namespace(args), "flux_kvs_commit")
+
+
 # --- copy and move -------------------------------------------------------------------------------
 
 

@@ -914,7 +914,7 @@ class Store:
         rows: list[tuple[str, str, str]] = []
         for kind, key, value in ops:
             end = key.rfind(".")
-            if kind == UNLINK or value is None or end <= 0:
+            if kind in _NULL_OPS or kind == SYMLINK or value is None or end <= 0:
                 return False
             parent = key[:end]
             if parent in known:  # no value above it: only the key's own range matters

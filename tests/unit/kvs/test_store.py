@@ -745,3 +745,11 @@ def test_a_failed_commit_leaves_the_links_as_they_were(store: Store) -> None:
         store.apply([("put", "g", "1"), ("symlink", "g.link", "not json")])
     assert store.resolve("f.link.y") == "t.y"
     assert errnum(store, "get", "g") == errno.ENOENT
+
+
+def test_a_link_made_with_new_keys_in_one_commit_is_a_link(store: Store) -> None:
+    store.apply(
+        [("put", "n.dir.v", "1"), ("symlink", "n.link", link_value("n.dir", None, "n.dir"))]
+    )
+    assert store.ls("n") == {"dir": "dir", "link": "link"}
+    assert store.resolve("n.link.v") == "n.dir.v"

@@ -200,9 +200,10 @@ def put_unlink(flux_handle: Flux, key: str, _kvstxn: Any = None) -> None:
     _ops(flux_handle, _kvstxn).append(["unlink", _key(key), None])
 
 
-def put_symlink(flux_handle: Flux, key: str, target: str, _kvstxn: Any = None) -> None:
-    """Refused: pflux's KVS has no symbolic links (OSError EOPNOTSUPP)."""
-    raise OSError(errno.EOPNOTSUPP, f"kvs: {key}: symbolic links are not supported by pflux")
+def put_symlink(flux_handle: Flux, key: str, target: Any, _kvstxn: Any = None) -> None:
+    """Stage a symbolic link at ``key`` to the key ``target`` until ``commit``."""
+    target_key = normalize_key(target.decode("utf-8") if isinstance(target, bytes) else target)
+    _ops(flux_handle, _kvstxn).append(["symlink", _key(key), {"target": target_key}])
 
 
 def _commit_rpc(flux_handle: Flux, flags: int, namespace: str | None, ops: list[Op]) -> Future:
