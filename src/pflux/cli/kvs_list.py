@@ -1,10 +1,12 @@
-"""``kvs ls`` and ``kvs dir``: directories listed as flux-core's ``flux-kvs`` lists them.
+"""``kvs ls``, ``dir`` and ``readlink``: the KVS read as flux-core's ``flux-kvs`` reads it.
 
 ``ls`` prints names in columns that fit the terminal (``-1`` one per line,
-``-F`` marks directories with ``.``, ``-R`` recurses, ``-d`` lists a directory
-itself); ``dir`` prints each ``key = value`` below a directory, cut to the
-terminal's width (``-w 0``: not cut), directories as ``key.`` (``-R`` descends
-into them, ``-d`` leaves the values out).
+``-F`` marks directories with ``.`` and links with ``@``, ``-R`` recurses, ``-d``
+lists a directory itself); ``dir`` prints each ``key = value`` below a
+directory, cut to the terminal's width (``-w 0``: not cut), directories as
+``key.`` (``-R`` descends into them, ``-d`` leaves the values out), links as
+``key -> target``; ``readlink`` prints links' targets (``NAMESPACE::KEY`` for
+one into another namespace).
 """
 
 from __future__ import annotations

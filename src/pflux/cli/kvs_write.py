@@ -1,4 +1,4 @@
-"""``kvs unlink|mkdir|copy|move|dropcache|namespace``: changing the KVS as ``flux-kvs`` does.
+"""``kvs unlink|mkdir|link|copy|move|dropcache|namespace``: changing the KVS as flux-kvs does.
 
 Each command's keys are checked first and written in one commit, so a refused
 key leaves everything as it was. ``copy`` reads the source (a value, or every

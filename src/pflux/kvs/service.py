@@ -371,10 +371,12 @@ class KVSService(Service):
             if namespace != PRIMARY:
                 prefix = self._namespace(req, namespace)
                 ops = [(op[0], to_primary(prefix, op[1]), op[2]) for op in ops]
-            if store.links or any(_is_symlink(op) for op in ops):
+            # the broker's own services build well-formed ops, and make no links; only
+            # clients' are checked
+            local = isinstance(req.sender, LocalRoute)
+            if store.links or (not local and any(_is_symlink(op) for op in ops)):
                 ops = self._through_links(store, req, prefix, ops)
-            # the broker's own services build well-formed ops; only clients' are checked
-            return store.apply(ops, self._watches, checked=isinstance(req.sender, LocalRoute))
+            return store.apply(ops, self._watches, checked=local)
         if item.kind == "namespace-create":
             store.namespace_create(*item.args)
         else:
