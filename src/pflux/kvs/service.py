@@ -47,6 +47,12 @@ writes them as primary keys. Writing them through the namespace is EPERM for
 everyone, the instance owner included, so a task cannot corrupt its own job's
 record; the instance owner can still reach them through ``primary``.
 
+Symbolic links (RFC 11's ``symlink``, a commit's ``symlink`` op) are followed on
+a key's path by every read and write (a read follows the key's own link too; a
+write replaces it), once there is any: until then no key is looked at. What a
+link leads to is checked as the key itself would be: a guest stays in its
+namespace, and nobody writes ``exec``, ``output`` or ``input`` through one.
+
 Checkpoints (``Store.checkpoint``) run in a thread of their own, one at a
 time, once ``CHECKPOINT_TRANSACTIONS`` transactions have committed since the
 last one began, or a second has passed with any: the loop never waits for
@@ -172,7 +178,8 @@ class _Pending:
 
 
 class KVSService(Service):
-    """kvs.commit, get, ls, walk, watch, watch-cancel, dropcache and the namespace methods."""
+    """kvs.commit, get, ls, readlink, walk, watch, watch-cancel, dropcache and the namespace
+    methods."""
 
     name = "kvs"
     config_keys: ClassVar[Declared] = {"kvs": ("journal_mode", "sync")}
