@@ -713,6 +713,41 @@ class Client:
         ]
         return entries
 
+    def kvs_readlink(self, key: str, *, namespace: str | None = None) -> dict[str, str]:
+        """The symbolic link at ``key``: ``{target, namespace?}``; RPCError EINVAL for
+        anything else."""
+        link: dict[str, str] = self.handle.call("kvs.readlink", _kvs_payload(namespace, key=key))
+        return link
+
+    def kvs_commit(self, ops: list[list[Any]], *, namespace: str | None = None) -> None:
+        """Apply ``ops`` (``[op, key, value]``: put, append, unlink, mkdir) in one atomic commit."""
+        self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))
+
+    def kvs_walk(
+        self, key: str = ".", *, namespace: str | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """Every ``(key, value)`` below directory ``key``, in key order, a page at a time."""
+        rpc = self.handle.rpc("kvs.walk", _kvs_payload(namespace, key=key), streaming=True)
+        for reply in rpc:
+            yield from ((entry_key, value) for entry_key, value in reply["entries"])
+
+    def kvs_namespaces(self) -> list[dict[str, Any]]:
+        """The KVS namespaces, ``{name, owner, prefix}`` each, ``primary`` first."""
+        namespaces: list[dict[str, Any]] = self.handle.call("kvs.namespace-list", {})["namespaces"]
+        return namespaces
+
+    def kvs_namespace_create(self, name: str, owner: int) -> None:
+        """Create the namespace ``name``, owned by the user ``owner`` (the KVS picks its prefix)."""
+        self.handle.call("kvs.namespace-create", {"name": name, "owner": owner})
+
+    def kvs_namespace_remove(self, name: str) -> None:
+        """Remove the namespace ``name`` (its keys stay, read-only)."""
+        self.handle.call("kvs.namespace-remove", {"name": name})
+
+    def kvs_dropcache(self) -> None:
+        """Have the KVS give back the memory of its page cache."""
+        self.handle.call("kvs.dropcache", {})
+
     def kvs_watch(
         self,
         keys: Sequence[str],

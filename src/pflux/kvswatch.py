@@ -9,6 +9,7 @@ watch has ended: its key removed, or stopped.
 from __future__ import annotations
 
 import errno
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from functools import partial
@@ -29,6 +30,8 @@ class KVSWatch:
 
     def __init__(self, handle: Handle, payloads: Sequence[Mapping[str, Any]]) -> None:
         self._handle = handle
+        #: a ``time.monotonic()`` past which iteration raises RPCError ETIMEDOUT (None: never)
+        self.deadline: float | None = None
         self._arrived: deque[tuple[int, Message]] = deque()
         self._tags: list[int] = []
         self._live = set(range(len(payloads)))
@@ -42,7 +45,10 @@ class KVSWatch:
         """``(index, value)`` until every watch has ended; a watch's error raises RPCError."""
         while self._live:
             if not self._arrived:
-                self._handle.process(None)
+                if self.deadline is None:
+                    self._handle.process(None)
+                elif not self._handle.process(max(0.0, self.deadline - time.monotonic())):
+                    raise RPCError(errno.ETIMEDOUT, "kvs.watch: timed out")
                 continue
             index, msg = self._arrived.popleft()
             if msg.errnum:

@@ -462,6 +462,104 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_option_effects.py::test_wait_event_and_kvs_eventlog_human",
     ),
     "kvs eventlog get --format": ("tests/e2e/test_kvs_cli.py::test_eventlog_get_text_and_raw",),
+    "kvs copy --uri": URI,
+    "kvs link --uri": URI,
+    "kvs readlink --uri": URI,
+    "kvs link --namespace": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs link --target-namespace": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs readlink --namespace": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs readlink --namespace-only": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs readlink --key-only": (
+        "tests/cli/test_kvs_commands.py::test_links_made_read_listed_and_followed",
+    ),
+    "kvs dir --uri": URI,
+    "kvs dropcache --uri": URI,
+    "kvs eventlog append --uri": URI,
+    "kvs eventlog wait-event --uri": URI,
+    "kvs mkdir --uri": URI,
+    "kvs move --uri": URI,
+    "kvs namespace create --uri": URI,
+    "kvs namespace list --uri": URI,
+    "kvs namespace remove --uri": URI,
+    "kvs unlink --uri": URI,
+    "kvs get --raw": ("tests/cli/test_kvs_commands.py::test_get_raw_and_put_raw_from_stdin",),
+    "kvs get --uniq": ("tests/cli/test_kvs_commands.py::test_get_uniq_shows_only_changed_values",),
+    "kvs put --raw": ("tests/cli/test_kvs_commands.py::test_get_raw_and_put_raw_from_stdin",),
+    "kvs put --no-merge": ("tests/cli/test_kvs_commands.py::test_get_raw_and_put_raw_from_stdin",),
+    "kvs dir --directory": (
+        "tests/cli/test_kvs_commands.py::test_dir_prints_keys_and_values_as_flux_does",
+    ),
+    "kvs dir --recursive": (
+        "tests/cli/test_kvs_commands.py::test_dir_prints_keys_and_values_as_flux_does",
+    ),
+    "kvs dir --width": (
+        "tests/cli/test_kvs_commands.py::test_dir_prints_keys_and_values_as_flux_does",
+    ),
+    "kvs dir --namespace": (
+        "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
+    ),
+    "kvs unlink --force": (
+        "tests/cli/test_kvs_commands.py::test_unlink_checks_every_key_first_then_removes_them_in_one_commit",
+    ),
+    "kvs unlink --recursive": (
+        "tests/cli/test_kvs_commands.py::test_unlink_checks_every_key_first_then_removes_them_in_one_commit",
+    ),
+    "kvs unlink --namespace": (
+        "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
+    ),
+    "kvs mkdir --namespace": (
+        "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
+    ),
+    "kvs copy --src-namespace": (
+        "tests/cli/test_kvs_commands.py::test_namespaces_created_listed_used_and_removed",
+    ),
+    "kvs copy --dst-namespace": (
+        "tests/cli/test_kvs_commands.py::test_namespaces_created_listed_used_and_removed",
+    ),
+    "kvs move --src-namespace": (
+        "tests/cli/test_kvs_commands.py::test_namespaces_created_listed_used_and_removed",
+    ),
+    "kvs move --dst-namespace": (
+        "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
+    ),
+    "kvs dropcache --all": (
+        "tests/cli/test_kvs_commands.py::test_namespaces_created_listed_used_and_removed",
+    ),
+    "kvs namespace create --owner": (
+        "tests/cli/test_kvs_commands.py::test_namespaces_created_listed_used_and_removed",
+    ),
+    "kvs eventlog append --timestamp": (
+        "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
+    ),
+    "kvs eventlog append --namespace": (
+        "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
+    ),
+    "kvs eventlog wait-event --namespace": (
+        "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
+    ),
+    "kvs eventlog wait-event --quiet": (
+        "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
+    ),
+    "kvs eventlog wait-event --timeout": (
+        "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
+    ),
+    "kvs eventlog wait-event --unformatted": (
+        "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
+    ),
+    "kvs eventlog wait-event --verbose": (
+        "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
+    ),
+    "kvs eventlog wait-event --waitcreate": (
+        "tests/cli/test_kvs_commands.py::test_eventlog_wait_event_waitcreate",
+    ),
     "resource list --format": (
         "tests/unit/sched/test_resource_cli.py::test_rlist_format",
         "tests/unit/sched/test_resource_cli.py::test_errors_exit_1",

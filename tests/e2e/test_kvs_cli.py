@@ -57,9 +57,14 @@ def test_errors_exit_1_with_one_line(capsys: pytest.CaptureFixture[str]) -> None
     assert kvs(capsys, "get", "t2.nope") == (1, "", 'pflux-kvs: ERROR: key "t2.nope": not found\n')
     rc, _, err = kvs(capsys, "put", "t2.novalue")
     assert (rc, err) == (1, "pflux-kvs: ERROR: put: you must specify a value as key=value\n")
-    rc, _, err = kvs(capsys, "put", "t2..x=1")
+    rc, _, err = kvs(capsys, "put", "t2.a b=1")
     assert rc == 1
-    assert err == 'pflux-kvs: ERROR: kvs.commit: ops[0]: key "t2..x": empty path component\n'
+    assert err == (
+        'pflux-kvs: ERROR: kvs.commit: ops[0]: key "t2.a b": path component "a b" contains'
+        " whitespace or a control character\n"
+    )
+    assert kvs(capsys, "put", "t2..x.=1")[0] == 0  # empty components dropped, as flux does
+    assert kvs(capsys, "get", ".t2.x")[1] == "1\n"
     kvs(capsys, "put", "t2.d.x=1")
     rc, _, err = kvs(capsys, "get", "t2.d")
     assert (rc, err) == (1, 'pflux-kvs: ERROR: key "t2.d": is a directory\n')

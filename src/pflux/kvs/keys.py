@@ -18,6 +18,7 @@ from pflux.spec.kvs_keys import COMPONENT, KEY_PATTERN
 
 ROOT = "."
 PRIMARY = "primary"
+NAMESPACES = "ns"  # the directory of the namespaces created without a prefix
 
 # One test for the common case (KEY_PATTERN); the slow path below only runs to
 # explain a failure.
@@ -83,6 +84,13 @@ def check_name(name: object) -> str:
             f"namespace {quote(name)}: a name must be non-empty text without whitespace",
         )
     return name
+
+
+def default_prefix(name: str) -> str:
+    """Where a namespace created without a prefix keeps its keys: ``ns.<name>``, one
+    component, ``%`` and ``.`` escaped as ``%25`` and ``%2E`` so that two names never share
+    it (a valid name has no whitespace or control character, nor has a component)."""
+    return NAMESPACES + "." + name.replace("%", "%25").replace(".", "%2E")
 
 
 def to_primary(prefix: str, key: str) -> str:

@@ -47,6 +47,12 @@ writes them as primary keys. Writing them through the namespace is EPERM for
 everyone, the instance owner included, so a task cannot corrupt its own job's
 record; the instance owner can still reach them through ``primary``.
 
+Symbolic links (RFC 11's ``symlink``, a commit's ``symlink`` op) are followed on
+a key's path by every read and write (a read follows the key's own link too; a
+write replaces it), once there is any: until then no key is looked at. What a
+link leads to is checked as the key itself would be: a guest stays in its
+namespace, and nobody writes ``exec``, ``output`` or ``input`` through one.
+
 Checkpoints (``Store.checkpoint``) run in a thread of their own, one at a
 time, once ``CHECKPOINT_TRANSACTIONS`` transactions have committed since the
 last one began, or a second has passed with any: the loop never waits for
@@ -70,17 +76,29 @@ from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
-from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_key, from_primary, quote, to_primary
+from pflux.kvs.keys import (
+    PRIMARY,
+    ROOT,
+    KVSError,
+    check_key,
+    check_name,
+    default_prefix,
+    from_primary,
+    quote,
+    to_primary,
+)
 from pflux.kvs.store import (
     APPEND,
     JOURNAL_MODES,
     PUT,
+    SYMLINK,
     SYNC_MODES,
     UNLINK,
     Change,
     Store,
     StoreError,
     StoreFull,
+    link_value,
 )
 from pflux.protocol.decode import decode
 from pflux.protocol.kvs import (
@@ -89,10 +107,12 @@ from pflux.protocol.kvs import (
     LsRequest,
     NamespaceCreateRequest,
     NamespaceRemoveRequest,
+    ReadlinkRequest,
     WalkRequest,
     WatchCancelRequest,
     WatchRequest,
 )
+from pflux.spec.kvs_keys import KEY_PATTERN
 
 log = logging.getLogger("pflux.kvs")
 
@@ -106,6 +126,7 @@ CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
 FULL_BACKOFF = (0.1, 2.0)  # seconds writes are refused after a full disk: first, most
 HOLD_SECONDS = 0.05  # a store that need not be crash-safe commits this often (Store.hold)
 VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
+_SEQUENCES = (list, tuple)
 
 
 class _Watch:
@@ -157,7 +178,8 @@ class _Pending:
 
 
 class KVSService(Service):
-    """kvs.commit, get, ls, walk, watch, watch-cancel and the namespace methods."""
+    """kvs.commit, get, ls, readlink, walk, watch, watch-cancel, dropcache and the namespace
+    methods."""
 
     name = "kvs"
     config_keys: ClassVar[Declared] = {"kvs": ("journal_mode", "sync")}
@@ -251,7 +273,10 @@ class KVSService(Service):
         # decoded here: the store is never handed an owner SQLite cannot hold
         request = decode(req.topic, req.payload, NamespaceCreateRequest)
         _require_owner(req, None)
-        self._enqueue(req, "namespace-create", (request.name, request.owner, request.prefix))
+        prefix = request.prefix
+        if prefix is None:
+            prefix = default_prefix(check_name(request.name))
+        self._enqueue(req, "namespace-create", (request.name, request.owner, prefix))
 
     @method("namespace-remove")
     def namespace_remove(self, req: Request) -> None:
@@ -349,16 +374,62 @@ class KVSService(Service):
         req = item.req
         if item.kind == "commit":
             namespace, ops = item.args
+            prefix = ROOT
             if namespace != PRIMARY:
                 prefix = self._namespace(req, namespace)
                 ops = [(op[0], to_primary(prefix, op[1]), op[2]) for op in ops]
-            # the broker's own services build well-formed ops; only clients' are checked
-            return store.apply(ops, self._watches, checked=isinstance(req.sender, LocalRoute))
+            # the broker's own services build well-formed ops, and make no links; only
+            # clients' are checked
+            local = isinstance(req.sender, LocalRoute)
+            if store.links or (not local and any(_is_symlink(op) for op in ops)):
+                ops = self._through_links(store, req, prefix, ops)
+            return store.apply(ops, self._watches, checked=local)
         if item.kind == "namespace-create":
             store.namespace_create(*item.args)
         else:
             store.namespace_remove(item.args)
         return []
+
+    def _through_links(self, store: Store, req: Request, prefix: str, ops: list[Any]) -> list[Any]:
+        """``ops`` with the links on their keys' paths followed (not a key's own: a write
+        to a link replaces it), and each symlink's value made the store's row."""
+        linked: list[Any] = []
+        for i, op in enumerate(ops):
+            if not (type(op) in _SEQUENCES and len(op) == 3 and type(op[1]) is str):
+                linked.append(op)  # the store says what is wrong with it
+                continue
+            kind, key, value = op
+            if KEY_PATTERN.fullmatch(key) is not None:
+                key = store.resolve(key, last=False)
+                _check_reach(req, prefix, key, f"ops[{i}]", write=True)
+            if kind == SYMLINK:
+                value = self._link_value(req, prefix, i, value)
+            linked.append((kind, key, value))
+        return linked
+
+    def _link_value(self, req: Request, prefix: str, i: int, value: Any) -> str:
+        """A symlink op's ``{target, namespace?}`` as the store's row for it."""
+        if not (
+            isinstance(value, dict)
+            and type(value.get("target")) is str
+            and type(value.get("namespace", "")) is str
+            and set(value) <= {"target", "namespace"}
+        ):
+            raise KVSError(
+                errno.EINVAL, f"ops[{i}]: the value of symlink must be {{target, namespace?}}"
+            )
+        try:
+            target = check_key(value["target"], root=True)
+        except KVSError as exc:
+            raise KVSError(errno.EINVAL, f"ops[{i}]: target: {exc.errstr}") from None
+        namespace = value.get("namespace")
+        where = prefix
+        if namespace == PRIMARY:
+            _require_owner(req, PRIMARY)
+            where = ROOT
+        elif namespace is not None:
+            where = self._namespace(req, namespace)
+        return link_value(target, namespace, to_primary(where, target))
 
     def _failed_transaction(self, store: Store, exc: StoreError, queue: list[_Pending]) -> None:
         """A full disk is refused for a while where the transaction was the turn's alone;
@@ -400,7 +471,7 @@ class KVSService(Service):
         larger than a message), one at a time as the requester reads them, then ENODATA."""
         request = decode(req.topic, req.payload, GetRequest)
         prefix = self._resolve(req, request.namespace)
-        key = to_primary(prefix, check_key(request.key, root=True))
+        key = self._key(req, prefix, check_key(request.key, root=True))
         if req.streaming:
             self.store.chunks(key, -1, 0)  # the errors, before the stream begins
             return self._get_pieces(req, key)
@@ -419,8 +490,25 @@ class KVSService(Service):
     def ls(self, req: Request) -> None:
         request = decode(req.topic, req.payload, LsRequest)
         prefix = self._resolve(req, request.namespace)
-        key = check_key(request.key, root=True)
-        req.respond({"entries": self.store.ls(to_primary(prefix, key))})
+        key = self._key(req, prefix, check_key(request.key, root=True))
+        req.respond({"entries": self.store.ls(key)})
+
+    @method("readlink")
+    def readlink(self, req: Request) -> None:
+        """A symbolic link's target, ``{target, namespace?}`` as it was made."""
+        request = decode(req.topic, req.payload, ReadlinkRequest)
+        prefix = self._resolve(req, request.namespace)
+        key = self._key(req, prefix, check_key(request.key), last=False)
+        req.respond(self.store.readlink(key))
+
+    def _key(self, req: Request, prefix: str, key: str, *, last: bool = True) -> str:
+        """The primary key that ``key`` in the namespace at ``prefix`` names, the links
+        on its path followed (its own too, if ``last``)."""
+        key = to_primary(prefix, key)
+        if self.store.links:
+            key = self.store.resolve(key, last=last)
+            _check_reach(req, prefix, key, "key", write=False)
+        return key
 
     @method("walk")
     async def walk(self, req: Request) -> None:
@@ -452,7 +540,7 @@ class KVSService(Service):
         _require_streaming(req)
         namespace = request.namespace or PRIMARY
         prefix = self._resolve(req, request.namespace)
-        key = to_primary(prefix, check_key(request.key, root=True))
+        key = self._key(req, prefix, check_key(request.key, root=True))
         append = request.append
         waitcreate = request.waitcreate
         watch = _Watch(req, key, namespace, append)
@@ -580,6 +668,13 @@ class KVSService(Service):
         for watch in [w for w in self._by_sender.values() if w.namespace == name]:
             self._end(watch, errno.ENOTSUP, f"namespace {quote(name)}: removed")
 
+    @method("dropcache")
+    def dropcache(self, req: Request) -> None:
+        """Free the store's page cache (flux-core's ``kvs.dropcache``: its cache of objects)."""
+        _require_owner(req, None)
+        self.store.dropcache()
+        req.respond({})
+
     # --- namespaces ----------------------------------------------------------------------------
 
     @method("namespace-list")
@@ -626,6 +721,27 @@ def _require_owner(req: Request, namespace: str | None) -> None:
     if not req.owner:
         what = f"namespace {quote(namespace)}" if namespace else req.topic
         raise KVSError(errno.EPERM, f"{what}: permission denied")
+
+
+def _is_symlink(op: Any) -> bool:
+    return type(op) in _SEQUENCES and len(op) == 3 and op[0] == SYMLINK
+
+
+def _check_reach(req: Request, prefix: str, key: str, what: str, *, write: bool) -> None:
+    """A key reached through links stays where its requester may go: a guest in its
+    namespace, and nobody onto the execution service's keys through a namespace."""
+    if prefix == ROOT:
+        return
+    inside = key == prefix or key.startswith(prefix + ".")
+    if not inside and not req.owner:
+        raise KVSError(
+            errno.EPERM, f"{what}: a symbolic link leads out of the namespace: permission denied"
+        )
+    if write and inside and from_primary(prefix, key).partition(".")[0] in EXEC_KEYS:
+        raise KVSError(
+            errno.EPERM,
+            f"{what}: a symbolic link leads to the execution service's keys: permission denied",
+        )
 
 
 def _require_streaming(req: Request) -> None:

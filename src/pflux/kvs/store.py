@@ -4,7 +4,12 @@ Synchronous and free of asyncio, so it can be tested and benchmarked alone; the
 service drives it from the event loop.
 
 Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered by the
-key's last component, so every ``eventlog`` is one range of the table. A put
+key's last component, so every ``eventlog`` is one range of the table.
+Directories are implicit, but for one that was made empty (``mkdir``): its
+marker is a row at ``DIR.<NUL>`` (``MARK``), a key no client can name, which
+reads skip. A symbolic link (RFC 11's ``symlink``) is a row at ``KEY.<SOH>``
+(``LINK``) holding its target as JSON; the links are also kept in memory
+(``_links``, a few), for ``resolve`` to follow them without a query. A put
 writes its value as one chunk, or pieces of ``PIECE`` characters if longer; an
 append grows the key's last chunk up to ``CHUNK`` characters, then starts a
 new one; the store remembers which values have more than one chunk
@@ -34,6 +39,8 @@ from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
 from typing import Any, NamedTuple, ParamSpec, TypeVar
+
+import orjson
 
 from pflux import lockfile, private
 from pflux.broker.message import RPCError
@@ -118,7 +125,11 @@ SQL_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? AND key < ? ORDER BY key LIMI
 SQL_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key LIMIT 1"
 SQL_ROOT_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? ORDER BY key LIMIT 1"
 SQL_ROOT_NEXT_FROM = "SELECT key FROM kv WHERE key >= ? ORDER BY key LIMIT 1"
-SQL_WALK = "SELECT key, data FROM kv WHERE key >= ? AND key < ? ORDER BY key, seq"
+# every value: the rows of empty directories and links (``MARK``, ``LINK``: a last
+# component no valid key has, below any printable one) are left out here, by SQLite
+SQL_WALK = """SELECT key, data FROM kv WHERE key >= ? AND key < ? AND leaf > ' '
+    ORDER BY key, seq"""
+SQL_LINKS = "SELECT key, data FROM kv WHERE leaf = ?"
 # with a suffix, one range of the clustered table
 SQL_WALK_SUFFIX = """SELECT key, data FROM kv
     WHERE leaf = ?3 AND key >= ?1 AND key < ?2 ORDER BY leaf, key, seq"""
@@ -140,7 +151,13 @@ SQL_RECLAIM_PAGE = "PRAGMA incremental_vacuum(1)"
 PUT = "put"
 APPEND = "append"
 UNLINK = "unlink"
-OPS = (PUT, APPEND, UNLINK)
+MKDIR = "mkdir"
+SYMLINK = "symlink"  # its value: the JSON the service makes (``link_value``)
+OPS = (PUT, APPEND, UNLINK, MKDIR, SYMLINK)
+_NULL_OPS = (UNLINK, MKDIR)  # the ops whose value is null
+MARK = "\x00"  # the last component of an empty directory's marker (no valid key has it)
+LINK = "\x01"  # the last component of a symbolic link's row (no valid key has it)
+LINK_HOPS = 10  # links followed in one lookup at most (ELOOP past it), as flux-core
 
 Op = tuple[str, str, str | None]
 #: (key, PUT, new value) | (key, APPEND, appended text) | (key, UNLINK, None): the key is gone
@@ -246,6 +263,7 @@ class Store:
         # a key that is not here has its first chunk tried first, and is added if full)
         self._long: set[str] = set()
         self._namespaces: dict[str, Namespace] = {}
+        self._links: dict[str, str] = {}  # a link's key: the primary key it points to
         self._checkpointer: sqlite3.Connection | None = None
         self._freed = False  # keys were removed since free pages were last given back
         self._lock = self._take_lock()
@@ -491,7 +509,14 @@ class Store:
                 f"{self.path}: KVS schema version {version} is unknown (expected {SCHEMA_VERSION})"
             )
 
+    def _load_links(self) -> None:
+        self._links = {
+            key[: -len(LINK) - 1]: link_target(data)
+            for key, data in self._conn.execute(SQL_LINKS, (LINK,))
+        }
+
     def _load_namespaces(self) -> None:
+        self._load_links()
         self._namespaces = {
             name: Namespace(name, owner, prefix)
             for name, owner, prefix in self._conn.execute(SQL_NS_LIVE)
@@ -611,6 +636,10 @@ class Store:
         with suppress(sqlite3.Error):  # a database this broken is already fatal
             self._load_namespaces()
 
+    def dropcache(self) -> None:
+        """Give back the memory of SQLite's page cache (``flux kvs dropcache``)."""
+        self._conn.execute("PRAGMA shrink_memory")
+
     # --- reads ------------------------------------------------------------------------------
 
     @_reading
@@ -650,9 +679,45 @@ class Store:
             raise self._missing(key)
         return found
 
+    @property
+    def links(self) -> bool:
+        """Whether any symbolic link exists (else keys need no resolving)."""
+        return bool(self._links)
+
+    def resolve(self, key: str, *, last: bool = True) -> str:
+        """``key`` with the links on its path followed (its last component too if
+        ``last``): the primary key it names; ELOOP past ``LINK_HOPS`` links."""
+        links = self._links
+        if not links or key == ROOT:
+            return key
+        for _ in range(LINK_HOPS + 1):
+            parts = key.split(".")
+            for i in range(1, len(parts) + 1 if last else len(parts)):
+                target = links.get(".".join(parts[:i]))
+                if target is not None:
+                    rest = ".".join(parts[i:])
+                    key = (f"{target}.{rest}" if target != ROOT else rest) if rest else target
+                    break
+            else:
+                return key
+        raise KVSError(errno.ELOOP, f"key {quote(key)}: too many levels of symbolic links")
+
+    @_reading
+    def readlink(self, key: str) -> dict[str, Any]:
+        """The link at ``key``: ``{target, namespace?}`` as it was made; EINVAL for
+        anything else, ENOENT for nothing."""
+        row = self._conn.execute(SQL_GET, _kl(f"{key}.{LINK}")).fetchone()
+        if row is not None:
+            link: dict[str, Any] = orjson.loads(row[0])
+            link.pop("key", None)
+            return link
+        if key == ROOT or self._conn.execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
+            raise KVSError(errno.EINVAL, f"key {quote(key)}: not a symbolic link")
+        raise self._missing(key)
+
     @_reading
     def ls(self, key: str = ROOT) -> dict[str, str]:
-        """The entries of directory ``key``, ``{name: "dir" or "val"}``, sorted by name."""
+        """The entries of directory ``key``, ``{name: "dir", "val" or "link"}``, by name."""
         check_key(key, root=True)
         execute = self._conn.execute
         entries: dict[str, str] = {}
@@ -667,17 +732,19 @@ class Store:
                 raise KVSError(errno.ENOTDIR, f"key {quote(key)}: not a directory")
         bounds: tuple[str, ...] = (lo,) if key == ROOT else (lo, hi)
         row = execute(from_, bounds).fetchone()
+        found_any = row is not None
         while row is not None:
             found = row[0]
             dot = found.find(".", start)
             if dot < 0:
-                entries[found[start:]] = "val"
+                if found[-1] != MARK:
+                    entries[found[start:]] = "val"
                 row = execute(after, (found, *bounds[1:])).fetchone()
             else:
                 child = found[:dot]
-                entries[child[start:]] = "dir"
+                entries[child[start:]] = "link" if found[dot + 1 :] == LINK else "dir"
                 row = execute(from_, (child + "/", *bounds[1:])).fetchone()
-        if not entries and key != ROOT:
+        if not found_any and key != ROOT:
             raise self._missing(key)
         return dict(sorted(entries.items()))
 
@@ -770,7 +837,7 @@ class Store:
                 and len(op) == 3
                 and (
                     (op[0] in _TEXT_OPS and type(op[2]) is str)
-                    or (op[0] == UNLINK and op[2] is None)
+                    or (op[0] in _NULL_OPS and op[2] is None)
                 )
                 and type(op[1]) is str
                 and valid(op[1])
@@ -796,6 +863,7 @@ class Store:
                 self._conn.execute("ROLLBACK TO kvs_commit")
                 self._conn.execute("RELEASE kvs_commit")
                 self._dirs.clear()
+                self._load_links()
                 raise
             self._conn.execute("RELEASE kvs_commit")
         return changes
@@ -846,7 +914,7 @@ class Store:
         rows: list[tuple[str, str, str]] = []
         for kind, key, value in ops:
             end = key.rfind(".")
-            if kind == UNLINK or value is None or end <= 0:
+            if kind in _NULL_OPS or kind == SYMLINK or value is None or end <= 0:
                 return False
             parent = key[:end]
             if parent in known:  # no value above it: only the key's own range matters
@@ -896,17 +964,17 @@ class Store:
                 changes.append((key, APPEND, value))
         elif kind == PUT:
             assert value is not None
-            # one probe for a value at the key or anything below it (a sibling found
-            # there only sends the put the long way)
-            if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
-                self._create(key, value, watched, changes)  # the usual put: a new key
-            elif execute(SQL_DELETE_VALUE, kl).rowcount:
-                self._insert([(*kl, value)])
-            else:
-                self._remove_below(key, watched, changes)
-                self._create(key, value, watched, changes)
-            if watched and key in watched:
-                changes.append((key, PUT, value))
+            self._put_one(key, value, watched, changes)
+        elif kind == MKDIR:
+            # an empty directory, replacing whatever is there (a value goes by _make_way)
+            self._remove_below(key, watched, changes)
+            self._create(f"{key}.{MARK}", "", watched, changes)
+        elif kind == SYMLINK:
+            assert value is not None
+            target = link_target(value)
+            self._remove_below(key, watched, changes)
+            self._create(f"{key}.{LINK}", value, watched, changes)
+            self._links[key] = target
         elif execute(SQL_DELETE_VALUE, kl).rowcount:
             self._dirs.clear()  # its directory may be gone with it
             self._freed = True
@@ -914,6 +982,22 @@ class Store:
                 changes.append((key, UNLINK, None))
         else:
             self._remove_below(key, watched, changes)
+
+    def _put_one(
+        self, key: str, value: str, watched: Collection[str], changes: list[Change]
+    ) -> None:
+        execute = self._conn.execute
+        # one probe for a value at the key or anything below it (a sibling found
+        # there only sends the put the long way)
+        if key not in self._dirs and not execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
+            self._create(key, value, watched, changes)  # the usual put: a new key
+        elif execute(SQL_DELETE_VALUE, _kl(key)).rowcount:
+            self._insert([(*_kl(key), value)])
+        else:
+            self._remove_below(key, watched, changes)
+            self._create(key, value, watched, changes)
+        if watched and key in watched:
+            changes.append((key, PUT, value))
 
     def _insert(self, rows: list[tuple[str, str, str]]) -> None:
         """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
@@ -945,10 +1029,18 @@ class Store:
             self._conn.execute(SQL_NS_FORGET, (*bounds, key))
             self._freed = True
             self._dirs.clear()
+            if self._links:
+                self._forget_links(row[0] for row in removed)
             if watched:
                 for gone in sorted({row[0] for row in removed}):
                     if gone in watched:
                         changes.append((gone, UNLINK, None))
+
+    def _forget_links(self, removed: Iterable[str]) -> None:
+        end = len(LINK) + 1
+        for gone in removed:
+            if gone.endswith(LINK):
+                self._links.pop(gone[:-end], None)
 
     def _create(
         self, key: str, value: str, watched: Collection[str], changes: list[Change]
@@ -1029,7 +1121,7 @@ class Store:
 
 
 _SEQUENCES = (list, tuple)
-_TEXT_OPS = (PUT, APPEND)
+_TEXT_OPS = (PUT, APPEND, SYMLINK)
 
 
 def _in_the_way(rows: Sequence[tuple[str, str, str | None]], fresh: Collection[str]) -> bool:
@@ -1053,11 +1145,12 @@ def _op_error(i: int, op: object) -> KVSError:
     kind, key, value = op
     if kind not in OPS:
         return KVSError(
-            errno.EINVAL, f"ops[{i}]: unknown op {quote(kind)} (expected put, append or unlink)"
+            errno.EINVAL,
+            f"ops[{i}]: unknown op {quote(kind)} (expected put, append, unlink or mkdir)",
         )
-    if kind == UNLINK and value is not None:
-        return KVSError(errno.EINVAL, f"ops[{i}]: the value of unlink must be null")
-    if kind != UNLINK and type(value) is not str:
+    if kind in _NULL_OPS and value is not None:
+        return KVSError(errno.EINVAL, f"ops[{i}]: the value of {kind} must be null")
+    if kind not in _NULL_OPS and type(value) is not str:
         return KVSError(
             errno.EINVAL, f"ops[{i}]: the value of {kind} must be a string, got {_type(value)}"
         )
@@ -1075,3 +1168,24 @@ def _type(value: object) -> str:
     return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(
         type(value), type(value).__name__
     )
+
+
+def link_value(target: str, namespace: str | None, key: str) -> str:
+    """A link's row: its ``target`` as given (in ``namespace``, None: the link's own),
+    and ``key``, the primary key it names."""
+    link: dict[str, str] = {"target": target, "key": key}
+    if namespace is not None:
+        link["namespace"] = namespace
+    return orjson.dumps(link).decode()
+
+
+def link_target(value: str) -> str:
+    """The primary key a link's row names."""
+    try:
+        link = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        link = None
+    target = link.get("key") if isinstance(link, dict) else None
+    if type(target) is not str:
+        raise KVSError(errno.EINVAL, "symlink: a link's value must be made by the kvs service")
+    return target

@@ -37,6 +37,13 @@ class GetRequest(Struct, frozen=True):
     namespace: str | None = None
 
 
+class ReadlinkRequest(Struct, frozen=True):
+    """``kvs.readlink``: a symbolic link's target."""
+
+    key: str
+    namespace: str | None = None
+
+
 class LsRequest(Struct, frozen=True):
     """``kvs.ls``: a directory's entries."""
 
@@ -68,11 +75,12 @@ class WatchCancelRequest(Struct, frozen=True):
 
 
 class NamespaceCreateRequest(Struct, frozen=True):
-    """``kvs.namespace-create``: a namespace rooted at ``prefix``, owned by ``owner``."""
+    """``kvs.namespace-create``: a namespace rooted at ``prefix`` (by default the key
+    ``ns.<name>``, its dots and percent signs %-escaped), owned by ``owner``."""
 
     name: str
     owner: Annotated[int, Meta(ge=0, le=MAX_USERID)]
-    prefix: str
+    prefix: str | None = None
 
 
 class NamespaceRemoveRequest(Struct, frozen=True):

@@ -15,6 +15,7 @@ from pflux.kvs.keys import (
     check_component,
     check_key,
     check_name,
+    default_prefix,
     from_primary,
     to_primary,
 )
@@ -114,3 +115,19 @@ def test_job_id_from_key_inverts_job_key(jobid: int, path: tuple[str, ...]) -> N
 )
 def test_job_id_from_key_rejects_other_keys(key: str, path: tuple[str, ...]) -> None:
     assert job_id_from_key(key, *path) is None
+
+
+names = st.text(st.characters(blacklist_categories=("Cc", "Zs", "Zl", "Zp")), min_size=1)
+
+
+@settings(max_examples=300)
+@given(a=names, b=names)
+def test_a_default_prefix_is_one_valid_component_below_ns_and_two_names_never_share_one(
+    a: str, b: str
+) -> None:
+    check_name(a)
+    prefix = default_prefix(a)
+    assert check_key(prefix) == prefix
+    assert prefix.split(".")[0] == "ns"
+    assert len(prefix.split(".")) == 2
+    assert (default_prefix(b) == prefix) == (a == b)

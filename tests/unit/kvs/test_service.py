@@ -188,7 +188,7 @@ def test_one_bad_commit_fails_alone_and_atomically(run_kvs: Run) -> None:
             "kvs.commit",
             {"ops": [["put", "a", "1"], ["put", "b", "2"], ["frob", "c", "3"]]},
             errno.EINVAL,
-            'kvs.commit: ops[2]: unknown op "frob" (expected put, append or unlink)',
+            'kvs.commit: ops[2]: unknown op "frob" (expected put, append, unlink or mkdir)',
         ),
         (
             "kvs.commit",
@@ -704,5 +704,91 @@ def test_checkpoints_run_off_the_loop_once_enough_is_committed(run_kvs: Run) -> 
         assert threads
         assert all(name.startswith("kvs-checkpoint") for name in threads)
         assert inner() == 0  # nothing was left uncopied
+
+    run_kvs(scenario)
+
+
+def test_mkdir_dropcache_and_a_namespace_with_the_default_prefix(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        ns = {"name": "my.ns", "owner": 5000}
+        assert await client.call("kvs.namespace-create", ns) == {}
+        listed = await client.call("kvs.namespace-list", {})
+        assert {"name": "my.ns", "owner": 5000, "prefix": "ns.my%2Ens"} in listed["namespaces"]
+        guest = type(client)(broker, userid=5000, owner=False)
+        mkdir = {"ops": [["mkdir", "application.d", None]], "namespace": "my.ns"}
+        assert await guest.call("kvs.commit", mkdir) == {}
+        assert await guest.call("kvs.ls", {"key": "application.d", "namespace": "my.ns"}) == {
+            "entries": {}
+        }
+        assert await client.call("kvs.ls", {"key": "ns.my%2Ens.application"}) == {
+            "entries": {"d": "dir"}
+        }
+        exec_mkdir = {"ops": [["mkdir", "exec", None]], "namespace": "my.ns"}
+        assert (await error_of(guest, "kvs.commit", exec_mkdir))[0] == errno.EPERM
+        assert (await error_of(guest, "kvs.dropcache", {}))[0] == errno.EPERM
+        assert (await error_of(guest, "kvs.namespace-create", {"name": "g", "owner": 5000}))[
+            0
+        ] == errno.EPERM
+        assert await client.call("kvs.dropcache", {}) == {}
+        bad = {"name": "two words", "owner": 1}
+        assert await error_of(client, "kvs.namespace-create", bad) == (
+            errno.EINVAL,
+            'namespace "two words": a name must be non-empty text without whitespace',
+        )
+
+    run_kvs(scenario)
+
+
+def test_symlinks_are_followed_on_reads_and_writes_and_never_out_of_a_guests_namespace(
+    run_kvs: Run,
+) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        def link(key: str, target: str, **more: str) -> dict[str, Any]:
+            return {"ops": [["symlink", key, {"target": target, **more}]]}
+
+        await client.call("kvs.commit", {"ops": [["put", "s.t.x", "1"]]})
+        assert await client.call("kvs.commit", link("s.l", "s.t")) == {}
+        assert await client.call("kvs.get", {"key": "s.l.x"}) == {"value": "1"}
+        assert await client.call("kvs.ls", {"key": "s"}) == {"entries": {"l": "link", "t": "dir"}}
+        assert await client.call("kvs.ls", {"key": "s.l"}) == {"entries": {"x": "val"}}
+        assert await client.call("kvs.readlink", {"key": "s.l"}) == {"target": "s.t"}
+        assert await client.call("kvs.commit", {"ops": [["put", "s.l.y", "2"]]}) == {}
+        assert await client.call("kvs.get", {"key": "s.t.y"}) == {"value": "2"}
+        assert (await error_of(client, "kvs.readlink", {"key": "s.t"}))[0] == errno.EINVAL
+        bad = {"ops": [["symlink", "s.m", "s.t"]]}
+        assert await error_of(client, "kvs.commit", bad) == (
+            errno.EINVAL,
+            "kvs.commit: ops[0]: the value of symlink must be {target, namespace?}",
+        )
+
+        ns = {"name": "job-44", "owner": 5000, "prefix": "job.0000.0000.0000.002c.guest"}
+        assert await client.call("kvs.commit", {"ops": [["put", "secret", "s"]]}) == {}
+        assert await client.call("kvs.namespace-create", ns) == {}
+        guest = type(client)(broker, userid=5000, owner=False)
+        mine = {"namespace": "job-44"}
+        assert await guest.call("kvs.commit", {**link("a", "b"), **mine}) == {}
+        assert await guest.call("kvs.commit", {"ops": [["put", "a.v", "in b"]], **mine}) == {}
+        assert await guest.call("kvs.get", {"key": "b.v", **mine}) == {"value": "in b"}
+        assert await guest.call("kvs.readlink", {"key": "a", **mine}) == {"target": "b"}
+        # a link to a primary key: refused to a guest when made, and when followed
+        assert (
+            await error_of(
+                guest, "kvs.commit", {**link("p", "secret", namespace="primary"), **mine}
+            )
+        )[0] == errno.EPERM
+        await client.call(
+            "kvs.commit", {**link("esc", "secret", namespace="primary"), "namespace": "job-44"}
+        )
+        errnum, errstr = await error_of(guest, "kvs.get", {"key": "esc", **mine})
+        assert errnum == errno.EPERM
+        assert "leads out of the namespace" in errstr
+        assert await client.call("kvs.get", {"key": "esc", **mine}) == {"value": "s"}
+        # nor onto the execution service's keys
+        assert await guest.call("kvs.commit", {**link("x", "exec"), **mine}) == {}
+        errnum, errstr = await error_of(
+            guest, "kvs.commit", {"ops": [["put", "x.eventlog", "forged"]], **mine}
+        )
+        assert errnum == errno.EPERM
+        assert "execution service" in errstr
 
     run_kvs(scenario)

@@ -26,6 +26,7 @@ from pflux.kvs.store import (
     Namespace,
     Store,
     StoreError,
+    link_value,
 )
 
 
@@ -356,7 +357,7 @@ def test_a_commit_is_atomic(store: Store) -> None:
 @pytest.mark.parametrize(
     ("op", "message"),
     [
-        (("frob", "a", "b"), 'ops[1]: unknown op "frob" (expected put, append or unlink)'),
+        (("frob", "a", "b"), 'ops[1]: unknown op "frob" (expected put, append, unlink or mkdir)'),
         (("put", "a..b", "v"), 'ops[1]: key "a..b": empty path component'),
         (("put", "a", 5), "ops[1]: the value of put must be a string, got number"),
         (("append", "a", None), "ops[1]: the value of append must be a string, got null"),
@@ -668,3 +669,87 @@ def test_a_store_opened_after_a_crash_empties_the_wal_into_the_database(path: Pa
     with Store(path) as store:
         assert wal.stat().st_size == 0
         assert store.get("k.199") == "x" * 4000
+
+
+# --- empty directories ------------------------------------------------------------------------
+
+
+def test_mkdir_makes_an_empty_directory_that_reads_skip_the_marker_of(store: Store) -> None:
+    store.apply([("mkdir", "e.d", None)])
+    assert store.ls("e") == {"d": "dir"}
+    assert store.ls("e.d") == {}
+    assert errnum(store, "get", "e.d") == errno.EISDIR
+    assert errnum(store, "get", "e.d.x") == errno.ENOENT
+    assert list(store.walk("e")) == []
+    store.put("e.d.x", "1")
+    assert store.ls("e.d") == {"x": "val"}
+    store.unlink("e.d.x")
+    assert store.ls("e.d") == {}  # it stays, as a directory made with mkdir does in flux
+    store.unlink("e.d")
+    assert errnum(store, "ls", "e.d") == errno.ENOENT
+
+
+def test_mkdir_replaces_a_value_or_a_directory(store: Store) -> None:
+    store.put("m.v", "1")
+    store.put("m.d.x", "2")
+    changes = store.apply([("mkdir", "m.v", None), ("mkdir", "m.d", None)], {"m.v", "m.d.x"})
+    assert changes == [("m.v", UNLINK, None), ("m.d.x", UNLINK, None)]
+    assert store.ls("m") == {"d": "dir", "v": "dir"}
+    assert store.ls("m.d") == {}
+    assert store.ls("m.v") == {}
+    store.put("m.v", "3")  # a value replaces it in turn
+    assert store.get("m.v") == "3"
+
+
+def test_mkdir_takes_no_value(store: Store) -> None:
+    with pytest.raises(KVSError, match=r"ops\[0\]: the value of mkdir must be null"):
+        store.apply([("mkdir", "n.d", "x")])
+    with pytest.raises(KVSError, match=r"expected put, append, unlink or mkdir"):
+        store.apply([("link", "n.d", None)])
+
+
+# --- symbolic links ----------------------------------------------------------------------------
+
+
+def test_a_link_is_listed_followed_by_resolve_and_kept_across_a_reopen(path: Path) -> None:
+    with Store(path) as store:
+        store.put("l.target.x", "1")
+        store.apply([("symlink", "l.link", link_value("l.target", None, "l.target"))])
+        store.apply([("symlink", "l.loop", link_value("l.loop", None, "l.loop"))])
+        assert store.ls("l") == {"link": "link", "loop": "link", "target": "dir"}
+        assert store.resolve("l.link.x") == "l.target.x"
+        assert store.resolve("l.link", last=False) == "l.link"
+        assert store.readlink("l.link") == {"target": "l.target"}
+        assert list(store.walk("l")) == [("l.target.x", "1")]
+        with pytest.raises(KVSError, match="too many levels of symbolic links"):
+            store.resolve("l.loop.x")
+        assert errnum(store, "readlink", "l.target") == errno.EINVAL
+        assert errnum(store, "readlink", "l.nope") == errno.ENOENT
+    with Store(path) as store:
+        assert store.resolve("l.link.x") == "l.target.x"
+        store.put("l.link", "a value now")  # a write to the link replaces it
+        assert store.resolve("l.link.x") == "l.link.x"
+        assert store.get("l.link") == "a value now"
+        store.unlink("l")
+        assert not store.links
+
+
+def test_a_failed_commit_leaves_the_links_as_they_were(store: Store) -> None:
+    store.apply([("symlink", "f.link", link_value("t", None, "t"))])
+    store.put("dd.x", "1")
+    with store.transaction():  # the service's turn: the commit is a savepoint in it
+        with pytest.raises(KVSError, match="cannot append to a directory"):
+            store.apply([("unlink", "f", None), ("append", "dd", "x")])  # after the unlink
+        assert store.resolve("f.link.y") == "t.y"
+    with pytest.raises(KVSError, match="made by the kvs service"):
+        store.apply([("put", "g", "1"), ("symlink", "g.link", "not json")])
+    assert store.resolve("f.link.y") == "t.y"
+    assert errnum(store, "get", "g") == errno.ENOENT
+
+
+def test_a_link_made_with_new_keys_in_one_commit_is_a_link(store: Store) -> None:
+    store.apply(
+        [("put", "n.dir.v", "1"), ("symlink", "n.link", link_value("n.dir", None, "n.dir"))]
+    )
+    assert store.ls("n") == {"dir": "dir", "link": "link"}
+    assert store.resolve("n.link.v") == "n.dir.v"

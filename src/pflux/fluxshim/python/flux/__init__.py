@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 
     from flux.core.handle import Flux as FluxHandle
 
-__all__ = ["Flux", "constants", "core", "job", "resource", "rpc", "uri"]
+__all__ = ["Flux", "constants", "core", "job", "kvs", "resource", "rpc", "uri"]
 
 _SUBMODULES = frozenset(
-    ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri")
+    ("constants", "core", "eventlog", "future", "job", "kvs", "resource", "rpc", "uri")
 )
 
 
