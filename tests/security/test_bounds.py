@@ -25,7 +25,7 @@ import pytest
 from pflux.api import Client
 from pflux.broker import connector
 from pflux.broker.logbuf import LogRing
-from pflux.broker.message import RESPONSE, Decoder, Message
+from pflux.broker.message import FLAG_STREAMING, REQUEST, RESPONSE, Decoder, Message, encode
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
 from pflux.broker.testsize import test_size_boots
@@ -261,6 +261,47 @@ def test_a_follower_that_stops_reading_holds_the_broker_to_a_piece(live: LiveIns
     assert follower.returncode == 0, err
     assert out.count(LINE) == total // (len(LINE) + 1)
     assert peak < 130
+
+
+def test_a_plain_watch_whose_reader_stops_holds_one_value(live: LiveInstance) -> None:
+    """A plain ``kvs.watch`` whose reader stops while a writer rewrites the key 40 times
+    with a 1 MiB value: the broker keeps the latest value, not each one, and the watcher,
+    once it reads again, gets the last value written, its stream still open."""
+    key = "bounds.plain"
+    size = MIB + 64  # a value over a row: the KVS writes it through its small page cache
+
+    def value(i: int) -> str:
+        return f"{i:04d}".ljust(size, "x")
+
+    with Client(live.uri) as client:
+        client.kvs_put([(key, value(0))])
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.connect(socket_path(live.uri))
+        sock.settimeout(60)
+        decoder = Decoder()
+
+        def read_until(last: str) -> None:
+            seen = None
+            while seen != last:
+                data = sock.recv(MIB)
+                assert data, "the broker hung up"
+                for msg in decoder.feed(data):
+                    assert msg.errnum == 0, msg.errstr
+                    seen = msg.payload["value"][:4]
+
+        try:
+            request = Message(REQUEST, "kvs.watch", 1, {"key": key}, flags=FLAG_STREAMING)
+            sock.sendall(encode(request))
+            read_until("0000")  # the value it starts from; from here on, nothing is read
+            before = reset_peak(live.proc.pid)
+            for i in range(1, 41):
+                client.kvs_put([(key, value(i))])
+            peak = memory(live.proc.pid)["VmHWM"] - before  # each value kept: 43 more
+            read_until("0040")
+        finally:
+            sock.close()
+    assert peak < 16
 
 
 class _Unread:

@@ -15,8 +15,9 @@ the middle of a message is closed.
 So is what the broker holds for a client that does not read. A stream that
 could outrun it (a followed job output: the KVS's append watches) waits while
 the connection is paused (``paused``, ``drain``: the transport's buffer is over
-its high-water mark) and reads on from the store when it drains. Anything
-else is sent as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
+its high-water mark) and reads on from the store when it drains; a plain
+watch keeps its latest value meanwhile and sends that. Anything else is sent
+as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
 connection is closed, logged, and what it had not read let go. A connection
 that provides a service (job-list's module process) is the instance's own and
 is never closed for it.
