@@ -32,6 +32,7 @@ from pflux.broker.testsize import test_size_boots
 from pflux.client.uri import socket_path
 from pflux.errors import PfluxError
 from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
+from pflux.spec.size import SIZE_RULE
 from support.instance import PFLUX, LiveInstance, environ, jobspec, start_with_config
 
 MIB = 1 << 20
@@ -118,7 +119,8 @@ def test_the_limit_is_configured(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("value", "rule"),
     [
-        ('"lots"', "must be a size such as 1048576, 512K or 8M, not 'lots'"),
+        ('"lots"', f"must be {SIZE_RULE}, not 'lots'"),
+        ('"8m"', f"must be {SIZE_RULE}, not '8m'"),
         ("12", "must be at least 1K and at most 1G, not 12"),
         ('"2G"', "must be at least 1K and at most 1G, not '2G'"),
     ],

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import re
 import time
 from typing import Any, ClassVar
 
@@ -28,7 +27,7 @@ from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import Declared
-from pflux.errors import ConfigError, JobspecError
+from pflux.errors import ConfigError, JobspecError, SizeError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
@@ -36,6 +35,7 @@ from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.size import parse_size
 from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
 log = logging.getLogger("pflux.job-ingest")
@@ -46,26 +46,18 @@ REQUEST_ROOM = 64 << 10  # bytes of a submit request around its jobspec
 # bytes of a jobspec above which only its text is kept (the parsed object let go): a
 # long one costs the broker its copies, a short one the job manager's parse
 KEEP_PARSED = 1 << 20
-_SIZE = re.compile(r"([0-9]+)([KMG]?)")
-_SCALE = {"": 0, "K": 10, "M": 20, "G": 30}
 
 
 def max_jobspec_size(conf: object) -> int:
-    """``[ingest] max-jobspec-size``: bytes as an integer, or a size such as ``8M``."""
+    """``[ingest] max-jobspec-size``: bytes as an integer, or a size such as ``8M``
+    (``pflux.spec.size``)."""
     if not isinstance(conf, dict):
         raise ConfigError("ingest", None, f"must be a table, got {conf!r}")
     value = conf.get("max-jobspec-size", DEFAULT_MAX_JOBSPEC)
-    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    if match is not None:
-        size = int(match[1]) << _SCALE[match[2]]
-    elif isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    else:
-        raise ConfigError(
-            "ingest",
-            "max-jobspec-size",
-            f"must be a size such as 1048576, 512K or 8M, not {value!r}",
-        )
+    try:
+        size = parse_size(value)
+    except SizeError as exc:
+        raise ConfigError("ingest", "max-jobspec-size", str(exc)) from None
     if not 1024 <= size <= 1 << 30:
         raise ConfigError(
             "ingest", "max-jobspec-size", f"must be at least 1K and at most 1G, not {value!r}"
