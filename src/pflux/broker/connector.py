@@ -3,7 +3,8 @@
 The userid of every request is the one the kernel reports for the connection
 (SO_PEERCRED), never anything the client says. Only the instance owner may
 connect, and root where ``[access] allow-root-owner`` lets it, as the owner
-(``pflux.broker.access``); anyone else is told so and disconnected.
+(``pflux.broker.access``, read once when the socket is served); anyone else is
+told so and disconnected.
 
 What a client makes the broker hold is bounded. A message longer than
 ``Broker.max_request`` is refused from its length header. The bytes of
@@ -78,8 +79,11 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
 class Connection(asyncio.Protocol):
     """One client connection: decodes its requests and delivers their responses."""
 
-    def __init__(self, broker: Broker, inbound: Inbound | None = None) -> None:
+    def __init__(
+        self, broker: Broker, inbound: Inbound | None = None, *, root_owner: bool = False
+    ) -> None:
         self.broker = broker
+        self.root_owner = root_owner  # [access] allow-root-owner, read once by ``serve``
         self.transport: asyncio.Transport | None = None
         self.decoder = Decoder(broker.max_request)
         self.inbound = Inbound() if inbound is None else inbound
@@ -103,7 +107,7 @@ class Connection(asyncio.Protocol):
         self.pid, self.userid, _ = peer_credentials(sock)
         owner = self.broker.owner
         if self.userid == 0 and owner != 0:
-            if not access.allow_root_owner(self.broker.config):
+            if not self.root_owner:
                 self.refuse(
                     errno.EPERM,
                     f"permission denied: uid 0 (root) may not connect to the instance of"
@@ -370,7 +374,8 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
         path.unlink()
     loop = asyncio.get_running_loop()
     inbound = Inbound()
+    root_owner = access.allow_root_owner(broker.config)  # once: the config is loaded
     server = await loop.create_unix_server(
-        lambda: Connection(broker, inbound), str(path), backlog=1024
+        lambda: Connection(broker, inbound, root_owner=root_owner), str(path), backlog=1024
     )
     return server
