@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ResourceError,
         RPCError,
         RPCTimeout,
+        SizeError,
         SpecError,
         UsageError,
     )
@@ -70,6 +71,7 @@ _HOMES = {
     "RPCError": _ERRORS,
     "RPCTimeout": _ERRORS,
     "ResourceError": _ERRORS,
+    "SizeError": _ERRORS,
     "SpecError": _ERRORS,
     "State": "pflux.spec.states",
     "UsageError": _ERRORS,
@@ -102,6 +104,7 @@ __all__ = [
     "RPCError",
     "RPCTimeout",
     "ResourceError",
+    "SizeError",
     "SpecError",
     "State",
     "UsageError",

@@ -9,7 +9,8 @@
     │   ├── HostlistError
     │   ├── ResourceError         RFC 20 (R)
     │   ├── DependencyError       RFC 26 command-line URI or object
-    │   └── DurationError         Flux Standard Duration
+    │   ├── DurationError         Flux Standard Duration
+    │   └── SizeError             a size in bytes (flux-core's parse_size grammar)
     ├── ConfigError               a configuration table or key that cannot be used
     ├── CertError                 a CURVE certificate file that cannot be used
     ├── BootstrapError            where a broker stands cannot be learned (Slurm, PMI)
@@ -88,6 +89,10 @@ class DependencyError(SpecError):
 
 class DurationError(SpecError):
     """Text that is not a Flux Standard Duration."""
+
+
+class SizeError(SpecError):
+    """A value that is not a size in bytes (``pflux.spec.size``)."""
 
 
 class ConfigError(PfluxError):

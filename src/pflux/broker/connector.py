@@ -3,7 +3,8 @@
 The userid of every request is the one the kernel reports for the connection
 (SO_PEERCRED), never anything the client says. Only the instance owner may
 connect, and root where ``[access] allow-root-owner`` lets it, as the owner
-(``pflux.broker.access``); anyone else is told so and disconnected.
+(``pflux.broker.access``, read once when the socket is served); anyone else is
+told so and disconnected.
 
 What a client makes the broker hold is bounded. A message longer than
 ``Broker.max_request`` is refused from its length header. The bytes of
@@ -15,8 +16,9 @@ the middle of a message is closed.
 So is what the broker holds for a client that does not read. A stream that
 could outrun it (a followed job output: the KVS's append watches) waits while
 the connection is paused (``paused``, ``drain``: the transport's buffer is over
-its high-water mark) and reads on from the store when it drains. Anything
-else is sent as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
+its high-water mark) and reads on from the store when it drains; a plain
+watch keeps its latest value meanwhile and sends that. Anything else is sent
+as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
 connection is closed, logged, and what it had not read let go. A connection
 that provides a service (job-list's module process) is the instance's own and
 is never closed for it.
@@ -77,8 +79,11 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
 class Connection(asyncio.Protocol):
     """One client connection: decodes its requests and delivers their responses."""
 
-    def __init__(self, broker: Broker, inbound: Inbound | None = None) -> None:
+    def __init__(
+        self, broker: Broker, inbound: Inbound | None = None, *, root_owner: bool = False
+    ) -> None:
         self.broker = broker
+        self.root_owner = root_owner  # [access] allow-root-owner, read once by ``serve``
         self.transport: asyncio.Transport | None = None
         self.decoder = Decoder(broker.max_request)
         self.inbound = Inbound() if inbound is None else inbound
@@ -102,7 +107,7 @@ class Connection(asyncio.Protocol):
         self.pid, self.userid, _ = peer_credentials(sock)
         owner = self.broker.owner
         if self.userid == 0 and owner != 0:
-            if not access.allow_root_owner(self.broker.config):
+            if not self.root_owner:
                 self.refuse(
                     errno.EPERM,
                     f"permission denied: uid 0 (root) may not connect to the instance of"
@@ -369,7 +374,8 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
         path.unlink()
     loop = asyncio.get_running_loop()
     inbound = Inbound()
+    root_owner = access.allow_root_owner(broker.config)  # once: the config is loaded
     server = await loop.create_unix_server(
-        lambda: Connection(broker, inbound), str(path), backlog=1024
+        lambda: Connection(broker, inbound, root_owner=root_owner), str(path), backlog=1024
     )
     return server

@@ -30,6 +30,15 @@ answered) are handled here, never dispatched:
   went away (the disconnect callbacks of whoever serves it run).
 - ``overlay.shutdown``: down the tree; each broker passes it on and stops.
 
+A message is at most ``Overlay.limit`` bytes, a frame at a time: the longest
+request a connection may send (``Broker.max_request``, or ``MAX_SIZE``, the
+longest response) and ``OVERLAY_ROOM`` for the envelope a hop adds. ZeroMQ
+refuses a longer frame as it arrives (``MAXMSGSIZE``: the peer that sent it is
+disconnected, and reconnects), so no broker holds one; a broker never sends
+one: a response over the limit goes as an EMSGSIZE error, a request is answered
+EMSGSIZE where it was sent, and each drop is logged, ``DROPS_LOGGED`` a minute in
+full and the rest as one count line.
+
 The sockets are plain (blocking-free) pyzmq sockets watched with the loop's
 ``add_reader`` on their ZMQ_FD, which is edge-triggered: a reader drains every
 queued message, and after sending the overlay checks again on the next turn.
@@ -53,6 +62,7 @@ from pflux.broker.boot import Boot
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
+    MAX_SIZE,
     REQUEST,
     RESPONSE,
     ROLE_OWNER,
@@ -78,6 +88,8 @@ SHUTDOWN_LINGER_MS = 2000  # how long closing waits for overlay.shutdown to leav
 # set and cleared by the overlay, so that no client can claim it
 FLAG_FROM_SERVICE = 1 << 8
 REFUSAL_LOG_INTERVAL = 60.0  # a refused key retrying is logged again after this long
+OVERLAY_ROOM = 64 << 10  # bytes a forwarded message may add to the longest one accepted
+DROPS_LOGGED = 10  # oversize messages logged in full each REFUSAL_LOG_INTERVAL
 
 
 def _fd(sock: zmq.Socket[bytes]) -> int:
@@ -197,6 +209,10 @@ class Overlay:
         self.refusals = RefusalLog(
             log, "its CURVE key is not this instance's", clock=time.monotonic
         )
+        # bytes of the longest frame sent or taken (set before ``start``)
+        self.limit = max(broker.max_request, MAX_SIZE) + OVERLAY_ROOM
+        self._drops = 0  # oversize messages this window: the first DROPS_LOGGED logged
+        self._drops_since = -REFUSAL_LOG_INTERVAL
         self._all_up = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         # a child's rank -> the child of this broker whose subtree holds it
@@ -222,6 +238,7 @@ class Overlay:
             router.setsockopt(zmq.LINGER, 0)
             router.setsockopt(zmq.SNDHWM, 0)
             router.setsockopt(zmq.RCVHWM, 0)
+            router.setsockopt(zmq.MAXMSGSIZE, self.limit)
             router.setsockopt(zmq.ROUTER_MANDATORY, 1)
             router.setsockopt(zmq.ROUTER_HANDOVER, 1)
             router.setsockopt(zmq.CURVE_SERVER, 1)
@@ -238,6 +255,7 @@ class Overlay:
             dealer.setsockopt(zmq.LINGER, 0)
             dealer.setsockopt(zmq.SNDHWM, 0)
             dealer.setsockopt(zmq.RCVHWM, 0)
+            dealer.setsockopt(zmq.MAXMSGSIZE, self.limit)
             dealer.setsockopt(zmq.IDENTITY, str(boot.rank).encode())
             dealer.setsockopt_string(zmq.CURVE_SERVERKEY, boot.parent_key)
             dealer.setsockopt_string(zmq.CURVE_PUBLICKEY, boot.cert.public)
@@ -301,28 +319,36 @@ class Overlay:
             rank = parent
         return None
 
-    def forward(self, msg: Message, route: Route) -> None:
-        """Send a request toward rank ``msg.nodeid`` (NODEID_ANY: up)."""
+    def _toward(self, msg: Message, route: Route) -> int | None:
+        """The peer to send a request on to, or None (the requester is told why)."""
         nodeid = msg.nodeid
         if nodeid < 0:
             peer = PARENT
         elif nodeid >= self.boot.size:
             self._refuse(msg, route, f"no rank {nodeid} in this instance (size {self.boot.size})")
-            return
+            return None
         else:
             peer = self._via.get(nodeid, PARENT)
         if peer == PARENT:
             if self.boot.parent_rank() is None:
                 self._refuse(msg, route, f"rank {nodeid} is down")
-                return
+                return None
             if not self.parent_up:
                 self._refuse(msg, route, f"lost contact with the parent (rank {self._parent()})")
-                return
+                return None
         else:
             child = self.children.get(peer)
             if child is None or nodeid not in child.subtree:
                 self._refuse(msg, route, f"rank {nodeid} is down")
-                return
+                return None
+        return peer
+
+    def forward(self, msg: Message, route: Route) -> None:
+        """Send a request toward rank ``msg.nodeid`` (NODEID_ANY: up)."""
+        peer = self._toward(msg, route)
+        if peer is None:
+            return
+        nodeid = msg.nodeid
         flags = msg.flags & ~FLAG_FROM_SERVICE
         if isinstance(route, LocalRoute) or getattr(route, "from_service", False):
             flags |= FLAG_FROM_SERVICE
@@ -336,19 +362,23 @@ class Overlay:
 
             self._pending[tag] = _Pending(peer, msg, route, gone)
             route.add_disconnect(gone)
-        self._send(
-            peer,
-            Message(
-                REQUEST,
-                msg.topic,
-                tag,
-                msg.payload,
-                flags=flags,
-                userid=msg.userid,
-                rolemask=msg.rolemask,
-                nodeid=nodeid,
-            ),
+        forwarded = Message(
+            REQUEST,
+            msg.topic,
+            tag,
+            msg.payload,
+            flags=flags,
+            userid=msg.userid,
+            rolemask=msg.rolemask,
+            nodeid=nodeid,
         )
+        try:
+            self._send(peer, forwarded)
+        except RPCError as exc:  # too long for the overlay, or not JSON
+            pending = self._pending.pop(tag, None)
+            if pending is not None:
+                route.discard_disconnect(pending.gone)
+                pending.answer(None, exc.errnum, exc.errstr)
 
     def _parent(self) -> int:
         parent = self.boot.parent_rank()
@@ -377,10 +407,18 @@ class Overlay:
             raw, msg.payload = payload, None
         try:
             body = encode_body(msg)
+            size = len(body) + (0 if raw is None else len(raw))
+            if size > self.limit:
+                self._dropped(peer, msg, size)
+                raise RPCError(
+                    errno.EMSGSIZE,
+                    f"{msg.topic}: message of {size} bytes exceeds the overlay's limit"
+                    f" of {self.limit}",
+                )
         except RPCError as exc:
             if msg.type != RESPONSE:
                 raise
-            msg.payload = None
+            msg.payload, raw = None, None
             msg.errnum, msg.errstr = exc.errnum, exc.errstr
             body = encode_body(msg)
         finally:
@@ -402,6 +440,33 @@ class Overlay:
             raise
         self._recheck()
         return True
+
+    def _dropped(self, peer: int, msg: Message, size: int) -> None:
+        """Log an oversize message not sent: in full up to DROPS_LOGGED a window."""
+        now = time.monotonic()
+        if now - self._drops_since >= REFUSAL_LOG_INTERVAL:
+            self._log_drops()
+            self._drops_since = now
+        self._drops += 1
+        if self._drops <= DROPS_LOGGED:
+            log.error(
+                "overlay: %s to %s not sent: %d bytes, more than the limit of %d",
+                msg.topic,
+                self._name(peer),
+                size,
+                self.limit,
+            )
+
+    def _log_drops(self) -> None:
+        """The count line of a window's drops past DROPS_LOGGED, once it has ended."""
+        if self._drops > DROPS_LOGGED:
+            log.error(
+                "overlay: %d more messages over the limit of %d not sent in %.0f s",
+                self._drops - DROPS_LOGGED,
+                self.limit,
+                REFUSAL_LOG_INTERVAL,
+            )
+        self._drops = 0
 
     def _control(self, peer: int, topic: str, payload: dict[str, Any]) -> None:
         msg = Message(
@@ -587,6 +652,8 @@ class Overlay:
         self._timer = self._loop.call_later(self.heartbeat, self._tick)
         self._handshake_failed()
         now = time.monotonic()
+        if self._drops and now - self._drops_since >= REFUSAL_LOG_INTERVAL:
+            self._log_drops()
         for rank, child in list(self.children.items()):
             if now - child.heard > self.timeout:
                 self._child_lost(rank, f"no word for {now - child.heard:.1f}s")

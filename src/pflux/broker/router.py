@@ -241,6 +241,7 @@ class RunQueue:
                     fn(*args)
                 except Exception:
                     log.exception("broker: %r failed", fn)
+                del fn, args  # a message handled is let go before the turn's ends run
             while self._ends:
                 ends, self._ends = self._ends, []
                 for end in ends:

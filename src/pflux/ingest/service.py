@@ -2,7 +2,9 @@
 
 Submissions arriving in one loop turn are committed together (a ``TurnBatch``,
 ``pflux.broker.turn``): one ``kvs.commit`` holds every new job's J, jobspec and
-``submit`` event, and one ``job-manager.submit`` hands them all over. A client
+``submit`` event, and one ``job-manager.submit`` hands them all over, each jobspec
+as its parsed object, or, past ``KEEP_PARSED``, as its canonical text alone (the
+object let go once validated). A client
 hears its id only after both, so an id a user holds is a job that survives a
 crash (RFC 16, RFC 21).
 On a full disk the KVS stores none of them, and each gets ENOSPC.
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import re
 import time
 from typing import Any, ClassVar
 
@@ -26,7 +27,7 @@ from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import Declared
-from pflux.errors import ConfigError, JobspecError
+from pflux.errors import ConfigError, JobspecError, SizeError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
@@ -34,6 +35,7 @@ from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.size import parse_size
 from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
 log = logging.getLogger("pflux.job-ingest")
@@ -41,26 +43,21 @@ log = logging.getLogger("pflux.job-ingest")
 FLAGS_MASK = FLAG_DEBUG | FLAG_WAITABLE
 DEFAULT_MAX_JOBSPEC = 8 << 20  # bytes of a jobspec as JSON
 REQUEST_ROOM = 64 << 10  # bytes of a submit request around its jobspec
-_SIZE = re.compile(r"([0-9]+)([KMG]?)")
-_SCALE = {"": 0, "K": 10, "M": 20, "G": 30}
+# bytes of a jobspec above which only its text is kept (the parsed object let go): a
+# long one costs the broker its copies, a short one the job manager's parse
+KEEP_PARSED = 1 << 20
 
 
 def max_jobspec_size(conf: object) -> int:
-    """``[ingest] max-jobspec-size``: bytes as an integer, or a size such as ``8M``."""
+    """``[ingest] max-jobspec-size``: bytes as an integer, or a size such as ``8M``
+    (``pflux.spec.size``)."""
     if not isinstance(conf, dict):
         raise ConfigError("ingest", None, f"must be a table, got {conf!r}")
     value = conf.get("max-jobspec-size", DEFAULT_MAX_JOBSPEC)
-    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    if match is not None:
-        size = int(match[1]) << _SCALE[match[2]]
-    elif isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    else:
-        raise ConfigError(
-            "ingest",
-            "max-jobspec-size",
-            f"must be a size such as 1048576, 512K or 8M, not {value!r}",
-        )
+    try:
+        size = parse_size(value)
+    except SizeError as exc:
+        raise ConfigError("ingest", "max-jobspec-size", str(exc)) from None
     if not 1024 <= size <= 1 << 30:
         raise ConfigError(
             "ingest", "max-jobspec-size", f"must be at least 1K and at most 1G, not {value!r}"
@@ -69,23 +66,20 @@ def max_jobspec_size(conf: object) -> int:
 
 
 class _Submission:
-    __slots__ = ("event", "jobid", "jobspec", "req")
+    """One accepted jobspec: its canonical text, and its parsed object unless it is
+    longer than ``KEEP_PARSED`` (then the job manager parses the text, and a jobspec
+    near the limit is held as its text and J alone)."""
 
-    def __init__(self, req: Request, jobid: int, jobspec: dict[str, Any], event: Event) -> None:
+    __slots__ = ("event", "jobid", "parsed", "req", "text")
+
+    def __init__(
+        self, req: Request, jobid: int, text: str, parsed: dict[str, Any] | None, event: Event
+    ) -> None:
         self.req = req
         self.jobid = jobid
-        self.jobspec = jobspec
+        self.text = text
+        self.parsed = parsed
         self.event = event
-
-
-class _Batch:
-    """One turn's submissions and the KVS operations that store them."""
-
-    __slots__ = ("ops", "subs")
-
-    def __init__(self) -> None:
-        self.subs: list[_Submission] = []
-        self.ops: list[list[Any]] = []
 
 
 class IngestService(Service):
@@ -99,7 +93,7 @@ class IngestService(Service):
         self.max_jobspec = max_jobspec_size(broker.config.get("ingest", {}))
         broker.max_request = self.max_jobspec + REQUEST_ROOM
         self.fluid = FluidGenerator(0)
-        self._turn: TurnBatch[_Batch] = TurnBatch(broker, _Batch, self._flush)
+        self._turn: TurnBatch[list[_Submission]] = TurnBatch(broker, list, self._flush)
 
     async def start(self) -> None:
         info = await self.broker.call("job-manager.getinfo", {})
@@ -140,21 +134,27 @@ class IngestService(Service):
             "submit",
             {"urgency": urgency, "userid": req.userid, "flags": flags, "version": 1},
         )
-        key = job_key(jobid)
-        batch = self._turn.get()
-        # the text alone from here on: J is encoded from it, and both are stored
+        parsed: dict[str, Any] | None = jobspec
+        if len(canonical) > KEEP_PARSED:
+            # the text alone from here on: the request lets go of the parsed jobspec, and J
+            # is encoded from the text at the turn's end, once the request's message is gone
+            parsed = jobspec = req.payload = None
+            del request
         text = canonical.decode()
         del canonical
-        batch.ops += (
-            ["put", f"{key}.J", sign_none(req.userid, text)],
-            ["put", f"{key}.jobspec", text],
-            ["append", f"{key}.eventlog", event.to_line()],
-        )
-        batch.subs.append(_Submission(req, jobid, jobspec, event))
+        self._turn.get().append(_Submission(req, jobid, text, parsed, event))
 
-    def _flush(self, batch: _Batch) -> None:
-        subs = batch.subs
-        self.broker.send("kvs.commit", {"ops": batch.ops}, lambda msg: self._committed(subs, msg))
+    def _flush(self, subs: list[_Submission]) -> None:
+        """Store one turn's jobs in one commit: J, the jobspec and the first event each."""
+        ops: list[list[Any]] = []
+        for sub in subs:
+            key = job_key(sub.jobid)
+            ops += (
+                ["put", f"{key}.J", sign_none(sub.req.userid, sub.text)],
+                ["put", f"{key}.jobspec", sub.text],
+                ["append", f"{key}.eventlog", sub.event.to_line()],
+            )
+        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(subs, msg))
 
     def _committed(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:
@@ -165,8 +165,15 @@ class IngestService(Service):
                 sub.req.error(msg.errnum, f"job could not be stored: {msg.errstr}")
             return
         jobs = [
-            {"id": sub.jobid, "jobspec": sub.jobspec, "event": sub.event.to_json()} for sub in batch
+            {
+                "id": sub.jobid,
+                "jobspec": sub.text if sub.parsed is None else sub.parsed,
+                "event": sub.event.to_json(),
+            }
+            for sub in batch
         ]
+        for sub in batch:
+            sub.text, sub.parsed = "", None  # the job manager's now
         self.broker.send("job-manager.submit", {"jobs": jobs}, lambda m: self._accepted(batch, m))
 
     def _accepted(self, batch: list[_Submission], msg: Message) -> None:

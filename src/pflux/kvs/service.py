@@ -37,6 +37,12 @@ piece at a time as the requester drains, from where the watch has got to, and
 the watch follows the commits again once it has caught up. So a follower that
 stops reading holds the broker to about a piece, never the value.
 
+A plain watch wants the key's current value: while its requester is not
+reading, the commits in between only replace the one value it holds, which is
+sent once the requester drains (``_send_latest``). Values between are skipped,
+as flux-core's kvs-watch skips those between two root versions it reports; a
+writer rewriting a key fast under a stalled watcher costs the broker one value.
+
 Reads see committed data: a read that arrives in the same turn as a commit
 does not see it, so a client reads after its commit is answered.
 
@@ -159,6 +165,7 @@ class _Watch:
         self.gone: Any = None  # the disconnect callback
         # an append watch's place in the value: ``sent`` characters sent, of which the
         # chunks up to seq ``after`` hold ``before``; ``behind``: it is read from the store
+        # (a plain watch: its latest value waits for the requester to drain)
         self.sent = 0
         self.after = -1
         self.before = 0
@@ -200,7 +207,7 @@ class KVSService(Service):
         self._written = 0  # transactions since the last checkpoint began
         self._checkpointed = time.monotonic()
         self._held: asyncio.TimerHandle | None = None  # commits the held transaction
-        self._catching_up: set[asyncio.Task[None]] = set()  # append watches read from the store
+        self._catching_up: set[asyncio.Task[None]] = set()  # watches waiting for a drain
 
     @property
     def store(self) -> Store:
@@ -645,8 +652,30 @@ class KVSService(Service):
                     watch.sent += len(data)
                 else:
                     watch.value = watch.value + data if kind == APPEND else data
-                    watch.req.respond({"value": watch.value})
+                    if not watch.behind:
+                        if watch.req.paused:
+                            self._hold_latest(watch)
+                        else:
+                            watch.req.respond({"value": watch.value})
                 watch.started = True
+
+    def _hold_latest(self, watch: _Watch) -> None:
+        """Keep a plain watch's value from now on, sending the latest once its requester
+        drains: values committed meanwhile replace it."""
+        watch.behind = True
+        task = self.broker.loop.create_task(self._send_latest(watch))
+        self._catching_up.add(task)
+        task.add_done_callback(self._catching_up.discard)
+
+    async def _send_latest(self, watch: _Watch) -> None:
+        await watch.req.drained()
+        await asyncio.sleep(0)  # what was sent reaches the requester's buffer first
+        if self._by_sender.get(watch.sender) is not watch:
+            return
+        watch.behind = False
+        watch.req.respond({"value": watch.value})
+        if watch.ending:
+            self._end(watch, errno.ENODATA)
 
     def _end(self, watch: _Watch, errnum: int, errstr: str | None = None) -> None:
         """End a watch stream with an error (ENODATA: a normal end)."""

@@ -62,7 +62,7 @@ CHUNK = 4000  # characters; an append rewrites at most this much (and its overfl
 # record, so a long value (a jobspec near its limit) is written a piece at a time, through
 # a cache of LONG_CACHE_KIB: its pages go to the WAL as they fill it, not held to the commit
 PIECE = 1 << 20
-LONG_CACHE_KIB = 4096
+LONG_CACHE_KIB = 1024
 SYNC_MODES = ("off", "normal", "full")
 JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from msgspec import UNSET
+from msgspec import UNSET, json
 
 from pflux.broker.message import RPCError
 from pflux.broker.requests import check_urgency
@@ -343,10 +343,14 @@ class JobManager(Service):
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
         req.require_internal("job-ingest")
         errors: list[list[Any]] = []
-        for spec in decode("job-manager.submit", req.payload, SubmitBatch).jobs:
+        batch = decode("job-manager.submit", req.payload, SubmitBatch)
+        req.payload = None  # a long jobspec's text: parsed once here, then let go
+        for spec in batch.jobs:
             job = Job(spec.id)
             self.max_jobid = max(self.max_jobid, job.id)
-            job.jobspec = spec.jobspec
+            jobspec = spec.jobspec
+            # msgspec reads the text in place (orjson would copy it first)
+            job.jobspec = json.decode(jobspec) if type(jobspec) is str else jobspec
             event = Event.from_json(spec.event)
             apply(job, event)
             self.jobs[job.id] = job

@@ -58,12 +58,13 @@ class IngestedJob(Struct, frozen=True):
     """One job of ``submit``: committed by job-ingest with its first event."""
 
     id: JobId
-    jobspec: Any  # an object, valid as job-ingest checked it
+    jobspec: Any  # valid as job-ingest checked it: an object, or a long one's JSON text
     event: Any  # the ``submit`` event, an object (RFC 18's entry)
 
     def __post_init__(self) -> None:
         _check_id(self.id)
-        _check_object(self.jobspec, "jobspec")
+        if type(self.jobspec) is not str:
+            _check_object(self.jobspec, "jobspec")
         _check_object(self.event, "event")
 
 

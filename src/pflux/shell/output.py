@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from pflux.errors import JobspecError, PfluxError
+from pflux.errors import JobspecError, PfluxError, SizeError
 from pflux.spec.fluid import ENCODINGS, JobID
+from pflux.spec.size import parse_size as _parse_size
 
 if TYPE_CHECKING:
     from pflux.shell.layout import Layout, TaskPlace
@@ -71,8 +72,6 @@ DEFAULT_BATCH_TIMEOUT: Final = 0.5  # flux-core's default output.batch-timeout
 LOG_WARNING: Final = 4  # syslog level, as flux-core's shell_warn
 
 _OPTIONS: Final = "attributes.system.shell.options.output"
-_SIZE: Final = re.compile(r"([0-9]+(?:\.[0-9]*)?)([kKmMgGtTpPeE]?)")
-_SIZE_SCALE: Final = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
 _MUSTACHE: Final = re.compile(r"\{\{\s*([A-Za-z0-9_.]+)\s*\}\}")
 
 
@@ -162,13 +161,12 @@ def output_config(options: Mapping[str, Any], default_limit: str = DEFAULT_LIMIT
 
 
 def parse_size(value: object, key: str = "limit") -> int:
-    """Bytes in an integer or a size like ``10M`` (K, M, G, T, P, E: powers of 1024)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        raise _fail(key, f"must be a size such as 1024, 10M or 1G, not {value!r}")
-    return int(float(match[1]) * (1 << _SIZE_SCALE[match[2].lower()]))
+    """Bytes in an integer or a size like ``10M`` (``pflux.spec.size``), or a
+    JobspecError naming the option ``key``."""
+    try:
+        return _parse_size(value)
+    except SizeError as exc:
+        raise _fail(key, str(exc)) from None
 
 
 # flux-core's mustache tags (flux-submit(1) MUSTACHE TEMPLATES) by what they vary with

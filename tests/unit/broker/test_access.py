@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pflux.broker import access, connector
 from pflux.broker.access import allow_root_owner
 from pflux.broker.connector import Connection
-from pflux.broker.message import ROLE_OWNER, Decoder
+from pflux.broker.message import REQUEST, ROLE_OWNER, Decoder, Message, encode
 from pflux.broker.router import Broker
 from pflux.errors import ConfigError
 
@@ -77,7 +80,7 @@ def root_peer() -> Iterator[socket.socket]:
 
 
 def _connect(sock: socket.socket, config: dict[str, Any]) -> tuple[Connection, _Transport]:
-    connection = Connection(Broker(OWNER, config=config))
+    connection = Connection(Broker(OWNER, config=config), root_owner=allow_root_owner(config))
     transport = _Transport(sock)
     connection.connection_made(transport)  # type: ignore[arg-type]
     return connection, transport
@@ -101,3 +104,34 @@ def test_root_allowed_is_the_owner_and_its_requests_carry_the_owners_uid(
     assert not transport.closed
     assert connection.userid == OWNER
     assert connection.rolemask == ROLE_OWNER
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as root")
+def test_the_access_table_is_read_once_for_every_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connector reads ``[access]`` when it starts serving, not at each root connection."""
+    reads: list[object] = []
+
+    def counted(config: Any) -> bool:
+        reads.append(config)
+        return allow_root_owner(config)
+
+    monkeypatch.setattr(access, "allow_root_owner", counted)
+    broker = Broker(OWNER, config={"access": {"allow-root-owner": True}})
+    path = tmp_path / "socket"
+
+    async def three_root_connections() -> list[Message]:
+        server = await connector.serve(broker, path)
+        answers = []
+        for _ in range(3):
+            reader, writer = await asyncio.open_unix_connection(str(path))
+            writer.write(encode(Message(REQUEST, "broker.nosuch", 1, {})))
+            answers += Decoder().feed(await asyncio.wait_for(reader.read(4096), timeout=30))
+            writer.close()
+        server.close()
+        return answers
+
+    answers = asyncio.run(three_root_connections())
+    assert [msg.errstr for msg in answers] == ["no service provides 'broker.nosuch'"] * 3
+    assert len(reads) == 1

@@ -19,7 +19,7 @@ import pytest
 import zmq
 
 from pflux.broker.boot import Boot, Cert
-from pflux.broker.message import REQUEST, Message, RPCError
+from pflux.broker.message import REQUEST, Message, RPCError, encode_body
 from pflux.broker.overlay import FLAG_FROM_SERVICE, Overlay
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import test_size_boots
@@ -47,6 +47,11 @@ class Echo(Service):
     @method("hang")
     def hang(self, req: Request) -> None:
         self.broker.attrs["hanging"] = "1"
+
+    @method("long")
+    def long(self, req: Request) -> None:
+        """An answer of ``req.payload`` characters."""
+        req.respond("x" * req.payload)
 
     @method("count")
     def count(self, req: Request) -> None:
@@ -116,8 +121,11 @@ def tcp_boots(size: int, fanout: int) -> list[Boot]:
 class Tree:
     """Brokers of ranks 0..N-1 with their overlays; ``changes``: rank 0's rank_changed calls."""
 
-    def __init__(self, boots: list[Boot], timeout: float, count: int) -> None:
+    def __init__(
+        self, boots: list[Boot], timeout: float, count: int, limit: int | None = None
+    ) -> None:
         self.boots = boots
+        self.limit = limit  # each overlay's, when given
         self.timeout = timeout
         self.count = count  # the ranks started at first
         self.brokers: dict[int, Broker] = {}
@@ -141,6 +149,8 @@ class Tree:
         overlay = Overlay(
             broker, boot, {"hostname": f"node{rank}"}, heartbeat=HEARTBEAT, timeout=self.timeout
         )
+        if self.limit is not None:
+            overlay.limit = self.limit
         await overlay.start()
         self.brokers[rank], self.overlays[rank] = broker, overlay
         return overlay
@@ -174,10 +184,10 @@ class Tree:
 
 @asynccontextmanager
 async def tree(
-    boots: list[Boot], timeout: float = TIMEOUT, count: int | None = None
+    boots: list[Boot], timeout: float = TIMEOUT, count: int | None = None, limit: int | None = None
 ) -> AsyncIterator[Tree]:
     """Ranks 0..count-1 of ``boots`` (all by default) started, and stopped at the end."""
-    t = Tree(boots, timeout, len(boots) if count is None else count)
+    t = Tree(boots, timeout, len(boots) if count is None else count, limit)
     try:
         await t.start()
         yield t
@@ -444,3 +454,38 @@ def test_a_refused_key_retrying_is_logged_once_a_minute(
         "overlay: 1 more connections refused from 10.0.0.9 in 0 s:"
         " its CURVE key is not this instance's",
     ]
+
+
+def test_a_message_over_the_overlay_limit_is_refused_logged_and_never_taken(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request or a response longer than the overlay's limit is not sent (EMSGSIZE, to the
+    requester) and logged; one sent anyway is refused by ZeroMQ as it arrives, and the two
+    ranks go on."""
+    limit = 64 << 10
+
+    async def scenario() -> None:
+        async with tree(test_size_boots(2, tmp_path, 1, ["a", "b"]), limit=limit) as t:
+            zero, one = t.brokers[0], t.brokers[1]
+            with pytest.raises(RPCError) as info:
+                await zero.call("echo.rank", "x" * limit, nodeid=1)
+            assert info.value.errnum == errno.EMSGSIZE
+            assert f"exceeds the overlay's limit of {limit}" in str(info.value.errstr)
+            with pytest.raises(RPCError) as info:
+                await zero.call("echo.long", limit, nodeid=1)  # its answer is too long
+            assert info.value.errnum == errno.EMSGSIZE
+            assert await zero.call("echo.long", 10, nodeid=1) == "x" * 10
+            # rank 1 sends one anyway: rank 0 never takes it, and hears rank 1 after
+            hang = Message(REQUEST, "echo.hang", 0, "x" * limit, flags=2)
+            dealer = t.overlays[1]._dealer
+            assert dealer is not None
+            dealer.send_multipart([encode_body(hang)])
+            assert (await one.call("echo.rank", None, nodeid=0))["rank"] == 0
+            assert "hanging" not in zero.attrs
+
+    with caplog.at_level(logging.ERROR, "pflux.overlay"):
+        run(scenario)
+    dropped = [r.getMessage() for r in caplog.records if "not sent" in r.getMessage()]
+    assert dropped[0].startswith("overlay: echo.rank to rank 1 not sent: ")
+    assert dropped[0].endswith(f"bytes, more than the limit of {limit}")
+    assert dropped[1].startswith("overlay: echo.long to rank 0 not sent: ")

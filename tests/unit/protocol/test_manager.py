@@ -90,10 +90,16 @@ def refused(topic: str, payload: Any, kind: type, errnum: int = errno.EINVAL) ->
             V,
             "service: expected a service name (non-empty, no '.')",
         ),
-        (SubmitBatch, {"jobs": [{"id": 1, "jobspec": {}}]}, P, "jobs[0].event: required"),
+        (SubmitBatch, {"jobs": [{"id": 1, "jobspec": "{}"}]}, P, "jobs[0].event: required"),
         (
             SubmitBatch,
-            {"jobs": [{"id": 1, "jobspec": {}, "event": 1}]},
+            {"jobs": [{"id": 1, "jobspec": 5, "event": {}}]},
+            P,
+            "jobs[0].jobspec: expected object",
+        ),
+        (
+            SubmitBatch,
+            {"jobs": [{"id": 1, "jobspec": "{}", "event": 1}]},
             P,
             "jobs[0].event: expected object",
         ),

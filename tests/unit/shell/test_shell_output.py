@@ -25,6 +25,7 @@ from pflux.shell.output import (
 )
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
+from pflux.spec.size import SIZE_RULE
 
 
 def events(out: KVSOutput) -> list[tuple[str, dict[str, object]]]:
@@ -187,6 +188,12 @@ def test_sizes() -> None:
     assert parse_size("1.5k") == 1536
     with pytest.raises(JobspecError):
         parse_size(True)
+    # flux-core's suffixes, case and all: a lowercase m is refused, naming the option
+    with pytest.raises(JobspecError) as info:
+        output_config({"limit": "10m"})
+    assert info.value.problems == [
+        ("attributes.system.shell.options.output.limit", f"must be {SIZE_RULE}, not '10m'")
+    ]
 
 
 @settings(max_examples=100)
