@@ -18,6 +18,7 @@ __all__ = ["Flux", "constants", "core", "job", "resource", "rpc", "uri"]
 
 _SUBMODULES = frozenset(
     ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri")
+    + ("constraint", "progress", "util")
 )
 
 

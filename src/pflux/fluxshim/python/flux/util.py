@@ -1,0 +1,571 @@
+"""``flux.util``: the helpers flux-core's commands and scripts share: Flux Standard
+Durations (``fsd``, ``parse_fsd``), dates (``parse_datetime``), ``CLIMain`` (a
+command's error handling and exit code), argparse actions and help formatting,
+dotted-key dicts, payload and topic encoding, and ``UtilFormatter``'s conversions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import logging
+import math
+import os
+import re
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from string import Formatter
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["CLIMain", "check_future_error", "encode_payload", "encode_topic", "parse_fsd"]
+
+
+def check_future_error(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a future's method so its OSError carries the future's error text
+    (``error_string()`` of the object or of its ``handle``) when there is one."""
+
+    def func_wrapper(calling_obj: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(calling_obj, *args, **kwargs)
+        except OSError as error:
+            future = getattr(calling_obj, "handle", calling_obj)
+            text = getattr(future, "error_string", None)
+            errmsg = text() if callable(text) else None
+            if not errmsg:
+                raise error from None
+            raise OSError(error.errno, errmsg) from None
+
+    return func_wrapper
+
+
+def interruptible(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a blocking future method so Ctrl-C ends the wait: SIGINT's default
+    action is put back while it runs (main thread, outside the reactor only)."""
+
+    def func_wrapper(future: Any, *args: Any, **kwargs: Any) -> Any:
+        import signal
+        import threading
+
+        handle = future.get_flux()
+        active = (
+            threading.current_thread() is threading.main_thread()
+            and handle is not None
+            and not handle.reactor_running()
+        )
+        if active:
+            handler = signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:
+            return func(future, *args, **kwargs)
+        finally:
+            if active:
+                signal.signal(signal.SIGINT, handler)
+
+    return func_wrapper
+
+
+def encode_payload(payload: Any) -> bytes | None:
+    """A message payload as bytes: str as UTF-8, bytes as is, anything else as JSON;
+    None stays None (no payload)."""
+    if payload is None:
+        return None
+    if isinstance(payload, str):
+        return payload.encode("UTF-8", errors="surrogateescape")
+    if isinstance(payload, bytes):
+        return payload
+    return json.dumps(payload, ensure_ascii=False).encode("UTF-8", errors="surrogateescape")
+
+
+def encode_topic(topic: Any) -> bytes:
+    """A message topic as UTF-8 bytes; None is EINVAL, another type TypeError."""
+    if topic is None:
+        raise OSError(errno.EINVAL, "Topic must not be None/NULL")
+    if isinstance(topic, str):
+        return topic.encode("UTF-8")
+    if not isinstance(topic, bytes):
+        raise TypeError(errno.EINVAL, f"Topic must be a string, not {type(topic)}")
+    return topic
+
+
+class _FluxHelpFormatter(argparse.HelpFormatter):
+    """Options shown as ``-l, --long=ARG``, a long-only option indented to line up."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings:
+            (metavar,) = self._metavar_formatter(action, action.dest)(1)
+            return str(metavar)
+        opts = list(action.option_strings)
+        text = ", ".join(opts)
+        if len(opts) == 1 and len(opts[0]) > 2:
+            text = "    " + opts[0]
+        if action.nargs == 0:
+            return text
+        return text + "=" + self._format_args(action, action.dest.upper())
+
+
+class _FluxRawDescriptionHelpFormatter(_FluxHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def help_formatter(
+    argwidth: int = 40, raw_description: bool = False
+) -> Callable[[str], argparse.HelpFormatter]:
+    """A ``formatter_class`` for argparse: flux's option layout, options up to
+    ``argwidth`` wide; ``raw_description`` keeps the description's line breaks."""
+    cls = _FluxRawDescriptionHelpFormatter if raw_description else _FluxHelpFormatter
+    return lambda prog: cls(prog, max_help_position=argwidth)
+
+
+def get_treedict(in_dict: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``in_dict[a][b][c]`` for the key ``a.b.c``, or ``default`` if a level is missing."""
+    if "." in key:
+        first, rest = key.split(".", 1)
+        try:
+            return get_treedict(in_dict[first], rest, default)
+        except KeyError:
+            return default
+    return in_dict.get(key, default)
+
+
+def set_treedict(in_dict: dict[str, Any], key: str, val: Any) -> None:
+    """``in_dict[a][b][c] = val`` for the key ``a.b.c``, making levels as needed."""
+    first, dot, rest = key.partition(".")
+    if dot:
+        set_treedict(in_dict.setdefault(first, {}), rest, val)
+    else:
+        in_dict[key] = val
+
+
+def del_treedict(in_dict: dict[str, Any], key: str, remove_empty: bool = False) -> None:
+    """``del in_dict[a][b][c]`` for the key ``a.b.c`` (KeyError if a level is missing);
+    ``remove_empty`` also removes the levels this leaves empty."""
+    first, dot, rest = key.partition(".")
+    if not dot:
+        del in_dict[key]
+        return
+    del_treedict(in_dict[first], rest, remove_empty=remove_empty)
+    inner = in_dict[first]
+    if remove_empty and isinstance(inner, dict) and not inner:
+        del in_dict[first]
+
+
+class TreedictAction(argparse.Action):
+    """``key=value`` arguments into one dict, dotted keys as levels, values read as
+    JSON where they are."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        result: dict[str, Any] = {}
+        for arg in values:
+            key, eq, text = arg.partition("=")
+            if not eq:
+                raise ValueError(f"Missing required value for key {arg}")
+            try:
+                val = json.loads(text)
+            except (json.JSONDecodeError, TypeError):
+                val = text
+            set_treedict(result, key, val)
+            setattr(namespace, self.dest, result)
+
+
+class FilterAction(argparse.Action):
+    """Store the value and mark the namespace ``filtered``."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.filtered = True
+
+
+class FilterActionSetUpdate(argparse.Action):
+    """Add the comma-separated values to the set at ``dest``; mark ``filtered``."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        namespace.filtered = True
+        getattr(namespace, self.dest).update(values.split(","))
+
+
+class FilterActionUser(argparse.Action):
+    """Store the value; mark the namespace ``filtered`` and ``filtereduser``."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        namespace.filtered = True
+        namespace.filtereduser = True
+        setattr(namespace, self.dest, values)
+
+
+class FilterTrueAction(argparse.Action):
+    """A flag storing ``const`` (True); marks the namespace ``filtered``."""
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        const: Any = True,
+        default: Any = False,
+        required: bool = False,
+        help: str | None = None,
+        metavar: Any = None,
+    ) -> None:
+        super().__init__(
+            option_strings=option_strings,
+            dest=dest,
+            nargs=0,
+            const=const,
+            default=default,
+            help=help,
+        )
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        setattr(namespace, self.dest, self.const)
+        namespace.filtered = True
+
+
+class YesNoAction(argparse.Action):
+    """An option taking ``yes`` or ``no``, stored as a bool."""
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        help: str | None = None,
+        metavar: str = "[yes|no]",
+    ) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, help=help, metavar=metavar)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        if values not in ("yes", "no"):
+            raise ValueError(f"{option_string} requires either 'yes' or 'no'")
+        setattr(namespace, self.dest, values == "yes")
+
+
+class ColorAction(argparse.Action):
+    """``--color[=WHEN]``: always (the option alone), never or auto (the default, or
+    never when ``NO_COLOR`` is set), stored as a ``ColorWhen`` with ``enabled``."""
+
+    class ColorWhen(str):
+        """A WHEN string; ``enabled`` says whether to color now."""
+
+        @property
+        def enabled(self) -> bool:
+            if self in ("always", "never"):
+                return self == "always"
+            return sys.stdout.isatty()
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        nargs: Any = "?",
+        default: str = "auto",
+        metavar: str = "WHEN",
+        help: str = "Use color; WHEN can be 'never', 'always' or 'auto' (default)",
+        **kwargs: Any,
+    ) -> None:
+        if default == "auto" and os.environ.get("NO_COLOR"):
+            default = "never"
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=nargs,
+            default=ColorAction.ColorWhen(default),
+            metavar=metavar,
+            help=help,
+            **kwargs,
+        )
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        if values is None:
+            values = "always"
+        if values not in ("auto", "always", "never"):
+            parser.error(f"Invalid argument to --color: '{values}'")
+        setattr(namespace, self.dest, ColorAction.ColorWhen(values))
+
+
+class CLIMain:
+    """Run a command's main function: logging set up (level from
+    ``FLUX_PYCLI_LOGLEVEL``), an exception logged as ``name: ERROR: message`` with exit
+    code 1, ``sys.exit`` codes kept; the traceback is logged at DEBUG."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self.logger = logging.getLogger() if logger is None else logger
+
+    def __call__(self, main_func: Callable[[], Any]) -> None:
+        level = int(os.environ.get("FLUX_PYCLI_LOGLEVEL", logging.INFO))
+        logging.basicConfig(level=level, format="%(name)s: %(levelname)s: %(message)s")
+        exit_code: Any = 0
+        try:
+            main_func()
+        except SystemExit as exc:
+            exit_code = exc
+        except Exception as exc:
+            import traceback
+
+            exit_code = 1
+            errmsg = str(getattr(exc, "strerror", None) or exc)
+            filename = getattr(exc, "filename", None)
+            if filename:
+                errmsg += f": '{filename}'"
+            self.logger.error(errmsg)
+            self.logger.debug(traceback.format_exc())
+        finally:
+            logging.shutdown()
+            sys.exit(exit_code)
+
+
+_FSD_UNITS = {"s": 1.0, "ms": 0.001, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_fsd(fsd_string: str) -> float:
+    """Seconds of an RFC 23 Flux Standard Duration (``1.5m``, ``30``, ``inf``);
+    ValueError if it is not one."""
+    if fsd_string in ("inf", "infinity", "INF", "INFINITY"):
+        return float("inf")
+    match = re.match(r"(.*?)(s|m|h|d|ms)$", fsd_string)
+    try:
+        value = float(match.group(1) if match else fsd_string)
+    except (TypeError, ValueError):
+        raise ValueError("invalid Flux standard duration") from None
+    seconds = value * _FSD_UNITS[match.group(2) if match else "s"]
+    if seconds < 0 or math.isnan(seconds) or math.isinf(seconds):
+        raise ValueError("invalid Flux standard duration")
+    return seconds
+
+
+def fsd(secs: float) -> str:
+    """``secs`` as a short Flux Standard Duration (``0s``, ``1.500s``, ``2.5m``, ``inf``)."""
+    if math.isinf(secs):
+        return "inf"
+    if secs < 1.0e-3:
+        return "0s"
+    if secs < 10.0:
+        return f"{secs:.3f}s"
+    for limit, unit, size in ((60.0, "s", 1.0), (3600.0, "m", 60.0), (86400.0, "h", 3600.0)):
+        if secs < limit:
+            return f"{secs / size:.4g}{unit}"
+    return f"{secs / 86400.0:.4g}d"
+
+
+_DATE_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})$")
+_CLOCK = re.compile(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*([ap]m)?$")
+_DAYS = {"today": 0, "tomorrow": 1, "yesterday": -1}
+_MONTH_DATE = re.compile(r"([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})")
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_IN = re.compile(
+    r"in\s+(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$"
+)
+_NAMED_CLOCK = {"noon": (12, 0, 0), "midnight": (0, 0, 0)}
+
+
+def parse_datetime(string: str, now: datetime | None = None) -> datetime:
+    """A local datetime from ``now``, ``+FSD``/``-FSD`` (from ``now``), an ISO 8601
+    date or date-time, ``M/D/YYYY`` or ``Jun 10, 2021``, a time of day (``17:30``,
+    ``8pm``, ``noon``) and a day (``today``, ``tomorrow``, ``yesterday`` or a date) in
+    either order (a day alone is its midnight), or ``in N UNIT`` (``in 10 min``).
+    ValueError names the string otherwise."""
+    if now is None:
+        now = datetime.now().astimezone()
+    if string == "now":
+        return now
+    if string.startswith(("+", "-")):
+        offset = parse_fsd(string[1:])
+        sign = 1 if string[0] == "+" else -1
+        return datetime.fromtimestamp(now.timestamp() + sign * offset).astimezone()
+    when: datetime | None
+    try:
+        when = datetime.fromisoformat(string.strip())
+    except ValueError:
+        when = _day_and_clock(string, now)
+    if when is None:
+        found = _IN.match(string.strip().lower())
+        if not found:
+            raise ValueError(f'Invalid datetime: "{string}"')
+        offset = float(found.group(1)) * _FSD_UNITS[found.group(2)[0]]
+        return datetime.fromtimestamp(now.timestamp() + offset).astimezone()
+    return when.astimezone() if when.tzinfo is None else when
+
+
+def _day_and_clock(string: str, now: datetime) -> datetime | None:
+    """At most one day (``today``, a date) and one time of day, in either order."""
+    text = _MONTH_DATE.sub(_iso_date, string.strip().lower())
+    words = re.sub(r"\s+([ap]m)\b", r"\1", text).split()
+    if not words or len(words) > 2:
+        return None
+    day: datetime | None = None
+    clock: tuple[int, int, int] | None = None
+    midnight = now.replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
+    for word in words:
+        found_day = _day(word, midnight)
+        found_clock = None if found_day else _clock(word)
+        if found_day and day is None:
+            day = found_day
+        elif found_clock and clock is None:
+            clock = found_clock
+        else:
+            return None
+    hour, minute, second = clock or (0, 0, 0)
+    try:
+        return (day or midnight).replace(hour=hour, minute=minute, second=second)
+    except ValueError:
+        return None
+
+
+def _iso_date(found: re.Match[str]) -> str:
+    """``Jun 10, 2021`` as ``2021-06-10`` (left as is if the month is no month)."""
+    month, mday, year = found.groups()
+    if month not in _MONTHS:
+        return found.group()
+    return f"{year}-{_MONTHS.index(month) + 1:02d}-{int(mday):02d}"
+
+
+def _day(word: str, midnight: datetime) -> datetime | None:
+    if word in _DAYS:
+        return midnight + timedelta(days=_DAYS[word])
+    found = _DATE_US.match(word)
+    try:
+        if found:
+            month, mday, year = (int(part) for part in found.groups())
+            return datetime(year, month, mday)
+        return datetime.strptime(word, "%Y-%m-%d")
+    except ValueError:
+        return None
+
+
+def _clock(word: str) -> tuple[int, int, int] | None:
+    if word in _NAMED_CLOCK:
+        return _NAMED_CLOCK[word]
+    found = _CLOCK.match(word)
+    if not found or (found.group(2) is None and found.group(4) is None):
+        return None
+    hour, minute, second = (int(part or 0) for part in found.groups()[:3])
+    if found.group(4):
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if found.group(4) == "pm" else 0)
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    return hour, minute, second
+
+
+class UtilDatetime(datetime):
+    """A datetime whose format is ``STRFTIME::SPEC``: strftime (``%FT%T`` by default)
+    then a Python spec for width and alignment; the epoch formats as empty (``-`` with
+    the ``h`` suffix)."""
+
+    def __format__(self, fmt: str) -> str:
+        timefmt, _, spec = fmt.partition("::")
+        if self == datetime.fromtimestamp(0.0):
+            result = ""
+        else:
+            result = self.strftime(timefmt or "%Y-%m-%dT%H:%M:%S")
+        if spec.endswith("h"):
+            result = result or "-"
+            spec = spec[:-1] + "s"
+        return format(result, spec) if spec else result
+
+
+def empty_outputs() -> tuple[str, ...]:
+    """The texts a value shows when it is unset (the ``h`` suffix shows them as ``-``)."""
+    localepoch = datetime.fromtimestamp(0.0).strftime("%Y-%m-%dT%H:%M:%S")
+    return ("", "0s", "0.0", "0:00:00", "1970-01-01T00:00:00", localepoch)
+
+
+class UtilFormatter(Formatter):
+    """``str.format`` with flux's conversions: ``!d`` a timestamp as a datetime (with
+    ``UtilDatetime``'s spec), ``!D`` as ISO 8601, ``!F`` seconds as an FSD, ``!H`` as
+    H:MM:SS, ``!P`` a fraction as a percent; and spec suffixes ``h`` (an empty value as
+    ``-``), ``W`` (width counted in terminal columns) and ``+`` (a cut value ends in
+    ``+``)."""
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion not in ("d", "D", "F", "H", "P"):
+            return super().convert_field(value, conversion)
+        try:
+            return _CONVERSIONS[conversion](value)
+        except (TypeError, ValueError):
+            if str(value) == "":
+                return UtilDatetime.fromtimestamp(0.0) if conversion == "d" else ""
+            raise
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        spec = format_spec
+        marks_cut = spec.endswith("+")
+        if marks_cut:
+            spec = spec[:-1]
+        if spec.endswith("h") and not isinstance(value, UtilDatetime):
+            value = "-" if str(value) in empty_outputs() else str(value)
+            spec = spec[:-1] + "s"
+        if spec.endswith("W"):
+            spec = spec[:-1] + "s"
+            found = re.match(r"^([<>])(\d+)s$", spec)
+            if found and isinstance(value, str):
+                extra = _columns(value) - len(value)
+                width = int(found[2])
+                if 0 < extra < width:
+                    spec = f"{found[1]}{width - extra}s"
+        result = str(super().format_field(value, spec))
+        if marks_cut and len(result) < len(str(value)):
+            result = result[:-1] + "+"
+        return result
+
+
+def _columns(text: str) -> int:
+    """Terminal columns of ``text``: wide (East Asian, emoji) characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _percent(value: Any) -> str:
+    value = value * 100
+    return f"{value:.2f}%" if 0 < value < 1 else f"{value:.3g}%"
+
+
+def _hms(value: Any) -> str:
+    if 0 < value < 1:
+        value = 1
+    return str(timedelta(seconds=round(value)))
+
+
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "d": UtilDatetime.fromtimestamp,
+    "D": lambda v: datetime.fromtimestamp(v).strftime("%Y-%m-%dT%H:%M:%S") if v else "",
+    "F": fsd,
+    "H": _hms,
+    "P": _percent,
+}
+
+
+class AltField:
+    """A value with a default text and an ``ascii`` one (``{field.ascii}``)."""
+
+    def __init__(self, default: str, ascii: str) -> None:
+        self.default = default
+        self.ascii = ascii
+
+    def __str__(self) -> str:
+        return self.default
+
+    def __format__(self, fmt: str) -> str:
+        return format(str(self), fmt)
+
+
+def dict_merge(src: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``new`` into ``src`` (nested dicts merged, other values replaced); ``src``."""
+    for key, value in new.items():
+        if isinstance(src.get(key), dict) and isinstance(value, dict):
+            dict_merge(src[key], value)
+        else:
+            src[key] = value
+    return src
+
+
+def xdg_searchpath(subdir: str = "") -> list[Path]:
+    """Where flux's configuration is looked for, first first: ``$XDG_CONFIG_HOME`` (or
+    ``~/.config``) then each of ``$XDG_CONFIG_DIRS`` (or ``/etc/xdg``), each with
+    ``flux/SUBDIR``."""
+    dirs = [os.getenv("XDG_CONFIG_HOME") or f"{Path.home()}/.config"]
+    dirs += (os.getenv("XDG_CONFIG_DIRS") or "/etc/xdg").split(":")
+    return [Path(directory, "flux", subdir) for directory in dirs]
