@@ -224,6 +224,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "submit --watch": ("tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",),
     "submit --progress": (
         "tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",
+        "tests/cli/test_progress.py::test_submit_progress_draws_the_submissions_bar_on_the_last_line",
+    ),
+    "submit --jps": (
+        "tests/cli/test_progress.py::test_submit_wait_progress_counts_the_jobs_and_jps_shows_the_rate",
     ),
     "submit --quiet": ("tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",),
     "run --ntasks": (
@@ -846,6 +850,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_bulksubmit.py::test_an_unsatisfiable_job_fails_the_watch_and_the_rest_run",
     ),
     "bulksubmit --output": SAME_AS_SUBMIT,
+    "bulksubmit --jps": SAME_AS_SUBMIT,
     "bulksubmit --progress": (
         "tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",
         "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",
