@@ -119,6 +119,11 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_ranks.py::test_bad_test_size_options_are_refused_naming_them",
     ),
     "start --test-hosts": ("tests/e2e/test_ranks.py::test_test_hosts_name_the_ranks",),
+    "start --broker-opts": (
+        "tests/cli/test_start_options.py::"
+        "test_broker_opts_set_log_filename_and_s_sizes_the_instance",
+        "tests/cli/test_start_options.py::test_what_start_cannot_honour_is_refused",
+    ),
     "start --curve-cert": (
         "tests/e2e/test_hosts.py::test_brokers_started_by_srun_are_one_instance",
         "tests/e2e/test_hosts.py::test_srun_brokers_without_a_certificate_are_refused",
