@@ -17,8 +17,19 @@ if TYPE_CHECKING:
 __all__ = ["Flux", "constants", "core", "job", "resource", "rpc", "uri"]
 
 _SUBMODULES = frozenset(
-    ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri")
-    + ("constraint", "progress", "util")
+    (
+        "constants",
+        "constraint",
+        "core",
+        "eventlog",
+        "future",
+        "job",
+        "progress",
+        "resource",
+        "rpc",
+        "uri",
+        "util",
+    )
 )
 
 
