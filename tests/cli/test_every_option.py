@@ -119,6 +119,24 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_ranks.py::test_bad_test_size_options_are_refused_naming_them",
     ),
     "start --test-hosts": ("tests/e2e/test_ranks.py::test_test_hosts_name_the_ranks",),
+    "exec --uri": URI,
+    "exec --rank": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --exclude": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --dir": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --noinput": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --label-io": ("tests/cli/test_exec.py::test_every_rank_runs_it_and_l_labels_the_lines",),
+    "exec --verbose": ("tests/cli/test_exec.py::test_v_says_when_each_process_starts_and_ends",),
+    "exec --quiet": (
+        "tests/cli/test_exec.py::test_the_exit_code_is_the_largest_with_flux_summary",
+    ),
     "start --broker-opts": (
         "tests/cli/test_start_options.py::"
         "test_broker_opts_set_log_filename_and_s_sizes_the_instance",

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "top": "top",
     "keygen": "keygen",
     "help": "help",
+    "exec": "exec",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -84,6 +85,7 @@ commands:
   top        display a live view of resources and running jobs
   keygen     generate a CURVE certificate for an instance's overlay network
   help       list the commands, or show one command's help
+  exec       run a command on ranks of the instance, outside any job
 """
 
 
