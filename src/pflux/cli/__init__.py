@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "keygen": "keygen",
     "help": "help",
     "exec": "exec",
+    "proxy": "proxy",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -86,6 +87,7 @@ commands:
   keygen     generate a CURVE certificate for an instance's overlay network
   help       list the commands, or show one command's help
   exec       run a command on ranks of the instance, outside any job
+  proxy      run a command (or a shell) with another instance's URI
 """
 
 
