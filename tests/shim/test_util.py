@@ -209,3 +209,74 @@ def test_eventlog_formatter_formats_as_flux_core(flux: Any) -> None:
     ):
         with pytest.raises(ValueError, match=message):
             formatter(**kwargs)
+
+
+OUTPUT_FORMAT = """
+    import json
+    from flux.util import DisplayValue, OutputFormat
+
+    class Item:
+        def __init__(self, s="foo", i=42, f=1234.567, d=978336000.0):
+            self.s, self.i, self.f, self.d = s, i, f, d
+        def __repr__(self):
+            return self.s
+
+    H = {"s": "STRING", "i": "INTEGER", "f": "FLOAT", "d": "DATETIME"}
+    out = {}
+    for text in ("{s:<6} {i:>7d}", "a {s:<6} b{f:>8.2f} ", "sort:i,-d {i:>7d} {d!d:%b%d %R::^20}"):
+        fmt = OutputFormat(text, headings=H)
+        out[text] = [fmt.get_format(include_sort_prefix=False), fmt.header_format(),
+                     sorted(fmt.fields), fmt.header(), fmt.format(Item()), fmt.get_format()]
+    items = [Item("", 0, 2.2), Item("", 1, 1.1), Item("", 23456789, 1.0)]
+    out["filter"] = [
+        OutputFormat("?+:{i:>7} ?:{s:>6} ?:{f:8.2}", headings=H).filter(items),
+        OutputFormat("?+:{i:>7} ?:{s:>6} ?+:{f:.2f}", headings=H).filter(items),
+        OutputFormat("?+:{i:>7} ?:{s:>6} ?+:{f:.2f}", headings=H).filter(items, no_header=True),
+    ]
+    a, d, z = Item("a", 0, 2.2), Item("d", 33, 1.1), Item("z", 11, 1.0)
+    fmt = OutputFormat("sort:i {s}:{i}:{f}", headings=H)
+    out["sorted"] = [repr(fmt.sort_items([z, a, d]))]
+    fmt.set_sort_keys("-s,,")
+    out["sorted"].append(repr(fmt.sort_items([z, a, d])))
+    out["mixed"] = repr(sorted(["x", "", 10, "5", None, "-"], key=DisplayValue))
+    fmt.print_items([z, a, d])
+    for bad in ("{nope}", "sort:nope {s}"):
+        try:
+            OutputFormat(bad, headings=H)
+        except ValueError as exc:
+            out[bad] = str(exc)
+    print(json.dumps(out))
+    """
+
+
+def test_output_format_as_flux_cores_cases() -> None:
+    import os
+
+    os.environ["TZ"] = "UTC"
+    try:
+        proc = run_flux(OUTPUT_FORMAT, None)
+    finally:
+        del os.environ["TZ"]
+    assert proc.returncode == 0, proc.stderr
+    *printed, last = proc.stdout.splitlines()
+    out = json.loads(last)
+    assert out["{s:<6} {i:>7d}"] == [
+        "{0.s:<6} {0.i:>7d}",
+        "{s:<6} {i:>7}",
+        ["i", "s"],
+        "STRING INTEGER",
+        "foo         42",
+        "{0.s:<6} {0.i:>7d}",
+    ]
+    assert out["a {s:<6} b{f:>8.2f} "][3:5] == ["a STRING b   FLOAT ", "a foo    b 1234.57 "]
+    assert out["sort:i,-d {i:>7d} {d!d:%b%d %R::^20}"][3:] == [
+        "INTEGER       DATETIME      ",
+        "     42     Jan01 08:00     ",
+        "sort:i,-d {0.i:>7d} {0.d!d:%b%d %R::^20}",
+    ]
+    assert out["filter"] == ["{i:>8} {f:8.2}", "{i:>8} {f:5.2f}", "{i:>8} {f:3.2f}"]
+    assert out["sorted"] == ["[a, z, d]", "[z, d, a]"]
+    assert out["mixed"] == "['', None, '-', '5', 10, 'x']"  # unset first, in their order
+    assert printed == ["STRING:INTEGER:FLOAT", "z:11:1.0", "d:33:1.1", "a:0:2.2"]
+    assert out["{nope}"] == "Unknown format field: nope"
+    assert out["sort:nope {s}"] == "Invalid sort key: nope"

@@ -1,7 +1,8 @@
 """``flux.util``: the helpers flux-core's commands and scripts share: Flux Standard
 Durations (``fsd``, ``parse_fsd``), dates (``parse_datetime``), ``CLIMain`` (a
 command's error handling and exit code), argparse actions and help formatting,
-dotted-key dicts, payload and topic encoding, and ``UtilFormatter``'s conversions.
+dotted-key dicts, payload and topic encoding, ``UtilFormatter``'s conversions, and
+``OutputFormat``, the format of a command's table (header, sort keys, sentinels).
 """
 
 from __future__ import annotations
@@ -569,3 +570,347 @@ def xdg_searchpath(subdir: str = "") -> list[Path]:
     dirs = [os.getenv("XDG_CONFIG_HOME") or f"{Path.home()}/.config"]
     dirs += (os.getenv("XDG_CONFIG_DIRS") or "/etc/xdg").split(":")
     return [Path(directory, "flux", subdir) for directory in dirs]
+
+
+class DisplayValue:
+    """A shown value made comparable whatever its type, for sorting: unset (None, "",
+    "-") first, then numbers (and numeric strings, compared as numbers), then text."""
+
+    __slots__ = ("_sort_value", "_type_order", "value")
+
+    EMPTY, NUMERIC, STRING = 0, 1, 2
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self._sort_value: Any = 0
+        if value is None or value in ("", "-"):
+            self._type_order = self.EMPTY
+            return
+        try:
+            self._sort_value = float(value)
+            self._type_order = self.NUMERIC
+        except (TypeError, ValueError):
+            try:
+                self._sort_value = float(str(value))
+                self._type_order = self.NUMERIC
+            except ValueError:
+                self._sort_value = str(value)
+                self._type_order = self.STRING
+
+    def _key(self) -> tuple[int, Any]:
+        return self._type_order, self._sort_value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DisplayValue) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __lt__(self, other: DisplayValue) -> bool:
+        return bool(self._key() < other._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"DisplayValue({self.value!r}, type_order={self._type_order},"
+            f" sort_value={self._sort_value!r})"
+        )
+
+
+_SENTINELS = {"?+:": "both", "?:": "filter", "+:": "maxwidth"}  # longest first
+
+
+class OutputFormat:
+    """A command's output format: ``{field:spec}`` fields (each named in ``headings``),
+    a header row from it, a ``sort:KEY,-KEY`` prefix, and flux's sentinels before a
+    field: ``?:`` drops it when every item has it empty, ``+:`` widens it to its widest
+    value, ``?+:`` both. ``print_items`` sorts, filters and prints a list of items."""
+
+    formatter: type[Formatter] = UtilFormatter
+    headings: Mapping[str, str] = {}
+    prepend = "0."
+    _sort_prefix_re = re.compile(r"sort:([^{\s]+)")
+
+    class HeaderFormatter(UtilFormatter):
+        """Formats the header row: a field's name is looked up whole (dots and all)."""
+
+        def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+            if field_name in kwargs:
+                return kwargs[field_name], None
+            return super().get_field(field_name, args, kwargs)
+
+    class FormatSpec:
+        """A Python format spec in its parts (and flux's ``h`` and ``+`` suffixes)."""
+
+        components = (
+            "fill",
+            "align",
+            "sign",
+            "pos_zero",
+            "alt",
+            "zero_pad",
+            "width_str",
+            "grouping",
+            "decimal",
+            "precision_str",
+            "type",
+            "hyphen",
+            "wide",
+            "truncate",
+        )
+        _spec_re = re.compile(
+            r"(?:(?P<fill>[\s\S])?(?P<align>[<>=^]))?(?P<sign>[- +])?(?P<pos_zero>z)?"
+            r"(?P<alt>#)?(?P<zero_pad>0)?(?P<width_str>\d+)?(?P<grouping>[_,])?"
+            r"(?:(?P<decimal>\.)(?P<precision_str>\d+))?(?P<type>[bcdeEfFgGnosxX%])?"
+            r"(?P<hyphen>h)?(?P<wide>W)?(?P<truncate>\+)?"
+        )
+
+        def __init__(self, spec: str) -> None:
+            if "::" in spec:
+                spec = spec[spec.find("::") + 2 :]
+            found = self._spec_re.fullmatch(spec)
+            parts = found.groupdict() if found else {}
+            for item in self.components:
+                setattr(self, item, parts.get(item) or "")
+
+        @property
+        def width(self) -> Any:
+            width_str: str = getattr(self, "width_str", "")
+            return int(width_str) if width_str else ""
+
+        @width.setter
+        def width(self, val: int) -> None:
+            self.width_str = str(val)
+            if getattr(self, "type", "") in ("s", "") and self.precision and self.precision < val:
+                self.precision = val
+
+        @property
+        def precision(self) -> int:
+            precision_str: str = getattr(self, "precision_str", "")
+            return int(precision_str) if precision_str else 0
+
+        @precision.setter
+        def precision(self, val: int) -> None:
+            self.precision_str = str(val)
+
+        def __str__(self) -> str:
+            return "".join(str(getattr(self, item)) for item in self.components)
+
+    def __init__(
+        self,
+        fmt: str,
+        headings: Mapping[str, str] | None = None,
+        prepend: str | None = "0.",
+        nullify_expansion_sentinel: bool = False,
+    ) -> None:
+        """Parse ``fmt``; ValueError names a field not in ``headings``. ``prepend`` goes
+        before each field name (``{f}`` formats ``{0.f}``: an item's attribute)."""
+        if headings is not None:
+            self.headings = headings
+        if prepend is not None:
+            self.prepend = prepend
+        self.format_list = [[part or "" for part in t] for t in Formatter().parse(fmt)]
+        self.sort_keys: list[tuple[str, bool]] = []
+        self._sort_has_trailing_space = True
+        if self.format_list and self.format_list[0][0].startswith("sort:"):
+            fmt, self.format_list[0][0] = self._parse_and_strip_sort_prefix(
+                self.format_list[0][0], fmt
+            )
+        self.fmt = self.fmt_orig = fmt
+        self._fields = [field for (_, field, _, _) in self.format_list if field]
+        for field in self._fields:
+            name = field[2:] if field.startswith("0.") else field
+            if name and name not in self.headings:
+                raise ValueError("Unknown format field: " + name)
+        if self.prepend:
+            self.fmt = self.get_format_prepended(self.prepend, include_sort_prefix=False)
+
+    @property
+    def fields(self) -> list[str]:
+        """The fields the format shows, and its sort keys."""
+        return list(set(self._fields) | {key for key, _ in self.sort_keys})
+
+    @staticmethod
+    def _calculate_width(width: int) -> int:
+        if width == 0:
+            try:
+                return os.get_terminal_size().columns
+            except OSError:
+                return -1
+        return width
+
+    @staticmethod
+    def _fmt_tuple(text: str, field: str, spec: str | None, conv: str | None) -> str:
+        if not field:
+            return text
+        spec = ":" + spec if spec else ""
+        conv = "!" + conv if conv else ""
+        return f"{text}{{{field}{conv}{spec}}}"
+
+    def header_format(self) -> str:
+        """The format for the header row: each field's alignment and width only."""
+        parts = []
+        for text, field, spec, _ in self.format_list:
+            parsed = self.FormatSpec(spec)
+            aligned = f"{getattr(parsed, 'align', '')}{parsed.width}"
+            parts.append(self._fmt_tuple(text, field, aligned, None))
+        return "".join(parts)
+
+    def header(self, width: int = -1) -> str:
+        """The header row; ``width`` > 0 cuts it there (0: the terminal's width)."""
+        result = str(self.HeaderFormatter().format(self.header_format(), **self.headings))
+        width = self._calculate_width(width)
+        if 0 < width < len(result):
+            result = result[: width - 1] + "+"
+        return result
+
+    def get_format_prepended(
+        self,
+        prepend: str,
+        except_fields: Sequence[str] | None = None,
+        include_sort_prefix: bool = True,
+        nullify_expansion_sentinel: bool = False,
+    ) -> str:
+        """The format with ``prepend`` before each field, ``except_fields`` left out;
+        ``nullify_expansion_sentinel`` makes ``+:{f:<10.10}`` plain ``{f}``."""
+        parts = []
+        for text, field, spec, conv in self.format_list:
+            if except_fields and field in except_fields:
+                if text.strip() and text.strip() not in _SENTINELS:
+                    parts.append(text)
+                continue
+            name = prepend + field if field and not field.startswith(prepend) else field
+            plain = nullify_expansion_sentinel and text.endswith("+:")
+            parts.append(self._fmt_tuple("" if plain else text, name, "" if plain else spec, conv))
+        prefix = self._sort_prefix() if include_sort_prefix else ""
+        return prefix + "".join(parts)
+
+    def _sort_prefix(self) -> str:
+        if not self.sort_keys:
+            return ""
+        keys = ",".join(f"-{key}" if reverse else key for key, reverse in self.sort_keys)
+        return f"sort:{keys}" + (" " if self._sort_has_trailing_space else "")
+
+    def get_format(self, orig: bool = False, include_sort_prefix: bool = True) -> str:
+        """The format (``orig``: as given), with its ``sort:`` prefix if asked."""
+        fmt = self.fmt_orig if orig else self.fmt
+        return (self._sort_prefix() if include_sort_prefix else "") + fmt
+
+    def copy(
+        self, except_fields: Sequence[str] | None = None, nullify_expansion: bool = False
+    ) -> OutputFormat:
+        """The same format, less ``except_fields``."""
+        fmt = self.get_format_prepended(
+            "", except_fields, nullify_expansion_sentinel=nullify_expansion
+        )
+        return self.__class__(fmt, headings=self.headings, prepend=self.prepend)
+
+    def format(self, obj: Any) -> str:
+        """``obj`` as a line of output."""
+        try:
+            return str(self.formatter().format(self.get_format(include_sort_prefix=False), obj))
+        except KeyError as exc:
+            raise KeyError(f"Invalid format field {exc} for {type(obj)}") from None
+
+    def filter(self, items: Sequence[Any], no_header: bool = False) -> str:
+        """The format for ``items``: ``?:`` fields empty for all of them dropped, ``+:``
+        fields as wide as their widest value (or heading, unless ``no_header``)."""
+        entries: list[dict[str, Any]] = []
+        for index, (text, field, spec, conv) in enumerate(self.format_list):
+            kind = next((_SENTINELS[s] for s in _SENTINELS if text.endswith(s)), None)
+            if kind is None:
+                continue
+            parsed = self.FormatSpec(spec)
+            widest = parsed.width or 0
+            if kind != "filter" and not no_header:
+                widest = max(widest, len(self.headings.get(field, "")))
+            fmt = self._fmt_tuple("", "0." + field, None, conv)
+            entries.append({"fmt": fmt, "index": index, "type": kind, "max": widest, "width": 0})
+            entries[-1]["spec"] = parsed
+        if not entries:
+            return self.get_format(orig=True)
+        formatter = self.formatter()
+        empty = empty_outputs()
+        for item in items:
+            for entry in entries:
+                result = formatter.format(entry["fmt"], item)
+                width = 0 if result in empty else len(result)
+                entry["max"] = max(entry["max"], width)
+                entry["width"] = max(entry["width"], width)
+        dropped = {e["index"] for e in entries if e["width"] == 0 and e["type"] != "maxwidth"}
+        for entry in entries:
+            if entry["index"] not in dropped and entry["type"] != "filter":
+                entry["spec"].width = entry["max"]
+                self.format_list[entry["index"]][2] = str(entry["spec"])
+        kept = [list(x) for i, x in enumerate(self.format_list) if i not in dropped]
+        for part in kept:
+            for sentinel in _SENTINELS:
+                part[0] = part[0].replace(sentinel, "")
+        return self._sort_prefix() + "".join(self._fmt_tuple(*part) for part in kept)
+
+    def _parse_and_strip_sort_prefix(self, sort_spec: str, fmt: str) -> tuple[str, str]:
+        """Take the keys of a leading ``sort:K1,-K2`` off the format."""
+        match = self._sort_prefix_re.match(sort_spec)
+        rest = sort_spec
+        if match:
+            keys = match.group(1)
+            self.set_sort_keys(keys)
+            size = len("sort:") + len(keys)
+            rest, fmt = sort_spec[size:], fmt[size:]
+            self._sort_has_trailing_space = fmt.startswith(" ")
+            if self._sort_has_trailing_space:
+                fmt, rest = fmt[1:], rest[1:]
+        return fmt, rest
+
+    def set_sort_keys(self, sort_keys: str) -> None:
+        """Sort by these comma-separated keys (``-KEY``: reversed); ValueError names a
+        key that is no field."""
+        self.sort_keys = []
+        for word in (k.strip() for k in sort_keys.split(",")):
+            if not word:
+                continue
+            reverse = word.startswith("-")
+            key = word[1:] if reverse else word
+            if key not in self.headings:
+                raise ValueError("Invalid sort key: " + key)
+            self.sort_keys.append((key, reverse))
+
+    def sort_items(self, items: list[Any]) -> list[Any]:
+        """Sort ``items`` in place by the sort keys; ``items``."""
+        from operator import attrgetter
+
+        for key, reverse in reversed(self.sort_keys):
+            getter = attrgetter(key)
+            items.sort(key=lambda item: DisplayValue(getter(item)), reverse=reverse)
+        return items
+
+    def print_items(
+        self,
+        items: list[Any],
+        no_header: bool = False,
+        width: int = -1,
+        pre: Callable[[Any], Any] | None = None,
+        post: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """Print ``items``, sorted and filtered, under a header (unless ``no_header``);
+        ``width`` as ``header``'s; ``pre``/``post`` called around each line."""
+        shown = self.__class__(
+            self.filter(items, no_header=no_header), headings=self.headings, prepend=self.prepend
+        )
+        items = self.sort_items(items)
+        width = self._calculate_width(width)
+        if not no_header:
+            print(shown.header(width=width))
+        for item in items:
+            line = shown.format(item)
+            if not line or line.isspace():
+                continue
+            if 0 < width < len(line):
+                line = line[: width - 1] + "+"
+            if pre is not None:
+                pre(item)
+            try:
+                print(line)
+            except UnicodeEncodeError:
+                print(line.encode("utf-8", errors="surrogateescape").decode())
+            if post is not None:
+                post(item)
