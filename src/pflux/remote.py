@@ -73,12 +73,17 @@ class Remote:
         return rank, entry
 
     def write(self, data: bytes, *, eof: bool = False) -> None:
-        """``data`` (as UTF-8, undecodable bytes replaced) to every started process's
-        input; ``eof`` closes it. Sent with the next ``poll``."""
-        text = data.decode(errors="replace")
+        """``data`` to every started process's input; ``eof`` closes it. Sent with the
+        next ``poll``."""
+        payload: dict[str, Any] = {"eof": eof}
+        try:
+            payload["data"] = data.decode()
+        except UnicodeDecodeError:
+            import base64
+
+            payload.update(data=base64.b64encode(data).decode(), encoding="base64")
         for rank, pid in self.pids.items():
-            payload = {"pid": pid, "data": text, "eof": eof}
-            self._handle.rpc("rexec.write", payload, nodeid=rank).then(_ignore)
+            self._handle.rpc("rexec.write", {**payload, "pid": pid}, nodeid=rank).then(_ignore)
 
     def kill(self, signum: int) -> None:
         """Send ``signum`` to every started process. Sent with the next ``poll``."""

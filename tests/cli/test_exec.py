@@ -43,6 +43,15 @@ def test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory(
     assert (proc.returncode, proc.stdout) == (0, f"{tmp_path}\n")
     proc = pflux(ranks2, "exec", "-n", "-r", "0", "cat")
     assert (proc.returncode, proc.stdout) == (0, "")
+    raw = subprocess.run(
+        [str(PFLUX), "exec", "-r", "0", "od", "-An", "-tx1"],
+        input=b"\xff\xfe\n",
+        capture_output=True,
+        env=environ(PFLUX_URI=ranks2),
+        timeout=60,
+        check=True,
+    )
+    assert raw.stdout.split() == [b"ff", b"fe", b"0a"]  # bytes that are not UTF-8, as they are
 
 
 def test_the_exit_code_is_the_largest_with_flux_summary(ranks2: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
@@ -18,11 +18,13 @@ class CommandRequest(Struct, frozen=True):
 
 
 class InputRequest(Struct, frozen=True):
-    """``rexec.write``: ``data`` to the standard input of process ``pid``; ``eof`` closes it."""
+    """``rexec.write``: ``data`` to the standard input of process ``pid`` (``encoding``
+    ``base64``: bytes that are not UTF-8); ``eof`` closes it."""
 
     pid: int
     data: str = ""
     eof: bool = False
+    encoding: Literal["base64"] | None = None
 
 
 class SignalRequest(Struct, frozen=True):

@@ -117,8 +117,14 @@ class RexecService(Service):
         if proc.stdin is None:
             raise RPCError(errno.EINVAL, f"rexec.write: process {request.pid} reads no input")
         if not proc.stdin.is_closing():
+            data = request.data.encode()
+            if request.encoding == "base64":
+                try:
+                    data = base64.b64decode(data, validate=True)
+                except ValueError:
+                    raise RPCError(errno.EPROTO, "rexec.write: data: not base64") from None
             with contextlib.suppress(ConnectionError):
-                proc.stdin.write(request.data.encode())
+                proc.stdin.write(data)
                 if request.eof:
                     proc.stdin.close()
         req.respond({})
