@@ -52,6 +52,9 @@ NOW = datetime(2021, 6, 10, 8, 0, 0)
         ("tomorrow", ts(2021, 6, 11)),
         ("noon tomorrow", ts(2021, 6, 11, 12)),
         ("17:30", ts(2021, 6, 10, 17, 30)),
+        ("last wed", ts(2021, 6, 9)),  # NOW is a Thursday
+        ("next Wednesday 8pm", ts(2021, 6, 16, 20)),
+        ("last thu", ts(2021, 6, 3)),
     ],
 )
 def test_parse_datetime_reads_flux_cores_examples(flux: Any, text: str, expected: float) -> None:

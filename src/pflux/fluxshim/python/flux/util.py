@@ -354,6 +354,8 @@ _CLOCK = re.compile(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*([ap]m)?$")
 _DAYS = {"today": 0, "tomorrow": 1, "yesterday": -1}
 _MONTH_DATE = re.compile(r"([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})")
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_WEEKDAY = re.compile(r"\b(last|next)\s+(mon|tue|wed|thu|fri|sat|sun)[a-z]*\b")
+_WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 _IN = re.compile(
     r"in\s+(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$"
 )
@@ -364,7 +366,8 @@ def parse_datetime(string: str, now: datetime | None = None) -> datetime:
     """A local datetime from ``now``, ``+FSD``/``-FSD`` (from ``now``), an ISO 8601
     date or date-time, ``M/D/YYYY`` or ``Jun 10, 2021``, a time of day (``17:30``,
     ``8pm``, ``noon``) and a day (``today``, ``tomorrow``, ``yesterday`` or a date) in
-    either order (a day alone is its midnight), or ``in N UNIT`` (``in 10 min``).
+    either order (a day alone is its midnight; ``last wed``, ``next fri`` are days too),
+    or ``in N UNIT`` (``in 10 min``).
     ValueError names the string otherwise."""
     if now is None:
         now = datetime.now().astimezone()
@@ -391,6 +394,7 @@ def parse_datetime(string: str, now: datetime | None = None) -> datetime:
 def _day_and_clock(string: str, now: datetime) -> datetime | None:
     """At most one day (``today``, a date) and one time of day, in either order."""
     text = _MONTH_DATE.sub(_iso_date, string.strip().lower())
+    text = _WEEKDAY.sub(lambda found: _weekday(found, now), text)
     words = re.sub(r"\s+([ap]m)\b", r"\1", text).split()
     if not words or len(words) > 2:
         return None
@@ -419,6 +423,14 @@ def _iso_date(found: re.Match[str]) -> str:
     if month not in _MONTHS:
         return found.group()
     return f"{year}-{_MONTHS.index(month) + 1:02d}-{int(mday):02d}"
+
+
+def _weekday(found: re.Match[str], now: datetime) -> str:
+    """``last wed`` (the latest Wednesday before today) or ``next wed`` (the first
+    after) as an ISO date."""
+    ahead = (_WEEKDAYS.index(found.group(2)) - now.weekday()) % 7
+    offset = ahead - 7 if found.group(1) == "last" else ahead or 7
+    return (now + timedelta(days=offset)).strftime("%Y-%m-%d")
 
 
 def _day(word: str, midnight: datetime) -> datetime | None:
