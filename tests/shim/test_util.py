@@ -283,3 +283,47 @@ def test_output_format_as_flux_cores_cases() -> None:
     assert printed == ["STRING:INTEGER:FLOAT", "z:11:1.0", "d:33:1.1", "a:0:2.2"]
     assert out["{nope}"] == "Unknown format field: nope"
     assert out["sort:nope {s}"] == "Invalid sort key: nope"
+
+
+TREE = """
+    from flux.util import Deduplicator, OutputFormat, Tree
+
+    root = Tree("root", combine_children=True)
+    a = root.append("a")
+    a.add("a1").add("a1x")
+    a.add("a2")
+    for _ in range(3):
+        root.append("b", prefix="p")
+    root.render(style="ascii")
+    root.render(style="box", level=1, skip_root=True)
+
+    class Item:
+        def __init__(self, s, i):
+            self.s, self.i = s, i
+
+    def combine(kept, new):
+        kept.i += new.i
+
+    dedup = Deduplicator(OutputFormat("{s} {i}", headings={"s": "S", "i": "I"}), ["i"], combine)
+    for item in (Item("x", 1), Item("y", 2), Item("x", 3)):
+        dedup.append(item)
+    print([(item.s, item.i) for item in dedup], [item.s for item in dedup])
+    """
+
+
+def test_tree_and_deduplicator_as_flux_core() -> None:
+    proc = run_flux(TREE, None)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "root",
+        "|-- a",
+        "|   |-- a1",
+        "|   |   `-- a1x",
+        "|   `-- a2",
+        "p `-- 3*[b]",
+        "a",
+        "├── a1",
+        "└── a2",
+        "p 3*[b]",
+        "[('x', 4), ('y', 2)] ['x', 'y']",
+    ]

@@ -2,7 +2,8 @@
 Durations (``fsd``, ``parse_fsd``), dates (``parse_datetime``), ``CLIMain`` (a
 command's error handling and exit code), argparse actions and help formatting,
 dotted-key dicts, payload and topic encoding, ``UtilFormatter``'s conversions, and
-``OutputFormat``, the format of a command's table (header, sort keys, sentinels).
+``OutputFormat``, the format of a command's table (header, sort keys, sentinels),
+with ``Deduplicator`` for its like lines and ``Tree`` for pstree-like drawings.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import logging
 import math
 import os
 import re
+import shutil
 import sys
+from collections import namedtuple
 from datetime import datetime, timedelta
 from pathlib import Path
 from string import Formatter
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping, Sequence
+    from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 __all__ = ["CLIMain", "check_future_error", "encode_payload", "encode_topic", "parse_fsd"]
 
@@ -926,3 +929,131 @@ class OutputFormat:
                 print(line.encode("utf-8", errors="surrogateescape").decode())
             if post is not None:
                 post(item)
+
+
+class Deduplicator:
+    """Items whose formatted lines (less ``except_fields``) are alike kept once;
+    ``combine(kept, new)`` merges a like item into the one kept. Iterate for the items."""
+
+    def __init__(
+        self,
+        formatter: OutputFormat,
+        except_fields: Sequence[str] | None = None,
+        combine: Callable[[Any, Any], Any] | None = None,
+    ) -> None:
+        self.formatter = formatter.copy(except_fields=except_fields, nullify_expansion=True)
+        self.combine = combine
+        self.hash: dict[str, Any] = {}
+        self.items: list[Any] = []
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def append(self, item: Any) -> None:
+        """Keep ``item``, or combine it with a kept item formatted alike."""
+        key = self.formatter.format(item)
+        if key not in self.hash:
+            self.hash[key] = item
+            self.items.append(item)
+        elif self.combine is not None:
+            self.combine(self.hash[key], item)
+
+
+class Tree:
+    """A pstree-like drawing: a label, a ``prefix`` before its branch, and children;
+    with ``combine_children``, like children appended are drawn once as ``N*[label]``."""
+
+    Connectors = namedtuple("Connectors", ["PIPE", "TEE", "ELBOW", "BLANK"])
+
+    connector_styles: ClassVar[dict[str, Any]] = {
+        "ascii": Connectors("|   ", "|-- ", "`-- ", "    "),
+        "box": Connectors("\u2502   ", "\u251c\u2500\u2500 ", "\u2514\u2500\u2500 ", "    "),
+        "compact": Connectors("\u2502 ", "\u251c\u2500", "\u2514\u2500", "  "),
+    }
+
+    def __init__(self, label: str, prefix: str = "", combine_children: bool = False) -> None:
+        self.label = label
+        self.prefix = prefix + " " if prefix else ""
+        self.duplicates: dict[str, Tree] = {}
+        self.duplicate_count = 1
+        self.children: list[Tree] = []
+        self.combine_children = combine_children
+
+    def append(self, label: str, prefix: str = "") -> Tree:
+        """A new child, or the like child already there (counted once more)."""
+        if not self.combine_children:
+            return self.add(label, prefix)
+        key = f"{prefix}{label}"
+        if key in self.duplicates:
+            self.duplicates[key].increment()
+        else:
+            self.duplicates[key] = self.add(label, prefix, combine_children=True)
+        return self.duplicates[key]
+
+    def append_tree(self, tree: Tree) -> Tree:
+        """Add ``tree`` as a child (combined with a like one when it has no children)."""
+        if not self.combine_children or tree.children:
+            self.children.append(tree)
+            return tree
+        key = f"{tree.prefix}{tree.label}"
+        if key in self.duplicates:
+            self.duplicates[key].increment()
+        else:
+            self.children.append(tree)
+            self.duplicates[key] = tree
+        return self.duplicates[key]
+
+    def add(self, label: str, prefix: str = "", combine_children: bool = False) -> Tree:
+        """A new child, never combined."""
+        tree = Tree(label, prefix=prefix, combine_children=combine_children)
+        self.children.append(tree)
+        return tree
+
+    def increment(self) -> None:
+        self.duplicate_count += 1
+
+    def _render(
+        self,
+        pstack: list[str] | None = None,
+        connector: str = "",
+        style: str = "box",
+        max_level: int | None = None,
+        truncate: int | None = None,
+    ) -> None:
+        pstack = [] if pstack is None else pstack
+        if max_level is not None and len(pstack) > max_level:
+            return
+        label = f"{self.duplicate_count}*[{self.label}]" if self.duplicate_count > 1 else self.label
+        line = f"{self.prefix}{''.join(pstack[:-1])}{connector}{label}"
+        if truncate and len(line) > truncate:
+            line = line[: truncate - 1] + "+"
+        print(line)
+        pieces = self.connector_styles[style]
+        for child in self.children:
+            last = child is self.children[-1]
+            pstack.append(pieces.BLANK if last else pieces.PIPE)
+            child._render(
+                pstack,
+                connector=pieces.ELBOW if last else pieces.TEE,
+                style=style,
+                max_level=max_level,
+                truncate=truncate,
+            )
+            pstack.pop()
+
+    def render(
+        self,
+        style: str = "box",
+        level: int | None = None,
+        skip_root: bool = False,
+        truncate: bool = True,
+    ) -> None:
+        """Print the tree: ``style`` ascii, box or compact; ``level`` the deepest level
+        drawn; ``skip_root`` draws the children only; ``truncate`` cuts lines at the
+        terminal's width (132 when unknown)."""
+        if skip_root:
+            for child in self.children:
+                child.render(style=style, level=level, truncate=truncate)
+            return
+        limit = shutil.get_terminal_size((132, 25)).columns if truncate else None
+        self._render(style=style, max_level=level, truncate=limit)
