@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -327,3 +328,58 @@ def test_tree_and_deduplicator_as_flux_core() -> None:
         "p 3*[b]",
         "[('x', 4), ('y', 2)] ['x', 'y']",
     ]
+
+
+CONFIG = """
+    import os, sys
+    from flux.util import UtilConfig
+
+    class JobsConfig(UtilConfig):
+        builtin_formats = {"default": {"format": "{id}"}}
+
+        def validate(self, path, conf):
+            if "formats" in conf:
+                self.validate_formats(path, conf["formats"])
+
+    config = JobsConfig("flux-jobs", initial_dict={"formats": JobsConfig.builtin_formats}).load()
+    print(config.get_format_string("default"), config.get_format_string("mine"))
+    print(config.get_format_string("{name}"), sorted(config.formats))
+    os.environ["FLUX_JOBS_FORMAT_DEFAULT"] = "mine"
+    print(config.get_format_string("default"))
+    for name in ("nosuch", "get-config=mine"):
+        try:
+            config.get_format_string(name)
+        except ValueError as exc:
+            print(exc)
+        except SystemExit:
+            pass
+    """
+
+
+def test_util_config_merges_the_users_files_over_the_systems(tmp_path: Path) -> None:
+    import os
+
+    home, system = tmp_path / "home", tmp_path / "etc"
+    (home / "flux").mkdir(parents=True)
+    (system / "flux").mkdir(parents=True)
+    (system / "flux" / "flux-jobs.json").write_text(
+        '{"formats": {"mine": {"format": "{id} sys"}, "other": {"format": "{x}"}}}'
+    )
+    (home / "flux" / "flux-jobs.toml").write_text('[formats.mine]\nformat = "{id} {name}"\n')
+    os.environ.update(XDG_CONFIG_HOME=str(home), XDG_CONFIG_DIRS=str(system))
+    try:
+        proc = run_flux(CONFIG, None)
+        (home / "flux" / "flux-jobs.json").write_text('{"formats": {"default": {"format": "x"}}}')
+        refused = run_flux(CONFIG, None)
+    finally:
+        del os.environ["XDG_CONFIG_HOME"], os.environ["XDG_CONFIG_DIRS"]
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "{id} {id} {name}",
+        "{name} ['default', 'mine', 'other']",
+        "{id} {name}",
+        "--format: No such format nosuch (Did you mean '{nosuch}'?)",
+        "[formats.mine]",
+        'format = "{id} {name}"',
+    ]
+    assert "override of builtin format 'default' not permitted" in refused.stderr

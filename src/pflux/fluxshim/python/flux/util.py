@@ -3,7 +3,8 @@ Durations (``fsd``, ``parse_fsd``), dates (``parse_datetime``), ``CLIMain`` (a
 command's error handling and exit code), argparse actions and help formatting,
 dotted-key dicts, payload and topic encoding, ``UtilFormatter``'s conversions, and
 ``OutputFormat``, the format of a command's table (header, sort keys, sentinels),
-with ``Deduplicator`` for its like lines and ``Tree`` for pstree-like drawings.
+with ``Deduplicator`` for its like lines and ``Tree`` for pstree-like drawings, and
+``UtilConfig``, a tool's configuration files (named formats).
 """
 
 from __future__ import annotations
@@ -1057,3 +1058,140 @@ class Tree:
             return
         limit = shutil.get_terminal_size((132, 25)).columns if truncate else None
         self._render(style=style, max_level=level, truncate=limit)
+
+
+def _load_toml(file: Any) -> Any:
+    import importlib
+
+    try:
+        tomllib = importlib.import_module("tomllib")  # Python 3.11 or newer
+    except ImportError:
+        raise ValueError("TOML needs Python 3.11 or newer (tomllib)") from None
+    return tomllib.load(file)
+
+
+def _load_yaml(file: Any) -> Any:
+    raise ValueError("YAML is not read here (the flux package is the standard library only)")
+
+
+class UtilConfig:
+    """A tool's configuration: ``initial_dict`` overridden by ``NAME.json`` or
+    ``NAME.toml`` files of the XDG directories (the system's, then the user's), read by
+    ``load()``; ``subcommand`` picks one table. Its keys read as attributes
+    (``config.formats``); ``get_format_string`` resolves a named output format."""
+
+    extension_handlers: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        ".toml": _load_toml,
+        ".json": json.load,
+        ".yaml": _load_yaml,
+    }
+    builtin_formats: ClassVar[dict[str, Any]] = {}
+
+    def __init__(
+        self,
+        name: str,
+        toolname: str | None = None,
+        subcommand: str | None = None,
+        initial_dict: Mapping[str, Any] | None = None,
+    ) -> None:
+        import copy
+
+        self.name = name
+        self.toolname = toolname
+        self.dict: dict[str, Any] = copy.deepcopy(dict(initial_dict)) if initial_dict else {}
+        self.config = self.dict
+        self.subtable = subcommand
+        self.searchpath = list(reversed(xdg_searchpath()))  # the user's last: it wins
+
+    def load(self) -> UtilConfig:
+        """Merge every configuration file found, in order; ValueError names a file
+        that cannot be read. Returns self."""
+        import glob
+
+        for path in self.searchpath:
+            for filepath in sorted(glob.glob(f"{path}/{self.name}.*")):
+                handler = self.extension_handlers.get(Path(filepath).suffix)
+                if handler is None:
+                    continue
+                try:
+                    with open(filepath, "rb") as file:
+                        conf = handler(file)
+                except ValueError as exc:  # JSON's and TOML's decode errors are ValueErrors
+                    raise ValueError(f"{filepath}: {exc}") from exc
+                self.validate(filepath, conf)
+                dict_merge(self.dict, conf)
+        if self.subtable and self.subtable in self.dict:
+            self.config = self.dict[self.subtable]
+        return self
+
+    def validate_formats(self, path: str, formats: Any) -> None:
+        """ValueError unless ``formats`` maps names (none a builtin one) to tables with
+        a string ``format`` (and maybe a ``description``)."""
+        builtin = self.builtin_formats
+        if self.subtable and self.subtable in builtin:
+            builtin = builtin[self.subtable]
+        if not isinstance(formats, dict):
+            raise ValueError(f"{path}: the 'formats' key must be a mapping")
+        for name, entry in formats.items():
+            if name in builtin:
+                raise ValueError(f"{path}: override of builtin format '{name}' not permitted")
+            if not isinstance(entry, dict):
+                raise ValueError(f"{path}: 'formats.{name}' must be a mapping")
+            if "format" not in entry:
+                raise ValueError(f"{path}: formats.{name}: required key 'format' missing")
+            if not isinstance(entry["format"], str):
+                raise ValueError(f"{path}: formats.{name}: 'format' key must be a string")
+
+    def validate(self, path: str, conf: Any) -> None:
+        """Check a file's configuration before it is merged (subclasses say how)."""
+
+    def _default_env_name(self) -> str:
+        name = (self.toolname or self.name).upper().replace("-", "_")
+        if self.subtable:
+            name += "_" + self.subtable.upper().replace("-", "_")
+        return name + "_FORMAT_DEFAULT"
+
+    def get_format_string(self, format_name: str) -> str:
+        """The format named ``format_name`` in the ``formats`` table (a format itself
+        if it holds ``{``); ``default`` may be set by ``TOOL_FORMAT_DEFAULT``; ``help``
+        lists the formats and ``get-config=NAME`` prints one, then exit."""
+        if "{" in format_name:
+            return format_name
+        formats = self.formats
+        if format_name == "help":
+            print(f"\nConfigured {self.name} output formats:\n")
+            for name, entry in formats.items():
+                description = entry.get("description")
+                print(f"  {name:<12}" + (f" {description}" if description is not None else ""))
+            sys.exit(0)
+        if format_name.startswith("get-config="):
+            name = format_name.split("=", 1)[1]
+            if name not in formats:
+                raise ValueError(f"--format: No such format {name}")
+            entry = formats[name]
+            print(f"[{self.subtable}.formats.{name}]" if self.subtable else f"[formats.{name}]")
+            if "description" in entry:
+                print(f'description = "{entry["description"]}"')
+            print(f'format = "{entry["format"]}"')
+            sys.exit(0)
+        if format_name == "default":
+            override = os.environ.get(self._default_env_name())
+            if override is not None and "{" in override:
+                return override
+            format_name = override or format_name
+        try:
+            text: str = formats[format_name]["format"]
+        except KeyError:
+            braced = re.sub(r"\w+", r"{\g<0>}", format_name)
+            raise ValueError(
+                f"--format: No such format {format_name} (Did you mean '{braced}'?)"
+            ) from None
+        return text
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in ("dict", "config"):
+            raise AttributeError(attr)
+        try:
+            return self.config[attr]
+        except KeyError:
+            raise AttributeError(attr) from None
