@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pflux.jobspec import BuilderOptions
     from pflux.kvswatch import AsyncKVSWatch, KVSWatch
     from pflux.logfollow import LogFollow
+    from pflux.remote import Remote
     from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
@@ -655,6 +656,22 @@ class Client:
         attrs: dict[str, str] = self.handle.call("broker.attrs", {})["attrs"]
         return attrs
 
+    def rexec(
+        self,
+        ranks: Sequence[int],
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str | None = None,
+        stdin: bool = False,
+    ) -> Remote:
+        """Run ``command`` on each of ``ranks``, outside any job (the owner only): a
+        ``Remote`` giving ``(rank, entry)`` as each process starts, writes and ends
+        (``pflux.remote``), its input fed with ``write`` when ``stdin``."""
+        from pflux.remote import Remote, exec_payload
+
+        return Remote(self.handle, ranks, exec_payload(command, env, cwd, stdin))
+
     def resource_status(self) -> dict[str, Any]:
         """The scheduler's resource sets as R objects: ``all``, ``allocated``, ``down``;
         the drained ranks as idsets (``drained``, ``draining``: jobs still run there) and
@@ -1245,6 +1262,46 @@ class AsyncClient:
         """As ``Client.attrs``."""
         attrs: dict[str, str] = (await self.handle.call("broker.attrs", {}))["attrs"]
         return attrs
+
+    async def rexec(
+        self,
+        ranks: Sequence[int],
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str | None = None,
+        stdin: bool = False,
+    ) -> AsyncIterator[tuple[int, dict[str, Any] | RPCError | None]]:
+        """As ``Client.rexec``, the items as an async iterator; no input is fed here
+        (``stdin`` True is refused)."""
+        import asyncio
+
+        from pflux.remote import exec_payload
+
+        if stdin:
+            raise PfluxError("rexec: stdin: only Client.rexec feeds a process's input")
+        payload = exec_payload(command, env, cwd, stdin)
+        arrived: asyncio.Queue[tuple[int, dict[str, Any] | RPCError | None]] = asyncio.Queue()
+
+        async def follow(rank: int) -> None:
+            try:
+                async for entry in self.handle.stream("rexec.exec", payload, nodeid=rank):
+                    arrived.put_nowait((rank, entry))
+                arrived.put_nowait((rank, None))
+            except RPCError as exc:
+                arrived.put_nowait((rank, exc))
+
+        tasks = [asyncio.ensure_future(follow(rank)) for rank in ranks]
+        try:
+            for _ in ranks:
+                while (item := await arrived.get())[1] is not None and not isinstance(
+                    item[1], RPCError
+                ):
+                    yield item
+                yield item
+        finally:
+            for task in tasks:
+                task.cancel()
 
     async def resource_status(self) -> dict[str, Any]:
         """As ``Client.resource_status``."""

@@ -119,6 +119,29 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_ranks.py::test_bad_test_size_options_are_refused_naming_them",
     ),
     "start --test-hosts": ("tests/e2e/test_ranks.py::test_test_hosts_name_the_ranks",),
+    "exec --uri": URI,
+    "exec --rank": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --exclude": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --dir": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --noinput": (
+        "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
+    ),
+    "exec --label-io": ("tests/cli/test_exec.py::test_every_rank_runs_it_and_l_labels_the_lines",),
+    "exec --verbose": ("tests/cli/test_exec.py::test_v_says_when_each_process_starts_and_ends",),
+    "exec --quiet": (
+        "tests/cli/test_exec.py::test_the_exit_code_is_the_largest_with_flux_summary",
+    ),
+    "start --broker-opts": (
+        "tests/cli/test_start_options.py::"
+        "test_broker_opts_set_log_filename_and_s_sizes_the_instance",
+        "tests/cli/test_start_options.py::test_what_start_cannot_honour_is_refused",
+    ),
     "start --curve-cert": (
         "tests/e2e/test_hosts.py::test_brokers_started_by_srun_are_one_instance",
         "tests/e2e/test_hosts.py::test_srun_brokers_without_a_certificate_are_refused",
@@ -224,6 +247,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "submit --watch": ("tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",),
     "submit --progress": (
         "tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",
+        "tests/cli/test_progress.py::test_submit_progress_draws_the_submissions_bar_on_the_last_line",
+    ),
+    "submit --jps": (
+        "tests/cli/test_progress.py::test_submit_wait_progress_counts_the_jobs_and_jps_shows_the_rate",
     ),
     "submit --quiet": ("tests/e2e/test_option_effects.py::test_submit_quiet_watch_and_progress",),
     "run --ntasks": (
@@ -944,6 +971,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_bulksubmit.py::test_an_unsatisfiable_job_fails_the_watch_and_the_rest_run",
     ),
     "bulksubmit --output": SAME_AS_SUBMIT,
+    "bulksubmit --jps": SAME_AS_SUBMIT,
     "bulksubmit --progress": (
         "tests/e2e/test_bulksubmit.py::test_progress_counts_the_submissions",
         "tests/cli/test_bulksubmit.py::test_progress_and_shuffle",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pflux.api import Client
 from pflux.spec.fluid import JobID
-from support.instance import console, ok, pflux
+from support.instance import ok, pflux
+from support.terminal import Terminal
 
 
 def test_a_job_per_input_each_with_its_own_options(uri: str, client: Client) -> None:
@@ -54,11 +55,13 @@ def test_an_unsatisfiable_job_fails_the_watch_and_the_rest_run(uri: str) -> None
 
 
 def test_progress_counts_the_submissions(uri: str) -> None:
-    proc = console("bulksubmit", "--quiet", "--progress", "true", ":::", *map(str, range(20)),
-                   PFLUX_URI=uri)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert "20/20" in proc.stderr
-    assert proc.stdout == ""
+    with Terminal(uri, "bulksubmit", "--quiet", "--progress", "true", ":::", *map(str, range(20)),
+                  size=(10, 50)) as term:  # fmt: skip
+        assert term.wait() == 0
+        last = term.text.rsplit("\033[r\0338", 1)[1]
+    assert last.startswith("Submitting 20 jobs: \u2502")
+    assert "100.0%" in last
+    assert "\u0192" not in term.text
 
 
 def test_log_files_take_ids_messages_and_output(uri: str, tmp_path: Path) -> None:

@@ -43,7 +43,13 @@ def test_flux_runs_jobs_and_names_itself_flux(uri: str) -> None:
 def test_a_command_pflux_lacks_is_refused_in_flux_words() -> None:
     proc = flux("no-such-command")
     assert proc.returncode == 1
-    assert proc.stderr == "flux: 'no-such-command' is not a pflux command.  See 'flux --help'\n"
+    assert proc.stderr == "flux: `no-such-command' is not a flux command.  See 'flux --help'\n"
+    proc = flux("resourcccce")
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "flux: `resourcccce' is not a flux command.  See 'flux --help'\n"
+        "flux: The most similar command is\nflux: \tresource\n",
+    )
 
 
 def test_flux_finds_pflux_on_path_without_pflux_python(uri: str) -> None:

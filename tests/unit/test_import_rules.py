@@ -19,7 +19,7 @@ ROOT = Path(pflux.__file__).parent
 
 #: the service packages
 SERVICES = frozenset(
-    ("exec", "info", "ingest", "joblist", "kvs", "manager", "sched", "shell", "sim")
+    ("exec", "info", "ingest", "joblist", "kvs", "manager", "rexec", "sched", "shell", "sim")
 )
 
 #: (importer, imported) service edges kept on purpose, each with its reason

@@ -56,6 +56,7 @@ SERVICES: tuple[str, ...] = (
     "pflux.sched.service:Scheduler",
     "pflux.exec.service:ExecService",
     "pflux.info.service:JobInfoService",
+    "pflux.rexec.service:RexecService",
 )
 
 # Loaded last when the configuration has [simulator]: it overrides job-exec (RFC 32).

@@ -41,7 +41,7 @@ log = logging.getLogger("pflux.broker")
 
 #: the services of a rank > 0 besides the broker's own (loaded by name: the broker
 #: imports no service): job-exec's agent, which runs this rank's shells
-RANK_SERVICES = ("pflux.exec.node:ExecNodeService",)
+RANK_SERVICES = ("pflux.exec.node:ExecNodeService", "pflux.rexec.service:RexecService")
 
 
 async def run(setup: dict[str, Any]) -> int:

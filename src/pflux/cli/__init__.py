@@ -43,6 +43,9 @@ COMMANDS: dict[str, str] = {
     "pstree": "pstree",
     "top": "top",
     "keygen": "keygen",
+    "help": "help",
+    "exec": "exec",
+    "proxy": "proxy",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -82,6 +85,9 @@ commands:
   pstree     show jobs as a tree by name
   top        display a live view of resources and running jobs
   keygen     generate a CURVE certificate for an instance's overlay network
+  help       list the commands, or show one command's help
+  exec       run a command on ranks of the instance, outside any job
+  proxy      run a command (or a shell) with another instance's URI
 """
 
 
@@ -105,7 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PFLUX_URI"] = os.environ["FLUX_URI"]
 
     fluid.ascii_prefix(fluid.ascii_f58_preferred())  # job ids print with f, not ƒ, if need be
-    return dispatch(base.PROG, COMMANDS, USAGE.replace("usage: pflux", f"usage: {base.PROG}"), args)
+    return dispatch(base.PROG, COMMANDS, main_usage(), args)
+
+
+def main_usage() -> str:
+    """The command's usage and list of commands, named as it runs (pflux or flux)."""
+    from pflux.cli import base
+
+    return USAGE.replace("usage: pflux", f"usage: {base.PROG}")
 
 
 def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> int:
@@ -114,10 +127,10 @@ def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> i
         sys.stdout.write(usage)
         return 0 if argv else 2
     module = table.get(argv[0])
-    if module is None and prog == "flux":
-        # flux's own words and status, for a sub-command pflux has not
-        sys.stderr.write(f"flux: '{argv[0]}' is not a pflux command.  See 'flux --help'\n")
-        return 1
+    if module is None and prog in ("flux", "pflux"):
+        from pflux.cli.similar import not_a_command
+
+        return not_a_command(prog, argv[0], table)
     if module is None:
         sys.stderr.write(f"{prog}: '{argv[0]}' is not a command here\n{usage}")
         return 2

@@ -22,7 +22,8 @@ the rule (``pflux.config``). ``--test-size=N`` runs N brokers on this machine, r
 1..N-1 as child processes of this one (``pflux.broker.testsize``), on the hosts
 ``--test-hosts`` names; ``-S tbon.*`` and ``broker.quorum-timeout`` set the
 overlay's fanout, heartbeat and timeout, and how long rank 0 waits for every rank
-before it serves. An instance that stops
+before it serves. ``-S log-filename`` appends the log entries the ring keeps (``-S
+log-level``) to a file; ``-o`` takes flux broker's options comma-separated. An instance that stops
 because something failed exits 1 with the reason on stderr, whatever the
 initial program's status, so that a supervisor can tell it from a clean stop.
 """
@@ -65,6 +66,7 @@ def main(argv: list[str]) -> int:
         "--simulate", type=Path, metavar="TRACE", help="replay this trace in simulated time"
     )
     parser.add_argument(
+        "-s",
         "--test-size",
         metavar="N",
         help="run N brokers on this machine (ranks 0..N-1), each with its share of the cores",
@@ -93,9 +95,19 @@ def main(argv: list[str]) -> int:
         action="append",
         metavar="ATTR=VAL",
         help="flux broker's attributes that pflux honours: statedir (as --state-dir),"
-        " log-stderr-level (syslog's 0-7: 6 as -v, 7 as -vv), tbon.fanout,"
+        " log-stderr-level (syslog's 0-7: 6 as -v, 7 as -vv), log-filename (the log"
+        " entries dmesg keeps, also appended to this file), log-level (0-7: what they"
+        " are, 6 by default), tbon.fanout,"
         " tbon.heartbeat, tbon.timeout, broker.quorum-timeout (durations: FSD),"
         " hostname (this broker's host, as [bootstrap] hosts name it)",
+    )
+    parser.add_argument(
+        "-o",
+        "--broker-opts",
+        action="append",
+        metavar="OPTS",
+        help="flux broker's options, comma-separated (-o,-Slog-filename=out): -v,"
+        " -S ATTR=VAL, -c FILE",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
     args = parser.parse_args(argv)
@@ -106,6 +118,8 @@ def main(argv: list[str]) -> int:
 BROKER_ATTRS = (
     "statedir",
     "log-stderr-level",
+    "log-filename",
+    "log-level",
     "tbon.fanout",
     "tbon.heartbeat",
     "tbon.timeout",
@@ -153,8 +167,9 @@ def _broker_attr(text: str) -> tuple[str, str]:
         )
     if not equals or not value:
         raise UsageError(f"-S {text}: needs a value ({attr}=VAL)")
-    if attr == "log-stderr-level" and not (value.isascii() and value.isdigit() and int(value) <= 7):
-        raise UsageError(f"-S {text}: log-stderr-level must be 0-7")
+    levels = ("log-stderr-level", "log-level")
+    if attr in levels and not (value.isascii() and value.isdigit() and int(value) <= 7):
+        raise UsageError(f"-S {text}: {attr} must be 0-7")
     if attr == "tbon.fanout" and not (value.isascii() and value.isdigit() and int(value) >= 1):
         raise UsageError(f"-S {text}: tbon.fanout must be an integer >= 1")
     if attr in TBON_DURATIONS:
@@ -176,10 +191,42 @@ def _duration(text: str, attr: str, value: str) -> float:
     return seconds
 
 
+def _apply_broker_opts(args: argparse.Namespace) -> None:
+    """``-o OPTS``: flux broker's options, comma-separated, as pflux start's own."""
+    for opts in args.broker_opts or ():
+        options = [option for option in opts.split(",") if option]
+        check_broker_options(options)
+        index = 0
+        while index < len(options):
+            option = options[index]
+            name, equals, value = option.partition("=")
+            if option.startswith("-S") or name == "--setattr":
+                text = value if name == "--setattr" else option[2:]
+                if not text:
+                    index += 1
+                    text = options[index]
+                args.setattr = [*(args.setattr or ()), text]
+            elif option.startswith("-c") or name in ("--config", "--config-path"):
+                path = value if equals and name.startswith("--") else option[2:]
+                if option in ("-c", "--config", "--config-path"):
+                    index += 1
+                    path = options[index]
+                if args.config is not None and args.config != Path(path):
+                    raise UsageError(
+                        f"--broker-opts: {option}: --config={args.config} says otherwise"
+                    )
+                args.config = Path(path)
+            else:
+                args.verbose += 1 if option == "--verbose" else len(option) - 1
+            index += 1
+
+
 def _apply_attrs(args: argparse.Namespace) -> None:
     """``-S ATTR=VAL``, as the options they stand for."""
     args.tbon = {}
     args.hostname = None
+    args.log_filename = None
+    args.log_level = 6
     for text in args.setattr or ():
         attr, value = _broker_attr(text)
         if attr == "statedir":
@@ -188,12 +235,33 @@ def _apply_attrs(args: argparse.Namespace) -> None:
             args.state_dir = Path(value)
         elif attr == "log-stderr-level":
             args.verbose = max(args.verbose, {6: 1, 7: 2}.get(int(value), 0))
+        elif attr == "log-filename":
+            args.log_filename = Path(value)
+        elif attr == "log-level":
+            args.log_level = int(value)
         elif attr == "tbon.fanout":
             args.tbon["fanout"] = int(value)
         elif attr == "hostname":
             args.hostname = value
         else:
             args.tbon[TBON_DURATIONS[attr]] = _duration(text, attr, value)
+
+
+#: syslog's severities (RFC 5424, flux's log levels) as logging's
+SYSLOG_LEVELS = (50, 50, 50, 40, 30, 20, 20, 10)
+
+
+def _log_file(path: Path, level: int) -> None:
+    """``-S log-filename``: the entries the log ring keeps, appended to ``path`` too."""
+    import logging
+
+    try:
+        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"-S log-filename={path}: {exc.strerror or exc}") from None
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
 
 
 def _test_size(args: argparse.Namespace) -> tuple[int, list[str] | None]:
@@ -227,6 +295,7 @@ def _test_size(args: argparse.Namespace) -> tuple[int, list[str] | None]:
 def _start(args: argparse.Namespace) -> int:
     import logging
 
+    _apply_broker_opts(args)
     _apply_attrs(args)
     size, hosts = _test_size(args)
 
@@ -239,7 +308,10 @@ def _start(args: argparse.Namespace) -> int:
     root = logging.getLogger()
     for handler in root.handlers:
         handler.setLevel(level)  # stderr says what -v asks; the log ring (dmesg) keeps INFO
-    root.setLevel(min(level, logging.INFO))
+    kept = SYSLOG_LEVELS[args.log_level]  # what the ring and log-filename keep
+    root.setLevel(min(level, kept))
+    if args.log_filename is not None:
+        _log_file(args.log_filename, kept)
     config = _config(args)
     if args.fresh and args.state_dir is None:
         raise UsageError("--fresh: only with --state-dir (a temporary instance starts empty)")

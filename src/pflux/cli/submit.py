@@ -51,7 +51,12 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--watch", action="store_true", help="show the jobs' output (implies --wait)"
     )
-    group.add_argument("--progress", action="store_true", help="show a progress bar with jobs/s")
+    group.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the progress of submission, or of the jobs with --wait (a terminal only)",
+    )
+    group.add_argument("--jps", action="store_true", help="with --progress, show jobs/s")
     group.add_argument("--quiet", action="store_true", help="do not print job ids")
     group.add_argument(
         "-v",
@@ -169,11 +174,12 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
                 where.append(streams.pair(copy.log, copy.log_stderr))
                 yield copy.request
 
-        bar: Any = None
-        if args.progress and not follow:
-            from tqdm import tqdm
+        from pflux.cli import progressbar
 
-            bar = tqdm(total=total, unit="job", dynamic_ncols=True)
+        progress = progressbar.wanted(args.progress)
+        bar = None
+        if progress and not follow:
+            bar = progressbar.ProgressBar(total, jps=args.jps, counts=False).start()
         failed = 0
         jobids = []
         followed = []
@@ -192,14 +198,15 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
                 followed.append((out, err))
         streams.flush()
         if bar is not None:
-            bar.close()
+            bar.stop()
         code = 0
         if follow:
             from pflux.cli.watcher import Watcher
 
             watcher = Watcher(
                 watch=args.watch,
-                progress=args.progress,
+                progress=progress,
+                jps=args.jps,
                 total=len(jobids),
                 prog=prog,
                 verbose=args.verbose,

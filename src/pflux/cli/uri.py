@@ -40,6 +40,12 @@ def main(argv: list[str]) -> int:
 
 
 def _uri(target: str | None, *, wait: bool = False) -> None:
+    print(resolve(target, wait=wait))
+
+
+def resolve(target: str | None, *, wait: bool = False) -> str:
+    """The URI of ``target`` (as ``uri TARGET`` prints it; None: this command's instance),
+    once the instance answers (a job's: once it posted it)."""
     from pflux.api import Client
     from pflux.client.uri import socket_path
 
@@ -49,8 +55,7 @@ def _uri(target: str | None, *, wait: bool = False) -> None:
         if sep and scheme == "pid":
             uri = _from_pid(rest)
         elif sep and scheme == "jobid":
-            print(_job_path(rest, wait))
-            return
+            return _job_path(rest, wait)
         elif sep and scheme != "local" and not rest.startswith("//"):
             from pflux.errors import UsageError
 
@@ -58,10 +63,9 @@ def _uri(target: str | None, *, wait: bool = False) -> None:
         elif "/" in target:
             uri = target
         else:
-            print(_job_path(target, wait))
-            return
+            return _job_path(target, wait)
     with Client(uri) as client:
-        print(client.attrs().get("local-uri", socket_path(uri)))
+        return client.attrs().get("local-uri", socket_path(uri))
 
 
 def _from_pid(text: str) -> str:

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from pflux.api import Client
+    from pflux.cli.progressbar import ProgressBar
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
 
 
 class _Followed:
-    __slots__ = ("err", "exit_code", "fatal", "id", "logs", "out")
+    __slots__ = ("err", "exit_code", "fatal", "id", "logs", "out", "state")
 
     def __init__(self, jobid: JobID, logs: int, streams: tuple[TextIO, TextIO]) -> None:
         self.id = jobid
@@ -35,26 +36,34 @@ class _Followed:
         self.fatal = False
         self.logs = logs  # those not ended yet
         self.out, self.err = streams
+        self.state = "pending"  # for the progress bar's counts
 
 
 class Watcher:
     """Follows submitted jobs until every one is inactive; ``exitcode`` is the largest."""
 
     def __init__(
-        self, *, watch: bool, progress: bool, total: int, prog: str = "submit", verbose: int = 0
+        self,
+        *,
+        watch: bool,
+        progress: bool,
+        total: int,
+        jps: bool = False,
+        prog: str = "submit",
+        verbose: int = 0,
     ) -> None:
         self.watch = watch
         self.prog = prog
         self.verbose = verbose
         self.t0 = float("inf")  # the first event's time, which -v offsets count from
         self.exitcode = 0
-        self.bar: Any = None
+        self.bar: ProgressBar | None = None
         if progress:
-            from tqdm import tqdm
+            from pflux.cli.progressbar import ProgressBar
 
-            # tqdm's rate column is the jobs/s figure
-            self.bar = tqdm(total=total, unit="job", dynamic_ncols=True)
-        self.failed = 0
+            self.bar = ProgressBar(total, jps=jps, counts=True)
+            self.bar.values["pending"] = total
+            self.bar.start()
 
     def run(
         self,
@@ -83,19 +92,29 @@ class Watcher:
             if job.logs == 0:
                 self._done(job)
         if self.bar is not None:
-            self.bar.close()
+            self.bar.stop()
         return self.exitcode
 
     def _done(self, job: _Followed) -> None:
         code = job.exit_code or (1 if job.fatal else 0)
         self.exitcode = max(self.exitcode, code)
         if self.bar is not None:
-            self.failed += code != 0
-            self.bar.set_postfix_str(f"failed={self.failed}", refresh=False)
+            self._move(job, "failed" if code else "complete")
             self.bar.update(1)
+
+    def _move(self, job: _Followed, state: str) -> None:
+        """Count the job in ``state`` (pending, running, complete, failed) for the bar."""
+        assert self.bar is not None
+        counts = self.bar.values
+        counts[job.state] -= 1
+        counts[state] += 1
+        job.state = state
+        self.bar.update()
 
     def _on_event(self, job: _Followed, event: Event) -> None:
         context = event.context or {}
+        if self.bar is not None and event.name == "alloc" and job.state == "pending":
+            self._move(job, "running")
         self.t0 = min(self.t0, event.timestamp)
         if self.verbose > 1:
             text = "" if event.context is None else " " + _compact(event.context)

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from pflux.broker.message import (
     FLAG_STREAMING,
+    NODEID_ANY,
     REQUEST,
     Decoder,
     Message,
@@ -109,7 +110,9 @@ class AsyncHandle:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
 
-    def _send(self, topic: str, payload: Any, flags: int) -> asyncio.Queue[Message]:
+    def _send(
+        self, topic: str, payload: Any, flags: int, nodeid: int = NODEID_ANY
+    ) -> asyncio.Queue[Message]:
         if self._error is not None:
             raise self._error
         assert self._protocol is not None
@@ -120,7 +123,7 @@ class AsyncHandle:
         if flags & FLAG_STREAMING:
             self._streams.add(self._tag)
         self._protocol.transport.write(
-            encode(Message(REQUEST, topic, self._tag, payload, flags=flags))
+            encode(Message(REQUEST, topic, self._tag, payload, flags=flags, nodeid=nodeid))
         )
         return queue
 
@@ -144,16 +147,21 @@ class AsyncHandle:
             raise RPCTimeout(f"a response to {topic}", limit) from None
         return msg.raise_for_error()
 
-    async def stream(self, topic: str, payload: Any = None) -> AsyncIterator[Any]:
-        """Send a streaming request and yield each response's payload until its end."""
-        _, replies = self.open_stream(topic, payload)
+    async def stream(
+        self, topic: str, payload: Any = None, *, nodeid: int = NODEID_ANY
+    ) -> AsyncIterator[Any]:
+        """Send a streaming request (to rank ``nodeid``: default any) and yield each
+        response's payload until its end."""
+        _, replies = self.open_stream(topic, payload, nodeid=nodeid)
         async for reply in replies:
             yield reply
 
-    def open_stream(self, topic: str, payload: Any = None) -> tuple[int, AsyncIterator[Any]]:
+    def open_stream(
+        self, topic: str, payload: Any = None, *, nodeid: int = NODEID_ANY
+    ) -> tuple[int, AsyncIterator[Any]]:
         """Send a streaming request now: its matchtag (which a cancel names) and its
         payloads until its end."""
-        queue = self._send(topic, payload, FLAG_STREAMING)
+        queue = self._send(topic, payload, FLAG_STREAMING, nodeid)
         return self._tag, self._replies(queue)
 
     async def _replies(self, queue: asyncio.Queue[Message]) -> AsyncIterator[Any]:

@@ -26,6 +26,7 @@ from typing import Any
 from pflux.broker.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
+    NODEID_ANY,
     REQUEST,
     Decoder,
     Message,
@@ -165,16 +166,23 @@ class Handle:
     # --- sending ----------------------------------------------------------------------
 
     def rpc(
-        self, topic: str, payload: Any = None, *, streaming: bool = False, wait: bool = False
+        self,
+        topic: str,
+        payload: Any = None,
+        *,
+        streaming: bool = False,
+        wait: bool = False,
+        nodeid: int = NODEID_ANY,
     ) -> RPC:
         """Send a request now (buffered until the next wait or ``flush``) and return its RPC.
 
         ``wait``: its responses come when something happens (a job ends, a log grows),
-        so waiting for them has no limit unless one is given.
+        so waiting for them has no limit unless one is given. ``nodeid``: the rank whose
+        service answers (default: any, rank 0 for most services).
         """
         self._tag += 1
         flags = FLAG_STREAMING if streaming else 0
-        self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=flags))
+        self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=flags, nodeid=nodeid))
         rpc = RPC(self, topic, self._tag, streaming, None if wait else self.timeout)
         self._rpcs[self._tag] = rpc
         if len(self._out) > 65536:

@@ -3,7 +3,9 @@ object, and an RFC 31 object matched against the execution targets of R.
 
 The query ``a b``, ``a&b`` or ``a,b`` requires properties a and b; ``|`` or
 ``or`` is OR, ``not`` negates an expression and ``-`` a term, parentheses
-group, whitespace is AND and binds as ``&`` does, below ``not`` and above OR.
+group. As in flux-core's parser, ``&`` binds tighter than OR and looser than
+``not``, and a term after an expression is joined by AND once what precedes it is
+complete: ``a|b c`` is ``(a|b)&c``, ``a&b|c`` is ``(a&b)|c``.
 A term is ``operator:operand`` (``host``/``hosts`` mean ``hostlist``, ``rank``
 means ``ranks``); a bare operand is a list of properties, ``^p`` meaning "not
 p". The JSON follows flux-core's reading of the same query, so both submit the
@@ -28,115 +30,177 @@ _OPERATORS: Final = {"host": "hostlist", "hosts": "hostlist", "rank": "ranks"}
 _LOGICAL: Final = ("and", "or", "not")
 _KNOWN: Final = ("properties", "hostlist", "ranks", *_LOGICAL)
 _TOKEN: Final = re.compile(
-    r"""(?P<space>\s+)|(?P<negate>-)|(?P<not>not\b)|(?P<and>&{1,2}|and\b)|(?P<or>\|{1,2}|or\b)
-    |(?P<lparen>\()|(?P<rparen>\))|(?P<quote>['"])|(?P<word>[^()|&\s"']+)""",
-    re.VERBOSE,
+    r"(?P<negate>-)|(?P<not>not\b)|(?P<and>&{1,2}|and\b)|(?P<or>\|{1,2}|or\b)"
+    r"|(?P<lparen>\()|(?P<rparen>\))|(?P<word>[^()|&\s\"']+)|(?P<quote>['\"])"
 )
-Token = tuple[str, str, int]  # kind, text, position
+_SPACE: Final = " \t\r\n\f\v"
+#: (level, left-associative) of the operators, as flux-core's parser ranks them; a word
+#: or ``(`` after an expression has level 0, so it ends an OR before it (``a|b c`` is
+#: ``(a|b)&c``) and is joined by AND after the rest
+_PRECEDENCE: Final = {"or": (1, True), "and": (2, True), "not": (3, False), "negate": (4, False)}
 
 
-def _tokens(query: str) -> Iterator[Token]:
-    """The query's tokens; a word ending in ``:`` takes a quoted operand that follows."""
-    pos = 0
-    pending: Token | None = None
-    while pos < len(query):
-        found = _TOKEN.match(query, pos)
-        if found is None:  # the pattern matches any character: cannot happen
-            raise SpecError(f"Illegal character '{query[pos]}' at position {pos}")
-        kind = found.lastgroup or ""
-        text = found.group()
-        start, pos = pos, found.end()
-        if kind == "quote":
-            end = query.find(text, pos)
-            if end < 0:
-                raise SpecError(f"Unclosed quote {text!r} at position {start}")
-            kind, text, pos = "word", query[pos:end], end + 1
-            if not text:
-                continue
-        if kind == "space":
-            continue
-        if kind == "word" and pending is not None:
-            yield ("word", pending[1] + text, pending[2])
-            pending = None
-        elif kind == "word" and text.endswith(":"):
-            pending = (kind, text, start)
-        elif pending is not None:
-            break
-        else:
-            yield (kind, text, start)
-    if pending is not None:
-        raise SpecError(f"Missing argument to token '{pending[1]}'")
+class Token:
+    """One token of a query: its kind, its text, and where it starts."""
+
+    __slots__ = ("kind", "pos", "text")
+
+    def __init__(self, kind: str, text: str, pos: int) -> None:
+        self.kind, self.text, self.pos = kind, text, pos
+
+
+class _Lexer:
+    """The query's tokens one at a time, as flux-core's lexer gives them: a word ending
+    in ``:`` joins the next word (``op:'a b'``), and an error is raised only when the
+    parser asks for the token at fault."""
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self.pos = 0
+        self.parens = 0  # open parentheses, negative when more were closed
+        self.last_lparen = self.last_rparen = 0
+        self.pending: Token | None = None
+        self.unclosed: tuple[str, int] | None = None
+
+    def __iter__(self) -> Iterator[Token]:
+        query = self.query
+        while True:
+            if self.unclosed is not None:
+                quote, pos = self.unclosed
+                other = "'" if quote == '"' else '"'
+                raise SpecError(f"Unclosed quote {other}{quote}{other} at position {pos}")
+            while self.pos < len(query) and query[self.pos] in _SPACE:
+                self.pos += 1
+            if self.pos >= len(query):
+                if self.pending is not None:
+                    raise SpecError(f"Missing argument to token '{self.pending.text}'")
+                return
+            found = _TOKEN.match(query, self.pos)
+            if found is None:
+                raise SpecError(f"Illegal character '{query[self.pos]}' at position {self.pos}")
+            kind = found.lastgroup or ""
+            start, self.pos = self.pos, found.end()
+            token = (
+                self._quoted(found.group())
+                if kind == "quote"
+                else self._token(Token(kind, found.group(), start))
+            )
+            if token is not None:
+                yield token
+
+    def _quoted(self, quote: str) -> Token | None:
+        """The text up to the closing quote as a word (none if empty); unclosed, the
+        word still comes, and the error after it."""
+        start = self.pos
+        end = self.query.find(quote, start)
+        if end < 0:
+            end, self.unclosed = len(self.query), (quote, start)
+        self.pos = end + 1
+        return self._token(Token("word", self.query[start:end], start)) if end > start else None
+
+    def _token(self, token: Token) -> Token | None:
+        if token.kind == "lparen":
+            self.parens += 1
+            self.last_lparen = token.pos
+        elif token.kind == "rparen":
+            self.parens -= 1
+            self.last_rparen = token.pos
+        elif token.kind == "word":
+            if self.pending is not None:
+                token.text = self.pending.text + token.text
+                self.pending = None
+            elif token.text.endswith(":"):
+                self.pending = token
+                return None
+        return token
+
+
+Item = dict[str, Any] | Token
 
 
 class _Parser:
+    """A shift-reduce parser with flux-core's precedences: the same object, nesting
+    and error for every query."""
+
     def __init__(self, query: str) -> None:
         self.query = query
-        self.tokens = list(_tokens(query))
-        self.at = 0
-
-    def peek(self) -> str | None:
-        return self.tokens[self.at][0] if self.at < len(self.tokens) else None
-
-    def take(self) -> Token:
-        if self.at >= len(self.tokens):
-            raise SpecError(f"Unexpected end of input in '{self.query}'")
-        token = self.tokens[self.at]
-        self.at += 1
-        return token
-
-    def fail(self) -> SpecError:
-        kind, text, pos = self.tokens[self.at]
-        if kind == "rparen":
-            return SpecError(f"Mismatched parenthesis at position {pos}")
-        return SpecError(f"Invalid token '{text}' at position {pos}")
+        self.lexer = _Lexer(query)
 
     def parse(self) -> dict[str, Any]:
-        if not self.tokens:
-            raise SpecError("empty constraint")
-        result = self.either()
-        if self.at < len(self.tokens):
-            raise self.fail()
-        return result
+        stack: list[Item] = []
+        for token in self.lexer:
+            self._settle(stack)
+            self._reduce(stack, token.kind)
+            self._shift(stack, token)
+        self._settle(stack)
+        self._reduce(stack, None)
+        if len(stack) != 1 or isinstance(stack[0], Token):
+            raise self._error(None)
+        return stack[0]
 
-    def either(self) -> dict[str, Any]:
-        result = self.both()
-        while self.peek() == "or":
-            self.take()
-            right = self.both()
-            if "or" in result:
-                result["or"].append(right)
+    @staticmethod
+    def _settle(stack: list[Item]) -> None:
+        """The word on top (and a ``-`` before it) made a term, once the next token is
+        read: an error lexing that one comes first, as in flux-core."""
+        if not stack or not isinstance(stack[-1], Token) or stack[-1].kind != "word":
+            return
+        term = _term(stack[-1].text)
+        before = stack[-2] if len(stack) > 1 else None
+        if isinstance(before, Token) and before.kind == "negate":
+            stack[-2:] = [{"not": [term]}]
+        else:
+            stack[-1] = term
+
+    def _shift(self, stack: list[Item], token: Token) -> None:
+        top = stack[-1] if stack else None
+        negated = isinstance(top, Token) and top.kind == "negate"
+        if token.kind == "word":
+            ok = True
+        elif token.kind in ("and", "or"):
+            ok = isinstance(top, dict)
+        elif token.kind == "rparen":
+            opener = stack[-2] if len(stack) > 1 else None
+            ok = isinstance(top, dict) and isinstance(opener, Token) and opener.kind == "lparen"
+            if ok:
+                stack[-2:] = [stack[-1]]
+                return
+        else:  # not, negate, lparen: an expression starts
+            ok = not negated
+        if not ok:
+            raise self._error(token)
+        stack.append(token)
+
+    @staticmethod
+    def _reduce(stack: list[Item], lookahead: str | None) -> None:
+        """Reduce the top of the stack while its operator binds tighter than ``lookahead``."""
+        while len(stack) > 1 and isinstance(stack[-1], dict):
+            right, before = stack[-1], stack[-2]
+            rule = "and" if isinstance(before, dict) else before.kind
+            if rule not in _PRECEDENCE:
+                return
+            if lookahead not in (None, "rparen"):
+                level, left_assoc = _PRECEDENCE[rule]
+                ahead, _ = _PRECEDENCE.get(lookahead, (0, False))
+                if ahead > level or (ahead == level and not left_assoc):
+                    return
+            if rule == "not":
+                stack[-2:] = [{"not": [right]}]
+            elif isinstance(before, dict):
+                stack[-2:] = [_and(before, right)]
             else:
-                result = {"or": [result, right]}
-        return result
+                left = stack[-3]
+                assert isinstance(left, dict)  # and/or are shifted after an expression only
+                stack[-3:] = [_or(left, right) if rule == "or" else _and(left, right)]
 
-    def both(self) -> dict[str, Any]:
-        result = self.unary()
-        while self.peek() in ("and", "not", "negate", "lparen", "word"):
-            if self.peek() == "and":
-                self.take()
-            result = _and(result, self.unary())
-        return result
-
-    def unary(self) -> dict[str, Any]:
-        kind, text, pos = self.take()
-        if kind == "not":
-            return {"not": [self.unary()]}
-        if kind == "negate":
-            kind, text, pos = self.take()
-            if kind != "word":
-                raise SpecError(f"Invalid token '{text}' at position {pos}")
-            return {"not": [_term(text)]}
-        if kind == "lparen":
-            inner = self.either()
-            if self.peek() != "rparen":
-                if self.peek() is None:
-                    raise SpecError(f"Unclosed parenthesis in position {pos}")
-                raise self.fail()
-            self.take()
-            return inner
-        if kind == "word":
-            return _term(text)
-        raise SpecError(f"Invalid token '{text}' at position {pos}")
+    def _error(self, token: Token | None) -> SpecError:
+        lexer = self.lexer
+        if token is None:
+            if lexer.parens > 0:
+                return SpecError(f"Unclosed parenthesis in position {lexer.last_lparen}")
+            return SpecError(f"Unexpected end of input in '{self.query}'")
+        if lexer.parens < 0:
+            return SpecError(f"Mismatched parentheses starting at position {lexer.last_rparen}.")
+        return SpecError(f"Invalid token '{token.text}' at position {token.pos}")
 
 
 def _term(text: str) -> dict[str, Any]:
@@ -150,6 +214,14 @@ def _term(text: str) -> dict[str, Any]:
     if operator == "properties":
         return {operator: value.split(",")}
     return {operator: [value]}
+
+
+def _or(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
+    """``left OR right`` as flux-core writes it: one ``or`` list."""
+    if "or" in left:
+        left["or"].append(right)
+        return left
+    return {"or": [left, right]}
 
 
 def _and(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:

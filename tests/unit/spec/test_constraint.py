@@ -45,6 +45,13 @@ def props(*names: str) -> dict[str, list[str]]:
         ("a or test:'a quoted string'", {"or": [props("a"), {"test": ["a quoted string"]}]}),
         ('name:"/foo|(bar)/"', {"name": ["/foo|(bar)/"]}),
         ("^gpu", props("^gpu")),
+        # flux-core's precedences: a term after an OR closes it; NOT binds a term, and a
+        # NOT after a term or NOT nests
+        ("a | b c", {"and": [{"or": [props("a"), props("b")]}, props("c")]}),
+        ("a | b & c", {"or": [props("a"), props("b", "c")]}),
+        ("a b -c", {"and": [props("a"), {"and": [props("b"), {"not": [props("c")]}]}]}),
+        ("not a not b", {"not": [{"and": [props("a"), {"not": [props("b")]}]}]}),
+        ("x: (y)", {"x": ["y"]}),
     ],
 )  # fmt: skip
 def test_queries_read_as_flux_reads_them(query: str, expected: dict[str, Any]) -> None:
@@ -55,13 +62,14 @@ def test_queries_read_as_flux_reads_them(query: str, expected: dict[str, Any]) -
     ("query", "message"),
     [
         ("a|", "Unexpected end of input in 'a|'"),
-        ("a:' ", 'Unclosed quote "\'" at position 2'),
+        ("a:' ", 'Unclosed quote "\'" at position 3'),
         ("(a", "Unclosed parenthesis in position 0"),
-        ("(a))", "Mismatched parenthesis at position 3"),
+        ("(a))", "Mismatched parentheses starting at position 3."),
         ("-(a|b)", "Invalid token '(' at position 1"),
         ("4g,host:foo", "invalid character ',' in operator '4g,host:'"),
         ("foo and a:", "Missing argument to token 'a:'"),
-        ("", "empty constraint"),
+        ("", "Unexpected end of input in ''"),
+        ("'):a", 'Unclosed quote "\'" at position 1'),  # the lexer's error before the term's
         ("& a", "Invalid token '&' at position 0"),
     ],
 )

@@ -17,7 +17,20 @@ if TYPE_CHECKING:
 __all__ = ["Flux", "constants", "core", "job", "kvs", "resource", "rpc", "uri"]
 
 _SUBMODULES = frozenset(
-    ("constants", "core", "eventlog", "future", "job", "kvs", "resource", "rpc", "uri")
+    (
+        "constants",
+        "constraint",
+        "core",
+        "eventlog",
+        "future",
+        "job",
+        "kvs",
+        "progress",
+        "resource",
+        "rpc",
+        "uri",
+        "util",
+    )
 )
 
 

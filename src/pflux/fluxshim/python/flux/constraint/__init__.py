@@ -1,0 +1,1 @@
+"""``flux.constraint``: RFC 35 constraint queries (see ``flux.constraint.parser``)."""
