@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from pflux.broker import instance, rankmain
+from pflux.broker.event import EventService
 from pflux.broker.logbuf import LogService
 from pflux.broker.router import Service
 
@@ -41,7 +42,13 @@ def service_classes() -> list[type[Service]]:
         *instance.MODULES.values(),
         *rankmain.RANK_SERVICES,
     ]
-    return [instance.BrokerService, instance.ConfigService, LogService, *map(_class, paths)]
+    return [
+        instance.BrokerService,
+        instance.ConfigService,
+        LogService,
+        EventService,
+        *map(_class, paths),
+    ]
 
 
 def registered_topics() -> set[str]:

@@ -77,8 +77,11 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
 class Connection(asyncio.Protocol):
     """One client connection: decodes its requests and delivers their responses."""
 
-    def __init__(self, broker: Broker, inbound: Inbound | None = None) -> None:
+    def __init__(
+        self, broker: Broker, inbound: Inbound | None = None, *, module: bool = False
+    ) -> None:
         self.broker = broker
+        self.module = module  # the link of a module process the instance started
         self.transport: asyncio.Transport | None = None
         self.decoder = Decoder(broker.max_request)
         self.inbound = Inbound() if inbound is None else inbound
@@ -308,6 +311,12 @@ class Provider:
     def add(self, service: str) -> None:
         self.services.add(service)
         self.broker.remote[service] = self.forward
+
+    def remove(self, service: str) -> None:
+        """Requests for ``service`` no longer come here (those already forwarded are answered)."""
+        self.services.discard(service)
+        if self.broker.remote.get(service) == self.forward:
+            del self.broker.remote[service]
 
     def forward(self, msg: Message, route: Route) -> None:
         self._tag += 1

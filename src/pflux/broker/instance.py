@@ -29,6 +29,7 @@ from pflux import __version__, fluxshim, private
 from pflux.broker import access, bootstrap
 from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
+from pflux.broker.event import EventService
 from pflux.broker.heap import release_large_buffers
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
@@ -38,7 +39,7 @@ from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_b
 from pflux.client.uri import uri_for
 from pflux.config import check_known
 from pflux.errors import PfluxError
-from pflux.protocol.broker import ServiceAddRequest
+from pflux.protocol.broker import ServiceAddRequest, ServiceRemoveRequest
 from pflux.protocol.decode import decode
 from pflux.spec import hostlist
 from pflux.spec.idset import IdSet
@@ -165,7 +166,12 @@ class BrokerBasics(Service):
 
 
 class BrokerService(BrokerBasics):
-    """Rank 0's broker methods: those of every broker, shutdown, service-add."""
+    """Rank 0's broker methods: those of every broker, shutdown, service-add and -remove.
+
+    A client may provide a service of its own (flux's ``service_register``), never
+    one the instance provides: a service of the broker's, a name a broker method
+    is registered under, or a module process's (which may add it again after a
+    restart, over its own link)."""
 
     def __init__(self, broker: Broker, stop: asyncio.Event) -> None:
         super().__init__(broker)
@@ -188,6 +194,8 @@ class BrokerService(BrokerBasics):
         if service in self.broker.services or service in self.broker.remote:
             raise RPCError(errno.EEXIST, f"service-add: {service} is already provided")
         conn = req.sender
+        if not conn.module and self._reserved(service):
+            raise RPCError(errno.EEXIST, f"service-add: {service} is the instance's own")
         if conn.provider is None:
             conn.provider = Provider(self.broker, conn)
         conn.provider.add(service)
@@ -195,6 +203,21 @@ class BrokerService(BrokerBasics):
         added = self.added.get(service)
         if added is not None:
             added.set()
+
+    @method("service-remove")
+    def service_remove(self, req: Request) -> None:
+        """The connection that asked no longer provides ``service``."""
+        service = decode(req.topic, req.payload, ServiceRemoveRequest).service
+        conn = req.sender
+        provider = conn.provider if isinstance(conn, Connection) else None
+        if provider is None or service not in provider.services:
+            raise RPCError(errno.ENOENT, f"service-remove: {service} is not provided by you")
+        provider.remove(service)
+        req.respond({})
+
+    def _reserved(self, service: str) -> bool:
+        prefix = service + "."
+        return service in self.added or any(t.startswith(prefix) for t in self.broker.topics())
 
 
 class Instance:
@@ -339,6 +362,7 @@ class Instance:
         self.broker_service = BrokerService(broker, stop)
         broker.register(self.broker_service)
         ring = self._log_ring(broker)
+        broker.register(EventService(broker))
         for cls in services:
             broker.register(cls(broker))
         return broker, ring
@@ -490,7 +514,7 @@ class Instance:
 
     async def _serve_link(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        await loop.connect_accepted_socket(lambda: Connection(self.broker), sock)
+        await loop.connect_accepted_socket(lambda: Connection(self.broker, module=True), sock)
 
     async def _spawn(self, path: str) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

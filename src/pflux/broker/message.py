@@ -25,6 +25,7 @@ from pflux.errors import ProtocolError, RPCError
 
 # The two errors are defined in errors.py and re-exported: every service raises them from here.
 __all__ = [
+    "EVENT",
     "FLAG_NORESPONSE",
     "FLAG_STREAMING",
     "HEADER",
@@ -48,6 +49,7 @@ __all__ = [
 
 REQUEST = 1
 RESPONSE = 2
+EVENT = 4  # sent by the broker only (``pflux.broker.event``); a client publishes with event.pub
 
 FLAG_STREAMING = 1  # the requester accepts many responses, ended by an error
 FLAG_NORESPONSE = 2  # the requester wants no response at all

@@ -404,6 +404,10 @@ class Broker:
     def remove_method(self, topic: str) -> None:
         self._handlers.pop(topic, None)
 
+    def topics(self) -> Collection[str]:
+        """The topics this broker's handlers serve."""
+        return self._handlers.keys()
+
     async def start(self) -> None:
         for service in list(self.services.values()):
             await service.start()

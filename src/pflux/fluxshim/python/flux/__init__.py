@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["Flux", "constants", "core", "job", "resource", "rpc", "uri"]
 
 _SUBMODULES = frozenset(
-    ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri")
+    ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri", "message")
 )
 
 

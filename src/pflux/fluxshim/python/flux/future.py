@@ -127,6 +127,13 @@ class Future:
             self._more = False
             self._fulfill_error(errno.ETIMEDOUT, None)
 
+    def __enter__(self) -> Future:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Leaving a ``with`` block lets the future go: no callback is called after it."""
+        self.stop()
+
     def stop(self) -> None:
         """Call the ``then`` callback no more (a stream's remaining responses are dropped)."""
         self._stopped_cb = True
