@@ -45,6 +45,7 @@ def service_classes() -> list[type[Service]]:
     return [
         instance.BrokerService,
         instance.ConfigService,
+        instance.ModuleService,
         LogService,
         EventService,
         *map(_class, paths),

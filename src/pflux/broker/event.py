@@ -20,12 +20,11 @@ import errno
 from collections import Counter
 from functools import partial
 
-from pflux.broker.message import EVENT, ROLE_OWNER, Message, RPCError
+from pflux.broker.message import EVENT, FLAG_PRIVATE, ROLE_OWNER, Message, RPCError
 from pflux.broker.router import Broker, Request, Route, Service, method
 from pflux.protocol.broker import EventPubRequest, EventSubRequest
 from pflux.protocol.decode import decode
 
-FLAG_PRIVATE = 0x20  # flux-core's FLUX_MSGFLAG_PRIVATE
 MAX_SUBSCRIPTIONS = 1024  # distinct topics one connection may subscribe to
 
 

@@ -20,7 +20,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,6 +149,33 @@ class ConfigService(Service):
     @method("get")
     def get(self, req: Request) -> None:
         req.respond(self.broker.config)
+
+
+class ModuleService(Service):
+    """``module.list``: what pflux runs where flux-core loads broker modules: the broker's
+    services, in the order loaded, then the service processes (job-list)."""
+
+    name = "module"
+
+    def __init__(self, broker: Broker, processes: Mapping[str, str] | None = None) -> None:
+        super().__init__(broker)
+        self.processes = dict(processes or {})  # name -> path
+
+    @method("list")
+    def list(self, req: Request) -> None:
+        mods = [
+            {"name": name, "path": _path(service), "status": "R", "process": False}
+            for name, service in self.broker.services.items()
+        ]
+        for name, path in self.processes.items():
+            status = "R" if name in self.broker.remote else "I"  # restarting
+            mods.append({"name": name, "path": path, "status": status, "process": True})
+        req.respond({"mods": mods})
+
+
+def _path(service: Service) -> str:
+    cls = type(service)
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 class BrokerBasics(Service):
@@ -363,6 +390,7 @@ class Instance:
         broker.register(self.broker_service)
         ring = self._log_ring(broker)
         broker.register(EventService(broker))
+        broker.register(ModuleService(broker, self.module_paths))
         for cls in services:
             broker.register(cls(broker))
         return broker, ring

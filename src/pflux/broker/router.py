@@ -432,7 +432,12 @@ class Broker:
             return
         handler = self._handlers.get(msg.topic)
         if handler is None:
-            forward = self.remote.get(msg.topic.partition(".")[0]) or self.fallback
+            service, _, method = msg.topic.partition(".")
+            if method == "ping" and service in self.services:
+                # every service answers ping, as each of flux-core's modules does
+                Request(msg, route).respond(msg.payload)
+                return
+            forward = self.remote.get(service) or self.fallback
             if forward is not None:
                 forward(msg, route)
             elif self.overlay is not None and self.rank > 0 and nodeid < 0:

@@ -43,6 +43,11 @@ COMMANDS: dict[str, str] = {
     "pstree": "pstree",
     "top": "top",
     "keygen": "keygen",
+    "ping": "ping",
+    "event": "event",
+    "logger": "logger",
+    "module": "module",
+    "config": "config",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -82,6 +87,11 @@ commands:
   pstree     show jobs as a tree by name
   top        display a live view of resources and running jobs
   keygen     generate a CURVE certificate for an instance's overlay network
+  ping       measure the round trip to a service (kvs, RANK!SERVICE, a rank)
+  event      publish events (pub) and print those subscribed to (sub)
+  logger     append a message to the instance's log ring buffer
+  module     list the instance's services (flux's broker modules)
+  config     print the instance's configuration (get [NAME])
 """
 
 
