@@ -17,9 +17,10 @@ could outrun it (a followed job output: the KVS's append watches) waits while
 the connection is paused (``paused``, ``drain``: the transport's buffer is over
 its high-water mark) and reads on from the store when it drains. Anything
 else is sent as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
-connection is closed, logged, and what it had not read let go. A connection
-that provides a service (job-list's module process) is the instance's own and
-is never closed for it.
+connection is closed, logged, and what it had not read let go. The link of a
+module process the instance started (job-list's) is the instance's own and is
+never closed for it; a client that provides a service of its own
+(``broker.service-add``) is bounded as any other client.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ class Connection(asyncio.Protocol):
                 self._stall = None
             return False
         budget = PARTIAL_BUDGET * self.decoder.limit
-        if inbound.held > budget and self.provider is None:
+        if inbound.held > budget and not self.module:
             self.refuse(
                 errno.EAGAIN,
                 f"the broker holds {inbound.held} bytes of incomplete messages, more than"
@@ -221,7 +222,7 @@ class Connection(asyncio.Protocol):
             )
         self.transport.writelines(data)
         unread = self.transport.get_write_buffer_size()
-        if unread > OUTPUT_LIMIT and self.provider is None:
+        if unread > OUTPUT_LIMIT and not self.module:
             log.warning(
                 "closing connection of uid %d pid %d: %d bytes sent to it unread, more than %d",
                 self.userid,
