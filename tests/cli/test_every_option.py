@@ -791,6 +791,16 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_broker_commands.py::test_config_get_prints_json_and_strings_bare",
     ),
     "config get --uri": URI,
+    "startlog --check": (
+        "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
+    ),
+    "startlog --quiet": (
+        "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
+    ),
+    "startlog --show-version": (
+        "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
+    ),
+    "startlog --uri": URI,
     "job memo --uri": URI,
     "job memo --volatile": (
         "tests/e2e/test_memo.py::test_volatile_memo_is_shown_but_not_in_the_eventlog",

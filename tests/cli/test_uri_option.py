@@ -62,6 +62,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "logger": ("logger", "x"),
     "module list": ("module", "list"),
     "config get": ("config", "get"),
+    "startlog": ("startlog",),
 }
 
 

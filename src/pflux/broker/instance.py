@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
-from pflux.broker import access, bootstrap
+from pflux.broker import access, bootstrap, startlog
 from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.event import EventService
@@ -352,6 +352,7 @@ class Instance:
             await self._modules_added(added)
             if self.test_size > 1:
                 await self._start_ranks()
+            await startlog.post(broker, "start", {"version": __version__})
             # clients connect once every service is provided, the module processes' too
             server = await serve(broker, self.socket_path)
             self._ready()
@@ -490,8 +491,12 @@ class Instance:
         (each gets an exception saying why, which a restart still shows), wait until
         none runs. Pending jobs stay for the next start."""
         log.info("shutdown started")
-        if "job-manager" not in self.broker.services:
-            return  # an instance of a few services (tests): no jobs
+        if "job-manager" in self.broker.services:  # else an instance of a few services (tests)
+            await self._cancel_running()
+        log.info("stopping services")
+        await startlog.post(self.broker, "finish", {})
+
+    async def _cancel_running(self) -> None:
         call = self.broker.call
         try:
             stop = {"start": False, "reason": SHUTDOWN_NOTE, "nocheckpoint": True}
@@ -507,7 +512,6 @@ class Instance:
             log.error("shutdown: %s", exc.errstr)
         except TimeoutError:
             log.error("shutdown: jobs still running after %.0fs; stopping", CLEANUP_TIMEOUT)
-        log.info("stopping services")
 
     def _on_fatal(self, stop: asyncio.Event, reason: str) -> None:
         """Stop, and end ``run`` with the first fatal reason, so that the exit status says so."""

@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "logger": "logger",
     "module": "module",
     "config": "config",
+    "startlog": "startlog",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -92,6 +93,7 @@ commands:
   logger     append a message to the instance's log ring buffer
   module     list the instance's services (flux's broker modules)
   config     print the instance's configuration (get [NAME])
+  startlog   list the instance's start and stop times
 """
 
 
