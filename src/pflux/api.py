@@ -748,6 +748,12 @@ class Client:
         config: dict[str, Any] = self.handle.call("config.get", {})
         return config
 
+    def overlay_status(self) -> list[dict[str, Any]]:
+        """Each rank's ``state`` as rank 0 knows it (``up``, ``lost``, ``offline``: never
+        up) and ``since`` when (seconds since the epoch), in rank order."""
+        ranks: list[dict[str, Any]] = self.handle.call("broker.overlay-status", {})["ranks"]
+        return ranks
+
     def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
         """The value of KVS ``key`` (in ``namespace``; default: the primary one)."""
         value: str = self.handle.call("kvs.get", _kvs_payload(namespace, key=key))["value"]
@@ -1334,6 +1340,11 @@ class AsyncClient:
     async def config(self) -> dict[str, Any]:
         """As ``Client.config``."""
         return dict(await self.handle.call("config.get", {}))
+
+    async def overlay_status(self) -> list[dict[str, Any]]:
+        """As ``Client.overlay_status``."""
+        reply = await self.handle.call("broker.overlay-status", {})
+        return list(reply["ranks"])
 
     async def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
         """As ``Client.kvs_get``."""

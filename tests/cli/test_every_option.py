@@ -801,6 +801,24 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
     ),
     "startlog --uri": URI,
+    "overlay status --down": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --no-pretty": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --rank": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --summary": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --verbose": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --uri": URI,
+    "overlay lookup --uri": URI,
+    "overlay parentof --uri": URI,
     "job memo --uri": URI,
     "job memo --volatile": (
         "tests/e2e/test_memo.py::test_volatile_memo_is_shown_but_not_in_the_eventlog",

@@ -63,6 +63,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "module list": ("module", "list"),
     "config get": ("config", "get"),
     "startlog": ("startlog",),
+    "overlay status": ("overlay", "status"),
+    "overlay lookup": ("overlay", "lookup", "0"),
+    "overlay parentof": ("overlay", "parentof", "1"),
 }
 
 

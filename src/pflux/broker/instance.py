@@ -231,6 +231,18 @@ class BrokerService(BrokerBasics):
         if added is not None:
             added.set()
 
+    @method("overlay-status")
+    def overlay_status(self, req: Request) -> None:
+        """Each rank's state as rank 0 knows it, up, lost or offline (never up), and
+        since when (``flux overlay status``)."""
+        broker = self.broker
+        never = ("offline", float(broker.attrs.get("broker.starttime", 0.0)))
+        ranks = []
+        for rank in range(broker.size):
+            state, since = broker.rank_states.get(rank, never)
+            ranks.append({"rank": rank, "state": state, "since": since})
+        req.respond({"size": broker.size, "ranks": ranks})
+
     @method("service-remove")
     def service_remove(self, req: Request) -> None:
         """The connection that asked no longer provides ``service``."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from itertools import islice
@@ -339,6 +340,8 @@ class Broker:
         self.overlay: Elsewhere | None = None
         self._rank_watchers: list[Callable[[int, dict[str, Any] | None], None]] = []
         self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
+        # on rank 0: each rank's last change, (up or lost, when); none yet: offline
+        self.rank_states: dict[int, tuple[str, float]] = {}
         # the longest message a client's connection may send (job-ingest's jobspec limit
         # and room for the request around it); a peer providing a service may send MAX_SIZE
         self.max_request = MAX_SIZE
@@ -361,7 +364,10 @@ class Broker:
         if info is None:
             if self.ranks.pop(rank, None) is None:
                 return
+            self.rank_states[rank] = ("lost", time.time())
         else:
+            if rank not in self.ranks:
+                self.rank_states[rank] = ("up", time.time())
             self.ranks[rank] = info
         for fn in list(self._rank_watchers):
             fn(rank, info)

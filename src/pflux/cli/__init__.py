@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "module": "module",
     "config": "config",
     "startlog": "startlog",
+    "overlay": "overlay",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -94,6 +95,7 @@ commands:
   module     list the instance's services (flux's broker modules)
   config     print the instance's configuration (get [NAME])
   startlog   list the instance's start and stop times
+  overlay    show the brokers' tree and each subtree's state (status, lookup, parentof)
 """
 
 
