@@ -4,6 +4,7 @@ clean interpreter, with flux-core's names, arguments and errors."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from support.instance import LiveInstance, ok
 from support.shim import flux_output
@@ -235,3 +236,39 @@ def test_rpc_is_a_context_manager(instance: LiveInstance) -> None:
         instance.uri,
     )
     assert json.loads(out) == {"seq": 1, "pad": "stuff"}
+
+
+def test_attr_set_changes_the_log_s_attributes_and_refuses_the_others(tmp_path: Path) -> None:
+    live = LiveInstance(tmp_path / "state")
+    try:
+        out = flux_output(
+            """
+            import errno, flux
+            h = flux.Flux()
+            print(h.attr_get("log-stderr-level"), h.attr_get("log-ring-size"))
+            h.attr_set("log-ring-size", "2")
+            h.attr_set("log-stderr-level", b"6")
+            h.log(6, "one")
+            h.log(6, "two")
+            h.log(6, "three")
+            print(h.attr_get("log-ring-size"), flux.Flux().attr_get("log-stderr-level"))
+            for name, value in (("version", "9"), ("nosuch", "1"), ("log-ring-size", "0")):
+                try:
+                    h.attr_set(name, value)
+                except OSError as exc:
+                    print(errno.errorcode[exc.errno], exc.strerror)
+            """,
+            live.uri,
+        )
+        dmesg = ok(live.uri, "dmesg")
+    finally:
+        live.stop()
+    assert out.splitlines() == [
+        "4 1024",
+        "2 6",
+        "EPERM attr.set: version cannot be changed while the instance runs",
+        "ENOENT attr.set: no attribute 'nosuch'",
+        "EINVAL attr.set: log-ring-size: must be an integer 1-65536, got '0'",
+    ]
+    assert [line.rsplit(": ", 1)[1] for line in dmesg.splitlines()] == ["two", "three"]
+    assert "shutdown started" in live.log.read_text()  # INFO, on stderr since level 6

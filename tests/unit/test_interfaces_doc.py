@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from pflux.broker import instance, rankmain
+from pflux.broker.attrset import AttrService
 from pflux.broker.event import EventService
 from pflux.broker.logbuf import LogService
 from pflux.broker.router import Service
@@ -48,6 +49,7 @@ def service_classes() -> list[type[Service]]:
         instance.ModuleService,
         LogService,
         EventService,
+        AttrService,
         *map(_class, paths),
     ]
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
 from pflux.broker import access, bootstrap, startlog
+from pflux.broker.attrset import AttrService
 from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.event import EventService
@@ -496,6 +497,7 @@ class Instance:
         ring = LogRing()
         logging.getLogger().addHandler(ring)
         broker.register(LogService(broker, ring))
+        broker.register(AttrService(broker, ring))
         return ring
 
     async def _cleanup(self) -> None:

@@ -53,3 +53,10 @@ class ServiceRemoveRequest(Struct, frozen=True):
     """``broker.service-remove``: the sending process no longer provides ``service``."""
 
     service: str
+
+
+class AttrSetRequest(Struct, frozen=True):
+    """``attr.set``: set broker attribute ``name`` to ``value`` (text, as every attribute)."""
+
+    name: str
+    value: str

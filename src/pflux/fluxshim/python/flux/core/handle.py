@@ -515,6 +515,15 @@ class Flux:
             raise OSError(errno.ENOENT, os.strerror(errno.ENOENT)) from None
         return str(value)
 
+    def attr_set(self, attr_name: Any, value: Any) -> None:
+        """Set a broker attribute flux-core lets change at run time (``log-stderr-level``,
+        ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
+        name = _text(attr_name, "attr_name")
+        text = _text(value, "value")
+        self.rpc("attr.set", {"name": name, "value": text}).get()
+        if self._attrs is not None:
+            self._attrs[name] = text
+
     def conf_get(self, key: Any = None, default: Any = None, update: bool = False) -> Any:
         """The instance's configuration (``config.get``, fetched once and kept unless
         ``update``), or the value at dotted ``key`` (``default`` where it is not set)."""
