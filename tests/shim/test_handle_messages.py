@@ -272,3 +272,40 @@ def test_attr_set_changes_the_log_s_attributes_and_refuses_the_others(tmp_path: 
     ]
     assert [line.rsplit(": ", 1)[1] for line in dmesg.splitlines()] == ["two", "three"]
     assert "shutdown started" in live.log.read_text()  # INFO, on stderr since level 6
+
+
+def test_a_future_ext_is_fulfilled_by_what_its_init_callback_starts(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        from flux.future import FutureExt
+        h = flux.Flux()
+
+        def init(future, n):
+            rpc = future.get_flux().rpc("broker.ping", {"n": n})
+            rpc.then(lambda r: future.fulfill({"twice": r.get()["n"] * 2}))
+
+        print(FutureExt(init, 21, flux_handle=h).get())
+        try:
+            FutureExt(lambda f: f.fulfill_error(errno.EPERM, "not yours"), flux_handle=h).get()
+        except PermissionError as exc:
+            print(exc.strerror)
+        seen = []
+        FutureExt(init, 5, flux_handle=h).then(lambda f: seen.append(f.get()))
+        h.reactor_run()
+        print(seen)
+        try:
+            FutureExt(lambda f: None).get()
+        except OSError as exc:
+            print(exc.errno == errno.EINVAL)
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        "{'twice': 42}",
+        "not yours",
+        "[{'twice': 10}]",
+        "True",
+    ]

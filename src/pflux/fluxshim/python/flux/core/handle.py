@@ -279,6 +279,31 @@ class Flux:
                 raise OSError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT))
             self._read(remaining)
 
+    def _run_until(self, future: Future, timeout: float | None) -> None:
+        """Run callbacks and watchers until ``future`` has a result (a blocking get of
+        a future that other futures' callbacks fulfil: ``FutureExt``)."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            self._run_callbacks()
+            if future._results:
+                return
+            if self._stopped:
+                self._stopped = False
+                exc, self._exception = self._exception, None
+                if exc is not None:
+                    raise exc
+            if not future._more:
+                raise OSError(errno.ENODATA, "the future has no more results")
+            wait = self._timer_wait()
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise OSError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT))
+                wait = remaining if wait is None else min(wait, remaining)
+            if wait is None and self._sock is None:
+                raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
+            self._poll(wait)
+
     # --- the reactor ------------------------------------------------------------------
 
     def reactor_run(self, reactor: Any = None, flags: int = 0) -> int:
