@@ -58,3 +58,12 @@ def test_overlay_status_draws_the_tree_and_tells_a_lost_rank(four: LiveInstance)
     assert ok(uri, "overlay", "status", "--rank", "2") == f"2 {host}: full\n"
     verbose = ok(uri, "overlay", "status", "-v", "--summary")
     assert re.fullmatch(rf"0 {host}: degraded for [\d.]+m?s\n", verbose), verbose
+
+
+def test_events_reach_rank_zero_s_clients_only(four: LiveInstance) -> None:
+    with Handle(four.uri) as handle:
+        rpc = send_raw(handle, "broker.attrs", None, nodeid=1)
+        assert rpc is not None
+        rank1 = rpc.get(30)["attrs"]["local-uri"]
+    error = fails(rank1, "event", "sub", "x")
+    assert "events reach the clients of rank 0's broker only" in error

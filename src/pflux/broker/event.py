@@ -20,8 +20,9 @@ import errno
 from collections import Counter
 from functools import partial
 
+from pflux.broker.connector import Connection
 from pflux.broker.message import EVENT, FLAG_PRIVATE, ROLE_OWNER, Message, RPCError
-from pflux.broker.router import Broker, Request, Route, Service, method
+from pflux.broker.router import Broker, LocalRoute, Request, Route, Service, method
 from pflux.protocol.broker import EventPubRequest, EventSubRequest
 from pflux.protocol.decode import decode
 
@@ -42,6 +43,12 @@ class EventService(Service):
     def subscribe(self, req: Request) -> None:
         topic = decode(req.topic, req.payload, EventSubRequest).topic
         route = req.sender
+        if not isinstance(route, (Connection, LocalRoute)):
+            raise RPCError(
+                errno.EHOSTUNREACH,
+                f"event.subscribe: events reach the clients of rank {self.broker.rank}'s"
+                " broker only (connect to its socket)",
+            )
         topics = self._subs.get(route)
         if topics is None:
             topics = self._subs[route] = Counter()
