@@ -309,3 +309,25 @@ def test_a_future_ext_is_fulfilled_by_what_its_init_callback_starts(
         "[{'twice': 10}]",
         "True",
     ]
+
+
+def test_a_lost_connection_ends_a_reactor_kept_by_a_message_watcher(tmp_path: Path) -> None:
+    live = LiveInstance(tmp_path / "state")
+    try:
+        out = flux_output(
+            f"""
+            import flux, os, signal
+            h = flux.Flux()
+            h.event_subscribe("gone.")
+            h.msg_watcher_create(lambda *a: None, topic_glob="gone.*").start()
+            os.kill({live.proc.pid}, signal.SIGKILL)
+            try:
+                h.reactor_run()
+            except ConnectionResetError as exc:
+                print(exc.strerror)
+            """,
+            live.uri,
+        )
+    finally:
+        live.kill()
+    assert out.strip() == "Connection to the Flux instance was lost"

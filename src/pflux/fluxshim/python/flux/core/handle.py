@@ -308,7 +308,8 @@ class Flux:
 
     def reactor_run(self, reactor: Any = None, flags: int = 0) -> int:
         """Call ``then`` callbacks and timers until nothing is left to wait for, or
-        ``reactor_stop()``; re-raise what a callback raised. Returns 0."""
+        ``reactor_stop()``; re-raise what a callback raised. Returns 0; a connection
+        lost while a message watcher waited raises ECONNRESET."""
         self._stopped = False
         self._reactor_depth += 1
         try:
@@ -322,6 +323,8 @@ class Flux:
         exc, self._exception = self._exception, None
         if exc is not None:
             raise exc
+        if not self._stopped and self._sock is None and self._msg_watchers:
+            raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
         return 0
 
     def reactor_running(self) -> bool:
@@ -369,7 +372,9 @@ class Flux:
         match_tag: int = FLUX_MATCHTAG_NONE,
         rolemask: Any = None,
     ) -> MessageWatcher:
-        """A watcher of the events and requests that reach this handle (not started)."""
+        """A watcher of the events and requests that reach this handle (not started).
+        ``rolemask`` is accepted as flux-core's: every request here comes from the
+        instance owner, whom any rolemask allows."""
         from flux.message import MessageWatcher
 
         return MessageWatcher(self, type_mask, callback, topic_glob, match_tag, args)
@@ -385,9 +390,12 @@ class Flux:
     def _active(self) -> bool:
         if any(t.referenced for t in self._timers):
             return True
-        watchers = (self._fd_watchers, self._signal_watchers, self._msg_watchers)
-        if any(w.referenced for table in watchers for w in table):
+        if any(w.referenced for w in self._fd_watchers) or any(
+            w.referenced for w in self._signal_watchers
+        ):
             return True
+        if self._sock is not None and any(w.referenced for w in self._msg_watchers):
+            return True  # a message may come while the connection is up
         return any(f._more or f._undelivered() for f in self._thens)
 
     def _wake_fd(self) -> int:
