@@ -319,15 +319,23 @@ def test_a_lost_connection_ends_a_reactor_kept_by_a_message_watcher(tmp_path: Pa
             import flux, os, signal
             h = flux.Flux()
             h.event_subscribe("gone.")
-            h.msg_watcher_create(lambda *a: None, topic_glob="gone.*").start()
+            watcher = h.msg_watcher_create(lambda *a: None, topic_glob="gone.*").start()
             os.kill({live.proc.pid}, signal.SIGKILL)
             try:
                 h.reactor_run()
             except ConnectionResetError as exc:
                 print(exc.strerror)
+            # a timer alone is slept until, not spun for
+            watcher.stop()
+            h.timer_watcher_create(0.3, lambda *a: None).start()
+            waits = []
+            poll = h._poll
+            h._poll = lambda timeout: (waits.append(timeout), poll(timeout))
+            h.reactor_run()
+            print(len(waits) < 5)
             """,
             live.uri,
         )
     finally:
         live.kill()
-    assert out.strip() == "Connection to the Flux instance was lost"
+    assert out.splitlines() == ["Connection to the Flux instance was lost", "True"]

@@ -411,6 +411,10 @@ class Flux:
         """Wait for a message, a ready fd watcher or a signal (``timeout`` at most)."""
         watchers = list(self._fd_watchers)
         if not watchers and self._wake is None:
+            if self._sock is None:  # nothing to read: only a timer can be waited for
+                if timeout:
+                    time.sleep(timeout)
+                return
             self._read(timeout)
             return
         import select
