@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pflux.broker.message import FLAG_PRIVATE as EVENT_PRIVATE
+from pflux.broker.message import NODEID_ANY, Message
 from pflux.client.handle import Handle
 from pflux.errors import PfluxError, RPCError, RPCTimeout
 from pflux.spec.eventlog import Event, EventlogReader
@@ -297,6 +299,31 @@ def _matches(event: Event, name: str, match: Mapping[str, Any] | None) -> bool:
         return False
     context = event.context or {}
     return all(context.get(k) == v for k, v in (match or {}).items())
+
+
+def _event_payload(topic: str, payload: Any, private: bool) -> dict[str, Any]:
+    return {"topic": topic, "flags": EVENT_PRIVATE if private else 0, "payload": payload}
+
+
+def _event(msg: Message) -> dict[str, Any]:
+    return {"topic": msg.topic, "seq": msg.matchtag, "payload": msg.payload}
+
+
+def _events(handle: Handle) -> Iterator[dict[str, Any]]:
+    while True:
+        msg = handle.next_event()
+        if msg is not None:
+            yield _event(msg)
+
+
+def _log_payload(message: str, severity: int, appname: str, rank: int) -> dict[str, Any]:
+    return {
+        "timestamp": time.time(),
+        "name": appname,
+        "severity": severity,
+        "rank": rank,
+        "message": message,
+    }
 
 
 class Client:
@@ -703,6 +730,46 @@ class Client:
     def shutdown(self) -> None:
         """Stop the instance: running jobs are canceled, pending ones kept for the next start."""
         self.handle.call("broker.shutdown", {})
+
+    def ping(self, service: str, payload: Any = None, *, rank: int | None = None) -> Any:
+        """``service``'s answer to ``ping`` (every service echoes the payload it is sent),
+        at ``rank`` (default: whichever broker provides it)."""
+        nodeid = NODEID_ANY if rank is None else rank
+        return self.handle.rpc(f"{service}.ping", payload, nodeid=nodeid).get()
+
+    def publish_event(self, topic: str, payload: Any = None, *, private: bool = False) -> int:
+        """Publish an event to its subscribers; its sequence number."""
+        seq: int = self.handle.call("event.pub", _event_payload(topic, payload, private))["seq"]
+        return seq
+
+    def subscribe(self, topics: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """The events whose topic starts with one of ``topics``, from now on, as they come
+        (``topic``, ``seq``, ``payload``); subscribed before the first is asked for."""
+        for topic in topics:
+            self.handle.call("event.subscribe", {"topic": topic})
+        return _events(self.handle)
+
+    def log(self, message: str, *, severity: int = 6, appname: str = "logger") -> None:
+        """Add ``message`` to the instance's log ring (syslog ``severity``, 0-7)."""
+        rank = int(self.attrs().get("rank", 0))
+        self.handle.call("log.append", _log_payload(message, severity, appname, rank))
+
+    def modules(self) -> list[dict[str, Any]]:
+        """What the instance runs as flux-core's broker modules: ``name``, ``path``,
+        ``status`` (``R`` running, ``I`` starting), ``process`` (a process of its own)."""
+        mods: list[dict[str, Any]] = self.handle.call("module.list", {})["mods"]
+        return mods
+
+    def config(self) -> dict[str, Any]:
+        """The instance's configuration, as loaded."""
+        config: dict[str, Any] = self.handle.call("config.get", {})
+        return config
+
+    def overlay_status(self) -> list[dict[str, Any]]:
+        """Each rank's ``state`` as rank 0 knows it (``up``, ``lost``, ``offline``: never
+        up) and ``since`` when (seconds since the epoch), in rank order."""
+        ranks: list[dict[str, Any]] = self.handle.call("broker.overlay-status", {})["ranks"]
+        return ranks
 
     def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
         """The value of KVS ``key`` (in ``namespace``; default: the primary one)."""
@@ -1334,6 +1401,42 @@ class AsyncClient:
     async def shutdown(self) -> None:
         """As ``Client.shutdown``."""
         await self.handle.call("broker.shutdown", {})
+
+    async def ping(self, service: str, payload: Any = None, *, rank: int | None = None) -> Any:
+        """As ``Client.ping``."""
+        nodeid = NODEID_ANY if rank is None else rank
+        return await self.handle.call(f"{service}.ping", payload, nodeid=nodeid)
+
+    async def publish_event(self, topic: str, payload: Any = None, *, private: bool = False) -> int:
+        """As ``Client.publish_event``."""
+        reply = await self.handle.call("event.pub", _event_payload(topic, payload, private))
+        return int(reply["seq"])
+
+    async def subscribe(self, topics: Sequence[str]) -> AsyncIterator[dict[str, Any]]:
+        """As ``Client.subscribe``, subscribed when the first event is asked for."""
+        for topic in topics:
+            await self.handle.call("event.subscribe", {"topic": topic})
+        while True:
+            yield _event(await self.handle.next_event())
+
+    async def log(self, message: str, *, severity: int = 6, appname: str = "logger") -> None:
+        """As ``Client.log``."""
+        rank = int((await self.attrs()).get("rank", 0))
+        await self.handle.call("log.append", _log_payload(message, severity, appname, rank))
+
+    async def modules(self) -> list[dict[str, Any]]:
+        """As ``Client.modules``."""
+        reply = await self.handle.call("module.list", {})
+        return list(reply["mods"])
+
+    async def config(self) -> dict[str, Any]:
+        """As ``Client.config``."""
+        return dict(await self.handle.call("config.get", {}))
+
+    async def overlay_status(self) -> list[dict[str, Any]]:
+        """As ``Client.overlay_status``."""
+        reply = await self.handle.call("broker.overlay-status", {})
+        return list(reply["ranks"])
 
     async def kvs_get(self, key: str, *, namespace: str | None = None) -> str:
         """As ``Client.kvs_get``."""

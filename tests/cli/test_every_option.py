@@ -865,6 +865,85 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "dmesg --human": ("tests/e2e/test_discovery.py::test_dmesg_human",),
     "dmesg --delta": ("tests/e2e/test_discovery.py::test_dmesg_human",),
     "dmesg --uri": URI,
+    "ping --count": (
+        "tests/cli/test_broker_commands.py::test_ping_a_service_a_rank_and_rank_bang_service",
+    ),
+    "ping --interval": (
+        "tests/cli/test_broker_commands.py::test_ping_waits_its_interval_between_requests",
+    ),
+    "ping --pad": (
+        "tests/cli/test_broker_commands.py::test_ping_a_service_a_rank_and_rank_bang_service",
+    ),
+    "ping --rank": (
+        "tests/cli/test_broker_commands.py::test_ping_a_service_a_rank_and_rank_bang_service",
+    ),
+    "ping --uri": URI,
+    "event pub --loopback": (
+        "tests/cli/test_broker_commands.py::test_event_sub_prints_each_event_published_as_topic_tab_payload",
+    ),
+    "event pub --private": (
+        "tests/cli/test_broker_commands.py::test_event_sub_prints_each_event_published_as_topic_tab_payload",
+    ),
+    "event pub --raw": (
+        "tests/cli/test_broker_commands.py::test_event_pub_refuses_raw_and_what_is_not_json",
+    ),
+    "event pub --synchronous": (
+        "tests/cli/test_broker_commands.py::test_event_sub_prints_each_event_published_as_topic_tab_payload",
+    ),
+    "event pub --uri": URI,
+    "event sub --count": (
+        "tests/cli/test_broker_commands.py::test_event_sub_count_exits_after_that_many",
+    ),
+    "event sub --uri": URI,
+    "logger --appname": (
+        "tests/cli/test_broker_commands.py::test_logger_appends_to_the_ring_with_severity_and_appname",
+    ),
+    "logger --severity": (
+        "tests/cli/test_broker_commands.py::test_logger_appends_to_the_ring_with_severity_and_appname",
+    ),
+    "logger --uri": URI,
+    "module list --long": (
+        "tests/cli/test_broker_commands.py::test_module_list_in_flux_s_columns",
+    ),
+    "module list --uri": URI,
+    "config get --default": (
+        "tests/cli/test_broker_commands.py::test_config_get_prints_json_and_strings_bare",
+    ),
+    "config get --quiet": (
+        "tests/cli/test_broker_commands.py::test_config_get_prints_json_and_strings_bare",
+    ),
+    "config get --type": (
+        "tests/cli/test_broker_commands.py::test_config_get_prints_json_and_strings_bare",
+    ),
+    "config get --uri": URI,
+    "startlog --check": (
+        "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
+    ),
+    "startlog --quiet": (
+        "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
+    ),
+    "startlog --show-version": (
+        "tests/cli/test_startlog.py::test_startlog_lists_each_run_and_tells_a_crash",
+    ),
+    "startlog --uri": URI,
+    "overlay status --down": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --no-pretty": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --rank": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --summary": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --verbose": (
+        "tests/cli/test_overlay.py::test_overlay_status_draws_the_tree_and_tells_a_lost_rank",
+    ),
+    "overlay status --uri": URI,
+    "overlay lookup --uri": URI,
+    "overlay parentof --uri": URI,
     "job memo --uri": URI,
     "job memo --volatile": (
         "tests/e2e/test_memo.py::test_volatile_memo_is_shown_but_not_in_the_eventlog",

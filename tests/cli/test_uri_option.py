@@ -69,6 +69,16 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "lsattr": ("lsattr",),
     "uptime": ("uptime",),
     "dmesg": ("dmesg",),
+    "ping": ("ping", "-c", "1", "kvs"),
+    "event pub": ("event", "pub", "t"),
+    "event sub": ("event", "sub", "t"),
+    "logger": ("logger", "x"),
+    "module list": ("module", "list"),
+    "config get": ("config", "get"),
+    "startlog": ("startlog",),
+    "overlay status": ("overlay", "status"),
+    "overlay lookup": ("overlay", "lookup", "0"),
+    "overlay parentof": ("overlay", "parentof", "1"),
 }
 
 

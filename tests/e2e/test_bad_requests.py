@@ -136,6 +136,21 @@ def test_another_service_s_requests_from_a_connection_are_eperm(
             errno.EINVAL,
             "service-add: service must be a name, got 'a.b'",
         ),
+        (
+            "broker.service-remove",
+            {"service": 1},
+            errno.EPROTO,
+            "broker.service-remove: service: expected str, got int",
+        ),
+        ("event.pub", {"topic": 5}, errno.EPROTO, "event.pub: topic: expected str, got int"),
+        ("event.pub", {"topic": ""}, errno.EINVAL, "event.pub: topic: expected str of length >= 1"),
+        ("event.subscribe", {}, errno.EPROTO, "event.subscribe: topic: required"),
+        (
+            "event.subscribe",
+            {"topic": "x" * 256},
+            errno.EINVAL,
+            "event.subscribe: topic: expected str of length <= 255",
+        ),
     ],
 )
 def test_the_broker_s_own_requests_name_the_field(

@@ -25,7 +25,15 @@ import pytest
 from pflux.api import Client
 from pflux.broker import connector
 from pflux.broker.logbuf import LogRing
-from pflux.broker.message import FLAG_STREAMING, REQUEST, RESPONSE, Decoder, Message, encode
+from pflux.broker.message import (
+    EVENT,
+    FLAG_STREAMING,
+    REQUEST,
+    RESPONSE,
+    Decoder,
+    Message,
+    encode,
+)
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
 from pflux.broker.testsize import test_size_boots
@@ -344,3 +352,22 @@ def test_a_client_that_leaves_too_much_unread_is_disconnected(
     conn.deliver(answer)
     assert transport.buffered < 12 * MIB
     assert "bytes sent to it unread, more than 10485760" in caplog.text
+
+
+def test_providing_a_service_does_not_lift_a_client_s_output_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client that registers a service of its own (and then subscribes to every
+    event, reading none) is disconnected past OUTPUT_LIMIT; only a module process's
+    link, the instance's own, is not."""
+    monkeypatch.setattr(connector, "OUTPUT_LIMIT", 2 * MIB)
+    broker = Broker(os.getuid())
+    event = Message(EVENT, "flood", 1, {"pad": "x" * MIB})
+    for module, closed in ((False, True), (True, False)):
+        conn = connector.Connection(broker, module=module)
+        conn.provider = connector.Provider(broker, conn)
+        transport = _Unread()
+        conn.transport = transport  # type: ignore[assignment]
+        for _ in range(4):
+            conn.deliver(event)
+        assert (transport.aborted, conn.closed) == (closed, closed)

@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 from pflux.broker import instance, rankmain
+from pflux.broker.attrset import AttrService
+from pflux.broker.event import EventService
 from pflux.broker.logbuf import LogService
 from pflux.broker.router import Service
 
@@ -41,7 +43,15 @@ def service_classes() -> list[type[Service]]:
         *instance.MODULES.values(),
         *rankmain.RANK_SERVICES,
     ]
-    return [instance.BrokerService, instance.ConfigService, LogService, *map(_class, paths)]
+    return [
+        instance.BrokerService,
+        instance.ConfigService,
+        instance.ModuleService,
+        LogService,
+        EventService,
+        AttrService,
+        *map(_class, paths),
+    ]
 
 
 def registered_topics() -> set[str]:

@@ -97,6 +97,7 @@ def test_the_async_twin_has_every_method_with_the_same_parameters(
             "dmesg",
             "kvs_watch",
             "rexec",
+            "subscribe",
         )
         assert inspect.iscoroutinefunction(aio[name]) != plain, name
 

@@ -19,9 +19,10 @@ the connection is paused (``paused``, ``drain``: the transport's buffer is over
 its high-water mark) and reads on from the store when it drains; a plain
 watch keeps its latest value meanwhile and sends that. Anything else is sent
 as it comes, up to ``OUTPUT_LIMIT`` bytes unread: past that the
-connection is closed, logged, and what it had not read let go. A connection
-that provides a service (job-list's module process) is the instance's own and
-is never closed for it.
+connection is closed, logged, and what it had not read let go. The link of a
+module process the instance started (job-list's) is the instance's own and is
+never closed for it; a client that provides a service of its own
+(``broker.service-add``) is bounded as any other client.
 """
 
 from __future__ import annotations
@@ -80,10 +81,16 @@ class Connection(asyncio.Protocol):
     """One client connection: decodes its requests and delivers their responses."""
 
     def __init__(
-        self, broker: Broker, inbound: Inbound | None = None, *, root_owner: bool = False
+        self,
+        broker: Broker,
+        inbound: Inbound | None = None,
+        *,
+        root_owner: bool = False,
+        module: bool = False,
     ) -> None:
         self.broker = broker
         self.root_owner = root_owner  # [access] allow-root-owner, read once by ``serve``
+        self.module = module  # the link of a module process the instance started
         self.transport: asyncio.Transport | None = None
         self.decoder = Decoder(broker.max_request)
         self.inbound = Inbound() if inbound is None else inbound
@@ -165,7 +172,7 @@ class Connection(asyncio.Protocol):
                 self._stall = None
             return False
         budget = PARTIAL_BUDGET * self.decoder.limit
-        if inbound.held > budget and self.provider is None:
+        if inbound.held > budget and not self.module:
             self.refuse(
                 errno.EAGAIN,
                 f"the broker holds {inbound.held} bytes of incomplete messages, more than"
@@ -223,7 +230,7 @@ class Connection(asyncio.Protocol):
             )
         self.transport.writelines(data)
         unread = self.transport.get_write_buffer_size()
-        if unread > OUTPUT_LIMIT and self.provider is None:
+        if unread > OUTPUT_LIMIT and not self.module:
             log.warning(
                 "closing connection of uid %d pid %d: %d bytes sent to it unread, more than %d",
                 self.userid,
@@ -313,6 +320,12 @@ class Provider:
     def add(self, service: str) -> None:
         self.services.add(service)
         self.broker.remote[service] = self.forward
+
+    def remove(self, service: str) -> None:
+        """Requests for ``service`` no longer come here (those already forwarded are answered)."""
+        self.services.discard(service)
+        if self.broker.remote.get(service) == self.forward:
+            del self.broker.remote[service]
 
     def forward(self, msg: Message, route: Route) -> None:
         self._tag += 1

@@ -20,15 +20,17 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pflux import __version__, fluxshim, private
-from pflux.broker import access, bootstrap
+from pflux.broker import access, bootstrap, startlog
+from pflux.broker.attrset import AttrService
 from pflux.broker.boot import Boot
 from pflux.broker.connector import Connection, Provider, serve
+from pflux.broker.event import EventService
 from pflux.broker.heap import release_large_buffers
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.message import RPCError
@@ -38,7 +40,7 @@ from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_b
 from pflux.client.uri import uri_for
 from pflux.config import check_known
 from pflux.errors import PfluxError
-from pflux.protocol.broker import ServiceAddRequest
+from pflux.protocol.broker import ServiceAddRequest, ServiceRemoveRequest
 from pflux.protocol.decode import decode
 from pflux.spec import hostlist
 from pflux.spec.idset import IdSet
@@ -151,6 +153,33 @@ class ConfigService(Service):
         req.respond(self.broker.config)
 
 
+class ModuleService(Service):
+    """``module.list``: what pflux runs where flux-core loads broker modules: the broker's
+    services, in the order loaded, then the service processes (job-list)."""
+
+    name = "module"
+
+    def __init__(self, broker: Broker, processes: Mapping[str, str] | None = None) -> None:
+        super().__init__(broker)
+        self.processes = dict(processes or {})  # name -> path
+
+    @method("list")
+    def list(self, req: Request) -> None:
+        mods = [
+            {"name": name, "path": _path(service), "status": "R", "process": False}
+            for name, service in self.broker.services.items()
+        ]
+        for name, path in self.processes.items():
+            status = "R" if name in self.broker.remote else "I"  # restarting
+            mods.append({"name": name, "path": path, "status": status, "process": True})
+        req.respond({"mods": mods})
+
+
+def _path(service: Service) -> str:
+    cls = type(service)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 class BrokerBasics(Service):
     """What every broker answers of itself, whatever its rank: ping, attributes."""
 
@@ -166,7 +195,12 @@ class BrokerBasics(Service):
 
 
 class BrokerService(BrokerBasics):
-    """Rank 0's broker methods: those of every broker, shutdown, service-add."""
+    """Rank 0's broker methods: those of every broker, shutdown, service-add and -remove.
+
+    A client may provide a service of its own (flux's ``service_register``), never
+    one the instance provides: a service of the broker's, a name a broker method
+    is registered under, or a module process's (which may add it again after a
+    restart, over its own link)."""
 
     def __init__(self, broker: Broker, stop: asyncio.Event) -> None:
         super().__init__(broker)
@@ -189,6 +223,8 @@ class BrokerService(BrokerBasics):
         if service in self.broker.services or service in self.broker.remote:
             raise RPCError(errno.EEXIST, f"service-add: {service} is already provided")
         conn = req.sender
+        if not conn.module and self._reserved(service):
+            raise RPCError(errno.EEXIST, f"service-add: {service} is the instance's own")
         if conn.provider is None:
             conn.provider = Provider(self.broker, conn)
         conn.provider.add(service)
@@ -196,6 +232,33 @@ class BrokerService(BrokerBasics):
         added = self.added.get(service)
         if added is not None:
             added.set()
+
+    @method("overlay-status")
+    def overlay_status(self, req: Request) -> None:
+        """Each rank's state as rank 0 knows it, up, lost or offline (never up), and
+        since when (``flux overlay status``)."""
+        broker = self.broker
+        never = ("offline", float(broker.attrs.get("broker.starttime", 0.0)))
+        ranks = []
+        for rank in range(broker.size):
+            state, since = broker.rank_states.get(rank, never)
+            ranks.append({"rank": rank, "state": state, "since": since})
+        req.respond({"size": broker.size, "ranks": ranks})
+
+    @method("service-remove")
+    def service_remove(self, req: Request) -> None:
+        """The connection that asked no longer provides ``service``."""
+        service = decode(req.topic, req.payload, ServiceRemoveRequest).service
+        conn = req.sender
+        provider = conn.provider if isinstance(conn, Connection) else None
+        if provider is None or service not in provider.services:
+            raise RPCError(errno.ENOENT, f"service-remove: {service} is not provided by you")
+        provider.remove(service)
+        req.respond({})
+
+    def _reserved(self, service: str) -> bool:
+        prefix = service + "."
+        return service in self.added or any(t.startswith(prefix) for t in self.broker.topics())
 
 
 class Instance:
@@ -303,6 +366,7 @@ class Instance:
             await self._modules_added(added)
             if self.test_size > 1:
                 await self._start_ranks()
+            await startlog.post(broker, "start", {"version": __version__})
             # clients connect once every service is provided, the module processes' too
             server = await serve(broker, self.socket_path)
             self._ready()
@@ -340,6 +404,8 @@ class Instance:
         self.broker_service = BrokerService(broker, stop)
         broker.register(self.broker_service)
         ring = self._log_ring(broker)
+        broker.register(EventService(broker))
+        broker.register(ModuleService(broker, self.module_paths))
         for cls in services:
             broker.register(cls(broker))
         return broker, ring
@@ -432,6 +498,7 @@ class Instance:
         ring = LogRing()
         logging.getLogger().addHandler(ring)
         broker.register(LogService(broker, ring))
+        broker.register(AttrService(broker, ring))
         return ring
 
     async def _cleanup(self) -> None:
@@ -439,8 +506,12 @@ class Instance:
         (each gets an exception saying why, which a restart still shows), wait until
         none runs. Pending jobs stay for the next start."""
         log.info("shutdown started")
-        if "job-manager" not in self.broker.services:
-            return  # an instance of a few services (tests): no jobs
+        if "job-manager" in self.broker.services:  # else an instance of a few services (tests)
+            await self._cancel_running()
+        log.info("stopping services")
+        await startlog.post(self.broker, "finish", {})
+
+    async def _cancel_running(self) -> None:
         call = self.broker.call
         try:
             stop = {"start": False, "reason": SHUTDOWN_NOTE, "nocheckpoint": True}
@@ -456,7 +527,6 @@ class Instance:
             log.error("shutdown: %s", exc.errstr)
         except TimeoutError:
             log.error("shutdown: jobs still running after %.0fs; stopping", CLEANUP_TIMEOUT)
-        log.info("stopping services")
 
     def _on_fatal(self, stop: asyncio.Event, reason: str) -> None:
         """Stop, and end ``run`` with the first fatal reason, so that the exit status says so."""
@@ -491,7 +561,7 @@ class Instance:
 
     async def _serve_link(self, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        await loop.connect_accepted_socket(lambda: Connection(self.broker), sock)
+        await loop.connect_accepted_socket(lambda: Connection(self.broker, module=True), sock)
 
     async def _spawn(self, path: str) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -89,6 +89,16 @@ class LogRing(logging.Handler):
         for follower in list(self.followers):
             follower(entry)
 
+    @property
+    def size(self) -> int:
+        """The entries kept at most."""
+        return self.entries.maxlen or 0
+
+    def resize(self, size: int) -> None:
+        """Keep ``size`` entries at most from now on (the newest, if fewer than now)."""
+        with self._lock_entries:
+            self.entries = deque(self.entries, maxlen=size)
+
     def backlog(self) -> list[Entry]:
         with self._lock_entries:
             return list(self.entries)

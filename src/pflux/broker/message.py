@@ -25,7 +25,9 @@ from pflux.errors import ProtocolError, RPCError
 
 # The two errors are defined in errors.py and re-exported: every service raises them from here.
 __all__ = [
+    "EVENT",
     "FLAG_NORESPONSE",
+    "FLAG_PRIVATE",
     "FLAG_STREAMING",
     "HEADER",
     "MAX_DEPTH",
@@ -48,6 +50,8 @@ __all__ = [
 
 REQUEST = 1
 RESPONSE = 2
+EVENT = 4  # sent by the broker only (``pflux.broker.event``); a client publishes with event.pub
+FLAG_PRIVATE = 0x20  # an event for the owner and its publisher only (FLUX_MSGFLAG_PRIVATE)
 
 FLAG_STREAMING = 1  # the requester accepts many responses, ended by an error
 FLAG_NORESPONSE = 2  # the requester wants no response at all
@@ -188,9 +192,16 @@ def check_depth(payload: Any) -> None:
     raise RPCError(errno.EPROTO, f"payload: must nest at most {MAX_DEPTH} levels deep")
 
 
-def decode_body(body: bytes | bytearray, start: int = 0, end: int | None = None) -> Message:
+def decode_body(
+    body: bytes | bytearray,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    types: tuple[int, ...] = (REQUEST, RESPONSE),
+) -> Message:
     """Parse one message body (``body[start:end]``, read in place, never copied);
-    anything malformed raises ProtocolError.
+    anything malformed raises ProtocolError, as does a type not in ``types`` (events
+    come only from the broker, to a client that reads them).
 
     A request whose payload nests deeper than MAX_DEPTH comes back without it, its
     errnum and errstr saying so, for the receiver to answer (a request's own errnum
@@ -210,8 +221,9 @@ def decode_body(body: bytes | bytearray, start: int = 0, end: int | None = None)
     flags = obj.get("flags", 0)
     errnum = obj.get("errnum", 0)
     errstr = obj.get("errstr")
-    if mtype not in (REQUEST, RESPONSE):
-        raise ProtocolError(f"message type must be {REQUEST} or {RESPONSE}, got {mtype!r}")
+    if mtype not in types:
+        allowed = " or ".join(map(str, types))
+        raise ProtocolError(f"message type must be {allowed}, got {mtype!r}")
     if not isinstance(topic, str) or not topic:
         raise ProtocolError("message topic must be a non-empty string")
     for name, value in (("matchtag", matchtag), ("flags", flags), ("errnum", errnum)):
@@ -261,11 +273,14 @@ class Decoder:
     read, before any of its body is held.
     """
 
-    __slots__ = ("_buf", "limit")
+    __slots__ = ("_buf", "limit", "types")
 
-    def __init__(self, limit: int = MAX_SIZE) -> None:
+    def __init__(
+        self, limit: int = MAX_SIZE, *, types: tuple[int, ...] = (REQUEST, RESPONSE)
+    ) -> None:
         self._buf = bytearray()
         self.limit = limit
+        self.types = types  # the message types accepted (``decode_body``)
 
     def feed(self, data: bytes) -> list[Message]:
         """Add ``data``; return every message now complete (ProtocolError on garbage)."""
@@ -282,7 +297,7 @@ class Decoder:
                 )
             if end - pos - 4 < size:
                 break
-            out.append(decode_body(buf, pos + 4, pos + 4 + size))
+            out.append(decode_body(buf, pos + 4, pos + 4 + size, types=self.types))
             pos += 4 + size
         if pos:
             del buf[:pos]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from itertools import islice
@@ -340,6 +341,8 @@ class Broker:
         self.overlay: Elsewhere | None = None
         self._rank_watchers: list[Callable[[int, dict[str, Any] | None], None]] = []
         self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
+        # on rank 0: each rank's last change, (up or lost, when); none yet: offline
+        self.rank_states: dict[int, tuple[str, float]] = {}
         # the longest message a client's connection may send (job-ingest's jobspec limit
         # and room for the request around it); a peer providing a service may send MAX_SIZE
         self.max_request = MAX_SIZE
@@ -362,7 +365,10 @@ class Broker:
         if info is None:
             if self.ranks.pop(rank, None) is None:
                 return
+            self.rank_states[rank] = ("lost", time.time())
         else:
+            if rank not in self.ranks:
+                self.rank_states[rank] = ("up", time.time())
             self.ranks[rank] = info
         for fn in list(self._rank_watchers):
             fn(rank, info)
@@ -405,6 +411,10 @@ class Broker:
     def remove_method(self, topic: str) -> None:
         self._handlers.pop(topic, None)
 
+    def topics(self) -> Collection[str]:
+        """The topics this broker's handlers serve."""
+        return self._handlers.keys()
+
     async def start(self) -> None:
         for service in list(self.services.values()):
             await service.start()
@@ -429,7 +439,12 @@ class Broker:
             return
         handler = self._handlers.get(msg.topic)
         if handler is None:
-            forward = self.remote.get(msg.topic.partition(".")[0]) or self.fallback
+            service, _, method = msg.topic.partition(".")
+            if method == "ping" and service in self.services:
+                # every service answers ping, as each of flux-core's modules does
+                Request(msg, route).respond(msg.payload)
+                return
+            forward = self.remote.get(service) or self.fallback
             if forward is not None:
                 forward(msg, route)
             elif self.overlay is not None and self.rank > 0 and nodeid < 0:

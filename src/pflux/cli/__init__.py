@@ -46,6 +46,13 @@ COMMANDS: dict[str, str] = {
     "help": "help",
     "exec": "exec",
     "proxy": "proxy",
+    "ping": "ping",
+    "event": "event",
+    "logger": "logger",
+    "module": "module",
+    "config": "config",
+    "startlog": "startlog",
+    "overlay": "overlay",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -88,6 +95,13 @@ commands:
   help       list the commands, or show one command's help
   exec       run a command on ranks of the instance, outside any job
   proxy      run a command (or a shell) with another instance's URI
+  ping       measure the round trip to a service (kvs, RANK!SERVICE, a rank)
+  event      publish events (pub) and print those subscribed to (sub)
+  logger     append a message to the instance's log ring buffer
+  module     list the instance's services (flux's broker modules)
+  config     print the instance's configuration (get [NAME])
+  startlog   list the instance's start and stop times
+  overlay    show the brokers' tree and each subtree's state (status, lookup, parentof)
 """
 
 

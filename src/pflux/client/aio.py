@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from pflux.broker.message import (
+    EVENT,
     FLAG_STREAMING,
     NODEID_ANY,
     REQUEST,
+    RESPONSE,
     Decoder,
     Message,
     encode,
@@ -37,7 +39,7 @@ from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 class _Protocol(asyncio.Protocol):
     def __init__(self, handle: AsyncHandle) -> None:
         self.handle = handle
-        self.decoder = Decoder()
+        self.decoder = Decoder(types=(REQUEST, RESPONSE, EVENT))
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -67,6 +69,7 @@ class AsyncHandle:
         self._queues: dict[int, asyncio.Queue[Message]] = {}
         self._streams: set[int] = set()
         self._error: RPCError | None = None
+        self.events: asyncio.Queue[Message] = asyncio.Queue()  # subscribed to, unread
 
     @classmethod
     async def connect(cls, uri: str | None = None, *, timeout: float | None = None) -> AsyncHandle:
@@ -128,15 +131,21 @@ class AsyncHandle:
         return queue
 
     async def call(
-        self, topic: str, payload: Any = None, *, wait: bool = False, timeout: float | None = None
+        self,
+        topic: str,
+        payload: Any = None,
+        *,
+        wait: bool = False,
+        timeout: float | None = None,
+        nodeid: int = NODEID_ANY,
     ) -> Any:
         """Send a request and return its response's payload (RPCError on an error).
 
         ``wait``: the response comes when something happens (a job ends), so it has
         no limit unless ``timeout`` gives one; otherwise the limit is ``timeout``,
-        else the handle's.
+        else the handle's. ``nodeid``: the rank whose service is asked.
         """
-        queue = self._send(topic, payload, 0)
+        queue = self._send(topic, payload, 0, nodeid)
         tag = self._tag
         limit = timeout if timeout is not None else None if wait else self.timeout
         try:
@@ -171,7 +180,14 @@ class AsyncHandle:
                 return
             yield msg.raise_for_error()
 
+    async def next_event(self) -> Message:
+        """The next event subscribed to (``event.subscribe``)."""
+        return await self.events.get()
+
     def _route(self, msg: Message) -> None:
+        if msg.type == EVENT:
+            self.events.put_nowait(msg)
+            return
         if msg.matchtag == 0 and msg.errnum:
             self._lost(RPCError(msg.errnum, msg.errstr))
             return

@@ -24,10 +24,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pflux.broker.message import (
+    EVENT,
     FLAG_NORESPONSE,
     FLAG_STREAMING,
     NODEID_ANY,
     REQUEST,
+    RESPONSE,
     Decoder,
     Message,
     encode,
@@ -124,7 +126,8 @@ class Handle:
             self.sock.close()
             raise cannot_connect(path, exc) from None
         self.sock.settimeout(None)
-        self._decoder = Decoder()
+        self._decoder = Decoder(types=(REQUEST, RESPONSE, EVENT))
+        self.events: deque[Message] = deque()  # those subscribed to (event.subscribe), unread
         self._tag = 0
         self._rpcs: dict[int, RPC] = {}
         self._out = bytearray()
@@ -177,8 +180,8 @@ class Handle:
         """Send a request now (buffered until the next wait or ``flush``) and return its RPC.
 
         ``wait``: its responses come when something happens (a job ends, a log grows),
-        so waiting for them has no limit unless one is given. ``nodeid``: the rank whose
-        service answers (default: any, rank 0 for most services).
+        so waiting for them has no limit unless one is given. ``nodeid``: the rank
+        whose service is asked (default: whichever provides it).
         """
         self._tag += 1
         flags = FLAG_STREAMING if streaming else 0
@@ -236,7 +239,21 @@ class Handle:
             self._route(msg)
         return True
 
+    def next_event(self, timeout: float | None = None) -> Message | None:
+        """The next event subscribed to, waiting ``timeout`` seconds at most (None: no
+        limit); None if none came."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.events:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            self.process(remaining)
+        return self.events.popleft()
+
     def _route(self, msg: Message) -> None:
+        if msg.type == EVENT:
+            self.events.append(msg)
+            return
         if msg.matchtag == 0 and msg.errnum:
             # the broker refused this connection (permission, protocol)
             self.close()

@@ -33,3 +33,30 @@ class LogEntry(Struct, frozen=True):
     severity: Annotated[int, Meta(ge=0, le=7)]  # syslog's (RFC 5424)
     rank: int
     message: str
+
+
+class EventPubRequest(Struct, frozen=True):
+    """``event.pub``: publish ``topic`` (flux's flags: 0, or ``FLUX_MSGFLAG_PRIVATE``)."""
+
+    topic: Annotated[str, Meta(min_length=1, max_length=255)]
+    flags: Annotated[int, Meta(ge=0)] = 0
+    payload: object = None
+
+
+class EventSubRequest(Struct, frozen=True):
+    """``event.subscribe``/``event.unsubscribe``: events whose topic starts with ``topic``."""
+
+    topic: Annotated[str, Meta(max_length=255)]
+
+
+class ServiceRemoveRequest(Struct, frozen=True):
+    """``broker.service-remove``: the sending process no longer provides ``service``."""
+
+    service: str
+
+
+class AttrSetRequest(Struct, frozen=True):
+    """``attr.set``: set broker attribute ``name`` to ``value`` (text, as every attribute)."""
+
+    name: str
+    value: str

@@ -25,6 +25,7 @@ _SUBMODULES = frozenset(
         "future",
         "job",
         "kvs",
+        "message",
         "progress",
         "resource",
         "rpc",

@@ -127,8 +127,72 @@ class Future:
             self._more = False
             self._fulfill_error(errno.ETIMEDOUT, None)
 
+    def __enter__(self) -> Future:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Leaving a ``with`` block lets the future go: no callback is called after it."""
+        self.stop()
+
     def stop(self) -> None:
         """Call the ``then`` callback no more (a stream's remaining responses are dropped)."""
         self._stopped_cb = True
         if self._flux is not None:
             self._flux._thens.pop(self, None)
+
+
+class FutureExt(Future):
+    """A future fulfilled from Python (flux-core's): ``init_cb(future, *args, **kwargs)``
+    runs once, when a ``then`` callback is set or a result is first waited for, and
+    starts what will ``fulfill()`` (or ``fulfill_error()``) it. While ``get()`` waits,
+    the handle's callbacks and watchers run (what the init callback started among
+    them), as flux-core runs a reactor for a blocking get. Once fulfilled, it keeps
+    ``reactor_run`` going no longer."""
+
+    def __init__(
+        self, init_cb: Callable[..., Any], *args: Any, flux_handle: Flux | None = None, **kw: Any
+    ) -> None:
+        if not callable(init_cb):
+            raise TypeError(f"init_cb must be callable, not {type(init_cb).__name__}")
+        super().__init__(flux_handle)
+        self._init: tuple[Callable[..., Any], Any, Any] | None = (init_cb, args, kw)
+
+    def set_flux(self, flux_handle: Flux) -> None:
+        self._flux = flux_handle
+
+    def _start(self) -> None:
+        if self._init is not None:
+            init_cb, args, kw = self._init
+            self._init = None
+            init_cb(self, *args, **kw)
+
+    def fulfill(self, result: Any = None) -> None:
+        """Fulfil with ``result``, anything ``json.dumps`` takes (``get()`` returns it
+        as ``json.loads`` gives it back)."""
+        import json
+
+        value = json.loads(json.dumps(result))
+        self._more = False
+        self._fulfill(value)
+
+    def fulfill_error(self, errnum: int = errno.ENOENT, errstr: str | None = None) -> None:
+        self._more = False
+        self._fulfill_error(errnum, errstr)
+
+    def then(
+        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
+    ) -> Future:
+        super().then(callback, *args, timeout=timeout, **kwargs)
+        self._start()
+        return self
+
+    def wait_for(self, timeout: float = -1.0) -> Future:
+        if self._flux is None:
+            raise OSError(errno.EINVAL, "future has no Flux handle: call set_flux() first")
+        self._start()
+        self._flux._run_until(self, timeout)
+        return self
+
+    def get(self) -> Any:
+        """The value ``fulfill()`` gave (an error raises its OSError)."""
+        return self._result()

@@ -78,3 +78,10 @@ class RPC(Future):
     def get(self) -> Any:
         """The response's payload, decoded (None: no payload)."""
         return self._result()
+
+
+class VoidRPC(RPC):
+    """An RPC whose ``get()`` says only whether it succeeded (flux-core returns None)."""
+
+    def get(self) -> None:
+        self._result()

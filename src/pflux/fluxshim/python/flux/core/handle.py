@@ -19,6 +19,12 @@ How responses reach their futures (what ``FluxExecutor`` builds on):
   An exception raised by a callback stops the reactor and is raised by
   ``reactor_run()``. Only the futures a response reached are called back, so a
   turn costs what arrived, not how many requests are in flight.
+- Events (after ``event_subscribe``) and requests for a service the handle
+  registered (``service_register``) are kept in arrival order until a started
+  message watcher that matches takes them in ``reactor_run``, or ``recv()``/
+  ``event_recv()`` does. A request no started watcher matches, while some
+  watcher is started, is answered ENOSYS as flux-core's dispatcher does.
+  Signal and fd watchers wake ``reactor_run`` as timers do.
 - ``flux.job.executor``'s threads turn that loop themselves (``_read`` and
   ``_run_callbacks``), waiting on the socket and on their own wake-up pipe.
 
@@ -29,14 +35,26 @@ from __future__ import annotations
 
 # the C module: ``socket`` would load enum and selectors, a few ms a job pays
 import _socket
+import contextlib
 import errno
+import json
 import os
 import time
 from collections import deque
+from functools import partial
 
 from flux.constants import (
+    FLUX_MATCHTAG_NONE,
+    FLUX_MSGTYPE_ANY,
+    FLUX_MSGTYPE_EVENT,
+    FLUX_MSGTYPE_REQUEST,
+    FLUX_MSGTYPE_RESPONSE,
     FLUX_NODEID_ANY,
     FLUX_NODEID_UPSTREAM,
+    FLUX_O_NONBLOCK,
+    FLUX_POLLERR,
+    FLUX_POLLIN,
+    FLUX_POLLOUT,
     FLUX_RPC_NORESPONSE,
     FLUX_RPC_STREAMING,
 )
@@ -45,10 +63,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+    from flux.core.watchers import FDWatcher, SignalWatcher, TimerWatcher
     from flux.future import Future
+    from flux.message import Message, MessageWatcher
     from flux.rpc import RPC
 
 _REQUEST = 1
+_RESPONSE = 2
 _WIRE_STREAMING = 1
 _WIRE_NORESPONSE = 2
 _MAX_SIZE = 64 * 1024 * 1024
@@ -83,61 +104,6 @@ def _socket_path(url: Any) -> str:
     return path
 
 
-class TimerWatcher:
-    """A timer: ``callback(handle, watcher, revents, args)`` after ``after`` seconds,
-    then every ``repeat`` seconds if ``repeat`` > 0 (flux-core's timer watcher)."""
-
-    def __init__(
-        self,
-        handle: Flux,
-        after: float,
-        callback: Callable[..., Any],
-        repeat: float = 0.0,
-        args: Any = None,
-    ) -> None:
-        self.flux_handle = handle
-        self.after = float(after)
-        self.repeat = float(repeat)
-        self.callback = callback
-        self.args = args
-        self.due = 0.0
-        self.referenced = True
-
-    def start(self) -> TimerWatcher:
-        self.due = time.monotonic() + self.after
-        self.flux_handle._timers.add(self)
-        return self
-
-    def stop(self) -> TimerWatcher:
-        self.flux_handle._timers.discard(self)
-        return self
-
-    def ref(self) -> TimerWatcher:
-        self.referenced = True
-        return self
-
-    def unref(self) -> TimerWatcher:
-        """An unreferenced timer does not keep ``reactor_run`` going by itself."""
-        self.referenced = False
-        return self
-
-    def destroy(self) -> None:
-        self.stop()
-
-    def __enter__(self) -> TimerWatcher:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _fire(self) -> None:
-        if self.repeat > 0:
-            self.due += self.repeat
-        else:
-            self.stop()
-        self.callback(self.flux_handle, self, 0, self.args)
-
-
 class Flux:
     """A connection to the pflux instance at ``url`` (str or bytes; default ``FLUX_URI``).
 
@@ -164,6 +130,15 @@ class Flux:
         self._thens: dict[Future, None] = {}  # futures with a callback, in the order set
         self._ready: deque[Future] = deque()  # futures whose callback has a result to see
         self._timers: set[TimerWatcher] = set()
+        self._fd_watchers: dict[FDWatcher, None] = {}  # started
+        self._signal_watchers: dict[SignalWatcher, None] = {}  # started
+        self._msg_watchers: dict[MessageWatcher, None] = {}  # started, in the order started
+        self._inbox: deque[Message] = deque()  # events and requests no watcher has taken
+        self._signals: list[int] = []  # signals arrived, for their watchers
+        self._wake: tuple[int, int] | None = None  # the pipe a signal wakes the reactor by
+        self._fired: list[tuple[FDWatcher, int]] = []  # fd watchers ready, with their revents
+        self._kept: dict[Any, None] = {}
+        self._config: Any = None
         self._stopped = False
         self._exception: BaseException | None = None
         self._reactor_depth = 0
@@ -187,8 +162,6 @@ class Flux:
             raise OSError(errno.EINVAL, f"rpc: flags: invalid value {flags}")
         if self._sock is None:
             raise OSError(errno.EBADF, "rpc: the Flux handle is closed")
-        import json
-
         self._tag += 1
         wire = 0
         if flags & FLUX_RPC_STREAMING:
@@ -255,13 +228,16 @@ class Flux:
             pos += 4 + size
         del buf[:pos]
         if messages:
-            import json
-
             for body in messages:
                 self._route(json.loads(body))
         return True
 
     def _route(self, msg: dict[str, Any]) -> None:
+        if msg.get("type") in (FLUX_MSGTYPE_EVENT, FLUX_MSGTYPE_REQUEST):
+            from flux.message import Message
+
+            self._inbox.append(Message._from_wire(msg))
+            return
         tag = msg.get("matchtag", 0)
         errnum = msg.get("errnum") or 0
         if tag == 0 and errnum:  # the broker refused this connection
@@ -303,11 +279,37 @@ class Flux:
                 raise OSError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT))
             self._read(remaining)
 
+    def _run_until(self, future: Future, timeout: float | None) -> None:
+        """Run callbacks and watchers until ``future`` has a result (a blocking get of
+        a future that other futures' callbacks fulfil: ``FutureExt``)."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            self._run_callbacks()
+            if future._results:
+                return
+            if self._stopped:
+                self._stopped = False
+                exc, self._exception = self._exception, None
+                if exc is not None:
+                    raise exc
+            if not future._more:
+                raise OSError(errno.ENODATA, "the future has no more results")
+            wait = self._timer_wait()
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise OSError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT))
+                wait = remaining if wait is None else min(wait, remaining)
+            if wait is None and self._sock is None:
+                raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
+            self._poll(wait)
+
     # --- the reactor ------------------------------------------------------------------
 
     def reactor_run(self, reactor: Any = None, flags: int = 0) -> int:
         """Call ``then`` callbacks and timers until nothing is left to wait for, or
-        ``reactor_stop()``; re-raise what a callback raised. Returns 0."""
+        ``reactor_stop()``; re-raise what a callback raised. Returns 0; a connection
+        lost while a message watcher waited raises ECONNRESET."""
         self._stopped = False
         self._reactor_depth += 1
         try:
@@ -315,12 +317,14 @@ class Flux:
                 self._run_callbacks()
                 if self._stopped or not self._active():
                     break
-                self._read(self._timer_wait())
+                self._poll(self._timer_wait())
         finally:
             self._reactor_depth -= 1
         exc, self._exception = self._exception, None
         if exc is not None:
             raise exc
+        if not self._stopped and self._sock is None and self._msg_watchers:
+            raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
         return 0
 
     def reactor_running(self) -> bool:
@@ -337,12 +341,109 @@ class Flux:
         self, after: float, callback: Callable[..., Any], repeat: float = 0.0, args: Any = None
     ) -> TimerWatcher:
         """A timer (not started: call ``start()``)."""
+        from flux.core.watchers import TimerWatcher
+
         return TimerWatcher(self, after, callback, repeat=repeat, args=args)
+
+    def fd_watcher_create(
+        self, fd_int: int, callback: Callable[..., Any], events: int | None = None, args: Any = None
+    ) -> FDWatcher:
+        """A watcher of ``fd_int`` (default events: in, out and error; not started)."""
+        from flux.core.watchers import FDWatcher
+
+        if events is None:
+            events = FLUX_POLLIN | FLUX_POLLOUT | FLUX_POLLERR
+        return FDWatcher(self, fd_int, events, callback, args=args)
+
+    def signal_watcher_create(
+        self, signum: int, callback: Callable[..., Any], args: Any = None
+    ) -> SignalWatcher:
+        """A watcher of signal ``signum`` (not started)."""
+        from flux.core.watchers import SignalWatcher
+
+        return SignalWatcher(self, signum, callback, args)
+
+    def msg_watcher_create(
+        self,
+        callback: Callable[..., Any],
+        type_mask: int = FLUX_MSGTYPE_ANY,
+        topic_glob: Any = "*",
+        args: Any = None,
+        match_tag: int = FLUX_MATCHTAG_NONE,
+        rolemask: Any = None,
+    ) -> MessageWatcher:
+        """A watcher of the events and requests that reach this handle (not started).
+        ``rolemask`` is accepted as flux-core's: every request here comes from the
+        instance owner, whom any rolemask allows."""
+        from flux.message import MessageWatcher
+
+        return MessageWatcher(self, type_mask, callback, topic_glob, match_tag, args)
+
+    def add_watcher(self, watcher: Any) -> Any:
+        """Keep ``watcher`` referenced (flux-core's guard against garbage collection)."""
+        self._kept[watcher] = None
+        return watcher
+
+    def del_watcher(self, watcher: Any) -> None:
+        self._kept.pop(watcher, None)
 
     def _active(self) -> bool:
         if any(t.referenced for t in self._timers):
             return True
+        if any(w.referenced for w in self._fd_watchers) or any(
+            w.referenced for w in self._signal_watchers
+        ):
+            return True
+        if self._sock is not None and any(w.referenced for w in self._msg_watchers):
+            return True  # a message may come while the connection is up
         return any(f._more or f._undelivered() for f in self._thens)
+
+    def _wake_fd(self) -> int:
+        """The write end of the pipe a signal handler wakes the reactor with."""
+        if self._wake is None:
+            rfd, wfd = os.pipe()
+            os.set_blocking(rfd, False)
+            os.set_blocking(wfd, False)
+            self._wake = (rfd, wfd)
+        return self._wake[1]
+
+    def _poll(self, timeout: float | None) -> None:
+        """Wait for a message, a ready fd watcher or a signal (``timeout`` at most)."""
+        watchers = list(self._fd_watchers)
+        if not watchers and self._wake is None:
+            if self._sock is None:  # nothing to read: only a timer can be waited for
+                if timeout:
+                    time.sleep(timeout)
+                return
+            self._read(timeout)
+            return
+        import select
+
+        reads: list[int] = [] if self._sock is None else [self._sock.fileno()]
+        if self._wake is not None:
+            reads.append(self._wake[0])
+        reads += [w.fd_int for w in watchers if w.events & FLUX_POLLIN]
+        writes = [w.fd_int for w in watchers if w.events & FLUX_POLLOUT]
+        try:
+            rready, wready, xready = select.select(reads, writes, reads + writes, timeout)
+        except (OSError, ValueError):  # a watched fd was closed: its watcher hears of it
+            rready, wready = [], []
+            xready = [w.fd_int for w in watchers if not _valid_fd(w.fd_int)]
+            if not xready:
+                raise
+        if self._wake is not None and self._wake[0] in rready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake[0], 4096)
+        for w in watchers:
+            revents = (
+                (FLUX_POLLIN if w.fd_int in rready else 0)
+                | (FLUX_POLLOUT if w.fd_int in wready else 0)
+                | (FLUX_POLLERR if w.fd_int in xready else 0)
+            )
+            if revents:
+                self._fired.append((w, revents))
+        if self._sock is not None and self._sock.fileno() in rready:
+            self._read(0.0)
 
     def _timer_wait(self) -> float | None:
         if not self._timers:
@@ -350,29 +451,83 @@ class Flux:
         return max(0.0, min(t.due for t in self._timers) - time.monotonic())
 
     def _run_callbacks(self) -> None:
-        """Call every timer due and every callback queued with a result it has not seen,
-        until none is left (a callback may reset its future or fulfil another)."""
-        ready = self._ready
+        """Call every timer due, every watcher woken and every callback queued with a
+        result it has not seen, until none is left (a callback may reset its future
+        or fulfil another)."""
         progress = True
         while progress and not self._stopped:
             progress = False
             if self._timers:
-                now = time.monotonic()
-                for timer in [t for t in self._timers if t.due <= now]:
-                    progress = True
-                    if not self._call(timer._fire):
-                        return
-            while ready:
+                fired = self._run_timers()
+                if fired is None:
+                    return
+                progress = fired
+            if self._fired or self._signals:
                 progress = True
-                future = ready.popleft()
-                if future._stopped_cb:
-                    continue
-                if future._undelivered():
-                    future._delivered = future._results[0]
-                    if not self._call(future._callback):
-                        return
-                if not future._more and not future._undelivered():
-                    self._thens.pop(future, None)
+                if not self._call_watchers():
+                    return
+            if self._inbox and self._msg_watchers:
+                progress = True
+                if not self._dispatch():
+                    return
+            if self._ready:
+                progress = True
+                if not self._run_thens():
+                    return
+
+    def _run_thens(self) -> bool:
+        """Call the ``then`` callbacks queued (False: the reactor is to stop)."""
+        ready = self._ready
+        while ready:
+            future = ready.popleft()
+            if future._stopped_cb:
+                continue
+            if future._undelivered():
+                future._delivered = future._results[0]
+                if not self._call(future._callback):
+                    return False
+            if not future._more and not future._undelivered():
+                self._thens.pop(future, None)
+        return True
+
+    def _run_timers(self) -> bool | None:
+        """Fire the timers due: whether any was (None: the reactor is to stop)."""
+        now = time.monotonic()
+        due = [t for t in self._timers if t.due <= now]
+        for timer in due:
+            if not self._call(timer._fire):
+                return None
+        return bool(due)
+
+    def _call_watchers(self) -> bool:
+        """Call the fd watchers found ready and the signal watchers of signals arrived."""
+        fired, self._fired = self._fired, []
+        for fw, revents in fired:
+            if fw in self._fd_watchers and not self._call(
+                partial(fw.callback, self, fw, fw.fd_int, revents, fw.args)
+            ):
+                return False
+        signals, self._signals = self._signals, []
+        for signum in signals:
+            for sw in [w for w in self._signal_watchers if w.signum == signum]:
+                if not self._call(partial(sw.callback, self, sw, signum, sw.args)):
+                    return False
+        return True
+
+    def _dispatch(self) -> bool:
+        """Hand each message kept to the first started watcher that matches it; with none,
+        drop an event and answer a request ENOSYS (flux-core's dispatcher)."""
+        inbox = self._inbox
+        while inbox and self._msg_watchers and not self._stopped:
+            msg = inbox.popleft()
+            watcher = next((w for w in self._msg_watchers if w.matches(msg)), None)
+            if watcher is None:
+                if msg.type == FLUX_MSGTYPE_REQUEST:
+                    self._respond(msg, None, errno.ENOSYS, None)
+                continue
+            if not self._call(partial(watcher.callback, self, watcher, msg, watcher.args)):
+                return False
+        return True
 
     def _call(self, function: Callable[[], None]) -> bool:
         try:
@@ -397,6 +552,188 @@ class Flux:
             raise OSError(errno.ENOENT, os.strerror(errno.ENOENT)) from None
         return str(value)
 
+    def attr_set(self, attr_name: Any, value: Any) -> None:
+        """Set a broker attribute flux-core lets change at run time (``log-stderr-level``,
+        ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
+        name = _text(attr_name, "attr_name")
+        text = _text(value, "value")
+        self.rpc("attr.set", {"name": name, "value": text}).get()
+        if self._attrs is not None:
+            self._attrs[name] = text
+
+    def conf_get(self, key: Any = None, default: Any = None, update: bool = False) -> Any:
+        """The instance's configuration (``config.get``, fetched once and kept unless
+        ``update``), or the value at dotted ``key`` (``default`` where it is not set)."""
+        if update or self._config is None:
+            self._config = self.rpc("config.get").get()
+        if key is None:
+            return self._config
+        value = self._config
+        for part in _text(key, "key").split("."):
+            if not isinstance(value, dict) or part not in value:
+                return default
+            value = value[part]
+        return value
+
+    def log(self, level: int, fstring: Any) -> None:
+        """Add ``fstring`` to the instance's log ring (``flux dmesg`` shows it) at syslog
+        ``level``; nothing is formatted."""
+        import sys
+
+        text = fstring.decode("utf-8", "replace") if isinstance(fstring, bytes) else fstring
+        if not isinstance(text, str):
+            raise TypeError(f"fstring must be a str or bytes, not {type(fstring).__name__}")
+        name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        entry = {
+            "timestamp": time.time(),
+            "name": name or "python",
+            "severity": int(level) & 7,
+            "rank": self.get_rank(),
+            "message": text,
+        }
+        self._send_message(_REQUEST, "log.append", 0, entry, flags=_WIRE_NORESPONSE)
+
+    # --- events, services, messages ---------------------------------------------------
+
+    def event_subscribe(self, topic: Any) -> None:
+        """Receive the events whose topic starts with ``topic`` (``""``: all of them)."""
+        self.rpc("event.subscribe", {"topic": _event_topic(topic)}).get()
+
+    def event_unsubscribe(self, topic: Any) -> None:
+        """Undo one ``event_subscribe(topic)``."""
+        self.rpc("event.unsubscribe", {"topic": _event_topic(topic)}).get()
+
+    def event_create(self, topic: Any, payload: Any = None) -> Message:
+        """An event message, for ``send``."""
+        from flux.message import Message
+
+        return Message.from_event_encode(_event_topic(topic), payload)
+
+    def event_send(self, topic: Any, payload: Any = None) -> None:
+        """Publish an event (without waiting for it to be published)."""
+        self.send(self.event_create(topic, payload))
+
+    def event_recv(self, topic: Any = None) -> Message:
+        """The next event received (one whose topic matches the glob ``topic``)."""
+        return self.recv(type_mask=FLUX_MSGTYPE_EVENT, topic_glob=topic)
+
+    def recv(
+        self,
+        type_mask: int = FLUX_MSGTYPE_ANY,
+        match_tag: int = FLUX_MATCHTAG_NONE,
+        topic_glob: Any = None,
+        flags: int = 0,
+    ) -> Message:
+        """The first event or request kept that matches, waiting for one
+        (``FLUX_O_NONBLOCK``: EAGAIN instead of waiting)."""
+        from flux.message import MessageWatcher
+
+        if flags & ~FLUX_O_NONBLOCK:
+            raise OSError(errno.EINVAL, f"recv: flags: invalid value {flags}")
+        match = MessageWatcher(self, type_mask, _ignore, topic_glob, match_tag)
+        seen = 0
+        while True:
+            inbox = self._inbox
+            for i in range(seen, len(inbox)):
+                if match.matches(inbox[i]):
+                    msg = inbox[i]
+                    del inbox[i]
+                    return msg
+            seen = len(inbox)
+            if flags & FLUX_O_NONBLOCK:
+                raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+            if self._sock is None:
+                raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
+            self._read(None)
+
+    def send(self, message: Message, flags: int = 0) -> None:
+        """Send a message made here: an event is published (``event.pub``), a response
+        answers its request, a request is sent wanting no response."""
+        from flux.message import Message
+
+        if not isinstance(message, Message):
+            raise TypeError(f"message must be a flux.message.Message, not {type(message).__name__}")
+        if flags:
+            raise OSError(errno.EINVAL, f"send: flags: invalid value {flags}")
+        payload = message._wire_payload()
+        if message.type == FLUX_MSGTYPE_EVENT:
+            pub = {"topic": message.topic, "flags": message.flags, "payload": payload}
+            self._send_message(_REQUEST, "event.pub", 0, pub, flags=_WIRE_NORESPONSE)
+        elif message.type == FLUX_MSGTYPE_RESPONSE:
+            self._respond(message, payload, message.errnum, message.errstr)
+        elif message.type == FLUX_MSGTYPE_REQUEST:
+            self._send_message(_REQUEST, message.topic, 0, payload, flags=_WIRE_NORESPONSE)
+        else:
+            raise OSError(errno.EINVAL, f"send: a {message.type_str} message cannot be sent")
+
+    def respond(self, message: Message, payload: Any = None) -> None:
+        """Answer the request ``message`` (received by a message watcher or ``recv``)."""
+        from flux.message import Message, encode_payload
+
+        if not isinstance(message, Message) or message.type != FLUX_MSGTYPE_REQUEST:
+            raise OSError(errno.EPROTO, "respond: message is not a request")
+        text = encode_payload(payload)
+        try:
+            value = None if text is None else json.loads(text)
+        except ValueError as exc:
+            raise OSError(errno.EPROTO, f"respond: payload: not JSON text: {exc}") from None
+        self._respond(message, value, 0, None)
+
+    def respond_error(self, message: Message, errnum: int, errstr: str | None = None) -> None:
+        """Answer the request ``message`` with an error (flux_respond_error)."""
+        if not errnum:
+            raise OSError(errno.EINVAL, "respond_error: errnum must not be 0")
+        self._respond(message, None, errnum, errstr)
+
+    def _respond(self, message: Message, payload: Any, errnum: int, errstr: str | None) -> None:
+        if message.flags & _WIRE_NORESPONSE:
+            return
+        self._send_message(
+            _RESPONSE, message.topic, message.matchtag, payload, errnum=errnum, errstr=errstr
+        )
+
+    def service_register(self, name: Any) -> Future:
+        """Provide service ``name``: requests for ``name.*`` reach this handle's message
+        watchers. The future's ``get()`` says whether the broker agreed."""
+        return self._void_rpc("broker.service-add", {"service": _text(name, "name")})
+
+    def service_unregister(self, name: Any) -> Future:
+        """Provide service ``name`` no longer."""
+        return self._void_rpc("broker.service-remove", {"service": _text(name, "name")})
+
+    def _void_rpc(self, topic: str, payload: Any) -> Future:
+        from flux.rpc import VoidRPC
+
+        return VoidRPC(self, topic, payload)
+
+    def _send_message(
+        self,
+        mtype: int,
+        topic: str,
+        matchtag: int,
+        payload: Any,
+        *,
+        flags: int = 0,
+        errnum: int = 0,
+        errstr: str | None = None,
+    ) -> None:
+        if self._sock is None:
+            raise OSError(errno.EBADF, "send: the Flux handle is closed")
+        message = {
+            "type": mtype,
+            "topic": topic,
+            "matchtag": matchtag,
+            "flags": flags,
+            "payload": payload,
+            "errnum": errnum,
+            "errstr": errstr,
+        }
+        body = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogateescape")
+        try:
+            self._sock.sendall(len(body).to_bytes(4, "big") + body)
+        except OSError as exc:
+            self._lost(exc)
+
     def get_rank(self) -> int:
         """This broker's rank: a pflux instance is one broker, rank 0."""
         return 0
@@ -410,3 +747,36 @@ class Flux:
         sock = getattr(self, "_sock", None)
         if sock is not None:
             sock.close()
+        wake = getattr(self, "_wake", None)
+        if wake is not None:
+            os.close(wake[0])
+            os.close(wake[1])
+
+
+def _text(value: Any, what: str) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str or bytes, not {type(value).__name__}")
+    return value
+
+
+def _event_topic(topic: Any) -> str:
+    """flux-core's checks of a topic: None is EINVAL, anything but text a TypeError."""
+    if topic is None:
+        raise OSError(errno.EINVAL, "Topic must not be None/NULL")
+    if not isinstance(topic, (str, bytes)):
+        raise TypeError(f"Topic must be a string, not {type(topic)}")
+    return _text(topic, "topic")
+
+
+def _valid_fd(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _ignore(*_args: Any) -> None:
+    """The callback of a watcher used only to match (``recv``)."""

@@ -1,0 +1,69 @@
+"""``flux overlay status|lookup|parentof`` on an instance of four ranks, one of them
+killed: the tree as flux-overlay(1) draws it, and each subtree's state."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from pflux.client.handle import Handle
+from support.instance import LiveInstance, fails, ok, wait_for_log
+from support.raw import send_raw
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:
+    where = tmp_path_factory.mktemp("overlay")
+    args = ("--test-size=4", "-S", "tbon.fanout=2", "-S", "tbon.heartbeat=0.1s")
+    with LiveInstance(where / "s", *args, "-S", "tbon.timeout=1s", cores=4) as inst:
+        yield inst
+
+
+def test_overlay_status_draws_the_tree_and_tells_a_lost_rank(four: LiveInstance) -> None:
+    host = socket.gethostname()
+    uri = four.uri
+    assert ok(uri, "overlay", "status").splitlines() == [
+        f"0 {host}: full",
+        f"├─ 1 {host}: full",
+        f"│  └─ 3 {host}: full",
+        f"└─ 2 {host}: full",
+    ]
+    assert ok(uri, "overlay", "parentof", "3") == "1\n"
+    assert ok(uri, "overlay", "lookup", "2") == f"{host}\n"
+    assert ok(uri, "overlay", "lookup", host) == "0-3\n"
+    assert "rank 0 has no parent" in fails(uri, "overlay", "parentof", "0", rc=2)
+    with Handle(uri) as handle:  # rank 3's pid, from its attributes through rank 0
+        rpc = send_raw(handle, "broker.attrs", None, nodeid=3)
+        assert rpc is not None
+        pid = int(rpc.get(30)["attrs"]["broker.pid"])
+    os.kill(pid, signal.SIGKILL)
+    wait_for_log(uri, "rank 3 is down")  # the scheduler, told by the overlay at rank 0
+    assert ok(uri, "overlay", "status").splitlines() == [
+        f"0 {host}: degraded",
+        f"├─ 1 {host}: degraded",
+        f"│  └─ 3 {host}: lost",
+        f"└─ 2 {host}: full",
+    ]
+    assert ok(uri, "overlay", "status", "--down", "--no-pretty").splitlines() == [
+        f"0 {host}: degraded",
+        f"1 {host}: degraded",
+        f"3 {host}: lost",
+    ]
+    assert ok(uri, "overlay", "status", "--summary") == f"0 {host}: degraded\n"
+    assert ok(uri, "overlay", "status", "--rank", "2") == f"2 {host}: full\n"
+    verbose = ok(uri, "overlay", "status", "-v", "--summary")
+    assert re.fullmatch(rf"0 {host}: degraded for [\d.]+m?s\n", verbose), verbose
+
+
+def test_events_reach_rank_zero_s_clients_only(four: LiveInstance) -> None:
+    with Handle(four.uri) as handle:
+        rpc = send_raw(handle, "broker.attrs", None, nodeid=1)
+        assert rpc is not None
+        rank1 = rpc.get(30)["attrs"]["local-uri"]
+    error = fails(rank1, "event", "sub", "x")
+    assert "events reach the clients of rank 0's broker only" in error
