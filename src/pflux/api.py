@@ -1462,6 +1462,43 @@ class AsyncClient:
         entries: dict[str, str] = reply["entries"]
         return entries
 
+    async def kvs_readlink(self, key: str, *, namespace: str | None = None) -> dict[str, str]:
+        """As ``Client.kvs_readlink``."""
+        link: dict[str, str] = await self.handle.call(
+            "kvs.readlink", _kvs_payload(namespace, key=key)
+        )
+        return link
+
+    async def kvs_commit(self, ops: list[list[Any]], *, namespace: str | None = None) -> None:
+        """As ``Client.kvs_commit``."""
+        await self.handle.call("kvs.commit", _kvs_payload(namespace, ops=ops))
+
+    async def kvs_walk(
+        self, key: str = ".", *, namespace: str | None = None
+    ) -> AsyncIterator[tuple[str, str]]:
+        """As ``Client.kvs_walk``: iterate with ``async for``."""
+        async for reply in self.handle.stream("kvs.walk", _kvs_payload(namespace, key=key)):
+            for entry_key, value in reply["entries"]:
+                yield entry_key, value
+
+    async def kvs_namespaces(self) -> list[dict[str, Any]]:
+        """As ``Client.kvs_namespaces``."""
+        reply = await self.handle.call("kvs.namespace-list", {})
+        namespaces: list[dict[str, Any]] = reply["namespaces"]
+        return namespaces
+
+    async def kvs_namespace_create(self, name: str, owner: int) -> None:
+        """As ``Client.kvs_namespace_create``."""
+        await self.handle.call("kvs.namespace-create", {"name": name, "owner": owner})
+
+    async def kvs_namespace_remove(self, name: str) -> None:
+        """As ``Client.kvs_namespace_remove``."""
+        await self.handle.call("kvs.namespace-remove", {"name": name})
+
+    async def kvs_dropcache(self) -> None:
+        """As ``Client.kvs_dropcache``."""
+        await self.handle.call("kvs.dropcache", {})
+
     def kvs_watch(
         self,
         keys: Sequence[str],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import errno
+import os
 import select
 from collections.abc import Iterator
 from typing import Any
@@ -378,6 +379,14 @@ def test_the_kvs_through_the_async_client(uri: str) -> None:
             await client.kvs_put([("apitest2.a", "2")], append=True)
             assert await client.kvs_get("apitest2.a") == "12"
             assert set(await client.kvs_ls("apitest2")) == {"a"}
+            await client.kvs_commit([["mkdir", "apitest2.d", None]])
+            await client.kvs_commit([["symlink", "apitest2.l", {"target": "apitest2.a"}]])
+            assert await client.kvs_readlink("apitest2.l") == {"target": "apitest2.a"}
+            assert [kv async for kv in client.kvs_walk("apitest2")] == [("apitest2.a", "12")]
+            await client.kvs_namespace_create("apitest2ns", os.getuid())
+            assert "apitest2ns" in [ns["name"] for ns in await client.kvs_namespaces()]
+            await client.kvs_namespace_remove("apitest2ns")
+            await client.kvs_dropcache()
             seen = []
             watch = client.kvs_watch(["apitest2.a"], append=True)
             async for index, value in watch:

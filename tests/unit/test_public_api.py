@@ -96,6 +96,7 @@ def test_the_async_twin_has_every_method_with_the_same_parameters(
             "submit_each",
             "dmesg",
             "kvs_watch",
+            "kvs_walk",
             "rexec",
             "subscribe",
         )
