@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "wait": "job_wait",
     "status": "job_status",
     "purge": "job_purge",
+    "stats": "job_stats",
 }
 
 USAGE = """\
@@ -43,6 +44,7 @@ subcommands:
   wait       wait for jobs to finish
   status     wait for jobs and exit with their exit code
   purge      remove inactive jobs for good
+  stats      print job statistics as JSON
 """
 
 

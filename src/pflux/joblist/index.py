@@ -115,6 +115,8 @@ class JobIndex:
         self.ended: list[JobSummary] | None = None  # jobs become inactive, when collected
         self.dropped: list[int] = []  # cached jobs that no digest named
         self.purged: list[int] = []  # jobs purged since the cache was last told
+        self.purged_total = 0  # inactive jobs purged while listed here (job-stats)
+        self.queue_purged: dict[str, int] = {}  # ... by queue
         self._cached: dict[int, JobSummary] = {}  # from the cache, not yet named by a digest
         self._held: dict[int, dict[int, dict[str, Any]]] = {}
         self._early_annotations: dict[int, list[dict[str, Any]]] = {}
@@ -253,6 +255,11 @@ class JobIndex:
         self._cached.pop(jobid, None)
         summary = self.jobs.get(jobid)
         if summary is not None:
+            if summary.state is State.INACTIVE:
+                self.purged_total += 1
+                if summary.queue is not None:
+                    queue = summary.queue
+                    self.queue_purged[queue] = self.queue_purged.get(queue, 0) + 1
             self._forget(summary)
         elif not self.ready:
             self._removed.add(jobid)

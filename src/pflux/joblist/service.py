@@ -36,6 +36,7 @@ from pflux.joblist.codes import (
     RESULT_TIMEOUT,
 )
 from pflux.joblist.index import JobIndex
+from pflux.joblist.stats import job_stats
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
@@ -265,6 +266,16 @@ class JobList(Service):
     @method("list-attrs")
     def list_attrs(self, req: Request) -> None:
         req.respond({"attrs": [*ATTRS, "all"]})
+
+    @method("job-stats")
+    async def stats(self, req: Request) -> None:
+        if _payload(req) != {}:
+            raise RPCError(errno.EPROTO, f"{req.topic}: takes no fields, got {req.payload!r:.100}")
+        if req.streaming:  # flux-core's answers again as the counts change: not built
+            raise RPCError(errno.EPROTO, f"{req.topic}: streaming is not supported")
+        await self._current()
+        index = self.index
+        req.respond(job_stats(index.jobs.values(), index.purged_total, index.queue_purged))
 
     # --- list-id ----------------------------------------------------------------------
 

@@ -59,7 +59,19 @@ _EXPORTS = {
     "FluxExecutorFuture": "executor",
 }
 _SUBMODULES = frozenset(
-    ("JobID", "Jobspec", "event", "executor", "info", "journal", "kill", "list", "submit", "wait")
+    (
+        "JobID",
+        "Jobspec",
+        "event",
+        "executor",
+        "info",
+        "journal",
+        "kill",
+        "list",
+        "stats",
+        "submit",
+        "wait",
+    )
 )
 
 __all__ = [

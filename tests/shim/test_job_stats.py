@@ -1,0 +1,96 @@
+"""Job statistics against a live instance of its own (the counts are the instance's):
+``job-list.job-stats`` as flux-core's, ``flux job stats`` printing it, and
+``flux.job.stats.JobStats`` reading it, synchronously and from the reactor."""
+
+from __future__ import annotations
+
+import errno
+import json
+from textwrap import dedent
+
+import pytest
+
+from pflux.api import Client
+from pflux.broker.message import RPCError
+from support.instance import LiveInstance, held, jobspec, ok
+from support.shim import flux_output
+
+
+@pytest.fixture(scope="module")
+def jobs(instance: LiveInstance) -> LiveInstance:
+    """Two completed jobs, one failed, one canceled and one pending."""
+    with Client(instance.uri) as client:
+        for spec in (jobspec(), jobspec(), jobspec(wait_status=256)):
+            client.wait(client.submit(spec, waitable=True))
+        canceled = held(client)
+        client.cancel(canceled)
+        client.wait_event(canceled, "clean")
+        held(client)
+    return instance
+
+
+def test_flux_job_stats_prints_the_counts_as_json(jobs: LiveInstance) -> None:
+    out = ok(jobs.uri, "job", "stats")
+    assert out.count("\n") == 1  # one compact line, as flux's
+    assert " " not in out
+    assert json.loads(out) == {
+        "job_states": {
+            "depend": 0,
+            "priority": 0,
+            "sched": 1,
+            "run": 0,
+            "cleanup": 0,
+            "inactive": 4,
+            "total": 5,
+        },
+        "successful": 2,
+        "failed": 1,
+        "canceled": 1,
+        "timeout": 0,
+        "inactive_purged": 0,
+        "queues": [],
+    }
+
+
+def test_job_stats_takes_no_fields(jobs: LiveInstance) -> None:
+    with Client(jobs.uri) as client, pytest.raises(RPCError) as caught:
+        client.handle.call("job-list.job-stats", {"queue": "batch"})
+    assert caught.value.errnum == errno.EPROTO
+    assert caught.value.errstr == "job-list.job-stats: takes no fields, got {'queue': 'batch'}"
+    with Client(jobs.uri) as client, pytest.raises(RPCError) as caught:
+        client.handle.rpc("job-list.job-stats", {}, streaming=True).get()
+    assert caught.value.errstr == "job-list.job-stats: streaming is not supported"
+
+
+def test_jobstats_reads_the_counts_now_or_from_the_reactor(jobs: LiveInstance) -> None:
+    out = flux_output(
+        dedent(
+            """
+            import flux
+            from flux.job.stats import JobStats
+            h = flux.Flux()
+            fresh = JobStats(h)
+            print(fresh.total, fresh.pending, fresh.failed)
+            s = JobStats(h).update_sync()
+            print(s.total, s.pending, s.running, s.active, s.inactive)
+            print(s.successful, s.failed, s.canceled, s.timeout, s.inactive_purged)
+            seen = []
+            later = JobStats(h)
+            later.update(lambda stats, tag: seen.append((tag, stats.sched)), tag="cb")
+            h.reactor_run()
+            print(seen)
+            try:
+                JobStats(h, queue="batch").update_sync()
+            except ValueError as exc:
+                print(exc)
+            """
+        ),
+        jobs.uri,
+    )
+    assert out.splitlines() == [
+        "-1 -1 -1",
+        "5 1 0 1 4",
+        "2 2 1 0 0",  # failed counts the canceled job too, as flux-core's
+        "[('cb', 1)]",
+        "no stats available for queue batch",
+    ]

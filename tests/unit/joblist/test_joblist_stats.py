@@ -1,0 +1,83 @@
+"""job-list's ``job-stats`` counts: jobs by state (NEW not counted), the inactive ones
+by ending (a canceled or timed-out job is not ``failed``), purged jobs, and the same
+per named queue, as flux-core's job-list counts them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from joblist_entries import Story, jobspec
+
+from pflux.joblist.index import JobIndex
+from pflux.joblist.stats import job_stats
+
+
+def purge(jobid: int) -> dict[str, Any]:
+    return {"id": jobid, "seq": -1, "entry": {"timestamp": 2000.0, "name": "purge", "context": {}}}
+
+
+def stats(index: JobIndex) -> dict[str, Any]:
+    return job_stats(index.jobs.values(), index.purged_total, index.queue_purged)
+
+
+def counts(**nonzero: int) -> dict[str, int]:
+    states = dict.fromkeys(("depend", "priority", "sched", "run", "cleanup", "inactive"), 0)
+    states.update(nonzero)
+    return {**states, "total": sum(states.values())}
+
+
+def test_jobs_are_counted_by_state_and_by_how_they_ended() -> None:
+    index = JobIndex()
+    index.feed(Story(1).submit().entries)  # NEW: not counted
+    index.feed(Story(2).submit().event("validate").entries)  # DEPEND
+    index.feed(Story(3).pending().entries)  # SCHED
+    index.feed(Story(4).running().entries)
+    index.feed(Story(5).completed().entries)
+    index.feed(Story(6).completed(status=256).entries)
+    index.feed(Story(7).running().exception("cancel").finish(15).entries)
+    index.feed(Story(8).running().exception("timelimit").finish(9).entries)
+    index.feed(Story(9).running().exception("exec").finish(0).entries)
+    index.settle()
+    assert stats(index) == {
+        "job_states": counts(depend=1, sched=1, run=1, inactive=5),
+        "successful": 1,
+        "failed": 2,
+        "canceled": 1,
+        "timeout": 1,
+        "inactive_purged": 0,
+        "queues": [],
+    }
+    assert list(stats(index)) == [  # flux-core's order
+        "job_states",
+        "successful",
+        "failed",
+        "canceled",
+        "timeout",
+        "inactive_purged",
+        "queues",
+    ]
+
+
+def test_each_named_queue_has_its_counts_and_purged_jobs_are_counted() -> None:
+    index = JobIndex()
+    index.feed(Story(1).completed(spec=jobspec(queue="batch")).entries)
+    index.feed(Story(2).completed(spec=jobspec(queue="batch")).entries)
+    index.feed(Story(3).running(spec=jobspec(queue="debug")).entries)
+    index.feed(Story(4).completed(status=1).entries)  # no queue: in the totals only
+    index.settle()
+    index.feed([purge(1)])
+    answer = stats(index)
+    assert answer["job_states"] == counts(run=1, inactive=2)
+    assert (answer["successful"], answer["failed"], answer["inactive_purged"]) == (1, 1, 1)
+    batch, debug = answer["queues"]
+    assert batch == {
+        "name": "batch",
+        "job_states": counts(inactive=1),
+        "successful": 1,
+        "failed": 0,
+        "canceled": 0,
+        "timeout": 0,
+        "inactive_purged": 1,
+    }
+    assert debug["name"] == "debug"
+    assert debug["job_states"] == counts(run=1)
