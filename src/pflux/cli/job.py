@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "status": "job_status",
     "purge": "job_purge",
     "stats": "job_stats",
+    "timeleft": "job_timeleft",
 }
 
 USAGE = """\
@@ -45,6 +46,7 @@ subcommands:
   status     wait for jobs and exit with their exit code
   purge      remove inactive jobs for good
   stats      print job statistics as JSON
+  timeleft   print the time the current job has left
 """
 
 

@@ -34,6 +34,7 @@ _EXPORTS = {
     "submit": "submit",
     "submit_get_id": "submit",
     "SubmitFuture": "submit",
+    "timeleft": "timeleft",
     "JobInfo": "info",
     "job_fields_to_attrs": "info",
     "job_list": "list",
@@ -71,6 +72,7 @@ _SUBMODULES = frozenset(
         "list",
         "stats",
         "submit",
+        "timeleft",
         "wait",
     )
 )
@@ -112,6 +114,7 @@ __all__ = [
     "submit",
     "submit_async",
     "submit_get_id",
+    "timeleft",
     "wait",
     "wait_async",
     "wait_get_status",
