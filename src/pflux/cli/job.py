@@ -23,6 +23,8 @@ SUBCOMMANDS: dict[str, str] = {
     "purge": "job_purge",
     "stats": "job_stats",
     "timeleft": "job_timeleft",
+    "raiseall": "job_raiseall",
+    "killall": "job_killall",
 }
 
 USAGE = """\
@@ -47,6 +49,8 @@ subcommands:
   purge      remove inactive jobs for good
   stats      print job statistics as JSON
   timeleft   print the time the current job has left
+  raiseall   raise an exception on all of a user's jobs
+  killall    send a signal to all of a user's running jobs
 """
 
 
