@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "timeleft": "job_timeleft",
     "raiseall": "job_raiseall",
     "killall": "job_killall",
+    "taskmap": "job_taskmap",
 }
 
 USAGE = """\
@@ -51,6 +52,7 @@ subcommands:
   timeleft   print the time the current job has left
   raiseall   raise an exception on all of a user's jobs
   killall    send a signal to all of a user's running jobs
+  taskmap    print or question a job's RFC 34 task map
 """
 
 
