@@ -1,6 +1,6 @@
-"""``pflux job taskmap`` against a live instance: a job's map from its ``shell.start``
-event and the questions it answers (hosts from its R), a map given as text, and
-flux-core's errors."""
+"""``pflux job taskmap`` and ``job namespace`` against a live instance: a job's task
+map from its ``shell.start`` event and the questions it answers (hosts from its R),
+a map given as text, a job's guest namespace, and flux-core's errors."""
 
 from __future__ import annotations
 
@@ -57,4 +57,15 @@ def test_a_job_without_a_taskmap_or_unknown(uri: str, client: Client) -> None:
     unknown = JobID(int(test_mode) + 1000000)
     assert fails(uri, "job", "taskmap", unknown.f58) == (
         "pflux-job: ERROR: Unable to get job taskmap: no such job\n"
+    )
+
+
+def test_job_namespace_names_each_jobs_guest_namespace(uri: str) -> None:
+    jobid = JobID(123456789)
+    assert ok(uri, "job", "namespace", jobid.f58, "42") == "job-123456789\njob-42\n"
+    assert ok(uri, "job", "namespace", stdin=f"{jobid.f58}\n{jobid.hex}\n", script=True) == (
+        "job-123456789\njob-123456789\n"
+    )
+    assert fails(uri, "job", "namespace", "42", "nope") == (
+        'pflux-job: ERROR: error parsing jobid: "nope"\n'
     )

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "raiseall": "job_raiseall",
     "killall": "job_killall",
     "taskmap": "job_taskmap",
+    "namespace": "job_namespace",
 }
 
 USAGE = """\
@@ -53,6 +54,7 @@ subcommands:
   raiseall   raise an exception on all of a user's jobs
   killall    send a signal to all of a user's running jobs
   taskmap    print or question a job's RFC 34 task map
+  namespace  print the KVS namespace of each job
 """
 
 
