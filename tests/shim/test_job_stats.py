@@ -12,7 +12,7 @@ import pytest
 
 from pflux.api import Client
 from pflux.broker.message import RPCError
-from support.instance import LiveInstance, held, jobspec, ok
+from support.instance import LiveInstance, fails, held, jobspec, ok, pflux, quiesce
 from support.shim import flux_output
 
 
@@ -94,3 +94,26 @@ def test_jobstats_reads_the_counts_now_or_from_the_reactor(jobs: LiveInstance) -
         "[('cb', 1)]",
         "no stats available for queue batch",
     ]
+
+
+def test_flux_jobs_stats_and_stats_only(jobs: LiveInstance) -> None:
+    line = "0 running, 2 completed, 2 failed, 1 pending, 0 inactive purged\n"
+    out = ok(jobs.uri, "jobs", "--stats", "-n", "-o", "{id.dec}")
+    assert out.splitlines()[0] + "\n" == line
+    assert len(out.splitlines()) == 2  # then the pending job
+    proc = pflux(jobs.uri, "jobs", "--stats-only")
+    assert (proc.returncode, proc.stdout) == (0, line)  # a job is active
+    assert fails(jobs.uri, "jobs", "--stats", "--json") == (
+        "pflux-jobs: ERROR: --json incompatible with --stats or --stats-only\n"
+    )
+    assert fails(jobs.uri, "jobs", "--stats-only", "-q", "batch") == (
+        "pflux-jobs: ERROR: error retrieving job stats: no stats available for queue batch\n"
+    )
+
+
+def test_stats_only_fails_once_no_job_is_active(jobs: LiveInstance) -> None:
+    with Client(jobs.uri) as client:
+        quiesce(client)  # the pending job is canceled: failed, as flux counts it
+    proc = pflux(jobs.uri, "jobs", "--stats-only")
+    assert proc.returncode == 1
+    assert proc.stdout == "0 running, 2 completed, 3 failed, 0 pending, 0 inactive purged\n"

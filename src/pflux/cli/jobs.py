@@ -6,7 +6,9 @@ format. The options are flux's: ``-a``/``-A``/``-u`` choose whose jobs and
 which, ``-f`` filters on states and results, ``-c`` caps the count, ``-o``
 picks a named format or gives one in flux's format language (see
 ``pflux.cli.jobformat``), ``--json`` prints job objects, and job ids list just
-those jobs.
+those jobs. ``--stats`` prints job-list's counts (``job-list.job-stats``) above
+the listing, ``--stats-only`` prints them alone and exits 0 only while jobs are
+active.
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
         help="truncate lines at N columns (0 or none: the terminal's width)",
     )
     p.add_argument("--json", action="store_true", help="print the jobs as JSON")
+    p.add_argument("--stats", action="store_true", help="print job statistics before header")
+    p.add_argument(
+        "--stats-only",
+        action="store_true",
+        help="print job statistics only and exit; exit with 1 when no jobs are active, "
+        "as in 'while pflux jobs --stats-only; do sleep 1; done'",
+    )
     p.add_argument("--uri", help="the instance to ask (default: PFLUX_URI)")
     p.add_argument("--from-stdin", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("jobids", nargs="*", metavar="JOBID", help="list only these jobs")
@@ -108,7 +117,13 @@ def _jobs(args: argparse.Namespace) -> int:
     if args.format.startswith("get-config="):
         sys.stdout.write(jobformat.format_config(args.format.partition("=")[2]))
         return 0
+    if args.json and (args.stats or args.stats_only):
+        raise PfluxError("--json incompatible with --stats or --stats-only")
     formatter = jobformat.JobFormat(jobformat.resolve_format(args.format))
+    if args.stats or args.stats_only:
+        active = _print_stats(args)
+        if args.stats_only:
+            return 0 if active else 1
     if args.sort:
         formatter.set_sort_keys(args.sort)
     no_header = args.no_header or args.suppress_header or args.json
@@ -123,6 +138,43 @@ def _jobs(args: argparse.Namespace) -> int:
         _warn(f"output truncated at {args.count} jobs.")
         sys.stderr.write("Raise -c/--count to list more, or filter to list fewer.\n")
     return 0
+
+
+# --- statistics ---------------------------------------------------------------------------
+
+
+def _print_stats(args: argparse.Namespace) -> bool:
+    """Print flux's statistics line (of the ``--queue`` queues' jobs, summed, if given);
+    return whether any job is active."""
+    from pflux.api import Client
+
+    with Client(args.uri) as client:
+        answer = client.job_stats()
+    queues = [name for option in args.queue for name in option.split(",") if name]
+    if queues:
+        by_name = {entry["name"]: entry for entry in answer["queues"]}
+        missing = [name for name in queues if name not in by_name]
+        if missing:
+            message = f"no stats available for queue {missing[0]}"
+            raise PfluxError(f"error retrieving job stats: {message}")
+        counts = [by_name[name] for name in queues]
+    else:
+        counts = [answer]
+
+    def total(key: str) -> int:
+        return sum(int(entry[key]) for entry in counts)
+
+    def state(*names: str) -> int:
+        return sum(int(entry["job_states"][name]) for entry in counts for name in names)
+
+    failed = total("failed") + total("timeout") + total("canceled")
+    print(
+        f"{state('run', 'cleanup')} running, {total('successful')} completed, "
+        f"{failed} failed, {state('depend', 'priority', 'sched')} pending, "
+        f"{total('inactive_purged')} inactive purged",
+        flush=True,
+    )
+    return state("total") > state("inactive")
 
 
 # --- fetching -----------------------------------------------------------------------------
