@@ -32,7 +32,7 @@ def test_lookup_current_base_original_and_unknown(instance: LiveInstance) -> Non
             original = job_kvs_lookup(h, jobid, original=True)
             print(sorted(original), duration(original["jobspec"]))
             text = job_kvs_lookup(h, jobid, keys=["jobspec", "J"], decode=False, original=True)
-            print(sorted(text), type(text["jobspec"]).__name__, '"duration":60.0' in text["jobspec"])
+            print(sorted(text), type(text["jobspec"]).__name__, "60.0" in text["jobspec"])
             raw = job_info_lookup(h, jobid, keys=["jobspec"], flags=FLUX_JOB_LOOKUP_CURRENT)
             print(type(raw.get()["jobspec"]).__name__, duration(raw.get_decode()["jobspec"]))
             unknown = JobID(int(jobid) + 1000000)
