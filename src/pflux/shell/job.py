@@ -55,6 +55,7 @@ REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be qu
 REJOIN_RETRY: Final = 0.5  # seconds between tries to reach a restarted instance's exec/sock
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
+LOG_ERROR: Final = 3  # flux-core's shell log level of an error (syslog's)
 _IN: Final = select.POLLIN
 _OUT: Final = select.POLLOUT
 _DONTWAIT: Final = _socket.MSG_DONTWAIT  # per send: the records socket is every shell's
@@ -294,6 +295,20 @@ class Shell:
         if self.ctx.uri is not None:
             env["PFLUX_URI"] = env["FLUX_URI"] = self.ctx.uri
 
+    def _chdir(self, cwd: str, host: str) -> None:
+        """Go to the job's directory; as flux-core's shell, a missing one is said on the
+        shell's log and the tasks run in /tmp."""
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            said = f"host {host}: Could not change dir to {cwd}: {exc.strerror}."
+            said += " Going to /tmp instead"
+            self._emit(wire.LOG, b"%d %s" % (LOG_ERROR, said.encode()))
+            try:
+                os.chdir("/tmp")
+            except OSError as again:
+                raise _Failed(f"Could not change dir to /tmp: {again.strerror}", 1) from None
+
     def _start(self, job: Description) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
         env = job.env
@@ -306,14 +321,8 @@ class Shell:
         if job.files or job.tmpdir_argv:
             argv = _stage(job)
         task_envs = self._options(job)
-        cwd = job.cwd
-        if cwd is not None:
-            try:
-                os.chdir(cwd)
-            except OSError as exc:
-                raise _Failed(
-                    f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
-                ) from None
+        if job.cwd is not None:
+            self._chdir(job.cwd, host)
         self._open_outputs([job.stdout, job.stderr])
         if job.stdin is not None:  # one error before any task starts, as flux-core gives
             self.stdin_file = job.stdin
