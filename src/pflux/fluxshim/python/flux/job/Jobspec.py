@@ -951,6 +951,99 @@ class JobspecV1(Jobspec):
         )
 
     @classmethod
+    def from_submit(
+        cls: type[_V1T],
+        command: Sequence[str],
+        *,
+        ntasks: int = 1,
+        nodes: int | None = None,
+        cores_per_task: int = 1,
+        gpus_per_task: int | None = None,
+        exclusive: bool = False,
+        name: str | None = None,
+        queue: str | None = None,
+        bank: str | None = None,
+        cwd: Any = None,
+        output: Any = None,
+        error: Any = None,
+        input: Any = None,
+        label_io: bool = False,
+        unbuffered: bool = False,
+        **kwargs: Any,
+    ) -> _V1T:
+        """The jobspec ``flux submit`` builds for ``command``: ``from_command`` then
+        ``apply_options`` (the other keywords: ``env``, ``rlimit``, ``time_limit``,
+        ``dependency``...), the submitter's environment and limits passed on."""
+        jobspec = cls.from_command(
+            command,
+            num_tasks=ntasks,
+            cores_per_task=cores_per_task,
+            gpus_per_task=gpus_per_task,
+            num_nodes=nodes,
+            exclusive=exclusive,
+            name=name,
+            queue=queue,
+            bank=bank,
+            cwd=cwd,
+            output=output,
+            error=error,
+            input=input,
+            label_io=label_io,
+            unbuffered=unbuffered,
+        )
+        env = kwargs.pop("env", [])
+        rlimit = kwargs.pop("rlimit", [])
+        return jobspec.apply_options(prog="submit", env=env, rlimit=rlimit, **kwargs)
+
+    def apply_options(
+        self: _V1T,
+        args: Any = None,
+        *,
+        prog: str | None = None,
+        env: Any = None,
+        rlimit: Any = None,
+        signal: str | None = None,
+        taskmap: str | None = None,
+        dependency: Any = None,
+        requires: Any = None,
+        shell_options: Mapping[str, Any] | None = None,
+        time_limit: Any = None,
+        attributes: Mapping[str, Any] | None = None,
+        add_file: Any = None,
+        **kwargs: Any,
+    ) -> _V1T:
+        """Apply ``flux submit``'s options in place (and return the jobspec): ``env`` and
+        ``rlimit`` rules (applied only when given, ``[]`` passing everything on),
+        ``signal`` (``[SIG][@TIME]``), ``taskmap``, ``dependency`` URIs,
+        ``shell_options`` and ``attributes`` dicts (a bare key is ``system.``'s, a
+        leading ``.`` the attributes' root), ``time_limit``. ``args`` (a namespace) gives
+        values the keywords do not; ``prog`` names the command, whose plugins pflux
+        does not have. ``requires`` and ``add_file`` are refused (not built yet)."""
+        from flux.job import _submitopts
+
+        if kwargs:  # flux-core takes only its CLI plugins' options here: pflux has none
+            unknown = ", ".join(repr(key) for key in sorted(kwargs))
+            raise TypeError(f"apply_options() got unexpected keyword argument(s): {unknown}")
+        given = {
+            "env": env,
+            "rlimit": rlimit,
+            "signal": signal,
+            "taskmap": taskmap,
+            "dependency": dependency,
+            "requires": requires,
+            "shell_options": shell_options,
+            "time_limit": time_limit,
+            "attributes": attributes,
+            "add_file": add_file,
+        }
+        base = {key: getattr(args, key, None) for key in given} if args is not None else {}
+        options = {**base, **{key: val for key, val in given.items() if val is not None}}
+        env_set = env is not None or args is not None
+        rlimit_set = rlimit is not None or args is not None
+        _submitopts.apply(self, options, env_set=env_set, rlimit_set=rlimit_set)
+        return self
+
+    @classmethod
     def from_batch_command(
         cls: type[_V1T],
         script: str,
