@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "pstree": "pstree",
     "top": "top",
     "keygen": "keygen",
+    "watch": "watch",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -82,6 +83,7 @@ commands:
   pstree     show jobs as a tree by name
   top        display a live view of resources and running jobs
   keygen     generate a CURVE certificate for an instance's overlay network
+  watch      copy jobs' output to this terminal until they end
 """
 
 
