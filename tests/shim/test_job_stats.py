@@ -1,6 +1,7 @@
 """Job statistics against a live instance of its own (the counts are the instance's):
-``job-list.job-stats`` as flux-core's, ``flux job stats`` printing it, and
-``flux.job.stats.JobStats`` reading it, synchronously and from the reactor."""
+``job-list.job-stats`` as flux-core's, ``flux job stats`` printing it,
+``flux.job.stats.JobStats`` reading it, synchronously and from the reactor, and
+``flux jobs --stats``, ``--stats-only`` and ``--color`` over the same known jobs."""
 
 from __future__ import annotations
 
@@ -117,3 +118,15 @@ def test_stats_only_fails_once_no_job_is_active(jobs: LiveInstance) -> None:
     proc = pflux(jobs.uri, "jobs", "--stats-only")
     assert proc.returncode == 1
     assert proc.stdout == "0 running, 2 completed, 3 failed, 0 pending, 0 inactive purged\n"
+
+
+def test_flux_jobs_color_by_result(jobs: LiveInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = ok(jobs.uri, "jobs", "-a", "-n", "--color=never", "-o", "{result}")
+    colors = {"COMPLETED": "\033[01;32m", "FAILED": "\033[01;31m", "CANCELED": "\033[37m"}
+    assert sorted(plain.split()) == ["CANCELED", "CANCELED", "COMPLETED", "COMPLETED", "FAILED"]
+    expected = "".join(f"{colors[result]}{result}\n\033[0;0m" for result in plain.split())
+    assert ok(jobs.uri, "jobs", "-a", "-n", "--color", "-o", "{result}") == expected
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\033" not in ok(jobs.uri, "jobs", "-a")  # nor is stdout a terminal
+    assert ok(jobs.uri, "jobs", "-a", "-n", "--color=always", "-o", "{result}") == expected
+    assert "invalid choice: 'sometimes'" in fails(jobs.uri, "jobs", "--color=sometimes", rc=2)

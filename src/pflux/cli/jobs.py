@@ -95,6 +95,15 @@ def _parser() -> argparse.ArgumentParser:
         help="truncate lines at N columns (0 or none: the terminal's width)",
     )
     p.add_argument("--json", action="store_true", help="print the jobs as JSON")
+    p.add_argument(
+        "--color",
+        nargs="?",
+        const="always",
+        choices=("always", "never", "auto"),
+        metavar="WHEN",
+        help="colorize output by result: always (the default WHEN), never or auto; "
+        "unset: auto, or never when NO_COLOR is set",
+    )
     p.add_argument("--stats", action="store_true", help="print job statistics before header")
     p.add_argument(
         "--stats-only",
@@ -133,7 +142,8 @@ def _jobs(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(jobs, args)
     else:
-        _print_table(jobs, formatter, no_header=no_header, width=args.width)
+        colored = _color_enabled(args.color)
+        _print_table(jobs, formatter, no_header=no_header, width=args.width, colored=colored)
     if truncated and not no_header:
         _warn(f"output truncated at {args.count} jobs.")
         sys.stderr.write("Raise -c/--count to list more, or filter to list fewer.\n")
@@ -187,6 +197,8 @@ def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], 
     if args.from_stdin:
         return [JobInfo(job) for job in _jobs_from_stdin()], False
     attrs = ["all"] if args.json else attrs_for(fields)
+    if not args.json and _color_enabled(args.color):
+        attrs = sorted({*attrs, *attrs_for(["result", "annotations"])})
     filtered = _filters_given(args)
     if args.jobids:
         if filtered:
@@ -354,18 +366,50 @@ def _jobs_from_stdin() -> list[dict[str, Any]]:
 # --- printing -----------------------------------------------------------------------------
 
 
-def _print_table(jobs: list[JobInfo], formatter: JobFormat, *, no_header: bool, width: int) -> None:
+def _print_table(
+    jobs: list[JobInfo], formatter: JobFormat, *, no_header: bool, width: int, colored: bool
+) -> None:
     shown = formatter.filtered(jobs, no_header=no_header)
     shown.sort(jobs)
     limit = _width(width)
-    lines = [] if no_header else [shown.header()]
+    lines = [] if no_header else [shown.header() + "\n"]
     for job in jobs:
         line = shown.format(job)
         if line and not line.isspace():
-            lines.append(line)
-    if limit > 0:
-        lines = [line if len(line) <= limit else line[: limit - 1] + "+" for line in lines]
-    _write("".join(line + "\n" for line in lines))
+            if limit > 0 and len(line) > limit:
+                line = line[: limit - 1] + "+"
+            color = _color(job) if colored else ""
+            lines.append(f"{color}{line}\n{_COLOR_RESET if color else ''}")
+    if limit > 0 and not no_header and len(lines[0]) - 1 > limit:
+        lines[0] = lines[0][: limit - 1] + "+\n"
+    _write("".join(lines))
+
+
+# flux jobs' colors: by result once inactive, blue for a running nested instance
+_RESULT_COLORS: Final = {
+    "COMPLETED": "\033[01;32m",
+    "FAILED": "\033[01;31m",
+    "CANCELED": "\033[37m",
+    "TIMEOUT": "\033[01;31m",
+}
+_INSTANCE_COLOR: Final = "\033[01;34m"
+_COLOR_RESET: Final = "\033[0;0m"
+
+
+def _color_enabled(when: str | None) -> bool:
+    """``--color``'s WHEN; unset: auto, unless NO_COLOR is set (not empty)."""
+    if when is None:
+        when = "never" if os.environ.get("NO_COLOR") else "auto"
+    if when == "auto":
+        return sys.stdout.isatty()
+    return when == "always"
+
+
+def _color(job: JobInfo) -> str:
+    result = job.get("result")
+    if result:
+        return _RESULT_COLORS.get(result, "")
+    return _INSTANCE_COLOR if job.get("uri") else ""
 
 
 def _width(width: int) -> int:
