@@ -1,12 +1,14 @@
 """Job statistics against a live instance of its own (the counts are the instance's):
 ``job-list.job-stats`` as flux-core's, ``flux job stats`` printing it,
 ``flux.job.stats.JobStats`` reading it, synchronously and from the reactor, and
-``flux jobs --stats``, ``--stats-only`` and ``--color`` over the same known jobs."""
+``flux jobs --stats``, ``--stats-only``, ``--color`` and ``--include`` over the same known
+jobs."""
 
 from __future__ import annotations
 
 import errno
 import json
+import socket
 from textwrap import dedent
 
 import pytest
@@ -130,3 +132,15 @@ def test_flux_jobs_color_by_result(jobs: LiveInstance, monkeypatch: pytest.Monke
     assert "\033" not in ok(jobs.uri, "jobs", "-a")  # nor is stdout a terminal
     assert ok(jobs.uri, "jobs", "-a", "-n", "--color=always", "-o", "{result}") == expected
     assert "invalid choice: 'sometimes'" in fails(jobs.uri, "jobs", "--color=sometimes", rc=2)
+
+
+def test_flux_jobs_include_lists_the_jobs_on_ranks_or_hosts(jobs: LiveInstance) -> None:
+    ran = ok(jobs.uri, "jobs", "-a", "-n", "-f", "completed,failed", "-o", "{id.f58}").split()
+    assert len(ran) == 3  # the canceled jobs never ran
+    assert ok(jobs.uri, "jobs", "-a", "-n", "-i", "0", "-o", "{id.f58}").split() == ran
+    host = socket.gethostname()
+    assert ok(jobs.uri, "jobs", "-a", "-n", "--include", host, "-o", "{id.f58}").split() == ran
+    assert ok(jobs.uri, "jobs", "-a", "-n", "-i", "3-5", "-o", "{id.f58}") == ""
+    assert fails(jobs.uri, "jobs", "-i", "node[1-") == (
+        "pflux-jobs: ERROR: -i/--include: invalid targets: node[1-\n"
+    )

@@ -69,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--name", metavar="NAME", help="list only jobs named NAME")
     p.add_argument(
+        "-i",
+        "--include",
+        metavar="HOSTS|RANKS",
+        help="list only jobs allocated to these HOSTS or RANKS (a hostlist or an idset)",
+    )
+    p.add_argument(
         "-q",
         "--queue",
         action="append",
@@ -204,14 +210,49 @@ def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], 
         if filtered:
             _warn("Filtering options ignored with jobid list")
         return [JobInfo(job.to_dict()) for job in _by_id(args, attrs)], False
+    include = _include(args.include) if args.include is not None else None
+    if include is not None and args.user is None and not args.A:
+        args.user = "all"  # --include looks at every user's jobs, unless -u says whose
     filters = _list_filters(args)
     count = args.count
     with _connect(args) as client:
-        jobs = client.list_jobs(attrs=attrs, max_entries=count + 1 if count > 0 else 0, **filters)
+        if include is None:
+            most = count + 1 if count > 0 else 0
+            jobs = client.list_jobs(attrs=attrs, max_entries=most, **filters)
+        else:  # every job listed, then those on the targets kept
+            asked = attrs if "all" in attrs else sorted({*attrs, include[0]})
+            jobs = [job for job in client.list_jobs(attrs=asked, **filters) if _on(job, include)]
     truncated = 0 < count < len(jobs)
     if truncated:
         jobs = jobs[:count]
     return [JobInfo(job.to_dict()) for job in jobs], truncated
+
+
+def _include(text: str) -> tuple[str, set[Any]]:
+    """``-i``'s targets: ("ranks", ids) for an idset, else ("nodelist", hosts)."""
+    from pflux.errors import HostlistError, IdsetError
+    from pflux.spec import hostlist, idset
+
+    try:
+        return "ranks", set(idset.decode(text))
+    except IdsetError:
+        pass
+    try:
+        return "nodelist", set(hostlist.decode(text))
+    except HostlistError:
+        raise PfluxError(f"-i/--include: invalid targets: {text}") from None
+
+
+def _on(job: JobListing, include: tuple[str, set[Any]]) -> bool:
+    """Whether the job was allocated any of ``include``'s ranks or hosts."""
+    from pflux.spec import hostlist, idset
+
+    key, targets = include
+    text = getattr(job, key)
+    if not text:
+        return False
+    held = idset.decode(text) if key == "ranks" else hostlist.decode(text)
+    return not targets.isdisjoint(held)
 
 
 def _filters_given(args: argparse.Namespace) -> bool:
@@ -221,6 +262,7 @@ def _filters_given(args: argparse.Namespace) -> bool:
         or args.filter
         or args.user
         or args.name
+        or args.include
         or args.queue
         or args.since
         or args.count != DEFAULT_COUNT
