@@ -111,6 +111,20 @@ def _parser() -> argparse.ArgumentParser:
         "unset: auto, or never when NO_COLOR is set",
     )
     p.add_argument("--stats", action="store_true", help="print job statistics before header")
+    p.add_argument("-R", "--recursive", action="store_true", help="list jobs recursively")
+    p.add_argument(
+        "-L",
+        "--level",
+        type=int,
+        default=9999,
+        metavar="N",
+        help="with --recursive, only descend N levels",
+    )
+    p.add_argument(
+        "--recurse-all",
+        action="store_true",
+        help="with --recursive, descend into every user's instances, not only yours",
+    )
     p.add_argument(
         "--stats-only",
         action="store_true",
@@ -145,15 +159,32 @@ def _jobs(args: argparse.Namespace) -> int:
     jobs, truncated = _fetch(args, formatter.fields)
     if args.jobids and not jobs:
         return 1
+    if args.recurse_all:
+        args.recursive = True
     if args.json:
         _print_json(jobs, args)
     else:
-        colored = _color_enabled(args.color)
-        _print_table(jobs, formatter, no_header=no_header, width=args.width, colored=colored)
+        _print_listing(jobs, formatter, args, no_header=no_header)
     if truncated and not no_header:
         _warn(f"output truncated at {args.count} jobs.")
         sys.stderr.write("Raise -c/--count to list more, or filter to list fewer.\n")
     return 0
+
+
+def _print_listing(
+    jobs: list[JobInfo], formatter: JobFormat, args: argparse.Namespace, *, no_header: bool
+) -> None:
+    """The table, then with ``-R`` the nested instances' jobs below it."""
+    colored = _color_enabled(args.color)
+    _print_table(jobs, formatter, no_header=no_header, width=args.width, colored=colored)
+    if args.recursive:
+        from pflux.cli import jobsrecursive
+
+        def show(children: list[JobInfo]) -> None:
+            _print_table(children, formatter, no_header=True, width=args.width, colored=colored)
+
+        fields = formatter.fields
+        jobsrecursive.print_below(args, jobs, lambda inner: _fetch(inner, fields)[0], show)
 
 
 # --- statistics ---------------------------------------------------------------------------
@@ -205,6 +236,8 @@ def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], 
     attrs = ["all"] if args.json else attrs_for(fields)
     if not args.json and _color_enabled(args.color):
         attrs = sorted({*attrs, *attrs_for(["result", "annotations"])})
+    if args.recursive and "all" not in attrs:
+        attrs = sorted({*attrs, *attrs_for(["annotations", "status", "userid"])})
     filtered = _filters_given(args)
     if args.jobids:
         if filtered:
@@ -466,7 +499,12 @@ def _width(width: int) -> int:
 def _print_json(jobs: list[JobInfo], args: argparse.Namespace) -> None:
     import json
 
-    result = [job.to_dict() for job in jobs]
+    if args.recursive:
+        from pflux.cli import jobsrecursive
+
+        result = jobsrecursive.json_tree(args, jobs, lambda inner: _fetch(inner, [])[0])
+    else:
+        result = [job.to_dict() for job in jobs]
     if args.jobids and len(args.jobids) == 1:
         if result:
             _write(json.dumps(result[0]) + "\n")
