@@ -1,15 +1,17 @@
 """JobspecV1.from_submit and apply_options build the jobspec ``pflux submit`` builds for
 the same options (compared with ``submit --dry-run`` run from the same environment and
-directory), as flux-core's do; what they cannot take is refused."""
+directory), as flux-core's do; what they cannot take is refused. from_batch and
+from_alloc build flux-core's nested instance jobspecs, which run here."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
-from support.instance import PFLUX
+from support.instance import PFLUX, LiveInstance
 from support.shim import run_flux
 
 # (the submit command line's options, from_submit's keywords)
@@ -125,3 +127,48 @@ def test_apply_options_keeps_the_environment_unless_asked() -> None:
         "{'ONLY': '1'} 3600.0 {'note': 'x'}",
         "{'Z': '2'} False",
     ]
+
+
+def test_from_batch_and_from_alloc(instance: LiveInstance, tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\necho in batch\n")
+    code = f"""
+        import os, flux, flux.job
+        from flux.job import JobspecV1
+        spec = JobspecV1.from_batch({str(script)!r}, nslots=2, time_limit="10m")
+        system = spec.jobspec["attributes"]["system"]
+        print(system["job"]["name"], system["duration"], system["cwd"] == os.getcwd())
+        print(spec.tasks[0]["command"], system["files"]["script"]["data"] == open({str(script)!r}).read())
+        print(system["shell"]["options"]["output"]["stdout"]["path"])
+        wrapped = JobspecV1.from_batch(content="echo wrapped", wrap=True,
+                                       output={str(tmp_path / "out.txt")!r})
+        print(wrapped.jobspec["attributes"]["system"]["job"]["name"],
+              repr(wrapped.jobspec["attributes"]["system"]["files"]["script"]["data"]))
+        h = flux.Flux()
+        jobid = flux.job.submit(h, wrapped, waitable=True)
+        print(flux.job.wait(h, jobid).success)
+        alloc = JobspecV1.from_alloc(nodes=1)
+        print(alloc.resources[0]["type"], alloc.resources[0].get("exclusive"),
+              alloc.tasks[0]["command"])
+        for call in (lambda: JobspecV1.from_batch(), lambda: JobspecV1.from_batch("x", content="y"),
+                     lambda: JobspecV1.from_alloc(), lambda: JobspecV1.from_alloc(nslots=1, bg=True)):
+            try:
+                call()
+            except (TypeError, ValueError) as exc:
+                print(type(exc).__name__, exc)
+        """
+    proc = run_flux(dedent(code), instance.uri)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "job.sh 600.0 True",
+        "['flux', 'broker', '{{tmpdir}}/script'] True",
+        "flux-{{id}}.out",
+        "batch '#!/bin/sh\\necho wrapped'",
+        "True",
+        "node True ['flux', 'broker']",
+        "TypeError from_batch() requires 'script' (file path) or 'content' (inline script)",
+        "TypeError from_batch() accepts 'script' or 'content', not both",
+        "ValueError from_alloc() requires nslots or nodes",
+        "ValueError bg: not supported by pflux (alloc has no --bg)",
+    ]
+    assert (tmp_path / "out.txt").read_text() == "wrapped\n"
