@@ -138,7 +138,8 @@ def test_from_batch_and_from_alloc(instance: LiveInstance, tmp_path: Path) -> No
         spec = JobspecV1.from_batch({str(script)!r}, nslots=2, time_limit="10m")
         system = spec.jobspec["attributes"]["system"]
         print(system["job"]["name"], system["duration"], system["cwd"] == os.getcwd())
-        print(spec.tasks[0]["command"], system["files"]["script"]["data"] == open({str(script)!r}).read())
+        data = system["files"]["script"]["data"]
+        print(spec.tasks[0]["command"], data == open({str(script)!r}).read())
         print(system["shell"]["options"]["output"]["stdout"]["path"])
         wrapped = JobspecV1.from_batch(content="echo wrapped", wrap=True,
                                        output={str(tmp_path / "out.txt")!r})
@@ -150,8 +151,10 @@ def test_from_batch_and_from_alloc(instance: LiveInstance, tmp_path: Path) -> No
         alloc = JobspecV1.from_alloc(nodes=1)
         print(alloc.resources[0]["type"], alloc.resources[0].get("exclusive"),
               alloc.tasks[0]["command"])
-        for call in (lambda: JobspecV1.from_batch(), lambda: JobspecV1.from_batch("x", content="y"),
-                     lambda: JobspecV1.from_alloc(), lambda: JobspecV1.from_alloc(nslots=1, bg=True)):
+        for call in (lambda: JobspecV1.from_batch(),
+                     lambda: JobspecV1.from_batch("x", content="y"),
+                     lambda: JobspecV1.from_alloc(),
+                     lambda: JobspecV1.from_alloc(nslots=1, bg=True)):
             try:
                 call()
             except (TypeError, ValueError) as exc:
