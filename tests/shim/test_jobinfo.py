@@ -1,13 +1,18 @@
 """flux.job.JobInfo as flux-core's: the response's values under their underscored names
 (which tools read), annotations read as attributes, the worked-out fields flux jobs
 shows (emoji, contextual info and time, why a job ended) and the attributes each
-output field needs; against a live instance, in a clean interpreter."""
+output field needs, and what a job's nested instance says of itself
+(``get_instance_info``); against a live instance, in a clean interpreter."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from textwrap import dedent
 
-from support.instance import LiveInstance
+from pflux.api import Client
+from pflux.spec.fluid import JobID
+from support.instance import LiveInstance, jobspec, ok, read_fifo
 from support.shim import flux_output
 
 SYNTHETIC = """
@@ -116,3 +121,46 @@ def test_a_listed_job_has_the_underscored_values(instance: LiveInstance) -> None
         instance.uri,
     )
     assert out.splitlines() == ["1 1 0 64 1", "True True", "False Exit 0 COMPLETED"]
+
+
+def test_a_nested_instances_info(instance: LiveInstance, tmp_path: Path) -> None:
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    script = tmp_path / "nest.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "flux submit --urgency=hold true >/dev/null\n"
+        f"echo ready > {fifo}\n"
+        "exec sleep 300\n"
+    )
+    outer = JobID.parse(ok(instance.uri, "batch", "-n1", str(script)).strip())
+    assert read_fifo(fifo).strip() == "ready"
+    with Client(instance.uri) as client:
+        client.wait_event(outer, "memo")  # the nested instance's uri
+        held = client.submit(jobspec(), urgency="hold")
+        client.wait_event(held, "priority")
+        out = flux_output(
+            dedent(
+                f"""
+                import flux
+                from flux.job import job_list_id
+                h = flux.Flux()
+                nested = job_list_id(h, {int(outer)}).get_jobinfo().get_instance_info()
+                stats = nested.instance.stats
+                print(str(stats), f"[{{stats:>16}}]", stats.pending, stats.total)
+                print(nested.instance.utilization, nested.instance.progress)
+                print(nested.instance.gpu_utilization == "")
+                plain = job_list_id(h, {int(held)}).get_jobinfo().get_instance_info()
+                print(repr(str(plain.instance.stats)), repr(plain.instance.utilization))
+                """
+            ),
+            instance.uri,
+        )
+        client.cancel(outer)
+        client.cancel(held)
+    assert out.splitlines() == [
+        "PD:1 R:0 CD:0 F:0 [PD:1 R:0 CD:0 F:0] 1 1",
+        "0.0 0.0",
+        "True",
+        "'' ''",
+    ]

@@ -187,6 +187,67 @@ class AnnotationsInfo:
         return AnnotationsInfo(value) if isinstance(value, dict) else value
 
 
+def _stats_info(handle: Any) -> Any:
+    """``StatsInfo``: JobStats, printed as ``flux jobs`` prints an instance's counts."""
+    from flux.job.stats import JobStats
+
+    class StatsInfo(JobStats):
+        def __repr__(self) -> str:
+            return f"PD:{self.pending} R:{self.running} CD:{self.successful} F:{self.failed}"
+
+        def __format__(self, fmt: str) -> str:
+            return str(self).__format__(fmt)
+
+    return StatsInfo(handle)
+
+
+class InstanceInfo:
+    """What a job's nested instance (``uri``) says of itself: ``stats`` (its job
+    counts), ``resources``, ``utilization`` (cores allocated / all),
+    ``gpu_utilization`` and ``progress`` (jobs inactive / all); every one "" when
+    there is no instance to ask."""
+
+    def __init__(self, uri: Any = None) -> None:
+        self.initialized = False
+        self.stats: Any = EmptyObject()
+        self.resources: Any = EmptyObject()
+        if not uri:
+            return
+        try:
+            import flux
+            from flux.resource.list import resource_list
+
+            handle = flux.Flux(str(uri))
+            try:
+                future = resource_list(handle)
+                self.stats = _stats_info(handle).update_sync()
+                self.resources = future.get()
+            finally:
+                handle.close()
+            self.initialized = True
+        except OSError:
+            self.stats = EmptyObject()
+            self.resources = EmptyObject()
+
+    @memoized_property
+    def utilization(self) -> Any:
+        if self.initialized and self.resources.all.ncores:
+            return self.resources.allocated.ncores / self.resources.all.ncores
+        return ""
+
+    @memoized_property
+    def gpu_utilization(self) -> Any:
+        if self.initialized and self.resources.all.ngpus > 0:
+            return self.resources.allocated.ngpus / self.resources.all.ngpus
+        return ""
+
+    @memoized_property
+    def progress(self) -> Any:
+        if self.initialized and self.stats.total:
+            return self.stats.inactive / self.stats.total
+        return ""
+
+
 class InfoList(list):  # type: ignore[type-arg]
     """A list printed as flux prints one in a job listing: comma-separated."""
 
@@ -283,6 +344,12 @@ class JobInfo:
             return self.__dict__[f"_{attr}"]
         except KeyError:
             raise AttributeError(f"invalid JobInfo attribute '{attr}'") from None
+
+    def get_instance_info(self) -> JobInfo:
+        """Ask the job's nested instance, if it runs one now, for ``instance``'s values."""
+        running = self.uri and self.state_single == "R"
+        self._instance = InstanceInfo(self.uri if running else None)
+        return self
 
     def get_runtime(self) -> float:
         t_run, t_cleanup = self.t_run, self.t_cleanup
