@@ -60,7 +60,8 @@ def job_stats(
     jobs: Iterable[JobSummary], purged: int, queue_purged: dict[str, int]
 ) -> dict[str, Any]:
     """The answer: every job's counts, then ``queues``, one entry per queue a job
-    names (``name`` first); ``purged`` and ``queue_purged`` count the purged jobs."""
+    names (with its ``name`` last, as flux-core's); ``purged`` and ``queue_purged``
+    count the purged jobs."""
     every = _Counts()
     queues: dict[str, _Counts] = {}
     for summary in jobs:
@@ -74,7 +75,7 @@ def job_stats(
         queues.setdefault(name, _Counts())
     answer = every.to_json(purged)
     answer["queues"] = [
-        {"name": name, **counts.to_json(queue_purged.get(name, 0))}
+        {**counts.to_json(queue_purged.get(name, 0)), "name": name}
         for name, counts in sorted(queues.items())
     ]
     return answer
