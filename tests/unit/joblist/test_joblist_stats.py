@@ -79,5 +79,6 @@ def test_each_named_queue_has_its_counts_and_purged_jobs_are_counted() -> None:
         "timeout": 0,
         "inactive_purged": 1,
     }
+    assert list(batch)[-1] == "name"  # last, as flux-core's
     assert debug["name"] == "debug"
     assert debug["job_states"] == counts(run=1)
