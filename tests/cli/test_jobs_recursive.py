@@ -1,6 +1,7 @@
 """``pflux jobs -R`` against a live instance: a batch job's nested instance's jobs are
 listed below it (``-L`` stops the descent, ``--json`` nests them, ``--stats`` counts
-them), as ``flux jobs --recursive`` lists them."""
+them), as ``flux jobs --recursive`` lists them; the ``instance.*`` fields show what
+that instance says of itself."""
 
 from __future__ import annotations
 
@@ -39,5 +40,13 @@ def test_a_nested_instances_jobs_are_listed_below_its_job(
     assert stats[3:5] == [f"{outer}:", "0 running, 0 completed, 0 failed, 1 pending"]
     tree = json.loads(ok(uri, "jobs", "-R", "--json"))
     assert [job["name"] for job in tree["jobs"][0]["jobs"]] == ["inner"]
+    fields = (
+        "{id.f58} {instance.stats} {instance.stats.total} {instance.utilization!P}"
+        " {instance.progress} {instance.resources.all.ncores} {instance.resources.free.ncores}"
+    )
+    assert ok(uri, "jobs", "-a", "-o", fields) == (
+        f"JOBID STATS NJOBS CORE% PROG CORES FREE\n{outer} PD:1 R:0 CD:0 F:0 1 0% 0.0 1 1\n"
+    )
     client.cancel(jobid)
     client.wait(jobid)
+    assert ok(uri, "jobs", "-a", "-n", "-o", fields).split() == [outer]  # no instance now
