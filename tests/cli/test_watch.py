@@ -48,3 +48,15 @@ def test_watch_selection_errors(uri: str) -> None:
     assert fails(uri, "watch", "--jps", "-A", rc=2) == (
         "pflux-watch: ERROR: --jps: only with --progress\n"
     )
+
+
+def test_watch_progress_off_a_terminal_and_verbose(uri: str) -> None:
+    jobid = submit(uri, "echo out")
+    proc = pflux(uri, "watch", "--progress", "--jps", "-v", jobid)
+    assert proc.returncode == 0
+    assert proc.stdout == "out\n"
+    assert proc.stderr.splitlines()[:2] == [
+        "pflux-watch: Watching 1 jobs",
+        "pflux-watch: WARNING: stdout is not a tty. Ignoring --progress option",
+    ]
+    assert proc.stderr.splitlines()[2].endswith("complete: status=0")
