@@ -36,7 +36,6 @@ from pflux.joblist.codes import (
     RESULT_TIMEOUT,
 )
 from pflux.joblist.index import JobIndex
-from pflux.joblist.stats import job_stats
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
@@ -274,8 +273,7 @@ class JobList(Service):
         if req.streaming:  # flux-core's answers again as the counts change: not built
             raise RPCError(errno.EPROTO, f"{req.topic}: streaming is not supported")
         await self._current()
-        index = self.index
-        req.respond(job_stats(index.jobs.values(), index.purged_total, index.queue_purged))
+        req.respond(self.index.job_counts.answer())
 
     # --- list-id ----------------------------------------------------------------------
 

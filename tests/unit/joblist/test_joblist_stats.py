@@ -9,7 +9,7 @@ from typing import Any
 from joblist_entries import Story, jobspec
 
 from pflux.joblist.index import JobIndex
-from pflux.joblist.stats import job_stats
+from pflux.joblist.stats import JobCounts
 
 
 def purge(jobid: int) -> dict[str, Any]:
@@ -17,7 +17,16 @@ def purge(jobid: int) -> dict[str, Any]:
 
 
 def stats(index: JobIndex) -> dict[str, Any]:
-    return job_stats(index.jobs.values(), index.purged_total, index.queue_purged)
+    answer = index.job_counts.answer()
+    recount = JobCounts()  # the kept counts are those a count from scratch gives
+    for summary in index.jobs.values():
+        recount.update(summary)
+    fresh = recount.answer()
+    assert fresh["job_states"] == answer["job_states"]
+    assert [q["job_states"] for q in fresh["queues"]] == [
+        q["job_states"] for q in answer["queues"] if q["job_states"]["total"]
+    ]
+    return answer
 
 
 def counts(**nonzero: int) -> dict[str, int]:
@@ -82,3 +91,16 @@ def test_each_named_queue_has_its_counts_and_purged_jobs_are_counted() -> None:
     assert list(batch)[-1] == "name"  # last, as flux-core's
     assert debug["name"] == "debug"
     assert debug["job_states"] == counts(run=1)
+
+
+def test_a_queue_change_moves_the_job_between_queues_counts() -> None:
+    index = JobIndex()
+    story = Story(1).pending(spec=jobspec(queue="batch"))
+    index.feed(story.entries)
+    index.settle()
+    assert [(q["name"], q["job_states"]["sched"]) for q in stats(index)["queues"]] == [("batch", 1)]
+    index.feed(story.event("jobspec-update", {"attributes.system.queue": "debug"}).entries[-1:])
+    queues = [(q["name"], q["job_states"]["sched"]) for q in stats(index)["queues"]]
+    assert queues == [("batch", 0), ("debug", 1)]  # a queue once named keeps its entry
+    index.feed(story.event("alloc").entries[-1:])
+    assert stats(index)["job_states"]["run"] == 1
