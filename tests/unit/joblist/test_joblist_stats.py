@@ -104,3 +104,15 @@ def test_a_queue_change_moves_the_job_between_queues_counts() -> None:
     assert queues == [("batch", 0), ("debug", 1)]  # a queue once named keeps its entry
     index.feed(story.event("alloc").entries[-1:])
     assert stats(index)["job_states"]["run"] == 1
+
+
+def test_jobs_taken_from_the_cache_are_counted() -> None:
+    cached = JobIndex()
+    story = Story(1).completed()
+    cached.feed(story.entries)
+    index = JobIndex()
+    index.preload({1: cached.jobs[1]})
+    assert index.digest([[1, len(story.entries)]]) == []
+    index.settle()
+    assert stats(index)["job_states"] == counts(inactive=1)
+    assert stats(index)["successful"] == 1
