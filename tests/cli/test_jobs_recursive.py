@@ -26,7 +26,8 @@ def test_a_nested_instances_jobs_are_listed_below_its_job(
         f"echo ready > {fifo}\n"
         "exec sleep 300\n"
     )
-    outer = ok(uri, "batch", "-n1", "--job-name=outer", str(script)).strip()
+    out = f"--output={tmp_path}/flux-{{{{id}}}}.out"
+    outer = ok(uri, "batch", "-n1", "--job-name=outer", out, str(script)).strip()
     jobid = JobID.parse(outer)
     assert read_fifo(fifo).strip() == "ready"
     client.wait_event(jobid, "memo")  # the instance's uri is posted

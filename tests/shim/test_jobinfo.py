@@ -133,7 +133,8 @@ def test_a_nested_instances_info(instance: LiveInstance, tmp_path: Path) -> None
         f"echo ready > {fifo}\n"
         "exec sleep 300\n"
     )
-    outer = JobID.parse(ok(instance.uri, "batch", "-n1", str(script)).strip())
+    out = f"--output={tmp_path}/flux-{{{{id}}}}.out"
+    outer = JobID.parse(ok(instance.uri, "batch", "-n1", out, str(script)).strip())
     assert read_fifo(fifo).strip() == "ready"
     with Client(instance.uri) as client:
         client.wait_event(outer, "memo")  # the nested instance's uri
