@@ -897,6 +897,12 @@ class Client:
         payload = {"id": int(jobid), "force": force}
         return _purged(self.handle.call("job-manager.purge-id", payload))
 
+    def job_stats(self) -> dict[str, Any]:
+        """job-list's counts of jobs by state and by how they ended, over all jobs and per
+        queue (``queues``), as flux-core's ``job-list.job-stats`` gives them."""
+        stats: dict[str, Any] = self.handle.call("job-list.job-stats", {})
+        return stats
+
     def alloc_query(self) -> AllocCounts:
         """The job manager's allocation counts: requests queued, pending, jobs running."""
         return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
@@ -1556,6 +1562,11 @@ class AsyncClient:
         """As ``Client.purge_id``."""
         payload = {"id": int(jobid), "force": force}
         return _purged(await self.handle.call("job-manager.purge-id", payload))
+
+    async def job_stats(self) -> dict[str, Any]:
+        """As ``Client.job_stats``."""
+        stats: dict[str, Any] = await self.handle.call("job-list.job-stats", {})
+        return stats
 
     async def alloc_query(self) -> AllocCounts:
         """As ``Client.alloc_query``."""

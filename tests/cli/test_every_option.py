@@ -337,6 +337,24 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "jobs --uri": URI,
     "jobs --from-stdin": ("tests/cli/test_jobs_format.py::test_bad_stdin",),
+    "jobs --color": ("tests/shim/test_job_stats.py::test_flux_jobs_color_by_result",),
+    "jobs --include": (
+        "tests/shim/test_job_stats.py::test_flux_jobs_include_lists_the_jobs_on_ranks_or_hosts",
+    ),
+    "jobs --stats": ("tests/shim/test_job_stats.py::test_flux_jobs_stats_and_stats_only",),
+    "jobs --stats-only": (
+        "tests/shim/test_job_stats.py::test_flux_jobs_stats_and_stats_only",
+        "tests/shim/test_job_stats.py::test_stats_only_fails_once_no_job_is_active",
+    ),
+    "jobs --recursive": (
+        "tests/cli/test_jobs_recursive.py::test_a_nested_instances_jobs_are_listed_below_its_job",
+    ),
+    "jobs --level": (
+        "tests/cli/test_jobs_recursive.py::test_a_nested_instances_jobs_are_listed_below_its_job",
+    ),
+    "jobs --recurse-all": (
+        "tests/cli/test_jobs_recursive.py::test_a_nested_instances_jobs_are_listed_below_its_job",
+    ),
     "job validate --format": ("tests/cli/test_job_validate.py::test_format_option",),
     "job id --to": (
         "tests/cli/test_job_id.py::test_every_encoding_to_every_other",
@@ -964,6 +982,61 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_purge.py::test_purge_counts_without_force_and_removes_the_oldest_with_it",
         "tests/e2e/test_purge.py::test_purge_by_id_refuses_an_active_job_by_name_and_purges_nothing",
     ),
+    "job stats --uri": URI,
+    "job timeleft --uri": URI,
+    "job timeleft --human": (
+        "tests/cli/test_job_timeleft.py::test_a_job_reads_its_own_time_left",
+        "tests/cli/test_job_timeleft.py::test_the_instance_has_no_limit",
+    ),
+    "job raiseall --uri": URI,
+    "job raiseall --severity": (
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_counts_then_raises",
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_errors",
+    ),
+    "job raiseall --user": (
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_counts_then_raises",
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_errors",
+    ),
+    "job raiseall --states": (
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_counts_then_raises",
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_errors",
+    ),
+    "job raiseall --force": (
+        "tests/cli/test_job_raiseall_killall.py::test_raiseall_counts_then_raises",
+    ),
+    "job killall --uri": URI,
+    "job killall --signal": (
+        "tests/cli/test_job_raiseall_killall.py::test_killall_counts_then_signals_running_jobs",
+    ),
+    "job killall --user": (
+        "tests/cli/test_job_raiseall_killall.py::test_killall_counts_then_signals_running_jobs",
+    ),
+    "job killall --force": (
+        "tests/cli/test_job_raiseall_killall.py::test_killall_counts_then_signals_running_jobs",
+    ),
+    "job taskmap --uri": URI,
+    **{
+        f"job taskmap --{option}": (
+            "tests/cli/test_job_taskmap.py::test_a_jobs_taskmap_and_its_questions",
+            "tests/cli/test_job_taskmap.py::test_a_taskmap_given_as_text",
+        )
+        for option in ("taskids", "ntasks", "nodeid", "hostname", "to")
+    },
+    "watch --uri": URI,
+    **{
+        f"watch --{option}": (
+            "tests/cli/test_watch.py::test_watch_copies_output_and_exits_with_the_largest_code",
+            "tests/cli/test_watch.py::test_watch_selection_errors",
+        )
+        for option in ("active", "all", "count", "filter", "since", "label-io")
+    },
+    **{
+        f"watch --{option}": (
+            "tests/cli/test_watch.py::test_watch_progress_off_a_terminal_and_verbose",
+            "tests/cli/test_watch.py::test_watch_selection_errors",
+        )
+        for option in ("progress", "jps", "verbose")
+    },
     "queue stop --nocheckpoint": (
         "tests/cli/test_queue.py::test_a_stop_not_stored_and_a_shutdown_leave_the_stored_state",
     ),

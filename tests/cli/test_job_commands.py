@@ -289,7 +289,7 @@ def test_kill_signals_a_running_job(uri: str, client: Client) -> None:
     jobid = client.submit(jobspec("0"))  # runs until killed
     client.wait_event(jobid, "start")
     assert fails(uri, "job", "kill", "-s", "SIGFAKE", str(jobid)) == (
-        "pflux-job: ERROR: Invalid signal SIGFAKE\n"
+        "pflux-job: ERROR: kill: Invalid signal SIGFAKE\n"
     )
     assert "Invalid signal 0" in fails(uri, "job", "kill", "-s", "0", str(jobid))
     ok(uri, "job", "kill", "-s", "USR1", str(jobid))

@@ -134,6 +134,23 @@ def test_exit_on_error_ends_the_job_at_the_first_failure(uri: str) -> None:
     assert "type=exec severity=0 " + note in err
 
 
+@pytest.mark.parametrize("option", ["exit-on-error", "exit-timeout=0.5s"])
+def test_the_failing_tasks_signal_is_the_jobs_status(client: Client, uri: str, option: str) -> None:
+    """As flux-core's shell dies with the task's status, the other tasks' SIGTERM aside."""
+    script = 'test "$FLUX_TASK_RANK" = 1 && kill -SEGV $$; exec sleep 60'
+    jobid = JobID.parse(ok(uri, "submit", "-n2", "-o", option, "sh", "-c", script).strip())
+    assert client.wait_event(jobid, "finish").context["status"] == (128 + 11) << 8
+    note = client.wait_event(jobid, "exception").context["note"]
+    assert "task rank 1 on host" in note
+    assert "(Segmentation fault)" in note
+
+
+def test_an_exit_code_above_128_is_told_as_a_signal(uri: str) -> None:
+    rc, _, err = run(uri, "sh", "-c", "exit 200")
+    assert rc == 200
+    assert err.endswith("-job: task(s) Unknown signal 72\n")
+
+
 def test_exit_timeout_none_and_a_bad_value(uri: str) -> None:
     # rank 1 outlives rank 0 by far more than a zero timeout would allow
     script = 'test "$FLUX_TASK_RANK" = 1 && sleep 1; exit 0'

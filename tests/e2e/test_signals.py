@@ -81,7 +81,7 @@ def test_job_kill_errors(uri: str, client: Client) -> None:
     pending = client.submit(shell_job("true"), urgency="hold")
     assert f"job {pending} is not running" in fails(uri, "job", "kill", str(pending))
     assert fails(uri, "job", "kill", "-s", "SIGNOPE", str(pending)) == (
-        "pflux-job: ERROR: Invalid signal SIGNOPE\n"
+        "pflux-job: ERROR: kill: Invalid signal SIGNOPE\n"
     )
     assert "Invalid signal -3" in fails(uri, "job", "kill", "-s", "-3", str(pending))
     running = client.submit(shell_job("exec sleep 60"))

@@ -101,6 +101,7 @@ def test_event_callbacks_run_in_the_executor_thread_and_at_once_when_past(
         except ValueError as exc:
             print("ValueError", exc)
         print(FluxExecutor.EVENTS is FluxExecutorFuture.EVENTS, "finish" in FluxExecutor.EVENTS)
+        print(" ".join(sorted(FluxExecutorFuture.EVENTS)))
         """,
         instance.uri,
     )
@@ -110,6 +111,9 @@ def test_event_callbacks_run_in_the_executor_thread_and_at_once_when_past(
         "[('start', 'MainThread')]",
         "ValueError no-such-event",
         "True True",
+        # flux-core's MAIN_EVENTS: a validate or memo event is no callback's
+        "alloc clean debug depend exception finish flux-restart free priority release start"
+        " submit urgency",
     ]
 
 
@@ -354,3 +358,29 @@ def test_a_lost_instance_fails_the_jobs_and_breaks_the_executor(tmp_path: Path) 
         "ConnectionResetError(104, 'Connection to the Flux instance was lost')",
         "Executor is broken, new futures cannot be scheduled",
     ]
+
+
+def test_the_thread_and_the_executors_internals_are_flux_cores(instance: LiveInstance) -> None:
+    out = run(
+        """
+        import collections
+        from flux.job.executor import _FluxExecutorThread, _SubmitPackage
+        exit_event, deq = threading.Event(), collections.deque()
+        thread = _FluxExecutorThread(threading.Event(), exit_event, deq, 0.01, (), {})
+        print(thread.daemon, thread._FluxExecutorThread__work_remains())
+        exit_event.set()
+        print(thread._FluxExecutorThread__work_remains())
+        deq.append(_SubmitPackage((spec("true"),), {}, FluxExecutorFuture(None)))
+        print(thread._FluxExecutorThread__work_remains())
+        deq.clear()
+        thread.start()
+        thread.join(60)
+        print(thread.is_alive(), thread._FluxExecutorThread__running_user_futures)
+        with FluxExecutor(threads=2) as executor:
+            print(len(executor._executor_threads), len(executor._submission_queues))
+            print(executor._broken_event.is_set(), executor._shutdown_event.is_set())
+        print(executor._shutdown_event.is_set())
+        """,
+        instance.uri,
+    )
+    assert out == ["True True", "False", "True", "False set()", "2 2", "False False", "True"]

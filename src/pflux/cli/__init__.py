@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "config": "config",
     "startlog": "startlog",
     "overlay": "overlay",
+    "watch": "watch",
 }
 
 #: set by the flux command (``pflux.fluxshim``'s ``bin/flux``): name it flux, as flux's do
@@ -102,6 +103,7 @@ commands:
   config     print the instance's configuration (get [NAME])
   startlog   list the instance's start and stop times
   overlay    show the brokers' tree and each subtree's state (status, lookup, parentof)
+  watch      copy jobs' output to this terminal until they end
 """
 
 

@@ -21,6 +21,12 @@ SUBCOMMANDS: dict[str, str] = {
     "wait": "job_wait",
     "status": "job_status",
     "purge": "job_purge",
+    "stats": "job_stats",
+    "timeleft": "job_timeleft",
+    "raiseall": "job_raiseall",
+    "killall": "job_killall",
+    "taskmap": "job_taskmap",
+    "namespace": "job_namespace",
 }
 
 USAGE = """\
@@ -43,6 +49,12 @@ subcommands:
   wait       wait for jobs to finish
   status     wait for jobs and exit with their exit code
   purge      remove inactive jobs for good
+  stats      print job statistics as JSON
+  timeleft   print the time the current job has left
+  raiseall   raise an exception on all of a user's jobs
+  killall    send a signal to all of a user's running jobs
+  taskmap    print or question a job's RFC 34 task map
+  namespace  print the KVS namespace of each job
 """
 
 

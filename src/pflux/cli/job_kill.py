@@ -27,6 +27,6 @@ def _kill(args: argparse.Namespace) -> int:
     from pflux.api import Client
 
     jobids = jobcommon.job_ids(args.jobids)
-    signum = jobcommon.signal_number(args.signal)
+    signum = jobcommon.signal_number(args.signal, "kill")
     with Client(args.uri) as client:
         return jobcommon.report_failures(NAME, jobids, client.kill_many(jobids, signum))

@@ -76,8 +76,9 @@ def duration_arg(text: str | None) -> float | None:
     return None if math.isinf(seconds) else seconds
 
 
-def signal_number(text: str) -> int:
-    """A signal given as a number, a name (``SIGUSR1``) or a name without ``SIG``."""
+def signal_number(text: str, command: str) -> int:
+    """A signal given as a number, a name (``SIGUSR1``) or a name without ``SIG``; a bad
+    one is an error in flux's words (``kill: Invalid signal X``)."""
     import signal
 
     if text.lstrip("-").isdigit():
@@ -89,7 +90,7 @@ def signal_number(text: str) -> int:
         except KeyError:
             signum = 0
     if signum <= 0:
-        raise PfluxError(f"Invalid signal {text}")
+        raise PfluxError(f"{command}: Invalid signal {text}")
     return signum
 
 

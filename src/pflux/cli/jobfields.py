@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from pflux.cli.jobinstance import HEADINGS as INSTANCE_HEADINGS
 from pflux.joblist.codes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 from pflux.spec.states import SHORT, State
@@ -409,6 +410,17 @@ def _uri(job: JobInfo) -> str:
     return uri if isinstance(uri, str) else ""
 
 
+def _instance_field(name: str) -> Callable[[JobInfo], Any]:
+    """An ``instance.*`` field: asked of the nested instance the job runs, if it does."""
+
+    def get(job: JobInfo) -> Any:
+        from pflux.cli import jobinstance
+
+        return jobinstance.value(job, name)
+
+    return get
+
+
 FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
     "id": lambda job: DisplayID(job.data["id"]),
     "id.dec": _id_as("dec"),
@@ -468,6 +480,7 @@ FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
     "contextual_info": _contextual_info,
     "contextual_time": _contextual_time,
     "inactive_reason": _inactive_reason,
+    **{name: _instance_field(name) for name in INSTANCE_HEADINGS},
 }
 
 _STATE_VALUES: Final = frozenset(int(state) for state in SHORT)
@@ -512,6 +525,7 @@ ATTRS_FOR: Final[dict[str, tuple[str, ...]]] = {
     "user": ("annotations",),
     "uri": ("annotations",),
     "uri.local": ("annotations",),
+    **dict.fromkeys(INSTANCE_HEADINGS, ("annotations", "state", "result")),
 }  # fmt: skip
 
 
@@ -592,6 +606,7 @@ HEADINGS: Final[dict[str, str]] = {
     "sched.t_estimate": "T_ESTIMATE",
     "sched.reason_pending": "REASON",
     "sched.resource_summary": "RESOURCES",
+    **INSTANCE_HEADINGS,
 }
 
 

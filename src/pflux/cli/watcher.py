@@ -51,8 +51,10 @@ class Watcher:
         jps: bool = False,
         prog: str = "submit",
         verbose: int = 0,
+        label_io: bool = False,
     ) -> None:
         self.watch = watch
+        self.label_io = label_io  # each line of output prefixed by its task rank
         self.prog = prog
         self.verbose = verbose
         self.t0 = float("inf")  # the first event's time, which -v offsets count from
@@ -148,9 +150,17 @@ class Watcher:
                 stream.flush()
                 stream.buffer.write(base64.b64decode(context["data"]))
                 stream.buffer.flush()
+            elif self.label_io:
+                rank = context.get("rank", "")
+                stream.write("".join(f"{rank}: {line}" for line in _lines(context["data"])))
             else:
                 stream.write(context["data"])
         job.out.flush()
+
+
+def _lines(data: str) -> list[str]:
+    """``data`` in lines, each ending with a newline (one is added to a last partial line)."""
+    return [line if line.endswith("\n") else line + "\n" for line in data.splitlines(True)]
 
 
 def _compact(context: dict[str, Any]) -> str:

@@ -571,6 +571,10 @@ class ShellRun:
             self._started(shell, float(payload) if payload else 0.0)
         elif kind == wire.EXCEPTION:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
+        elif kind == wire.LOG:
+            level, _, message = payload.decode(errors="replace").partition(" ")
+            self.out.log(message, int(level), None)
+            self._output()
         elif kind == wire.FENCE:
             self._fence(shell, payload)
         elif kind == wire.EXITED:

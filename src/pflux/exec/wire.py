@@ -52,6 +52,8 @@ the offsets ACK and RESUME name):
   (seconds since the epoch), or their launch failed, which an EXCEPTION
   record follows;
 - ``x`` EXCEPTION: a fatal ``exec`` exception; the payload is its note;
+- ``l`` LOG: a line for the job's output eventlog's shell log: its level
+  (decimal, flux-core's shell levels) and its message, space-separated;
 - ``o`` OUTPUT: what a task wrote, in whole lines unless its stream is
   unbuffered: the stream (``o`` stdout, ``e`` stderr), the task rank (4
   bytes), then the bytes;
@@ -107,6 +109,7 @@ __all__ = [
     "INPUT_EOF",
     "KILL",
     "LIVE",
+    "LOG",
     "OUTPUT",
     "QUIT",
     "REJOIN",
@@ -152,6 +155,7 @@ EOF: Final = b"f"
 STARTED: Final = b"s"
 EXCEPTION: Final = b"x"
 EXITED: Final = b"w"
+LOG: Final = b"l"
 STDOUT: Final = b"o"  # the stream bytes of OUTPUT and EOF
 STDERR: Final = b"e"
 INPUT_DATA: Final = b"d"  # the flags of INPUT

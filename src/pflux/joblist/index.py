@@ -39,6 +39,7 @@ from typing import Any, Final
 from pflux.errors import EventlogError
 from pflux.joblist.attributes import Selection, to_json
 from pflux.joblist.codes import USERID_ANY
+from pflux.joblist.stats import JobCounts
 from pflux.joblist.summary import JobSummary
 from pflux.spec.eventlog import Event
 from pflux.spec.states import State
@@ -115,6 +116,7 @@ class JobIndex:
         self.ended: list[JobSummary] | None = None  # jobs become inactive, when collected
         self.dropped: list[int] = []  # cached jobs that no digest named
         self.purged: list[int] = []  # jobs purged since the cache was last told
+        self.job_counts = JobCounts()  # job-stats' counts, kept as jobs move
         self._cached: dict[int, JobSummary] = {}  # from the cache, not yet named by a digest
         self._held: dict[int, dict[int, dict[str, Any]]] = {}
         self._early_annotations: dict[int, list[dict[str, Any]]] = {}
@@ -162,6 +164,7 @@ class JobIndex:
                 continue
             if summary is not None and summary.next_seq == count:
                 jobs[jobid] = summary
+                self.job_counts.update(summary)
             else:
                 wanted.append(jobid)
         return wanted
@@ -217,7 +220,7 @@ class JobIndex:
             # the job was refused at submission and removed from the KVS: forget it
             self._forget(summary)
             return None
-        old_state = summary.state
+        old_state, old_queue = summary.state, summary.queue
         if self.ready and event.name == "priority" and old_state in _PENDING_STATES:
             # the key changes with the priority: take the job out before it does
             self.pending.discard(summary, _pending_key(summary))
@@ -230,6 +233,8 @@ class JobIndex:
                     self._move(summary, old_state)
                 if summary.state is State.INACTIVE and self.ended is not None:
                     self.ended.append(summary)
+        if summary.state is not old_state or summary.queue != old_queue:
+            self.job_counts.update(summary)
         return summary
 
     def _annotate(self, jobid: int, entry: dict[str, Any]) -> None:
@@ -253,12 +258,14 @@ class JobIndex:
         self._cached.pop(jobid, None)
         summary = self.jobs.get(jobid)
         if summary is not None:
+            self.job_counts.remove(summary, purged=True)
             self._forget(summary)
         elif not self.ready:
             self._removed.add(jobid)
 
     def _forget(self, summary: JobSummary) -> None:
         del self.jobs[summary.id]
+        self.job_counts.remove(summary)
         ordered = self._ordering(summary.state)
         if self.ready and ordered is not None:
             ordered.discard(summary, ordered.key(summary))

@@ -266,6 +266,15 @@ class JobList(Service):
     def list_attrs(self, req: Request) -> None:
         req.respond({"attrs": [*ATTRS, "all"]})
 
+    @method("job-stats")
+    async def stats(self, req: Request) -> None:
+        if _payload(req) != {}:
+            raise RPCError(errno.EPROTO, f"{req.topic}: takes no fields, got {req.payload!r:.100}")
+        if req.streaming:  # flux-core's answers again as the counts change: not built
+            raise RPCError(errno.EPROTO, f"{req.topic}: streaming is not supported")
+        await self._current()
+        req.respond(self.index.job_counts.answer())
+
     # --- list-id ----------------------------------------------------------------------
 
     @method("list-id")

@@ -55,6 +55,7 @@ REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be qu
 REJOIN_RETRY: Final = 0.5  # seconds between tries to reach a restarted instance's exec/sock
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
+LOG_ERROR: Final = 3  # flux-core's shell log level of an error (syslog's)
 _IN: Final = select.POLLIN
 _OUT: Final = select.POLLOUT
 _DONTWAIT: Final = _socket.MSG_DONTWAIT  # per send: the records socket is every shell's
@@ -95,11 +96,13 @@ class Shell:
         "deadline",
         "detached",
         "doom",
+        "doom_code",
         "exit_on_error",
         "exit_timeout",
         "failure",
         "feeder",
         "files",
+        "first_code",
         "give_up",
         "host",
         "jobid",
@@ -150,6 +153,10 @@ class Shell:
         self.own_groups = True  # each task leads its process group (not -o nosetpgrp)
         self.deadline = 0.0  # when the exit timeout expires (monotonic), 0 when unarmed
         self.doom = ""  # the note of the exit timeout, once the first task has exited
+        # the first task's exit code once exit-on-error or exit-timeout has killed the
+        # job for it: the shell's own, as flux-core's shell dies with it
+        self.doom_code: int | None = None
+        self.first_code = 0
         self.codes: list[int] = []  # the exit codes of the tasks reaped
         # per stream: (its files, one per task or one for all; () for the KVS), label, line
         self.targets: list[tuple[tuple[int, ...], bool, bool]] = []
@@ -215,10 +222,19 @@ class Shell:
             self._pmi_close(fd)
         self._kill_orphans()
         self._remove_tmpdir()
-        code = self.failure.code if self.failure is not None else max(self.codes, default=0)
+        code = self._exit_code()
         self._emit(wire.EXITED, b"%d" % (code << 8))  # last: the job is over
         # the status is reported, to job-exec or to the spool: nobody need wait for us
         return SPOOLED if self._finish() else 0
+
+    def _exit_code(self) -> int:
+        """The shell's: a launch failure's, the task exit-on-error or exit-timeout ended
+        the job for (flux-core's shell dies with it), else the largest task's."""
+        if self.failure is not None:
+            return self.failure.code
+        if self.doom_code is not None:
+            return self.doom_code
+        return max(self.codes, default=0)
 
     def _timers(self) -> bool:
         """Act on the exit timeout and the next try at rejoining, if due; True if the exit
@@ -294,6 +310,20 @@ class Shell:
         if self.ctx.uri is not None:
             env["PFLUX_URI"] = env["FLUX_URI"] = self.ctx.uri
 
+    def _chdir(self, cwd: str, host: str) -> None:
+        """Go to the job's directory; as flux-core's shell, a missing one is said on the
+        shell's log and the tasks run in /tmp."""
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            said = f"host {host}: Could not change dir to {cwd}: {exc.strerror}."
+            said += " Going to /tmp instead"
+            self._emit(wire.LOG, b"%d %s" % (LOG_ERROR, said.encode()))
+            try:
+                os.chdir("/tmp")
+            except OSError as again:
+                raise _Failed(f"Could not change dir to /tmp: {again.strerror}", 1) from None
+
     def _start(self, job: Description) -> None:
         """Make the job's directory, go to its cwd, open its files and start its tasks."""
         env = job.env
@@ -306,14 +336,8 @@ class Shell:
         if job.files or job.tmpdir_argv:
             argv = _stage(job)
         task_envs = self._options(job)
-        cwd = job.cwd
-        if cwd is not None:
-            try:
-                os.chdir(cwd)
-            except OSError as exc:
-                raise _Failed(
-                    f"host {host}: Could not change dir to {cwd}: {exc.strerror}", 1
-                ) from None
+        if job.cwd is not None:
+            self._chdir(job.cwd, host)
         self._open_outputs([job.stdout, job.stderr])
         if job.stdin is not None:  # one error before any task starts, as flux-core gives
             self.stdin_file = job.stdin
@@ -550,7 +574,9 @@ class Shell:
         else:
             how = f" (Exit {os.WEXITSTATUS(status)})"
         task = f"{self.argv0}: task rank {rank} on host {self.host}"
-        if self.exit_on_error and proc.exit_code(status):
+        self.first_code = proc.exit_code(status)
+        if self.exit_on_error and self.first_code:
+            self.doom_code = self.first_code
             self._emit(wire.EXCEPTION, f"{task} failed{how} and exit-on-error is set".encode())
         elif self.exit_timeout is not None and len(self.pidfds) > 1:
             from pflux.spec.duration import format as fsd
@@ -567,6 +593,7 @@ class Shell:
         if time.monotonic() < self.deadline:
             return False
         self.deadline = 0.0
+        self.doom_code = self.first_code
         self._emit(wire.EXCEPTION, self.doom.encode())
         self._flush()
         return True

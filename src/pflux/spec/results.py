@@ -65,10 +65,11 @@ def waitstatus_text(status: int) -> str:
 
 
 def signal_name(signum: int) -> str:
-    """A signal's description, as strsignal(3) gives it (``Killed``)."""
+    """A signal's description, as glibc's strsignal(3) gives it (``Killed``, ``Unknown
+    signal 72``: a task's exit code 200 is told as flux tells it)."""
     import signal
 
     try:
-        return signal.strsignal(signum) or f"signal {signum}"
+        return signal.strsignal(signum) or f"Unknown signal {signum}"
     except ValueError:
-        return f"signal {signum}"
+        return f"Unknown signal {signum}"

@@ -117,15 +117,21 @@ def test_a_file_that_is_not_executable_is_permission_denied(live: Any, tmp_path:
     assert stream.status() == 126 << 8
 
 
-def test_a_bad_cwd_raises_an_exception(live: Any) -> None:
-    stream = live.start(live.job(["true"], cwd="/no/such/dir"))
+def test_a_missing_cwd_is_logged_and_the_tasks_run_in_tmp(live: Any) -> None:
+    stream = live.start(live.job(["pwd"], cwd="/no/such/dir"))
     got = stream.all()
-    assert [kind for kind, _ in got] == ["start", "exception", "finish", "release"]
-    assert got[1][1]["note"] == (
-        f"host {EXCEPTION_NOTE_HOST}: Could not change dir to /no/such/dir:"
-        " No such file or directory"
-    )
-    assert stream.status() == 1 << 8
+    assert [kind for kind, _ in got] == ["start", "finish", "release"]
+    assert stream.status() == 0
+    assert stdout_text(live, stream.id) == {"0": "/tmp\n"}
+    logs = [context for name, context in output_events(live, stream.id) if name == "log"]
+    assert logs == [
+        {
+            "rank": 0,
+            "level": 3,
+            "message": f"host {EXCEPTION_NOTE_HOST}: Could not change dir to /no/such/dir:"
+            " No such file or directory. Going to /tmp instead",
+        }
+    ]
 
 
 def test_cwd_is_the_jobspecs(live: Any, tmp_path: Path) -> None:

@@ -951,6 +951,223 @@ class JobspecV1(Jobspec):
         )
 
     @classmethod
+    def from_submit(
+        cls: type[_V1T],
+        command: Sequence[str],
+        *,
+        ntasks: int = 1,
+        nodes: int | None = None,
+        cores_per_task: int = 1,
+        gpus_per_task: int | None = None,
+        exclusive: bool = False,
+        name: str | None = None,
+        queue: str | None = None,
+        bank: str | None = None,
+        cwd: Any = None,
+        output: Any = None,
+        error: Any = None,
+        input: Any = None,
+        label_io: bool = False,
+        unbuffered: bool = False,
+        **kwargs: Any,
+    ) -> _V1T:
+        """The jobspec ``flux submit`` builds for ``command``: ``from_command`` then
+        ``apply_options`` (the other keywords: ``env``, ``rlimit``, ``time_limit``,
+        ``dependency``...), the submitter's environment and limits passed on."""
+        jobspec = cls.from_command(
+            command,
+            num_tasks=ntasks,
+            cores_per_task=cores_per_task,
+            gpus_per_task=gpus_per_task,
+            num_nodes=nodes,
+            exclusive=exclusive,
+            name=name,
+            queue=queue,
+            bank=bank,
+            cwd=cwd,
+            output=output,
+            error=error,
+            input=input,
+            label_io=label_io,
+            unbuffered=unbuffered,
+        )
+        env = kwargs.pop("env", [])
+        rlimit = kwargs.pop("rlimit", [])
+        return jobspec.apply_options(prog="submit", env=env, rlimit=rlimit, **kwargs)
+
+    @classmethod
+    def from_alloc(
+        cls: type[_V1T],
+        *,
+        nslots: int | None = None,
+        nodes: int | None = None,
+        cores_per_slot: int = 1,
+        gpus_per_slot: int | None = None,
+        exclusive: bool = False,
+        broker_opts: Iterable[str] | None = None,
+        conf: Mapping[str, Any] | None = None,
+        bg: bool = False,
+        name: str | None = None,
+        queue: str | None = None,
+        bank: str | None = None,
+        cwd: Any = None,
+        output: Any = None,
+        error: Any = None,
+        input: Any = None,
+        label_io: bool = False,
+        unbuffered: bool = False,
+        **kwargs: Any,
+    ) -> _V1T:
+        """The jobspec ``flux alloc`` builds: a nested instance (``from_nest_command``)
+        of ``nslots`` slots (or ``nodes`` whole nodes), in this directory, then
+        ``apply_options``. ``bg`` is refused: pflux's alloc has no ``--bg``."""
+        if bg:
+            raise ValueError("bg: not supported by pflux (alloc has no --bg)")
+        if nslots is None:
+            if nodes is None:
+                raise ValueError("from_alloc() requires nslots or nodes")
+            nslots, exclusive = nodes, True
+        jobspec = cls.from_nest_command(
+            [],
+            num_slots=nslots,
+            cores_per_slot=cores_per_slot,
+            gpus_per_slot=gpus_per_slot,
+            num_nodes=nodes,
+            broker_opts=broker_opts,
+            exclusive=exclusive,
+            conf=conf,
+            name=name,
+            queue=queue,
+            bank=bank,
+            cwd=os.getcwd() if cwd is None else cwd,
+            output=output,
+            error=error,
+            input=input,
+            label_io=label_io,
+            unbuffered=unbuffered,
+        )
+        env = kwargs.pop("env", [])
+        rlimit = kwargs.pop("rlimit", [])
+        return jobspec.apply_options(prog="alloc", env=env, rlimit=rlimit, **kwargs)
+
+    @classmethod
+    def from_batch(
+        cls: type[_V1T],
+        script: str | os.PathLike[str] | None = None,
+        *,
+        content: str | None = None,
+        nslots: int | None = None,
+        nodes: int | None = None,
+        cores_per_slot: int = 1,
+        gpus_per_slot: int | None = None,
+        exclusive: bool = False,
+        broker_opts: Iterable[str] | None = None,
+        conf: Mapping[str, Any] | None = None,
+        wrap: bool = False,
+        name: str | None = None,
+        queue: str | None = None,
+        bank: str | None = None,
+        cwd: Any = None,
+        output: Any = None,
+        error: Any = None,
+        input: Any = None,
+        label_io: bool = False,
+        unbuffered: bool = False,
+        **kwargs: Any,
+    ) -> _V1T:
+        """The jobspec ``flux batch`` builds for a script file (``script``, the job
+        named after it) or its text (``content``, named ``batch``): one slot unless
+        ``nslots`` or ``nodes``, this directory, output to ``flux-{{id}}.out``,
+        ``wrap`` adding ``#!/bin/sh`` to a script without one; then ``apply_options``."""
+        if script is not None and content is not None:
+            raise TypeError("from_batch() accepts 'script' or 'content', not both")
+        if script is None:
+            if content is None:
+                raise TypeError(
+                    "from_batch() requires 'script' (file path) or 'content' (inline script)"
+                )
+            text = content
+        else:
+            if name is None:
+                name = os.path.basename(os.fspath(script))
+            with open(script, encoding="utf-8") as file:
+                text = file.read()
+        if wrap and not text.startswith("#!"):
+            text = "#!/bin/sh\n" + text
+        if nslots is None:
+            nslots, exclusive = (nodes, True) if nodes is not None else (1, exclusive)
+        jobspec = cls.from_batch_command(
+            script=text,
+            jobname="batch" if name is None else name,
+            num_slots=nslots,
+            cores_per_slot=cores_per_slot,
+            gpus_per_slot=gpus_per_slot,
+            num_nodes=nodes,
+            broker_opts=broker_opts,
+            exclusive=exclusive,
+            conf=conf,
+            cwd=os.getcwd() if cwd is None else cwd,
+            output="flux-{{id}}.out" if output is None else output,
+            error=error,
+            input=input,
+            label_io=label_io,
+            unbuffered=unbuffered,
+            queue=queue,
+            bank=bank,
+        )
+        env = kwargs.pop("env", [])
+        rlimit = kwargs.pop("rlimit", [])
+        return jobspec.apply_options(prog="batch", env=env, rlimit=rlimit, **kwargs)
+
+    def apply_options(
+        self: _V1T,
+        args: Any = None,
+        *,
+        prog: str | None = None,
+        env: Any = None,
+        rlimit: Any = None,
+        signal: str | None = None,
+        taskmap: str | None = None,
+        dependency: Any = None,
+        requires: Any = None,
+        shell_options: Mapping[str, Any] | None = None,
+        time_limit: Any = None,
+        attributes: Mapping[str, Any] | None = None,
+        add_file: Any = None,
+        **kwargs: Any,
+    ) -> _V1T:
+        """Apply ``flux submit``'s options in place (and return the jobspec): ``env`` and
+        ``rlimit`` rules (applied only when given, ``[]`` passing everything on),
+        ``signal`` (``[SIG][@TIME]``), ``taskmap``, ``dependency`` URIs,
+        ``shell_options`` and ``attributes`` dicts (a bare key is ``system.``'s, a
+        leading ``.`` the attributes' root), ``time_limit``. ``args`` (a namespace) gives
+        values the keywords do not; ``prog`` names the command, whose plugins pflux
+        does not have. ``requires`` and ``add_file`` are refused (not built yet)."""
+        from flux.job import _submitopts
+
+        if kwargs:  # flux-core takes only its CLI plugins' options here: pflux has none
+            unknown = ", ".join(repr(key) for key in sorted(kwargs))
+            raise TypeError(f"apply_options() got unexpected keyword argument(s): {unknown}")
+        given = {
+            "env": env,
+            "rlimit": rlimit,
+            "signal": signal,
+            "taskmap": taskmap,
+            "dependency": dependency,
+            "requires": requires,
+            "shell_options": shell_options,
+            "time_limit": time_limit,
+            "attributes": attributes,
+            "add_file": add_file,
+        }
+        base = {key: getattr(args, key, None) for key in given} if args is not None else {}
+        options = {**base, **{key: val for key, val in given.items() if val is not None}}
+        env_set = env is not None or args is not None
+        rlimit_set = rlimit is not None or args is not None
+        _submitopts.apply(self, options, env_set=env_set, rlimit_set=rlimit_set)
+        return self
+
+    @classmethod
     def from_batch_command(
         cls: type[_V1T],
         script: str,

@@ -34,7 +34,13 @@ _EXPORTS = {
     "submit": "submit",
     "submit_get_id": "submit",
     "SubmitFuture": "submit",
+    "timeleft": "timeleft",
     "JobInfo": "info",
+    "job_info_lookup": "kvslookup",
+    "JobKVSLookup": "kvslookup",
+    "job_kvs_lookup": "kvslookup",
+    "job_output": "output",
+    "job_fields_to_attrs": "info",
     "job_list": "list",
     "job_list_inactive": "list",
     "job_list_id": "list",
@@ -59,7 +65,22 @@ _EXPORTS = {
     "FluxExecutorFuture": "executor",
 }
 _SUBMODULES = frozenset(
-    ("JobID", "Jobspec", "event", "executor", "info", "journal", "kill", "list", "submit", "wait")
+    (
+        "JobID",
+        "Jobspec",
+        "event",
+        "executor",
+        "info",
+        "journal",
+        "kill",
+        "kvslookup",
+        "list",
+        "output",
+        "stats",
+        "submit",
+        "timeleft",
+        "wait",
+    )
 )
 
 __all__ = [
@@ -71,6 +92,7 @@ __all__ = [
     "JobException",
     "JobID",
     "JobInfo",
+    "JobKVSLookup",
     "JobList",
     "JobWaitResult",
     "Jobspec",
@@ -86,9 +108,13 @@ __all__ = [
     "get_job",
     "id_encode",
     "id_parse",
+    "job_fields_to_attrs",
+    "job_info_lookup",
+    "job_kvs_lookup",
     "job_list",
     "job_list_id",
     "job_list_inactive",
+    "job_output",
     "job_raise",
     "job_raise_async",
     "kill",
@@ -98,6 +124,7 @@ __all__ = [
     "submit",
     "submit_async",
     "submit_get_id",
+    "timeleft",
     "wait",
     "wait_async",
     "wait_get_status",

@@ -21,23 +21,16 @@ if TYPE_CHECKING:
 
     from flux.core.handle import Flux
 
+# The events of the main eventlog flux-core's bindings name (RFC 21's, less those a
+# tool does not watch for): what FluxExecutorFuture.add_event_callback accepts.
 MAIN_EVENTS = frozenset(
     {
         "submit",
-        "validate",
-        "invalidate",
-        "set-flags",
-        "dependency-add",
-        "dependency-remove",
         "depend",
         "priority",
         "flux-restart",
         "urgency",
         "alloc",
-        "prolog-start",
-        "prolog-finish",
-        "epilog-start",
-        "epilog-finish",
         "free",
         "start",
         "release",
@@ -45,9 +38,6 @@ MAIN_EVENTS = frozenset(
         "clean",
         "debug",
         "exception",
-        "memo",
-        "jobspec-update",
-        "resource-update",
     }
 )
 

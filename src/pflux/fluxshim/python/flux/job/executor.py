@@ -70,28 +70,35 @@ def _exit_code(status: int) -> int:
     raise ValueError(status)
 
 
-class _ExecutorThread(threading.Thread):
-    """Submits the packages of its queue and completes their futures from job events."""
+class _FluxExecutorThread(threading.Thread):
+    """Submits the packages of its queue and completes their futures from job events.
+
+    Its arguments, and its private ``__work_remains()`` and ``__running_user_futures``,
+    are flux-core's (its tests drive the thread alone); ``lock`` is the executor's, so
+    that a package is queued before the thread breaks, not after.
+    """
 
     def __init__(
         self,
-        lock: threading.Lock,
-        broken: threading.Event,
-        shutdown: threading.Event,
-        packages: deque[_Package],
+        broken_event: threading.Event,
+        exit_event: threading.Event,
+        packages_to_handle: deque[_Package],
         poll_interval: float,
         handle_args: Any,
         handle_kwargs: Any,
-        name: str,
+        *,
+        lock: threading.Lock | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(name=name, daemon=True)
-        self._lock = lock  # the executor's: a package is queued before the thread breaks
-        self._broken = broken
-        self._shutdown = shutdown
-        self._packages = packages
+        kwargs.setdefault("daemon", True)
+        super().__init__(**kwargs)
+        self._lock = threading.Lock() if lock is None else lock
+        self._broken = broken_event
+        self._shutdown = exit_event
+        self._packages = packages_to_handle
         self._poll_interval = poll_interval
         self._handle = Flux(*handle_args, **handle_kwargs)
-        self._running: set[FluxExecutorFuture] = set()  # futures whose eventlog is watched
+        self.__running_user_futures: set[FluxExecutorFuture] = set()  # their eventlogs watched
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._pipe_lock = threading.Lock()
@@ -117,7 +124,7 @@ class _ExecutorThread(threading.Thread):
         except BaseException as exc:
             with self._lock:
                 self._broken.set()
-            for future in self._running:
+            for future in self.__running_user_futures:
                 if not future.done():
                     future.set_exception(exc)
             while self._packages:
@@ -128,8 +135,9 @@ class _ExecutorThread(threading.Thread):
         finally:
             self._close()
 
-    def _work_remains(self) -> bool:
-        return not self._shutdown.is_set() or bool(self._packages) or bool(self._running)
+    def __work_remains(self) -> bool:
+        running = self.__running_user_futures
+        return not self._shutdown.is_set() or bool(self._packages) or bool(running)
 
     def _loop(self) -> None:
         import select
@@ -143,7 +151,7 @@ class _ExecutorThread(threading.Thread):
             failure, handle._exception = handle._exception, None
             if failure is not None:
                 raise failure
-            if not self._work_remains():
+            if not self.__work_remains():
                 return
             sock = self._fileno()
             readable, _, _ = select.select([self._wake_r, sock], [], [], self._poll_interval)
@@ -177,7 +185,7 @@ class _ExecutorThread(threading.Thread):
         except Exception as exc:
             package.future.set_exception(exc)
         else:
-            self._running.add(package.future)
+            self.__running_user_futures.add(package.future)
 
     def _attach(self, package: _AttachPackage) -> None:
         try:
@@ -185,14 +193,14 @@ class _ExecutorThread(threading.Thread):
         except Exception as exc:
             package.future.set_exception(exc)
         else:
-            self._running.add(package.future)
+            self.__running_user_futures.add(package.future)
 
     def _on_submitted(self, submitted: SubmitFuture, future: FluxExecutorFuture) -> None:
         try:
             jobid = submit_get_id(submitted)
         except Exception as exc:
             future.set_exception(exc)
-            self._running.discard(future)
+            self.__running_user_futures.discard(future)
             return
         future._set_jobid(jobid)
         event_watch_async(self._handle, jobid).then(self._on_event, future)
@@ -209,7 +217,7 @@ class _ExecutorThread(threading.Thread):
             if not future.done():
                 future.set_exception(exc)
         if event is None:  # the eventlog has ended (or failed)
-            self._running.discard(future)
+            self.__running_user_futures.discard(future)
             return
         if event.name in MAIN_EVENTS:
             future._set_event(event)
@@ -386,28 +394,28 @@ class FluxExecutor:
         if not isinstance(poll_interval, (int, float)) or not poll_interval > 0:
             raise ValueError(f"poll_interval must be seconds > 0, not {poll_interval!r}")
         prefix = thread_name_prefix or f"{type(self).__name__}-{self._counter()}"
-        self._queues: list[deque[_Package]] = [deque() for _ in range(threads)]
+        self._submission_queues: list[deque[_Package]] = [deque() for _ in range(threads)]
         self._next_thread = 0
         self._shutdown_lock = threading.Lock()
         self._broken_event = threading.Event()
         self._shutdown_event = threading.Event()
-        self._threads = [
-            _ExecutorThread(
-                self._shutdown_lock,
+        self._executor_threads = [
+            _FluxExecutorThread(
                 self._broken_event,
                 self._shutdown_event,
                 queue,
                 float(poll_interval),
                 handle_args,
                 handle_kwargs,
+                lock=self._shutdown_lock,
                 name=f"{prefix}-{i}",
             )
-            for i, queue in enumerate(self._queues)
+            for i, queue in enumerate(self._submission_queues)
         ]
-        for thread in self._threads:
+        for thread in self._executor_threads:
             thread.start()
         self._finalizer = weakref.finalize(
-            self, FluxExecutor._stop_threads, self._shutdown_event, self._threads
+            self, FluxExecutor._shutdown_threads, self._shutdown_event, self._executor_threads
         )
 
     def submit(self, *args: Any, **kwargs: Any) -> FluxExecutorFuture:
@@ -428,10 +436,10 @@ class FluxExecutor:
             if self._shutdown_event.is_set():
                 raise RuntimeError("cannot schedule new futures after shutdown")
             index = self._next_thread
-            thread = self._threads[index]
+            thread = self._executor_threads[index]
             future = FluxExecutorFuture(thread.ident)
-            self._queues[index].append(factory(*args, future))
-            self._next_thread = (index + 1) % len(self._threads)
+            self._submission_queues[index].append(factory(*args, future))
+            self._next_thread = (index + 1) % len(self._executor_threads)
         thread.wake()
         return future
 
@@ -442,7 +450,7 @@ class FluxExecutor:
         with self._shutdown_lock:
             self._shutdown_event.set()
         if cancel_futures:
-            for queue in self._queues:
+            for queue in self._submission_queues:
                 while queue:
                     try:
                         package = queue.popleft()
@@ -450,10 +458,10 @@ class FluxExecutor:
                         break
                     if package.future.cancel():
                         package.future.set_running_or_notify_cancel()
-        for thread in self._threads:
+        for thread in self._executor_threads:
             thread.wake()
         if wait:
-            for thread in self._threads:
+            for thread in self._executor_threads:
                 thread.join()
 
     def __enter__(self) -> FluxExecutor:
@@ -463,7 +471,7 @@ class FluxExecutor:
         self.shutdown(wait=True)
 
     @staticmethod
-    def _stop_threads(shutdown: threading.Event, threads: list[_ExecutorThread]) -> None:
+    def _shutdown_threads(shutdown: threading.Event, threads: list[_FluxExecutorThread]) -> None:
         """The executor was collected (or the interpreter exits): its threads end once
         their jobs are done, and are waited for (unless this is one of them)."""
         shutdown.set()

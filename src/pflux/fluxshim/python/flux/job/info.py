@@ -4,13 +4,23 @@ Attributes come from the response (``id``, ``userid``, ``urgency``, ``priority``
 ``t_submit``... ``t_inactive``, ``name``, ``ntasks``, ``nnodes``, ``nodelist``,
 ``waitstatus``...) or are worked out as flux-core's are: ``state`` and ``result``
 as names (``RUN``, ``COMPLETED``), ``returncode``, ``runtime``, ``status``,
-``username``, ``exception`` (``occurred``, ``severity``, ``type``, ``note``).
+``username``, ``exception`` (``occurred``, ``severity``, ``type``, ``note``),
+``annotations`` (and its ``sched`` and ``user``) read as attributes,
+``contextual_info``, ``contextual_time``, ``inactive_reason`` and the emoji forms.
+
+As in flux-core, each value of the response is kept as the attribute named with a
+leading underscore (``_nnodes``, ``_state_id``, ``_exception``...), which tools
+read, and each worked-out value is kept so once first asked for (``_runtime``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
+from datetime import datetime
+from functools import wraps
 from itertools import chain
 
 from flux.constants import FLUX_JOB_RESULT_CANCELED, FLUX_JOB_RESULT_FAILED
@@ -18,7 +28,9 @@ from flux.job.JobID import JobID
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    from typing import Any, Callable, ClassVar, Iterable, TypeVar
+
+    _T = TypeVar("_T")
 
 _STATES = {
     1: ("NEW", "N"),
@@ -48,12 +60,216 @@ def resulttostr(resultid: Any, fmt: str = "L") -> str:
     return name.lower() if fmt in ("l", "s") else name
 
 
+# the symbols flux-core's ``flux jobs`` prints for each state and result, with the
+# text printed where stdout cannot encode them
+_STATE_EMOJI = {
+    "N": "\U0001f381",
+    "D": "\U0001f6d1",
+    "P": "\U0001f6a6",
+    "S": "\U0001f4c5",
+    "R": "\U0001f3c3",
+    "C": "\U0001f5d1",
+    "I": "\U0001f480",
+}
+_RESULT_EMOJI = {
+    "CD": ("\U0001f600", ":-)"),
+    "F": ("\U0001f4a9", ":'-("),
+    "CA": ("\U0001f4a5", "%-|"),
+    "TO": ("\u231b", "(-_-)"),
+}
+_PENDING_OR_RUNNING = 2 | 4 | 8 | 16 | 32
+
+
+def _printable(emoji: str, alternative: str) -> str:
+    try:
+        emoji.encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return alternative
+    return emoji
+
+
+def statetoemoji(stateid: int) -> str:
+    """The state's symbol, or its letter where stdout cannot show it."""
+    letter = statetostr(stateid, "S")
+    return _printable(_STATE_EMOJI.get(letter, letter), letter)
+
+
+def resulttoemoji(resultid: Any) -> str:
+    """The result's symbol (an ideographic space for none), or a text face."""
+    if resultid == "":
+        return _printable("\u3000", "")
+    emoji, alternative = _RESULT_EMOJI.get(resulttostr(resultid, "S"), ("?", "?"))
+    return _printable(emoji, alternative)
+
+
+def statustostr(stateid: int, resultid: Any, fmt: str = "L") -> str:
+    """The state while the job is active, its result once inactive."""
+    if stateid & _PENDING_OR_RUNNING:
+        return statetostr(stateid, fmt)
+    return resulttostr(resultid, fmt)
+
+
+def statustoemoji(stateid: int, resultid: Any) -> str:
+    if stateid & _PENDING_OR_RUNNING:
+        return statetoemoji(stateid)
+    return resulttoemoji(resultid)
+
+
+def get_username(userid: int) -> str:
+    """The user's name, or the id as text when the password database has none."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(userid).pw_name
+    except KeyError:
+        return str(userid)
+
+
+def memoized_property(fget: Callable[[Any], _T]) -> property:
+    """A property computed once, then kept as the attribute ``_NAME`` (flux-core's
+    ``flux.memoized_property``, which tools' subclasses of JobInfo use)."""
+    attr_name = f"_{fget.__name__}"
+
+    @wraps(fget)
+    def fget_memoized(self: Any) -> _T:
+        if attr_name not in self.__dict__:
+            setattr(self, attr_name, fget(self))
+        value: _T = self.__dict__[attr_name]
+        return value
+
+    return property(fget_memoized)
+
+
 class ExceptionInfo:
     def __init__(self, occurred: Any, severity: Any, _type: Any, note: Any) -> None:
         self.occurred = occurred
         self.severity = severity
         self.type = _type
         self.note = note
+
+
+class EmptyObject:
+    """What a missing annotation reads as: every attribute of it is one too, and it
+    prints and formats as "" (``{sched.reason_pending:>10}`` of a job without one)."""
+
+    def __getattr__(self, attr: str) -> EmptyObject:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return EmptyObject()
+
+    def __repr__(self) -> str:
+        return ""
+
+    def __str__(self) -> str:
+        return ""
+
+    def __format__(self, spec: str) -> str:
+        return "".__format__(spec.rstrip("bcdoxXeEfFgGn%"))
+
+
+class AnnotationsInfo:
+    """A job's annotations read as attributes (``annotations.sched.resource_summary``);
+    a nested object is one too, a missing key an ``EmptyObject``; prints as its JSON
+    ("" when empty)."""
+
+    def __init__(self, annotationsDict: dict[str, Any]) -> None:  # noqa: N803 - flux-core's
+        self.annotationsDict = annotationsDict
+
+    def __repr__(self) -> str:
+        return json.dumps(self.annotationsDict) if self.annotationsDict else ""
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "annotationsDict":
+            raise AttributeError(attr)
+        if attr not in self.annotationsDict:
+            return EmptyObject()
+        value = self.annotationsDict[attr]
+        return AnnotationsInfo(value) if isinstance(value, dict) else value
+
+
+def _stats_info(handle: Any) -> Any:
+    """``StatsInfo``: JobStats, printed as ``flux jobs`` prints an instance's counts."""
+    from flux.job.stats import JobStats
+
+    class StatsInfo(JobStats):
+        def __repr__(self) -> str:
+            return f"PD:{self.pending} R:{self.running} CD:{self.successful} F:{self.failed}"
+
+        def __format__(self, fmt: str) -> str:
+            return str(self).__format__(fmt)
+
+    return StatsInfo(handle)
+
+
+class InstanceInfo:
+    """What a job's nested instance (``uri``) says of itself: ``stats`` (its job
+    counts), ``resources``, ``utilization`` (cores allocated / all),
+    ``gpu_utilization`` and ``progress`` (jobs inactive / all); every one "" when
+    there is no instance to ask."""
+
+    def __init__(self, uri: Any = None) -> None:
+        self.initialized = False
+        self.stats: Any = EmptyObject()
+        self.resources: Any = EmptyObject()
+        if not uri:
+            return
+        try:
+            import flux
+            from flux.resource.list import resource_list
+
+            handle = flux.Flux(str(uri))
+            try:
+                future = resource_list(handle)
+                self.stats = _stats_info(handle).update_sync()
+                self.resources = future.get()
+            finally:
+                handle.close()
+            self.initialized = True
+        except OSError:
+            self.stats = EmptyObject()
+            self.resources = EmptyObject()
+
+    @memoized_property
+    def utilization(self) -> Any:
+        if self.initialized and self.resources.all.ncores:
+            return self.resources.allocated.ncores / self.resources.all.ncores
+        return ""
+
+    @memoized_property
+    def gpu_utilization(self) -> Any:
+        if self.initialized and self.resources.all.ngpus > 0:
+            return self.resources.allocated.ngpus / self.resources.all.ngpus
+        return ""
+
+    @memoized_property
+    def progress(self) -> Any:
+        if self.initialized and self.stats.total:
+            return self.stats.inactive / self.stats.total
+        return ""
+
+
+class InfoList(list):  # type: ignore[type-arg]
+    """A list printed as flux prints one in a job listing: comma-separated."""
+
+    def __str__(self) -> str:
+        return ",".join(str(item) for item in self)
+
+
+class DependencyList(InfoList):
+    """A job's dependencies, ``begin-time=T`` shown as ``begin@HH:MM`` (with the date
+    when not today, ``:SS`` when not on a minute)."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        super().__init__(_dependency(dep) for dep in items)
+
+
+def _dependency(dep: str) -> str:
+    if not dep.startswith("begin-time="):
+        return dep
+    when = datetime.fromtimestamp(float(dep.partition("=")[2])).astimezone()
+    today = when.date() == datetime.today().date()
+    shown = f"begin@{when:%H:%M}" if today else f"begin@{when:%b%d-%H:%M}"
+    return f"{shown}:{when:%S}" if when.second > 0 else shown
 
 
 class JobInfo:
@@ -112,70 +328,30 @@ class JobInfo:
             info.get("exception_type", ""),
             info.get("exception_note", ""),
         )
-        info.setdefault("annotations", {})
-        info.setdefault("dependencies", [])
-        self._info = info
+        annotations = AnnotationsInfo(info.get("annotations", {}))
+        info["annotations"] = annotations
+        info["sched"] = annotations.sched
+        info["user"] = annotations.user
+        info["dependencies"] = DependencyList(info.get("dependencies", []))
+        for key, value in info.items():
+            setattr(self, f"_{key}", value)
 
     def __getattr__(self, attr: str) -> Any:
+        """A value of the response (kept as ``_attr``)."""
         if attr.startswith("_"):
             raise AttributeError(attr)
         try:
-            return self._info[attr]
+            return self.__dict__[f"_{attr}"]
         except KeyError:
             raise AttributeError(f"invalid JobInfo attribute '{attr}'") from None
 
-    @property
-    def state(self) -> str:
-        return statetostr(self.state_id)
+    def get_instance_info(self) -> JobInfo:
+        """Ask the job's nested instance, if it runs one now, for ``instance``'s values."""
+        running = self.uri and self.state_single == "R"
+        self._instance = InstanceInfo(self.uri if running else None)
+        return self
 
-    @property
-    def uri(self) -> Any:
-        """The ``flux.uri.JobURI`` a nested instance running in the job posted (its
-        memo ``uri``), or None."""
-        user = self._info["annotations"].get("user")
-        found = user.get("uri") if isinstance(user, dict) else None
-        if not found:
-            return None
-        from flux.uri import JobURI
-
-        return JobURI(str(found))
-
-    @property
-    def state_single(self) -> str:
-        return statetostr(self.state_id, "S")
-
-    @property
-    def result(self) -> str:
-        return resulttostr(self.result_id)
-
-    @property
-    def result_abbrev(self) -> str:
-        return resulttostr(self.result_id, "S")
-
-    @property
-    def status(self) -> str:
-        """The state while active, the result once inactive."""
-        if self._info.get("state_id", 64) != 64:
-            return self.state
-        return self.result
-
-    @property
-    def status_abbrev(self) -> str:
-        if self._info.get("state_id", 64) != 64:
-            return self.state_single
-        return self.result_abbrev
-
-    @property
-    def username(self) -> str:
-        import pwd
-
-        try:
-            return pwd.getpwuid(self.userid).pw_name
-        except KeyError:
-            return str(self.userid)
-
-    @property
-    def runtime(self) -> float:
+    def get_runtime(self) -> float:
         t_run, t_cleanup = self.t_run, self.t_cleanup
         if t_cleanup > 0 and t_run > 0:
             return float(t_cleanup - t_run)
@@ -183,19 +359,82 @@ class JobInfo:
             return float(time.time() - t_run)
         return 0.0
 
-    @property
-    def t_remaining(self) -> float:
-        if self._info.get("state_id") != 16 or not self.expiration:
+    def get_remaining_time(self) -> float:
+        try:
+            if str(self.status) != "RUN":
+                return 0.0
+            left = float(self.expiration - time.time())
+        except (KeyError, AttributeError):
             return 0.0
-        return max(0.0, float(self.expiration - time.time()))
+        return max(left, 0.0)
+
+    @memoized_property
+    def uri(self) -> Any:
+        """The ``flux.uri.JobURI`` a nested instance running in the job posted (its
+        memo ``uri``), or None."""
+        found = self.user.uri
+        if not str(found):
+            return None
+        from flux.uri import JobURI
+
+        return JobURI(str(found))
 
     @property
+    def t_remaining(self) -> float:
+        return self.get_remaining_time()
+
+    @memoized_property
+    def state(self) -> str:
+        return statetostr(self.state_id)
+
+    @memoized_property
+    def state_single(self) -> str:
+        return statetostr(self.state_id, "S")
+
+    @memoized_property
+    def state_emoji(self) -> str:
+        return statetoemoji(self.state_id)
+
+    @memoized_property
+    def result(self) -> str:
+        return resulttostr(self.result_id)
+
+    @memoized_property
+    def result_abbrev(self) -> str:
+        return resulttostr(self.result_id, "S")
+
+    @memoized_property
+    def result_emoji(self) -> str:
+        return resulttoemoji(self.result_id)
+
+    @memoized_property
+    def username(self) -> str:
+        return get_username(self.userid)
+
+    @memoized_property
+    def runtime(self) -> float:
+        return self.get_runtime()
+
+    @memoized_property
+    def status(self) -> str:
+        """The state while active, the result once inactive."""
+        return statustostr(self.state_id, self.result_id)
+
+    @memoized_property
+    def status_abbrev(self) -> str:
+        return statustostr(self.state_id, self.result_id, "S")
+
+    @memoized_property
+    def status_emoji(self) -> str:
+        return statustoemoji(self.state_id, self.result_id)
+
+    @memoized_property
     def returncode(self) -> Any:
         """The largest task exit code, -N for a signal N, -128 for a job canceled before
         it ran, 1 for one that failed before it ran; "" while active."""
         status = self.waitstatus
-        result_id = self._info.get("result_id")
         if not isinstance(status, int):
+            result_id = self.__dict__.get("_result_id")
             if result_id == FLUX_JOB_RESULT_CANCELED:
                 return -128
             if result_id == FLUX_JOB_RESULT_FAILED:
@@ -206,6 +445,62 @@ class JobInfo:
         if os.WIFEXITED(status):
             return os.WEXITSTATUS(status)
         return ""
+
+    @memoized_property
+    def contextual_info(self) -> Any:
+        """What to show beside a job: why it waits while pending (``priority-wait``,
+        ``depends:...``, ``eta:...``, ``held``, ``priority-hold``), else its nodes."""
+        state = str(self.state)
+        if state == "PRIORITY":
+            return "priority-wait"
+        if state == "DEPEND":
+            return f"depends:{self.dependencies}"
+        if state != "SCHED":
+            return self.nodelist
+        estimate = self.sched.t_estimate
+        if isinstance(estimate, (int, float)):
+            left = estimate - time.time()
+            return "eta:now" if left < 0 else f"eta:{_fsd(left)}"
+        if self.urgency == 0:
+            return "held"
+        if self.priority == 0:
+            return "priority-hold"
+        return ""
+
+    @memoized_property
+    def contextual_time(self) -> float:
+        """The duration asked for while pending, the run time after."""
+        if str(self.state) in ("PRIORITY", "DEPEND", "SCHED"):
+            return float(self.duration)
+        return float(self.runtime)
+
+    @memoized_property
+    def inactive_reason(self) -> str:
+        """How an inactive job ended, in words ("" while active)."""
+        if str(self.state) != "INACTIVE":
+            return ""
+        result = str(self.result)
+        exc = self.exception
+        if result == "CANCELED":
+            if exc.occurred and exc.type == "cancel" and exc.note:
+                return f"Canceled: {exc.note}"
+            return "Canceled"
+        if result == "TIMEOUT":
+            return "Timeout"
+        if result != "FAILED":
+            return f"Exit {self.returncode}"
+        if exc.occurred and exc.type != "exec" and exc.severity == 0:
+            note = f" note={exc.note}" if exc.note else ""
+            return f"Exception: type={exc.type}{note}"
+        code = self.returncode
+        if code > 128:
+            import signal
+
+            try:
+                return signal.strsignal(code - 128) or f"Signaled {code - 128}"
+            except ValueError:
+                return f"Signaled {code - 128}"
+        return _EXIT_REASONS.get(code, f"Exit {code}")
 
     def to_dict(self, filtered: bool = True) -> dict[str, Any]:
         """The attributes as a dict (``jobid`` in f58 too); ``filtered``: without
@@ -219,8 +514,8 @@ class JobInfo:
             if val is not None:
                 result[attr] = val
         result["jobid"] = self.id.f58
-        result["annotations"] = self._info["annotations"]
-        result["exception"] = dict(self._info["exception"].__dict__)
+        result["annotations"] = self.annotations.annotationsDict
+        result["exception"] = dict(self.exception.__dict__)
         uri = self.uri
         if uri is not None:
             result["uri"] = str(uri)
@@ -240,3 +535,106 @@ class JobInfo:
                 annotations["user"] = user
             result["annotations"] = annotations
         return result
+
+
+_EXIT_REASONS = {
+    126: "Command invoked cannot execute",
+    127: "command not found",
+    128: "Invalid argument to exit",
+}
+
+
+def _fsd(seconds: float) -> str:
+    """Seconds in RFC 23's shortest form, as flux.util.fsd prints an ETA."""
+    if seconds < 60:
+        return f"{seconds:.4g}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.4g}m"
+    if seconds < 86400:
+        return f"{seconds / 3600:.4g}h"
+    return f"{seconds / 86400:.4g}d"
+
+
+# The job-list attributes each field of a ``flux jobs`` format needs (flux-core's
+# ``job_fields_to_attrs``; the id is always sent)
+_FIELD_ATTRS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("id", "id.dec", "id.hex", "id.f58", "id.f58plain", "id.emoji", "id.kvs", "id.words"),
+        (),
+    ),
+    "id.dothex": (),
+    **{
+        name: (name,)
+        for name in (
+            "userid",
+            "urgency",
+            "priority",
+            "state",
+            "name",
+            "cwd",
+            "queue",
+            "project",
+            "bank",
+            "ntasks",
+            "ncores",
+            "duration",
+            "nnodes",
+            "ranks",
+            "nodelist",
+            "success",
+            "waitstatus",
+            "result",
+            "annotations",
+            "dependencies",
+            "t_submit",
+            "t_depend",
+            "t_priority",
+            "t_sched",
+            "t_run",
+            "t_cleanup",
+            "t_inactive",
+        )
+    },
+    "username": ("userid",),
+    "state_single": ("state",),
+    "state_emoji": ("state",),
+    "returncode": ("waitstatus", "result"),
+    "exception.occurred": ("exception_occurred",),
+    "exception.severity": ("exception_severity",),
+    "exception.type": ("exception_type",),
+    "exception.note": ("exception_note",),
+    "result_abbrev": ("result",),
+    "result_emoji": ("result",),
+    "runtime": ("t_run", "t_cleanup"),
+    "status": ("state", "result"),
+    "status_abbrev": ("state", "result"),
+    "status_emoji": ("state", "result"),
+    "expiration": ("expiration", "state", "result"),
+    "t_remaining": ("expiration", "state", "result"),
+    "contextual_info": ("state", "dependencies", "annotations", "nodelist", "priority", "urgency"),
+    "contextual_time": ("state", "t_run", "t_cleanup", "duration"),
+    "inactive_reason": (
+        "state",
+        "result",
+        "waitstatus",
+        "exception_occurred",
+        "exception_severity",
+        "exception_type",
+        "exception_note",
+    ),
+    **dict.fromkeys(("sched", "user", "uri", "uri.local"), ("annotations",)),
+}
+
+
+def job_fields_to_attrs(fields: Iterable[str]) -> set[str]:
+    """The job-list attributes to ask for to show ``fields`` (a KeyError names an
+    unknown one, as flux-core's)."""
+    attrs: set[str] = set()
+    for field in fields:
+        if field.startswith(("annotations.", "sched.", "user.")):
+            attrs.add("annotations")
+        elif field.startswith("instance."):
+            attrs.update(("annotations", "state", "result"))
+        else:
+            attrs.update(_FIELD_ATTRS[field])
+    return attrs

@@ -157,7 +157,7 @@ def _job_uri(handle: Any, text: str, wait: bool) -> str:
             job = job_list_id(handle, jobid, attrs=["state", "annotations"]).get_jobinfo()
             if job.state != "RUN":
                 raise ValueError(f"jobid {text} is not running")
-            uri = (job.annotations.get("user") or {}).get("uri")
+            uri = str(job.user.uri)
     except FileNotFoundError:
         raise ValueError(f"jobid {text} not found") from None
     if not uri:
