@@ -478,6 +478,20 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource list --no-header": ("tests/unit/sched/test_resource_cli.py::test_rlist_format",),
     "resource list --uri": URI,
+    "resource R --include": (
+        "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
+    ),
+    "resource R --states": (
+        "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
+    ),
+    "resource R --uri": URI,
+    "resource reload --force": (
+        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+    ),
+    "resource reload --xml": (
+        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+    ),
+    "resource reload --uri": URI,
     "pgrep --count": (
         "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
     ),

@@ -1,4 +1,4 @@
-"""``pflux resource list|info|status|drain|undrain``: the instance's resources, as flux's.
+"""``pflux resource list|info|R|status|drain|undrain``: the instance's resources, as flux's.
 
 ``list`` asks the scheduler (``sched.resource-status``) for all, allocated and down
 resources and prints one line per state: ``free`` (neither allocated nor
@@ -7,7 +7,9 @@ formats are Python format strings over the fields below, with flux's
 sentinels: ``?:`` drops a field that is empty on every line, ``+:`` widens it
 to its widest value, ``?+:`` does both; a spec ending in ``+`` marks a value
 cut short by its precision, one ending in ``h`` prints ``-`` for an empty value.
-``info`` is ``list`` in one line per state (default ``all``).
+``info`` is ``list`` in one line per state (default ``all``); ``R`` prints the
+resources of the given states (default ``all``) as one line of RFC 20 R. ``reload`` is
+refused: the scheduler's resources are fixed at start.
 
 ``status`` shows ranks by state (``avail``, ``allocated``, ``draining``,
 ``drained``; pflux has no excluded, torpid or housekeeping ranks, so those
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import errno
+import json
 import re
 import string
 import sys
@@ -150,12 +153,16 @@ def main(argv: list[str]) -> int:
     lister.add_argument("-n", "--no-header", action="store_true", help="suppress the header")
     lister.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     _info_parser(commands)
+    _r_parser(commands)
     _status_parser(commands)
     _drain_parsers(commands)
+    _reload_parser(commands)
     args = parser.parse_args(argv)
     handlers = {
         "list": _list,
         "info": _info,
+        "R": _r,
+        "reload": _reload,
         "status": _status,
         "drain": _drain,
         "undrain": _undrain,
@@ -178,6 +185,33 @@ def _info_parser(commands: Any) -> None:
         "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
     )
     info.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _r_parser(commands: Any) -> None:
+    r = commands.add_parser(
+        "R", prog=f"{base.PROG} resource R", help="print R (RFC 20) of resources by state"
+    )
+    r.add_argument(
+        "-s",
+        "--states",
+        metavar="STATE,...",
+        default="all",
+        help=f"the resources in any of these states ({', '.join(STATES)})",
+    )
+    r.add_argument(
+        "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
+    )
+    r.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _reload_parser(commands: Any) -> None:
+    reload = commands.add_parser(
+        "reload", prog=f"{base.PROG} resource reload", help="(refused: see the error)"
+    )
+    reload.add_argument("-f", "--force", action="store_true", help="(refused)")
+    reload.add_argument("--xml", action="store_true", help="(refused)")
+    reload.add_argument("path", help="R file, or hwloc XML directory with --xml")
+    reload.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
 
 
 def _status_parser(commands: Any) -> None:
@@ -268,6 +302,26 @@ def _info(args: argparse.Namespace) -> int:
     rows = [_row(state, sets[state]) for state in states]
     sys.stdout.write(formatter.render(rows, no_header=True))
     return 0
+
+
+def _r(args: argparse.Namespace) -> int:
+    """The union of the resources in the given states, as one line of R."""
+    states = _states(args.states)
+    sets = _fetch(args.uri)
+    if args.include is not None:
+        sets = _include(sets, args.include)
+    rset = sets[states[0]]
+    for state in states[1:]:
+        rset = rset | sets[state]
+    sys.stdout.write(json.dumps(rset.to_json(), separators=(",", ":")) + "\n")
+    return 0
+
+
+def _reload(args: argparse.Namespace) -> int:
+    raise PfluxError(
+        "reload: not supported: the scheduler's resources are fixed at the instance's start "
+        "(its configuration, or --cores); restart the instance with new resources"
+    )
 
 
 def _drain(args: argparse.Namespace) -> int:
