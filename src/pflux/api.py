@@ -251,6 +251,14 @@ def _queue_status(reply: Mapping[str, Any]) -> QueueStatus:
     return QueueStatus.from_reply(reply)
 
 
+def _named(payload: dict[str, Any], queue: str | None) -> dict[str, Any]:
+    """A queue request's payload, naming ``queue`` if given (pflux's one queue has no name:
+    the job manager refuses any)."""
+    if queue is not None:
+        payload["name"] = queue
+    return payload
+
+
 def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
     from pflux.replies import AllocCounts
 
@@ -782,20 +790,24 @@ class Client:
         """The job manager's allocation counts: requests queued, pending, jobs running."""
         return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
 
-    def queue_status(self) -> QueueStatus:
-        """Whether submission is enabled and scheduling started, and why not."""
-        return _queue_status(self.handle.call("job-manager.queue-status", {}))
+    def queue_status(self, *, queue: str | None = None) -> QueueStatus:
+        """Whether submission is enabled and scheduling started, and why not (``queue``: a
+        named queue, which pflux does not have: refused)."""
+        return _queue_status(self.handle.call("job-manager.queue-status", _named({}, queue)))
 
-    def queue_enable(self, enable: bool, reason: str = "") -> None:
+    def queue_enable(self, enable: bool, reason: str = "", *, queue: str | None = None) -> None:
         """Accept (or, with a reason, refuse) new submissions."""
-        self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
+        payload = _named({"enable": enable, "reason": reason}, queue)
+        self.handle.call("job-manager.queue-enable", payload)
 
-    def queue_start(self, start: bool, reason: str = "", *, checkpoint: bool = True) -> None:
+    def queue_start(
+        self, start: bool, reason: str = "", *, checkpoint: bool = True, queue: str | None = None
+    ) -> None:
         """Start (or, with a reason, stop) allocating resources to pending jobs.
 
         ``checkpoint=False`` stops only until the next restart (flux's ``--nocheckpoint``).
         """
-        payload = {"start": start, "reason": reason, "nocheckpoint": not checkpoint}
+        payload = _named({"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue)
         self.handle.call("job-manager.queue-start", payload)
 
     def drain(self, timeout: float | None = None) -> None:
@@ -1329,17 +1341,23 @@ class AsyncClient:
         """As ``Client.alloc_query``."""
         return _alloc_counts(await self.handle.call("job-manager.alloc-query", {}))
 
-    async def queue_status(self) -> QueueStatus:
+    async def queue_status(self, *, queue: str | None = None) -> QueueStatus:
         """As ``Client.queue_status``."""
-        return _queue_status(await self.handle.call("job-manager.queue-status", {}))
+        reply = await self.handle.call("job-manager.queue-status", _named({}, queue))
+        return _queue_status(reply)
 
-    async def queue_enable(self, enable: bool, reason: str = "") -> None:
+    async def queue_enable(
+        self, enable: bool, reason: str = "", *, queue: str | None = None
+    ) -> None:
         """As ``Client.queue_enable``."""
-        await self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
+        payload = _named({"enable": enable, "reason": reason}, queue)
+        await self.handle.call("job-manager.queue-enable", payload)
 
-    async def queue_start(self, start: bool, reason: str = "", *, checkpoint: bool = True) -> None:
+    async def queue_start(
+        self, start: bool, reason: str = "", *, checkpoint: bool = True, queue: str | None = None
+    ) -> None:
         """As ``Client.queue_start``."""
-        payload = {"start": start, "reason": reason, "nocheckpoint": not checkpoint}
+        payload = _named({"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue)
         await self.handle.call("job-manager.queue-start", payload)
 
     async def drain(self, timeout: float | None = None) -> None:

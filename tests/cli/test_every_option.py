@@ -690,6 +690,31 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_cancel.py::test_cancel_many_with_one_error",
     ),
     "queue status --uri": URI,
+    "queue status --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+    ),
+    "queue enable --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+    ),
+    "queue disable --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+    ),
+    "queue start --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+    ),
+    "queue stop --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+    ),
+    "queue list --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+    ),
+    "queue list --format": (
+        "tests/cli/test_queue_list.py::test_list_shows_the_anonymous_queue_with_no_limits",
+    ),
+    "queue list --no-header": (
+        "tests/cli/test_queue_list.py::test_list_shows_the_anonymous_queue_with_no_limits",
+    ),
+    "queue list --uri": URI,
     "queue status --verbose": (
         "tests/cli/test_queue.py::test_verbose_status_shows_the_alloc_queue",
     ),

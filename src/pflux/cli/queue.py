@@ -1,10 +1,12 @@
-"""``pflux queue status|enable|disable|start|stop|drain|idle``: control the queue, as flux.
+"""``pflux queue status|list|enable|disable|start|stop|drain|idle``: control the queue, as
+flux.
 
-pflux has one queue, so flux's queue names do not apply (``--all`` is accepted
-and means that queue). Submission is enabled or disabled (with a reason);
-scheduling is started or stopped (with an optional reason). Output is flux's:
-``Job submission is enabled``, ``Scheduling is stopped: REASON``. ``drain``
-waits until no job is active, ``idle`` until none is running and prints how
+pflux has one queue, with no name: ``--all`` is accepted and means that queue, and
+``-q NAME`` is refused as flux-core refuses a queue it does not have (``'NAME' is not a
+valid queue``); ``list`` shows its one line (``queue_list``). Submission is enabled or
+disabled (with a reason); scheduling is started or stopped (with an optional reason).
+Output is flux's: ``Job submission is enabled``, ``Scheduling is stopped: REASON``.
+``drain`` waits until no job is active, ``idle`` until none is running and prints how
 many are pending.
 """
 
@@ -15,7 +17,7 @@ import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pflux.cli import base, jobcommon
+from pflux.cli import base, jobcommon, queue_list
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
@@ -34,6 +36,7 @@ def main(argv: list[str]) -> int:
     status = commands.add_parser("status", help="show whether submission and scheduling are on")
     jobcommon.add_uri(status)
     _verbose(status)
+    _queue_name(status)
     status.set_defaults(func=_status)
     for command, func, what in (
         ("enable", _enable, "accept new jobs"),
@@ -44,6 +47,7 @@ def main(argv: list[str]) -> int:
         sub = commands.add_parser(command, help=what)
         jobcommon.add_uri(sub)
         sub.add_argument("-a", "--all", action="store_true", help="the (one) queue")
+        _queue_name(sub)
         sub.add_argument("--quiet", action="store_true", help="print only errors")
         _verbose(sub)
         if command in ("disable", "stop"):
@@ -55,6 +59,7 @@ def main(argv: list[str]) -> int:
                 help="stop only until the instance restarts (the stop is not stored)",
             )
         sub.set_defaults(func=func)
+    queue_list.add_parser(commands)
     for command, func, what in (
         ("drain", _drain, "wait until no job is active"),
         ("idle", _idle, "wait until no job is running"),
@@ -74,6 +79,12 @@ def main(argv: list[str]) -> int:
 def _verbose(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="also show the job manager's alloc queue"
+    )
+
+
+def _queue_name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q", "--queue", metavar="NAME", help="a named queue (pflux's one has no name: refused)"
     )
 
 
@@ -121,7 +132,7 @@ def _alloc_query(client: Client) -> None:
 
 
 def _status(client: Client, args: argparse.Namespace) -> None:
-    status = _call("status", client.queue_status)
+    status = _call("status", lambda: client.queue_status(queue=args.queue))
     print(_enable_line(status))
     print(_start_line(status))
     if args.verbose:
@@ -129,18 +140,18 @@ def _status(client: Client, args: argparse.Namespace) -> None:
 
 
 def _set_enable(client: Client, args: argparse.Namespace, enable: bool, reason: str) -> None:
-    _call("enable", lambda: client.queue_enable(enable, reason))
+    _call("enable", lambda: client.queue_enable(enable, reason, queue=args.queue))
     if not args.quiet:
-        print(_enable_line(_call("status", client.queue_status)))
+        print(_enable_line(_call("status", lambda: client.queue_status(queue=args.queue))))
         if args.verbose:
             _alloc_query(client)
 
 
 def _set_start(client: Client, args: argparse.Namespace, start: bool, reason: str) -> None:
     stored = not getattr(args, "nocheckpoint", False)
-    _call("start", lambda: client.queue_start(start, reason, checkpoint=stored))
+    _call("start", lambda: client.queue_start(start, reason, checkpoint=stored, queue=args.queue))
     if not args.quiet:
-        print(_start_line(_call("status", client.queue_status)))
+        print(_start_line(_call("status", lambda: client.queue_status(queue=args.queue))))
         if args.verbose:
             _alloc_query(client)
 

@@ -595,11 +595,20 @@ def _row(state: str, resources: Any) -> dict[str, Any]:
 
 class _Formatter(string.Formatter):
     """str.format with flux's spec extensions: ``h`` (hyphen if empty), ``+`` (mark a cut),
-    and the conversion ``!d`` (seconds as a local time: ``{t!d:STRFTIME::SPEC}``)."""
+    the conversions ``!d`` (seconds as a local time: ``{t!d:STRFTIME::SPEC}``) and ``!F``
+    (seconds as a duration, ``1h``), and dotted field names (``limits.min.nnodes``) that
+    are keys of their own."""
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Any) -> Any:
+        if field_name in kwargs:
+            return kwargs[field_name], field_name
+        return super().get_field(field_name, args, kwargs)
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion == "d":
             return datetime.datetime.fromtimestamp(float(value or 0))
+        if conversion == "F":
+            return _duration(value)
         return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> str:
@@ -681,6 +690,17 @@ class ResourceFormat:
             else:
                 parts.append((text[: -len(sentinel)], field, spec, conv))
         return parts
+
+
+def _duration(value: Any) -> Any:
+    """Seconds as flux's short duration (``inf`` for no limit); text is left as it is."""
+    from pflux.spec import duration
+
+    if isinstance(value, str):
+        return value
+    if value == float("inf"):
+        return "inf"
+    return duration.format(float(value), precision=4)
 
 
 def _join(text: str, field: str | None, spec: str, conv: str | None) -> str:

@@ -58,6 +58,7 @@ from pflux.protocol.manager import (
     PurgeRequest,
     QueueEnableRequest,
     QueueStartRequest,
+    QueueStatusRequest,
     RaiseAllRequest,
     RaiseRequest,
     SetFlagsRequest,
@@ -553,9 +554,15 @@ class JobManager(Service):
 
     # --- the queue ----------------------------------------------------------------------
 
+    @method("queue-list")
+    def queue_list(self, req: Request) -> None:
+        """The named queues (flux-core's ``{queues: [NAME]}``): pflux's one has no name."""
+        decode("job-manager.queue-list", req.payload, Empty)
+        req.respond({"queues": []})
+
     @method("queue-status")
     def queue_status(self, req: Request) -> None:
-        decode("job-manager.queue-status", req.payload, Empty)
+        _no_named_queue(decode("job-manager.queue-status", req.payload, QueueStatusRequest).name)
         req.respond(self._queue_status())
 
     def _queue_status(self) -> dict[str, Any]:
@@ -570,6 +577,7 @@ class JobManager(Service):
     def queue_enable(self, req: Request) -> None:
         request = decode("job-manager.queue-enable", req.payload, QueueEnableRequest)
         self._require_owner(req)
+        _no_named_queue(request.name)
         self.queue_enabled = request.enable
         self.disable_reason = "" if self.queue_enabled else request.reason
         self._checkpoint(req)
@@ -580,6 +588,7 @@ class JobManager(Service):
         that is not stored, so a restart finds the queue as it was before it."""
         request = decode("job-manager.queue-start", req.payload, QueueStartRequest)
         self._require_owner(req)
+        _no_named_queue(request.name)
         stored = (self.queue_started, self.stop_reason)
         self.queue_started = request.start
         self.stop_reason = "" if self.queue_started else request.reason
@@ -780,3 +789,10 @@ _EXTERNAL: dict[Action, _ActionFn] = {
     Action.KILL: lambda mgr, job: mgr.exec.exception(job),
     Action.FREE: JobManager._free,
 }
+
+
+def _no_named_queue(name: str | None) -> None:
+    """pflux's one queue has no name: a request naming one names an invalid queue (EINVAL,
+    flux-core's message for a queue it does not have)."""
+    if name is not None:
+        raise RPCError(errno.EINVAL, f"'{name}' is not a valid queue")
