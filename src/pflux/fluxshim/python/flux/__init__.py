@@ -19,7 +19,7 @@ __all__ = ["Flux", "constants", "core", "job", "resource", "rpc", "uri"]
 _SUBMODULES = frozenset(
     ("constants", "core", "eventlog", "future", "job", "resource", "rpc", "uri")
 )
-_SUBMODULES |= {"hostlist", "idset"}
+_SUBMODULES |= {"hostlist", "idset", "queue"}
 
 
 def Flux(*args: Any, **kwargs: Any) -> FluxHandle:  # noqa: N802 - flux-core's name
