@@ -485,6 +485,22 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
     ),
     "resource R --uri": URI,
+    "resource eventlog --format": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --time-format": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --human": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --follow": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --wait": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --uri": URI,
     "resource reload --force": (
         "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
     ),

@@ -27,3 +27,30 @@ def test_resource_reload_is_refused_with_the_reason(instance: LiveInstance) -> N
     for options in ((), ("-f",), ("--force", "--xml")):
         err = fails(instance.uri, "resource", "reload", *options, "/dev/null")
         assert "reload: not supported: the scheduler's resources are fixed" in err
+
+
+def test_resource_eventlog_records_the_start_and_each_drain(instance: LiveInstance) -> None:
+    lines = ok(instance.uri, "resource", "eventlog", "-w", "resource-define").splitlines()
+    names = [line.split()[1] for line in lines]
+    assert names[:2] == ["restart", "resource-define"]
+    assert lines[1].endswith('resource-define method="dynamic-discovery"') or lines[1].endswith(
+        'resource-define method="configuration"'
+    )
+    ok(instance.uri, "resource", "drain", "0", "bad", "disk")
+    ok(instance.uri, "resource", "undrain", "0")
+    events = [
+        json.loads(line)
+        for line in ok(instance.uri, "resource", "eventlog", "-f", "json").splitlines()
+    ]
+    drain, undrain = events[-2:]
+    host = ResourceSet.from_json(json.loads(ok(instance.uri, "resource", "R"))).nodelist[0]
+    assert (drain["name"], drain["context"]) == (
+        "drain",
+        {"idset": "0", "nodelist": host, "reason": "bad disk", "overwrite": 0},
+    )
+    assert (undrain["name"], undrain["context"]) == ("undrain", {"idset": "0", "nodelist": host})
+    followed = ok(instance.uri, "resource", "eventlog", "--follow", "--wait=undrain", "-H")
+    assert followed.splitlines()[-1].endswith(f'undrain idset="0" nodelist="{host}"')
+    assert followed.startswith("[")
+    offsets = ok(instance.uri, "resource", "eventlog", "-T", "offset").splitlines()
+    assert offsets[0].startswith("0.000000 restart ")

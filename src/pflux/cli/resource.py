@@ -1,4 +1,5 @@
-"""``pflux resource list|info|R|status|drain|undrain``: the instance's resources, as flux's.
+"""``pflux resource list|info|R|status|drain|undrain|eventlog``: the instance's resources,
+as flux's.
 
 ``list`` asks the scheduler (``sched.resource-status``) for all, allocated and down
 resources and prints one line per state: ``free`` (neither allocated nor
@@ -7,6 +8,7 @@ formats are Python format strings over the fields below, with flux's
 sentinels: ``?:`` drops a field that is empty on every line, ``+:`` widens it
 to its widest value, ``?+:`` does both; a spec ending in ``+`` marks a value
 cut short by its precision, one ending in ``h`` prints ``-`` for an empty value.
+``eventlog`` prints the resource eventlog (``resource_eventlog``).
 ``info`` is ``list`` in one line per state (default ``all``); ``R`` prints the
 resources of the given states (default ``all``) as one line of RFC 20 R. ``reload`` is
 refused: the scheduler's resources are fixed at start.
@@ -33,7 +35,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pflux.cli import base
+from pflux.cli import base, resource_eventlog
 from pflux.cli.printable import printable
 from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
 
@@ -157,8 +159,10 @@ def main(argv: list[str]) -> int:
     _status_parser(commands)
     _drain_parsers(commands)
     _reload_parser(commands)
+    resource_eventlog.add_parser(commands)
     args = parser.parse_args(argv)
     handlers = {
+        "eventlog": resource_eventlog.run,
         "list": _list,
         "info": _info,
         "R": _r,

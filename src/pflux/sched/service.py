@@ -38,7 +38,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import orjson
@@ -57,6 +57,7 @@ from pflux.protocol.sched import (
     ExpirationRequest,
     FreeRequest,
 )
+from pflux.sched import eventlog
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
 from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
@@ -166,6 +167,7 @@ class Scheduler(Service):
             if rank in self._up:
                 self._up.discard(rank)
                 self.pool.set_down(rank)
+                self._post("offline", {"idset": str(rank)})
                 log.warning("rank %d is down: its resources are not allocatable", rank)
             return
         known = self.pool.all.targets.get(rank)
@@ -188,6 +190,7 @@ class Scheduler(Service):
         if rank not in self._up:
             self._up.add(rank)
             self.pool.set_up(rank)
+            self._post("online", {"idset": str(rank)})
             log.info("rank %d is up", rank)
             if self.ready:
                 self._schedule_soon()
@@ -199,6 +202,7 @@ class Scheduler(Service):
             async for entry in self.broker.stream("job-manager.sched-hello", {}):
                 await self._hello(entry)
             await self._load_drains()
+            await self._log_restart()
             reply = await self.broker.call("job-manager.sched-ready", {"mode": "unlimited"})
         except RPCError as exc:
             log.error("scheduler handshake with the job manager failed: %s", exc)
@@ -265,6 +269,38 @@ class Scheduler(Service):
                 continue
             self._drains[rank] = (float(info.get("timestamp", 0)), str(info.get("reason", "")))
             self.pool.drain(rank)
+
+    async def _log_restart(self) -> None:
+        """Post ``restart`` (the ranks, those online, their hosts) and ``resource-define``
+        (how R was found) to the resource eventlog, as flux-core's resource module does."""
+        ranks = self._ranks()
+        restart = {
+            "ranks": IdSet(ranks).encode(),
+            "online": IdSet(self._up).encode(),
+            "nodelist": self._nodelist(ranks),
+        }
+        method = "configuration" if self._r_configured else "dynamic-discovery"
+        ops = [
+            eventlog.append("restart", restart),
+            eventlog.append("resource-define", {"method": method}),
+        ]
+        try:
+            await self.broker.call("kvs.commit", {"ops": ops})
+        except RPCError as exc:
+            log.error("cannot append to %s: %s", eventlog.KEY, exc)
+
+    def _nodelist(self, ranks: Iterable[int]) -> str:
+        """The hostlist of the hosts of ``ranks`` that have joined."""
+        targets = self.pool.all.targets
+        return hostlist.encode([targets[r].hostname for r in sorted(ranks) if r in targets])
+
+    def _post(self, name: str, context: dict[str, Any]) -> None:
+        """Append an event no requester waits for to the resource eventlog."""
+        self.broker.send(
+            "kvs.commit",
+            {"ops": [eventlog.append(name, context)]},
+            lambda msg: _log_failure(msg, f"appending {name} to {eventlog.KEY}"),
+        )
 
     async def _lookup_r(self, jobid: int) -> Any:
         try:
@@ -434,7 +470,14 @@ class Scheduler(Service):
                 self._drains[rank] = (old[0], request.reason)
             self.pool.drain(rank)
         log.info("drain %s: %s", IdSet(ranks).encode(), request.reason or "(no reason)")
-        self._save_drains(req)
+        overwrite = {None: 0, "update": 0, "overwrite": 1, "force-overwrite": 2}[request.mode]
+        context = {
+            "idset": IdSet(ranks).encode(),
+            "nodelist": self._nodelist(ranks),
+            "reason": request.reason,
+            "overwrite": overwrite,
+        }
+        self._save_drains(req, eventlog.append("drain", context))
 
     @method("undrain")
     def undrain(self, req: Request) -> None:
@@ -450,7 +493,8 @@ class Scheduler(Service):
             self._drains.pop(rank, None)
             self.pool.undrain(rank)
         log.info("undrain %s: %s", IdSet(ranks).encode(), request.reason or "(no reason)")
-        self._save_drains(req)
+        context = {"idset": IdSet(ranks).encode(), "nodelist": self._nodelist(ranks)}
+        self._save_drains(req, eventlog.append("undrain", context))
         self._schedule_soon()
 
     def _ranks(self) -> set[int]:
@@ -487,13 +531,13 @@ class Scheduler(Service):
             raise RPCError(errno.EINVAL, f"invalid targets: {unknown[0]} is not a host here")
         return sorted({rank for host in hosts for rank in by_host[host]})
 
-    def _save_drains(self, req: Request) -> None:
-        """Store the drained ranks, then answer ``req``."""
+    def _save_drains(self, req: Request, event: list[str]) -> None:
+        """Store the drained ranks with ``event`` (its eventlog op), then answer ``req``."""
         saved = {
             str(rank): {"timestamp": since, "reason": reason}
             for rank, (since, reason) in sorted(self._drains.items())
         }
-        ops = [["put", DRAIN_KEY, orjson.dumps(saved).decode()]]
+        ops = [["put", DRAIN_KEY, orjson.dumps(saved).decode()], event]
 
         def stored(msg: Message) -> None:
             if msg.errnum:
