@@ -173,6 +173,15 @@ def test_hostlist_index_append_delete_sort_uniq_copy(flux: Any) -> None:
     )
     assert ("foo5" in hl, "foo10" in hl, "foo" in hl) == (True, False, False)
     assert list(hl) == hl.expand()
+    assert (hl.find("foo3"), hl.index("foo[7,2]"), hl.index("foo1,bar", ignore_nomatch=True)) == (
+        3,
+        [7, 2],
+        [1],
+    )
+    with pytest.raises(FileNotFoundError, match="host 'bar' not found"):
+        hl.find("bar")
+    with pytest.raises(FileNotFoundError, match="hosts 'bar,baz' not found"):
+        hl.index("foo1,bar,baz")
     with pytest.raises(IndexError):
         hl[10]
     with pytest.raises(TypeError):

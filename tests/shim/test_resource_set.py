@@ -76,8 +76,12 @@ def test_set_operations_copies_and_encoding(resource: Any) -> None:
     assert str(set1.copy_ranks("1")) == "rank1/core[0-3],gpu0"
     assert str(resource.ResourceSet(set1.encode())) == str(set1)
     assert set1.host_ranks("fluke[2,0]") == [2, 0]
-    with pytest.raises(ValueError, match="Invalid host"):
-        set1.host_ranks("nohost")
+    with pytest.raises(FileNotFoundError, match="hosts 'nohost,x' not found"):
+        set1.host_ranks("nohost,x")
+    assert set1.host_ranks("fluke1,nohost", ignore_nomatch=True) == [1]
+    total = resource.ResourceSet()
+    total.add(set1.copy_ranks("0"), set1.copy_ranks("3").encode())
+    assert str(total) == "rank[0,3]/core[0-3],gpu0"
     grown = resource.ResourceSet(R_INPUT)
     grown.append(resource.Rlist().add_rank(4, "fluke4", "0-3").add_child(4, "gpu", "0"))
     assert (str(grown), str(grown.nodelist)) == ("rank[0-4]/core[0-3],gpu0", "fluke[0-4]")

@@ -204,6 +204,28 @@ class Hostlist:
         """An independent copy."""
         return Hostlist(handle=self._hosts)
 
+    def find(self, host: str) -> int:
+        """The position of the first ``host``; FileNotFoundError if it is not here."""
+        try:
+            return self._hosts.index(host)
+        except ValueError:
+            raise FileNotFoundError(2, f"host '{host}' not found") from None
+
+    def index(self, hosts: Any, ignore_nomatch: bool = False) -> list[int]:
+        """The positions of ``hosts`` (a Hostlist or hostlist string), in their order;
+        FileNotFoundError naming those not here unless ``ignore_nomatch``."""
+        if not isinstance(hosts, Hostlist):
+            hosts = Hostlist(hosts)
+        first: dict[str, int] = {}
+        for position, host in enumerate(self._hosts):
+            first.setdefault(host, position)
+        found = [first[host] for host in hosts if host in first]
+        missing = [host for host in hosts if host not in first]
+        if missing and not ignore_nomatch:
+            suffix = "s" if len(missing) > 1 else ""
+            raise FileNotFoundError(f"host{suffix} '{Hostlist(missing)}' not found")
+        return found
+
 
 def decode(arg: Any) -> Hostlist:
     """The Hostlist of an RFC 29 string or an iterable of them."""

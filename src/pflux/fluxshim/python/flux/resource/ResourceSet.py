@@ -201,6 +201,11 @@ class ResourceSet:
     def _of(arg: Any) -> ResourceSet:
         return arg if isinstance(arg, ResourceSet) else ResourceSet(arg)
 
+    def add(self, *args: Any) -> ResourceSet:
+        """Add the resources of each argument (a ResourceSet or R) to this set, in place."""
+        self._take(self.union(*args))
+        return self
+
     def append(self, *args: Any) -> ResourceSet:
         """Add the ranks of each argument, which must not already be in this set."""
         for arg in args:
@@ -263,17 +268,9 @@ class ResourceSet:
 
     def host_ranks(self, hosts: Any, ignore_nomatch: bool = False) -> list[int]:
         """The ranks of ``hosts`` (a Hostlist or hostlist string), in the hosts' order;
-        ValueError for a host not in the set unless ``ignore_nomatch``."""
-        ranks_of: dict[str, list[int]] = {}
-        for rank in sorted(self._hosts):
-            ranks_of.setdefault(self._hosts[rank], []).append(rank)
-        out: list[int] = []
-        for host in Hostlist(str(hosts)):
-            if host in ranks_of:
-                out.extend(ranks_of[host])
-            elif not ignore_nomatch:
-                raise ValueError(f"Invalid host {host}")
-        return out
+        FileNotFoundError naming hosts not in the set unless ``ignore_nomatch``."""
+        ranks = sorted(r for r in self._ranks if r in self._hosts)
+        return [ranks[i] for i in self.nodelist.index(hosts, ignore_nomatch)]
 
     def copy_constraint(self, constraint: Any) -> ResourceSet:
         """A copy holding only the ranks that match an RFC 31 constraint (a dict or its
