@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from support.instance import LiveInstance, ok
+from support.instance import PFLUX, LiveInstance, ok
 from support.shim import flux_output
 
 
@@ -59,3 +59,37 @@ def test_resource_status_shows_drained_ranks_with_their_reason(instance: LiveIns
     assert before == ["0|0||0|||", "[] None"]
     assert after[0] == "0|0|||0||"
     assert after[1].startswith("[('0', 'under repair')] DrainInfo(ranks=IDset('0'), timestamp=")
+
+
+def test_resource_journal_gives_the_history_a_sentinel_then_new_events(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        f"""
+        import subprocess, flux
+        from flux.resource import ResourceJournalConsumer
+        consumer = ResourceJournalConsumer(flux.Flux(), include_sentinel=True).start()
+        history = []
+        while True:
+            event = consumer.poll(60)
+            if event.is_empty():
+                print("sentinel", str(event).endswith("End of historical data stream"))
+                break
+            history.append((event.name, event.R["version"] if event.R else None))
+        print(history[:2], set(name for name, _ in history[2:]) <= set(["drain", "undrain"]))
+        subprocess.run(
+            [{str(PFLUX)!r}, "resource", "drain", "--uri", {instance.uri!r}, "0", "journal"],
+            check=True,
+        )
+        event = consumer.poll(60)
+        print(event.name, event.context["reason"], str(event).split()[1:3])
+        consumer.stop()
+        print(consumer.poll(60))
+        """,
+        instance.uri,
+    )
+    ok(instance.uri, "resource", "undrain", "0")
+    lines = out.splitlines()
+    assert lines[:2] == ["sentinel True", "[('restart', None), ('resource-define', 1)] True"]
+    assert lines[-2].startswith('drain journal [\'drain\', \'{"idset":"0","nodelist":')
+    assert lines[-1] == "None"

@@ -13,18 +13,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from flux.resource.journal import ResourceJournalConsumer
     from flux.resource.list import SchedResourceList, resource_list
     from flux.resource.status import ResourceStatus, resource_status
 
 _WHERE = {
+    "ResourceJournalConsumer": "flux.resource.journal",
     "SchedResourceList": "flux.resource.list",
     "resource_list": "flux.resource.list",
     "ResourceStatus": "flux.resource.status",
     "resource_status": "flux.resource.status",
 }
-_SUBMODULES = frozenset(("list", "status"))
+_SUBMODULES = frozenset(("journal", "list", "status"))
 
 __all__ = [
+    "ResourceJournalConsumer",
     "ResourceSet",
     "ResourceStatus",
     "Rlist",
