@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Hostlist", "decode"]
 
+_MAX_HOSTS = 1 << 20  # hosts one expression may expand to, as libhostlist caps a range
 _EXPR = re.compile(r"([^\[\],]*)(?:\[([^\[\]]*)\]([^\[\],]*))?")
 _TRAILING = re.compile(r"^(.*?)(\d*)$", re.DOTALL)
 
@@ -54,7 +55,7 @@ def _range_hosts(prefix: str, idlist: str, suffix: str, text: str) -> list[str]:
             raise _invalid(text)
         lo = int(lo_s)
         hi = int(hi_s) if dash else lo
-        if hi < lo or hi - lo >= 1 << 20:
+        if hi < lo or len(hosts) + hi - lo >= _MAX_HOSTS:
             raise _invalid(text)
         width = len(lo_s)
         hosts.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(lo, hi + 1))
