@@ -507,7 +507,6 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "resource reload --xml": (
         "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
     ),
-    "resource reload --uri": URI,
     "pgrep --count": (
         "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
     ),

@@ -215,7 +215,6 @@ def _reload_parser(commands: Any) -> None:
     reload.add_argument("-f", "--force", action="store_true", help="(refused)")
     reload.add_argument("--xml", action="store_true", help="(refused)")
     reload.add_argument("path", help="R file, or hwloc XML directory with --xml")
-    reload.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
 
 
 def _status_parser(commands: Any) -> None:
