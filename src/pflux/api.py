@@ -251,11 +251,12 @@ def _queue_status(reply: Mapping[str, Any]) -> QueueStatus:
     return QueueStatus.from_reply(reply)
 
 
-def _named(payload: dict[str, Any], queue: str | None) -> dict[str, Any]:
-    """A queue request's payload, naming ``queue`` if given (pflux's one queue has no name:
-    the job manager refuses any)."""
+def _named(payload: dict[str, Any], queue: str | None, every: bool = False) -> dict[str, Any]:
+    """A queue request's payload, naming ``queue`` if given, or every queue (``all``)."""
     if queue is not None:
         payload["name"] = queue
+    if every:
+        payload["all"] = True
     return payload
 
 
@@ -790,24 +791,45 @@ class Client:
         """The job manager's allocation counts: requests queued, pending, jobs running."""
         return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
 
+    def config(self) -> dict[str, Any]:
+        """The instance's configuration as loaded (its TOML tables; ``{}`` with none)."""
+        config: dict[str, Any] = self.handle.call("config.get", {})
+        return config
+
+    def queues(self) -> list[str]:
+        """The configured queues' names (none: the one anonymous queue)."""
+        names: list[str] = self.handle.call("job-manager.queue-list", {})["queues"]
+        return names
+
     def queue_status(self, *, queue: str | None = None) -> QueueStatus:
-        """Whether submission is enabled and scheduling started, and why not (``queue``: a
-        named queue, which pflux does not have: refused)."""
+        """Whether submission is enabled and scheduling started, and why not: of the named
+        ``queue`` (required when queues are configured) or the anonymous one."""
         return _queue_status(self.handle.call("job-manager.queue-status", _named({}, queue)))
 
-    def queue_enable(self, enable: bool, reason: str = "", *, queue: str | None = None) -> None:
-        """Accept (or, with a reason, refuse) new submissions."""
-        payload = _named({"enable": enable, "reason": reason}, queue)
+    def queue_enable(
+        self, enable: bool, reason: str = "", *, queue: str | None = None, all: bool = False
+    ) -> None:
+        """Accept (or, with a reason, refuse) new submissions to ``queue``, or ``all``."""
+        payload = _named({"enable": enable, "reason": reason}, queue, all)
         self.handle.call("job-manager.queue-enable", payload)
 
     def queue_start(
-        self, start: bool, reason: str = "", *, checkpoint: bool = True, queue: str | None = None
+        self,
+        start: bool,
+        reason: str = "",
+        *,
+        checkpoint: bool = True,
+        queue: str | None = None,
+        all: bool = False,
     ) -> None:
-        """Start (or, with a reason, stop) allocating resources to pending jobs.
+        """Start (or, with a reason, stop) allocating resources to ``queue``'s (or ``all``
+        queues') pending jobs.
 
         ``checkpoint=False`` stops only until the next restart (flux's ``--nocheckpoint``).
         """
-        payload = _named({"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue)
+        payload = _named(
+            {"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue, all
+        )
         self.handle.call("job-manager.queue-start", payload)
 
     def drain(self, timeout: float | None = None) -> None:
@@ -1341,23 +1363,41 @@ class AsyncClient:
         """As ``Client.alloc_query``."""
         return _alloc_counts(await self.handle.call("job-manager.alloc-query", {}))
 
+    async def config(self) -> dict[str, Any]:
+        """As ``Client.config``."""
+        config: dict[str, Any] = await self.handle.call("config.get", {})
+        return config
+
+    async def queues(self) -> list[str]:
+        """As ``Client.queues``."""
+        names: list[str] = (await self.handle.call("job-manager.queue-list", {}))["queues"]
+        return names
+
     async def queue_status(self, *, queue: str | None = None) -> QueueStatus:
         """As ``Client.queue_status``."""
         reply = await self.handle.call("job-manager.queue-status", _named({}, queue))
         return _queue_status(reply)
 
     async def queue_enable(
-        self, enable: bool, reason: str = "", *, queue: str | None = None
+        self, enable: bool, reason: str = "", *, queue: str | None = None, all: bool = False
     ) -> None:
         """As ``Client.queue_enable``."""
-        payload = _named({"enable": enable, "reason": reason}, queue)
+        payload = _named({"enable": enable, "reason": reason}, queue, all)
         await self.handle.call("job-manager.queue-enable", payload)
 
     async def queue_start(
-        self, start: bool, reason: str = "", *, checkpoint: bool = True, queue: str | None = None
+        self,
+        start: bool,
+        reason: str = "",
+        *,
+        checkpoint: bool = True,
+        queue: str | None = None,
+        all: bool = False,
     ) -> None:
         """As ``Client.queue_start``."""
-        payload = _named({"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue)
+        payload = _named(
+            {"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue, all
+        )
         await self.handle.call("job-manager.queue-start", payload)
 
     async def drain(self, timeout: float | None = None) -> None:

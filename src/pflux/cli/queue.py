@@ -1,13 +1,14 @@
-"""``pflux queue status|list|enable|disable|start|stop|drain|idle``: control the queue, as
-flux.
+"""``pflux queue status|list|enable|disable|start|stop|drain|idle``: control the queues,
+as flux.
 
-pflux has one queue, with no name: ``--all`` is accepted and means that queue, and
-``-q NAME`` is refused as flux-core refuses a queue it does not have (``'NAME' is not a
-valid queue``); ``list`` shows its one line (``queue_list``). Submission is enabled or
-disabled (with a reason); scheduling is started or stopped (with an optional reason).
-Output is flux's: ``Job submission is enabled``, ``Scheduling is stopped: REASON``.
-``drain`` waits until no job is active, ``idle`` until none is running and prints how
-many are pending.
+With no ``[queues]`` configured there is one queue, with no name, and ``-q NAME`` is
+refused as flux-core refuses a queue it does not have (``'NAME' is not a valid queue``).
+With named queues, ``-q NAME`` acts on one and ``-a``/``--all`` on every one; ``status``
+and the lines printed after a change show each queue, prefixed ``NAME: ``. ``list``
+shows a line per queue (``queue_list``). Submission is enabled or disabled (with a
+reason); scheduling is started or stopped (with an optional reason). Output is flux's:
+``Job submission is enabled``, ``Scheduling is stopped: REASON``. ``drain`` waits until
+no job is active, ``idle`` until none is running and prints how many are pending.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> int:
     ):
         sub = commands.add_parser(command, help=what)
         jobcommon.add_uri(sub)
-        sub.add_argument("-a", "--all", action="store_true", help="the (one) queue")
+        sub.add_argument("-a", "--all", action="store_true", help="every queue, if none is named")
         _queue_name(sub)
         sub.add_argument("--quiet", action="store_true", help="print only errors")
         _verbose(sub)
@@ -84,7 +85,7 @@ def _verbose(parser: argparse.ArgumentParser) -> None:
 
 def _queue_name(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-q", "--queue", metavar="NAME", help="a named queue (pflux's one has no name: refused)"
+        "-q", "--queue", metavar="NAME", help="the named queue (of those configured)"
     )
 
 
@@ -106,6 +107,24 @@ def _call(what: str, fn: Callable[[], Any]) -> Any:
         if exc.errnum == errno.ETIMEDOUT:
             raise PfluxError(f"{what}: timeout") from None
         raise PfluxError(f"{what}: {exc.errstr}") from None
+
+
+def _statuses(client: Client, args: argparse.Namespace) -> list[tuple[str, QueueStatus]]:
+    """The state of the queue named, else of every named queue, else of the anonymous one,
+    each with its line prefix (flux's ``NAME: ``)."""
+    names: list[str | None] = [args.queue]
+    if args.queue is None or args.verbose:
+        names = [*_call("list", client.queues)] or names
+    return [(_prefix(name), _one_status(client, name)) for name in names]
+
+
+def _prefix(name: str | None) -> str:
+    return "" if name is None else f"{printable(name)}: "
+
+
+def _one_status(client: Client, name: str | None) -> QueueStatus:
+    status: QueueStatus = _call("status", lambda: client.queue_status(queue=name))
+    return status
 
 
 def _enable_line(status: QueueStatus) -> str:
@@ -132,26 +151,35 @@ def _alloc_query(client: Client) -> None:
 
 
 def _status(client: Client, args: argparse.Namespace) -> None:
-    status = _call("status", lambda: client.queue_status(queue=args.queue))
-    print(_enable_line(status))
-    print(_start_line(status))
+    for prefix, status in _statuses(client, args):
+        print(prefix + _enable_line(status))
+        print(prefix + _start_line(status))
     if args.verbose:
         _alloc_query(client)
 
 
 def _set_enable(client: Client, args: argparse.Namespace, enable: bool, reason: str) -> None:
-    _call("enable", lambda: client.queue_enable(enable, reason, queue=args.queue))
+    _call("enable", lambda: client.queue_enable(enable, reason, queue=args.queue, all=args.all))
     if not args.quiet:
-        print(_enable_line(_call("status", lambda: client.queue_status(queue=args.queue))))
+        for prefix, status in _statuses(client, args):
+            print(prefix + _enable_line(status))
         if args.verbose:
             _alloc_query(client)
 
 
 def _set_start(client: Client, args: argparse.Namespace, start: bool, reason: str) -> None:
+    if args.queue is None and not args.all and _call("list", client.queues):
+        raise PfluxError("Named queues are defined. Specify queues or use --all.")
     stored = not getattr(args, "nocheckpoint", False)
-    _call("start", lambda: client.queue_start(start, reason, checkpoint=stored, queue=args.queue))
+    _call(
+        "start",
+        lambda: client.queue_start(
+            start, reason, checkpoint=stored, queue=args.queue, all=args.all
+        ),
+    )
     if not args.quiet:
-        print(_start_line(_call("status", lambda: client.queue_status(queue=args.queue))))
+        for prefix, status in _statuses(client, args):
+            print(prefix + _start_line(status))
         if args.verbose:
             _alloc_query(client)
 

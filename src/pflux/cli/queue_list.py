@@ -1,8 +1,9 @@
 """``pflux queue list``: one line per queue with its state and limits, as flux-queue list.
 
-pflux has one queue, with no name, no policy limits and no default duration, so its one
-line is flux's for the anonymous queue with an empty configuration: ``inf`` time limits
-and ``0-inf`` sizes. ``-q NAME`` names a queue pflux does not have: ``No such queue``.
+A line per configured queue (the default one's name marked ``*``), or one for the
+anonymous queue, with its default duration and duration limit from the ``[policy]``
+tables (``pflux.spec.queues``); pflux has no job-size limits, so sizes are ``0-inf``.
+``-q NAME`` lists only those; a name not configured: ``No such queue``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pflux.errors import PfluxError
 if TYPE_CHECKING:
     from pflux.api import Client
     from pflux.replies import QueueStatus
+    from pflux.spec.queues import QueueConfig
 
 HEADINGS = {
     "queue": "QUEUE",
@@ -84,18 +86,31 @@ def run(client: Client, args: argparse.Namespace) -> None:
         return
     fmt = FORMATS[args.format][1] if args.format in FORMATS else args.format
     formatter = ResourceFormat(fmt, HEADINGS)
-    for names in args.queue:
-        for name in filter(None, names.split(",")):
+    from pflux.spec.queues import QueueConfig
+
+    config = QueueConfig.from_config(client.config())
+    wanted = [name for names in args.queue for name in names.split(",") if name]
+    for name in wanted:
+        if name not in config.queues:
             raise PfluxError(f"No such queue: {printable(name)}")
-    row = _row(client.queue_status(), color=sys.stdout.isatty())
-    sys.stdout.write(formatter.render([row], no_header=args.no_header))
+    color = sys.stdout.isatty()
+    if config.queues:
+        names = wanted or list(config.queues)
+        rows = [_row(name, config, client.queue_status(queue=name), color=color) for name in names]
+    else:
+        rows = [_row(None, config, client.queue_status(), color=color)]
+    sys.stdout.write(formatter.render(rows, no_header=args.no_header))
 
 
-def _row(status: QueueStatus, *, color: bool) -> dict[str, Any]:
-    """The anonymous queue's fields: its state, and the limits of no policy."""
+def _row(
+    name: str | None, config: QueueConfig, status: QueueStatus, *, color: bool
+) -> dict[str, Any]:
+    """A queue's fields: its state, and the limits of its policy."""
+    policy = config.policy if name is None else config.queues[name].policy
+    marked = f"{name}*" if name is not None and name == config.default_queue else name
     row: dict[str, Any] = {
-        "queue": "",
-        "queuem": "",
+        "queue": name or "",
+        "queuem": marked or "",
         "submission": "enabled" if status.enable else "disabled",
         "scheduling": "started" if status.start else "stopped",
         "enabled": "✔" if status.enable else "✗",
@@ -105,11 +120,11 @@ def _row(status: QueueStatus, *, color: bool) -> dict[str, Any]:
         "color_enabled": (_GREEN if status.enable else _RED) if color else "",
         "color_started": (_GREEN if status.start else _RED) if color else "",
         "color_off": _OFF if color else "",
-        "defaults.timelimit": math.inf,
-        "limits.timelimit": math.inf,
+        "defaults.timelimit": policy.default_duration or math.inf,
+        "limits.timelimit": math.inf if policy.duration_limit is None else policy.duration_limit,
     }
-    for name in ("nnodes", "ncores", "ngpus"):
-        row[f"limits.min.{name}"] = 0
-        row[f"limits.max.{name}"] = math.inf
-        row[f"limits.range.{name}"] = "0-inf"
+    for size in ("nnodes", "ncores", "ngpus"):
+        row[f"limits.min.{size}"] = 0
+        row[f"limits.max.{size}"] = math.inf
+        row[f"limits.range.{size}"] = "0-inf"
     return row

@@ -11,6 +11,10 @@ A jobspec longer than ``[ingest] max-jobspec-size`` (8M by default) is refused
 with its size and the limit; the connector refuses any longer request before
 holding it (``Broker.max_request``), so one job cannot grow the broker by more
 than a few times the limit.
+
+With named queues or a job policy configured (``pflux.spec.queues``), the
+jobspec stored is the one submitted with its queue's defaults and constraints
+filled in (flux-core's frobnicator); J keeps the one submitted.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import Declared
-from pflux.errors import ConfigError, JobspecError
+from pflux.errors import ConfigError, JobspecError, SpecError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
@@ -34,6 +38,8 @@ from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.queues import CONFIG_KEYS as QUEUE_KEYS
+from pflux.spec.queues import QueueConfig
 from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
 log = logging.getLogger("pflux.job-ingest")
@@ -92,12 +98,14 @@ class IngestService(Service):
     """Accepts jobs; the only writer of J, jobspec and the first event."""
 
     name = "job-ingest"
-    config_keys: ClassVar[Declared] = {"ingest": ("max-jobspec-size",)}
+    config_keys: ClassVar[Declared] = {"ingest": ("max-jobspec-size",), **QUEUE_KEYS}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.max_jobspec = max_jobspec_size(broker.config.get("ingest", {}))
         broker.max_request = self.max_jobspec + REQUEST_ROOM
+        queues = QueueConfig.from_config(broker.config)  # a bad [queues] table stops start-up
+        self.queues = queues if queues.active else None
         self.fluid = FluidGenerator(0)
         self._turn: TurnBatch[_Batch] = TurnBatch(broker, _Batch, self._flush)
 
@@ -120,6 +128,13 @@ class IngestService(Service):
             validate(jobspec)
         except JobspecError as exc:
             raise RPCError(errno.EINVAL, f"invalid jobspec: {exc}") from None
+        stored = jobspec
+        if self.queues is not None:
+            try:
+                stored = self.queues.frob(jobspec)
+                self.queues.check_limits(stored)
+            except SpecError as exc:
+                raise RPCError(errno.EINVAL, str(exc)) from None
         urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
         if flags & ~FLAGS_MASK:
             raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
@@ -147,10 +162,10 @@ class IngestService(Service):
         del canonical
         batch.ops += (
             ["put", f"{key}.J", sign_none(req.userid, text)],
-            ["put", f"{key}.jobspec", text],
+            ["put", f"{key}.jobspec", text if stored is jobspec else dumps(stored).decode()],
             ["append", f"{key}.eventlog", event.to_line()],
         )
-        batch.subs.append(_Submission(req, jobid, jobspec, event))
+        batch.subs.append(_Submission(req, jobid, stored, event))
 
     def _flush(self, batch: _Batch) -> None:
         subs = batch.subs

@@ -46,7 +46,7 @@ import orjson
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
-from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError
+from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, SpecError
 from pflux.protocol.decode import decode
 from pflux.protocol.sched import (
     AllocReply,
@@ -329,7 +329,14 @@ class Scheduler(Service):
         except JobspecError as exc:
             self._deny(req, jobid, f"cannot parse jobspec: {exc}")
             return
-        note = self.pool.unsatisfiable(wanted) or _unmet_constraints(request.jobspec, self.pool.all)
+        try:
+            ranks = _constraint_ranks(request.jobspec, self.pool.all)
+        except SpecError as exc:
+            self._deny(req, jobid, str(exc))
+            return
+        if ranks is not None:
+            wanted = wanted._replace(ranks=frozenset(ranks))
+        note = self.pool.unsatisfiable(wanted)
         if note is not None:
             self._deny(req, jobid, note)
             return
@@ -673,14 +680,15 @@ def _target_of(rank: int, info: dict[str, Any]) -> Target | None:
     return None
 
 
-def _unmet_constraints(jobspec: dict[str, Any], resources: ResourceSet) -> str | None:
-    """Why the job's RFC 31 constraints rule it out here, if they do (no cost without)."""
+def _constraint_ranks(jobspec: dict[str, Any], resources: ResourceSet) -> IdSet | None:
+    """The only ranks the job's RFC 31 constraints (its queue's ``requires`` among them)
+    allow, None for any (no cost without); SpecError if none does."""
     system = jobspec.get("attributes", {}).get("system", {})
-    if not isinstance(system, dict) or "constraints" not in system:
+    if not isinstance(system, dict) or not system.get("constraints"):
         return None
-    from pflux.spec.constraint import unmet
+    from pflux.spec.constraint import placeable
 
-    return unmet(system["constraints"], resources)
+    return placeable(system["constraints"], resources)
 
 
 def _loads(text: Any) -> Any:
