@@ -154,13 +154,14 @@ class QueueConfig:
 def _add_constraints(system: dict[str, Any], requires: list[str]) -> None:
     """AND the queue's properties with the job's constraints, as flux-core's frobnicator."""
     constraints = system.get("constraints")
+    wanted = {"properties": requires}
     if not constraints:
-        system["constraints"] = {"properties": requires}
+        system["constraints"] = wanted
     elif isinstance(constraints, dict) and isinstance(constraints.get("properties"), list):
         have = constraints["properties"]
         have.extend(p for p in requires if p not in have)
-    else:
-        system["constraints"] = {"and": [constraints, {"properties": requires}]}
+    elif not (isinstance(constraints, dict) and wanted in constraints.get("and", ())):
+        system["constraints"] = {"and": [constraints, wanted]}
 
 
 def _policy(table: dict[str, Any], where: str) -> Policy:
