@@ -3,6 +3,8 @@ queue, its state, its (absent) limits and its resources, as flux-core's t0034 ex
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from support.instance import LiveInstance, ok
 from support.shim import flux_output
 
@@ -78,4 +80,56 @@ def test_queue_info_takes_limits_from_the_queue_then_the_instance_policy() -> No
     assert out.splitlines() == [
         "batch True 7200.0 28800.0 [5, 1, 1] [15, 20, 4] rank[2-3]/core[0-1]",
         "debug False 3600.0 7200.0 [2, 2, 1] [4, inf, inf] rank[0-3]/core[0-1]",
+    ]
+
+
+NAMED = """
+[[resource.config]]
+hosts = "node[0-1]"
+cores = "0-1"
+properties = ["batch"]
+
+[[resource.config]]
+hosts = "node2"
+cores = "0-3"
+properties = ["debug"]
+
+[queues.batch]
+requires = ["batch"]
+
+[queues.debug]
+requires = ["debug"]
+policy.limits.duration = "1h"
+
+[policy.jobspec.defaults.system]
+queue = "batch"
+"""
+
+
+def test_queue_list_sees_the_configured_queues(tmp_path: Path) -> None:
+    config = tmp_path / "queues.toml"
+    config.write_text(NAMED)
+    with LiveInstance(tmp_path / "state", "--config", str(config), cores=None) as live:
+        ok(live.uri, "queue", "stop", "-q", "debug", "--quiet")
+        out = flux_output(
+            """
+            import flux
+            from flux.queue import QueueList
+            h = flux.Flux()
+            print(h.rpc("job-manager.queue-list").get()["queues"])
+            print(h.rpc("job-manager.queue-status", {"name": "debug"}).get())
+            for q in QueueList(h):
+                r = q.resources.all
+                print(q.name, q.is_default, q.enabled, q.started, q.limits.timelimit,
+                      r.nnodes, r.ncores)
+            print(QueueList(h, ["debug"])["debug"].name)
+            """,
+            live.uri,
+        )
+    assert out.splitlines() == [
+        "['batch', 'debug']",
+        "{'enable': True, 'start': False}",
+        "batch True True True inf 2 4",
+        "debug False True False 3600.0 1 4",
+        "debug",
     ]

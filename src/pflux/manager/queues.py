@@ -51,7 +51,7 @@ class JobQueue:
         status: dict[str, Any] = {"enable": self.enable, "start": self.start}
         if not self.enable:
             status["disable_reason"] = self.disable_reason
-        if not self.start:
+        if not self.start and self.stop_reason:  # a stop may have no reason (flux-core's)
             status["stop_reason"] = self.stop_reason
         return status
 
@@ -62,7 +62,7 @@ class JobQueue:
             started, reason = self.stored_start
             status["start"] = started
             status.pop("stop_reason", None)
-            if not started:
+            if not started and reason:
                 status["stop_reason"] = reason
         return {"name": self.name, **status} if self.name is not None else status
 
