@@ -220,3 +220,28 @@ def test_bad_queue_configuration_is_refused_naming_the_key(
     proc = start_with_config(tmp_path, toml)
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr
+
+
+def test_a_pending_jobs_queue_is_updated_with_its_constraints(live: LiveInstance) -> None:
+    uri = live.uri
+    ok(uri, "queue", "stop", "--all", "--quiet")
+    try:
+        jobid = ok(uri, "submit", "-q", "batch", "true").strip()
+        ok(uri, "update", jobid, "queue=debug")
+        system = _system(uri, jobid)
+        assert (system["queue"], system["constraints"]) == ("debug", {"properties": ["debug"]})
+        assert "job queue is already set to debug" in fails(uri, "update", jobid, "queue=debug")
+        assert "'nope' is not a valid queue" in fails(uri, "update", jobid, "queue=nope")
+        ok(uri, "queue", "disable", "-q", "batch", "--quiet")
+        assert "queue batch is currently disabled" in fails(uri, "update", jobid, "queue=batch")
+        ok(uri, "queue", "enable", "-q", "batch", "--quiet")
+        own = ok(uri, "submit", "-q", "batch", "--requires=rank:0", "true").strip()
+        assert "job appears to have non-queue constraints, unable to update queue to debug" in (
+            fails(uri, "update", own, "queue=debug")
+        )
+    finally:
+        ok(uri, "queue", "start", "--all", "--quiet")
+    ok(uri, "job", "wait-event", jobid, "clean")
+    rows = ok(uri, "jobs", "-a", "-n", "-o", "{queue} {nodelist}", jobid)
+    assert rows.split()[0] == "debug"
+    assert rows.split()[1] in ("node2", "node3")

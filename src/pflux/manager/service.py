@@ -42,8 +42,10 @@ from pflux.manager.queues import Queues
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.start import StartClient
 from pflux.manager.update import (
+    QUEUE,
     check_supported,
     check_updates,
+    queue_update,
     running_expiration,
     with_expiration,
 )
@@ -114,7 +116,8 @@ class JobManager(Service):
         self.retention = Retention(broker.loop, self.ended, self.purge_jobs, broker.config)
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
-        self.queues = Queues(QueueConfig.from_config(broker.config).queues)
+        self.queue_config = QueueConfig.from_config(broker.config)
+        self.queues = Queues(self.queue_config.queues)
         self.max_jobid = 0
         self._drain: list[Request] = []
         self._idle: list[Request] = []
@@ -482,7 +485,9 @@ class JobManager(Service):
         updates = check_updates(request.updates)
         job = self._active_job(req, request.id)
         pending = bool(job.state & (State.PENDING | State.NEW))
-        check_supported(updates, running=not pending)
+        check_supported(updates, running=not pending, named=bool(self.queues.named))
+        if pending and QUEUE in updates:
+            updates = queue_update(job, updates, self.queues, self.queue_config)
         if pending:
             self._update_pending(req, job, updates)
             return
