@@ -707,21 +707,27 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "queue status --uri": URI,
     "queue status --queue": (
         "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
     ),
     "queue enable --queue": (
         "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_a_pending_jobs_queue_is_updated_with_its_constraints",
     ),
     "queue disable --queue": (
         "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
     ),
     "queue start --queue": (
         "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_a_stopped_queue_holds_its_jobs_while_another_runs",
     ),
     "queue stop --queue": (
         "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_a_stopped_queue_holds_its_jobs_while_another_runs",
     ),
     "queue list --queue": (
         "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
     ),
     "queue list --format": (
         "tests/cli/test_queue_list.py::test_list_shows_the_anonymous_queue_with_no_limits",
@@ -753,7 +759,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
     ),
     "queue stop --uri": URI,
-    "queue stop --all": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue stop --all": (
+        "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
+    ),
     "queue stop --quiet": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
     "queue stop --verbose": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
     "queue stop --message": ("tests/cli/test_queue.py::test_stop_and_start",),
@@ -851,7 +860,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",
         "tests/e2e/test_requires.py::test_unmet_constraints_are_refused_before_submission",
         "tests/e2e/test_requires.py::test_a_bad_query_names_the_option",
-        "tests/e2e/test_requires.py::test_a_constraint_only_some_ranks_meet_is_refused",
+        "tests/e2e/test_requires.py::test_a_constraint_only_some_ranks_meet_places_the_job_there",
     ),
     "run --requires": ("tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",),
     "bulksubmit --requires": (
