@@ -25,7 +25,7 @@ from typing import Any, Final
 from pflux.errors import ConfigError, DurationError, SpecError
 from pflux.spec import duration as fsd
 
-__all__ = ["CONFIG_KEYS", "Policy", "Queue", "QueueConfig"]
+__all__ = ["CONFIG_KEYS", "ConfiguredQueue", "JobPolicy", "QueueConfig"]
 
 # the tables read here, as ``Service.config_keys`` declares them (``*``: any queue name)
 CONFIG_KEYS: Final = {
@@ -46,34 +46,34 @@ _PROPERTY_FORBIDDEN: Final = "!&'\"^`|()"
 
 
 @dataclass(frozen=True)
-class Policy:
+class JobPolicy:
     """Defaults and limits of a job, in seconds (``None``: not configured)."""
 
     default_duration: float | None = None
     duration_limit: float | None = None
 
-    def over(self, general: Policy) -> Policy:
+    def over(self, general: JobPolicy) -> JobPolicy:
         """This (a queue's) policy, with ``general`` where this one says nothing."""
-        return Policy(
+        return JobPolicy(
             general.default_duration if self.default_duration is None else self.default_duration,
             general.duration_limit if self.duration_limit is None else self.duration_limit,
         )
 
 
 @dataclass(frozen=True)
-class Queue:
+class ConfiguredQueue:
     name: str
     requires: tuple[str, ...] | None = None
-    policy: Policy = field(default_factory=Policy)  # merged with the general one
+    policy: JobPolicy = field(default_factory=JobPolicy)  # merged with the general one
 
 
 @dataclass(frozen=True)
 class QueueConfig:
     """The configured queues (none: pflux's one anonymous queue) and job policy."""
 
-    queues: dict[str, Queue] = field(default_factory=dict)
+    queues: dict[str, ConfiguredQueue] = field(default_factory=dict)
     default_queue: str | None = None
-    policy: Policy = field(default_factory=Policy)
+    policy: JobPolicy = field(default_factory=JobPolicy)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> QueueConfig:
@@ -81,11 +81,11 @@ class QueueConfig:
         general = _policy(config.get("policy", {}), "policy")
         system = config.get("policy", {}).get("jobspec", {}).get("defaults", {}).get("system", {})
         default = system.get("queue")
-        queues: dict[str, Queue] = {}
+        queues: dict[str, ConfiguredQueue] = {}
         for name, table in config.get("queues", {}).items():
             where = f"queues.{name}"
             own = _policy(table.get("policy", {}), f"{where}.policy")
-            queues[name] = Queue(name, _requires(table, where), own.over(general))
+            queues[name] = ConfiguredQueue(name, _requires(table, where), own.over(general))
         if default is not None:
             where = "policy.jobspec.defaults.system"
             if not isinstance(default, str):
@@ -101,7 +101,7 @@ class QueueConfig:
     @property
     def active(self) -> bool:
         """Whether anything is configured: with nothing, jobs go as submitted."""
-        return bool(self.queues) or self.policy != Policy()
+        return bool(self.queues) or self.policy != JobPolicy()
 
     def frob(self, jobspec: dict[str, Any]) -> dict[str, Any]:
         """``jobspec`` with its queue's defaults and constraints (a copy, if any changed);
@@ -164,11 +164,11 @@ def _add_constraints(system: dict[str, Any], requires: list[str]) -> None:
         system["constraints"] = {"and": [constraints, wanted]}
 
 
-def _policy(table: dict[str, Any], where: str) -> Policy:
+def _policy(table: dict[str, Any], where: str) -> JobPolicy:
     system = table.get("jobspec", {}).get("defaults", {}).get("system", {})
     default = _duration(system, f"{where}.jobspec.defaults.system")
     limit = _duration(table.get("limits", {}), f"{where}.limits")
-    return Policy(default, limit)
+    return JobPolicy(default, limit)
 
 
 def _duration(table: dict[str, Any], where: str) -> float | None:

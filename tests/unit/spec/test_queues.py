@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.errors import ConfigError, SpecError
-from pflux.spec.queues import Policy, QueueConfig
+from pflux.spec.queues import JobPolicy, QueueConfig
 
 CONFIG: dict[str, Any] = {
     "queues": {
@@ -40,9 +40,9 @@ def test_configuration_is_read_with_a_queues_policy_over_the_general_one() -> No
     config = QueueConfig.from_config(CONFIG)
     assert list(config.queues) == ["batch", "debug", "any"]
     assert config.default_queue == "batch"
-    assert config.policy == Policy(600.0, 28800.0)
-    assert config.queues["debug"].policy == Policy(300.0, 3600.0)
-    assert config.queues["batch"].policy == Policy(600.0, 28800.0)
+    assert config.policy == JobPolicy(600.0, 28800.0)
+    assert config.queues["debug"].policy == JobPolicy(300.0, 3600.0)
+    assert config.queues["batch"].policy == JobPolicy(600.0, 28800.0)
     assert config.queues["debug"].requires == ("debug", "fast")
     assert config.queues["any"].requires is None
     assert not QueueConfig.from_config({}).active
