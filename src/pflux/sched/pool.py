@@ -285,7 +285,8 @@ class Pool:
         self._targets[rank] = target
         self._hosts[rank] = target.hostname
         # ranks join in any order; R lists them ascending (ResourceSet trusts its caller)
-        self.all = ResourceSet(dict(sorted({**self.all.targets, rank: target}.items())))
+        targets = dict(sorted({**self.all.targets, rank: target}.items()))
+        self.all = ResourceSet(targets, properties=self.all.properties)
         self._free[rank] = (cores, gpus)
         self._counts[rank] = counts = (len(cores), len(gpus))
         insort(self._by_fit, (-counts[0], -counts[1], rank))

@@ -74,6 +74,9 @@ log = logging.getLogger("pflux.sched")
 RESTART_EXCEPTION = "scheduler-restart"
 RESTART_NOTE = "failed to reallocate R for running job"
 
+# constraints whose ranks the scheduler keeps (a queue's jobs share theirs)
+PLACED_KEPT = 1024
+
 # the drained ranks, as {rank: {"timestamp": seconds, "reason": text}}
 DRAIN_KEY = "resource.drain"
 
@@ -150,6 +153,9 @@ class Scheduler(Service):
         self._pass_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
         self._drains: dict[int, tuple[float, str]] = {}  # drained rank: (since, reason)
+        # each constraint's ranks (None: any) or why none, for the pool's ranks of then
+        self._placed: dict[bytes, tuple[frozenset[int] | None, str | None]] = {}
+        self._placed_for = self.pool.all
         if broker.size > 1:
             self._up = {broker.rank}
             for rank in self.pool.all.targets:
@@ -330,12 +336,12 @@ class Scheduler(Service):
             self._deny(req, jobid, f"cannot parse jobspec: {exc}")
             return
         try:
-            ranks = _constraint_ranks(request.jobspec, self.pool.all)
+            ranks = self._placeable(request.jobspec)
         except SpecError as exc:
             self._deny(req, jobid, str(exc))
             return
         if ranks is not None:
-            wanted = wanted._replace(ranks=frozenset(ranks))
+            wanted = wanted._replace(ranks=ranks)
         note = self.pool.unsatisfiable(wanted)
         if note is not None:
             self._deny(req, jobid, note)
@@ -344,6 +350,36 @@ class Scheduler(Service):
         self.policy.queue.add(PendingJob(jobid, request.priority, request.t_submit, wanted, waiter))
         req.on_disconnect(waiter)
         self._schedule_soon()
+
+    def _placeable(self, jobspec: dict[str, Any]) -> frozenset[int] | None:
+        """The only ranks the job's RFC 31 constraints (its queue's ``requires`` among them)
+        allow, None for any; SpecError if none does. Kept for each constraint until the
+        pool's ranks change: a queue's jobs share theirs."""
+        system = jobspec.get("attributes", {}).get("system", {})
+        if not isinstance(system, dict) or not system.get("constraints"):
+            return None
+        constraint = system["constraints"]
+        if self._placed_for is not self.pool.all or len(self._placed) > PLACED_KEPT:
+            self._placed_for, self._placed = self.pool.all, {}
+        try:
+            key = orjson.dumps(constraint, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an integer too large: the match says what is wrong
+            key = b""
+        found = self._placed.get(key) if key else None
+        if found is None:
+            from pflux.spec.constraint import placeable
+
+            try:
+                meeting = placeable(constraint, self.pool.all)
+                found = (None if meeting is None else frozenset(meeting), None)
+            except SpecError as exc:
+                found = (None, str(exc))
+            if key:
+                self._placed[key] = found
+        ranks, error = found
+        if error is not None:
+            raise SpecError(error)
+        return ranks
 
     @method("cancel")
     def cancel(self, req: Request) -> None:
@@ -678,17 +714,6 @@ def _target_of(rank: int, info: dict[str, Any]) -> Target | None:
             problem = str(exc)
     log.error("rank %d: ignoring its hello %r: %s", rank, info, problem)
     return None
-
-
-def _constraint_ranks(jobspec: dict[str, Any], resources: ResourceSet) -> IdSet | None:
-    """The only ranks the job's RFC 31 constraints (its queue's ``requires`` among them)
-    allow, None for any (no cost without); SpecError if none does."""
-    system = jobspec.get("attributes", {}).get("system", {})
-    if not isinstance(system, dict) or not system.get("constraints"):
-        return None
-    from pflux.spec.constraint import placeable
-
-    return placeable(system["constraints"], resources)
 
 
 def _loads(text: Any) -> Any:
