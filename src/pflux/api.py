@@ -254,6 +254,15 @@ def _queue_status(reply: Mapping[str, Any]) -> QueueStatus:
     return QueueStatus.from_reply(reply)
 
 
+def _named(payload: dict[str, Any], queue: str | None, every: bool = False) -> dict[str, Any]:
+    """A queue request's payload, naming ``queue`` if given, or every queue (``all``)."""
+    if queue is not None:
+        payload["name"] = queue
+    if every:
+        payload["all"] = True
+    return payload
+
+
 def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
     from pflux.replies import AllocCounts
 
@@ -907,20 +916,40 @@ class Client:
         """The job manager's allocation counts: requests queued, pending, jobs running."""
         return _alloc_counts(self.handle.call("job-manager.alloc-query", {}))
 
-    def queue_status(self) -> QueueStatus:
-        """Whether submission is enabled and scheduling started, and why not."""
-        return _queue_status(self.handle.call("job-manager.queue-status", {}))
+    def queues(self) -> list[str]:
+        """The configured queues' names (none: the one anonymous queue)."""
+        names: list[str] = self.handle.call("job-manager.queue-list", {})["queues"]
+        return names
 
-    def queue_enable(self, enable: bool, reason: str = "") -> None:
-        """Accept (or, with a reason, refuse) new submissions."""
-        self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
+    def queue_status(self, *, queue: str | None = None) -> QueueStatus:
+        """Whether submission is enabled and scheduling started, and why not: of the named
+        ``queue`` (required when queues are configured) or the anonymous one."""
+        return _queue_status(self.handle.call("job-manager.queue-status", _named({}, queue)))
 
-    def queue_start(self, start: bool, reason: str = "", *, checkpoint: bool = True) -> None:
-        """Start (or, with a reason, stop) allocating resources to pending jobs.
+    def queue_enable(
+        self, enable: bool, reason: str = "", *, queue: str | None = None, all: bool = False
+    ) -> None:
+        """Accept (or, with a reason, refuse) new submissions to ``queue``, or ``all``."""
+        payload = _named({"enable": enable, "reason": reason}, queue, all)
+        self.handle.call("job-manager.queue-enable", payload)
+
+    def queue_start(
+        self,
+        start: bool,
+        reason: str = "",
+        *,
+        checkpoint: bool = True,
+        queue: str | None = None,
+        all: bool = False,
+    ) -> None:
+        """Start (or, with a reason, stop) allocating resources to ``queue``'s (or ``all``
+        queues') pending jobs.
 
         ``checkpoint=False`` stops only until the next restart (flux's ``--nocheckpoint``).
         """
-        payload = {"start": start, "reason": reason, "nocheckpoint": not checkpoint}
+        payload = _named(
+            {"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue, all
+        )
         self.handle.call("job-manager.queue-start", payload)
 
     def drain(self, timeout: float | None = None) -> None:
@@ -1572,17 +1601,36 @@ class AsyncClient:
         """As ``Client.alloc_query``."""
         return _alloc_counts(await self.handle.call("job-manager.alloc-query", {}))
 
-    async def queue_status(self) -> QueueStatus:
+    async def queues(self) -> list[str]:
+        """As ``Client.queues``."""
+        names: list[str] = (await self.handle.call("job-manager.queue-list", {}))["queues"]
+        return names
+
+    async def queue_status(self, *, queue: str | None = None) -> QueueStatus:
         """As ``Client.queue_status``."""
-        return _queue_status(await self.handle.call("job-manager.queue-status", {}))
+        reply = await self.handle.call("job-manager.queue-status", _named({}, queue))
+        return _queue_status(reply)
 
-    async def queue_enable(self, enable: bool, reason: str = "") -> None:
+    async def queue_enable(
+        self, enable: bool, reason: str = "", *, queue: str | None = None, all: bool = False
+    ) -> None:
         """As ``Client.queue_enable``."""
-        await self.handle.call("job-manager.queue-enable", {"enable": enable, "reason": reason})
+        payload = _named({"enable": enable, "reason": reason}, queue, all)
+        await self.handle.call("job-manager.queue-enable", payload)
 
-    async def queue_start(self, start: bool, reason: str = "", *, checkpoint: bool = True) -> None:
+    async def queue_start(
+        self,
+        start: bool,
+        reason: str = "",
+        *,
+        checkpoint: bool = True,
+        queue: str | None = None,
+        all: bool = False,
+    ) -> None:
         """As ``Client.queue_start``."""
-        payload = {"start": start, "reason": reason, "nocheckpoint": not checkpoint}
+        payload = _named(
+            {"start": start, "reason": reason, "nocheckpoint": not checkpoint}, queue, all
+        )
         await self.handle.call("job-manager.queue-start", payload)
 
     async def drain(self, timeout: float | None = None) -> None:

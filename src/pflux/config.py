@@ -2,11 +2,12 @@
 
 Each service declares the tables and keys it reads (``Service.config_keys``:
 a table's dotted path -> its keys; a key that is itself declared as a table is
-one). The instance collects the declarations of the services it loads and,
-before any of them starts, refuses a table or key that none reads, naming the
-nearest known name, so that a typo is never silently ignored. A service that
-finds a known key's value wrong raises ``ConfigError`` (``pflux.errors``),
-naming the table, the key and the rule; ``pflux start`` adds the file's name.
+one; ``*`` in a path stands for any name, as in ``queues.*``). The instance
+collects the declarations of the services it loads and, before any of them
+starts, refuses a table or key that none reads, naming the nearest known name,
+so that a typo is never silently ignored. A service that finds a known key's
+value wrong raises ``ConfigError`` (``pflux.errors``), naming the table, the
+key and the rule; ``pflux start`` adds the file's name.
 """
 
 from __future__ import annotations
@@ -27,18 +28,21 @@ def check_known(config: Mapping[str, Any], declared: Declared) -> None:
     for name, value in config.items():
         if name not in declared:
             raise ConfigError(name, None, "unknown table" + _hint(name, tables, "[{}]"))
-        _check_table(name, value, declared)
+        _check_table(name, name, value, declared)
 
 
-def _check_table(path: str, value: Any, declared: Declared) -> None:
+def _check_table(path: str, form: str, value: Any, declared: Declared) -> None:
+    """Check the table at ``path``, declared as ``form`` (``*`` for a name of any table)."""
     if not isinstance(value, dict):
         raise ConfigError(path, None, f"must be a table, got {value!r}")
-    keys = declared[path]
-    subtables = {p.rpartition(".")[2] for p in declared if p.rpartition(".")[0] == path}
-    known = sorted({*keys, *subtables})
+    keys = declared[form]
+    subtables = {p.rpartition(".")[2] for p in declared if p.rpartition(".")[0] == form}
+    known = sorted({*keys, *subtables} - {"*"})
     for key, item in value.items():
         if key in subtables:
-            _check_table(f"{path}.{key}", item, declared)
+            _check_table(f"{path}.{key}", f"{form}.{key}", item, declared)
+        elif "*" in subtables:
+            _check_table(f"{path}.{key}", f"{form}.*", item, declared)
         elif key not in keys:
             raise ConfigError(path, key, "unknown key" + _hint(key, known, "{}"))
 

@@ -621,6 +621,35 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource list --no-header": ("tests/unit/sched/test_resource_cli.py::test_rlist_format",),
     "resource list --uri": URI,
+    "resource R --include": (
+        "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
+    ),
+    "resource R --states": (
+        "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
+    ),
+    "resource R --uri": URI,
+    "resource eventlog --format": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --time-format": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --human": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --follow": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --wait": (
+        "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
+    ),
+    "resource eventlog --uri": URI,
+    "resource reload --force": (
+        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+    ),
+    "resource reload --xml": (
+        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+    ),
     "pgrep --count": (
         "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
     ),
@@ -819,6 +848,37 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_cancel.py::test_cancel_many_with_one_error",
     ),
     "queue status --uri": URI,
+    "queue status --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
+    ),
+    "queue enable --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_a_pending_jobs_queue_is_updated_with_its_constraints",
+    ),
+    "queue disable --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
+    ),
+    "queue start --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_a_stopped_queue_holds_its_jobs_while_another_runs",
+    ),
+    "queue stop --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_a_stopped_queue_holds_its_jobs_while_another_runs",
+    ),
+    "queue list --queue": (
+        "tests/cli/test_queue_list.py::test_a_queue_name_is_refused_as_flux_refuses_an_unknown_queue",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
+    ),
+    "queue list --format": (
+        "tests/cli/test_queue_list.py::test_list_shows_the_anonymous_queue_with_no_limits",
+    ),
+    "queue list --no-header": (
+        "tests/cli/test_queue_list.py::test_list_shows_the_anonymous_queue_with_no_limits",
+    ),
+    "queue list --uri": URI,
     "queue status --verbose": (
         "tests/cli/test_queue.py::test_verbose_status_shows_the_alloc_queue",
     ),
@@ -842,7 +902,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
     ),
     "queue stop --uri": URI,
-    "queue stop --all": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
+    "queue stop --all": (
+        "tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",
+        "tests/cli/test_queues.py::test_queue_commands_name_each_queue",
+    ),
     "queue stop --quiet": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
     "queue stop --verbose": ("tests/e2e/test_option_effects.py::test_queue_all_quiet_and_verbose",),
     "queue stop --message": ("tests/cli/test_queue.py::test_stop_and_start",),
@@ -1074,7 +1137,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",
         "tests/e2e/test_requires.py::test_unmet_constraints_are_refused_before_submission",
         "tests/e2e/test_requires.py::test_a_bad_query_names_the_option",
-        "tests/e2e/test_requires.py::test_a_constraint_only_some_ranks_meet_is_refused",
+        "tests/e2e/test_requires.py::test_a_constraint_only_some_ranks_meet_places_the_job_there",
     ),
     "run --requires": ("tests/e2e/test_requires.py::test_constraints_every_rank_meets_run",),
     "bulksubmit --requires": (

@@ -22,10 +22,8 @@ from support.instance import start_with_config
             "[sched]\nqueue_depth = 4\n",
             "[sched] queue_depth: unknown key (did you mean queue-depth?)",
         ),
-        (
-            "[queues.batch]\n",
-            "[queues]: unknown table (known: [access], [bootstrap], [exec], [ingest],",
-        ),
+        ("[queue.batch]\n", "[queue]: unknown table (did you mean [queues]?)"),
+        ("[queues.batch]\nrequire = []\n", "[queues.batch] require: unknown key (did you mean"),
         ('[job-manager.prolg]\ncommand = ["true"]\n', "[job-manager] prolg: unknown key"),
         ('[kvs]\nsync = "always"\n', "[kvs] sync: must be one of off, normal, full, got"),
         ("[kvs]\njournal_mode = 1\n", "[kvs] journal_mode: must be one of wal, memory, got 1"),

@@ -1,6 +1,7 @@
-"""The flux package's parsers against pflux's own (``pflux.spec``: job ids, idsets,
-hostlists), with hypothesis. A parser property test needs the package in this process: it is
-loaded from its directory for this module only, and unloaded after."""
+"""The flux package's job id parser against pflux's own (``pflux.spec.fluid``), with
+hypothesis (idsets and hostlists: test_hostlist_idset.py). A parser property test needs
+the package in this process: it is loaded from its directory for this module only, and
+unloaded after."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import JobIDError
-from pflux.spec import hostlist, idset
 from pflux.spec.fluid import JobID as PfluxJobID
 from support.shim import SHIM_PYTHON
 
@@ -75,38 +75,6 @@ def test_any_text_parses_as_pflux_parses_it_or_is_refused_by_both(shim: Any, tex
     if got is not None and expected is None and text.strip()[:1] >= "\U0001f000":
         return  # emoji: an encoding flux-core has and pflux's commands do not
     assert got == expected
-
-
-@pytest.fixture(scope="module")
-def rlist(shim: Any) -> Any:
-    return importlib.import_module("flux.resource.list")
-
-
-hostnames = st.lists(
-    st.builds(
-        lambda prefix, n, pad: f"{prefix}{n:0{pad}d}",
-        st.sampled_from(["node", "gpu", "x"]),
-        st.integers(0, 40),
-        st.sampled_from([1, 2, 3]),
-    ),
-    min_size=1,
-    max_size=12,
-    unique=True,
-)
-
-
-@settings(max_examples=200)
-@given(ids=st.sets(st.integers(0, 300), max_size=40), hosts=hostnames)
-def test_resource_idsets_and_hostlists_encode_as_pflux_and_decode_back(
-    rlist: Any, ids: set[int], hosts: list[str]
-) -> None:
-    text = rlist.idset_encode(ids)
-    assert text == idset.encode(ids)
-    assert rlist.idset_decode(text) == ids
-    assert rlist.idset_decode(idset.encode(ids, brackets=True)) == ids
-    compact = rlist.hostlist_encode(hosts)
-    assert sorted(rlist.hostlist_expand([compact])) == sorted(hosts)
-    assert sorted(rlist.hostlist_expand([hostlist.encode(hosts)])) == sorted(hosts)
 
 
 @given(n=st.integers(min_value=2**64))

@@ -72,3 +72,16 @@ def test_a_table_passes_exactly_when_every_key_is_declared(
         return
     with pytest.raises(ConfigError, match=rf"^\[kvs\] {re.escape(extra)}: unknown key"):
         check_known({"kvs": {**known, extra: 1}}, DECLARED)
+
+
+QUEUED = {**DECLARED, "queues": (), "queues.*": ("requires",), "queues.*.policy": ("x",)}
+
+
+def test_a_star_in_a_path_stands_for_any_table_name() -> None:
+    check_known({"queues": {"batch": {"requires": []}, "debug": {"policy": {"x": 1}}}}, QUEUED)
+    with pytest.raises(ConfigError, match=r"^\[queues.debug\] colour: unknown key"):
+        check_known({"queues": {"debug": {"colour": 1}}}, QUEUED)
+    with pytest.raises(ConfigError, match=r"^\[queues.debug.policy\] y: unknown key"):
+        check_known({"queues": {"debug": {"policy": {"y": 1}}}}, QUEUED)
+    with pytest.raises(ConfigError, match=r"^\[queues.debug\]: must be a table, got 1"):
+        check_known({"queues": {"debug": 1}}, QUEUED)

@@ -514,7 +514,7 @@ class Instance:
     async def _cancel_running(self) -> None:
         call = self.broker.call
         try:
-            stop = {"start": False, "reason": SHUTDOWN_NOTE, "nocheckpoint": True}
+            stop = {"start": False, "reason": SHUTDOWN_NOTE, "nocheckpoint": True, "all": True}
             await call("job-manager.queue-start", stop)
             exception = {"type": "cancel", "severity": 0, "note": SHUTDOWN_NOTE}
             reply = await call("job-manager.raiseall", {**exception, "states": RUN_STATE})

@@ -1,11 +1,14 @@
-"""``pflux queue status|enable|disable|start|stop|drain|idle``: control the queue, as flux.
+"""``pflux queue status|list|enable|disable|start|stop|drain|idle``: control the queues,
+as flux.
 
-pflux has one queue, so flux's queue names do not apply (``--all`` is accepted
-and means that queue). Submission is enabled or disabled (with a reason);
-scheduling is started or stopped (with an optional reason). Output is flux's:
-``Job submission is enabled``, ``Scheduling is stopped: REASON``. ``drain``
-waits until no job is active, ``idle`` until none is running and prints how
-many are pending.
+With no ``[queues]`` configured there is one queue, with no name, and ``-q NAME`` is
+refused as flux-core refuses a queue it does not have (``'NAME' is not a valid queue``).
+With named queues, ``-q NAME`` acts on one and ``-a``/``--all`` on every one; ``status``
+and the lines printed after a change show each queue, prefixed ``NAME: ``. ``list``
+shows a line per queue (``queue_list``). Submission is enabled or disabled (with a
+reason); scheduling is started or stopped (with an optional reason). Output is flux's:
+``Job submission is enabled``, ``Scheduling is stopped: REASON``. ``drain`` waits until
+no job is active, ``idle`` until none is running and prints how many are pending.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pflux.cli import base, jobcommon
+from pflux.cli import base, jobcommon, queue_list
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
@@ -34,6 +37,7 @@ def main(argv: list[str]) -> int:
     status = commands.add_parser("status", help="show whether submission and scheduling are on")
     jobcommon.add_uri(status)
     _verbose(status)
+    _queue_name(status)
     status.set_defaults(func=_status)
     for command, func, what in (
         ("enable", _enable, "accept new jobs"),
@@ -43,7 +47,8 @@ def main(argv: list[str]) -> int:
     ):
         sub = commands.add_parser(command, help=what)
         jobcommon.add_uri(sub)
-        sub.add_argument("-a", "--all", action="store_true", help="the (one) queue")
+        sub.add_argument("-a", "--all", action="store_true", help="every queue, if none is named")
+        _queue_name(sub)
         sub.add_argument("--quiet", action="store_true", help="print only errors")
         _verbose(sub)
         if command in ("disable", "stop"):
@@ -55,6 +60,7 @@ def main(argv: list[str]) -> int:
                 help="stop only until the instance restarts (the stop is not stored)",
             )
         sub.set_defaults(func=func)
+    queue_list.add_parser(commands)
     for command, func, what in (
         ("drain", _drain, "wait until no job is active"),
         ("idle", _idle, "wait until no job is running"),
@@ -77,6 +83,12 @@ def _verbose(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _queue_name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q", "--queue", metavar="NAME", help="the named queue (of those configured)"
+    )
+
+
 def _connected(args: argparse.Namespace) -> int | None:
     from pflux.api import Client
 
@@ -95,6 +107,24 @@ def _call(what: str, fn: Callable[[], Any]) -> Any:
         if exc.errnum == errno.ETIMEDOUT:
             raise PfluxError(f"{what}: timeout") from None
         raise PfluxError(f"{what}: {exc.errstr}") from None
+
+
+def _statuses(client: Client, args: argparse.Namespace) -> list[tuple[str, QueueStatus]]:
+    """The state of the queue named, else of every named queue, else of the anonymous one,
+    each with its line prefix (flux's ``NAME: ``)."""
+    names: list[str | None] = [args.queue]
+    if args.queue is None or args.verbose:
+        names = [*_call("list", client.queues)] or names
+    return [(_prefix(name), _one_status(client, name)) for name in names]
+
+
+def _prefix(name: str | None) -> str:
+    return "" if name is None else f"{printable(name)}: "
+
+
+def _one_status(client: Client, name: str | None) -> QueueStatus:
+    status: QueueStatus = _call("status", lambda: client.queue_status(queue=name))
+    return status
 
 
 def _enable_line(status: QueueStatus) -> str:
@@ -121,26 +151,35 @@ def _alloc_query(client: Client) -> None:
 
 
 def _status(client: Client, args: argparse.Namespace) -> None:
-    status = _call("status", client.queue_status)
-    print(_enable_line(status))
-    print(_start_line(status))
+    for prefix, status in _statuses(client, args):
+        print(prefix + _enable_line(status))
+        print(prefix + _start_line(status))
     if args.verbose:
         _alloc_query(client)
 
 
 def _set_enable(client: Client, args: argparse.Namespace, enable: bool, reason: str) -> None:
-    _call("enable", lambda: client.queue_enable(enable, reason))
+    _call("enable", lambda: client.queue_enable(enable, reason, queue=args.queue, all=args.all))
     if not args.quiet:
-        print(_enable_line(_call("status", client.queue_status)))
+        for prefix, status in _statuses(client, args):
+            print(prefix + _enable_line(status))
         if args.verbose:
             _alloc_query(client)
 
 
 def _set_start(client: Client, args: argparse.Namespace, start: bool, reason: str) -> None:
+    if args.queue is None and not args.all and _call("list", client.queues):
+        raise PfluxError("Named queues are defined. Specify queues or use --all.")
     stored = not getattr(args, "nocheckpoint", False)
-    _call("start", lambda: client.queue_start(start, reason, checkpoint=stored))
+    _call(
+        "start",
+        lambda: client.queue_start(
+            start, reason, checkpoint=stored, queue=args.queue, all=args.all
+        ),
+    )
     if not args.quiet:
-        print(_start_line(_call("status", client.queue_status)))
+        for prefix, status in _statuses(client, args):
+            print(prefix + _start_line(status))
         if args.verbose:
             _alloc_query(client)
 

@@ -1,4 +1,5 @@
-"""``pflux resource list|info|status|drain|undrain``: the instance's resources, as flux's.
+"""``pflux resource list|info|R|status|drain|undrain|eventlog``: the instance's resources,
+as flux's.
 
 ``list`` asks the scheduler (``sched.resource-status``) for all, allocated and down
 resources and prints one line per state: ``free`` (neither allocated nor
@@ -7,7 +8,10 @@ formats are Python format strings over the fields below, with flux's
 sentinels: ``?:`` drops a field that is empty on every line, ``+:`` widens it
 to its widest value, ``?+:`` does both; a spec ending in ``+`` marks a value
 cut short by its precision, one ending in ``h`` prints ``-`` for an empty value.
-``info`` is ``list`` in one line per state (default ``all``).
+``eventlog`` prints the resource eventlog (``resource_eventlog``).
+``info`` is ``list`` in one line per state (default ``all``); ``R`` prints the
+resources of the given states (default ``all``) as one line of RFC 20 R. ``reload`` is
+refused: the scheduler's resources are fixed at start.
 
 ``status`` shows ranks by state (``avail``, ``allocated``, ``draining``,
 ``drained``; pflux has no excluded, torpid or housekeeping ranks, so those
@@ -24,13 +28,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import errno
+import json
 import re
 import string
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pflux.cli import base
+from pflux.cli import base, resource_eventlog
 from pflux.cli.printable import printable
 from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
 
@@ -150,12 +155,18 @@ def main(argv: list[str]) -> int:
     lister.add_argument("-n", "--no-header", action="store_true", help="suppress the header")
     lister.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     _info_parser(commands)
+    _r_parser(commands)
     _status_parser(commands)
     _drain_parsers(commands)
+    _reload_parser(commands)
+    resource_eventlog.add_parser(commands)
     args = parser.parse_args(argv)
     handlers = {
+        "eventlog": resource_eventlog.run,
         "list": _list,
         "info": _info,
+        "R": _r,
+        "reload": _reload,
         "status": _status,
         "drain": _drain,
         "undrain": _undrain,
@@ -178,6 +189,32 @@ def _info_parser(commands: Any) -> None:
         "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
     )
     info.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _r_parser(commands: Any) -> None:
+    r = commands.add_parser(
+        "R", prog=f"{base.PROG} resource R", help="print R (RFC 20) of resources by state"
+    )
+    r.add_argument(
+        "-s",
+        "--states",
+        metavar="STATE,...",
+        default="all",
+        help=f"the resources in any of these states ({', '.join(STATES)})",
+    )
+    r.add_argument(
+        "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
+    )
+    r.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+
+
+def _reload_parser(commands: Any) -> None:
+    reload = commands.add_parser(
+        "reload", prog=f"{base.PROG} resource reload", help="(refused: see the error)"
+    )
+    reload.add_argument("-f", "--force", action="store_true", help="(refused)")
+    reload.add_argument("--xml", action="store_true", help="(refused)")
+    reload.add_argument("path", help="R file, or hwloc XML directory with --xml")
 
 
 def _status_parser(commands: Any) -> None:
@@ -268,6 +305,26 @@ def _info(args: argparse.Namespace) -> int:
     rows = [_row(state, sets[state]) for state in states]
     sys.stdout.write(formatter.render(rows, no_header=True))
     return 0
+
+
+def _r(args: argparse.Namespace) -> int:
+    """The union of the resources in the given states, as one line of R."""
+    states = _states(args.states)
+    sets = _fetch(args.uri)
+    if args.include is not None:
+        sets = _include(sets, args.include)
+    rset = sets[states[0]]
+    for state in states[1:]:
+        rset = rset | sets[state]
+    sys.stdout.write(json.dumps(rset.to_json(), separators=(",", ":")) + "\n")
+    return 0
+
+
+def _reload(args: argparse.Namespace) -> int:
+    raise PfluxError(
+        "reload: not supported: the scheduler's resources are fixed at the instance's start "
+        "(its configuration, or --cores); restart the instance with new resources"
+    )
 
 
 def _drain(args: argparse.Namespace) -> int:
@@ -541,11 +598,20 @@ def _row(state: str, resources: Any) -> dict[str, Any]:
 
 class _Formatter(string.Formatter):
     """str.format with flux's spec extensions: ``h`` (hyphen if empty), ``+`` (mark a cut),
-    and the conversion ``!d`` (seconds as a local time: ``{t!d:STRFTIME::SPEC}``)."""
+    the conversions ``!d`` (seconds as a local time: ``{t!d:STRFTIME::SPEC}``) and ``!F``
+    (seconds as a duration, ``1h``), and dotted field names (``limits.min.nnodes``) that
+    are keys of their own."""
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Any) -> Any:
+        if field_name in kwargs:
+            return kwargs[field_name], field_name
+        return super().get_field(field_name, args, kwargs)
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion == "d":
             return datetime.datetime.fromtimestamp(float(value or 0))
+        if conversion == "F":
+            return _duration(value)
         return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> str:
@@ -627,6 +693,17 @@ class ResourceFormat:
             else:
                 parts.append((text[: -len(sentinel)], field, spec, conv))
         return parts
+
+
+def _duration(value: Any) -> Any:
+    """Seconds as flux's short duration (``inf`` for no limit); text is left as it is."""
+    from pflux.spec import duration
+
+    if isinstance(value, str):
+        return value
+    if value == float("inf"):
+        return "inf"
+    return duration.format(float(value), precision=4)
 
 
 def _join(text: str, field: str | None, spec: str, conv: str | None) -> str:

@@ -13,6 +13,10 @@ A jobspec longer than ``[ingest] max-jobspec-size`` (8M by default) is refused
 with its size and the limit; the connector refuses any longer request before
 holding it (``Broker.max_request``), so one job cannot grow the broker by more
 than a few times the limit.
+
+With named queues or a job policy configured (``pflux.spec.queues``), the
+jobspec stored is the one submitted with its queue's defaults and constraints
+filled in (flux-core's frobnicator); J keeps the one submitted.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import Declared
-from pflux.errors import ConfigError, JobspecError, SizeError
+from pflux.errors import ConfigError, JobspecError, SizeError, SpecError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
@@ -35,6 +39,8 @@ from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.queues import CONFIG_KEYS as QUEUE_KEYS
+from pflux.spec.queues import QueueConfig
 from pflux.spec.size import parse_size
 from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
@@ -66,18 +72,27 @@ def max_jobspec_size(conf: object) -> int:
 
 
 class _Submission:
-    """One accepted jobspec: its canonical text, and its parsed object unless it is
-    longer than ``KEEP_PARSED`` (then the job manager parses the text, and a jobspec
-    near the limit is held as its text and J alone)."""
+    """One accepted jobspec: its canonical text as submitted (J's), the text stored as
+    its ``jobspec`` where a queue's defaults changed it, and the parsed object to store
+    unless the jobspec is longer than ``KEEP_PARSED`` (then the job manager parses the
+    stored text, and a jobspec near the limit is held as its text and J alone)."""
 
-    __slots__ = ("event", "jobid", "parsed", "req", "text")
+    __slots__ = ("event", "jobid", "parsed", "req", "stored", "text")
 
     def __init__(
-        self, req: Request, jobid: int, text: str, parsed: dict[str, Any] | None, event: Event
+        self,
+        req: Request,
+        jobid: int,
+        text: str,
+        *,
+        stored: str | None,
+        parsed: dict[str, Any] | None,
+        event: Event,
     ) -> None:
         self.req = req
         self.jobid = jobid
         self.text = text
+        self.stored = stored  # None: the same as ``text``
         self.parsed = parsed
         self.event = event
 
@@ -86,12 +101,14 @@ class IngestService(Service):
     """Accepts jobs; the only writer of J, jobspec and the first event."""
 
     name = "job-ingest"
-    config_keys: ClassVar[Declared] = {"ingest": ("max-jobspec-size",)}
+    config_keys: ClassVar[Declared] = {"ingest": ("max-jobspec-size",), **QUEUE_KEYS}
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.max_jobspec = max_jobspec_size(broker.config.get("ingest", {}))
         broker.max_request = self.max_jobspec + REQUEST_ROOM
+        queues = QueueConfig.from_config(broker.config)  # a bad [queues] table stops start-up
+        self.queues = queues if queues.active else None
         self.fluid = FluidGenerator(0)
         self._turn: TurnBatch[list[_Submission]] = TurnBatch(broker, list, self._flush)
 
@@ -114,6 +131,13 @@ class IngestService(Service):
             validate(jobspec)
         except JobspecError as exc:
             raise RPCError(errno.EINVAL, f"invalid jobspec: {exc}") from None
+        stored = jobspec
+        if self.queues is not None:
+            try:
+                stored = self.queues.frob(jobspec)
+                self.queues.check_limits(stored)
+            except SpecError as exc:
+                raise RPCError(errno.EINVAL, str(exc)) from None
         urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
         if flags & ~FLAGS_MASK:
             raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
@@ -134,15 +158,19 @@ class IngestService(Service):
             "submit",
             {"urgency": urgency, "userid": req.userid, "flags": flags, "version": 1},
         )
-        parsed: dict[str, Any] | None = jobspec
+        # J keeps the jobspec as submitted; ``jobspec`` is stored with a queue's defaults
+        stored_text = None if stored is jobspec else dumps(stored).decode()
+        parsed: dict[str, Any] | None = stored
         if len(canonical) > KEEP_PARSED:
             # the text alone from here on: the request lets go of the parsed jobspec, and J
             # is encoded from the text at the turn's end, once the request's message is gone
-            parsed = jobspec = req.payload = None
+            parsed = jobspec = stored = req.payload = None
             del request
         text = canonical.decode()
         del canonical
-        self._turn.get().append(_Submission(req, jobid, text, parsed, event))
+        self._turn.get().append(
+            _Submission(req, jobid, text, stored=stored_text, parsed=parsed, event=event)
+        )
 
     def _flush(self, subs: list[_Submission]) -> None:
         """Store one turn's jobs in one commit: J, the jobspec and the first event each."""
@@ -151,7 +179,7 @@ class IngestService(Service):
             key = job_key(sub.jobid)
             ops += (
                 ["put", f"{key}.J", sign_none(sub.req.userid, sub.text)],
-                ["put", f"{key}.jobspec", sub.text],
+                ["put", f"{key}.jobspec", sub.text if sub.stored is None else sub.stored],
                 ["append", f"{key}.eventlog", sub.event.to_line()],
             )
         self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(subs, msg))
@@ -167,13 +195,13 @@ class IngestService(Service):
         jobs = [
             {
                 "id": sub.jobid,
-                "jobspec": sub.text if sub.parsed is None else sub.parsed,
+                "jobspec": (sub.stored or sub.text) if sub.parsed is None else sub.parsed,
                 "event": sub.event.to_json(),
             }
             for sub in batch
         ]
         for sub in batch:
-            sub.text, sub.parsed = "", None  # the job manager's now
+            sub.text, sub.stored, sub.parsed = "", None, None  # the job manager's now
         self.broker.send("job-manager.submit", {"jobs": jobs}, lambda m: self._accepted(batch, m))
 
     def _accepted(self, batch: list[_Submission], msg: Message) -> None:

@@ -1,9 +1,10 @@
 """The queue's state, kept in the KVS so that a restart finds it as it was.
 
 flux-core's job manager keeps the queues' state (enabled or not, started or
-not, and why) in its checkpoint, ``checkpoint.job-manager``; pflux keeps its
-one queue's there too, written with the change (in the same commit as the
-turn's events) rather than only at shutdown, so a crash loses none of it.
+not, and why) in its checkpoint, ``checkpoint.job-manager``, as a list with an
+entry per queue (``queues.py``); pflux keeps it there too, written with the
+change (in the same commit as the turn's events) rather than only at shutdown,
+so a crash loses none of it.
 Beside it, as flux-core's, the largest job id ever issued (``max_jobid``): once
 that job is purged, the KVS no longer shows it, and job-ingest must never
 issue an id below it again.
@@ -28,29 +29,29 @@ KEY: Final = "checkpoint.job-manager"
 VERSION: Final = 1
 
 
-def ops(queue: dict[str, Any], max_jobid: int) -> list[list[Any]]:
-    """The KVS operations that store ``queue`` (as ``job-manager.queue-status`` answers)
-    and the largest job id issued."""
-    value = orjson.dumps({"version": VERSION, "queue": queue, "max_jobid": max_jobid}).decode()
+def ops(queues: list[dict[str, Any]], max_jobid: int) -> list[list[Any]]:
+    """The KVS operations that store ``queues`` (``Queues.stored``) and the largest job
+    id issued."""
+    value = orjson.dumps({"version": VERSION, "queues": queues, "max_jobid": max_jobid}).decode()
     return [["put", KEY, value]]
 
 
-async def load(broker: Broker) -> tuple[dict[str, Any], int]:
-    """The queue's stored state (``{enable, start, disable_reason?, stop_reason?}``, or {})
-    and the largest job id stored (0 if none)."""
+async def load(broker: Broker) -> tuple[list[Any], int]:
+    """The queues' stored state (``[{name?, enable, start, disable_reason?, stop_reason?}]``,
+    or []) and the largest job id stored (0 if none)."""
     try:
         reply = await broker.call("kvs.get", {"key": KEY})
     except RPCError as exc:
         if exc.errnum != errno.ENOENT:
             log.error("restart: %s: %s", KEY, exc.errstr)
-        return {}, 0
+        return [], 0
     try:
         stored = orjson.loads(reply["value"])
-        queue = stored["queue"]
-        if stored["version"] != VERSION or not isinstance(queue, dict):
+        queues = stored["queues"]
+        if stored["version"] != VERSION or not isinstance(queues, list):
             raise ValueError(f"not a version {VERSION} checkpoint")
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        log.error("restart: %s: %s; the queue starts enabled and started", KEY, exc)
-        return {}, 0
+        log.error("restart: %s: %s; the queues start enabled and started", KEY, exc)
+        return [], 0
     max_jobid = stored.get("max_jobid", 0)
-    return queue, max_jobid if type(max_jobid) is int and max_jobid > 0 else 0
+    return queues, max_jobid if type(max_jobid) is int and max_jobid > 0 else 0

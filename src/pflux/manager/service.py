@@ -38,11 +38,14 @@ from pflux.manager.plugins.openmp import Fluid, String
 from pflux.manager.plugins.perilog import Perilog
 from pflux.manager.plugins.singleton import Singleton
 from pflux.manager.purge import Retention
+from pflux.manager.queues import Queues
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.start import StartClient
 from pflux.manager.update import (
+    QUEUE,
     check_supported,
     check_updates,
+    queue_update,
     running_expiration,
     with_expiration,
 )
@@ -58,6 +61,7 @@ from pflux.protocol.manager import (
     PurgeRequest,
     QueueEnableRequest,
     QueueStartRequest,
+    QueueStatusRequest,
     RaiseAllRequest,
     RaiseRequest,
     SetFlagsRequest,
@@ -68,6 +72,8 @@ from pflux.protocol.manager import (
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.queues import CONFIG_KEYS as QUEUE_KEYS
+from pflux.spec.queues import QueueConfig
 from pflux.spec.replay import apply_jobspec_updates
 from pflux.spec.states import INACTIVE, SCHED, State, apply, priority
 
@@ -87,6 +93,7 @@ class JobManager(Service):
         "job-manager.prolog": perilog.KEYS,
         "job-manager.epilog": perilog.KEYS,
         "job-manager.perilog": ("log-ignore",),
+        **QUEUE_KEYS,
     }
 
     def __init__(self, broker: Broker) -> None:
@@ -109,11 +116,8 @@ class JobManager(Service):
         self.retention = Retention(broker.loop, self.ended, self.purge_jobs, broker.config)
         self.plugins: list[Plugin] = []
         self.schemes: dict[str, Plugin] = {}
-        self.queue_enabled = True
-        self.disable_reason = ""
-        self.queue_started = True
-        self.stored_start: tuple[bool, str] | None = None  # (start, reason) if not as stored
-        self.stop_reason = ""
+        self.queue_config = QueueConfig.from_config(broker.config)
+        self.queues = Queues(self.queue_config.queues)
         self.max_jobid = 0
         self._drain: list[Request] = []
         self._idle: list[Request] = []
@@ -143,11 +147,8 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        queue, stored_max_jobid = await checkpoint.load(self.broker)
-        self.queue_enabled = queue.get("enable") is not False
-        self.disable_reason = "" if self.queue_enabled else str(queue.get("disable_reason", ""))
-        self.queue_started = queue.get("start") is not False
-        self.stop_reason = "" if self.queue_started else str(queue.get("stop_reason", ""))
+        queues, stored_max_jobid = await checkpoint.load(self.broker)
+        self.queues.restore(queues)
         self.jobs, self.ended, zombies = await restart.load(self.broker)
         self.waits.restarted(self.jobs, zombies)
         known = max(max(self.jobs, default=0), max(self.ended, default=0))
@@ -237,7 +238,7 @@ class JobManager(Service):
             job,
             sched_ready=self.alloc.ready,
             exec_ready=self.exec.ready,
-            queue_started=self.queue_started,
+            queue_started=self.queues.started(job.jobspec),
         )
         uncommitted = self.events.uncommitted(job)
         for action in actions:
@@ -363,15 +364,8 @@ class JobManager(Service):
 
     def _validate(self, job: Job) -> str | None:
         """Post validate, or invalidate and remove the job; return why it was refused."""
-        error = None
-        # pflux's one queue has no name: as in flux-core with no queue configured, a
-        # job that names a queue names an invalid one
-        queue = (job.jobspec or {}).get("attributes", {}).get("system", {}).get("queue")
-        if isinstance(queue, str):
-            error = f"'{queue}' is not a valid queue"
-        elif not self.queue_enabled:
-            error = f"job submission is disabled: {self.disable_reason}".rstrip(": ")
-        else:
+        error = self.queues.submit_error(job.jobspec or {})
+        if error is None:
             try:
                 self._check_dependencies(job)
                 for plugin in self.plugins:
@@ -495,7 +489,9 @@ class JobManager(Service):
         updates = check_updates(request.updates)
         job = self._active_job(req, request.id)
         pending = bool(job.state & (State.PENDING | State.NEW))
-        check_supported(updates, running=not pending)
+        check_supported(updates, running=not pending, named=bool(self.queues.named))
+        if pending and QUEUE in updates:
+            updates = queue_update(job, updates, self.queues, self.queue_config)
         if pending:
             self._update_pending(req, job, updates)
             return
@@ -555,67 +551,50 @@ class JobManager(Service):
         text = decode("job-manager.history.get", req.payload, HistoryRequest).slice
         req.respond({"jobs": self.history.get(req.userid, text)})
 
-    # --- the queue ----------------------------------------------------------------------
+    # --- the queues (queues.py) ---------------------------------------------------------
+
+    @method("queue-list")
+    def queue_list(self, req: Request) -> None:
+        """The named queues (flux-core's ``{queues: [NAME]}``); none for the anonymous one."""
+        decode("job-manager.queue-list", _or_empty(req.payload), Empty)
+        req.respond({"queues": list(self.queues.named)})
 
     @method("queue-status")
     def queue_status(self, req: Request) -> None:
-        decode("job-manager.queue-status", req.payload, Empty)
-        req.respond(self._queue_status())
-
-    def _queue_status(self) -> dict[str, Any]:
-        status: dict[str, Any] = {"enable": self.queue_enabled, "start": self.queue_started}
-        if not self.queue_enabled:
-            status["disable_reason"] = self.disable_reason
-        if not self.queue_started:
-            status["stop_reason"] = self.stop_reason
-        return status
+        name = decode("job-manager.queue-status", _or_empty(req.payload), QueueStatusRequest).name
+        req.respond(self.queues.lookup(name).status())
 
     @method("queue-enable")
     def queue_enable(self, req: Request) -> None:
         request = decode("job-manager.queue-enable", req.payload, QueueEnableRequest)
         self._require_owner(req)
-        self.queue_enabled = request.enable
-        self.disable_reason = "" if self.queue_enabled else request.reason
+        for queue in self.queues.targets(request.name, request.all):
+            queue.set_enable(request.enable, request.reason)
         self._checkpoint(req)
 
     @method("queue-start")
     def queue_start(self, req: Request) -> None:
-        """Start or stop scheduling; ``nocheckpoint`` (flux-core's, for a shutdown): a stop
-        that is not stored, so a restart finds the queue as it was before it."""
+        """Start or stop scheduling a queue's jobs; ``nocheckpoint`` (flux-core's, for a
+        shutdown): a stop that is not stored, so a restart finds the queue as before it."""
         request = decode("job-manager.queue-start", req.payload, QueueStartRequest)
         self._require_owner(req)
-        stored = (self.queue_started, self.stop_reason)
-        self.queue_started = request.start
-        self.stop_reason = "" if self.queue_started else request.reason
-        if request.nocheckpoint and not self.queue_started:
-            if self.stored_start is None:
-                self.stored_start = stored
+        for queue in self.queues.targets(request.name, request.all):
+            queue.set_start(request.start, request.reason, request.nocheckpoint)
+        if request.nocheckpoint and not request.start:
             req.respond({})
         else:
-            self.stored_start = None
             self._checkpoint(req)
         self.advance_state(State.SCHED)
 
     def _checkpoint(self, req: Request) -> None:
-        """Store the queue's state with this turn's events; answer once it is durable."""
-        self.events.add_ops(checkpoint.ops(self._stored_queue_status(), self.max_jobid))
+        """Store the queues' state with this turn's events; answer once it is durable."""
+        self.events.add_ops(checkpoint.ops(self.queues.stored(), self.max_jobid))
         self.events.after_commit(lambda: req.respond({}))
-
-    def _stored_queue_status(self) -> dict[str, Any]:
-        """The queue's state as stored: a stop that is not to be stored leaves it as it was."""
-        status = self._queue_status()
-        if self.stored_start is not None:  # stopped unstored: keep what was stored
-            started, reason = self.stored_start
-            status["start"] = started
-            status.pop("stop_reason", None)
-            if not started:
-                status["stop_reason"] = reason
-        return status
 
     @method("alloc-query")
     def alloc_query(self, req: Request) -> None:
         """How the queue stands with the scheduler (``pflux queue status -v``)."""
-        decode("job-manager.alloc-query", req.payload, Empty)
+        decode("job-manager.alloc-query", _or_empty(req.payload), Empty)
         req.respond(
             {
                 "queue_length": len(self.alloc.waiting),
@@ -695,7 +674,7 @@ class JobManager(Service):
             entry = {"timestamp": now, "name": "purge", "context": {}}
             entries.append({"id": job.id, "seq": -1, "entry": entry})
             if job.id == self.max_jobid:
-                ops.extend(checkpoint.ops(self._stored_queue_status(), self.max_jobid))
+                ops.extend(checkpoint.ops(self.queues.stored(), self.max_jobid))
         self.events.add_ops(ops)
         self.events.batch.entries.extend(entries)
         log.debug("purged %d inactive jobs", len(jobs))
@@ -784,3 +763,8 @@ _EXTERNAL: dict[Action, _ActionFn] = {
     Action.KILL: lambda mgr, job: mgr.exec.exception(job),
     Action.FREE: JobManager._free,
 }
+
+
+def _or_empty(payload: Any) -> Any:
+    """A request with no payload is one with ``{}`` (flux-queue sends some so)."""
+    return {} if payload is None else payload

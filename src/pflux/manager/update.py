@@ -3,10 +3,10 @@
 As in flux-core (``job-manager/update.c`` and its ``update-duration`` plugin),
 an update names period-delimited jobspec keys under ``attributes``,
 ``resources`` or ``tasks``, and a key is updated only where something claims
-it: here ``attributes.system.duration`` alone (flux-core's queue plugin claims
-``attributes.system.queue`` too, which, pflux having no named queue, always
-names an invalid queue). A pending job takes the update if its jobspec stays
-valid, as a ``jobspec-update`` event. A running job (RUN or CLEANUP) takes
+it: here ``attributes.system.duration`` and, for a pending job,
+``attributes.system.queue`` (flux-core's queue plugin: ``queue_update``; with no
+named queue, any name is an invalid queue). A pending job takes the update if
+its jobspec stays valid, as a ``jobspec-update`` event. A running job (RUN or CLEANUP) takes
 the duration from the instance owner alone: its
 new expiration is R's ``starttime`` plus the duration (0: unlimited), which
 the scheduler must accept (``sched.expiration``) before the job gets a
@@ -24,6 +24,8 @@ from pflux.broker.message import RPCError
 
 if TYPE_CHECKING:
     from pflux.manager.job import Job
+    from pflux.manager.queues import Queues
+    from pflux.spec.queues import QueueConfig
 
 DURATION: Final = "attributes.system.duration"
 QUEUE: Final = "attributes.system.queue"
@@ -52,15 +54,44 @@ def check_updates(updates: dict[str, Any]) -> dict[str, Any]:
     return updates
 
 
-def check_supported(updates: dict[str, Any], *, running: bool) -> None:
-    """RPCError (flux-core's words) for the first key nothing here updates."""
+def check_supported(updates: dict[str, Any], *, running: bool, named: bool) -> None:
+    """RPCError (flux-core's words) for the first key nothing here updates (``named``:
+    whether queues are configured, so that a queue may be updated)."""
     for key, value in updates.items():
         if key == QUEUE:
             if running:
                 raise RPCError(errno.EINVAL, "update of queue for running job not supported")
-            raise RPCError(errno.EINVAL, f"'{value}' is not a valid queue")
+            if not named:
+                raise RPCError(errno.EINVAL, f"'{value}' is not a valid queue")
+            continue
         if key != DURATION:
             raise RPCError(errno.EINVAL, f"update of {key} not supported")
+
+
+def queue_update(
+    job: Job, updates: dict[str, Any], queues: Queues, config: QueueConfig
+) -> dict[str, Any]:
+    """A pending job's queue update, with the new queue's constraints in place of the old
+    queue's (flux-core's ``queue_update_cb``); RPCError, its words, if it may not move."""
+    name = updates[QUEUE]
+    system = (job.jobspec or {}).get("attributes", {}).get("system", {})
+    current = system.get("queue")
+    if not isinstance(name, str):
+        raise RPCError(errno.EINVAL, f"{QUEUE}: must be a queue name, not {name!r}")
+    if current == name:
+        raise RPCError(errno.EINVAL, f"job queue is already set to {name}")
+    if not queues.lookup(name).enable:
+        raise RPCError(errno.EINVAL, f"queue {name} is currently disabled")
+    old = config.queues.get(current) if isinstance(current, str) else None
+    expected = {"properties": list(old.requires)} if old is not None and old.requires else {}
+    if (system.get("constraints") or {}) != expected:
+        raise RPCError(
+            errno.EINVAL,
+            f"job appears to have non-queue constraints, unable to update queue to {name}",
+        )
+    requires = config.queues[name].requires
+    constraints = {"properties": list(requires)} if requires else {}
+    return {**updates, "attributes.system.constraints": constraints}
 
 
 def running_expiration(job: Job, updates: dict[str, Any], *, owner: bool, now: float) -> float:

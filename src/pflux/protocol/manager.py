@@ -165,11 +165,20 @@ class HistoryRequest(Struct, frozen=True):
     slice: str
 
 
+class QueueStatusRequest(Struct, frozen=True):
+    """``queue-status``: ``name`` a named queue (flux-core's; pflux's one queue has none)."""
+
+    name: str | None = None
+
+
 class QueueEnableRequest(Struct, frozen=True):
-    """``queue-enable`` (the owner only): accept submissions, or refuse them with a reason."""
+    """``queue-enable`` (the owner only): accept submissions, or refuse them with a reason;
+    ``name`` a named queue, ``all`` every queue (flux-core's fields)."""
 
     enable: bool = True
     reason: str = ""
+    name: str | None = None
+    all: bool = False
 
 
 class QueueStartRequest(Struct, frozen=True):
@@ -179,6 +188,8 @@ class QueueStartRequest(Struct, frozen=True):
     start: bool = True
     reason: str = ""
     nocheckpoint: bool = False
+    name: str | None = None
+    all: bool = False
 
 
 class JournalRequest(Struct, frozen=True):
@@ -248,7 +259,8 @@ REQUESTS: dict[str, type[Struct]] = {
     "job-manager.wait": JobIdRequest,
     "job-manager.result": JobIdRequest,
     "job-manager.history.get": HistoryRequest,
-    "job-manager.queue-status": Empty,
+    "job-manager.queue-list": Empty,
+    "job-manager.queue-status": QueueStatusRequest,
     "job-manager.queue-enable": QueueEnableRequest,
     "job-manager.queue-start": QueueStartRequest,
     "job-manager.alloc-query": Empty,

@@ -3,16 +3,19 @@
 Three ways, as flux-core's ``[resource]`` table has them (flux-config-resource(5)):
 
 - ``[[resource.config]]``: entries of ``hosts`` (an RFC 29 hostlist) with
-  ``cores`` and ``gpus`` (RFC 22 idsets); a host listed again is updated by the
-  later entry.  Ranks follow the order in which hosts first appear.
-- ``[resource] path``: an RFC 20 R file (its times are ignored).
+  ``cores`` and ``gpus`` (RFC 22 idsets) and ``properties`` (an array of
+  names); a host listed again is updated by the later entry, and gains its
+  properties.  Ranks follow the order in which hosts first appear.
+- ``[resource] path``: an RFC 20 R file (its times are ignored; its properties
+  are kept).
 - otherwise rank 0 is this host, with this process's CPUs and the machine's
   NVIDIA GPUs, or ``[resource] cores`` / ``gpus`` of them.
 
 The first two describe execution targets that need not exist: every rank's
 jobs still run on this machine (job-exec maps R's core ids onto its CPUs), so
 they are for simulation (``pflux start --simulate``) and for tests of jobs
-spanning ranks.  Properties are not supported: the scheduler has no use for them.
+spanning ranks.  Properties are what job constraints and a queue's ``requires``
+select ranks by.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ __all__ = ["RESOURCE_KEYS", "count_gpus", "inventory"]
 
 RESOURCE_KEYS = ("config", "path", "cores", "gpus")  # the [resource] table's
 
-_ENTRY_KEYS = ("hosts", "cores", "gpus")
+_ENTRY_KEYS = ("hosts", "cores", "gpus", "properties")
+_PROPERTY_FORBIDDEN = "!&'\"^`|()"
 
 
 def inventory(config: dict[str, Any], hostname: str) -> ResourceSet:
@@ -76,6 +80,7 @@ def _from_entries(entries: Any) -> ResourceSet:
     if not isinstance(entries, list) or not entries:
         raise ConfigError("resource", "config", "must be a non-empty array of tables")
     hosts: dict[str, tuple[IdSet, IdSet]] = {}  # in order of first appearance
+    properties: dict[str, set[str]] = {}  # property -> hosts
     for i, entry in enumerate(entries):
         where = f"resource.config[{i}]"
         if not isinstance(entry, dict):
@@ -87,13 +92,33 @@ def _from_entries(entries: Any) -> ResourceSet:
         names = _hosts(entry.get("hosts"), where)
         cores = _ids(entry, "cores", where)
         gpus = _ids(entry, "gpus", where)
+        for prop in _properties(entry, where):
+            properties.setdefault(prop, set()).update(names)
         for name in names:
             have = hosts.get(name, (IdSet(), IdSet()))
             hosts[name] = (have[0] if cores is None else cores, have[1] if gpus is None else gpus)
     for name, (cores, _) in hosts.items():
         if not cores:
             raise ConfigError("resource.config", None, f"host {name} has no cores")
-    return ResourceSet({rank: Target(name, *ids) for rank, (name, ids) in enumerate(hosts.items())})
+    targets = {rank: Target(name, *ids) for rank, (name, ids) in enumerate(hosts.items())}
+    ranks = {name: rank for rank, name in enumerate(hosts)}
+    return ResourceSet(
+        targets,
+        properties={
+            prop: IdSet(ranks[host] for host in names) for prop, names in sorted(properties.items())
+        },
+    )
+
+
+def _properties(entry: dict[str, Any], where: str) -> list[str]:
+    value = entry.get("properties", [])
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        raise ConfigError(where, "properties", f"must be an array of names, got {value!r}")
+    for name in value:
+        bad = next((c for c in name if c in _PROPERTY_FORBIDDEN), None)
+        if bad is not None:
+            raise ConfigError(where, "properties", f"invalid character {bad!r} in {name!r}")
+    return value
 
 
 def _hosts(value: Any, where: str) -> list[str]:
@@ -133,4 +158,4 @@ def _from_file(path: Any) -> ResourceSet:
         resources = ResourceSet.from_json(doc)
     except ResourceError as exc:
         raise ConfigError("resource", "path", f"{path}: {exc}") from None
-    return ResourceSet(resources.targets)
+    return ResourceSet(resources.targets, properties=resources.properties)

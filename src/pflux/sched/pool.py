@@ -9,7 +9,9 @@ tried worst-fit (most free cores first, then most free GPUs, then lowest rank)
 and the lowest free ids of a rank are taken.  A request without a node level
 may spread its slots over ranks, each slot within one rank; a node-level
 request takes ``nslots / nnodes`` slots on each of ``nnodes`` ranks, and an
-``exclusive`` one takes whole ranks that are entirely free.
+``exclusive`` one takes whole ranks that are entirely free.  A request with
+``ranks`` (those meeting the job's constraints, RFC 31, its queue's
+``requires`` among them) is placed on those ranks only.
 
 A scheduling pass tries many requests against the same free resources, so
 the pool keeps its ranks in worst-fit order as they change, and works out
@@ -51,8 +53,8 @@ FitKey = tuple[int, int, int]
 class ResourceRequest(NamedTuple):
     """What one job asks for, as the pool needs it (from the jobspec, RFC 25).
 
-    ``nnodes`` is 0 when the jobspec has no node level; ``duration`` is in
-    seconds, 0 for none.
+    ``nnodes`` is 0 when the jobspec has no node level; ``ranks`` the only
+    ranks it may have (None: any); ``duration`` is in seconds, 0 for none.
     """
 
     nslots: int
@@ -61,6 +63,7 @@ class ResourceRequest(NamedTuple):
     nnodes: int = 0
     exclusive: bool = False
     duration: float = 0.0
+    ranks: frozenset[int] | None = None
 
     @property
     def shape(self) -> ResourceRequest:
@@ -68,7 +71,7 @@ class ResourceRequest(NamedTuple):
         small: a scheduler asks twice a job)."""
         if not self.duration:
             return self
-        return tuple.__new__(ResourceRequest, (*self[:-1], 0.0))  # duration is the last field
+        return tuple.__new__(ResourceRequest, (*self[:5], 0.0, self.ranks))
 
     @classmethod
     def from_jobspec(cls, data: Any) -> ResourceRequest:
@@ -229,10 +232,12 @@ class Pool:
     def _never_why(self, request: ResourceRequest) -> str | None:
         spn = request.slots_per_node
         cores, gpus = spn * request.cores_per_slot, spn * request.gpus_per_slot
-        targets = self._targets.values()
+        allowed = request.ranks
+        targets = [t for r, t in self._targets.items() if allowed is None or r in allowed]
         if request.nnodes:
             eligible = sum(1 for t in targets if len(t.cores) >= cores and len(t.gpus) >= gpus)
-            eligible += self._missing  # a rank yet to join may be
+            if allowed is None:
+                eligible += self._missing  # a rank yet to join may be
             if eligible >= request.nnodes:
                 return None
             if request.exclusive:
@@ -245,7 +250,7 @@ class Pool:
                 f"unsatisfiable request: need {request.nnodes} node(s) with {cores} cores"
                 f"{with_gpus} each, only {eligible} eligible"
             )
-        if self._missing:
+        if self._missing and allowed is None:
             return None  # the ranks yet to join may hold any number of slots
         cps, gps = request.cores_per_slot, request.gpus_per_slot
         slots = sum(len(t.cores) // cps for t in targets)
@@ -280,7 +285,8 @@ class Pool:
         self._targets[rank] = target
         self._hosts[rank] = target.hostname
         # ranks join in any order; R lists them ascending (ResourceSet trusts its caller)
-        self.all = ResourceSet(dict(sorted({**self.all.targets, rank: target}.items())))
+        targets = dict(sorted({**self.all.targets, rank: target}.items()))
+        self.all = ResourceSet(targets, properties=self.all.properties)
         self._free[rank] = (cores, gpus)
         self._counts[rank] = counts = (len(cores), len(gpus))
         insort(self._by_fit, (-counts[0], -counts[1], rank))
@@ -580,6 +586,13 @@ class Pool:
 
     def _fitter(self, request: ResourceRequest) -> Callable[[int, int, int], int]:
         """``fit(rank, cores, gpus)``: how many of the request's nodes (or slots) a rank holds."""
+        fit = self._fitter_any(request)
+        allowed = request.ranks
+        if allowed is None:
+            return fit
+        return lambda rank, cores, gpus: fit(rank, cores, gpus) if rank in allowed else 0
+
+    def _fitter_any(self, request: ResourceRequest) -> Callable[[int, int, int], int]:
         cps, gps = request.cores_per_slot, request.gpus_per_slot
         if not request.nnodes:
             if gps:
@@ -606,8 +619,11 @@ class Pool:
             return self._select_nodes(request, free, order)
         cps, gps = request.cores_per_slot, request.gpus_per_slot
         left = request.nslots
+        allowed = request.ranks
         chosen: dict[int, Holding] = {}
         for _, _, rank in order:
+            if allowed is not None and rank not in allowed:
+                continue
             cores, gpus = free[rank]
             if len(cores) < cps:
                 return None  # the order is by free cores: no rank after this has enough
@@ -627,8 +643,11 @@ class Pool:
     ) -> dict[int, Holding] | None:
         spn = request.slots_per_node
         cores_needed, gpus_needed = spn * request.cores_per_slot, spn * request.gpus_per_slot
+        allowed = request.ranks
         chosen: dict[int, Holding] = {}
         for _, _, rank in order:
+            if allowed is not None and rank not in allowed:
+                continue
             cores, gpus = free[rank]
             if len(cores) < cores_needed:
                 return None  # the order is by free cores: no rank after this has enough

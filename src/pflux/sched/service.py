@@ -38,7 +38,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import orjson
@@ -46,7 +46,7 @@ import orjson
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
-from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError
+from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, SpecError
 from pflux.protocol.decode import decode
 from pflux.protocol.sched import (
     AllocReply,
@@ -57,6 +57,7 @@ from pflux.protocol.sched import (
     ExpirationRequest,
     FreeRequest,
 )
+from pflux.sched import eventlog
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
 from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
@@ -72,6 +73,9 @@ log = logging.getLogger("pflux.sched")
 # flux-core's exception for a running job whose R the restarted scheduler cannot take back
 RESTART_EXCEPTION = "scheduler-restart"
 RESTART_NOTE = "failed to reallocate R for running job"
+
+# constraints whose ranks the scheduler keeps (a queue's jobs share theirs)
+PLACED_KEPT = 1024
 
 # the drained ranks, as {rank: {"timestamp": seconds, "reason": text}}
 DRAIN_KEY = "resource.drain"
@@ -149,6 +153,9 @@ class Scheduler(Service):
         self._pass_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
         self._drains: dict[int, tuple[float, str]] = {}  # drained rank: (since, reason)
+        # each constraint's ranks (None: any) or why none, for the pool's ranks of then
+        self._placed: dict[bytes, tuple[frozenset[int] | None, str | None]] = {}
+        self._placed_for = self.pool.all
         if broker.size > 1:
             self._up = {broker.rank}
             for rank in self.pool.all.targets:
@@ -166,6 +173,7 @@ class Scheduler(Service):
             if rank in self._up:
                 self._up.discard(rank)
                 self.pool.set_down(rank)
+                self._post("offline", {"idset": str(rank)})
                 log.warning("rank %d is down: its resources are not allocatable", rank)
             return
         known = self.pool.all.targets.get(rank)
@@ -188,6 +196,7 @@ class Scheduler(Service):
         if rank not in self._up:
             self._up.add(rank)
             self.pool.set_up(rank)
+            self._post("online", {"idset": str(rank)})
             log.info("rank %d is up", rank)
             if self.ready:
                 self._schedule_soon()
@@ -199,6 +208,7 @@ class Scheduler(Service):
             async for entry in self.broker.stream("job-manager.sched-hello", {}):
                 await self._hello(entry)
             await self._load_drains()
+            await self._log_restart()
             reply = await self.broker.call("job-manager.sched-ready", {"mode": "unlimited"})
         except RPCError as exc:
             log.error("scheduler handshake with the job manager failed: %s", exc)
@@ -266,6 +276,38 @@ class Scheduler(Service):
             self._drains[rank] = (float(info.get("timestamp", 0)), str(info.get("reason", "")))
             self.pool.drain(rank)
 
+    async def _log_restart(self) -> None:
+        """Post ``restart`` (the ranks, those online, their hosts) and ``resource-define``
+        (how R was found) to the resource eventlog, as flux-core's resource module does."""
+        ranks = self._ranks()
+        restart = {
+            "ranks": IdSet(ranks).encode(),
+            "online": IdSet(self._up).encode(),
+            "nodelist": self._nodelist(ranks),
+        }
+        method = "configuration" if self._r_configured else "dynamic-discovery"
+        ops = [
+            eventlog.append("restart", restart),
+            eventlog.append("resource-define", {"method": method}),
+        ]
+        try:
+            await self.broker.call("kvs.commit", {"ops": ops})
+        except RPCError as exc:
+            log.error("cannot append to %s: %s", eventlog.KEY, exc)
+
+    def _nodelist(self, ranks: Iterable[int]) -> str:
+        """The hostlist of the hosts of ``ranks`` that have joined."""
+        targets = self.pool.all.targets
+        return hostlist.encode([targets[r].hostname for r in sorted(ranks) if r in targets])
+
+    def _post(self, name: str, context: dict[str, Any]) -> None:
+        """Append an event no requester waits for to the resource eventlog."""
+        self.broker.send(
+            "kvs.commit",
+            {"ops": [eventlog.append(name, context)]},
+            lambda msg: _log_failure(msg, f"appending {name} to {eventlog.KEY}"),
+        )
+
     async def _lookup_r(self, jobid: int) -> Any:
         try:
             reply = await self.broker.call("kvs.get", {"key": job_key(jobid, "R")})
@@ -293,7 +335,14 @@ class Scheduler(Service):
         except JobspecError as exc:
             self._deny(req, jobid, f"cannot parse jobspec: {exc}")
             return
-        note = self.pool.unsatisfiable(wanted) or _unmet_constraints(request.jobspec, self.pool.all)
+        try:
+            ranks = self._placeable(request.jobspec)
+        except SpecError as exc:
+            self._deny(req, jobid, str(exc))
+            return
+        if ranks is not None:
+            wanted = wanted._replace(ranks=ranks)
+        note = self.pool.unsatisfiable(wanted)
         if note is not None:
             self._deny(req, jobid, note)
             return
@@ -301,6 +350,36 @@ class Scheduler(Service):
         self.policy.queue.add(PendingJob(jobid, request.priority, request.t_submit, wanted, waiter))
         req.on_disconnect(waiter)
         self._schedule_soon()
+
+    def _placeable(self, jobspec: dict[str, Any]) -> frozenset[int] | None:
+        """The only ranks the job's RFC 31 constraints (its queue's ``requires`` among them)
+        allow, None for any; SpecError if none does. Kept for each constraint until the
+        pool's ranks change: a queue's jobs share theirs."""
+        system = jobspec.get("attributes", {}).get("system", {})
+        if not isinstance(system, dict) or not system.get("constraints"):
+            return None
+        constraint = system["constraints"]
+        if self._placed_for is not self.pool.all or len(self._placed) > PLACED_KEPT:
+            self._placed_for, self._placed = self.pool.all, {}
+        try:
+            key = orjson.dumps(constraint, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an integer too large: the match says what is wrong
+            key = b""
+        found = self._placed.get(key) if key else None
+        if found is None:
+            from pflux.spec.constraint import placeable
+
+            try:
+                meeting = placeable(constraint, self.pool.all)
+                found = (None if meeting is None else frozenset(meeting), None)
+            except SpecError as exc:
+                found = (None, str(exc))
+            if key:
+                self._placed[key] = found
+        ranks, error = found
+        if error is not None:
+            raise SpecError(error)
+        return ranks
 
     @method("cancel")
     def cancel(self, req: Request) -> None:
@@ -434,7 +513,14 @@ class Scheduler(Service):
                 self._drains[rank] = (old[0], request.reason)
             self.pool.drain(rank)
         log.info("drain %s: %s", IdSet(ranks).encode(), request.reason or "(no reason)")
-        self._save_drains(req)
+        overwrite = {None: 0, "update": 0, "overwrite": 1, "force-overwrite": 2}[request.mode]
+        context = {
+            "idset": IdSet(ranks).encode(),
+            "nodelist": self._nodelist(ranks),
+            "reason": request.reason,
+            "overwrite": overwrite,
+        }
+        self._save_drains(req, eventlog.append("drain", context))
 
     @method("undrain")
     def undrain(self, req: Request) -> None:
@@ -450,7 +536,8 @@ class Scheduler(Service):
             self._drains.pop(rank, None)
             self.pool.undrain(rank)
         log.info("undrain %s: %s", IdSet(ranks).encode(), request.reason or "(no reason)")
-        self._save_drains(req)
+        context = {"idset": IdSet(ranks).encode(), "nodelist": self._nodelist(ranks)}
+        self._save_drains(req, eventlog.append("undrain", context))
         self._schedule_soon()
 
     def _ranks(self) -> set[int]:
@@ -487,13 +574,13 @@ class Scheduler(Service):
             raise RPCError(errno.EINVAL, f"invalid targets: {unknown[0]} is not a host here")
         return sorted({rank for host in hosts for rank in by_host[host]})
 
-    def _save_drains(self, req: Request) -> None:
-        """Store the drained ranks, then answer ``req``."""
+    def _save_drains(self, req: Request, event: list[str]) -> None:
+        """Store the drained ranks with ``event`` (its eventlog op), then answer ``req``."""
         saved = {
             str(rank): {"timestamp": since, "reason": reason}
             for rank, (since, reason) in sorted(self._drains.items())
         }
-        ops = [["put", DRAIN_KEY, orjson.dumps(saved).decode()]]
+        ops = [["put", DRAIN_KEY, orjson.dumps(saved).decode()], event]
 
         def stored(msg: Message) -> None:
             if msg.errnum:
@@ -627,16 +714,6 @@ def _target_of(rank: int, info: dict[str, Any]) -> Target | None:
             problem = str(exc)
     log.error("rank %d: ignoring its hello %r: %s", rank, info, problem)
     return None
-
-
-def _unmet_constraints(jobspec: dict[str, Any], resources: ResourceSet) -> str | None:
-    """Why the job's RFC 31 constraints rule it out here, if they do (no cost without)."""
-    system = jobspec.get("attributes", {}).get("system", {})
-    if not isinstance(system, dict) or "constraints" not in system:
-        return None
-    from pflux.spec.constraint import unmet
-
-    return unmet(system["constraints"], resources)
 
 
 def _loads(text: Any) -> Any:

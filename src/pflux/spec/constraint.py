@@ -24,7 +24,7 @@ from pflux.spec import hostlist
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
 
-__all__ = ["matching_ranks", "parse", "unmet"]
+__all__ = ["matching_ranks", "parse", "placeable", "unmet"]
 
 _OPERATORS: Final = {"host": "hostlist", "hosts": "hostlist", "rank": "ranks"}
 _LOGICAL: Final = ("and", "or", "not")
@@ -252,25 +252,28 @@ def matching_ranks(constraint: Any, resources: ResourceSet) -> IdSet:
 
 
 def unmet(constraint: Any, resources: ResourceSet) -> str | None:
-    """Why a job with ``constraint`` cannot run on ``resources``, or None if it can.
+    """Why a job with ``constraint`` cannot run on ``resources``, or None if some rank
+    meets it (the scheduler places the job on those only)."""
+    try:
+        placeable(constraint, resources)
+    except SpecError as exc:
+        return str(exc)
+    return None
 
-    pflux's scheduler places a job on any free rank, so it takes a constraint only
-    when every rank meets it (on one host, ``host:`` of this host or ``rank:0``)."""
+
+def placeable(constraint: Any, resources: ResourceSet) -> IdSet | None:
+    """The ranks of ``resources`` that meet ``constraint``, None if all do; SpecError if
+    none does or the constraint is malformed."""
     import json
 
     text = json.dumps(constraint, separators=(",", ":"))
     try:
         ranks = matching_ranks(constraint, resources)
     except SpecError as exc:
-        return f"{exc} (in {text})"
-    if ranks == resources.ranks():
-        return None
+        raise SpecError(f"{exc} (in {text})") from None
     if not ranks:
-        return f"unsatisfiable constraints {text}: no rank of this instance meets them"
-    return (
-        f"unsatisfiable constraints {text}: only ranks {ranks} of {resources.ranks()} meet them,"
-        " and pflux places a job on any rank, so every rank must"
-    )
+        raise SpecError(f"unsatisfiable constraints {text}: no rank of this instance meets them")
+    return None if ranks == resources.ranks() else ranks
 
 
 Test = Callable[[int, str, Mapping[str, IdSet]], bool]

@@ -14,6 +14,8 @@ import re
 COMPONENT = r"[^\s.\x00-\x1f\x7f]+"
 #: a valid key, for callers that check many (``KEY_PATTERN.fullmatch(key)``)
 KEY_PATTERN = re.compile(rf"{COMPONENT}(?:\.{COMPONENT})*")
+#: the scheduler's resource eventlog (flux-core's key), which ``resource eventlog`` reads
+RESOURCE_EVENTLOG = "resource.eventlog"
 _JOB_KEY = re.compile(r"job\.([0-9a-f]{4})\.([0-9a-f]{4})\.([0-9a-f]{4})\.([0-9a-f]{4})(?:\.(.+))?")
 
 

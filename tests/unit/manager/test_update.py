@@ -86,9 +86,15 @@ def test_running_jobs_take_only_an_owners_duration(
 )
 def test_only_the_duration_is_supported(updates: dict[str, Any], running: bool, text: str) -> None:
     with pytest.raises(RPCError) as info:
-        check_supported(updates, running=running)
+        check_supported(updates, running=running, named=False)
     check(info.value, errno.EINVAL, text)
-    check_supported({DURATION: 60}, running=running)
+    check_supported({DURATION: 60}, running=running, named=False)
+
+
+def test_a_pending_jobs_queue_is_supported_with_named_queues() -> None:
+    check_supported({QUEUE: "batch"}, running=False, named=True)
+    with pytest.raises(RPCError, match="update of queue for running job not supported"):
+        check_supported({QUEUE: "batch"}, running=True, named=True)
 
 
 def test_with_expiration_copies() -> None:

@@ -40,6 +40,23 @@ def test_config_entries_give_ranks_in_order_of_first_appearance() -> None:
     assert resources.ncores() == 24
 
 
+def test_config_entries_give_their_hosts_properties() -> None:
+    config = {
+        "resource": {
+            "config": [
+                {"hosts": "node[0-3]", "cores": "0-1", "properties": ["batch"]},
+                {"hosts": "node[2-3]", "properties": ["debug", "batch"]},  # adds to node2, node3
+            ]
+        }
+    }
+    resources = inventory(config, "ignored")
+    assert {name: ids.encode() for name, ids in resources.properties.items()} == {
+        "batch": "0-3",
+        "debug": "2-3",
+    }
+    assert resources.to_json()["execution"]["properties"] == {"batch": "0-3", "debug": "2-3"}
+
+
 def test_path_loads_an_r_file_without_its_times(tmp_path: Path) -> None:
     r = {
         "version": 1,
@@ -71,8 +88,16 @@ ENTRY = r"\[resource.config\[0\]\]"  # the first [[resource.config]] entry
         ({"config": [{"hosts": "n1", "cores": 4}]}, rf"{ENTRY} cores: must be an idset"),
         ({"config": [{"hosts": "n1", "cores": "3-1"}]}, rf"{ENTRY} cores: "),
         (
-            {"config": [{"hosts": "n1", "cores": "0", "properties": ["batch"]}]},
-            rf"{ENTRY} properties: unknown key \(known: hosts, cores, gpus\)",
+            {"config": [{"hosts": "n1", "cores": "0", "colour": "red"}]},
+            rf"{ENTRY} colour: unknown key \(known: hosts, cores, gpus, properties\)",
+        ),
+        (
+            {"config": [{"hosts": "n1", "cores": "0", "properties": "batch"}]},
+            rf"{ENTRY} properties: must be an array of names",
+        ),
+        (
+            {"config": [{"hosts": "n1", "cores": "0", "properties": ["a|b"]}]},
+            rf"{ENTRY} properties: invalid character '\|' in 'a\|b'",
         ),
         ({"config": [{"hosts": "n1", "gpus": "0"}]}, r"\[resource.config\]: host n1 has no cores"),
         (

@@ -597,3 +597,37 @@ def test_adopt_holds_a_job_on_a_rank_yet_to_join_until_it_does() -> None:
     assert pool.alloc(10, req(4, 1, nnodes=1), NOW) is None
     pool.free(7)
     assert pool.free_cores == 2 + 4
+
+
+# --- placement on the ranks a job's constraints allow ---------------------------------------
+
+
+def test_a_request_with_ranks_is_placed_on_those_only() -> None:
+    pool = pool_of((4, 0), (2, 0), (2, 0))  # worst fit alone would pick rank 0
+    only = frozenset({1, 2})
+    got = pool.alloc(1, req(3, ranks=only), NOW)
+    assert got is not None
+    assert set(got.targets) == {1, 2}
+    assert pool.alloc(2, req(2, ranks=only), NOW) is None  # rank 0's cores are not for it
+    assert pool.alloc(3, req(1, ranks=frozenset({0}), nnodes=1), NOW) is not None
+    assert pool.alloc(4, req(1, ranks=frozenset({1}), nnodes=1, exclusive=True), NOW) is None
+
+
+def test_unsatisfiable_counts_only_the_allowed_ranks() -> None:
+    pool = pool_of((4, 0), (2, 0), (2, 0))
+    assert pool.unsatisfiable(req(4, ranks=frozenset({1, 2}))) is None
+    assert "only 4 such slot(s)" in (pool.unsatisfiable(req(5, ranks=frozenset({1, 2}))) or "")
+    assert "only 2 eligible" in (
+        pool.unsatisfiable(req(3, nnodes=3, ranks=frozenset({1, 2}))) or ""
+    )
+    assert pool.unsatisfiable(req(5)) is None
+
+
+def test_a_reservation_for_ranks_waits_for_those_ranks() -> None:
+    pool = pool_of((2, 0), (2, 0))
+    assert pool.alloc(1, req(2, ranks=frozenset({0}), duration=100.0), NOW) is not None
+    assert pool.alloc(2, req(2, ranks=frozenset({1}), duration=50.0), NOW) is not None
+    reservation = pool.reservation(req(1, ranks=frozenset({0})))
+    assert reservation is not None
+    assert reservation.time == NOW + 100.0  # rank 1's job ends sooner, and does not count
+    assert set(reservation.resources) == {0}

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.errors import SpecError
-from pflux.spec.constraint import matching_ranks, parse, unmet
+from pflux.spec.constraint import matching_ranks, parse, placeable, unmet
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet, Target
 
@@ -117,15 +117,21 @@ def test_matching_ranks(query: str, ranks: str) -> None:
     assert matching_ranks(parse(query), TWO) == IdSet.decode(ranks)
 
 
-def test_unmet_says_why_unless_every_rank_meets_it() -> None:
+def test_unmet_says_why_unless_some_rank_meets_it() -> None:
     assert unmet(parse("host:node[0-1]"), TWO) is None
     assert unmet(parse("rank:5"), TWO) == (
         'unsatisfiable constraints {"ranks":["5"]}: no rank of this instance meets them'
     )
-    assert unmet(parse("rank:0"), TWO) == (
-        'unsatisfiable constraints {"ranks":["0"]}: only ranks 0 of 0-1 meet them,'
-        " and pflux places a job on any rank, so every rank must"
-    )
+    assert unmet(parse("rank:0"), TWO) is None
+    assert unmet(parse("big"), TWO) is None
+
+
+def test_placeable_names_the_ranks_that_meet_it_or_none_for_all() -> None:
+    assert placeable(parse("host:node[0-1]"), TWO) is None
+    assert placeable(parse("rank:0"), TWO) == IdSet.decode("0")
+    assert placeable(parse("big"), TWO) == IdSet.decode("1")
+    with pytest.raises(SpecError, match="no rank of this instance meets them"):
+        placeable(parse("^big rank:1"), TWO)
     assert unmet({"color": ["red"]}, TWO) == (
         'constraints: unknown constraint operator \'color\' (in {"color":["red"]})'
     )

@@ -33,6 +33,7 @@ _SUBMODULES = frozenset(
         "util",
     )
 )
+_SUBMODULES |= {"hostlist", "idset", "queue"}
 
 
 def Flux(*args: Any, **kwargs: Any) -> FluxHandle:  # noqa: N802 - flux-core's name

@@ -1,0 +1,56 @@
+"""``pflux resource R`` (R of the resources by state) and ``resource reload`` (refused)
+against a live instance."""
+
+from __future__ import annotations
+
+import json
+
+from pflux.spec.resource import ResourceSet
+from support.instance import LiveInstance, fails, ok
+
+
+def test_resource_r_prints_the_resources_of_the_states_as_r(instance: LiveInstance) -> None:
+    everything = ResourceSet.from_json(json.loads(ok(instance.uri, "resource", "R")))
+    assert (everything.nnodes, everything.ncores(), everything.ranks().encode()) == (1, 4, "0")
+    out = ok(instance.uri, "resource", "R", "-s", "allocated,down")
+    assert json.loads(out)["execution"]["R_lite"] == []
+    assert out.count("\n") == 1
+    free = ok(instance.uri, "resource", "R", "--states=free,up", "-i", everything.nodelist[0])
+    assert ResourceSet.from_json(json.loads(free)) == everything
+    none = ok(instance.uri, "resource", "R", "-i", "7")
+    assert json.loads(none)["execution"]["R_lite"] == []
+    err = fails(instance.uri, "resource", "R", "-s", "bogus")
+    assert "Invalid resource state bogus specified" in err
+
+
+def test_resource_reload_is_refused_with_the_reason(instance: LiveInstance) -> None:
+    for options in ((), ("-f",), ("--force", "--xml")):
+        err = fails(instance.uri, "resource", "reload", *options, "/dev/null")
+        assert "reload: not supported: the scheduler's resources are fixed" in err
+
+
+def test_resource_eventlog_records_the_start_and_each_drain(instance: LiveInstance) -> None:
+    lines = ok(instance.uri, "resource", "eventlog", "-w", "resource-define").splitlines()
+    names = [line.split()[1] for line in lines]
+    assert names[:2] == ["restart", "resource-define"]
+    assert lines[1].endswith('resource-define method="dynamic-discovery"') or lines[1].endswith(
+        'resource-define method="configuration"'
+    )
+    ok(instance.uri, "resource", "drain", "0", "bad", "disk")
+    ok(instance.uri, "resource", "undrain", "0")
+    events = [
+        json.loads(line)
+        for line in ok(instance.uri, "resource", "eventlog", "-f", "json").splitlines()
+    ]
+    drain, undrain = events[-2:]
+    host = ResourceSet.from_json(json.loads(ok(instance.uri, "resource", "R"))).nodelist[0]
+    assert (drain["name"], drain["context"]) == (
+        "drain",
+        {"idset": "0", "nodelist": host, "reason": "bad disk", "overwrite": 0},
+    )
+    assert (undrain["name"], undrain["context"]) == ("undrain", {"idset": "0", "nodelist": host})
+    followed = ok(instance.uri, "resource", "eventlog", "--follow", "--wait=undrain", "-H")
+    assert followed.splitlines()[-1].endswith(f'undrain idset="0" nodelist="{host}"')
+    assert followed.startswith("[")
+    offsets = ok(instance.uri, "resource", "eventlog", "-T", "offset").splitlines()
+    assert offsets[0].startswith("0.000000 restart ")
