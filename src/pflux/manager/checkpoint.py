@@ -47,11 +47,17 @@ async def load(broker: Broker) -> tuple[list[Any], int]:
         return [], 0
     try:
         stored = orjson.loads(reply["value"])
-        queues = stored["queues"]
-        if stored["version"] != VERSION or not isinstance(queues, list):
+        if not isinstance(stored, dict) or stored.get("version") != VERSION:
             raise ValueError(f"not a version {VERSION} checkpoint")
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (orjson.JSONDecodeError, ValueError) as exc:
         log.error("restart: %s: %s; the queues start enabled and started", KEY, exc)
         return [], 0
     max_jobid = stored.get("max_jobid", 0)
-    return queues, max_jobid if type(max_jobid) is int and max_jobid > 0 else 0
+    max_jobid = max_jobid if type(max_jobid) is int and max_jobid > 0 else 0
+    queues = stored.get("queues")
+    if queues is None and isinstance(stored.get("queue"), dict):
+        queues = [stored["queue"]]  # pflux before named queues: the one anonymous queue's
+    if not isinstance(queues, list):
+        log.error("restart: %s: no queues; the queues start enabled and started", KEY)
+        return [], max_jobid
+    return queues, max_jobid
