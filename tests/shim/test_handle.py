@@ -239,3 +239,20 @@ def test_config_get_answers_the_instance_config_as_flux_core_does(instance: Live
         instance.uri,
     )
     assert out.splitlines() == ["dict {}"]
+
+
+def test_a_request_without_a_payload_reaches_services_as_an_empty_one(
+    instance: LiveInstance,
+) -> None:
+    # flux-core's tools send requests that need nothing with no payload at all
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+        print(sorted(h.rpc("job-manager.getinfo").get()))
+        print(sorted(h.rpc("job-manager.queue-status").get())[:2])
+        print("job_states" in h.rpc("job-list.job-stats").get())
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == ["['max_jobid']", "['enable', 'start']", "True"]

@@ -27,7 +27,10 @@ def _topic(topic: Any) -> str:
 
 
 def _payload(topic: str, payload: Any) -> Any:
-    """A JSON value: a str or bytes payload is JSON text (flux-core sends it as is)."""
+    """A JSON value: a str or bytes payload is JSON text (flux-core sends it as is); no
+    payload is an empty object, which is what pflux's services take for none."""
+    if payload is None:
+        return {}
     if isinstance(payload, bytes):
         payload = payload.decode("utf-8")
     if isinstance(payload, str):
