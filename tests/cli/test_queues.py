@@ -15,6 +15,8 @@ import pytest
 from pflux.api import Client
 from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, fails, ok, start_with_config
+from support.screen import screen
+from support.terminal import Terminal
 
 QUEUES = """
 [[resource.config]]
@@ -245,3 +247,20 @@ def test_a_pending_jobs_queue_is_updated_with_its_constraints(live: LiveInstance
     rows = ok(uri, "jobs", "-a", "-n", "-o", "{queue} {nodelist}", jobid)
     assert rows.split()[0] == "debug"
     assert rows.split()[1] in ("node2", "node3")
+
+
+def test_top_shows_one_queues_jobs(live: LiveInstance) -> None:
+    uri = live.uri
+    debug = JobID.parse(ok(uri, "submit", "-q", "debug", "--job-name=indebug", HOLD, "true"))
+    batch = JobID.parse(ok(uri, "submit", "-q", "batch", "--job-name=inbatch", HOLD, "true"))
+    with Client(uri) as client:
+        client.wait_event(debug, "start")
+        client.wait_event(batch, "start")
+        with Terminal(uri, "top", "--test-exit", "-q", "debug", TERM="xterm") as term:
+            assert term.wait() == 0
+            shown = "\n".join(screen(term.text, *term.size))
+        assert "indebug" in shown
+        assert "inbatch" not in shown
+        assert "--queue: 'nope' is not a valid queue" in fails(uri, "top", "-q", "nope", rc=2)
+        client.cancel(debug)
+        client.cancel(batch)

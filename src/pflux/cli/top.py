@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="WHEN",
         help="colorize: auto (on a terminal that has colors), always, never",
     )
-    p.add_argument("-q", "--queue", metavar="NAME", help="only this queue's jobs (refused)")
+    p.add_argument("-q", "--queue", metavar="NAME", help="only this queue's jobs")
     p.add_argument("--test-exit", action="store_true", help="draw once and exit (for tests)")
     p.add_argument(
         "target", nargs="?", metavar="TARGET", help="a URI, or the id of a nested instance's job"
@@ -63,19 +63,22 @@ class _View:
     selected: int = 0
     snap: Snapshot | None = None
     lumped: bool = False  # inactive jobs as one count (d), not complete and failed
+    queue: str | None = None  # --queue: only its jobs (the root instance's only)
 
 
 def _top(args: argparse.Namespace) -> None:
     if args.color not in ("auto", "always", "never"):
         raise UsageError(f"--color: {args.color!r} must be 'auto', 'always' or 'never'")
-    if args.queue is not None:
-        raise UsageError(f"--queue: pflux has one queue, unnamed: there is no queue {args.queue!r}")
-    if not os.isatty(0):
-        raise PfluxError("stdin is not a terminal")
     from pflux.api import Client
     from pflux.cli.topview import Counts
 
     client = Client(args.uri)
+    if args.queue is not None and args.queue not in client.queues():
+        client.close()
+        raise UsageError(f"--queue: {args.queue!r} is not a valid queue")
+    if not os.isatty(0):
+        client.close()
+        raise PfluxError("stdin is not a terminal")
     title = ""
     if args.target is not None:
         uri, title = _resolve(client, args.target)
@@ -83,7 +86,7 @@ def _top(args: argparse.Namespace) -> None:
         client = Client(uri)
     import curses
 
-    stack = [_View(client, title, Counts())]
+    stack = [_View(client, title, Counts(), queue=args.queue)]
     try:
         curses.wrapper(_loop, stack, args.color, args.test_exit)
     finally:
@@ -135,7 +138,7 @@ def _loop(screen: Any, stack: list[_View], color: str, test_exit: bool) -> None:
     while stack:
         view = stack[-1]
         if view.snap is None or time.monotonic() >= due:
-            view.snap = fetch(view.client, view.counts)
+            view.snap = fetch(view.client, view.counts, queue=view.queue)
             due = time.monotonic() + REFRESH_MS / 1000
         _draw(screen, view, colors, note)
         if test_exit:

@@ -65,8 +65,9 @@ class Snapshot:
     jobs: list[JobListing]
 
 
-def fetch(client: Client, counts: Counts) -> Snapshot:
-    """The instance now; ``counts`` carries the inactive jobs counted so far."""
+def fetch(client: Client, counts: Counts, *, queue: str | None = None) -> Snapshot:
+    """The instance now; ``counts`` carries the inactive jobs counted so far; ``queue``:
+    only that queue's jobs are counted and listed."""
     from pflux.spec.resource import ResourceSet
 
     attrs = client.attrs()
@@ -79,12 +80,16 @@ def fetch(client: Client, counts: Counts) -> Snapshot:
     nodes = Bar(used.nnodes, down.nnodes, every.nnodes)
     cores = Bar(used.ncores(), down.ncores(), every.ncores())
     gpus = Bar(used.ngpus(), down.ngpus(), every.ngpus())
-    active = client.list_jobs(states=int(State.ACTIVE), attrs=_JOB_ATTRS)
+    queues = () if queue is None else (queue,)
+    active = client.list_jobs(states=int(State.ACTIVE), attrs=_JOB_ATTRS, queues=queues)
     counts.pending = sum(1 for job in active if job.state is not None and job.state & State.PENDING)
     running = [job for job in active if job.state is not None and job.state & State.RUNNING]
     counts.running = len(running)
     inactive = client.list_jobs(
-        states=int(State.INACTIVE), attrs=("t_inactive", "success"), since=counts.since
+        states=int(State.INACTIVE),
+        attrs=("t_inactive", "success"),
+        since=counts.since,
+        queues=queues,
     )
     counts.add_inactive(inactive)
     running.sort(key=lambda job: job.t_submit or 0.0, reverse=True)  # newest first
