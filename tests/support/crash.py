@@ -283,12 +283,13 @@ class Summary:
         return "\n".join(lines)
 
 
-def crash_run(tmp: Path, seed: int, kills: int) -> Summary:
-    """``kills`` random kills of an instance under load, then the checks."""
+def crash_run(tmp: Path, seed: int, kills: int, kinds: dict[str, float] = KINDS) -> Summary:
+    """``kills`` random kills of an instance under load (of ``kinds``, weighted), then the
+    checks."""
     summary = Summary(seed)
     began = time.monotonic()
     load = Load(tmp / "runs")
-    if crashes(tmp / "state", random.Random(seed), kills, load, summary):
+    if crashes(tmp / "state", random.Random(seed), kills, load, summary, kinds=kinds):
         last(tmp / "state", load, summary)
     summary.violations += load.problems
     summary.acknowledged = len(load.kinds)
@@ -296,7 +297,15 @@ def crash_run(tmp: Path, seed: int, kills: int) -> Summary:
     return summary
 
 
-def crashes(state: Path, rng: random.Random, kills: int, load: Load, summary: Summary) -> bool:
+def crashes(
+    state: Path,
+    rng: random.Random,
+    kills: int,
+    load: Load,
+    summary: Summary,
+    *,
+    kinds: dict[str, float] = KINDS,
+) -> bool:
     """Start, load and kill the instance ``kills`` times; False if that could not go on."""
     for _ in range(kills):
         instance = restart(state, summary)
@@ -308,7 +317,7 @@ def crashes(state: Path, rng: random.Random, kills: int, load: Load, summary: Su
         worker.start()
         # the one sleep: how long the instance runs before the crash is the random variable
         time.sleep(rng.uniform(0, MAX_DELAY))
-        kind = rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        kind = rng.choices(list(kinds), weights=list(kinds.values()))[0]
         kill(instance, kind)
         summary.kills += 1
         summary.kinds[kind] += 1
@@ -520,10 +529,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seed", type=int, default=None, help="default: a random one")
     parser.add_argument("--keep", action="store_true", help="keep the state directory")
+    parser.add_argument(
+        "--kind", choices=list(KINDS), default=None, help="only this kind of kill (default: all)"
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     tmp = Path(tempfile.mkdtemp(prefix="pflux-crash-"))
-    summary = crash_run(tmp, seed, args.kills)
+    kinds = {args.kind: 1.0} if args.kind is not None else KINDS
+    summary = crash_run(tmp, seed, args.kills, kinds)
     print(summary)
     if args.keep or summary.violations or summary.lost:
         print(f"state directory and runs kept in {tmp}")
