@@ -41,7 +41,7 @@ from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
 from pflux.errors import EventlogError, NoInstanceError
 from pflux.exec import journal
-from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE
+from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
 from pflux.exec.wire import LAUNCHER_DIED
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event, parse
@@ -57,7 +57,7 @@ REAL, TEST = "real", "test"
 # the kinds of kill, and how often each comes
 BROKER, HELPERS, LAUNCHER, LAUNCHER_FIRST = "broker", "helpers", "launcher", "launcher first"
 KINDS = {BROKER: 0.5, HELPERS: 0.2, LAUNCHER: 0.2, LAUNCHER_FIRST: 0.1}
-LOSS_NOTES = (LAUNCHER_DIED, LOST_NOTE, DIED_NOTE)  # a job's shell lost to a kill
+LOSS_NOTES = (LAUNCHER_DIED, LOST_NOTE, DIED_NOTE, UNSTARTED_NOTE)  # a job's shell lost to a kill
 
 
 class Lost(Exception):
@@ -429,8 +429,9 @@ def lost(job: Job) -> bool:
 
     A job without a ``start`` event may have been lost before its shell started a
     task: job-exec had begun it (its guest ``exec.eventlog`` exists), and the kill
-    came before its shell recorded its session, so the restart cannot tell it
-    from a job whose shell ran and vanished, and fails it rather than run it again.
+    came before the launcher journalled the shell it gave the job to, so the restart
+    cannot tell it from a job whose shell ran and vanished, and fails it rather than
+    run it again.
     """
     return job.exception is not None and job.exception[1].startswith(LOSS_NOTES)
 
