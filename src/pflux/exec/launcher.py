@@ -64,7 +64,7 @@ JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shell
 SPOOLED_EXIT: Final = b"-2 spooled"  # EXITED for a shell whose last records are in its spool
 UNHEARD: Final = b"-1 job shell ended without its status while its launcher was replaced"
 # EXITED for a shell given its job by a launcher that died, which ended before it recorded itself
-UNSTARTED: Final = b"%d job shell was not started before its launcher died" % wire.EXITED_UNSTARTED
+UNSTARTED: Final = b"-3 job shell launcher died before the shell started the job"
 # for tests: the launcher stops itself (SIGSTOP) once it has journalled a shell's job and before
 # the shell has it, having written the shell's key to the file this names
 STOP_AT_SPAWN: Final = "PFLUX_TEST_STOP_AT_SPAWN"
