@@ -234,7 +234,9 @@ def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
     The new file takes the place of the old one, and of descriptor ``fd``,
     which shells forked later inherit. A shell forked earlier that has not
     written its line yet writes it to the old file, but its line is already in
-    the new one, made from /proc: only shells still alive need one.
+    the new one, made from /proc: only shells still alive need one. So a shell
+    given its job (``P``) is written as started: it may record itself where
+    nobody will look.
     """
     recorded = live(path)
     boot = boot_id().encode()
@@ -243,8 +245,7 @@ def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
     for jobid, pid in shells.items():
         entry = recorded.get(jobid)
         if entry is not None:
-            line = given_line if entry[3] else start_line
-            lines.append(line(jobid, entry[0], entry[1], entry[2].encode()))
+            lines.append(start_line(jobid, entry[0], entry[1], entry[2].encode()))
             continue
         stat = proc_stat(pid)
         if stat is not None:  # else it died before it recorded itself: it started no task
