@@ -2,10 +2,11 @@
 shell is too slow to rejoin the restarted instance in the first seconds.
 
 A job the launcher had journalled as given to a shell, and that the shell never
-received, is started again by the restarted instance, once: none of its tasks had
-run. A shell that still runs but rejoins late (stopped here with SIGSTOP) is waited
-for, and its job finishes. The tests sequence themselves with FIFOs and the
-processes' ends, never with sleeps.
+received, or that job-exec had journalled as asked for and the launcher never read,
+is started again by the restarted instance, once: none of its tasks had run. A
+shell that still runs but rejoins late (stopped here with SIGSTOP) is waited for,
+and its job finishes. The tests sequence themselves with FIFOs and the processes'
+ends, never with sleeps.
 """
 
 from __future__ import annotations
@@ -89,6 +90,26 @@ def test_a_job_journalled_but_not_yet_given_to_its_shell_runs_once_after_the_res
         assert result.success, result.errstr
         names = [e.name for e in client.events(jobid, follow=False)]
         assert names.count("start") == 1, names
+    assert runs.read_text() == "ran\n"  # once
+
+
+def test_a_job_whose_start_the_launcher_never_read_runs_once_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    runs = tmp_path / "runs"
+    first = LiveInstance(state, cores=2)
+    os.kill(launcher_of(first), signal.SIGSTOP)  # it reads no job from now on
+    with Client(first.uri) as client:
+        spec = jobspec_of(
+            ["sh", "-c", f"echo ran >> {runs}"], environment={"PATH": "/bin:/usr/bin"}
+        )
+        [jobid] = client.submit_many([spec])
+        client.wait_event(jobid, "starting", path="guest.exec.eventlog")
+    kill_with_launcher(first)
+    with LiveInstance(state, cores=2) as second, Client(second.uri) as client:
+        result = client.wait(jobid)
+        assert result.success, result.errstr
     assert runs.read_text() == "ran\n"  # once
 
 

@@ -1,6 +1,7 @@
 """The launcher's journal: which job shell sessions may be alive, so no job ever runs twice.
 
-A job shell leads its own session. Before the launcher gives a shell a
+A job shell leads its own session. Before job-exec asks the launcher for a
+job's shell it appends ``Q <job id>``; before the launcher gives a shell the
 job it appends ``P <job id> <pid> <when> <boot id>`` (the job is given to
 that process, which has recorded nothing yet), and before the shell starts any
 task it appends ``S <job id> <pid> <when> <boot id>`` to
@@ -17,7 +18,12 @@ job's processes: a job-exec that starts and finds no launcher to take over
 kills every such session before running anything, and removes the journal.
 A ``P`` line without ``S`` or ``E`` names a shell that may be about to start
 the job: while its process lives it may still record itself and run the
-job; once it is gone, the job never started (no task starts before ``S``).
+job; once it is gone, the job never started (no task starts before ``S``). A
+``Q`` line alone names a job no shell was given: once the launcher is gone,
+none will be. job-exec writes ``Q`` through a descriptor of its own, opened
+again when the launcher has replaced the file (``compact``); a line lost to
+that race only leaves the job as it was without it, failed rather than
+started again.
 
 A session id can be reused once its processes are gone, so a session is
 ours only if its leader, when alive, started no later than the record was
@@ -44,6 +50,7 @@ else:
 
 __all__ = [
     "alive",
+    "asked_line",
     "boot_id",
     "compact",
     "end_lines",
@@ -59,7 +66,7 @@ __all__ = [
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
-# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P line, the shell has not recorded)
+# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P or Q line, no shell has recorded)
 Entry = tuple[int, int, str, bool]
 
 
@@ -98,6 +105,11 @@ def start_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
     return b"S %d %d %d %s\n" % (jobid, pid, when, boot)
 
 
+def asked_line(jobid: int) -> bytes:
+    """The line job-exec writes before it asks the launcher for the job's shell."""
+    return b"Q %d\n" % jobid
+
+
 def given_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
     """The line the launcher writes before it gives shell ``pid`` the job."""
     return b"P %d %d %d %s\n" % (jobid, pid, when, boot)
@@ -130,6 +142,8 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
             if words[0] in (b"S", b"P") and len(words) == 5:
                 entry = (int(words[2]), int(words[3]), words[4].decode(), words[0] == b"P")
                 started[int(words[1])] = entry
+            elif words[0] == b"Q" and len(words) == 2:  # no process, so none alive
+                started.setdefault(int(words[1]), (0, 0, "", True))  # not over a shell's
             elif words[0] == b"E" and len(words) in (2, 3):
                 jobid = int(words[1])
                 started.pop(jobid, None)
@@ -154,8 +168,8 @@ def runs(entry: Entry) -> bool:
     """Whether the recorded shell still runs: the pid leads its session (or, given its job
     only, lives), since before the record."""
     pid, when, boot, given = entry
-    stat = proc_stat(pid)
-    if stat is None or boot != boot_id():
+    stat = proc_stat(pid) if pid > 0 else None
+    if pid <= 0 or stat is None or boot != boot_id():
         return False
     began = stat[1] <= when * os.sysconf("SC_CLK_TCK") // 1_000_000_000
     return began and (given or stat[0] == pid)
@@ -244,7 +258,7 @@ def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
     lines = []
     for jobid, pid in shells.items():
         entry = recorded.get(jobid)
-        if entry is not None:
+        if entry is not None and entry[0] > 0:
             lines.append(start_line(jobid, entry[0], entry[1], entry[2].encode()))
             continue
         stat = proc_stat(pid)

@@ -378,6 +378,7 @@ class LauncherServer:
             return
         if not self.spares and not self._fork():
             self._not_started(jobid, "cannot fork a job shell")
+            self.ended.append(journal.end_lines([jobid]))  # job-exec's Q: no shell has it
             return
         entry = self.spares.pop()
         data = wire.record(wire.SPAWN, jobid, description)
@@ -525,8 +526,8 @@ class LauncherServer:
     def _watch_orphans(self) -> None:
         """Watch the shells the journal names as running: a dead launcher's, to rejoin."""
         for jobid, entry in journal.live(self.journal_path).items():
-            if jobid in self.by_job:
-                continue  # rejoined already
+            if jobid in self.by_job or not entry[0]:
+                continue  # rejoined already, or only asked for (Q): no shell to watch
             pidfd = -1
             if journal.runs(entry):
                 try:

@@ -12,8 +12,10 @@ ended while no job-exec was there left their records in spool files
 of its R), by the shell's key (``pflux.exec.wire.shell_key``).
 
 A shell the launcher had given the job (journalled ``P``) but that ended
-before it recorded itself never started a task: its leftover says so
-(``unstarted``), and the job may be started again (``ShellRun.resume``). A
+before it recorded itself never started a task, nor did a job that job-exec
+asked a launcher for (``Q``) and that no launcher gave a shell: its leftover
+says so (``unstarted``), and the job may be started again
+(``ShellRun.resume``). A
 shell that runs but has not rejoined when job-exec goes on is ``late``: it is
 resumed once it rejoins.
 
@@ -78,10 +80,11 @@ async def survey(
     """The leftovers of the shells of jobs in RUN, by shell key, the others' let go; and the
     jobs in RUN, any of which may have run, even to its end, with nothing left of it but
     its guest keys."""
-    unstarted: set[int] = set()
+    recorded, died = await asyncio.to_thread(journal.entries, service.journal)
+    # asked for (Q) and given to no shell (no P): none will be; this job-exec has asked none
+    unstarted = {key for key, entry in recorded.items() if not entry[0]}
     if survivors is None:  # no shell runs: those given a job and gone never started it
-        recorded, died = await asyncio.to_thread(journal.entries, service.journal)
-        unstarted = {key for key, entry in recorded.items() if entry[3]}
+        unstarted |= {key for key, entry in recorded.items() if entry[3]}
         found, lasting = await asyncio.to_thread(journal.kill_recorded, service.journal)
         if found:
             log.warning("killed job shells whose launcher had died: %s", found)

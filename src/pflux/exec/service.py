@@ -48,6 +48,7 @@ from pflux.exec.config import (
 )
 from pflux.exec.job import ExecJob
 from pflux.exec.journal import alive, kill_recorded, live
+from pflux.exec.journal import asked_line as journal_asked_line
 from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
@@ -140,6 +141,8 @@ class ExecService(Service):
         self._late: set[int] = set()  # ... those alive after ORPHANS_WAIT, until they rejoin
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
+        self._journal_fd = -1  # the journal, for its Q lines (``journal_asked``)
+        self._journal_ino = 0
 
     async def start(self) -> None:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
@@ -190,6 +193,9 @@ class ExecService(Service):
             task.cancel()
         if self.rundir:
             shutil.rmtree(self.rundir, ignore_errors=True)
+        if self._journal_fd >= 0:
+            os.close(self._journal_fd)
+            self._journal_fd = -1
 
     def ended(self, jobid: int) -> None:
         """The job has answered its final ``release``: forget it."""
@@ -263,6 +269,26 @@ class ExecService(Service):
         if late and not self.stopping:
             log.error("job shells %s did not rejoin: killed", sorted(late))
             await asyncio.to_thread(kill_recorded, self.journal, late)
+
+    def journal_asked(self, key: int) -> None:
+        """Journal ``Q key`` before this broker's launcher is asked for the shell: a restart
+        whose launcher is gone then knows the job was given to no shell if no ``P`` follows.
+
+        Through a descriptor kept open, opened again once the launcher has compacted the
+        journal into a new file (a stat a job); a line that fails is only logged.
+        """
+        try:
+            ino = os.stat(self.journal).st_ino
+            if ino != self._journal_ino or self._journal_fd < 0:
+                if self._journal_fd >= 0:
+                    os.close(self._journal_fd)
+                    self._journal_fd = -1
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+                self._journal_fd = os.open(self.journal, flags)
+                self._journal_ino = os.fstat(self._journal_fd).st_ino
+            os.write(self._journal_fd, journal_asked_line(key))
+        except OSError as exc:  # no journal yet (no launcher has started): nothing to add to
+            log.debug("journal: %s", exc)
 
     def _orphan_heard(self, key: int) -> None:
         """A shell ``_adopt_orphans`` waits for has rejoined or ended."""
@@ -396,8 +422,8 @@ class ExecService(Service):
         journal is read before the new launcher, which appends to it, starts;
         it is short (the launcher compacts it), and a launcher seldom dies.
         """
-        recorded = live(self.journal)
-        for key in sorted(self.rejoining - recorded.keys()):
+        recorded = {key for key, entry in live(self.journal).items() if entry[0]}  # not Q
+        for key in sorted(self.rejoining - recorded):
             self.rejoining.discard(key)
             job = self.jobs.get(wire.key_job(key))
             if job is not None and isinstance(job.impl, ShellRun):

@@ -246,10 +246,12 @@ class ShellRun:
     def _launch(self, planned: Plan) -> None:
         self._create(planned)
         self.job.started = True
-        send = self.service.send_launcher
+        service = self.service
         for shell, (rank, description) in zip(self.shells, planned.shells, strict=True):
             shell.live = True
-            send(rank, wire.record(wire.SPAWN, shell.key, description))
+            if not self._remote(rank):
+                service.journal_asked(shell.key)
+            service.send_launcher(rank, wire.record(wire.SPAWN, shell.key, description))
 
     def _create(self, planned: Plan) -> None:
         """The guest namespace and its first keys."""

@@ -141,3 +141,20 @@ def test_compact_keeps_a_job_given_and_not_recorded_as_started(tmp_path: Path) -
         assert journal.live(str(path)) == {1: (11, 5, BOOT.decode(), False)}
     finally:
         os.close(fd)
+
+
+def test_a_job_asked_for_is_live_with_no_process_until_a_shell_is_given_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal"
+    path.write_bytes(journal.asked_line(1) + journal.asked_line(2) + journal.asked_line(3))
+    assert journal.live(str(path)) == {k: (0, 0, "", True) for k in (1, 2, 3)}
+    assert journal.alive(str(path)) == set()
+    with open(path, "ab") as f:
+        f.write(journal.given_line(1, 100, 5, BOOT) + journal.start_line(2, 200, 6, BOOT))
+        f.write(journal.asked_line(2) + journal.end_lines([3]))  # not over a shell's line
+    assert journal.live(str(path)) == {
+        1: (100, 5, BOOT.decode(), True),
+        2: (200, 6, BOOT.decode(), False),
+    }
+    assert journal.kill_recorded(str(path), [1, 2]) == ([1, 2], [])
