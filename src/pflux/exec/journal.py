@@ -169,7 +169,7 @@ def runs(entry: Entry) -> bool:
     only, lives), since before the record."""
     pid, when, boot, given = entry
     stat = proc_stat(pid) if pid > 0 else None
-    if pid <= 0 or stat is None or boot != boot_id():
+    if stat is None or boot != boot_id():
         return False
     began = stat[1] <= when * os.sysconf("SC_CLK_TCK") // 1_000_000_000
     return began and (given or stat[0] == pid)
