@@ -41,7 +41,7 @@ from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
 from pflux.errors import EventlogError, NoInstanceError
 from pflux.exec import journal
-from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE
+from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
 from pflux.exec.wire import LAUNCHER_DIED
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event, parse
@@ -57,7 +57,7 @@ REAL, TEST = "real", "test"
 # the kinds of kill, and how often each comes
 BROKER, HELPERS, LAUNCHER, LAUNCHER_FIRST = "broker", "helpers", "launcher", "launcher first"
 KINDS = {BROKER: 0.5, HELPERS: 0.2, LAUNCHER: 0.2, LAUNCHER_FIRST: 0.1}
-LOSS_NOTES = (LAUNCHER_DIED, LOST_NOTE, DIED_NOTE)  # a job's shell lost to a kill
+LOSS_NOTES = (LAUNCHER_DIED, LOST_NOTE, DIED_NOTE, UNSTARTED_NOTE)  # a job's shell lost to a kill
 
 
 class Lost(Exception):
@@ -283,12 +283,13 @@ class Summary:
         return "\n".join(lines)
 
 
-def crash_run(tmp: Path, seed: int, kills: int) -> Summary:
-    """``kills`` random kills of an instance under load, then the checks."""
+def crash_run(tmp: Path, seed: int, kills: int, kinds: dict[str, float] = KINDS) -> Summary:
+    """``kills`` random kills of an instance under load (of ``kinds``, weighted), then the
+    checks."""
     summary = Summary(seed)
     began = time.monotonic()
     load = Load(tmp / "runs")
-    if crashes(tmp / "state", random.Random(seed), kills, load, summary):
+    if crashes(tmp / "state", random.Random(seed), kills, load, summary, kinds=kinds):
         last(tmp / "state", load, summary)
     summary.violations += load.problems
     summary.acknowledged = len(load.kinds)
@@ -296,7 +297,15 @@ def crash_run(tmp: Path, seed: int, kills: int) -> Summary:
     return summary
 
 
-def crashes(state: Path, rng: random.Random, kills: int, load: Load, summary: Summary) -> bool:
+def crashes(
+    state: Path,
+    rng: random.Random,
+    kills: int,
+    load: Load,
+    summary: Summary,
+    *,
+    kinds: dict[str, float] = KINDS,
+) -> bool:
     """Start, load and kill the instance ``kills`` times; False if that could not go on."""
     for _ in range(kills):
         instance = restart(state, summary)
@@ -308,7 +317,7 @@ def crashes(state: Path, rng: random.Random, kills: int, load: Load, summary: Su
         worker.start()
         # the one sleep: how long the instance runs before the crash is the random variable
         time.sleep(rng.uniform(0, MAX_DELAY))
-        kind = rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        kind = rng.choices(list(kinds), weights=list(kinds.values()))[0]
         kill(instance, kind)
         summary.kills += 1
         summary.kinds[kind] += 1
@@ -420,8 +429,9 @@ def lost(job: Job) -> bool:
 
     A job without a ``start`` event may have been lost before its shell started a
     task: job-exec had begun it (its guest ``exec.eventlog`` exists), and the kill
-    came before its shell recorded its session, so the restart cannot tell it
-    from a job whose shell ran and vanished, and fails it rather than run it again.
+    came before the launcher journalled the shell it gave the job to, so the restart
+    cannot tell it from a job whose shell ran and vanished, and fails it rather than
+    run it again.
     """
     return job.exception is not None and job.exception[1].startswith(LOSS_NOTES)
 
@@ -520,10 +530,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seed", type=int, default=None, help="default: a random one")
     parser.add_argument("--keep", action="store_true", help="keep the state directory")
+    parser.add_argument(
+        "--kind", choices=list(KINDS), default=None, help="only this kind of kill (default: all)"
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     tmp = Path(tempfile.mkdtemp(prefix="pflux-crash-"))
-    summary = crash_run(tmp, seed, args.kills)
+    kinds = {args.kind: 1.0} if args.kind is not None else KINDS
+    summary = crash_run(tmp, seed, args.kills, kinds)
     print(summary)
     if args.keep or summary.violations or summary.lost:
         print(f"state directory and runs kept in {tmp}")

@@ -70,6 +70,9 @@ class ShellHost(Launching, Protocol[RunT_contra]):
 
     def on_records(self, records: list[Record], from_shell: bool) -> None: ...
 
+    def journal_asked(self, key: int) -> None:
+        """Journal that this broker's launcher is asked for shell ``key``, before it is."""
+
     def remote_shells(self, rank: int) -> tuple[set[int], dict[int, int]] | None:
         """What rank ``rank``'s exec-node said it runs since it last joined: the jobs
         whose shells run there, and the wait statuses of those that died unheard; None

@@ -1,7 +1,11 @@
 """The launcher's journal: which job shell sessions may be alive, so no job ever runs twice.
 
-A job shell leads its own session. Before it starts any task it appends
-``S <job id> <pid> <when> <boot id>`` to ``<state-dir>/exec/journal``: one
+A job shell leads its own session. Before job-exec asks the launcher for a
+job's shell it appends ``Q <job id>``; before the launcher gives a shell the
+job it appends ``P <job id> <pid> <when> <boot id>`` (the job is given to
+that process, which has recorded nothing yet), and before the shell starts any
+task it appends ``S <job id> <pid> <when> <boot id>`` to
+``<state-dir>/exec/journal``: one
 ``write`` to a file the launcher opened with ``O_APPEND`` (about a
 microsecond, where a file per job cost a hundred). ``pid`` is also the
 session id and ``when`` the ``CLOCK_BOOTTIME`` nanoseconds at the time of
@@ -12,12 +16,21 @@ report its job's end itself (it died) while no job-exec was there to be
 told. An ``S`` line without its ``E`` names a session that may still run a
 job's processes: a job-exec that starts and finds no launcher to take over
 kills every such session before running anything, and removes the journal.
+A ``P`` line without ``S`` or ``E`` names a shell that may be about to start
+the job: while its process lives it may still record itself and run the
+job; once it is gone, the job never started (no task starts before ``S``). A
+``Q`` line alone names a job no shell was given: once the launcher is gone,
+none will be. job-exec writes ``Q`` through a descriptor of its own, opened
+again when the launcher has replaced the file (``compact``); a line lost to
+that race only leaves the job as it was without it, failed rather than
+started again.
 
 A session id can be reused once its processes are gone, so a session is
 ours only if its leader, when alive, started no later than the record was
 written, and only processes started since the record count as its members
-(the tasks all start after it). A record from another boot names nothing
-alive.
+(the tasks all start after it). The process a ``P`` line names may not lead
+its session yet (a spare just forked): it is ours if it started no later than
+the line. A record from another boot names nothing alive.
 
 The launcher keeps the journal short: it rewrites it with the live shells'
 lines alone when it grows (``compact``).
@@ -37,21 +50,24 @@ else:
 
 __all__ = [
     "alive",
+    "asked_line",
     "boot_id",
     "compact",
     "end_lines",
     "ended_line",
     "entries",
+    "given_line",
     "kill_recorded",
-    "leads_session",
     "live",
     "proc_stat",
+    "runs",
     "start_line",
 ]
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
-Entry = tuple[int, int, str]  # (pid, CLOCK_BOOTTIME ns when recorded, boot id)
+# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P or Q line, no shell has recorded)
+Entry = tuple[int, int, str, bool]
 
 
 def _read(path: str, size: int = 4096) -> bytes | None:
@@ -89,6 +105,16 @@ def start_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
     return b"S %d %d %d %s\n" % (jobid, pid, when, boot)
 
 
+def asked_line(jobid: int) -> bytes:
+    """The line job-exec writes before it asks the launcher for the job's shell."""
+    return b"Q %d\n" % jobid
+
+
+def given_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
+    """The line the launcher writes before it gives shell ``pid`` the job."""
+    return b"P %d %d %d %s\n" % (jobid, pid, when, boot)
+
+
 def end_lines(jobids: Iterable[int]) -> bytes:
     return b"".join(b"E %d\n" % jobid for jobid in jobids)
 
@@ -113,8 +139,11 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
     for line in data.split(b"\n"):
         words = line.split()
         try:
-            if words[0] == b"S" and len(words) == 5:
-                started[int(words[1])] = (int(words[2]), int(words[3]), words[4].decode())
+            if words[0] in (b"S", b"P") and len(words) == 5:
+                entry = (int(words[2]), int(words[3]), words[4].decode(), words[0] == b"P")
+                started[int(words[1])] = entry
+            elif words[0] == b"Q" and len(words) == 2:  # no process, so none alive
+                started.setdefault(int(words[1]), (0, 0, "", True))  # not over a shell's
             elif words[0] == b"E" and len(words) in (2, 3):
                 jobid = int(words[1])
                 started.pop(jobid, None)
@@ -126,29 +155,33 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
 
 
 def live(path: str) -> dict[int, Entry]:
-    """The shells the journal records as started and not ended."""
+    """The shells the journal records as started (or given their job) and not ended."""
     return entries(path)[0]
 
 
 def alive(path: str) -> set[int]:
-    """The recorded shells that still run (``leads_session``)."""
-    return {jobid for jobid, entry in live(path).items() if leads_session(entry)}
+    """The recorded shells that still run (``runs``)."""
+    return {jobid for jobid, entry in live(path).items() if runs(entry)}
 
 
-def leads_session(entry: Entry) -> bool:
-    """Whether the recorded shell still runs: the pid leads its session, since before the record."""
-    pid, when, boot = entry
-    stat = proc_stat(pid)
+def runs(entry: Entry) -> bool:
+    """Whether the recorded shell still runs: the pid leads its session (or, given its job
+    only, lives), since before the record."""
+    pid, when, boot, given = entry
+    stat = proc_stat(pid) if pid > 0 else None
     if stat is None or boot != boot_id():
         return False
-    return stat[0] == pid and stat[1] <= when * os.sysconf("SC_CLK_TCK") // 1_000_000_000
+    began = stat[1] <= when * os.sysconf("SC_CLK_TCK") // 1_000_000_000
+    return began and (given or stat[0] == pid)
 
 
 def _members(sid: int, when: int) -> list[int]:
     """The live processes of the session recorded at ``when`` (in clock ticks)."""
     leader = proc_stat(sid)
-    if leader is not None and (leader[0] != sid or leader[1] > when):
+    if leader is not None and leader[1] > when:
         return []  # the pid names a process started since: the session is gone
+    if leader is not None and leader[0] != sid:
+        return [sid]  # a shell given a job that has not made its session yet
     members = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -191,7 +224,7 @@ def kill_recorded(
     boot = boot_id()
     hz = os.sysconf("SC_CLK_TCK")
     survivors: list[int] = []
-    for pid, when, entry_boot in entries.values():
+    for pid, when, entry_boot, _ in entries.values():
         if entry_boot == boot:
             survivors += _kill_session(pid, when * hz // 1_000_000_000, timeout)
     if jobids is None:
@@ -215,7 +248,9 @@ def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
     The new file takes the place of the old one, and of descriptor ``fd``,
     which shells forked later inherit. A shell forked earlier that has not
     written its line yet writes it to the old file, but its line is already in
-    the new one, made from /proc: only shells still alive need one.
+    the new one, made from /proc: only shells still alive need one. So a shell
+    given its job (``P``) is written as started: it may record itself where
+    nobody will look.
     """
     recorded = live(path)
     boot = boot_id().encode()
@@ -223,7 +258,7 @@ def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
     lines = []
     for jobid, pid in shells.items():
         entry = recorded.get(jobid)
-        if entry is not None:
+        if entry is not None and entry[0] > 0:
             lines.append(start_line(jobid, entry[0], entry[1], entry[2].encode()))
             continue
         stat = proc_stat(pid)

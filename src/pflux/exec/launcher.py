@@ -63,6 +63,11 @@ JOURNAL_BUSY_LIMIT: Final = 1 << 22  # journal bytes worth rewriting while shell
 # EXITED for an adopted shell that ended without DONE and without a spool
 SPOOLED_EXIT: Final = b"-2 spooled"  # EXITED for a shell whose last records are in its spool
 UNHEARD: Final = b"-1 job shell ended without its status while its launcher was replaced"
+# EXITED for a shell given its job by a launcher that died, which ended before it recorded itself
+UNSTARTED: Final = b"-3 job shell launcher died before the shell started the job"
+# for tests: the launcher stops itself (SIGSTOP) once it has journalled a shell's job and before
+# the shell has it, having written the shell's key to the file this names
+STOP_AT_SPAWN: Final = "PFLUX_TEST_STOP_AT_SPAWN"
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
 _FD_SIZE: Final = 4
@@ -176,6 +181,7 @@ class LauncherServer:
         self.detached = False  # job-exec is gone; waiting for the next on the listener
         self.link_open = True
         self.buffer = bytearray(RECV_SIZE)
+        self.stop_at_spawn = os.environ.get(STOP_AT_SPAWN)
         if listener is not None:
             self._accept()  # shells that rejoined before it started
         self._watch_orphans()
@@ -372,17 +378,35 @@ class LauncherServer:
             return
         if not self.spares and not self._fork():
             self._not_started(jobid, "cannot fork a job shell")
+            self.ended.append(journal.end_lines([jobid]))  # job-exec's Q: no shell has it
             return
         entry = self.spares.pop()
         data = wire.record(wire.SPAWN, jobid, description)
+        # journalled before the shell has it: a launcher that dies now leaves word of it
+        when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        os.write(self.journal, journal.given_line(jobid, entry.pid, when, self.context.boot))
+        if self.stop_at_spawn:
+            self._stop_at_spawn(jobid)
         try:
             for start in range(0, len(data), SPAWN_CHUNK):
                 entry.sock.send(data[start : start + SPAWN_CHUNK])
         except OSError as exc:  # the spare has died: it is reaped as spares are
             self._not_started(jobid, f"job shell: {exc.strerror}")
+            self.ended.append(journal.end_lines([jobid]))
             return
         entry.jobid = jobid
         self.by_job[jobid] = entry
+
+    def _stop_at_spawn(self, key: int) -> None:
+        """For tests (``STOP_AT_SPAWN``): write the shell's key there, then stop, between
+        the journal and the shell."""
+        assert self.stop_at_spawn is not None
+        fd = os.open(self.stop_at_spawn, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, b"%d\n" % key)
+        finally:
+            os.close(fd)
+        os.kill(os.getpid(), _signal.SIGSTOP)
 
     def _not_started(self, jobid: int, reason: str) -> None:
         self.unsent += wire.record(wire.EXITED, jobid, f"-1 {reason}".encode())
@@ -502,10 +526,10 @@ class LauncherServer:
     def _watch_orphans(self) -> None:
         """Watch the shells the journal names as running: a dead launcher's, to rejoin."""
         for jobid, entry in journal.live(self.journal_path).items():
-            if jobid in self.by_job:
-                continue  # rejoined already
+            if jobid in self.by_job or not entry[0]:
+                continue  # rejoined already, or only asked for (Q): no shell to watch
             pidfd = -1
-            if journal.leads_session(entry):
+            if journal.runs(entry):
                 try:
                     pidfd = os.pidfd_open(entry[0])
                 except OSError:
@@ -555,14 +579,21 @@ class LauncherServer:
             self._ended_unheard(jobid)
 
     def _ended_unheard(self, jobid: int) -> None:
-        """A shell not ours ended without DONE: its records are in its spool, or it died.
+        """A shell not ours ended without DONE: its records are in its spool, or it died,
+        or it was given the job but ended before it recorded itself (no task ran).
 
         Whatever its session left running is killed, and its end journalled.
         """
         self.unheard.add(jobid)
         if not self.detached:
-            spooled = os.path.exists(os.path.join(self.context.spool, str(jobid)))
-            self.unsent += wire.record(wire.EXITED, jobid, SPOOLED_EXIT if spooled else UNHEARD)
+            entry = journal.live(self.journal_path).get(jobid)
+            if entry is not None and entry[3]:
+                exited = UNSTARTED
+            elif os.path.exists(os.path.join(self.context.spool, str(jobid))):
+                exited = SPOOLED_EXIT
+            else:
+                exited = UNHEARD
+            self.unsent += wire.record(wire.EXITED, jobid, exited)
         journal.kill_recorded(self.journal_path, [jobid])
 
     def _kill_orphans(self) -> None:

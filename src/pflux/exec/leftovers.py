@@ -11,6 +11,14 @@ ended while no job-exec was there left their records in spool files
 (``exec/spool/<shell key>``). All of it is per shell (a job has one per rank
 of its R), by the shell's key (``pflux.exec.wire.shell_key``).
 
+A shell the launcher had given the job (journalled ``P``) but that ended
+before it recorded itself never started a task, nor did a job that job-exec
+asked a launcher for (``Q``) and that no launcher gave a shell: its leftover
+says so (``unstarted``), and the job may be started again
+(``ShellRun.resume``). A
+shell that runs but has not rejoined when job-exec goes on is ``late``: it is
+resumed once it rejoins.
+
 Each such shell is a ``Leftover``, kept for the ``start`` request the
 job-manager sends for every job in RUN, which takes it over instead of
 starting the job again. The job manager, started before job-exec, says which
@@ -31,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from pflux.broker.message import RPCError
 from pflux.exec import journal, wire
-from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
+from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED, EXITED_UNSTARTED
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
@@ -51,13 +59,17 @@ class Leftover:
     running: bool = False  # its shell runs, under the launcher taken over
     died: int | None = None  # the wait status of a shell that died unheard
     spool: str | None = None  # the records its shell spooled
+    unstarted: bool = False  # its shell was given the job, and ended before any task started
+    late: bool = False  # its shell runs, but has not rejoined the launcher yet
 
     def ended(self, exited: bytes, spool_dir: str) -> None:
         """Its shell ended before the job's start request came (the launcher's EXITED)."""
-        self.running = False
+        self.running = self.late = False
         status = int(exited.split()[0])
         if status == EXITED_SPOOLED:
             self.spool = os.path.join(spool_dir, str(self.key))
+        elif status == EXITED_UNSTARTED:
+            self.unstarted = True
         elif status > 0:
             self.died = status
 
@@ -68,8 +80,11 @@ async def survey(
     """The leftovers of the shells of jobs in RUN, by shell key, the others' let go; and the
     jobs in RUN, any of which may have run, even to its end, with nothing left of it but
     its guest keys."""
-    if survivors is None:
-        _, died = await asyncio.to_thread(journal.entries, service.journal)
+    recorded, died = await asyncio.to_thread(journal.entries, service.journal)
+    # asked for (Q) and given to no shell (no P): none will be; this job-exec has asked none
+    unstarted = {key for key, entry in recorded.items() if not entry[0]}
+    if survivors is None:  # no shell runs: those given a job and gone never started it
+        unstarted |= {key for key, entry in recorded.items() if entry[3]}
         found, lasting = await asyncio.to_thread(journal.kill_recorded, service.journal)
         if found:
             log.warning("killed job shells whose launcher had died: %s", found)
@@ -80,8 +95,8 @@ async def survey(
         running, died = survivors.running, survivors.died
     spools = await asyncio.to_thread(_spools, service.spool_dir)
     left = {
-        key: Leftover(key, key in running, died.get(key), spools.get(key))
-        for key in running | died.keys() | spools.keys()
+        key: Leftover(key, key in running, died.get(key), spools.get(key), key in unstarted)
+        for key in running | died.keys() | spools.keys() | unstarted
     }
     running_jobs = await _running_jobs(service)
     kept = {}

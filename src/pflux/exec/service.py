@@ -48,6 +48,7 @@ from pflux.exec.config import (
 )
 from pflux.exec.job import ExecJob
 from pflux.exec.journal import alive, kill_recorded, live
+from pflux.exec.journal import asked_line as journal_asked_line
 from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
@@ -99,7 +100,8 @@ class ExecService(Service):
         self.term_signal = config_signal(conf, "term-signal", signal.SIGTERM)
         self.kill_signal = config_signal(conf, "kill-signal", signal.SIGKILL)
         # for the launcher, which gives it to its shells (see ``_adopt_orphans``)
-        self.launcher_env = {REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
+        self.rejoin_timeout = rejoin_timeout(broker)
+        self.launcher_env = {REJOIN_TIMEOUT: repr(self.rejoin_timeout)}
         self.state_dir = broker.attrs.get("state-dir") or tempfile.gettempdir()
         self.exec_dir = os.path.join(self.state_dir, "exec")
         self.journal = os.path.join(self.exec_dir, "journal")
@@ -136,8 +138,11 @@ class ExecService(Service):
         self._rejoined_early: set[int] = set()
         self._orphans: set[int] = set()  # a dead launcher's shells not heard of yet
         self._orphans_heard = asyncio.Event()  # ... until there are none
+        self._late: set[int] = set()  # ... those alive after ORPHANS_WAIT, until they rejoin
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
+        self._journal_fd = -1  # the journal, for its Q lines (``journal_asked``)
+        self._journal_ino = 0
 
     async def start(self) -> None:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
@@ -151,12 +156,16 @@ class ExecService(Service):
         self.leftovers, self.maybe_ran = await survey(self, survivors)
         early, self._ended_early = self._ended_early, None
         surveyed = survivors.running if survivors is not None else set()
-        late, self._rejoined_early = self._rejoined_early - surveyed, set()
-        for key in sorted(late):  # rejoined while the survey went on: kept, or let go
+        rejoined, self._rejoined_early = self._rejoined_early, set()
+        for key in sorted(rejoined - surveyed):  # rejoined while the survey went on
             if wire.key_job(key) in self.maybe_ran:
                 self.leftovers[key] = Leftover(key, running=True)
             else:
                 self._rejoined([key])
+        self._late -= rejoined
+        for key in self._late:  # alive, not rejoined yet: resumed once they do
+            if key in self.leftovers:
+                self.leftovers[key].late = True
         for key, payload in (early or {}).items():  # ended while the survey went on
             if key in self.leftovers:
                 self.leftovers[key].ended(payload, self.spool_dir)
@@ -184,6 +193,9 @@ class ExecService(Service):
             task.cancel()
         if self.rundir:
             shutil.rmtree(self.rundir, ignore_errors=True)
+        if self._journal_fd >= 0:
+            os.close(self._journal_fd)
+            self._journal_fd = -1
 
     def ended(self, jobid: int) -> None:
         """The job has answered its final ``release``: forget it."""
@@ -217,9 +229,11 @@ class ExecService(Service):
         died with it, and they wait for a restarted instance (``[exec] rejoin-timeout``).
 
         Start a launcher, which they rejoin (LIVE, unasked) or which says they ended
-        (EXITED), and answer as a launcher taken over would: the shells that rejoined.
-        Those not heard of in ``ORPHANS_WAIT`` are killed. None (no launcher started)
-        when no shell runs.
+        (EXITED), and answer as a launcher taken over would: the shells that rejoined,
+        and those still alive after ``ORPHANS_WAIT`` (a loaded or stopped shell may take
+        longer), which are resumed when they rejoin and killed if they have not within
+        the rejoin timeout. A shell found gone is killed (what its session left) at once.
+        None (no launcher started) when no shell runs.
         """
         self._orphans = await asyncio.to_thread(alive, self.journal)
         if not self._orphans:
@@ -229,12 +243,52 @@ class ExecService(Service):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._orphans_heard.wait(), ORPHANS_WAIT)
         unheard, self._orphans = self._orphans, set()
-        if unheard:
-            log.error("job shells %s did not rejoin: killed", sorted(unheard))
-            await asyncio.to_thread(kill_recorded, self.journal, unheard)
+        # pid and start time again: only shells known to be gone are given up now
+        self._late = unheard & await asyncio.to_thread(alive, self.journal) if unheard else set()
+        gone = unheard - self._late
+        if gone:
+            log.error("job shells %s are gone and did not rejoin: killed", sorted(gone))
+            await asyncio.to_thread(kill_recorded, self.journal, gone)
+        if self._late:
+            wait = max(self.rejoin_timeout - ORPHANS_WAIT, 0.0)
+            log.warning(
+                "job shells %s run but have not rejoined: waiting %g s more",
+                sorted(self._late),
+                wait,
+            )
+            self.broker.loop.call_later(wait, lambda: self.track(self._too_late()))
         survivors = Survivors(b"")
-        survivors.running = self._rejoined_early - (self._ended_early or {}).keys() - unheard
+        survivors.running = self._rejoined_early - (self._ended_early or {}).keys() - gone
+        survivors.running |= self._late
         return survivors
+
+    async def _too_late(self) -> None:
+        """Kill the shells that ran but did not rejoin within the rejoin timeout; the
+        launcher says they ended, which ends their jobs."""
+        late, self._late = self._late, set()
+        if late and not self.stopping:
+            log.error("job shells %s did not rejoin: killed", sorted(late))
+            await asyncio.to_thread(kill_recorded, self.journal, late)
+
+    def journal_asked(self, key: int) -> None:
+        """Journal ``Q key`` before this broker's launcher is asked for the shell: a restart
+        whose launcher is gone then knows the job was given to no shell if no ``P`` follows.
+
+        Through a descriptor kept open, opened again once the launcher has compacted the
+        journal into a new file (a stat a job); a line that fails is only logged.
+        """
+        try:
+            ino = os.stat(self.journal).st_ino
+            if ino != self._journal_ino or self._journal_fd < 0:
+                if self._journal_fd >= 0:
+                    os.close(self._journal_fd)
+                    self._journal_fd = -1
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+                self._journal_fd = os.open(self.journal, flags)
+                self._journal_ino = os.fstat(self._journal_fd).st_ino
+            os.write(self._journal_fd, journal_asked_line(key))
+        except OSError as exc:  # no journal yet (no launcher has started): nothing to add to
+            log.debug("journal: %s", exc)
 
     def _orphan_heard(self, key: int) -> None:
         """A shell ``_adopt_orphans`` waits for has rejoined or ended."""
@@ -368,8 +422,8 @@ class ExecService(Service):
         journal is read before the new launcher, which appends to it, starts;
         it is short (the launcher compacts it), and a launcher seldom dies.
         """
-        recorded = live(self.journal)
-        for key in sorted(self.rejoining - recorded.keys()):
+        recorded = {key for key, entry in live(self.journal).items() if entry[0]}  # not Q
+        for key in sorted(self.rejoining - recorded):
             self.rejoining.discard(key)
             job = self.jobs.get(wire.key_job(key))
             if job is not None and isinstance(job.impl, ShellRun):
@@ -389,7 +443,9 @@ class ExecService(Service):
                 self._rejoined_early.add(key)
                 self._orphan_heard(key)
                 continue
+            self._late.discard(key)
             if key in self.leftovers:  # its start request, to come, resumes it
+                self.leftovers[key].late = False
                 continue
             jobid, rank = wire.key_job(key), wire.key_rank(key)
             job = self.jobs.get(jobid)

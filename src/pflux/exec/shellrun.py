@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from pflux.exec.leftovers import Leftover
     from pflux.protocol.exec import StdinRequest
 
-__all__ = ["ACK_STEP", "RESUME_KEY", "ShellPart", "ShellRun"]
+__all__ = ["ACK_STEP", "RESUME_KEY", "UNSTARTED_NOTE", "ShellPart", "ShellRun"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -91,6 +91,7 @@ STDIN: Final = "job-exec.stdin"
 REPLAY_CHUNK: Final = 1 << 20  # spool bytes replayed per commit
 LOST_NOTE: Final = "job shell and tasks not found when the instance restarted"
 DIED_NOTE: Final = "job shell died while the instance was down"
+UNSTARTED_NOTE: Final = "job shell never started the job before the instance restarted"
 REJOIN_WAIT: Final = 60.0  # seconds a restarted job-exec waits for a rank's shells (quorum's)
 _STREAM_NAMES: Final = {wire.STDOUT: "stdout", wire.STDERR: "stderr"}
 
@@ -245,10 +246,12 @@ class ShellRun:
     def _launch(self, planned: Plan) -> None:
         self._create(planned)
         self.job.started = True
-        send = self.service.send_launcher
+        service = self.service
         for shell, (rank, description) in zip(self.shells, planned.shells, strict=True):
             shell.live = True
-            send(rank, wire.record(wire.SPAWN, shell.key, description))
+            if not self._remote(rank):
+                service.journal_asked(shell.key)
+            service.send_launcher(rank, wire.record(wire.SPAWN, shell.key, description))
 
     def _create(self, planned: Plan) -> None:
         """The guest namespace and its first keys."""
@@ -289,11 +292,26 @@ class ShellRun:
             self._conclude(events or [])
         elif events is None and not leftovers and not job.reattach:  # it never ran
             self._launch(planned)
+        elif self._never_started(leftovers, names):
+            log.info("job %s: its shells never started it: starting it again", JobID(job.id))
+            self._launch(planned)
         elif events is None and not leftovers:  # it started, and nothing is left of it
             self.concluded = True
             job.fatal(LOST_NOTE)
         else:
             await self._go_on(leftovers, planned, events is not None, "shell.start" in names)
+
+    def _never_started(self, leftovers: Mapping[int, Leftover], names: list[str]) -> bool:
+        """Whether none of the job's tasks can have run, nor ever will: each of its shells
+        was given the job and ended before it recorded itself, and neither the job manager
+        (``reattach``) nor the exec.eventlog has heard of a start."""
+        if self.job.reattach or "shell.start" in names:
+            return False
+        shells = self.shells
+        return len(leftovers) == len(shells) and all(
+            (leftover := leftovers.get(shell.rank)) is not None and leftover.unstarted
+            for shell in shells
+        )
 
     async def _recover(self) -> list[Any] | None:
         """The job's exec.eventlog, having restored where the earlier job-exec stood."""
@@ -326,14 +344,17 @@ class ShellRun:
                 if leftover is not None:
                     self._let_go(shell, leftover)
                 continue
-            if leftover is not None and leftover.running:
+            if leftover is not None and leftover.late:  # resumed once it rejoins
+                shell.live = True
+            elif leftover is not None and leftover.running:
                 self._reattach(shell)
             elif shell.spool is not None:
                 await self._replay(shell)
             elif leftover is None and self._remote(shell.rank):
                 self._await_rank(shell)
             if not (shell.exited or shell.live or shell.awaiting or job.finalizing or self.exited):
-                self._lost(shell, leftover.died if leftover is not None else None)
+                died = leftover.died if leftover is not None else None
+                self._lost(shell, died, unstarted=leftover is not None and leftover.unstarted)
 
     def _reattach(self, shell: ShellPart) -> None:
         """The shell runs: it sends its records again from the first not applied."""
@@ -501,9 +522,13 @@ class ShellRun:
         if not (shell.exited or self.job.finalizing or self.exited):
             self._lost(shell, None)
 
-    def _lost(self, shell: ShellPart, status: int | None) -> None:
-        """The shell is gone and said nothing more: it died, or nothing of it is left."""
-        if status is None:
+    def _lost(self, shell: ShellPart, status: int | None, *, unstarted: bool = False) -> None:
+        """The shell is gone and said nothing more: it died, or nothing of it is left, or
+        (``unstarted``) it ended before it started the job's tasks."""
+        if unstarted:
+            self.job.fatal(UNSTARTED_NOTE)
+            self._shell_ended(shell, 1 << 8)
+        elif status is None:
             self.job.fatal(LOST_NOTE)
             self._shell_ended(shell, 1 << 8)
         elif os.WIFSIGNALED(status):

@@ -66,7 +66,9 @@ the offsets ACK and RESUME name):
 
 The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
 died, or never ran: then ``-1`` and a reason, or it ended before a new
-job-exec resumed it: ``-2``, its records are in its spool); ``L`` LIVE, the answer to
+job-exec resumed it: ``-2``, its records are in its spool; ``-3`` and a reason: a
+shell given the job by a launcher that died ended before it recorded itself, so
+none of the job's tasks ran); ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when
@@ -102,6 +104,7 @@ __all__ = [
     "EXCEPTION",
     "EXITED",
     "EXITED_SPOOLED",
+    "EXITED_UNSTARTED",
     "FENCE",
     "HEADER",
     "INPUT",
@@ -164,6 +167,7 @@ INPUT_EOF: Final = b"e"
 LAUNCHER_DIED: Final = "job shell launcher died"
 ALL_RECORDS: Final = 1 << 62  # ACK's or RESUME's offset past any record: forget everything
 EXITED_SPOOLED: Final = -2  # EXITED's status for a shell that ended into its spool
+EXITED_UNSTARTED: Final = -3  # EXITED's status for a shell that ended before the job started
 
 Record = tuple[bytes, int, bytes]  # (kind, shell key, payload)
 

@@ -24,7 +24,10 @@ def test_a_start_without_its_end_is_live(tmp_path: Path) -> None:
         + journal.end_lines([1])
         + b"S 3 garbage\nnonsense\n\nE x\nS 4 400 7 b"  # damage, and a partial last line
     )
-    assert journal.live(str(path)) == {2: (200, 6, BOOT.decode()), 4: (400, 7, "b")}
+    assert journal.live(str(path)) == {
+        2: (200, 6, BOOT.decode(), False),
+        4: (400, 7, "b", False),
+    }
     assert journal.live(str(tmp_path / "none")) == {}
 
 
@@ -75,7 +78,7 @@ def test_killing_some_jobs_records_their_end(tmp_path: Path) -> None:
     path = tmp_path / "journal"
     path.write_bytes(journal.start_line(1, 1 << 22, 0, b"gone") + journal.start_line(2, 1, 0, b"x"))
     assert journal.kill_recorded(str(path), [1, 3]) == ([1], [])
-    assert journal.live(str(path)) == {2: (1, 0, "x")}
+    assert journal.live(str(path)) == {2: (1, 0, "x", False)}
 
 
 def test_compact_keeps_the_live_shells_on_the_same_descriptor(tmp_path: Path) -> None:
@@ -87,9 +90,71 @@ def test_compact_keeps_the_live_shells_on_the_same_descriptor(tmp_path: Path) ->
         me = os.getpid()  # alive, and not recorded yet: its line comes from /proc
         journal.compact(str(path), fd, {2: 22, 3: me, 4: 1 << 22})
         entries = journal.live(str(path))
-        assert entries[2] == (22, 6, BOOT.decode())
+        assert entries[2] == (22, 6, BOOT.decode(), False)
         assert set(entries) == {2, 3}
         os.write(fd, journal.end_lines([2]))  # the descriptor now writes the new file
         assert set(journal.live(str(path))) == {3}
     finally:
         os.close(fd)
+
+
+def test_a_job_given_to_a_shell_is_live_until_the_shell_records_itself_or_ends(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal"
+    path.write_bytes(journal.given_line(1, 100, 5, BOOT) + journal.given_line(2, 200, 6, BOOT))
+    assert journal.live(str(path)) == {
+        1: (100, 5, BOOT.decode(), True),
+        2: (200, 6, BOOT.decode(), True),
+    }
+    with open(path, "ab") as f:
+        f.write(journal.start_line(1, 100, 7, BOOT) + journal.end_lines([2]))
+    assert journal.live(str(path)) == {1: (100, 7, BOOT.decode(), False)}
+
+
+def test_a_shell_given_a_job_runs_while_its_process_lives_session_or_not(tmp_path: Path) -> None:
+    """The spare may not lead its session yet; a reused pid, started since, is not it."""
+    spare = subprocess.Popen(["sleep", "100"])  # not a session leader
+    try:
+        when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        path = tmp_path / "journal"
+        path.write_bytes(journal.given_line(5, spare.pid, when, BOOT))
+        assert journal.alive(str(path)) == {5}
+        entry = journal.live(str(path))[5]
+        assert not journal.runs((*entry[:3], False))  # an S line needs its session
+        assert not journal.runs((spare.pid, 0, BOOT.decode(), True))  # started after the line
+        assert journal.kill_recorded(str(path), [5]) == ([5], [])
+        assert spare.wait(timeout=5) == -9
+        assert journal.alive(str(path)) == set()
+    finally:
+        spare.kill()
+        spare.wait()
+
+
+def test_compact_keeps_a_job_given_and_not_recorded_as_started(tmp_path: Path) -> None:
+    """Its shell may record itself in the old file, which nobody reads again."""
+    path = tmp_path / "journal"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, journal.given_line(1, 11, 5, BOOT) + journal.end_lines([9]) * 1000)
+        journal.compact(str(path), fd, {1: 11})
+        assert journal.live(str(path)) == {1: (11, 5, BOOT.decode(), False)}
+    finally:
+        os.close(fd)
+
+
+def test_a_job_asked_for_is_live_with_no_process_until_a_shell_is_given_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal"
+    path.write_bytes(journal.asked_line(1) + journal.asked_line(2) + journal.asked_line(3))
+    assert journal.live(str(path)) == {k: (0, 0, "", True) for k in (1, 2, 3)}
+    assert journal.alive(str(path)) == set()
+    with open(path, "ab") as f:
+        f.write(journal.given_line(1, 100, 5, BOOT) + journal.start_line(2, 200, 6, BOOT))
+        f.write(journal.asked_line(2) + journal.end_lines([3]))  # not over a shell's line
+    assert journal.live(str(path)) == {
+        1: (100, 5, BOOT.decode(), True),
+        2: (200, 6, BOOT.decode(), False),
+    }
+    assert journal.kill_recorded(str(path), [1, 2]) == ([1, 2], [])

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pflux.exec import journal, wire
-from pflux.exec.launcher import REJOIN_TIMEOUT, SPARES_KEPT
+from pflux.exec.launcher import REJOIN_TIMEOUT, SPARES_KEPT, STOP_AT_SPAWN
 from pflux.exec.service import LAUNCHER_RESTARTS
 from pflux.shell.acklog import DATAGRAM
 from pflux.shell.job import WINDOW
@@ -378,6 +378,55 @@ def test_a_shell_that_dies_before_it_rejoins_is_reported(tmp_path: Path) -> None
         assert (kind, jobid) == (wire.EXITED, JOB)
         assert why.startswith(b"-1 job shell ended without its status")
         assert pidfd_wait([task], 10) == []  # what it left is killed
+    finally:
+        launcher.close()
+    assert journal.live(str(launcher.journal)) == {}
+
+
+def test_a_job_is_journalled_as_given_before_its_shell_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stopped = tmp_path / "stopped"
+    os.mkfifo(stopped)
+    monkeypatch.setenv(STOP_AT_SPAWN, str(stopped))
+    launcher = Launcher(tmp_path)
+    try:
+        launcher.send(wire.SPAWN, launcher.job(["true"]))
+        fd = os.open(stopped, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert select.select([fd], [], [], 20)[0], "the launcher did not stop at the spawn"
+            assert os.read(fd, 100) == b"%d\n" % JOB
+        finally:
+            os.close(fd)
+        _, status = os.waitpid(launcher.proc.pid, os.WUNTRACED)  # once it has stopped
+        assert os.WIFSTOPPED(status)
+        [(pid, _, _, given)] = journal.live(str(launcher.journal)).values()
+        assert given
+        assert pid in children(launcher.proc.pid)  # a spare, which has no job yet
+        assert not children(pid)
+        os.kill(launcher.proc.pid, signal.SIGCONT)
+        assert launcher.until(wire.EXITED)[-1][2] == b"0"
+    finally:
+        os.kill(launcher.proc.pid, signal.SIGCONT)
+        launcher.close()
+    assert journal.live(str(launcher.journal)) == {}
+
+
+def test_a_shell_given_a_job_that_ended_before_recording_itself_never_started_it(
+    tmp_path: Path,
+) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+    launcher_journal = tmp_path / "journal"
+    launcher_journal.write_bytes(
+        journal.given_line(JOB, gone.pid, when, journal.boot_id().encode())
+    )
+    launcher = Launcher(tmp_path, listening=True)
+    try:
+        [(kind, jobid, why)] = launcher.until(wire.EXITED)
+        assert (kind, jobid) == (wire.EXITED, JOB)
+        assert why.startswith(b"%d " % wire.EXITED_UNSTARTED)
     finally:
         launcher.close()
     assert journal.live(str(launcher.journal)) == {}
