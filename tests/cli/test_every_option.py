@@ -858,6 +858,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "update --verbose": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "update --wait": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "getattr --uri": URI,
+    "setattr --uri": URI,
     "lsattr --values": ("tests/e2e/test_discovery.py::test_lsattr",),
     "lsattr --uri": URI,
     "uptime --uri": URI,

@@ -72,6 +72,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "queue idle": ("queue", "idle"),
     "update": ("update", "1", "duration=1m"),
     "getattr": ("getattr", "size"),
+    "setattr": ("setattr", "log-ring-size", "1024"),
     "lsattr": ("lsattr",),
     "uptime": ("uptime",),
     "dmesg": ("dmesg",),
