@@ -90,6 +90,7 @@ _SUBMODULES = frozenset(
         "submit",
         "timeleft",
         "wait",
+        "watcher",
     )
 )
 
