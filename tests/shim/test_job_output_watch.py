@@ -39,7 +39,7 @@ def test_output_watchers_and_job_kvs(instance: LiveInstance) -> None:
                     seen.append(event.data)
             flux.job.output_event_watch_async(h, jobid).then(cb)
             h.reactor_run()
-            print(seen)
+            print(sorted("".join(seen).splitlines()))
             held = submit(h, JobspecV1.from_command(["true"]), urgency=0)
             flux.job.cancel(h, held, "no")
             try:
@@ -66,7 +66,7 @@ def test_output_watchers_and_job_kvs(instance: LiveInstance) -> None:
         "['0: a', '0: b']",
         "0: c",
         "['a\\n', 'b\\n']",
-        "['a\\n', 'b\\n', 'c\\n']",
+        "['a', 'b', 'c']",
         "5 True",
         "2 True",
         "['R', 'eventlog', 'jobspec']",
