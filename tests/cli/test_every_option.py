@@ -985,6 +985,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "job stats --uri": URI,
     "job timeleft --uri": URI,
+    "job hostpids --uri": URI,
+    "job hostpids --delimiter": ("tests/cli/test_job_hostpids.py::test_hostpids_names_each_task",),
+    "job hostpids --ranks": ("tests/cli/test_job_hostpids.py::test_hostpids_names_each_task",),
+    "job hostpids --timeout": ("tests/cli/test_job_hostpids.py::test_hostpids_errors",),
     "job timeleft --human": (
         "tests/cli/test_job_timeleft.py::test_a_job_reads_its_own_time_left",
         "tests/cli/test_job_timeleft.py::test_the_instance_has_no_limit",

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "job raiseall": ("job", "raiseall", "test"),
     "job killall": ("job", "killall"),
     "job taskmap": ("job", "taskmap", "1"),
+    "job hostpids": ("job", "hostpids", "1"),
     "watch": ("watch", "1"),
     "kvs get": ("kvs", "get", "a"),
     "kvs put": ("kvs", "put", "a=1"),

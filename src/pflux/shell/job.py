@@ -187,7 +187,10 @@ class Shell:
             self._emit(wire.EXCEPTION, exc.note.encode())
             hold = 0.0
         else:
-            self._emit(wire.STARTED, b"%r" % time.time())
+            # and where its tasks run, for flux job hostpids: HOST RANK:PID,RANK:PID...
+            where = ",".join(f"{rank}:{pid}" for pid, rank in self.ranks.items())
+            started = f"{time.time()!r} {self.host} {where}"
+            self._emit(wire.STARTED, started.encode())
             hold = time.monotonic() + START_HOLD
         sock = self.sock.fileno()
         self.poller.register(sock, _IN)
