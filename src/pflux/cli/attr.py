@@ -62,7 +62,7 @@ def setattr_main(argv: list[str]) -> int:
         from pflux.api import Client
 
         with Client(args.uri) as client:
-            client.handle.call("attr.set", {"name": args.name, "value": args.value})
+            client.set_attr(args.name, args.value)
 
     return base.run("setattr", body)
 

@@ -63,7 +63,7 @@ def _hostpids(args: argparse.Namespace) -> None:
                     break
             else:
                 raise PfluxError(f"hostpids: job {text} is inactive")
-            found = client.handle.call("job-exec.hostpids", {"id": int(jobid)})["hostpids"]
+            found = client.hostpids(jobid)
         except RPCError as exc:
             if exc.errnum == errno.ETIMEDOUT:
                 raise PfluxError("hostpids: timeout waiting for shell.start event") from None
