@@ -692,6 +692,17 @@ class Client:
         attrs: dict[str, str] = self.handle.call("broker.attrs", {})["attrs"]
         return attrs
 
+    def set_attr(self, name: str, value: str) -> None:
+        """Change an instance attribute the broker lets change at run time (the log's:
+        ``log-stderr-level``, ``log-ring-size``); RPCError says why not otherwise."""
+        self.handle.call("attr.set", {"name": name, "value": value})
+
+    def hostpids(self, jobid: int) -> list[str]:
+        """``host:pid`` of each task of a running job, in task rank order (ENOENT: the
+        job is not running or none of its task processes is known)."""
+        found: list[str] = self.handle.call("job-exec.hostpids", {"id": int(jobid)})["hostpids"]
+        return found
+
     def rexec(
         self,
         ranks: Sequence[int],
@@ -1364,6 +1375,16 @@ class AsyncClient:
         """As ``Client.attrs``."""
         attrs: dict[str, str] = (await self.handle.call("broker.attrs", {}))["attrs"]
         return attrs
+
+    async def set_attr(self, name: str, value: str) -> None:
+        """As ``Client.set_attr``."""
+        await self.handle.call("attr.set", {"name": name, "value": value})
+
+    async def hostpids(self, jobid: int) -> list[str]:
+        """As ``Client.hostpids``."""
+        reply = await self.handle.call("job-exec.hostpids", {"id": int(jobid)})
+        found: list[str] = reply["hostpids"]
+        return found
 
     async def rexec(
         self,

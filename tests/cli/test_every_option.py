@@ -921,6 +921,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "update --verbose": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "update --wait": ("tests/e2e/test_update.py::test_pending_jobs_take_a_duration_update",),
     "getattr --uri": URI,
+    "setattr --uri": URI,
     "lsattr --values": ("tests/e2e/test_discovery.py::test_lsattr",),
     "lsattr --uri": URI,
     "uptime --uri": URI,
@@ -1047,6 +1048,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "job stats --uri": URI,
     "job timeleft --uri": URI,
+    "job hostpids --uri": URI,
+    "job hostpids --delimiter": ("tests/cli/test_job_hostpids.py::test_hostpids_names_each_task",),
+    "job hostpids --ranks": ("tests/cli/test_job_hostpids.py::test_hostpids_names_each_task",),
+    "job hostpids --timeout": ("tests/cli/test_job_hostpids.py::test_hostpids_errors",),
     "job timeleft --human": (
         "tests/cli/test_job_timeleft.py::test_a_job_reads_its_own_time_left",
         "tests/cli/test_job_timeleft.py::test_the_instance_has_no_limit",

@@ -50,9 +50,16 @@ def test_output_and_error_templates(uri: str, client: Client, tmp_path: Path) ->
         "echo to-out; echo to-err >&2",
     )
     assert run.returncode == 0, run.stderr
-    assert (run.stdout, run.stderr) == ("", "")
     [path] = tmp_path.glob("out.*")
     jobid = JobID.parse(path.name.split(".")[1])
+    # run tells where each stream went, as flux run does
+    assert (run.stdout, run.stderr.splitlines()) == (
+        "",
+        [
+            f"0: stdout redirected to {path}",
+            f"0: stderr redirected to {tmp_path}/err.{int(jobid)}.1",
+        ],
+    )
     assert path.name == f"out.{jobid.f58}.myjob.0"
     assert path.read_text() == "to-out\n"
     assert (tmp_path / f"err.{int(jobid)}.1").read_text() == "to-err\n"

@@ -46,6 +46,8 @@ CASES = [
         ["--setattr=user.x=1", "--setattr=foo=bar", "-S", ".user.y=2"],
         {"attributes": {"user.x": 1, "foo": "bar", ".user.y": 2}},
     ),
+    (["--requires=rank:0"], {"requires": "rank:0"}),
+    (["--requires=a,b", "--requires=-c host:x"], {"requires": ["a,b", "-c host:x"]}),
 ]
 
 
@@ -73,12 +75,16 @@ def test_from_submit_builds_what_submit_dry_run_does(tmp_path: object) -> None:
     ("call", "message"),
     [
         (
-            'from_submit(["a"], requires=["host:x"])',
-            "ValueError requires: not supported by pflux's flux package yet",
+            'from_submit(["a"], requires=["a|"])',
+            "ValueError --requires='a|': Unexpected end of input in 'a|'",
         ),
         (
-            'from_submit(["a"], add_file=["f"])',
-            "ValueError add_file: not supported by pflux's flux package yet",
+            'from_submit(["a"], add_file=["/nonexistent/f"])',
+            "ValueError --add-file=/nonexistent/f: [Errno 2] No such file or directory",
+        ),
+        (
+            'from_submit(["a"], add_file=["two\\nlines"])',
+            "ValueError --add-file: file name missing",
         ),
         (
             'from_submit(["a"], amd_gpumode="TPX")',
@@ -175,3 +181,26 @@ def test_from_batch_and_from_alloc(instance: LiveInstance, tmp_path: Path) -> No
         "ValueError bg: not supported by pflux (alloc has no --bg)",
     ]
     assert (tmp_path / "out.txt").read_text() == "wrapped\n"
+
+
+def test_add_file_carries_text_and_local_files(instance: LiveInstance, tmp_path: Path) -> None:
+    local = tmp_path / "conf.txt"
+    local.write_text("from a file\n")
+    code = f"""
+        import flux, flux.job
+        from flux.job import JobspecV1
+        spec = JobspecV1.from_submit(
+            ["sh", "-c", "cat $FLUX_JOB_TMPDIR/notes $FLUX_JOB_TMPDIR/conf.txt"],
+            add_file=["notes=inline\\ntext\\n", {str(local)!r}],
+        )
+        print(sorted(spec.jobspec["attributes"]["system"]["files"]))
+        h = flux.Flux()
+        jobid = flux.job.submit(h, spec)
+        print(flux.job.job_output(h, jobid).stdout.splitlines())
+        """
+    proc = run_flux(dedent(code), instance.uri)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "['conf.txt', 'notes']",
+        "['inline', 'text', 'from a file']",
+    ]

@@ -1,6 +1,8 @@
-"""``pflux getattr NAME`` and ``pflux lsattr [-v]``: the instance's attributes (flux's).
+"""``pflux getattr NAME``, ``pflux setattr NAME VALUE`` and ``pflux lsattr [-v]``:
+the instance's attributes (flux's).
 
-Attributes are read-only here: an instance's are fixed when it starts.
+Most attributes are fixed when the instance starts; ``setattr`` changes those the
+broker's ``attr.set`` allows (the log's) and prints the broker's refusal otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +15,14 @@ from pflux.cli import base
 def getattr_parser() -> argparse.ArgumentParser:
     p = base.parser("getattr", "Print the value of an instance attribute.")
     p.add_argument("name", metavar="NAME")
+    p.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
+    return p
+
+
+def setattr_parser() -> argparse.ArgumentParser:
+    p = base.parser("setattr", "Set an instance attribute.")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("value", metavar="VALUE")
     p.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     return p
 
@@ -43,6 +53,18 @@ def getattr_main(argv: list[str]) -> int:
         print(attrs[args.name])
 
     return base.run("getattr", body)
+
+
+def setattr_main(argv: list[str]) -> int:
+    args = setattr_parser().parse_args(argv)
+
+    def body() -> None:
+        from pflux.api import Client
+
+        with Client(args.uri) as client:
+            client.set_attr(args.name, args.value)
+
+    return base.run("setattr", body)
 
 
 def lsattr_main(argv: list[str]) -> int:

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "killall": "job_killall",
     "taskmap": "job_taskmap",
     "namespace": "job_namespace",
+    "hostpids": "job_hostpids",
 }
 
 USAGE = """\
@@ -55,6 +56,7 @@ subcommands:
   killall    send a signal to all of a user's running jobs
   taskmap    print or question a job's RFC 34 task map
   namespace  print the KVS namespace of each job
+  hostpids   print host:pid of each task of a running job
 """
 
 

@@ -281,6 +281,16 @@ class _Attach:
         if event.name == "log":
             self._log(event.timestamp, context)
             return
+        if event.name == "redirect":
+            # where a stream went instead, as flux job attach tells it
+            out.flush()
+            path = context.get("path")
+            where = f" to {path}" if isinstance(path, str) else ""
+            line = (
+                f"{context.get('rank', '0')}: {context.get('stream', 'stdout')} redirected{where}"
+            )
+            sys.stderr.write(f"{printable(line)}\n")
+            return
         if event.name != "data" or not isinstance(data, str):
             return
         stream = sys.stderr if context.get("stream") == "stderr" else out

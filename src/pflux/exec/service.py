@@ -61,6 +61,7 @@ from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
     ExecExpirationRequest,
+    HostpidsRequest,
     KeepResponse,
     KillRequest,
     OverrideRequest,
@@ -582,6 +583,16 @@ class ExecService(Service):
         if not isinstance(job.impl, ShellRun):
             raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: takes no input")
         job.impl.stdin(req, request)
+
+    @method("hostpids")
+    def hostpids(self, req: Request) -> None:
+        """Where a running job's tasks run (``flux job hostpids``): ``host:pid`` each."""
+        request = decode(req.topic, req.payload, HostpidsRequest)
+        job = self._lookup(req, request.id)
+        found = job.impl.hostpids() if isinstance(job.impl, ShellRun) else []
+        if not found:
+            raise RPCError(errno.ENOENT, f"job {JobID(job.id)}: no task processes known")
+        req.respond({"hostpids": found})
 
     @method("winsize")
     def winsize(self, req: Request) -> None:

@@ -112,6 +112,7 @@ class ShellPart:
         "started",
         "status",
         "tasks",
+        "where",
     )
 
     def __init__(self, jobid: int, rank: int, tasks: frozenset[int] | None) -> None:
@@ -122,6 +123,7 @@ class ShellPart:
         self.acked = 0  # the offset last acknowledged to it
         self.live = False  # it runs, and will send records
         self.started = False  # it said STARTED
+        self.where = b""  # what STARTED said of its tasks: HOST RANK:PID,RANK:PID...
         self.exited = False  # its status is known (or it was lost)
         self.status = 0  # its wait status
         self.spool: str | None = None  # its spool file, if it may have one
@@ -580,6 +582,16 @@ class ShellRun:
             if shell.live and not shell.exited:
                 send(shell.rank, wire.record(kind, shell.key, payload))
 
+    def hostpids(self) -> list[str]:
+        """``host:pid`` of each task, in task rank order, as its shell said at STARTED."""
+        found: dict[int, str] = {}
+        for shell in self.shells:
+            host, _, tasks = shell.where.decode(errors="replace").partition(" ")
+            for task in filter(None, tasks.split(",")):
+                rank, _, pid = task.partition(":")
+                found[int(rank)] = f"{host}:{pid}"
+        return [found[rank] for rank in sorted(found)]
+
     # --- the shells' records ------------------------------------------------------------
 
     def on_record(self, shell: ShellPart, kind: bytes, payload: bytes) -> None:
@@ -593,7 +605,8 @@ class ShellRun:
             self._eof(_STREAM_NAMES[payload[:1]], int.from_bytes(payload[1:5], "big"))
             self._output()
         elif kind == wire.STARTED:
-            self._started(shell, float(payload) if payload else 0.0)
+            when, _, shell.where = payload.partition(b" ")
+            self._started(shell, float(when) if when else 0.0)
         elif kind == wire.EXCEPTION:
             self.job.raise_exception("exec", 0, payload.decode(errors="replace"))
         elif kind == wire.LOG:

@@ -49,8 +49,9 @@ A shell to job-exec (the bytes of these records, counted from the first, are
 the offsets ACK and RESUME name):
 
 - ``s`` STARTED: the tasks are running since the time in the payload
-  (seconds since the epoch), or their launch failed, which an EXCEPTION
-  record follows;
+  (seconds since the epoch), followed by a space, the shell's host, a space
+  and ``RANK:PID`` of each task, comma-separated; or their launch failed (the
+  time alone), which an EXCEPTION record follows;
 - ``x`` EXCEPTION: a fatal ``exec`` exception; the payload is its note;
 - ``l`` LOG: a line for the job's output eventlog's shell log: its level
   (decimal, flux-core's shell levels) and its message, space-separated;

@@ -151,6 +151,15 @@ DATA: dict[ExecResponse, type[StartData | ExceptionData | FinishData | ReleaseDa
 WinsizeDim = Annotated[int, Meta(ge=1, le=65535)]
 
 
+class HostpidsRequest(Struct, frozen=True):
+    """``job-exec.hostpids``: where a running job's tasks run, as ``host:pid``."""
+
+    id: JobId
+
+    def __post_init__(self) -> None:
+        _check_id(self.id)
+
+
 class WinsizeRequest(Struct, frozen=True):
     """``job-exec.winsize``: a running job's ptys' new size (``pflux run -o pty.interactive``)."""
 

@@ -55,6 +55,7 @@ REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be qu
 REJOIN_RETRY: Final = 0.5  # seconds between tries to reach a restarted instance's exec/sock
 SPOOLED: Final = 3  # the exit code of a shell that left its last records in its spool
 _STREAMS: Final = (wire.STDOUT, wire.STDERR)
+LOG_FATAL: Final = 0  # flux-core's shell log level of a fatal error
 LOG_ERROR: Final = 3  # flux-core's shell log level of an error (syslog's)
 _IN: Final = select.POLLIN
 _OUT: Final = select.POLLOUT
@@ -184,10 +185,15 @@ class Shell:
             self.failure = exc.with_traceback(None)  # no cycle through this frame to leak
             self._kill_all(_signal.SIGKILL)
             self._emit(wire.STARTED, b"%r" % time.time())
+            # a fatal error: the shell's log says so before the exception, as flux's
+            self._emit(wire.LOG, b"%d %s" % (LOG_FATAL, exc.note.encode()))
             self._emit(wire.EXCEPTION, exc.note.encode())
             hold = 0.0
         else:
-            self._emit(wire.STARTED, b"%r" % time.time())
+            # and where its tasks run, for flux job hostpids: HOST RANK:PID,RANK:PID...
+            where = ",".join(f"{rank}:{pid}" for pid, rank in self.ranks.items())
+            started = f"{time.time()!r} {self.host} {where}"
+            self._emit(wire.STARTED, started.encode())
             hold = time.monotonic() + START_HOLD
         sock = self.sock.fileno()
         self.poller.register(sock, _IN)

@@ -102,8 +102,11 @@ def test_a_missing_command_raises_flux_cores_exception(live: Any) -> None:
         ("release", {"ranks": "all", "final": True}),
     ]
     events = output_events(live, stream.id)
-    assert [name for name, _ in events] == ["header", "data", "data"]
-    assert all(context.get("eof") for name, context in events[1:])
+    # the shell's log says it first, at FATAL, as flux-core's shell does
+    assert [name for name, _ in events] == ["header", "log", "data", "data"]
+    assert events[1][1]["level"] == 0
+    assert events[1][1]["message"].endswith("no-such-command-here: No such file or directory")
+    assert all(context.get("eof") for name, context in events[2:])
 
 
 def test_a_file_that_is_not_executable_is_permission_denied(live: Any, tmp_path: Path) -> None:

@@ -1142,7 +1142,8 @@ class JobspecV1(Jobspec):
         ``shell_options`` and ``attributes`` dicts (a bare key is ``system.``'s, a
         leading ``.`` the attributes' root), ``time_limit``. ``args`` (a namespace) gives
         values the keywords do not; ``prog`` names the command, whose plugins pflux
-        does not have. ``requires`` and ``add_file`` are refused (not built yet)."""
+        does not have. ``requires`` (RFC 35 queries, joined by AND) sets
+        ``system.constraints``; ``add_file`` (``[NAME=]ARG`` each) adds files."""
         from flux.job import _submitopts
 
         if kwargs:  # flux-core takes only its CLI plugins' options here: pflux has none

@@ -1,7 +1,8 @@
 """What ``JobspecV1.apply_options`` does with each of ``flux submit``'s options: the
 job's environment and resource limits from the submitter's by ``--env`` and
-``--rlimit`` rules, ``--signal``, ``--taskmap``, ``--dependency``, ``--time-limit``,
-shell options and attributes, as ``pflux submit`` builds them.
+``--rlimit`` rules, ``--signal``, ``--taskmap``, ``--dependency``, ``--requires``,
+``--time-limit``, shell options, attributes and ``--add-file``, as flux's commands
+build them.
 """
 
 from __future__ import annotations
@@ -229,9 +230,6 @@ def apply(jobspec: Jobspec, options: dict[str, Any], *, env_set: bool, rlimit_se
     for name in ("requires", "dependency", "env", "rlimit", "add_file"):
         if isinstance(options.get(name), str):
             options[name] = [options[name]]
-    for name in ("requires", "add_file"):
-        if options.get(name) is not None:
-            raise ValueError(f"{name}: not supported by pflux's flux package yet")
     _propagate(jobspec, options, env_set, rlimit_set)
     _shell(jobspec, options)
     if options.get("dependency") is not None:
@@ -240,7 +238,37 @@ def apply(jobspec: Jobspec, options: dict[str, Any], *, env_set: bool, rlimit_se
         except ValueError as exc:
             raise ValueError(f"--dependency: {exc}") from None
         jobspec.setattr("system.dependencies", dependencies)
+    if options.get("requires") is not None:
+        _requires(jobspec, options["requires"])
     if options.get("time_limit") is not None:
         jobspec.duration = _seconds(options["time_limit"], "--time-limit")
     for key, val in (options.get("attributes") or {}).items():
         jobspec.setattr(_attribute_key(key), val)
+    for arg in options.get("add_file") or ():
+        _add_file(jobspec, arg)
+
+
+def _requires(jobspec: Jobspec, requires: Sequence[str]) -> None:
+    """``--requires``, all joined by AND: RFC 31's ``system.constraints``."""
+    from flux.constraint.parser import ConstraintSyntaxError
+    from flux.job._utils import MiniConstraintParser
+
+    constraint = " ".join(requires)
+    try:
+        jobspec.setattr("system.constraints", MiniConstraintParser().parse(constraint))
+    except ConstraintSyntaxError as exc:
+        raise ValueError(f"--requires='{constraint}': {exc}") from None
+
+
+def _add_file(jobspec: Jobspec, arg: str) -> None:
+    """``--add-file=[NAME=]ARG``: ARG's text as NAME, or the local file ARG as its own
+    base name."""
+    name, _, data = arg.partition("=")
+    if not data:
+        if "\n" in name:
+            raise ValueError("--add-file: file name missing")
+        data, name = name, os.path.basename(name)
+    try:
+        jobspec.add_file(name, data)
+    except (TypeError, ValueError, OSError) as exc:
+        raise ValueError(f"--add-file={arg}: {exc}") from None

@@ -638,3 +638,12 @@ def job_fields_to_attrs(fields: Iterable[str]) -> set[str]:
         else:
             attrs.update(_FIELD_ATTRS[field])
     return attrs
+
+
+def __getattr__(name: str) -> Any:
+    """``JobInfoFormat``, loaded (with ``flux.util``) on first use."""
+    if name == "JobInfoFormat":
+        from flux.job._infoformat import JobInfoFormat
+
+        return JobInfoFormat
+    raise AttributeError(f"module 'flux.job.info' has no attribute {name!r}")

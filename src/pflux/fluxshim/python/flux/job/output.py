@@ -10,14 +10,16 @@ exception before the shell starts is raised as ``JobException``.
 from __future__ import annotations
 
 import base64
+import errno
 from typing import NamedTuple
 
 from flux.eventlog import EventLogEvent
+from flux.future import FutureExt
 from flux.job.JobID import JobID
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from typing import Any, Iterable, Iterator
 
     from flux.core.handle import Flux
 
@@ -272,3 +274,285 @@ def job_output(
     for event in event_watch(flux_handle, jobid, "guest.output"):
         _add(event, streams, taskset, labelio, log_stderr_level)
     return _joined(streams)
+
+
+class _Stream(FutureExt):
+    """A FutureExt fulfilled many times: each ``_emit`` queues one more result, and
+    ``fulfill``/``fulfill_error`` give the last."""
+
+    def _emit(self, value: Any) -> None:
+        self._fulfill(value)
+
+
+class JobOutputEventWatch(_Stream):
+    """The events of a job's output eventlog as they come (``output_event_watch_async``)."""
+
+    def __init__(
+        self, flux_handle: Flux, jobid: Any, labelio: bool = False, nowait: bool = False
+    ) -> None:
+        self.labelio = labelio
+        self.nowait = nowait
+        self.started = False  # the main eventlog's start event was seen
+        self.finished = False  # ... and its finish event
+        self.closed = False  # the output eventlog ended
+        super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
+
+    def get_event(self, autoreset: bool = True) -> EventLogEvent | None:
+        """The next output event (OutputEvent, LogEvent, ...), or None after the last."""
+        event = self.get()
+        if event is None:
+            return None
+        if autoreset:
+            self.reset()
+        return _parse_entry(event, labelio=self.labelio)
+
+    def _watch(self, jobid: JobID, eventlog: str, callback: Any, *args: Any) -> None:
+        from flux.job.event import event_watch_async
+
+        flux_handle = self.get_flux()
+        assert flux_handle is not None
+        event_watch_async(flux_handle, int(jobid), eventlog=eventlog).then(callback, *args)
+
+    def _watch_init(self, future: Any, jobid: JobID) -> None:
+        if self.nowait:
+            self._watch(jobid, "guest.output", self._watch_output)
+        else:
+            self._watch(jobid, "eventlog", self._wait_for_start, jobid)
+
+    def _wait_for_start(self, future: Any, jobid: JobID) -> None:
+        # errors are passed on, not raised: a callback's exception would stop the reactor
+        try:
+            event = future.get_event()
+        except OSError as exc:
+            text = f"job {jobid} not found" if exc.errno == errno.ENOENT else exc.strerror
+            self.fulfill_error(exc.errno or errno.EIO, text)
+            return
+        if event is None:
+            if not self.started:
+                self.fulfill_error(errno.EIO, f"job {jobid} never started")
+            return
+        if event.name == "exception":
+            self._emit(event)
+        elif event.name == "start":
+            self.started = True
+            self._watch(jobid, "guest.exec.eventlog", self._wait_for_shell_init)
+        elif event.name == "finish":
+            self.finished = True
+            future.cancel(stop=True)
+            if self.closed:
+                self.fulfill()
+
+    def _wait_for_shell_init(self, future: Any) -> None:
+        try:
+            event = future.get_event()
+        except OSError as exc:
+            self.fulfill_error(exc.errno or errno.EIO, exc.strerror)
+            return
+        if event is not None and event.name == "shell.init":
+            self._watch(JobID(future.jobid), "guest.output", self._watch_output)
+            future.cancel(stop=True)
+
+    def _watch_output(self, future: Any) -> None:
+        try:
+            event = future.get_event(autoreset=False)
+        except OSError as exc:
+            self.fulfill_error(exc.errno or errno.EIO, exc.strerror)
+            return
+        if event is None:
+            self.closed = True
+            # the end waits for the finish event, so that an exception before it is seen
+            if self.nowait or self.finished:
+                self.fulfill()
+            return
+        self._emit(event)
+        future.reset()
+
+
+class JobOutputWatch(_Stream):
+    """A job's output as ``(stream, data)`` chunks (``output_watch_async``)."""
+
+    def __init__(
+        self,
+        flux_handle: Flux,
+        jobid: Any,
+        labelio: bool = False,
+        log_stderr_level: int = LOG_TRACE,
+        nowait: bool = False,
+    ) -> None:
+        self.labelio = labelio
+        self.log_stderr_level = log_stderr_level
+        self.nowait = nowait
+        super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
+
+    def _watch_init(self, future: Any, jobid: JobID) -> None:
+        flux_handle = self.get_flux()
+        assert flux_handle is not None
+        JobOutputEventWatch(flux_handle, jobid, labelio=self.labelio, nowait=self.nowait).then(
+            self._on_event
+        )
+
+    def _on_event(self, future: JobOutputEventWatch) -> None:
+        try:
+            event = future.get_event()
+        except OSError as exc:
+            self.fulfill_error(exc.errno or errno.EIO, exc.strerror)
+            return
+        if event is None:
+            self._more = False
+            self._fulfill((None, None))
+        elif isinstance(event, OutputEvent):
+            if event.data is not None:
+                self._emit((event.stream, event.data))
+        elif isinstance(event, LogEvent):
+            stream = "log" if event.level > self.log_stderr_level else "stderr"
+            self._emit((stream, event.render() + "\n"))
+        elif isinstance(event, (RedirectEvent, JobExceptionEvent)):
+            self._emit(("stderr", event.render() + "\n"))
+
+    def get_output(self) -> tuple[str | None, str | None]:
+        """The next ``(stream, data)``: ``stdout``, ``stderr`` or ``log``; ``(None, None)``
+        once there is no more."""
+        result: tuple[str | None, str | None] = self.get()
+        self.reset()
+        return result
+
+
+class JobOutputWatchLines(_Stream):
+    """A job's output as ``(stream, line)`` (``output_watch_lines_async``)."""
+
+    def __init__(
+        self,
+        flux_handle: Flux,
+        jobid: Any,
+        labelio: bool = False,
+        log_stderr_level: int = LOG_TRACE,
+        nowait: bool = False,
+        keepends: bool = False,
+    ) -> None:
+        self.labelio = labelio
+        self.log_stderr_level = log_stderr_level
+        self.nowait = nowait
+        self.keepends = keepends
+        super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
+
+    def _watch_init(self, future: Any, jobid: JobID) -> None:
+        flux_handle = self.get_flux()
+        assert flux_handle is not None
+        JobOutputWatch(
+            flux_handle,
+            jobid,
+            labelio=self.labelio,
+            log_stderr_level=self.log_stderr_level,
+            nowait=self.nowait,
+        ).then(self._on_output)
+
+    def _on_output(self, future: JobOutputWatch) -> None:
+        try:
+            stream, data = future.get_output()
+        except OSError as exc:
+            self.fulfill_error(exc.errno or errno.EIO, exc.strerror)
+            return
+        if data is None:
+            self._more = False
+            self._fulfill((None, None))
+            return
+        for line in data.splitlines(keepends=self.keepends):
+            self._emit((stream, line))
+
+    def getline(self) -> tuple[str | None, str | None]:
+        """The next ``(stream, line)``; ``(None, None)`` once there is no more."""
+        result: tuple[str | None, str | None] = self.get()
+        self.reset()
+        return result
+
+
+def output_event_watch_async(
+    flux_handle: Flux, jobid: Any, labelio: bool = False, nowait: bool = False
+) -> JobOutputEventWatch:
+    """Watch a job's output events (``get_event()``); with ``nowait`` the output
+    eventlog is taken to exist already. A job that never started: EIO."""
+    return JobOutputEventWatch(flux_handle, jobid, labelio=labelio, nowait=nowait)
+
+
+def output_watch_async(
+    flux_handle: Flux,
+    jobid: Any,
+    labelio: bool = False,
+    log_stderr_level: int = LOG_TRACE,
+    nowait: bool = False,
+) -> JobOutputWatch:
+    """Watch a job's output as ``(stream, data)`` (``get_output()``); log messages above
+    ``log_stderr_level`` are the ``log`` stream, exceptions and redirects stderr."""
+    return JobOutputWatch(
+        flux_handle, jobid, labelio=labelio, log_stderr_level=log_stderr_level, nowait=nowait
+    )
+
+
+def output_watch_lines_async(
+    flux_handle: Flux,
+    jobid: Any,
+    labelio: bool = False,
+    log_stderr_level: int = LOG_TRACE,
+    nowait: bool = False,
+    keepends: bool = False,
+) -> JobOutputWatchLines:
+    """As ``output_watch_async``, a line at a time (``getline()``)."""
+    return JobOutputWatchLines(
+        flux_handle,
+        jobid,
+        labelio=labelio,
+        log_stderr_level=log_stderr_level,
+        nowait=nowait,
+        keepends=keepends,
+    )
+
+
+def output_event_watch(
+    flux_handle: Flux, jobid: Any, labelio: bool = False, nowait: bool = False
+) -> Iterator[EventLogEvent]:
+    """Yield each output event of a job until its output ends."""
+    watcher = output_event_watch_async(flux_handle, jobid, labelio=labelio, nowait=nowait)
+    event = watcher.get_event()
+    while event is not None:
+        yield event
+        event = watcher.get_event()
+
+
+def output_watch(
+    flux_handle: Flux,
+    jobid: Any,
+    labelio: bool = False,
+    log_stderr_level: int = LOG_TRACE,
+    nowait: bool = False,
+) -> Iterator[tuple[str, str]]:
+    """Yield ``(stream, data)`` for a job's output until it ends."""
+    watcher = output_watch_async(
+        flux_handle, jobid, labelio=labelio, log_stderr_level=log_stderr_level, nowait=nowait
+    )
+    stream, data = watcher.get_output()
+    while stream is not None and data is not None:
+        yield stream, data
+        stream, data = watcher.get_output()
+
+
+def output_watch_lines(
+    flux_handle: Flux,
+    jobid: Any,
+    labelio: bool = False,
+    log_stderr_level: int = LOG_TRACE,
+    nowait: bool = False,
+    keepends: bool = False,
+) -> Iterator[tuple[str, str]]:
+    """Yield ``(stream, line)`` for a job's output until it ends."""
+    watcher = output_watch_lines_async(
+        flux_handle,
+        jobid,
+        labelio=labelio,
+        log_stderr_level=log_stderr_level,
+        nowait=nowait,
+        keepends=keepends,
+    )
+    stream, line = watcher.getline()
+    while stream is not None and line is not None:
+        yield stream, line
+        stream, line = watcher.getline()
