@@ -234,3 +234,34 @@ def test_flux_kvs_loads_lazily(instance: LiveInstance) -> None:
         instance.uri,
     )
     assert proc.stdout.split() == ["False", "flux.kvs", "True"], proc.stderr
+
+
+def test_a_watched_key_gives_each_value_until_canceled(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import errno, flux, flux.kvs
+        h, writer = flux.Flux(), flux.Flux()
+        try:
+            flux.kvs.kvs_watch_async(h, "w.none").get()
+        except FileNotFoundError as exc:
+            print("missing", exc.errno == errno.ENOENT)
+        watch = flux.kvs.kvs_watch_async(h, "w.key", waitcreate=True, uniq=True)
+        for value in (1, 1, {"two": 2}, "three"):
+            flux.kvs.put(writer, "w.key", value)
+            flux.kvs.commit(writer)
+        print([watch.get() for _ in range(3)])
+        watch.cancel()
+        print(watch.get())
+        try:
+            flux.kvs.kvs_watch_async(h, "w.key", full=True)
+        except OSError as exc:
+            print(exc.errno == errno.EINVAL, exc.strerror)
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        "missing True",
+        "[1, {'two': 2}, 'three']",
+        "None",
+        "True kvs_watch_async: full: not supported by pflux's KVS",
+    ]

@@ -10,6 +10,8 @@ it in one ``kvs.commit``, atomically. Keys are normalized as flux-core's
 the primary namespace.
 
 A ``KVSDir`` reads its directory's listing once, when it is made.
+``kvs_watch_async`` follows a key: each ``get()`` of its future is the key's next
+value (one per commit that changes it), ``None`` once the watch is canceled.
 """
 
 from __future__ import annotations
@@ -19,8 +21,14 @@ import json
 import os
 from collections import abc
 
-from flux.constants import FLUX_KVS_NO_MERGE, FLUX_KVS_SYNC, FLUX_KVS_TXN_COMPACT
+from flux.constants import (
+    FLUX_KVS_NO_MERGE,
+    FLUX_KVS_SYNC,
+    FLUX_KVS_TXN_COMPACT,
+    FLUX_RPC_STREAMING,
+)
 from flux.future import Future
+from flux.rpc import RPC
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KVSDir",
     "KVSTxn",
+    "KVSWatchFuture",
     "commit",
     "commit_async",
     "dropcache",
@@ -42,6 +51,7 @@ __all__ = [
     "get_key_direct",
     "isdir",
     "join",
+    "kvs_watch_async",
     "namespace_create",
     "namespace_list",
     "namespace_remove",
@@ -471,3 +481,68 @@ def walk(
             raise ValueError("If directory is a key, flux_handle must be specified")
         directory = KVSDir(flux_handle, directory, namespace=namespace)
     return _inner_walk(directory, "", topdown, namespace)
+
+
+_UNSEEN = object()
+
+
+class KVSWatchFuture(RPC):
+    """A key followed (``kvs_watch_async``): ``get()`` is its current value, then
+    each new one; ``None`` once the watch has ended (``cancel``)."""
+
+    def __init__(
+        self, flux_handle: Flux, key: str, namespace: str | None, waitcreate: bool, uniq: bool
+    ) -> None:
+        payload = _payload(namespace, key=normalize_key(key), waitcreate=bool(waitcreate))
+        super().__init__(flux_handle, "kvs.watch", payload, flags=FLUX_RPC_STREAMING)
+        self.needs_cancel = True
+        self._uniq = bool(uniq)
+        self._last: Any = _UNSEEN
+
+    def get(self, autoreset: bool = True) -> Any:
+        """The next value (blocking until there is one); ``None`` once the watch ended.
+        The future is reset unless ``autoreset`` is False, so the next ``get()`` waits
+        for the value after this one."""
+        while True:
+            try:
+                self.wait_for()
+                value = _decode(self._result()["value"])
+            except OSError as exc:
+                if exc.errno == errno.ENODATA:
+                    self.needs_cancel = False
+                    return None
+                if exc.errno in _LOOKUP_ERRNOS:
+                    raise OSError(exc.errno, os.strerror(exc.errno)) from None
+                raise
+            repeated = self._uniq and value == self._last
+            self._last = value
+            if autoreset or repeated:
+                self.reset()
+            if not repeated:
+                return value
+
+    def cancel(self, stop: bool = False) -> None:
+        """End the watch: the KVS answers it with its end, which ``get()`` returns as
+        None; ``stop``: no callback runs for it any more."""
+        if self.needs_cancel:
+            self.flux_handle.rpc("kvs.watch-cancel", {"matchtag": self.get_matchtag()})
+            self.needs_cancel = False
+        if stop:
+            self.stop()
+
+
+def kvs_watch_async(
+    flux_handle: Flux,
+    key: str,
+    namespace: str | None = None,
+    waitcreate: bool = False,
+    uniq: bool = False,
+    full: bool = False,
+) -> KVSWatchFuture:
+    """Follow ``key``: a future whose ``get()`` is each of its values in turn
+    (``waitcreate``: wait for a key not there yet, else ENOENT; ``uniq``: a value the
+    same as the one before is skipped)."""
+    if full:
+        # pflux's KVS tells a watch of its key's own changes only
+        raise OSError(errno.EINVAL, "kvs_watch_async: full: not supported by pflux's KVS")
+    return KVSWatchFuture(flux_handle, key, namespace, waitcreate, uniq)
