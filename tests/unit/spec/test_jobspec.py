@@ -284,7 +284,12 @@ def applied(rule: Rule) -> dict[str, Any]:
     return doc
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[f"{r.where}={r.value!r}"[:60] for r in RULES])
+def _rule_id(rule: Rule) -> str:
+    value = "<deleted>" if rule.value is DELETE else repr(rule.value)
+    return f"{rule.where}={value}"[:60]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[_rule_id(r) for r in RULES])
 def test_rule(rule: Rule) -> None:
     assert problems_of(applied(rule)) == [(rule.at or rule.where, rule.message)]
 
