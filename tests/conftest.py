@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from pflux.api import Client
 from support.instance import LiveInstance
+
+# pytest-xdist's workers export LINES=24 and COLUMNS=80, which would override the size of
+# every terminal a test gives a command (and the width of what it prints elsewhere)
+for _name in ("LINES", "COLUMNS"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="module")
