@@ -18,6 +18,7 @@ __all__ = ["Flux", "constants", "core", "job", "kvs", "resource", "rpc", "uri"]
 
 _SUBMODULES = frozenset(
     (
+        "abc",
         "constants",
         "constraint",
         "core",

@@ -8,16 +8,15 @@ events carry R (the instance's, from ``sched.resource-status``) in ``R``.
 
 from __future__ import annotations
 
-import errno
 import json
-from collections import deque
 
+from flux.abc.journal import JournalConsumerBase
 from flux.constants import FLUX_RPC_STREAMING
 from flux.eventlog import EventLogEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any
 
     from flux.core.handle import Flux
     from flux.rpc import RPC
@@ -45,7 +44,7 @@ class ResourceJournalEvent(EventLogEvent):
         return " ".join([f"{self.timestamp:<0.5f}", self.name, self.context_string])
 
 
-class ResourceJournalConsumer:
+class ResourceJournalConsumer(JournalConsumerBase):
     """Resource events: ``start()``, then ``poll(timeout)`` or ``set_callback(cb)`` and
     ``reactor_run()``; ``stop()``, after which None is given once all is taken. Events
     no later than ``since`` are skipped."""
@@ -53,37 +52,20 @@ class ResourceJournalConsumer:
     def __init__(
         self, flux_handle: Flux, since: float = 0.0, include_sentinel: bool = False
     ) -> None:
-        self.handle = flux_handle
+        super().__init__(flux_handle)
         self.since = since
         self.include_sentinel = include_sentinel
-        self.backlog: deque[ResourceJournalEvent | None] = deque()
-        self.rpc: RPC | None = None
-        self.cb: Callable[..., Any] | None = None
-        self.cb_args: Any = ()
-        self.cb_kwargs: Any = {}
         self._partial = ""
         self._history = True
         self._last_ts = 0.0
 
-    def start(self) -> ResourceJournalConsumer:
-        """Send the request (again: the stream restarts from the first event)."""
-        self.stop()
+    def _request(self) -> RPC:
         self._partial, self._history = "", True
         payload = {"key": _KEY, "append": True, "waitcreate": True}
-        self.rpc = self.handle.rpc("kvs.watch", payload, 0, FLUX_RPC_STREAMING)
-        if self.cb is not None:
-            self.rpc.then(self._callback)
-        return self
+        return self.handle.rpc("kvs.watch", payload, 0, FLUX_RPC_STREAMING)
 
-    def stop(self) -> None:
-        """End the stream: events already received are still given, then None."""
-        rpc = self.rpc
-        if rpc is None or not rpc._more:
-            return
-        self.handle._rpcs.pop(rpc._matchtag, None)
-        rpc._more = False
-        rpc._fulfill_error(errno.ENODATA, None)
-        self.handle.rpc("kvs.watch-cancel", {"matchtag": rpc._matchtag}, 0)
+    def _cancel(self, matchtag: int) -> None:
+        self.handle.rpc("kvs.watch-cancel", {"matchtag": matchtag}, 0)
 
     def _take(self, resp: dict[str, Any] | None) -> None:
         """Queue the events of one response (None: the end)."""
@@ -105,52 +87,3 @@ class ResourceJournalConsumer:
             self._history = False
             if self.include_sentinel:
                 self.backlog.append(ResourceJournalEvent({"timestamp": self._last_ts}))
-
-    def _next_response(self, timeout: float) -> None:
-        assert self.rpc is not None
-        try:
-            resp = self.rpc.wait_for(timeout).get()
-        except OSError as exc:
-            if exc.errno != errno.ENODATA:
-                raise
-            resp = None
-        else:
-            self.rpc.reset()
-        self._take(resp)
-
-    def poll(self, timeout: float = -1.0) -> ResourceJournalEvent | None:
-        """The next event (waiting ``timeout`` seconds at most, -1: no limit; then
-        TimeoutError), or None once stopped and drained."""
-        if self.rpc is None:
-            raise RuntimeError("poll() called before start()")
-        while not self.backlog:
-            self._next_response(timeout)
-        event = self.backlog[0]
-        if event is not None:
-            self.backlog.popleft()
-        return event
-
-    def _callback(self, future: RPC) -> None:
-        try:
-            resp = future.get()
-        except OSError as exc:
-            if exc.errno != errno.ENODATA:
-                raise
-            resp = None
-        else:
-            future.reset()
-        self._take(resp)
-        assert self.cb is not None
-        while self.backlog:
-            self.cb(self.backlog.popleft(), *self.cb_args, **self.cb_kwargs)
-
-    def set_callback(
-        self, event_cb: Callable[..., Any], *args: Any, **kwargs: Any
-    ) -> ResourceJournalConsumer:
-        """Have ``event_cb(event, *args, **kwargs)`` called for each event (None at the end)."""
-        self.cb = event_cb
-        self.cb_args = args
-        self.cb_kwargs = kwargs
-        if self.rpc is not None and self.rpc._then_cb is None:
-            self.rpc.then(self._callback)
-        return self

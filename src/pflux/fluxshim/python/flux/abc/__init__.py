@@ -1,0 +1,5 @@
+"""``flux.abc``: the base classes flux-core's consumers share."""
+
+from flux.abc.journal import JournalConsumerBase
+
+__all__ = ["JournalConsumerBase"]

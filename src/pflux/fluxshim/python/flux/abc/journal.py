@@ -1,0 +1,117 @@
+"""``flux.abc.journal``: what a consumer of a journal-style stream does whatever its
+events: one streaming request, a backlog of events given by ``poll()`` or to a
+callback in ``reactor_run()``, and None once the stream has ended.
+
+A subclass says which request starts the stream (``_request``), how a response
+becomes events (``_take``, None for the end), and whether the backlog must wait for
+more before any of it is given (``_holding``: the job journal sorts its history).
+"""
+
+from __future__ import annotations
+
+import errno
+from collections import deque
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    from flux.core.handle import Flux
+    from flux.future import Future
+    from flux.rpc import RPC
+
+    _Consumer = TypeVar("_Consumer", bound="JournalConsumerBase")
+
+
+class JournalConsumerBase:
+    """Events of one stream: ``start()``, then ``poll(timeout)`` or ``set_callback(cb)``
+    and ``reactor_run()``; ``stop()``, after which None is given once all is taken."""
+
+    def __init__(self, flux_handle: Flux) -> None:
+        self.handle = flux_handle
+        self.backlog: deque[Any] = deque()
+        self.rpc: RPC | None = None
+        self.cb: Callable[..., Any] | None = None
+        self.cb_args: Any = ()
+        self.cb_kwargs: Any = {}
+
+    def _request(self) -> RPC:
+        """Begin the stream afresh: its own state reset, the streaming request whose
+        responses ``_take`` reads sent."""
+        raise NotImplementedError
+
+    def _take(self, resp: dict[str, Any] | None) -> None:
+        """Queue the events of one response (None: the end)."""
+        raise NotImplementedError
+
+    def _cancel(self, matchtag: int) -> None:
+        """Tell the service the stream ``matchtag`` is no longer read (if it can be told)."""
+
+    def _holding(self) -> bool:
+        """Whether the backlog waits for more responses before any of it is given."""
+        return False
+
+    def start(self: _Consumer) -> _Consumer:
+        """Send the request (again: the stream restarts from its beginning)."""
+        self.stop()
+        self.rpc = self._request()
+        if self.cb is not None:
+            self.rpc.then(self._callback)
+        return self
+
+    def stop(self) -> None:
+        """End the stream: events already received are still given, then None."""
+        rpc = self.rpc
+        if rpc is None or not rpc._more:
+            return
+        self.handle._rpcs.pop(rpc._matchtag, None)
+        rpc._more = False
+        rpc._fulfill_error(errno.ENODATA, None)
+        self._cancel(rpc._matchtag)
+
+    @staticmethod
+    def _response(future: Future) -> dict[str, Any] | None:
+        """A ready response of the stream, the future reset for the next; None: the end."""
+        try:
+            resp: dict[str, Any] = future.get()
+        except OSError as exc:
+            if exc.errno != errno.ENODATA:
+                raise
+            return None
+        future.reset()
+        return resp
+
+    def _next_response(self, timeout: float) -> None:
+        assert self.rpc is not None
+        self._take(self._response(self.rpc.wait_for(timeout)))
+
+    def poll(self, timeout: float = -1.0) -> Any:
+        """The next event (waiting ``timeout`` seconds at most, -1: no limit; then
+        TimeoutError), or None once stopped and drained."""
+        if self.rpc is None:
+            raise RuntimeError("poll() called before start()")
+        while self._holding() or not self.backlog:
+            self._next_response(timeout)
+        event = self.backlog[0]
+        if event is not None:
+            self.backlog.popleft()
+        return event
+
+    def _callback(self, future: RPC) -> None:
+        self._take(self._response(future))
+        if self._holding():
+            return
+        assert self.cb is not None
+        while self.backlog:
+            self.cb(self.backlog.popleft(), *self.cb_args, **self.cb_kwargs)
+
+    def set_callback(
+        self: _Consumer, event_cb: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> _Consumer:
+        """Have ``event_cb(event, *args, **kwargs)`` called for each event (None at the end)."""
+        self.cb = event_cb
+        self.cb_args = args
+        self.cb_kwargs = kwargs
+        if self.rpc is not None and self.rpc._then_cb is None:
+            self.rpc.then(self._callback)
+        return self
