@@ -113,30 +113,27 @@ def get_key_direct(flux_handle: Flux, key: str, namespace: str | None = None) ->
     return _decode(_lookup(flux_handle, "kvs.get", payload)["value"])
 
 
-def exists(flux_handle: Flux, key: str, namespace: str | None = None) -> bool:
-    """Whether ``key`` is a value or a directory."""
+def _kind(flux_handle: Flux, key: str, namespace: str | None) -> str | None:
+    """What is at ``key``: ``"dir"``, ``"val"``, or None for nothing."""
     try:
         get_key_direct(flux_handle, key, namespace=namespace)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
-            return False
+            return None
         if exc.errno == errno.EISDIR:
-            return True
+            return "dir"
         raise
-    return True
+    return "val"
+
+
+def exists(flux_handle: Flux, key: str, namespace: str | None = None) -> bool:
+    """Whether ``key`` is a value or a directory."""
+    return _kind(flux_handle, key, namespace) is not None
 
 
 def isdir(flux_handle: Flux, key: str, namespace: str | None = None) -> bool:
     """Whether ``key`` is a directory."""
-    try:
-        get_key_direct(flux_handle, key, namespace=namespace)
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return False
-        if exc.errno == errno.EISDIR:
-            return True
-        raise
-    return False
+    return _kind(flux_handle, key, namespace) == "dir"
 
 
 def get_dir(
