@@ -50,3 +50,32 @@ def test_roots_job_does_not_write_through_what_another_user_planted(
     assert precious.read_text() == "unchanged"
     if planted == "file":
         assert out.read_text() == ""
+
+
+def test_start_log_filename_does_not_write_through_another_users_link(
+    other_users: tuple[User, User], tmp_path: Path
+) -> None:
+    _, attacker = other_users
+    shared = attacker.home.parent / "shared-log"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    precious = tmp_path / "precious"
+    precious.write_text("unchanged")
+    log = shared / "log"
+    made = attacker.code(
+        "import os, sys; os.symlink(sys.argv[2], sys.argv[1])", str(log), str(precious)
+    )
+    assert made.returncode == 0, made.stderr
+    ran = subprocess.run(
+        [str(PFLUX), "start", f"-Slog-filename={log}", "true"],
+        env=environ(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 2
+    assert f"-S log-filename={log}: another user's link in a directory anyone may write in" in (
+        ran.stderr
+    )
+    assert precious.read_text() == "unchanged"

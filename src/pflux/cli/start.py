@@ -252,13 +252,18 @@ SYSLOG_LEVELS = (50, 50, 50, 40, 30, 20, 20, 10)
 
 
 def _log_file(path: Path, level: int) -> None:
-    """``-S log-filename``: the entries the log ring keeps, appended to ``path`` too."""
+    """``-S log-filename``: the entries the log ring keeps, appended to ``path`` too;
+    opened as a job's ``--output`` is, never through another user's link or into
+    another user's file in a directory anyone may write in."""
     import logging
 
+    from pflux.shell.shared import open_output
+
     try:
-        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+        fd = open_output(str(path), append=True)
     except OSError as exc:
         raise UsageError(f"-S log-filename={path}: {exc.strerror or exc}") from None
+    handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
     handler.setLevel(level)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
     logging.getLogger().addHandler(handler)
