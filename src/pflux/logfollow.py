@@ -4,7 +4,9 @@
 Iterating waits for ``(index in logs, item)``: an ``Event``, ``None`` once that log
 has ended, or an ``RPCError`` that ends it. A caller with a select loop of its own
 (``job attach`` reads stdin and signals too) selects on ``fileno()`` and takes what
-has arrived with ``poll()``, which never waits.
+has arrived with ``poll()``, which never waits. A request made on the client reads
+the connection while it waits, and what the logs brought then is queued here, not
+readable on ``fileno()``: such a caller polls until ``poll()`` returns nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class LogFollow:
             yield from self._parsed(*self._arrived.popleft())
 
     def fileno(self) -> int:
-        """The connection's file descriptor: readable when ``poll`` has something to take."""
+        """The connection's file descriptor: readable when more has come to ``poll``."""
         return self._handle.fileno()
 
     def poll(self) -> list[Item]:

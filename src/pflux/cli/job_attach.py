@@ -401,7 +401,13 @@ def _loop(client: Client, follow: LogFollow, state: _Attach, signals: Signals | 
 
 
 def _take(follow: LogFollow, state: _Attach) -> None:
-    """Act on what the logs have brought, without waiting."""
-    for log, item in follow.poll():
-        state.on(log, item)
+    """Act on what the logs have brought, without waiting.
+
+    Acting may send a request (a terminal's size) whose wait reads on the
+    connection: what arrived meanwhile is taken too, since the connection
+    will not be readable for it again.
+    """
+    while items := follow.poll():
+        for log, item in items:
+            state.on(log, item)
     sys.stdout.flush()
