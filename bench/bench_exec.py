@@ -31,11 +31,11 @@ from typing import Any
 import orjson
 
 from pflux.broker.connector import serve
-from pflux.broker.message import Message
 from pflux.broker.router import Broker
-from pflux.client.uri import uri_for
 from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
+from pflux.protocol.message import Message
+from pflux.protocol.uri import uri_for
 from pflux.spec.builder import from_command
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID

@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pflux.broker.message import Message
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.protocol.message import Message
 from pflux.protocol.sched import AllocResponse
 from pflux.sched.policy import PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest

@@ -23,10 +23,10 @@ from collections.abc import AsyncIterator, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import FLAG_PRIVATE as EVENT_PRIVATE
-from pflux.broker.message import NODEID_ANY, Message
 from pflux.client.handle import Handle
 from pflux.errors import PfluxError, RPCError, RPCTimeout
+from pflux.protocol.message import FLAG_PRIVATE as EVENT_PRIVATE
+from pflux.protocol.message import NODEID_ANY, Message
 from pflux.spec.eventlog import Event, EventlogReader
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID

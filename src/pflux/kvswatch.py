@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from pflux.errors import RPCError
 
 if TYPE_CHECKING:
-    from pflux.broker.message import Message
     from pflux.client.aio import AsyncHandle
     from pflux.client.handle import Handle
+    from pflux.protocol.message import Message
 
 WATCH, CANCEL = "kvs.watch", "kvs.watch-cancel"
 

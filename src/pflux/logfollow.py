@@ -21,8 +21,8 @@ from pflux.errors import RPCError
 from pflux.spec.eventlog import Event, EventlogReader
 
 if TYPE_CHECKING:
-    from pflux.broker.message import Message
     from pflux.client.handle import Handle
+    from pflux.protocol.message import Message
 
 #: what one followed log gives: an event, its end (None), or the error that ends it
 Item = tuple[int, Event | RPCError | None]

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pflux.errors import RPCError
 
 if TYPE_CHECKING:
-    from pflux.broker.message import Message
     from pflux.client.handle import Handle
+    from pflux.protocol.message import Message
 
 #: what iterating gives: (rank, an entry of rexec.exec's stream, the error that ended
 #: it, or None once it ended normally)

@@ -584,7 +584,7 @@ class FakeHandle:
     def rpc(self, topic: str, payload: Any) -> Any:
         import errno
 
-        from pflux.broker.message import RPCError
+        from pflux.errors import RPCError
 
         self.requests.append((topic, payload))
         found = [d for d in self.listing if d["id"] == payload["id"]]

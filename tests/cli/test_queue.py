@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from support.instance import LiveInstance, fails, jobspec, ok
 
 # ------------------------------------------------------------------ usage

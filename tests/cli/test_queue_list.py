@@ -8,7 +8,7 @@ import errno
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from support.instance import fails, ok
 
 ALL_LIMITS = (

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import Decoder, RPCError
 from pflux.client.handle import Handle
-from pflux.client.uri import socket_path
+from pflux.errors import RPCError
 from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
+from pflux.protocol.message import Decoder
+from pflux.protocol.uri import socket_path
 from support.instance import LiveInstance, fails, jobspec, ok
 
 

@@ -8,8 +8,9 @@ import errno
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import FLAG_NORESPONSE, MAX_DEPTH, RPCError
 from pflux.client.handle import RPC, Handle
+from pflux.errors import RPCError
+from pflux.protocol.message import FLAG_NORESPONSE, MAX_DEPTH
 from support.instance import jobspec
 from support.raw import send_raw
 

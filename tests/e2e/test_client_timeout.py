@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from pflux.api import Client
-from pflux.client.uri import TIMEOUT_ENV
+from pflux.protocol.uri import TIMEOUT_ENV
 from support.instance import PFLUX, LiveInstance, console, environ, jobspec
 
 RUN = "2.5s"  # each job outlasts the timeout well

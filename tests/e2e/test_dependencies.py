@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from support.instance import fails, jobspec, ok, pflux

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
 from pflux.broker.module import Link
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.client.uri import socket_path
+from pflux.errors import RPCError
 from pflux.protocol.exec import ExecResponse, response
+from pflux.protocol.uri import socket_path
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, jobspec, ok

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
 from pflux.client.handle import Handle
+from pflux.errors import RPCError
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.fluid import JobID

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.spec import builder
 from pflux.spec.builder import from_command
 from support.instance import LiveInstance, fails, ok

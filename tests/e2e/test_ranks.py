@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.client.handle import Handle
+from pflux.errors import RPCError
 from support.instance import LiveInstance, console, ok, wait_for_log
 from support.mpi import HELLO
 from support.raw import send_raw

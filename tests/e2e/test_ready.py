@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from pflux.api import Client
-from pflux.client.uri import uri_for
+from pflux.protocol.uri import uri_for
 from support.instance import PFLUX, LiveInstance, jobspec, pflux
 
 NJOBS = 50

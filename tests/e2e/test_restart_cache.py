@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.joblist.cache import CACHE_NAME
 from pflux.spec.eventlog import parse
 from support.instance import LiveInstance, jobspec, ok

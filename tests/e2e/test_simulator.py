@@ -222,7 +222,7 @@ MALFORMED = """
 import json
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 errors = []
 with Client() as client:

@@ -194,7 +194,7 @@ def test_bad_updates_of_a_running_job(uri: str, client: Client) -> None:
 
 
 def test_bad_update_requests(client: Client) -> None:
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     jobid = client.submit(real("true"), urgency="hold")
     for updates, message in (

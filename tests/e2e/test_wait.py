@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.spec.fluid import JobID
 from support.instance import LiveInstance, fails, jobspec, ok, pflux, quiesce
 

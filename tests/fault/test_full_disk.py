@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
 from pflux.cli import start
+from pflux.errors import RPCError
 from pflux.kvs.store import Store
 from pflux.spec.fluid import JobID
 from support.instance import PFLUX, LiveInstance, jobspec

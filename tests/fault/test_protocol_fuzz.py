@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 
 from pflux.api import Client
 from pflux.broker.instance import MODULES, SERVICES, BrokerService
-from pflux.broker.message import FLAG_NORESPONSE, FLAG_STREAMING
 from pflux.client.handle import Handle
-from pflux.client.uri import socket_path
 from pflux.protocol import ingest, manager
+from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING
+from pflux.protocol.uri import socket_path
 from support.instance import LiveInstance, held, jobspec
 from support.raw import send_raw
 

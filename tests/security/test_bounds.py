@@ -25,7 +25,12 @@ import pytest
 from pflux.api import Client
 from pflux.broker import connector
 from pflux.broker.logbuf import LogRing
-from pflux.broker.message import (
+from pflux.broker.overlay import Overlay
+from pflux.broker.router import Broker
+from pflux.broker.testsize import test_size_boots
+from pflux.errors import PfluxError
+from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
+from pflux.protocol.message import (
     EVENT,
     FLAG_STREAMING,
     REQUEST,
@@ -34,12 +39,7 @@ from pflux.broker.message import (
     Message,
     encode,
 )
-from pflux.broker.overlay import Overlay
-from pflux.broker.router import Broker
-from pflux.broker.testsize import test_size_boots
-from pflux.client.uri import socket_path
-from pflux.errors import PfluxError
-from pflux.ingest.service import DEFAULT_MAX_JOBSPEC, REQUEST_ROOM
+from pflux.protocol.uri import socket_path
 from pflux.spec.size import SIZE_RULE
 from support.instance import PFLUX, LiveInstance, environ, jobspec, start_with_config
 

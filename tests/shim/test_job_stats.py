@@ -14,7 +14,7 @@ from textwrap import dedent
 import pytest
 
 from pflux.api import Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from support.instance import LiveInstance, fails, held, jobspec, ok, pflux, quiesce
 from support.shim import flux_output
 

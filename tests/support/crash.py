@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux.api import Client, jobspec_of
-from pflux.broker.message import RPCError
-from pflux.errors import EventlogError, NoInstanceError
+from pflux.errors import EventlogError, NoInstanceError, RPCError
 from pflux.exec import journal
 from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
 from pflux.exec.wire import LAUNCHER_DIED

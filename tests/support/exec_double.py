@@ -15,8 +15,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from pflux.broker.message import Message
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
+from pflux.protocol.message import Message
 from support.wire import as_sent
 
 TIMEOUT = 10.0  # seconds a test waits for a request that is due

@@ -20,8 +20,8 @@ from typing import Any
 
 from pflux.broker import instance
 from pflux.broker.connector import serve
-from pflux.broker.message import Message
 from pflux.broker.router import Broker, Service
+from pflux.protocol.message import Message
 from support.exec_double import ExecDouble
 from support.sched_double import SchedulerDouble
 

@@ -11,8 +11,8 @@ import json
 import struct
 from typing import Any
 
-from pflux.broker.message import FLAG_NORESPONSE, FLAG_STREAMING, REQUEST
 from pflux.client.handle import RPC, Handle
+from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING, REQUEST
 
 
 def send_raw(handle: Handle, topic: str, payload: Any, flags: int = 0, **fields: Any) -> RPC | None:

@@ -115,3 +115,40 @@ def test_the_spec_libraries_import_only_themselves() -> None:
         if _top(name) not in ("spec", "errors") and name != "pflux"
     )
     assert impure == []
+
+
+def _outside(package: str, allowed: set[str]) -> list[str]:
+    """Each import by a module of ``package`` of a pflux package not in ``allowed``."""
+    return sorted(
+        f"{module} imports {name}"
+        for module, names in MODULES.items()
+        if _top(module) == package
+        for name in names
+        if name != "pflux" and _top(name) not in allowed
+    )
+
+
+def _into(package: str, banned: set[str]) -> list[str]:
+    """Each import by a module of ``package`` of a package in ``banned``."""
+    return sorted(
+        f"{module} imports {name}"
+        for module, names in MODULES.items()
+        if _top(module) == package
+        for name in names
+        if _top(name) in banned
+    )
+
+
+def test_the_protocol_is_a_leaf() -> None:
+    """The wire (the message codec, instance URIs, typed messages) is what the broker,
+    the client and the services share; it needs nothing of theirs."""
+    assert _outside("protocol", {"protocol", "errors", "spec"}) == []
+
+
+def test_the_client_does_not_import_the_broker() -> None:
+    """A client speaks the wire (``pflux.protocol``), never the broker's internals."""
+    assert _into("client", {"broker", "cli"}) == []
+
+
+def test_the_broker_does_not_import_the_client_or_the_cli() -> None:
+    assert _into("broker", {"client", "cli"}) == []

@@ -13,8 +13,8 @@ import logging
 import sys
 
 from pflux.broker.logbuf import LogRing
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.protocol.broker import AttrSetRequest
 from pflux.protocol.decode import decode
 

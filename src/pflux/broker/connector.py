@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import cast
 
 from pflux.broker import access
-from pflux.broker.message import (
+from pflux.broker.router import Broker, Route
+from pflux.errors import ProtocolError, RPCError
+from pflux.protocol.message import (
     FLAG_NORESPONSE,
     MAX_SIZE,
     REQUEST,
@@ -46,12 +48,9 @@ from pflux.broker.message import (
     ROLE_USER,
     Decoder,
     Message,
-    ProtocolError,
-    RPCError,
     encode,
     frame,
 )
-from pflux.broker.router import Broker, Route
 
 log = logging.getLogger("pflux.connector")
 

@@ -21,10 +21,11 @@ from collections import Counter
 from functools import partial
 
 from pflux.broker.connector import Connection
-from pflux.broker.message import EVENT, FLAG_PRIVATE, ROLE_OWNER, Message, RPCError
 from pflux.broker.router import Broker, LocalRoute, Request, Route, Service, method
+from pflux.errors import RPCError
 from pflux.protocol.broker import EventPubRequest, EventSubRequest
 from pflux.protocol.decode import decode
+from pflux.protocol.message import EVENT, FLAG_PRIVATE, ROLE_OWNER, Message
 
 MAX_SUBSCRIPTIONS = 1024  # distinct topics one connection may subscribe to
 

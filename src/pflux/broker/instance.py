@@ -33,15 +33,14 @@ from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.event import EventService
 from pflux.broker.heap import release_large_buffers
 from pflux.broker.logbuf import LogRing, LogService
-from pflux.broker.message import RPCError
 from pflux.broker.nodeinfo import hello
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
-from pflux.client.uri import uri_for
 from pflux.config import check_known
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.protocol.broker import ServiceAddRequest, ServiceRemoveRequest
 from pflux.protocol.decode import decode
+from pflux.protocol.uri import uri_for
 from pflux.spec import hostlist
 from pflux.spec.idset import IdSet
 

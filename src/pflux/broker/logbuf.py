@@ -17,8 +17,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.protocol.broker import DmesgRequest, LogEntry
 from pflux.protocol.decode import decode
 

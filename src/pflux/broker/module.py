@@ -32,17 +32,9 @@ from typing import cast
 from pflux.broker.heap import release_large_buffers
 from pflux.broker.instance import freeze_gc, tune_gc
 from pflux.broker.logbuf import LogForward
-from pflux.broker.message import (
-    FLAG_NORESPONSE,
-    REQUEST,
-    RESPONSE,
-    Decoder,
-    Message,
-    ProtocolError,
-    RPCError,
-    encode,
-)
 from pflux.broker.router import Broker, Route
+from pflux.errors import ProtocolError, RPCError
+from pflux.protocol.message import FLAG_NORESPONSE, REQUEST, RESPONSE, Decoder, Message, encode
 
 log = logging.getLogger("pflux.module")
 

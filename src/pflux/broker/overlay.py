@@ -59,7 +59,10 @@ import zmq
 from zmq.utils import z85
 
 from pflux.broker.boot import Boot
-from pflux.broker.message import (
+from pflux.broker.refusals import RefusalLog
+from pflux.broker.router import Broker, LocalRoute, Route
+from pflux.errors import ProtocolError, RPCError
+from pflux.protocol.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
     MAX_SIZE,
@@ -67,13 +70,9 @@ from pflux.broker.message import (
     RESPONSE,
     ROLE_OWNER,
     Message,
-    ProtocolError,
-    RPCError,
     decode_body,
     encode_body,
 )
-from pflux.broker.refusals import RefusalLog
-from pflux.broker.router import Broker, LocalRoute, Route
 
 __all__ = ["HEARTBEAT", "TIMEOUT", "Overlay"]
 

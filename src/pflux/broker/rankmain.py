@@ -34,7 +34,7 @@ from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
 from pflux.broker.testsize import Tbon, boot_from_json
-from pflux.client.uri import uri_for
+from pflux.protocol.uri import uri_for
 from pflux.spec import hostlist
 
 log = logging.getLogger("pflux.broker")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.spec.states import URGENCY_DEFAULT
 
 GUEST_URGENCY_MAX = URGENCY_DEFAULT

@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from itertools import islice
 from typing import Any, ClassVar, Protocol
 
-from pflux.broker.message import (
+from pflux.errors import PfluxError, RPCError
+from pflux.protocol.message import (
     FLAG_NORESPONSE,
     FLAG_STREAMING,
     MAX_SIZE,
@@ -25,9 +26,7 @@ from pflux.broker.message import (
     RESPONSE,
     ROLE_OWNER,
     Message,
-    RPCError,
 )
-from pflux.errors import PfluxError
 
 log = logging.getLogger("pflux.broker")
 

@@ -9,8 +9,8 @@ import logging
 import time
 from typing import Any
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
+from pflux.errors import RPCError
 
 KEY = "admin.eventlog"
 

@@ -11,8 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from pflux.broker.message import RPCError
-from pflux.errors import PfluxError, UsageError
+from pflux.errors import PfluxError, RPCError, UsageError
 
 __all__ = ["PROG", "RPCError", "parser", "run"]
 

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
 
 def _hostpids(args: argparse.Namespace) -> None:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
     from pflux.spec.idset import IdSet
     from pflux.spec.states import State

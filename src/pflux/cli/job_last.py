@@ -35,7 +35,7 @@ def _slice(text: str) -> str:
 
 def _last(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     request = _slice(args.slice)
     with Client(args.uri) as client:

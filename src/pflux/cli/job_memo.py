@@ -55,7 +55,7 @@ def memo_object(pairs: list[str]) -> dict[str, Any]:
 
 def _memo(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     jobid = JobID.parse(args.jobid)

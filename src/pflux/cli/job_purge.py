@@ -69,7 +69,7 @@ def _purge(args: argparse.Namespace) -> int:
     num = None if args.num_limit is None else _count("--num-limit", args.num_limit, 0)
     batch = BATCH_DEFAULT if args.batch is None else _count("--batch", args.batch, 1, BATCH_MAX)
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     total = 0
     with Client(args.uri) as client:
@@ -89,7 +89,7 @@ def _purge(args: argparse.Namespace) -> int:
 
 def _purge_ids(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     jobids = [JobID.parse(text) for text in args.jobids]

@@ -86,7 +86,7 @@ def states_mask(options: list[str]) -> State:
 
 def _raiseall(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     severity = _severity(args.severity)
     states = State.ACTIVE

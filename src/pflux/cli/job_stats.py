@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
 
 def _stats(uri: str | None) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     with Client(uri) as client:
         try:

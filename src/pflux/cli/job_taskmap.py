@@ -118,7 +118,7 @@ def _host(hosts: list[str], node: int) -> str:
 
 def _job_taskmap(client: Client, jobid: JobID) -> Taskmap:
     """The task map of the job's ``shell.start`` event, waiting for it."""
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec import taskmap
 
     try:
@@ -137,8 +137,7 @@ def _job_taskmap(client: Client, jobid: JobID) -> Taskmap:
 
 def _hosts(client: Client, jobid: JobID) -> list[str]:
     """The job's hosts, in the order of its nodes (R's ranks)."""
-    from pflux.broker.message import RPCError
-    from pflux.errors import ResourceError
+    from pflux.errors import ResourceError, RPCError
     from pflux.spec.resource import ResourceSet
 
     try:

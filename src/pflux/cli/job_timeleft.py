@@ -57,8 +57,7 @@ def _timeleft(uri: str | None, jobid: str | None, human: bool) -> int:
 
 
 def _job(client: Client, text: str) -> float:
-    from pflux.broker.message import RPCError
-    from pflux.errors import JobIDError
+    from pflux.errors import JobIDError, RPCError
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
 
@@ -80,7 +79,7 @@ def _job(client: Client, text: str) -> float:
 
 
 def _instance(client: Client) -> float:
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     try:
         execution = client.resource_status()["all"].get("execution", {})

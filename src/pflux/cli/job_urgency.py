@@ -40,7 +40,7 @@ def parse_urgency(text: str) -> int:
 
 def _urgency(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     jobid = JobID.parse(args.jobid)

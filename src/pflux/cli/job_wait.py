@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
 
 def _wait(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     if args.jobid is not None and args.all:
@@ -67,7 +67,7 @@ def _wait(args: argparse.Namespace) -> int:
 
 
 def _wait_all(client: Client, verbose: bool) -> int:
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     rc = 0
     while True:

@@ -99,7 +99,7 @@ def _connected(args: argparse.Namespace) -> int | None:
 
 def _call(what: str, fn: Callable[[], Any]) -> Any:
     """Run one request; its error is reported as ``WHAT: message``, as flux-queue does."""
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     try:
         return fn()

@@ -98,8 +98,8 @@ def _resolve(client: Client, target: str) -> tuple[str, str]:
     """TARGET's URI and title: a URI as given, a job id as the URI its instance posted."""
     if "://" in target:
         return target, ""
-    from pflux.broker.message import RPCError
     from pflux.cli.topview import nested_uri
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
 

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
 
 def _update(args: argparse.Namespace) -> int:
     from pflux.api import Client
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
     jobid = JobID.parse(args.jobid)

@@ -47,7 +47,7 @@ def resolve(target: str | None, *, wait: bool = False) -> str:
     """The URI of ``target`` (as ``uri TARGET`` prints it; None: this command's instance),
     once the instance answers (a job's: once it posted it)."""
     from pflux.api import Client
-    from pflux.client.uri import socket_path
+    from pflux.protocol.uri import socket_path
 
     uri = None
     if target is not None:

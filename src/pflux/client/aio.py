@@ -14,7 +14,8 @@ import errno
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from pflux.broker.message import (
+from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
+from pflux.protocol.message import (
     EVENT,
     FLAG_STREAMING,
     NODEID_ANY,
@@ -24,7 +25,7 @@ from pflux.broker.message import (
     Message,
     encode,
 )
-from pflux.client.uri import (
+from pflux.protocol.uri import (
     cannot_connect,
     client_timeout,
     hung_up,
@@ -33,7 +34,6 @@ from pflux.client.uri import (
     unanswered,
     uri_for,
 )
-from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 
 
 class _Protocol(asyncio.Protocol):

@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pflux.broker.message import (
+from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
+from pflux.protocol.message import (
     EVENT,
     FLAG_NORESPONSE,
     FLAG_STREAMING,
@@ -34,7 +35,7 @@ from pflux.broker.message import (
     Message,
     encode,
 )
-from pflux.client.uri import (
+from pflux.protocol.uri import (
     cannot_connect,
     client_timeout,
     hung_up,
@@ -43,7 +44,6 @@ from pflux.client.uri import (
     unanswered,
     uri_for,
 )
-from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
 
 
 class RPC:

@@ -37,7 +37,7 @@ import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.exec import journal, wire
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED, EXITED_UNSTARTED
 from pflux.spec.fluid import JobID

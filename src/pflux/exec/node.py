@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Final
 
 from pflux import private
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.exec import wire
 from pflux.exec.config import rejoin_timeout
 from pflux.exec.launcher import RANK_URI, REJOIN_TIMEOUT

@@ -34,10 +34,10 @@ from functools import partial
 from typing import Any, ClassVar, Final
 
 from pflux import fluxshim
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
+from pflux.errors import RPCError
 from pflux.exec import wire
 from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,
@@ -69,6 +69,7 @@ from pflux.protocol.exec import (
     StdinRequest,
     WinsizeRequest,
 )
+from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecService"]

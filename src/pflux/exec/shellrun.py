@@ -62,12 +62,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
-from pflux.errors import EventlogError, IdsetError, PfluxError, ResourceError
+from pflux.errors import EventlogError, IdsetError, PfluxError, ResourceError, RPCError
 from pflux.exec import wire
 from pflux.exec.plan import STREAMS, Plan, plan
 from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
+from pflux.protocol.message import Message
 from pflux.shell.input import data_context, header_context, limit_note
 from pflux.shell.layout import Layout
 from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line

@@ -40,8 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import RPCError
-from pflux.errors import DurationError, EventlogError, PfluxError
+from pflux.errors import DurationError, EventlogError, PfluxError, RPCError
 from pflux.protocol.exec import ExecResponse
 from pflux.shell.layout import targets
 from pflux.spec import duration

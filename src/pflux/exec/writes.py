@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 from pflux.broker.turn import TurnBatch
 
 if TYPE_CHECKING:
-    from pflux.broker.message import Message
     from pflux.broker.router import Broker
+    from pflux.protocol.message import Message
 
 __all__ = ["GuestWrites", "split_commits"]
 

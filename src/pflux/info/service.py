@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Request, Service, method
+from pflux.errors import RPCError
 from pflux.info.watch import EventlogWatch
 from pflux.protocol.decode import decode
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest

@@ -5,8 +5,8 @@ from __future__ import annotations
 import errno
 from typing import Any
 
-from pflux.broker.message import Message
 from pflux.broker.router import Broker, LocalRoute, Request
+from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import job_key
 

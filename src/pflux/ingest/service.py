@@ -26,15 +26,15 @@ import logging
 import time
 from typing import Any, ClassVar
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import Declared
-from pflux.errors import ConfigError, JobspecError, SizeError, SpecError
+from pflux.errors import ConfigError, JobspecError, RPCError, SizeError, SpecError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
+from pflux.protocol.message import Message
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate

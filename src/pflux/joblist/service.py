@@ -25,8 +25,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Final
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.codes import (
@@ -39,6 +39,7 @@ from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
+from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 

@@ -13,7 +13,7 @@ import re
 
 import orjson
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.spec.kvs_keys import COMPONENT, KEY_PATTERN
 
 ROOT = "."

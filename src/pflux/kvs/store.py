@@ -43,7 +43,7 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 import orjson
 
 from pflux import lockfile, private
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.kvs import wal
 from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_component, check_key, check_name, quote
 from pflux.spec.kvs_keys import KEY_PATTERN

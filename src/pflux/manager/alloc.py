@@ -28,10 +28,10 @@ import errno
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
-from pflux.errors import IdsetError, ResourceError
+from pflux.errors import IdsetError, ResourceError, RPCError
 from pflux.protocol.decode import decode
+from pflux.protocol.message import Message
 from pflux.protocol.sched import AllocReply, AllocRequest, AllocResponse, FreeRequest, ReadyRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet

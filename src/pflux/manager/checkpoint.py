@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker

@@ -20,10 +20,10 @@ from collections import deque
 from collections.abc import Callable, Container
 from typing import Any
 
-from pflux.broker.message import Message
 from pflux.broker.router import Broker
 from pflux.broker.turn import TurnBatch
 from pflux.manager.job import Job
+from pflux.protocol.message import Message
 from pflux.spec.eventlog import Event
 from pflux.spec.states import InvalidTransition, State, apply
 

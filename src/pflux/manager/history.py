@@ -13,7 +13,7 @@ import errno
 import re
 from collections.abc import Iterable
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 _SLICE = re.compile(r"\[([+-]?\d+)?:([+-]?\d+)?(?::([+-]?\d+)?)?\]")
 SLICE_ERROR = "could not parse python-style slice expression"

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Request
+from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
 from pflux.spec.kvs_keys import job_id_from_key, job_key

@@ -15,7 +15,7 @@ import errno
 from collections.abc import Iterable
 from typing import Any
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 
 class JobQueue:

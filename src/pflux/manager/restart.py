@@ -68,7 +68,7 @@ async def load(
 
 
 async def _get_json(broker: Broker, key: str) -> Any:
-    from pflux.broker.message import RPCError
+    from pflux.errors import RPCError
 
     try:
         reply = await broker.call("kvs.get", {"key": key})

@@ -27,8 +27,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import LocalRoute, Request
+from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     DATA,
@@ -44,6 +44,7 @@ from pflux.protocol.exec import (
     StartResponse,
 )
 from pflux.protocol.manager import ExecHelloRequest
+from pflux.protocol.message import Message
 from pflux.spec.states import State
 
 if TYPE_CHECKING:

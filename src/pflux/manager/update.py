@@ -20,7 +20,7 @@ import errno
 import math
 from typing import TYPE_CHECKING, Any, Final
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 if TYPE_CHECKING:
     from pflux.manager.job import Job

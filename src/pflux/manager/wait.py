@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.manager.job import Job
 from pflux.spec.fluid import JOBID_ANY
 from pflux.spec.results import Outcome

@@ -1,4 +1,11 @@
-"""The wire protocol as typed structures, one module per topic, used by both ends.
+"""The wire protocol, used by both ends: a leaf that imports nothing of pflux's but
+``pflux.errors`` and ``pflux.spec``, so the broker, the client and every service
+may import it and none need import another.
+
+``message`` is a message and its wire encoding (the codec both the broker and the
+client speak); ``uri`` is how a client addresses an instance (its socket's URI, and
+how long to wait for it). Both stay cheap to import: a client loads them on every
+command.
 
 Each request and response a service checks is a msgspec ``Struct``; ``decode``
 turns the dict the connector decoded into one with strict conversion, and

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 # msgspec's "Expected `int` >= 0 - at `$.id`" / "Object missing required field `id`"; a
 # struct's own check within another adds the outer path: "... - at `$.event` - at `$.jobs[0]`"

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from msgspec import Meta, Struct, field
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.protocol.decode import invalid
 from pflux.protocol.sched import MAX_JOBID, JobId
 

@@ -22,8 +22,8 @@ import signal
 import subprocess
 from typing import Any
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.rexec import CommandRequest, InputRequest, SignalRequest
 

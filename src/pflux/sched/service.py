@@ -43,11 +43,11 @@ from typing import Any, ClassVar
 
 import orjson
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
-from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, SpecError
+from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, RPCError, SpecError
 from pflux.protocol.decode import decode
+from pflux.protocol.message import Message
 from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,

@@ -52,10 +52,9 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.exec.job import TIMELIMIT_NOTE
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
@@ -66,6 +65,7 @@ from pflux.protocol.exec import (
     StartRequest,
     response,
 )
+from pflux.protocol.message import Message
 from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load

@@ -14,9 +14,9 @@ import pytest
 from pflux.broker import access, connector
 from pflux.broker.access import allow_root_owner
 from pflux.broker.connector import Connection
-from pflux.broker.message import REQUEST, ROLE_OWNER, Decoder, Message, encode
 from pflux.broker.router import Broker
 from pflux.errors import ConfigError
+from pflux.protocol.message import REQUEST, ROLE_OWNER, Decoder, Message, encode
 
 OWNER = 4242  # an instance owner other than root
 

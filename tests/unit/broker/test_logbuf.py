@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from pflux.broker.logbuf import LogRing, entry_of, severity
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.protocol.broker import LogEntry
 from pflux.protocol.decode import decode
 

@@ -9,9 +9,9 @@ import socket
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.broker.module import Link
 from pflux.broker.router import Broker
+from pflux.errors import RPCError
 
 
 def test_a_request_after_the_broker_went_away_fails_at_once() -> None:

@@ -19,10 +19,11 @@ import pytest
 import zmq
 
 from pflux.broker.boot import Boot, Cert
-from pflux.broker.message import REQUEST, Message, RPCError, encode_body
 from pflux.broker.overlay import FLAG_FROM_SERVICE, Overlay
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import test_size_boots
+from pflux.errors import RPCError
+from pflux.protocol.message import REQUEST, Message, encode_body
 
 HEARTBEAT = 0.05
 TIMEOUT = 30.0  # no stall of a loaded machine is as long: no peer is lost but on purpose

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.broker.message import RPCError
 from pflux.broker.requests import check_urgency
+from pflux.errors import RPCError
 
 
 @given(st.integers(min_value=0, max_value=31))

@@ -23,10 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.api import AsyncClient, Client
-from pflux.broker.message import RESPONSE, Decoder, Message, encode
 from pflux.client.handle import Handle
-from pflux.client.uri import DEFAULT_TIMEOUT, TIMEOUT_ENV, client_timeout
 from pflux.errors import NoInstanceError, PfluxError, RPCError, RPCTimeout
+from pflux.protocol.message import RESPONSE, Decoder, Message, encode
+from pflux.protocol.uri import DEFAULT_TIMEOUT, TIMEOUT_ENV, client_timeout
 from support.instance import pflux
 
 TIMEOUT = 0.5

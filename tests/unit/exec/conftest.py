@@ -24,11 +24,12 @@ import msgspec
 import pytest
 
 from pflux.broker.connector import serve
-from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.client.uri import uri_for
+from pflux.errors import RPCError
 from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
+from pflux.protocol.message import Message
+from pflux.protocol.uri import uri_for
 from pflux.spec.builder import from_command
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 
 TIMELIMIT = (
     "exception",

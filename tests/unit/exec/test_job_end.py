@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from pflux.broker.message import Message
 from pflux.broker.turn import TurnBatch
+from pflux.protocol.message import Message
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.exec import journal, service
 from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.service import ExecService

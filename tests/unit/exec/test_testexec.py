@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.exec.testexec import SimulationConfig, simulation_config
 
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
+from pflux.errors import RPCError
 from pflux.ingest.service import IngestService
 from support.instance import jobspec
 

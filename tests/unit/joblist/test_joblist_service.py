@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from joblist_entries import Story
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.joblist import JobList
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache

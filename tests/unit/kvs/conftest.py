@@ -10,15 +10,9 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import (
-    FLAG_STREAMING,
-    REQUEST,
-    ROLE_OWNER,
-    ROLE_USER,
-    Message,
-)
 from pflux.broker.router import Broker
 from pflux.kvs.service import KVSService
+from pflux.protocol.message import FLAG_STREAMING, REQUEST, ROLE_OWNER, ROLE_USER, Message
 
 
 class Client:

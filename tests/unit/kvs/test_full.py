@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
+from pflux.errors import RPCError
 from pflux.kvs.service import KVSService
 from pflux.kvs.store import Store
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from support.exec_double import ConnectedHello, ExecDouble
 from support.manager_live import DEBUG, live, run
 from support.sched_double import r_json

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from support.manager_live import live, run
 from support.sched_double import r_json
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.manager.history import SLICE_ERROR, History, parse_slice
 
 part = st.none() | st.integers(-12, 12)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker
+from pflux.errors import RPCError
 from pflux.manager import journal as journal_module
 from pflux.manager.journal import DELAY, Journal
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import REQUEST, ROLE_USER, Message
 from pflux.broker.router import Broker, LocalRoute
 from pflux.config import ConfigError
 from pflux.kvs.service import KVSService
 from pflux.manager.job import Ended
 from pflux.manager.purge import AUTO_BATCH, Retention, limits
 from pflux.manager.service import JobManager
+from pflux.protocol.message import REQUEST, ROLE_USER, Message
 from pflux.spec.record import JobRecord
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.manager.queues import Queues
 
 

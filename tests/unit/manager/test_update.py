@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.manager.job import Job
 from pflux.manager.update import (
     DURATION,

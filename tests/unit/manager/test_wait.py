@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.manager.job import Job
 from pflux.manager.wait import ANY, HAS_WAITER, NONE_LEFT, NOT_WAITABLE, UNKNOWN, Waits
 from pflux.spec.states import FLAG_WAITABLE, State

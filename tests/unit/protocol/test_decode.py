@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.broker.message import REQUEST, Decoder, Message, RPCError, encode
+from pflux.errors import RPCError
 from pflux.protocol.decode import decode, error_text
+from pflux.protocol.message import REQUEST, Decoder, Message, encode
 from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,

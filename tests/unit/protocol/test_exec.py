@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     DATA,

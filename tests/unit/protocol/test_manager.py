@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 from pflux.api import AsyncClient, Client
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.ingest.service import IngestService
 from pflux.manager.service import JobManager
 from pflux.protocol import ingest, manager

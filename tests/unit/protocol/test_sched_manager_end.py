@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.errors import RPCError
 from pflux.ingest.service import IngestService
 from pflux.kvs.service import KVSService
 from pflux.manager.service import JobManager

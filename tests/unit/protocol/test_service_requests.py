@@ -7,7 +7,7 @@ import errno
 
 import pytest
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.protocol.broker import DmesgRequest
 from pflux.protocol.decode import decode
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest

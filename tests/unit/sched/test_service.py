@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-from pflux.broker.message import REQUEST, ROLE_USER, Message, RPCError
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.kvs.service import KVSService
+from pflux.protocol.message import REQUEST, ROLE_USER, Message
 from pflux.protocol.sched import AllocResponse
 from pflux.sched.service import RESTART_EXCEPTION, Scheduler
 from pflux.spec.builder import from_command

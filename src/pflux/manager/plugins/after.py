@@ -18,8 +18,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import RPCError
-from pflux.errors import JobIDError
+from pflux.errors import JobIDError, RPCError
 from pflux.manager.plugins import Host, Plugin
 from pflux.manager.plugins.antecedents import NEVER_STARTED, Antecedents, Condition, verdict
 from pflux.spec.fluid import JobID

@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING, Any
 
-from pflux.broker.message import RPCError
+from pflux.errors import RPCError
 from pflux.manager.plugins import Plugin
 from pflux.spec.states import State
 

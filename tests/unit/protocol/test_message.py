@@ -10,13 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.broker.message import (
+from pflux.errors import ProtocolError, RPCError
+from pflux.protocol.message import (
     MAX_DEPTH,
     REQUEST,
     RESPONSE,
     Message,
-    ProtocolError,
-    RPCError,
     check_depth,
     decode_body,
     encode,

@@ -23,7 +23,6 @@ import orjson
 
 from pflux.errors import ProtocolError, RPCError
 
-# The two errors are defined in errors.py and re-exported: every service raises them from here.
 __all__ = [
     "EVENT",
     "FLAG_NORESPONSE",
@@ -39,8 +38,6 @@ __all__ = [
     "ROLE_USER",
     "Decoder",
     "Message",
-    "ProtocolError",
-    "RPCError",
     "check_depth",
     "decode_body",
     "encode",
@@ -167,8 +164,9 @@ def encode_body(msg: Message) -> bytes:
 
 
 def _typed(value: Any) -> Any:
-    """A typed message (``pflux.protocol``'s, passed as an object within the broker) as
-    JSON's types, for a service in another process; anything else cannot be encoded."""
+    """A typed message (a ``Struct`` of this package's topic modules, passed as an object
+    within the broker) as JSON's types, for a service in another process; anything else
+    cannot be encoded."""
     import msgspec  # only the broker's services send typed messages: clients never load it
 
     if isinstance(value, msgspec.Struct):
