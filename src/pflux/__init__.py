@@ -9,11 +9,18 @@ for the command line, which imports ``pflux`` packages on every command.
     with pflux.Client() as client:
         job = client.submit_job(pflux.Jobspec.from_command(["hostname"], num_tasks=2))
         print(job.result().success)
+
+Beside the client API it names what pflux's own commands use and may not import
+from anywhere else (``tests/unit/test_import_rules.py``): logs followed on one
+connection (``LogFollow``), commands run on ranks (``Remote``), an instance's
+address (``socket_path``, ``uri_for``), the flux shim's paths (``shim_env``) and
+``pflux keygen``'s certificate (``new_cert``, ``meta_problem``, ``write_cert``).
 """
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux.api import AsyncClient, Client, JobResult
+    from pflux.broker.cert import meta_problem, new_cert, write_cert
     from pflux.errors import (
         ConfigError,
         DependencyError,
@@ -33,8 +40,12 @@ if TYPE_CHECKING:
         SpecError,
         UsageError,
     )
+    from pflux.fluxshim import shim_env
     from pflux.jobhandle import AsyncJobHandle, JobHandle
     from pflux.jobspec import BuilderOptions, Jobspec
+    from pflux.logfollow import LogFollow
+    from pflux.protocol.uri import socket_path, uri_for
+    from pflux.remote import Remote
     from pflux.replies import AllocCounts, JobListing, QueueStatus
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
@@ -43,6 +54,8 @@ if TYPE_CHECKING:
 __version__ = "0.10.0"
 
 _ERRORS = "pflux.errors"
+_CERT = "pflux.broker.cert"
+_URI = "pflux.protocol.uri"
 # where each public name is defined
 _HOMES = {
     "AllocCounts": "pflux.replies",
@@ -64,17 +77,25 @@ _HOMES = {
     "JobResult": "pflux.api",
     "Jobspec": "pflux.jobspec",
     "JobspecError": _ERRORS,
+    "LogFollow": "pflux.logfollow",
     "NoInstanceError": _ERRORS,
     "PfluxError": _ERRORS,
     "ProtocolError": _ERRORS,
     "QueueStatus": "pflux.replies",
     "RPCError": _ERRORS,
     "RPCTimeout": _ERRORS,
+    "Remote": "pflux.remote",
     "ResourceError": _ERRORS,
     "SizeError": _ERRORS,
     "SpecError": _ERRORS,
     "State": "pflux.spec.states",
     "UsageError": _ERRORS,
+    "meta_problem": _CERT,
+    "new_cert": _CERT,
+    "shim_env": "pflux.fluxshim",
+    "socket_path": _URI,
+    "uri_for": _URI,
+    "write_cert": _CERT,
 }
 
 __all__ = [
@@ -97,18 +118,26 @@ __all__ = [
     "JobResult",
     "Jobspec",
     "JobspecError",
+    "LogFollow",
     "NoInstanceError",
     "PfluxError",
     "ProtocolError",
     "QueueStatus",
     "RPCError",
     "RPCTimeout",
+    "Remote",
     "ResourceError",
     "SizeError",
     "SpecError",
     "State",
     "UsageError",
     "__version__",
+    "meta_problem",
+    "new_cert",
+    "shim_env",
+    "socket_path",
+    "uri_for",
+    "write_cert",
 ]
 
 

@@ -1,5 +1,6 @@
-"""The CLI speaks to an instance only through the public API (pflux.api), never by
-topic: no module under pflux/cli names an RPC topic of docs/interfaces.md."""
+"""The CLI speaks to an instance only through the public API (pflux's Client), never by
+topic: no module under pflux/cli names an RPC topic of docs/interfaces.md. (That it
+imports nothing but the facade, no raw connection, is test_import_rules's.)"""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import pflux.cli
 CLI = Path(pflux.cli.__file__).parent
 DOC = Path(__file__).parents[2] / "docs" / "interfaces.md"
 TOPICS = set(re.findall(r"^\| `([a-z][a-z0-9-]*\.[a-z0-9.-]+)`", DOC.read_text(), re.MULTILINE))
-#: the raw connections, which only the public API uses
-CONNECTIONS = {"pflux.client.handle", "pflux.client.aio"}
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
@@ -58,19 +57,3 @@ def test_a_topic_in_code_is_found(tmp_path: Path) -> None:
     assert topics_named(source) == {"job-exec.stdin"}
     source.write_text('"""job-exec.stdin in a docstring only"""\n')
     assert topics_named(source) == set()
-
-
-def imported(path: Path) -> set[str]:
-    """The modules ``path`` imports, anywhere in it."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-    return names
-
-
-def test_no_cli_module_opens_a_raw_connection() -> None:
-    opening = {path.name for path in CLI.glob("*.py") if imported(path) & CONNECTIONS}
-    assert opening == set(), "use pflux.api's Client instead"

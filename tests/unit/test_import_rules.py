@@ -3,7 +3,11 @@
 Services talk only through messages, so no service package imports another;
 what several of them share (RFC 21's states, results and replay, RFC 16's keys)
 lives in ``pflux.spec``, pure and I/O-free, or in ``pflux.broker``'s request
-helpers. Every import counts, those inside functions too.
+helpers. The wire (``pflux.protocol``) is a leaf the broker, the client and the
+services share, so the broker and the client never import each other; the CLI
+imports only the facade (``from pflux import Name``), the RFC libraries, the
+errors and itself. Every import counts, those inside functions and TYPE_CHECKING
+blocks too.
 """
 
 from __future__ import annotations
@@ -21,6 +25,16 @@ ROOT = Path(pflux.__file__).parent
 SERVICES = frozenset(
     ("exec", "info", "ingest", "joblist", "kvs", "manager", "rexec", "sched", "shell", "sim")
 )
+
+#: what a CLI module may import: the facade (``from pflux import Name``), the RFC
+#: libraries, the exception tree and the CLI's own modules
+CLI_MAY_IMPORT = frozenset(("spec", "errors", "cli"))
+
+#: CLI modules that may import more, each with its reason
+CLI_EXCEPTIONS = {
+    "pflux.cli.start": "pflux start runs an instance: the broker, its configuration and"
+    " the log file it opens as a job's output",
+}
 
 #: (importer, imported) service edges kept on purpose, each with its reason
 ALLOWED = {
@@ -152,3 +166,42 @@ def test_the_client_does_not_import_the_broker() -> None:
 
 def test_the_broker_does_not_import_the_client_or_the_cli() -> None:
     assert _into("broker", {"client", "cli"}) == []
+
+
+def _cli_may_import(name: str) -> bool:
+    """``name`` is ``pflux``, a name of its facade, or a package the CLI may import."""
+    if name == "pflux" or _top(name) in CLI_MAY_IMPORT:
+        return True
+    return name.count(".") == 1 and _top(name) in pflux.__all__
+
+
+def _cli_reaching(module: str) -> list[str]:
+    return sorted(
+        f"{module} imports {name}" for name in MODULES[module] if not _cli_may_import(name)
+    )
+
+
+def test_the_cli_imports_only_the_facade_spec_and_errors() -> None:
+    """A command is a client: it asks through ``pflux``'s public names (``Client``, the
+    constants it needs), never through the modules behind them, TYPE_CHECKING
+    imports too, so the modules behind the facade can move without touching it."""
+    reaching = [
+        line
+        for module in sorted(MODULES)
+        if _top(module) == "cli" and module not in CLI_EXCEPTIONS
+        for line in _cli_reaching(module)
+    ]
+    assert reaching == [], "import it from pflux (add it to the facade if it is not there)"
+
+
+@pytest.mark.parametrize("module", sorted(CLI_EXCEPTIONS))
+def test_each_cli_exception_is_still_needed(module: str) -> None:
+    assert _cli_reaching(module), f"{module} needs no exception: drop it from CLI_EXCEPTIONS"
+
+
+def test_a_facade_name_is_told_from_a_module() -> None:
+    assert _cli_may_import("pflux.Client")
+    assert _cli_may_import("pflux.spec.resultcodes")
+    assert not _cli_may_import("pflux.api")
+    assert not _cli_may_import("pflux.api.Client")
+    assert not _cli_may_import("pflux.client.handle")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pflux.cli import base
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 __all__ = ["FORWARDED", "Signals"]
 

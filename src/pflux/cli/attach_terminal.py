@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pflux.cli import base
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 __all__ = ["RawTerminal", "asks_interactive", "looked_up"]
 

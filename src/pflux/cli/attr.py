@@ -35,7 +35,7 @@ def lsattr_parser() -> argparse.ArgumentParser:
 
 
 def _attrs(uri: str | None) -> dict[str, str]:
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(uri) as client:
         return client.attrs()
@@ -59,7 +59,7 @@ def setattr_main(argv: list[str]) -> int:
     args = setattr_parser().parse_args(argv)
 
     def body() -> None:
-        from pflux.api import Client
+        from pflux import Client
 
         with Client(args.uri) as client:
             client.set_attr(args.name, args.value)

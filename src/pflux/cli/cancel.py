@@ -65,7 +65,7 @@ def _cancel(args: argparse.Namespace) -> int:
     if args.dry_run:
         jobcommon.note(NAME, f"Would cancel {jobcommon.plural(len(jobids), 'job')}")
         return 0
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         errors = client.raise_many(jobids, "cancel", 0, args.message or "")
@@ -75,7 +75,7 @@ def _cancel(args: argparse.Namespace) -> int:
 def _cancel_all(args: argparse.Namespace) -> int:
     userid = os.getuid() if args.user is None else jobcommon.user_id(args.user)
     states = _states(args.states) if args.states else State.PENDING | State.RUNNING
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         count = client.raise_all(

@@ -63,7 +63,7 @@ def _lookup(config: Any, name: str | None) -> Any:
 
 
 def _config(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import PfluxError
 
     if args.command != "get":

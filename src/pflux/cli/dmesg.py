@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
 
 
 def _dmesg(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli import logentry
     from pflux.cli.printable import printable
     from pflux.errors import UsageError

@@ -44,8 +44,7 @@ def _env(args: argparse.Namespace) -> int:
 
 def environment(uri: str | None) -> dict[str, str]:
     """The variables an instance's programs have, from this process's environment."""
-    from pflux.fluxshim import shim_env
-    from pflux.protocol.uri import socket_path, uri_for
+    from pflux import shim_env, socket_path, uri_for
 
     variables = shim_env().variables(os.environ)
     uri = uri or os.environ.get("PFLUX_URI") or os.environ.get("FLUX_URI")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pflux.cli import base
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
 
 
 def _event(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         if args.command == "pub":

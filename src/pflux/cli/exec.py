@@ -22,7 +22,7 @@ from pflux.cli import base
 from pflux.errors import PfluxError, RPCError, UsageError
 
 if TYPE_CHECKING:
-    from pflux.remote import Remote
+    from pflux import Remote
 
 CHUNK = 65536
 
@@ -159,7 +159,7 @@ def _b64(text: str) -> bytes:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     if not args.command:
         raise UsageError("COMMAND: required")

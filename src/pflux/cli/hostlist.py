@@ -122,7 +122,7 @@ class _Instance:
 
     def get(self) -> Any:
         if self.client is None:
-            from pflux.api import Client
+            from pflux import Client
 
             self.client = Client(self.uri)
         return self.client

@@ -24,12 +24,11 @@ from pflux.cli.printable import printable
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from pflux.api import Client
+    from pflux import Client, LogFollow
     from pflux.cli.attach_signals import Signals
     from pflux.cli.attach_terminal import RawTerminal
     from pflux.cli.statusline import StatusLine
     from pflux.errors import RPCError
-    from pflux.logfollow import LogFollow
     from pflux.spec.eventlog import Event
 
 # bytes read from stdin at a time: Client.send_stdin sends them as pieces of 64 KiB,
@@ -65,7 +64,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from pflux.api import Client
+        from pflux import Client
         from pflux.spec.fluid import JobID
 
         jobid = JobID.parse(args.jobid)

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
 
 
 def _eventlog(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
 
     jobid = JobID.parse(args.jobid)

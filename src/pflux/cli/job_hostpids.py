@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
 
 
 def _hostpids(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
     from pflux.spec.idset import IdSet

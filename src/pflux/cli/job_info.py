@@ -23,7 +23,7 @@ from pflux.cli.printable import printable_json
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
 
 NAME = "job"
@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
 
     for key in args.keys:

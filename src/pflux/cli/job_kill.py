@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
 
 
 def _kill(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     jobids = jobcommon.job_ids(args.jobids)
     signum = jobcommon.signal_number(args.signal, "kill")

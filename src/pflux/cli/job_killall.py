@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
 
 
 def _killall(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     signum = jobcommon.signal_number(args.signal, "killall")
     userid = os.getuid() if args.user is None else user_id(args.user)

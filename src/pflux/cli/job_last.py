@@ -34,7 +34,7 @@ def _slice(text: str) -> str:
 
 
 def _last(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
 
     request = _slice(args.slice)

@@ -54,7 +54,7 @@ def memo_object(pairs: list[str]) -> dict[str, Any]:
 
 
 def _memo(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

@@ -68,7 +68,7 @@ def _purge(args: argparse.Namespace) -> int:
             raise UsageError(f"purge: --age-limit: {exc}") from None
     num = None if args.num_limit is None else _count("--num-limit", args.num_limit, 0)
     batch = BATCH_DEFAULT if args.batch is None else _count("--batch", args.batch, 1, BATCH_MAX)
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
 
     total = 0
@@ -88,7 +88,7 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _purge_ids(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

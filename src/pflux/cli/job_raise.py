@@ -67,7 +67,7 @@ def parse_ids_and_note(words: list[str], after: list[str] | None) -> tuple[list[
 
 
 def _raise(args: argparse.Namespace, after: list[str] | None) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     jobids, note = parse_ids_and_note(args.words, after)
     if args.message is not None:

@@ -85,7 +85,7 @@ def states_mask(options: list[str]) -> State:
 
 
 def _raiseall(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
 
     severity = _severity(args.severity)

@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
 
 
 def _stats(uri: str | None) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
 
     with Client(uri) as client:

@@ -101,7 +101,7 @@ class JobStatus:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.job_urgency import parse_urgency
     from pflux.spec.jobspec import decode
 

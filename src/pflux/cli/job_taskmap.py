@@ -19,7 +19,7 @@ from pflux.cli import base, jobcommon
 from pflux.errors import JobIDError, PfluxError, UsageError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
     from pflux.spec.taskmap import Taskmap
 
@@ -77,7 +77,7 @@ def _taskmap(args: argparse.Namespace) -> int:
         except taskmap.TaskmapError as exc:
             raise PfluxError(f"error decoding taskmap: {exc}") from None
         return 0
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         found = _job_taskmap(client, jobid)

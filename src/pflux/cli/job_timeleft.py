@@ -21,7 +21,7 @@ from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 NAME = "job"
 UNLIMITED = 4294967295  # what flux prints for no time limit (UINT_MAX)
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
 
 
 def _timeleft(uri: str | None, jobid: str | None, human: bool) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     text = jobid if jobid is not None else os.environ.get("FLUX_JOB_ID")
     with Client(uri) as client:
@@ -88,7 +88,7 @@ def _instance(client: Client) -> float:
     except (RPCError, KeyError, TypeError, AttributeError, ValueError):
         raise PfluxError("failed to get instance expiration") from None
     if expiration == 0.0 and "jobid" in attrs and "parent-uri" in attrs:
-        from pflux.api import Client
+        from pflux import Client
 
         with Client(attrs["parent-uri"]) as parent:
             return _job(parent, attrs["jobid"])

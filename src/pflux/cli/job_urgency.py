@@ -39,7 +39,7 @@ def parse_urgency(text: str) -> int:
 
 
 def _urgency(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

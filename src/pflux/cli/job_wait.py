@@ -22,7 +22,7 @@ from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 NAME = "job"
 NOT_WAITABLE = 2
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

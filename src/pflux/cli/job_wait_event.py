@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
 
 
 def _wait_event(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

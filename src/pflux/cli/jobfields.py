@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from pflux.cli.jobinstance import HEADINGS as INSTANCE_HEADINGS
-from pflux.joblist.codes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
 from pflux.spec.fluid import JobID, ascii_f58_preferred
+from pflux.spec.resultcodes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
 from pflux.spec.states import SHORT, State
 
 _PENDING_OR_RUNNING: Final = int(State.PENDING | State.RUNNING)

@@ -45,7 +45,7 @@ class _Instance:
         self.sets: dict[str, ResourceSet] = {}
         if not uri:
             return
-        from pflux.api import Client
+        from pflux import Client
         from pflux.errors import PfluxError
         from pflux.spec.resource import ResourceSet
 

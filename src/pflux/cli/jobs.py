@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pflux.cli import base
 from pflux.errors import PfluxError
-from pflux.joblist.codes import USERID_ANY
+from pflux.spec.resultcodes import USERID_ANY
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client, JobListing
     from pflux.cli.jobfields import JobInfo
     from pflux.cli.jobformat import JobFormat
-    from pflux.replies import JobListing
 
 DEFAULT_COUNT: Final = 1000
 
@@ -193,7 +192,7 @@ def _print_listing(
 def _print_stats(args: argparse.Namespace) -> bool:
     """Print flux's statistics line (of the ``--queue`` queues' jobs, summed, if given);
     return whether any job is active."""
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         answer = client.job_stats()
@@ -328,7 +327,7 @@ def _list_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 def filter_masks(names: list[str]) -> tuple[int, int]:
     """(states, results) masks for ``-f`` names such as ``pending`` or ``FAILED``."""
-    from pflux.joblist.codes import CODES
+    from pflux.spec.resultcodes import CODES
     from pflux.spec.states import State
 
     state_names = ("depend", "priority", "sched", "run", "cleanup", "inactive")
@@ -415,7 +414,7 @@ def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[JobListing]:
 
 
 def _connect(args: argparse.Namespace) -> Client:
-    from pflux.api import Client
+    from pflux import Client
 
     return Client(args.uri)
 

@@ -46,7 +46,7 @@ def _child(args: argparse.Namespace, job: JobInfo, fetch: Fetch) -> list[JobInfo
 
 
 def _stats_line(uri: str) -> str | None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import PfluxError
 
     try:

@@ -13,10 +13,6 @@ import argparse
 
 from pflux.cli import base
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pflux.broker.boot import Cert
-
 
 def parser() -> argparse.ArgumentParser:
     p = base.parser("keygen", "Generate a CURVE certificate for an instance's overlay network.")
@@ -76,7 +72,7 @@ def _keygen(name: str | None, metas: list[str], path: str | None) -> None:
     import sys
     from pathlib import Path
 
-    from pflux.broker import cert as certs
+    from pflux import meta_problem, new_cert, write_cert
     from pflux.errors import UsageError
 
     if path is None:
@@ -86,10 +82,10 @@ def _keygen(name: str | None, metas: list[str], path: str | None) -> None:
         )
     meta = metadata(name, metas, _facts())
     for key, value in meta.items():
-        problem = certs.meta_problem(key, value)
+        problem = meta_problem(key, value)
         if problem:
             option = "--name" if key == "name" and name is not None else "--meta"
             raise UsageError(f"{option}: {problem}")
-    cert: Cert = certs.new_cert()
+    cert = new_cert()
     if path is not None:
-        certs.write_cert(Path(path), cert, meta)
+        write_cert(Path(path), cert, meta)

@@ -33,7 +33,7 @@ from pflux.cli.kvs_common import (
 from pflux.errors import RPCError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 
 def main(argv: list[str]) -> int:

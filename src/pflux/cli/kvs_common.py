@@ -16,7 +16,7 @@ from pflux.cli import base
 from pflux.errors import PfluxError, RPCError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 ROOT = "."
 #: the job's guest namespace in a job's tasks: pflux's name, then flux-core's
@@ -33,7 +33,7 @@ def as_flux() -> bool:
 
 
 def client(args: argparse.Namespace) -> Client:
-    from pflux.api import Client
+    from pflux import Client
 
     return Client(args.uri)
 

@@ -22,7 +22,7 @@ from pflux.cli.kvs_common import ROOT, client, lookup_failure, namespace, normal
 from pflux.errors import RPCError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 ELLIPSIS = "..."
 

@@ -24,7 +24,7 @@ from pflux.cli.kvs_common import (
 from pflux.errors import RPCError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 LIST_HEADER = "NAMESPACE                                 OWNER      FLAGS\n"
 

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
 
 
 def _logger(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import UsageError
 
     if args.severity not in SEVERITIES:

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
 
 
 def _module(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import PfluxError
 
     if args.command != "list":

@@ -35,7 +35,7 @@ def enclosing_job() -> tuple[dict[str, str], dict[str, int]] | None:
     namespace = os.environ.get("PFLUX_KVS_NAMESPACE")
     if not (jobid and uri and namespace):
         return None
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
     from pflux.spec.resource import ResourceSet
 
@@ -64,7 +64,7 @@ def enclosing_job() -> tuple[dict[str, str], dict[str, int]] | None:
 def post_uri(attrs: dict[str, str], uri: str) -> None:
     """Tell the enclosing instance this instance's URI: the memo ``uri`` on the job
     (a ``local://`` URI: pflux's instances are reached on this host only)."""
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
 
     try:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pflux.cli import base
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
 
 
 def parser() -> argparse.ArgumentParser:
@@ -89,7 +89,7 @@ def _tree(client: Client) -> Tree:
 
 
 def _overlay(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import UsageError
 
     with Client(args.uri) as client:

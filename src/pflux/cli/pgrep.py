@@ -138,7 +138,7 @@ def _pgrep(args: argparse.Namespace, name: str, kill: bool) -> int:
     except (ValueError, re.error) as exc:
         sys.stderr.write(f"{base.PROG}-{name}: ERROR: expression error: {exc}\n")
         return 2
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         jobs = [job for job in _fetch(client, args, kill, formatter) if matches(job)]
@@ -159,7 +159,7 @@ def _pgrep(args: argparse.Namespace, name: str, kill: bool) -> int:
 def _fetch(client: Any, args: argparse.Namespace, kill: bool, formatter: Any) -> list[JobInfo]:
     from pflux.cli.jobfields import JobInfo, attrs_for
     from pflux.cli.jobs import filter_masks, user_id
-    from pflux.joblist.codes import USERID_ANY
+    from pflux.spec.resultcodes import USERID_ANY
 
     names = [n for value in args.filter for n in value.split(",") if n]
     if not kill and args.a:

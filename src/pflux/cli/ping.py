@@ -74,7 +74,7 @@ def _ranks(rank: str, size: int) -> list[int] | None:
 
 
 def _ping(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import PfluxError, UsageError
 
     if args.pad < 0:

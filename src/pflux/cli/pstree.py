@@ -176,7 +176,7 @@ class _Tree:
 
     def jobs(self, uri: str | None) -> list[Any]:
         """The user's jobs in the instance at ``uri`` that the filter selects."""
-        from pflux.api import Client
+        from pflux import Client
         from pflux.cli.jobfields import JobInfo
         from pflux.cli.jobs import filter_masks
 
@@ -222,7 +222,7 @@ def _pstree(args: argparse.Namespace) -> int:
 
 def _listed(args: argparse.Namespace) -> list[Any]:
     """The jobs named on the command line, as job-list has them."""
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.jobfields import JobInfo
     from pflux.spec.fluid import JobID
 
@@ -241,7 +241,7 @@ def _listed(args: argparse.Namespace) -> list[Any]:
 def _root_job(uri: str | None) -> Any:
     """The root's listing: the enclosing job's, for a nested instance; else one made
     from the instance's attributes, whose id and name are ``.``."""
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.jobfields import JobInfo
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State

@@ -15,8 +15,8 @@ import argparse
 import os
 import sys
 
+from pflux import shim_env
 from pflux.cli import base
-from pflux.fluxshim import PYTHON as SHIM
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     """Entry point of ``pflux python``: exec's the interpreter, or prints the path."""
     if argv[:1] in (["--get-path"], ["--list-versions"]):
         if parser().parse_args(argv[:1]).get_path:
-            print(SHIM)
+            print(_shim())
             return 0
         sys.stderr.write(
             f"{base.PROG}-python: ERROR: --list-versions: pflux has one flux package, for any"
@@ -41,7 +41,12 @@ def main(argv: list[str]) -> int:
         )
         return 1
     path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = f"{SHIM}{os.pathsep}{path}" if path else str(SHIM)
+    os.environ["PYTHONPATH"] = f"{_shim()}{os.pathsep}{path}" if path else _shim()
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, *argv])
+
+
+def _shim() -> str:
+    """The directory that holds the ``flux`` package."""
+    return os.pathsep.join(shim_env().pythonpath)

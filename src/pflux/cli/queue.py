@@ -23,8 +23,7 @@ from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
-    from pflux.replies import QueueStatus
+    from pflux import Client, QueueStatus
 
 NAME = "queue"
 DEFAULT_DISABLE_REASON = "disabled by administrator"
@@ -90,7 +89,7 @@ def _queue_name(parser: argparse.ArgumentParser) -> None:
 
 
 def _connected(args: argparse.Namespace) -> int | None:
-    from pflux.api import Client
+    from pflux import Client
 
     func: Callable[[Client, argparse.Namespace], int | None] = args.func
     with Client(args.uri) as client:

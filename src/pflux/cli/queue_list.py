@@ -17,8 +17,7 @@ from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
-    from pflux.replies import QueueStatus
+    from pflux import Client, QueueStatus
     from pflux.spec.queues import QueueConfig
 
 HEADINGS = {

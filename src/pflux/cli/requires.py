@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pflux.errors import SpecError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.resource import ResourceSet
 
 

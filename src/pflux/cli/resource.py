@@ -328,7 +328,7 @@ def _reload(args: argparse.Namespace) -> int:
 
 
 def _drain(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     if args.targets is None:
         args.states, args.skip_empty = "drain", True
@@ -351,7 +351,7 @@ def _drain(args: argparse.Namespace) -> int:
 
 
 def _undrain(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
 
     with Client(args.uri) as client:
         client.undrain_resources(
@@ -539,7 +539,7 @@ def _states(text: str) -> list[str]:
 
 def _fetch(uri: str | None) -> dict[str, Any]:
     """all, allocated and down from the scheduler; up and free worked out from them."""
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.resource import ResourceSet
 
     with Client(uri) as client:

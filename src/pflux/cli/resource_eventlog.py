@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.eventlog import EventlogReader, TextFormatter
     from pflux.spec.kvs_keys import RESOURCE_EVENTLOG

@@ -68,7 +68,7 @@ def submit_attached(
     """
     import sys
 
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.attach_terminal import asks_interactive
     from pflux.cli.job_attach import attach, catching
     from pflux.cli.requires import refuse_unmet

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
 
 
 def _shutdown(args: argparse.Namespace) -> None:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli import logentry
     from pflux.errors import RPCError, UsageError
 

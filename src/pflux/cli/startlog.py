@@ -37,7 +37,7 @@ def _stamp(timestamp: float) -> str:
 
 
 def _startlog(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec import duration, eventlog
 
     with Client(args.uri) as client:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Iterator
     from typing import TextIO
 
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 
@@ -157,7 +157,7 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
     else the largest job exit code when the jobs were waited for, else 0."""
     from collections import deque
 
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
 
     streams = _Streams()

@@ -22,9 +22,8 @@ from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client, JobListing
     from pflux.cli.topview import Counts, Snapshot
-    from pflux.replies import JobListing
 
 REFRESH_MS = 2000  # flux top's refresh interval
 
@@ -69,7 +68,7 @@ class _View:
 def _top(args: argparse.Namespace) -> None:
     if args.color not in ("auto", "always", "never"):
         raise UsageError(f"--color: {args.color!r} must be 'auto', 'always' or 'never'")
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.topview import Counts
 
     client = Client(args.uri)
@@ -169,7 +168,7 @@ def _key(screen: Any, stack: list[_View], view: _View, key: int) -> str:
 
 def _open(stack: list[_View], view: _View, job: JobListing) -> str:
     """Descend into the selected job's instance; else the note saying why not."""
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.topview import Counts, nested_uri
     from pflux.spec.fluid import JobID
 

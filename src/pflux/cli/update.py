@@ -25,7 +25,7 @@ from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.fluid import JobID
 
 NAME = "update"
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 

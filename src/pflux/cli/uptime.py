@@ -35,7 +35,7 @@ def _uptime(uri: str | None) -> None:
     import pwd
     import time
 
-    from pflux.api import Client
+    from pflux import Client
     from pflux.spec.idset import IdSet
 
     with Client(uri) as client:

@@ -46,8 +46,7 @@ def _uri(target: str | None, *, wait: bool = False) -> None:
 def resolve(target: str | None, *, wait: bool = False) -> str:
     """The URI of ``target`` (as ``uri TARGET`` prints it; None: this command's instance),
     once the instance answers (a job's: once it posted it)."""
-    from pflux.api import Client
-    from pflux.protocol.uri import socket_path
+    from pflux import Client, socket_path
 
     uri = None
     if target is not None:
@@ -89,7 +88,7 @@ def _from_pid(text: str) -> str:
 def _job_path(path: str, wait: bool) -> str:
     """The URI a path of job ids leads to from the instance this command reaches, one
     instance down a step (``/``: the root, ``..``: the enclosing instance)."""
-    from pflux.api import Client
+    from pflux import Client
 
     uri: str | None = None
     steps = [step for step in path.split("/") if step]
@@ -115,7 +114,7 @@ def _job_path(path: str, wait: bool) -> str:
 
 def _root(uri: str | None) -> str:
     """The URI of the root instance above the one at ``uri``."""
-    from pflux.api import Client
+    from pflux import Client
 
     while True:
         with Client(uri) as client:

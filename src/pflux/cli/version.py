@@ -26,7 +26,7 @@ def _version() -> None:
     print(f"python:      \t\t{platform.python_version()}")
     uri = os.environ.get("PFLUX_URI") or os.environ.get("FLUX_URI")
     if uri:
-        from pflux.api import Client
+        from pflux import Client
 
         with Client(uri) as client:
             attrs = client.attrs()

@@ -86,7 +86,7 @@ def _filters(args: argparse.Namespace) -> tuple[list[str], float]:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.jobs import filter_masks
 
     count = _count(args.count)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import TextIO
 
-    from pflux.api import Client
+    from pflux import Client
     from pflux.cli.progressbar import ProgressBar
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from pflux.errors import PfluxError
-from pflux.joblist.codes import RESULT_COMPLETED
 from pflux.joblist.summary import JobSummary
+from pflux.spec.resultcodes import RESULT_COMPLETED
 from pflux.spec.states import State
 
 ATTRS: Final[tuple[str, ...]] = (

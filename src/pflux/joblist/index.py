@@ -38,10 +38,10 @@ from typing import Any, Final
 
 from pflux.errors import EventlogError
 from pflux.joblist.attributes import Selection, to_json
-from pflux.joblist.codes import USERID_ANY
 from pflux.joblist.stats import JobCounts
 from pflux.joblist.summary import JobSummary
 from pflux.spec.eventlog import Event
+from pflux.spec.resultcodes import USERID_ANY
 from pflux.spec.states import State
 
 log = logging.getLogger("pflux.job-list")

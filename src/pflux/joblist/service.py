@@ -29,18 +29,13 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
-from pflux.joblist.codes import (
-    RESULT_CANCELED,
-    RESULT_COMPLETED,
-    RESULT_FAILED,
-    RESULT_TIMEOUT,
-)
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
 from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
+from pflux.spec.resultcodes import RESULT_CANCELED, RESULT_COMPLETED, RESULT_FAILED, RESULT_TIMEOUT
 from pflux.spec.states import State
 
 log = logging.getLogger("pflux.job-list")

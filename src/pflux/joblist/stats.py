@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final
 
-from pflux.joblist.codes import RESULT_CANCELED, RESULT_COMPLETED, RESULT_TIMEOUT
 from pflux.joblist.summary import JobSummary
+from pflux.spec.resultcodes import RESULT_CANCELED, RESULT_COMPLETED, RESULT_TIMEOUT
 from pflux.spec.states import State
 
 # flux-core's job_states keys, in its order (NEW is not counted)

@@ -23,12 +23,12 @@ from typing import Any, Final
 import orjson
 
 from pflux.errors import PfluxError, ResourceError
-from pflux.joblist.codes import CODES
 from pflux.spec import hostlist
 from pflux.spec.eventlog import Event
 from pflux.spec.jobspec import JobspecView
 from pflux.spec.record import JobRecord
 from pflux.spec.resource import ResourceSet
+from pflux.spec.resultcodes import CODES
 from pflux.spec.results import FAILED
 from pflux.spec.states import InvalidTransition, State, apply
 

@@ -17,8 +17,8 @@ from msgspec import Meta, Struct, field
 from pflux.errors import RPCError
 from pflux.protocol.decode import invalid
 from pflux.protocol.sched import MAX_JOBID, JobId
+from pflux.spec.resultcodes import USERID_ANY
 
-USERID_ANY = 2**32 - 1  # FLUX_USERID_UNKNOWN: every user (as pflux.joblist.codes has it)
 MAX_ENTRIES = 2**31 - 1
 
 Mask = Annotated[int, Meta(ge=0)]

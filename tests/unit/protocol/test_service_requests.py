@@ -11,8 +11,9 @@ from pflux.errors import RPCError
 from pflux.protocol.broker import DmesgRequest
 from pflux.protocol.decode import decode
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest
-from pflux.protocol.joblist import USERID_ANY, ListIdRequest, ListRequest, check_mask
+from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
 from pflux.protocol.kvs import CommitRequest, LsRequest, WalkRequest, WatchRequest
+from pflux.spec.resultcodes import USERID_ANY
 
 
 def test_an_empty_request_takes_the_defaults() -> None:

@@ -1,7 +1,8 @@
 """Numbers on job-list's wire, as flux-core has them, so masks and filters mean the same.
 
 The result itself is the job manager's to decide (``Job.result``); this is only
-its encoding. Shared by job-list and ``pflux jobs``, and cheap to import.
+its encoding. Shared by job-list, its request types and ``pflux jobs``, and cheap
+to import.
 """
 
 from __future__ import annotations
