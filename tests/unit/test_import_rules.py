@@ -6,7 +6,8 @@ lives in ``pflux.spec``, pure and I/O-free, or in ``pflux.broker``'s request
 helpers. The wire (``pflux.protocol``) is a leaf the broker, the client and the
 services share, so the broker and the client never import each other; the CLI
 imports only the facade (``from pflux import Name``), the RFC libraries, the
-errors and itself. Every import counts, those inside functions and TYPE_CHECKING
+errors and itself; and no package imports, through others, one that imports it.
+Every import counts, those inside functions and TYPE_CHECKING
 blocks too.
 """
 
@@ -34,6 +35,14 @@ CLI_MAY_IMPORT = frozenset(("spec", "errors", "cli"))
 CLI_EXCEPTIONS = {
     "pflux.cli.start": "pflux start runs an instance: the broker, its configuration and"
     " the log file it opens as a job's output",
+}
+
+#: package cycles still there, each with why; no other is allowed
+KNOWN_CYCLES = {
+    # job-exec plans and launches the shell, the shell speaks job-exec's records
+    frozenset(("exec", "shell")): "the launcher protocol between job-exec and the shell",
+    # a job handle answers through its client, the client hands out job handles
+    frozenset(("api", "jobhandle")): "the client API and the job handles it returns",
 }
 
 #: (importer, imported) service edges kept on purpose, each with its reason
@@ -205,3 +214,96 @@ def test_a_facade_name_is_told_from_a_module() -> None:
     assert not _cli_may_import("pflux.api")
     assert not _cli_may_import("pflux.api.Client")
     assert not _cli_may_import("pflux.client.handle")
+
+
+#: the nodes: each package and top-level module below pflux
+PACKAGES = frozenset(filter(None, (_top(module) for module in MODULES)))
+
+
+def _node(name: str) -> str | None:
+    """The package-level node of an imported name: the first component below ``pflux``
+    (a top-level module is its own node), a facade name standing for its home's."""
+    top = _top(name)
+    if top is None or top in PACKAGES:
+        return top
+    home = pflux._HOMES.get(top)  # ``from pflux import Client``
+    return _top(home) if home else None  # a name pflux/__init__.py defines itself
+
+
+def _graph() -> dict[str, set[str]]:
+    """Which package imports which, from the code (the facade itself is no node: it
+    imports nothing until a name is asked for)."""
+    graph: dict[str, set[str]] = {node: set() for node in PACKAGES}
+    for module, names in MODULES.items():
+        importer = _top(module)
+        if importer is None:
+            continue
+        graph[importer].update(n for n in map(_node, names) if n not in (None, importer))
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected part of ``graph`` with more than one node, as one cycle
+    through it (``[a, b, ..., a]``), sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    parts: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for after in sorted(graph[node]):
+            if after not in order:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in stack:
+                low[node] = min(low[node], order[after])
+        if low[node] == order[node]:
+            part = set()
+            while not part or node not in part:
+                part.add(stack.pop())
+            parts.append(part)
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(_one_cycle(graph, part) for part in parts if len(part) > 1)
+
+
+def _one_cycle(graph: dict[str, set[str]], part: set[str]) -> list[str]:
+    """A cycle through the first node of ``part`` that stays inside it (breadth first,
+    so the shortest)."""
+    start = min(part)
+    paths = [[start]]
+    while paths:
+        path = paths.pop(0)
+        for after in sorted(graph[path[-1]] & part):
+            if after == start:
+                return [*path, start]
+            if after not in path:
+                paths.append([*path, after])
+    raise AssertionError(f"{sorted(part)} holds no cycle")
+
+
+def test_no_package_import_cycle() -> None:
+    """pflux's packages import each other in one direction only: a cycle means neither
+    can be understood, tested or moved without the other."""
+    found = [cycle for cycle in _cycles(_graph()) if frozenset(cycle) not in KNOWN_CYCLES]
+    assert found == [], " ; ".join(" -> ".join(cycle) for cycle in found)
+
+
+@pytest.mark.parametrize("cycle", sorted(sorted(c) for c in KNOWN_CYCLES))
+def test_each_known_cycle_is_still_there(cycle: list[str]) -> None:
+    assert any(set(found) == set(cycle) for found in _cycles(_graph())), (
+        f"{cycle} is no longer a cycle: drop it from KNOWN_CYCLES"
+    )
+
+
+def test_a_cycle_is_found_and_named() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e", "a"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"x": {"y"}, "y": set()}) == []
+    assert _node("pflux.Client") == "api"
+    assert _node("pflux.__version__") is None
+    assert _node("pflux.broker.router") == "broker"
