@@ -7,8 +7,7 @@ helpers. The wire (``pflux.protocol``) is a leaf the broker, the client and the
 services share, so the broker and the client never import each other; the CLI
 imports only the facade (``from pflux import Name``), the RFC libraries, the
 errors and itself; and no package imports, through others, one that imports it.
-Every import counts, those inside functions and TYPE_CHECKING
-blocks too.
+Every import counts, those inside functions and TYPE_CHECKING blocks too.
 """
 
 from __future__ import annotations
