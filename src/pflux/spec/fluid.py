@@ -80,12 +80,9 @@ class JobID(int):
         if not isinstance(text, str):
             raise JobIDError(f"{text!r} is not a valid job id: expected a string")
         try:
-            value = _decode(text.strip())
+            return _new(cls, _decode(text.strip()))
         except ValueError as exc:
             raise _invalid(text, str(exc)) from None
-        if value > _ID_MAX:
-            raise _invalid(text, "larger than 64 bits")
-        return _new(cls, value)
 
     def encode(self, fmt: str) -> str:
         """This id in encoding ``fmt`` (one of ``ENCODINGS``, any case)."""

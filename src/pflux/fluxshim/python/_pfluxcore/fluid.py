@@ -1,9 +1,9 @@
 """RFC 19 FLUID text encodings, for both pflux's ``JobID`` and the flux package's.
 
 Encoders take an int in 0..2**64-1 and return text; ``decode`` takes stripped
-text in any encoding, by flux-core's detection rules, and returns its value
-(possibly above 64 bits: each face says how it refuses that) or raises
-``ValueError`` whose message is the reason, for each face to word as its error.
+text in any encoding, by flux-core's detection rules, and returns its value or
+raises ``ValueError`` whose message is the reason, for each face to word as its
+error.
 Decoding runs on every command and RPC that names a job, so the common forms
 (``ƒ`` f58 and decimal) are tried first with str methods and table look-ups,
 and the mnemonicode word list loads only when words are used.
@@ -95,14 +95,17 @@ def decode(s: str) -> int:
     if s[:1] == F58_PREFIX:
         digits = s[1:].encode("ascii", "replace").translate(_B58_CODES)
         if not 1 <= len(digits) <= F58_MAX_DIGITS or _NOT_B58 in digits:
-            return _f58_decode(s)  # raises, naming what is wrong
+            _f58_decode(s)  # raises, naming what is wrong
         value = 0
         for digit in digits:
             value = value * 58 + digit
-        return value
-    if s.isdigit() and s.isascii():
-        return int(s)
-    return _decode_by_form(s[4:] if s.startswith("job.") else s)
+    elif s.isdigit() and s.isascii():
+        value = int(s)
+    else:
+        value = _decode_by_form(s[4:] if s.startswith("job.") else s)
+    if value > ID_MAX:
+        raise ValueError("larger than 64 bits")
+    return value
 
 
 def _decode_by_form(s: str) -> int:

@@ -115,7 +115,7 @@ def id_parse(jobid_str: Any) -> int:
         value = _parse_emoji(text, rest) if rest[0] >= "\U0001f000" else fluid.decode(s)
     except ValueError:
         raise _invalid(text) from None
-    if value > fluid.ID_MAX:
+    if value > fluid.ID_MAX:  # emoji
         raise _invalid(text)
     return value
 
