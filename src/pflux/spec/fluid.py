@@ -4,9 +4,9 @@ A FLUID is 64 bits: a 40-bit timestamp (milliseconds since the generator's own
 epoch), a 14-bit generator id and a 10-bit sequence number. Ids print in any of
 six encodings (dec, hex, dothex, kvs, words, f58) and every pflux command must
 accept all of them, so decoding is on the hot path of every CLI call and every
-RPC that names a job: the code here favours str methods and table look-ups over
-regular expressions, and loads the mnemonicode word list only when words are
-actually used.
+RPC that names a job. The encodings themselves are ``_pfluxcore.fluid``'s, which
+the flux package's ``JobID`` shares; this module words its refusals as
+``JobIDError`` and issues ids.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ repeats allowed, and each element keeps the zero padding of its first id
 :func:`encode` follows flux-core's ``hostlist_encode``: it keeps the hosts'
 order (no sorting), merges neighbouring hosts that share a prefix and differ
 only in a trailing number, and leaves hosts whose number is not trailing
-(``foo1-eth0``) as they are.
+(``foo1-eth0``) as they are. Expansion and encoding are ``_pfluxcore.hostlist``'s,
+which the flux package's ``Hostlist`` shares; this module checks text and hosts
+strictly and words the errors.
 """
 
 from __future__ import annotations

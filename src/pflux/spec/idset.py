@@ -9,7 +9,8 @@ Decoding is strict RFC 22: ascending unique decimal ids without leading zeros,
 ``a-b`` ranges (``a < b``, as flux-core's libidset requires), optional
 brackets around the whole set, and nothing but ``0-9 , - [ ]``.  Ids are at
 most :data:`MAX_ID`, the largest id flux-core's libidset accepts (its universe
-size is capped at ``INT_MAX + 1``).
+size is capped at ``INT_MAX + 1``). The set algebra and the text are
+``_pfluxcore.idset``'s, which the flux package's ``IDset`` shares.
 """
 
 from __future__ import annotations
