@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _pfluxcore import duration, fluid, hostlist, idset
+from _pfluxcore import duration, fluid, hostlist, idset, update
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -194,9 +194,11 @@ def test_both_faces_load_the_one_copy() -> None:
     assert fluid.__file__ == str(SHIM_PYTHON / "_pfluxcore" / "fluid.py")
     out = flux_output(
         """
-        import flux.job.JobID, flux.idset, flux.hostlist, flux.util, _pfluxcore
+        import flux.job.JobID, flux.job.kvslookup, flux.idset, flux.hostlist, flux.util
+        import _pfluxcore
         mods = (sys.modules["flux.job.JobID"].fluid, flux.idset._ranges,
-                flux.hostlist._hostlist, flux.util.duration)
+                flux.hostlist._hostlist, flux.util.duration,
+                sys.modules["flux.job.kvslookup"].update)
         print(all(m.__name__.startswith("_pfluxcore.") for m in mods), _pfluxcore.__file__)
         """,
         None,
@@ -204,3 +206,21 @@ def test_both_faces_load_the_one_copy() -> None:
     same, where = out.split()
     assert same == "True"
     assert where == str(SHIM_PYTHON / "_pfluxcore" / "__init__.py")
+
+
+def test_update_sets_each_dotted_key_making_the_objects_its_path_crosses() -> None:
+    jobspec: dict[str, Any] = {"attributes": {"system": {"duration": 60}, "user": 3}}
+    update.apply(
+        jobspec,
+        {"attributes.system.duration": 120, "attributes.user.x": 1, "attributes.new.a.b": []},
+    )
+    assert jobspec == {
+        "attributes": {
+            "system": {"duration": 120},
+            "user": {"x": 1},  # not an object: replaced, as flux-core's update does
+            "new": {"a": {"b": []}},
+        }
+    }
+    r: dict[str, Any] = {"execution": {"expiration": 0.0}}
+    update.set_path(r, "execution.expiration", 99.5)
+    assert r == {"execution": {"expiration": 99.5}}
