@@ -217,7 +217,7 @@ def test_update_sets_each_dotted_key_making_the_objects_its_path_crosses() -> No
     assert jobspec == {
         "attributes": {
             "system": {"duration": 120},
-            "user": {"x": 1},  # not an object: replaced, as flux-core's update does
+            "user": {"x": 1},  # not an object: replaced by one
             "new": {"a": {"b": []}},
         }
     }
