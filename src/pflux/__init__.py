@@ -11,9 +11,7 @@ for the command line, which imports ``pflux`` packages on every command.
         print(job.result().success)
 """
 
-import os
-import sys
-from importlib.machinery import ModuleSpec, PathFinder
+from pflux import _corefinder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -46,25 +44,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.10.0"
 
-_CORE = "_pfluxcore"
-_SHIM_PYTHON = os.path.join(os.path.dirname(__file__), "fluxshim", "python")
-
-
-class _CoreFinder:
-    """Finds ``_pfluxcore``, the logic pflux shares with its flux package, beside it.
-
-    By that one name: the shim's directory stays off ``sys.path``, where its
-    ``flux`` would shadow a real flux-core. First on ``sys.meta_path``, so that
-    pflux always loads its own copy.
-    """
-
-    @staticmethod
-    def find_spec(name: str, path: object = None, target: object = None) -> ModuleSpec | None:
-        """The core's spec, for its name only (its modules are found through it)."""
-        return PathFinder.find_spec(name, [_SHIM_PYTHON]) if name == _CORE else None
-
-
-sys.meta_path.insert(0, _CoreFinder)
+_corefinder.install()
 
 _ERRORS = "pflux.errors"
 # where each public name is defined
