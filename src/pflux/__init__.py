@@ -17,6 +17,8 @@ address (``socket_path``, ``uri_for``), the flux shim's paths (``shim_env``) and
 ``pflux keygen``'s certificate (``new_cert``, ``meta_problem``, ``write_cert``).
 """
 
+from pflux import _corefinder
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux.api import AsyncClient, Client, JobResult
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
     from pflux.spec.states import State
 
 __version__ = "0.10.0"
+
+_corefinder.install()
 
 _ERRORS = "pflux.errors"
 _CERT = "pflux.broker.cert"

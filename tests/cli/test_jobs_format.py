@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from pflux.api import Client
 from pflux.cli import jobfields, jobs
-from pflux.cli.jobfields import FIELDS, JobInfo, attrs_for, fsd, username
+from pflux.cli.jobfields import FIELDS, JobInfo, attrs_for, username
 from pflux.cli.jobformat import (
     NAMED_FORMATS,
     FormatError,
@@ -31,6 +31,7 @@ from pflux.cli.jobformat import (
 )
 from pflux.errors import PfluxError
 from pflux.joblist.attributes import ATTRS
+from pflux.spec.duration import format_short as fsd
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 

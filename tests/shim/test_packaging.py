@@ -5,6 +5,8 @@ pflux package, its ``flux`` command executable there."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -27,3 +29,22 @@ def test_the_shim_is_inside_the_package_and_its_flux_is_executable() -> None:
     assert Path(fluxshim.BIN) == package / "bin"
     assert Path(fluxshim.PYTHON) == package / "python"
     assert os.access(Path(fluxshim.BIN) / "flux", os.X_OK)
+
+
+def test_pflux_loads_the_shared_core_beside_flux_without_putting_flux_on_its_path() -> None:
+    code = (
+        "import importlib.util, sys\n"
+        "from pflux.spec.fluid import JobID\n"
+        "import _pfluxcore\n"
+        "flux = importlib.util.find_spec('flux')\n"
+        "print(_pfluxcore.__file__)\n"
+        "print(flux.origin if flux else None)\n"
+        "print(JobID(65535).words)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+    )
+    core, flux, words = proc.stdout.splitlines()
+    assert Path(core) == Path(fluxshim.PYTHON) / "_pfluxcore" / "__init__.py"
+    assert flux == "None" or not Path(flux).is_relative_to(fluxshim.PYTHON)  # flux-core's
+    assert words == "nevada-archive-academy--academy-academy-academy"

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from pflux.cli.jobinstance import HEADINGS as INSTANCE_HEADINGS
+from pflux.spec.duration import format_short as fsd
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 from pflux.spec.resultcodes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
 from pflux.spec.states import SHORT, State
@@ -28,20 +29,6 @@ def number(value: Any) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return None
-
-
-def fsd(seconds: float) -> str:
-    """A duration as ``flux jobs`` prints it: 4 significant digits, ``0s`` under 1 ms."""
-    if seconds == float("inf"):
-        return "inf"
-    if seconds < 1.0e-3:
-        return "0s"
-    if seconds < 10.0:
-        return f"{seconds:.3f}s"
-    for limit, unit, scale in ((60.0, "s", 1.0), (3600.0, "m", 60.0), (86400.0, "h", 3600.0)):
-        if seconds < limit:
-            return f"{seconds / scale:.4g}{unit}"
-    return f"{seconds / 86400.0:.4g}d"
 
 
 # --- one job -----------------------------------------------------------------------------

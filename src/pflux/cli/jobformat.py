@@ -23,9 +23,10 @@ import string
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from pflux.cli.jobfields import JobInfo, fsd, heading, is_field, number
+from pflux.cli.jobfields import JobInfo, heading, is_field, number
 from pflux.cli.printable import printable, printable_value
 from pflux.errors import PfluxError
+from pflux.spec.duration import format_short as fsd
 
 
 class FormatError(PfluxError):

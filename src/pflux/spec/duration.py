@@ -14,13 +14,15 @@ import math
 import re
 from typing import Final, Literal
 
+from _pfluxcore.duration import UNITS, in_unit, short
+
 from pflux.errors import DurationError
 
-__all__ = ["Unit", "format", "parse"]
+__all__ = ["Unit", "format", "format_short", "parse"]
 
 Unit = Literal["ms", "s", "m", "h", "d"]
 
-_SECONDS: Final[dict[str, float]] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_SECONDS: Final = UNITS
 # ASCII digits only: float() would also take other scripts' digits and "1_000"
 _FSD: Final = re.compile(r"\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(ms|s|m|h|d)?")
 _INFINITE: Final = frozenset({"inf", "infinity"})
@@ -55,10 +57,9 @@ def format(seconds: float, *, precision: int = 6) -> str:
         raise DurationError(f"cannot format {seconds!r} as a duration: must be a number >= 0")
     if 0.0 < seconds < 0.1:
         return f"{seconds * 1000.0:.{precision}g}ms"
-    if seconds < 60.0:
-        return f"{seconds:.{precision}g}s"
-    if seconds < 3600.0:
-        return f"{seconds / 60.0:.{precision}g}m"
-    if seconds < 86400.0:
-        return f"{seconds / 3600.0:.{precision}g}h"
-    return f"{seconds / 86400.0:.{precision}g}d"
+    return in_unit(seconds, precision)
+
+
+def format_short(seconds: float) -> str:
+    """A duration as ``flux jobs`` prints it: 4 significant digits, ``0s`` under 1 ms."""
+    return short(seconds)

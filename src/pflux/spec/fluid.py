@@ -4,9 +4,9 @@ A FLUID is 64 bits: a 40-bit timestamp (milliseconds since the generator's own
 epoch), a 14-bit generator id and a 10-bit sequence number. Ids print in any of
 six encodings (dec, hex, dothex, kvs, words, f58) and every pflux command must
 accept all of them, so decoding is on the hot path of every CLI call and every
-RPC that names a job: the code here favours str methods and table look-ups over
-regular expressions, and loads the mnemonicode word list only when words are
-actually used.
+RPC that names a job. The encodings themselves are ``_pfluxcore.fluid``'s, which
+the flux package's ``JobID`` shares; this module words its refusals as
+``JobIDError`` and issues ids.
 """
 
 from __future__ import annotations
@@ -14,6 +14,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+from _pfluxcore.fluid import F58_PREFIX as _F58_PREFIX
+from _pfluxcore.fluid import decode as _decode
+from _pfluxcore.fluid import dothex as _dothex
+from _pfluxcore.fluid import f58 as _f58
+from _pfluxcore.fluid import f58plain as _f58plain
+from _pfluxcore.fluid import kvs as _kvs
+from _pfluxcore.fluid import words as _words_encode
 
 from pflux.errors import JobIDError
 
@@ -31,20 +39,6 @@ _GEN_MAX = (1 << _GEN_BITS) - 1
 _ID_MAX = (1 << 64) - 1
 JOBID_ANY = _ID_MAX  # FLUX_JOBID_ANY: no job id, "any job" (job wait)
 
-_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_B58_VALUE = {c: i for i, c in enumerate(_B58)}
-# ASCII code -> digit value, 0xff for a character that is not a base58 digit
-_NOT_B58 = 0xFF
-_B58_CODES = bytes(_B58_VALUE.get(chr(code), _NOT_B58) for code in range(256))
-# every two-digit base58 string, so encoding takes half as many divisions
-_B58_PAIRS = tuple(a + b for a in _B58 for b in _B58)
-_F58_PREFIX = "ƒ"
-_F58_ASCII_PREFIX = "f"
-_F58_MAX_DIGITS = 12  # as flux-core: 11 digits cover 64 bits, one more allows a leading '1'
-
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-_MN_BASE = 1626  # mnemonicode words; three of them cover 32 bits
-
 #: The names ``JobID.encode`` and ``pflux job id --to`` accept.
 ENCODINGS = ("dec", "hex", "dothex", "kvs", "words", "f58", "f58plain")
 
@@ -55,19 +49,6 @@ _new = int.__new__
 def _invalid(text: str, reason: str) -> JobIDError:
     shown = text if len(text) <= 64 else text[:60] + "..."
     return JobIDError(f"{shown!r} is not a valid job id: {reason}")
-
-
-# filled on first use: (words, word -> position)
-_WORDLIST: list[tuple[tuple[str, ...], dict[str, int]]] = []
-
-
-def _wordlist() -> tuple[tuple[str, ...], dict[str, int]]:
-    """The mnemonicode words and their positions, imported on first use only."""
-    if not _WORDLIST:
-        from pflux.spec._wordlist import WORDS
-
-        _WORDLIST.append((WORDS, {w: i for i, w in enumerate(WORDS)}))
-    return _WORDLIST[0]
 
 
 class JobID(int):
@@ -95,27 +76,13 @@ class JobID(int):
         Surrounding whitespace and a leading ``job.`` are ignored, then, in
         flux-core's order: a ``.`` means dothex, a ``-`` words, a leading
         ``ƒ``/``f`` f58, ``0x`` hex, and anything else must be decimal digits.
-        ``ƒ`` f58 and decimal, the common cases, are tried first (neither can
-        be mistaken for another encoding), and valid f58 is decoded inline
-        from bytes, which spares a call and a dict look-up per digit.
         """
         if not isinstance(text, str):
             raise JobIDError(f"{text!r} is not a valid job id: expected a string")
-        s = text.strip()
-        if s[:1] == _F58_PREFIX:
-            digits = s[1:].encode("ascii", "replace").translate(_B58_CODES)
-            if not 1 <= len(digits) <= _F58_MAX_DIGITS or _NOT_B58 in digits:
-                _f58_decode(text, s)  # raises, naming what is wrong
-            value = 0
-            for digit in digits:
-                value = value * 58 + digit
-        elif s.isdigit() and s.isascii():
-            value = int(s)
-        else:
-            value = _decode(text, s)
-        if value > _ID_MAX:
-            raise _invalid(text, "larger than 64 bits")
-        return _new(cls, value)
+        try:
+            return _new(cls, _decode(text.strip()))
+        except ValueError as exc:
+            raise _invalid(text, str(exc)) from None
 
     def encode(self, fmt: str) -> str:
         """This id in encoding ``fmt`` (one of ``ENCODINGS``, any case)."""
@@ -182,111 +149,6 @@ class JobID(int):
 
     def __repr__(self) -> str:
         return f"JobID({int.__repr__(self)})"
-
-
-def _f58(n: int) -> str:
-    """``ƒ`` and base58, two digits per division (the pairs table)."""
-    pairs = _B58_PAIRS
-    digits = ""
-    while n >= 3364:
-        digits = pairs[n % 3364] + digits
-        n //= 3364
-    return _F58_PREFIX + (pairs[n] if n >= 58 else _B58[n]) + digits
-
-
-def _f58plain(n: int) -> str:
-    return _F58_ASCII_PREFIX + _f58(n)[1:]
-
-
-def _dothex(n: int) -> str:
-    h = f"{n:016x}"
-    return f"{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
-
-
-def _kvs(n: int) -> str:
-    h = f"{n:016x}"
-    return f"job.{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
-
-
-def _words_encode(n: int) -> str:
-    words = _wordlist()[0]
-    lo = n & 0xFFFFFFFF
-    hi = n >> 32
-    return (
-        f"{words[lo % _MN_BASE]}-{words[lo // _MN_BASE % _MN_BASE]}-{words[lo // 2643876]}--"
-        f"{words[hi % _MN_BASE]}-{words[hi // _MN_BASE % _MN_BASE]}-{words[hi // 2643876]}"
-    )
-
-
-def _dothex_decode(text: str, s: str) -> int:
-    if len(s) == 19 and s[4] == s[9] == s[14] == ".":  # the canonical form, in one go
-        digits = s[:4] + s[5:9] + s[10:14] + s[15:]
-        if _HEX_DIGITS.issuperset(digits):
-            return int(digits, 16)
-    groups = s.split(".")
-    if len(groups) != 4:
-        raise _invalid(text, "dothex needs four groups, e.g. 0018.1d0d.4d85.0fbe")
-    value = 0
-    for g in groups:
-        if not 1 <= len(g) <= 4 or not _HEX_DIGITS.issuperset(g):
-            raise _invalid(text, "each dothex group must be 1 to 4 hex digits")
-        value = value << 16 | int(g, 16)
-    return value
-
-
-def _words_decode(text: str, s: str) -> int:
-    words = s.split("-")
-    # w-w-w--w-w-w splits into seven parts, the fourth empty
-    if len(words) != 7 or words[3]:
-        raise _invalid(text, "words must have the form w-w-w--w-w-w")
-    if not s.islower():
-        words = s.lower().split("-")
-    index = _wordlist()[1]
-    try:
-        lo = index[words[0]] + _MN_BASE * (index[words[1]] + _MN_BASE * index[words[2]])
-        hi = index[words[4]] + _MN_BASE * (index[words[5]] + _MN_BASE * index[words[6]])
-    except KeyError as exc:
-        raise _invalid(text, f"{exc.args[0]!r} is not a mnemonicode word") from None
-    if lo >> 32 or hi >> 32:
-        triple = "-".join(words[:3] if lo >> 32 else words[4:])
-        raise _invalid(text, f"{triple!r} encodes more than 32 bits")
-    return hi << 32 | lo
-
-
-def _decode(text: str, s: str) -> int:
-    """``s`` (``text`` stripped) in any encoding, by flux-core's detection rules."""
-    if s.startswith("job."):
-        s = s[4:]
-    if "." in s:
-        return _dothex_decode(text, s)
-    if "-" in s:
-        return _words_decode(text, s)
-    if s.startswith((_F58_PREFIX, _F58_ASCII_PREFIX)):
-        return _f58_decode(text, s)
-    if s.startswith("0x"):
-        digits = s[2:]
-        if not digits or not _HEX_DIGITS.issuperset(digits):
-            raise _invalid(text, "0x must be followed by hex digits")
-        return int(digits, 16)
-    if s.isdigit() and s.isascii():
-        return int(s)
-    if not s:
-        raise _invalid(text, "empty")
-    raise _invalid(text, "not in dec, hex, dothex, kvs, words or f58 encoding")
-
-
-def _f58_decode(text: str, s: str) -> int:
-    digits = s[1:]
-    if not 1 <= len(digits) <= _F58_MAX_DIGITS:
-        raise _invalid(text, f"f58 needs 1 to {_F58_MAX_DIGITS} base58 digits after the prefix")
-    table = _B58_VALUE
-    value = 0
-    try:
-        for c in digits:
-            value = value * 58 + table[c]
-    except KeyError as exc:
-        raise _invalid(text, f"{exc.args[0]!r} is not a base58 digit") from None
-    return value
 
 
 _ENCODERS: dict[str, Callable[[JobID], str]] = {

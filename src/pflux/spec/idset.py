@@ -9,17 +9,18 @@ Decoding is strict RFC 22: ascending unique decimal ids without leading zeros,
 ``a-b`` ranges (``a < b``, as flux-core's libidset requires), optional
 brackets around the whole set, and nothing but ``0-9 , - [ ]``.  Ids are at
 most :data:`MAX_ID`, the largest id flux-core's libidset accepts (its universe
-size is capped at ``INT_MAX + 1``).
+size is capped at ``INT_MAX + 1``). The set algebra and the text are
+``_pfluxcore.idset``'s, which the flux package's ``IDset`` shares.
 """
 
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from operator import itemgetter
 from typing import NoReturn
+
+from _pfluxcore import idset as _ranges
 
 from pflux.errors import IdsetError
 
@@ -31,7 +32,6 @@ MAX_ID = 2**31 - 1
 _MAX_DIGITS = len(str(MAX_ID))
 _CACHED_LEN = 64  # longer texts are rare and would make the cache costly
 _ALLOWED = frozenset("0123456789,-[]")
-_lo_of = itemgetter(0)
 
 Range = tuple[int, int]
 
@@ -72,41 +72,6 @@ def _check_id(value: object) -> int:
     return value
 
 
-def _coalesce(ranges: list[Range]) -> tuple[tuple[Range, ...], int]:
-    """Merge sorted (by lo) ranges that overlap or touch; return them and the id count."""
-    out: list[Range] = []
-    count = 0
-    cur_lo, cur_hi = ranges[0]
-    for lo, hi in ranges[1:]:
-        if lo <= cur_hi + 1:
-            cur_hi = max(cur_hi, hi)
-        else:
-            out.append((cur_lo, cur_hi))
-            count += cur_hi - cur_lo + 1
-            cur_lo, cur_hi = lo, hi
-    out.append((cur_lo, cur_hi))
-    count += cur_hi - cur_lo + 1
-    return tuple(out), count
-
-
-def _ranges_of_sorted(ids: Iterable[int]) -> tuple[tuple[Range, ...], int]:
-    """Ranges of ascending unique ids."""
-    out: list[Range] = []
-    count = 0
-    lo = hi = -2
-    for i in ids:
-        if i == hi + 1:
-            hi = i
-        else:
-            if hi >= 0:
-                out.append((lo, hi))
-            lo = hi = i
-        count += 1
-    if hi >= 0:
-        out.append((lo, hi))
-    return tuple(out), count
-
-
 class IdSet:
     """An immutable set of ids in ``0..MAX_ID``, kept as ranges."""
 
@@ -119,13 +84,13 @@ class IdSet:
         if isinstance(ids, IdSet):
             self._ranges, self._count = ids._ranges, ids._count
             return
-        checked = sorted({_check_id(i) for i in ids})
-        self._ranges, self._count = _ranges_of_sorted(checked)
+        ranges, self._count = _ranges.of_sorted(sorted({_check_id(i) for i in ids}))
+        self._ranges = tuple(ranges)
 
     @classmethod
-    def _make(cls, ranges: tuple[Range, ...], count: int) -> IdSet:
+    def _make(cls, ranges: tuple[Range, ...] | list[Range], count: int) -> IdSet:
         new = object.__new__(cls)
-        new._ranges = ranges
+        new._ranges = tuple(ranges)
         new._count = count
         return new
 
@@ -148,7 +113,7 @@ class IdSet:
     @classmethod
     def from_sorted(cls, ids: Iterable[int]) -> IdSet:
         """The set of ``ids``, which the caller knows are valid, unique and ascending."""
-        return cls._make(*_ranges_of_sorted(ids))
+        return cls._make(*_ranges.of_sorted(ids))
 
     @classmethod
     def range(cls, lo: int, hi: int) -> IdSet:
@@ -167,7 +132,7 @@ class IdSet:
         With ``brackets``, a set of more than one id is bracketed, as
         flux-core's ``IDSET_FLAG_BRACKETS`` does (``3``, ``[3-4]``).
         """
-        text = ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self._ranges)
+        text = _ranges.encode(self._ranges)
         return self.bracket(text) if brackets else text
 
     def bracket(self, text: str) -> str:
@@ -199,10 +164,7 @@ class IdSet:
             yield from range(lo, hi + 1)
 
     def __contains__(self, item: object) -> bool:
-        if not isinstance(item, int):
-            return False
-        i = bisect_right(self._ranges, item, key=_lo_of)
-        return i > 0 and item <= self._ranges[i - 1][1]
+        return isinstance(item, int) and _ranges.contains(self._ranges, item)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IdSet):
@@ -253,49 +215,18 @@ class IdSet:
             return self
         if not self._count:
             return other
-        return IdSet._make(*_coalesce(sorted(self._ranges + other._ranges)))
+        return IdSet._make(*_ranges.merge(self._ranges + other._ranges))
 
     def intersection(self, other: IdSet) -> IdSet:
         """Ids in both sets."""
-        a, b = self._ranges, other._ranges
-        out: list[Range] = []
-        count = 0
-        i = j = 0
-        while i < len(a) and j < len(b):
-            lo = max(a[i][0], b[j][0])
-            hi = min(a[i][1], b[j][1])
-            if lo <= hi:
-                out.append((lo, hi))
-                count += hi - lo + 1
-            if a[i][1] < b[j][1]:
-                i += 1
-            else:
-                j += 1
-        return IdSet._make(tuple(out), count)
+        return IdSet._make(*_ranges.intersection(self._ranges, other._ranges))
 
     def difference(self, other: IdSet) -> IdSet:
         """Ids in this set but not in ``other``."""
         b = other._ranges
         if not b or not self._count:
             return self
-        out: list[Range] = []
-        count = 0
-        j = 0
-        for lo, hi in self._ranges:
-            while j < len(b) and b[j][1] < lo:
-                j += 1
-            cur = lo
-            k = j
-            while k < len(b) and b[k][0] <= hi:
-                if b[k][0] > cur:
-                    out.append((cur, b[k][0] - 1))
-                    count += b[k][0] - cur
-                cur = max(cur, b[k][1] + 1)
-                k += 1
-            if cur <= hi:
-                out.append((cur, hi))
-                count += hi - cur + 1
-        return IdSet._make(tuple(out), count)
+        return IdSet._make(*_ranges.difference(self._ranges, b))
 
     def issubset(self, other: IdSet) -> bool:
         """True if every id of this set is in ``other``."""
@@ -305,16 +236,7 @@ class IdSet:
 
     def isdisjoint(self, other: IdSet) -> bool:
         """True if the sets share no id."""
-        a, b = self._ranges, other._ranges
-        i = j = 0
-        while i < len(a) and j < len(b):
-            if max(a[i][0], b[j][0]) <= min(a[i][1], b[j][1]):
-                return False
-            if a[i][1] < b[j][1]:
-                i += 1
-            else:
-                j += 1
-        return True
+        return _ranges.isdisjoint(self._ranges, other._ranges)
 
     def __or__(self, other: object) -> IdSet:
         if not isinstance(other, IdSet):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from _pfluxcore import update
+
 from pflux.errors import EventlogError
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.record import JobRecord
@@ -68,12 +70,4 @@ def _salvage(jobid: int, text: str, report: Report) -> list[Event]:
 def apply_jobspec_updates(jobspec: dict[str, Any], updates: dict[str, Any]) -> None:
     """Set each period-delimited key of a jobspec-update in the jobspec (RFC 21); a memo's
     keys nest the same way."""
-    for path, value in updates.items():
-        node = jobspec
-        *parents, leaf = path.split(".")
-        for part in parents:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[leaf] = value
+    update.apply(jobspec, updates)

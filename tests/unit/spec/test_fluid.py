@@ -256,7 +256,7 @@ def test_encode_unknown(fmt: str) -> None:
 
 
 def test_every_word_decodes_to_its_position() -> None:
-    from pflux.spec._wordlist import WORDS
+    from _pfluxcore._wordlist import WORDS
 
     assert len(WORDS) == 1626
     assert len(set(WORDS)) == 1626
@@ -269,12 +269,12 @@ def test_every_word_decodes_to_its_position() -> None:
 def test_import_does_not_load_the_wordlist() -> None:
     code = (
         "import sys, pflux.spec.fluid as f\n"
-        "assert 'pflux.spec._wordlist' not in sys.modules\n"
+        "assert '_pfluxcore._wordlist' not in sys.modules\n"
         "assert 'typing' not in sys.modules\n"
         "f.JobID(1).f58\n"
-        "assert 'pflux.spec._wordlist' not in sys.modules\n"
+        "assert '_pfluxcore._wordlist' not in sys.modules\n"
         "f.JobID(1).words\n"
-        "assert 'pflux.spec._wordlist' in sys.modules\n"
+        "assert '_pfluxcore._wordlist' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -329,7 +329,7 @@ def test_fuzz_parse_idlike(text: str) -> None:
 
 def reference_parse(text: str) -> int | None:
     """RFC 19's detection rules written plainly, as a model for ``JobID.parse``; None: reject."""
-    from pflux.spec._wordlist import WORDS
+    from _pfluxcore._wordlist import WORDS
 
     s = text.strip()
     s = s.removeprefix("job.")

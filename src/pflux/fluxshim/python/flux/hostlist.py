@@ -11,6 +11,8 @@ from __future__ import annotations
 import numbers
 import re
 
+from _pfluxcore import hostlist as _hostlist
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator
@@ -47,63 +49,11 @@ def _expand(text: str) -> list[str]:
 
 def _range_hosts(prefix: str, idlist: str, suffix: str, text: str) -> list[str]:
     hosts: list[str] = []
-    for element in idlist.split(","):
-        lo_s, dash, hi_s = element.partition("-")
-        if not (lo_s.isdigit() and lo_s.isascii()) or (
-            dash and not (hi_s.isdigit() and hi_s.isascii())
-        ):
-            raise _invalid(text)
-        lo = int(lo_s)
-        hi = int(hi_s) if dash else lo
-        if hi < lo or len(hosts) + hi - lo >= _MAX_HOSTS:
-            raise _invalid(text)
-        width = len(lo_s)
-        hosts.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(lo, hi + 1))
+    try:
+        _hostlist.expand(prefix, idlist, suffix, hosts, _MAX_HOSTS)
+    except ValueError:
+        raise _invalid(text) from None
     return hosts
-
-
-def _encode(hosts: list[str]) -> str:
-    """RFC 29 text for ``hosts``, in their order."""
-    parts: list[str] = []
-    prefix = ""
-    ranges: list[list[int]] = []  # [lo, hi, width] runs of the group being built
-
-    def close() -> None:
-        if not ranges:
-            return
-        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
-            lo, _, width = ranges[0]
-            parts.append(f"{prefix}{lo:0{width}d}")
-        else:
-            ids = ",".join(
-                f"{lo:0{w}d}" if lo == hi else f"{lo:0{w}d}-{hi:0{w}d}" for lo, hi, w in ranges
-            )
-            parts.append(f"{prefix}[{ids}]")
-        ranges.clear()
-
-    for host in hosts:
-        match = _TRAILING.match(host)
-        assert match is not None  # the pattern matches any text
-        head, digits = match.groups()
-        if not digits:
-            close()
-            parts.append(host)
-            continue
-        value = int(digits)
-        if ranges and head == prefix:
-            last = ranges[-1]
-            width = last[2]
-            joins = len(digits) == width or (len(digits) > width and digits[0] != "0")
-            if value == last[1] + 1 and joins:
-                last[1] = value
-            else:
-                ranges.append([value, value, len(digits)])
-            continue
-        close()
-        prefix = head
-        ranges.append([value, value, len(digits)])
-    close()
-    return ",".join(parts)
 
 
 def _sort_key(host: str) -> tuple[str, int, int]:
@@ -163,7 +113,7 @@ class Hostlist:
 
     def encode(self) -> str:
         """The RFC 29 string of the hosts, in order."""
-        return _encode(self._hosts)
+        return _hostlist.encode(self._hosts)
 
     def count(self) -> int:
         """How many hosts the list holds (repeats counted)."""

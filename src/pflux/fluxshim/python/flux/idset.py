@@ -8,7 +8,8 @@ descending ``hi-lo`` range allowed, brackets around the whole set ignored.
 from __future__ import annotations
 
 import numbers
-from bisect import bisect_right
+
+from _pfluxcore import idset as _ranges
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,51 +31,6 @@ __all__ = [
     "IDset",
     "decode",
 ]
-
-
-def _merge(ranges: Ranges) -> Ranges:
-    """Sort ``ranges`` and join those that overlap or touch."""
-    out: Ranges = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _minus(ranges: Ranges, other: Ranges) -> Ranges:
-    out: Ranges = []
-    j = 0
-    for start, hi in ranges:
-        while j < len(other) and other[j][1] < start:
-            j += 1
-        lo = start
-        k = j
-        while k < len(other) and other[k][0] <= hi:
-            if other[k][0] > lo:
-                out.append((lo, other[k][0] - 1))
-            lo = max(lo, other[k][1] + 1)
-            k += 1
-        if lo <= hi:
-            out.append((lo, hi))
-    return out
-
-
-def _both(ranges: Ranges, other: Ranges) -> Ranges:
-    out: Ranges = []
-    i = j = 0
-    while i < len(ranges) and j < len(other):
-        lo = max(ranges[i][0], other[j][0])
-        hi = min(ranges[i][1], other[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if ranges[i][1] < other[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
 
 
 def _number(text: str, whole: str) -> int:
@@ -100,7 +56,7 @@ def _parse(text: str) -> Ranges:
         lo = _number(lo_s, text)
         hi = _number(hi_s, text) if dash else lo
         ranges.append((min(lo, hi), max(lo, hi)))
-    return _merge(ranges)
+    return _ranges.merge(ranges)[0]
 
 
 class IDset:
@@ -199,9 +155,7 @@ class IDset:
 
     def test(self, i: object) -> bool:
         """True if id ``i`` is in the set."""
-        n = self._check_index(i, "test")
-        pos = bisect_right(self._ranges, (n, IDSET_INVALID_ID))
-        return pos > 0 and n <= self._ranges[pos - 1][1]
+        return _ranges.contains(self._ranges, self._check_index(i, "test"))
 
     def _span(self, start: int, end: int | None, name: str) -> tuple[int, int]:
         lo = self._check_index(start, name)
@@ -214,12 +168,12 @@ class IDset:
 
     def set(self, start: int, end: int | None = None) -> IDset:
         """Add id ``start`` (or ``start`` to ``end``); returns the set itself."""
-        self._ranges = _merge([*self._ranges, self._span(start, end, "set")])
+        self._ranges = _ranges.merge([*self._ranges, self._span(start, end, "set")])[0]
         return self
 
     def clear(self, start: int, end: int | None = None) -> IDset:
         """Remove id ``start`` (or ``start`` to ``end``); returns the set itself."""
-        self._ranges = _minus(self._ranges, [self._span(start, end, "clear")])
+        self._ranges = _ranges.difference(self._ranges, [self._span(start, end, "clear")])[0]
         return self
 
     def expand(self) -> list[int]:
@@ -238,15 +192,7 @@ class IDset:
         """The RFC 22 string, shaped by ``flags`` (default: the set's default flags)."""
         if flags is None:
             flags = self.default_flags
-        parts: list[str] = []
-        for lo, hi in self._ranges:
-            if lo == hi:
-                parts.append(str(lo))
-            elif flags & IDSET_FLAG_RANGE:
-                parts.append(f"{lo}-{hi}")
-            else:
-                parts.extend(str(i) for i in range(lo, hi + 1))
-        text = ",".join(parts)
+        text = _ranges.encode(self._ranges, runs=bool(flags & IDSET_FLAG_RANGE))
         if flags & IDSET_FLAG_BRACKETS and self.count() > 1:
             return f"[{text}]"
         return text
@@ -261,11 +207,8 @@ class IDset:
 
     def next(self, i: int) -> int:
         """The lowest id above ``i``, or IDSET_INVALID_ID if there is none."""
-        n = self._check_index(i, "next") + 1
-        pos = bisect_right(self._ranges, (n, IDSET_INVALID_ID))
-        if pos > 0 and n <= self._ranges[pos - 1][1]:
-            return n
-        return self._ranges[pos][0] if pos < len(self._ranges) else IDSET_INVALID_ID
+        found = _ranges.next_id(self._ranges, self._check_index(i, "next") + 1)
+        return IDSET_INVALID_ID if found is None else found
 
     @staticmethod
     def _of(arg: Any) -> IDset:
@@ -278,12 +221,12 @@ class IDset:
 
     def add(self, arg: Any) -> IDset:
         """Add the ids of ``arg`` (IDset, idset string or iterable of ints) in place."""
-        self._ranges = _merge(self._ranges + self._of(arg)._ranges)
+        self._ranges = _ranges.merge(self._ranges + self._of(arg)._ranges)[0]
         return self
 
     def subtract(self, arg: Any) -> IDset:
         """Remove the ids of ``arg`` (IDset, idset string or iterable of ints) in place."""
-        self._ranges = _minus(self._ranges, self._of(arg)._ranges)
+        self._ranges = _ranges.difference(self._ranges, self._of(arg)._ranges)[0]
         return self
 
     def union(self, *args: Any) -> IDset:
@@ -297,7 +240,7 @@ class IDset:
         """A new set: the ids in this set and in every one of ``args``."""
         result = self.copy()
         for arg in args:
-            result._ranges = _both(result._ranges, self._of(arg)._ranges)
+            result._ranges = _ranges.intersection(result._ranges, self._of(arg)._ranges)[0]
         return result
 
     def difference(self, *args: Any) -> IDset:

@@ -23,6 +23,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from string import Formatter
 
+from _pfluxcore import duration
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from typing import Any, Callable, ClassVar, Mapping, Sequence
@@ -320,7 +322,7 @@ class CLIMain:
             sys.exit(exit_code)
 
 
-_FSD_UNITS = {"s": 1.0, "ms": 0.001, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_FSD_UNITS = duration.UNITS
 
 
 def parse_fsd(fsd_string: str) -> float:
@@ -341,16 +343,7 @@ def parse_fsd(fsd_string: str) -> float:
 
 def fsd(secs: float) -> str:
     """``secs`` as a short Flux Standard Duration (``0s``, ``1.500s``, ``2.5m``, ``inf``)."""
-    if math.isinf(secs):
-        return "inf"
-    if secs < 1.0e-3:
-        return "0s"
-    if secs < 10.0:
-        return f"{secs:.3f}s"
-    for limit, unit, size in ((60.0, "s", 1.0), (3600.0, "m", 60.0), (86400.0, "h", 3600.0)):
-        if secs < limit:
-            return f"{secs / size:.4g}{unit}"
-    return f"{secs / 86400.0:.4g}d"
+    return "inf" if math.isinf(secs) else duration.short(secs)
 
 
 _DATE_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})$")

@@ -12,27 +12,16 @@ from __future__ import annotations
 
 import os
 
+from _pfluxcore import fluid
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
-_ID_MAX = (1 << 64) - 1
-_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_HEX = frozenset("0123456789abcdefABCDEF")
-_MN_BASE = 1626
 _EMOJI_BASE = 576
 ENCODINGS = ("dec", "hex", "dothex", "kvs", "words", "f58", "f58plain", "emoji")
 
 _tables: dict[str, Any] = {}
-
-
-def _words() -> tuple[tuple[str, ...], dict[str, int]]:
-    if "words" not in _tables:
-        from flux.job._wordlist import WORDS
-
-        _tables["words"] = (WORDS, {w: i for i, w in enumerate(WORDS)})
-    words: tuple[tuple[str, ...], dict[str, int]] = _tables["words"]
-    return words
 
 
 def _emoji() -> tuple[str, dict[str, int]]:
@@ -60,31 +49,6 @@ def _f58_prefix() -> str:
     return prefix
 
 
-def _b58(n: int) -> str:
-    digits = ""
-    while True:
-        n, rem = divmod(n, 58)
-        digits = _B58[rem] + digits
-        if not n:
-            return digits
-
-
-def _dothex(n: int) -> str:
-    h = f"{n:016x}"
-    return f"{h[:4]}.{h[4:8]}.{h[8:12]}.{h[12:]}"
-
-
-def _words_encode(n: int) -> str:
-    words = _words()[0]
-    parts = []
-    for half in (n & 0xFFFFFFFF, n >> 32):
-        parts.append(
-            f"{words[half % _MN_BASE]}-{words[half // _MN_BASE % _MN_BASE]}"
-            f"-{words[half // (_MN_BASE * _MN_BASE)]}"
-        )
-    return "--".join(parts)
-
-
 def _emoji_encode(n: int) -> str:
     table = _emoji()[0]
     out = ""
@@ -95,74 +59,33 @@ def _emoji_encode(n: int) -> str:
             return out
 
 
+_ENCODERS: dict[str, Callable[[int], str]] = {
+    "dec": str,
+    "hex": fluid.hex_,
+    "dothex": fluid.dothex,
+    "kvs": fluid.kvs,
+    "words": fluid.words,
+    "f58": lambda n: fluid.f58(n, _f58_prefix()),
+    "f58plain": fluid.f58plain,
+    "emoji": _emoji_encode,
+}
+
+
 def id_encode(jobid: int, encoding: str = "f58") -> str:
     """``jobid`` in ``encoding`` (one of ENCODINGS)."""
     n = int(jobid)
-    if not 0 <= n <= _ID_MAX:
+    if not 0 <= n <= fluid.ID_MAX:
         raise OSError(22, f"{n} is not a valid Flux jobid")
-    enc = encoding.lower()
-    if enc == "dec":
-        return str(n)
-    if enc == "hex":
-        return f"{n:#x}"
-    if enc == "dothex":
-        return _dothex(n)
-    if enc == "kvs":
-        return "job." + _dothex(n)
-    if enc == "words":
-        return _words_encode(n)
-    if enc == "f58":
-        return _f58_prefix() + _b58(n)
-    if enc == "f58plain":
-        return "f" + _b58(n)
-    if enc == "emoji":
-        return _emoji_encode(n)
-    raise OSError(
-        22, f"unknown jobid encoding {encoding!r}: expected one of {', '.join(ENCODINGS)}"
-    )
+    encoder = _ENCODERS.get(encoding.lower())
+    if encoder is None:
+        raise OSError(
+            22, f"unknown jobid encoding {encoding!r}: expected one of {', '.join(ENCODINGS)}"
+        )
+    return encoder(n)
 
 
 def _invalid(text: str) -> OSError:
     return OSError(22, f"{text!r} is not a valid Flux jobid")
-
-
-def _parse_dothex(text: str, s: str) -> int:
-    groups = s.split(".")
-    if len(groups) != 4 or not all(1 <= len(g) <= 4 and _HEX.issuperset(g) for g in groups):
-        raise _invalid(text)
-    value = 0
-    for g in groups:
-        value = value << 16 | int(g, 16)
-    return value
-
-
-def _parse_words(text: str, s: str) -> int:
-    parts = s.lower().split("-")
-    if len(parts) != 7 or parts[3]:
-        raise _invalid(text)
-    index = _words()[1]
-    try:
-        lo, hi = (
-            index[a] + _MN_BASE * (index[b] + _MN_BASE * index[c])
-            for a, b, c in (parts[:3], parts[4:])
-        )
-    except KeyError:
-        raise _invalid(text) from None
-    if lo >> 32 or hi >> 32:
-        raise _invalid(text)
-    return hi << 32 | lo
-
-
-def _parse_f58(text: str, digits: str) -> int:
-    if not 1 <= len(digits) <= 12:
-        raise _invalid(text)
-    value = 0
-    for c in digits:
-        pos = _B58.find(c)
-        if pos < 0:
-            raise _invalid(text)
-        value = value * 58 + pos
-    return value
 
 
 def _parse_emoji(text: str, s: str) -> int:
@@ -184,31 +107,17 @@ def id_parse(jobid_str: Any) -> int:
         raise _invalid(str(jobid_str))
     text = jobid_str
     s = text.strip()
-    if s.startswith("job."):
-        s = s[4:]
-    if not s:
+    rest = s[4:] if s.startswith("job.") else s
+    if not rest:
         raise _invalid(text)
-    value = _parse(text, s)
-    if value > _ID_MAX:
+    try:
+        # emoji has neither '.', '-' nor an f58 prefix: flux-core tries it after those
+        value = _parse_emoji(text, rest) if rest[0] >= "\U0001f000" else fluid.decode(s)
+    except ValueError:
+        raise _invalid(text) from None
+    if value > fluid.ID_MAX:  # emoji
         raise _invalid(text)
     return value
-
-
-def _parse(text: str, s: str) -> int:
-    """``s`` (``text`` stripped, without ``job.``) in the encoding its form says."""
-    if "." in s:
-        return _parse_dothex(text, s)
-    if "-" in s:
-        return _parse_words(text, s)
-    if s[0] in ("f", "\u0192"):
-        return _parse_f58(text, s[1:])
-    if s[0] >= "\U0001f000":
-        return _parse_emoji(text, s)
-    if s.startswith("0x") and s[2:] and _HEX.issuperset(s[2:]):
-        return int(s[2:], 16)
-    if s.isdigit() and s.isascii():
-        return int(s)
-    raise _invalid(text)
 
 
 class JobID(int):
@@ -222,7 +131,7 @@ class JobID(int):
             return cls(value.orig_str)
         if isinstance(value, int) and not isinstance(value, bool):
             jobid = value
-            if jobid > _ID_MAX:  # flux-core's C encoder overflows on it (-1: the sentinel's)
+            if jobid > fluid.ID_MAX:  # flux-core's C encoder overflows on it (-1: the sentinel's)
                 raise OverflowError(f"{value} is out of range for a Flux jobid (64 bits)")
         else:
             try:

@@ -23,6 +23,8 @@ from datetime import datetime
 from functools import wraps
 from itertools import chain
 
+from _pfluxcore import duration
+
 from flux.constants import FLUX_JOB_RESULT_CANCELED, FLUX_JOB_RESULT_FAILED
 from flux.job.JobID import JobID
 
@@ -546,13 +548,7 @@ _EXIT_REASONS = {
 
 def _fsd(seconds: float) -> str:
     """Seconds in RFC 23's shortest form, as flux.util.fsd prints an ETA."""
-    if seconds < 60:
-        return f"{seconds:.4g}s"
-    if seconds < 3600:
-        return f"{seconds / 60:.4g}m"
-    if seconds < 86400:
-        return f"{seconds / 3600:.4g}h"
-    return f"{seconds / 86400:.4g}d"
+    return duration.in_unit(seconds, 4)
 
 
 # The job-list attributes each field of a ``flux jobs`` format needs (flux-core's

@@ -16,6 +16,8 @@ import contextlib
 import errno
 import json
 
+from _pfluxcore import update
+
 from flux.constants import FLUX_JOB_LOOKUP_CURRENT, FLUX_JOB_LOOKUP_JSON_DECODE
 from flux.job.JobID import JobID
 from flux.rpc import RPC
@@ -42,16 +44,6 @@ def decode_special_data(data: dict[str, Any]) -> None:
             _decode_field(data, key)
 
 
-def _set_dotted(obj: dict[str, Any], path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    for name in parents:
-        child = obj.get(name)
-        if not isinstance(child, dict):
-            child = obj[name] = {}
-        obj = child
-    obj[last] = value
-
-
 def _current(data: dict[str, Any], eventlog: str, decoded: bool) -> None:
     """Replay the eventlog's updates onto ``jobspec`` and ``R`` (text unless ``decoded``)."""
     objects = {key: json.loads(data[key]) for key in _UPDATED if key in data}
@@ -62,11 +54,10 @@ def _current(data: dict[str, Any], eventlog: str, decoded: bool) -> None:
         event = json.loads(line)
         context = event.get("context", {})
         if event.get("name") == "jobspec-update" and "jobspec" in objects:
-            for path, value in context.items():
-                _set_dotted(objects["jobspec"], path, value)
+            update.apply(objects["jobspec"], context)
             changed.add("jobspec")
         elif event.get("name") == "resource-update" and "R" in objects and "expiration" in context:
-            _set_dotted(objects["R"], "execution.expiration", context["expiration"])
+            update.set_path(objects["R"], "execution.expiration", context["expiration"])
             changed.add("R")
     for key, value in objects.items():
         if decoded:
