@@ -13,7 +13,7 @@ import pytest
 
 from pflux.api import Client
 from pflux.exec.shellrun import LOST_NOTE
-from pflux.exec.wire import LAUNCHER_DIED
+from pflux.protocol.shellwire import LAUNCHER_DIED
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from support.crash import (

@@ -24,8 +24,7 @@ SERVICES = frozenset(
 
 #: (importer, imported) service edges kept on purpose, each with its reason
 ALLOWED = {
-    ("exec", "shell"): "job-exec plans each job's shell and launches it (the launcher)",
-    ("shell", "exec"): "the job shell speaks job-exec's launcher protocol and journal",
+    ("exec", "shell"): "job-exec plans each job's shell",
     ("sim", "sched"): "the offline replay runs the scheduler's own pool and policy",
     ("sim", "exec"): "the simulator stands in for job-exec: its test-mode run and notes",
     ("sim", "shell"): "the simulator places tasks as the job shell does",

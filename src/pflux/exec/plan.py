@@ -4,7 +4,7 @@ A shell is forked per job, and every page it writes after the fork costs a
 page fault (about 5 us here): reading a jobspec and R in the shell cost more
 than the rest of its work. So job-exec, a process that never forks, reads
 them here (about 40 us) and sends the shell a ready-made ``Description``
-(its fields, and how it travels, are in ``pflux.exec.wire``). A job has one
+(its fields, and how it travels, are in ``pflux.protocol.shellwire``). A job has one
 shell per execution target (broker rank) of R, as in flux-core: each gets
 its own description, with that rank's tasks (and their files, variables and
 CPUs) and its own ``FLUX_JOB_TMPDIR`` name; the rest (the command, the
@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 from pflux.errors import PfluxError
 from pflux.exec.files import decode_files
 from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
-from pflux.exec.wire import Description
 from pflux.fluxshim import ShimEnv
+from pflux.protocol.shellwire import Description
 from pflux.shell.input import InputConfig, input_config
 from pflux.shell.layout import Layout, layout, targets
 from pflux.shell.output import (

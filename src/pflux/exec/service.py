@@ -38,7 +38,6 @@ from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
-from pflux.exec import wire
 from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,
     config_seconds,
@@ -47,16 +46,13 @@ from pflux.exec.config import (
     rejoin_timeout,
 )
 from pflux.exec.job import ExecJob
-from pflux.exec.journal import alive, kill_recorded, live
-from pflux.exec.journal import asked_line as journal_asked_line
-from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.node import FROM_SHELLS
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun
-from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.exec.writes import GuestWrites
+from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
@@ -69,6 +65,9 @@ from pflux.protocol.exec import (
     StdinRequest,
     WinsizeRequest,
 )
+from pflux.protocol.shelljournal import alive, kill_recorded, live
+from pflux.protocol.shelljournal import asked_line as journal_asked_line
+from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecService"]

@@ -36,7 +36,7 @@ class Log(NamedTuple):
 
 class Effects(NamedTuple):
     """What the shell does for the job's options: the ``Description`` fields of the same
-    names (``pflux.exec.wire``)."""
+    names (``pflux.protocol.shellwire``)."""
 
     rlimit: list[tuple[int, int]]
     exit_timeout: float | None

@@ -6,7 +6,7 @@ the guest namespace ``job-<id>`` over ``job.<kvs id>.guest``, posts
 ``init`` and ``starting`` to its ``exec.eventlog`` and the ``output``
 header, and asks each rank's launcher for a shell
 (``ShellHost.send_launcher``), all in the same loop turn. Every record is
-keyed by its shell (``pflux.exec.wire.shell_key``: job id and rank). The
+keyed by its shell (``pflux.protocol.shellwire.shell_key``: job id and rank). The
 shells' records come straight back: STARTED with the time the tasks started
 (once every shell's have, job-exec answers ``start`` and posts
 ``shell.init``, whose ``size`` is the number of shells, and
@@ -65,9 +65,9 @@ import orjson
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import EventlogError, IdsetError, PfluxError, ResourceError
-from pflux.exec import wire
 from pflux.exec.plan import STREAMS, Plan, plan
-from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
+from pflux.protocol import shellwire as wire
+from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.shell.input import data_context, header_context, limit_note
 from pflux.shell.layout import Layout
 from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line

@@ -1,6 +1,6 @@
 """One job's shell (``Shell``): it starts the job's tasks, relays what they write, reports.
 
-``Shell.run`` spawns the tasks of a ``Description`` (``pflux.exec.wire``),
+``Shell.run`` spawns the tasks of a ``Description`` (``pflux.protocol.shellwire``),
 sends STARTED (held up to ``START_HOLD`` for company, so a short job costs
 job-exec one message), relays output, feeds stdin (``pflux.shell.stdin``),
 passes signals on, serves PMI-1 (``pflux.shell.pmi``, imported when a task
@@ -24,13 +24,14 @@ import sys
 import time
 
 from pflux.errors import PfluxError
-from pflux.exec import journal, wire
-from pflux.exec.wire import Description
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
+from pflux.protocol.shellwire import Description
+from pflux.safefs.shared import open_output, private_dir
 from pflux.shell import tasks as proc
 from pflux.shell.acklog import DATAGRAM, AckLog, write_all
 from pflux.shell.context import warn
 from pflux.shell.lines import LineBuffer, label
-from pflux.shell.shared import open_output, private_dir
 from pflux.shell.stdin import StdinFeeder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.exec.plan import plan
-from pflux.exec.wire import Description
+from pflux.protocol.shellwire import Description
 from pflux.shell.terminal import pty_ranks
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
