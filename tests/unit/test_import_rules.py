@@ -24,10 +24,8 @@ SERVICES = frozenset(
 
 #: (importer, imported) service edges kept on purpose, each with its reason
 ALLOWED = {
-    ("exec", "shell"): "job-exec plans each job's shell",
     ("sim", "sched"): "the offline replay runs the scheduler's own pool and policy",
     ("sim", "exec"): "the simulator stands in for job-exec: its test-mode run and notes",
-    ("sim", "shell"): "the simulator places tasks as the job shell does",
 }
 
 
@@ -114,3 +112,16 @@ def test_the_spec_libraries_import_only_themselves() -> None:
         if _top(name) not in ("spec", "errors") and name != "pflux"
     )
     assert impure == []
+
+
+def test_the_safe_file_helpers_import_nothing_of_pflux() -> None:
+    """``pflux.safefs`` serves job-exec, the job shell and ``pflux start`` alike, so it
+    depends on none of them."""
+    reaching = sorted(
+        f"{module} imports {name}"
+        for module, names in MODULES.items()
+        if _top(module) == "safefs"
+        for name in names
+        if _top(name) not in ("safefs", None)
+    )
+    assert reaching == []

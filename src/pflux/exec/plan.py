@@ -31,21 +31,21 @@ from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
 from pflux.exec.files import decode_files
-from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
-from pflux.fluxshim import ShimEnv
-from pflux.protocol.shellwire import Description
-from pflux.shell.input import InputConfig, input_config
-from pflux.shell.layout import Layout, layout, targets
-from pflux.shell.output import (
+from pflux.exec.input import InputConfig, input_config
+from pflux.exec.output import (
     DEFAULT_LIMIT,
     OutputConfig,
     StreamConfig,
     output_config,
     output_paths,
 )
-from pflux.shell.terminal import pty_ranks
+from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
+from pflux.exec.terminal import pty_ranks
+from pflux.fluxshim import ShimEnv
+from pflux.protocol.shellwire import Description
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import JobspecView
+from pflux.spec.layout import Layout, layout, targets
 
 __all__ = ["STREAMS", "Plan", "plan", "pmi_enabled"]
 

@@ -41,7 +41,7 @@ saying what became of it. Either way it posts ``reattach`` to the
 ``exec.eventlog``, as flux-core does.
 
 Standard input (``job-exec.stdin``, from ``pflux job attach``) is appended
-to the guest ``input`` eventlog (``pflux.shell.input``) and, once that is
+to the guest ``input`` eventlog (``pflux.exec.input``) and, once that is
 committed, passed to the shells running the tasks named, which write it to
 them.
 """
@@ -65,15 +65,15 @@ import orjson
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Request
 from pflux.errors import EventlogError, IdsetError, PfluxError, ResourceError
+from pflux.exec.input import data_context, header_context, limit_note
+from pflux.exec.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line
 from pflux.exec.plan import STREAMS, Plan, plan
 from pflux.protocol import shellwire as wire
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED
-from pflux.shell.input import data_context, header_context, limit_note
-from pflux.shell.layout import Layout
-from pflux.shell.output import DEFAULT_LIMIT, OWNER_LIMIT, KVSOutput, event_line
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.layout import Layout
 from pflux.spec.resource import ResourceSet
 
 if TYPE_CHECKING:

@@ -218,7 +218,7 @@ class Description(_Fields):
     exit_on_error: bool  # a task failing is a fatal exception
     task_env: list[dict[str, str]] | None  # per task, env-expand variables that name it
     tmpdir_env: list[str]  # variables whose {{tmpdir}} the shell fills in
-    ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.shell.terminal)
+    ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.exec.terminal)
     nosetpgrp: bool  # the tasks stay in the shell's process group (a pty's get a session)
     # the jobspec's files (pflux.exec.files): (relative path, content, permission bits),
     # written into FLUX_JOB_TMPDIR before any task starts

@@ -8,10 +8,7 @@ job-exec is there), feeds the tasks' stdin, passes signals on, and reports
 flux's status; then it waits for a later job. job-exec turns what it relays
 into RFC 32 responses and the guest namespace's eventlogs.
 
-Modules: ``layout`` (pure: which task runs where, used by job-exec's plan),
-``output`` and ``input`` (RFC 24 events and the output and input options, used
-by job-exec), ``terminal`` (the ``pty`` option, read by job-exec). The shell
-itself: ``launcher`` (the process that forks the shells and relays for them),
+Modules: ``launcher`` (the process that forks the shells and relays for them),
 ``serve`` (a shell's life, job after job), ``job`` (one job's
 ``Shell``), ``acklog`` (its records until acknowledged, and its spool),
 ``stdin`` (feeding the tasks' stdin), ``context`` (what the launcher gives

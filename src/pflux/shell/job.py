@@ -493,7 +493,7 @@ class Shell:
             self.poller.register(reader, _IN)
 
     def _spawn_on_pty(self, index: int, rank: int, argv: list[str], env: dict[str, str]) -> None:
-        """A task on a new pty (``pflux.shell.terminal``): its output is the rank's stdout."""
+        """A task on a new pty (``pflux.exec.terminal``): its output is the rank's stdout."""
         files, labelled, _ = self.targets[0]
         file = (files[index] if len(files) > 1 else files[0]) if files else -1
         stdin = -1
