@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.exec.shellrun import LOST_NOTE
+from pflux.exec.takeover import LOST_NOTE
 from pflux.protocol.shellwire import LAUNCHER_DIED
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID

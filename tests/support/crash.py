@@ -40,7 +40,7 @@ from typing import Any
 from pflux.api import Client, jobspec_of
 from pflux.broker.message import RPCError
 from pflux.errors import EventlogError, NoInstanceError
-from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
+from pflux.exec.takeover import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
 from pflux.manager.job import Job
 from pflux.protocol import shelljournal as journal
 from pflux.protocol.shellwire import LAUNCHER_DIED

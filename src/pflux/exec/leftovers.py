@@ -15,7 +15,7 @@ A shell the launcher had given the job (journalled ``P``) but that ended
 before it recorded itself never started a task, nor did a job that job-exec
 asked a launcher for (``Q``) and that no launcher gave a shell: its leftover
 says so (``unstarted``), and the job may be started again
-(``ShellRun.resume``). A
+(``Takeover.resume``). A
 shell that runs but has not rejoined when job-exec goes on is ``late``: it is
 resumed once it rejoins.
 

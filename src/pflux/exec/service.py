@@ -434,7 +434,7 @@ class ExecService(Service):
 
         From the records job-exec has applied: those the shells sent on the dead
         launcher's socket after that are sent again. A job being taken over
-        (``ShellRun.resume``) is resumed as that goes on; a shell whose job is
+        (``Takeover.resume``) is resumed as that goes on; a shell whose job is
         not running here any more is let go.
         """
         for key in keys:
