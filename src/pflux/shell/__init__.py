@@ -10,7 +10,8 @@ into RFC 32 responses and the guest namespace's eventlogs.
 
 Modules: ``launcher`` (the process that forks the shells and relays for them),
 ``serve`` (a shell's life, job after job), ``job`` (one job's
-``Shell``), ``acklog`` (its records until acknowledged, and its spool),
+``Shell``), ``start`` (starting its tasks), ``rejoin`` (when job-exec or the
+launcher goes away, and another comes), ``acklog`` (its records until acknowledged, and its spool),
 ``stdin`` (feeding the tasks' stdin), ``context`` (what the launcher gives
 every shell), ``lines`` (line buffering and labels), ``tasks`` (spawning and
 signalling processes), ``pmi`` and ``pmiwire`` (the PMI-1 server).
