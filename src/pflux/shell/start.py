@@ -210,7 +210,7 @@ class JobStart:
 
     def _make_tmpdir(self, candidates: tuple[str, ...]) -> str:
         """FLUX_JOB_TMPDIR, named as flux-core names it; removed when the shell ends.
-        A candidate may lie in a shared place (/tmp): ``shared.private_dir``."""
+        A candidate may lie in a shared place (/tmp): ``pflux.safefs.shared.private_dir``."""
         refused = []
         for path in candidates:
             why = private_dir(path)
