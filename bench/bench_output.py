@@ -72,7 +72,7 @@ class Peaks:
 
     def _name(self, pid: int, parent: str) -> str:
         line = cmdline(pid)
-        if "pflux.exec.launcher" in line:
+        if "pflux.shell.launcher" in line:
             return "launcher" if parent == "broker" else "job shell"
         if "pflux.broker.module" in line:
             return "job-list"

@@ -246,7 +246,7 @@ def test_a_shell_that_dies_while_the_instance_is_down_fails_its_job(tmp_path: Pa
 
 def launcher_of(instance: LiveInstance, other_than: int | None = None) -> int:
     """The pid of the instance's job shell launcher (not ``other_than``): the broker's child
-    running ``pflux.exec.launcher``. After a launcher dies, no event says when the next
+    running ``pflux.shell.launcher``. After a launcher dies, no event says when the next
     has started: this looks until it has."""
     deadline = time.monotonic() + 30
     while True:
@@ -256,7 +256,7 @@ def launcher_of(instance: LiveInstance, other_than: int | None = None) -> int:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except FileNotFoundError:
                 continue
-            if b"pflux.exec.launcher" in cmdline and pid != other_than:
+            if b"pflux.shell.launcher" in cmdline and pid != other_than:
                 return pid
         assert time.monotonic() < deadline, "no job shell launcher"
         time.sleep(0.01)

@@ -111,7 +111,7 @@ def test_a_killed_broker_leaves_its_jobs_running_and_a_restart_takes_them_over(
     try:
         jobid = read_fifo(fifo, 60)
         tree = children(broker.pid)
-        launcher = next(p for p in tree if "pflux.exec.launcher" in _cmdline(p))
+        launcher = next(p for p in tree if "pflux.shell.launcher" in _cmdline(p))
         initial = [p for p in tree if p != launcher]
         shells = children(launcher)  # the job's shell, and spares forked ahead of need
         [(shell, task)] = [(shell, task) for shell in shells for task in children(shell)]

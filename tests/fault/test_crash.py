@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client
-from pflux.exec.shellrun import LOST_NOTE
-from pflux.exec.wire import LAUNCHER_DIED
+from pflux.exec.takeover import LOST_NOTE
+from pflux.protocol.shellwire import LAUNCHER_DIED
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from support.crash import (

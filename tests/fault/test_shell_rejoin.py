@@ -20,15 +20,16 @@ from pathlib import Path
 import pytest
 
 from pflux.api import Client, jobspec_of
-from pflux.exec import journal, wire
-from pflux.exec.launcher import STOP_AT_SPAWN
 from pflux.exec.service import ORPHANS_WAIT
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
+from pflux.shell.launcher import STOP_AT_SPAWN
 from support.instance import LiveInstance, wait_exit
 
 
 def launcher_of(instance: LiveInstance) -> int:
     """The pid of the instance's job shell launcher: the broker's child running
-    ``pflux.exec.launcher`` (started with job-exec, before the instance is ready)."""
+    ``pflux.shell.launcher`` (started with job-exec, before the instance is ready)."""
     with os.scandir("/proc") as entries:
         for entry in entries:
             if not entry.name.isdigit():
@@ -38,7 +39,7 @@ def launcher_of(instance: LiveInstance) -> int:
                 ppid = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-            if ppid == instance.proc.pid and b"pflux.exec.launcher" in cmdline:
+            if ppid == instance.proc.pid and b"pflux.shell.launcher" in cmdline:
                 return int(entry.name)
     raise AssertionError("no job shell launcher")
 

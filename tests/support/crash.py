@@ -39,10 +39,10 @@ from typing import Any
 
 from pflux.api import Client, jobspec_of
 from pflux.errors import EventlogError, NoInstanceError, RPCError
-from pflux.exec import journal
-from pflux.exec.shellrun import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
-from pflux.exec.wire import LAUNCHER_DIED
+from pflux.exec.takeover import DIED_NOTE, LOST_NOTE, UNSTARTED_NOTE
 from pflux.manager.job import Job
+from pflux.protocol import shelljournal as journal
+from pflux.protocol.shellwire import LAUNCHER_DIED
 from pflux.spec.eventlog import Event, parse
 from pflux.spec.fluid import JobID
 from pflux.spec.states import InvalidTransition, State, apply
@@ -216,7 +216,7 @@ def helpers(state_dir: Path, broker: int) -> list[int]:
 
 def is_launcher(pid: int) -> bool:
     try:
-        return b"pflux.exec.launcher" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"pflux.shell.launcher" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

@@ -38,19 +38,14 @@ CLI_EXCEPTIONS = {
 
 #: package cycles still there, each with why; no other is allowed
 KNOWN_CYCLES = {
-    # job-exec plans and launches the shell, the shell speaks job-exec's records
-    frozenset(("exec", "shell")): "the launcher protocol between job-exec and the shell",
     # a job handle answers through its client, the client hands out job handles
     frozenset(("api", "jobhandle")): "the client API and the job handles it returns",
 }
 
 #: (importer, imported) service edges kept on purpose, each with its reason
 ALLOWED = {
-    ("exec", "shell"): "job-exec plans each job's shell and launches it (the launcher)",
-    ("shell", "exec"): "the job shell speaks job-exec's launcher protocol and journal",
     ("sim", "sched"): "the offline replay runs the scheduler's own pool and policy",
     ("sim", "exec"): "the simulator stands in for job-exec: its test-mode run and notes",
-    ("sim", "shell"): "the simulator places tasks as the job shell does",
 }
 
 
@@ -306,3 +301,16 @@ def test_a_cycle_is_found_and_named() -> None:
     assert _node("pflux.Client") == "api"
     assert _node("pflux.__version__") is None
     assert _node("pflux.broker.router") == "broker"
+
+
+def test_the_safe_file_helpers_import_nothing_of_pflux() -> None:
+    """``pflux.safefs`` serves job-exec, the job shell and ``pflux start`` alike, so it
+    depends on none of them."""
+    reaching = sorted(
+        f"{module} imports {name}"
+        for module, names in MODULES.items()
+        if _top(module) == "safefs"
+        for name in names
+        if _top(name) not in ("safefs", None)
+    )
+    assert reaching == []

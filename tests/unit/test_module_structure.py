@@ -21,6 +21,7 @@ SERVICE_PARTS = (
     "pflux.manager.quiescent",
     "pflux.exec.job",
     "pflux.exec.shellrun",
+    "pflux.exec.takeover",
     "pflux.exec.writes",
     "pflux.exec.testexec",
     "pflux.exec.leftovers",

@@ -26,7 +26,7 @@ __all__ = ["RawTerminal", "asks_interactive", "looked_up"]
 def asks_interactive(jobspec: Any) -> bool:
     """Whether a jobspec asks for an interactive pty (``-o pty.interactive``).
 
-    The job shell's reading of the option (``pflux.shell.terminal``) refuses
+    job-exec's reading of the option (``pflux.exec.terminal``) refuses
     a bad one; this only looks for the flag.
     """
     try:

@@ -257,7 +257,7 @@ def _log_file(path: Path, level: int) -> None:
     another user's file in a directory anyone may write in."""
     import logging
 
-    from pflux.shell.shared import open_output
+    from pflux.safefs.shared import open_output
 
     try:
         fd = open_output(str(path), append=True)

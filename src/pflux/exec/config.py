@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from pflux.config import ConfigError
 from pflux.errors import DurationError
-from pflux.shell.shared import unsafe_parent
+from pflux.safefs.shared import unsafe_parent
 from pflux.spec import duration
 
 if TYPE_CHECKING:

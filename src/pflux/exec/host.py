@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
     from pflux.broker.router import Broker
-    from pflux.exec.wire import Record
     from pflux.fluxshim import ShimEnv
     from pflux.protocol.exec import ExecResponse
+    from pflux.protocol.shellwire import Record
 
 RunT_contra = TypeVar("RunT_contra", contravariant=True)  # the run whose guest keys are written
 

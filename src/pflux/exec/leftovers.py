@@ -1,7 +1,7 @@
 """What a starting job-exec finds of the jobs an earlier one ran: shells, spools, deaths.
 
 When the broker dies, the launcher and the job shells go on (see
-``pflux.exec.launcher``). The next job-exec takes the launcher over, if it
+``pflux.shell.launcher``). The next job-exec takes the launcher over, if it
 still runs, and learns which jobs' shells run and which died unheard (LIVE).
 If it died too, its shells wait for the next job-exec, which starts a
 launcher for them to rejoin and hears which did (``ExecService._adopt_orphans``);
@@ -9,13 +9,13 @@ with no shell running, the journal says which shells died, and any shell it
 still names is killed, as nobody could resume it. The shells that
 ended while no job-exec was there left their records in spool files
 (``exec/spool/<shell key>``). All of it is per shell (a job has one per rank
-of its R), by the shell's key (``pflux.exec.wire.shell_key``).
+of its R), by the shell's key (``pflux.protocol.shellwire.shell_key``).
 
 A shell the launcher had given the job (journalled ``P``) but that ended
 before it recorded itself never started a task, nor did a job that job-exec
 asked a launcher for (``Q``) and that no launcher gave a shell: its leftover
 says so (``unstarted``), and the job may be started again
-(``ShellRun.resume``). A
+(``Takeover.resume``). A
 shell that runs but has not rejoined when job-exec goes on is ``late``: it is
 resumed once it rejoins.
 
@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pflux.errors import RPCError
-from pflux.exec import journal, wire
-from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED, EXITED_UNSTARTED
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
+from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, EXITED_UNSTARTED
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:

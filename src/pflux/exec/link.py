@@ -1,13 +1,13 @@
 """job-exec's end of the shell launcher: starting it or taking it over, and the records both ways.
 
-The shells send their records (``pflux.exec.wire``) straight to job-exec, as
+The shells send their records (``pflux.protocol.shellwire``) straight to job-exec, as
 datagrams on one socket they all inherit: the launcher passes none of them on,
 which saves it a wakeup and a copy per job and the job a hop. The launcher
 itself sends job-exec only the status of a shell that could not send it (it
 was killed, say); job-exec reads what the shells sent before that.
 
 job-exec binds a Unix socket in the state directory (``exec/sock``) and
-starts the launcher (``pflux.exec.launcher``) in a session of its own with
+starts the launcher (``pflux.shell.launcher``) in a session of its own with
 the listening socket and one end of a socket pair, its connection: requests
 may be sent before the launcher has even started. The launcher outlives a
 broker that dies: a job-exec that starts first tries ``attach``, which
@@ -39,8 +39,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from pflux.exec import wire
-from pflux.exec.launcher import COMMAND
+from pflux.protocol import shellwire as wire
 
 __all__ = ["LauncherLink", "Survivors"]
 
@@ -105,7 +104,13 @@ class LauncherLink:
         """Start the launcher; records may be sent at once (they wait in the socket)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        args = [sys.executable, "-c", COMMAND, str(theirs.fileno()), str(shells.fileno())]
+        args = [
+            sys.executable,
+            "-c",
+            wire.LAUNCHER_COMMAND,
+            str(theirs.fileno()),
+            str(shells.fileno()),
+        ]
         args += [self.journal]
         passed = [theirs.fileno(), shells.fileno()]
         listener = self._listen()

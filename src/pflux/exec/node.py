@@ -10,7 +10,7 @@ key (job id and rank), so nothing here knows a job.
 
 The launcher is this rank's (``<rundir>/exec``: its listening socket, journal and
 spool), started at once or taken over from a broker of this rank that died.
-Its tasks are told this broker's URI (``launcher.RANK_URI``), so that commands in
+Its tasks are told this broker's URI (``shellwire.RANK_URI``), so that commands in
 a job talk to the broker of their node. A launcher that dies is started again on
 the same listening socket, and its shells rejoin it, as job-exec does for its own.
 
@@ -35,12 +35,12 @@ from typing import Final
 from pflux import private
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
-from pflux.exec import wire
 from pflux.exec.config import rejoin_timeout
-from pflux.exec.launcher import RANK_URI, REJOIN_TIMEOUT
 from pflux.exec.link import LauncherLink, Survivors
+from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import KeepRequest
+from pflux.protocol.shellwire import RANK_URI, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecNodeService"]

@@ -4,7 +4,7 @@ A shell is forked per job, and every page it writes after the fork costs a
 page fault (about 5 us here): reading a jobspec and R in the shell cost more
 than the rest of its work. So job-exec, a process that never forks, reads
 them here (about 40 us) and sends the shell a ready-made ``Description``
-(its fields, and how it travels, are in ``pflux.exec.wire``). A job has one
+(its fields, and how it travels, are in ``pflux.protocol.shellwire``). A job has one
 shell per execution target (broker rank) of R, as in flux-core: each gets
 its own description, with that rank's tasks (and their files, variables and
 CPUs) and its own ``FLUX_JOB_TMPDIR`` name; the rest (the command, the
@@ -31,21 +31,21 @@ from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
 from pflux.exec.files import decode_files
-from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
-from pflux.exec.wire import Description
-from pflux.fluxshim import ShimEnv
-from pflux.shell.input import InputConfig, input_config
-from pflux.shell.layout import Layout, layout, targets
-from pflux.shell.output import (
+from pflux.exec.input import InputConfig, input_config
+from pflux.exec.output import (
     DEFAULT_LIMIT,
     OutputConfig,
     StreamConfig,
     output_config,
     output_paths,
 )
-from pflux.shell.terminal import pty_ranks
+from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
+from pflux.exec.terminal import pty_ranks
+from pflux.fluxshim import ShimEnv
+from pflux.protocol.shellwire import Description
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import JobspecView
+from pflux.spec.layout import Layout, layout, targets
 
 __all__ = ["STREAMS", "Plan", "plan", "pmi_enabled"]
 

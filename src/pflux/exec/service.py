@@ -38,7 +38,6 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import RPCError
-from pflux.exec import wire
 from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,
     config_seconds,
@@ -47,16 +46,13 @@ from pflux.exec.config import (
     rejoin_timeout,
 )
 from pflux.exec.job import ExecJob
-from pflux.exec.journal import alive, kill_recorded, live
-from pflux.exec.journal import asked_line as journal_asked_line
-from pflux.exec.launcher import REJOIN_TIMEOUT
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.node import FROM_SHELLS
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun
-from pflux.exec.wire import ALL_RECORDS, EXITED_SPOOLED
 from pflux.exec.writes import GuestWrites
+from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
@@ -70,6 +66,9 @@ from pflux.protocol.exec import (
     WinsizeRequest,
 )
 from pflux.protocol.message import Message
+from pflux.protocol.shelljournal import alive, kill_recorded, live
+from pflux.protocol.shelljournal import asked_line as journal_asked_line
+from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecService"]
@@ -436,7 +435,7 @@ class ExecService(Service):
 
         From the records job-exec has applied: those the shells sent on the dead
         launcher's socket after that are sent again. A job being taken over
-        (``ShellRun.resume``) is resumed as that goes on; a shell whose job is
+        (``Takeover.resume``) is resumed as that goes on; a shell whose job is
         not running here any more is let go.
         """
         for key in keys:

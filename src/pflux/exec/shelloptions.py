@@ -14,10 +14,10 @@ import functools
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from pflux.shell.layout import Layout, cpu_set
-from pflux.shell.output import job_tags, node_tags, render_path
+from pflux.exec.output import job_tags, node_tags, render_path
 from pflux.spec import shell_options as spec
 from pflux.spec.fluid import JobID
+from pflux.spec.layout import Layout, cpu_set
 
 __all__ = ["LOG_DEBUG", "LOG_WARN", "Effects", "Log", "ShellOptions", "shell_options"]
 
@@ -36,7 +36,7 @@ class Log(NamedTuple):
 
 class Effects(NamedTuple):
     """What the shell does for the job's options: the ``Description`` fields of the same
-    names (``pflux.exec.wire``)."""
+    names (``pflux.protocol.shellwire``)."""
 
     rlimit: list[tuple[int, int]]
     exit_timeout: float | None
@@ -188,7 +188,7 @@ def _node_gpus(places: Layout, node: int) -> list[int]:
 
 
 def _names_a_task(template: str) -> bool:
-    from pflux.shell.output import template_scope
+    from pflux.exec.output import template_scope
 
     return template_scope(template) == "task"
 

@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.errors import DurationError, EventlogError, PfluxError, RPCError
 from pflux.protocol.exec import ExecResponse
-from pflux.shell.layout import targets
 from pflux.spec import duration
 from pflux.spec.eventlog import parse
 from pflux.spec.idset import IdSet
 from pflux.spec.kvs_keys import job_key
+from pflux.spec.layout import targets
 
 if TYPE_CHECKING:
     from pflux.exec.host import RunJob

@@ -18,4 +18,8 @@ are checked to be objects only: their own libraries in ``pflux.spec`` read
 them.  Today the RFC 27 messages (``pflux.protocol.sched``) and the RFC 32
 ones (``pflux.protocol.exec``) live here, and the requests job-list, job-info,
 the KVS and the broker serve (``joblist``, ``info``, ``kvs``, ``broker``).
+What job-exec and the processes it runs share, the job shell launcher and its
+shells, is here too, typing-free since every shell imports it: their records
+and a job's description (``shellwire``) and the journal of shell sessions
+(``shelljournal``).
 """

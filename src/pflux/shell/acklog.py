@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from pflux.exec import wire
+from pflux.protocol import shellwire as wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it

@@ -13,7 +13,7 @@ from __future__ import annotations
 import _socket
 import os
 
-from pflux.exec import wire
+from pflux.protocol import shellwire as wire
 from pflux.shell import tasks as proc
 from pflux.shell.context import warn
 from pflux.shell.job import Shell

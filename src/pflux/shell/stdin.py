@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import select
 
-from pflux.exec import wire
+from pflux.protocol import shellwire as wire
 from pflux.shell.context import warn
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)

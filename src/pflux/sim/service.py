@@ -66,11 +66,11 @@ from pflux.protocol.exec import (
     response,
 )
 from pflux.protocol.message import Message
-from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.layout import targets
 from pflux.spec.states import priority
 
 __all__ = ["Simulator"]

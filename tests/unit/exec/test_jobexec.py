@@ -16,9 +16,10 @@ import pytest
 
 from pflux.broker.router import Broker
 from pflux.errors import PfluxError, RPCError
-from pflux.exec import journal, service
-from pflux.exec.launcher import REJOIN_TIMEOUT
+from pflux.exec import service
 from pflux.exec.service import ExecService
+from pflux.protocol import shelljournal as journal
+from pflux.protocol.shellwire import REJOIN_TIMEOUT
 
 
 def test_hello_names_the_service(live: Any) -> None:

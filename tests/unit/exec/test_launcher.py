@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 
-from pflux.exec import journal, wire
-from pflux.exec.launcher import REJOIN_TIMEOUT, SPARES_KEPT, STOP_AT_SPAWN
 from pflux.exec.service import LAUNCHER_RESTARTS
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
+from pflux.protocol.shellwire import REJOIN_TIMEOUT
 from pflux.shell.acklog import DATAGRAM
 from pflux.shell.job import WINDOW
+from pflux.shell.launcher import SPARES_KEPT, STOP_AT_SPAWN
 from pflux.spec.eventlog import parse
 from support.procs import children, pidfd_wait
 from support.shells import description
@@ -68,7 +70,7 @@ class Launcher:
         if self.listener is not None:
             passed.append(self.listener.fileno())
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pflux.exec.launcher", *map(str, passed[:2]), str(self.journal)]
+            [sys.executable, "-m", "pflux.shell.launcher", *map(str, passed[:2]), str(self.journal)]
             + [str(fd) for fd in passed[2:]],
             pass_fds=passed,
             env=self.env,
@@ -469,7 +471,7 @@ def test_closing_its_end_ends_the_launcher_and_every_task(launcher: Launcher) ->
 
 def test_the_launcher_refuses_bad_arguments() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pflux.exec.launcher"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "pflux.shell.launcher"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 2
     assert "usage:" in result.stderr

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pflux.exec.shellrun import RESUME_KEY
+from pflux.exec.takeover import RESUME_KEY
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from pflux.errors import PfluxError
 from pflux.exec.plan import plan
-from pflux.exec.wire import Description
 from pflux.fluxshim import ShimEnv
+from pflux.protocol.shellwire import Description
 from pflux.spec.builder import from_command, set_shell_option
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pflux.errors import RPCError
-from pflux.shell.input import data_context
+from pflux.exec.input import data_context
 from pflux.spec.eventlog import parse
 
 

@@ -15,7 +15,7 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.exec import wire
+from pflux.protocol import shellwire as wire
 from pflux.shell.acklog import AckLog
 
 OPS = st.lists(

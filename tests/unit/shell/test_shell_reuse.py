@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pflux.exec import journal, wire
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
 from pflux.shell import serve, tasks
 from pflux.shell.context import Context
 from pflux.shell.job import TRIM_AFTER

@@ -41,7 +41,7 @@ from pflux.spec.fluid import ENCODINGS, JobID
 from pflux.spec.size import parse_size as _parse_size
 
 if TYPE_CHECKING:
-    from pflux.shell.layout import Layout, TaskPlace
+    from pflux.spec.layout import Layout, TaskPlace
 
 __all__ = [
     "DEFAULT_BATCH_TIMEOUT",

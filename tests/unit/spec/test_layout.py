@@ -9,11 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import ResourceError
-from pflux.shell.layout import LayoutTarget, cpu_set, layout, targets
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import JobspecView
+from pflux.spec.layout import LayoutTarget, cpu_set, layout, targets
 from pflux.spec.resource import ResourceSet
+from pflux.spec.taskmap import from_json
 
 
 def resources(
@@ -190,6 +191,25 @@ def test_cyclic_with_a_stride_and_uneven_nodes_maps_as_flux_core() -> None:
     uneven = layout(ones, resources({0: [0], 1: [0, 1, 2]}))  # 1 slot on node 0, 3 on node 1
     assert [t.node for t in uneven.tasks] == [0, 1, 1, 1]
     assert uneven.taskmap()["map"] == [[0, 2, 1, 1], [1, 1, 2, 1]]  # flux-core's encoding
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    ranks=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+    stride=st.one_of(st.just(""), st.integers(1, 4).map(str)),
+    per_slot=st.integers(1, 3),
+)
+def test_the_task_map_says_where_each_task_was_placed(
+    ranks: list[int], stride: str, per_slot: int
+) -> None:
+    jobspec = slot_jobspec(sum(ranks), 1, {"per_slot": per_slot}).data
+    placed = layout(
+        with_options(jobspec, taskmap={"scheme": "cyclic", "value": stride}),
+        resources({rank: list(range(n)) for rank, n in enumerate(ranks)}),
+    )
+    taskmap = from_json(placed.taskmap())
+    assert [taskmap.nodeid(task.rank) for task in placed.tasks] == [t.node for t in placed.tasks]
+    assert [taskmap.ntasks(node) for node in range(taskmap.nnodes)] == list(placed.per_node)
 
 
 def test_block_is_the_default_and_takes_no_value() -> None:

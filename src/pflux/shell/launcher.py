@@ -2,7 +2,7 @@
 
 Forking an interpreter that has already imported the shell costs about a
 millisecond where starting one costs tens, so job-exec starts this process
-once (``python -c COMMAND FD RECORDS JOURNAL [LISTENER]``) and it serves
+once (``python -c LAUNCHER_COMMAND FD RECORDS JOURNAL [LISTENER]``) and it serves
 every job: it forks shells ahead of need, gives each job to one, passes
 signals on, reaps them, and keeps a shell that says DONE as a spare. The
 shells send their records straight to job-exec on RECORDS; the launcher
@@ -10,7 +10,7 @@ reports only the status of a shell that could not. It runs in its own
 session: when job-exec goes away without QUIT it DETACHes the shells and
 waits on LISTENER (``exec/sock``) for the next job-exec (ATTACH, LIVE); the
 shells of a launcher that died rejoin this one (REJOIN). Each shell journals
-its session before any task starts (``pflux.exec.journal``), so nothing of a
+its session before any task starts (``pflux.protocol.shelljournal``), so nothing of a
 job outlives the launchers' knowledge of it.
 
 Every fork copies the launcher's page tables, so it keeps small: no
@@ -31,7 +31,8 @@ import select
 import sys
 import time
 
-from pflux.exec import journal, wire
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
 from pflux.shell.context import Context
 from pflux.shell.job import SPOOLED
 from pflux.shell.serve import SPAWN_CHUNK, serve
@@ -44,14 +45,8 @@ if TYPE_CHECKING:  # typing stays out of the launcher (see the module docstring)
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-__all__ = ["COMMAND", "LauncherServer", "main"]
+__all__ = ["LauncherServer", "main"]
 
-# How job-exec starts the launcher: ``python -c COMMAND FD RECORDS JOURNAL``. Not ``-m``, whose
-# runpy machinery would stay in memory, a megabyte more for every fork to copy.
-COMMAND: Final = "import sys; from pflux.exec.launcher import main; sys.exit(main(sys.argv))"
-RANK_URI: Final = "PFLUX_RANK_URI"  # a launcher of a rank > 0: its broker, for the tasks
-# seconds its shells wait for a restarted instance when launcher and broker die together
-REJOIN_TIMEOUT: Final = "PFLUX_REJOIN_TIMEOUT"
 SHUTDOWN_GRACE: Final = 5.0  # seconds tasks get after SIGTERM when job-exec has gone
 SPARES: Final = 4  # shells forked ahead of need
 SPARES_LOW: Final = 1  # forking starts again when this few are left
@@ -154,8 +149,8 @@ class LauncherServer:
             records=records,
             spool=spool,
             exec_dir=self.exec_dir,
-            uri=os.environ.get(RANK_URI),
-            rejoin_timeout=_seconds(os.environ.get(REJOIN_TIMEOUT, "")),
+            uri=os.environ.get(wire.RANK_URI),
+            rejoin_timeout=_seconds(os.environ.get(wire.REJOIN_TIMEOUT, "")),
         )
         # the descriptors a shell keeps, with its own socket
         self.keep = (0, 1, 2, self.journal, self.devnull, self.exec_dir, records.fileno())
@@ -739,11 +734,11 @@ def _accept_own(listener: _socket.socket) -> _socket.socket | None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m pflux.exec.launcher FD RECORDS JOURNAL [LISTENER]`` (job-exec runs
-    ``COMMAND``, lighter)."""
+    """``python -m pflux.shell.launcher FD RECORDS JOURNAL [LISTENER]`` (job-exec runs
+    ``shellwire.LAUNCHER_COMMAND``, lighter)."""
     numbers = argv[1:3] + argv[4:]
     if len(argv) not in (4, 5) or not all(arg.isdigit() for arg in numbers):
-        sys.stderr.write("usage: python -m pflux.exec.launcher FD RECORDS JOURNAL [LISTENER]\n")
+        sys.stderr.write("usage: python -m pflux.shell.launcher FD RECORDS JOURNAL [LISTENER]\n")
         return 2
     listener = _socket.socket(fileno=int(argv[4])) if len(argv) == 5 else None
     if listener is not None:

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.exec.plan import plan
-from pflux.exec.wire import Description
-from pflux.shell.terminal import pty_ranks
+from pflux.exec.terminal import pty_ranks
+from pflux.protocol.shellwire import Description
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet

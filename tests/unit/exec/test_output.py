@@ -10,9 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, PfluxError
-from pflux.shell.layout import Layout, TaskPlace
-from pflux.shell.lines import LineBuffer, label
-from pflux.shell.output import (
+from pflux.exec.output import (
     KVSOutput,
     StreamConfig,
     event_line,
@@ -23,8 +21,10 @@ from pflux.shell.output import (
     render_path,
     template_scope,
 )
+from pflux.shell.lines import LineBuffer, label
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
+from pflux.spec.layout import Layout, TaskPlace
 from pflux.spec.size import SIZE_RULE
 
 

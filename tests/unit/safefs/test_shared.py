@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux.shell.shared import open_output
+from pflux.safefs.shared import open_output
 
 OTHER = 4242  # a uid other than this process's
 

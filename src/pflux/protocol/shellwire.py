@@ -112,11 +112,14 @@ __all__ = [
     "INPUT_DATA",
     "INPUT_EOF",
     "KILL",
+    "LAUNCHER_COMMAND",
     "LIVE",
     "LOG",
     "OUTPUT",
     "QUIT",
+    "RANK_URI",
     "REJOIN",
+    "REJOIN_TIMEOUT",
     "RESUME",
     "SPAWN",
     "STARTED",
@@ -166,6 +169,14 @@ INPUT_DATA: Final = b"d"  # the flags of INPUT
 INPUT_EOF: Final = b"e"
 # the note of a job whose shell lost its launcher and found none to rejoin
 LAUNCHER_DIED: Final = "job shell launcher died"
+# How job-exec starts the launcher: ``python -c LAUNCHER_COMMAND FD RECORDS JOURNAL``. Not
+# ``-m``, whose runpy machinery would stay in memory, a megabyte more for every fork to copy.
+LAUNCHER_COMMAND: Final = (
+    "import sys; from pflux.shell.launcher import main; sys.exit(main(sys.argv))"
+)
+RANK_URI: Final = "PFLUX_RANK_URI"  # a launcher of a rank > 0: its broker, for the tasks
+# seconds its shells wait for a restarted instance when launcher and broker die together
+REJOIN_TIMEOUT: Final = "PFLUX_REJOIN_TIMEOUT"
 ALL_RECORDS: Final = 1 << 62  # ACK's or RESUME's offset past any record: forget everything
 EXITED_SPOOLED: Final = -2  # EXITED's status for a shell that ended into its spool
 EXITED_UNSTARTED: Final = -3  # EXITED's status for a shell that ended before the job started
@@ -207,7 +218,7 @@ class Description(_Fields):
     exit_on_error: bool  # a task failing is a fatal exception
     task_env: list[dict[str, str]] | None  # per task, env-expand variables that name it
     tmpdir_env: list[str]  # variables whose {{tmpdir}} the shell fills in
-    ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.shell.terminal)
+    ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.exec.terminal)
     nosetpgrp: bool  # the tasks stay in the shell's process group (a pty's get a session)
     # the jobspec's files (pflux.exec.files): (relative path, content, permission bits),
     # written into FLUX_JOB_TMPDIR before any task starts

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.exec import journal
+from pflux.protocol import shelljournal as journal
 
 BOOT = journal.boot_id().encode()
 

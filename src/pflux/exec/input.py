@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pflux.errors import JobspecError
-from pflux.shell.output import parse_size
+from pflux.exec.output import parse_size
 from pflux.spec.ioencode import data_context
 
 __all__ = [

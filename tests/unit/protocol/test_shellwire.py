@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pflux.exec import wire
+from pflux.protocol import shellwire as wire
 
 KINDS = st.sampled_from(
     [wire.SPAWN, wire.KILL, wire.TERMINATE, wire.OUTPUT, wire.EOF, wire.STARTED, wire.EXITED]
@@ -95,7 +95,7 @@ def test_a_description_with_fields_missing_or_too_many_is_refused(
 def test_the_launcher_and_its_shells_import_no_typing() -> None:
     """Every shell is forked from the launcher: what it imports, each shell copies."""
     code = (
-        "import sys; from pflux.exec.launcher import main; import pflux.shell.serve;"
+        "import sys; from pflux.shell.launcher import main; import pflux.shell.serve;"
         " print(sorted(m for m in ('typing', 'collections', 'enum') if m in sys.modules))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

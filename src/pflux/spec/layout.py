@@ -1,6 +1,6 @@
 """Which task runs where: tasks over the slots of R, and each slot's cores and GPUs.
 
-Pure: job-exec calls it (``pflux.exec.plan``), for each job's shell, with
+Pure: job-exec (``pflux.exec.plan``, for each job's shell) and the simulator call it with
 the jobspec and R and gets every task's rank, node and resources. The rules:
 
 - R's targets are cut into slots of the jobspec's cores per slot (a target
@@ -21,7 +21,8 @@ the jobspec and R and gets every task's rank, node and resources. The rules:
 - Task ranks go to the targets by the ``taskmap`` shell option, as flux-core's
   shell maps them: ``block`` (the default: each target's tasks consecutive)
   or ``cyclic[:N]`` (N ranks to each target in turn while it has tasks left).
-  The RFC 34 task map is built as flux-core's builds it, block by block.
+  The RFC 34 task map is built as flux-core's builds it, block by block
+  (``pflux.spec.taskmap``).
 
 R is read with :func:`targets`, which takes only what placement needs from
 ``R_lite``: the scheduler wrote R and validated it, and this runs for every
@@ -38,6 +39,7 @@ from pflux.errors import IdsetError, ResourceError
 from pflux.spec.idset import IdSet
 from pflux.spec.jobspec import JobspecView
 from pflux.spec.shell_options import taskmap_scheme
+from pflux.spec.taskmap import Taskmap
 
 __all__ = ["Layout", "LayoutTarget", "TaskPlace", "cpu_set", "layout", "targets"]
 
@@ -191,25 +193,11 @@ def _map(option: object, counts: list[int]) -> list[tuple[int, int]]:
 
 
 def _blocks(appends: list[tuple[int, int]]) -> tuple[tuple[int, int, int, int], ...]:
-    """RFC 34 blocks of the ranks given to nodes in turn, merged as flux-core merges them."""
-    blocks: list[list[int]] = []
+    """RFC 34 blocks of the ranks given to nodes in turn, appended as flux-core appends them."""
+    taskmap = Taskmap()
     for node, ppn in appends:
-        last = blocks[-1] if blocks else None
-        if last is not None and node == last[0] + last[1] and ppn == last[2] and last[3] == 1:
-            last[1] += 1  # the next node, as many tasks
-        elif last is not None and last[0] == node and last[1] == 1:
-            last[2] += ppn  # the same node again
-        else:
-            blocks.append([node, 1, ppn, 1])
-            continue
-        merged = blocks[:1]  # a block the same as the one before repeats it
-        for block in blocks[1:]:
-            if block[:3] == merged[-1][:3]:
-                merged[-1][3] += block[3]
-            else:
-                merged.append(block)
-        blocks = merged
-    return tuple((a, b, c, d) for a, b, c, d in blocks)
+        taskmap.append(node, 1, ppn)
+    return tuple((a, b, c, d) for a, b, c, d in taskmap.blocks)
 
 
 def cpu_set(cores: Sequence[int], cpus: Sequence[int]) -> set[int]:

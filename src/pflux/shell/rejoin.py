@@ -1,0 +1,184 @@
+"""A shell whose job-exec or launcher goes away: spooling, resuming, rejoining.
+
+When job-exec goes (DETACH, or the records socket fails) the shell keeps
+what job-exec has not acknowledged, and all that follows, in its spool
+until a new job-exec RESUMEs it from an offset, on a socket the launcher
+passes along. When its launcher dies the shell passes the next one a new
+socket through ``exec/sock`` (REJOIN), at most ``REJOINS`` times; when
+nobody listens there (the broker died too) it tries again every
+``REJOIN_RETRY`` seconds until the instance's ``rejoin-timeout``, and if no
+launcher takes it, kills its tasks and leaves the job's end in its spool.
+``Rejoining`` is this part of a shell (``pflux.shell.job.Shell`` the rest):
+the shell's state it reads is declared here for the type checker, the shell
+holds it.
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import select
+import sys
+import time
+
+from pflux.protocol import shellwire as wire
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
+if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it
+    import signal as _signal
+    from _socket import socket
+    from typing import Final
+
+    from pflux.shell.acklog import AckLog
+    from pflux.shell.context import Context
+else:
+    import _signal  # not signal, which imports enum: the launcher keeps its imports few
+
+__all__ = ["FD_SIZE", "Rejoining"]
+
+REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
+REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
+REJOIN_RETRY: Final = 0.5  # seconds between tries to reach a restarted instance's exec/sock
+FD_SIZE: Final = 4  # a descriptor passed with SCM_RIGHTS
+_IN: Final = select.POLLIN
+_SOL_SOCKET: Final = _socket.SOL_SOCKET
+_SCM_RIGHTS: Final = _socket.SCM_RIGHTS
+
+
+class Rejoining:
+    """What a shell does when job-exec or its launcher goes away, and another comes."""
+
+    # The shell's slots hold what this sets: a class may have one base with slots of its
+    # own, ``JobStart``. Only at run time, so that the type checker looks for them there.
+    if not TYPE_CHECKING:
+        __slots__ = ()
+
+    if TYPE_CHECKING:  # the shell's (``Shell``) that this uses
+        jobid: int
+        ctx: Context
+        sock: socket
+        poller: select.poll
+        log: AckLog
+        detached: bool
+        give_up: float
+        orphaned: bool
+        pending: int
+        rejoins: int
+        retry_at: float
+        waiting_out: bool
+
+        def _emit(self, kind: bytes, payload: bytes = b"") -> None: ...
+
+        def _flush(self) -> None: ...
+
+        def _pace(self) -> None: ...
+
+        def _kill_all(self, signum: int) -> None: ...
+
+    def _detach(self) -> None:
+        """job-exec is gone: what it has not acknowledged, and all that follows, is spooled."""
+        if self.detached:
+            return
+        self.detached = True
+        self.pending = 0
+        if self.waiting_out:
+            self.waiting_out = False
+            self.poller.unregister(self.ctx.records.fileno())
+        self.log.spool_all()
+        self._pace()
+
+    def _resume(self, offset: int, ancillary: list[tuple[int, int, bytes]]) -> None:
+        """A new job-exec: send from ``offset`` on the socket the launcher passed along."""
+        fds = [
+            int.from_bytes(data[i : i + FD_SIZE], sys.byteorder)
+            for level, kind, data in ancillary
+            if level == _SOL_SOCKET and kind == _SCM_RIGHTS
+            for i in range(0, len(data) - FD_SIZE + 1, FD_SIZE)
+        ]
+        if not fds or self.orphaned:
+            for fd in fds:
+                os.close(fd)
+            return
+        os.dup2(fds[0], self.ctx.records.fileno(), inheritable=False)
+        for fd in fds:
+            os.close(fd)
+        self.detached = False
+        self.log.rewind(offset)
+        self._flush()
+
+    def _orphan(self) -> None:
+        """The launcher is gone: rejoin the next, or wait for a restarted instance's (up to
+        ``ctx.rejoin_timeout``), or, if none can take the job, end it."""
+        if self.orphaned or self.retry_at:
+            return
+        self.poller.unregister(self.sock.fileno())
+        self._detach()
+        if self.rejoins >= REJOINS:
+            self._abandon(wire.LAUNCHER_DIED)
+        elif self._rejoin():
+            self._rejoined()
+        elif self.ctx.rejoin_timeout > 0 and not self._instance_gone():
+            now = time.monotonic()
+            self.retry_at = now + REJOIN_RETRY
+            self.give_up = now + self.ctx.rejoin_timeout
+        else:
+            self._abandon(wire.LAUNCHER_DIED)
+
+    def _retry_rejoin(self) -> None:
+        """Nobody listened on exec/sock: try again, until the instance's time is up."""
+        if self._rejoin():
+            self.retry_at = self.give_up = 0.0
+            self._rejoined()
+        elif self._instance_gone():
+            self.retry_at = self.give_up = 0.0
+            self._abandon(wire.LAUNCHER_DIED)
+        elif time.monotonic() >= self.give_up:
+            self.retry_at = self.give_up = 0.0
+            timeout = self.ctx.rejoin_timeout
+            self._abandon(f"{wire.LAUNCHER_DIED}; no instance took the job over in {timeout:g} s")
+        else:
+            self.retry_at = time.monotonic() + REJOIN_RETRY
+
+    def _rejoined(self) -> None:
+        self.rejoins += 1
+        self.poller.register(self.sock.fileno(), _IN)
+
+    def _abandon(self, note: str) -> None:
+        """No launcher will take the job: kill its tasks and say why, into the spool."""
+        self.orphaned = True
+        self._kill_all(_signal.SIGKILL)
+        self._emit(wire.EXCEPTION, note.encode())
+
+    def _instance_gone(self) -> bool:
+        """Whether exec/sock's directory was removed (a temporary instance's, at its end)."""
+        try:
+            return os.fstat(self.ctx.exec_dir).st_nlink == 0
+        except OSError:
+            return True
+
+    def _rejoin(self) -> bool:
+        """Pass the next launcher a new socket to this shell (``sock`` from now on).
+
+        The connection waits in the listening socket job-exec keeps until the
+        launcher it starts takes it; it is refused if nobody listens any more.
+        """
+        try:
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        except OSError:
+            return False
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            conn.settimeout(REJOIN_WAIT)
+            conn.connect(f"/proc/self/fd/{self.ctx.exec_dir}/sock")
+            passed = theirs.fileno().to_bytes(FD_SIZE, sys.byteorder)
+            hello = wire.record(wire.REJOIN, self.jobid, b"%d" % os.getpid())
+            conn.sendmsg([hello], [(_SOL_SOCKET, _SCM_RIGHTS, passed)])
+        except OSError:
+            ours.close()
+            return False
+        finally:
+            conn.close()
+            theirs.close()
+        os.dup2(ours.fileno(), self.sock.fileno(), inheritable=False)
+        ours.close()
+        return True
