@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
+from functools import partial
 from typing import Any, ClassVar
 
 from pflux.broker.message import Message, RPCError
@@ -35,6 +36,8 @@ from pflux.errors import ConfigError, JobspecError, SizeError, SpecError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
+from pflux.protocol.kvs import CommitRequest
+from pflux.protocol.manager import IngestedJob, SubmitBatch, SubmitReply
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
@@ -182,7 +185,7 @@ class IngestService(Service):
                 ["put", f"{key}.jobspec", sub.text if sub.stored is None else sub.stored],
                 ["append", f"{key}.eventlog", sub.event.to_line()],
             )
-        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(subs, msg))
+        self.broker.send("kvs.commit", CommitRequest(ops), lambda msg: self._committed(subs, msg))
 
     def _committed(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:
@@ -193,23 +196,23 @@ class IngestService(Service):
                 sub.req.error(msg.errnum, f"job could not be stored: {msg.errstr}")
             return
         jobs = [
-            {
-                "id": sub.jobid,
-                "jobspec": (sub.stored or sub.text) if sub.parsed is None else sub.parsed,
-                "event": sub.event.to_json(),
-            }
+            IngestedJob(
+                sub.jobid,
+                (sub.stored or sub.text) if sub.parsed is None else sub.parsed,
+                sub.event.to_json(),
+            )
             for sub in batch
         ]
         for sub in batch:
             sub.text, sub.stored, sub.parsed = "", None, None  # the job manager's now
-        self.broker.send("job-manager.submit", {"jobs": jobs}, lambda m: self._accepted(batch, m))
+        self.broker.send("job-manager.submit", SubmitBatch(jobs), partial(self._accepted, batch))
 
     def _accepted(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:
             for sub in batch:
                 sub.req.error(msg.errnum, msg.errstr)
             return
-        refused = dict((jobid, text) for jobid, text in msg.payload.get("errors", []))
+        refused = dict(decode("job-manager.submit", msg.payload, SubmitReply).errors)
         for sub in batch:
             error = refused.get(sub.jobid)
             if error is None:

@@ -38,7 +38,8 @@ from pflux.joblist.codes import (
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
-from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
+from pflux.protocol.joblist import ListIdReply, ListIdRequest, ListReply, ListRequest, check_mask
+from pflux.protocol.kvs import GetRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 
@@ -260,7 +261,7 @@ class JobList(Service):
             if queue is None
             else frozenset([queue] if isinstance(queue, str) else queue),
         )
-        req.respond({"jobs": jobs})
+        req.respond(ListReply(jobs))
 
     @method("list-attrs")
     def list_attrs(self, req: Request) -> None:
@@ -288,7 +289,7 @@ class JobList(Service):
         summary = self.index.get(jobid)
         if summary is None or not _arrived(summary, state):
             summary = await self._wait_for(jobid, state, known=summary is not None)
-        req.respond({"job": to_json(summary, selection)})
+        req.respond(ListIdReply(to_json(summary, selection)))
 
     async def _wait_for(self, jobid: int, state: int, *, known: bool) -> JobSummary:
         waiter = _Waiter(self.broker.loop.create_future(), state)
@@ -316,7 +317,7 @@ class JobList(Service):
             if gone and not waiter.seen and not waiter.future.done():
                 waiter.future.set_exception(_not_found(jobid))
 
-        self.broker.send("kvs.get", {"key": job_key(jobid, "eventlog")}, answered)
+        self.broker.send("kvs.get", GetRequest(job_key(jobid, "eventlog")), answered)
 
     def _check_waiters(self) -> None:
         for jobid, waiters in list(self._waiters.items()):

@@ -30,6 +30,7 @@ import orjson
 from pflux.broker.message import RPCError
 from pflux.broker.router import Request
 from pflux.protocol.decode import decode
+from pflux.protocol.kvs import GetRequest
 from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
 from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import events_of
@@ -222,7 +223,7 @@ async def _read(manager: JournalHost, ids: Iterable[int]) -> Files:
 async def _get(manager: JournalHost, key: str) -> str | None:
     """A value from the KVS, None if it is not there."""
     try:
-        reply = await manager.broker.call("kvs.get", {"key": key})
+        reply = await manager.broker.call("kvs.get", GetRequest(key))
     except RPCError as exc:
         if exc.errnum != errno.ENOENT:
             log.error("journal: %s: %s", key, exc)

@@ -66,6 +66,7 @@ from pflux.protocol.manager import (
     RaiseRequest,
     SetFlagsRequest,
     SubmitBatch,
+    SubmitReply,
     UpdateRequest,
     UrgencyRequest,
 )
@@ -343,7 +344,7 @@ class JobManager(Service):
     def submit(self, req: Request) -> None:
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
         req.require_internal("job-ingest")
-        errors: list[list[Any]] = []
+        errors: list[tuple[int, str]] = []
         batch = decode("job-manager.submit", req.payload, SubmitBatch)
         req.payload = None  # a long jobspec's text: parsed once here, then let go
         for spec in batch.jobs:
@@ -359,8 +360,8 @@ class JobManager(Service):
             self.events.record(job, event, 0, commit=False)
             error = self._validate(job)
             if error:
-                errors.append([job.id, error])
-        self.events.after_commit(lambda: req.respond({"errors": errors}))
+                errors.append((job.id, error))
+        self.events.after_commit(lambda: req.respond(SubmitReply(errors)))
 
     def _validate(self, job: Job) -> str | None:
         """Post validate, or invalidate and remove the job; return why it was refused."""

@@ -74,6 +74,21 @@ class SubmitBatch(Struct, frozen=True):
     jobs: list[IngestedJob]
 
 
+class SubmitReply(Struct, frozen=True):
+    """``submit``'s answer: the jobs refused (a plugin's or a queue's reason), as
+    ``[id, text]`` pairs; the others are accepted."""
+
+    errors: list[tuple[JobId, str]] = []
+
+
+class WaitReply(Struct, frozen=True):
+    """``wait`` and ``result``'s answer: how an ended job ended (``errstr`` empty on success)."""
+
+    id: JobId
+    success: bool
+    errstr: str
+
+
 class RaiseRequest(Struct, frozen=True):
     """``raise``: an exception on one job (severity 0 is fatal)."""
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -48,6 +47,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError, Declared
 from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, SpecError
 from pflux.protocol.decode import decode
+from pflux.protocol.kvs import CommitRequest, GetRequest
 from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,
@@ -56,11 +56,13 @@ from pflux.protocol.sched import (
     DrainRequest,
     ExpirationRequest,
     FreeRequest,
+    PrioritizeRequest,
+    SimTimeRequest,
 )
 from pflux.sched import eventlog
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
-from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
+from pflux.sched.policy import DEFAULT_DEPTH, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec import hostlist
 from pflux.spec.fluid import JobID
@@ -90,18 +92,6 @@ def queue_depth(config: dict[str, Any]) -> int:
     if type(depth) is not int or depth < 0:
         raise ConfigError("sched", "queue-depth", f"must be an integer >= 0, got {depth!r}")
     return depth
-
-
-def _payload(req: Request) -> dict[str, Any]:
-    if not isinstance(req.payload, dict):
-        raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
-    return req.payload
-
-
-def _seconds(value: object, topic: str, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise RPCError(errno.EPROTO, f"{topic}: {name} must be a number >= 0, got {value!r}")
-    return float(value)
 
 
 def _owner_only(req: Request) -> None:
@@ -259,7 +249,7 @@ class Scheduler(Service):
     async def _load_drains(self) -> None:
         """Drain again what was drained when the instance stopped."""
         try:
-            reply = await self.broker.call("kvs.get", {"key": DRAIN_KEY})
+            reply = await self.broker.call("kvs.get", GetRequest(DRAIN_KEY))
         except RPCError as exc:
             if exc.errnum != errno.ENOENT:
                 log.error("cannot read %s: %s", DRAIN_KEY, exc)
@@ -291,7 +281,7 @@ class Scheduler(Service):
             eventlog.append("resource-define", {"method": method}),
         ]
         try:
-            await self.broker.call("kvs.commit", {"ops": ops})
+            await self.broker.call("kvs.commit", CommitRequest(ops))
         except RPCError as exc:
             log.error("cannot append to %s: %s", eventlog.KEY, exc)
 
@@ -304,13 +294,13 @@ class Scheduler(Service):
         """Append an event no requester waits for to the resource eventlog."""
         self.broker.send(
             "kvs.commit",
-            {"ops": [eventlog.append(name, context)]},
+            CommitRequest([eventlog.append(name, context)]),
             lambda msg: _log_failure(msg, f"appending {name} to {eventlog.KEY}"),
         )
 
     async def _lookup_r(self, jobid: int) -> Any:
         try:
-            reply = await self.broker.call("kvs.get", {"key": job_key(jobid, "R")})
+            reply = await self.broker.call("kvs.get", GetRequest(job_key(jobid, "R")))
         except RPCError as exc:
             log.error("sched-hello: job %s: cannot read R: %s", JobID(jobid), exc)
             return None
@@ -398,21 +388,9 @@ class Scheduler(Service):
     @method("prioritize")
     def prioritize(self, req: Request) -> None:
         _internal_only(req)
-        jobs = _payload(req).get("jobs")
-        if not isinstance(jobs, list):
-            raise RPCError(errno.EPROTO, "sched.prioritize: jobs must be a list of [id, priority]")
         changed = False
-        for entry in jobs:
-            if (
-                not isinstance(entry, list)
-                or len(entry) != 2
-                or type(entry[0]) is not int
-                or type(entry[1]) is not int
-                or not 0 <= entry[1] <= MAX_PRIORITY
-            ):
-                log.error("sched.prioritize: ignoring malformed entry %r", entry)
-                continue
-            changed |= self.policy.queue.reprioritize(entry[0], entry[1])
+        for jobid, value in decode(req.topic, req.payload, PrioritizeRequest).jobs:
+            changed |= self.policy.queue.reprioritize(jobid, value)
         if changed:
             self._schedule_soon()
 
@@ -590,7 +568,7 @@ class Scheduler(Service):
             else:
                 req.respond({})
 
-        self.broker.send("kvs.commit", {"ops": ops}, stored)
+        self.broker.send("kvs.commit", CommitRequest(ops), stored)
 
     @method("sim-time")
     def sim_time(self, req: Request) -> None:
@@ -600,7 +578,7 @@ class Scheduler(Service):
         clock = self.clock
         if not isinstance(clock, SimulatedClock):
             raise RPCError(errno.EINVAL, "sched.sim-time: this instance is not a simulation")
-        when = _seconds(_payload(req).get("time"), req.topic, "time")
+        when = decode(req.topic, req.payload, SimTimeRequest).time
         try:
             clock.set(when)
         except ValueError as exc:
@@ -651,7 +629,7 @@ class Scheduler(Service):
             replies.append((job, doc, sched))
             self._granted[job.id] = doc
         self.broker.send(
-            "kvs.commit", {"ops": ops}, lambda msg: self._committed(msg, replies, answered)
+            "kvs.commit", CommitRequest(ops), lambda msg: self._committed(msg, replies, answered)
         )
 
     def _committed(

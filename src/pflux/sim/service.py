@@ -66,6 +66,7 @@ from pflux.protocol.exec import (
     StartRequest,
     response,
 )
+from pflux.protocol.sched import SimTimeRequest
 from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
@@ -213,7 +214,7 @@ class Simulator(Service):
         if self._failed(msg):
             return
         self._started_ids.clear()
-        self.broker.send("sched.sim-time", {"time": self.now}, self._passed)
+        self.broker.send("sched.sim-time", SimTimeRequest(self.now), self._passed)
 
     def _passed(self, msg: Message) -> None:
         """The pass at this instant is done: wait for the jobs it allocated to start here."""
