@@ -18,6 +18,7 @@ from pflux.protocol.sched import (
     MAX_JOBID,
     MAX_PRIORITY,
     CancelRequest,
+    ExpirationRequest,
     PrioritizeRequest,
     SimTimeRequest,
 )
@@ -60,6 +61,11 @@ def test_a_prioritize(pairs: list[tuple[int, int]]) -> None:
 @given(st.floats(0, 1e12))
 def test_a_sim_time(when: float) -> None:
     same_on_the_wire(SimTimeRequest(when), {"time": when})
+
+
+@given(ids, st.floats(0, 1e12))
+def test_an_expiration(jobid: int, when: float) -> None:
+    same_on_the_wire(ExpirationRequest(jobid, when), {"id": jobid, "expiration": when})
 
 
 @given(st.lists(ids, max_size=5), st.booleans())
