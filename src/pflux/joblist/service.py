@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.timedbatch import TimedBatch
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.codes import (
@@ -83,7 +84,7 @@ class JobList(Service):
         self._sentinel = False
         self._wanted: deque[int] = deque()  # inactive jobs whose history is to be asked for
         self._fetching = 0
-        self._flush: asyncio.TimerHandle | None = None
+        self._writes = TimedBatch(broker, self._write, delay=CACHE_DELAY, limit=CACHE_BATCH)
 
     async def prepare(self) -> None:
         """Load the cache of inactive jobs from the state directory (needs no other service).
@@ -118,11 +119,10 @@ class JobList(Service):
                 if not waiter.future.done():
                     waiter.future.cancel()
         self._waiters.clear()
-        if self._flush is not None:
-            self._flush.cancel()
         if self.cache is not None:
             self._to_cache()
             self.cache.close()
+        self._writes.cancel()
 
     # --- the journal ------------------------------------------------------------------
 
@@ -210,15 +210,9 @@ class JobList(Service):
         if purged:
             self.cache.purge(purged)
             purged.clear()
-        if len(self.cache) >= CACHE_BATCH:
-            self._write()
-        elif self._flush is None:
-            self._flush = self.broker.loop.call_later(CACHE_DELAY, self._write)
+        self._writes.grew(len(self.cache))
 
     def _write(self) -> None:
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
         if self.cache is not None:
             self.cache.flush()
 

@@ -29,6 +29,7 @@ import orjson
 
 from pflux.broker.message import RPCError
 from pflux.broker.router import Request
+from pflux.broker.timedbatch import TimedBatch
 from pflux.protocol.decode import decode
 from pflux.protocol.kvs import GetRequest
 from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
@@ -58,8 +59,9 @@ class Journal:
         self.subscribers: dict[Request, None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: list[dict[str, Any]] = []  # entries waiting to be sent together
-        self._timer: asyncio.TimerHandle | None = None
-        self._sent = 0.0  # when the last message went (time.monotonic)
+        self._batch = TimedBatch(
+            manager.broker, self._send, delay=DELAY, limit=BATCH, after_quiet=True
+        )
 
     def subscribe(self, req: Request) -> None:
         if not req.streaming:
@@ -93,18 +95,8 @@ class Journal:
         """
         if not entries or not self.subscribers:
             return
-        pending = self._pending
-        pending.extend(entries)
-        if len(pending) >= BATCH:
-            self._send()
-            return
-        if self._timer is not None:
-            return
-        wait = self._sent + DELAY - time.monotonic()
-        if wait <= 0:
-            self._send()
-        else:
-            self._timer = self.manager.broker.loop.call_later(wait, self._send)
+        self._pending.extend(entries)
+        self._batch.grew(len(self._pending))
 
     def sync(self, req: Request) -> None:
         """Send what waits, then answer: the answer reaches a subscriber after the entries.
@@ -116,15 +108,11 @@ class Journal:
         decode("job-manager.journal-sync", req.payload, Empty)
         if not req.owner:
             raise RPCError(errno.EPERM, "journal-sync: only the instance owner")
-        self._send()
+        self._batch.flush()
         req.respond({})
 
     def _send(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         entries, self._pending = self._pending, []
-        self._sent = time.monotonic()
         if entries:
             payload = {"events": entries}
             for req in list(self.subscribers):
