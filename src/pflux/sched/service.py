@@ -3,7 +3,8 @@
 At start it says hello to the job manager (marking the resources of running
 jobs allocated) and ready (``unlimited``: every job in SCHED has its alloc in
 flight).  Requests only change the queue or the pool and ask for a
-scheduling pass; the passes of one loop turn are coalesced into one, and the
+scheduling pass; the passes of one loop turn are coalesced into one (a
+``TurnBatch``), and the
 R of every job a pass allocates is committed in one KVS transaction before
 any of them is answered.
 
@@ -44,6 +45,7 @@ import orjson
 
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, SpecError
 from pflux.protocol.decode import decode
@@ -106,6 +108,12 @@ def _internal_only(req: Request, sender: str = "the job manager") -> None:
     req.require_internal(sender)
 
 
+class _PassDue:
+    """A turn's requests for a pass: that one is due is all they leave."""
+
+    __slots__ = ()
+
+
 class _Waiter:
     """An alloc request in the queue; called if its requester goes away."""
 
@@ -140,7 +148,10 @@ class Scheduler(Service):
         self.clock = clock_for(broker.config)
         self._closed = -1  # the last pass's PassResult.closed
         self.ready = False
-        self._pass_due = False
+        # one pass at the end of a turn, however many requests ask for it; in a simulation,
+        # at the simulator's next sim-time (``_sim_due``)
+        self._passes: TurnBatch[_PassDue] = TurnBatch(broker, _PassDue, self._turn_pass)
+        self._sim_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
         self._drains: dict[int, tuple[float, str]] = {}  # drained rank: (since, reason)
         # each constraint's ranks (None: any) or why none, for the pool's ranks of then
@@ -583,7 +594,7 @@ class Scheduler(Service):
             clock.set(when)
         except ValueError as exc:
             raise RPCError(errno.EINVAL, f"sched.sim-time: {exc}") from None
-        if not self._pass_due:
+        if not self._sim_due:
             req.respond({"allocated": [], "closed": self._closed})
             return
         self._pass(lambda ids: req.respond({"allocated": ids, "closed": self._closed}))
@@ -595,14 +606,17 @@ class Scheduler(Service):
 
         In a simulation the pass waits for the simulator's ``sim-time``.
         """
-        if not self._pass_due:
-            self._pass_due = True
-            if not self.clock.simulated:
-                self.broker.at_turn_end(self._pass)
+        if self.clock.simulated:
+            self._sim_due = True
+        else:
+            self._passes.get()
+
+    def _turn_pass(self, _: _PassDue) -> None:
+        self._pass()
 
     def _pass(self, answered: Callable[[list[int]], None] | None = None) -> None:
         """Allocate what can start now; ``answered(ids)`` once the allocations are answered."""
-        self._pass_due = False
+        self._sim_due = False
         result = self.policy.schedule(self.clock.now())
         self._closed = result.closed
         for job, changes in result.annotations.items():
