@@ -4,7 +4,8 @@ Submissions arriving in one loop turn are committed together (a ``TurnBatch``,
 ``pflux.broker.turn``): one ``kvs.commit`` holds every new job's J, jobspec and
 ``submit`` event, and one ``job-manager.submit`` hands them all over, each jobspec
 as its parsed object, or, past ``KEEP_PARSED``, as its canonical text alone (the
-object let go once validated). A client
+object let go once validated), and its ``submit`` event as the ``Event`` whose line
+was committed (the job manager takes it as it is). A client
 hears its id only after both, so an id a user holds is a job that survives a
 crash (RFC 16, RFC 21).
 On a full disk the KVS stores none of them, and each gets ENOSPC.
@@ -197,9 +198,7 @@ class IngestService(Service):
             return
         jobs = [
             IngestedJob(
-                sub.jobid,
-                (sub.stored or sub.text) if sub.parsed is None else sub.parsed,
-                sub.event.to_json(),
+                sub.jobid, (sub.stored or sub.text) if sub.parsed is None else sub.parsed, sub.event
             )
             for sub in batch
         ]

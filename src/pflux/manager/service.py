@@ -345,7 +345,9 @@ class JobManager(Service):
             jobspec = spec.jobspec
             # msgspec reads the text in place (orjson would copy it first)
             job.jobspec = json.decode(jobspec) if type(jobspec) is str else jobspec
-            event = Event.from_json(spec.event)
+            event = spec.event
+            if type(event) is not Event:  # from another process: its RFC 18 object
+                event = Event.from_json(event)
             apply(job, event)
             self.jobs[job.id] = job
             self.by_state[job.state][job] = None

@@ -18,6 +18,7 @@ from pflux.protocol.decode import invalid
 from pflux.protocol.exec import Severity
 from pflux.protocol.ingest import Urgency
 from pflux.protocol.sched import MAX_JOBID, JobId
+from pflux.spec.eventlog import Event
 from pflux.spec.states import State
 
 Signum = Annotated[int, Meta(ge=1, le=64)]
@@ -59,13 +60,16 @@ class IngestedJob(Struct, frozen=True):
 
     id: JobId
     jobspec: Any  # valid as job-ingest checked it: an object, or a long one's JSON text
-    event: Any  # the ``submit`` event, an object (RFC 18's entry)
+    # the ``submit`` event: the ``Event`` job-ingest made (in this process), or, from
+    # another process, its RFC 18 object (an ``Event`` is one as JSON)
+    event: Any
 
     def __post_init__(self) -> None:
         _check_id(self.id)
         if type(self.jobspec) is not str:
             _check_object(self.jobspec, "jobspec")
-        _check_object(self.event, "event")
+        if type(self.event) is not Event:
+            _check_object(self.event, "event")
 
 
 class SubmitBatch(Struct, frozen=True):
