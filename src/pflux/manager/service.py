@@ -65,6 +65,7 @@ from pflux.protocol.manager import (
 )
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.kvs_keys import job_key
 from pflux.spec.queues import CONFIG_KEYS as QUEUE_KEYS
 from pflux.spec.queues import QueueConfig
@@ -670,9 +671,7 @@ class JobManager(Service):
 
 def dependencies_of(job: Job) -> list[dict[str, Any]]:
     """The RFC 26 dependencies in a job's jobspec (``attributes.system.dependencies``)."""
-    deps: list[dict[str, Any]] = (
-        (job.jobspec or {}).get("attributes", {}).get("system", {}).get("dependencies", [])
-    )
+    deps: list[dict[str, Any]] = system_attributes(job.jobspec).get("dependencies", [])
     return deps
 
 

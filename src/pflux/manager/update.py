@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pflux.broker.message import RPCError
 from pflux.protocol.sched import ExpirationRequest
 from pflux.spec.fluid import JobID
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.replay import apply_jobspec_updates
 from pflux.spec.states import State
 
@@ -82,7 +83,7 @@ def queue_update(
     """A pending job's queue update, with the new queue's constraints in place of the old
     queue's (flux-core's ``queue_update_cb``); RPCError, its words, if it may not move."""
     name = updates[QUEUE]
-    system = (job.jobspec or {}).get("attributes", {}).get("system", {})
+    system = system_attributes(job.jobspec)
     current = system.get("queue")
     if not isinstance(name, str):
         raise RPCError(errno.EINVAL, f"{QUEUE}: must be a queue name, not {name!r}")

@@ -69,6 +69,7 @@ from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec import hostlist
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.kvs_keys import job_key
 from pflux.spec.resource import ResourceSet, Target
 
@@ -356,8 +357,8 @@ class Scheduler(Service):
         """The only ranks the job's RFC 31 constraints (its queue's ``requires`` among them)
         allow, None for any; SpecError if none does. Kept for each constraint until the
         pool's ranks change: a queue's jobs share theirs."""
-        system = jobspec.get("attributes", {}).get("system", {})
-        if not isinstance(system, dict) or not system.get("constraints"):
+        system = system_attributes(jobspec)
+        if not system.get("constraints"):
             return None
         constraint = system["constraints"]
         if self._placed_for is not self.pool.all or len(self._placed) > PLACED_KEPT:
