@@ -38,7 +38,7 @@ from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
 from pflux.protocol.kvs import CommitRequest
-from pflux.protocol.manager import IngestedJob, SubmitBatch, SubmitReply
+from pflux.protocol.manager import Empty, IngestedJob, SubmitBatch, SubmitReply
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
 from pflux.spec.jobspec import dumps, validate
@@ -117,7 +117,7 @@ class IngestService(Service):
         self._turn: TurnBatch[list[_Submission]] = TurnBatch(broker, list, self._flush)
 
     async def start(self) -> None:
-        info = await self.broker.call("job-manager.getinfo", {})
+        info = await self.broker.call("job-manager.getinfo", Empty())
         self.fluid = FluidGenerator(0, after=info["max_jobid"] or None)
 
     @method("submit")

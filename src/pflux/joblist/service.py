@@ -41,6 +41,7 @@ from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdReply, ListIdRequest, ListReply, ListRequest, check_mask
 from pflux.protocol.kvs import GetRequest
+from pflux.protocol.manager import Empty, JournalHistoryRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 
@@ -166,7 +167,8 @@ class JobList(Service):
         while wanted and self._fetching < HISTORY_WINDOW:
             ids = [wanted.popleft() for _ in range(min(HISTORY_BATCH, len(wanted)))]
             self._fetching += 1
-            self.broker.send("job-manager.journal-history", {"ids": ids}, self._history)
+            request = JournalHistoryRequest(ids)
+            self.broker.send("job-manager.journal-history", request, self._history)
 
     def _history(self, msg: Message) -> None:
         self._fetching -= 1
@@ -231,7 +233,7 @@ class JobList(Service):
             log.debug("job-list: journal-sync: %s", exc.errstr)
 
     async def _sync(self) -> None:
-        await self.broker.call("job-manager.journal-sync", {})
+        await self.broker.call("job-manager.journal-sync", Empty())
 
     # --- list -------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from pflux.broker.message import RPCError
 from pflux.broker.router import Request
 from pflux.broker.timedbatch import TimedBatch
 from pflux.protocol.decode import decode
-from pflux.protocol.kvs import GetRequest
+from pflux.protocol.kvs import GetRequest, WalkRequest
 from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
 from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import events_of
@@ -242,7 +242,7 @@ async def _walk_files(manager: JournalHost) -> Files:
 
 
 async def _walk(manager: JournalHost, name: str) -> AsyncIterator[tuple[int, str]]:
-    async for payload in manager.broker.stream("kvs.walk", {"key": "job", "suffix": name}):
+    async for payload in manager.broker.stream("kvs.walk", WalkRequest("job", suffix=name)):
         for key, value in payload.get("entries", []):
             jobid = job_id_from_key(key, name)
             if jobid is not None:

@@ -14,7 +14,7 @@ import orjson
 
 from pflux.manager.job import Ended, Job
 from pflux.manager.wait import result_of
-from pflux.protocol.kvs import GetRequest
+from pflux.protocol.kvs import GetRequest, WalkRequest
 from pflux.protocol.manager import WaitReply
 from pflux.spec.kvs_keys import job_id_from_key
 from pflux.spec.replay import apply_jobspec_updates, events_of, rebuild
@@ -36,7 +36,7 @@ async def load(
     ended: dict[int, Ended] = {}
     zombies: dict[int, WaitReply] = {}
     inactive = State.INACTIVE
-    async for payload in broker.stream("kvs.walk", {"key": "job", "suffix": "eventlog"}):
+    async for payload in broker.stream("kvs.walk", WalkRequest("job", suffix="eventlog")):
         for key, text in payload.get("entries", []):
             jobid = job_id_from_key(key, "eventlog")
             if jobid is None:

@@ -51,7 +51,7 @@ class LsRequest(Struct, frozen=True):
     namespace: str | None = None
 
 
-class WalkRequest(Struct, frozen=True):
+class WalkRequest(Struct, frozen=True, omit_defaults=True):
     """``kvs.walk``: the values below ``key`` (with the last component ``suffix``), in pages."""
 
     key: str = ROOT

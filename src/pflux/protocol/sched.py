@@ -129,7 +129,7 @@ class ExpirationRequest(Struct, frozen=True):
         _check_seconds(self.expiration, "expiration")
 
 
-class ReadyRequest(Struct, frozen=True):
+class ReadyRequest(Struct, frozen=True, omit_defaults=True):
     """``job-manager.sched-ready``: the scheduler's mode; ``limit`` alloc requests if limited."""
 
     mode: Literal["unlimited", "limited"]

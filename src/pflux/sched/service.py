@@ -50,6 +50,7 @@ from pflux.config import ConfigError, Declared
 from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, SpecError
 from pflux.protocol.decode import decode
 from pflux.protocol.kvs import CommitRequest, GetRequest
+from pflux.protocol.manager import Empty
 from pflux.protocol.sched import (
     AllocReply,
     AllocRequest,
@@ -59,6 +60,7 @@ from pflux.protocol.sched import (
     ExpirationRequest,
     FreeRequest,
     PrioritizeRequest,
+    ReadyRequest,
     SimTimeRequest,
 )
 from pflux.sched import eventlog
@@ -207,11 +209,11 @@ class Scheduler(Service):
 
     async def start(self) -> None:
         try:
-            async for entry in self.broker.stream("job-manager.sched-hello", {}):
+            async for entry in self.broker.stream("job-manager.sched-hello", Empty()):
                 await self._hello(entry)
             await self._load_drains()
             await self._log_restart()
-            reply = await self.broker.call("job-manager.sched-ready", {"mode": "unlimited"})
+            reply = await self.broker.call("job-manager.sched-ready", ReadyRequest("unlimited"))
         except RPCError as exc:
             log.error("scheduler handshake with the job manager failed: %s", exc)
             return

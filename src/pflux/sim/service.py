@@ -66,6 +66,7 @@ from pflux.protocol.exec import (
     StartRequest,
     response,
 )
+from pflux.protocol.manager import Empty, ExecHelloRequest
 from pflux.protocol.sched import SimTimeRequest
 from pflux.shell.layout import targets
 from pflux.sim.run import SimRun, plan
@@ -147,13 +148,13 @@ class Simulator(Service):
         self.skipped = 0  # instants that needed no pass
 
     async def start(self) -> None:
-        info = await self.broker.call("job-manager.getinfo", {})
+        info = await self.broker.call("job-manager.getinfo", Empty())
         if info.get("max_jobid"):
             raise PfluxError(
                 "simulator: this instance already has jobs (restarted from its state"
                 " directory?); a trace is replayed into a new instance only"
             )
-        self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello)
+        self.broker.send("job-manager.exec-hello", ExecHelloRequest(self.name), self._hello)
 
     # --- stepping (each phase goes on from the answer to the one before) ------------------
 
@@ -208,7 +209,7 @@ class Simulator(Service):
             then()
 
     def _submitted(self) -> None:
-        self.broker.send("job-manager.quiescent", {}, self._quiescent)
+        self.broker.send("job-manager.quiescent", Empty(), self._quiescent)
 
     def _quiescent(self, msg: Message) -> None:
         if self._failed(msg):
@@ -228,7 +229,7 @@ class Simulator(Service):
             return
         # a job the job manager never asks to start (an exception came first) must not hang
         # the replay: its quiescence ends the step too
-        self.broker.send("job-manager.quiescent", {}, lambda msg: self._stepped(step))
+        self.broker.send("job-manager.quiescent", Empty(), lambda msg: self._stepped(step))
 
     def _start_seen(self, jobid: int) -> None:
         self._started_ids.add(jobid)

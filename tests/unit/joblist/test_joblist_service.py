@@ -43,7 +43,7 @@ class Journal(Service):
 
     @method("journal-history")
     def journal_history(self, req: Request) -> None:
-        ids = req.payload["ids"]
+        ids = as_sent(req.payload)["ids"]
         self.asked.append(ids)
         req.respond({"events": [e for i in ids for e in self.histories.get(i, [])]})
 

@@ -12,14 +12,23 @@ from hypothesis import strategies as st
 from pflux.broker.message import REQUEST, Message, encode_body
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdReply, ListReply
-from pflux.protocol.kvs import CommitRequest, GetRequest
-from pflux.protocol.manager import IngestedJob, SubmitBatch, SubmitReply, WaitReply
+from pflux.protocol.kvs import CommitRequest, GetRequest, WalkRequest, WatchCancelRequest
+from pflux.protocol.manager import (
+    Empty,
+    ExecHelloRequest,
+    IngestedJob,
+    JournalHistoryRequest,
+    SubmitBatch,
+    SubmitReply,
+    WaitReply,
+)
 from pflux.protocol.sched import (
     MAX_JOBID,
     MAX_PRIORITY,
     CancelRequest,
     ExpirationRequest,
     PrioritizeRequest,
+    ReadyRequest,
     SimTimeRequest,
 )
 from pflux.spec.eventlog import Event
@@ -47,6 +56,19 @@ def test_a_commit(entries: list[tuple[str, str, str]]) -> None:
 @given(keys)
 def test_a_get(key: str) -> None:
     same_on_the_wire(GetRequest(key), {"key": key})
+
+
+@given(keys, keys)
+def test_a_walk_and_a_watch_cancel(key: str, suffix: str) -> None:
+    same_on_the_wire(WalkRequest(key, suffix=suffix), {"key": key, "suffix": suffix})
+    same_on_the_wire(WatchCancelRequest(7), {"matchtag": 7})
+
+
+def test_the_hellos_and_empty_requests() -> None:
+    same_on_the_wire(ReadyRequest("unlimited"), {"mode": "unlimited"})
+    same_on_the_wire(ExecHelloRequest("sim"), {"service": "sim"})
+    same_on_the_wire(JournalHistoryRequest([1, 2]), {"ids": [1, 2]})
+    same_on_the_wire(Empty(), {})
 
 
 @given(ids)

@@ -45,7 +45,7 @@ class JobManagerDouble(Service):
 
     @method("sched-ready")
     def sched_ready(self, req: Request) -> None:
-        self.ready.append(req.payload)
+        self.ready.append(as_sent(req.payload))
         req.respond({"count": 0})
 
     @method("raise")
