@@ -24,6 +24,7 @@ from pflux.broker.router import Broker, Service
 from pflux.protocol.message import Message
 from support.exec_double import ExecDouble
 from support.sched_double import SchedulerDouble
+from support.wire import as_sent
 
 TIMEOUT = 10.0  # seconds a test waits for an event that is due
 REAL = ("kvs", "job-manager", "job-ingest")  # the services of the instance that are real
@@ -114,7 +115,8 @@ class Live:
         return jobid
 
     async def call(self, topic: str, payload: Any = None) -> Any:
-        return await self.broker.call(topic, {} if payload is None else payload)
+        """The reply as a client reads it (a typed one made JSON's types)."""
+        return as_sent(await self.broker.call(topic, {} if payload is None else payload))
 
     async def running(self, R: Any, flags: int = 0) -> tuple[int, dict[str, Any]]:  # noqa: N803
         """A job granted ``R`` and sent to the exec double (which must have said hello):

@@ -11,6 +11,7 @@ from typing import Any
 
 from pflux.broker.router import Broker
 from pflux.errors import RPCError
+from pflux.protocol.kvs import CommitRequest
 
 KEY = "admin.eventlog"
 
@@ -24,6 +25,6 @@ async def post(broker: Broker, name: str, context: dict[str, Any]) -> None:
     entry = {"timestamp": time.time(), "name": name, "context": context}
     line = json.dumps(entry, separators=(",", ":")) + "\n"
     try:
-        await broker.call("kvs.commit", {"ops": [["append", KEY, line]]})
+        await broker.call("kvs.commit", CommitRequest([["append", KEY, line]]))
     except RPCError as exc:
         log.error("%s: the %s event was not recorded: %s", KEY, name, exc.errstr)

@@ -7,7 +7,10 @@ and send it as one ``kvs.commit`` from the turn's end; they act on it
 is that batch: it makes one at the first use in a turn, schedules its flush
 once, and hands it over at the turn's end. The KVS gathers the turn's
 commits the same way (``store=True``), and applies them in arrival order, in
-one SQLite transaction.
+one SQLite transaction. The scheduler's pass is one per turn the same way,
+however many requests ask for one, and job-exec's link to its launcher
+writes the records of a turn after its first in one piece at its end.
+(Batches that wait longer than a turn: ``pflux.broker.timedbatch``.)
 
 **A job's end is one transaction.** What job-exec writes of a job's end (the
 ``complete`` and ``done`` of its exec eventlog, its last output, the removal

@@ -21,7 +21,7 @@ launchers, so that when one dies its shells' connections (REJOIN) wait
 there for the next, which is given the same socket.
 
 The first record sent in a turn of the event loop goes out at once, the
-others of the turn together at the end of it; records received are handed to
+others of the turn together at the end of it (a ``TurnBatch``); records received are handed to
 job-exec in the batches they arrived in. Stopping for good sends QUIT first,
 which tells the launcher to end its jobs rather than wait for another
 job-exec.
@@ -37,9 +37,13 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from pflux.broker.turn import TurnBatch
 from pflux.protocol import shellwire as wire
+
+if TYPE_CHECKING:
+    from pflux.broker.router import Broker
 
 __all__ = ["LauncherLink", "Survivors"]
 
@@ -68,6 +72,7 @@ class LauncherLink:
 
     def __init__(
         self,
+        broker: Broker,
         exec_dir: str,
         on_records: Callable[[list[wire.Record], bool], None],
         on_lost: Callable[[], None],
@@ -86,8 +91,9 @@ class LauncherLink:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in = bytearray()
         self._buffer = bytearray(RECV_SIZE)
-        self._out = bytearray()
-        self._flushing = False  # a flush is scheduled, or the socket is full
+        self._out = bytearray()  # what the socket has not taken yet
+        # the records sent after the first of a turn, written at its end
+        self._turn: TurnBatch[bytearray] = TurnBatch(broker, bytearray, self._send_turn)
         self._closed: asyncio.Event | None = None
         self._listener: socket.socket | None = None  # exec/sock, kept across launchers
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
@@ -182,7 +188,9 @@ class LauncherLink:
         self._loop = loop
         self._in.clear()
         self._out.clear()
-        self._flushing = False
+        gathered = self._turn.peek()
+        if gathered is not None:
+            gathered.clear()
         self._closed = asyncio.Event()
         loop.add_reader(sock.fileno(), self._readable)
         loop.add_reader(records.fileno(), self._shell_records)
@@ -230,14 +238,20 @@ class LauncherLink:
         """
         if self._sock is None or self._loop is None:
             return
-        self._out += data
-        if not self._flushing:
-            self._flushing = True
+        if self._out:  # the socket is full: the writer sends it when it can
+            self._out += data
+        elif self._turn.pending:
+            self._turn.get().extend(data)
+        else:
+            self._out += data
             self._flush()
-            if self._flushing:  # not all of it went: the writer finishes
-                return
-            self._flushing = True
-            self._loop.call_soon(self._flush)
+            if not self._out:
+                self._turn.get()  # the turn's next records gather
+
+    def _send_turn(self, gathered: bytearray) -> None:
+        if gathered:
+            self._out += gathered
+            self._flush()
 
     def _flush(self) -> None:
         sock, loop = self._sock, self._loop
@@ -251,7 +265,6 @@ class LauncherLink:
             sent = len(self._out)  # the reader sees the end and reports the loss
         del self._out[:sent]
         if not self._out:
-            self._flushing = False
             loop.remove_writer(sock.fileno())
         else:
             loop.add_writer(sock.fileno(), self._flush)
@@ -328,6 +341,7 @@ class LauncherLink:
         """End the launcher for good (QUIT): it ends its shells, then closes its end."""
         sock, proc, closed = self._sock, self._proc, self._closed
         if sock is not None and closed is not None:
+            self._turn.flush()
             self._out += wire.record(wire.QUIT, 0)
             sock.setblocking(True)  # what is left goes out before the end of the stream
             with contextlib.suppress(OSError):

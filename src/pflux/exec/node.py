@@ -61,7 +61,7 @@ class ExecNodeService(Service):
         super().__init__(broker)
         self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
         env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
-        self.launcher = LauncherLink(self.exec_dir, self._up, self._lost, env=env)
+        self.launcher = LauncherLink(broker, self.exec_dir, self._up, self._lost, env=env)
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
         self.live: set[int] = set()  # the keys of the shells running here

@@ -216,7 +216,9 @@ class ExecService(Service):
     # --- the launcher -------------------------------------------------------------------
 
     def _link(self) -> LauncherLink:
-        return LauncherLink(self.exec_dir, self.on_records, self._launcher_lost, self.launcher_env)
+        return LauncherLink(
+            self.broker, self.exec_dir, self.on_records, self._launcher_lost, self.launcher_env
+        )
 
     def _start_launcher(self) -> None:
         """Start a launcher (the same link, and so the same ``exec/sock``, as the last)."""

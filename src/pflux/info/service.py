@@ -20,6 +20,7 @@ from pflux.errors import RPCError
 from pflux.info.watch import EventlogWatch
 from pflux.protocol.decode import decode
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest
+from pflux.protocol.kvs import GetRequest
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import KEY_PATTERN, job_key
 
@@ -40,7 +41,7 @@ class JobInfoService(Service):
     async def _check_owner(self, req: Request, jobid: int) -> str:
         """The job's eventlog, after checking the job exists and the requester may read it."""
         try:
-            reply = await self.broker.call("kvs.get", {"key": job_key(jobid, "eventlog")})
+            reply = await self.broker.call("kvs.get", GetRequest(job_key(jobid, "eventlog")))
         except RPCError as exc:
             if exc.errnum == errno.ENOENT:
                 raise RPCError(errno.ENOENT, f"job {JobID(jobid)} not found") from None
@@ -66,7 +67,7 @@ class JobInfoService(Service):
                 reply[key] = eventlog
                 continue
             try:
-                got = await self.broker.call("kvs.get", {"key": job_key(jobid, key)})
+                got = await self.broker.call("kvs.get", GetRequest(job_key(jobid, key)))
             except RPCError as exc:
                 if exc.errnum == errno.ENOENT:
                     raise RPCError(errno.ENOENT, f"job {JobID(jobid)} has no {key}") from None

@@ -6,6 +6,7 @@ import errno
 from typing import Any
 
 from pflux.broker.router import Broker, LocalRoute, Request
+from pflux.protocol.kvs import WatchCancelRequest
 from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import job_key
@@ -62,7 +63,7 @@ class EventlogWatch:
         log_route, main = self.routes
         self.routes = [log_route]
         main.cancel()
-        self.broker.send("kvs.watch-cancel", {"matchtag": log_route.matchtag})
+        self.broker.send("kvs.watch-cancel", WatchCancelRequest(log_route.matchtag))
 
     def _end(self, msg: Message) -> None:
         if msg.errnum == errno.ENOENT:

@@ -4,7 +4,8 @@ Submissions arriving in one loop turn are committed together (a ``TurnBatch``,
 ``pflux.broker.turn``): one ``kvs.commit`` holds every new job's J, jobspec and
 ``submit`` event, and one ``job-manager.submit`` hands them all over, each jobspec
 as its parsed object, or, past ``KEEP_PARSED``, as its canonical text alone (the
-object let go once validated). A client
+object let go once validated), and its ``submit`` event as the ``Event`` whose line
+was committed (the job manager takes it as it is). A client
 hears its id only after both, so an id a user holds is a job that survives a
 crash (RFC 16, RFC 21).
 On a full disk the KVS stores none of them, and each gets ENOSPC.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
+from functools import partial
 from typing import Any, ClassVar
 
 from pflux.broker.requests import check_urgency
@@ -34,6 +36,8 @@ from pflux.errors import ConfigError, JobspecError, RPCError, SizeError, SpecErr
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
+from pflux.protocol.kvs import CommitRequest
+from pflux.protocol.manager import Empty, IngestedJob, SubmitBatch, SubmitReply
 from pflux.protocol.message import Message
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import FluidGenerator
@@ -113,7 +117,7 @@ class IngestService(Service):
         self._turn: TurnBatch[list[_Submission]] = TurnBatch(broker, list, self._flush)
 
     async def start(self) -> None:
-        info = await self.broker.call("job-manager.getinfo", {})
+        info = await self.broker.call("job-manager.getinfo", Empty())
         self.fluid = FluidGenerator(0, after=info["max_jobid"] or None)
 
     @method("submit")
@@ -182,7 +186,7 @@ class IngestService(Service):
                 ["put", f"{key}.jobspec", sub.text if sub.stored is None else sub.stored],
                 ["append", f"{key}.eventlog", sub.event.to_line()],
             )
-        self.broker.send("kvs.commit", {"ops": ops}, lambda msg: self._committed(subs, msg))
+        self.broker.send("kvs.commit", CommitRequest(ops), lambda msg: self._committed(subs, msg))
 
     def _committed(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:
@@ -193,23 +197,21 @@ class IngestService(Service):
                 sub.req.error(msg.errnum, f"job could not be stored: {msg.errstr}")
             return
         jobs = [
-            {
-                "id": sub.jobid,
-                "jobspec": (sub.stored or sub.text) if sub.parsed is None else sub.parsed,
-                "event": sub.event.to_json(),
-            }
+            IngestedJob(
+                sub.jobid, (sub.stored or sub.text) if sub.parsed is None else sub.parsed, sub.event
+            )
             for sub in batch
         ]
         for sub in batch:
             sub.text, sub.stored, sub.parsed = "", None, None  # the job manager's now
-        self.broker.send("job-manager.submit", {"jobs": jobs}, lambda m: self._accepted(batch, m))
+        self.broker.send("job-manager.submit", SubmitBatch(jobs), partial(self._accepted, batch))
 
     def _accepted(self, batch: list[_Submission], msg: Message) -> None:
         if msg.errnum:
             for sub in batch:
                 sub.req.error(msg.errnum, msg.errstr)
             return
-        refused = dict((jobid, text) for jobid, text in msg.payload.get("errors", []))
+        refused = dict(decode("job-manager.submit", msg.payload, SubmitReply).errors)
         for sub in batch:
             error = refused.get(sub.jobid)
             if error is None:

@@ -26,13 +26,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.timedbatch import TimedBatch
 from pflux.errors import RPCError
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
-from pflux.protocol.joblist import ListIdRequest, ListRequest, check_mask
+from pflux.protocol.joblist import ListIdReply, ListIdRequest, ListReply, ListRequest, check_mask
+from pflux.protocol.kvs import GetRequest
+from pflux.protocol.manager import Empty, JournalHistoryRequest
 from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 from pflux.spec.resultcodes import RESULT_CANCELED, RESULT_COMPLETED, RESULT_FAILED, RESULT_TIMEOUT
@@ -78,7 +81,7 @@ class JobList(Service):
         self._sentinel = False
         self._wanted: deque[int] = deque()  # inactive jobs whose history is to be asked for
         self._fetching = 0
-        self._flush: asyncio.TimerHandle | None = None
+        self._writes = TimedBatch(broker, self._write, delay=CACHE_DELAY, limit=CACHE_BATCH)
 
     async def prepare(self) -> None:
         """Load the cache of inactive jobs from the state directory (needs no other service).
@@ -113,11 +116,10 @@ class JobList(Service):
                 if not waiter.future.done():
                     waiter.future.cancel()
         self._waiters.clear()
-        if self._flush is not None:
-            self._flush.cancel()
         if self.cache is not None:
             self._to_cache()
             self.cache.close()
+        self._writes.cancel()
 
     # --- the journal ------------------------------------------------------------------
 
@@ -161,7 +163,8 @@ class JobList(Service):
         while wanted and self._fetching < HISTORY_WINDOW:
             ids = [wanted.popleft() for _ in range(min(HISTORY_BATCH, len(wanted)))]
             self._fetching += 1
-            self.broker.send("job-manager.journal-history", {"ids": ids}, self._history)
+            request = JournalHistoryRequest(ids)
+            self.broker.send("job-manager.journal-history", request, self._history)
 
     def _history(self, msg: Message) -> None:
         self._fetching -= 1
@@ -205,15 +208,9 @@ class JobList(Service):
         if purged:
             self.cache.purge(purged)
             purged.clear()
-        if len(self.cache) >= CACHE_BATCH:
-            self._write()
-        elif self._flush is None:
-            self._flush = self.broker.loop.call_later(CACHE_DELAY, self._write)
+        self._writes.grew(len(self.cache))
 
     def _write(self) -> None:
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
         if self.cache is not None:
             self.cache.flush()
 
@@ -232,7 +229,7 @@ class JobList(Service):
             log.debug("job-list: journal-sync: %s", exc.errstr)
 
     async def _sync(self) -> None:
-        await self.broker.call("job-manager.journal-sync", {})
+        await self.broker.call("job-manager.journal-sync", Empty())
 
     # --- list -------------------------------------------------------------------------
 
@@ -256,7 +253,7 @@ class JobList(Service):
             if queue is None
             else frozenset([queue] if isinstance(queue, str) else queue),
         )
-        req.respond({"jobs": jobs})
+        req.respond(ListReply(jobs))
 
     @method("list-attrs")
     def list_attrs(self, req: Request) -> None:
@@ -284,7 +281,7 @@ class JobList(Service):
         summary = self.index.get(jobid)
         if summary is None or not _arrived(summary, state):
             summary = await self._wait_for(jobid, state, known=summary is not None)
-        req.respond({"job": to_json(summary, selection)})
+        req.respond(ListIdReply(to_json(summary, selection)))
 
     async def _wait_for(self, jobid: int, state: int, *, known: bool) -> JobSummary:
         waiter = _Waiter(self.broker.loop.create_future(), state)
@@ -312,7 +309,7 @@ class JobList(Service):
             if gone and not waiter.seen and not waiter.future.done():
                 waiter.future.set_exception(_not_found(jobid))
 
-        self.broker.send("kvs.get", {"key": job_key(jobid, "eventlog")}, answered)
+        self.broker.send("kvs.get", GetRequest(job_key(jobid, "eventlog")), answered)
 
     def _check_waiters(self) -> None:
         for jobid, waiters in list(self._waiters.items()):

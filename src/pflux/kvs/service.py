@@ -82,6 +82,7 @@ from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
+from pflux.kvs.database import JOURNAL_MODES, SYNC_MODES, StoreError, StoreFull
 from pflux.kvs.keys import (
     PRIMARY,
     ROOT,
@@ -95,15 +96,11 @@ from pflux.kvs.keys import (
 )
 from pflux.kvs.store import (
     APPEND,
-    JOURNAL_MODES,
     PUT,
     SYMLINK,
-    SYNC_MODES,
     UNLINK,
     Change,
     Store,
-    StoreError,
-    StoreFull,
     link_value,
 )
 from pflux.protocol.decode import decode

@@ -1,7 +1,9 @@
-"""The KVS store: RFC 16's hierarchical keys in one SQLite table, plus the namespace table.
+"""The KVS store: RFC 16's hierarchical keys in one SQLite table.
 
 Synchronous and free of asyncio, so it can be tested and benchmarked alone; the
-service drives it from the event loop.
+service drives it from the event loop. The database's life (opening, locking,
+transactions, checkpoints) is ``pflux.kvs.database``'s, the namespace table
+``pflux.kvs.namespaces``'s; ``Store`` is both, and the keys.
 
 Values are text, stored as chunks ``(leaf, key, seq, data)`` clustered by the
 key's last component, so every ``eventlog`` is one range of the table.
@@ -15,92 +17,36 @@ append grows the key's last chunk up to ``CHUNK`` characters, then starts a
 new one; the store remembers which values have more than one chunk
 (``_long``). Directories are implicit, and ``put`` and ``append`` keep the
 invariant that no value has anything below it. Removing a directory forgets
-the removed namespaces rooted in it, and ``reclaim`` gives the pages freed
-back to the file system a step at a time (incremental auto-vacuum).
-
-A durable store is WAL with ``synchronous=NORMAL`` (``full`` for power loss),
-owned by one instance (an exclusive ``flock`` on ``<db>.lock``), with
-automatic checkpoints off: ``checkpoint`` runs a passive one on a connection
-of its own, for the service to call from a thread. With ``journal="memory"``
-(an instance whose state is thrown away) the journal stays in memory, the
-database is locked once, and ``hold`` may keep one transaction open across
-commits. Why each choice: ``docs/architecture.md``, "The KVS" and
-"Durability".
+the removed namespaces rooted in it, and marks the pages freed for
+``reclaim``.
 """
 
 from __future__ import annotations
 
 import errno
-import logging
-import os
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from functools import wraps
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, ParamSpec, TypeVar
+from typing import Any
 
 import orjson
 
-from pflux import lockfile, private
-from pflux.errors import RPCError
-from pflux.kvs import wal
-from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_component, check_key, check_name, quote
+from pflux.kvs.database import CACHE_KIB, StoreError, reading
+from pflux.kvs.keys import ROOT, KVSError, check_component, check_key, quote
+from pflux.kvs.namespaces import SQL_NS_FORGET, Namespaces
 from pflux.spec.kvs_keys import KEY_PATTERN
 
-log = logging.getLogger("pflux.kvs")
-
-SCHEMA_VERSION = 1
-APPLICATION_ID = 0x70666C78  # "pflx", so a stranger's database is recognised as such
-# small pages: most transactions are a loop turn's few appends, and a commit writes every
-# page it touched to the WAL; 4 KiB against 16 KiB: a simulated replay 29 s against 35 s,
-# a dependency chain 1.66 ms against 1.91 ms a link, batched throughput no worse
-PAGE_SIZE = 4096
-CACHE_KIB = 32768
 CHUNK = 4000  # characters; an append rewrites at most this much (and its overflow pages)
 # characters of a put's value per row: SQLite copies a bound value, and again into its
 # record, so a long value (a jobspec near its limit) is written a piece at a time, through
 # a cache of LONG_CACHE_KIB: its pages go to the WAL as they fill it, not held to the commit
 PIECE = 1 << 20
 LONG_CACHE_KIB = 1024
-SYNC_MODES = ("off", "normal", "full")
-JOURNAL_MODES = ("wal", "memory")
 _DIRS_MAX = 65536  # directories remembered to skip the ancestor check
 _LONG_MAX = 65536  # values remembered to have outgrown their first chunk
-MARK_OPEN = b"open\n"  # the marker's states (see Store.marker), of one length
-MARK_SHUT = b"shut\n"
-BUSY_TIMEOUT = 5.0  # seconds; only the store's own checkpointer can hold a lock briefly
-# free pages kept for new data rather than given back (8 MiB): purged jobs' pages are
-# mostly taken again by the jobs that follow, and giving one back and growing the file
-# again costs a write each way
-RECLAIM_SLACK = 2048
-WAL_SIZE_LIMIT = 16 << 20  # bytes past which an emptied WAL is cut back (checkpoint)
-RESTART_FRAMES_LEFT = 256  # frames a passive checkpoint may leave for a truncating one
-RECLAIM_STEP = 256  # pages given back per transaction at most (about 10 us each)
-AUTO_VACUUM_INCREMENTAL = 2
 
 # --- SQL ---------------------------------------------------------------------------------
 
-SQL_SCHEMA = (
-    # clustered by last component, so that rows written together in job-manager's
-    # batches (eventlogs) share pages, apart from the bigger J and jobspec of the same jobs
-    """CREATE TABLE kv (
-        leaf TEXT NOT NULL,
-        key TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (leaf, key, seq)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX kv_key ON kv (key, seq)",  # directories: key ranges
-    """CREATE TABLE namespace (
-        name TEXT PRIMARY KEY,
-        owner INTEGER NOT NULL,
-        prefix TEXT NOT NULL,
-        removed INTEGER NOT NULL DEFAULT 0
-    )""",
-    f"PRAGMA user_version = {SCHEMA_VERSION}",
-    f"PRAGMA application_id = {APPLICATION_ID}",
-)
 # one value: ?1 key, ?2 its last component
 SQL_GET = "SELECT data FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq"
 SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
@@ -133,18 +79,6 @@ SQL_LINKS = "SELECT key, data FROM kv WHERE leaf = ?"
 # with a suffix, one range of the clustered table
 SQL_WALK_SUFFIX = """SELECT key, data FROM kv
     WHERE leaf = ?3 AND key >= ?1 AND key < ?2 ORDER BY leaf, key, seq"""
-SQL_NS_LIVE = "SELECT name, owner, prefix FROM namespace WHERE removed = 0 ORDER BY name"
-SQL_NS_REMOVED = "SELECT 1 FROM namespace WHERE name = ? AND removed = 1"
-SQL_NS_CREATE = """INSERT OR REPLACE INTO namespace (name, owner, prefix, removed)
-    VALUES (?, ?, ?, 0)"""
-SQL_NS_REMOVE = "UPDATE namespace SET removed = 1 WHERE name = ? AND removed = 0"
-# a removed namespace is forgotten with its keys: its prefix's directory unlinked (a purged
-# job's guest namespace), by prefix, so each needs an index (made at open, if missing)
-SQL_NS_PREFIX_INDEX = "CREATE INDEX IF NOT EXISTS namespace_prefix ON namespace (prefix)"
-SQL_NS_FORGET = """DELETE FROM namespace
-    WHERE removed = 1 AND (prefix = ?3 OR (prefix >= ?1 AND prefix < ?2))"""
-# one step of the pragma gives back one page; Python's sqlite3 runs one step per execute
-SQL_RECLAIM_PAGE = "PRAGMA incremental_vacuum(1)"
 
 # --- kinds of change, as reported to watchers ---------------------------------------------
 
@@ -162,53 +96,6 @@ LINK_HOPS = 10  # links followed in one lookup at most (ELOOP past it), as flux-
 Op = tuple[str, str, str | None]
 #: (key, PUT, new value) | (key, APPEND, appended text) | (key, UNLINK, None): the key is gone
 Change = tuple[str, str, str | None]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-class StoreError(RPCError):
-    """The database failed (EIO): at start-up, or in a transaction, fatal for the instance."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(errno.EIO, message)
-
-
-class StoreFull(StoreError):
-    """The disk (or the quota) is full (ENOSPC): the transaction was rolled back, and one
-    may succeed once there is space again."""
-
-    def __init__(self, message: str) -> None:
-        RPCError.__init__(self, errno.ENOSPC, message)
-
-
-def _failed(path: Path, what: str, exc: sqlite3.Error) -> StoreError:
-    """The StoreError for a failed transaction: StoreFull when SQLite found no space."""
-    message = f"{path}: {what}: {exc}"
-    if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
-        return StoreFull(f"{message} (no space left on device)")
-    return StoreError(message)
-
-
-def _reading(method: Callable[P, R]) -> Callable[P, R]:
-    """Report a failure of SQLite while reading as StoreError, not as a bug."""
-
-    @wraps(method)
-    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(*args, **kwargs)
-        except sqlite3.Error as exc:
-            raise StoreError(f"kvs: reading the database failed: {exc}") from None
-
-    return guarded
-
-
-class Namespace(NamedTuple):
-    """A namespace: a name for the keys below ``prefix``, writable by ``owner``."""
-
-    name: str
-    owner: int
-    prefix: str
 
 
 def _range(key: str) -> tuple[str, str]:
@@ -238,276 +125,24 @@ def _pieces(rows: Iterable[tuple[str, str, str]]) -> Iterator[tuple[str, str, st
                 yield key, leaf, value[start : start + PIECE], seq
 
 
-class Store:
+class Store(Namespaces):
     """One SQLite database holding every key and namespace of an instance."""
 
     def __init__(
         self, path: str | Path, *, sync: str = "normal", journal: str = "wal", fresh: bool = False
     ) -> None:
-        """Open (or create) the database at ``path``.
-
-        ``fresh``: the database is known to be lost, and an empty one may replace
-        it (see ``marker``); a database with data is then refused, not reset.
-        """
-        if sync not in SYNC_MODES:
-            raise StoreError(f"kvs.sync: must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
-        if journal not in JOURNAL_MODES:
-            why = " (a failed commit is rolled back, which needs a journal)" * (journal == "off")
-            raise StoreError(
-                f"kvs.journal_mode: must be one of {', '.join(JOURNAL_MODES)}, got {journal!r}{why}"
-            )
-        self.path = Path(path)
-        self.wal = journal == "wal"  # False: nothing to checkpoint
+        """Open (or create) the database at ``path`` (``Database``)."""
         self._dirs: set[str] = set()  # known directories none of whose ancestors is a value
         # values known to have outgrown their first chunk, appended to by the last (a hint:
         # a key that is not here has its first chunk tried first, and is added if full)
         self._long: set[str] = set()
-        self._namespaces: dict[str, Namespace] = {}
         self._links: dict[str, str] = {}  # a link's key: the primary key it points to
-        self._checkpointer: sqlite3.Connection | None = None
-        self._freed = False  # keys were removed since free pages were last given back
-        self._lock = self._take_lock()
-        try:
-            if not fresh:
-                self._check_files()
-            private.database(self.path)
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
-        except StoreError:
-            os.close(self._lock)
-            raise
-        except (sqlite3.Error, OSError) as exc:
-            os.close(self._lock)
-            raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
-        try:
-            self._open(sync, journal, fresh)
-        except BaseException:
-            self._shut()
-            self._conn.close()
-            os.close(self._lock)
-            raise
+        super().__init__(path, sync=sync, journal=journal, fresh=fresh)
 
-    def _take_lock(self) -> int:
-        """Own the database: an exclusive flock on ``<db>.lock``, or StoreError at once."""
-        lock_path = f"{self.path}.lock"
-        try:
-            return lockfile.take(lock_path)
-        except lockfile.LockHeld:
-            raise StoreError(
-                f"{self.path}: the KVS database is in use by another process"
-                " (is another instance running on this state directory?)"
-            ) from None
-        except OSError as exc:
-            raise StoreError(f"{lock_path}: cannot open the KVS lock: {exc.strerror}") from None
-
-    @property
-    def marker(self) -> Path:
-        """``<db>.state``: that this directory holds a database, and whether a store has it open.
-
-        Its presence says that a database was created here, so that one emptied
-        or deleted later (a full disk, a stray ``>``) is not taken for a new
-        instance's. It says ``open`` while a WAL-mode store has the database
-        open (and after a crash), ``shut`` once it closed: a WAL removed after
-        a crash, with the transactions only it held, is noticed.
-        """
-        return Path(f"{self.path}.state")
-
-    def _check_files(self) -> None:
-        """StoreError if the marker says a database was here and it, or its WAL, is gone."""
-        try:
-            state = self.marker.read_bytes()
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise StoreError(f"{self.marker}: cannot read the KVS state: {exc.strerror}") from None
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            size = 0
-        if size == 0:
-            raise self._lost()
-        if state != MARK_OPEN:
-            return
-        wal_path = f"{self.path}-wal"
-        try:
-            damage = wal.damage(wal_path)
-        except OSError as exc:
-            raise StoreError(f"{wal_path}: cannot read the WAL: {exc.strerror}") from None
-        if damage is not None:
-            raise StoreError(
-                f"{wal_path}: the WAL is damaged ({damage}): SQLite would drop the"
-                " transactions after the damage. Put back an undamaged copy; or, to go on"
-                f" with what SQLite can read of it (losing the rest), remove {self.marker}"
-            )
-        if not os.path.exists(wal_path):
-            name = self.path.name
-            raise StoreError(
-                f"{self.path}-wal: missing, but the instance that had {name} open did not stop"
-                f" cleanly, and its last transactions were there alone. Put it back; or, to go"
-                f" on with what {name} holds (losing them), remove {self.marker}"
-            )
-
-    def _lost(self) -> StoreError:
-        return StoreError(
-            f"{self.path}: the KVS database is empty or missing, but {self.marker.name}"
-            " says this state directory held one: its jobs would be lost. Restore it"
-            " from a backup, or start with --fresh to begin again with no jobs"
-        )
-
-    def _shut(self) -> None:
-        """Say the database is shut, before the connection closes (and the WAL goes).
-
-        A crash from here on leaves the WAL, which is fine to find; a marker
-        left ``open`` with no WAL would make the next start refuse.
-        """
-        if self.wal and self.marker.exists():
-            try:
-                self._mark(MARK_SHUT)
-            except StoreError as exc:
-                log.error("%s (the next start will say the WAL is missing)", exc.errstr)
-
-    def _mark(self, state: bytes) -> None:
-        """Write ``state`` to the marker, durably, in place (no new block: even a full disk)."""
-        try:
-            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.pwrite(fd, state, 0)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise StoreError(f"{self.marker}: cannot write the KVS state: {exc.strerror}") from None
-
-    def _open(self, sync: str, journal: str, fresh: bool) -> None:
-        conn = self._conn
-        try:
-            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only takes effect on a new file
-            # so too this, which must come before the journal mode on a new file
-            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
-            if problems != ["ok"]:
-                raise self._corrupt("; ".join(problems).replace("\n", "; "))
-            mode = conn.execute(f"PRAGMA journal_mode = {journal.upper()}").fetchone()[0]
-            if mode != journal:
-                raise StoreError(f"{self.path}: cannot use {journal} mode (journal mode is {mode})")
-            if journal != "wal":
-                conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-            conn.execute(f"PRAGMA synchronous = {sync.upper()}")
-            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint()
-            # a WAL the checkpoints have emptied is cut back to this when it starts again,
-            # so a burst of writes does not keep its size for good
-            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise self._open_error(exc) from None
-        try:
-            self._check_schema(fresh)
-            conn.execute(SQL_NS_PREFIX_INDEX)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        self._switch_auto_vacuum()
-        if self.wal:
-            self._truncate_wal()
-        self._mark(MARK_OPEN if self.wal else MARK_SHUT)
-        self._load_namespaces()
-
-    def _switch_auto_vacuum(self) -> None:
-        """Make a database created without incremental auto-vacuum use it: one VACUUM.
-
-        Without it, the pages of purged jobs stay in the file for good. The
-        VACUUM rewrites the whole database (and needs as much free space again),
-        once, at the first start of a state directory made before.
-        """
-        conn = self._conn
-        try:
-            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == AUTO_VACUUM_INCREMENTAL:
-                return
-            log.info("kvs: %s: rewriting the database once to give back purged space", self.path)
-            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            conn.execute("VACUUM")
-        except sqlite3.Error as exc:
-            raise _failed(self.path, "cannot switch on incremental auto-vacuum", exc) from None
-
-    def reclaim(self) -> int:
-        """Give free pages beyond ``RECLAIM_SLACK`` back to the file system, at most
-        ``RECLAIM_STEP``, in the current transaction; return how many.
-
-        Called after a transaction that removed keys (purged jobs), so the file
-        shrinks in bounded steps rather than in one long pause.
-        """
-        if not self._freed:
-            return 0
-        execute = self._conn.execute
-        try:
-            free = int(execute("PRAGMA freelist_count").fetchone()[0])
-            pages = max(min(free - RECLAIM_SLACK, RECLAIM_STEP), 0)
-            for _ in range(pages):
-                execute(SQL_RECLAIM_PAGE)
-        except sqlite3.Error as exc:
-            raise _failed(self.path, "giving back free pages failed", exc) from None
-        if pages < RECLAIM_STEP:
-            self._freed = False  # all but the slack is given back
-        return pages
-
-    def _truncate_wal(self) -> None:
-        """Copy a WAL a crash left into the database and empty it, before serving.
-
-        Otherwise a WAL that no checkpoint caught up with before the crash (one
-        every second, while commits keep coming) grows crash after crash, and so
-        does the check of it at the next start (``_check_files``).
-        """
-        try:
-            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        except sqlite3.Error as exc:
-            raise _failed(self.path, "checkpoint at start", exc) from None
-        if busy:
-            log.warning("kvs: %s: the WAL could not be emptied at start", self.path)
-
-    def _open_error(self, exc: sqlite3.Error) -> StoreError:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            return StoreError(
-                f"{self.path}: the KVS database is in use by another process"
-                " (is another instance running on this state directory?)"
-            )
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-            return self._corrupt(str(exc))
-        return StoreError(f"{self.path}: cannot open the KVS database: {exc}")
-
-    def _corrupt(self, detail: str) -> StoreError:
-        return StoreError(
-            f"{self.path}: the KVS database is corrupt ({detail}); "
-            "restore it from a backup or move it aside to start afresh"
-        )
-
-    def _check_schema(self, fresh: bool) -> None:
-        conn = self._conn
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        app = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if version == 0 and app == 0 and tables == 0:
-            if self.marker.exists() and not fresh:
-                raise self._lost()
-            for sql in SQL_SCHEMA:
-                conn.execute(sql)
-            return
-        if fresh:
-            raise StoreError(
-                f"{self.path}: --fresh, but the KVS database holds an instance's data;"
-                " start without --fresh to restart it, or move it aside"
-            )
-        if app != APPLICATION_ID:
-            raise StoreError(f"{self.path}: not a pflux KVS database (application_id {app:#x})")
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: KVS schema version {version} is newer than this pflux"
-                f" understands ({SCHEMA_VERSION}); use a newer pflux"
-            )
-        if version < SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: KVS schema version {version} is unknown (expected {SCHEMA_VERSION})"
-            )
+    def _reload(self) -> None:
+        self._dirs.clear()
+        self._load_links()
+        super()._reload()
 
     def _load_links(self) -> None:
         self._links = {
@@ -515,134 +150,9 @@ class Store:
             for key, data in self._conn.execute(SQL_LINKS, (LINK,))
         }
 
-    def _load_namespaces(self) -> None:
-        self._load_links()
-        self._namespaces = {
-            name: Namespace(name, owner, prefix)
-            for name, owner, prefix in self._conn.execute(SQL_NS_LIVE)
-        }
-
-    def close(self) -> None:
-        """Close the database (checkpointing the WAL into it) and give up the lock.
-
-        A transaction ``hold`` keeps open is committed first.
-        """
-        if self._lock < 0:
-            return  # closed already
-        try:
-            self.release()
-        finally:
-            self._shut()
-            if self._checkpointer is not None:
-                self._checkpointer.close()
-                self._checkpointer = None
-            self._conn.close()
-            os.close(self._lock)
-            self._lock = -1
-
-    def checkpoint(self) -> int:
-        """Copy what the WAL holds into the database; return the frames left in the WAL.
-
-        A passive checkpoint on a connection of its own: it never waits for the
-        writer, so it may be called from another thread (one at a time) while
-        the store commits. What it cannot copy yet is left for the next call.
-        A WAL longer than ``WAL_SIZE_LIMIT`` that it has nearly caught up with
-        is emptied and cut back, the writer waiting meanwhile. Without a WAL
-        (``journal="memory"``) there is nothing to copy.
-        """
-        if not self.wal:
-            return 0
-        conn = self._checkpointer
-        try:
-            if conn is None:
-                conn = sqlite3.connect(
-                    self.path, isolation_level=None, timeout=BUSY_TIMEOUT, check_same_thread=False
-                )
-                self._checkpointer = conn
-            _, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            if frames * PAGE_SIZE > WAL_SIZE_LIMIT and frames - copied <= RESTART_FRAMES_LEFT:
-                # under steady writes a passive checkpoint never finds the WAL quiet, and
-                # SQLite starts a WAL again only from a quiet one: so it would grow for
-                # good. Block the writer while the last few frames are copied and the
-                # WAL is emptied (milliseconds)
-                _, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: checkpoint failed: {exc}") from None
-        return max(0, int(frames) - int(copied))
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # --- transactions -------------------------------------------------------------------
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Group writes into one durable transaction; joins one already open.
-
-        A KVSError from the body rolls everything back and propagates; any SQLite
-        failure, the final COMMIT included, becomes StoreError (StoreFull for a
-        full disk): nothing of the transaction may be reported as done.
-        """
-        conn = self._conn
-        if conn.in_transaction:
-            yield
-            return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise _failed(self.path, "cannot begin a transaction", exc) from None
-        try:
-            yield
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback()
-            raise _failed(self.path, "transaction failed", exc) from None
-        except BaseException:
-            self._rollback()
-            raise
-
-    def hold(self) -> None:
-        """Open a transaction that later ones join, until ``release`` commits it.
-
-        For a store that need not be crash-safe (``journal="memory"``): one
-        COMMIT, and one write of each page, for many commits. A crash loses
-        every commit since the hold, so a crash-safe store never holds (this
-        does nothing there).
-        """
-        if not self.wal and not self._conn.in_transaction:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"{self.path}: cannot begin a transaction: {exc}") from None
-
-    def release(self) -> None:
-        """Commit the transaction ``hold`` opened, if any."""
-        if self._conn.in_transaction:
-            try:
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise StoreError(f"{self.path}: transaction failed: {exc}") from None
-
-    def _rollback(self) -> None:
-        if self._conn.in_transaction:
-            # SQLite may have rolled back already after the error being reported
-            with suppress(sqlite3.Error):
-                self._conn.execute("ROLLBACK")
-        self._dirs.clear()
-        with suppress(sqlite3.Error):  # a database this broken is already fatal
-            self._load_namespaces()
-
-    def dropcache(self) -> None:
-        """Give back the memory of SQLite's page cache (``flux kvs dropcache``)."""
-        self._conn.execute("PRAGMA shrink_memory")
-
     # --- reads ------------------------------------------------------------------------------
 
-    @_reading
+    @reading
     def get(self, key: str) -> str:
         """The value at ``key``: KVSError ENOENT if nothing is there, EISDIR for a directory."""
         check_key(key, root=True)
@@ -653,7 +163,7 @@ class Store:
             raise KVSError(errno.EISDIR, f"key {quote(key)}: is a directory")
         raise self._missing(key)
 
-    @_reading
+    @reading
     def chunks(self, key: str, after: int = -1, size: int = 1 << 20) -> list[tuple[int, str]]:
         """The value at ``key`` a piece at a time: its chunks after chunk ``after``, as
         ``(seq, text)``, about ``size`` characters of them (at least one); [] past the end.
@@ -702,7 +212,7 @@ class Store:
                 return key
         raise KVSError(errno.ELOOP, f"key {quote(key)}: too many levels of symbolic links")
 
-    @_reading
+    @reading
     def readlink(self, key: str) -> dict[str, Any]:
         """The link at ``key``: ``{target, namespace?}`` as it was made; EINVAL for
         anything else, ENOENT for nothing."""
@@ -715,7 +225,7 @@ class Store:
             raise KVSError(errno.EINVAL, f"key {quote(key)}: not a symbolic link")
         raise self._missing(key)
 
-    @_reading
+    @reading
     def ls(self, key: str = ROOT) -> dict[str, str]:
         """The entries of directory ``key``, ``{name: "dir", "val" or "link"}``, by name."""
         check_key(key, root=True)
@@ -748,7 +258,7 @@ class Store:
             raise self._missing(key)
         return dict(sorted(entries.items()))
 
-    @_reading
+    @reading
     def walk(
         self, key: str = ROOT, suffix: str | None = None, *, after: str | None = None
     ) -> Iterator[tuple[str, str]]:
@@ -1074,50 +584,6 @@ class Store:
         if len(self._dirs) + len(new) > _DIRS_MAX:
             self._dirs.clear()
         self._dirs.update(new)
-
-    # --- namespaces -------------------------------------------------------------------------
-
-    def namespaces(self) -> list[Namespace]:
-        """The namespaces that exist (not removed), by name."""
-        return sorted(self._namespaces.values())
-
-    @_reading
-    def namespace(self, name: str) -> Namespace:
-        """The namespace called ``name``; KVSError ENOTSUP if there is none."""
-        ns = self._namespaces.get(name)
-        if ns is not None:
-            return ns
-        if self._conn.execute(SQL_NS_REMOVED, (name,)).fetchone():
-            raise KVSError(
-                errno.ENOTSUP, f"namespace {quote(name)}: was removed (its keys are read-only now)"
-            )
-        raise KVSError(errno.ENOTSUP, f"namespace {quote(name)}: does not exist")
-
-    def namespace_create(self, name: str, owner: int, prefix: str) -> Namespace:
-        """Create a namespace rooted at ``prefix`` (its keys, if any, are kept)."""
-        check_name(name)
-        if type(owner) is not int or owner < 0:
-            raise KVSError(
-                errno.EINVAL, f"namespace {quote(name)}: owner must be a userid, got {quote(owner)}"
-            )
-        check_key(prefix)
-        if name == PRIMARY or name in self._namespaces:
-            raise KVSError(errno.EEXIST, f"namespace {quote(name)}: already exists")
-        with self.transaction():
-            self._conn.execute(SQL_NS_CREATE, (name, owner, prefix))
-            ns = self._namespaces[name] = Namespace(name, owner, prefix)
-        return ns
-
-    def namespace_remove(self, name: str) -> bool:
-        """Remove a namespace, keeping its keys; False if it did not exist."""
-        if name == PRIMARY:
-            raise KVSError(errno.ENOTSUP, 'namespace "primary": cannot be removed')
-        if name not in self._namespaces:
-            return False
-        with self.transaction():
-            self._conn.execute(SQL_NS_REMOVE, (name,))
-            del self._namespaces[name]
-        return True
 
 
 _SEQUENCES = (list, tuple)

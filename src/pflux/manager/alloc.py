@@ -32,7 +32,15 @@ from pflux.broker.router import Request
 from pflux.errors import IdsetError, ResourceError, RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.message import Message
-from pflux.protocol.sched import AllocReply, AllocRequest, AllocResponse, FreeRequest, ReadyRequest
+from pflux.protocol.sched import (
+    AllocReply,
+    AllocRequest,
+    AllocResponse,
+    CancelRequest,
+    FreeRequest,
+    PrioritizeRequest,
+    ReadyRequest,
+)
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
@@ -104,12 +112,12 @@ class AllocClient:
         self.waiting.pop(job, None)
         if job.alloc_pending:
             job.alloc_canceled = True
-            self.manager.broker.send("sched.cancel", {"id": job.id})
+            self.manager.broker.send("sched.cancel", CancelRequest(job.id))
 
     def prioritize(self, jobs: list[Job]) -> None:
-        pending = [[job.id, job.priority] for job in jobs if job.alloc_pending]
+        pending = [(job.id, job.priority) for job in jobs if job.alloc_pending]
         if pending:
-            self.manager.broker.send("sched.prioritize", {"jobs": pending})
+            self.manager.broker.send("sched.prioritize", PrioritizeRequest(pending))
 
     def free(self, job: Job) -> None:
         """Free what ``job`` still holds, for good."""

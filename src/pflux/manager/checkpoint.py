@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from pflux.errors import RPCError
+from pflux.protocol.kvs import GetRequest
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
@@ -40,7 +41,7 @@ async def load(broker: Broker) -> tuple[list[Any], int]:
     """The queues' stored state (``[{name?, enable, start, disable_reason?, stop_reason?}]``,
     or []) and the largest job id stored (0 if none)."""
     try:
-        reply = await broker.call("kvs.get", {"key": KEY})
+        reply = await broker.call("kvs.get", GetRequest(KEY))
     except RPCError as exc:
         if exc.errnum != errno.ENOENT:
             log.error("restart: %s: %s", KEY, exc.errstr)

@@ -23,6 +23,7 @@ from typing import Any
 from pflux.broker.router import Broker
 from pflux.broker.turn import TurnBatch
 from pflux.manager.job import Job
+from pflux.protocol.kvs import CommitRequest
 from pflux.protocol.message import Message
 from pflux.spec.eventlog import Event
 from pflux.spec.states import InvalidTransition, State, apply
@@ -171,7 +172,7 @@ class EventPoster:
                 self._settle()
 
         self._inflight += 1
-        self.broker.send("kvs.commit", {"ops": batch.ops}, committed)
+        self.broker.send("kvs.commit", CommitRequest(batch.ops), committed)
 
     def _settle(self) -> None:
         """Nothing is in flight: retry what was refused, later; or, all stored, unblock."""

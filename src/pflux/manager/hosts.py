@@ -1,7 +1,8 @@
 """What the job manager offers each of its parts: one narrow view per part.
 
 The scheduler client (alloc.py), the execution client (start.py), the journal
-(journal.py) and quiescence (quiescent.py) call back into the job manager;
+(journal.py), quiescence (quiescent.py), jobspec updates (update.py) and purging
+(purge.py) call back into the job manager;
 each is given only the few methods and attributes it uses, as the plugins are
 (``pflux.manager.plugins.Host``), so none of them imports the service and the
 service's surface stays its own. The ``JobManager`` is passed as each view:
@@ -15,7 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
     from pflux.manager.events import EventPoster
+    from pflux.manager.history import History
     from pflux.manager.job import Ended, Job
+    from pflux.manager.queues import Queues
+    from pflux.manager.wait import Waits
+    from pflux.spec.queues import QueueConfig
     from pflux.spec.states import State
 
 
@@ -29,6 +34,18 @@ class Releaser(Protocol):
     """The scheduler client as the execution client sees it."""
 
     def release(self, job: Job, ranks: str) -> None: ...
+
+
+class Canceler(Protocol):
+    """The scheduler client as an update sees it: a pending alloc asked again."""
+
+    def cancel(self, job: Job) -> None: ...
+
+
+class ExpirationSetter(Protocol):
+    """The execution client as an update sees it: told a running job's new expiration."""
+
+    def expiration(self, job: Job, expiration: float) -> None: ...
 
 
 class ReadyFlag(Protocol):
@@ -118,3 +135,41 @@ class QuiescenceHost(Protocol):
 
     @property
     def exec(self) -> StartsInFlight: ...
+
+
+class UpdateHost(Poster, Protocol):
+    """What a jobspec update (update.py) uses of the job manager."""
+
+    @property
+    def queues(self) -> Queues: ...
+
+    @property
+    def queue_config(self) -> QueueConfig: ...
+
+    @property
+    def alloc(self) -> Canceler: ...
+
+    @property
+    def exec(self) -> ExpirationSetter: ...
+
+
+class PurgeHost(Protocol):
+    """What purging (purge.py) uses of the job manager: the tables a purged job leaves."""
+
+    @property
+    def ended(self) -> dict[int, Ended]: ...
+
+    @property
+    def waits(self) -> Waits: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def queues(self) -> Queues: ...
+
+    @property
+    def max_jobid(self) -> int: ...
+
+    @property
+    def events(self) -> EventPoster: ...

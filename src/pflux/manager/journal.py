@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from pflux.broker.router import Request
+from pflux.broker.timedbatch import TimedBatch
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
+from pflux.protocol.kvs import GetRequest, WalkRequest
 from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
 from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import events_of
@@ -57,8 +59,9 @@ class Journal:
         self.subscribers: dict[Request, None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: list[dict[str, Any]] = []  # entries waiting to be sent together
-        self._timer: asyncio.TimerHandle | None = None
-        self._sent = 0.0  # when the last message went (time.monotonic)
+        self._batch = TimedBatch(
+            manager.broker, self._send, delay=DELAY, limit=BATCH, after_quiet=True
+        )
 
     def subscribe(self, req: Request) -> None:
         if not req.streaming:
@@ -92,18 +95,8 @@ class Journal:
         """
         if not entries or not self.subscribers:
             return
-        pending = self._pending
-        pending.extend(entries)
-        if len(pending) >= BATCH:
-            self._send()
-            return
-        if self._timer is not None:
-            return
-        wait = self._sent + DELAY - time.monotonic()
-        if wait <= 0:
-            self._send()
-        else:
-            self._timer = self.manager.broker.loop.call_later(wait, self._send)
+        self._pending.extend(entries)
+        self._batch.grew(len(self._pending))
 
     def sync(self, req: Request) -> None:
         """Send what waits, then answer: the answer reaches a subscriber after the entries.
@@ -115,15 +108,11 @@ class Journal:
         decode("job-manager.journal-sync", req.payload, Empty)
         if not req.owner:
             raise RPCError(errno.EPERM, "journal-sync: only the instance owner")
-        self._send()
+        self._batch.flush()
         req.respond({})
 
     def _send(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         entries, self._pending = self._pending, []
-        self._sent = time.monotonic()
         if entries:
             payload = {"events": entries}
             for req in list(self.subscribers):
@@ -222,7 +211,7 @@ async def _read(manager: JournalHost, ids: Iterable[int]) -> Files:
 async def _get(manager: JournalHost, key: str) -> str | None:
     """A value from the KVS, None if it is not there."""
     try:
-        reply = await manager.broker.call("kvs.get", {"key": key})
+        reply = await manager.broker.call("kvs.get", GetRequest(key))
     except RPCError as exc:
         if exc.errnum != errno.ENOENT:
             log.error("journal: %s: %s", key, exc)
@@ -253,7 +242,7 @@ async def _walk_files(manager: JournalHost) -> Files:
 
 
 async def _walk(manager: JournalHost, name: str) -> AsyncIterator[tuple[int, str]]:
-    async for payload in manager.broker.stream("kvs.walk", {"key": "job", "suffix": name}):
+    async for payload in manager.broker.stream("kvs.walk", WalkRequest("job", suffix=name)):
         for key, value in payload.get("entries", []):
             jobid = job_id_from_key(key, name)
             if jobid is not None:

@@ -11,13 +11,13 @@ purge on request, with limits of their own.
 Inactive jobs are kept in the order they became inactive (a deque), so the
 jobs due are found at its front, never by a scan. A job purged by id stays in
 the deque until it reaches the front, where it is skipped. What a purge does
-(the KVS, the journal, the job manager's tables) is the service's
-(``JobManager.purge_jobs``); this module only chooses.
+(the KVS, the journal, the job manager's tables) is ``remove``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections import deque
@@ -26,10 +26,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pflux.config import ConfigError
 from pflux.errors import DurationError
+from pflux.manager import checkpoint
 from pflux.spec import duration
+from pflux.spec.kvs_keys import job_key
 
 if TYPE_CHECKING:
+    from pflux.manager.hosts import PurgeHost
     from pflux.manager.job import Ended
+
+log = logging.getLogger("pflux.job-manager")
 
 TABLE: Final = "job-manager"
 KEYS: Final = ("inactive-age-limit", "inactive-num-limit")
@@ -169,3 +174,30 @@ class Retention:
     def _expired(self) -> None:
         self._timer = None
         self._due()
+
+
+def remove(host: PurgeHost, jobs: list[Ended]) -> None:
+    """Forget inactive ``jobs`` now; remove them from the KVS with this turn's events.
+
+    Each job's directory (J, jobspec, R, eventlog, its guest namespace's keys
+    and output) is one unlink, so a crash leaves a job whole or gone. The
+    journal says ``purge`` for each once the removal is durable, and the
+    largest job id issued is stored if it goes (checkpoint.py).
+    """
+    if not jobs:
+        return
+    ops: list[list[Any]] = []
+    entries: list[dict[str, Any]] = []
+    now = time.time()
+    for job in jobs:
+        del host.ended[job.id]
+        host.waits.purged(job.id)
+        host.history.remove(job.userid, job.id)
+        ops.append(["unlink", job_key(job.id), None])
+        entry = {"timestamp": now, "name": "purge", "context": {}}
+        entries.append({"id": job.id, "seq": -1, "entry": entry})
+        if job.id == host.max_jobid:
+            ops.extend(checkpoint.ops(host.queues.stored(), host.max_jobid))
+    host.events.add_ops(ops)
+    host.events.batch.entries.extend(entries)
+    log.debug("purged %d inactive jobs", len(jobs))

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pflux.errors import RPCError
+from pflux.spec.jobspec import system_attributes
 
 
 class JobQueue:
@@ -102,7 +103,7 @@ class Queues:
 
     def submit_error(self, jobspec: dict[str, Any]) -> str | None:
         """Why a job with ``jobspec`` may not be submitted, or None (flux-core's words)."""
-        name = jobspec.get("attributes", {}).get("system", {}).get("queue")
+        name = system_attributes(jobspec).get("queue")
         try:
             queue = self.lookup(name if isinstance(name, str) or name is None else str(name))
         except RPCError as exc:
@@ -116,7 +117,7 @@ class Queues:
         """Whether the queue of a job with ``jobspec`` is started."""
         if not self.named:
             return self.anon.start
-        name = (jobspec or {}).get("attributes", {}).get("system", {}).get("queue")
+        name = system_attributes(jobspec).get("queue")
         queue = self.named.get(name) if isinstance(name, str) else None
         return queue is not None and queue.start
 

@@ -14,6 +14,8 @@ import orjson
 
 from pflux.manager.job import Ended, Job
 from pflux.manager.wait import result_of
+from pflux.protocol.kvs import GetRequest, WalkRequest
+from pflux.protocol.manager import WaitReply
 from pflux.spec.kvs_keys import job_id_from_key
 from pflux.spec.replay import apply_jobspec_updates, events_of, rebuild
 from pflux.spec.states import FLAG_WAITABLE, State
@@ -26,15 +28,15 @@ log = logging.getLogger("pflux.job-manager")
 
 async def load(
     broker: Broker,
-) -> tuple[dict[int, Job], dict[int, Ended], dict[int, dict[str, Any]]]:
+) -> tuple[dict[int, Job], dict[int, Ended], dict[int, WaitReply]]:
     """Every job in the KVS, replayed: the active ones, with their jobspec (and R if
     held), the inactive ones, reduced to their outcome, and the inactive waitable
     ones' results (zombies again, ``wait.py``)."""
     jobs: dict[int, Job] = {}
     ended: dict[int, Ended] = {}
-    zombies: dict[int, dict[str, Any]] = {}
+    zombies: dict[int, WaitReply] = {}
     inactive = State.INACTIVE
-    async for payload in broker.stream("kvs.walk", {"key": "job", "suffix": "eventlog"}):
+    async for payload in broker.stream("kvs.walk", WalkRequest("job", suffix="eventlog")):
         for key, text in payload.get("entries", []):
             jobid = job_id_from_key(key, "eventlog")
             if jobid is None:
@@ -71,7 +73,7 @@ async def _get_json(broker: Broker, key: str) -> Any:
     from pflux.errors import RPCError
 
     try:
-        reply = await broker.call("kvs.get", {"key": key})
+        reply = await broker.call("kvs.get", GetRequest(key))
         return orjson.loads(reply["value"])
     except (RPCError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         log.error("restart: %s: %s", key, exc)

@@ -40,14 +40,7 @@ from pflux.manager.purge import Retention
 from pflux.manager.queues import Queues
 from pflux.manager.quiescent import Quiescence
 from pflux.manager.start import StartClient
-from pflux.manager.update import (
-    QUEUE,
-    check_supported,
-    check_updates,
-    queue_update,
-    running_expiration,
-    with_expiration,
-)
+from pflux.manager.update import check_updates, update_job
 from pflux.manager.wait import ANY, Waits, result_of
 from pflux.protocol.decode import decode
 from pflux.protocol.manager import (
@@ -65,15 +58,16 @@ from pflux.protocol.manager import (
     RaiseRequest,
     SetFlagsRequest,
     SubmitBatch,
+    SubmitReply,
     UpdateRequest,
     UrgencyRequest,
 )
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.kvs_keys import job_key
 from pflux.spec.queues import CONFIG_KEYS as QUEUE_KEYS
 from pflux.spec.queues import QueueConfig
-from pflux.spec.replay import apply_jobspec_updates
 from pflux.spec.states import INACTIVE, SCHED, State, apply, priority
 
 log = logging.getLogger("pflux.job-manager")
@@ -342,7 +336,7 @@ class JobManager(Service):
     def submit(self, req: Request) -> None:
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
         req.require_internal("job-ingest")
-        errors: list[list[Any]] = []
+        errors: list[tuple[int, str]] = []
         batch = decode("job-manager.submit", req.payload, SubmitBatch)
         req.payload = None  # a long jobspec's text: parsed once here, then let go
         for spec in batch.jobs:
@@ -351,15 +345,17 @@ class JobManager(Service):
             jobspec = spec.jobspec
             # msgspec reads the text in place (orjson would copy it first)
             job.jobspec = json.decode(jobspec) if type(jobspec) is str else jobspec
-            event = Event.from_json(spec.event)
+            event = spec.event
+            if type(event) is not Event:  # from another process: its RFC 18 object
+                event = Event.from_json(event)
             apply(job, event)
             self.jobs[job.id] = job
             self.by_state[job.state][job] = None
             self.events.record(job, event, 0, commit=False)
             error = self._validate(job)
             if error:
-                errors.append([job.id, error])
-        self.events.after_commit(lambda: req.respond({"errors": errors}))
+                errors.append((job.id, error))
+        self.events.after_commit(lambda: req.respond(SubmitReply(errors)))
 
     def _validate(self, job: Job) -> str | None:
         """Post validate, or invalidate and remove the job; return why it was refused."""
@@ -487,44 +483,7 @@ class JobManager(Service):
         request = decode("job-manager.update", req.payload, UpdateRequest)
         updates = check_updates(request.updates)
         job = self._active_job(req, request.id)
-        pending = bool(job.state & (State.PENDING | State.NEW))
-        check_supported(updates, running=not pending, named=bool(self.queues.named))
-        if pending and QUEUE in updates:
-            updates = queue_update(job, updates, self.queues, self.queue_config)
-        if pending:
-            self._update_pending(req, job, updates)
-            return
-        expiration = running_expiration(job, updates, owner=req.owner, now=time.time())
-        try:
-            await self.broker.call("sched.expiration", {"id": job.id, "expiration": expiration})
-        except RPCError as exc:
-            if exc.errnum != errno.ENOSYS:
-                raise RPCError(
-                    exc.errnum, f"scheduler refused expiration update: {exc.errstr}"
-                ) from None
-        if not job.state & State.RUNNING:  # it ended while the scheduler was asked
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
-        job.jobspec = _updated(job.jobspec or {}, updates)
-        job.R = with_expiration(job.R, expiration)
-        self.post(job, "jobspec-update", updates)
-        self.post(job, "resource-update", {"expiration": expiration})
-
-        def committed() -> None:
-            req.respond({})
-            self.exec.expiration(job, expiration)
-
-        self.events.after_commit(committed)
-
-    def _update_pending(self, req: Request, job: Job, updates: dict[str, Any]) -> None:
-        candidate = _updated(job.jobspec or {}, updates)
-        from pflux.spec.jobspec import validate
-
-        validate(candidate)
-        job.jobspec = candidate
-        self.post(job, "jobspec-update", updates)
-        if job.alloc_pending:
-            self.alloc.cancel(job)  # the scheduler must see the new jobspec
-        self.events.after_commit(lambda: req.respond({}))
+        await update_job(self, req, job, updates)
 
     @method("wait")
     def wait(self, req: Request) -> None:
@@ -653,30 +612,8 @@ class JobManager(Service):
         self.events.after_commit(lambda: req.respond({"count": 1, "inactive": inactive}))
 
     def purge_jobs(self, jobs: list[Ended]) -> None:
-        """Forget inactive ``jobs`` now; remove them from the KVS with this turn's events.
-
-        Each job's directory (J, jobspec, R, eventlog, its guest namespace's keys
-        and output) is one unlink, so a crash leaves a job whole or gone. The
-        journal says ``purge`` for each once the removal is durable, and the
-        largest job id issued is stored if it goes (checkpoint.py).
-        """
-        if not jobs:
-            return
-        ops: list[list[Any]] = []
-        entries: list[dict[str, Any]] = []
-        now = time.time()
-        for job in jobs:
-            del self.ended[job.id]
-            self.waits.purged(job.id)
-            self.history.remove(job.userid, job.id)
-            ops.append(["unlink", job_key(job.id), None])
-            entry = {"timestamp": now, "name": "purge", "context": {}}
-            entries.append({"id": job.id, "seq": -1, "entry": entry})
-            if job.id == self.max_jobid:
-                ops.extend(checkpoint.ops(self.queues.stored(), self.max_jobid))
-        self.events.add_ops(ops)
-        self.events.batch.entries.extend(entries)
-        log.debug("purged %d inactive jobs", len(jobs))
+        """Forget inactive ``jobs`` now, and remove them with this turn's events (purge.py)."""
+        purge.remove(self, jobs)
 
     # --- other services -----------------------------------------------------------------
 
@@ -733,18 +670,8 @@ class JobManager(Service):
 
 def dependencies_of(job: Job) -> list[dict[str, Any]]:
     """The RFC 26 dependencies in a job's jobspec (``attributes.system.dependencies``)."""
-    deps: list[dict[str, Any]] = (
-        (job.jobspec or {}).get("attributes", {}).get("system", {}).get("dependencies", [])
-    )
+    deps: list[dict[str, Any]] = system_attributes(job.jobspec).get("dependencies", [])
     return deps
-
-
-def _updated(jobspec: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
-    import copy
-
-    candidate = copy.deepcopy(jobspec)
-    apply_jobspec_updates(candidate, updates)
-    return candidate
 
 
 _ActionFn = Callable[[JobManager, Job], None]

@@ -16,13 +16,22 @@ execution service is then told, so that its timer fires at the new time.
 
 from __future__ import annotations
 
+import copy
 import errno
 import math
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from pflux.errors import RPCError
+from pflux.protocol.sched import ExpirationRequest
+from pflux.spec.fluid import JobID
+from pflux.spec.jobspec import system_attributes
+from pflux.spec.replay import apply_jobspec_updates
+from pflux.spec.states import State
 
 if TYPE_CHECKING:
+    from pflux.broker.router import Request
+    from pflux.manager.hosts import UpdateHost
     from pflux.manager.job import Job
     from pflux.manager.queues import Queues
     from pflux.spec.queues import QueueConfig
@@ -74,7 +83,7 @@ def queue_update(
     """A pending job's queue update, with the new queue's constraints in place of the old
     queue's (flux-core's ``queue_update_cb``); RPCError, its words, if it may not move."""
     name = updates[QUEUE]
-    system = (job.jobspec or {}).get("attributes", {}).get("system", {})
+    system = system_attributes(job.jobspec)
     current = system.get("queue")
     if not isinstance(name, str):
         raise RPCError(errno.EINVAL, f"{QUEUE}: must be a queue name, not {name!r}")
@@ -126,3 +135,54 @@ def with_expiration(R: dict[str, Any] | None, expiration: float) -> dict[str, An
             "expiration": expiration,
         },
     }
+
+
+async def update_job(host: UpdateHost, req: Request, job: Job, updates: dict[str, Any]) -> None:
+    """Apply ``updates`` (``check_updates``'s) to an active ``job`` and answer ``req`` once
+    the events are durable: a pending job's jobspec, or a running job's duration."""
+    pending = bool(job.state & (State.PENDING | State.NEW))
+    check_supported(updates, running=not pending, named=bool(host.queues.named))
+    if pending and QUEUE in updates:
+        updates = queue_update(job, updates, host.queues, host.queue_config)
+    if pending:
+        _update_pending(host, req, job, updates)
+        return
+    expiration = running_expiration(job, updates, owner=req.owner, now=time.time())
+    try:
+        await host.broker.call("sched.expiration", ExpirationRequest(job.id, expiration))
+    except RPCError as exc:
+        if exc.errnum != errno.ENOSYS:
+            raise RPCError(
+                exc.errnum, f"scheduler refused expiration update: {exc.errstr}"
+            ) from None
+    if not job.state & State.RUNNING:  # it ended while the scheduler was asked
+        raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is inactive")
+    job.jobspec = updated(job.jobspec or {}, updates)
+    job.R = with_expiration(job.R, expiration)
+    host.post(job, "jobspec-update", updates)
+    host.post(job, "resource-update", {"expiration": expiration})
+
+    def committed() -> None:
+        req.respond({})
+        host.exec.expiration(job, expiration)
+
+    host.events.after_commit(committed)
+
+
+def _update_pending(host: UpdateHost, req: Request, job: Job, updates: dict[str, Any]) -> None:
+    candidate = updated(job.jobspec or {}, updates)
+    from pflux.spec.jobspec import validate
+
+    validate(candidate)
+    job.jobspec = candidate
+    host.post(job, "jobspec-update", updates)
+    if job.alloc_pending:
+        host.alloc.cancel(job)  # the scheduler must see the new jobspec
+    host.events.after_commit(lambda: req.respond({}))
+
+
+def updated(jobspec: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``jobspec`` with ``updates`` applied (the job's may be shared)."""
+    candidate = copy.deepcopy(jobspec)
+    apply_jobspec_updates(candidate, updates)
+    return candidate

@@ -15,10 +15,11 @@ a zombie again, as in flux-core, whose restart replays inactive jobs too.
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pflux.errors import RPCError
 from pflux.manager.job import Job
+from pflux.protocol.manager import WaitReply
 from pflux.spec.fluid import JOBID_ANY
 from pflux.spec.results import Outcome
 from pflux.spec.states import FLAG_WAITABLE
@@ -34,21 +35,21 @@ HAS_WAITER = "job id already has a waiter"
 NONE_LEFT = "there are no more waitable jobs"
 
 
-def result_of(jobid: int, outcome: Outcome) -> dict[str, Any]:
+def result_of(jobid: int, outcome: Outcome) -> WaitReply:
     """The answer to a wait for a job that has ended."""
-    return {"id": jobid, "success": outcome.success, "errstr": outcome.error_text()}
+    return WaitReply(jobid, outcome.success, outcome.error_text())
 
 
 class Waits:
     """Zombies, the waitable jobs still active, and the waits for them."""
 
     def __init__(self) -> None:
-        self.zombies: dict[int, dict[str, Any]] = {}  # in the order the jobs ended
+        self.zombies: dict[int, WaitReply] = {}  # in the order the jobs ended
         self.active: set[int] = set()  # waitable jobs not yet inactive
         self.by_id: dict[int, Request] = {}  # the one wait for each of these, if any
         self.any: list[Request] = []  # waits for any job, oldest first
 
-    def restarted(self, jobs: dict[int, Job], zombies: dict[int, dict[str, Any]]) -> None:
+    def restarted(self, jobs: dict[int, Job], zombies: dict[int, WaitReply]) -> None:
         """Take the waitable jobs a restart found, active or zombies."""
         self.zombies = zombies
         self.active = {jobid for jobid, job in jobs.items() if job.flags & FLAG_WAITABLE}

@@ -1,4 +1,4 @@
-"""job-list's requests (``job-list.list``, ``job-list.list-id``), as types.
+"""job-list's requests (``job-list.list``, ``job-list.list-id``) and their answers, as types.
 
 The CLI sends them as dicts (``pflux.api``): it does not load msgspec.  The
 attribute names in ``attrs`` are job-list's check (``joblist.attributes.select``),
@@ -10,7 +10,7 @@ the service passes the bits it knows to ``check_mask``, which words the fault as
 from __future__ import annotations
 
 import errno
-from typing import Annotated
+from typing import Annotated, Any
 
 from msgspec import Meta, Struct, field
 
@@ -54,3 +54,15 @@ class ListIdRequest(Struct, frozen=True):
     def __post_init__(self) -> None:
         if self.id > MAX_JOBID:
             raise invalid("id", f"expected `int` <= {MAX_JOBID}")
+
+
+class ListReply(Struct, frozen=True):
+    """``job-list.list``'s answer: each job as an object of the attributes asked for."""
+
+    jobs: list[dict[str, Any]]
+
+
+class ListIdReply(Struct, frozen=True):
+    """``job-list.list-id``'s answer: the job as an object of the attributes asked for."""
+
+    job: dict[str, Any]

@@ -19,7 +19,7 @@ ROOT = "."  # the root directory's key (as pflux.kvs.keys has it)
 MAX_USERID = 2**32 - 1  # a namespace's owner is a uid_t
 
 
-class CommitRequest(Struct, frozen=True):
+class CommitRequest(Struct, frozen=True, omit_defaults=True):
     """``kvs.commit``: ``ops`` ([op, key, value], op put, append or unlink), applied atomically."""
 
     ops: Any  # an array, checked op by op by the store
@@ -30,7 +30,7 @@ class CommitRequest(Struct, frozen=True):
             raise invalid("ops", "expected `array`")
 
 
-class GetRequest(Struct, frozen=True):
+class GetRequest(Struct, frozen=True, omit_defaults=True):
     """``kvs.get``: a key's value (as a streaming request, in pieces)."""
 
     key: str
@@ -51,7 +51,7 @@ class LsRequest(Struct, frozen=True):
     namespace: str | None = None
 
 
-class WalkRequest(Struct, frozen=True):
+class WalkRequest(Struct, frozen=True, omit_defaults=True):
     """``kvs.walk``: the values below ``key`` (with the last component ``suffix``), in pages."""
 
     key: str = ROOT

@@ -18,6 +18,7 @@ from pflux.protocol.decode import invalid
 from pflux.protocol.exec import Severity
 from pflux.protocol.ingest import Urgency
 from pflux.protocol.sched import MAX_JOBID, JobId
+from pflux.spec.eventlog import Event
 from pflux.spec.states import State
 
 Signum = Annotated[int, Meta(ge=1, le=64)]
@@ -59,19 +60,37 @@ class IngestedJob(Struct, frozen=True):
 
     id: JobId
     jobspec: Any  # valid as job-ingest checked it: an object, or a long one's JSON text
-    event: Any  # the ``submit`` event, an object (RFC 18's entry)
+    # the ``submit`` event: the ``Event`` job-ingest made (in this process), or, from
+    # another process, its RFC 18 object (an ``Event`` is one as JSON)
+    event: Any
 
     def __post_init__(self) -> None:
         _check_id(self.id)
         if type(self.jobspec) is not str:
             _check_object(self.jobspec, "jobspec")
-        _check_object(self.event, "event")
+        if type(self.event) is not Event:
+            _check_object(self.event, "event")
 
 
 class SubmitBatch(Struct, frozen=True):
     """``submit`` (job-ingest only): the jobs one ``kvs.commit`` stored."""
 
     jobs: list[IngestedJob]
+
+
+class SubmitReply(Struct, frozen=True):
+    """``submit``'s answer: the jobs refused (a plugin's or a queue's reason), as
+    ``[id, text]`` pairs; the others are accepted."""
+
+    errors: list[tuple[JobId, str]] = []
+
+
+class WaitReply(Struct, frozen=True):
+    """``wait`` and ``result``'s answer: how an ended job ended (``errstr`` empty on success)."""
+
+    id: JobId
+    success: bool
+    errstr: str
 
 
 class RaiseRequest(Struct, frozen=True):

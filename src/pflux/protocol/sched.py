@@ -1,7 +1,8 @@
 """RFC 27, the job manager and the scheduler: each message both ends check, as a type.
 
 The scheduler decodes the requests (``sched.alloc``, ``sched.cancel``,
-``sched.free``, ``sched.expiration``) and the job manager decodes
+``sched.prioritize``, ``sched.free``, ``sched.expiration``, and the simulator's
+``sched.sim-time``) and the job manager decodes
 ``job-manager.sched-ready`` and the alloc responses (``AllocReply``); each end
 sends the message it built as its type: within the broker's process it is
 passed as it is, and made JSON only where it leaves the process.
@@ -86,6 +87,26 @@ class CancelRequest(Struct, frozen=True):
         _check_id(self.id)
 
 
+class PrioritizeRequest(Struct, frozen=True):
+    """``sched.prioritize``: pending jobs' new priorities, as ``[id, priority]`` pairs."""
+
+    jobs: list[tuple[JobId, Priority]]
+
+    def __post_init__(self) -> None:
+        for index, (jobid, _) in enumerate(self.jobs):
+            if jobid > MAX_JOBID:
+                raise invalid(f"jobs[{index}][0]", f"expected `int` <= {MAX_JOBID}")
+
+
+class SimTimeRequest(Struct, frozen=True):
+    """``sched.sim-time``: the simulator sets the scheduler's clock to ``time``."""
+
+    time: Seconds
+
+    def __post_init__(self) -> None:
+        _check_seconds(self.time, "time")
+
+
 class FreeRequest(Struct, frozen=True):
     """``sched.free``: resources back; ``final: false`` frees part of R (its released ranks)."""
 
@@ -108,7 +129,7 @@ class ExpirationRequest(Struct, frozen=True):
         _check_seconds(self.expiration, "expiration")
 
 
-class ReadyRequest(Struct, frozen=True):
+class ReadyRequest(Struct, frozen=True, omit_defaults=True):
     """``job-manager.sched-ready``: the scheduler's mode; ``limit`` alloc requests if limited."""
 
     mode: Literal["unlimited", "limited"]

@@ -3,7 +3,8 @@
 At start it says hello to the job manager (marking the resources of running
 jobs allocated) and ready (``unlimited``: every job in SCHED has its alloc in
 flight).  Requests only change the queue or the pool and ask for a
-scheduling pass; the passes of one loop turn are coalesced into one, and the
+scheduling pass; the passes of one loop turn are coalesced into one (a
+``TurnBatch``), and the
 R of every job a pass allocates is committed in one KVS transaction before
 any of them is answered.
 
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -44,9 +44,12 @@ from typing import Any, ClassVar
 import orjson
 
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.turn import TurnBatch
 from pflux.config import ConfigError, Declared
 from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, RPCError, SpecError
 from pflux.protocol.decode import decode
+from pflux.protocol.kvs import CommitRequest, GetRequest
+from pflux.protocol.manager import Empty
 from pflux.protocol.message import Message
 from pflux.protocol.sched import (
     AllocReply,
@@ -56,15 +59,19 @@ from pflux.protocol.sched import (
     DrainRequest,
     ExpirationRequest,
     FreeRequest,
+    PrioritizeRequest,
+    ReadyRequest,
+    SimTimeRequest,
 )
 from pflux.sched import eventlog
 from pflux.sched.clock import SimulatedClock, clock_for
 from pflux.sched.inventory import RESOURCE_KEYS, inventory
-from pflux.sched.policy import DEFAULT_DEPTH, MAX_PRIORITY, PassResult, PendingJob, Policy
+from pflux.sched.policy import DEFAULT_DEPTH, PassResult, PendingJob, Policy
 from pflux.sched.pool import Pool, ResourceRequest
 from pflux.spec import hostlist
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.kvs_keys import job_key
 from pflux.spec.resource import ResourceSet, Target
 
@@ -92,18 +99,6 @@ def queue_depth(config: dict[str, Any]) -> int:
     return depth
 
 
-def _payload(req: Request) -> dict[str, Any]:
-    if not isinstance(req.payload, dict):
-        raise RPCError(errno.EPROTO, f"{req.topic}: payload must be a JSON object")
-    return req.payload
-
-
-def _seconds(value: object, topic: str, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise RPCError(errno.EPROTO, f"{topic}: {name} must be a number >= 0, got {value!r}")
-    return float(value)
-
-
 def _owner_only(req: Request) -> None:
     if not req.owner:
         raise RPCError(errno.EPERM, f"{req.topic}: only the instance owner may do this")
@@ -114,6 +109,12 @@ def _internal_only(req: Request, sender: str = "the job manager") -> None:
     manager never asked for would hold cores nobody frees."""
     _owner_only(req)
     req.require_internal(sender)
+
+
+class _PassDue:
+    """A turn's requests for a pass: that one is due is all they leave."""
+
+    __slots__ = ()
 
 
 class _Waiter:
@@ -150,7 +151,10 @@ class Scheduler(Service):
         self.clock = clock_for(broker.config)
         self._closed = -1  # the last pass's PassResult.closed
         self.ready = False
-        self._pass_due = False
+        # one pass at the end of a turn, however many requests ask for it; in a simulation,
+        # at the simulator's next sim-time (``_sim_due``)
+        self._passes: TurnBatch[_PassDue] = TurnBatch(broker, _PassDue, self._turn_pass)
+        self._sim_due = False
         self._granted: dict[int, Any] = {}  # R as sent for each running job (cheap free)
         self._drains: dict[int, tuple[float, str]] = {}  # drained rank: (since, reason)
         # each constraint's ranks (None: any) or why none, for the pool's ranks of then
@@ -205,11 +209,11 @@ class Scheduler(Service):
 
     async def start(self) -> None:
         try:
-            async for entry in self.broker.stream("job-manager.sched-hello", {}):
+            async for entry in self.broker.stream("job-manager.sched-hello", Empty()):
                 await self._hello(entry)
             await self._load_drains()
             await self._log_restart()
-            reply = await self.broker.call("job-manager.sched-ready", {"mode": "unlimited"})
+            reply = await self.broker.call("job-manager.sched-ready", ReadyRequest("unlimited"))
         except RPCError as exc:
             log.error("scheduler handshake with the job manager failed: %s", exc)
             return
@@ -259,7 +263,7 @@ class Scheduler(Service):
     async def _load_drains(self) -> None:
         """Drain again what was drained when the instance stopped."""
         try:
-            reply = await self.broker.call("kvs.get", {"key": DRAIN_KEY})
+            reply = await self.broker.call("kvs.get", GetRequest(DRAIN_KEY))
         except RPCError as exc:
             if exc.errnum != errno.ENOENT:
                 log.error("cannot read %s: %s", DRAIN_KEY, exc)
@@ -291,7 +295,7 @@ class Scheduler(Service):
             eventlog.append("resource-define", {"method": method}),
         ]
         try:
-            await self.broker.call("kvs.commit", {"ops": ops})
+            await self.broker.call("kvs.commit", CommitRequest(ops))
         except RPCError as exc:
             log.error("cannot append to %s: %s", eventlog.KEY, exc)
 
@@ -304,13 +308,13 @@ class Scheduler(Service):
         """Append an event no requester waits for to the resource eventlog."""
         self.broker.send(
             "kvs.commit",
-            {"ops": [eventlog.append(name, context)]},
+            CommitRequest([eventlog.append(name, context)]),
             lambda msg: _log_failure(msg, f"appending {name} to {eventlog.KEY}"),
         )
 
     async def _lookup_r(self, jobid: int) -> Any:
         try:
-            reply = await self.broker.call("kvs.get", {"key": job_key(jobid, "R")})
+            reply = await self.broker.call("kvs.get", GetRequest(job_key(jobid, "R")))
         except RPCError as exc:
             log.error("sched-hello: job %s: cannot read R: %s", JobID(jobid), exc)
             return None
@@ -355,8 +359,8 @@ class Scheduler(Service):
         """The only ranks the job's RFC 31 constraints (its queue's ``requires`` among them)
         allow, None for any; SpecError if none does. Kept for each constraint until the
         pool's ranks change: a queue's jobs share theirs."""
-        system = jobspec.get("attributes", {}).get("system", {})
-        if not isinstance(system, dict) or not system.get("constraints"):
+        system = system_attributes(jobspec)
+        if not system.get("constraints"):
             return None
         constraint = system["constraints"]
         if self._placed_for is not self.pool.all or len(self._placed) > PLACED_KEPT:
@@ -398,21 +402,9 @@ class Scheduler(Service):
     @method("prioritize")
     def prioritize(self, req: Request) -> None:
         _internal_only(req)
-        jobs = _payload(req).get("jobs")
-        if not isinstance(jobs, list):
-            raise RPCError(errno.EPROTO, "sched.prioritize: jobs must be a list of [id, priority]")
         changed = False
-        for entry in jobs:
-            if (
-                not isinstance(entry, list)
-                or len(entry) != 2
-                or type(entry[0]) is not int
-                or type(entry[1]) is not int
-                or not 0 <= entry[1] <= MAX_PRIORITY
-            ):
-                log.error("sched.prioritize: ignoring malformed entry %r", entry)
-                continue
-            changed |= self.policy.queue.reprioritize(entry[0], entry[1])
+        for jobid, value in decode(req.topic, req.payload, PrioritizeRequest).jobs:
+            changed |= self.policy.queue.reprioritize(jobid, value)
         if changed:
             self._schedule_soon()
 
@@ -590,7 +582,7 @@ class Scheduler(Service):
             else:
                 req.respond({})
 
-        self.broker.send("kvs.commit", {"ops": ops}, stored)
+        self.broker.send("kvs.commit", CommitRequest(ops), stored)
 
     @method("sim-time")
     def sim_time(self, req: Request) -> None:
@@ -600,12 +592,12 @@ class Scheduler(Service):
         clock = self.clock
         if not isinstance(clock, SimulatedClock):
             raise RPCError(errno.EINVAL, "sched.sim-time: this instance is not a simulation")
-        when = _seconds(_payload(req).get("time"), req.topic, "time")
+        when = decode(req.topic, req.payload, SimTimeRequest).time
         try:
             clock.set(when)
         except ValueError as exc:
             raise RPCError(errno.EINVAL, f"sched.sim-time: {exc}") from None
-        if not self._pass_due:
+        if not self._sim_due:
             req.respond({"allocated": [], "closed": self._closed})
             return
         self._pass(lambda ids: req.respond({"allocated": ids, "closed": self._closed}))
@@ -617,14 +609,17 @@ class Scheduler(Service):
 
         In a simulation the pass waits for the simulator's ``sim-time``.
         """
-        if not self._pass_due:
-            self._pass_due = True
-            if not self.clock.simulated:
-                self.broker.at_turn_end(self._pass)
+        if self.clock.simulated:
+            self._sim_due = True
+        else:
+            self._passes.get()
+
+    def _turn_pass(self, _: _PassDue) -> None:
+        self._pass()
 
     def _pass(self, answered: Callable[[list[int]], None] | None = None) -> None:
         """Allocate what can start now; ``answered(ids)`` once the allocations are answered."""
-        self._pass_due = False
+        self._sim_due = False
         result = self.policy.schedule(self.clock.now())
         self._closed = result.closed
         for job, changes in result.annotations.items():
@@ -651,7 +646,7 @@ class Scheduler(Service):
             replies.append((job, doc, sched))
             self._granted[job.id] = doc
         self.broker.send(
-            "kvs.commit", {"ops": ops}, lambda msg: self._committed(msg, replies, answered)
+            "kvs.commit", CommitRequest(ops), lambda msg: self._committed(msg, replies, answered)
         )
 
     def _committed(

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from pflux.errors import PfluxError
 from pflux.exec.testexec import SimulationConfig, simulation_config
 from pflux.spec.idset import IdSet
+from pflux.spec.jobspec import system_attributes
 
 __all__ = ["SimRun", "plan"]
 
@@ -48,7 +49,7 @@ def plan(jobspec: dict[str, Any], start: float, ranks: Sequence[int]) -> SimRun:
     """How the job of ``jobspec`` runs from ``start`` on R's ``ranks``; PfluxError if it cannot."""
     config = simulation_config(jobspec)
     if config is None:
-        limit = jobspec.get("attributes", {}).get("system", {}).get("duration", 0)
+        limit = system_attributes(jobspec).get("duration", 0)
         config = SimulationConfig(float(limit or 0))
     if config.override:
         raise PfluxError("attributes.system.exec.test.override: not supported in a simulation")

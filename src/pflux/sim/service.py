@@ -65,7 +65,9 @@ from pflux.protocol.exec import (
     StartRequest,
     response,
 )
+from pflux.protocol.manager import Empty, ExecHelloRequest
 from pflux.protocol.message import Message
+from pflux.protocol.sched import SimTimeRequest
 from pflux.sim.run import SimRun, plan
 from pflux.sim.trace import TraceJob, load
 from pflux.spec.fluid import JobID
@@ -146,13 +148,13 @@ class Simulator(Service):
         self.skipped = 0  # instants that needed no pass
 
     async def start(self) -> None:
-        info = await self.broker.call("job-manager.getinfo", {})
+        info = await self.broker.call("job-manager.getinfo", Empty())
         if info.get("max_jobid"):
             raise PfluxError(
                 "simulator: this instance already has jobs (restarted from its state"
                 " directory?); a trace is replayed into a new instance only"
             )
-        self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello)
+        self.broker.send("job-manager.exec-hello", ExecHelloRequest(self.name), self._hello)
 
     # --- stepping (each phase goes on from the answer to the one before) ------------------
 
@@ -207,13 +209,13 @@ class Simulator(Service):
             then()
 
     def _submitted(self) -> None:
-        self.broker.send("job-manager.quiescent", {}, self._quiescent)
+        self.broker.send("job-manager.quiescent", Empty(), self._quiescent)
 
     def _quiescent(self, msg: Message) -> None:
         if self._failed(msg):
             return
         self._started_ids.clear()
-        self.broker.send("sched.sim-time", {"time": self.now}, self._passed)
+        self.broker.send("sched.sim-time", SimTimeRequest(self.now), self._passed)
 
     def _passed(self, msg: Message) -> None:
         """The pass at this instant is done: wait for the jobs it allocated to start here."""
@@ -227,7 +229,7 @@ class Simulator(Service):
             return
         # a job the job manager never asks to start (an exception came first) must not hang
         # the replay: its quiescence ends the step too
-        self.broker.send("job-manager.quiescent", {}, lambda msg: self._stepped(step))
+        self.broker.send("job-manager.quiescent", Empty(), lambda msg: self._stepped(step))
 
     def _start_seen(self, jobid: int) -> None:
         self._started_ids.add(jobid)

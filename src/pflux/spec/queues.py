@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from pflux.errors import ConfigError, DurationError, SpecError
 from pflux.spec import duration as fsd
+from pflux.spec.jobspec import system_attributes
 
 __all__ = ["CONFIG_KEYS", "ConfiguredQueue", "JobPolicy", "QueueConfig"]
 
@@ -106,7 +107,7 @@ class QueueConfig:
     def frob(self, jobspec: dict[str, Any]) -> dict[str, Any]:
         """``jobspec`` with its queue's defaults and constraints (a copy, if any changed);
         SpecError (flux-core's words) for a queue not configured, or none when one must be."""
-        system = jobspec.get("attributes", {}).get("system", {})
+        system = system_attributes(jobspec)
         name = system.get("queue")
         if name is not None and (not isinstance(name, str) or name not in self.queues):
             if not self.queues:
@@ -134,7 +135,7 @@ class QueueConfig:
 
     def check_limits(self, jobspec: dict[str, Any]) -> None:
         """SpecError, flux-core's words, if the job's duration is over its policy's limit."""
-        system = jobspec.get("attributes", {}).get("system", {})
+        system = system_attributes(jobspec)
         name = system.get("queue")
         queue = self.queues.get(name) if isinstance(name, str) else None
         limit = (self.policy if queue is None else queue.policy).duration_limit

@@ -19,6 +19,7 @@ from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.index import JobIndex
 from pflux.spec.states import State
+from support.wire import as_sent
 
 ALL = select(["all"])
 
@@ -42,7 +43,7 @@ class Journal(Service):
 
     @method("journal-history")
     def journal_history(self, req: Request) -> None:
-        ids = req.payload["ids"]
+        ids = as_sent(req.payload)["ids"]
         self.asked.append(ids)
         req.respond({"events": [e for i in ids for e in self.histories.get(i, [])]})
 
@@ -72,7 +73,7 @@ class KVS(Service):
 
     @method("get")
     def get(self, req: Request) -> None:
-        key = req.payload["key"]
+        key = as_sent(req.payload)["key"]
         if key not in self.keys:
             raise RPCError(errno.ENOENT, f"{key}: no such key")
         req.respond({"value": ""})
@@ -85,7 +86,8 @@ class Live:
         self.joblist = joblist
 
     async def call(self, topic: str, payload: Any = None) -> Any:
-        return await asyncio.wait_for(self.broker.call(topic, payload), 5)
+        """The reply as a client reads it (a typed one made JSON's types)."""
+        return as_sent(await asyncio.wait_for(self.broker.call(topic, payload), 5))
 
     async def error(self, topic: str, payload: Any) -> RPCError:
         with pytest.raises(RPCError) as info:
@@ -327,7 +329,7 @@ def test_without_a_journal_it_serves_what_it_has(caplog: pytest.LogCaptureFixtur
         broker = Broker(os.getuid())
         broker.register(JobList(broker))
         await broker.start()
-        reply = await asyncio.wait_for(broker.call("job-list.list", {}), 5)
+        reply = as_sent(await asyncio.wait_for(broker.call("job-list.list", {}), 5))
         assert reply == {"jobs": []}
         await broker.stop()
 

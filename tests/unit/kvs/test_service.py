@@ -15,8 +15,8 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.config import ConfigError
 from pflux.errors import RPCError
 from pflux.kvs import service as kvs_service
+from pflux.kvs.database import StoreError
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
-from pflux.kvs.store import StoreError
 from pflux.protocol.message import Message
 
 Run = Callable[..., Any]

@@ -14,18 +14,16 @@ from typing import Any
 
 import pytest
 
+from pflux.kvs.database import PAGE_SIZE, SCHEMA_VERSION, StoreError
 from pflux.kvs.keys import KVSError
+from pflux.kvs.namespaces import Namespace
 from pflux.kvs.store import (
     APPEND,
     CHUNK,
-    PAGE_SIZE,
     PIECE,
     PUT,
-    SCHEMA_VERSION,
     UNLINK,
-    Namespace,
     Store,
-    StoreError,
     link_value,
 )
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pflux.kvs.database import RECLAIM_SLACK, RECLAIM_STEP, WAL_SIZE_LIMIT
 from pflux.kvs.keys import KVSError
-from pflux.kvs.store import RECLAIM_SLACK, RECLAIM_STEP, UNLINK, WAL_SIZE_LIMIT, Store
+from pflux.kvs.store import UNLINK, Store
 
 
 def _fill(store: Store, jobs: int, size: int = 3000) -> None:

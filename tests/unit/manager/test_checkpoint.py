@@ -11,6 +11,7 @@ import pytest
 
 from pflux.broker.router import Broker
 from pflux.manager import checkpoint
+from support.wire import as_sent
 
 
 class StoredValue:
@@ -19,8 +20,8 @@ class StoredValue:
     def __init__(self, value: Any) -> None:
         self.value = value if isinstance(value, str) else orjson.dumps(value).decode()
 
-    async def call(self, topic: str, payload: dict[str, Any]) -> dict[str, Any]:
-        assert (topic, payload) == ("kvs.get", {"key": checkpoint.KEY})
+    async def call(self, topic: str, payload: Any) -> dict[str, Any]:
+        assert (topic, as_sent(payload)) == ("kvs.get", {"key": checkpoint.KEY})
         return {"value": self.value}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from pflux.manager.events import EventPoster
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event
+from support.wire import as_sent
 
 
 class Broker:
@@ -40,7 +41,7 @@ def test_a_turns_events_become_one_append_per_job_in_order() -> None:
     flush()
     ((topic, payload),) = broker.sent
     assert topic == "kvs.commit"
-    assert payload["ops"] == [
+    assert as_sent(payload)["ops"] == [
         ["append", many.kvs("eventlog"), "".join(lines)],
         ["append", one.kvs("eventlog"), Event(2.0, "submit", {"urgency": 16}).to_line()],
     ]
@@ -58,7 +59,7 @@ def test_events_after_extra_ops_are_committed_after_them() -> None:
     poster.record(job, events[3], 3)
     broker.ends[0]()
     key = job.kvs("eventlog")
-    assert broker.sent[0][1]["ops"] == [
+    assert as_sent(broker.sent[0][1])["ops"] == [
         ["append", key, events[0].to_line() + events[1].to_line()],
         ["put", "x", "1"],
         ["append", key, events[2].to_line() + events[3].to_line()],

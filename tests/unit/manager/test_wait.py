@@ -12,6 +12,7 @@ from pflux.errors import RPCError
 from pflux.manager.job import Job
 from pflux.manager.wait import ANY, HAS_WAITER, NONE_LEFT, NOT_WAITABLE, UNKNOWN, Waits
 from pflux.spec.states import FLAG_WAITABLE, State
+from support.wire import as_sent
 
 
 class Request:
@@ -25,7 +26,7 @@ class Request:
         self.gone: list[Callable[[], None]] = []
 
     def respond(self, payload: Any) -> None:
-        self.answer = payload
+        self.answer = as_sent(payload)  # as the requester reads it
 
     def error(self, errnum: int, errstr: str) -> None:
         self.errnum, self.errstr = errnum, errstr

@@ -107,7 +107,7 @@ async def submit_and_wait(broker: Broker) -> tuple[int, dict[str, Any]]:
     jobspec = from_command(["true"])
     reply = await broker.call("job-ingest.submit", {"jobspec": jobspec, "flags": FLAG_WAITABLE})
     jobid = reply["id"]
-    return jobid, await broker.call("job-manager.wait", {"id": jobid})
+    return jobid, as_sent(await broker.call("job-manager.wait", {"id": jobid}))
 
 
 def test_malformed_alloc_response_raises_an_exception_naming_the_field(tmp_path: Path) -> None:

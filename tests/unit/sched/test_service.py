@@ -45,7 +45,7 @@ class JobManagerDouble(Service):
 
     @method("sched-ready")
     def sched_ready(self, req: Request) -> None:
-        self.ready.append(req.payload)
+        self.ready.append(as_sent(req.payload))
         req.respond({"count": 0})
 
     @method("raise")
@@ -67,7 +67,7 @@ class Live:
         kvs_commit = broker._handlers["kvs.commit"]
 
         def counting_commit(req: Request) -> Awaitable[None] | None:
-            self.commits.append(req.payload["ops"])
+            self.commits.append(as_sent(req.payload)["ops"])
             return kvs_commit(req)
 
         broker.add_method("kvs.commit", counting_commit)
@@ -321,7 +321,12 @@ def test_priority_order_then_submit_order_and_prioritize(tmp_path: Path) -> None
             r = (await t.success())["R"]
             for jobid in (2, 3, 4, 5):
                 t.alloc(jobid, priority=20 if jobid == 3 else 16)
-            t.broker.send("sched.prioritize", {"jobs": [[5, 25], [99, 1], "junk"]})
+            with pytest.raises(
+                RPCError, match=r"sched.prioritize: jobs\[1\]: expected array"
+            ) as exc:
+                await t.broker.call("sched.prioritize", {"jobs": [[4, 30], "junk"]})
+            assert exc.value.errnum == errno.EPROTO  # refused whole: job 4 keeps its priority
+            t.broker.send("sched.prioritize", {"jobs": [[5, 25], [99, 1]]})
             await t.turn()
             order = []
             previous = 1
@@ -695,7 +700,7 @@ def test_simulated_time_runs_a_pass_only_when_set(tmp_path: Path) -> None:
             assert idle == {"allocated": [], "closed": 16}
             with pytest.raises(RPCError, match=r"cannot go back from 1001\.0 to 999\.0"):
                 await t.broker.call("sched.sim-time", {"time": 999.0})
-            with pytest.raises(RPCError, match="time must be a number >= 0"):
+            with pytest.raises(RPCError, match=r"sched\.sim-time: time: expected float, got str"):
                 await t.broker.call("sched.sim-time", {"time": "soon"})
             t.alloc(3, num_tasks=4)
             # job 2 waits for job 1, job 3 is beyond the window (depth 0): nothing starts

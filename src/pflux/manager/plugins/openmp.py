@@ -29,6 +29,7 @@ from pflux.errors import JobIDError, RPCError
 from pflux.manager.plugins import Host, Plugin
 from pflux.manager.plugins.antecedents import Antecedents, Condition
 from pflux.spec.fluid import JobID
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.states import State
 
 if TYPE_CHECKING:
@@ -112,9 +113,7 @@ class String(_OpenMP):
         """Past DEPEND, an active job still produces its values for later jobs."""
         if job.state is State.DEPEND or job.state is State.NEW:
             return  # depend() will register it
-        for dependency in (
-            (job.jobspec or {}).get("attributes", {}).get("system", {}).get("dependencies", [])
-        ):
+        for dependency in system_attributes(job.jobspec).get("dependencies", []):
             if dependency.get("scheme") == "string" and dependency.get("type") in ("out", "inout"):
                 self._produce(job, self._key(job, dependency.get("scope", ""), dependency["value"]))
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.errors import RPCError
 from pflux.manager.plugins import Plugin
+from pflux.spec.jobspec import system_attributes
 from pflux.spec.states import State
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ Key = tuple[int, str]
 
 
 def _name(job: Job) -> str | None:
-    name = (job.jobspec or {}).get("attributes", {}).get("system", {}).get("job", {}).get("name")
+    about = system_attributes(job.jobspec).get("job")
+    name = about.get("name") if isinstance(about, dict) else None
     return name if isinstance(name, str) else None
 
 

@@ -17,6 +17,15 @@ from __future__ import annotations
 
 from pflux.spec.jobspec.accept import validate
 from pflux.spec.jobspec.codec import Format, decode, dumps, dumps_yaml, loads
-from pflux.spec.jobspec.view import JobspecView
+from pflux.spec.jobspec.view import JobspecView, system_attributes
 
-__all__ = ["Format", "JobspecView", "decode", "dumps", "dumps_yaml", "loads", "validate"]
+__all__ = [
+    "Format",
+    "JobspecView",
+    "decode",
+    "dumps",
+    "dumps_yaml",
+    "loads",
+    "system_attributes",
+    "validate",
+]

@@ -1,9 +1,22 @@
-"""RFC 25 jobspec version 1: a validated jobspec, read through cheap accessors."""
+"""RFC 25 jobspec version 1: a validated jobspec, read through cheap accessors, and the
+system attributes of any jobspec (``system_attributes``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
+
+_NONE: Mapping[str, Any] = MappingProxyType({})
+
+
+def system_attributes(jobspec: object) -> Mapping[str, Any]:
+    """A jobspec's ``attributes.system``, checked or not (one read back from the KVS at a
+    restart is not): empty where it has none, or where a level is not an object. The one
+    way a service reads a job's queue, dependencies, name or constraints."""
+    attributes = jobspec.get("attributes") if isinstance(jobspec, dict) else None
+    system = attributes.get("system") if isinstance(attributes, dict) else None
+    return system if isinstance(system, dict) else _NONE
 
 
 class JobspecView:
