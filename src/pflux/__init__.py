@@ -13,7 +13,12 @@ for the command line, which imports ``pflux`` packages on every command.
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from pflux.api import AsyncClient, Client, JobResult
+    from pflux.api.client import AsyncClient, Client, JobResult
+    from pflux.api.jobhandle import AsyncJobHandle, JobHandle
+    from pflux.api.jobspec import BuilderOptions, Jobspec
+    from pflux.api.logfollow import LogFollow
+    from pflux.api.remote import Remote
+    from pflux.api.replies import AllocCounts, JobListing, QueueStatus
     from pflux.errors import (
         ConfigError,
         DependencyError,
@@ -33,9 +38,6 @@ if TYPE_CHECKING:
         SpecError,
         UsageError,
     )
-    from pflux.jobhandle import AsyncJobHandle, JobHandle
-    from pflux.jobspec import BuilderOptions, Jobspec
-    from pflux.replies import AllocCounts, JobListing, QueueStatus
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
@@ -45,11 +47,11 @@ __version__ = "0.10.0"
 _ERRORS = "pflux.errors"
 # where each public name is defined
 _HOMES = {
-    "AllocCounts": "pflux.replies",
-    "AsyncClient": "pflux.api",
-    "AsyncJobHandle": "pflux.jobhandle",
-    "BuilderOptions": "pflux.jobspec",
-    "Client": "pflux.api",
+    "AllocCounts": "pflux.api.replies",
+    "AsyncClient": "pflux.api.client",
+    "AsyncJobHandle": "pflux.api.jobhandle",
+    "BuilderOptions": "pflux.api.jobspec",
+    "Client": "pflux.api.client",
     "ConfigError": _ERRORS,
     "DependencyError": _ERRORS,
     "DurationError": _ERRORS,
@@ -57,19 +59,21 @@ _HOMES = {
     "EventlogError": _ERRORS,
     "HostlistError": _ERRORS,
     "IdsetError": _ERRORS,
-    "JobHandle": "pflux.jobhandle",
+    "JobHandle": "pflux.api.jobhandle",
     "JobID": "pflux.spec.fluid",
     "JobIDError": _ERRORS,
-    "JobListing": "pflux.replies",
-    "JobResult": "pflux.api",
-    "Jobspec": "pflux.jobspec",
+    "JobListing": "pflux.api.replies",
+    "JobResult": "pflux.api.client",
+    "Jobspec": "pflux.api.jobspec",
     "JobspecError": _ERRORS,
+    "LogFollow": "pflux.api.logfollow",
     "NoInstanceError": _ERRORS,
     "PfluxError": _ERRORS,
     "ProtocolError": _ERRORS,
-    "QueueStatus": "pflux.replies",
+    "QueueStatus": "pflux.api.replies",
     "RPCError": _ERRORS,
     "RPCTimeout": _ERRORS,
+    "Remote": "pflux.api.remote",
     "ResourceError": _ERRORS,
     "SizeError": _ERRORS,
     "SpecError": _ERRORS,
@@ -97,12 +101,14 @@ __all__ = [
     "JobResult",
     "Jobspec",
     "JobspecError",
+    "LogFollow",
     "NoInstanceError",
     "PfluxError",
     "ProtocolError",
     "QueueStatus",
     "RPCError",
     "RPCTimeout",
+    "Remote",
     "ResourceError",
     "SizeError",
     "SpecError",

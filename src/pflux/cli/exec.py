@@ -22,7 +22,7 @@ from pflux.cli import base
 from pflux.errors import PfluxError, RPCError, UsageError
 
 if TYPE_CHECKING:
-    from pflux.remote import Remote
+    from pflux.api.remote import Remote
 
 CHUNK = 65536
 

@@ -25,11 +25,11 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from pflux.api import Client
+    from pflux.api.logfollow import LogFollow
     from pflux.cli.attach_signals import Signals
     from pflux.cli.attach_terminal import RawTerminal
     from pflux.cli.statusline import StatusLine
     from pflux.errors import RPCError
-    from pflux.logfollow import LogFollow
     from pflux.spec.eventlog import Event
 
 # bytes read from stdin at a time: Client.send_stdin sends them as pieces of 64 KiB,

@@ -24,9 +24,9 @@ from pflux.joblist.codes import USERID_ANY
 
 if TYPE_CHECKING:
     from pflux.api import Client
+    from pflux.api.replies import JobListing
     from pflux.cli.jobfields import JobInfo
     from pflux.cli.jobformat import JobFormat
-    from pflux.replies import JobListing
 
 DEFAULT_COUNT: Final = 1000
 

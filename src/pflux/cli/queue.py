@@ -24,7 +24,7 @@ from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
     from pflux.api import Client
-    from pflux.replies import QueueStatus
+    from pflux.api.replies import QueueStatus
 
 NAME = "queue"
 DEFAULT_DISABLE_REASON = "disabled by administrator"

@@ -18,7 +18,7 @@ from pflux.errors import PfluxError
 
 if TYPE_CHECKING:
     from pflux.api import Client
-    from pflux.replies import QueueStatus
+    from pflux.api.replies import QueueStatus
     from pflux.spec.queues import QueueConfig
 
 HEADINGS = {

@@ -23,8 +23,8 @@ from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
     from pflux.api import Client
+    from pflux.api.replies import JobListing
     from pflux.cli.topview import Counts, Snapshot
-    from pflux.replies import JobListing
 
 REFRESH_MS = 2000  # flux top's refresh interval
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pflux.api import Client
+from pflux.api.replies import JobListing
 from pflux.cli.printable import printable
-from pflux.replies import JobListing
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
 

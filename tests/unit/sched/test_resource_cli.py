@@ -47,7 +47,7 @@ def answering(monkeypatch: pytest.MonkeyPatch, reply: dict[str, Any]) -> dict[st
             assert topic == "sched.resource-status"
             return reply
 
-    monkeypatch.setattr("pflux.api.Handle", FakeHandle)
+    monkeypatch.setattr("pflux.api.client.Handle", FakeHandle)
     return reply
 
 

@@ -15,7 +15,7 @@ from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
     from pflux.api import AsyncClient, Client, JobResult
-    from pflux.replies import JobListing
+    from pflux.api.replies import JobListing
     from pflux.spec.eventlog import Event
     from pflux.spec.states import State
 

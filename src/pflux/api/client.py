@@ -3,7 +3,7 @@
 ``Client`` blocks; ``AsyncClient`` is the same API for asyncio, method for method.
 Both speak the messages of docs/interfaces.md; the request payloads are built
 once, here, and the two differ only in how they wait. ``job(id)`` gives a
-future for one job (pflux.jobhandle). Users import all of it from ``pflux``.
+future for one job (pflux.api.jobhandle). Users import all of it from ``pflux``.
 
     with pflux.Client() as client:
         job = client.submit_job(["hostname"], num_tasks=2)
@@ -41,14 +41,14 @@ from pflux.spec.states import (
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from pflux.api.jobhandle import AsyncJobHandle, JobHandle
+    from pflux.api.jobspec import BuilderOptions
+    from pflux.api.kvswatch import AsyncKVSWatch, KVSWatch
+    from pflux.api.logfollow import LogFollow
+    from pflux.api.remote import Remote
+    from pflux.api.replies import AllocCounts, JobListing, QueueStatus
     from pflux.client.aio import AsyncHandle
     from pflux.client.handle import RPC
-    from pflux.jobhandle import AsyncJobHandle, JobHandle
-    from pflux.jobspec import BuilderOptions
-    from pflux.kvswatch import AsyncKVSWatch, KVSWatch
-    from pflux.logfollow import LogFollow
-    from pflux.remote import Remote
-    from pflux.replies import AllocCounts, JobListing, QueueStatus
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]
 
@@ -237,19 +237,19 @@ def _result(reply: dict[str, Any]) -> JobResult:
 
 # the typed answers load with the first of them, not with the API
 def _listing(job: Mapping[str, Any]) -> JobListing:
-    from pflux.replies import JobListing
+    from pflux.api.replies import JobListing
 
     return JobListing.from_reply(job)
 
 
 def _listings(jobs: Iterable[Mapping[str, Any]]) -> list[JobListing]:
-    from pflux.replies import JobListing
+    from pflux.api.replies import JobListing
 
     return [JobListing.from_reply(job) for job in jobs]
 
 
 def _queue_status(reply: Mapping[str, Any]) -> QueueStatus:
-    from pflux.replies import QueueStatus
+    from pflux.api.replies import QueueStatus
 
     return QueueStatus.from_reply(reply)
 
@@ -264,7 +264,7 @@ def _named(payload: dict[str, Any], queue: str | None, every: bool = False) -> d
 
 
 def _alloc_counts(reply: Mapping[str, Any]) -> AllocCounts:
-    from pflux.replies import AllocCounts
+    from pflux.api.replies import AllocCounts
 
     return AllocCounts.from_reply(reply)
 
@@ -359,7 +359,7 @@ class Client:
 
     def job(self, jobid: int) -> JobHandle:
         """A future for job ``jobid``: its status, result, events, and cancel."""
-        from pflux.jobhandle import JobHandle  # only for those who use it
+        from pflux.api.jobhandle import JobHandle  # only for those who use it
 
         return JobHandle(self, jobid)
 
@@ -458,7 +458,7 @@ class Client:
         jobs all in flight at once; a cycle or an unknown node is refused before
         anything is submitted.
         """
-        from pflux.dag import levels, parents_of
+        from pflux.api.dag import levels, parents_of
 
         parents = parents_of(nodes, edges)
         ids: dict[Any, JobID] = {}
@@ -532,7 +532,7 @@ class Client:
         select loop of the caller's own uses its ``fileno()`` and ``poll()``.
 
         The requests are sent at once, before the first event is asked for."""
-        from pflux.logfollow import LogFollow
+        from pflux.api.logfollow import LogFollow
 
         return LogFollow(self.handle, logs)
 
@@ -714,8 +714,8 @@ class Client:
     ) -> Remote:
         """Run ``command`` on each of ``ranks``, outside any job (the owner only): a
         ``Remote`` giving ``(rank, entry)`` as each process starts, writes and ends
-        (``pflux.remote``), its input fed with ``write`` when ``stdin``."""
-        from pflux.remote import Remote, exec_payload
+        (``pflux.api.remote``), its input fed with ``write`` when ``stdin``."""
+        from pflux.api.remote import Remote, exec_payload
 
         return Remote(self.handle, ranks, exec_payload(command, env, cwd, stdin))
 
@@ -863,7 +863,7 @@ class Client:
         """Watch every key at once: iterate for ``(index, value)`` as each changes
         (``append``: only what is appended; ``waitcreate``: wait for a key to exist
         rather than fail), ``stop(index)`` to end one watch."""
-        from pflux.kvswatch import KVSWatch
+        from pflux.api.kvswatch import KVSWatch
 
         flags = {"append": append, "waitcreate": waitcreate}
         return KVSWatch(self.handle, [_kvs_payload(namespace, key=k, **flags) for k in keys])
@@ -1019,7 +1019,7 @@ class AsyncClient:
 
     def job(self, jobid: int) -> AsyncJobHandle:
         """A future for job ``jobid``, as ``Client.job``."""
-        from pflux.jobhandle import AsyncJobHandle
+        from pflux.api.jobhandle import AsyncJobHandle
 
         return AsyncJobHandle(self, jobid)
 
@@ -1136,7 +1136,7 @@ class AsyncClient:
         **options: Unpack[BuilderOptions],
     ) -> dict[Any, JobID]:
         """As ``Client.submit_dag``."""
-        from pflux.dag import levels, parents_of
+        from pflux.api.dag import levels, parents_of
 
         parents = parents_of(nodes, edges)
         ids: dict[Any, JobID] = {}
@@ -1399,7 +1399,7 @@ class AsyncClient:
         (``stdin`` True is refused)."""
         import asyncio
 
-        from pflux.remote import exec_payload
+        from pflux.api.remote import exec_payload
 
         if stdin:
             raise PfluxError("rexec: stdin: only Client.rexec feeds a process's input")
@@ -1565,7 +1565,7 @@ class AsyncClient:
     ) -> AsyncKVSWatch:
         """As ``Client.kvs_watch``: iterate with ``async for``; the requests are sent
         when iteration begins."""
-        from pflux.kvswatch import AsyncKVSWatch
+        from pflux.api.kvswatch import AsyncKVSWatch
 
         flags = {"append": append, "waitcreate": waitcreate}
         return AsyncKVSWatch(self.handle, [_kvs_payload(namespace, key=k, **flags) for k in keys])
