@@ -13,12 +13,14 @@ for the command line, which imports ``pflux`` packages on every command.
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from pflux.api.client import AsyncClient, Client, JobResult
+    from pflux.api.aio import AsyncClient
+    from pflux.api.client import Client
     from pflux.api.jobhandle import AsyncJobHandle, JobHandle
     from pflux.api.jobspec import BuilderOptions, Jobspec
     from pflux.api.logfollow import LogFollow
     from pflux.api.remote import Remote
     from pflux.api.replies import AllocCounts, JobListing, QueueStatus
+    from pflux.api.submission import JobResult
     from pflux.errors import (
         ConfigError,
         DependencyError,
@@ -48,7 +50,7 @@ _ERRORS = "pflux.errors"
 # where each public name is defined
 _HOMES = {
     "AllocCounts": "pflux.api.replies",
-    "AsyncClient": "pflux.api.client",
+    "AsyncClient": "pflux.api.aio",
     "AsyncJobHandle": "pflux.api.jobhandle",
     "BuilderOptions": "pflux.api.jobspec",
     "Client": "pflux.api.client",
@@ -63,7 +65,7 @@ _HOMES = {
     "JobID": "pflux.spec.fluid",
     "JobIDError": _ERRORS,
     "JobListing": "pflux.api.replies",
-    "JobResult": "pflux.api.client",
+    "JobResult": "pflux.api.submission",
     "Jobspec": "pflux.api.jobspec",
     "JobspecError": _ERRORS,
     "LogFollow": "pflux.api.logfollow",

@@ -120,6 +120,14 @@ def test_no_import_cycle_goes_through_a_service_or_its_parts() -> None:
     assert tangled == []
 
 
+def test_no_import_cycle_goes_through_the_api() -> None:
+    """The clients import job handles, and job handles ask of a client only through
+    a protocol of their own: no module of ``pflux.api`` is in a cycle."""
+    api = {name for name in _modules() if name == "pflux.api" or name.startswith("pflux.api.")}
+    tangled = [sorted(cycle) for cycle in _cycles(_imports(_modules())) if cycle & api]
+    assert tangled == []
+
+
 def test_each_public_class_name_is_defined_once() -> None:
     names = Counter(
         node.name

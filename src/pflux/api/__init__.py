@@ -6,14 +6,17 @@ name here loads its module on first use, as ``pflux``'s do.
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from pflux.api.client import AsyncClient, Client, JobResult, jobspec_of
+    from pflux.api.aio import AsyncClient
+    from pflux.api.client import Client
+    from pflux.api.jobspec import jobspec_of
+    from pflux.api.submission import JobResult
 
 # where each name is defined
 _HOMES = {
-    "AsyncClient": "pflux.api.client",
+    "AsyncClient": "pflux.api.aio",
     "Client": "pflux.api.client",
-    "JobResult": "pflux.api.client",
-    "jobspec_of": "pflux.api.client",
+    "JobResult": "pflux.api.submission",
+    "jobspec_of": "pflux.api.jobspec",
 }
 
 __all__ = ["AsyncClient", "Client", "JobResult", "jobspec_of"]

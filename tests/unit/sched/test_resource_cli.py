@@ -43,7 +43,7 @@ def answering(monkeypatch: pytest.MonkeyPatch, reply: dict[str, Any]) -> dict[st
         def close(self) -> None:
             pass
 
-        def call(self, topic: str, payload: Any) -> Any:
+        def call(self, topic: str, payload: Any, *args: Any, **kwargs: Any) -> Any:
             assert topic == "sched.resource-status"
             return reply
 
