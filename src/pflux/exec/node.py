@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-from pflux import private
+from pflux.broker import private
 from pflux.broker.message import RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.exec import wire

@@ -34,10 +34,10 @@ from functools import partial
 from typing import Any, ClassVar, Final
 
 from pflux import fluxshim
+from pflux.broker.config import ConfigError, Declared
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
-from pflux.config import ConfigError, Declared
 from pflux.exec import wire
 from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 import orjson
 
-from pflux import lockfile, private
+from pflux.broker import lockfile, private
 from pflux.broker.message import RPCError
 from pflux.kvs import wal
 from pflux.kvs.keys import PRIMARY, ROOT, KVSError, check_component, check_key, check_name, quote

@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 
 from msgspec import UNSET, json
 
+from pflux.broker.config import Declared
 from pflux.broker.message import RPCError
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.config import Declared
 from pflux.errors import PfluxError
 from pflux.manager import checkpoint, purge, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions

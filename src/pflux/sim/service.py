@@ -52,9 +52,9 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from pflux.broker.config import ConfigError, Declared
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.exec.job import TIMELIMIT_NOTE
 from pflux.protocol.decode import decode

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from pflux.broker.config import ConfigError
 from pflux.broker.message import Message, RPCError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.config import ConfigError
 from pflux.kvs import service as kvs_service
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
 from pflux.kvs.store import StoreError
