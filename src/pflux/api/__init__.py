@@ -1,7 +1,7 @@
 """The Python API's modules; users import its names from ``pflux``.
 
-``from pflux.api import Client`` loads the blocking client, and only it: each
-name here loads its module on first use, as ``pflux``'s do.
+Each name here loads its module on first use, as ``pflux``'s do:
+``from pflux.api import Client`` loads the blocking client, not the asyncio one.
 """
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing

@@ -1,5 +1,6 @@
-"""The asyncio client: every request method of ``pflux.api.exchange``'s, awaited on an
-``AsyncHandle``, each batch's requests in flight together; and its async iterators.
+"""The asyncio client: each request method (``pflux.api.exchange``) awaited on an
+``AsyncHandle``, a batch's requests in flight together, and what iterates written
+for it as async iterators.
 
     async with pflux.AsyncClient() as client:
         jobid = await client.submit(["hostname"])

@@ -1,6 +1,6 @@
-"""The blocking client: every request method of ``pflux.api.exchange``'s, sent and
-waited for on a ``Handle``; and what only a blocking client does (iterators that
-read the connection as they are iterated, ``rexec``'s input).
+"""The blocking client: each request method (``pflux.api.exchange``) sent and waited
+for on a ``Handle``, and what iterates written for it (events and logs followed,
+``submit_each``'s window, KVS walks and watches, ``rexec`` and its input).
 
     with pflux.Client() as client:
         job = client.submit_job(["hostname"], num_tasks=2)

@@ -5,7 +5,8 @@ of ``Call``s, all sent at once and in flight together, is sent back their
 answers in order, and returns the method's value. It does no I/O, so the
 blocking ``Client`` and the asyncio ``AsyncClient`` each drive the same
 description their own way (``Client._run``, ``AsyncClient._run``): a method is
-written once, here, and declared in each client with one line
+written once, in the module of what it asks (``submission``, ``jobs``,
+``jobqueue``, ``instance``, ``kvs``), and declared in each client with one line
 (``kill = blocking(jobs.kill)``). A refusal (RPCError) is thrown into the
 generator, which may turn it into another error, unless the request is
 ``tolerant``: then the refusal is the answer.
@@ -82,7 +83,8 @@ def _signature(describe: Callable[..., Any]) -> Signature:
     from inspect import Parameter, signature
 
     sig = signature(describe)
-    returns = str(sig.return_annotation)
-    assert returns.startswith("Exchange["), describe
+    exchange = str(sig.return_annotation)
+    assert exchange.startswith("Exchange["), describe
+    returns = exchange.removeprefix("Exchange[").removesuffix("]")
     this = Parameter("self", Parameter.POSITIONAL_OR_KEYWORD)
-    return sig.replace(parameters=[this, *sig.parameters.values()], return_annotation=returns[9:-1])
+    return sig.replace(parameters=[this, *sig.parameters.values()], return_annotation=returns)
