@@ -629,9 +629,9 @@ class JobManager(Service):
         age = None if request.age_limit == -1 else request.age_limit
         num = None if request.num_limit == -1 else request.num_limit
         now = time.time()
-        if not request.force:
-            count = self.retention.count(age, num, now)
-            req.respond({"count": count, "inactive": len(self.ended)})
+        if not request.force:  # counted now, told once the purges before it are durable
+            count, inactive = self.retention.count(age, num, now), len(self.ended)
+            self.events.after_commit(lambda: req.respond({"count": count, "inactive": inactive}))
             return
         jobs = self.retention.take(age, num, request.batch, now)
         self.purge_jobs(jobs)
