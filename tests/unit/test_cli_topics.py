@@ -74,3 +74,19 @@ def imported(path: Path) -> set[str]:
 def test_no_cli_module_opens_a_raw_connection() -> None:
     opening = {path.name for path in CLI.glob("*.py") if imported(path) & CONNECTIONS}
     assert opening == set(), "use pflux.api's Client instead"
+
+
+def test_every_api_name_the_cli_imports_is_a_public_name() -> None:
+    """What the CLI takes from the API's modules is reachable as ``pflux.NAME`` too."""
+    import pflux
+
+    taken = {
+        (path.name, alias.name)
+        for path in CLI.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.module == "pflux.api" or (node.module or "").startswith("pflux.api."))
+        for alias in node.names
+    }
+    assert taken
+    assert sorted(entry for entry in taken if entry[1] not in pflux.__all__) == []
