@@ -15,7 +15,6 @@ generator, which may turn it into another error, unless the request is
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
     """One request: its topic and payload, and how its answer is waited for.
 
@@ -35,15 +33,29 @@ class Call:
     limit unless ``timeout`` gives one; otherwise the limit is ``timeout``, else the
     client's. ``streaming``: the answer is every response's payload, in a list, up
     to the stream's end. ``tolerant``: a refusal is the answer, not raised.
+    (A plain class: one is made for each of thousands of submissions.)
     """
 
-    topic: str
-    payload: Any
-    wait: bool = False
-    timeout: float | None = None
-    nodeid: int = NODEID_ANY
-    streaming: bool = False
-    tolerant: bool = False
+    __slots__ = ("nodeid", "payload", "streaming", "timeout", "tolerant", "topic", "wait")
+
+    def __init__(
+        self,
+        topic: str,
+        payload: Any,
+        *,
+        wait: bool = False,
+        timeout: float | None = None,
+        nodeid: int = NODEID_ANY,
+        streaming: bool = False,
+        tolerant: bool = False,
+    ) -> None:
+        self.topic = topic
+        self.payload = payload
+        self.wait = wait
+        self.timeout = timeout
+        self.nodeid = nodeid
+        self.streaming = streaming
+        self.tolerant = tolerant
 
 
 #: what a request method is: batches of requests out, their answers in, its value at the end
@@ -60,7 +72,8 @@ def ask(
     streaming: bool = False,
 ) -> Exchange[Any]:
     """One request alone: its answer."""
-    (answer,) = yield [Call(topic, payload, wait, timeout, nodeid, streaming)]
+    call = Call(topic, payload, wait=wait, timeout=timeout, nodeid=nodeid, streaming=streaming)
+    (answer,) = yield [call]
     return answer
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pflux.api.exchange import Call, Exchange, ask
-from pflux.api.jobspec import jobspec_of
 from pflux.errors import PfluxError
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
@@ -83,6 +82,8 @@ def submit(
     **options: Unpack[BuilderOptions],
 ) -> Exchange[JobID]:
     """Submit a jobspec, or a command line with builder options; return its id."""
+    from pflux.api.jobspec import jobspec_of  # what a command needs, once one is given
+
     jobspec = jobspec_of(job, **options)
     (jobid,) = yield from submit_many([jobspec], urgency=urgency, waitable=waitable, debug=debug)
     return jobid
@@ -172,6 +173,8 @@ def _dag_jobspec(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Node ``name``'s jobspec, depending by ``scheme`` on its parents (all submitted)."""
+    from pflux.api.jobspec import jobspec_of
+
     spec = nodes[name]
     if isinstance(spec, Mapping):
         jobspec = jobspec_of(spec)
