@@ -13,16 +13,21 @@ for the command line, which imports ``pflux`` packages on every command.
 Beside the client API it names what pflux's own commands use and may not import
 from anywhere else (``tests/unit/test_import_rules.py``): logs followed on one
 connection (``LogFollow``), commands run on ranks (``Remote``), an instance's
-address (``socket_path``, ``uri_for``), the flux shim's paths (``shim_env``) and
-``pflux keygen``'s certificate (``new_cert``, ``meta_problem``, ``write_cert``).
+address (``socket_path``, ``uri_for``) and the flux shim's paths (``shim_env``).
 """
 
 from pflux import _corefinder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from pflux.api import AsyncClient, Client, JobResult
-    from pflux.broker.cert import meta_problem, new_cert, write_cert
+    from pflux.api.aio import AsyncClient
+    from pflux.api.client import Client
+    from pflux.api.jobhandle import AsyncJobHandle, JobHandle
+    from pflux.api.jobspec import BuilderOptions, Jobspec
+    from pflux.api.logfollow import LogFollow
+    from pflux.api.remote import Remote
+    from pflux.api.replies import AllocCounts, JobListing, QueueStatus
+    from pflux.api.submission import JobResult
     from pflux.errors import (
         ConfigError,
         DependencyError,
@@ -43,12 +48,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from pflux.fluxshim import shim_env
-    from pflux.jobhandle import AsyncJobHandle, JobHandle
-    from pflux.jobspec import BuilderOptions, Jobspec
-    from pflux.logfollow import LogFollow
     from pflux.protocol.uri import socket_path, uri_for
-    from pflux.remote import Remote
-    from pflux.replies import AllocCounts, JobListing, QueueStatus
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
@@ -58,15 +58,14 @@ __version__ = "0.10.0"
 _corefinder.install()
 
 _ERRORS = "pflux.errors"
-_CERT = "pflux.broker.cert"
 _URI = "pflux.protocol.uri"
 # where each public name is defined
 _HOMES = {
-    "AllocCounts": "pflux.replies",
-    "AsyncClient": "pflux.api",
-    "AsyncJobHandle": "pflux.jobhandle",
-    "BuilderOptions": "pflux.jobspec",
-    "Client": "pflux.api",
+    "AllocCounts": "pflux.api.replies",
+    "AsyncClient": "pflux.api.aio",
+    "AsyncJobHandle": "pflux.api.jobhandle",
+    "BuilderOptions": "pflux.api.jobspec",
+    "Client": "pflux.api.client",
     "ConfigError": _ERRORS,
     "DependencyError": _ERRORS,
     "DurationError": _ERRORS,
@@ -74,32 +73,29 @@ _HOMES = {
     "EventlogError": _ERRORS,
     "HostlistError": _ERRORS,
     "IdsetError": _ERRORS,
-    "JobHandle": "pflux.jobhandle",
+    "JobHandle": "pflux.api.jobhandle",
     "JobID": "pflux.spec.fluid",
     "JobIDError": _ERRORS,
-    "JobListing": "pflux.replies",
-    "JobResult": "pflux.api",
-    "Jobspec": "pflux.jobspec",
+    "JobListing": "pflux.api.replies",
+    "JobResult": "pflux.api.submission",
+    "Jobspec": "pflux.api.jobspec",
     "JobspecError": _ERRORS,
-    "LogFollow": "pflux.logfollow",
+    "LogFollow": "pflux.api.logfollow",
     "NoInstanceError": _ERRORS,
     "PfluxError": _ERRORS,
     "ProtocolError": _ERRORS,
-    "QueueStatus": "pflux.replies",
+    "QueueStatus": "pflux.api.replies",
     "RPCError": _ERRORS,
     "RPCTimeout": _ERRORS,
-    "Remote": "pflux.remote",
+    "Remote": "pflux.api.remote",
     "ResourceError": _ERRORS,
     "SizeError": _ERRORS,
     "SpecError": _ERRORS,
     "State": "pflux.spec.states",
     "UsageError": _ERRORS,
-    "meta_problem": _CERT,
-    "new_cert": _CERT,
     "shim_env": "pflux.fluxshim",
     "socket_path": _URI,
     "uri_for": _URI,
-    "write_cert": _CERT,
 }
 
 __all__ = [
@@ -136,12 +132,9 @@ __all__ = [
     "State",
     "UsageError",
     "__version__",
-    "meta_problem",
-    "new_cert",
     "shim_env",
     "socket_path",
     "uri_for",
-    "write_cert",
 ]
 
 

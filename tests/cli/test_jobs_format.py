@@ -577,12 +577,12 @@ class FakeHandle:
     def close(self) -> None:
         return None
 
-    def call(self, topic: str, payload: Any) -> Any:
+    def call(self, topic: str, payload: Any, *args: Any, **kwargs: Any) -> Any:
         self.requests.append((topic, payload))
         limit = payload["max_entries"] or len(self.listing)
         return {"jobs": self.listing[:limit]}
 
-    def rpc(self, topic: str, payload: Any) -> Any:
+    def rpc(self, topic: str, payload: Any, **kwargs: Any) -> Any:
         import errno
 
         from pflux.errors import RPCError
@@ -591,7 +591,7 @@ class FakeHandle:
         found = [d for d in self.listing if d["id"] == payload["id"]]
 
         class Reply:
-            def get(self) -> Any:
+            def get(self, timeout: float | None = None) -> Any:
                 if not found:
                     raise RPCError(errno.ENOENT, "not found")
                 return {"job": found[0]}

@@ -8,9 +8,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pflux.api.replies import JobListing
 from pflux.cli.printable import printable, printable_json, printable_value
 from pflux.cli.topview import job_line
-from pflux.replies import JobListing
 from pflux.spec.fluid import JobID
 
 # every code point, surrogates aside (no str of UTF-8 text holds one)

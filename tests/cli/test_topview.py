@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pflux.api.replies import JobListing
 from pflux.cli.topview import Bar, Counts, bar, duration
-from pflux.replies import JobListing
 from pflux.spec.fluid import JobID
 
 

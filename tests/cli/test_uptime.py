@@ -40,7 +40,7 @@ def status(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         def resource_status(self) -> dict[str, Any]:
             return reply
 
-    monkeypatch.setattr("pflux.api.Client", FakeClient)
+    monkeypatch.setattr("pflux.Client", FakeClient, raising=False)  # the name the CLI takes
     return reply
 
 

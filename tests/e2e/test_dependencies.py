@@ -256,7 +256,7 @@ def test_a_whole_dag_in_one_call(client: Client) -> None:
 
 
 def test_a_dag_with_a_cycle_is_refused(client: Client) -> None:
-    from pflux.dag import DagError
+    from pflux.api.dag import DagError
 
     with pytest.raises(DagError, match="cycle"):
         client.submit_dag({"a": jobspec(), "b": jobspec()}, [("a", "b"), ("b", "a")])

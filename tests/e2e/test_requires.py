@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 
 from pflux.api import Client
-from pflux.jobspec import Jobspec
+from pflux.api.jobspec import Jobspec
 from support.instance import PFLUX, ok, pflux, start_with_config
 
 

@@ -1,4 +1,4 @@
-"""``pflux.config``: every table and key of the configuration is one a service reads."""
+"""``pflux.broker.config``: every table and key of the configuration is one a service reads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.config import ConfigError, check_known
+from pflux.broker.config import ConfigError, check_known
 
 DECLARED = {
     "exec": ("kill-timeout", "term-signal", "kill-signal"),

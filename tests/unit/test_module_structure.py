@@ -121,6 +121,25 @@ def test_no_import_cycle_goes_through_a_service_or_its_parts() -> None:
     assert tangled == []
 
 
+def test_the_top_level_holds_the_facade_the_errors_and_packages() -> None:
+    """Every module has the home of the part that uses it: at the top of ``pflux``
+    only the public names (``__init__``), the one exception tree, and packages."""
+    loose = sorted(
+        path.name
+        for path in ROOT.iterdir()
+        if path.is_file() and path.name not in ("__init__.py", "errors.py", "py.typed")
+    )
+    assert loose == []
+
+
+def test_no_import_cycle_goes_through_the_api() -> None:
+    """The clients import job handles, and job handles ask of a client only through
+    a protocol of their own: no module of ``pflux.api`` is in a cycle."""
+    api = {name for name in _modules() if name == "pflux.api" or name.startswith("pflux.api.")}
+    tangled = [sorted(cycle) for cycle in _cycles(_imports(_modules())) if cycle & api]
+    assert tangled == []
+
+
 def test_each_public_class_name_is_defined_once() -> None:
     names = Counter(
         node.name

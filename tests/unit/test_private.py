@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux import private
+from pflux.broker import private
 from pflux.errors import PfluxError
 
 

@@ -381,7 +381,7 @@ class Provider:
 
 
 async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
-    """Listen on ``path``, in a directory the caller has made safe (``pflux.private``)."""
+    """Listen on ``path``, in a directory the caller has made safe (``pflux.broker.private``)."""
     if path.exists() or path.is_symlink():
         path.unlink()
     loop = asyncio.get_running_loop()

@@ -25,10 +25,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pflux import __version__, fluxshim, private
-from pflux.broker import access, bootstrap, startlog
+from pflux import __version__, fluxshim
+from pflux.broker import access, bootstrap, private, startlog
 from pflux.broker.attrset import AttrService
 from pflux.broker.boot import Boot
+from pflux.broker.config import check_known
 from pflux.broker.connector import Connection, Provider, serve
 from pflux.broker.event import EventService
 from pflux.broker.heap import release_large_buffers
@@ -36,7 +37,6 @@ from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.nodeinfo import hello
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
-from pflux.config import check_known
 from pflux.errors import PfluxError, RPCError
 from pflux.protocol.broker import ServiceAddRequest, ServiceRemoveRequest
 from pflux.protocol.decode import decode

@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from pflux import __version__, private
-from pflux.broker import access
+from pflux import __version__
+from pflux.broker import access, private
 from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
 from pflux.broker.heap import release_large_buffers

@@ -159,7 +159,7 @@ class Service:
     """A broker service: a name and the methods marked with @method."""
 
     name: str = ""
-    # the configuration tables and keys it reads (``pflux.config``): table -> keys
+    # the configuration tables and keys it reads (``pflux.broker.config``): table -> keys
     config_keys: ClassVar[Mapping[str, Collection[str]]] = {}
 
     def __init__(self, broker: Broker) -> None:

@@ -72,7 +72,7 @@ def _keygen(name: str | None, metas: list[str], path: str | None) -> None:
     import sys
     from pathlib import Path
 
-    from pflux import meta_problem, new_cert, write_cert
+    from pflux.broker.cert import meta_problem, new_cert, write_cert
     from pflux.errors import UsageError
 
     if path is None:

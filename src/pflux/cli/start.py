@@ -18,7 +18,7 @@ the instance's resources for it usually come from ``--config``
 (``[[resource.config]]`` or ``[resource] path``). ``--config FILE`` (TOML) is
 checked before anything starts: a table or key that no service reads, or a
 value a service cannot use, is refused naming the file, the table, the key and
-the rule (``pflux.config``). ``--test-size=N`` runs N brokers on this machine, ranks
+the rule (``pflux.broker.config``). ``--test-size=N`` runs N brokers on this machine, ranks
 1..N-1 as child processes of this one (``pflux.broker.testsize``), on the hosts
 ``--test-hosts`` names; ``-S tbon.*`` and ``broker.quorum-timeout`` set the
 overlay's fanout, heartbeat and timeout, and how long rank 0 waits for every rank
@@ -306,7 +306,7 @@ def _start(args: argparse.Namespace) -> int:
 
     from pflux.broker.instance import Instance
     from pflux.broker.testsize import Tbon
-    from pflux.config import ConfigError
+    from pflux.errors import ConfigError
 
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s: %(message)s")

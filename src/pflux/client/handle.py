@@ -198,10 +198,17 @@ class Handle:
         self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=FLAG_NORESPONSE))
 
     def call(
-        self, topic: str, payload: Any = None, timeout: float | None = None, *, wait: bool = False
+        self,
+        topic: str,
+        payload: Any = None,
+        timeout: float | None = None,
+        *,
+        wait: bool = False,
+        nodeid: int = NODEID_ANY,
     ) -> Any:
-        """Send a request and wait for its payload (``timeout``: as ``RPC.get``)."""
-        return self.rpc(topic, payload, wait=wait).get(timeout)
+        """Send a request (to rank ``nodeid``: default any) and wait for its payload
+        (``timeout``: as ``RPC.get``)."""
+        return self.rpc(topic, payload, wait=wait, nodeid=nodeid).get(timeout)
 
     def flush(self) -> None:
         if self._out:

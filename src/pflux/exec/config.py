@@ -11,7 +11,7 @@ import stat
 import tempfile
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
-from pflux.config import ConfigError
+from pflux.broker.config import ConfigError
 from pflux.errors import DurationError
 from pflux.safefs.shared import unsafe_parent
 from pflux.spec import duration

@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-from pflux import private
+from pflux.broker import private
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
 from pflux.exec.config import rejoin_timeout

@@ -34,9 +34,9 @@ from functools import partial
 from typing import Any, ClassVar, Final
 
 from pflux import fluxshim
+from pflux.broker.config import ConfigError, Declared
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
-from pflux.config import ConfigError, Declared
 from pflux.errors import RPCError
 from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,

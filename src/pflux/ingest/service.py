@@ -28,10 +28,10 @@ import time
 from functools import partial
 from typing import Any, ClassVar
 
+from pflux.broker.config import Declared
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
-from pflux.config import Declared
 from pflux.errors import ConfigError, JobspecError, RPCError, SizeError, SpecError
 from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import orjson
 
-from pflux import lockfile, private
+from pflux.broker import lockfile, private
 from pflux.joblist.summary import JobSummary
 
 log = logging.getLogger("pflux.job-list")

@@ -25,7 +25,7 @@ from functools import wraps
 from pathlib import Path
 from typing import ParamSpec, Self, TypeVar
 
-from pflux import lockfile, private
+from pflux.broker import lockfile, private
 from pflux.errors import RPCError
 from pflux.kvs import wal
 

@@ -78,9 +78,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pflux.broker.config import ConfigError, Declared
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.broker.turn import TurnBatch
-from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError
 from pflux.kvs.database import JOURNAL_MODES, SYNC_MODES, StoreError, StoreFull
 from pflux.kvs.keys import (

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from pflux.config import ConfigError
+from pflux.broker.config import ConfigError
 from pflux.errors import DurationError
 from pflux.manager import checkpoint
 from pflux.spec import duration

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 from msgspec import UNSET, json
 
+from pflux.broker.config import Declared
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.config import Declared
 from pflux.errors import PfluxError, RPCError
 from pflux.manager import checkpoint, purge, restart
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
@@ -587,9 +587,9 @@ class JobManager(Service):
         age = None if request.age_limit == -1 else request.age_limit
         num = None if request.num_limit == -1 else request.num_limit
         now = time.time()
-        if not request.force:
-            count = self.retention.count(age, num, now)
-            req.respond({"count": count, "inactive": len(self.ended)})
+        if not request.force:  # counted now, told once the purges before it are durable
+            count, inactive = self.retention.count(age, num, now), len(self.ended)
+            self.events.after_commit(lambda: req.respond({"count": count, "inactive": inactive}))
             return
         jobs = self.retention.take(age, num, request.batch, now)
         self.purge_jobs(jobs)

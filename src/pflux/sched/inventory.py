@@ -26,8 +26,8 @@ from typing import Any
 
 import orjson
 
+from pflux.broker.config import ConfigError
 from pflux.broker.nodeinfo import count_gpus
-from pflux.config import ConfigError
 from pflux.errors import HostlistError, IdsetError, ResourceError
 from pflux.spec import hostlist
 from pflux.spec.idset import IdSet

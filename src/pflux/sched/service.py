@@ -43,9 +43,9 @@ from typing import Any, ClassVar
 
 import orjson
 
+from pflux.broker.config import ConfigError, Declared
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
-from pflux.config import ConfigError, Declared
 from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, RPCError, SpecError
 from pflux.protocol.decode import decode
 from pflux.protocol.kvs import CommitRequest, GetRequest

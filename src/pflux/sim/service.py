@@ -52,8 +52,8 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from pflux.broker.config import ConfigError, Declared
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.config import ConfigError, Declared
 from pflux.errors import PfluxError, RPCError
 from pflux.exec.job import TIMELIMIT_NOTE
 from pflux.protocol.decode import decode

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from pflux.broker.config import ConfigError
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.config import ConfigError
 from pflux.errors import RPCError
 from pflux.kvs import service as kvs_service
 from pflux.kvs.database import StoreError

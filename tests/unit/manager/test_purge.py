@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from pflux.broker.config import ConfigError
 from pflux.broker.router import Broker, LocalRoute
-from pflux.config import ConfigError
 from pflux.kvs.service import KVSService
 from pflux.manager.job import Ended
 from pflux.manager.purge import AUTO_BATCH, Retention, limits

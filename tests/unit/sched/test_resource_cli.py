@@ -43,11 +43,11 @@ def answering(monkeypatch: pytest.MonkeyPatch, reply: dict[str, Any]) -> dict[st
         def close(self) -> None:
             pass
 
-        def call(self, topic: str, payload: Any) -> Any:
+        def call(self, topic: str, payload: Any, *args: Any, **kwargs: Any) -> Any:
             assert topic == "sched.resource-status"
             return reply
 
-    monkeypatch.setattr("pflux.api.Handle", FakeHandle)
+    monkeypatch.setattr("pflux.api.client.Handle", FakeHandle)
     return reply
 
 

@@ -50,7 +50,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from pflux.config import ConfigError
+from pflux.broker.config import ConfigError
 from pflux.errors import DurationError, PfluxError
 from pflux.manager.job import Job
 from pflux.manager.plugins import Host, Plugin

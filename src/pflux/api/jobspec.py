@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
+from pflux.errors import PfluxError
+
 
 class BuilderOptions(TypedDict, total=False):
     """The options of ``Jobspec.from_command``, which ``Client.submit`` takes with a command."""
@@ -72,3 +74,20 @@ class Jobspec(dict[str, Any]):
         import json
 
         return json.dumps(self)
+
+
+def jobspec_of(job: Mapping[str, Any] | Sequence[str], **options: Any) -> dict[str, Any]:
+    """A jobspec from a jobspec mapping, or from a command line and builder options
+    (those of ``Jobspec.from_command``).
+
+    A command gets the caller's environment and working directory, as `pflux submit` does.
+    """
+    if isinstance(job, Mapping):
+        if options:
+            raise PfluxError("builder options apply to a command, not to a ready jobspec")
+        return dict(job)
+    from pflux.spec.builder import from_command
+
+    options.setdefault("environment", dict(os.environ))
+    options.setdefault("cwd", os.getcwd())
+    return from_command(list(job), **options)

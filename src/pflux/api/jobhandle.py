@@ -8,16 +8,43 @@ cheap and any number may refer to one job.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pflux.spec.fluid import JobID
 
 if TYPE_CHECKING:
-    from pflux.api import AsyncClient, Client, JobResult
-    from pflux.replies import JobListing
+    from pflux.api.replies import JobListing
+    from pflux.api.submission import JobResult
     from pflux.spec.eventlog import Event
     from pflux.spec.states import State
+
+
+class Jobs(Protocol):
+    """What a JobHandle asks of its client (``Client``), so that neither module
+    imports the other."""
+
+    def job_info(self, jobid: int, attrs: Sequence[str] = ...) -> JobListing: ...
+    def wait(self, jobid: int, timeout: float | None = ...) -> JobResult: ...
+    def cancel(self, jobid: int, note: str = ...) -> None: ...
+    def events(self, jobid: int, *, path: str = ..., follow: bool = ...) -> Iterator[Event]: ...
+    def wait_event(
+        self, jobid: int, name: str, *, match: Mapping[str, Any] | None = ..., path: str = ...
+    ) -> Event: ...
+
+
+class AsyncJobs(Protocol):
+    """What an AsyncJobHandle asks of its client (``AsyncClient``)."""
+
+    async def job_info(self, jobid: int, attrs: Sequence[str] = ...) -> JobListing: ...
+    async def wait(self, jobid: int, timeout: float | None = ...) -> JobResult: ...
+    async def cancel(self, jobid: int, note: str = ...) -> None: ...
+    def events(
+        self, jobid: int, *, path: str = ..., follow: bool = ...
+    ) -> AsyncIterator[Event]: ...
+    async def wait_event(
+        self, jobid: int, name: str, *, match: Mapping[str, Any] | None = ..., path: str = ...
+    ) -> Event: ...
 
 
 def _state(job: JobListing) -> State:
@@ -30,7 +57,7 @@ class JobHandle:
 
     __slots__ = ("client", "id")
 
-    def __init__(self, client: Client, jobid: int) -> None:
+    def __init__(self, client: Jobs, jobid: int) -> None:
         self.client = client
         self.id = JobID(jobid)
 
@@ -71,7 +98,7 @@ class AsyncJobHandle:
 
     __slots__ = ("client", "id")
 
-    def __init__(self, client: AsyncClient, jobid: int) -> None:
+    def __init__(self, client: AsyncJobs, jobid: int) -> None:
         self.client = client
         self.id = JobID(jobid)
 
