@@ -34,6 +34,7 @@ from pflux.broker.connector import serve
 from pflux.broker.router import Broker
 from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
+from pflux.protocol.kvs import value_of
 from pflux.protocol.message import Message
 from pflux.protocol.uri import uri_for
 from pflux.spec.builder import from_command
@@ -153,7 +154,7 @@ class Driver:
 async def exec_times(broker: Broker, jobid: int) -> dict[str, float]:
     """Seconds from the first exec.eventlog event to each of the others."""
     key = f"{JobID(jobid).kvs}.guest.exec.eventlog"
-    text = (await broker.call("kvs.get", {"key": key}))["value"]
+    text = value_of(await broker.call("kvs.get", {"key": key}))
     events = parse(text)
     return {e.name: e.timestamp - events[0].timestamp for e in events}
 

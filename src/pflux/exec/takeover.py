@@ -38,6 +38,7 @@ from pflux.errors import EventlogError, IdsetError, PfluxError, RPCError
 from pflux.exec.output import event_line
 from pflux.exec.plan import STREAMS
 from pflux.protocol import shellwire as wire
+from pflux.protocol.kvs import GetRequest, value_of
 from pflux.protocol.shellwire import ALL_RECORDS
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
@@ -230,13 +231,11 @@ class Takeover:
 
     async def _read(self, key: str) -> str | None:
         try:
-            reply = await self.service.broker.call("kvs.get", {"key": key})
+            return value_of(await self.service.broker.call("kvs.get", GetRequest(key)))
         except RPCError as exc:
             if exc.errnum == errno.ENOENT:
                 return None
             raise
-        value: str = reply["value"]
-        return value
 
     async def _read_events(self) -> list[Any] | None:
         text = await self._read(self.key + "exec.eventlog")

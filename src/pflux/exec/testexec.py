@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from pflux.errors import DurationError, EventlogError, PfluxError, RPCError
 from pflux.protocol.exec import ExecResponse
+from pflux.protocol.kvs import GetRequest, value_of
 from pflux.spec import duration
 from pflux.spec.eventlog import parse
 from pflux.spec.idset import IdSet
@@ -174,9 +175,9 @@ class SimulatedRun:
         if not self.config.reattach_finish:
             try:
                 reply = await job.service.broker.call(
-                    "kvs.get", {"key": job_key(job.id, "eventlog")}
+                    "kvs.get", GetRequest(job_key(job.id, "eventlog"))
                 )
-                start = next(e.timestamp for e in parse(reply["value"]) if e.name == "start")
+                start = next(e.timestamp for e in parse(value_of(reply)) if e.name == "start")
             except (RPCError, EventlogError, StopIteration):
                 start = 0.0
             left = start + self.config.run_duration - time.time()

@@ -20,7 +20,7 @@ from pflux.errors import RPCError
 from pflux.info.watch import EventlogWatch
 from pflux.protocol.decode import decode
 from pflux.protocol.info import EventlogWatchRequest, LookupRequest
-from pflux.protocol.kvs import GetRequest
+from pflux.protocol.kvs import GetRequest, value_of
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import KEY_PATTERN, job_key
 
@@ -46,7 +46,7 @@ class JobInfoService(Service):
             if exc.errnum == errno.ENOENT:
                 raise RPCError(errno.ENOENT, f"job {JobID(jobid)} not found") from None
             raise
-        eventlog: str = reply["value"]
+        eventlog = value_of(reply)
         if not req.owner:
             first = orjson.loads(eventlog.split("\n", 1)[0])
             if first.get("context", {}).get("userid") != req.userid:
@@ -72,7 +72,7 @@ class JobInfoService(Service):
                 if exc.errnum == errno.ENOENT:
                     raise RPCError(errno.ENOENT, f"job {JobID(jobid)} has no {key}") from None
                 raise
-            reply[key] = got["value"]
+            reply[key] = value_of(got)
         req.respond(reply)
 
     @method("eventlog-watch")

@@ -106,6 +106,7 @@ from pflux.kvs.store import (
 from pflux.protocol.decode import decode
 from pflux.protocol.kvs import (
     CommitRequest,
+    GetReply,
     GetRequest,
     LsRequest,
     NamespaceCreateRequest,
@@ -479,13 +480,13 @@ class KVSService(Service):
         if req.streaming:
             self.store.chunks(key, -1, 0)  # the errors, before the stream begins
             return self._get_pieces(req, key)
-        req.respond({"value": self.store.get(key)})
+        req.respond(GetReply(self.store.get(key)))
         return None
 
     async def _get_pieces(self, req: Request, key: str) -> None:
         after = -1
         while rows := self.store.chunks(key, after, VALUE_PIECE):
-            req.respond({"value": "".join(data for _, data in rows)})
+            req.respond(GetReply("".join(data for _, data in rows)))
             after = rows[-1][0]
             await req.drained()
         req.end()

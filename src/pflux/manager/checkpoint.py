@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from pflux.errors import RPCError
-from pflux.protocol.kvs import GetRequest
+from pflux.protocol.kvs import GetRequest, value_of
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
@@ -41,13 +41,13 @@ async def load(broker: Broker) -> tuple[list[Any], int]:
     """The queues' stored state (``[{name?, enable, start, disable_reason?, stop_reason?}]``,
     or []) and the largest job id stored (0 if none)."""
     try:
-        reply = await broker.call("kvs.get", GetRequest(KEY))
+        text = value_of(await broker.call("kvs.get", GetRequest(KEY)))
     except RPCError as exc:
         if exc.errnum != errno.ENOENT:
             log.error("restart: %s: %s", KEY, exc.errstr)
         return [], 0
     try:
-        stored = orjson.loads(reply["value"])
+        stored = orjson.loads(text)
         if not isinstance(stored, dict) or stored.get("version") != VERSION:
             raise ValueError(f"not a version {VERSION} checkpoint")
     except (orjson.JSONDecodeError, ValueError) as exc:

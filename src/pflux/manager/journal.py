@@ -31,7 +31,7 @@ from pflux.broker.router import Request
 from pflux.broker.timedbatch import TimedBatch
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
-from pflux.protocol.kvs import GetRequest, WalkRequest
+from pflux.protocol.kvs import GetRequest, WalkRequest, value_of
 from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
 from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import events_of
@@ -211,13 +211,11 @@ async def _read(manager: JournalHost, ids: Iterable[int]) -> Files:
 async def _get(manager: JournalHost, key: str) -> str | None:
     """A value from the KVS, None if it is not there."""
     try:
-        reply = await manager.broker.call("kvs.get", GetRequest(key))
+        return value_of(await manager.broker.call("kvs.get", GetRequest(key)))
     except RPCError as exc:
         if exc.errnum != errno.ENOENT:
             log.error("journal: %s: %s", key, exc)
         return None
-    value = reply.get("value") if isinstance(reply, dict) else None
-    return value if isinstance(value, str) else None
 
 
 async def _walk_files(manager: JournalHost) -> Files:

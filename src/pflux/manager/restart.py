@@ -14,7 +14,7 @@ import orjson
 
 from pflux.manager.job import Ended, Job
 from pflux.manager.wait import result_of
-from pflux.protocol.kvs import GetRequest, WalkRequest
+from pflux.protocol.kvs import GetRequest, WalkRequest, value_of
 from pflux.protocol.manager import WaitReply
 from pflux.spec.kvs_keys import job_id_from_key
 from pflux.spec.replay import apply_jobspec_updates, events_of, rebuild
@@ -73,8 +73,7 @@ async def _get_json(broker: Broker, key: str) -> Any:
     from pflux.errors import RPCError
 
     try:
-        reply = await broker.call("kvs.get", GetRequest(key))
-        return orjson.loads(reply["value"])
-    except (RPCError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        return orjson.loads(value_of(await broker.call("kvs.get", GetRequest(key))))
+    except (RPCError, orjson.JSONDecodeError) as exc:
         log.error("restart: %s: %s", key, exc)
         return None

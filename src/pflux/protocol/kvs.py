@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
-from pflux.protocol.decode import invalid
+from pflux.protocol.decode import decode, invalid
 
 ROOT = "."  # the root directory's key (as pflux.kvs.keys has it)
 MAX_USERID = 2**32 - 1  # a namespace's owner is a uid_t
@@ -35,6 +35,18 @@ class GetRequest(Struct, frozen=True, omit_defaults=True):
 
     key: str
     namespace: str | None = None
+
+
+class GetReply(Struct, frozen=True):
+    """``kvs.get``'s answer, or one piece of it for a streaming request."""
+
+    value: str
+
+
+def value_of(reply: Any) -> str:
+    """The value in a ``kvs.get`` reply: the ``GetReply`` the KVS passes within the
+    process, or its object from another (EPROTO if it is neither)."""
+    return decode("kvs.get", reply, GetReply).value
 
 
 class ReadlinkRequest(Struct, frozen=True):

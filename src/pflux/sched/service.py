@@ -48,7 +48,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.errors import HostlistError, IdsetError, JobspecError, ResourceError, RPCError, SpecError
 from pflux.protocol.decode import decode
-from pflux.protocol.kvs import CommitRequest, GetRequest
+from pflux.protocol.kvs import CommitRequest, GetRequest, value_of
 from pflux.protocol.manager import Empty
 from pflux.protocol.message import Message
 from pflux.protocol.sched import (
@@ -263,12 +263,12 @@ class Scheduler(Service):
     async def _load_drains(self) -> None:
         """Drain again what was drained when the instance stopped."""
         try:
-            reply = await self.broker.call("kvs.get", GetRequest(DRAIN_KEY))
+            text = value_of(await self.broker.call("kvs.get", GetRequest(DRAIN_KEY)))
         except RPCError as exc:
             if exc.errnum != errno.ENOENT:
                 log.error("cannot read %s: %s", DRAIN_KEY, exc)
             return
-        saved = _loads(reply.get("value") if isinstance(reply, dict) else None)
+        saved = _loads(text)
         if not isinstance(saved, dict):
             log.error("%s: expected an object, ignored", DRAIN_KEY)
             return
@@ -314,11 +314,11 @@ class Scheduler(Service):
 
     async def _lookup_r(self, jobid: int) -> Any:
         try:
-            reply = await self.broker.call("kvs.get", GetRequest(job_key(jobid, "R")))
+            text = value_of(await self.broker.call("kvs.get", GetRequest(job_key(jobid, "R"))))
         except RPCError as exc:
             log.error("sched-hello: job %s: cannot read R: %s", JobID(jobid), exc)
             return None
-        return _loads(reply.get("value") if isinstance(reply, dict) else None)
+        return _loads(text)
 
     # --- requests -----------------------------------------------------------------
 

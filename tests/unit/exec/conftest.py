@@ -28,6 +28,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
 from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
+from pflux.protocol.kvs import value_of
 from pflux.protocol.message import Message
 from pflux.protocol.uri import uri_for
 from pflux.spec.builder import from_command
@@ -182,8 +183,7 @@ class Live:
 
     def guest(self, jobid: int, key: str) -> str:
         """A key of the job's guest namespace, read through the primary namespace."""
-        value: str = self.call("kvs.get", {"key": f"{JobID(jobid).kvs}.guest.{key}"})["value"]
-        return value
+        return value_of(self.call("kvs.get", {"key": f"{JobID(jobid).kvs}.guest.{key}"}))
 
     def watch_output(self, jobid: int) -> queue.Queue[str]:
         """Text appended to the job's output eventlog, as it is committed."""

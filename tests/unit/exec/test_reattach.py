@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from pflux.exec.takeover import RESUME_KEY
+from pflux.protocol.kvs import value_of
 from pflux.spec.eventlog import parse
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
@@ -342,7 +343,7 @@ def test_the_resume_state_follows_a_running_jobs_output(live: Any) -> None:
     stream = live.start(live.job(["sh", "-c", "echo one; echo two >&2; exec sleep 100"]))
     stream.next()
     live.wait_output(stream.id, "two")
-    state = orjson.loads(live.call("kvs.get", {"key": job_key(stream.id, RESUME_KEY)})["value"])
+    state = orjson.loads(value_of(live.call("kvs.get", {"key": job_key(stream.id, RESUME_KEY)})))
     assert state["written"] == [4, 4]
     assert state["kept"] == [4, 4]
     assert state["eof"] == []

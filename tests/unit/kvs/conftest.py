@@ -13,6 +13,7 @@ import pytest
 from pflux.broker.router import Broker
 from pflux.kvs.service import KVSService
 from pflux.protocol.message import FLAG_STREAMING, REQUEST, ROLE_OWNER, ROLE_USER, Message
+from support.wire import as_sent
 
 
 class Client:
@@ -32,6 +33,7 @@ class Client:
 
     # Route
     def deliver(self, msg: Message) -> None:
+        msg.payload = as_sent(msg.payload)  # as the connector sends it
         self.responses.setdefault(msg.matchtag, []).append(msg)
         for waiter in list(self._waiters):
             tag, count, future = waiter

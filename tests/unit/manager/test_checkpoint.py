@@ -11,6 +11,7 @@ import pytest
 
 from pflux.broker.router import Broker
 from pflux.manager import checkpoint
+from pflux.protocol.kvs import GetReply
 from support.wire import as_sent
 
 
@@ -20,9 +21,9 @@ class StoredValue:
     def __init__(self, value: Any) -> None:
         self.value = value if isinstance(value, str) else orjson.dumps(value).decode()
 
-    async def call(self, topic: str, payload: Any) -> dict[str, Any]:
+    async def call(self, topic: str, payload: Any) -> GetReply:
         assert (topic, as_sent(payload)) == ("kvs.get", {"key": checkpoint.KEY})
-        return {"value": self.value}
+        return GetReply(self.value)
 
 
 def load(value: Any) -> tuple[list[Any], int]:

@@ -4,14 +4,24 @@ receiving end decodes either form to the same value."""
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdReply, ListReply
-from pflux.protocol.kvs import CommitRequest, GetRequest, WalkRequest, WatchCancelRequest
+from pflux.protocol.kvs import (
+    CommitRequest,
+    GetReply,
+    GetRequest,
+    WalkRequest,
+    WatchCancelRequest,
+    value_of,
+)
 from pflux.protocol.manager import (
     Empty,
     ExecHelloRequest,
@@ -69,6 +79,20 @@ def test_the_hellos_and_empty_requests() -> None:
     same_on_the_wire(ExecHelloRequest("sim"), {"service": "sim"})
     same_on_the_wire(JournalHistoryRequest([1, 2]), {"ids": [1, 2]})
     same_on_the_wire(Empty(), {})
+
+
+@given(st.text(max_size=50))
+def test_a_get_reply(value: str) -> None:
+    same_on_the_wire(GetReply(value), {"value": value})
+    assert value_of(GetReply(value)) == value_of({"value": value}) == value
+
+
+@pytest.mark.parametrize("reply", [None, {}, {"value": 5}, [1]])
+def test_a_get_reply_that_is_no_value_is_a_protocol_error(reply: Any) -> None:
+    with pytest.raises(RPCError) as info:
+        value_of(reply)
+    assert info.value.errnum == errno.EPROTO
+    assert info.value.errstr.startswith("kvs.get: ")
 
 
 @given(ids)

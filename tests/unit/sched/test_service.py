@@ -16,6 +16,7 @@ import pytest
 from pflux.broker.router import Broker, LocalRoute, Request, Service, method
 from pflux.errors import PfluxError, RPCError
 from pflux.kvs.service import KVSService
+from pflux.protocol.kvs import value_of
 from pflux.protocol.message import REQUEST, ROLE_USER, Message
 from pflux.protocol.sched import AllocResponse
 from pflux.sched.service import RESTART_EXCEPTION, Scheduler
@@ -116,7 +117,7 @@ class Live:
         return self.responses[jobid].empty()
 
     async def kvs_get(self, key: str) -> Any:
-        return (await self.broker.call("kvs.get", {"key": key}))["value"]
+        return value_of(await self.broker.call("kvs.get", {"key": key}))
 
     async def free(self, jobid: int, r: Any, final: bool = True) -> Any:
         return await self.broker.call("sched.free", {"id": jobid, "R": r, "final": final})
