@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING
 from pflux.errors import RPCError
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
+from pflux.protocol.kvs import NamespaceRemoveRequest
+from pflux.protocol.manager import Empty
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, EXITED_UNSTARTED
 from pflux.spec.fluid import JobID
 
@@ -123,7 +125,7 @@ def _spools(directory: str) -> dict[int, str]:
 async def _running_jobs(service: LeftoverHost) -> set[int]:
     """The jobs in RUN, which the job manager will send start requests for."""
     try:
-        reply = await service.broker.call("job-manager.running", {})
+        reply = await service.broker.call("job-manager.running", Empty())
     except RPCError as exc:  # no job manager: no start request will come
         log.error("job-manager.running: %s", exc)
         return set()
@@ -142,4 +144,4 @@ def _let_go(service: LeftoverHost, leftover: Leftover) -> None:
             os.unlink(leftover.spool)
         except OSError as exc:
             log.error("%s: %s", leftover.spool, exc)
-    service.broker.send("kvs.namespace-remove", {"name": f"job-{jobid}"})
+    service.broker.send("kvs.namespace-remove", NamespaceRemoveRequest(f"job-{jobid}"))

@@ -39,7 +39,7 @@ from pflux.exec.config import rejoin_timeout
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
-from pflux.protocol.exec import KeepRequest
+from pflux.protocol.exec import KeepRequest, KeepResponse
 from pflux.protocol.shellwire import RANK_URI, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
@@ -118,7 +118,7 @@ class ExecNodeService(Service):
                 self.launcher.send(wire.let_go(key))
                 self.live.discard(key)
         running = sorted({wire.key_job(key) for key in self.live})
-        req.respond({"jobs": running, "died": [[j, s] for j, s in died.items() if j in jobs]})
+        req.respond(KeepResponse(running, [(j, s) for j, s in died.items() if j in jobs]))
 
     async def _take_over_again(self) -> Survivors | None:
         """Let go of the launcher and attach to it again (a new socket for its shells)."""

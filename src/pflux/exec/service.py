@@ -58,6 +58,7 @@ from pflux.protocol.exec import (
     ExceptionRequest,
     ExecExpirationRequest,
     HostpidsRequest,
+    KeepRequest,
     KeepResponse,
     KillRequest,
     OverrideRequest,
@@ -65,6 +66,7 @@ from pflux.protocol.exec import (
     StdinRequest,
     WinsizeRequest,
 )
+from pflux.protocol.manager import ExecHelloRequest
 from pflux.protocol.message import Message
 from pflux.protocol.shelljournal import alive, kill_recorded, live
 from pflux.protocol.shelljournal import asked_line as journal_asked_line
@@ -175,7 +177,7 @@ class ExecService(Service):
         if survivors is None:
             self._start_launcher()
         self.broker.watch_ranks(self._rank_changed)
-        self.broker.send("job-manager.exec-hello", {"service": self.name}, self._hello_done)
+        self.broker.send("job-manager.exec-hello", ExecHelloRequest(self.name), self._hello_done)
 
     def _hello_done(self, msg: Any) -> None:
         if msg.errnum:
@@ -507,7 +509,7 @@ class ExecService(Service):
                     )
                 ]
                 self.broker.send(
-                    "exec-node.keep", {"jobs": jobs}, partial(self._kept, rank), nodeid=rank
+                    "exec-node.keep", KeepRequest(jobs), partial(self._kept, rank), nodeid=rank
                 )
             return
         self._answered.pop(rank, None)

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from pflux.broker.turn import TurnBatch
+from pflux.protocol.kvs import CommitRequest, NamespaceCreateRequest, NamespaceRemoveRequest
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
@@ -149,16 +150,16 @@ class GuestWrites(Generic[R]):
                 new[run.state_key] = (run, [state])
         send = self.broker.send
         for run in turn.creates:
-            namespace = {"name": run.namespace, "owner": run.job.userid, "prefix": run.key[:-1]}
+            namespace = NamespaceCreateRequest(run.namespace, run.job.userid, run.key[:-1])
             send("kvs.namespace-create", namespace, run.on_created)
         commits = split_commits(new, turn.appends, turn.removes)
         for i, (ops, runs) in enumerate(commits):
             done = partial(self._done, applied, turn.after) if i == len(commits) - 1 else None
-            send("kvs.commit", {"ops": ops}, partial(self._committed, ops, runs, done))
+            send("kvs.commit", CommitRequest(ops), partial(self._committed, ops, runs, done))
         if not commits:
             self._done(applied, turn.after)
         for run in turn.removes:
-            send("kvs.namespace-remove", {"name": run.namespace}, run.on_removed)
+            send("kvs.namespace-remove", NamespaceRemoveRequest(run.namespace), run.on_removed)
 
     @staticmethod
     def _done(applied: set[R], after: list[Callable[[], None]]) -> None:
@@ -191,7 +192,7 @@ class GuestWrites(Generic[R]):
             by_run.setdefault(run, []).append(op)
         for run, own in by_run.items():
             run.retries += 1
-            self.broker.send("kvs.commit", {"ops": own}, run.on_retried)
+            self.broker.send("kvs.commit", CommitRequest(own), run.on_retried)
         if done is not None:
             done()
 

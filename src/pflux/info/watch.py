@@ -6,7 +6,7 @@ import errno
 from typing import Any
 
 from pflux.broker.router import Broker, LocalRoute, Request
-from pflux.protocol.kvs import WatchCancelRequest
+from pflux.protocol.kvs import WatchCancelRequest, WatchRequest
 from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 from pflux.spec.kvs_keys import job_key
@@ -36,8 +36,8 @@ class EventlogWatch:
         self.req.on_disconnect(self._cancel)
 
     def _watch(self, key: str, callback: Any) -> None:
-        payload = {"key": key, "append": True, "waitcreate": True}
-        self.routes.append(self.broker.send("kvs.watch", payload, callback, streaming=True))
+        request = WatchRequest(key, append=True, waitcreate=True)
+        self.routes.append(self.broker.send("kvs.watch", request, callback, streaming=True))
 
     def _on_append(self, msg: Message, *, send: bool, ends: bool) -> None:
         """New lines of a watched eventlog: pass them on (``send``); the job's end in them

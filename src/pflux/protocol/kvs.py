@@ -71,7 +71,7 @@ class WalkRequest(Struct, frozen=True, omit_defaults=True):
     suffix: str | None = None
 
 
-class WatchRequest(Struct, frozen=True):
+class WatchRequest(Struct, frozen=True, omit_defaults=True):
     """``kvs.watch``: a key's value, then each change (``append``: only the text appended)."""
 
     key: str

@@ -24,7 +24,7 @@ import msgspec
 import pytest
 
 from pflux.broker.connector import serve
-from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.router import Broker, Request, Route, Service, method
 from pflux.errors import RPCError
 from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
@@ -38,6 +38,7 @@ from pflux.spec.kvs_keys import job_id_from_key
 from pflux.spec.replay import replay
 from pflux.spec.resource import ResourceSet
 from pflux.spec.states import State
+from support.wire import as_sent
 
 TIMEOUT = 30.0
 _ids = itertools.count(1 << 24, 1 << 24)
@@ -56,7 +57,7 @@ class FakeManager(Service):
 
     @method("exec-hello")
     def exec_hello(self, req: Request) -> None:
-        self.hellos.append(req.payload)
+        self.hellos.append(as_sent(req.payload))
         if self.refuse:
             raise RPCError(16, "exec-hello: busy")
         req.respond({})
@@ -135,6 +136,14 @@ class Live:
     async def _setup(self) -> None:
         attrs = {"state-dir": str(self.state_dir), "uri": self.uri, "hostname": "testhost"}
         self.broker = Broker(os.getuid(), attrs=attrs, config=self.config)
+        self.sent: list[tuple[str, type]] = []  # each request's topic and payload type
+        dispatch = self.broker.dispatch
+
+        def record(msg: Message, route: Route) -> None:
+            self.sent.append((msg.topic, type(msg.payload)))
+            dispatch(msg, route)
+
+        self.broker.dispatch = record  # type: ignore[method-assign]
         self.manager = FakeManager(self.broker)
         self.manager.refuse = self.refuse_hello
         self.kvs = KVSService(self.broker)

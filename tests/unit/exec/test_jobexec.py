@@ -12,6 +12,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from pflux.broker.router import Broker
@@ -21,9 +22,35 @@ from pflux.exec.service import ExecService
 from pflux.protocol import shelljournal as journal
 from pflux.protocol.shellwire import REJOIN_TIMEOUT
 
+EXEC_SENDS = {  # the requests job-exec of one broker sends
+    "job-manager.exec-hello",
+    "job-manager.running",
+    "kvs.namespace-create",
+    "kvs.commit",
+    "kvs.namespace-remove",
+    "kvs.get",
+}
+
 
 def test_hello_names_the_service(live: Any) -> None:
     assert live.manager.hellos == [{"service": "job-exec"}]
+
+
+def test_job_exec_sends_its_requests_as_their_types(tmp_path: Path, live: Any) -> None:
+    """What job-exec sends the KVS and the job manager is the type the receiver decodes,
+    passed as it is within the process: a run, and a real and a test-mode reattach (each
+    reads its job's keys)."""
+    other = type(live)(tmp_path)
+    try:
+        assert other.start(other.job(["true"])).kinds() == ["start", "finish", "release"]
+        assert other.start(other.job(["true"]), reattach=True).kinds() == ["exception", "release"]
+        mock = other.mock_job(run_duration="1h", reattach_finish=1)
+        assert other.start(mock, reattach=True).kinds() == ["finish", "release"]
+        sent = [(topic, kind) for topic, kind in other.sent if topic in EXEC_SENDS]
+    finally:
+        other.close()
+    assert {topic for topic, _ in sent} == EXEC_SENDS
+    assert [(topic, kind) for topic, kind in sent if not issubclass(kind, msgspec.Struct)] == []
 
 
 def test_a_refused_hello_is_logged_as_fatal(

@@ -13,13 +13,18 @@ from hypothesis import strategies as st
 
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
+from pflux.protocol.exec import KeepRequest, KeepResponse
 from pflux.protocol.joblist import ListIdReply, ListReply
 from pflux.protocol.kvs import (
+    MAX_USERID,
     CommitRequest,
     GetReply,
     GetRequest,
+    NamespaceCreateRequest,
+    NamespaceRemoveRequest,
     WalkRequest,
     WatchCancelRequest,
+    WatchRequest,
     value_of,
 )
 from pflux.protocol.manager import (
@@ -79,6 +84,26 @@ def test_the_hellos_and_empty_requests() -> None:
     same_on_the_wire(ExecHelloRequest("sim"), {"service": "sim"})
     same_on_the_wire(JournalHistoryRequest([1, 2]), {"ids": [1, 2]})
     same_on_the_wire(Empty(), {})
+
+
+@given(keys)
+def test_an_append_watch(key: str) -> None:
+    sent = {"key": key, "append": True, "waitcreate": True}
+    same_on_the_wire(WatchRequest(key, append=True, waitcreate=True), sent)
+
+
+@given(keys, st.integers(0, MAX_USERID), keys)
+def test_a_guest_namespace_created_and_removed(name: str, owner: int, prefix: str) -> None:
+    sent = {"name": name, "owner": owner, "prefix": prefix}
+    same_on_the_wire(NamespaceCreateRequest(name, owner, prefix), sent)
+    same_on_the_wire(NamespaceRemoveRequest(name), {"name": name})
+
+
+@given(st.lists(ids, max_size=5), st.lists(st.tuples(ids, st.integers(0, 65535)), max_size=5))
+def test_a_keep_and_its_answer(jobs: list[int], died: list[tuple[int, int]]) -> None:
+    same_on_the_wire(KeepRequest(jobs), {"jobs": jobs})
+    sent = {"jobs": jobs, "died": [list(pair) for pair in died]}
+    same_on_the_wire(KeepResponse(jobs, died), sent)
 
 
 @given(st.text(max_size=50))
