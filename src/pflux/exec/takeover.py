@@ -45,8 +45,6 @@ from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from pflux.exec.host import GuestKeys, RunJob, ShellHost
     from pflux.exec.leftovers import Leftover
     from pflux.exec.output import KVSOutput
@@ -99,13 +97,7 @@ class Takeover:
 
         def _remote(self, rank: int) -> bool: ...
 
-        def _shell_ended(
-            self,
-            shell: ShellPart,
-            status: int,
-            reason: str = "",
-            release: Callable[[str], None] | None = None,
-        ) -> None: ...
+        def _shell_ended(self, shell: ShellPart, status: int) -> None: ...
 
     async def resume(self, leftovers: Mapping[int, Leftover]) -> None:
         """Take over a job an earlier job-exec ran (see the module docstring); ``leftovers``
