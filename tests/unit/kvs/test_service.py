@@ -17,6 +17,7 @@ from pflux.errors import RPCError
 from pflux.kvs import service as kvs_service
 from pflux.kvs.database import StoreError
 from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
+from pflux.protocol.kvs import GetReply, GetRequest
 from pflux.protocol.message import Message
 
 Run = Callable[..., Any]
@@ -74,6 +75,19 @@ def test_commit_then_read(run_kvs: Run) -> None:
         assert (await error_of(client, "kvs.get", {"key": "a"}))[0] == errno.EISDIR
         assert (await error_of(client, "kvs.ls", {"key": "log"}))[0] == errno.ENOTDIR
         assert await client.call("kvs.commit", {"ops": []}) == {}
+
+    run_kvs(scenario)
+
+
+def test_a_service_in_the_process_gets_a_typed_value_and_a_client_its_object(
+    run_kvs: Run,
+) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        await client.call("kvs.commit", {"ops": [["put", "k", "v"], ["append", "o", "x"]]})
+        assert await broker.call("kvs.get", GetRequest("k")) == GetReply("v")
+        [piece] = [p async for p in broker.stream("kvs.get", GetRequest("o"))]
+        assert piece == GetReply("x")
+        assert await client.call("kvs.get", {"key": "k"}) == {"value": "v"}
 
     run_kvs(scenario)
 
