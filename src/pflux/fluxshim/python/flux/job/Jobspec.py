@@ -16,6 +16,8 @@ import os
 import stat
 import sys
 
+from _pfluxcore import builder
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections import defaultdict
@@ -474,29 +476,6 @@ class Jobspec:
         if "constraints" in system:
             _validate_constraint(system["constraints"])
 
-    @staticmethod
-    def _create_resource(
-        res_type: str, count: int, with_child: Any = None, exclusive: bool = False
-    ) -> dict[str, Any]:
-        if with_child is not None and not isinstance(with_child, abc.Sequence):
-            raise TypeError("child resource must None or a sequence")
-        if with_child is not None and isinstance(with_child, str):
-            raise TypeError("child resource must not be a string")
-        if not count > 0:
-            raise ValueError("resource count must be > 0")
-        res: dict[str, Any] = {"type": res_type, "count": count}
-        if exclusive:
-            res["exclusive"] = True
-        if with_child:
-            res["with"] = with_child
-        return res
-
-    @classmethod
-    def _create_slot(cls, label: str, count: int, with_child: Any) -> dict[str, Any]:
-        slot = cls._create_resource("slot", count, with_child)
-        slot["label"] = label
-        return slot
-
     # ------------------------------------------------------------- properties
 
     def _system(self, key: str) -> Any:
@@ -865,12 +844,7 @@ class JobspecV1(Jobspec):
                 raise ValueError("nnodes must be an integer >= 1")
         elif exclusive:
             raise ValueError("exclusive can only be set with a node count")
-        nslots, slot_size = _per_resource_slots(ncores, nnodes, exclusive)
-        children = [cls._create_resource("core", slot_size)]
-        if gpus_per_node:
-            children.append(cls._create_resource("gpu", gpus_per_node))
-        slot = cls._create_slot("task", nslots, children)
-        top = cls._create_resource("node", nnodes, [slot], exclusive) if nnodes else slot
+        top = builder.per_resource_resources(ncores, nnodes, gpus_per_node, exclusive)
         tasks = [{"command": command, "slot": "task", "count": {"per_slot": 1}}]
         attributes: dict[str, Any] = {"system": {"duration": 0}}
         if per_resource:
@@ -914,25 +888,11 @@ class JobspecV1(Jobspec):
             raise ValueError("cores per task must be an integer >= 1")
         if gpus_per_task is not None and (not isinstance(gpus_per_task, int) or gpus_per_task < 0):
             raise ValueError("gpus per task must be an integer >= 0")
-        if num_nodes is not None:
-            if not isinstance(num_nodes, int) or num_nodes < 1:
-                raise ValueError("node count must be an integer >= 1 (if set)")
-            if num_nodes > num_tasks:
-                raise ValueError("node count must not be greater than task count")
-        elif exclusive:
-            raise ValueError("exclusive can only be set with a node count")
-        children = [cls._create_resource("core", cores_per_task)]
-        if gpus_per_task:
-            children.append(cls._create_resource("gpu", gpus_per_task))
-        task_count: dict[str, int] = {"per_slot": 1}
-        if num_nodes is not None:
-            slots_per_node = -(-num_tasks // num_nodes)
-            if num_tasks % num_nodes != 0:  # an uneven spread leaves slots unused
-                task_count = {"total": num_tasks}
-            slot = cls._create_slot("task", slots_per_node, children)
-            top = cls._create_resource("node", num_nodes, [slot], exclusive)
-        else:
-            top = cls._create_slot("task", num_tasks, children)
+        if num_nodes is not None and (not isinstance(num_nodes, int) or num_nodes < 1):
+            raise ValueError("node count must be an integer >= 1 (if set)")
+        top, task_count = builder.task_resources(
+            num_tasks, cores_per_task, gpus_per_task, num_nodes, exclusive
+        )
         tasks = [{"command": command, "slot": "task", "count": task_count}]
         return cls([top], tasks, attributes={"system": {"duration": 0}})._set_extra_options(
             duration=duration,
@@ -1263,20 +1223,3 @@ def _per_resource_option(res_type: Any, count: Any) -> dict[str, Any] | None:
     if count is not None:
         raise ValueError("must specify a per_resource_type with per_resource_count")
     return None
-
-
-def _per_resource_slots(ncores: int | None, nnodes: int | None, exclusive: bool) -> tuple[int, int]:
-    """``per_resource``'s slots (per node with ``nnodes``, else in all) and cores per slot."""
-    if nnodes and ncores:
-        if ncores < nnodes:
-            raise ValueError("number of cores cannot be less than nnodes")
-        if ncores % nnodes != 0:
-            raise ValueError("number of cores must be evenly divisible by node count")
-        return 1, ncores // nnodes
-    if ncores:
-        return ncores, 1
-    if nnodes:
-        if not exclusive:
-            raise ValueError("Specifying nnodes also requires ncores or exclusive")
-        return 1, 1
-    raise ValueError("must specify node or core count with per_resource")
