@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
-from _pfluxcore import envrules
+from _pfluxcore import envrules, submitopts
 from _pfluxcore import rlimits as rlimit_rules
 
 from pflux.errors import (
@@ -464,29 +464,18 @@ def _urgency(text: str) -> int:
 
 def _signal(text: str) -> dict[str, Any]:
     """``--signal=[SIG][@TIME]``: the ``signal`` shell option, flux-core's defaults filled in."""
-    import signal
-
-    name, _, when = text.partition("@")
-    name = name or "SIGUSR1"
-    if name.isascii() and name.isdigit():
-        signum = int(name)
-    else:
-        upper = name.upper()
-        try:
-            signum = int(signal.Signals[upper if upper.startswith("SIG") else f"SIG{upper}"])
-        except KeyError:
-            signum = 0
-    if not 0 < signum < signal.NSIG:
-        _bad("--signal", text, f"{name} is not a valid signal")
     from pflux.spec import duration
 
+    def seconds(when: str) -> float:
+        try:
+            return duration.parse(when)
+        except DurationError as exc:
+            raise ValueError(f"--signal={text}: {exc}") from None
+
     try:
-        timeleft = duration.parse(when or "60s")
-    except DurationError as exc:
-        _bad("--signal", text, str(exc))
-    if timeleft == float("inf"):
-        _bad("--signal", text, "the time must be finite")
-    return {"signum": signum, "timeleft": timeleft}
+        return submitopts.signal_option(text, seconds)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _flags(values: Sequence[str] | None) -> frozenset[str]:

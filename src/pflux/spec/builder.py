@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from _pfluxcore import builder as resources
+from _pfluxcore import submitopts
 
 from pflux.errors import JobspecError
 
@@ -248,18 +249,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def attribute_path(key: str) -> list[str]:
-    """Where ``--setattr`` puts ``key``, as a path from the jobspec root.
-
-    flux-core's rule: a key starting ``system.``, ``user.`` or ``attributes.``
-    is taken as it is (under ``attributes``); a leading ``.`` addresses
-    ``attributes`` itself; any other key goes under ``attributes.system``.
-    """
-    if key.startswith("."):
-        key = "attributes" + key
-    elif not key.startswith(("attributes.", "user.", "system.")):
-        key = "system." + key
-    if not key.startswith("attributes."):
-        key = "attributes." + key
+    """Where ``--setattr`` puts ``key``, as a path from the jobspec root, by flux-core's
+    rule (``_pfluxcore.submitopts.attribute_key``); a path with an empty part is refused."""
+    key = submitopts.attribute_key(key)
     path = key.split(".")
     if "" in path:
         _fail(f'attribute key "{key}" has an empty component')

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from _pfluxcore import envrules, rlimits
+from _pfluxcore import envrules, rlimits, submitopts
 from _pfluxcore.namepattern import bad as _bad
 
 TYPE_CHECKING = False
@@ -30,24 +30,7 @@ def _seconds(text: Any, option: str) -> float:
 
 def signal_option(text: str) -> dict[str, Any]:
     """``[SIG][@TIME]`` as the ``signal`` shell option (SIGUSR1, 60s by default)."""
-    import signal
-
-    name, _, when = text.partition("@")
-    name = name or "SIGUSR1"
-    if name.isascii() and name.isdigit():
-        signum = int(name)
-    else:
-        upper = name.upper()
-        try:
-            signum = int(signal.Signals[upper if upper.startswith("SIG") else f"SIG{upper}"])
-        except KeyError:
-            signum = 0
-    if not 0 < signum < signal.NSIG:
-        raise _bad("--signal", text, f"{name} is not a valid signal")
-    timeleft = _seconds(when or "60s", "--signal")
-    if timeleft == float("inf"):
-        raise _bad("--signal", text, "the time must be finite")
-    return {"signum": signum, "timeleft": timeleft}
+    return submitopts.signal_option(text, lambda when: _seconds(when, "--signal"))
 
 
 def uri_entry(text: str) -> dict[str, Any]:
@@ -62,13 +45,6 @@ def uri_entry(text: str) -> dict[str, Any]:
         key, _, val = pair.partition("=")
         entry[key] = int(val) if val.isdigit() else val
     return entry
-
-
-def _attribute_key(key: str) -> str:
-    """A bare key is ``system.``'s; a leading ``.`` starts at ``attributes``."""
-    if not key.startswith((".", "attributes.", "user.", "system.")):
-        return "system." + key
-    return "attributes" + key if key.startswith(".") else key
 
 
 def _propagate(jobspec: Jobspec, options: dict[str, Any], env_set: bool, rlimit_set: bool) -> None:
@@ -114,7 +90,7 @@ def apply(jobspec: Jobspec, options: dict[str, Any], *, env_set: bool, rlimit_se
     if options.get("time_limit") is not None:
         jobspec.duration = _seconds(options["time_limit"], "--time-limit")
     for key, val in (options.get("attributes") or {}).items():
-        jobspec.setattr(_attribute_key(key), val)
+        jobspec.setattr(submitopts.attribute_key(key), val)
     for arg in options.get("add_file") or ():
         _add_file(jobspec, arg)
 
