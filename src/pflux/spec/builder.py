@@ -25,8 +25,6 @@ from pflux.errors import JobspecError
 __all__ = ["attribute_path", "from_command", "per_resource", "set_attr", "set_shell_option"]
 
 SLOT_LABEL = resources.SLOT_LABEL
-# stdio that stays in the KVS (flux-core's ``--output=kvs``): nothing to redirect
-_NOT_A_FILE = ("none", "kvs")
 
 
 def from_command(
@@ -170,12 +168,11 @@ def _jobspec(
         system["cwd"] = cwd
     if name is not None:
         set_attr(jobspec, "system.job.name", name)
-    _set_stdio(jobspec, input, output, error, label_io)
+    for key, value in resources.stdio_options(input, output, error, label_io):
+        set_shell_option(jobspec, key, value)
     if unbuffered:
-        set_shell_option(jobspec, "output.stdout.buffer.type", "none")
-        set_shell_option(jobspec, "output.stderr.buffer.type", "none")
-        set_shell_option(jobspec, "output.batch-timeout", 0.05)
-        set_shell_option(jobspec, "input.batch-timeout", 0.0)
+        for key, value in resources.UNBUFFERED:
+            set_shell_option(jobspec, key, value)
     if queue is not None:
         system["queue"] = queue
     if bank is not None:
@@ -203,21 +200,6 @@ def _resources(
         )
     except ValueError as exc:
         _fail(str(exc))
-
-
-def _set_stdio(
-    jobspec: dict[str, Any], stdin: str | None, stdout: str | None, stderr: str | None, label: bool
-) -> None:
-    """flux-core's stdio setters: file redirections as job shell options."""
-    if stdin is not None:
-        set_shell_option(jobspec, "input.stdin.type", "file")
-        set_shell_option(jobspec, "input.stdin.path", stdin)
-    for stream, path in (("stdout", stdout), ("stderr", stderr)):
-        if path is not None and path not in _NOT_A_FILE:
-            set_shell_option(jobspec, f"output.{stream}.type", "file")
-            set_shell_option(jobspec, f"output.{stream}.path", path)
-            if label:
-                set_shell_option(jobspec, f"output.{stream}.label", True)
 
 
 def _check_command(command: Sequence[str]) -> None:

@@ -83,3 +83,31 @@ def _node(count: int, slot: dict[str, Any], exclusive: bool) -> dict[str, Any]:
         node["exclusive"] = True
     node["with"] = [slot]
     return node
+
+
+#: the job shell options ``--unbuffered`` sets: output passed on at once, input too
+UNBUFFERED = (
+    ("output.stdout.buffer.type", "none"),
+    ("output.stderr.buffer.type", "none"),
+    ("output.batch-timeout", 0.05),
+    ("input.batch-timeout", 0.0),
+)
+# stdio that stays in the KVS (flux-core's ``--output=kvs``): nothing to redirect
+_NOT_A_FILE = ("none", "kvs")
+
+
+def stdio_options(
+    stdin: str | None, stdout: str | None, stderr: str | None, label: bool
+) -> list[tuple[str, Any]]:
+    """The job shell options, as (dotted key, value), redirecting stdio to files
+    (``none`` and ``kvs`` keep a stream in the KVS); ``label`` labels each
+    redirected output line with its task's rank."""
+    options: list[tuple[str, Any]] = []
+    if stdin is not None:
+        options += [("input.stdin.type", "file"), ("input.stdin.path", stdin)]
+    for stream, path in (("stdout", stdout), ("stderr", stderr)):
+        if path is not None and path not in _NOT_A_FILE:
+            options += [(f"output.{stream}.type", "file"), (f"output.{stream}.path", path)]
+            if label:
+                options.append((f"output.{stream}.label", True))
+    return options

@@ -282,6 +282,15 @@ def validate_counts(resources: Sequence[Any]) -> None:
         validate_counts(resource.get("with", []))
 
 
+def _io_path(path: Any) -> str:
+    """A stdio file's path as a string (a path-like object's too), else TypeError."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(f"The path must be a string or pathlib object, got {type(path).__name__}")
+    return path
+
+
 def _attr_key_prepend(key: str) -> str:
     """``attributes.`` and, unless the key is ``user.`` or ``system.``, ``system.`` before it."""
     if key.startswith("attributes."):
@@ -553,12 +562,7 @@ class Jobspec:
             return None
 
     def _set_io_path(self, iotype: str, stream_name: str, path: Any) -> None:
-        if isinstance(path, os.PathLike):
-            path = os.fspath(path)
-        if not isinstance(path, str):
-            raise TypeError(
-                f"The path must be a string or pathlib object, got {type(path).__name__}"
-            )
+        path = _io_path(path)
         self.setattr_shell_option(f"{iotype}.{stream_name}.type", "file")
         self.setattr_shell_option(f"{iotype}.{stream_name}.path", path)
 
@@ -608,10 +612,8 @@ class Jobspec:
         if not isinstance(value, bool):
             raise TypeError("unbuffered must be True or False")
         if value:
-            self.setattr_shell_option("output.stdout.buffer.type", "none")
-            self.setattr_shell_option("output.stderr.buffer.type", "none")
-            self.setattr_shell_option("output.batch-timeout", 0.05)
-            self.setattr_shell_option("input.batch-timeout", 0.0)
+            for key, option in builder.UNBUFFERED:
+                self.setattr_shell_option(key, option)
             return
         options = "system.shell.options."
         try:  # the batch timeouts go only where they are still what True set
@@ -805,13 +807,9 @@ class JobspecV1(Jobspec):
 
     def _set_stdio(self, input: Any, output: Any, error: Any, label_io: bool) -> None:
         """Files for stdin, stdout and stderr (``kvs`` and ``none`` leave the default)."""
-        if input is not None:
-            self.input = input
-        for stream, path in (("stdout", output), ("stderr", error)):
-            if path is not None and path not in ("none", "kvs"):
-                self._set_io_path("output", stream, path)
-                if label_io:
-                    self.setattr_shell_option(f"output.{stream}.label", True)
+        stdin, stdout, stderr = (None if p is None else _io_path(p) for p in (input, output, error))
+        for key, value in builder.stdio_options(stdin, stdout, stderr, label_io):
+            self.setattr_shell_option(key, value)
 
     @classmethod
     def per_resource(
