@@ -487,9 +487,10 @@ def test_filter_rlimits(rules: list[str], expected: dict[str, int]) -> None:
         ("xyz", "--rlimit=xyz: no resource limit matches"),
     ],
 )
-def test_bad_rlimits(rule: str, message: str) -> None:
+def test_bad_rlimits(rule: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         rlimits.filter_rlimits([rule], CURRENT)
+    assert fails(capsys, *PLAIN, f"--rlimit={rule}", "a").startswith(message)
 
 
 def test_rlimit_option_takes_comma_lists(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pflux.cli import jobopts
+from pflux.spec import builder
 from support.shim import SHIM_PYTHON
 
 ENV_RULES = ["-*", "-PATH", "PATH", "/^L/", "-/^P/", "A=1", "B=x${PATH}", "C={{tmpdir}}", "D=$$"]
@@ -126,3 +127,11 @@ def test_pflux_submit_and_from_submit_build_one_jobspec(
     jobspec_v1: Any, req: dict[str, Any]
 ) -> None:
     assert pflux_jobspec(req) == flux_jobspec(jobspec_v1, req)
+
+
+def test_both_faces_translate_with_the_one_core(jobspec_v1: Any) -> None:
+    submitopts = importlib.import_module("flux.job._submitopts")
+    assert sys.modules[jobspec_v1.__module__].builder is builder.resources
+    assert submitopts.envrules is jobopts.envrules
+    assert submitopts.rlimits is jobopts.rlimit_rules
+    assert submitopts.submitopts is jobopts.submitopts is builder.submitopts
