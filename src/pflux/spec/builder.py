@@ -110,16 +110,13 @@ def per_resource(
 
 def _per_resource_option(kind: str | None, count: int | None) -> dict[str, Any] | None:
     """The ``per-resource`` shell option, checked as flux-core checks it."""
-    if kind is not None and count is not None:
-        if kind not in ("node", "core"):
-            _fail(f"Invalid per_resource_type='{kind}' specified")
-        _check_count("per_resource_count", count, 1)
-        return {"type": kind, "count": count}
-    if kind is not None:
-        _fail("must specify a per_resource_count with per_resource_type")
-    if count is not None:
-        _fail("must specify a per_resource_type with per_resource_count")
-    return None
+    try:
+        option = resources.per_resource_option(kind, count)
+    except ValueError as exc:
+        _fail(str(exc))
+    if option is not None:
+        _check_count("per_resource_count", option["count"], 1)
+    return option
 
 
 def _check_per_resource_counts(

@@ -42,6 +42,20 @@ def task_resources(
     return _node(num_nodes, slot, exclusive), count
 
 
+def per_resource_option(kind: Any, count: Any) -> dict[str, Any] | None:
+    """``per_resource``'s ``per-resource`` shell option, ``{type, count}``: the type
+    (node or core) and the count go together, both or neither (None)."""
+    if kind is not None and count is not None:
+        if kind not in ("node", "core"):
+            raise ValueError(f"Invalid per_resource_type='{kind}' specified")
+        return {"type": kind, "count": count}
+    if kind is not None:
+        raise ValueError("must specify a per_resource_count with per_resource_type")
+    if count is not None:
+        raise ValueError("must specify a per_resource_type with per_resource_count")
+    return None
+
+
 def per_resource_resources(
     ncores: int | None, nnodes: int | None, gpus_per_node: int | None, exclusive: bool
 ) -> dict[str, Any]:

@@ -1206,18 +1206,12 @@ class JobspecV1(Jobspec):
 
 def _per_resource_option(res_type: Any, count: Any) -> dict[str, Any] | None:
     """``per_resource``'s shell option from its type and count: both or neither."""
-    if res_type is not None and count is not None:
-        if not isinstance(res_type, str):
-            raise ValueError("per_resource_type must be a string")
-        if res_type not in ("node", "core"):
-            raise ValueError(f"Invalid per_resource_type='{res_type}' specified")
+    if res_type is not None and count is not None and not isinstance(res_type, str):
+        raise ValueError("per_resource_type must be a string")
+    option = builder.per_resource_option(res_type, count)
+    if option is not None:
         if not isinstance(count, int):
             raise ValueError("per_resource_count must be an integer")
         if count < 1:
             raise ValueError("per_resource_count must be >= 1")
-        return {"type": res_type, "count": count}
-    if res_type is not None:
-        raise ValueError("must specify a per_resource_count with per_resource_type")
-    if count is not None:
-        raise ValueError("must specify a per_resource_type with per_resource_count")
-    return None
+    return option
