@@ -17,9 +17,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
-from pflux.cli.envrules import env_rules, filter_environment
-from pflux.cli.optionrules import bad
-from pflux.cli.rlimits import current_rlimits, filter_rlimits
+from _pfluxcore import envrules, submitopts
+from _pfluxcore import rlimits as rlimit_rules
+
 from pflux.errors import (
     DependencyError,
     DurationError,
@@ -277,7 +277,11 @@ def job_request(
     flags = _flags(args.flags)
     urgency = _urgency(args.urgency)
     stdin, input_ranks = _input(args.input)
-    environment, env_expand = filter_environment(env_rules(args.env), environ)
+    env_rules = [prefix + value for prefix, value in args.env or ()]
+    try:
+        environment, env_expand = envrules.filter_environment(env_rules, environ)
+    except ValueError as exc:
+        _fail(str(exc))
     counts = _per_resource(args)
     jobspec = (builder.from_command if counts is None else builder.per_resource)(
         _command(args.command),
@@ -296,7 +300,10 @@ def job_request(
     )
     if env_expand:
         builder.set_shell_option(jobspec, "env-expand", env_expand)
-    limits = filter_rlimits(_split_commas(args.rlimit), rlimits)
+    try:
+        limits = rlimit_rules.filter_rlimits(_split_commas(args.rlimit), rlimits)
+    except ValueError as exc:
+        _fail(str(exc))
     if limits:
         builder.set_shell_option(jobspec, "rlimit", limits)
     if args.signal is not None:
@@ -326,7 +333,7 @@ def request_for(args: argparse.Namespace) -> JobRequest:
         environ=os.environ,
         cwd=os.getcwd() if args.cwd is None else args.cwd,
         now=time.time(),
-        rlimits=current_rlimits(),
+        rlimits=rlimit_rules.current_rlimits(),
     )
 
 
@@ -354,7 +361,7 @@ def _count(option: str, text: str | None, minimum: int) -> int | None:
     if text is None:
         return None
     if not (text.isascii() and text.isdigit()) or int(text) < minimum:
-        bad(option, text, f"must be an integer >= {minimum}")
+        _bad(option, text, f"must be an integer >= {minimum}")
     return int(text)
 
 
@@ -407,17 +414,22 @@ def _taskmap(uri: str) -> dict[str, str]:
 
     scheme, _, value = uri.partition(":")
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
-        bad("--taskmap", uri, "not a SCHEME[:VALUE] URI")
+        _bad("--taskmap", uri, "not a SCHEME[:VALUE] URI")
     entry = {"scheme": scheme, "value": value}
     try:
         taskmap_scheme(entry)
     except ValueError as exc:
-        bad("--taskmap", uri, str(exc))
+        _bad("--taskmap", uri, str(exc))
     return entry
 
 
 def _fail(message: str) -> NoReturn:
     raise JobspecError([("", message)])
+
+
+def _bad(option: str, value: str, why: str) -> NoReturn:
+    """Refuse ``--OPTION=VALUE``, saying why, as flux-core words it."""
+    _fail(f"{option}={value}: {why}")
 
 
 def _time_limit(text: str | None) -> float | None:
@@ -452,29 +464,18 @@ def _urgency(text: str) -> int:
 
 def _signal(text: str) -> dict[str, Any]:
     """``--signal=[SIG][@TIME]``: the ``signal`` shell option, flux-core's defaults filled in."""
-    import signal
-
-    name, _, when = text.partition("@")
-    name = name or "SIGUSR1"
-    if name.isascii() and name.isdigit():
-        signum = int(name)
-    else:
-        upper = name.upper()
-        try:
-            signum = int(signal.Signals[upper if upper.startswith("SIG") else f"SIG{upper}"])
-        except KeyError:
-            signum = 0
-    if not 0 < signum < signal.NSIG:
-        bad("--signal", text, f"{name} is not a valid signal")
     from pflux.spec import duration
 
+    def seconds(when: str) -> float:
+        try:
+            return duration.parse(when)
+        except DurationError as exc:
+            raise ValueError(f"--signal={text}: {exc}") from None
+
     try:
-        timeleft = duration.parse(when or "60s")
-    except DurationError as exc:
-        bad("--signal", text, str(exc))
-    if timeleft == float("inf"):
-        bad("--signal", text, "the time must be finite")
-    return {"signum": signum, "timeleft": timeleft}
+        return submitopts.signal_option(text, seconds)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _flags(values: Sequence[str] | None) -> frozenset[str]:
@@ -525,7 +526,7 @@ def _keyval(option: str, text: str) -> tuple[str, Any]:
     if key.startswith("^"):
         key = key.lstrip("^")
         if not equals or not value:
-            bad(option, text, "^KEY needs =FILE")
+            _bad(option, text, "^KEY needs =FILE")
         return key, _read_json(option, value)
     if not equals:
         return key, 1
@@ -568,4 +569,4 @@ def _set_keyvals(
         try:
             setter(jobspec, key, value)
         except JobspecError as exc:
-            bad(option, text, str(exc))
+            _bad(option, text, str(exc))

@@ -2,11 +2,9 @@
 
 A Flux user who types the same options must get the same jobspec, so this
 follows flux-core's ``JobspecV1.from_command`` and its setters
-(``flux/job/Jobspec.py``) in shape, defaults, key order and messages: one slot
-labelled ``task``; with a node count, node>slot with ``ceil(tasks / nodes)``
-slots per node and, when tasks do not divide evenly, a ``total`` task count
-(some slots then stay idle); gpus beside the cores in the slot; ``exclusive``
-on the node; ``duration`` 0 (unlimited) unless given.
+(``flux/job/Jobspec.py``) in shape, defaults, key order and messages; the
+resource section is ``_pfluxcore.builder``'s, which the flux package's
+``JobspecV1`` builds with too; ``duration`` is 0 (unlimited) unless given.
 
 It is pure: the caller passes the environment, working directory and any file
 contents, so the same call always gives the same jobspec.  Errors raise
@@ -19,13 +17,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+from _pfluxcore import builder as resources
+from _pfluxcore import submitopts
+
 from pflux.errors import JobspecError
 
 __all__ = ["attribute_path", "from_command", "per_resource", "set_attr", "set_shell_option"]
 
-SLOT_LABEL = "task"
-# stdio that stays in the KVS (flux-core's ``--output=kvs``): nothing to redirect
-_NOT_A_FILE = ("none", "kvs")
+SLOT_LABEL = resources.SLOT_LABEL
 
 
 def from_command(
@@ -98,14 +97,11 @@ def per_resource(
     """
     _check_command(command)
     option = _per_resource_option(per_resource_type, per_resource_count)
-    nslots, slot_size = _per_resource_slots(ncores, nnodes, gpus_per_node, exclusive)
-    children: list[dict[str, Any]] = [{"type": "core", "count": slot_size}]
-    if gpus_per_node:
-        children.append({"type": "gpu", "count": gpus_per_node})
-    top: dict[str, Any] = {"type": "slot", "count": nslots, "with": children, "label": SLOT_LABEL}
-    if nnodes:
-        top = {"type": "node", "count": nnodes, **({"exclusive": True} if exclusive else {})}
-        top["with"] = [{"type": "slot", "count": nslots, "with": children, "label": SLOT_LABEL}]
+    _check_per_resource_counts(ncores, nnodes, gpus_per_node, exclusive)
+    try:
+        top = resources.per_resource_resources(ncores, nnodes, gpus_per_node, exclusive)
+    except ValueError as exc:
+        _fail(str(exc))
     system: dict[str, Any] = {"duration": 0 if duration is None else _duration(duration)}
     if option is not None:  # before the environment and the rest, as flux-core orders it
         system["shell"] = {"options": {"per-resource": option}}
@@ -114,22 +110,19 @@ def per_resource(
 
 def _per_resource_option(kind: str | None, count: int | None) -> dict[str, Any] | None:
     """The ``per-resource`` shell option, checked as flux-core checks it."""
-    if kind is not None and count is not None:
-        if kind not in ("node", "core"):
-            _fail(f"Invalid per_resource_type='{kind}' specified")
-        _check_count("per_resource_count", count, 1)
-        return {"type": kind, "count": count}
-    if kind is not None:
-        _fail("must specify a per_resource_count with per_resource_type")
-    if count is not None:
-        _fail("must specify a per_resource_type with per_resource_count")
-    return None
+    try:
+        option = resources.per_resource_option(kind, count)
+    except ValueError as exc:
+        _fail(str(exc))
+    if option is not None:
+        _check_count("per_resource_count", option["count"], 1)
+    return option
 
 
-def _per_resource_slots(
+def _check_per_resource_counts(
     ncores: int | None, nnodes: int | None, gpus_per_node: int | None, exclusive: bool
-) -> tuple[int, int]:
-    """(slots, cores per slot) of a per-resource request, with flux-core's rules."""
+) -> None:
+    """Each count of a per-resource request, with flux-core's rules."""
     if ncores is not None:
         _check_count("ncores", ncores, 1)
     if gpus_per_node is not None:
@@ -140,19 +133,6 @@ def _per_resource_slots(
         _check_count("nnodes", nnodes, 1)
     elif exclusive:
         _fail("exclusive can only be set with a node count")
-    if nnodes and ncores:
-        if ncores < nnodes:
-            _fail("number of cores cannot be less than nnodes")
-        if ncores % nnodes:
-            _fail("number of cores must be evenly divisible by node count")
-        return 1, ncores // nnodes  # slots per node
-    if ncores:
-        return ncores, 1
-    if nnodes:
-        if not exclusive:
-            _fail("Specifying nnodes also requires ncores or exclusive")
-        return 1, 1
-    _fail("must specify node or core count with per_resource")
 
 
 def _jobspec(
@@ -185,12 +165,11 @@ def _jobspec(
         system["cwd"] = cwd
     if name is not None:
         set_attr(jobspec, "system.job.name", name)
-    _set_stdio(jobspec, input, output, error, label_io)
+    for key, value in resources.stdio_options(input, output, error, label_io):
+        set_shell_option(jobspec, key, value)
     if unbuffered:
-        set_shell_option(jobspec, "output.stdout.buffer.type", "none")
-        set_shell_option(jobspec, "output.stderr.buffer.type", "none")
-        set_shell_option(jobspec, "output.batch-timeout", 0.05)
-        set_shell_option(jobspec, "input.batch-timeout", 0.0)
+        for key, value in resources.UNBUFFERED:
+            set_shell_option(jobspec, key, value)
     if queue is not None:
         system["queue"] = queue
     if bank is not None:
@@ -205,50 +184,19 @@ def _resources(
     num_nodes: int | None,
     exclusive: bool,
 ) -> tuple[dict[str, Any], dict[str, int]]:
-    """The resource vertex and the task count, as flux-core lays them out."""
+    """The resource vertex and the task count, each count checked first."""
     _check_count("task count", num_tasks, 1)
     _check_count("cores per task", cores_per_task, 1)
     if gpus_per_task is not None:
         _check_count("gpus per task", gpus_per_task, 0)
-    children: list[dict[str, Any]] = [{"type": "core", "count": cores_per_task}]
-    if gpus_per_task:
-        children.append({"type": "gpu", "count": gpus_per_task})
-    if num_nodes is None:
-        if exclusive:
-            _fail("exclusive can only be set with a node count")
-        slot = {"type": "slot", "count": num_tasks, "with": children, "label": SLOT_LABEL}
-        return slot, {"per_slot": 1}
-    _check_count("node count", num_nodes, 1, "(if set)")
-    if num_nodes > num_tasks:
-        _fail("node count must not be greater than task count")
-    slot = {
-        "type": "slot",
-        "count": math.ceil(num_tasks / num_nodes),
-        "with": children,
-        "label": SLOT_LABEL,
-    }
-    node: dict[str, Any] = {"type": "node", "count": num_nodes}
-    if exclusive:
-        node["exclusive"] = True
-    node["with"] = [slot]
-    # uneven: the last node's spare slots stay idle, as in flux-core
-    count = {"total": num_tasks} if num_tasks % num_nodes else {"per_slot": 1}
-    return node, count
-
-
-def _set_stdio(
-    jobspec: dict[str, Any], stdin: str | None, stdout: str | None, stderr: str | None, label: bool
-) -> None:
-    """flux-core's stdio setters: file redirections as job shell options."""
-    if stdin is not None:
-        set_shell_option(jobspec, "input.stdin.type", "file")
-        set_shell_option(jobspec, "input.stdin.path", stdin)
-    for stream, path in (("stdout", stdout), ("stderr", stderr)):
-        if path is not None and path not in _NOT_A_FILE:
-            set_shell_option(jobspec, f"output.{stream}.type", "file")
-            set_shell_option(jobspec, f"output.{stream}.path", path)
-            if label:
-                set_shell_option(jobspec, f"output.{stream}.label", True)
+    if num_nodes is not None:
+        _check_count("node count", num_nodes, 1, "(if set)")
+    try:
+        return resources.task_resources(
+            num_tasks, cores_per_task, gpus_per_task, num_nodes, exclusive
+        )
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _check_command(command: Sequence[str]) -> None:
@@ -280,18 +228,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def attribute_path(key: str) -> list[str]:
-    """Where ``--setattr`` puts ``key``, as a path from the jobspec root.
-
-    flux-core's rule: a key starting ``system.``, ``user.`` or ``attributes.``
-    is taken as it is (under ``attributes``); a leading ``.`` addresses
-    ``attributes`` itself; any other key goes under ``attributes.system``.
-    """
-    if key.startswith("."):
-        key = "attributes" + key
-    elif not key.startswith(("attributes.", "user.", "system.")):
-        key = "system." + key
-    if not key.startswith("attributes."):
-        key = "attributes." + key
+    """Where ``--setattr`` puts ``key``, as a path from the jobspec root, by flux-core's
+    rule (``_pfluxcore.submitopts.attribute_key``); a path with an empty part is refused."""
+    key = submitopts.attribute_key(key)
     path = key.split(".")
     if "" in path:
         _fail(f'attribute key "{key}" has an empty component')

@@ -16,6 +16,8 @@ import os
 import stat
 import sys
 
+from _pfluxcore import builder
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections import defaultdict
@@ -280,6 +282,15 @@ def validate_counts(resources: Sequence[Any]) -> None:
         validate_counts(resource.get("with", []))
 
 
+def _io_path(path: Any) -> str:
+    """A stdio file's path as a string (a path-like object's too), else TypeError."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(f"The path must be a string or pathlib object, got {type(path).__name__}")
+    return path
+
+
 def _attr_key_prepend(key: str) -> str:
     """``attributes.`` and, unless the key is ``user.`` or ``system.``, ``system.`` before it."""
     if key.startswith("attributes."):
@@ -474,29 +485,6 @@ class Jobspec:
         if "constraints" in system:
             _validate_constraint(system["constraints"])
 
-    @staticmethod
-    def _create_resource(
-        res_type: str, count: int, with_child: Any = None, exclusive: bool = False
-    ) -> dict[str, Any]:
-        if with_child is not None and not isinstance(with_child, abc.Sequence):
-            raise TypeError("child resource must None or a sequence")
-        if with_child is not None and isinstance(with_child, str):
-            raise TypeError("child resource must not be a string")
-        if not count > 0:
-            raise ValueError("resource count must be > 0")
-        res: dict[str, Any] = {"type": res_type, "count": count}
-        if exclusive:
-            res["exclusive"] = True
-        if with_child:
-            res["with"] = with_child
-        return res
-
-    @classmethod
-    def _create_slot(cls, label: str, count: int, with_child: Any) -> dict[str, Any]:
-        slot = cls._create_resource("slot", count, with_child)
-        slot["label"] = label
-        return slot
-
     # ------------------------------------------------------------- properties
 
     def _system(self, key: str) -> Any:
@@ -574,12 +562,7 @@ class Jobspec:
             return None
 
     def _set_io_path(self, iotype: str, stream_name: str, path: Any) -> None:
-        if isinstance(path, os.PathLike):
-            path = os.fspath(path)
-        if not isinstance(path, str):
-            raise TypeError(
-                f"The path must be a string or pathlib object, got {type(path).__name__}"
-            )
+        path = _io_path(path)
         self.setattr_shell_option(f"{iotype}.{stream_name}.type", "file")
         self.setattr_shell_option(f"{iotype}.{stream_name}.path", path)
 
@@ -629,10 +612,8 @@ class Jobspec:
         if not isinstance(value, bool):
             raise TypeError("unbuffered must be True or False")
         if value:
-            self.setattr_shell_option("output.stdout.buffer.type", "none")
-            self.setattr_shell_option("output.stderr.buffer.type", "none")
-            self.setattr_shell_option("output.batch-timeout", 0.05)
-            self.setattr_shell_option("input.batch-timeout", 0.0)
+            for key, option in builder.UNBUFFERED:
+                self.setattr_shell_option(key, option)
             return
         options = "system.shell.options."
         try:  # the batch timeouts go only where they are still what True set
@@ -826,13 +807,9 @@ class JobspecV1(Jobspec):
 
     def _set_stdio(self, input: Any, output: Any, error: Any, label_io: bool) -> None:
         """Files for stdin, stdout and stderr (``kvs`` and ``none`` leave the default)."""
-        if input is not None:
-            self.input = input
-        for stream, path in (("stdout", output), ("stderr", error)):
-            if path is not None and path not in ("none", "kvs"):
-                self._set_io_path("output", stream, path)
-                if label_io:
-                    self.setattr_shell_option(f"output.{stream}.label", True)
+        stdin, stdout, stderr = (None if p is None else _io_path(p) for p in (input, output, error))
+        for key, value in builder.stdio_options(stdin, stdout, stderr, label_io):
+            self.setattr_shell_option(key, value)
 
     @classmethod
     def per_resource(
@@ -865,12 +842,7 @@ class JobspecV1(Jobspec):
                 raise ValueError("nnodes must be an integer >= 1")
         elif exclusive:
             raise ValueError("exclusive can only be set with a node count")
-        nslots, slot_size = _per_resource_slots(ncores, nnodes, exclusive)
-        children = [cls._create_resource("core", slot_size)]
-        if gpus_per_node:
-            children.append(cls._create_resource("gpu", gpus_per_node))
-        slot = cls._create_slot("task", nslots, children)
-        top = cls._create_resource("node", nnodes, [slot], exclusive) if nnodes else slot
+        top = builder.per_resource_resources(ncores, nnodes, gpus_per_node, exclusive)
         tasks = [{"command": command, "slot": "task", "count": {"per_slot": 1}}]
         attributes: dict[str, Any] = {"system": {"duration": 0}}
         if per_resource:
@@ -914,25 +886,11 @@ class JobspecV1(Jobspec):
             raise ValueError("cores per task must be an integer >= 1")
         if gpus_per_task is not None and (not isinstance(gpus_per_task, int) or gpus_per_task < 0):
             raise ValueError("gpus per task must be an integer >= 0")
-        if num_nodes is not None:
-            if not isinstance(num_nodes, int) or num_nodes < 1:
-                raise ValueError("node count must be an integer >= 1 (if set)")
-            if num_nodes > num_tasks:
-                raise ValueError("node count must not be greater than task count")
-        elif exclusive:
-            raise ValueError("exclusive can only be set with a node count")
-        children = [cls._create_resource("core", cores_per_task)]
-        if gpus_per_task:
-            children.append(cls._create_resource("gpu", gpus_per_task))
-        task_count: dict[str, int] = {"per_slot": 1}
-        if num_nodes is not None:
-            slots_per_node = -(-num_tasks // num_nodes)
-            if num_tasks % num_nodes != 0:  # an uneven spread leaves slots unused
-                task_count = {"total": num_tasks}
-            slot = cls._create_slot("task", slots_per_node, children)
-            top = cls._create_resource("node", num_nodes, [slot], exclusive)
-        else:
-            top = cls._create_slot("task", num_tasks, children)
+        if num_nodes is not None and (not isinstance(num_nodes, int) or num_nodes < 1):
+            raise ValueError("node count must be an integer >= 1 (if set)")
+        top, task_count = builder.task_resources(
+            num_tasks, cores_per_task, gpus_per_task, num_nodes, exclusive
+        )
         tasks = [{"command": command, "slot": "task", "count": task_count}]
         return cls([top], tasks, attributes={"system": {"duration": 0}})._set_extra_options(
             duration=duration,
@@ -1248,35 +1206,12 @@ class JobspecV1(Jobspec):
 
 def _per_resource_option(res_type: Any, count: Any) -> dict[str, Any] | None:
     """``per_resource``'s shell option from its type and count: both or neither."""
-    if res_type is not None and count is not None:
-        if not isinstance(res_type, str):
-            raise ValueError("per_resource_type must be a string")
-        if res_type not in ("node", "core"):
-            raise ValueError(f"Invalid per_resource_type='{res_type}' specified")
+    if res_type is not None and count is not None and not isinstance(res_type, str):
+        raise ValueError("per_resource_type must be a string")
+    option = builder.per_resource_option(res_type, count)
+    if option is not None:
         if not isinstance(count, int):
             raise ValueError("per_resource_count must be an integer")
         if count < 1:
             raise ValueError("per_resource_count must be >= 1")
-        return {"type": res_type, "count": count}
-    if res_type is not None:
-        raise ValueError("must specify a per_resource_count with per_resource_type")
-    if count is not None:
-        raise ValueError("must specify a per_resource_type with per_resource_count")
-    return None
-
-
-def _per_resource_slots(ncores: int | None, nnodes: int | None, exclusive: bool) -> tuple[int, int]:
-    """``per_resource``'s slots (per node with ``nnodes``, else in all) and cores per slot."""
-    if nnodes and ncores:
-        if ncores < nnodes:
-            raise ValueError("number of cores cannot be less than nnodes")
-        if ncores % nnodes != 0:
-            raise ValueError("number of cores must be evenly divisible by node count")
-        return 1, ncores // nnodes
-    if ncores:
-        return ncores, 1
-    if nnodes:
-        if not exclusive:
-            raise ValueError("Specifying nnodes also requires ncores or exclusive")
-        return 1, 1
-    raise ValueError("must specify node or core count with per_resource")
+    return option

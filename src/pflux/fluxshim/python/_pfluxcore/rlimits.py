@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from .namepattern import bad, matcher
 
-from pflux.cli.optionrules import bad, matcher
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (several ms)
+if TYPE_CHECKING:
+    from typing import Mapping, Sequence
 
 # flux-core propagates every soft limit but these (flux/job/_utils.py)
 DEFAULT_RLIMIT_RULES = (
@@ -37,7 +39,8 @@ def filter_rlimits(rules: Sequence[str], current: Mapping[str, int]) -> dict[str
 
     ``-PATTERN`` drops matching limits; ``NAME=VALUE`` sets one (``unlimited``,
     ``infinity`` or ``inf`` for none); a bare ``PATTERN`` passes matching limits
-    at their ``current`` values.  Names are ``current``'s, case-insensitive.
+    at their ``current`` values.  Names are ``current``'s, case-insensitive.  A
+    bad rule raises ValueError.
     """
     limits = dict(current)
     for rule in (*DEFAULT_RLIMIT_RULES, *rules):
@@ -51,14 +54,14 @@ def filter_rlimits(rules: Sequence[str], current: Mapping[str, int]) -> dict[str
             matches = matcher("--rlimit", rule, name)
             found = {limit: soft for limit, soft in current.items() if matches(limit)}
             if not found:
-                bad("--rlimit", rule, "no resource limit matches")
+                raise bad("--rlimit", rule, "no resource limit matches")
             limits.update(found)
         elif name not in current:
-            bad("--rlimit", rule, f"unknown resource limit (known: {', '.join(current)})")
+            raise bad("--rlimit", rule, f"unknown resource limit (known: {', '.join(current)})")
         elif value in _UNLIMITED_WORDS:
             limits[name] = UNLIMITED
         elif value.isascii() and value.isdigit():
             limits[name] = int(value)
         else:
-            bad("--rlimit", rule, "the value must be an integer or unlimited")
+            raise bad("--rlimit", rule, "the value must be an integer or unlimited")
     return limits

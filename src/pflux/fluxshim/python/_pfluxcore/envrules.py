@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 
-from pflux.cli.optionrules import bad, matcher
-from pflux.errors import JobspecError
+from .namepattern import bad, matcher
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (several ms)
+if TYPE_CHECKING:
+    from typing import Mapping, Sequence
 
 _MAX_ENV_FILE_DEPTH = 16
-
-
-def env_rules(entries: Sequence[tuple[str, str]] | None) -> list[str]:
-    """``--env`` rules as flux-core writes them: ``-PATTERN``, ``^FILE`` or as given."""
-    return [prefix + value for prefix, value in entries or ()]
 
 
 def filter_environment(
@@ -28,7 +25,8 @@ def filter_environment(
     far, then from ``environ`` (``$$`` is a dollar), or, when VALUE holds a
     ``{{mustache}}`` template, leaves it to the job shell; a bare ``PATTERN``
     copies matching names from ``environ`` that are not yet set.  A PATTERN is
-    a shell glob, or a regular expression written ``/regex/``.
+    a shell glob, or a regular expression written ``/regex/``.  A bad rule
+    raises ValueError.
     """
     env = dict(environ)
     expand: dict[str, str] = {}
@@ -59,7 +57,7 @@ def _apply_env_rules(
         else:
             name, _, value = rule.partition("=")
             if not name:
-                bad("--env", rule, "the variable name is empty")
+                raise bad("--env", rule, "the variable name is empty")
             if "{{" in value:
                 expand[name] = value
             else:
@@ -68,14 +66,14 @@ def _apply_env_rules(
 
 def _env_file(rule: str, depth: int) -> list[str]:
     if depth >= _MAX_ENV_FILE_DEPTH:
-        bad("--env", rule, f"env files nest more than {_MAX_ENV_FILE_DEPTH} deep")
+        raise bad("--env", rule, f"env files nest more than {_MAX_ENV_FILE_DEPTH} deep")
     path = os.path.expanduser(rule[1:])
     try:
         with open(path, encoding="utf-8") as file:
             lines = [line.strip() for line in file]
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise JobspecError([("", f"--env: cannot read rules from {path}: {why}")]) from None
+        raise ValueError(f"--env: cannot read rules from {path}: {why}") from None
     return [line for line in lines if line and not line.startswith("#")]
 
 
@@ -87,6 +85,6 @@ def _substitute(rule: str, value: str, env: Mapping[str, str], environ: Mapping[
     try:
         return Template(value).substitute({**environ, **env})
     except KeyError as exc:
-        bad("--env", rule, f'variable "{exc.args[0]}" is not set')
+        raise bad("--env", rule, f'variable "{exc.args[0]}" is not set') from None
     except ValueError:
-        bad("--env", rule, "a $ must start $NAME or ${NAME}, or be written $$")
+        raise bad("--env", rule, "a $ must start $NAME or ${NAME}, or be written $$") from None
