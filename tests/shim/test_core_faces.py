@@ -9,6 +9,7 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -93,3 +94,68 @@ def test_both_faces_read_a_process_environment_pflux_s_variable_first(
         finally:
             assert child.stdin is not None
             child.stdin.close()
+
+
+NOW = 1_700_000_000.0
+STATES = [1, 2, 4, 8, 16, 32, 64]
+RESULTS = [1, 2, 4, 8]
+maybe_time = st.none() | st.floats(0, 2 * NOW, allow_nan=False)
+jobs = st.fixed_dictionaries(
+    {
+        "id": st.integers(1, 2**40),
+        "state": st.sampled_from(STATES),
+        "urgency": st.integers(0, 31),
+        "priority": st.integers(0, 2**32 - 1),
+    },
+    optional={
+        "result": st.sampled_from(RESULTS),
+        "waitstatus": st.sampled_from([0, 256, 9, 2 << 8, 126 << 8, 127 << 8, 134]),
+        "t_run": st.floats(0, NOW, allow_nan=False),
+        "t_cleanup": st.floats(0, NOW, allow_nan=False),
+        "expiration": st.floats(0, 2 * NOW, allow_nan=False),
+        "duration": st.floats(0, 1e6, allow_nan=False),
+        "nodelist": st.sampled_from(["", "node[0-3]"]),
+        "exception_occurred": st.booleans(),
+        "exception_severity": st.integers(0, 7),
+        "exception_type": st.sampled_from(["cancel", "exec", "timeout", "alloc"]),
+        "exception_note": st.sampled_from(["", "by user"]),
+        "dependencies": st.lists(
+            st.sampled_from(["after:f1", f"begin-time={NOW + 3600}", f"begin-time={NOW + 90061}"])
+        ),
+        "annotations": st.sampled_from(
+            [{}, {"sched": {"t_estimate": NOW + 5.5}}, {"sched": {"t_estimate": NOW - 1}}]
+        ),
+    },
+)
+#: the fields both faces work out, by pflux's field name and flux's attribute
+WORKED_OUT = [
+    "state", "state_single", "result", "result_abbrev", "status", "status_abbrev",
+    "runtime", "t_remaining", "returncode", "contextual_info", "contextual_time",
+    "inactive_reason", "state_emoji", "result_emoji", "status_emoji",
+]  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(data=jobs)
+def test_both_faces_work_out_a_jobs_fields_alike(flux: Any, data: dict[str, Any]) -> None:
+    from pflux.cli.jobfields import JobInfo
+
+    info = importlib.import_module("flux.job.info")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(time, "time", lambda: NOW)
+        ours, theirs = JobInfo(dict(data)), info.JobInfo(dict(data))
+        for field in WORKED_OUT:
+            assert str(ours.get(field)) == str(getattr(theirs, field)), field
+        assert str(ours.get("dependencies")) == str(theirs.dependencies)
+
+
+def test_both_faces_head_each_field_and_ask_for_its_attributes_alike(flux: Any) -> None:
+    from pflux.cli import jobfields
+
+    info = importlib.import_module("flux.job.info")
+    infoformat = importlib.import_module("flux.job._infoformat")
+    fields = [*jobfields.FIELDS, "annotations.sched.x", "sched.reason_pending", "user.y"]
+    for field in fields:
+        shown = infoformat.JobInfoFormat("{" + field + "}").header()
+        assert shown == jobfields.heading(field), field
+        assert set(jobfields.attrs_for([field])) == info.job_fields_to_attrs([field]), field

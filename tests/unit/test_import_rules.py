@@ -303,3 +303,11 @@ def test_the_safe_file_helpers_import_nothing_of_pflux() -> None:
         if _top(name) not in ("safefs", None)
     )
     assert reaching == []
+
+
+def test_the_instance_fields_do_not_import_the_jobs_fields() -> None:
+    """``pflux.cli.jobfields`` loads the ``instance.*`` fields' module when a format
+    asks for one; that module reads a job through a protocol, so the two form no cycle."""
+    names = MODULES["pflux.cli.jobinstance"]
+    assert not any(name.startswith("pflux.cli.jobfields") for name in names)
+    assert "pflux.cli.jobinstance" in MODULES["pflux.cli.jobfields"]
