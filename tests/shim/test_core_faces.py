@@ -80,8 +80,13 @@ def test_both_faces_read_a_process_environment_pflux_s_variable_first(
 
     resolver = importlib.import_module("flux.uri.uri").FluxURIResolver()
     env = {"PATH": os.environ["PATH"], **environ}
-    with subprocess.Popen(["cat"], stdin=subprocess.PIPE, env=env) as child:
+    with subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) as child:
+        assert child.stdin is not None
+        assert child.stdout is not None
         try:
+            child.stdin.write(b"up\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == b"up\n"  # cat runs: its own environment is read
             target = f"pid:{child.pid}"
             if expected is None:
                 with pytest.raises(ValueError, match="doesn't seem to have a FLUX_URI"):
@@ -92,7 +97,6 @@ def test_both_faces_read_a_process_environment_pflux_s_variable_first(
                 assert resolver.resolve(target).uri == expected
                 assert cli_uri._from_pid(str(child.pid)) == expected
         finally:
-            assert child.stdin is not None
             child.stdin.close()
 
 
@@ -159,3 +163,37 @@ def test_both_faces_head_each_field_and_ask_for_its_attributes_alike(flux: Any) 
         shown = infoformat.JobInfoFormat("{" + field + "}").header()
         assert shown == jobfields.heading(field), field
         assert set(jobfields.attrs_for([field])) == info.job_fields_to_attrs([field]), field
+
+
+numbers = st.floats(0, 4e9, allow_nan=False) | st.just(0.0)
+
+
+@settings(max_examples=300)
+@given(
+    value=numbers,
+    conversion=st.sampled_from(["", "F", "H", "P", "D"]),
+    spec=st.sampled_from(["", "h", ">8h", "<5.3+", ">12", "^6.2h", "<3+"]),
+)
+def test_both_faces_format_a_value_alike(
+    flux: Any, value: float, conversion: str, spec: str
+) -> None:
+    from pflux.cli.jobformat import convert, format_value
+
+    util = importlib.import_module("flux.util")
+    field = "{0" + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+    assert format_value(convert(value, conversion), spec) == util.UtilFormatter().format(
+        field, value
+    )
+
+
+@settings(max_examples=100)
+@given(
+    value=st.just(0.0) | st.floats(1, 4e9, allow_nan=False),
+    spec=st.sampled_from(["", "::>20h", "%H:%M::<8", "%b%d %R::>12h", "%FT%T"]),
+)
+def test_both_faces_format_a_time_alike(flux: Any, value: float, spec: str) -> None:
+    from pflux.cli.jobformat import convert, format_value
+
+    util = importlib.import_module("flux.util")
+    theirs = util.UtilFormatter().format("{0!d:" + spec + "}", value)
+    assert format_value(convert(value, "d"), spec) == theirs
