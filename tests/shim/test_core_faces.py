@@ -197,3 +197,26 @@ def test_both_faces_format_a_time_alike(flux: Any, value: float, spec: str) -> N
     util = importlib.import_module("flux.util")
     theirs = util.UtilFormatter().format("{0!d:" + spec + "}", value)
     assert format_value(convert(value, "d"), spec) == theirs
+
+
+class _Event:
+    def __init__(self, name: str, context: dict[str, Any]) -> None:
+        self.name, self.context = name, context
+
+
+@given(
+    events=st.lists(
+        st.sampled_from(
+            [("start", {}), ("memo", {"x": 1}), ("memo", {"uri": "local:///n"}), ("finish", {})]
+        )
+    )
+)
+def test_the_uri_a_job_posts_is_its_first_memo_uri_before_it_finishes(
+    events: list[tuple[str, dict[str, Any]]],
+) -> None:
+    from _pfluxcore.uri import posted
+
+    names = [name if "uri" not in context else "uri" for name, context in events]
+    ends = [names.index(n) for n in ("uri", "finish") if n in names]
+    expected = "local:///n" if ends and names[min(ends)] == "uri" else None
+    assert posted(_Event(name, context) for name, context in events) == expected

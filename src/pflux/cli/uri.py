@@ -125,6 +125,8 @@ def _root(uri: str | None) -> str:
 def _job_uri(client: Any, text: str, wait: bool) -> str:
     """The URI a running job's nested instance posted (``wait``: once it posts it, or
     nothing if the job ends first); flux's errors otherwise."""
+    from _pfluxcore.uri import posted
+
     from pflux.errors import JobIDError, PfluxError, RPCError
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
@@ -136,12 +138,7 @@ def _job_uri(client: Any, text: str, wait: bool) -> str:
     uri = None
     try:
         if wait:
-            for event in client.events(jobid):
-                if event.name == "memo" and "uri" in event.context:
-                    uri = event.context["uri"]
-                    break
-                if event.name == "finish":
-                    break
+            uri = posted(client.events(jobid))
         else:
             job = client.job_info(jobid, ["state", "annotations"])
             if job.state != State.RUN:

@@ -1,5 +1,5 @@
-"""Instance URIs: the socket a ``local://`` URI names, the URI of a socket, and the
-URI a process's environment gives.
+"""Instance URIs: the socket a ``local://`` URI names, the URI of a socket, the URI
+a process's environment gives, and the one a job's nested instance posts.
 
 pflux's instances are reached through UNIX sockets on this host only, so an
 instance URI is ``local://PATH`` or a bare PATH. Both faces read URIs through
@@ -12,7 +12,7 @@ import os
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (several ms)
 if TYPE_CHECKING:
-    from typing import Mapping
+    from typing import Any, Iterable, Mapping
 
 LOCAL = "local://"
 
@@ -73,3 +73,14 @@ def job_steps(path: str) -> list[str]:
     if path.startswith("/"):
         steps.insert(0, "/")
     return steps
+
+
+def posted(events: Iterable[Any]) -> Any:
+    """The URI a job's nested instance posts (the ``uri`` of a ``memo`` event), read
+    from the job's events in order; None if the job finishes first."""
+    for event in events:
+        if event.name == "memo" and "uri" in event.context:
+            return event.context["uri"]
+        if event.name == "finish":
+            return None
+    return None

@@ -147,12 +147,7 @@ def _job_uri(handle: Any, text: str, wait: bool) -> str:
     uri: Any = None
     try:
         if wait:
-            for event in event_watch(handle, jobid):
-                if event.name == "memo" and "uri" in event.context:
-                    uri = event.context["uri"]
-                    break
-                if event.name == "finish":
-                    break
+            uri = _uri.posted(event_watch(handle, jobid))
         else:
             job = job_list_id(handle, jobid, attrs=["state", "annotations"]).get_jobinfo()
             if job.state != "RUN":
