@@ -32,17 +32,7 @@ def number(value: Any) -> float | None:
 # --- one job -----------------------------------------------------------------------------
 
 # what a missing attribute reads as (flux-core's JobInfo defaults)
-_DEFAULTS: Final[dict[str, Any]] = {
-    "t_submit": 0.0,
-    "t_depend": 0.0,
-    "t_priority": 0.0,
-    "t_sched": 0.0,
-    "t_run": 0.0,
-    "t_cleanup": 0.0,
-    "t_inactive": 0.0,
-    "duration": 0.0,
-    "expiration": 0.0,
-}
+_DEFAULTS: Final[dict[str, Any]] = {"t_submit": 0.0, **_jobinfo.ZERO_DEFAULTS}
 
 
 @functools.cache

@@ -97,6 +97,9 @@ HEADINGS = {
     **INSTANCE_HEADINGS,
 }
 
+#: the times and durations a job lacks until it reaches them, read as 0
+ZERO_DEFAULTS = dict.fromkeys((*_TIMES[1:], "duration", "expiration"), 0.0)
+
 #: annotation paths: the prefixes of fields that read down the job's annotations
 ANNOTATION_PREFIXES = ("annotations.", "sched.", "user.")
 

@@ -73,3 +73,16 @@ def hyphenated(value: Any, spec: str) -> tuple[Any, str]:
 def mark_cut(out: str, value: Any) -> str:
     """``out`` with its last character ``+`` if formatting cut ``value`` short."""
     return out[:-1] + "+" if len(out) < len(str(value)) else out
+
+
+def terminal_width(width: int) -> int:
+    """The width to fit lines to: ``width``, or for 0 the terminal's (-1: no limit
+    where stdout is no terminal)."""
+    if width != 0:
+        return width
+    import os
+
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return -1

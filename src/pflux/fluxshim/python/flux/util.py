@@ -717,12 +717,7 @@ class OutputFormat:
 
     @staticmethod
     def _calculate_width(width: int) -> int:
-        if width == 0:
-            try:
-                return os.get_terminal_size().columns
-            except OSError:
-                return -1
-        return width
+        return outputformat.terminal_width(width)
 
     @staticmethod
     def _fmt_tuple(text: str, field: str, spec: str | None, conv: str | None) -> str:

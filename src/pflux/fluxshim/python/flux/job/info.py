@@ -238,14 +238,7 @@ class JobInfo:
     """A job-list response (or a job's result) as attributes."""
 
     defaults: ClassVar[dict[str, Any]] = {
-        "t_depend": 0.0,
-        "t_priority": 0.0,
-        "t_sched": 0.0,
-        "t_run": 0.0,
-        "t_cleanup": 0.0,
-        "t_inactive": 0.0,
-        "duration": 0.0,
-        "expiration": 0.0,
+        **_jobinfo.ZERO_DEFAULTS,
         "name": "",
         "cwd": "",
         "queue": "",
