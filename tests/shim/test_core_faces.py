@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import NoInstanceError
 from pflux.protocol import uri as pflux_uri
-from support.shim import SHIM_PYTHON
+from support.shim import SHIM_PYTHON, flux_output
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +220,22 @@ def test_the_uri_a_job_posts_is_its_first_memo_uri_before_it_finishes(
     ends = [names.index(n) for n in ("uri", "finish") if n in names]
     expected = "local:///n" if ends and names[min(ends)] == "uri" else None
     assert posted(_Event(name, context) for name, context in events) == expected
+
+
+def test_the_flux_package_reads_each_of_these_through_the_core() -> None:
+    """In a job's own interpreter (``python -I``, the shim on its path) the flux
+    package's URIs, constraint parser, job fields and format language are the core's."""
+    out = flux_output(
+        """
+        import flux.core.handle, flux.uri.uri, flux.constraint.parser, flux.job.info
+        import flux.job._infoformat, flux.util
+        mods = (flux.core.handle._uri, sys.modules["flux.uri.uri"]._uri,
+                flux.constraint.parser._core, sys.modules["flux.job.info"]._jobinfo,
+                flux.job._infoformat._jobinfo, flux.util.outputformat)
+        print(" ".join(sorted({m.__name__ for m in mods})))
+        """,
+        None,
+    )
+    assert out.split() == [
+        "_pfluxcore.constraint", "_pfluxcore.jobinfo", "_pfluxcore.outputformat", "_pfluxcore.uri",
+    ]  # fmt: skip
