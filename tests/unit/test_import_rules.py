@@ -13,6 +13,7 @@ Every import counts, those inside functions and TYPE_CHECKING blocks too.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,26 @@ def test_the_protocol_is_a_leaf() -> None:
     """The wire (the message codec, instance URIs, typed messages) is what the broker,
     the client and the services share; it needs nothing of theirs."""
     assert _outside("protocol", {"protocol", "errors", "spec"}) == []
+
+
+def test_beside_pflux_the_protocol_imports_its_dependencies_and_the_core_only() -> None:
+    """The codec is orjson, the typed messages msgspec structures (pflux's two
+    dependencies); instance URIs are read by ``_pfluxcore.uri``, which the flux
+    package shares."""
+    allowed = {"pflux", "_pfluxcore", "msgspec", "orjson", *sys.stdlib_module_names}
+    found = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / "protocol").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+        for name in (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+        )
+        if name.partition(".")[0] not in allowed
+    )
+    assert found == []
 
 
 def test_the_client_does_not_import_the_broker() -> None:
@@ -303,3 +324,11 @@ def test_the_safe_file_helpers_import_nothing_of_pflux() -> None:
         if _top(name) not in ("safefs", None)
     )
     assert reaching == []
+
+
+def test_the_instance_fields_do_not_import_the_jobs_fields() -> None:
+    """``pflux.cli.jobfields`` loads the ``instance.*`` fields' module when a format
+    asks for one; that module reads a job through a protocol, so the two form no cycle."""
+    names = MODULES["pflux.cli.jobinstance"]
+    assert not any(name.startswith("pflux.cli.jobfields") for name in names)
+    assert "pflux.cli.jobinstance" in MODULES["pflux.cli.jobfields"]

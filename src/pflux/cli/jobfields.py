@@ -10,13 +10,11 @@ listing asks for no more.
 from __future__ import annotations
 
 import functools
-import os
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from pflux.cli.jobinstance import HEADINGS as INSTANCE_HEADINGS
-from pflux.spec.duration import format_short as fsd
+from _pfluxcore import jobinfo as _jobinfo
+
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 from pflux.spec.resultcodes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
 from pflux.spec.states import SHORT, State
@@ -34,17 +32,7 @@ def number(value: Any) -> float | None:
 # --- one job -----------------------------------------------------------------------------
 
 # what a missing attribute reads as (flux-core's JobInfo defaults)
-_DEFAULTS: Final[dict[str, Any]] = {
-    "t_submit": 0.0,
-    "t_depend": 0.0,
-    "t_priority": 0.0,
-    "t_sched": 0.0,
-    "t_run": 0.0,
-    "t_cleanup": 0.0,
-    "t_inactive": 0.0,
-    "duration": 0.0,
-    "expiration": 0.0,
-}
+_DEFAULTS: Final[dict[str, Any]] = {"t_submit": 0.0, **_jobinfo.ZERO_DEFAULTS}
 
 
 @functools.cache
@@ -118,21 +106,6 @@ class InfoList(list[str]):
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
-
-
-def _dependency_text(description: str) -> str:
-    """``begin-time=T`` as ``begin@HH:MM`` (with the date unless today), as flux shows it."""
-    if not description.startswith("begin-time="):
-        return description
-    from datetime import datetime
-
-    try:
-        when = datetime.fromtimestamp(float(description.partition("=")[2]))
-    except (ValueError, OverflowError, OSError):
-        return description
-    today = when.date() == datetime.fromtimestamp(time.time()).date()
-    text = f"begin@{when:%H:%M}" if today else f"begin@{when:%b%d-%H:%M}"
-    return f"{text}:{when:%S}" if when.second else text
 
 
 class JobInfo:
@@ -229,65 +202,44 @@ def _status_abbrev(job: JobInfo) -> str:
 
 
 def _runtime(job: JobInfo) -> float:
-    t_run = number(job.raw("t_run")) or 0.0
-    t_cleanup = number(job.raw("t_cleanup")) or 0.0
-    if t_run > 0 and t_cleanup > 0:
-        return t_cleanup - t_run
-    if t_run > 0:
-        return time.time() - t_run
-    return 0.0
+    return _jobinfo.runtime(number(job.raw("t_run")) or 0.0, number(job.raw("t_cleanup")) or 0.0)
 
 
 def _t_remaining(job: JobInfo) -> float:
     if _status(job) != "RUN":
         return 0.0
-    return max(0.0, (number(job.raw("expiration")) or 0.0) - time.time())
+    return _jobinfo.remaining(number(job.raw("expiration")) or 0.0)
 
 
 def _returncode(job: JobInfo) -> int | str:
     """The highest task exit code, -signal, -128 if canceled before running, 1 if it failed."""
-    status = job.raw("waitstatus")
-    if type(status) is not int:
-        if job.result_id == RESULT_CANCELED:
-            return -128
-        return 1 if job.result_id == RESULT_FAILED else ""
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    return ""
+    code: int | str = _jobinfo.returncode(
+        job.raw("waitstatus"), job.result_id, RESULT_CANCELED, RESULT_FAILED
+    )
+    return code
 
 
 def _dependencies(job: JobInfo) -> InfoList:
     deps = job.data.get("dependencies")
-    return InfoList(_dependency_text(d) for d in deps if isinstance(d, str)) if deps else InfoList()
+    return (
+        InfoList(_jobinfo.dependency(d) for d in deps if isinstance(d, str)) if deps else InfoList()
+    )
 
 
 def _contextual_info(job: JobInfo) -> Any:
-    """What matters for the job's state (flux-core's ``contextual_info``).
-
-    PRIORITY: ``priority-wait``; DEPEND: ``depends:`` and the outstanding
-    dependencies; SCHED: the scheduler's estimate, else ``held`` (urgency 0) or
-    ``priority-hold`` (priority 0), else the scheduler's pending reason, if any;
-    otherwise the nodes the job was given.
-    """
+    """What matters for the job's state (flux-core's ``contextual_info``), with the
+    scheduler's pending reason, if any, for a pending job it gives no estimate for."""
     state = _state_name(job)
-    if state == "PRIORITY":
-        return "priority-wait"
-    if state == "DEPEND":
-        return f"depends:{job.get('dependencies')}"
-    if state == "SCHED":
-        estimate = job.get("sched.t_estimate")
-        if isinstance(estimate, (int, float)) and not isinstance(estimate, bool):
-            eta = estimate - time.time()
-            return f"eta:{'now' if eta < 0 else fsd(eta)}"
-        if job.raw("urgency") == 0:
-            return "held"
-        if job.raw("priority") == 0:
-            return "priority-hold"
-        reason = job.get("sched.reason_pending")
-        return reason if isinstance(reason, str) else ""
-    return job.raw("nodelist")
+    reason = job.get("sched.reason_pending") if state == "SCHED" else ""
+    return _jobinfo.contextual_info(
+        state,
+        job.get("dependencies") if state == "DEPEND" else "",
+        job.get("sched.t_estimate") if state == "SCHED" else None,
+        job.raw("urgency"),
+        job.raw("priority"),
+        job.raw("nodelist"),
+        reason if isinstance(reason, str) else "",
+    )
 
 
 def _contextual_time(job: JobInfo) -> Any:
@@ -300,77 +252,24 @@ def _inactive_reason(job: JobInfo) -> str:
     """Why an inactive job ended, in flux-core's words."""
     if _state_name(job) != "INACTIVE":
         return ""
-    result = NAMES.get(job.result_id, "")
-    occurred = job.raw("exception_occurred") is True
-    etype, note = job.raw("exception_type"), job.raw("exception_note")
-    if result == "CANCELED":
-        return f"Canceled: {note}" if occurred and etype == "cancel" and note else "Canceled"
-    if result == "TIMEOUT":
-        return "Timeout"
-    code = job.get("returncode")
-    if result != "FAILED":
-        return f"Exit {code}"
-    if occurred and etype != "exec" and job.raw("exception_severity") == 0:
-        return f"Exception: type={etype}" + (f" note={note}" if note else "")
-    if isinstance(code, int):
-        if code > 128:
-            return _signal_text(code - 128)
-        if code in _EXIT_TEXT:
-            return _EXIT_TEXT[code]
-    return f"Exit {code}"
-
-
-_EXIT_TEXT: Final = {
-    126: "Command invoked cannot execute",
-    127: "command not found",
-    128: "Invalid argument to exit",
-}
-
-
-def _signal_text(signum: int) -> str:
-    import signal
-
-    try:
-        return signal.strsignal(signum) or f"Signaled {signum}"
-    except ValueError:
-        return f"Signaled {signum}"
-
-
-_STATE_EMOJI: Final = dict(
-    zip(
-        "NDPSRCI",
-        "\U0001f381\U0001f6d1\U0001f6a6\U0001f4c5\U0001f3c3\U0001f5d1\U0001f480",
-        strict=True,
+    return _jobinfo.inactive_reason(
+        NAMES.get(job.result_id, ""),
+        job.raw("exception_occurred") is True,
+        job.raw("exception_type"),
+        job.raw("exception_severity"),
+        job.raw("exception_note"),
+        job.get("returncode"),
     )
-)
-_RESULT_EMOJI: Final = {
-    "CD": ("\U0001f600", ":-)"),
-    "F": ("\U0001f4a9", ":'-("),
-    "CA": ("\U0001f4a5", "%-|"),
-    "TO": ("\u231b", "(-_-)"),
-    "": ("\u3000", ""),
-}
-
-
-def _encodable(text: str) -> bool:
-    import sys
-
-    try:
-        text.encode(getattr(sys.stdout, "encoding", None) or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
 
 
 def _state_emoji(job: JobInfo) -> str:
     single = _state_single(job)
-    emoji = _STATE_EMOJI.get(single, "")
-    return emoji if emoji and _encodable(emoji) else single
+    emoji = _jobinfo.STATE_EMOJI.get(single, "")
+    return _jobinfo.printable(emoji, single) if emoji else single
 
 
 def _result_emoji(job: JobInfo) -> str:
-    emoji, alt = _RESULT_EMOJI[ABBREVIATIONS.get(job.result_id, "")]
-    return emoji if _encodable(emoji) else alt
+    return _jobinfo.printable(*_jobinfo.RESULT_EMOJI[ABBREVIATIONS.get(job.result_id, "")])
 
 
 def _status_emoji(job: JobInfo) -> str:
@@ -467,7 +366,7 @@ FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
     "contextual_info": _contextual_info,
     "contextual_time": _contextual_time,
     "inactive_reason": _inactive_reason,
-    **{name: _instance_field(name) for name in INSTANCE_HEADINGS},
+    **{name: _instance_field(name) for name in _jobinfo.INSTANCE_HEADINGS},
 }
 
 _STATE_VALUES: Final = frozenset(int(state) for state in SHORT)
@@ -480,127 +379,18 @@ _JSON_KEYS: Final = (
     "returncode", "dependencies",
 )  # fmt: skip
 
-# the job-list attributes each field needs
-_TIMES: Final = ("t_run", "t_cleanup")
-ATTRS_FOR: Final[dict[str, tuple[str, ...]]] = {
-    "id": (),
-    "username": ("userid",),
-    "state_single": ("state",),
-    "state_emoji": ("state",),
-    "result_abbrev": ("result",),
-    "result_emoji": ("result",),
-    "runtime": _TIMES,
-    "status": ("state", "result"),
-    "status_abbrev": ("state", "result"),
-    "status_emoji": ("state", "result"),
-    "returncode": ("waitstatus", "result"),
-    "expiration": ("expiration", "state", "result"),
-    "t_remaining": ("expiration", "state", "result"),
-    "exception.occurred": ("exception_occurred",),
-    "exception.severity": ("exception_severity",),
-    "exception.type": ("exception_type",),
-    "exception.note": ("exception_note",),
-    "contextual_info": (
-        "state", "dependencies", "annotations", "nodelist", "priority", "urgency",
-    ),
-    "contextual_time": ("state", "t_run", "t_cleanup", "duration"),
-    "inactive_reason": (
-        "state", "result", "waitstatus", "exception_occurred", "exception_severity",
-        "exception_type", "exception_note",
-    ),
-    "sched": ("annotations",),
-    "user": ("annotations",),
-    "uri": ("annotations",),
-    "uri.local": ("annotations",),
-    **dict.fromkeys(INSTANCE_HEADINGS, ("annotations", "state", "result")),
-}  # fmt: skip
-
 
 def attrs_for(fields: Iterable[str]) -> list[str]:
     """The job-list attributes that the format ``fields`` need."""
-    attrs: set[str] = set()
-    for field in fields:
-        if field.startswith(("id.", "annotations.", "sched.", "user.")):
-            if not field.startswith("id."):
-                attrs.add("annotations")
-        else:
-            attrs.update(ATTRS_FOR.get(field, (field,)))
-    return sorted(attrs)
+    return sorted(_jobinfo.attrs(fields))
 
 
 def is_field(name: str) -> bool:
-    return name in FIELDS or name.startswith(("annotations.", "sched.", "user."))
+    return name in FIELDS or name.startswith(_jobinfo.ANNOTATION_PREFIXES)
 
 
 # --- headings ------------------------------------------------------------------------------
 
-HEADINGS: Final[dict[str, str]] = {
-    **{f"id{suffix}": "JOBID" for suffix in ("", ".dec", ".hex", ".f58", ".f58plain")},
-    **{f"id.{suffix}": "JOBID" for suffix in ("kvs", "words", "dothex")},
-    "userid": "UID",
-    "username": "USER",
-    "urgency": "URG",
-    "priority": "PRI",
-    "state": "STATE",
-    "state_single": "S",
-    "state_emoji": "STATE",
-    "name": "NAME",
-    "cwd": "CWD",
-    "queue": "QUEUE",
-    "project": "PROJECT",
-    "bank": "BANK",
-    "ntasks": "NTASKS",
-    "ncores": "NCORES",
-    "duration": "DURATION",
-    "nnodes": "NNODES",
-    "expiration": "EXPIRATION",
-    "t_remaining": "T_REMAINING",
-    "ranks": "RANKS",
-    "nodelist": "NODELIST",
-    "success": "SUCCESS",
-    "result": "RESULT",
-    "result_abbrev": "RS",
-    "result_emoji": "RESULT",
-    "t_submit": "T_SUBMIT",
-    "t_depend": "T_DEPEND",
-    "t_priority": "T_PRIORITY",
-    "t_sched": "T_SCHED",
-    "t_run": "T_RUN",
-    "t_cleanup": "T_CLEANUP",
-    "t_inactive": "T_INACTIVE",
-    "runtime": "RUNTIME",
-    "status": "STATUS",
-    "status_abbrev": "ST",
-    "status_emoji": "STATUS",
-    "waitstatus": "WSTATUS",
-    "returncode": "RC",
-    "exception.occurred": "EXCEPTION-OCCURRED",
-    "exception.severity": "EXCEPTION-SEVERITY",
-    "exception.type": "EXCEPTION-TYPE",
-    "exception.note": "EXCEPTION-NOTE",
-    "annotations": "ANNOTATIONS",
-    "dependencies": "DEPENDENCIES",
-    "contextual_info": "INFO",
-    "contextual_time": "TIME",
-    "inactive_reason": "INACTIVE-REASON",
-    "sched": "SCHED",
-    "user": "USER",
-    "uri": "URI",
-    "uri.local": "URI",
-    "annotations.sched.t_estimate": "T_ESTIMATE",
-    "annotations.sched.reason_pending": "REASON",
-    "annotations.sched.resource_summary": "RESOURCES",
-    "sched.t_estimate": "T_ESTIMATE",
-    "sched.reason_pending": "REASON",
-    "sched.resource_summary": "RESOURCES",
-    **INSTANCE_HEADINGS,
-}
-
 
 def heading(field: str) -> str:
-    known = HEADINGS.get(field)
-    if known is not None:
-        return known
-    if field.startswith("annotations."):
-        return field[len("annotations.") :].upper()
-    return field.upper()
+    return _jobinfo.heading(field) or field.upper()

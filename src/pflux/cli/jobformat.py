@@ -16,12 +16,13 @@ A format is Python's ``str.format`` syntax over job fields (``{id.f58:>12}``,
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import re
 import string
 from collections.abc import Callable, Iterable
 from typing import Any, Final
+
+from _pfluxcore import outputformat as _out
 
 from pflux.cli.jobfields import JobInfo, heading, is_field, number
 from pflux.cli.printable import printable, printable_value
@@ -104,15 +105,6 @@ def format_config(name: str) -> str:
 # --- conversions and specs -----------------------------------------------------------------
 
 
-@functools.cache
-def _empty_outputs() -> frozenset[str]:
-    """What counts as empty for ``?:`` and the ``h`` spec."""
-    from datetime import datetime
-
-    epoch = datetime.fromtimestamp(0.0).strftime("%Y-%m-%dT%H:%M:%S")
-    return frozenset(("", "0s", "0.0", "0:00:00", "1970-01-01T00:00:00", epoch))
-
-
 class _When:
     """A timestamp for ``!d``: ``{t!d:%H:%M::>10}`` is a strftime format, then a spec."""
 
@@ -124,15 +116,8 @@ class _When:
     def __format__(self, spec: str) -> str:
         from datetime import datetime
 
-        timefmt, _, rest = spec.partition("::")
-        text = ""
-        if self.timestamp:
-            when = datetime.fromtimestamp(self.timestamp)
-            text = when.strftime(timefmt or "%Y-%m-%dT%H:%M:%S")
-        if rest.endswith("h"):
-            text = text or "-"
-            rest = rest[:-1] + "s"
-        return format(text, rest) if rest else text
+        when = datetime.fromtimestamp(self.timestamp) if self.timestamp else None
+        return _out.format_time(when, spec)
 
     def __str__(self) -> str:
         return format(self, "")
@@ -155,18 +140,12 @@ def convert(value: Any, conversion: str) -> Any:
     if amount is None:
         return ""
     if conversion == "D":
-        from datetime import datetime
-
-        return datetime.fromtimestamp(amount).strftime("%Y-%m-%dT%H:%M:%S") if amount else ""
+        return _out.iso(amount)
     if conversion == "F":
         return fsd(amount)
     if conversion == "H":
-        from datetime import timedelta
-
-        seconds = 1 if 0 < amount < 1 else round(amount)
-        return str(timedelta(seconds=seconds))
-    percent = amount * 100
-    return f"{percent:.2f}%" if 0 < percent < 1 else f"{percent:.3g}%"
+        return _out.hms(amount)
+    return _out.percent(amount)
 
 
 def format_value(value: Any, spec: str) -> str:
@@ -176,18 +155,13 @@ def format_value(value: Any, spec: str) -> str:
     truncate = spec.endswith("+")
     if truncate:
         spec = spec[:-1]
-    if spec.endswith("h"):
-        text = str(value)
-        value = "-" if text in _empty_outputs() else text
-        spec = spec[:-1] + "s"
+    value, spec = _out.hyphenated(value, spec)
     try:
         out = format(value, spec)
     except (ValueError, TypeError, OverflowError):
         # an empty or unexpected value under a numeric spec: keep only width and alignment
         out = _format(str(value), _SpecParts(spec).layout(), spec)
-    if truncate and len(out) < len(str(value)):
-        out = out[:-1] + "+"
-    return out
+    return _out.mark_cut(out, value) if truncate else out
 
 
 def _format(value: Any, spec: str, shown: str | None = None) -> str:
@@ -373,7 +347,7 @@ class JobFormat:
         result = copy.copy(self)
         if not marked:
             return result
-        empty = _empty_outputs()
+        empty = _out.empty_outputs()
         widest = {id(part): 0 for part, _ in marked}
         for job in jobs:
             for part, _ in marked:

@@ -1,5 +1,6 @@
 """``pflux jobs``' ``instance.*`` fields: what the nested instance a running job is
-(``batch``, ``alloc``) says of itself, as ``flux jobs`` shows it.
+(``batch``, ``alloc``) says of itself, as ``flux jobs`` shows it (the fields and
+their headings: ``_pfluxcore.jobinfo.INSTANCE_HEADINGS``).
 
 The instance is asked once per job (``job-list.job-stats`` and
 ``sched.resource-status`` through ``pflux.api.Client``), when a format first needs
@@ -9,30 +10,21 @@ one of its fields; a job that runs no instance, or one that cannot be reached, s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
-    from pflux.cli.jobfields import JobInfo
     from pflux.spec.resource import ResourceSet
 
-_STATES: Final = ("all", "up", "down", "allocated", "free")
-_COUNTS: Final = ("ncores", "ngpus", "nnodes")
-_ALL_HEADINGS: Final = {"ncores": "CORES", "ngpus": "GPUS", "nnodes": "NODES"}
-_STATE_HEADINGS: Final = {"up": "UP", "down": "DOWN", "allocated": "USED", "free": "FREE"}
-#: every instance field, with its heading (flux-core's)
-HEADINGS: Final[dict[str, str]] = {
-    "instance.stats": "STATS",
-    "instance.stats.total": "NJOBS",
-    "instance.utilization": "CORE%",
-    "instance.gpu_utilization": "GPU%",
-    "instance.progress": "PROG",
-    **{f"instance.resources.all.{count}": _ALL_HEADINGS[count] for count in _COUNTS},
-    **{
-        f"instance.resources.{state}.{count}": heading
-        for state, heading in _STATE_HEADINGS.items()
-        for count in _COUNTS
-    },
-}
+
+class Job(Protocol):
+    """What of a listed job (``pflux.cli.jobfields.JobInfo``) the fields read: its
+    fields, and the memo its instance's answers are kept in."""
+
+    _memo: dict[str, Any]
+
+    def get(self, field: str) -> Any: ...
+
+
 _MEMO: Final = "\0instance"  # the job's memo key of its instance's answers
 
 
@@ -88,7 +80,7 @@ class _Instance:
         return chosen.nnodes if count == "nnodes" else getattr(chosen, count)()
 
 
-def value(job: JobInfo, field: str) -> Any:
+def value(job: Job, field: str) -> Any:
     """``field`` of the instance the job runs ("" if it runs none now)."""
     memo = job._memo
     instance = memo.get(_MEMO)

@@ -443,9 +443,11 @@ def _jobs_from_stdin() -> list[dict[str, Any]]:
 def _print_table(
     jobs: list[JobInfo], formatter: JobFormat, *, no_header: bool, width: int, colored: bool
 ) -> None:
+    from _pfluxcore.outputformat import terminal_width
+
     shown = formatter.filtered(jobs, no_header=no_header)
     shown.sort(jobs)
-    limit = _width(width)
+    limit = terminal_width(width)
     lines = [] if no_header else [shown.header() + "\n"]
     for job in jobs:
         line = shown.format(job)
@@ -484,15 +486,6 @@ def _color(job: JobInfo) -> str:
     if result:
         return _RESULT_COLORS.get(result, "")
     return _INSTANCE_COLOR if job.get("uri") else ""
-
-
-def _width(width: int) -> int:
-    if width == 0:
-        try:
-            return os.get_terminal_size().columns
-        except OSError:
-            return -1
-    return width
 
 
 def _print_json(jobs: list[JobInfo], args: argparse.Namespace) -> None:

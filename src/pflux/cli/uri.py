@@ -68,32 +68,30 @@ def resolve(target: str | None, *, wait: bool = False) -> str:
 
 
 def _from_pid(text: str) -> str:
-    from pathlib import Path
+    from _pfluxcore.uri import of_process
 
     from pflux.errors import PfluxError
 
     try:
-        environ = Path(f"/proc/{int(text)}/environ").read_bytes()
+        found = of_process(int(text))
     except ValueError:
         raise PfluxError(f"pid:{text}: not a process id") from None
     except OSError as exc:
         raise PfluxError(f"pid:{text}: {exc.strerror}") from None
-    found = dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
-    for name in (b"PFLUX_URI", b"FLUX_URI"):
-        if found.get(name):
-            return found[name].decode(errors="replace")
-    raise PfluxError(f"pid:{text}: process is not in a pflux instance (no PFLUX_URI)")
+    if found is None:
+        raise PfluxError(f"pid:{text}: process is not in a pflux instance (no PFLUX_URI)")
+    return found
 
 
 def _job_path(path: str, wait: bool) -> str:
     """The URI a path of job ids leads to from the instance this command reaches, one
     instance down a step (``/``: the root, ``..``: the enclosing instance)."""
+    from _pfluxcore.uri import job_steps
+
     from pflux import Client
 
     uri: str | None = None
-    steps = [step for step in path.split("/") if step]
-    if path.startswith("/"):
-        steps.insert(0, "/")
+    steps = job_steps(path)
     if not steps:
         with Client() as client:
             return client.attrs()["local-uri"]
@@ -127,6 +125,8 @@ def _root(uri: str | None) -> str:
 def _job_uri(client: Any, text: str, wait: bool) -> str:
     """The URI a running job's nested instance posted (``wait``: once it posts it, or
     nothing if the job ends first); flux's errors otherwise."""
+    from _pfluxcore.uri import posted
+
     from pflux.errors import JobIDError, PfluxError, RPCError
     from pflux.spec.fluid import JobID
     from pflux.spec.states import State
@@ -138,12 +138,7 @@ def _job_uri(client: Any, text: str, wait: bool) -> str:
     uri = None
     try:
         if wait:
-            for event in client.events(jobid):
-                if event.name == "memo" and "uri" in event.context:
-                    uri = event.context["uri"]
-                    break
-                if event.name == "finish":
-                    break
+            uri = posted(client.events(jobid))
         else:
             job = client.job_info(jobid, ["state", "annotations"])
             if job.state != State.RUN:

@@ -12,30 +12,29 @@ from __future__ import annotations
 import math
 import os
 
+from _pfluxcore import uri as _uri
+
 from pflux.errors import NoInstanceError, PfluxError
 
 
 def socket_path(uri: str | None = None) -> str:
     """The socket path an instance URI names (``local://PATH`` or a bare path)."""
-    uri = uri or os.environ.get("PFLUX_URI") or os.environ.get("FLUX_URI")
+    uri = uri or _uri.from_environment(os.environ)
     if not uri:
         raise NoInstanceError(
             "no pflux instance: set PFLUX_URI or pass --uri (run commands under `pflux start`)"
         )
-    if uri.startswith("local://"):
-        path = uri[len("local://") :]
-    elif "://" in uri:
-        raise NoInstanceError(f"unsupported instance URI {uri!r}: only local:// is supported")
-    else:
-        path = uri
-    if not path:
-        raise NoInstanceError(f"instance URI {uri!r} names no socket")
-    return path
+    try:
+        return _uri.socket_path(uri)
+    except ValueError as exc:
+        if exc.args[1]:
+            raise NoInstanceError(
+                f"unsupported instance URI {uri!r}: only local:// is supported"
+            ) from None
+        raise NoInstanceError(f"instance URI {uri!r} names no socket") from None
 
 
-def uri_for(path: str) -> str:
-    """The URI clients use for a socket path."""
-    return f"local://{os.path.abspath(path)}"
+uri_for = _uri.uri_for
 
 
 TIMEOUT_ENV = "PFLUX_TIMEOUT"

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from string import Formatter
 
-from _pfluxcore import duration
+from _pfluxcore import duration, outputformat
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -465,21 +465,12 @@ class UtilDatetime(datetime):
     the ``h`` suffix)."""
 
     def __format__(self, fmt: str) -> str:
-        timefmt, _, spec = fmt.partition("::")
-        if self == datetime.fromtimestamp(0.0):
-            result = ""
-        else:
-            result = self.strftime(timefmt or "%Y-%m-%dT%H:%M:%S")
-        if spec.endswith("h"):
-            result = result or "-"
-            spec = spec[:-1] + "s"
-        return format(result, spec) if spec else result
+        return outputformat.format_time(None if self == datetime.fromtimestamp(0.0) else self, fmt)
 
 
 def empty_outputs() -> tuple[str, ...]:
     """The texts a value shows when it is unset (the ``h`` suffix shows them as ``-``)."""
-    localepoch = datetime.fromtimestamp(0.0).strftime("%Y-%m-%dT%H:%M:%S")
-    return ("", "0s", "0.0", "0:00:00", "1970-01-01T00:00:00", localepoch)
+    return outputformat.empty_outputs()
 
 
 class UtilFormatter(Formatter):
@@ -504,9 +495,8 @@ class UtilFormatter(Formatter):
         marks_cut = spec.endswith("+")
         if marks_cut:
             spec = spec[:-1]
-        if spec.endswith("h") and not isinstance(value, UtilDatetime):
-            value = "-" if str(value) in empty_outputs() else str(value)
-            spec = spec[:-1] + "s"
+        if not isinstance(value, UtilDatetime):
+            value, spec = outputformat.hyphenated(value, spec)
         if spec.endswith("W"):
             spec = spec[:-1] + "s"
             found = re.match(r"^([<>])(\d+)s$", spec)
@@ -516,9 +506,7 @@ class UtilFormatter(Formatter):
                 if 0 < extra < width:
                     spec = f"{found[1]}{width - extra}s"
         result = str(super().format_field(value, spec))
-        if marks_cut and len(result) < len(str(value)):
-            result = result[:-1] + "+"
-        return result
+        return outputformat.mark_cut(result, value) if marks_cut else result
 
 
 def _columns(text: str) -> int:
@@ -528,23 +516,12 @@ def _columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _percent(value: Any) -> str:
-    value = value * 100
-    return f"{value:.2f}%" if 0 < value < 1 else f"{value:.3g}%"
-
-
-def _hms(value: Any) -> str:
-    if 0 < value < 1:
-        value = 1
-    return str(timedelta(seconds=round(value)))
-
-
 _CONVERSIONS: dict[str, Callable[[Any], Any]] = {
     "d": UtilDatetime.fromtimestamp,
-    "D": lambda v: datetime.fromtimestamp(v).strftime("%Y-%m-%dT%H:%M:%S") if v else "",
+    "D": outputformat.iso,
     "F": fsd,
-    "H": _hms,
-    "P": _percent,
+    "H": outputformat.hms,
+    "P": outputformat.percent,
 }
 
 
@@ -740,12 +717,7 @@ class OutputFormat:
 
     @staticmethod
     def _calculate_width(width: int) -> int:
-        if width == 0:
-            try:
-                return os.get_terminal_size().columns
-            except OSError:
-                return -1
-        return width
+        return outputformat.terminal_width(width)
 
     @staticmethod
     def _fmt_tuple(text: str, field: str, spec: str | None, conv: str | None) -> str:

@@ -43,6 +43,8 @@ import time
 from collections import deque
 from functools import partial
 
+from _pfluxcore import uri as _uri
+
 from flux.constants import (
     FLUX_MATCHTAG_NONE,
     FLUX_MSGTYPE_ANY,
@@ -88,20 +90,16 @@ def _socket_path(url: Any) -> str:
             )
     if not isinstance(url, str):
         raise TypeError(f"url must be a str or bytes, not {type(url).__name__}")
-    if url.startswith("local://"):
-        path = url[len("local://") :]
-    elif "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise OSError(
-            errno.EINVAL,
-            f"Unable to connect to Flux: {url}: connector {scheme} is not supported"
-            " (pflux serves local:// URIs only)",
-        )
-    else:
-        path = url
-    if not path:
-        raise OSError(errno.EINVAL, f"Unable to connect to Flux: {url!r} names no socket")
-    return path
+    try:
+        return _uri.socket_path(url)
+    except ValueError as exc:
+        if exc.args[1]:
+            raise OSError(
+                errno.EINVAL,
+                f"Unable to connect to Flux: {url}: {exc.args[0]}"
+                " (pflux serves local:// URIs only)",
+            ) from None
+        raise OSError(errno.EINVAL, f"Unable to connect to Flux: {url!r} names no socket") from None
 
 
 class Flux:

@@ -16,14 +16,10 @@ read, and each worked-out value is kept so once first asked for (``_runtime``).
 from __future__ import annotations
 
 import json
-import os
-import sys
-import time
-from datetime import datetime
 from functools import wraps
 from itertools import chain
 
-from _pfluxcore import duration
+from _pfluxcore import jobinfo as _jobinfo
 
 from flux.constants import FLUX_JOB_RESULT_CANCELED, FLUX_JOB_RESULT_FAILED
 from flux.job.JobID import JobID
@@ -62,46 +58,19 @@ def resulttostr(resultid: Any, fmt: str = "L") -> str:
     return name.lower() if fmt in ("l", "s") else name
 
 
-# the symbols flux-core's ``flux jobs`` prints for each state and result, with the
-# text printed where stdout cannot encode them
-_STATE_EMOJI = {
-    "N": "\U0001f381",
-    "D": "\U0001f6d1",
-    "P": "\U0001f6a6",
-    "S": "\U0001f4c5",
-    "R": "\U0001f3c3",
-    "C": "\U0001f5d1",
-    "I": "\U0001f480",
-}
-_RESULT_EMOJI = {
-    "CD": ("\U0001f600", ":-)"),
-    "F": ("\U0001f4a9", ":'-("),
-    "CA": ("\U0001f4a5", "%-|"),
-    "TO": ("\u231b", "(-_-)"),
-}
 _PENDING_OR_RUNNING = 2 | 4 | 8 | 16 | 32
-
-
-def _printable(emoji: str, alternative: str) -> str:
-    try:
-        emoji.encode(sys.stdout.encoding or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return alternative
-    return emoji
 
 
 def statetoemoji(stateid: int) -> str:
     """The state's symbol, or its letter where stdout cannot show it."""
     letter = statetostr(stateid, "S")
-    return _printable(_STATE_EMOJI.get(letter, letter), letter)
+    return _jobinfo.printable(_jobinfo.STATE_EMOJI.get(letter, letter), letter)
 
 
 def resulttoemoji(resultid: Any) -> str:
     """The result's symbol (an ideographic space for none), or a text face."""
-    if resultid == "":
-        return _printable("\u3000", "")
-    emoji, alternative = _RESULT_EMOJI.get(resulttostr(resultid, "S"), ("?", "?"))
-    return _printable(emoji, alternative)
+    abbrev = resulttostr(resultid, "S")
+    return _jobinfo.printable(*_jobinfo.RESULT_EMOJI.get(abbrev, ("?", "?")))
 
 
 def statustostr(stateid: int, resultid: Any, fmt: str = "L") -> str:
@@ -262,30 +231,14 @@ class DependencyList(InfoList):
     when not today, ``:SS`` when not on a minute)."""
 
     def __init__(self, items: Iterable[str]) -> None:
-        super().__init__(_dependency(dep) for dep in items)
-
-
-def _dependency(dep: str) -> str:
-    if not dep.startswith("begin-time="):
-        return dep
-    when = datetime.fromtimestamp(float(dep.partition("=")[2])).astimezone()
-    today = when.date() == datetime.today().date()
-    shown = f"begin@{when:%H:%M}" if today else f"begin@{when:%b%d-%H:%M}"
-    return f"{shown}:{when:%S}" if when.second > 0 else shown
+        super().__init__(_jobinfo.dependency(dep) for dep in items)
 
 
 class JobInfo:
     """A job-list response (or a job's result) as attributes."""
 
     defaults: ClassVar[dict[str, Any]] = {
-        "t_depend": 0.0,
-        "t_priority": 0.0,
-        "t_sched": 0.0,
-        "t_run": 0.0,
-        "t_cleanup": 0.0,
-        "t_inactive": 0.0,
-        "duration": 0.0,
-        "expiration": 0.0,
+        **_jobinfo.ZERO_DEFAULTS,
         "name": "",
         "cwd": "",
         "queue": "",
@@ -354,21 +307,15 @@ class JobInfo:
         return self
 
     def get_runtime(self) -> float:
-        t_run, t_cleanup = self.t_run, self.t_cleanup
-        if t_cleanup > 0 and t_run > 0:
-            return float(t_cleanup - t_run)
-        if t_run > 0:
-            return float(time.time() - t_run)
-        return 0.0
+        return float(_jobinfo.runtime(self.t_run, self.t_cleanup))
 
     def get_remaining_time(self) -> float:
         try:
             if str(self.status) != "RUN":
                 return 0.0
-            left = float(self.expiration - time.time())
+            return _jobinfo.remaining(float(self.expiration))
         except (KeyError, AttributeError):
             return 0.0
-        return max(left, 0.0)
 
     @memoized_property
     def uri(self) -> Any:
@@ -434,40 +381,25 @@ class JobInfo:
     def returncode(self) -> Any:
         """The largest task exit code, -N for a signal N, -128 for a job canceled before
         it ran, 1 for one that failed before it ran; "" while active."""
-        status = self.waitstatus
-        if not isinstance(status, int):
-            result_id = self.__dict__.get("_result_id")
-            if result_id == FLUX_JOB_RESULT_CANCELED:
-                return -128
-            if result_id == FLUX_JOB_RESULT_FAILED:
-                return 1
-            return ""
-        if os.WIFSIGNALED(status):
-            return -os.WTERMSIG(status)
-        if os.WIFEXITED(status):
-            return os.WEXITSTATUS(status)
-        return ""
+        return _jobinfo.returncode(
+            self.waitstatus,
+            self.__dict__.get("_result_id"),
+            FLUX_JOB_RESULT_CANCELED,
+            FLUX_JOB_RESULT_FAILED,
+        )
 
     @memoized_property
     def contextual_info(self) -> Any:
         """What to show beside a job: why it waits while pending (``priority-wait``,
         ``depends:...``, ``eta:...``, ``held``, ``priority-hold``), else its nodes."""
         state = str(self.state)
-        if state == "PRIORITY":
-            return "priority-wait"
-        if state == "DEPEND":
-            return f"depends:{self.dependencies}"
         if state != "SCHED":
-            return self.nodelist
+            deps, nodes = self.dependencies, self.nodelist
+            return _jobinfo.contextual_info(state, deps, None, None, None, nodes)
         estimate = self.sched.t_estimate
         if isinstance(estimate, (int, float)):
-            left = estimate - time.time()
-            return "eta:now" if left < 0 else f"eta:{_fsd(left)}"
-        if self.urgency == 0:
-            return "held"
-        if self.priority == 0:
-            return "priority-hold"
-        return ""
+            return _jobinfo.contextual_info(state, "", estimate, None, None, "")
+        return _jobinfo.contextual_info(state, "", None, self.urgency, self.priority, "")
 
     @memoized_property
     def contextual_time(self) -> float:
@@ -481,28 +413,10 @@ class JobInfo:
         """How an inactive job ended, in words ("" while active)."""
         if str(self.state) != "INACTIVE":
             return ""
-        result = str(self.result)
         exc = self.exception
-        if result == "CANCELED":
-            if exc.occurred and exc.type == "cancel" and exc.note:
-                return f"Canceled: {exc.note}"
-            return "Canceled"
-        if result == "TIMEOUT":
-            return "Timeout"
-        if result != "FAILED":
-            return f"Exit {self.returncode}"
-        if exc.occurred and exc.type != "exec" and exc.severity == 0:
-            note = f" note={exc.note}" if exc.note else ""
-            return f"Exception: type={exc.type}{note}"
-        code = self.returncode
-        if code > 128:
-            import signal
-
-            try:
-                return signal.strsignal(code - 128) or f"Signaled {code - 128}"
-            except ValueError:
-                return f"Signaled {code - 128}"
-        return _EXIT_REASONS.get(code, f"Exit {code}")
+        return _jobinfo.inactive_reason(
+            str(self.result), exc.occurred, exc.type, exc.severity, exc.note, self.returncode
+        )
 
     def to_dict(self, filtered: bool = True) -> dict[str, Any]:
         """The attributes as a dict (``jobid`` in f58 too); ``filtered``: without
@@ -539,101 +453,10 @@ class JobInfo:
         return result
 
 
-_EXIT_REASONS = {
-    126: "Command invoked cannot execute",
-    127: "command not found",
-    128: "Invalid argument to exit",
-}
-
-
-def _fsd(seconds: float) -> str:
-    """Seconds in RFC 23's shortest form, as flux.util.fsd prints an ETA."""
-    return duration.in_unit(seconds, 4)
-
-
-# The job-list attributes each field of a ``flux jobs`` format needs (flux-core's
-# ``job_fields_to_attrs``; the id is always sent)
-_FIELD_ATTRS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("id", "id.dec", "id.hex", "id.f58", "id.f58plain", "id.emoji", "id.kvs", "id.words"),
-        (),
-    ),
-    "id.dothex": (),
-    **{
-        name: (name,)
-        for name in (
-            "userid",
-            "urgency",
-            "priority",
-            "state",
-            "name",
-            "cwd",
-            "queue",
-            "project",
-            "bank",
-            "ntasks",
-            "ncores",
-            "duration",
-            "nnodes",
-            "ranks",
-            "nodelist",
-            "success",
-            "waitstatus",
-            "result",
-            "annotations",
-            "dependencies",
-            "t_submit",
-            "t_depend",
-            "t_priority",
-            "t_sched",
-            "t_run",
-            "t_cleanup",
-            "t_inactive",
-        )
-    },
-    "username": ("userid",),
-    "state_single": ("state",),
-    "state_emoji": ("state",),
-    "returncode": ("waitstatus", "result"),
-    "exception.occurred": ("exception_occurred",),
-    "exception.severity": ("exception_severity",),
-    "exception.type": ("exception_type",),
-    "exception.note": ("exception_note",),
-    "result_abbrev": ("result",),
-    "result_emoji": ("result",),
-    "runtime": ("t_run", "t_cleanup"),
-    "status": ("state", "result"),
-    "status_abbrev": ("state", "result"),
-    "status_emoji": ("state", "result"),
-    "expiration": ("expiration", "state", "result"),
-    "t_remaining": ("expiration", "state", "result"),
-    "contextual_info": ("state", "dependencies", "annotations", "nodelist", "priority", "urgency"),
-    "contextual_time": ("state", "t_run", "t_cleanup", "duration"),
-    "inactive_reason": (
-        "state",
-        "result",
-        "waitstatus",
-        "exception_occurred",
-        "exception_severity",
-        "exception_type",
-        "exception_note",
-    ),
-    **dict.fromkeys(("sched", "user", "uri", "uri.local"), ("annotations",)),
-}
-
-
 def job_fields_to_attrs(fields: Iterable[str]) -> set[str]:
     """The job-list attributes to ask for to show ``fields`` (a KeyError names an
     unknown one, as flux-core's)."""
-    attrs: set[str] = set()
-    for field in fields:
-        if field.startswith(("annotations.", "sched.", "user.")):
-            attrs.add("annotations")
-        elif field.startswith("instance."):
-            attrs.update(("annotations", "state", "result"))
-        else:
-            attrs.update(_FIELD_ATTRS[field])
-    return attrs
+    return _jobinfo.attrs(fields)
 
 
 def __getattr__(name: str) -> Any:

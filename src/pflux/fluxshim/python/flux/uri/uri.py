@@ -15,6 +15,8 @@ import os
 import re
 from urllib.parse import parse_qs, urlparse
 
+from _pfluxcore import uri as _uri
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -113,9 +115,7 @@ class _JobidResolver(URIResolverPlugin):
 
         wait = "wait" in uri.query_dict
         handle = flux.Flux()
-        steps = [part for part in uri.path.split("/") if part]
-        if uri.path.startswith("/"):
-            steps.insert(0, "/")
+        steps = _uri.job_steps(uri.path)
         if not steps:
             return str(handle.attr_get("local-uri"))
         found = ""
@@ -147,12 +147,7 @@ def _job_uri(handle: Any, text: str, wait: bool) -> str:
     uri: Any = None
     try:
         if wait:
-            for event in event_watch(handle, jobid):
-                if event.name == "memo" and "uri" in event.context:
-                    uri = event.context["uri"]
-                    break
-                if event.name == "finish":
-                    break
+            uri = _uri.posted(event_watch(handle, jobid))
         else:
             job = job_list_id(handle, jobid, attrs=["state", "annotations"]).get_jobinfo()
             if job.state != "RUN":
@@ -176,15 +171,12 @@ class _PidResolver(URIResolverPlugin):
         except ValueError:
             raise ValueError(f"PID must be an integer, got {text}") from None
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
+            found = _uri.of_process(pid)
         except OSError as exc:
             raise ValueError(f"PID {pid}: {exc.strerror}") from None
-        found = dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
-        for name in (b"PFLUX_URI", b"FLUX_URI"):  # pflux's clients' order
-            if found.get(name):
-                return found[name].decode(errors="replace")
-        raise ValueError(f"PID {pid} doesn't seem to have a FLUX_URI")
+        if found is None:
+            raise ValueError(f"PID {pid} doesn't seem to have a FLUX_URI")
+        return found
 
 
 class FluxURIResolver:
