@@ -95,10 +95,15 @@ def system(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         recv_until(notify, "READY=1")  # as systemd waits for it
         yield uri, env
     finally:
-        run("shutdown", "--quiet", env=env)
-        proc.wait(WAIT)
-        log.close()
-        notify.close()
+        proc.terminate()  # as systemctl stop does
+        try:
+            proc.wait(WAIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            notify.close()
 
 
 @pytest.mark.parametrize("abstract", [False, True], ids=["path", "abstract"])
@@ -156,6 +161,19 @@ def test_commands_and_the_api_find_the_system_instance_with_no_uri(
     # others may reach the directory; only the owner the socket (until guests are let in)
     assert stat.S_IMODE(os.stat(tmp_path / "run").st_mode) == 0o755
     assert stat.S_IMODE(os.stat(tmp_path / "run" / "local").st_mode) == 0o600
+
+
+def test_a_second_instance_leaves_the_system_instances_socket_alone(
+    system: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    uri, env = system
+    second = run("start", "-S", f"statedir={tmp_path}/other", "-S", f"local-uri={uri}", "true",
+                 env=env)  # fmt: skip
+    assert (second.returncode, second.stderr) == (
+        1,
+        f"pflux-start: ERROR: local-uri={uri}: another instance serves there\n",
+    )
+    assert run("uri", env=env).stdout == f"{uri}\n"
 
 
 def test_with_no_instance_anywhere_the_error_names_both_places(tmp_path: Path) -> None:

@@ -405,8 +405,8 @@ class Instance:
 
     def _prepare(self) -> None:
         """The state directory; a socket's directory outside it, made 0755 or found to be
-        a real directory of this user's that no one else may write in (else PfluxError);
-        systemd's socket, told that the instance starts."""
+        a real directory of this user's that no one else may write in, with no instance
+        serving there (else PfluxError); systemd's socket, told that the instance starts."""
         private.state_directory(self.state_dir)
         if self._socket_dir is not None and self._socket_dir != self.state_dir.absolute():
             from pflux.safefs.shared import socket_dir
@@ -414,6 +414,8 @@ class Instance:
             why = socket_dir(str(self._socket_dir))
             if why:
                 raise PfluxError(f"local-uri={self.uri}: unsafe socket directory: {why}")
+            if _answers(self.socket_path):  # another state directory's instance: keep it
+                raise PfluxError(f"local-uri={self.uri}: another instance serves there")
         self._notifier = Notifier.from_environ()
         self._notifier.send("STATUS=starting")
 
@@ -697,6 +699,16 @@ class Instance:
             **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),
             **self._extra_attrs,
         }
+
+
+def _answers(path: Path) -> bool:
+    """Whether something listens on the socket ``path`` (a socket left by a crash does not)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def service_class(path: str) -> type[Service]:
