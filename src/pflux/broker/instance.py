@@ -143,6 +143,7 @@ SHARED_ATTRS = frozenset(
 )
 
 SOCKET_NAME = "local"
+PROBE_TIMEOUT = 5.0  # seconds: whether an instance already serves at a socket path
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 
 
@@ -704,8 +705,11 @@ class Instance:
 def _answers(path: Path) -> bool:
     """Whether something listens on the socket ``path`` (a socket left by a crash does not)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(PROBE_TIMEOUT)  # a full backlog is still an instance's
         try:
             probe.connect(str(path))
+        except TimeoutError:
+            return True
         except OSError:
             return False
     return True

@@ -33,11 +33,12 @@ class Notifier:
         return cls(address)
 
     def send(self, *assignments: str) -> None:
-        """Send ``VAR=value`` lines; a failure is logged (systemd may have gone)."""
+        """Send ``VAR=value`` lines (a value's newlines as spaces: a reason is one value);
+        a failure is logged (systemd may have gone)."""
         if self.address is None:
             return
         address = "\0" + self.address[1:] if self.address[0] == "@" else self.address
-        message = "\n".join(assignments).encode()
+        message = "\n".join(line.replace("\n", " ") for line in assignments).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
             sock.setblocking(False)  # never wait for a full queue: the instance serves
             try:

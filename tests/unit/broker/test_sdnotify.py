@@ -35,6 +35,14 @@ def test_an_abstract_socket_is_named_with_an_at_sign(monkeypatch: pytest.MonkeyP
         assert sock.recv(4096) == b"STOPPING=1"
 
 
+def test_a_value_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(str(tmp_path / "notify"))
+        monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify"))
+        Notifier.from_environ().send("STATUS=stopping: a\nREADY=1")
+        assert sock.recv(4096) == b"STATUS=stopping: a READY=1"
+
+
 def test_without_the_variable_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
     notifier = Notifier.from_environ()
