@@ -15,6 +15,10 @@ from support.instance import LiveInstance
 for _name in ("LINES", "COLUMNS"):
     os.environ.pop(_name, None)
 
+# a command given no instance finds none, whatever system instance this machine runs
+# (/dev/null is no directory: nothing can be there)
+os.environ["PFLUX_SYSTEM_URI"] = "local:///dev/null/pflux-system"
+
 
 @pytest.fixture(scope="module")
 def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInstance]:

@@ -144,7 +144,8 @@ def test_without_an_instance_submit_says_how_to_get_one(
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err == (
-        "pflux-submit: ERROR: no pflux instance: set PFLUX_URI or pass --uri"
+        "pflux-submit: ERROR: no pflux instance: PFLUX_URI is not set and there is no"
+        " system instance at local:///dev/null/pflux-system: set PFLUX_URI or pass --uri"
         " (run commands under `pflux start`)\n"
     )
 

@@ -124,13 +124,13 @@ def test_bad_batch_requests_are_refused(uri: str, tmp_path: Path) -> None:
     assert err == (
         "pflux-batch: ERROR: -S broker.rc2_none=1: pflux's broker cannot set attribute"
         " 'broker.rc2_none' (it sets: statedir, log-stderr-level, log-filename, log-level,"
-        " tbon.fanout, tbon.heartbeat, tbon.timeout, broker.quorum-timeout, hostname)\n"
+        " tbon.fanout, tbon.heartbeat, tbon.timeout, broker.quorum-timeout, hostname, local-uri)\n"
     )
     err = fails(uri, "batch", "-n1", "--broker-opts=--k-ary=2", "--wrap", "true", rc=2)
     assert err == (
         "pflux-batch: ERROR: --broker-opts: --k-ary=2: pflux's broker does not take it"
         " (-v, -S ATTR=VAL (ATTR: statedir, log-stderr-level, log-filename, log-level,"
-        " tbon.fanout, tbon.heartbeat, tbon.timeout, broker.quorum-timeout, hostname),"
+        " tbon.fanout, tbon.heartbeat, tbon.timeout, broker.quorum-timeout, hostname, local-uri),"
         " -c FILE)\n"
     )
     err = fails(uri, "batch", "-n1", "--conf=myconf", "--wrap", "true", rc=2)
@@ -229,7 +229,7 @@ def test_start_takes_the_broker_attributes_it_honours(tmp_path: Path) -> None:
         2,
         "pflux-start: ERROR: -S rundir=/x: pflux's broker cannot set attribute 'rundir'"
         " (it sets: statedir, log-stderr-level, log-filename, log-level, tbon.fanout,"
-        " tbon.heartbeat, tbon.timeout, broker.quorum-timeout, hostname)\n",
+        " tbon.heartbeat, tbon.timeout, broker.quorum-timeout, hostname, local-uri)\n",
     )
     proc = console("start", f"-Sstatedir={tmp_path}/a", f"--state-dir={tmp_path}/b", "true")
     assert proc.returncode == 2

@@ -51,7 +51,7 @@ def blocking(describe: Callable[P, Exchange[T]]) -> Callable[Concatenate[Client,
 
 
 class Client:
-    """A blocking client of one instance (``uri``, else PFLUX_URI).
+    """A blocking client of one instance (``uri``, else PFLUX_URI, else the system instance).
 
     An answer not asked to be waited for (anything but ``wait``, ``drain``, ``idle``
     and following events) comes within ``timeout`` seconds (else PFLUX_TIMEOUT, else

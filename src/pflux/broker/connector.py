@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import socket
 import struct
 from collections.abc import Callable
@@ -381,13 +382,22 @@ class Provider:
 
 
 async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
-    """Listen on ``path``, in a directory the caller has made safe (``pflux.broker.private``)."""
+    """Listen on ``path``, in a directory the caller has made safe (``pflux.broker.private``,
+    ``pflux.safefs.shared.socket_dir``); the socket is the owner's only (mode 0600,
+    set before it listens), wherever others may enter the directory."""
     if path.exists() or path.is_symlink():
         path.unlink()
     loop = asyncio.get_running_loop()
     inbound = Inbound()
     root_owner = access.allow_root_owner(broker.config)  # once: the config is loaded
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+    except BaseException:
+        sock.close()
+        raise
     server = await loop.create_unix_server(
-        lambda: Connection(broker, inbound, root_owner=root_owner), str(path), backlog=1024
+        lambda: Connection(broker, inbound, root_owner=root_owner), sock=sock, backlog=1024
     )
     return server

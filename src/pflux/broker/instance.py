@@ -2,7 +2,11 @@
 
 The state directory holds the socket (``local``), the KVS database and the log.
 Without ``--state-dir`` a temporary one is made and removed at exit; with one
-that already holds an instance's data, the services restart from it.
+that already holds an instance's data, the services restart from it. The socket
+may be elsewhere (``pflux start -S local-uri``: the system instance's is in
+/run/pflux, which others may enter), in a directory the instance makes 0755 or
+finds to be its own, writable by no one else. Under systemd (``NOTIFY_SOCKET``)
+the instance says when it is ready and when it stops (``pflux.broker.sdnotify``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pflux.broker.heap import release_large_buffers
 from pflux.broker.logbuf import LogRing, LogService
 from pflux.broker.nodeinfo import hello
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.sdnotify import Notifier
 from pflux.broker.testsize import RankProcesses, Tbon, boot_to_json, test_size_boots
 from pflux.errors import PfluxError, RPCError
 from pflux.protocol.broker import ServiceAddRequest, ServiceRemoveRequest
@@ -138,6 +143,7 @@ SHARED_ATTRS = frozenset(
 )
 
 SOCKET_NAME = "local"
+PROBE_TIMEOUT = 5.0  # seconds: whether an instance already serves at a socket path
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 
 
@@ -276,12 +282,14 @@ class Instance:
         test_hosts: Sequence[str] | None = None,
         tbon: Tbon | None = None,
         boot: Boot | None = None,
+        socket_path: Path | None = None,
     ) -> None:
         """``fresh``: the state directory's KVS database was lost; start with an empty one.
         ``attrs``: attributes to set or override (a nested instance's ``jobid``,
         ``parent-uri``, ``instance-level``, ...). ``test_size``: this many brokers on this
         machine (``pflux.broker.testsize``), on hosts ``test_hosts`` (default: this one),
-        with the tree's settings ``tbon``."""
+        with the tree's settings ``tbon``. ``socket_path``: where clients connect
+        (default: ``local`` in the state directory)."""
         self._temporary = state_dir is None
         self._fresh = fresh
         self.boot = boot  # rank 0 of brokers started elsewhere (pflux.broker.bootstrap)
@@ -308,11 +316,14 @@ class Instance:
         self._stopping = False
         self.fatal: str | None = None  # why the instance stopped, when something failed
         self.on_ready: Callable[[str], None] | None = None  # told the URI once clients may connect
-        self.socket_path = self.state_dir / SOCKET_NAME
+        self._notifier = Notifier(None)  # systemd's socket, once run takes it
+        self._socket_dir = None if socket_path is None else socket_path.absolute().parent
+        self.socket_path = self.state_dir / SOCKET_NAME if socket_path is None else socket_path
         if len(os.fsencode(self.socket_path.absolute())) > MAX_SOCKET_PATH:
+            where = "socket" if socket_path is not None else "state directory"
             raise PfluxError(
-                f"state directory path is too long for a Unix socket: {self.state_dir}"
-                f" (its socket path must be under {MAX_SOCKET_PATH} bytes)"
+                f"{where} path is too long for a Unix socket: {self.socket_path.absolute()}"
+                f" (must be under {MAX_SOCKET_PATH} bytes)"
             )
         self.uri = uri_for(str(self.socket_path))
 
@@ -341,7 +352,7 @@ class Instance:
     async def run(self, argv: Sequence[str] | None = None) -> int:
         """Serve; with ``argv``, run it inside the instance and return its exit code."""
         services = self._services()
-        private.state_directory(self.state_dir)
+        self._prepare()
         tune_gc()
         release_large_buffers()
         stop = asyncio.Event()
@@ -374,8 +385,8 @@ class Instance:
             else:
                 await stop.wait()
         finally:
-            if server is not None and self.fatal is None:
-                await self._cleanup()
+            if server is not None:
+                await self._shut_down()
             self._stopping = True
             if server is not None:
                 server.close()
@@ -392,6 +403,22 @@ class Instance:
         if self.fatal is not None:
             raise PfluxError(f"the instance stopped: {self.fatal}")
         return rc
+
+    def _prepare(self) -> None:
+        """The state directory; a socket's directory outside it, made 0755 or found to be
+        a real directory of this user's that no one else may write in, with no instance
+        serving there (else PfluxError); systemd's socket, told that the instance starts."""
+        private.state_directory(self.state_dir)
+        if self._socket_dir is not None and self._socket_dir != self.state_dir.absolute():
+            from pflux.safefs.shared import socket_dir
+
+            why = socket_dir(str(self._socket_dir))
+            if why:
+                raise PfluxError(f"local-uri={self.uri}: unsafe socket directory: {why}")
+            if _answers(self.socket_path):  # another state directory's instance: keep it
+                raise PfluxError(f"local-uri={self.uri}: another instance serves there")
+        self._notifier = Notifier.from_environ()
+        self._notifier.send("STATUS=starting")
 
     def _broker(self, stop: asyncio.Event, services: list[type[Service]]) -> tuple[Broker, LogRing]:
         """The broker with every service registered, and rank 0 up (the services watch
@@ -490,6 +517,7 @@ class Instance:
         log.info("instance ready at %s", self.uri)
         if self.on_ready is not None:
             self.on_ready(self.uri)
+        self._notifier.send("READY=1", f"STATUS=serving at {self.uri}")
 
     @staticmethod
     def _log_ring(broker: Broker) -> LogRing:
@@ -499,6 +527,12 @@ class Instance:
         broker.register(LogService(broker, ring))
         broker.register(AttrService(broker, ring))
         return ring
+
+    async def _shut_down(self) -> None:
+        """Tell systemd the instance stops; unless it failed, stop as flux-core does."""
+        self._notifier.send("STOPPING=1", f"STATUS=stopping: {self.fatal or 'shutdown'}")
+        if self.fatal is None:
+            await self._cleanup()
 
     async def _cleanup(self) -> None:
         """What flux-core's shutdown does first: stop the queue, cancel the running jobs
@@ -666,6 +700,19 @@ class Instance:
             **({} if self._temporary else {"statedir": str(self.state_dir.absolute())}),
             **self._extra_attrs,
         }
+
+
+def _answers(path: Path) -> bool:
+    """Whether something listens on the socket ``path`` (a socket left by a crash does not)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(PROBE_TIMEOUT)  # a full backlog is still an instance's
+        try:
+            probe.connect(str(path))
+        except TimeoutError:
+            return True
+        except OSError:
+            return False
+    return True
 
 
 def service_class(path: str) -> type[Service]:

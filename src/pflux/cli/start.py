@@ -22,10 +22,12 @@ the rule (``pflux.broker.config``). ``--test-size=N`` runs N brokers on this mac
 1..N-1 as child processes of this one (``pflux.broker.testsize``), on the hosts
 ``--test-hosts`` names; ``-S tbon.*`` and ``broker.quorum-timeout`` set the
 overlay's fanout, heartbeat and timeout, and how long rank 0 waits for every rank
-before it serves. ``-S log-filename`` appends the log entries the ring keeps (``-S
-log-level``) to a file; ``-o`` takes flux broker's options comma-separated. An instance that stops
-because something failed exits 1 with the reason on stderr, whatever the
-initial program's status, so that a supervisor can tell it from a clean stop.
+before it serves. ``-S local-uri=local://PATH`` puts the socket at PATH (the system
+instance's, in /run/pflux, which ``pflux.broker.instance`` checks). ``-S
+log-filename`` appends the log entries the ring keeps (``-S log-level``) to a file;
+``-o`` takes flux broker's options comma-separated. An instance that stops because
+something failed exits 1 with the reason on stderr, whatever the initial program's
+status, so that a supervisor can tell it from a clean stop.
 """
 
 from __future__ import annotations
@@ -99,7 +101,9 @@ def main(argv: list[str]) -> int:
         " entries dmesg keeps, also appended to this file), log-level (0-7: what they"
         " are, 6 by default), tbon.fanout,"
         " tbon.heartbeat, tbon.timeout, broker.quorum-timeout (durations: FSD),"
-        " hostname (this broker's host, as [bootstrap] hosts name it)",
+        " hostname (this broker's host, as [bootstrap] hosts name it),"
+        " local-uri (local://PATH: where clients connect, as the system instance's"
+        " local:///run/pflux/local)",
     )
     parser.add_argument(
         "-o",
@@ -125,6 +129,7 @@ BROKER_ATTRS = (
     "tbon.timeout",
     "broker.quorum-timeout",
     "hostname",
+    "local-uri",
 )
 TBON_DURATIONS = {
     "tbon.heartbeat": "heartbeat",
@@ -174,6 +179,8 @@ def _broker_attr(text: str) -> tuple[str, str]:
         raise UsageError(f"-S {text}: tbon.fanout must be an integer >= 1")
     if attr in TBON_DURATIONS:
         _duration(text, attr, value)
+    if attr == "local-uri" and not (value.startswith("local:///") and len(value) > 9):
+        raise UsageError(f"-S {text}: local-uri must be local:// and an absolute path")
     return attr, value
 
 
@@ -227,6 +234,7 @@ def _apply_attrs(args: argparse.Namespace) -> None:
     args.hostname = None
     args.log_filename = None
     args.log_level = 6
+    args.socket_path = None
     for text in args.setattr or ():
         attr, value = _broker_attr(text)
         if attr == "statedir":
@@ -243,6 +251,8 @@ def _apply_attrs(args: argparse.Namespace) -> None:
             args.tbon["fanout"] = int(value)
         elif attr == "hostname":
             args.hostname = value
+        elif attr == "local-uri":
+            args.socket_path = Path(value.removeprefix("local://"))
         else:
             args.tbon[TBON_DURATIONS[attr]] = _duration(text, attr, value)
 
@@ -333,6 +343,7 @@ def _start(args: argparse.Namespace) -> int:
         test_hosts=hosts,
         tbon=Tbon(**args.tbon),
         boot=boot,
+        socket_path=args.socket_path,
     )
     command = args.command or None
     announce = False

@@ -1,7 +1,7 @@
 """``pflux uri [TARGET]``: the URI of an instance (flux-uri(1), for what pflux has).
 
 Without TARGET, the instance this command would reach (``--uri``, ``PFLUX_URI``,
-``FLUX_URI``), once it has answered. TARGET may be a URI or socket path
+``FLUX_URI``, else the system instance), once it has answered. TARGET may be a URI or socket path
 (``local://PATH``, checked the same way), ``pid:PID``, a process whose
 environment names an instance, or a job id (``jobid:ID`` or a bare id): the URI of
 the nested instance the running job posted (its memo ``uri``, ``pflux.cli.nested``),

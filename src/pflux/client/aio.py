@@ -73,7 +73,8 @@ class AsyncHandle:
 
     @classmethod
     async def connect(cls, uri: str | None = None, *, timeout: float | None = None) -> AsyncHandle:
-        """Connect to ``uri`` (else PFLUX_URI); ``timeout`` as ``client_timeout``."""
+        """Connect to ``uri`` (else PFLUX_URI, else the system instance); ``timeout`` as
+        ``client_timeout``."""
         path = socket_path(uri)
         handle = cls(uri_for(path), client_timeout(timeout))
         loop = asyncio.get_running_loop()

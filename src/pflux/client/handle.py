@@ -109,7 +109,8 @@ class RPC:
 
 
 class Handle:
-    """A connection to an instance (``uri`` or PFLUX_URI); ``timeout`` as ``client_timeout``."""
+    """A connection to an instance (``uri``, else PFLUX_URI, else the system instance);
+    ``timeout`` as ``client_timeout``."""
 
     def __init__(self, uri: str | None = None, *, timeout: float | None = None) -> None:
         path = socket_path(uri)

@@ -2,7 +2,9 @@
 set alongside pflux's in jobs and the initial program, so tools written for flux find
 the instance; pflux's own name wins where both are set, e.g. a pflux instance run
 inside a flux job, except for the ``flux`` command, where FLUX_URI wins as in flux),
-as ``local:///path/to/socket`` or a bare path; and how long to wait for it to answer:
+as ``local:///path/to/socket`` or a bare path, else the system instance's socket
+(``SYSTEM_URI``, as flux's ``flux`` finds its system instance with no FLUX_URI set;
+``PFLUX_SYSTEM_URI`` moves it, for tests and packagers); and how long to wait for it to answer:
 ``timeout=``, else ``PFLUX_TIMEOUT``, else 10 s; and the NoInstanceError each way of
 not finding it raises, for both handles.
 """
@@ -16,14 +18,34 @@ from _pfluxcore import uri as _uri
 
 from pflux.errors import NoInstanceError, PfluxError
 
+#: the system instance's URI (``pflux start -S local-uri=`` in the unit, etc/pflux.service)
+SYSTEM_URI = "local:///run/pflux/local"
+#: where the system instance is instead, for tests and packagers
+SYSTEM_URI_ENV = "PFLUX_SYSTEM_URI"
+
+
+def system_uri() -> str:
+    """The system instance's URI: ``PFLUX_SYSTEM_URI``, else ``SYSTEM_URI``."""
+    return os.environ.get(SYSTEM_URI_ENV) or SYSTEM_URI
+
 
 def socket_path(uri: str | None = None) -> str:
-    """The socket path an instance URI names (``local://PATH`` or a bare path)."""
+    """The socket path an instance URI names (``local://PATH`` or a bare path); with
+    none given or set, the system instance's, if its socket is there."""
     uri = uri or _uri.from_environment(os.environ)
     if not uri:
-        raise NoInstanceError(
-            "no pflux instance: set PFLUX_URI or pass --uri (run commands under `pflux start`)"
-        )
+        system = system_uri()
+        path = _path(system)
+        if not os.path.exists(path):
+            raise NoInstanceError(
+                f"no pflux instance: PFLUX_URI is not set and there is no system instance"
+                f" at {system}: set PFLUX_URI or pass --uri (run commands under `pflux start`)"
+            )
+        return path
+    return _path(uri)
+
+
+def _path(uri: str) -> str:
     try:
         return _uri.socket_path(uri)
     except ValueError as exc:

@@ -9,7 +9,10 @@ can read; there, as the kernel's ``protected_symlinks`` and
 ``protected_regular`` do where they are on, a link is followed only if it is
 the job user's own, and a file already there is written only if it is the job
 user's own and has no other name (a hard link, perhaps not of their making).
-Everywhere else an output file is opened as it always is.
+Everywhere else an output file is opened as it always is. An instance's socket
+may be in a directory of its own that others may enter (/run/pflux): one there
+already is taken only if it is the instance account's own and no one else may
+write in it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import errno
 import os
 import stat
 
-__all__ = ["open_output", "private_dir", "unsafe_parent"]
+__all__ = ["open_output", "private_dir", "socket_dir", "unsafe_parent"]
 
 _SHARED = "in a directory anyone may write in"
 
@@ -78,6 +81,29 @@ def private_dir(path: str) -> str:
             return f"{path}: mode {st.st_mode & 0o777:04o}, not 0700"
     except OSError as exc:
         return f"{path}: {exc.strerror}"
+    return ""
+
+
+def socket_dir(path: str) -> str:
+    """Make ``path`` mode 0755, or take the one there if it is a real directory (no link)
+    of the user's own that no one else may write in; "" when done, else why not, naming it."""
+    why = unsafe_parent(os.path.dirname(path) or ".")
+    if why:
+        return f"{path}: {why}"
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{path}: not a directory (a link or a file)"
+        if st.st_uid != os.geteuid():
+            return f"{path}: owned by uid {st.st_uid}, not by uid {os.geteuid()}"
+        if st.st_mode & 0o022:
+            return f"{path}: mode {st.st_mode & 0o777:04o} lets others write in it"
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    else:
+        os.chmod(path, 0o755)  # ours: the umask may have taken what others need to connect
     return ""
 
 
