@@ -3,9 +3,11 @@
 The KVS holds every jobspec, and a jobspec holds its submitter's whole
 environment, so the databases are created mode 0600 before SQLite opens them
 (SQLite gives a database's ``-wal`` and ``-shm`` its mode). The state directory
-holds the socket: pflux creates it 0700, and never changes the mode of one it
-did not create; one that others could write in is refused, since they could
-put their own socket or database in its place. A state directory that holds
+holds the socket: pflux creates it 0700 (the connector makes it
+``GUEST_DIRECTORY_MODE`` where guests may connect: they reach the socket and
+list nothing), and otherwise never changes the mode of one it did not create; one that
+others could write in is refused, since they could put their own socket or
+database in its place. A state directory that holds
 anything pflux did not make is refused too, before anything is written in it.
 """
 
@@ -21,6 +23,7 @@ from pflux.errors import PfluxError
 
 log = logging.getLogger("pflux.state")
 
+GUEST_DIRECTORY_MODE = 0o711  # others may pass through to the socket, and list nothing
 SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's files beside a database
 
 
