@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pflux.protocol.message import REQUEST, Decoder, Message, encode
 from support.instance import LiveInstance, console
 from support.users import User
 
@@ -24,6 +26,7 @@ RAW = """
 import json, os, socket, sys
 from pflux.protocol.message import REQUEST, Decoder, Message, encode
 sock = socket.socket(socket.AF_UNIX)
+sock.settimeout(60)
 sock.connect(sys.argv[1])
 topic, payload = sys.argv[2], json.loads(sys.argv[3])
 userid, rolemask = int(sys.argv[4]), int(sys.argv[5])
@@ -202,6 +205,21 @@ def test_a_guest_cannot_claim_another_userid_or_role(guests: Guests) -> None:
     )
     assert errnum == 1, errstr
     g.ok(g.alice, "cancel", job)
+
+
+def test_a_service_a_client_provides_serves_the_owner_alone(guests: Guests) -> None:
+    with socket.socket(socket.AF_UNIX) as provider:
+        provider.settimeout(60)
+        provider.connect(guests.socket)
+        provider.sendall(encode(Message(REQUEST, "broker.service-add", 1, {"service": "mine"})))
+        decoder: Decoder = Decoder()
+        got: list[Message] = []
+        while not got:
+            got = decoder.feed(provider.recv(1 << 16))
+        assert got[0].errnum == 0, got[0].errstr
+        # the broker answers the guest itself: the provider is never asked
+        errnum, errstr, _ = guests.raw(guests.alice, "mine.hello", {}, 0, 1)
+        assert (errnum, errstr) == (1, "mine.hello: only the instance owner may do this")
 
 
 def test_the_socket_is_reachable_only_with_guests_allowed(guests: Guests) -> None:

@@ -313,7 +313,9 @@ class _Forwarded:
 class Provider:
     """A connection whose peer provides services: requests go to it, its responses come back.
 
-    Each forwarded request gets a matchtag of this connection's own; the peer
+    A guest's request reaches only a module process's services (whose handlers say
+    which serve guests); another client's are the owner's alone. Each forwarded
+    request gets a matchtag of this connection's own; the peer
     answers with it and the answer is delivered to the requester under the
     requester's matchtag. A requester that goes away is reported to the peer as
     a ``<service>.disconnect`` request naming the forwarded matchtag.
@@ -338,6 +340,20 @@ class Provider:
             del self.broker.remote[service]
 
     def forward(self, msg: Message, route: Route) -> None:
+        if not msg.rolemask & ROLE_OWNER and not self.conn.module:
+            # a client's service declares no guest methods: the owner's alone, as a flux
+            # handler is unless it allows the user role; a module process's checks its own
+            if not msg.flags & FLAG_NORESPONSE:
+                route.deliver(
+                    Message(
+                        RESPONSE,
+                        msg.topic,
+                        msg.matchtag,
+                        errnum=errno.EPERM,
+                        errstr=f"{msg.topic}: only the instance owner may do this",
+                    )
+                )
+            return
         self._tag += 1
         tag = self._tag
         if not msg.flags & FLAG_NORESPONSE:
@@ -402,6 +418,11 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
         lambda: Connection(broker, inbound, access=access), str(path), backlog=1024
     )
     if access.guest_user:
+        log.warning(
+            "[access] allow-guest-user: guests may connect; their jobs run as uid %d,"
+            " the instance owner's, not as their submitters",
+            broker.owner,
+        )
         path.parent.chmod(GUEST_DIRECTORY_MODE)
         path.chmod(0o777)  # connecting needs write permission on the socket
     else:
