@@ -94,6 +94,18 @@ def test_a_guest_submits_as_itself_and_lists_every_users_jobs(guests: Guests) ->
     assert g.ok(g.bob, "jobs", "-n", "-o", "{id}").split() == [theirs]
 
 
+def test_a_guest_uses_its_own_jobs_as_the_owner_does(guests: Guests) -> None:
+    g = guests
+    job = g.ok(g.alice, "submit", "--wait", "sh", "-c", "echo alice-out").strip()
+    for args, expected in (
+        (("job", "status", job), ""),
+        (("job", "wait-event", "-t", "60", job, "clean"), "clean"),
+        (("job", "info", job, "R"), "{"),
+        (("job", "attach", job), "alice-out"),
+    ):
+        assert expected in g.ok(g.alice, *args), args
+
+
 def test_a_guest_cannot_read_another_users_job(guests: Guests) -> None:
     g = guests
     done = g.ok(g.bob, "run", "sh", "-c", "echo bob-secret")
