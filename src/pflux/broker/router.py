@@ -179,10 +179,11 @@ class Service:
             if name is not None:
                 yield name, getattr(self, attr)
 
-    def guest_methods(self) -> Iterator[str]:
+    @classmethod
+    def guest_methods(cls) -> Iterator[str]:
         """The names of the methods that serve guests too."""
-        for attr in dir(type(self)):
-            fn = getattr(type(self), attr)
+        for attr in dir(cls):
+            fn = getattr(cls, attr)
             if getattr(fn, "__pflux_guest__", False):
                 yield fn.__pflux_method__
 
