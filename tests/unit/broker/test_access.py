@@ -146,3 +146,22 @@ def test_the_access_table_is_read_once_for_every_connection(
     answers = asyncio.run(three_root_connections())
     assert [msg.errstr for msg in answers] == ["no service provides 'broker.nosuch'"] * 3
     assert len(reads) == 1
+
+
+@pytest.mark.parametrize(
+    ("table", "socket_mode", "directory_mode"),
+    [({}, 0o700, 0o700), ({"allow-guest-user": True}, 0o777, 0o711)],
+)
+def test_the_socket_and_its_directory_let_others_in_only_with_guests_allowed(
+    tmp_path: Path, table: dict[str, Any], socket_mode: int, directory_mode: int
+) -> None:
+    directory = tmp_path / "state"
+    directory.mkdir(mode=0o700)
+    path = directory / "local"
+
+    async def served() -> tuple[int, int]:
+        server = await connector.serve(Broker(OWNER, config={"access": table}), path)
+        server.close()
+        return path.stat().st_mode & 0o777, directory.stat().st_mode & 0o777
+
+    assert asyncio.run(served()) == (socket_mode, directory_mode)
