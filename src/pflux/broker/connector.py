@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import cast
 
 from pflux.broker import access as access_table
+from pflux.broker import private
 from pflux.broker.access import Access
-from pflux.broker.private import GUEST_DIRECTORY_MODE
 from pflux.broker.router import Broker, Route
 from pflux.errors import ProtocolError, RPCError
 from pflux.protocol.message import (
@@ -423,8 +423,8 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
             " the instance owner's, not as their submitters",
             broker.owner,
         )
-        path.parent.chmod(GUEST_DIRECTORY_MODE)
         path.chmod(0o777)  # connecting needs write permission on the socket
+        private.open_to_guests(path)
     else:
         path.chmod(0o700)
     return server

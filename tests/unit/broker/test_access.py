@@ -158,6 +158,9 @@ def test_the_socket_and_its_directory_let_others_in_only_with_guests_allowed(
     directory = tmp_path / "state"
     directory.mkdir(mode=0o700)
     path = directory / "local"
+    (directory / "exec").mkdir(mode=0o755)  # another service's, made with the umask
+    (directory / "exec" / "sock").touch(mode=0o777)
+    os.chmod(directory / "exec", 0o755)
 
     async def served() -> tuple[int, int]:
         server = await connector.serve(Broker(OWNER, config={"access": table}), path)
@@ -165,3 +168,5 @@ def test_the_socket_and_its_directory_let_others_in_only_with_guests_allowed(
         return path.stat().st_mode & 0o777, directory.stat().st_mode & 0o777
 
     assert asyncio.run(served()) == (socket_mode, directory_mode)
+    if table:  # nothing else there is reachable
+        assert (directory / "exec").stat().st_mode & 0o777 == 0o700
