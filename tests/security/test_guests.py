@@ -151,11 +151,14 @@ def test_a_guest_cannot_change_another_users_job(guests: Guests) -> None:
         (("job", "raise", theirs), "permission denied"),
         (("job", "memo", theirs, "x=1"), "guests can only add a memo to their own jobs"),
         (("submit", f"--dependency=afterany:{theirs}", "true"), "permission denied"),
+        (("cancel", "--all", "--user", "all"), "guests may only raise exceptions on their own"),
+        (("job", "status", theirs), "permission denied"),
     ):
         rc, _, err = g.pflux(g.alice, *args)
         assert rc != 0, args
         assert what in err.lower(), (args, err)
     assert _state(g, theirs) == held
+    g.ok(g.alice, "cancel", "--all")  # the guest's own jobs alone
     events = g.ok(g.bob, "job", "eventlog", theirs)
     assert "exception" not in events
     assert "memo" not in events
