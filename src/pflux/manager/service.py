@@ -485,7 +485,7 @@ class JobManager(Service):
         job = self._active_job(req, request.id)
         await update_job(self, req, job, updates)
 
-    @method("wait", guest=True)
+    @method("wait")
     def wait(self, req: Request) -> None:
         """flux's wait: a waitable job's result, taken once (``wait.py``)."""
         jobid = decode("job-manager.wait", req.payload, JobIdRequest).id
