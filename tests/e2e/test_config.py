@@ -34,7 +34,7 @@ from support.instance import start_with_config
         ("[[resource.config]]\nhosts = 3\n", "[resource.config[0]] hosts: must be a hostlist"),
         ("kvs = 1\n", "[kvs]: must be a table, got 1"),
         ("[access]\nallow-root-owner = 1\n", "[access] allow-root-owner: must be true or false"),
-        ("[access]\nallow-guest-user = true\n", "[access] allow-guest-user: not supported yet"),
+        ('[access]\nallow-guest-user = "yes"\n', "[access] allow-guest-user: must be true or"),
         ("[access]\nallow-guest = false\n", "[access] allow-guest: unknown key (did you mean"),
     ],
 )

@@ -95,3 +95,15 @@ def test_the_allow_list_names_only_documented_unregistered_topics() -> None:
 def test_a_table_row_is_read_as_its_topic() -> None:
     text = "| `job-manager.history.get` | `{slice}` | x |\n| `kvs.watch` (streaming) | a | b |\n"
     assert ROW.findall(text) == ["job-manager.history.get", "kvs.watch"]
+
+
+# a row whose first cell marks its topic as serving guests (``@method(..., guest=True)``)
+GUEST_ROW = re.compile(r"^\| `([a-z][a-z0-9-]*\.[a-z0-9.-]+)`[^|]*\*\*\(guest\)\*\*", re.MULTILINE)
+
+
+def test_the_topics_marked_guest_are_those_whose_handlers_serve_guests() -> None:
+    served = set()
+    for cls in service_classes():
+        served.update(f"{cls.name}.{name}" for name in cls.guest_methods())
+    assert served
+    assert set(GUEST_ROW.findall(DOC.read_text())) == served

@@ -1,10 +1,14 @@
 """The local connector: a Unix socket whose peers are known by kernel credentials.
 
 The userid of every request is the one the kernel reports for the connection
-(SO_PEERCRED), never anything the client says. Only the instance owner may
-connect, and root where ``[access] allow-root-owner`` lets it, as the owner
+(SO_PEERCRED), never anything the client says, and so is its role: the
+instance owner's connections (and root's where ``[access] allow-root-owner``
+lets it, as the owner) carry the owner role, another local user's the user
+role only, where ``[access] allow-guest-user`` lets guests in at all
 (``pflux.broker.access``, read once when the socket is served); anyone else is
-told so and disconnected.
+told so and disconnected. With guests allowed the socket is mode 0777 and its
+directory 0711 (others may reach the socket but list nothing there); else they
+are the owner's alone.
 
 What a client makes the broker hold is bounded. A message longer than
 ``Broker.max_request`` is refused from its length header. The bytes of
@@ -37,7 +41,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-from pflux.broker import access
+from pflux.broker import access as access_table
+from pflux.broker import private
+from pflux.broker.access import Access
 from pflux.broker.router import Broker, Route
 from pflux.errors import ProtocolError, RPCError
 from pflux.protocol.message import (
@@ -59,6 +65,7 @@ _UCRED = struct.Struct("3i")  # pid, uid, gid
 PARTIAL_BUDGET = 4  # longest requests' worth of incomplete messages held at once
 STALL_TIMEOUT = 30.0  # seconds a connection may stop in the middle of a message
 OUTPUT_LIMIT = 2 * MAX_SIZE  # bytes a client may leave unread before it is disconnected
+OWNER_ONLY = Access()  # no [access] table: the owner alone connects
 
 
 class Inbound:
@@ -85,11 +92,11 @@ class Connection(asyncio.Protocol):
         broker: Broker,
         inbound: Inbound | None = None,
         *,
-        root_owner: bool = False,
+        access: Access = OWNER_ONLY,
         module: bool = False,
     ) -> None:
         self.broker = broker
-        self.root_owner = root_owner  # [access] allow-root-owner, read once by ``serve``
+        self.access = access  # the [access] table, read once by ``serve``
         self.module = module  # the link of a module process the instance started
         self.transport: asyncio.Transport | None = None
         self.decoder = Decoder(broker.max_request)
@@ -114,23 +121,27 @@ class Connection(asyncio.Protocol):
         self.pid, self.userid, _ = peer_credentials(sock)
         owner = self.broker.owner
         if self.userid == 0 and owner != 0:
-            if not self.root_owner:
+            if self.access.root_owner:
+                log.info("root (pid %d) connected as the instance owner, uid %d", self.pid, owner)
+                self.userid = owner  # what root submits runs as the owner, so it is the owner's
+            elif not self.access.guest_user:
                 self.refuse(
                     errno.EPERM,
                     f"permission denied: uid 0 (root) may not connect to the instance of"
                     f" uid {owner} unless its config sets [access] allow-root-owner = true",
                 )
                 return
-            log.info("root (pid %d) connected as the instance owner, uid %d", self.pid, owner)
-            self.userid = owner  # what root submits runs as the owner, so it is the owner's
-        if self.userid != owner:
+        if self.userid == owner:
+            self.rolemask = ROLE_OWNER
+            return
+        if not self.access.guest_user:
             self.refuse(
                 errno.EPERM,
                 f"permission denied: uid {self.userid} may not connect to the instance"
                 f" of uid {owner}",
             )
             return
-        self.rolemask = ROLE_OWNER
+        self.rolemask = ROLE_USER  # a guest: each service serves it what its handlers allow
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -150,7 +161,7 @@ class Connection(asyncio.Protocol):
                     self.provider.response(msg)
                 continue
             msg.userid = self.userid
-            msg.rolemask = self.rolemask or ROLE_USER
+            msg.rolemask = self.rolemask
             if msg.errnum:  # refused as it was decoded (decode_body)
                 if not msg.flags & FLAG_NORESPONSE:
                     self.deliver(
@@ -303,7 +314,9 @@ class _Forwarded:
 class Provider:
     """A connection whose peer provides services: requests go to it, its responses come back.
 
-    Each forwarded request gets a matchtag of this connection's own; the peer
+    A guest's request reaches only a module process's services (whose handlers say
+    which serve guests); another client's are the owner's alone. Each forwarded
+    request gets a matchtag of this connection's own; the peer
     answers with it and the answer is delivered to the requester under the
     requester's matchtag. A requester that goes away is reported to the peer as
     a ``<service>.disconnect`` request naming the forwarded matchtag.
@@ -328,6 +341,20 @@ class Provider:
             del self.broker.remote[service]
 
     def forward(self, msg: Message, route: Route) -> None:
+        if not msg.rolemask & ROLE_OWNER and not self.conn.module:
+            # a client's service declares no guest methods: the owner's alone, as a flux
+            # handler is unless it allows the user role; a module process's checks its own
+            if not msg.flags & FLAG_NORESPONSE:
+                route.deliver(
+                    Message(
+                        RESPONSE,
+                        msg.topic,
+                        msg.matchtag,
+                        errnum=errno.EPERM,
+                        errstr=f"{msg.topic}: only the instance owner may do this",
+                    )
+                )
+            return
         self._tag += 1
         tag = self._tag
         if not msg.flags & FLAG_NORESPONSE:
@@ -389,15 +416,25 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
         path.unlink()
     loop = asyncio.get_running_loop()
     inbound = Inbound()
-    root_owner = access.allow_root_owner(broker.config)  # once: the config is loaded
+    access = access_table.access(broker.config)  # once: the config is loaded
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))
-        os.chmod(path, 0o600)
+        os.chmod(path, 0o600)  # nobody connects before the mode below is set
     except BaseException:
         sock.close()
         raise
     server = await loop.create_unix_server(
-        lambda: Connection(broker, inbound, root_owner=root_owner), sock=sock, backlog=1024
+        lambda: Connection(broker, inbound, access=access), sock=sock, backlog=1024
     )
+    if access.guest_user:
+        log.warning(
+            "[access] allow-guest-user: guests may connect; their jobs run as uid %d,"
+            " the instance owner's, not as their submitters",
+            broker.owner,
+        )
+        path.chmod(0o777)  # connecting needs write permission on the socket
+        private.open_to_guests(path)
+    else:
+        path.chmod(0o700)
     return server

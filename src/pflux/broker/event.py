@@ -40,7 +40,7 @@ class EventService(Service):
         self.seq = 0
         self._subs: dict[Route, Counter[str]] = {}
 
-    @method("subscribe")
+    @method("subscribe", guest=True)
     def subscribe(self, req: Request) -> None:
         topic = decode(req.topic, req.payload, EventSubRequest).topic
         route = req.sender
@@ -66,7 +66,7 @@ class EventService(Service):
         """The subscriber is gone: its subscriptions with it."""
         self._subs.pop(route, None)
 
-    @method("unsubscribe")
+    @method("unsubscribe", guest=True)
     def unsubscribe(self, req: Request) -> None:
         topic = decode(req.topic, req.payload, EventSubRequest).topic
         topics = self._subs.get(req.sender)

@@ -153,7 +153,7 @@ class ConfigService(Service):
 
     name = "config"
 
-    @method("get")
+    @method("get", guest=True)
     def get(self, req: Request) -> None:
         req.respond(self.broker.config)
 
@@ -190,11 +190,11 @@ class BrokerBasics(Service):
 
     name = "broker"
 
-    @method("ping")
+    @method("ping", guest=True)
     def ping(self, req: Request) -> None:
         req.respond(req.payload)
 
-    @method("attrs")
+    @method("attrs", guest=True)
     def attrs(self, req: Request) -> None:
         req.respond({"attrs": self.broker.attrs})
 
@@ -238,7 +238,7 @@ class BrokerService(BrokerBasics):
         if added is not None:
             added.set()
 
-    @method("overlay-status")
+    @method("overlay-status", guest=True)
     def overlay_status(self, req: Request) -> None:
         """Each rank's state as rank 0 knows it, up, lost or offline (never up), and
         since when (``flux overlay status``)."""
@@ -337,7 +337,7 @@ class Instance:
             for table, keys in cls.config_keys.items():
                 declared.setdefault(table, set()).update(keys)
         check_known(self.config, declared)
-        access.allow_root_owner(self.config)
+        access.access(self.config)
         if self.test_size > 1 and self.boot is None:
             last = self._hello(self.test_size - 1)  # the first ranks have a core more
             if not last["cores"]:

@@ -3,9 +3,11 @@
 The KVS holds every jobspec, and a jobspec holds its submitter's whole
 environment, so the databases are created mode 0600 before SQLite opens them
 (SQLite gives a database's ``-wal`` and ``-shm`` its mode). The state directory
-holds the socket: pflux creates it 0700, and never changes the mode of one it
-did not create; one that others could write in is refused, since they could
-put their own socket or database in its place. A state directory that holds
+holds the socket: pflux creates it 0700 (where guests may connect the connector
+makes it ``GUEST_DIRECTORY_MODE``, and all else in it the owner's alone:
+``open_to_guests``), and otherwise never changes the mode of one it did not
+create; one that others could write in is refused, since they could put their
+own socket or database in its place. A state directory that holds
 anything pflux did not make is refused too, before anything is written in it.
 """
 
@@ -21,6 +23,7 @@ from pflux.errors import PfluxError
 
 log = logging.getLogger("pflux.state")
 
+GUEST_DIRECTORY_MODE = 0o711  # others may pass through to the socket, and list nothing
 SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's files beside a database
 
 
@@ -52,6 +55,22 @@ def state_directory(path: Path) -> None:
         os.write(fd, b"a pflux instance's state directory\n")
     finally:
         os.close(fd)
+
+
+def open_to_guests(socket: Path) -> None:
+    """Let other users reach ``socket`` through its directory and nothing else there:
+    the directory ``GUEST_DIRECTORY_MODE``, and whatever else it holds (job-exec's
+    ``exec``, made with the umask) the owner's alone."""
+    directory = socket.parent
+    for entry in os.scandir(directory):
+        if entry.name == socket.name:
+            continue
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077:
+            os.chmod(entry.path, 0o700)
+        elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+            os.chmod(entry.path, 0o600)
+    os.chmod(directory, GUEST_DIRECTORY_MODE)
 
 
 def _made_by_pflux(name: str) -> bool:

@@ -50,7 +50,7 @@ async def run(setup: dict[str, Any]) -> int:
     boot = setup["boot"]
     if not isinstance(boot, Boot):
         boot = boot_from_json(boot)
-    access.allow_root_owner(setup.get("config") or {})  # its connector's: refused now if bad
+    access.access(setup.get("config") or {})  # its connector's: refused now if bad
     rundir = Path(setup["rundir"])
     private.state_directory(rundir)
     socket_path = rundir / SOCKET_NAME

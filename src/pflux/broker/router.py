@@ -145,11 +145,18 @@ class Request:
         return bool(getattr(self._route, "paused", False))
 
 
-def method(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a Service method as the handler for ``<service>.<name>``."""
+def method(name: str, *, guest: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a Service method as the handler for ``<service>.<name>``.
+
+    Only the instance owner's requests reach it unless ``guest``, as flux-core's
+    message handlers serve the owner role alone unless they allow the user role:
+    a guest's request for any other is refused (EPERM) before its handler runs.
+    A guest handler checks for itself what the guest may see and change (its
+    own jobs, its own namespaces)."""
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__pflux_method__ = name  # type: ignore[attr-defined]
+        fn.__pflux_guest__ = guest  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -171,6 +178,14 @@ class Service:
             name = getattr(fn, "__pflux_method__", None)
             if name is not None:
                 yield name, getattr(self, attr)
+
+    @classmethod
+    def guest_methods(cls) -> Iterator[str]:
+        """The names of the methods that serve guests too."""
+        for attr in dir(cls):
+            fn = getattr(cls, attr)
+            if getattr(fn, "__pflux_guest__", False):
+                yield fn.__pflux_method__
 
     async def start(self) -> None:
         """Called once every service is registered, in registration order."""
@@ -324,6 +339,7 @@ class Broker:
         self.config: dict[str, Any] = config or {}
         self.services: dict[str, Service] = {}
         self._handlers: dict[str, Handler] = {}
+        self._guest_topics: set[str] = set()  # the handlers that serve guests too
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: RunQueue | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -396,12 +412,14 @@ class Broker:
         self.services[service.name] = service
         for name, handler in service.methods():
             self._handlers[f"{service.name}.{name}"] = handler
+        self._guest_topics.update(f"{service.name}.{name}" for name in service.guest_methods())
 
     def unregister(self, name: str) -> None:
         self.services.pop(name, None)
         prefix = name + "."
         for topic in [t for t in self._handlers if t.startswith(prefix)]:
             del self._handlers[topic]
+            self._guest_topics.discard(topic)
 
     def add_method(self, topic: str, handler: Handler) -> None:
         """Register one extra topic (a service named by its client, as exec-hello does)."""
@@ -452,6 +470,9 @@ class Broker:
                 Request(msg, route).error(errno.ENOSYS, f"no service provides {msg.topic!r}")
             return
         req = Request(msg, route)
+        if not req.owner and msg.topic not in self._guest_topics:
+            req.error(errno.EPERM, f"{msg.topic}: only the instance owner may do this")
+            return
         try:
             result = handler(req)
         except Exception as exc:

@@ -579,7 +579,7 @@ class ExecService(Service):
             job.on_exception(exception.type, exception.severity)
         req.respond({})
 
-    @method("stdin")
+    @method("stdin", guest=True)
     def stdin(self, req: Request) -> None:
         """Standard input for a running job's tasks (``pflux job attach``), as RFC 24 data."""
         request = decode(req.topic, req.payload, StdinRequest)
@@ -588,7 +588,7 @@ class ExecService(Service):
             raise RPCError(errno.ENOSYS, f"job {JobID(job.id)}: takes no input")
         job.impl.stdin(req, request)
 
-    @method("hostpids")
+    @method("hostpids", guest=True)
     def hostpids(self, req: Request) -> None:
         """Where a running job's tasks run (``flux job hostpids``): ``host:pid`` each."""
         request = decode(req.topic, req.payload, HostpidsRequest)
@@ -598,7 +598,7 @@ class ExecService(Service):
             raise RPCError(errno.ENOENT, f"job {JobID(job.id)}: no task processes known")
         req.respond({"hostpids": found})
 
-    @method("winsize")
+    @method("winsize", guest=True)
     def winsize(self, req: Request) -> None:
         """A new size for a running job's ptys (``pflux run -o pty.interactive``)."""
         size = decode(req.topic, req.payload, WinsizeRequest)

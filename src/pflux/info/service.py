@@ -53,7 +53,7 @@ class JobInfoService(Service):
                 raise RPCError(errno.EPERM, f"job {JobID(jobid)}: permission denied")
         return eventlog
 
-    @method("lookup")
+    @method("lookup", guest=True)
     async def lookup(self, req: Request) -> None:
         request = decode(req.topic, req.payload, LookupRequest)
         jobid, keys = request.id, request.keys
@@ -75,7 +75,7 @@ class JobInfoService(Service):
             reply[key] = value_of(got)
         req.respond(reply)
 
-    @method("eventlog-watch")
+    @method("eventlog-watch", guest=True)
     async def eventlog_watch(self, req: Request) -> None:
         request = decode(req.topic, req.payload, EventlogWatchRequest)
         jobid, path = request.id, request.path

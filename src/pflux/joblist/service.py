@@ -233,7 +233,7 @@ class JobList(Service):
 
     # --- list -------------------------------------------------------------------------
 
-    @method("list")
+    @method("list", guest=True)
     async def list_jobs(self, req: Request) -> None:
         request = decode(req.topic, _payload(req), ListRequest)
         selection = select(request.attrs)
@@ -255,11 +255,11 @@ class JobList(Service):
         )
         req.respond(ListReply(jobs))
 
-    @method("list-attrs")
+    @method("list-attrs", guest=True)
     def list_attrs(self, req: Request) -> None:
         req.respond({"attrs": [*ATTRS, "all"]})
 
-    @method("job-stats")
+    @method("job-stats", guest=True)
     async def stats(self, req: Request) -> None:
         if _payload(req) != {}:
             raise RPCError(errno.EPROTO, f"{req.topic}: takes no fields, got {req.payload!r:.100}")
@@ -270,7 +270,7 @@ class JobList(Service):
 
     # --- list-id ----------------------------------------------------------------------
 
-    @method("list-id")
+    @method("list-id", guest=True)
     async def list_id(self, req: Request) -> None:
         request = decode(req.topic, _payload(req), ListIdRequest)
         jobid = request.id

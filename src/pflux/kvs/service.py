@@ -248,7 +248,7 @@ class KVSService(Service):
 
     # --- writes -------------------------------------------------------------------------
 
-    @method("commit")
+    @method("commit", guest=True)
     def commit(self, req: Request) -> None:
         request = decode(req.topic, req.payload, CommitRequest)
         ops = request.ops
@@ -470,7 +470,7 @@ class KVSService(Service):
 
     # --- reads -----------------------------------------------------------------------------
 
-    @method("get")
+    @method("get", guest=True)
     def get(self, req: Request) -> Coroutine[Any, Any, None] | None:
         """The value at a key; as a streaming request, in pieces (a job's output may be
         larger than a message), one at a time as the requester reads them, then ENODATA."""
@@ -491,14 +491,14 @@ class KVSService(Service):
             await req.drained()
         req.end()
 
-    @method("ls")
+    @method("ls", guest=True)
     def ls(self, req: Request) -> None:
         request = decode(req.topic, req.payload, LsRequest)
         prefix = self._resolve(req, request.namespace)
         key = self._key(req, prefix, check_key(request.key, root=True))
         req.respond({"entries": self.store.ls(key)})
 
-    @method("readlink")
+    @method("readlink", guest=True)
     def readlink(self, req: Request) -> None:
         """A symbolic link's target, ``{target, namespace?}`` as it was made."""
         request = decode(req.topic, req.payload, ReadlinkRequest)
@@ -515,7 +515,7 @@ class KVSService(Service):
             _check_reach(req, prefix, key, "key", write=False)
         return key
 
-    @method("walk")
+    @method("walk", guest=True)
     async def walk(self, req: Request) -> None:
         """Stream the values below a key, a page at a time, letting the loop run between pages
         (the restart of 100,000 jobs must not hold them all in memory at once)."""
@@ -539,7 +539,7 @@ class KVSService(Service):
 
     # --- watches ---------------------------------------------------------------------------
 
-    @method("watch")
+    @method("watch", guest=True)
     def watch(self, req: Request) -> None:
         request = decode(req.topic, req.payload, WatchRequest)
         _require_streaming(req)
@@ -614,7 +614,7 @@ class KVSService(Service):
                 return False
         return False
 
-    @method("watch-cancel")
+    @method("watch-cancel", guest=True)
     def watch_cancel(self, req: Request) -> None:
         matchtag = decode(req.topic, req.payload, WatchCancelRequest).matchtag
         watch = self._by_sender.get((_sender(req), matchtag))

@@ -389,14 +389,14 @@ class JobManager(Service):
 
     # --- job requests -------------------------------------------------------------------
 
-    @method("raise")
+    @method("raise", guest=True)
     def raise_(self, req: Request) -> None:
         request = decode("job-manager.raise", req.payload, RaiseRequest)
         job = self._active_job(req, request.id)
         self.raise_exception(job, request.type, request.note, request.severity, req.userid)
         self.events.after_commit(lambda: req.respond({}))
 
-    @method("raiseall")
+    @method("raiseall", guest=True)
     def raiseall(self, req: Request) -> None:
         request = decode("job-manager.raiseall", req.payload, RaiseAllRequest)
         userid = request.userid
@@ -417,7 +417,7 @@ class JobManager(Service):
                 self.raise_exception(job, request.type, request.note, request.severity, req.userid)
         self.events.after_commit(lambda: req.respond({"count": len(targets)}))
 
-    @method("kill")
+    @method("kill", guest=True)
     async def kill(self, req: Request) -> None:
         request = decode("job-manager.kill", req.payload, JobKillRequest)
         job = self._active_job(req, request.id)
@@ -433,7 +433,7 @@ class JobManager(Service):
             raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running") from None
         req.respond({})
 
-    @method("urgency")
+    @method("urgency", guest=True)
     def urgency(self, req: Request) -> None:
         request = decode("job-manager.urgency", req.payload, UrgencyRequest)
         urgency = check_urgency(request.urgency, owner=req.owner)
@@ -447,7 +447,7 @@ class JobManager(Service):
         self.post(job, "urgency", {"urgency": urgency, "userid": req.userid})
         self.events.after_commit(lambda: req.respond({"old_urgency": old}))
 
-    @method("memo")
+    @method("memo", guest=True)
     def memo(self, req: Request) -> None:
         """A memo event (RFC 21), shown as the job's ``user`` annotations; ``volatile``:
         the annotations only, not in the eventlog (lost at a restart), as in flux-core."""
@@ -469,14 +469,14 @@ class JobManager(Service):
         self.post(job, "memo", memo)
         self.events.after_commit(lambda: req.respond({}))
 
-    @method("set-flags")
+    @method("set-flags", guest=True)
     def set_flags(self, req: Request) -> None:
         request = decode("job-manager.set-flags", req.payload, SetFlagsRequest)
         job = self._active_job(req, request.id)
         self.post(job, "set-flags", {"flags": request.flags})
         self.events.after_commit(lambda: req.respond({}))
 
-    @method("update")
+    @method("update", guest=True)
     async def update(self, req: Request) -> None:
         """Update a job's jobspec (see ``update.py``): a pending job's, or a running job's
         duration, which moves its expiration (``resource-update``)."""
@@ -491,7 +491,7 @@ class JobManager(Service):
         jobid = decode("job-manager.wait", req.payload, JobIdRequest).id
         self.waits.request(req, jobid, None if jobid == ANY else self.jobs.get(jobid))
 
-    @method("result")
+    @method("result", guest=True)
     def result(self, req: Request) -> None:
         """Any job's result once it is inactive, as often as asked (``pflux.api``'s wait)."""
         job = self._job_for(req, decode("job-manager.result", req.payload, JobIdRequest).id)
@@ -503,7 +503,7 @@ class JobManager(Service):
         reply = result_of(job.id, job)
         self.events.after_commit(lambda: req.respond(reply))
 
-    @method("history.get")
+    @method("history.get", guest=True)
     def history_get(self, req: Request) -> None:
         """The requester's job ids, most recent first, sliced (flux-core's history plugin)."""
         text = decode("job-manager.history.get", req.payload, HistoryRequest).slice
@@ -511,13 +511,13 @@ class JobManager(Service):
 
     # --- the queues (queues.py) ---------------------------------------------------------
 
-    @method("queue-list")
+    @method("queue-list", guest=True)
     def queue_list(self, req: Request) -> None:
         """The named queues (flux-core's ``{queues: [NAME]}``); none for the anonymous one."""
         decode("job-manager.queue-list", _or_empty(req.payload), Empty)
         req.respond({"queues": list(self.queues.named)})
 
-    @method("queue-status")
+    @method("queue-status", guest=True)
     def queue_status(self, req: Request) -> None:
         name = decode("job-manager.queue-status", _or_empty(req.payload), QueueStatusRequest).name
         req.respond(self.queues.lookup(name).status())

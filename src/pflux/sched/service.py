@@ -453,7 +453,7 @@ class Scheduler(Service):
         req.respond({})
         self._schedule_soon()
 
-    @method("resource-status")
+    @method("resource-status", guest=True)
     def resource_status(self, req: Request) -> None:
         """The resource sets; a drained or offline rank is down (with its jobs' part still
         allocated).  ``online``/``offline``: whose broker is up, as flux's resource.status."""

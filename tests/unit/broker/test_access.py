@@ -1,4 +1,4 @@
-"""The ``[access]`` table, and root at the door of an instance of another user's."""
+"""The ``[access]`` table, and root and guests at the door of an instance of another user's."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from pflux.broker import access, connector
-from pflux.broker.access import allow_root_owner
+from pflux.broker.access import Access
 from pflux.broker.connector import Connection
 from pflux.broker.router import Broker
 from pflux.errors import ConfigError
-from pflux.protocol.message import REQUEST, ROLE_OWNER, Decoder, Message, encode
+from pflux.protocol.message import REQUEST, ROLE_OWNER, ROLE_USER, Decoder, Message, encode
 
 OWNER = 4242  # an instance owner other than root
 
@@ -24,31 +24,31 @@ OWNER = 4242  # an instance owner other than root
 @pytest.mark.parametrize(
     ("config", "allowed"),
     [
-        ({}, False),
-        ({"access": {}}, False),
-        ({"access": {"allow-root-owner": False}}, False),
-        ({"access": {"allow-root-owner": True, "allow-guest-user": False}}, True),
+        ({}, Access(root_owner=False, guest_user=False)),
+        ({"access": {}}, Access(root_owner=False, guest_user=False)),
+        ({"access": {"allow-root-owner": False}}, Access(root_owner=False, guest_user=False)),
+        (
+            {"access": {"allow-root-owner": True, "allow-guest-user": False}},
+            Access(root_owner=True, guest_user=False),
+        ),
+        ({"access": {"allow-guest-user": True}}, Access(root_owner=False, guest_user=True)),
     ],
 )
-def test_allow_root_owner_is_false_unless_set(config: dict[str, Any], allowed: bool) -> None:
-    assert allow_root_owner(config) is allowed
+def test_each_access_key_is_false_unless_set(config: dict[str, Any], allowed: Access) -> None:
+    assert access.access(config) == allowed
 
 
 @pytest.mark.parametrize(
-    ("access", "message"),
+    ("table", "message"),
     [
         ("yes", r"^\[access\]: must be a table, got 'yes'$"),
         ({"allow-root-owner": 1}, r"^\[access\] allow-root-owner: must be true or false, got 1$"),
         ({"allow-guest-user": "no"}, r"^\[access\] allow-guest-user: must be true or false"),
-        (
-            {"allow-guest-user": True},
-            r"^\[access\] allow-guest-user: not supported yet: an instance serves its owner only",
-        ),
     ],
 )
-def test_a_bad_access_table_is_refused_naming_the_key(access: Any, message: str) -> None:
+def test_a_bad_access_table_is_refused_naming_the_key(table: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        allow_root_owner({"access": access})
+        access.access({"access": table})
 
 
 class _Transport:
@@ -80,7 +80,7 @@ def root_peer() -> Iterator[socket.socket]:
 
 
 def _connect(sock: socket.socket, config: dict[str, Any]) -> tuple[Connection, _Transport]:
-    connection = Connection(Broker(OWNER, config=config), root_owner=allow_root_owner(config))
+    connection = Connection(Broker(OWNER, config=config), access=access.access(config))
     transport = _Transport(sock)
     connection.connection_made(transport)  # type: ignore[arg-type]
     return connection, transport
@@ -106,6 +106,15 @@ def test_root_allowed_is_the_owner_and_its_requests_carry_the_owners_uid(
     assert connection.rolemask == ROLE_OWNER
 
 
+def test_with_guests_allowed_another_user_is_a_guest_under_its_own_uid(
+    root_peer: socket.socket,
+) -> None:
+    connection, transport = _connect(root_peer, {"access": {"allow-guest-user": True}})
+    assert not transport.closed
+    assert connection.userid == 0  # root is not the owner here, and not let in as the owner
+    assert connection.rolemask == ROLE_USER
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as root")
 def test_the_access_table_is_read_once_for_every_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -113,11 +122,13 @@ def test_the_access_table_is_read_once_for_every_connection(
     """The connector reads ``[access]`` when it starts serving, not at each root connection."""
     reads: list[object] = []
 
-    def counted(config: Any) -> bool:
-        reads.append(config)
-        return allow_root_owner(config)
+    read = access.access
 
-    monkeypatch.setattr(access, "allow_root_owner", counted)
+    def counted(config: Any) -> Access:
+        reads.append(config)
+        return read(config)
+
+    monkeypatch.setattr(access, "access", counted)
     broker = Broker(OWNER, config={"access": {"allow-root-owner": True}})
     path = tmp_path / "socket"
 
@@ -135,3 +146,27 @@ def test_the_access_table_is_read_once_for_every_connection(
     answers = asyncio.run(three_root_connections())
     assert [msg.errstr for msg in answers] == ["no service provides 'broker.nosuch'"] * 3
     assert len(reads) == 1
+
+
+@pytest.mark.parametrize(
+    ("table", "socket_mode", "directory_mode"),
+    [({}, 0o700, 0o700), ({"allow-guest-user": True}, 0o777, 0o711)],
+)
+def test_the_socket_and_its_directory_let_others_in_only_with_guests_allowed(
+    tmp_path: Path, table: dict[str, Any], socket_mode: int, directory_mode: int
+) -> None:
+    directory = tmp_path / "state"
+    directory.mkdir(mode=0o700)
+    path = directory / "local"
+    (directory / "exec").mkdir(mode=0o755)  # another service's, made with the umask
+    (directory / "exec" / "sock").touch(mode=0o777)
+    os.chmod(directory / "exec", 0o755)
+
+    async def served() -> tuple[int, int]:
+        server = await connector.serve(Broker(OWNER, config={"access": table}), path)
+        server.close()
+        return path.stat().st_mode & 0o777, directory.stat().st_mode & 0o777
+
+    assert asyncio.run(served()) == (socket_mode, directory_mode)
+    if table:  # nothing else there is reachable
+        assert (directory / "exec").stat().st_mode & 0o777 == 0o700

@@ -255,7 +255,9 @@ def test_a_service_s_request_from_another_rank_counts_as_internal_a_client_s_not
             assert await t.brokers[2].call("zero.internal", {}) == {}  # a service at rank 2
             client = ClientRoute()
             for flags in (0, FLAG_FROM_SERVICE):  # a client cannot claim the overlay's flag
-                request = Message(REQUEST, "zero.internal", 5, {}, flags=flags, rolemask=1)
+                request = Message(
+                    REQUEST, "zero.internal", 5, {}, flags=flags, userid=1000, rolemask=1
+                )
                 t.brokers[2].dispatch(request, client)
                 answer = await asyncio.wait_for(client.responses.get(), WAIT)
                 assert answer.errnum == errno.EPERM

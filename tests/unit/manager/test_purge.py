@@ -125,6 +125,6 @@ def test_only_the_instance_owner_may_purge(tmp_path: Path) -> None:
             await broker.stop()
 
     assert asyncio.run(body()) == {
-        topic: (errno.EPERM, "only the instance owner may purge jobs")
+        topic: (errno.EPERM, f"{topic}: only the instance owner may do this")
         for topic in ("job-manager.purge", "job-manager.purge-id")
     }
