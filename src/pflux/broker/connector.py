@@ -429,8 +429,8 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
     )
     if access.guest_user:
         log.warning(
-            "[access] allow-guest-user: guests may connect; their jobs run as uid %d,"
-            " the instance owner's, not as their submitters",
+            "[access] allow-guest-user: guests may connect; their jobs are refused,"
+            " since none may run as uid %d, the instance owner's",
             broker.owner,
         )
         path.chmod(0o777)  # connecting needs write permission on the socket

@@ -52,6 +52,12 @@ class Execution(Protocol):
         """Clean up after the run; True if that wrote to the KVS (with this turn's writes)."""
 
 
+#: a guest's job is refused: it would run as the instance's uid, with the owner's rights,
+#: since no privileged helper runs a job as its submitter (flux-core refuses it too, with
+#: no IMP configured)
+GUEST_NOTE = "unable to run a guest's job: no privileged helper runs jobs as their submitters"
+
+
 def _r_times(R: Any) -> tuple[float, float]:  # noqa: N803 (R is the RFC's name)
     """R's (starttime, expiration), 0 when unset; PfluxError if they are not numbers."""
     execution = R.get("execution") if isinstance(R, dict) else None
@@ -121,6 +127,9 @@ class ExecJob:
         (``leftovers``: of its shells, by rank; ``maybe_ran``: it may have run, with nothing
         left of it but its guest keys)."""
         self.taken_over = bool(leftovers) or self.reattach
+        if self.userid != self.service.owner and not (self.taken_over or maybe_ran):
+            self.fatal(GUEST_NOTE)
+            return
         try:
             self.times = _r_times(self.R)
             config = simulation_config(self.jobspec)
