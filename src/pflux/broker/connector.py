@@ -436,5 +436,5 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
         path.chmod(0o777)  # connecting needs write permission on the socket
         private.open_to_guests(path)
     else:
-        path.chmod(0o700)
+        path.chmod(0o600)
     return server

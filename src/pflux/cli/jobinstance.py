@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pflux.spec.resource import ResourceSet
 
 
-class Job(Protocol):
+class ListedJob(Protocol):
     """What of a listed job (``pflux.cli.jobfields.JobInfo``) the fields read: its
     fields, and the memo its instance's answers are kept in."""
 
@@ -80,7 +80,7 @@ class _Instance:
         return chosen.nnodes if count == "nnodes" else getattr(chosen, count)()
 
 
-def value(job: Job, field: str) -> Any:
+def value(job: ListedJob, field: str) -> Any:
     """``field`` of the instance the job runs ("" if it runs none now)."""
     memo = job._memo
     instance = memo.get(_MEMO)

@@ -150,7 +150,7 @@ def test_the_access_table_is_read_once_for_every_connection(
 
 @pytest.mark.parametrize(
     ("table", "socket_mode", "directory_mode"),
-    [({}, 0o700, 0o700), ({"allow-guest-user": True}, 0o777, 0o711)],
+    [({}, 0o600, 0o700), ({"allow-guest-user": True}, 0o777, 0o711)],
 )
 def test_the_socket_and_its_directory_let_others_in_only_with_guests_allowed(
     tmp_path: Path, table: dict[str, Any], socket_mode: int, directory_mode: int
