@@ -10,14 +10,16 @@ waits for an event rather than sleeping.
 from __future__ import annotations
 
 import signal
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pflux.api import Client, jobspec_of
 from pflux.spec.fluid import JobID
-from support.instance import LiveInstance, fails, ok
+from support.instance import PFLUX, LiveInstance, environ, fails, ok
 
 GRACE = 0.5
 
@@ -115,3 +117,31 @@ def test_cancel_sigkills_tasks_that_ignore_sigterm_after_the_grace_period(
     assert finish.context == {"status": (128 + signal.SIGKILL) << 8}
     # the configured grace, not the default 5 s
     assert GRACE <= finish.timestamp - exception.timestamp < 4
+
+
+def _ignore_some() -> None:
+    """What ``nohup`` does to what it starts, and more."""
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGUSR1, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def test_a_task_starts_with_no_signal_ignored_by_whoever_started_the_instance(
+    tmp_path: Path,
+) -> None:
+    """A signal the instance's starter ignored (an instance under ``nohup``) is not
+    ignored in a task, where a shell script could not even trap it."""
+    command = [str(PFLUX), "start", str(PFLUX), "run", "grep", "^Sig", "/proc/self/status"]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env=environ(),
+        cwd=tmp_path,
+        preexec_fn=_ignore_some,
+        timeout=120,
+        check=True,
+    )
+    fields = dict(line.split(":\t") for line in done.stdout.splitlines())
+    catchable = sum(1 << (signum - 1) for signum in signal.valid_signals())  # not libc's own
+    assert int(fields["SigIgn"], 16) & catchable == 0, done.stdout
+    assert int(fields["SigBlk"], 16) == 0, done.stdout

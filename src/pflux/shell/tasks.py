@@ -36,8 +36,12 @@ __all__ = [
 _PR_SET_CHILD_SUBREAPER: Final = 36
 _libc: list[Any] = []
 
-# signals a Python parent ignores that a task must not inherit ignored
-_DEFAULT_SIGNALS: Final = (_signal.SIGPIPE, _signal.SIGXFSZ)
+# every signal a task may catch starts at its default action: one its shell's parents
+# ignored (Python ignores SIGPIPE and SIGXFSZ; an instance started under nohup, SIGHUP)
+# would stay ignored in the task, and a shell script cannot trap a signal ignored on entry
+_DEFAULT_SIGNALS: Final = tuple(
+    sorted(_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP})
+)
 
 
 def spawn(
