@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from support.instance import LiveInstance
 from support.shim import flux_output, run_flux
 
@@ -256,3 +258,12 @@ def test_a_request_without_a_payload_reaches_services_as_an_empty_one(
         instance.uri,
     )
     assert out.splitlines() == ["['max_jobid']", "['enable', 'start']", "True"]
+
+
+def test_with_no_flux_uri_the_handle_opens_the_system_instance(
+    instance: LiveInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As flux-core's ``flux.Flux()`` opens the system instance with no FLUX_URI set."""
+    monkeypatch.setenv("PFLUX_SYSTEM_URI", instance.uri)
+    out = flux_output("import flux\nprint(flux.Flux().attr_get('size'))", None)
+    assert out == "1\n"

@@ -19,14 +19,14 @@ from _pfluxcore import uri as _uri
 from pflux.errors import NoInstanceError, PfluxError
 
 #: the system instance's URI (``pflux start -S local-uri=`` in the unit, etc/pflux.service)
-SYSTEM_URI = "local:///run/pflux/local"
+SYSTEM_URI = _uri.SYSTEM_URI
 #: where the system instance is instead, for tests and packagers
-SYSTEM_URI_ENV = "PFLUX_SYSTEM_URI"
+SYSTEM_URI_ENV = _uri.SYSTEM_URI_ENV
 
 
 def system_uri() -> str:
     """The system instance's URI: ``PFLUX_SYSTEM_URI``, else ``SYSTEM_URI``."""
-    return os.environ.get(SYSTEM_URI_ENV) or SYSTEM_URI
+    return _uri.system_uri(os.environ)
 
 
 def socket_path(uri: str | None = None) -> str:

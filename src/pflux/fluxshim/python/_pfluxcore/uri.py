@@ -19,6 +19,16 @@ LOCAL = "local://"
 #: the variables naming the instance, in the order pflux's clients read them
 ENVIRONMENT = ("PFLUX_URI", "FLUX_URI")
 
+#: the system instance's URI, where a client with none set looks (as flux's finds
+#: /run/flux/local); ``SYSTEM_URI_ENV`` moves it, for tests and packagers
+SYSTEM_URI = "local:///run/pflux/local"
+SYSTEM_URI_ENV = "PFLUX_SYSTEM_URI"
+
+
+def system_uri(environ: Mapping[str, str]) -> str:
+    """The system instance's URI: ``PFLUX_SYSTEM_URI`` in ``environ``, else ``SYSTEM_URI``."""
+    return environ.get(SYSTEM_URI_ENV) or SYSTEM_URI
+
 
 def socket_path(uri: str) -> str:
     """The socket path ``uri`` names (``local://PATH`` or a bare path).

@@ -77,17 +77,23 @@ _WIRE_NORESPONSE = 2
 _MAX_SIZE = 64 * 1024 * 1024
 
 
+def _system_uri() -> str:
+    """With no FLUX_URI, the system instance's, as flux-core's handle opens."""
+    system = _uri.system_uri(os.environ)
+    if not os.path.exists(_uri.socket_path(system)):
+        raise OSError(
+            errno.ENOENT,
+            f"Unable to connect to Flux: FLUX_URI is not set and there is no system"
+            f' instance at {system} (run inside a pflux instance, or eval "$(pflux env)")',
+        )
+    return system
+
+
 def _socket_path(url: Any) -> str:
     if isinstance(url, bytes):
         url = url.decode("utf-8")
     if url is None:
-        url = os.environ.get("FLUX_URI")
-        if not url:
-            raise OSError(
-                errno.ENOENT,
-                "Unable to connect to Flux: FLUX_URI is not set"
-                ' (run inside a pflux instance, or eval "$(pflux env)")',
-            )
+        url = os.environ.get("FLUX_URI") or _system_uri()
     if not isinstance(url, str):
         raise TypeError(f"url must be a str or bytes, not {type(url).__name__}")
     try:
