@@ -86,7 +86,22 @@ def method_of(
     method.__name__ = describe.__name__
     method.__qualname__ = f"{owner}.{describe.__name__}"
     method.__doc__ = doc
-    method.__signature__ = _signature(describe)  # type: ignore[attr-defined]
+    method.__wrapped__ = _Described(describe)  # type: ignore[attr-defined]
+
+
+class _Described:
+    """What ``inspect.signature`` finds behind a client's method (its ``__wrapped__``):
+    the request method's signature as the method's, worked out only when asked for,
+    so that loading the clients does not load ``inspect``."""
+
+    __slots__ = ("describe",)
+
+    def __init__(self, describe: Callable[..., Any]) -> None:
+        self.describe = describe
+
+    @property
+    def __signature__(self) -> Signature:
+        return _signature(self.describe)
 
 
 @cache

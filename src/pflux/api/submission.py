@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pflux.api.exchange import Call, Exchange, ask
 from pflux.errors import PfluxError
@@ -31,8 +30,7 @@ SUBMIT_WINDOW = 4096
 URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
 
 
-@dataclass(frozen=True)
-class JobResult:
+class JobResult(NamedTuple):
     """How a job ended: ``success``, and ``errstr`` saying why not."""
 
     id: JobID

@@ -27,6 +27,7 @@ from pflux.protocol.message import (
     ROLE_OWNER,
     Message,
 )
+from pflux.spec import jsontext
 
 log = logging.getLogger("pflux.broker")
 
@@ -334,6 +335,7 @@ class Broker:
         attrs: dict[str, str] | None = None,
         config: dict[str, Any] | None = None,
     ) -> None:
+        jsontext.use_orjson()  # a broker's services encode and decode thousands a second
         self.owner = owner
         self.attrs: dict[str, str] = attrs or {}
         self.config: dict[str, Any] = config or {}

@@ -120,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pflux {__version__}")
         return 0
     from pflux.cli import base
-    from pflux.spec import fluid
+    from pflux.spec import fluid, jsontext
 
+    jsontext.use_stdlib()  # a command's few messages do not pay for loading orjson
     base.PROG = "flux" if as_flux else "pflux"
     if as_flux and os.environ.get("FLUX_URI"):
         # flux's variable names the instance for the flux command, as for flux-core's:

@@ -19,9 +19,8 @@ import errno
 import struct
 from typing import Any
 
-import orjson
-
 from pflux.errors import ProtocolError, RPCError
+from pflux.spec import jsontext
 
 __all__ = [
     "EVENT",
@@ -158,8 +157,8 @@ def encode_body(msg: Message) -> bytes:
     if msg.nodeid >= 0:
         obj["nodeid"] = msg.nodeid
     try:
-        return orjson.dumps(obj, default=_typed)
-    except orjson.JSONEncodeError as exc:
+        return jsontext.dumps(obj, default=_typed)
+    except jsontext.EncodeError as exc:
         raise RPCError(errno.EPROTO, f"{msg.topic}: payload cannot be encoded: {exc}") from None
 
 
@@ -208,8 +207,8 @@ def decode_body(
     end = len(body) if end is None else end
     try:
         with memoryview(body) as view, view[start:end] as part:
-            obj = orjson.loads(part)
-    except orjson.JSONDecodeError as exc:
+            obj = jsontext.loads(part)
+    except jsontext.DecodeError as exc:
         raise ProtocolError(f"message is not valid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise ProtocolError("message must be a JSON object")

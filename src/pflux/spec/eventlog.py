@@ -3,7 +3,8 @@
 An eventlog is one compact JSON object per line, each ending in a newline, with
 ``timestamp`` (seconds since the Unix epoch, > 0), ``name`` and an optional
 ``context`` object. Every job state change is an event, so writing and reading
-lines is on the job manager's hot path: JSON goes through orjson, and parsing
+lines is on the job manager's hot path: JSON goes through ``pflux.spec.jsontext``
+(orjson in the services), and parsing
 checks each rule once with plain type tests.
 
 Strictness: pflux reads only eventlogs it wrote, so it rejects what flux-core
@@ -14,11 +15,9 @@ with a newline (it would break the text form), ``context: null``, and blank line
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-
-import orjson
 
 from pflux.errors import EventlogError, UsageError
+from pflux.spec import jsontext
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -43,20 +42,24 @@ _new = object.__new__
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
     """One eventlog entry. ``context`` None means the event has no context key.
 
     Construction validates the RFC 18 rules; the context dict is kept, not
-    copied, so do not mutate it afterwards.
+    copied, so do not mutate it afterwards. Immutable, equal by value and
+    hashable by timestamp and name (a plain class, not a dataclass: importing
+    dataclasses costs a short command more than its own work).
     """
+
+    __slots__ = ("context", "name", "timestamp")
+    __match_args__ = ("timestamp", "name", "context")
 
     timestamp: float
     name: str
-    context: dict[str, Any] | None = field(default=None, hash=False)
+    context: dict[str, Any] | None
 
-    def __post_init__(self) -> None:
-        ts = self.timestamp
+    def __init__(self, timestamp: float, name: str, context: dict[str, Any] | None = None) -> None:
+        ts: Any = timestamp
         if type(ts) is not float:
             if type(ts) is not int:
                 raise EventlogError(f"timestamp must be a number, not {type(ts).__name__}")
@@ -64,16 +67,42 @@ class Event:
                 ts = float(ts)
             except OverflowError:
                 raise EventlogError("timestamp is too large") from None
-            object.__setattr__(self, "timestamp", ts)
         if not 0.0 < ts < _INF:
             raise EventlogError(f"timestamp must be finite and greater than zero, not {ts!r}")
-        name = self.name
         if type(name) is not str or not name:
             raise EventlogError(f"name must be a non-empty string, not {name!r}")
         if "\n" in name:
             raise EventlogError(f"name must not contain a newline: {name!r}")
-        if self.context is not None and not isinstance(self.context, dict):
-            raise EventlogError(f"context must be a JSON object, not {type(self.context).__name__}")
+        if context is not None and not isinstance(context, dict):
+            raise EventlogError(f"context must be a JSON object, not {type(context).__name__}")
+        _set_timestamp(self, ts)
+        _set_name(self, name)
+        _set_context(self, context)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: an Event is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: an Event is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Event:
+            return NotImplemented
+        assert isinstance(other, Event)
+        return (
+            self.timestamp == other.timestamp
+            and self.name == other.name
+            and self.context == other.context
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.timestamp, self.name))
+
+    def __repr__(self) -> str:
+        return f"Event(timestamp={self.timestamp!r}, name={self.name!r}, context={self.context!r})"
+
+    def __reduce__(self) -> tuple[type[Event], tuple[float, str, dict[str, Any] | None]]:
+        return Event, (self.timestamp, self.name, self.context)
 
     @classmethod
     def now(cls, name: str, context: dict[str, Any] | None = None) -> Event:
@@ -82,10 +111,10 @@ class Event:
 
     @classmethod
     def _make(cls, timestamp: Any, name: Any, context: Any) -> Event:
-        """What ``__post_init__`` accepts, built without the dataclass's call overhead.
+        """What ``__init__`` accepts, built without its checks' call overhead.
 
         A restart builds an Event for every line of every eventlog, and the job
-        manager posts ten a job. Anything else goes through ``__post_init__``,
+        manager posts ten a job. Anything else goes through ``__init__``,
         which says what is wrong.
         """
         if (
@@ -118,8 +147,8 @@ class Event:
         for every event it posts (the journal's entry and the eventlog's line)."""
         obj = self.to_json()
         try:
-            return obj, orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE).decode()
-        except orjson.JSONEncodeError as exc:
+            return obj, jsontext.dumps(obj, newline=True).decode()
+        except jsontext.EncodeError as exc:
             raise EventlogError(f"event {self.name!r}: context is not JSON: {exc}") from None
 
     @classmethod
@@ -156,8 +185,8 @@ class Event:
         if embedded:
             raise EventlogError("an event must be on one line")
         try:
-            return cls.from_json(orjson.loads(body))
-        except (orjson.JSONDecodeError, EventlogError) as exc:
+            return cls.from_json(jsontext.loads(body))
+        except (jsontext.DecodeError, EventlogError) as exc:
             raise _line_error(body, None, exc) from None
 
 
@@ -176,7 +205,7 @@ def _line_error(line: str | bytes, lineno: int | None, exc: Exception) -> Eventl
     """The error to report for a line that failed to parse with ``exc``."""
     if not line:
         return EventlogError("blank line: every line must hold one event", lineno=lineno)
-    if isinstance(exc, orjson.JSONDecodeError):
+    if isinstance(exc, jsontext.DecodeError):
         return EventlogError(f"not valid JSON: {exc}", lineno=lineno)
     return EventlogError(str(exc), lineno=lineno)
 
@@ -191,19 +220,19 @@ def _parse_lines(text: str | bytes, first_lineno: int) -> tuple[list[Event], str
     else:
         bbody, bnewline, tail = text.rpartition(b"\n")
         lines = bbody.split(b"\n") if bnewline else []
-    loads = orjson.loads
+    loads = jsontext.loads
     from_json = Event.from_json
     events: list[Event] = []
     for lineno, line in enumerate(lines, first_lineno):
         try:
             events.append(from_json(loads(line)))
-        except (orjson.JSONDecodeError, EventlogError) as exc:
+        except (jsontext.DecodeError, EventlogError) as exc:
             raise _line_error(line, lineno, exc) from None
     return events, tail
 
 
 def _decode_whole(text: str | bytes) -> list[Any] | None:
-    """Every line's JSON value, decoded in one orjson call; None if any line is not one value.
+    """Every line's JSON value, decoded in one call; None if any line is not one value.
 
     The lines become the elements of one JSON array, with an empty string
     between each two: ``[L1\n,"",L2\n,"",...]``. When the text holds no ``""``
@@ -225,8 +254,8 @@ def _decode_whole(text: str | bytes) -> list[Any] | None:
         count = text.count(b"\n")
         joined = b"[" + text.replace(b"\n", b'\n,"",')[:-4] + b"]"
     try:
-        values = orjson.loads(joined)
-    except orjson.JSONDecodeError:
+        values = jsontext.loads(joined)
+    except jsontext.DecodeError:
         return None
     if len(values) != 2 * count - 1 or values[1::2].count("") != count - 1:
         return None
@@ -279,7 +308,7 @@ class EventlogReader:
     def feed(self, data: str | bytes) -> list[Event]:
         """Add ``data`` and return the events its complete lines finish."""
         if isinstance(data, str):
-            # surrogatepass lets a lone surrogate through, for orjson to reject as bad UTF-8
+            # surrogatepass lets a lone surrogate through, for the decoder to reject as bad UTF-8
             data = data.encode("utf-8", "surrogatepass")
         elif not isinstance(data, bytes):
             raise EventlogError(f"eventlog data must be str or bytes, not {type(data).__name__}")
@@ -321,10 +350,10 @@ def _with_context(stamp: str, event: Event) -> str:
     context = event.context
     if not context:
         return f"{stamp} {event.name}"
-    dumps = orjson.dumps
+    dumps = jsontext.dumps
     try:
         pairs = "".join([f" {k}={dumps(v).decode()}" for k, v in context.items()])
-    except orjson.JSONEncodeError as exc:
+    except jsontext.EncodeError as exc:
         raise EventlogError(f"event {event.name!r}: context is not JSON: {exc}") from None
     return f"{stamp} {event.name}{pairs}"
 

@@ -1,15 +1,17 @@
 """RFC 25 jobspec version 1: decode JSON or YAML, validate, encode.
 
-orjson and PyYAML are imported on first use, so that importing the jobspec
-modules costs next to nothing.
+JSON goes through ``pflux.spec.jsontext``, and PyYAML is imported on first use,
+so that importing the jobspec modules costs next to nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from json import JSONDecodeError
 from typing import Any, Literal
 
 from pflux.errors import JobspecError
+from pflux.spec import jsontext
 from pflux.spec.jobspec.accept import accepts
 from pflux.spec.jobspec.view import JobspecView
 from pflux.spec.jobspec.walker import raise_problems
@@ -53,12 +55,10 @@ def loads(data: bytes | str, *, fmt: Format = "auto") -> JobspecView:
 
 def dumps(jobspec: JobspecView | Mapping[str, Any]) -> bytes:
     """Canonical JSON: compact, keys sorted, UTF-8."""
-    import orjson
-
     data = jobspec.data if isinstance(jobspec, JobspecView) else jobspec
     try:
-        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
-    except (orjson.JSONEncodeError, TypeError) as exc:
+        return jsontext.dumps(data, sort_keys=True)
+    except jsontext.EncodeError as exc:
         raise JobspecError([("", f"cannot be encoded as JSON: {exc}")]) from exc
 
 
@@ -78,13 +78,13 @@ def dumps_yaml(jobspec: JobspecView | Mapping[str, Any]) -> str:
 
 
 def _decode_json(data: bytes | str) -> Any:
-    import orjson
-
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise JobspecError([("", f"invalid JSON at {where}: {exc.msg}")]) from None
+        return jsontext.loads(data)
+    except jsontext.DecodeError as exc:
+        if isinstance(exc, JSONDecodeError):
+            where = f"line {exc.lineno}, column {exc.colno}"
+            raise JobspecError([("", f"invalid JSON at {where}: {exc.msg}")]) from None
+        raise JobspecError([("", f"invalid JSON: {exc}")]) from None
 
 
 def _decode_yaml(data: bytes | str) -> Any:
