@@ -10,7 +10,6 @@ the command goes on without it.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from datetime import timedelta
@@ -95,6 +94,8 @@ class ProgressBar:
         if not force and now - self.drawn < REDRAW_S:
             return
         self.drawn = now
+        import shutil  # here: submit imports this module, and most submits draw no bar
+
         size = shutil.get_terminal_size()
         if size != self.size:
             self.size = size

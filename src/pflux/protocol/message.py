@@ -21,6 +21,7 @@ from typing import Any
 
 from pflux.errors import ProtocolError, RPCError
 from pflux.spec import jsontext
+from pflux.spec.eventlog import Event
 
 __all__ = [
     "EVENT",
@@ -164,12 +165,14 @@ def encode_body(msg: Message) -> bytes:
 
 def _typed(value: Any) -> Any:
     """A typed message (a ``Struct`` of this package's topic modules, passed as an object
-    within the broker) as JSON's types, for a service in another process; anything else
-    cannot be encoded."""
+    within the broker) or an eventlog ``Event`` in one, as JSON's types, for a service
+    in another process; anything else cannot be encoded."""
+    if type(value) is Event:
+        return value.to_json()
     import msgspec  # only the broker's services send typed messages: clients never load it
 
     if isinstance(value, msgspec.Struct):
-        return msgspec.to_builtins(value)
+        return msgspec.to_builtins(value, enc_hook=_typed)
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
