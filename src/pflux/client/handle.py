@@ -15,9 +15,9 @@ RPCTimeout.
 
 from __future__ import annotations
 
+import _socket
 import errno
-import selectors
-import socket
+import select
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -116,7 +116,8 @@ class Handle:
         path = socket_path(uri)
         self.uri = uri_for(path)
         self.timeout = client_timeout(timeout)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # _socket's own: the socket module would load enum's conversions for its constants
+        self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.sock.settimeout(self.timeout)
         try:
             self.sock.connect(path)
@@ -132,7 +133,7 @@ class Handle:
         self._tag = 0
         self._rpcs: dict[int, RPC] = {}
         self._out = bytearray()
-        self._selector: selectors.BaseSelector | None = None
+        self._poller: select.poll | None = None
         self.closed = False
         self._hello()
 
@@ -161,8 +162,7 @@ class Handle:
         if not self.closed:
             self.closed = True
             self.sock.close()
-            if self._selector is not None:
-                self._selector.close()
+            self._poller = None
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -227,10 +227,10 @@ class Handle:
             raise self._lost(None)
         self.flush()
         if timeout is not None:
-            if self._selector is None:
-                self._selector = selectors.DefaultSelector()
-                self._selector.register(self.sock, selectors.EVENT_READ)
-            if not self._selector.select(timeout):
+            if self._poller is None:
+                self._poller = select.poll()
+                self._poller.register(self.sock, select.POLLIN)
+            if not self._poller.poll(max(timeout, 0.0) * 1e3):  # ms, rounded up
                 return False
         try:
             data = self.sock.recv(1 << 20)
@@ -281,7 +281,7 @@ class Handle:
         # the broker may have said why it hung up (permission, protocol): prefer its words
         if not self.closed:
             try:
-                data = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
+                data = self.sock.recv(1 << 16, _socket.MSG_DONTWAIT)
                 for msg in self._decoder.feed(data):
                     if msg.matchtag == 0 and msg.errnum:
                         self.close()
