@@ -1,0 +1,61 @@
+"""What a short command loads: its start-up is most of its time (docs/architecture.md).
+
+Each command runs in a fresh interpreter against a live instance; the test reads
+``sys.modules`` at the command's end, so it asserts which modules load, not how
+long they take.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support.instance import environ
+
+#: heavy to import and not needed by a short command: orjson (~20 ms, with uuid, platform,
+#: dataclasses), dataclasses and inspect (~12 ms), socket and selectors (enum conversions),
+#: shutil (bz2, lzma), asyncio, msgspec and yaml
+HEAVY = (
+    "orjson",
+    "dataclasses",
+    "inspect",
+    "socket",
+    "selectors",
+    "shutil",
+    "asyncio",
+    "msgspec",
+    "yaml",
+)
+
+PROBE = """
+import atexit, json, os, sys
+def report():
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump(sorted(sys.modules), out)
+atexit.register(report)
+sys.argv = ["pflux", *sys.argv[1:]]
+from pflux.cli import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("command", [["run", "true"], ["submit", "true"], ["job", "last"]])
+def test_a_short_command_loads_nothing_heavy(uri: str, tmp_path: Path, command: list[str]) -> None:
+    out = tmp_path / "modules.json"
+    env = environ(PFLUX_URI=uri, PROBE_OUT=str(out))
+    if command[:2] == ["job", "last"]:
+        subprocess.run([sys.executable, "-m", "pflux.cli", "submit", "true"], env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(out.read_text()))
+    assert "pflux.api.client" in loaded  # the command did reach the instance
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
