@@ -176,6 +176,21 @@ def _verify_munge(userid: int, J: str, end: int, max_ttl: float | None) -> float
     return ctime
 
 
+def client_signs(owner: int) -> bool | None:
+    """Whether a client of the instance of uid ``owner`` sends J signed under ``munge``:
+    not the owner's (job-ingest signs its jobspec under ``none``), every other user's.
+    None for root, whom an instance may take as its owner (``[access] allow-root-owner``):
+    it signs where ``OWNER_PROBE``, a read only the owner may make, is refused it."""
+    uid = os.getuid()
+    if uid == owner:
+        return False
+    return None if uid == 0 else True
+
+
+#: the request whose refusal (EPERM) tells root it is a guest of the instance, not its owner
+OWNER_PROBE = "kvs.namespace-list"
+
+
 def munge_available() -> str | None:
     """None when libmunge loads and munged makes a credential; else why not."""
     try:
