@@ -84,7 +84,7 @@ def wrap(payload: bytes | str, *, mechanism: str = "munge", userid: int | None =
         import hashlib
 
         digest = hashlib.sha256()
-    head = _b64(_header(mechanism, userid)) + b"."
+    head = _head(mechanism, userid)
     if digest is not None:
         digest.update(head)
     signed = head.decode()
@@ -206,12 +206,21 @@ def _now() -> float:
     return time.time()
 
 
-def _header(mechanism: str, userid: int) -> bytes:
-    import json
+_heads: dict[tuple[str, int], bytes] = {}  # ``_head``'s, kept: job-ingest signs every job
 
-    return json.dumps(
-        {"version": VERSION, "mechanism": mechanism, "userid": userid}, separators=(",", ":")
-    ).encode()
+
+def _head(mechanism: str, userid: int) -> bytes:
+    """``base64url(HEADER).`` for ``mechanism`` and ``userid``."""
+    head = _heads.get((mechanism, userid))
+    if head is None:
+        import json
+
+        header = {"version": VERSION, "mechanism": mechanism, "userid": userid}
+        head = _b64(json.dumps(header, separators=(",", ":")).encode()) + b"."
+        if len(_heads) >= 1024:  # one a user: the oldest go first where there are many
+            del _heads[next(iter(_heads))]
+        _heads[mechanism, userid] = head
+    return head
 
 
 def _parse_header(text: str, end: int) -> tuple[str, int]:
