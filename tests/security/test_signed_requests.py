@@ -204,3 +204,50 @@ def test_the_owners_jobspec_goes_unsigned_and_is_wrapped_under_none(site: Site) 
             assert site.stored(jobid2, "J") == own
             client.cancel(jobid2)
         client.cancel(jobid)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("submit", "--cc=1-3", "--urgency=0", "true"),
+        ("batch", "-n1", "--urgency=0", "--wrap", "true"),
+        ("run", "true"),  # refused when it would start: no helper runs a guest's job yet
+        ("alloc", "-n1", "true"),
+    ],
+    ids=lambda args: args[0],
+)
+def test_every_submission_command_signs_a_guests_jobs(site: Site, args: tuple[str, ...]) -> None:
+    before = set(_jobs_of(site, site.bob))
+    proc = site.bob.pflux(*args, PFLUX_URI=site.live.uri)
+    if args[0] in ("submit", "batch"):
+        assert proc.returncode == 0, proc.stderr
+    new = [jobid for jobid in _jobs_of(site, site.bob) if jobid not in before]
+    assert len(new) == (3 if "--cc=1-3" in args else 1), proc.stderr
+    for jobid in new:
+        signed = unwrap(site.stored(jobid, "J"))
+        assert (signed.userid, signed.mechanism) == (site.bob.uid, "munge")
+        console("cancel", str(jobid), PFLUX_URI=site.live.uri)
+
+
+def _jobs_of(site: Site, user: User) -> list[int]:
+    listed = console("jobs", "-a", "-A", "-n", "-o", "{id.dec} {userid}", PFLUX_URI=site.live.uri)
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    return [int(jobid) for jobid, userid in rows if int(userid) == user.uid]
+
+
+def test_root_signs_where_it_is_a_guest(other_users: tuple[User, User], munged: None) -> None:
+    """Root is a guest of another user's instance unless it is let in as the owner (then
+    it sends the jobspec unsigned: tests/security/test_access.py)."""
+    owner, _ = other_users
+    config = owner.home / "guests-root.toml"
+    config.write_text("[access]\nallow-guest-user = true\n")
+    config.chmod(0o644)
+    with owner.instance(owner.home / "root-guest", "--config", str(config)) as live:
+        proc = console("submit", "--urgency=0", "true", PFLUX_URI=live.uri)
+        assert proc.returncode == 0, proc.stderr
+        jobid = proc.stdout.strip()
+        stored = console("job", "info", jobid, "J", PFLUX_URI=live.uri)
+        assert stored.returncode == 0, stored.stderr
+        signed = unwrap(stored.stdout.strip())
+        assert (signed.userid, signed.mechanism) == (0, "munge")
+        console("cancel", jobid, PFLUX_URI=live.uri)
