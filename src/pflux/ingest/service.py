@@ -135,6 +135,15 @@ class IngestService(Service):
     @method("submit", guest=True)
     def submit(self, req: Request) -> None:
         request = decode("job-ingest.submit", req.payload, SubmitRequest)
+        # as flux-core's: urgency and flags first, then J, then the jobspec
+        urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
+        if flags & ~FLAGS_MASK:
+            raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
+        if flags & FLAG_WAITABLE and not req.owner:
+            # a guest's zombies could pile up unchecked (flux-core's reason)
+            raise RPCError(
+                errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
+            )
         signed = None if isinstance(request.J, UnsetType) else request.J
         if signed is None:
             if not req.owner:
@@ -160,14 +169,6 @@ class IngestService(Service):
                 self.queues.check_limits(stored)
             except SpecError as exc:
                 raise RPCError(errno.EINVAL, str(exc)) from None
-        urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
-        if flags & ~FLAGS_MASK:
-            raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
-        if flags & FLAG_WAITABLE and not req.owner:
-            # a guest's zombies could pile up unchecked (flux-core's reason)
-            raise RPCError(
-                errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
-            )
         jobid = int(self.fluid.next())
         event = Event(
             time.time(),
