@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 from unittest import mock
@@ -236,3 +237,24 @@ def test_import_is_cheap() -> None:
         [sys.executable, "-I", "-c", path + code], capture_output=True, text=True, check=True
     )
     assert proc.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(
+    os.getuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare: a mount namespace where no munged's socket is",
+)
+def test_munged_not_running_is_named() -> None:
+    code = (
+        f"import sys; sys.path.insert(0, {str(SHIM_PYTHON)!r});"
+        "from _pfluxcore.sign import SignError, munge_available, wrap; print(munge_available())\n"
+        "try:\n    wrap(b'{}')\nexcept SignError as exc:\n    print(exc)"
+    )
+    script = 'mount -t tmpfs tmpfs /run && exec "$0" -I -c "$1"'
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, sys.executable, code],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    available, signing = proc.stdout.splitlines()
+    assert available.startswith("munged is not running: Failed to access ")
+    assert signing == available
