@@ -157,6 +157,8 @@ def test_credential_damage_is_refused() -> None:
         unwrap(signed[:-6])
     with pytest.raises(SignError, match=r"^sign-munge-verify: munge_decode: .*not ASCII"):
         unwrap(signed + "é")
+    with pytest.raises(SignError, match=r"^sign-munge-verify: munge_decode: .* longer than 4096"):
+        unwrap(signed + "A" * 4096)
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,9 @@ MECHANISMS = ("none", "munge")
 PIECE = 3 << 16  # characters of the payload encoded at a time
 LIBMUNGE = "libmunge.so.2"
 HASH_SHA256 = b"\x01"  # the digest's first byte in a munge signature: its hash type
+# characters of a munge signature: one holding a digest is a few hundred, so a longer one
+# is refused before munged is asked (a client cannot make the verifier ship megabytes)
+MAX_CREDENTIAL = 4096
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _STANDARD = bytes.maketrans(b"-_", b"+/")
@@ -341,6 +344,11 @@ def _munge_decode(signature: str) -> tuple[bytes, int, float]:
     """The payload, uid and encode time of the MUNGE credential ``signature``."""
     import ctypes
 
+    if len(signature) > MAX_CREDENTIAL:
+        raise SignError(
+            f"sign-munge-verify: munge_decode: the credential is longer than {MAX_CREDENTIAL}"
+            " characters"
+        )
     try:
         cred = signature.encode("ascii")
     except UnicodeEncodeError:
