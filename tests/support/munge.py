@@ -33,7 +33,10 @@ def _start() -> str:
     SOCKET_DIR.mkdir(mode=0o755, exist_ok=True)
     os.chown(SOCKET_DIR, *owner)
     # munged forks and returns once its socket is listening
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except OSError as exc:  # no setpriv
+        return str(exc)
     return "" if proc.returncode == 0 else proc.stderr.strip() or f"exit {proc.returncode}"
 
 
