@@ -47,7 +47,8 @@ class SignError(Exception):
 
 
 class Signed:
-    """An unwrapped J: who signed it, how, what, and when (``ctime``: 0 under ``none``)."""
+    """An unwrapped J: who signed it, how, what, and when (``ctime``: 0 under ``none``
+    and when J was not verified)."""
 
     __slots__ = ("ctime", "mechanism", "payload", "userid")
 
