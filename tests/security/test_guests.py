@@ -55,6 +55,13 @@ class Guests:
         assert rc == 0, err
         return out
 
+    def sign(self, user: User, jobspec: object) -> str:
+        """J: ``jobspec`` signed by ``user`` under MUNGE, as its client signs it."""
+        code = "import sys, pflux; from _pfluxcore.sign import wrap; print(wrap(sys.argv[1]))"
+        proc = user.code(code, json.dumps(jobspec))
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
     def raw(self, user: User, topic: str, payload: object, userid: int, rolemask: int) -> list:  # type: ignore[type-arg]
         proc = user.code(RAW, self.socket, topic, json.dumps(payload), str(userid), str(rolemask))
         assert proc.returncode == 0, proc.stderr
@@ -63,7 +70,7 @@ class Guests:
 
 
 @pytest.fixture(scope="module")
-def guests(other_users: tuple[User, User]) -> Iterator[Guests]:
+def guests(other_users: tuple[User, User], munged: None) -> Iterator[Guests]:
     base = Path(tempfile.mkdtemp(prefix="pflux-guests-"))
     base.chmod(0o711)  # the guests reach the socket below, and list nothing
     config = base / "guests.toml"
@@ -205,8 +212,9 @@ def test_a_guest_cannot_claim_another_userid_or_role(guests: Guests) -> None:
     assert errnum == 1, errstr  # EPERM: the envelope's userid and role are the broker's
     assert errstr == "module.list: only the instance owner may do this"
     jobspec = json.loads(g.ok(g.alice, "submit", "--dry-run", "true"))
+    signed = g.sign(g.alice, jobspec)
     errnum, errstr, reply = g.raw(
-        g.alice, "job-ingest.submit", {"jobspec": jobspec, "urgency": 0}, g.bob.uid, 1
+        g.alice, "job-ingest.submit", {"J": signed, "urgency": 0}, g.bob.uid, 1
     )
     assert errnum == 0, errstr
     job = str(reply["id"])

@@ -130,7 +130,7 @@ def test_flux_errors_for_unknown_jobs_and_bad_jobspecs(instance: LiveInstance) -
         "EINVAL",
     ]
     assert lines[3].startswith("EINVAL invalid jobspec: ")
-    assert lines[5] == "EINVAL submit: pre_signed: pflux signs jobs itself; pass the jobspec"
+    assert lines[5] == "EINVAL sign-unwrap: header decode error: J is not HEADER.PAYLOAD.SIGNATURE"
     assert lines[6] == "not-a-jobid is not a valid Flux jobid"
 
 

@@ -68,6 +68,7 @@ class AsyncClient:
         self.uri = uri
         self.timeout = timeout
         self._handle: AsyncHandle | None = None
+        self._cached: dict[str, Any] = {}  # a ``cached`` call's answer, by topic
 
     @property
     def handle(self) -> AsyncHandle:
@@ -119,7 +120,12 @@ class AsyncClient:
 
     async def _answers(self, batch: list[Call]) -> list[Any]:
         if len(batch) == 1:
-            return [await self._answer(batch[0])]
+            call = batch[0]
+            if not call.cached:
+                return [await self._answer(call)]
+            if call.topic not in self._cached:
+                self._cached[call.topic] = await self._answer(call)
+            return [self._cached[call.topic]]
         import asyncio
 
         tolerant = any(call.tolerant for call in batch)
@@ -185,6 +191,7 @@ class AsyncClient:
 
         urgency_of(urgency)
         window = submit_window(window)
+        sign = await self._run(submission.signs())
         calls: deque[asyncio.Future[Any]] = deque()
 
         async def answer() -> JobID | RPCError:
@@ -198,7 +205,7 @@ class AsyncClient:
                 for js in jobspecs:
                     if len(calls) >= window:
                         yield await answer()
-                    payload = submit_payload(js, urgency, waitable, debug)
+                    payload = submit_payload(js, urgency, waitable, debug, sign)
                     calls.append(asyncio.ensure_future(self.handle.call(SUBMIT, payload)))
             except Exception:
                 while calls:  # as Client.submit_each: the jobs sent answer first

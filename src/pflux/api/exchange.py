@@ -33,10 +33,21 @@ class Call:
     limit unless ``timeout`` gives one; otherwise the limit is ``timeout``, else the
     client's. ``streaming``: the answer is every response's payload, in a list, up
     to the stream's end. ``tolerant``: a refusal is the answer, not raised.
+    ``cached``: the answer cannot change while the client is connected, so a client
+    asks once and keeps it, by topic (alone in its batch).
     (A plain class: one is made for each of thousands of submissions.)
     """
 
-    __slots__ = ("nodeid", "payload", "streaming", "timeout", "tolerant", "topic", "wait")
+    __slots__ = (
+        "cached",
+        "nodeid",
+        "payload",
+        "streaming",
+        "timeout",
+        "tolerant",
+        "topic",
+        "wait",
+    )
 
     def __init__(
         self,
@@ -48,6 +59,7 @@ class Call:
         nodeid: int = NODEID_ANY,
         streaming: bool = False,
         tolerant: bool = False,
+        cached: bool = False,
     ) -> None:
         self.topic = topic
         self.payload = payload
@@ -56,6 +68,7 @@ class Call:
         self.nodeid = nodeid
         self.streaming = streaming
         self.tolerant = tolerant
+        self.cached = cached
 
 
 #: what a request method is: batches of requests out, their answers in, its value at the end

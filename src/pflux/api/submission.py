@@ -1,13 +1,22 @@
 """Submitting jobs and waiting for them: the request methods both clients share
-(``pflux.api.exchange``), and how a job ended (``JobResult``)."""
+(``pflux.api.exchange``), and how a job ended (``JobResult``).
+
+A client that is not the instance owner sends each jobspec signed, as RFC 15's J
+under MUNGE (``_pfluxcore.sign``): the instance runs it as its signer and no one
+else. The owner sends the jobspec as it is, and job-ingest signs it.
+"""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import orjson
+from _pfluxcore.sign import OWNER_PROBE, SignError, client_signs, wrap
+
 from pflux.api.exchange import Call, Exchange, ask
-from pflux.errors import PfluxError
+from pflux.errors import PfluxError, RPCError
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
 from pflux.spec.states import (
@@ -53,11 +62,30 @@ def urgency_of(urgency: int | str) -> int:
 
 
 def submit_payload(
-    jobspec: Mapping[str, Any], urgency: int | str, waitable: bool, debug: bool
+    jobspec: Mapping[str, Any], urgency: int | str, waitable: bool, debug: bool, sign: bool
 ) -> dict[str, Any]:
-    """``job-ingest.submit``'s request."""
+    """``job-ingest.submit``'s request: with ``sign``, J (the jobspec signed) for the
+    jobspec; PfluxError if it cannot be signed."""
     flags = (FLAG_WAITABLE if waitable else 0) | (FLAG_DEBUG if debug else 0)
-    return {"jobspec": dict(jobspec), "urgency": urgency_of(urgency), "flags": flags}
+    urgency = urgency_of(urgency)
+    if not sign:
+        return {"jobspec": dict(jobspec), "urgency": urgency, "flags": flags}
+    try:
+        signed = wrap(orjson.dumps(dict(jobspec)))
+    except SignError as exc:
+        raise PfluxError(f"cannot sign the job request: {exc}") from None
+    return {"J": signed, "urgency": urgency, "flags": flags}
+
+
+def signs() -> Exchange[bool]:
+    """Whether this process signs what it submits (``_pfluxcore.sign.client_signs``):
+    asked once a connection."""
+    (attrs,) = yield [Call("broker.attrs", {}, cached=True)]
+    sign = client_signs(int(attrs["attrs"]["security.owner"]))
+    if sign is None:  # root: a guest here unless the instance takes it as its owner
+        (probe,) = yield [Call(OWNER_PROBE, {}, cached=True, tolerant=True)]
+        sign = isinstance(probe, RPCError) and probe.errnum == errno.EPERM
+    return sign
 
 
 def submit_window(window: int) -> int:
@@ -95,7 +123,8 @@ def submit_many(
     debug: bool = False,
 ) -> Exchange[list[JobID]]:
     """Submit many jobspecs with every request in flight at once."""
-    batch = [Call(SUBMIT, submit_payload(js, urgency, waitable, debug)) for js in jobspecs]
+    sign = yield from signs()
+    batch = [Call(SUBMIT, submit_payload(js, urgency, waitable, debug, sign)) for js in jobspecs]
     replies = yield batch
     return [JobID(reply["id"]) for reply in replies]
 

@@ -1,5 +1,12 @@
 """job-ingest: validate a jobspec, sign J, assign a FLUID, commit, then answer the id.
 
+A guest's request carries J, its jobspec signed by its client under MUNGE
+(RFC 15, ``_pfluxcore.sign``): ingest verifies it, refuses one signed by
+anyone but the requester (EPERM), and stores it as sent, for the helper that
+runs the job as its submitter to verify again. The instance owner may send
+the jobspec alone: ingest wraps it in J under ``none``, which only the
+owner's own processes believe, at no cost to MUNGE.
+
 Submissions arriving in one loop turn are committed together (a ``TurnBatch``,
 ``pflux.broker.turn``): one ``kvs.commit`` holds every new job's J, jobspec and
 ``submit`` event, and one ``job-manager.submit`` hands them all over, each jobspec
@@ -28,12 +35,15 @@ import time
 from functools import partial
 from typing import Any, ClassVar
 
+import orjson
+from _pfluxcore.sign import MECHANISMS, SignError, signer, unwrap, wrap
+from msgspec import UnsetType
+
 from pflux.broker.config import Declared
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.turn import TurnBatch
 from pflux.errors import ConfigError, JobspecError, RPCError, SizeError, SpecError
-from pflux.ingest.sign import sign_none
 from pflux.protocol.decode import decode
 from pflux.protocol.ingest import SubmitRequest
 from pflux.protocol.kvs import CommitRequest
@@ -81,7 +91,7 @@ class _Submission:
     unless the jobspec is longer than ``KEEP_PARSED`` (then the job manager parses the
     stored text, and a jobspec near the limit is held as its text and J alone)."""
 
-    __slots__ = ("event", "jobid", "parsed", "req", "stored", "text")
+    __slots__ = ("J", "event", "jobid", "parsed", "req", "stored", "text")
 
     def __init__(
         self,
@@ -92,6 +102,7 @@ class _Submission:
         stored: str | None,
         parsed: dict[str, Any] | None,
         event: Event,
+        J: str | None,  # noqa: N803 (RFC 15's name)
     ) -> None:
         self.req = req
         self.jobid = jobid
@@ -99,6 +110,7 @@ class _Submission:
         self.stored = stored  # None: the same as ``text``
         self.parsed = parsed
         self.event = event
+        self.J = J  # as the client signed it; None: signed here, under ``none``
 
 
 class IngestService(Service):
@@ -123,7 +135,22 @@ class IngestService(Service):
     @method("submit", guest=True)
     def submit(self, req: Request) -> None:
         request = decode("job-ingest.submit", req.payload, SubmitRequest)
-        jobspec = request.jobspec
+        # as flux-core's: urgency and flags first, then J, then the jobspec
+        urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
+        if flags & ~FLAGS_MASK:
+            raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
+        if flags & FLAG_WAITABLE and not req.owner:
+            # a guest's zombies could pile up unchecked (flux-core's reason)
+            raise RPCError(
+                errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
+            )
+        signed = None if isinstance(request.J, UnsetType) else request.J
+        if signed is None:
+            if not req.owner:
+                raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
+            jobspec = request.jobspec
+        else:
+            jobspec = _unsigned(req, signed, request.jobspec)
         try:
             canonical = dumps(jobspec)
             if len(canonical) > self.max_jobspec:
@@ -142,14 +169,6 @@ class IngestService(Service):
                 self.queues.check_limits(stored)
             except SpecError as exc:
                 raise RPCError(errno.EINVAL, str(exc)) from None
-        urgency, flags = check_urgency(request.urgency, owner=req.owner), request.flags
-        if flags & ~FLAGS_MASK:
-            raise RPCError(errno.EINVAL, f"flags: unknown flag bits in {flags!r}")
-        if flags & FLAG_WAITABLE and not req.owner:
-            # a guest's zombies could pile up unchecked (flux-core's reason)
-            raise RPCError(
-                errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
-            )
         jobid = int(self.fluid.next())
         event = Event(
             time.time(),
@@ -167,7 +186,7 @@ class IngestService(Service):
         text = canonical.decode()
         del canonical
         self._turn.get().append(
-            _Submission(req, jobid, text, stored=stored_text, parsed=parsed, event=event)
+            _Submission(req, jobid, text, stored=stored_text, parsed=parsed, event=event, J=signed)
         )
 
     def _flush(self, subs: list[_Submission]) -> None:
@@ -175,8 +194,11 @@ class IngestService(Service):
         ops: list[list[Any]] = []
         for sub in subs:
             key = job_key(sub.jobid)
+            signed = sub.J
+            if signed is None:
+                signed = wrap(sub.text, mechanism="none", userid=sub.req.userid)
             ops += (
-                ["put", f"{key}.J", sign_none(sub.req.userid, sub.text)],
+                ["put", f"{key}.J", signed],
                 ["put", f"{key}.jobspec", sub.text if sub.stored is None else sub.stored],
                 ["append", f"{key}.eventlog", sub.event.to_line()],
             )
@@ -197,7 +219,7 @@ class IngestService(Service):
             for sub in batch
         ]
         for sub in batch:
-            sub.text, sub.stored, sub.parsed = "", None, None  # the job manager's now
+            sub.text, sub.stored, sub.parsed, sub.J = "", None, None, None  # the job manager's now
         self.broker.send("job-manager.submit", SubmitBatch(jobs), partial(self._accepted, batch))
 
     def _accepted(self, batch: list[_Submission], msg: Message) -> None:
@@ -212,3 +234,26 @@ class IngestService(Service):
                 sub.req.respond({"id": sub.jobid})
             else:
                 sub.req.error(errno.EINVAL, error)
+
+
+def _unsigned(req: Request, signed: str, jobspec: Any) -> dict[str, Any]:
+    """The jobspec J carries, once J proves the requester signed it (flux-core's checks and
+    words: EPERM for a signer other than the requester, and for ``none`` from a guest)."""
+    try:
+        mechanism, userid = signer(signed)
+        if userid != req.userid:
+            raise RPCError(errno.EPERM, f"signer={userid} != requestor={req.userid}")
+        if mechanism == "none" and not req.owner:
+            raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
+        payload = unwrap(signed, allowed=MECHANISMS).payload
+    except SignError as exc:
+        raise RPCError(errno.EINVAL, str(exc)) from None
+    try:
+        carried = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise RPCError(errno.EINVAL, f"jobspec: invalid JSON: {exc}") from None
+    if type(carried) is not dict:
+        raise RPCError(errno.EINVAL, "jobspec: J's payload is not a JSON object")
+    if not isinstance(jobspec, UnsetType) and jobspec != carried:
+        raise RPCError(errno.EINVAL, "jobspec: not the one J carries")
+    return carried

@@ -10,13 +10,18 @@ from __future__ import annotations
 import asyncio
 import errno
 import inspect
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from pflux.api import AsyncClient, Client
-from pflux.errors import RPCError
+from pflux.errors import PfluxError, RPCError
+from support.munge import munged
+
+__all__ = ["munged"]
 from pflux.protocol.message import NODEID_ANY
 
 Answer = Callable[[Any], Any]
@@ -70,11 +75,20 @@ class AsyncTable(Table):
             yield reply
 
 
+def owned_by(uid: int) -> Answer:
+    """``broker.attrs``' answer, of an instance of uid ``uid``."""
+    return lambda payload: {"attrs": {"security.owner": str(uid)}}
+
+
+OWNER = {"broker.attrs": owned_by(os.getuid())}  # this process is the instance owner
+
+
 def ask(face: str, answers: dict[str, Answer], method: str, *args: Any, **kw: Any) -> Any:
     """``method``'s value on a client of ``face`` whose handle answers from ``answers``;
     the requests sent are in ``ask.sent``."""
     if face == "blocking":
         client = Client.__new__(Client)
+        client._cached = {}
         client.handle = table = BlockingTable(answers)  # type: ignore[assignment]
         try:
             return getattr(client, method)(*args, **kw)
@@ -93,10 +107,11 @@ FACES = pytest.mark.parametrize("face", ["blocking", "asyncio"])
 
 @FACES
 def test_a_batch_goes_at_once_and_its_answers_come_in_order(face: str) -> None:
-    answers = {"job-ingest.submit": lambda p: {"id": p["urgency"]}}
+    answers = {"job-ingest.submit": lambda p: {"id": p["urgency"]}, **OWNER}
     jobspecs = [{"version": 1}] * 3
     assert ask(face, answers, "submit_many", jobspecs, urgency=7) == [7, 7, 7]
-    assert [topic for topic, _, _ in ask.sent] == ["job-ingest.submit"] * 3  # type: ignore[attr-defined]
+    sent = [topic for topic, _, _ in ask.sent]  # type: ignore[attr-defined]
+    assert sent == ["broker.attrs"] + ["job-ingest.submit"] * 3
     assert ask(face, answers, "submit_many", []) == []
 
 
@@ -169,3 +184,52 @@ def test_each_request_method_is_declared_from_one_description() -> None:
         assert inspect.iscoroutinefunction(awaited), name
         assert awaited.__doc__.startswith(f"As ``Client.{name}``"), name
         assert blocking.__doc__, name
+
+
+# an instance of another user's, of which this process (root, too) is a guest
+GUEST = {"broker.attrs": owned_by(os.getuid() + 1), "kvs.namespace-list": refused(errno.EPERM)}
+
+
+@FACES
+def test_a_guest_signs_each_jobspec_and_asks_who_owns_the_instance_once(
+    face: str, munged: None
+) -> None:
+    from _pfluxcore.sign import unwrap
+
+    answers = {"job-ingest.submit": lambda p: {"id": 1}, **GUEST}
+    assert ask(face, answers, "submit_many", [{"version": 1}, {"version": 1}]) == [1, 1]
+    sent = [(t, p) for t, p, _ in ask.sent if t != "kvs.namespace-list"]  # type: ignore[attr-defined]
+    assert [topic for topic, _ in sent] == ["broker.attrs", *["job-ingest.submit"] * 2]
+    for _, payload in sent[1:]:
+        assert "jobspec" not in payload
+        signed = unwrap(payload["J"])
+        assert (signed.userid, signed.payload) == (os.getuid(), b'{"version":1}')
+
+
+@FACES
+def test_root_signs_where_the_owner_only_probe_is_refused(face: str, munged: None) -> None:
+    guest = {"job-ingest.submit": lambda p: {"id": 1}, **GUEST}
+    owner = {**guest, "kvs.namespace-list": lambda p: {"namespaces": []}}
+    with mock.patch("os.getuid", return_value=0):  # root (its credential is not made here)
+        ask(face, guest, "submit_many", [{"version": 1}])
+        assert "J" in ask.sent[-1][1]  # type: ignore[attr-defined]
+        ask(face, owner, "submit_many", [{"version": 1}])
+        assert "jobspec" in ask.sent[-1][1]  # type: ignore[attr-defined]
+
+
+@FACES
+def test_a_guest_that_cannot_sign_sends_nothing(face: str) -> None:
+    from _pfluxcore import sign
+
+    answers = {"job-ingest.submit": lambda p: {"id": 1}, **GUEST}
+    with (
+        mock.patch.object(sign, "LIBMUNGE", "libmunge-absent.so.2"),
+        mock.patch.dict(sign._munge, clear=True),
+        pytest.raises(PfluxError) as info,
+    ):
+        ask(face, answers, "submit", {"version": 1})
+    assert str(info.value) == (
+        "cannot sign the job request: MUNGE is not installed (libmunge-absent.so.2 not found)"
+    )
+    sent = {topic for topic, _, _ in ask.sent}  # type: ignore[attr-defined]
+    assert "job-ingest.submit" not in sent

@@ -147,6 +147,7 @@ class Flux:
         self._exception: BaseException | None = None
         self._reactor_depth = 0
         self._attrs: dict[str, Any] | None = None
+        self._signs: bool | None = None  # whether submissions go signed (flux.job.submit)
 
     # --- requests ---------------------------------------------------------------------
 

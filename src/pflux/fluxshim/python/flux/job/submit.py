@@ -1,4 +1,9 @@
-"""Submitting jobs: ``submit_async`` (a future with ``get_id()``) and ``submit``."""
+"""Submitting jobs: ``submit_async`` (a future with ``get_id()``) and ``submit``.
+
+A process that is not the instance owner sends each jobspec signed, as RFC 15's
+J under MUNGE (``_pfluxcore.sign``), as flux-core's clients sign with
+flux-security; the owner sends the jobspec as it is, and job-ingest signs it.
+"""
 
 from __future__ import annotations
 
@@ -59,16 +64,55 @@ def submit_async(
     """Submit ``jobspec`` (a Jobspec, or its JSON text); the future gives the job id.
 
     ``waitable`` (instance owner only) lets ``flux.job.wait`` take the job's result;
-    ``debug`` adds debug events. A pflux instance signs jobs itself: ``pre_signed``
-    and ``novalidate`` are refused.
+    ``debug`` adds debug events. With ``pre_signed``, ``jobspec`` is J, signed
+    already. A pflux instance validates every jobspec: ``novalidate`` is refused.
     """
-    if pre_signed:
-        raise OSError(errno.EINVAL, "submit: pre_signed: pflux signs jobs itself; pass the jobspec")
     if novalidate:
         raise OSError(errno.EINVAL, "submit: novalidate: pflux validates every jobspec")
     flags = (_INGEST_WAITABLE if waitable else 0) | (_INGEST_DEBUG if debug else 0)
-    payload = {"jobspec": _jobspec_object(jobspec), "urgency": urgency, "flags": flags}
+    payload: dict[str, Any] = {"urgency": urgency, "flags": flags}
+    if pre_signed:
+        payload["J"] = _signed(jobspec)
+    elif _signs(flux_handle):
+        from _pfluxcore.sign import SignError, wrap
+
+        text = json.dumps(_jobspec_object(jobspec), separators=(",", ":"))
+        try:
+            payload["J"] = wrap(text)
+        except SignError as exc:
+            raise OSError(errno.EPERM, f"cannot sign the job request: {exc}") from None
+    else:
+        payload["jobspec"] = _jobspec_object(jobspec)
     return SubmitFuture(flux_handle, "job-ingest.submit", payload)
+
+
+def _signed(signed: Any) -> str:
+    """J given ``pre_signed``: str, or bytes of ASCII."""
+    if isinstance(signed, bytes):
+        signed = signed.decode("utf-8")
+    if not isinstance(signed, str):
+        raise TypeError(f"a pre_signed jobspec must be a str or bytes, not {type(signed).__name__}")
+    return signed
+
+
+def _signs(h: Flux) -> bool:
+    """Whether this process signs what it submits (``_pfluxcore.sign.client_signs``),
+    decided once a handle."""
+    if h._signs is None:
+        from _pfluxcore.sign import OWNER_PROBE, client_signs
+
+        sign = client_signs(int(h.attr_get("security.owner")))
+        if sign is None:  # root: a guest here unless the instance takes it as its owner
+            try:
+                h.rpc(OWNER_PROBE, {}).get()
+            except OSError as exc:
+                if exc.errno != errno.EPERM:
+                    raise
+                sign = True
+            else:
+                sign = False
+        h._signs = sign
+    return h._signs
 
 
 def submit_get_id(future: SubmitFuture) -> JobID:
