@@ -47,7 +47,7 @@ def test_too_deep_a_payload_is_answered(uri: str) -> None:
             f"broker.ping: payload: must nest at most {MAX_DEPTH} levels deep"
         )
         assert ask(handle, "broker.ping", nested(100)).get(TIMEOUT) == nested(100)
-        assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}
+        assert handle.call("broker.ping", {"alive": True}, TIMEOUT)["alive"] is True
 
 
 def test_a_namespace_owner_out_of_range_does_not_stop_the_instance(uri: str) -> None:
@@ -161,4 +161,4 @@ def test_the_broker_s_own_requests_name_the_field(
         with pytest.raises(RPCError) as err:
             handle.rpc(topic, payload, streaming=topic == "log.dmesg").get(TIMEOUT)
         assert (err.value.errnum, err.value.errstr) == (errnum, errstr)
-        assert handle.call("broker.ping", {"alive": True}, TIMEOUT) == {"alive": True}
+        assert handle.call("broker.ping", {"alive": True}, TIMEOUT)["alive"] is True

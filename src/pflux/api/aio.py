@@ -90,6 +90,7 @@ class AsyncClient:
             from pflux.client.aio import AsyncHandle  # asyncio only for those who use it
 
             self._handle = await AsyncHandle.connect(self.uri, timeout=self.timeout)
+            self._cached["broker.ping"] = self._handle.hello  # the ping made on connecting
 
     async def __aenter__(self) -> AsyncClient:
         await self.open()

@@ -61,7 +61,8 @@ class Client:
 
     def __init__(self, uri: str | None = None, *, timeout: float | None = None) -> None:
         self.handle = Handle(uri, timeout=timeout)
-        self._cached: dict[str, Any] = {}  # a ``cached`` call's answer, by topic
+        # a ``cached`` call's answer, by topic: the ping made on connecting is one
+        self._cached: dict[str, Any] = {"broker.ping": self.handle.hello}
 
     def __enter__(self) -> Client:
         return self

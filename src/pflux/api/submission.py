@@ -8,15 +8,14 @@ else. The owner sends the jobspec as it is, and job-ingest signs it.
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import orjson
-from _pfluxcore.sign import OWNER_PROBE, SignError, client_signs, wrap
+from _pfluxcore.sign import SignError, client_signs, wrap
 
 from pflux.api.exchange import Call, Exchange, ask
-from pflux.errors import PfluxError, RPCError
+from pflux.errors import PfluxError
+from pflux.spec import jsontext
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
 from pflux.spec.states import (
@@ -71,7 +70,7 @@ def submit_payload(
     if not sign:
         return {"jobspec": dict(jobspec), "urgency": urgency, "flags": flags}
     try:
-        signed = wrap(orjson.dumps(dict(jobspec)))
+        signed = wrap(jsontext.dumps(dict(jobspec)))
     except SignError as exc:
         raise PfluxError(f"cannot sign the job request: {exc}") from None
     return {"J": signed, "urgency": urgency, "flags": flags}
@@ -79,13 +78,10 @@ def submit_payload(
 
 def signs() -> Exchange[bool]:
     """Whether this process signs what it submits (``_pfluxcore.sign.client_signs``):
-    asked once a connection."""
-    (attrs,) = yield [Call("broker.attrs", {}, cached=True)]
-    sign = client_signs(int(attrs["attrs"]["security.owner"]))
-    if sign is None:  # root: a guest here unless the instance takes it as its owner
-        (probe,) = yield [Call(OWNER_PROBE, {}, cached=True, tolerant=True)]
-        sign = isinstance(probe, RPCError) and probe.errnum == errno.EPERM
-    return sign
+    unless the instance takes it as its owner, as the answer to the ping every client
+    makes on connecting says (no request of its own)."""
+    (hello,) = yield [Call("broker.ping", {}, cached=True)]
+    return client_signs(int(hello.get("rolemask", 0)) if isinstance(hello, dict) else 0)
 
 
 def submit_window(window: int) -> int:

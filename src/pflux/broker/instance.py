@@ -192,7 +192,7 @@ class BrokerBasics(Service):
 
     @method("ping", guest=True)
     def ping(self, req: Request) -> None:
-        req.respond(req.payload)
+        req.respond(self.broker.pong(req))
 
     @method("attrs", guest=True)
     def attrs(self, req: Request) -> None:

@@ -328,6 +328,15 @@ class LocalRoute:
 class Broker:
     """Owns the service table and routes requests between services and connections."""
 
+    def pong(self, req: Request) -> Any:
+        """A ping's answer, as flux-core's: the payload sent, with the requester's
+        ``userid`` and ``rolemask`` as this broker sees them and its ``rank`` (a
+        client learns from its first ping whether it is the instance owner)."""
+        payload = req.payload
+        if type(payload) is not dict:
+            return payload
+        return {**payload, "userid": req.userid, "rolemask": req.rolemask, "rank": self.rank}
+
     def __init__(
         self,
         owner: int,
@@ -461,7 +470,8 @@ class Broker:
             service, _, method = msg.topic.partition(".")
             if method == "ping" and service in self.services:
                 # every service answers ping, as each of flux-core's modules does
-                Request(msg, route).respond(msg.payload)
+                req = Request(msg, route)
+                req.respond(self.pong(req))
                 return
             forward = self.remote.get(service) or self.fallback
             if forward is not None:

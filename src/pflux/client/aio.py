@@ -70,6 +70,7 @@ class AsyncHandle:
         self._streams: set[int] = set()
         self._error: RPCError | None = None
         self.events: asyncio.Queue[Message] = asyncio.Queue()  # subscribed to, unread
+        self.hello: Any = None  # the first ping's answer: who the instance takes us for
 
     @classmethod
     async def connect(cls, uri: str | None = None, *, timeout: float | None = None) -> AsyncHandle:
@@ -92,7 +93,7 @@ class AsyncHandle:
     async def _hello(self) -> None:
         """Wait for the broker to answer a ping: any response proves a pflux instance."""
         try:
-            await self.call("broker.ping", {})
+            self.hello = await self.call("broker.ping", {})
         except RPCTimeout:
             self.close()
             raise unanswered(self.uri, self.timeout) from None

@@ -135,12 +135,13 @@ class Handle:
         self._out = bytearray()
         self._poller: select.poll | None = None
         self.closed = False
+        self.hello: Any = None  # the first ping's answer: who the instance takes us for
         self._hello()
 
     def _hello(self) -> None:
         """Wait for the broker to answer a ping: any response proves a pflux instance."""
         try:
-            self.rpc("broker.ping", {}).next_message()
+            self.hello = self.rpc("broker.ping", {}).next_message().payload
         except RPCTimeout:
             self.close()
             raise unanswered(self.uri, self.timeout) from None

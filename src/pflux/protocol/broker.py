@@ -1,7 +1,8 @@
 """The broker's own requests with a payload (``broker.service-add``, ``log.dmesg``,
 ``log.append``), as types.
 
-``broker.ping`` echoes whatever it is sent, and ``broker.attrs``,
+``broker.ping`` answers whatever it is sent (an object with the requester's
+credentials added), and ``broker.attrs``,
 ``broker.shutdown`` and ``log.clear`` read no payload, so they have no type.
 """
 

@@ -22,7 +22,7 @@ from pflux.errors import PfluxError, RPCError
 from support.munge import munged
 
 __all__ = ["munged"]
-from pflux.protocol.message import NODEID_ANY
+from pflux.protocol.message import NODEID_ANY, ROLE_OWNER, ROLE_USER
 
 Answer = Callable[[Any], Any]
 
@@ -75,12 +75,21 @@ class AsyncTable(Table):
             yield reply
 
 
-def owned_by(uid: int) -> Answer:
-    """``broker.attrs``' answer, of an instance of uid ``uid``."""
-    return lambda payload: {"attrs": {"security.owner": str(uid)}}
+def hello(rolemask: int) -> Answer:
+    """The answer to the ping a client makes on connecting, from an instance that takes
+    it as its owner (ROLE_OWNER) or as a guest (ROLE_USER)."""
+    return lambda payload: {**payload, "userid": os.getuid(), "rolemask": rolemask, "rank": 0}
 
 
-OWNER = {"broker.attrs": owned_by(os.getuid())}  # this process is the instance owner
+OWNER = {"broker.ping": hello(ROLE_OWNER)}  # this process is the instance owner
+# an instance of another user's, of which this process (root, too) is a guest
+GUEST = {"broker.ping": hello(ROLE_USER)}
+
+
+def connected(answers: dict[str, Answer]) -> dict[str, Any]:
+    """A client's answers kept from connecting: its ping's, where ``answers`` has one."""
+    ping = answers.get("broker.ping")
+    return {} if ping is None else {"broker.ping": ping({})}
 
 
 def ask(face: str, answers: dict[str, Answer], method: str, *args: Any, **kw: Any) -> Any:
@@ -88,7 +97,7 @@ def ask(face: str, answers: dict[str, Answer], method: str, *args: Any, **kw: An
     the requests sent are in ``ask.sent``."""
     if face == "blocking":
         client = Client.__new__(Client)
-        client._cached = {}
+        client._cached = connected(answers)
         client.handle = table = BlockingTable(answers)  # type: ignore[assignment]
         try:
             return getattr(client, method)(*args, **kw)
@@ -96,6 +105,7 @@ def ask(face: str, answers: dict[str, Answer], method: str, *args: Any, **kw: An
             ask.sent = table.sent  # type: ignore[attr-defined]
     aclient = AsyncClient()
     aclient._handle = atable = AsyncTable(answers)  # type: ignore[assignment]
+    aclient._cached = connected(answers)
     try:
         return asyncio.run(getattr(aclient, method)(*args, **kw))
     finally:
@@ -111,7 +121,7 @@ def test_a_batch_goes_at_once_and_its_answers_come_in_order(face: str) -> None:
     jobspecs = [{"version": 1}] * 3
     assert ask(face, answers, "submit_many", jobspecs, urgency=7) == [7, 7, 7]
     sent = [topic for topic, _, _ in ask.sent]  # type: ignore[attr-defined]
-    assert sent == ["broker.attrs"] + ["job-ingest.submit"] * 3
+    assert sent == ["job-ingest.submit"] * 3
     assert ask(face, answers, "submit_many", []) == []
 
 
@@ -186,31 +196,27 @@ def test_each_request_method_is_declared_from_one_description() -> None:
         assert blocking.__doc__, name
 
 
-# an instance of another user's, of which this process (root, too) is a guest
-GUEST = {"broker.attrs": owned_by(os.getuid() + 1), "kvs.namespace-list": refused(errno.EPERM)}
-
-
 @FACES
-def test_a_guest_signs_each_jobspec_and_asks_who_owns_the_instance_once(
+def test_a_guest_signs_each_jobspec_and_asks_nothing_more_to_know_it_must(
     face: str, munged: None
 ) -> None:
     from _pfluxcore.sign import unwrap
 
     answers = {"job-ingest.submit": lambda p: {"id": 1}, **GUEST}
     assert ask(face, answers, "submit_many", [{"version": 1}, {"version": 1}]) == [1, 1]
-    sent = [(t, p) for t, p, _ in ask.sent if t != "kvs.namespace-list"]  # type: ignore[attr-defined]
-    assert [topic for topic, _ in sent] == ["broker.attrs", *["job-ingest.submit"] * 2]
-    for _, payload in sent[1:]:
+    sent = [(t, p) for t, p, _ in ask.sent]  # type: ignore[attr-defined]
+    assert [topic for topic, _ in sent] == ["job-ingest.submit"] * 2
+    for _, payload in sent:
         assert "jobspec" not in payload
         signed = unwrap(payload["J"])
         assert (signed.userid, signed.payload) == (os.getuid(), b'{"version":1}')
 
 
 @FACES
-def test_root_signs_where_the_owner_only_probe_is_refused(face: str, munged: None) -> None:
+def test_root_signs_where_the_instance_takes_it_as_a_guest(face: str, munged: None) -> None:
     guest = {"job-ingest.submit": lambda p: {"id": 1}, **GUEST}
-    owner = {**guest, "kvs.namespace-list": lambda p: {"namespaces": []}}
-    with mock.patch("os.getuid", return_value=0):  # root (its credential is not made here)
+    owner = {**guest, **OWNER}
+    with mock.patch("os.getuid", return_value=0):  # root: the instance's word decides
         ask(face, guest, "submit_many", [{"version": 1}])
         assert "J" in ask.sent[-1][1]  # type: ignore[attr-defined]
         ask(face, owner, "submit_many", [{"version": 1}])

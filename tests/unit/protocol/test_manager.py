@@ -37,6 +37,7 @@ from pflux.protocol.manager import (
     UpdateRequest,
     UrgencyRequest,
 )
+from pflux.protocol.message import ROLE_OWNER
 from pflux.protocol.sched import ReadyRequest
 from support.protocol_payloads import INGEST, MANAGER
 
@@ -148,7 +149,7 @@ class Recorder:
     """A handle that records what a Client sends and answers as the services would."""
 
     REPLIES: ClassVar[dict[str, Any]] = {
-        "broker.attrs": {"attrs": {"security.owner": str(os.getuid())}},
+        "broker.ping": {"userid": os.getuid(), "rolemask": ROLE_OWNER, "rank": 0},
         "job-ingest.submit": {"id": 1},
         "job-manager.result": {"id": 1, "success": True, "errstr": ""},
         "job-manager.wait": {"id": 1, "success": True, "errstr": ""},
@@ -209,7 +210,7 @@ def test_what_the_client_sends_is_what_the_services_decode() -> None:
     client.purge(age_limit=3600, num_limit=10, batch=100, force=True)
     client.purge()
     client.purge_id(1, force=True)
-    sent = [(topic, payload) for topic, payload in handle.sent if topic != "broker.attrs"]
+    sent = [(topic, payload) for topic, payload in handle.sent if topic != "broker.ping"]
     assert len({topic for topic, _ in sent}) == 18
     for topic, payload in sent:
         decode(topic, payload, REQUESTS[topic])
@@ -256,7 +257,7 @@ def test_what_the_async_client_sends_is_what_the_services_decode() -> None:
         await client.purge_id(1)
 
     asyncio.run(calls())
-    sent = [(topic, payload) for topic, payload in handle.sent if topic != "broker.attrs"]
+    sent = [(topic, payload) for topic, payload in handle.sent if topic != "broker.ping"]
     assert len({topic for topic, _ in sent}) == 18
     for topic, payload in sent:
         decode(topic, payload, REQUESTS[topic])

@@ -180,19 +180,15 @@ def _verify_munge(userid: int, J: str, end: int, max_ttl: float | None) -> float
     return ctime
 
 
-def client_signs(owner: int) -> bool | None:
-    """Whether a client of the instance of uid ``owner`` sends J signed under ``munge``:
-    not the owner's (job-ingest signs its jobspec under ``none``), every other user's.
-    None for root, whom an instance may take as its owner (``[access] allow-root-owner``):
-    it signs where ``OWNER_PROBE``, a read only the owner may make, is refused it."""
-    uid = os.getuid()
-    if uid == owner:
-        return False
-    return None if uid == 0 else True
+#: the instance owner's bit of a rolemask (flux-core's FLUX_ROLE_OWNER)
+ROLE_OWNER = 1
 
 
-#: the request whose refusal (EPERM) tells root it is a guest of the instance, not its owner
-OWNER_PROBE = "kvs.namespace-list"
+def client_signs(rolemask: int) -> bool:
+    """Whether a client sends J signed under ``munge``: unless the instance takes it as
+    its owner (``rolemask``, as a ping's answer gives it: root is the owner only where
+    ``[access] allow-root-owner`` says so), whose jobspec job-ingest signs under ``none``."""
+    return not rolemask & ROLE_OWNER
 
 
 def munge_available() -> str | None:

@@ -99,19 +99,11 @@ def _signs(h: Flux) -> bool:
     """Whether this process signs what it submits (``_pfluxcore.sign.client_signs``),
     decided once a handle."""
     if h._signs is None:
-        from _pfluxcore.sign import OWNER_PROBE, client_signs
+        from _pfluxcore.sign import client_signs
 
-        sign = client_signs(int(h.attr_get("security.owner")))
-        if sign is None:  # root: a guest here unless the instance takes it as its owner
-            try:
-                h.rpc(OWNER_PROBE, {}).get()
-            except OSError as exc:
-                if exc.errno != errno.EPERM:
-                    raise
-                sign = True
-            else:
-                sign = False
-        h._signs = sign
+        # a ping's answer says how the instance takes this process, as flux-core's does
+        hello = h.rpc("broker.ping", {}).get()
+        h._signs = client_signs(int(hello.get("rolemask", 0)) if isinstance(hello, dict) else 0)
     return h._signs
 
 
