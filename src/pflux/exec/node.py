@@ -35,12 +35,12 @@ from typing import Final
 from pflux.broker import private
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
-from pflux.exec.config import rejoin_timeout
+from pflux.exec.config import imp_socket, rejoin_timeout
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import KeepRequest, KeepResponse
-from pflux.protocol.shellwire import RANK_URI, REJOIN_TIMEOUT
+from pflux.protocol.shellwire import IMP_SOCKET, RANK_URI, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecNodeService"]
@@ -61,6 +61,9 @@ class ExecNodeService(Service):
         super().__init__(broker)
         self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
         env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
+        imp = imp_socket(broker)  # guests' shells run through this rank's own helper
+        if imp is not None:
+            env[IMP_SOCKET] = imp
         self.launcher = LauncherLink(broker, self.exec_dir, self._up, self._lost, env=env)
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
