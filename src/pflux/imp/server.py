@@ -47,6 +47,7 @@ REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its reque
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
 _CREDENTIALS: Final = "3i"
 _FD_SIZE: Final = 4
+_QUEUED: Final = 64  # datagrams of a refused asker's discarded, at most
 _PR_SET_DUMPABLE: Final = 4
 _TMPDIR_NAME: Final = re.compile(r"jobtmp-[0-9]+-[^/\x00]+")
 
@@ -81,6 +82,7 @@ class ImpServer:
             conn.settimeout(REQUEST_TIMEOUT)
             uid = _peer_uid(conn)
             if uid not in self.config.allowed_users:
+                _drop_queued(conn)  # read nothing more: it may not keep the helper waiting
                 raise Refused(f"uid {uid} is not one of the helper's allowed-users")
             key, payload, fds = _receive(conn)
             pid = self._start(key, payload, fds)
@@ -250,12 +252,7 @@ def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
     """(shell key, payload, the descriptors passed) of a SPAWN_AS request."""
     space = socket.CMSG_SPACE(2 * _FD_SIZE)
     data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space)
-    fds = [
-        int.from_bytes(cdata[i : i + _FD_SIZE], sys.byteorder)
-        for level, kind, cdata in ancillary
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
-        for i in range(0, len(cdata) - _FD_SIZE + 1, _FD_SIZE)
-    ]
+    fds = _passed(ancillary)
     try:
         if flags & socket.MSG_CTRUNC:
             raise Refused("the request carried more than the shell's two sockets")
@@ -281,6 +278,31 @@ def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
             os.close(fd)
         raise
     return wire.shell_key(jobid, rank), b"".join(chunks), fds
+
+
+def _drop_queued(conn: socket.socket) -> None:
+    """Discard what a connection has queued (closing any descriptor it passed), without
+    waiting: closed with data unread, the asker's end would lose the answer to a reset."""
+    space = socket.CMSG_SPACE(8 * _FD_SIZE)
+    for _ in range(_QUEUED):
+        try:
+            data, ancillary, _, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space, socket.MSG_DONTWAIT)
+        except OSError:
+            return
+        for fd in _passed(ancillary):
+            os.close(fd)
+        if not data:
+            return
+
+
+def _passed(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    return [
+        int.from_bytes(cdata[i : i + _FD_SIZE], sys.byteorder)
+        for level, kind, cdata in ancillary
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+        for i in range(0, len(cdata) - _FD_SIZE + 1, _FD_SIZE)
+    ]
 
 
 def _peer_uid(conn: socket.socket) -> int:

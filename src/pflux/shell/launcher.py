@@ -598,10 +598,11 @@ class LauncherServer:
             for start in range(IMP_CHUNK, len(data), IMP_CHUNK):
                 conn.send(data[start : start + IMP_CHUNK])
         except OSError as exc:
+            why = _refusal(ends[4]) if len(ends) == 5 else ""  # it may have said why it hung up
             for sock in ends:
                 sock.close()
-            why = exc.strerror or str(exc)
-            self._not_started(jobid, f"privileged helper {self.imp}: {why}")
+            why = why or f"privileged helper {self.imp}: {exc.strerror or exc}"
+            self._not_started(jobid, why)
             self.ended.append(journal.end_lines([jobid]))
             return
         ends[1].close()  # the helper has the shell's ends now
@@ -970,6 +971,18 @@ def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:
     except OSError:
         pass
     return True
+
+
+def _refusal(conn: _socket.socket) -> str:
+    """The helper's refusal waiting on ``conn``, as the job's note; "" if none is there."""
+    try:
+        data = conn.recv(RECV_SIZE, _socket.MSG_DONTWAIT)
+    except OSError:
+        return ""
+    found = wire.split(data)[0]
+    if not found or found[0][0] != wire.EXCEPTION:
+        return ""
+    return f"privileged helper: {found[0][2].decode(errors='replace')}"
 
 
 def _retire(entry: _Shell) -> None:

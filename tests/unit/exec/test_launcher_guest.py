@@ -130,6 +130,7 @@ class Launcher:
         self.sock = ours
         self.buffer = b""
         self.got: list[wire.Record] = []  # every record that came, in order
+        self.acked: dict[int, int] = {}  # each shell's records' bytes, acknowledged
 
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
@@ -156,14 +157,15 @@ class Launcher:
             assert ready, f"nothing came in {timeout} s; got {self.got}"
             if self.records in ready:
                 found = wire.split(self.records.recv(1 << 20))[0]
+                for _, key, payload in found:  # acknowledged as the KVS would hold them
+                    self.acked[key] = self.acked.get(key, 0) + wire.HEADER.size + len(payload)
+                    self.send(wire.ACK, b"%d" % self.acked[key], key)
             else:
                 data = self.sock.recv(65536)
                 assert data, "the launcher closed its end"
                 found, used = wire.split(self.buffer + data)
                 self.buffer = (self.buffer + data)[used:]
             self.got += found
-            for _, key, _ in found:
-                self.send(wire.ACK, b"%d" % wire.ALL_RECORDS, key)
 
     def close(self) -> int:
         self.send(wire.QUIT, b"", jobid=0)
