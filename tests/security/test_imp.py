@@ -13,9 +13,7 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from pflux.protocol.shellwire import Description
 from pflux.spec.builder import from_command
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
+from support.imp import Helper
 from support.munge import munged
 from support.users import User
 
@@ -87,22 +86,9 @@ class Imp:
     def __init__(self, base: Path, inst: User, guest: User) -> None:
         self.base = base
         self.inst, self.guest = inst, guest
-        self.socket = base / "imp" / "sock"
-        self.config = base / "imp.toml"
-        self.config.write_text(
-            f'socket = "{self.socket}"\nallowed-users = ["{inst.name}"]\n'
-            f'allowed-mechanisms = ["munge"]\nmax-ttl = 300\n'
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pflux.imp", "--config", str(self.config)],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stderr is not None
-        line = self.proc.stderr.readline()
-        assert "listening on" in line, line
-        self.log: list[str] = []  # what it says from now on
-        threading.Thread(target=self.log.extend, args=(self.proc.stderr,), daemon=True).start()
+        self.helper = Helper(base, inst.name)
+        self.socket = self.helper.socket
+        self.log = self.helper.log
         self.shared = base / "shared"  # where a command leaves its marker
         self.shared.mkdir(mode=0o777)
         self.shared.chmod(0o1777)
@@ -150,8 +136,7 @@ class Imp:
         return answer
 
     def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
+        self.helper.close()
 
 
 @pytest.fixture(scope="module")
