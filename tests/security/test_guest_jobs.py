@@ -51,7 +51,7 @@ def site(other_users: tuple[User, User], munged: None) -> Iterator[Site]:
     inst, guest = other_users
     base = Path(tempfile.mkdtemp(prefix="pflux-site-"))
     base.chmod(0o755)
-    helper = Helper(base, inst.name)
+    helper = Helper(base, inst.name, inst.python)
     config = inst.home / "site.toml"
     config.write_text(f'[access]\nallow-guest-user = true\n[exec]\nimp = "{helper.socket}"\n')
     config.chmod(0o644)

@@ -86,7 +86,7 @@ class Imp:
     def __init__(self, base: Path, inst: User, guest: User) -> None:
         self.base = base
         self.inst, self.guest = inst, guest
-        self.helper = Helper(base, inst.name)
+        self.helper = Helper(base, inst.name, inst.python)
         self.socket = self.helper.socket
         self.log = self.helper.log
         self.shared = base / "shared"  # where a command leaves its marker

@@ -9,15 +9,16 @@ from pathlib import Path
 
 
 class Helper:
-    """``python -m pflux.imp`` as root, for the instance account ``allowed`` (a user name),
-    listening at ``base/imp/sock``; what it says after it listens is in ``log``."""
+    """``python -m pflux.imp`` as root, for the instance account ``allowed`` (a user name)
+    whose instance runs ``python``, listening at ``base/imp/sock``; what it says after
+    it listens is in ``log``."""
 
-    def __init__(self, base: Path, allowed: str, *, mechanisms: str = '"munge"') -> None:
+    def __init__(self, base: Path, allowed: str, python: str) -> None:
         self.socket = base / "imp" / "sock"
         self.config = base / "imp.toml"
         self.config.write_text(
             f'socket = "{self.socket}"\nallowed-users = ["{allowed}"]\n'
-            f"allowed-mechanisms = [{mechanisms}]\nmax-ttl = 300\n"
+            f'allowed-mechanisms = ["munge"]\nmax-ttl = 300\npython = "{python}"\n'
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pflux.imp", "--config", str(self.config)],

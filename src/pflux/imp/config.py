@@ -7,6 +7,12 @@ Keys (all optional but ``allowed-users``)::
     allowed-mechanisms = ["munge"]      # J's signing mechanisms it accepts
     max-ttl = 0                         # seconds J stays valid after signing (0: no limit)
     job-tmpdir = "/tmp"                 # where a guest's FLUX_JOB_TMPDIR is made
+    python = "/opt/pflux/bin/python"    # the instance's interpreter (default: the helper's)
+
+``python`` is the interpreter the flux shim's commands run in a job
+(``PFLUX_PYTHON``): the instance sets it to its own, and the helper accepts no
+other, so that an instance account cannot have a guest's ``flux`` run a program
+of its choosing.
 
 An unknown key, or a value of the wrong kind, is refused with its name.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import sys
 import tomllib
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,7 +33,14 @@ __all__ = ["DEFAULT_CONFIG", "DEFAULT_SOCKET", "ImpConfig", "ImpConfigError", "l
 DEFAULT_CONFIG: Final = "/etc/pflux/imp.toml"
 DEFAULT_SOCKET: Final = "/run/pflux-imp/sock"
 MECHANISMS: Final = ("munge", "none")
-_KEYS: Final = ("socket", "allowed-users", "allowed-mechanisms", "max-ttl", "job-tmpdir")
+_KEYS: Final = (
+    "socket",
+    "allowed-users",
+    "allowed-mechanisms",
+    "max-ttl",
+    "job-tmpdir",
+    "python",
+)
 
 
 class ImpConfigError(PfluxError):
@@ -40,6 +54,7 @@ class ImpConfig:
     allowed_mechanisms: tuple[str, ...]
     max_ttl: float | None  # None: J does not expire
     job_tmpdir: str
+    python: str  # the interpreter the flux shim runs in a job
 
 
 def load(path: str) -> ImpConfig:
@@ -84,7 +99,10 @@ def parse(table: dict[str, Any], where: str = "imp.toml") -> ImpConfig:
     tmpdir = table.get("job-tmpdir", "/tmp")
     if not isinstance(tmpdir, str) or not os.path.isabs(tmpdir):
         raise fail("job-tmpdir", "must be an absolute path")
-    return ImpConfig(socket, uids, tuple(mechanisms), float(ttl) or None, tmpdir)
+    python = table.get("python", sys.executable)
+    if not isinstance(python, str) or not os.path.isabs(python):
+        raise fail("python", "must be an absolute path")
+    return ImpConfig(socket, uids, tuple(mechanisms), float(ttl) or None, tmpdir, python)
 
 
 def _uid(where: str, user: object) -> int:

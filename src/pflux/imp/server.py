@@ -62,7 +62,7 @@ class ImpServer:
     def __init__(self, config: ImpConfig, listener: socket.socket) -> None:
         self.config = config
         self.listener = listener
-        self.shim = shim_env()
+        self.shim = shim_env()._replace(python=config.python)
         self.boot = journal.boot_id().encode()
 
     def run(self) -> None:
