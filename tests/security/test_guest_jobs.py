@@ -96,3 +96,25 @@ def test_the_owners_jobs_run_as_before_beside_a_guests(site: Site) -> None:
         pytest.skip("job submission here does not sign a guest's job under MUNGE")
     assert got[0] == 0, (got[2], s.helper.log)
     assert got[1].strip() == str(s.guest.uid)
+
+
+def test_a_guests_job_over_two_ranks_runs_as_the_guest_on_each(site: Site) -> None:
+    """Every rank's launcher asks its own helper (here both ranks share one)."""
+    s = site
+    config = s.inst.home / "site.toml"
+    with s.inst.instance(
+        s.inst.home / "two-ranks", "--test-size=2", "--config", str(config)
+    ) as live:
+        proc = s.guest.pflux(
+            "run", "-N2", "-n2", "sh", "-c", "echo $(id -u) $FLUX_TASK_RANK", PFLUX_URI=live.uri
+        )
+        jobid = s.guest.pflux("job", "last", PFLUX_URI=live.uri).stdout.strip()
+        signed = s.guest.pflux("job", "info", jobid, "J", PFLUX_URI=live.uri).stdout
+        header = signed.split(".", 1)[0]
+        if (
+            json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["mechanism"]
+            != "munge"
+        ):
+            pytest.skip("job submission here does not sign a guest's job under MUNGE")
+        assert proc.returncode == 0, (proc.stderr, s.helper.log)
+        assert sorted(proc.stdout.split("\n")[:2]) == [f"{s.guest.uid} 0", f"{s.guest.uid} 1"]
