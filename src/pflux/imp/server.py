@@ -1,15 +1,17 @@
-"""The helper's loop: take a launcher's request, check it, fork, become the user, run the shell.
+"""The helper's loop: take a launcher's request, check it, become the user, run the shell.
 
 One request per connection to the helper's socket (``pflux.protocol.impwire``):
 the asker must be an allowed user (``SO_PEERCRED``); J must verify under the
 configured mechanisms and name the job's user, neither root nor unknown; the
-description must be J's jobspec's (``pflux.imp.check``). Then the helper forks
-(it is warm, as the launcher is: a fork costs a millisecond where starting an
-interpreter costs tens), and the child takes the user's groups, gid and uid
-(checking that each took and that root cannot be had back) and runs the job
-shell (``pflux.shell.job.Shell``) on the sockets the launcher passed, with
-neither journal nor spool: nothing it holds is shared with another job. The
-parent answers with the child's pid and reaps it when it ends.
+description must be J's jobspec's (``pflux.imp.check``). Each request is served
+by a worker forked ahead of need, as the launcher forks its shells: forking
+costs milliseconds, verifying J a round trip to munged, and neither then delays
+the next request, which another worker takes. The worker answers with its own
+pid, takes the user's groups, gid and uid (checking that each took and that
+root cannot be had back) and becomes the job shell (``pflux.shell.job.Shell``)
+on the sockets the launcher passed, with neither journal nor spool: nothing it
+holds is shared with another job. The parent only keeps ``SPARES`` workers
+waiting, and reaps them.
 
 The helper never executes anything a request names and never reads the
 user's environment: the tasks get the description's, which was checked.
@@ -17,6 +19,7 @@ user's environment: the tasks get the description's, which was checked.
 
 from __future__ import annotations
 
+import gc
 import json
 import marshal
 import os
@@ -47,8 +50,12 @@ REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its reque
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
 _CREDENTIALS: Final = "3i"
 _FD_SIZE: Final = 4
+SPARES: Final = 4  # workers waiting for a request
+_PID_SIZE: Final = 4
+_MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
 _QUEUED: Final = 64  # datagrams of a refused asker's discarded, at most
 _PR_SET_DUMPABLE: Final = 4
+_PR_SET_PDEATHSIG: Final = 1
 _TMPDIR_NAME: Final = re.compile(r"jobtmp-[0-9]+-[^/\x00]+")
 
 
@@ -57,48 +64,98 @@ class Refused(PfluxError):
 
 
 class ImpServer:
-    """Listen on the configured socket and serve each request (see the module docstring)."""
+    """Keep ``SPARES`` workers waiting on the socket, each for one request (see the module
+    docstring); a worker that takes one says so, and another is forked in its place."""
 
     def __init__(self, config: ImpConfig, listener: socket.socket) -> None:
         self.config = config
         self.listener = listener
         self.shim = shim_env()._replace(python=config.python)
         self.boot = journal.boot_id().encode()
+        self.idle: set[int] = set()  # workers waiting for a request
+        self.parent = os.getpid()
+        self.taken, self.taking = os.pipe()  # a worker's pid, once it has a request
 
     def run(self) -> None:
-        signal.signal(signal.SIGCHLD, _reap)
+        signal.signal(signal.SIGCHLD, self._reap)
+        # what the workers share with this process stays shared: nothing collects it
+        gc.freeze()
+        proc.trim_heap()
         while True:
-            conn, _ = self.listener.accept()  # retried after SIGCHLD (PEP 475)
+            while len(self.idle) < SPARES:
+                self._fork()
             try:
-                self.serve(conn)
-            finally:
-                conn.close()
+                pid = int.from_bytes(os.read(self.taken, _PID_SIZE), "big")
+            except InterruptedError:
+                continue
+            self.idle.discard(pid)
 
-    def serve(self, conn: socket.socket) -> None:
-        """One request: answered with the shell's pid, or why not."""
+    def _fork(self) -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = self._worker()
+            finally:
+                os._exit(code)
+        self.idle.add(pid)
+
+    def _reap(self, signum: int, frame: object) -> None:
+        """SIGCHLD: reap every worker or shell that has ended."""
+        try:
+            while pid := os.waitpid(-1, os.WNOHANG)[0]:
+                self.idle.discard(pid)
+        except ChildProcessError:
+            return
+
+    def _worker(self) -> int:
+        """Wait for a request, say it is taken, serve it; the exit code."""
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(self.taken)
+        # a worker waiting for a request ends with the helper (a shell's job goes on)
+        proc._c_library().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != self.parent:
+            return 0  # it ended already
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+                break
+            except InterruptedError:
+                continue
+        proc._c_library().prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0)
+        os.write(self.taking, os.getpid().to_bytes(_PID_SIZE, "big"))
+        os.close(self.taking)
+        self.listener.close()
+        return self.serve(conn)
+
+    def serve(self, conn: socket.socket) -> int:
+        """One request: answered with this process's pid and run as its job's shell, or
+        refused with the reason; the exit code."""
         fds: list[int] = []
         key = 0
         try:
             conn.settimeout(REQUEST_TIMEOUT)
             uid = _peer_uid(conn)
             if uid not in self.config.allowed_users:
-                _drop_queued(conn)  # read nothing more: it may not keep the helper waiting
+                _drop_queued(conn)  # read nothing more: it may not keep a worker waiting
                 raise Refused(f"uid {uid} is not one of the helper's allowed-users")
             key, payload, fds = _receive(conn)
-            pid = self._start(key, payload, fds)
-        except Refused as exc:
-            _log(f"refused job {wire.key_name(key)}: {exc}")
-            _answer(conn, wire.EXCEPTION, key, str(exc).encode())
-        except OSError as exc:
-            _log(f"request: {exc}")
-        else:
-            _answer(conn, wire.STARTED, key, b"%d" % pid)
-        finally:
+            job = self._check(key, payload, fds)
+        except (Refused, OSError) as exc:
             for fd in fds:
                 os.close(fd)
+            if isinstance(exc, Refused):
+                _log(f"refused job {wire.key_name(key)}: {exc}")
+                _answer(conn, wire.EXCEPTION, key, str(exc).encode())
+            else:
+                _log(f"request: {exc}")
+            return 1
+        _answer(conn, wire.STARTED, key, b"%d" % os.getpid())
+        conn.close()
+        return _shell(*job)
 
-    def _start(self, key: int, payload: bytes, fds: list[int]) -> int:
-        """Check the request and fork its shell; the shell's pid."""
+    def _check(self, key: int, payload: bytes, fds: list[int]) -> tuple[Any, ...]:
+        """The arguments of ``_shell`` for the request, if it is to be run."""
         if len(fds) != 2 or not all(_is_seqpacket(fd) for fd in fds):
             raise Refused("the request must carry the shell's two sockets")
         try:
@@ -106,8 +163,7 @@ class ImpServer:
             description = impwire.decode_description(data)
         except impwire.DescriptionError as exc:
             raise Refused(str(exc)) from None
-        user = self._user(userid_text, signed)
-        jobspec, uid = user
+        jobspec, uid = self._user(userid_text, signed)
         why = mismatch(description, jobspec, self.shim)
         if why:
             raise Refused(f"the job's shell is not what its user signed: {why}")
@@ -116,15 +172,7 @@ class ImpServer:
             entry = pwd.getpwuid(uid)
         except KeyError:
             raise Refused(f"uid {uid} does not exist") from None
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                self.listener.close()
-                code = _child(entry, key, description, fds, (uri or None, self.boot))
-            finally:
-                os._exit(code)
-        return pid
+        return entry, key, description, fds, (uri or None, self.boot)
 
     def _user(self, userid_text: str, signed: str) -> tuple[Any, int]:
         """(J's jobspec, its user), once J verifies and names the job's user."""
@@ -201,15 +249,15 @@ def become(entry: pwd.struct_passwd) -> None:
     raise OSError("root could be had back after becoming the user")
 
 
-def _child(
+def _shell(
     entry: pwd.struct_passwd,
     key: int,
     description: Description,
     fds: list[int],
     where: tuple[str | None, bytes],
 ) -> int:
-    """In the forked child: become the user, then be the job's shell; the exit code.
-    ``where``: the broker URI for the tasks (None: the description's) and the boot id."""
+    """Become the user, then be the job's shell; the exit code. ``where``: the broker URI
+    for the tasks (None: the description's) and the boot id."""
     uri, boot = where
     control, records = fds
     keep = sorted((0, 1, 2, control, records))
@@ -218,8 +266,7 @@ def _child(
         if fd > low:
             os.closerange(low, fd)
         low = fd + 1
-    os.closerange(low, 1 << 20)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.closerange(low, _MAX_FD)
     try:
         become(entry)
     except OSError as exc:
@@ -329,15 +376,6 @@ def _answer(conn: socket.socket, kind: bytes, key: int, payload: bytes) -> None:
         conn.send(wire.record(kind, key, payload))
     except OSError as exc:
         _log(f"cannot answer for job {wire.key_name(key)}: {exc.strerror}")
-
-
-def _reap(signum: int, frame: object) -> None:
-    """SIGCHLD: reap every shell that has ended."""
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-    except ChildProcessError:
-        return
 
 
 def _log(message: str) -> None:
