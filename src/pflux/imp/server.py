@@ -78,6 +78,7 @@ class ImpServer:
 
     def run(self) -> None:
         signal.signal(signal.SIGCHLD, self._reap)
+        self._warm()
         # what the workers share with this process stays shared: nothing collects it
         gc.freeze()
         proc.trim_heap()
@@ -89,6 +90,29 @@ class ImpServer:
             except InterruptedError:
                 continue
             self.idle.discard(pid)
+
+    def _warm(self) -> None:
+        """Check a request of root's own once, before any fork: what a worker would do
+        first otherwise (load libmunge, import and compile what checking uses) costs
+        tens of milliseconds, once per worker."""
+        from _pfluxcore.sign import SignError, unwrap, wrap
+
+        jobspec = {"tasks": [{"command": ["true"]}], "attributes": {"system": {}}}
+        config = self.config
+        for mechanism in config.allowed_mechanisms:
+            try:
+                signed = wrap(json.dumps(jobspec), mechanism=mechanism, userid=0)
+                unwrap(signed, allowed=config.allowed_mechanisms, max_ttl=config.max_ttl)
+            except SignError as exc:
+                _log(f"{mechanism}: {exc}")
+        sample = Description(
+            argv=["true"], env={}, tasks=[(0, 0, None, None)], cwd=None, tmpdirs=(),
+            host="", stdin=None, stdout=False, stderr=False, pmi=None, rlimit=[],
+            exit_timeout=None, exit_on_error=False, task_env=None, tmpdir_env=[], ptys=(),
+            nosetpgrp=False, files=[], tmpdir_argv=False,
+        )  # fmt: skip
+        plain = impwire.encode_description(sample)
+        mismatch(impwire.decode_description(plain), jobspec, self.shim)
 
     def _fork(self) -> None:
         pid = os.fork()
