@@ -18,7 +18,8 @@ Whenever this rank (re)joins, job-exec says which jobs it runs with a shell here
 (``exec-node.keep``); every other shell this rank still runs is killed and let go
 of. So a shell whose job failed while its rank was cut off (the kill could not
 reach it), or whose job a restarted rank 0 could not take over, never goes on
-beside a job given its cores. The shells running are those sent SPAWN less those
+beside a job given its cores. The shells running are those sent SPAWN (or SPAWN_AS,
+a guest's) less those
 that said EXITED, and those a launcher taken over still had.
 """
 
@@ -94,7 +95,7 @@ class ExecNodeService(Service):
         if not isinstance(req.payload, bytes):
             raise RPCError(errno.EPROTO, "exec-node.send: the payload must be records (bytes)")
         for kind, key, _ in wire.split(req.payload)[0]:
-            if kind == wire.SPAWN:
+            if kind in (wire.SPAWN, wire.SPAWN_AS):
                 self.live.add(key)
         self.launcher.send(req.payload)
 
