@@ -11,7 +11,8 @@ pid, takes the user's groups, gid and uid (checking that each took and that
 root cannot be had back) and becomes the job shell (``pflux.shell.job.Shell``)
 on the sockets the launcher passed, with neither journal nor spool: nothing it
 holds is shared with another job. The parent only keeps ``SPARES`` workers
-waiting, and reaps them.
+waiting, and reaps them; a connection from a user not allowed is refused by the
+worker that took it, which goes on waiting (another user's connections cost no fork).
 
 The helper never executes anything a request names and never reads the
 user's environment: the tasks get the description's, which was checked.
@@ -140,17 +141,30 @@ class ImpServer:
         proc._c_library().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != self.parent:
             return 0  # it ended already
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-                break
-            except InterruptedError:
-                continue
+        while (conn := self._accept()) is None:
+            pass
         proc._c_library().prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0)
         os.write(self.taking, os.getpid().to_bytes(_PID_SIZE, "big"))
         os.close(self.taking)
         self.listener.close()
         return self.serve(conn)
+
+    def _accept(self) -> socket.socket | None:
+        """A connection from an allowed user; None once another was refused (the worker
+        stays a worker: another user's connections cost the helper no fork)."""
+        try:
+            conn, _ = self.listener.accept()
+        except (InterruptedError, ConnectionAbortedError):
+            return None
+        uid = _peer_uid(conn)
+        if uid in self.config.allowed_users:
+            return conn
+        _drop_queued(conn)  # read nothing more: it may not keep a worker waiting
+        why = f"uid {uid} is not one of the helper's allowed-users"
+        _log(f"refused: {why}")
+        _answer(conn, wire.EXCEPTION, 0, why.encode())
+        conn.close()
+        return None
 
     def serve(self, conn: socket.socket) -> int:
         """One request: answered with this process's pid and run as its job's shell, or
@@ -159,10 +173,6 @@ class ImpServer:
         key = 0
         try:
             conn.settimeout(REQUEST_TIMEOUT)
-            uid = _peer_uid(conn)
-            if uid not in self.config.allowed_users:
-                _drop_queued(conn)  # read nothing more: it may not keep a worker waiting
-                raise Refused(f"uid {uid} is not one of the helper's allowed-users")
             key, payload, fds = _receive(conn)
             job = self._check(key, payload, fds)
         except (Refused, OSError) as exc:
