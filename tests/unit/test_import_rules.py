@@ -332,3 +332,10 @@ def test_the_instance_fields_do_not_import_the_jobs_fields() -> None:
     names = MODULES["pflux.cli.jobinstance"]
     assert not any(name.startswith("pflux.cli.jobfields") for name in names)
     assert "pflux.cli.jobinstance" in MODULES["pflux.cli.jobfields"]
+
+
+def test_the_privileged_helper_imports_no_service_but_the_shell() -> None:
+    """``pflux.imp`` runs as root beside the instance, a process of its own: it runs the
+    job shell (``pflux.shell``) and reads the wire, never the broker or another service."""
+    allowed = {"imp", "shell", "protocol", "safefs", "spec", "errors", "fluxshim"}
+    assert _outside("imp", allowed) == []

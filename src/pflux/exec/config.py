@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_REJOIN_TIMEOUT",
     "config_seconds",
     "config_signal",
+    "imp_socket",
     "is_int",
     "job_rundir",
     "rejoin_timeout",
@@ -156,3 +157,23 @@ def rejoin_timeout(broker: Broker) -> float:
         raise ConfigError("exec", None, f"must be a table, got {conf!r}")
     seconds = config_seconds(conf, "rejoin-timeout", DEFAULT_REJOIN_TIMEOUT, zero=True)
     return 0.0 if broker.attrs.get("state-dir-temporary") == "1" else seconds
+
+
+def imp_socket(broker: Broker) -> str | None:
+    """``[exec] imp``: the privileged helper's socket (``pflux.imp``), through which a
+    guest's job runs as its submitter; None: guests' jobs are refused (``GUEST_NOTE``).
+
+    flux-core's ``[exec] imp`` names the helper's program, run per job; pflux's helper
+    is a daemon, so this names where it listens.
+    """
+    conf = broker.config.get("exec", {})
+    if not isinstance(conf, dict):
+        raise ConfigError("exec", None, f"must be a table, got {conf!r}")
+    path = conf.get("imp")
+    if path is None:
+        return None
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise ConfigError(
+            "exec", "imp", f"must be the helper's socket, an absolute path, not {path!r}"
+        )
+    return path

@@ -68,6 +68,10 @@ class ShellHost(Launching, Protocol[RunT_contra]):
     @property
     def jobid_path(self) -> str: ...
 
+    @property
+    def imp(self) -> str | None:
+        """The privileged helper's socket, through which guests' jobs run (None: they do not)."""
+
     def on_records(self, records: list[Record], from_shell: bool) -> None: ...
 
     def journal_asked(self, key: int) -> None:

@@ -52,9 +52,9 @@ class Execution(Protocol):
         """Clean up after the run; True if that wrote to the KVS (with this turn's writes)."""
 
 
-#: a guest's job is refused: it would run as the instance's uid, with the owner's rights,
-#: since no privileged helper runs a job as its submitter (flux-core refuses it too, with
-#: no IMP configured)
+#: without ``[exec] imp`` a guest's job is refused: it would run as the instance's uid, with
+#: the owner's rights, since no privileged helper runs it as its submitter (flux-core
+#: refuses it too, with no IMP configured)
 GUEST_NOTE = "unable to run a guest's job: no privileged helper runs jobs as their submitters"
 
 
@@ -127,7 +127,8 @@ class ExecJob:
         (``leftovers``: of its shells, by rank; ``maybe_ran``: it may have run, with nothing
         left of it but its guest keys)."""
         self.taken_over = bool(leftovers) or self.reattach
-        if self.userid != self.service.owner and not (self.taken_over or maybe_ran):
+        guest = self.userid != self.service.owner
+        if guest and self.service.imp is None and not (self.taken_over or maybe_ran):
             self.fatal(GUEST_NOTE)
             return
         try:

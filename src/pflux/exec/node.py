@@ -18,7 +18,8 @@ Whenever this rank (re)joins, job-exec says which jobs it runs with a shell here
 (``exec-node.keep``); every other shell this rank still runs is killed and let go
 of. So a shell whose job failed while its rank was cut off (the kill could not
 reach it), or whose job a restarted rank 0 could not take over, never goes on
-beside a job given its cores. The shells running are those sent SPAWN less those
+beside a job given its cores. The shells running are those sent SPAWN (or SPAWN_AS,
+a guest's) less those
 that said EXITED, and those a launcher taken over still had.
 """
 
@@ -35,12 +36,12 @@ from typing import Final
 from pflux.broker import private
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
-from pflux.exec.config import rejoin_timeout
+from pflux.exec.config import imp_socket, rejoin_timeout
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import KeepRequest, KeepResponse
-from pflux.protocol.shellwire import RANK_URI, REJOIN_TIMEOUT
+from pflux.protocol.shellwire import IMP_SOCKET, RANK_URI, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecNodeService"]
@@ -61,6 +62,9 @@ class ExecNodeService(Service):
         super().__init__(broker)
         self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
         env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
+        imp = imp_socket(broker)  # guests' shells run through this rank's own helper
+        if imp is not None:
+            env[IMP_SOCKET] = imp
         self.launcher = LauncherLink(broker, self.exec_dir, self._up, self._lost, env=env)
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
@@ -91,7 +95,7 @@ class ExecNodeService(Service):
         if not isinstance(req.payload, bytes):
             raise RPCError(errno.EPROTO, "exec-node.send: the payload must be records (bytes)")
         for kind, key, _ in wire.split(req.payload)[0]:
-            if kind == wire.SPAWN:
+            if kind in (wire.SPAWN, wire.SPAWN_AS):
                 self.live.add(key)
         self.launcher.send(req.payload)
 

@@ -30,7 +30,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pflux.errors import PfluxError
-from pflux.exec.files import decode_files
 from pflux.exec.input import InputConfig, input_config
 from pflux.exec.output import (
     DEFAULT_LIMIT,
@@ -43,6 +42,7 @@ from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
 from pflux.exec.terminal import pty_ranks
 from pflux.fluxshim import ShimEnv
 from pflux.protocol.shellwire import Description
+from pflux.spec.files import decode_files
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import JobspecView
 from pflux.spec.layout import Layout, layout, targets

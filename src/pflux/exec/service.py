@@ -42,6 +42,7 @@ from pflux.exec.config import (
     DEFAULT_KILL_TIMEOUT,
     config_seconds,
     config_signal,
+    imp_socket,
     job_rundir,
     rejoin_timeout,
 )
@@ -70,7 +71,7 @@ from pflux.protocol.manager import ExecHelloRequest
 from pflux.protocol.message import Message
 from pflux.protocol.shelljournal import alive, kill_recorded, live
 from pflux.protocol.shelljournal import asked_line as journal_asked_line
-from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, REJOIN_TIMEOUT
+from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, IMP_SOCKET, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
 __all__ = ["ExecService"]
@@ -90,7 +91,7 @@ class ExecService(Service):
 
     name = "job-exec"
     config_keys: ClassVar[Declared] = {
-        "exec": ("kill-timeout", "term-signal", "kill-signal", "rejoin-timeout"),
+        "exec": ("kill-timeout", "term-signal", "kill-signal", "rejoin-timeout", "imp"),
         **fluxshim.CONFIG_KEYS,
     }
 
@@ -105,6 +106,9 @@ class ExecService(Service):
         # for the launcher, which gives it to its shells (see ``_adopt_orphans``)
         self.rejoin_timeout = rejoin_timeout(broker)
         self.launcher_env = {REJOIN_TIMEOUT: repr(self.rejoin_timeout)}
+        self.imp = imp_socket(broker)  # the privileged helper's socket: guests' jobs run
+        if self.imp is not None:
+            self.launcher_env[IMP_SOCKET] = self.imp
         self.state_dir = broker.attrs.get("state-dir") or tempfile.gettempdir()
         self.exec_dir = os.path.join(self.state_dir, "exec")
         self.journal = os.path.join(self.exec_dir, "journal")

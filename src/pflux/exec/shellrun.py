@@ -55,8 +55,9 @@ from pflux.exec.plan import STREAMS, Plan, plan
 from pflux.exec.shellpart import ShellPart
 from pflux.exec.takeover import RESUME_KEY, Takeover
 from pflux.protocol import shellwire as wire
+from pflux.protocol.impwire import encode_description, spawn_as
 from pflux.protocol.message import Message
-from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED
+from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, Description
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.layout import Layout
@@ -181,12 +182,35 @@ class ShellRun(Takeover):
         return planned
 
     def start(self) -> None:
-        """Plan the shells, create the namespace, write the first events, ask for the shells."""
+        """Plan the shells, create the namespace, write the first events, ask for the shells.
+
+        A guest's job (not the instance owner's) runs through the privileged
+        helper, which needs the job's J: it is read first."""
+        if self.job.userid != self.service.owner:
+            self.service.track(self._start_guest())
+            return
         planned = self._plan()
         if planned is not None:
             self._launch(planned)
 
-    def _launch(self, planned: Plan) -> None:
+    async def _start_guest(self) -> None:
+        job = self.job
+        try:
+            signed = await self._read(f"{JobID(job.id).kvs}.J")
+        except RPCError as exc:
+            signed, why = None, exc.errstr
+        else:
+            why = "it is not in the KVS"
+        if signed is None:
+            job.fatal(f"cannot read the job's J: {why}")
+            return
+        planned = self._plan()
+        if planned is not None:
+            self._launch(planned, signed)
+
+    def _launch(self, planned: Plan, signed: str | None = None) -> None:
+        """Ask each rank's launcher for the job's shell; with J (``signed``), a guest's,
+        run as its user by the helper (SPAWN_AS)."""
         self._create(planned)
         self.job.started = True
         service = self.service
@@ -194,7 +218,12 @@ class ShellRun(Takeover):
             shell.live = True
             if not self._remote(rank):
                 service.journal_asked(shell.key)
-            service.send_launcher(rank, wire.record(wire.SPAWN, shell.key, description))
+            if signed is None:
+                service.send_launcher(rank, wire.record(wire.SPAWN, shell.key, description))
+                continue
+            plain = encode_description(Description(*marshal.loads(description)))
+            payload = spawn_as(self.job.userid, signed, plain)
+            service.send_launcher(rank, wire.record(wire.SPAWN_AS, shell.key, payload))
 
     def _create(self, planned: Plan) -> None:
         """The guest namespace and its first keys."""

@@ -34,7 +34,9 @@ job-exec to the launcher (which passes the job's on to its shell):
   space-separated;
 - ``q`` QUIT (job id 0): job-exec is stopping for good: end every job;
 - ``A`` ATTACH (job id 0): a new job-exec, after its broker died; the
-  shells' new socket comes with it (SCM_RIGHTS).
+  shells' new socket comes with it (SCM_RIGHTS);
+- ``u`` SPAWN_AS: a guest's job, run as its user by the privileged helper
+  whose socket ``IMP_SOCKET`` names (``pflux.protocol.impwire``).
 
 A shell whose launcher died to the next one, as the first record of a
 connection to ``exec/sock``: ``j`` REJOIN, the payload its pid (decimal),
@@ -108,6 +110,7 @@ __all__ = [
     "EXITED_UNSTARTED",
     "FENCE",
     "HEADER",
+    "IMP_SOCKET",
     "INPUT",
     "INPUT_DATA",
     "INPUT_EOF",
@@ -122,6 +125,7 @@ __all__ = [
     "REJOIN_TIMEOUT",
     "RESUME",
     "SPAWN",
+    "SPAWN_AS",
     "STARTED",
     "STDERR",
     "STDOUT",
@@ -144,6 +148,7 @@ RANK_SHIFT: Final = 64  # a shell key's rank is above its job id's 64 bits
 _JOB_BITS: Final = (1 << RANK_SHIFT) - 1
 
 SPAWN: Final = b"p"
+SPAWN_AS: Final = b"u"
 KILL: Final = b"k"
 TERMINATE: Final = b"t"
 ACK: Final = b"a"
@@ -174,6 +179,7 @@ LAUNCHER_DIED: Final = "job shell launcher died"
 LAUNCHER_COMMAND: Final = (
     "import sys; from pflux.shell.launcher import main; sys.exit(main(sys.argv))"
 )
+IMP_SOCKET: Final = "PFLUX_IMP"  # the launcher's environment: the privileged helper's socket
 RANK_URI: Final = "PFLUX_RANK_URI"  # a launcher of a rank > 0: its broker, for the tasks
 # seconds its shells wait for a restarted instance when launcher and broker die together
 REJOIN_TIMEOUT: Final = "PFLUX_REJOIN_TIMEOUT"
@@ -220,7 +226,7 @@ class Description(_Fields):
     tmpdir_env: list[str]  # variables whose {{tmpdir}} the shell fills in
     ptys: tuple[int, ...]  # the ranks of the tasks on a pty (pflux.exec.terminal)
     nosetpgrp: bool  # the tasks stay in the shell's process group (a pty's get a session)
-    # the jobspec's files (pflux.exec.files): (relative path, content, permission bits),
+    # the jobspec's files (pflux.spec.files): (relative path, content, permission bits),
     # written into FLUX_JOB_TMPDIR before any task starts
     files: list[tuple[str, bytes, int]]
     tmpdir_argv: bool  # the command names {{tmpdir}}, which the shell fills in

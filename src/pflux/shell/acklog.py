@@ -5,7 +5,8 @@ holds it, and sends the next from here in datagrams (``chunk``). While no
 job-exec is there, what is unacknowledged, and all that follows, goes to the
 spool file ``exec/spool/<shell key>``: its first ``SPOOL_HEADER`` bytes give the
 offset of its first record, then the records. A job-exec that takes the job
-over says from which offset to send again (RESUME, ``rewind``). The reasons
+over says from which offset to send again (RESUME, ``rewind``). A guest's
+shell has no spool (no path): it keeps its records in memory until it ends. The reasons
 are in ``docs/architecture.md``, "The job shell".
 """
 
@@ -61,7 +62,7 @@ class AckLog:
         self.spool_end = 0
 
     def add(self, data: bytes, *, spooling: bool) -> None:
-        if spooling or self.spool >= 0:
+        if (spooling or self.spool >= 0) and self.path:
             self._spool(data)
         else:
             self.mem.append(data)
@@ -82,8 +83,8 @@ class AckLog:
         self.mem_base = self.spool_end
 
     def spool_all(self) -> None:
-        """Move what memory holds to the spool (job-exec is gone)."""
-        if self.mem:
+        """Move what memory holds to the spool (job-exec is gone), if there is one."""
+        if self.mem and self.path:
             self._spool(b"")
 
     def ack(self, offset: int) -> None:

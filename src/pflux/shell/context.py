@@ -56,7 +56,9 @@ class Context:
         self.path = path  # the launcher's PATH
         self.spool = spool  # the directory spool files go in
         self.uri = uri  # the broker of this rank, when it is not the job's rank 0's
-        self.exec_dir = exec_dir  # a descriptor of the directory of exec/sock (any path length)
+        # a descriptor of the directory of exec/sock (any path length); a guest's shell,
+        # run as its user by the privileged helper, has none, no journal (-1) and no spool ("")
+        self.exec_dir = exec_dir
         # seconds a shell whose launcher died, with nobody on exec/sock, waits for a
         # restarted instance before it kills its tasks (0: it kills them at once)
         self.rejoin_timeout = rejoin_timeout

@@ -96,7 +96,7 @@ class Shell(JobStart, Rejoining):
         self.ctx = ctx
         self.sock = sock  # the shell's end of its socket pair with the launcher
         self.host = ""
-        self.log = AckLog(f"{ctx.spool}/{jobid}")
+        self.log = AckLog(f"{ctx.spool}/{jobid}" if ctx.spool else "")
         self.pending = 0  # bytes made since the last send
         self.poller = select.poll()
         self.pipes: dict[int, TaskPipe] = {}

@@ -63,6 +63,9 @@ UNSTARTED: Final = b"-3 job shell launcher died before the shell started the job
 # for tests: the launcher stops itself (SIGSTOP) once it has journalled a shell's job and before
 # the shell has it, having written the shell's key to the file this names
 STOP_AT_SPAWN: Final = "PFLUX_TEST_STOP_AT_SPAWN"
+IMP_TIMEOUT: Final = 10.0  # seconds the privileged helper may take to take a request
+IMP_CHUNK: Final = 65536  # a request to the helper goes in datagrams of this size
+GUEST_RECV_SIZE: Final = 1 << 20  # more than a guest's shell sends at once
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
 _FD_SIZE: Final = 4
@@ -70,7 +73,20 @@ _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 
 
 class _Shell:
-    __slots__ = ("adopted", "generation", "jobid", "outbox", "pid", "sock")
+    __slots__ = (
+        "adopted",
+        "asking",
+        "exited",
+        "generation",
+        "guest",
+        "held",
+        "jobid",
+        "note",
+        "outbox",
+        "pid",
+        "pidfd",
+        "sock",
+    )
 
     def __init__(self, pid: int, sock: _socket.socket, generation: int) -> None:
         self.jobid = -1  # a spare, until it is given a job
@@ -81,6 +97,16 @@ class _Shell:
         # records the shell's socket could not take yet, in order, with a descriptor to
         # pass along (or -1): sent when it can (a busy shell reading a flood of input)
         self.outbox: list[tuple[bytes, int]] = []
+        # a guest's shell, run as its user by the privileged helper: the launcher's end of
+        # its records socket (None for ours), the connection waiting for the helper's
+        # answer, the shell's pidfd, its records that wait for job-exec's socket, whether
+        # it has sent EXITED, and why it was ended (for EXITED, if it had not)
+        self.guest: _socket.socket | None = None
+        self.asking: _socket.socket | None = None
+        self.pidfd = -1
+        self.held = b""
+        self.exited = False
+        self.note = b""
 
 
 class _Orphan:
@@ -177,6 +203,11 @@ class LauncherServer:
         self.link_open = True
         self.buffer = bytearray(RECV_SIZE)
         self.stop_at_spawn = os.environ.get(STOP_AT_SPAWN)
+        self.imp = os.environ.get(wire.IMP_SOCKET)  # the privileged helper's socket, if any
+        self.asking: dict[int, _Shell] = {}  # connections to the helper, by descriptor
+        self.guest_fds: dict[int, _Shell] = {}  # guest shells' records sockets and pidfds
+        self.blocked: list[_Shell] = []  # guest shells whose records wait for job-exec's socket
+        self.guest_buffer = bytearray()  # made when the first guest's records come
         if listener is not None:
             self._accept()  # shells that rejoined before it started
         self._watch_orphans()
@@ -214,6 +245,8 @@ class LauncherServer:
                 self._from_caller(self.callers[fd])
             elif fd in self.orphan_fds:
                 self._orphan_ended(self.orphan_fds[fd])
+            else:
+                self._guest_ready(fd, events)
         if self.unsent and not self.writing:
             self._write_link()
         if self.ended:
@@ -249,11 +282,19 @@ class LauncherServer:
         elif kind in _PASSED_ON:
             self._to_shell(jobid, wire.record(kind, jobid, payload))
         elif kind == wire.RESUME:
-            self._to_shell(jobid, wire.record(kind, jobid, payload), self.records.fileno())
+            entry = self.by_job.get(jobid)
+            if entry is None or entry.guest is None:  # a guest's shell never gets job-exec's
+                self._to_shell(jobid, wire.record(kind, jobid, payload), self.records.fileno())
         elif kind == wire.TERMINATE:
-            target = self.by_job.get(jobid) or self.orphans.get(jobid)
+            entry = self.by_job.get(jobid)
+            if entry is not None and entry.guest is not None:
+                self._end_guest(entry, b"")  # not ours to signal: it ends its tasks itself
+                return
+            target = entry or self.orphans.get(jobid)
             if target is not None:
                 _signal_group(target.pid, int(payload))
+        elif kind == wire.SPAWN_AS:
+            self._spawn_guest(jobid, payload)
         elif kind == wire.QUIT:
             self.quit = True
             for entry in self.by_job.values():
@@ -282,8 +323,12 @@ class LauncherServer:
         self.unsent.clear()
         self.inbuf.clear()
         self._retire_spares()  # they hold the dead job-exec's socket
-        for jobid in self.by_job:
-            self._to_shell(jobid, wire.record(wire.DETACH, jobid))
+        self._unblock()
+        for entry in list(self.by_job.values()):
+            if entry.guest is not None:  # a guest's shell keeps no spool: it ends its job
+                self._end_guest(entry, b"")
+            else:
+                self._to_shell(entry.jobid, wire.record(wire.DETACH, entry.jobid))
 
     def _accept(self) -> None:
         """Connections on the listener: a new job-exec's, or shells' that rejoin."""
@@ -466,6 +511,8 @@ class LauncherServer:
         if not n:
             self._reap(entry)
             return
+        if entry.guest is not None:
+            return  # a guest's shell says nothing on it: it ends, and is reaped
         for kind, jobid, _ in wire.split(memoryview(self.buffer)[:n])[0]:
             if kind == wire.DONE and jobid == entry.jobid >= 0:
                 self._done(entry)
@@ -487,6 +534,9 @@ class LauncherServer:
 
     def _reap(self, entry: _Shell) -> None:
         """The shell's socket has reached its end: the shell has exited, or is exiting."""
+        if entry.guest is not None:
+            self._guest_ended(entry)
+            return
         fd = entry.sock.fileno()
         self.poller.unregister(fd)
         del self.by_fd[fd]
@@ -515,6 +565,235 @@ class LauncherServer:
         else:  # it could not report the job's status itself
             self.unsent += wire.record(wire.EXITED, entry.jobid, b"%d" % status)
             self.ended.append(journal.end_lines([entry.jobid]))
+
+    # --- guests' shells, run as their users by the privileged helper ---------------------
+
+    def _spawn_guest(self, jobid: int, payload: bytes) -> None:
+        """Ask the helper to run a guest's job (SPAWN_AS) on two sockets of the shell's own.
+
+        A shell that runs as the user holds nothing another job shares (the
+        records socket, the journal, the spool): its records come here, on its
+        own socket, and go on to job-exec only if they are its job's.
+        """
+        if jobid in self.by_job:
+            self._not_started(jobid, "a shell for the job runs already")
+            return
+        if not self.imp:
+            self._not_started(jobid, "no privileged helper is configured ([exec] imp)")
+            self.ended.append(journal.end_lines([jobid]))
+            return
+        uri = (self.context.uri or "").encode()
+        data = wire.record(wire.SPAWN_AS, jobid, b"%s\n%s" % (uri, payload))
+        ends: list[_socket.socket] = []
+        try:
+            ends += _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+            ends += _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+            conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+            ends.append(conn)
+            conn.settimeout(IMP_TIMEOUT)
+            conn.connect(self.imp)
+            passed = b"".join(s.fileno().to_bytes(_FD_SIZE, sys.byteorder) for s in ends[1:4:2])
+            rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
+            conn.sendmsg([data[:IMP_CHUNK]], rights)
+            for start in range(IMP_CHUNK, len(data), IMP_CHUNK):
+                conn.send(data[start : start + IMP_CHUNK])
+        except OSError as exc:
+            why = _refusal(ends[4]) if len(ends) == 5 else ""  # it may have said why it hung up
+            for sock in ends:
+                sock.close()
+            why = why or f"privileged helper {self.imp}: {exc.strerror or exc}"
+            self._not_started(jobid, why)
+            self.ended.append(journal.end_lines([jobid]))
+            return
+        ends[1].close()  # the helper has the shell's ends now
+        ends[3].close()
+        conn.setblocking(False)
+        entry = _Shell(0, ends[0], self.generation)
+        entry.adopted = True  # not our child
+        entry.jobid = jobid
+        entry.guest = ends[2]
+        entry.asking = conn
+        self.by_job[jobid] = entry  # what job-exec sends waits in the shell's socket
+        self.asking[conn.fileno()] = entry
+        self.poller.register(conn.fileno(), _IN)
+
+    def _guest_ready(self, fd: int, events: int) -> None:
+        entry = self.asking.get(fd)
+        if entry is not None:
+            self._helper_answered(entry)
+            return
+        entry = self.guest_fds.get(fd)
+        if entry is None:
+            if fd == self.records.fileno() and events & select.EPOLLOUT:
+                self._unblock()
+            return
+        if fd == entry.pidfd:
+            self._guest_ended(entry)
+        else:
+            self._guest_records(entry)
+
+    def _helper_answered(self, entry: _Shell) -> None:
+        """The helper's answer: the shell's pid (it runs), or why it refused."""
+        conn = entry.asking
+        assert conn is not None
+        try:
+            data = conn.recv(RECV_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        del self.asking[conn.fileno()]
+        self.poller.unregister(conn.fileno())
+        conn.close()
+        entry.asking = None
+        found = wire.split(data)[0]
+        kind, key, payload = found[0] if found else (b"", 0, b"")
+        if kind != wire.STARTED or key != entry.jobid or not payload.isdigit():
+            why = payload.decode(errors="replace") if kind == wire.EXCEPTION else "no answer"
+            self._forget_guest(entry)
+            self._not_started(entry.jobid, f"privileged helper: {why}")
+            self.ended.append(journal.end_lines([entry.jobid]))
+            return
+        entry.pid = int(payload)
+        when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        boot = self.context.boot
+        lines = journal.given_line(entry.jobid, entry.pid, when, boot)
+        os.write(self.journal, lines + journal.start_line(entry.jobid, entry.pid, when, boot))
+        self.by_fd[entry.sock.fileno()] = entry
+        self.poller.register(entry.sock.fileno(), _IN)
+        assert entry.guest is not None
+        self.guest_fds[entry.guest.fileno()] = entry
+        self.poller.register(entry.guest.fileno(), _IN)
+        try:
+            entry.pidfd = os.pidfd_open(entry.pid)
+        except OSError:  # it has ended already: its sockets say so
+            return
+        self.guest_fds[entry.pidfd] = entry
+        self.poller.register(entry.pidfd, _IN)
+
+    def _guest_records(self, entry: _Shell) -> bool:
+        """Pass on what a guest's shell sent, if all of it is its job's; False once nothing
+        more is there (or it is held until job-exec's socket can take it)."""
+        guest = entry.guest
+        if guest is None or guest.fileno() < 0 or entry.held:
+            return False
+        if not self.guest_buffer:
+            self.guest_buffer = bytearray(GUEST_RECV_SIZE)
+        try:
+            n = guest.recv_into(self.guest_buffer, GUEST_RECV_SIZE, _socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            n = 0
+        if not n:
+            self.poller.unregister(guest.fileno())  # its end: the shell's socket says more
+            del self.guest_fds[guest.fileno()]
+            guest.close()  # closed, and still the mark of a guest's shell
+            return False
+        data = bytes(memoryview(self.guest_buffer)[:n])
+        found, used = wire.split(data)
+        forged = used != n or n == GUEST_RECV_SIZE or not found
+        for kind, key, _ in found:
+            forged = forged or key != entry.jobid or kind not in _FROM_SHELLS
+            entry.exited = entry.exited or kind == wire.EXITED
+        if forged:
+            self._end_guest(entry, b"job shell sent records not its job's")
+            return False
+        try:
+            self.records.send(data, _socket.MSG_DONTWAIT)
+        except BlockingIOError:  # job-exec is busy: read no more of this shell's until it is not
+            entry.held = data
+            self.poller.modify(guest.fileno(), 0)
+            if not self.blocked:
+                self.poller.register(self.records.fileno(), select.EPOLLOUT)
+            self.blocked.append(entry)
+            return False
+        except OSError:
+            pass  # job-exec is gone: the shell is ended with the detach
+        return True
+
+    def _unblock(self) -> None:
+        """job-exec's socket can take more (or is gone): send what guests' shells held."""
+        while self.blocked:
+            entry = self.blocked[0]
+            try:
+                if not self.detached and entry.held:
+                    self.records.send(entry.held, _socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            except OSError:
+                pass
+            del self.blocked[0]
+            entry.held = b""
+            if entry.guest is not None and entry.guest.fileno() in self.guest_fds:
+                self.poller.modify(entry.guest.fileno(), _IN)
+        try:
+            self.poller.unregister(self.records.fileno())
+        except (OSError, ValueError):
+            return
+
+    def _end_guest(self, entry: _Shell, note: bytes) -> None:
+        """End a guest's job: close its shell's socket, so that it kills its tasks and
+        exits, and read no more of it; its end is its pidfd's."""
+        if note and not entry.note:
+            entry.note = note
+        if entry.asking is not None:  # not started yet: the helper's child finds it closed
+            self._forget_guest(entry)
+            self._not_started(entry.jobid, (note or b"job shell ended").decode())
+            self.ended.append(journal.end_lines([entry.jobid]))
+            return
+        _retire(entry)
+        fd = entry.sock.fileno()
+        if self.by_fd.pop(fd, None) is not None:
+            self.poller.unregister(fd)
+        guest = entry.guest
+        if note and guest is not None and self.guest_fds.pop(guest.fileno(), None) is not None:
+            self.poller.unregister(guest.fileno())
+            guest.close()
+        if entry.pidfd < 0:  # gone already
+            self._guest_ended(entry)
+
+    def _guest_ended(self, entry: _Shell) -> None:
+        """A guest's shell has exited (or is forgotten): its last records, then its end."""
+        if entry.jobid < 0 or self.by_job.get(entry.jobid) is not entry:
+            return
+        while not entry.held and self._guest_records(entry):
+            pass
+        self._forget_guest(entry)
+        jobid = entry.jobid
+        if entry.exited:
+            self.ended.append(journal.end_lines([jobid]))
+        elif self.detached:
+            self.died[jobid] = _signal.SIGKILL
+            self.ended.append(journal.ended_line(jobid, _signal.SIGKILL))
+        else:
+            note = entry.note or b"job shell ended without its status"
+            self.unsent += wire.record(wire.EXITED, jobid, b"-1 " + note)
+            self.ended.append(journal.end_lines([jobid]))
+
+    def _forget_guest(self, entry: _Shell) -> None:
+        """Close everything of a guest's shell here."""
+        if self.by_job.get(entry.jobid) is entry:
+            del self.by_job[entry.jobid]
+        if entry in self.blocked:
+            self.blocked.remove(entry)
+        for sock in (entry.asking, entry.guest, entry.sock):
+            if sock is None or sock.fileno() < 0:
+                continue
+            fd = sock.fileno()
+            if (
+                self.by_fd.pop(fd, None)
+                or self.guest_fds.pop(fd, None)
+                or self.asking.pop(fd, None)
+            ):
+                self.poller.unregister(fd)
+            sock.close()
+        if entry.pidfd >= 0:
+            del self.guest_fds[entry.pidfd]
+            self.poller.unregister(entry.pidfd)
+            os.close(entry.pidfd)
+            entry.pidfd = -1
+        entry.asking = None
 
     # --- the shells of a launcher that died -----------------------------------------------
 
@@ -620,7 +899,7 @@ class LauncherServer:
         size = os.fstat(self.journal).st_size
         if size > (JOURNAL_BUSY_LIMIT if self.by_job else JOURNAL_IDLE_LIMIT):
             shells = {jobid: entry.pid for jobid, entry in self.orphans.items()}
-            shells.update((jobid, entry.pid) for jobid, entry in self.by_job.items())
+            shells.update((jobid, entry.pid) for jobid, entry in self.by_job.items() if entry.pid)
             journal.compact(self.journal_path, self.journal, shells)
             self._retire_spares()  # they hold the old journal
 
@@ -651,8 +930,11 @@ class LauncherServer:
         deadline = time.monotonic() + SHUTDOWN_GRACE
         while self.by_fd and time.monotonic() < deadline:
             self._turn(deadline - time.monotonic())
-        for entry in self.by_fd.values():
-            _signal_group(entry.pid, _signal.SIGKILL)
+        for entry in list(self.by_fd.values()):
+            if entry.guest is not None:  # not ours to kill: it kills its tasks when forgotten
+                self._guest_ended(entry)
+            else:
+                _signal_group(entry.pid, _signal.SIGKILL)
         while self.by_fd:
             self._turn(-1)
         self._kill_orphans()
@@ -660,6 +942,16 @@ class LauncherServer:
 
 
 _PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE)
+# what a shell sends job-exec: all a guest's shell may
+_FROM_SHELLS: Final = (
+    wire.STARTED,
+    wire.EXCEPTION,
+    wire.LOG,
+    wire.OUTPUT,
+    wire.EOF,
+    wire.FENCE,
+    wire.EXITED,
+)
 
 
 def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:
@@ -679,6 +971,18 @@ def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:
     except OSError:
         pass
     return True
+
+
+def _refusal(conn: _socket.socket) -> str:
+    """The helper's refusal waiting on ``conn``, as the job's note; "" if none is there."""
+    try:
+        data = conn.recv(RECV_SIZE, _socket.MSG_DONTWAIT)
+    except OSError:
+        return ""
+    found = wire.split(data)[0]
+    if not found or found[0][0] != wire.EXCEPTION:
+        return ""
+    return f"privileged helper: {found[0][2].decode(errors='replace')}"
 
 
 def _retire(entry: _Shell) -> None:
@@ -706,7 +1010,7 @@ def _signal_group(pid: int, signum: int, *, group: bool = True) -> None:
             os.killpg(pid, signum)
         else:
             os.kill(pid, signum)
-    except (ProcessLookupError, ValueError):
+    except (ProcessLookupError, PermissionError, ValueError):  # gone, or a guest's
         return
 
 

@@ -113,7 +113,8 @@ class Rejoining:
             return
         self.poller.unregister(self.sock.fileno())
         self._detach()
-        if self.rejoins >= REJOINS:
+        # a guest's shell (no exec_dir) has nothing to rejoin and no spool: it ends its job
+        if self.ctx.exec_dir < 0 or self.rejoins >= REJOINS:
             self._abandon(wire.LAUNCHER_DIED)
         elif self._rejoin():
             self._rejoined()

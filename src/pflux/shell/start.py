@@ -105,7 +105,10 @@ class JobStart:
         def _emit(self, kind: bytes, payload: bytes = b"") -> None: ...
 
     def _record(self) -> None:
-        """Journal the session before any task exists, so a crash cannot lose track of it."""
+        """Journal the session before any task exists, so a crash cannot lose track of it
+        (a guest's shell has no journal: its launcher journals it)."""
+        if self.ctx.journal < 0:
+            return
         when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         line = journal.start_line(self.jobid, os.getpid(), when, self.ctx.boot)
         try:
@@ -354,7 +357,7 @@ def _set_limits(limits: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _stage(job: Description) -> list[str]:
-    """Write the jobspec's files, directories and links (``pflux.exec.files``) in the
+    """Write the jobspec's files, directories and links (``pflux.spec.files``) in the
     job's directory, with their permission bits, before any task starts (a fatal
     exception names one that fails); the command with ``{{tmpdir}}`` filled in."""
     tmpdir = job.env["FLUX_JOB_TMPDIR"]

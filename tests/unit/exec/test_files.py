@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pflux.errors import PfluxError
-from pflux.exec.files import decode_files
+from pflux.spec.files import decode_files
 
 
 @given(st.binary(), st.integers(0, 0o7777))

@@ -1,7 +1,8 @@
 """The files a jobspec carries (``attributes.system.files``, RFC 37's file objects),
-decoded by job-exec for the job shell, which writes them into ``FLUX_JOB_TMPDIR``
-before any task starts (as flux-core's shell does: ``flux batch`` sends its script so,
-``Jobspec.add_file`` any file).
+decoded by job-exec for the job shell (and by the privileged helper, which checks a
+guest's), which writes them into ``FLUX_JOB_TMPDIR`` before any task starts (as
+flux-core's shell does: ``flux batch`` sends its script so, ``Jobspec.add_file`` any
+file).
 
 Each entry is ``NAME: {data, encoding?, mode?}``: ``data`` a string in ``encoding``
 (``utf-8`` or ``base64``), or without an encoding any JSON value, written as JSON;

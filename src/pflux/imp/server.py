@@ -1,0 +1,417 @@
+"""The helper's loop: take a launcher's request, check it, become the user, run the shell.
+
+One request per connection to the helper's socket (``pflux.protocol.impwire``):
+the asker must be an allowed user (``SO_PEERCRED``); J must verify under the
+configured mechanisms and name the job's user, neither root nor unknown; the
+description must be J's jobspec's (``pflux.imp.check``). Each request is served
+by a worker forked ahead of need, as the launcher forks its shells: forking
+costs milliseconds, verifying J a round trip to munged, and neither then delays
+the next request, which another worker takes. The worker answers with its own
+pid, takes the user's groups, gid and uid (checking that each took and that
+root cannot be had back) and becomes the job shell (``pflux.shell.job.Shell``)
+on the sockets the launcher passed, with neither journal nor spool: nothing it
+holds is shared with another job. The parent only keeps ``SPARES`` workers
+waiting, and reaps them; a connection from a user not allowed is refused by the
+worker that took it, which goes on waiting (another user's connections cost no fork).
+
+The helper never executes anything a request names and never reads the
+user's environment: the tasks get the description's, which was checked.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import marshal
+import os
+import pwd
+import re
+import resource
+import signal
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pflux.errors import PfluxError
+from pflux.fluxshim import shim_env
+from pflux.imp.check import mismatch
+from pflux.imp.config import ImpConfig
+from pflux.protocol import impwire
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
+from pflux.protocol.shellwire import Description
+from pflux.shell import tasks as proc
+from pflux.shell.context import Context
+from pflux.shell.job import Shell
+
+__all__ = ["ImpServer", "Refused", "become"]
+
+REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
+CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
+_CREDENTIALS: Final = "3i"
+_FD_SIZE: Final = 4
+SPARES: Final = 4  # workers waiting for a request
+_PID_SIZE: Final = 4
+_MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
+_QUEUED: Final = 64  # datagrams of a refused asker's discarded, at most
+_PR_SET_DUMPABLE: Final = 4
+_PR_SET_PDEATHSIG: Final = 1
+_TMPDIR_NAME: Final = re.compile(r"jobtmp-[0-9]+-[^/\x00]+")
+
+
+class Refused(PfluxError):
+    """A request the helper does not run: the reason, sent back to the asker."""
+
+
+class ImpServer:
+    """Keep ``SPARES`` workers waiting on the socket, each for one request (see the module
+    docstring); a worker that takes one says so, and another is forked in its place."""
+
+    def __init__(self, config: ImpConfig, listener: socket.socket) -> None:
+        self.config = config
+        self.listener = listener
+        self.shim = shim_env()._replace(python=config.python)
+        self.boot = journal.boot_id().encode()
+        self.idle: set[int] = set()  # workers waiting for a request
+        self.parent = os.getpid()
+        self.taken, self.taking = os.pipe()  # a worker's pid, once it has a request
+
+    def run(self) -> None:
+        signal.signal(signal.SIGCHLD, self._reap)
+        self._warm()
+        # what the workers share with this process stays shared: nothing collects it
+        gc.freeze()
+        proc.trim_heap()
+        while True:
+            while len(self.idle) < SPARES:
+                self._fork()
+            try:
+                pid = int.from_bytes(os.read(self.taken, _PID_SIZE), "big")
+            except InterruptedError:
+                continue
+            self.idle.discard(pid)
+
+    def _warm(self) -> None:
+        """Check a request of root's own once, before any fork: what a worker would do
+        first otherwise (load libmunge, import and compile what checking uses) costs
+        tens of milliseconds, once per worker."""
+        from _pfluxcore.sign import SignError, unwrap, wrap
+
+        jobspec = {"tasks": [{"command": ["true"]}], "attributes": {"system": {}}}
+        config = self.config
+        for mechanism in config.allowed_mechanisms:
+            try:
+                signed = wrap(json.dumps(jobspec), mechanism=mechanism, userid=0)
+                unwrap(signed, allowed=config.allowed_mechanisms, max_ttl=config.max_ttl)
+            except SignError as exc:
+                _log(f"{mechanism}: {exc}")
+        sample = Description(
+            argv=["true"], env={}, tasks=[(0, 0, None, None)], cwd=None, tmpdirs=(),
+            host="", stdin=None, stdout=False, stderr=False, pmi=None, rlimit=[],
+            exit_timeout=None, exit_on_error=False, task_env=None, tmpdir_env=[], ptys=(),
+            nosetpgrp=False, files=[], tmpdir_argv=False,
+        )  # fmt: skip
+        plain = impwire.encode_description(sample)
+        mismatch(impwire.decode_description(plain), jobspec, self.shim)
+
+    def _fork(self) -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = self._worker()
+            finally:
+                os._exit(code)
+        self.idle.add(pid)
+
+    def _reap(self, signum: int, frame: object) -> None:
+        """SIGCHLD: reap every worker or shell that has ended."""
+        try:
+            while pid := os.waitpid(-1, os.WNOHANG)[0]:
+                self.idle.discard(pid)
+        except ChildProcessError:
+            return
+
+    def _worker(self) -> int:
+        """Wait for a request, say it is taken, serve it; the exit code."""
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(self.taken)
+        # a worker waiting for a request ends with the helper (a shell's job goes on)
+        proc._c_library().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != self.parent:
+            return 0  # it ended already
+        while (conn := self._accept()) is None:
+            pass
+        proc._c_library().prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0)
+        os.write(self.taking, os.getpid().to_bytes(_PID_SIZE, "big"))
+        os.close(self.taking)
+        self.listener.close()
+        return self.serve(conn)
+
+    def _accept(self) -> socket.socket | None:
+        """A connection from an allowed user; None once another was refused (the worker
+        stays a worker: another user's connections cost the helper no fork)."""
+        try:
+            conn, _ = self.listener.accept()
+        except (InterruptedError, ConnectionAbortedError):
+            return None
+        uid = _peer_uid(conn)
+        if uid in self.config.allowed_users:
+            return conn
+        _drop_queued(conn)  # read nothing more: it may not keep a worker waiting
+        why = f"uid {uid} is not one of the helper's allowed-users"
+        _log(f"refused: {why}")
+        _answer(conn, wire.EXCEPTION, 0, why.encode())
+        conn.close()
+        return None
+
+    def serve(self, conn: socket.socket) -> int:
+        """One request: answered with this process's pid and run as its job's shell, or
+        refused with the reason; the exit code."""
+        fds: list[int] = []
+        key = 0
+        try:
+            conn.settimeout(REQUEST_TIMEOUT)
+            key, payload, fds = _receive(conn)
+            job = self._check(key, payload, fds)
+        except (Refused, OSError) as exc:
+            for fd in fds:
+                os.close(fd)
+            if isinstance(exc, Refused):
+                _log(f"refused job {wire.key_name(key)}: {exc}")
+                _answer(conn, wire.EXCEPTION, key, str(exc).encode())
+            else:
+                _log(f"request: {exc}")
+            return 1
+        _answer(conn, wire.STARTED, key, b"%d" % os.getpid())
+        conn.close()
+        return _shell(*job)
+
+    def _check(self, key: int, payload: bytes, fds: list[int]) -> tuple[Any, ...]:
+        """The arguments of ``_shell`` for the request, if it is to be run."""
+        if len(fds) != 2 or not all(_is_seqpacket(fd) for fd in fds):
+            raise Refused("the request must carry the shell's two sockets")
+        try:
+            uri, userid_text, signed, data = impwire.split_request(payload)
+            description = impwire.decode_description(data)
+        except impwire.DescriptionError as exc:
+            raise Refused(str(exc)) from None
+        jobspec, uid = self._user(userid_text, signed)
+        why = mismatch(description, jobspec, self.shim)
+        if why:
+            raise Refused(f"the job's shell is not what its user signed: {why}")
+        description = self._settled(description, jobspec)
+        try:
+            entry = pwd.getpwuid(uid)
+        except KeyError:
+            raise Refused(f"uid {uid} does not exist") from None
+        return entry, key, description, fds, (uri or None, self.boot)
+
+    def _user(self, userid_text: str, signed: str) -> tuple[Any, int]:
+        """(J's jobspec, its user), once J verifies and names the job's user."""
+        from _pfluxcore.sign import SignError, unwrap
+
+        if not userid_text.isdigit():
+            raise Refused("the job's userid must be a number")
+        userid = int(userid_text)
+        config = self.config
+        try:
+            verified = unwrap(signed, allowed=config.allowed_mechanisms, max_ttl=config.max_ttl)
+        except SignError as exc:
+            raise Refused(f"J does not verify: {exc}") from None
+        if verified.userid != userid:
+            raise Refused(f"J is signed by uid {verified.userid}, not the job's uid {userid}")
+        if userid == 0:
+            raise Refused("the helper runs no job as root")
+        try:
+            pwd.getpwuid(userid)
+        except KeyError:
+            raise Refused(f"uid {userid} does not exist") from None
+        try:
+            jobspec = json.loads(verified.payload)
+        except ValueError:
+            raise Refused("J's payload is not a JSON jobspec") from None
+        return jobspec, userid
+
+    def _settled(self, description: Description, jobspec: Any) -> Description:
+        """The description as the helper runs it: ``FLUX_JOB_TMPDIR`` in the configured
+        directory (the instance's is not the user's to write in), and every limit the
+        jobspec asks for (the helper's own are not the submitter's)."""
+        names = {os.path.basename(path) for path in description.tmpdirs}
+        if len(names) != 1 or not _TMPDIR_NAME.fullmatch(next(iter(names))):
+            raise Refused(f"tmpdirs: {description.tmpdirs!r}: not one jobtmp-RANK-ID name")
+        fields: dict[str, Any] = dict(zip(Description._fields, description, strict=True))
+        fields["tmpdirs"] = (os.path.join(self.config.job_tmpdir, names.pop()),)
+        options = jobspec["attributes"]["system"].get("shell", {}).get("options", {})
+        fields["rlimit"] = _limits(options.get("rlimit", {}))
+        return Description(**fields)
+
+
+def _limits(wanted: Any) -> list[tuple[int, int]]:
+    """(resource, soft limit) for each limit the jobspec names, cut to the hard limit."""
+    if not isinstance(wanted, Mapping):
+        raise Refused("rlimit: must be a mapping of limit names to numbers")
+    limits = []
+    for name, value in wanted.items():
+        symbol = "RLIMIT_NOFILE" if name == "ofile" else f"RLIMIT_{str(name).upper()}"
+        number = getattr(resource, symbol, None)
+        if not isinstance(number, int) or not isinstance(value, int) or value < -1:
+            raise Refused(f"rlimit: {name}={value!r}: not a limit")
+        soft = resource.RLIM_INFINITY if value == -1 else value
+        hard = resource.getrlimit(number)[1]
+        if hard != resource.RLIM_INFINITY and (soft == resource.RLIM_INFINITY or soft > hard):
+            soft = hard
+        limits.append((number, soft))
+    return limits
+
+
+def become(entry: pwd.struct_passwd) -> None:
+    """Take the user's groups, gid and uid for good; OSError if any did not take."""
+    uid, gid = entry.pw_uid, entry.pw_gid
+    os.initgroups(entry.pw_name, gid)
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise OSError(f"cannot become uid {uid}, gid {gid}")
+    if set(os.getgroups()) != set(os.getgrouplist(entry.pw_name, gid)):
+        raise OSError(f"cannot take the groups of {entry.pw_name}")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return
+    raise OSError("root could be had back after becoming the user")
+
+
+def _shell(
+    entry: pwd.struct_passwd,
+    key: int,
+    description: Description,
+    fds: list[int],
+    where: tuple[str | None, bytes],
+) -> int:
+    """Become the user, then be the job's shell; the exit code. ``where``: the broker URI
+    for the tasks (None: the description's) and the boot id."""
+    uri, boot = where
+    control, records = fds
+    keep = sorted((0, 1, 2, control, records))
+    low = 0
+    for fd in keep:
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _MAX_FD)
+    try:
+        become(entry)
+    except OSError as exc:
+        _log(f"job {wire.key_name(key)}: {exc}")
+        note = f"pflux-imp: {exc}".encode()
+        os.write(records, wire.record(wire.EXCEPTION, key, note))
+        return 1
+    proc._c_library().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # the process is the user's now
+    os.chdir("/")
+    os.setsid()
+    if not proc.set_subreaper():
+        _log("cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER)")
+    ctx = Context(
+        journal=-1,
+        boot=boot,
+        devnull=os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC),
+        cpus=tuple(sorted(os.sched_getaffinity(0))),
+        cwd="/",
+        path=os.environ.get("PATH"),
+        records=socket.socket(fileno=records),
+        spool="",
+        exec_dir=-1,
+        uri=uri,
+    )
+    shell = Shell(key, ctx, socket.socket(fileno=control))
+    return shell.run(marshal.dumps(tuple(description)))
+
+
+def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
+    """(shell key, payload, the descriptors passed) of a SPAWN_AS request."""
+    space = socket.CMSG_SPACE(2 * _FD_SIZE)
+    data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space)
+    fds = _passed(ancillary)
+    try:
+        if flags & socket.MSG_CTRUNC:
+            raise Refused("the request carried more than the shell's two sockets")
+        if len(data) < wire.HEADER.size:
+            raise Refused("the request is shorter than a record's header")
+        kind, jobid, rank, length = wire.HEADER.unpack_from(data)
+        if kind != impwire.SPAWN_AS:
+            raise Refused(f"the request is not SPAWN_AS but {kind!r}")
+        if length > impwire.MAX_REQUEST:
+            raise Refused(f"the request is longer than {impwire.MAX_REQUEST} bytes")
+        chunks = [data[wire.HEADER.size :]]
+        got = len(chunks[0])
+        while got < length:
+            more = conn.recv(impwire.SPAWN_CHUNK)
+            if not more:
+                raise Refused("the request ended early")
+            chunks.append(more)
+            got += len(more)
+        if got != length:
+            raise Refused("the request is longer than its header says")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return wire.shell_key(jobid, rank), b"".join(chunks), fds
+
+
+def _drop_queued(conn: socket.socket) -> None:
+    """Discard what a connection has queued (closing any descriptor it passed), without
+    waiting: closed with data unread, the asker's end would lose the answer to a reset."""
+    space = socket.CMSG_SPACE(8 * _FD_SIZE)
+    for _ in range(_QUEUED):
+        try:
+            data, ancillary, _, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space, socket.MSG_DONTWAIT)
+        except OSError:
+            return
+        for fd in _passed(ancillary):
+            os.close(fd)
+        if not data:
+            return
+
+
+def _passed(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    return [
+        int.from_bytes(cdata[i : i + _FD_SIZE], sys.byteorder)
+        for level, kind, cdata in ancillary
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+        for i in range(0, len(cdata) - _FD_SIZE + 1, _FD_SIZE)
+    ]
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    import struct
+
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize(_CREDENTIALS))
+    uid: int = struct.unpack(_CREDENTIALS, creds)[1]
+    return uid
+
+
+def _is_seqpacket(fd: int) -> bool:
+    try:
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return False
+    try:
+        return bool(sock.family == socket.AF_UNIX and sock.type == socket.SOCK_SEQPACKET)
+    finally:
+        sock.close()
+
+
+def _answer(conn: socket.socket, kind: bytes, key: int, payload: bytes) -> None:
+    try:
+        conn.send(wire.record(kind, key, payload))
+    except OSError as exc:
+        _log(f"cannot answer for job {wire.key_name(key)}: {exc.strerror}")
+
+
+def _log(message: str) -> None:
+    sys.stderr.write(f"pflux-imp: {message}\n")
+    sys.stderr.flush()

@@ -1,0 +1,120 @@
+"""Guests' jobs run as the guests: an instance of ``pfluxsec1``'s (the instance account)
+with ``[exec] imp``, the privileged helper started as root, and ``pfluxsec2`` a guest
+submitting with the real ``pflux`` command, its job request signed under MUNGE.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.imp import Helper
+from support.instance import LiveInstance
+from support.munge import munged
+from support.users import User
+
+__all__ = ["munged"]
+
+
+class Site:
+    """The instance, its helper, its account and a guest."""
+
+    def __init__(self, live: LiveInstance, helper: Helper, inst: User, guest: User) -> None:
+        self.live, self.helper = live, helper
+        self.inst, self.guest = inst, guest
+
+    def pflux(self, user: User, *args: str) -> tuple[int, str, str]:
+        proc = user.pflux(*args, PFLUX_URI=self.live.uri)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def ok(self, user: User, *args: str) -> str:
+        rc, out, err = self.pflux(user, *args)
+        assert rc == 0, (err, self.helper.log)
+        return out
+
+    def signed_under_munge(self, jobid: str) -> bool:
+        """Whether the job's J is signed under MUNGE (submission signs guests' jobs so)."""
+        signed = self.ok(self.guest, "job", "info", jobid, "J").strip()
+        header = signed.split(".", 1)[0]
+        header += "=" * (-len(header) % 4)
+        return bool(json.loads(base64.urlsafe_b64decode(header))["mechanism"] == "munge")
+
+
+@pytest.fixture(scope="module")
+def site(other_users: tuple[User, User], munged: None) -> Iterator[Site]:
+    inst, guest = other_users
+    base = Path(tempfile.mkdtemp(prefix="pflux-site-"))
+    base.chmod(0o755)
+    helper = Helper(base, inst.name, inst.python)
+    config = inst.home / "site.toml"
+    config.write_text(f'[access]\nallow-guest-user = true\n[exec]\nimp = "{helper.socket}"\n')
+    config.chmod(0o644)
+    try:
+        with inst.instance(inst.home / "site-state", "--config", str(config)) as live:
+            yield Site(live, helper, inst, guest)
+    finally:
+        helper.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_guests_job_runs_as_the_guest(site: Site) -> None:
+    s = site
+    out = s.guest.home / "job.out"
+    script = "id -u; id -G; stat -c %u $FLUX_JOB_TMPDIR; touch made-by-job; stat -c %u made-by-job"
+    jobid = s.ok(
+        s.guest, "submit", f"--output={out}", "--setopt=rlimit.nofile=123", "sh", "-c",
+        script + "; ulimit -n",
+    ).strip()  # fmt: skip
+    s.ok(s.guest, "job", "wait-event", "-t", "120", jobid, "clean")
+    if not s.signed_under_munge(jobid):
+        pytest.skip("job submission here does not sign a guest's job under MUNGE")
+    rc, _, err = s.pflux(s.guest, "job", "status", jobid)
+    assert rc == 0, (err, s.ok(s.guest, "job", "eventlog", jobid), s.helper.log)
+    lines = out.read_text().splitlines()
+    uid = str(s.guest.uid)
+    assert lines[0] == uid
+    assert str(s.guest.gid) in lines[1].split()
+    assert lines[2] == uid  # FLUX_JOB_TMPDIR
+    assert lines[3] == uid  # a file it made in its cwd (the guest's home, where it submitted)
+    assert lines[4] == "123"
+    assert out.stat().st_uid == s.guest.uid
+    assert (s.guest.home / "made-by-job").stat().st_uid == s.guest.uid
+
+
+def test_the_owners_jobs_run_as_before_beside_a_guests(site: Site) -> None:
+    s = site
+    assert s.ok(s.inst, "run", "id", "-u").strip() == str(s.inst.uid)
+    got = s.pflux(s.guest, "run", "id", "-u")
+    jobid = s.ok(s.guest, "job", "last").strip()
+    if not s.signed_under_munge(jobid):
+        pytest.skip("job submission here does not sign a guest's job under MUNGE")
+    assert got[0] == 0, (got[2], s.helper.log)
+    assert got[1].strip() == str(s.guest.uid)
+
+
+def test_a_guests_job_over_two_ranks_runs_as_the_guest_on_each(site: Site) -> None:
+    """Every rank's launcher asks its own helper (here both ranks share one)."""
+    s = site
+    config = s.inst.home / "site.toml"
+    with s.inst.instance(
+        s.inst.home / "two-ranks", "--test-size=2", "--config", str(config)
+    ) as live:
+        proc = s.guest.pflux(
+            "run", "-N2", "-n2", "sh", "-c", "echo $(id -u) $FLUX_TASK_RANK", PFLUX_URI=live.uri
+        )
+        jobid = s.guest.pflux("job", "last", PFLUX_URI=live.uri).stdout.strip()
+        signed = s.guest.pflux("job", "info", jobid, "J", PFLUX_URI=live.uri).stdout
+        header = signed.split(".", 1)[0]
+        if (
+            json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["mechanism"]
+            != "munge"
+        ):
+            pytest.skip("job submission here does not sign a guest's job under MUNGE")
+        assert proc.returncode == 0, (proc.stderr, s.helper.log)
+        assert sorted(proc.stdout.split("\n")[:2]) == [f"{s.guest.uid} 0", f"{s.guest.uid} 1"]

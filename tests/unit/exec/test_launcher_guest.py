@@ -1,0 +1,240 @@
+"""A guest's job through the launcher: the shell runs where the privileged helper puts it,
+on sockets of its own, and only its own job's records reach job-exec.
+
+The helper here is a stand-in of the test's own user (the real one, run as root, is
+tested in tests/security/test_imp.py): it takes the launcher's request as the helper
+does and runs the job shell as the helper's child does, without changing user.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pflux.protocol import shelljournal as journal
+from pflux.protocol import shellwire as wire
+from pflux.protocol.impwire import encode_description, spawn_as
+from pflux.protocol.shellwire import IMP_SOCKET, Description
+from support.procs import pidfd_wait
+from support.shells import description
+
+JOB = 1 << 24
+OTHER = JOB + 1
+
+# the guest's shell as the helper's child runs it (less the change of user); J "forge"
+# makes it send a record of another job first, as a guest who took over its shell could
+GUEST_SHELL = """
+import marshal, os, socket, sys
+import pflux
+from pflux.protocol import impwire, shellwire as wire
+from pflux.shell.context import Context
+from pflux.shell.job import Shell
+control, records, key = map(int, sys.argv[1:4])
+uri, userid, signed, data = impwire.split_request(sys.stdin.buffer.read())
+job = impwire.decode_description(data)
+os.setsid()
+sock = socket.socket(fileno=records)
+if signed == "forge":
+    sock.send(wire.record(wire.OUTPUT, key + 1, b"o\\0\\0\\0\\0forged\\n"))
+ctx = Context(journal=-1, boot=b"boot", devnull=os.open(os.devnull, os.O_RDONLY),
+              cpus=tuple(os.sched_getaffinity(0)), cwd="/", path=os.environ.get("PATH"),
+              records=sock, spool="", exec_dir=-1)
+sys.exit(Shell(key, ctx, socket.socket(fileno=control)).run(marshal.dumps(tuple(job))))
+"""
+
+
+class Helper:
+    """A stand-in helper listening at ``path``: runs each request's shell, or refuses."""
+
+    def __init__(self, path: Path, refuse: bytes = b"") -> None:
+        self.refuse = refuse
+        self.requests: list[bytes] = []
+        self.shells: list[subprocess.Popen[bytes]] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(str(path))
+        self.listener.listen(8)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                self._one(conn)
+
+    def _one(self, conn: socket.socket) -> None:
+        data, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(8))
+        fds = [
+            int.from_bytes(cdata[i : i + 4], sys.byteorder)
+            for _, _, cdata in ancillary
+            for i in range(0, len(cdata), 4)
+        ]
+        _, jobid, rank, length = wire.HEADER.unpack_from(data)
+        payload = data[wire.HEADER.size :]
+        while len(payload) < length:
+            payload += conn.recv(1 << 16)
+        key = wire.shell_key(jobid, rank)
+        self.requests.append(payload)
+        if self.refuse:
+            conn.send(wire.record(wire.EXCEPTION, key, self.refuse))
+        else:
+            argv = [sys.executable, "-c", GUEST_SHELL, str(fds[0]), str(fds[1]), str(key)]
+            shell = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.PIPE)
+            assert shell.stdin is not None
+            shell.stdin.write(payload)
+            shell.stdin.close()
+            self.shells.append(shell)
+            conn.send(wire.record(wire.STARTED, key, b"%d" % shell.pid))
+        for fd in fds:
+            os.close(fd)
+
+    def close(self) -> None:
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self.thread.join(10)
+        for shell in self.shells:
+            shell.wait(30)
+
+
+class Launcher:
+    """A launcher driven as job-exec drives it (``test_launcher.Launcher``, in short)."""
+
+    def __init__(self, tmp: Path, imp: Path | None) -> None:
+        self.tmp = tmp
+        self.journal = tmp / "journal"
+        env = dict(os.environ)
+        if imp is not None:
+            env[IMP_SOCKET] = str(imp)
+        ours, theirs = socket.socketpair()
+        self.records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        passed = [theirs.fileno(), shells.fileno()]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pflux.shell.launcher", *map(str, passed), str(self.journal)],
+            pass_fds=passed,
+            env=env,
+        )
+        theirs.close()
+        shells.close()
+        self.sock = ours
+        self.buffer = b""
+        self.got: list[wire.Record] = []  # every record that came, in order
+        self.acked: dict[int, int] = {}  # each shell's records' bytes, acknowledged
+
+    def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
+        self.sock.sendall(wire.record(kind, jobid, payload))
+
+    def guest_job(self, command: list[str], signed: str = "J", jobid: int = JOB) -> None:
+        plain = encode_description(Description(*marshal.loads(self.job(command, jobid))))
+        self.send(wire.SPAWN_AS, spawn_as(os.getuid(), signed, plain), jobid)
+
+    def job(self, command: list[str], jobid: int = JOB) -> bytes:
+        return description(jobid, command, self.tmp)
+
+    def until(self, kind: bytes, jobid: int = JOB, timeout: float = 30.0) -> list[wire.Record]:
+        """Job ``jobid``'s records up to its first of ``kind`` (ACKing them as they come)."""
+        mine: list[wire.Record] = []
+        start = 0
+        while True:
+            for record in self.got[start:]:
+                start += 1
+                if record[1] == jobid:
+                    mine.append(record)
+                    if record[0] == kind:
+                        return mine
+            ready, _, _ = select.select([self.records, self.sock], [], [], timeout)
+            assert ready, f"nothing came in {timeout} s; got {self.got}"
+            if self.records in ready:
+                found = wire.split(self.records.recv(1 << 20))[0]
+                for _, key, payload in found:  # acknowledged as the KVS would hold them
+                    self.acked[key] = self.acked.get(key, 0) + wire.HEADER.size + len(payload)
+                    self.send(wire.ACK, b"%d" % self.acked[key], key)
+            else:
+                data = self.sock.recv(65536)
+                assert data, "the launcher closed its end"
+                found, used = wire.split(self.buffer + data)
+                self.buffer = (self.buffer + data)[used:]
+            self.got += found
+
+    def close(self) -> int:
+        self.send(wire.QUIT, b"", jobid=0)
+        self.sock.close()
+        status = self.proc.wait(timeout=30)
+        self.records.close()
+        return status
+
+
+@pytest.fixture
+def helper(tmp_path: Path) -> Iterator[Helper]:
+    started = Helper(tmp_path / "imp")
+    yield started
+    started.close()
+
+
+def test_a_guests_job_runs_through_the_helper_and_its_records_come_back(
+    tmp_path: Path, helper: Helper
+) -> None:
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    launcher.guest_job(["sh", "-c", "echo out; exit 3"])
+    got = launcher.until(wire.EXITED)
+    assert got[0][0] == wire.STARTED
+    assert got[-1][2] == b"%d" % (3 << 8)
+    assert (wire.OUTPUT, JOB, b"o\0\0\0\0out\n") in got
+    # the launcher added its URI line (none on rank 0) before J and the description
+    assert helper.requests[0].startswith(b"\n%d\nJ\n{" % os.getuid())
+    assert launcher.close() == 0
+    assert journal.live(str(launcher.journal)) == {}  # journalled, and its end too
+
+
+def test_a_guests_shell_that_sends_another_jobs_record_is_ended_and_the_other_runs_on(
+    tmp_path: Path, helper: Helper
+) -> None:
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    marker = tmp_path / "other-done"
+    launcher.send(wire.SPAWN, launcher.job(["sh", "-c", f"sleep 1; touch {marker}"], OTHER), OTHER)
+    launcher.until(wire.STARTED, OTHER)
+    launcher.guest_job(["sleep", "100"], signed="forge")
+    got = launcher.until(wire.EXITED)
+    assert got[-1][2] == b"-1 job shell sent records not its job's"
+    assert pidfd_wait([shell.pid for shell in helper.shells], 20) == []  # it ended
+    other = launcher.until(wire.EXITED, OTHER)
+    assert other[-1][2] == b"0"
+    assert marker.exists()
+    assert not [r for r in launcher.got if r[0] == wire.OUTPUT and b"forged" in r[2]]
+    assert launcher.close() == 0
+
+
+def test_a_helpers_refusal_is_the_jobs_end_with_its_reason(tmp_path: Path) -> None:
+    refusing = Helper(tmp_path / "imp", refuse=b"J does not verify")
+    try:
+        launcher = Launcher(tmp_path, tmp_path / "imp")
+        launcher.guest_job(["true"])
+        got = launcher.until(wire.EXITED)
+        assert got == [(wire.EXITED, JOB, b"-1 privileged helper: J does not verify")]
+        assert launcher.close() == 0
+    finally:
+        refusing.close()
+
+
+def test_an_unreachable_or_unconfigured_helper_is_the_jobs_end(tmp_path: Path) -> None:
+    launcher = Launcher(tmp_path, tmp_path / "nobody")
+    launcher.guest_job(["true"])
+    [(_, _, note)] = launcher.until(wire.EXITED)
+    assert note.startswith(b"-1 privileged helper %s: " % str(tmp_path / "nobody").encode())
+    assert launcher.close() == 0
+    bare = Launcher(tmp_path, None)
+    bare.guest_job(["true"])
+    [(_, _, note)] = bare.until(wire.EXITED)
+    assert note == b"-1 no privileged helper is configured ([exec] imp)"
+    assert bare.close() == 0
