@@ -71,7 +71,11 @@ def _bulksubmit(args: argparse.Namespace) -> int:
         for _job, shown in commands:
             print(f"bulksubmit: submit {shown}")
     cc_env = bool(args.cc)  # each job's copies built as they go, as submit --cc's
-    each = (submit.copies_of("bulksubmit", job, copies, cc_env=cc_env) for job, _ in commands)
+    build = jobopts.Requests()
+    each = (
+        submit.copies_of("bulksubmit", job, copies, cc_env=cc_env, build=build)
+        for job, _ in commands
+    )
     jobs = submit.primed(itertools.chain.from_iterable(each))
     return submit.submit_all("bulksubmit", args, jobs, total)
 
@@ -90,7 +94,7 @@ def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:
         del template[0]
     if not lists:
         lists = [bulkinputs.split_text(sys.stdin.read(), sep)]
-    # {cc} is kept for the copies (submit.with_cc); without --cc or --bcc it is empty
+    # {cc} is kept for the copies (submit.copies_of); without --cc or --bcc it is empty
     cc = "{cc}" if args.cc or args.bcc else ""
     jobs = []
     for seq, combo in enumerate(bulkinputs.combine(lists, links)):

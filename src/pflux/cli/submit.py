@@ -73,7 +73,7 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
 
 def _submit(args: argparse.Namespace) -> int:
     ccs = cc_list(args)
-    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc))
+    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc), build=jobopts.Requests())
     if args.dry_run:
         for copy in copies:
             sys.stdout.write(jobopts.dry_run_text(copy.request.jobspec, args.format))
@@ -90,32 +90,53 @@ class Copy(NamedTuple):
 
 
 def copies_of(
-    prog: str, args: argparse.Namespace, ccs: Collection[int | None], *, cc_env: bool
+    prog: str,
+    args: argparse.Namespace,
+    ccs: Collection[int | None],
+    *,
+    cc_env: bool,
+    build: jobopts.Requests,
 ) -> Iterator[Copy]:
-    """A copy of the job ``args`` describe per id of ``ccs``, each built as it is taken
-    (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc`` does). Where no
-    option names ``{cc}`` the copies differ only in that variable: the request is
-    built once, here, so bad options are refused before anything is sent."""
-    if not _names_cc(args):
-        request = refuse_input_ranks(prog, jobopts.request_for(args))
+    """A copy of the job ``args`` describe per id of ``ccs``, each built by ``build`` as
+    it is taken (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc``
+    does). Where no option names ``{cc}`` the copies differ only in that variable: the
+    request is built once, here, so bad options are refused before anything is sent."""
+    dests = _cc_dests(args)
+    if not dests:
+        request = refuse_input_ranks(prog, build(args))
         return (
             Copy(_with_cc_env(request, cc) if cc_env else request, args.log, args.log_stderr)
             for cc in ccs
         )
-    return _built_each(prog, args, ccs, cc_env)
+    return _built_each(prog, args, ccs, dests=dests, cc_env=cc_env, build=build)
 
 
 def _built_each(
-    prog: str, args: argparse.Namespace, ccs: Collection[int | None], cc_env: bool
+    prog: str,
+    args: argparse.Namespace,
+    ccs: Collection[int | None],
+    *,
+    dests: Collection[str],
+    cc_env: bool,
+    build: jobopts.Requests,
 ) -> Iterator[Copy]:
     for cc in ccs:
-        one = with_cc(args, cc)
-        request = refuse_input_ranks(prog, jobopts.request_for(one))
+        one = _with_cc_in(args, dests, cc)
+        request = refuse_input_ranks(prog, build(one))
         yield Copy(_with_cc_env(request, cc) if cc_env else request, one.log, one.log_stderr)
 
 
-def _names_cc(args: argparse.Namespace) -> bool:
-    return any(_replace(value, "") != value for value in vars(args).values())
+def _cc_dests(args: argparse.Namespace) -> list[str]:
+    """The options (``args``' names) whose values hold ``{cc}``."""
+    return [dest for dest, value in vars(args).items() if _holds_cc(value)]
+
+
+def _holds_cc(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{cc}" in value
+    if isinstance(value, (list, tuple)):
+        return any(_holds_cc(item) for item in value)
+    return False
 
 
 def refuse_input_ranks(prog: str, request: jobopts.JobRequest) -> jobopts.JobRequest:
@@ -274,11 +295,17 @@ def cc_list(args: argparse.Namespace) -> Collection[int | None]:
     return IdSet.decode(text)
 
 
-def with_cc(args: argparse.Namespace, cc: int | None) -> argparse.Namespace:
-    """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments)."""
+def _with_cc_in(
+    args: argparse.Namespace, dests: Collection[str], cc: int | None
+) -> argparse.Namespace:
+    """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments);
+    ``dests`` (``_cc_dests``) are the options that hold one."""
     if cc is None:
         return args
-    values = {key: _replace(value, str(cc)) for key, value in vars(args).items()}
+    values = vars(args).copy()
+    text = str(cc)
+    for dest in dests:
+        values[dest] = _replace(values[dest], text)
     return argparse.Namespace(**values)
 
 
