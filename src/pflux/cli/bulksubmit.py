@@ -18,7 +18,7 @@ import itertools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from pflux.cli import base, bulkinputs, jobopts, submit
+from pflux.cli import base, bulkinputs, jobopts, jobtemplate, submit
 from pflux.errors import SpecError
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _bulksubmit(args: argparse.Namespace) -> int:
         for _job, shown in commands:
             print(f"bulksubmit: submit {shown}")
     cc_env = bool(args.cc)  # each job's copies built as they go, as submit --cc's
-    build = jobopts.Requests()
+    build = jobtemplate.Templates(jobopts.Requests())
     each = (
         submit.copies_of("bulksubmit", job, copies, cc_env=cc_env, build=build)
         for job, _ in commands

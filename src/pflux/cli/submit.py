@@ -18,12 +18,12 @@ import itertools
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pflux.cli import base, jobopts
+from pflux.cli import base, jobopts, jobtemplate
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Iterator
+    from collections.abc import Callable, Collection, Iterable, Iterator
     from typing import TextIO
 
     from pflux import Client
@@ -73,7 +73,8 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
 
 def _submit(args: argparse.Namespace) -> int:
     ccs = cc_list(args)
-    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc), build=jobopts.Requests())
+    build = jobtemplate.Templates(jobopts.Requests())
+    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc), build=build)
     if args.dry_run:
         for copy in copies:
             sys.stdout.write(jobopts.dry_run_text(copy.request.jobspec, args.format))
@@ -95,7 +96,7 @@ def copies_of(
     ccs: Collection[int | None],
     *,
     cc_env: bool,
-    build: jobopts.Requests,
+    build: Callable[[argparse.Namespace], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     """A copy of the job ``args`` describe per id of ``ccs``, each built by ``build`` as
     it is taken (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc``
@@ -118,7 +119,7 @@ def _built_each(
     *,
     dests: Collection[str],
     cc_env: bool,
-    build: jobopts.Requests,
+    build: Callable[[argparse.Namespace], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     for cc in ccs:
         one = _with_cc_in(args, dests, cc)
