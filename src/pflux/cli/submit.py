@@ -214,7 +214,7 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
                 failed += 1
                 continue
             if not args.quiet:
-                print(answer, file=out)
+                out.write(f"{answer}\n")
             if follow:
                 jobids.append(answer)
                 followed.append((out, err))
