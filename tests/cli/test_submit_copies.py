@@ -140,6 +140,27 @@ def test_a_copy_whose_whole_text_is_read_otherwise_is_built_in_full() -> None:
     assert [p and p["stdout"]["path"] for p in paths] == ["a", "b", None, "c"]
 
 
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        ("--job-name=j{}", ["ja", "jb"]),
+        ("--job-name=fixed", ["fixed", "fixed"]),
+        ("--job-name=a}b", None),  # a lone brace: not a template
+        ("--job-name=a::list::b", None),  # a list's marker fits only the command
+    ],
+)
+def test_bulksubmit_expands_the_options_that_hold_templates(
+    option: str, expected: list[str] | None
+) -> None:
+    rc, sent, err = sent_by(["bulksubmit", option, "true", ":::", "a", "b"])
+    if expected is None:
+        assert (rc, sent) == (1, [])
+        assert err.startswith("pflux-bulksubmit: ERROR: Invalid replacement string in")
+        return
+    assert (rc, err) == (0, "")
+    assert [r.jobspec["attributes"]["system"]["job"]["name"] for r, *_ in sent] == expected
+
+
 class Counted:
     """``jobopts.job_request``, counting its calls."""
 

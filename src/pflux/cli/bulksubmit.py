@@ -96,21 +96,37 @@ def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:
         lists = [bulkinputs.split_text(sys.stdin.read(), sep)]
     # {cc} is kept for the copies (submit.copies_of); without --cc or --bcc it is empty
     cc = "{cc}" if args.cc or args.bcc else ""
+    given = vars(args)
+    templates = [
+        dest
+        for dest in bulkinputs.OPTION_PREFIXES
+        if given.get(dest) is not None and (dest == "cc" or _may_expand(given[dest]))
+    ]
     jobs = []
     for seq, combo in enumerate(bulkinputs.combine(lists, links)):
         named = {"seq": seq, "seq1": seq + 1, "cc": cc}
-        values = vars(args).copy()
+        job = argparse.Namespace()
+        values = vars(job)
+        values.update(given)
         values["command"] = bulkinputs.expand(template or ["{}"], combo, found, named)
         changed = {}
-        for dest in bulkinputs.OPTION_PREFIXES:
-            value = values.get(dest)
-            if value is None:
-                continue
+        for dest in templates:
+            value = values[dest]
             values[dest] = _expanded(dest, value, combo, found, named)
             if values[dest] != value or dest == "cc":
                 changed[dest] = values[dest]
-        jobs.append((argparse.Namespace(**values), _shown(changed, values["command"])))
+        jobs.append((job, _shown(changed, values["command"])))
     return jobs
+
+
+def _may_expand(value: Any) -> bool:
+    """Whether an option's value could differ once expanded (``_expanded``): text without
+    braces or a list marker formats to itself."""
+    if isinstance(value, str):
+        return "{" in value or "}" in value or bulkinputs.LIST_SENTINEL in value
+    if isinstance(value, (list, tuple)):
+        return any(_may_expand(item) for item in value)
+    return False
 
 
 def _expanded(

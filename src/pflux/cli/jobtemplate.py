@@ -17,6 +17,7 @@ is built in full, as is every job where the template does not hold.
 from __future__ import annotations
 
 import argparse
+import operator
 from typing import TYPE_CHECKING, Any
 
 from pflux.errors import PfluxError
@@ -55,7 +56,7 @@ class Templates:
             if self._candidates == 2:
                 self._template = _Template.of(args, texts, self.build)
             template = self._template
-            if template is not None and template.fits(args, texts):
+            if template is not None and template.fits(args):
                 return template.request(texts)
         return self.build(args)
 
@@ -70,10 +71,11 @@ class _Template:
         request: JobRequest,
         places: list[tuple[Where, int]],
     ) -> None:
-        self.base = base  # the other options, which a job must share
+        self._others = operator.itemgetter(*base)  # the other options, which a job must share
+        self._values = self._others(base)
         self.shape = shape
         self.request_ = request
-        self.places = places  # (where in the jobspec, which text)
+        self.places = _trie(places)
 
     @classmethod
     def of(
@@ -90,17 +92,14 @@ class _Template:
         if places is None or first[1:] != second[1:]:  # urgency, flags: the same
             return None
         swapped = [_MARKERS[1].format(i) for i in range(len(texts))]
-        if _filled(first.jobspec, places, swapped) != second.jobspec:
+        if _filled(first.jobspec, _trie(places), swapped) != second.jobspec:
             return None
         base = {k: v for k, v in vars(args).items() if k not in WHOLE and k not in CLIENT_SIDE}
         return cls(base, _shape(args), first, places)
 
-    def fits(self, args: argparse.Namespace, texts: Sequence[str]) -> bool:
+    def fits(self, args: argparse.Namespace) -> bool:
         """Whether ``args`` is this template's job with other whole texts."""
-        if _shape(args) != self.shape:
-            return False
-        values = vars(args)
-        return all(values[key] == value for key, value in self.base.items())
+        return _shape(args) == self.shape and self._others(vars(args)) == self._values
 
     def request(self, texts: Sequence[str]) -> JobRequest:
         """The request of the job whose whole texts are ``texts``."""
@@ -166,18 +165,21 @@ def _holds_marker(text: str) -> bool:
     return "\x01pflux-template-" in text
 
 
-def _filled(jobspec: dict[str, Any], places: list[tuple[Where, int]], texts: Sequence[str]) -> Any:
-    """``jobspec`` with each place holding its text: the containers on the way copied,
-    the rest shared (a jobspec is not changed once built)."""
-    result: Any = jobspec
-    for path, which in places:
-        result = _put(result, path, texts[which])
-    return result
+def _trie(places: list[tuple[Where, int]]) -> dict[Any, Any]:
+    """``places`` as a tree: each key to the tree below it, or to the text it holds."""
+    root: dict[Any, Any] = {}
+    for where, which in places:
+        node = root
+        for key in where[:-1]:
+            node = node.setdefault(key, {})
+        node[where[-1]] = which
+    return root
 
 
-def _put(node: Any, path: Where, value: Any) -> Any:
-    if not path:
-        return value
+def _filled(node: Any, trie: dict[Any, Any], texts: Sequence[str]) -> Any:
+    """``node`` with each place of ``trie`` holding its text: the containers on the way
+    copied (each once), the rest shared (a jobspec is not changed once built)."""
     copy = node.copy()
-    copy[path[0]] = _put(node[path[0]], path[1:], value)
+    for key, below in trie.items():
+        copy[key] = texts[below] if type(below) is int else _filled(node[key], below, texts)
     return copy

@@ -102,7 +102,7 @@ def copies_of(
     it is taken (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc``
     does). Where no option names ``{cc}`` the copies differ only in that variable: the
     request is built once, here, so bad options are refused before anything is sent."""
-    dests = _cc_dests(args)
+    dests = _cc_dests(args) if _copied(ccs) else []
     if not dests:
         request = refuse_input_ranks(prog, build(args))
         return (
@@ -125,6 +125,12 @@ def _built_each(
         one = _with_cc_in(args, dests, cc)
         request = refuse_input_ranks(prog, build(one))
         yield Copy(_with_cc_env(request, cc) if cc_env else request, one.log, one.log_stderr)
+
+
+def _copied(ccs: Collection[int | None]) -> bool:
+    """Whether ``ccs`` (``cc_list``) are ids, with ``{cc}`` to replace, rather than the
+    one job of a submission without ``--cc`` or ``--bcc``."""
+    return not (len(ccs) == 1 and None in ccs)
 
 
 def _cc_dests(args: argparse.Namespace) -> list[str]:
@@ -303,11 +309,13 @@ def _with_cc_in(
     ``dests`` (``_cc_dests``) are the options that hold one."""
     if cc is None:
         return args
-    values = vars(args).copy()
+    one = argparse.Namespace()
+    values = vars(one)
+    values.update(vars(args))
     text = str(cc)
     for dest in dests:
         values[dest] = _replace(values[dest], text)
-    return argparse.Namespace(**values)
+    return one
 
 
 def _replace(value: Any, cc: str) -> Any:
