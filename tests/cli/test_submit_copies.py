@@ -48,7 +48,12 @@ def sent_by(argv: list[str], *, templates: bool = True, stdin: str = "") -> tupl
 def same_either_way(argv: list[str], stdin: str = "") -> tuple[int, Sent, str]:
     """``sent_by(argv)``, checked to be what building each copy in full sends."""
     fast = sent_by(argv, stdin=stdin)
-    assert fast == sent_by(argv, templates=False, stdin=stdin)
+    full = sent_by(argv, templates=False, stdin=stdin)
+    assert fast == full
+    # in the same key order too: --dry-run prints the jobspec as built
+    assert [json.dumps(r.jobspec) for r, *_ in fast[1]] == [
+        json.dumps(r.jobspec) for r, *_ in full[1]
+    ]
     return fast
 
 
