@@ -166,6 +166,19 @@ def test_bulksubmit_expands_the_options_that_hold_templates(
     assert [r.jobspec["attributes"]["system"]["job"]["name"] for r, *_ in sent] == expected
 
 
+def test_what_one_copy_adds_to_its_rules_results_stays_in_that_copy() -> None:
+    # each copy's env-expand and rlimit come from rules applied once, each copy a copy
+    rc, sent, err = same_either_way(
+        ["submit", "--cc=1-3", "--env=A={{tmpdir}}", "--setopt=env-expand.B{cc}=x",
+         "--setopt=rlimit.core={cc}", "true"]
+    )  # fmt: skip
+    assert (rc, err) == (0, "")
+    for cc, (request, *_) in enumerate(sent, 1):
+        options = request.jobspec["attributes"]["system"]["shell"]["options"]
+        assert options["env-expand"] == {"A": "{{tmpdir}}", f"B{cc}": "x"}
+        assert options["rlimit"]["core"] == cc
+
+
 class Counted:
     """``jobopts.job_request``, counting its calls."""
 
