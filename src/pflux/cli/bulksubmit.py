@@ -6,8 +6,9 @@ the inputs come from ``:::`` lists and ``::::`` files, else from stdin, cut at
 ``--sep``. Every job option of ``submit`` applies to each job, ``--cc``/``--bcc``
 copy each one, and the jobs go as they are built, a window in flight, through the
 API's ``submit_each``, so thousands go as fast as ``submit --cc`` and cost the
-client a window's jobspecs; a job whose options prove bad stops the submission
-there, the jobs before it submitted. ``--dry-run``
+client a window's jobspecs (jobs whose inputs fill only the command, the name,
+``--cwd`` or the output paths are made from one template, ``jobtemplate``); a job
+whose options prove bad stops the submission there, the jobs before it submitted. ``--dry-run``
 prints what each job would be (``bulksubmit: submit ...``) and submits none.
 """
 

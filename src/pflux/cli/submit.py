@@ -6,7 +6,9 @@ the command line and option values becomes the id). The copies are built as
 they are sent, a window of them in flight (``Client.submit_each``): a million
 copies cost the client a window's memory, and the first ids print while the rest
 are still to be built; where no option names ``{cc}``, the jobspec is built once
-and each copy differs only in its ``FLUX_JOB_CC``. A copy whose options turn out
+and each copy differs only in its ``FLUX_JOB_CC``, and where ``{cc}`` is only in the
+command, the name, ``--cwd`` or the output paths, the copies are made from one
+template (``jobtemplate``). A copy whose options turn out
 bad stops the submission there, the copies before it submitted (as flux-core's).
 ``--wait``, ``--watch`` and ``--progress`` follow the jobs to the end.
 """
