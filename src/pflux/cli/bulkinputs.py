@@ -21,6 +21,7 @@ from typing import IO, Any, Final, NamedTuple
 from pflux.errors import SpecError
 
 __all__ = [
+    "LIST_SENTINEL",
     "OPTION_PREFIXES",
     "Linked",
     "Method",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 SEPARATORS: Final = (":::", ":::+", "::::", "::::+")
-_LIST_SENTINEL: Final = "::list::"  # joins a --define method's list result until it is split
+LIST_SENTINEL: Final = "::list::"  # joins a --define method's list result until it is split
 _OPEN, _CLOSE = "\x00stache\x00", "\x00/stache\x00"
 
 # the options whose values are templates (flux's "mutable" options), in the order a
@@ -189,7 +190,7 @@ class _Input:
         if name in self.methods:
             result = self.methods[name](self.text)
             if isinstance(result, list):
-                return _LIST_SENTINEL.join(str(item) for item in result)
+                return LIST_SENTINEL.join(str(item) for item in result)
             return result
         raise ValueError(f"Unknown input string method '.{name}'")
 
@@ -210,7 +211,7 @@ def expand(
     command: list[str] = []
     for arg in template:
         try:
-            command.extend(_format(arg, inputs, named).split(_LIST_SENTINEL))
+            command.extend(_format(arg, inputs, named).split(LIST_SENTINEL))
         except (IndexError, KeyError):
             raise SpecError(f"Invalid replacement string in command: '{arg}'") from None
         except ValueError as exc:
@@ -236,6 +237,6 @@ def expand_option(
         raise SpecError(f"Replacement key {exc} not found in {where}") from None
     except ValueError as exc:
         raise SpecError(f"Invalid replacement string in {where}: {exc}") from None
-    if _LIST_SENTINEL in result:
+    if LIST_SENTINEL in result:
         raise SpecError(f"Invalid replacement string in {where}: a list fits only the command")
     return result

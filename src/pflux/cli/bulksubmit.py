@@ -6,8 +6,9 @@ the inputs come from ``:::`` lists and ``::::`` files, else from stdin, cut at
 ``--sep``. Every job option of ``submit`` applies to each job, ``--cc``/``--bcc``
 copy each one, and the jobs go as they are built, a window in flight, through the
 API's ``submit_each``, so thousands go as fast as ``submit --cc`` and cost the
-client a window's jobspecs; a job whose options prove bad stops the submission
-there, the jobs before it submitted. ``--dry-run``
+client a window's jobspecs (jobs whose inputs fill only the command, the name,
+``--cwd`` or the output paths are made from one template, ``jobtemplate``); a job
+whose options prove bad stops the submission there, the jobs before it submitted. ``--dry-run``
 prints what each job would be (``bulksubmit: submit ...``) and submits none.
 """
 
@@ -18,7 +19,7 @@ import itertools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from pflux.cli import base, bulkinputs, jobopts, submit
+from pflux.cli import base, bulkinputs, jobopts, jobtemplate, submit
 from pflux.errors import SpecError
 
 if TYPE_CHECKING:
@@ -71,7 +72,11 @@ def _bulksubmit(args: argparse.Namespace) -> int:
         for _job, shown in commands:
             print(f"bulksubmit: submit {shown}")
     cc_env = bool(args.cc)  # each job's copies built as they go, as submit --cc's
-    each = (submit.copies_of("bulksubmit", job, copies, cc_env=cc_env) for job, _ in commands)
+    build = jobtemplate.Templates(jobopts.Requests())
+    each = (
+        submit.copies_of("bulksubmit", job, copies, cc_env=cc_env, build=build)
+        for job, _ in commands
+    )
     jobs = submit.primed(itertools.chain.from_iterable(each))
     return submit.submit_all("bulksubmit", args, jobs, total)
 
@@ -90,23 +95,39 @@ def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:
         del template[0]
     if not lists:
         lists = [bulkinputs.split_text(sys.stdin.read(), sep)]
-    # {cc} is kept for the copies (submit.with_cc); without --cc or --bcc it is empty
+    # {cc} is kept for the copies (submit.copies_of); without --cc or --bcc it is empty
     cc = "{cc}" if args.cc or args.bcc else ""
+    given = vars(args)
+    templates = [
+        dest
+        for dest in bulkinputs.OPTION_PREFIXES
+        if given.get(dest) is not None and (dest == "cc" or _may_expand(given[dest]))
+    ]
     jobs = []
     for seq, combo in enumerate(bulkinputs.combine(lists, links)):
         named = {"seq": seq, "seq1": seq + 1, "cc": cc}
-        values = vars(args).copy()
+        job = argparse.Namespace()
+        values = vars(job)
+        values.update(given)
         values["command"] = bulkinputs.expand(template or ["{}"], combo, found, named)
         changed = {}
-        for dest in bulkinputs.OPTION_PREFIXES:
-            value = values.get(dest)
-            if value is None:
-                continue
+        for dest in templates:
+            value = values[dest]
             values[dest] = _expanded(dest, value, combo, found, named)
             if values[dest] != value or dest == "cc":
                 changed[dest] = values[dest]
-        jobs.append((argparse.Namespace(**values), _shown(changed, values["command"])))
+        jobs.append((job, _shown(changed, values["command"])))
     return jobs
+
+
+def _may_expand(value: Any) -> bool:
+    """Whether an option's value could differ once expanded (``_expanded``): text without
+    braces or a list marker formats to itself."""
+    if isinstance(value, str):
+        return "{" in value or "}" in value or bulkinputs.LIST_SENTINEL in value
+    if isinstance(value, (list, tuple)):
+        return any(_may_expand(item) for item in value)
+    return False
 
 
 def _expanded(

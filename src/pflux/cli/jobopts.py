@@ -31,6 +31,8 @@ from pflux.spec import builder
 
 __all__ = [
     "JobRequest",
+    "Requests",
+    "RuleCache",
     "add_options",
     "dry_run_text",
     "job_request",
@@ -264,22 +266,25 @@ def job_request(
     cwd: str,
     now: float,
     rlimits: Mapping[str, int],
+    rules: RuleCache | None = None,
 ) -> JobRequest:
     """Turn parsed options into a validated jobspec and the request's fields.
 
     ``environ``, ``cwd`` (used unless ``--cwd``), ``now`` (epoch seconds, for
     ``--begin-time``) and ``rlimits`` (``current_rlimits()``) describe the
-    submitting process.  As in flux-core, options apply in this order: the
-    counts and stdio, then env-expand and rlimit shell options, dependencies,
-    constraints (``--requires``), ``--setopt`` and last ``--setattr``, which may
-    override anything.
+    submitting process; ``rules`` keeps what the ``--env`` and ``--rlimit`` rules
+    gave for jobs built with the same ``environ`` and ``rlimits``.  As in flux-core,
+    options apply in this order: the counts and stdio, then env-expand and rlimit
+    shell options, dependencies, constraints (``--requires``), ``--setopt`` and last
+    ``--setattr``, which may override anything.
     """
+    rules = RuleCache() if rules is None else rules
     flags = _flags(args.flags)
     urgency = _urgency(args.urgency)
     stdin, input_ranks = _input(args.input)
-    env_rules = [prefix + value for prefix, value in args.env or ()]
+    env_rules = tuple(prefix + value for prefix, value in args.env or ())
     try:
-        environment, env_expand = envrules.filter_environment(env_rules, environ)
+        environment, env_expand = rules.environment(env_rules, environ)
     except ValueError as exc:
         _fail(str(exc))
     counts = _per_resource(args)
@@ -301,7 +306,7 @@ def job_request(
     if env_expand:
         builder.set_shell_option(jobspec, "env-expand", env_expand)
     try:
-        limits = rlimit_rules.filter_rlimits(_split_commas(args.rlimit), rlimits)
+        limits = rules.rlimits(tuple(_split_commas(args.rlimit)), rlimits)
     except ValueError as exc:
         _fail(str(exc))
     if limits:
@@ -326,15 +331,66 @@ def job_request(
 
 def request_for(args: argparse.Namespace) -> JobRequest:
     """``job_request`` for this process: its environment, directory, clock and rlimits."""
-    import time
+    return Requests()(args)
 
-    return job_request(
-        args,
-        environ=os.environ,
-        cwd=os.getcwd() if args.cwd is None else args.cwd,
-        now=time.time(),
-        rlimits=rlimit_rules.current_rlimits(),
-    )
+
+class RuleCache:
+    """What each list of ``--env`` and of ``--rlimit`` rules gave, for jobs built from
+    one environment and one set of rlimits: the many jobs of one command (``--cc``,
+    ``bulksubmit``) apply each distinct list once, not once a job (matching patterns
+    against every variable is most of a job's building). Each job gets its own copy.
+    A rule that fails is not kept: it fails again for the next job that has it."""
+
+    def __init__(self) -> None:
+        self._environments: dict[tuple[str, ...], tuple[dict[str, str], dict[str, str]]] = {}
+        self._rlimits: dict[tuple[str, ...], dict[str, int]] = {}
+
+    def environment(
+        self, rules: tuple[str, ...], environ: Mapping[str, str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """``envrules.filter_environment``'s environment and env-expand templates."""
+        found = self._environments.get(rules)
+        if found is None:
+            found = self._environments[rules] = envrules.filter_environment(rules, environ)
+        return dict(found[0]), dict(found[1])
+
+    def rlimits(self, rules: tuple[str, ...], current: Mapping[str, int]) -> dict[str, int]:
+        """``rlimits.filter_rlimits``'s limits."""
+        found = self._rlimits.get(rules)
+        if found is None:
+            found = self._rlimits[rules] = rlimit_rules.filter_rlimits(rules, current)
+        return dict(found)
+
+
+class Requests:
+    """``job_request`` for jobs submitted from this process, as ``request_for``: its
+    environment and rlimits read once, when made, its directory when a job first
+    needs it, and the ``--env`` and ``--rlimit`` rules kept (``RuleCache``), so the
+    copies of ``submit --cc`` and the jobs of ``bulksubmit`` each cost only what
+    differs between them."""
+
+    def __init__(self) -> None:
+        self.environ = dict(os.environ)
+        self.rlimits = rlimit_rules.current_rlimits()
+        self.rules = RuleCache()
+        self._cwd: str | None = None  # read when a job without --cwd needs it
+
+    def __call__(self, args: argparse.Namespace) -> JobRequest:
+        import time
+
+        cwd: str | None = args.cwd
+        if cwd is None:
+            if self._cwd is None:
+                self._cwd = os.getcwd()
+            cwd = self._cwd
+        return job_request(
+            args,
+            environ=self.environ,
+            cwd=cwd,
+            now=time.time(),
+            rlimits=self.rlimits,
+            rules=self.rules,
+        )
 
 
 def dry_run_text(jobspec: Mapping[str, Any], fmt: str) -> str:

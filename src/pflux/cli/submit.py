@@ -6,7 +6,9 @@ the command line and option values becomes the id). The copies are built as
 they are sent, a window of them in flight (``Client.submit_each``): a million
 copies cost the client a window's memory, and the first ids print while the rest
 are still to be built; where no option names ``{cc}``, the jobspec is built once
-and each copy differs only in its ``FLUX_JOB_CC``. A copy whose options turn out
+and each copy differs only in its ``FLUX_JOB_CC``, and where ``{cc}`` is only in the
+command, the name, ``--cwd`` or the output paths, the copies are made from one
+template (``jobtemplate``). A copy whose options turn out
 bad stops the submission there, the copies before it submitted (as flux-core's).
 ``--wait``, ``--watch`` and ``--progress`` follow the jobs to the end.
 """
@@ -18,12 +20,12 @@ import itertools
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pflux.cli import base, jobopts
+from pflux.cli import base, jobopts, jobtemplate
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Iterator
+    from collections.abc import Callable, Collection, Iterable, Iterator
     from typing import TextIO
 
     from pflux import Client
@@ -73,7 +75,8 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
 
 def _submit(args: argparse.Namespace) -> int:
     ccs = cc_list(args)
-    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc))
+    build = jobtemplate.Templates(jobopts.Requests())
+    copies = copies_of("submit", args, ccs, cc_env=bool(args.cc), build=build)
     if args.dry_run:
         for copy in copies:
             sys.stdout.write(jobopts.dry_run_text(copy.request.jobspec, args.format))
@@ -90,32 +93,59 @@ class Copy(NamedTuple):
 
 
 def copies_of(
-    prog: str, args: argparse.Namespace, ccs: Collection[int | None], *, cc_env: bool
+    prog: str,
+    args: argparse.Namespace,
+    ccs: Collection[int | None],
+    *,
+    cc_env: bool,
+    build: Callable[[argparse.Namespace], jobopts.JobRequest],
 ) -> Iterator[Copy]:
-    """A copy of the job ``args`` describe per id of ``ccs``, each built as it is taken
-    (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc`` does). Where no
-    option names ``{cc}`` the copies differ only in that variable: the request is
-    built once, here, so bad options are refused before anything is sent."""
-    if not _names_cc(args):
-        request = refuse_input_ranks(prog, jobopts.request_for(args))
+    """A copy of the job ``args`` describe per id of ``ccs``, each built by ``build`` as
+    it is taken (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc``
+    does). Where no option names ``{cc}`` the copies differ only in that variable: the
+    request is built once, here, so bad options are refused before anything is sent."""
+    dests = _cc_dests(args) if _copied(ccs) else []
+    if not dests:
+        request = refuse_input_ranks(prog, build(args))
         return (
             Copy(_with_cc_env(request, cc) if cc_env else request, args.log, args.log_stderr)
             for cc in ccs
         )
-    return _built_each(prog, args, ccs, cc_env)
+    return _built_each(prog, args, ccs, dests=dests, cc_env=cc_env, build=build)
 
 
 def _built_each(
-    prog: str, args: argparse.Namespace, ccs: Collection[int | None], cc_env: bool
+    prog: str,
+    args: argparse.Namespace,
+    ccs: Collection[int | None],
+    *,
+    dests: Collection[str],
+    cc_env: bool,
+    build: Callable[[argparse.Namespace], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     for cc in ccs:
-        one = with_cc(args, cc)
-        request = refuse_input_ranks(prog, jobopts.request_for(one))
+        one = _with_cc_in(args, dests, cc)
+        request = refuse_input_ranks(prog, build(one))
         yield Copy(_with_cc_env(request, cc) if cc_env else request, one.log, one.log_stderr)
 
 
-def _names_cc(args: argparse.Namespace) -> bool:
-    return any(_replace(value, "") != value for value in vars(args).values())
+def _copied(ccs: Collection[int | None]) -> bool:
+    """Whether ``ccs`` (``cc_list``) are ids, with ``{cc}`` to replace, rather than the
+    one job of a submission without ``--cc`` or ``--bcc``."""
+    return not (len(ccs) == 1 and None in ccs)
+
+
+def _cc_dests(args: argparse.Namespace) -> list[str]:
+    """The options (``args``' names) whose values hold ``{cc}``."""
+    return [dest for dest, value in vars(args).items() if _holds_cc(value)]
+
+
+def _holds_cc(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{cc}" in value
+    if isinstance(value, (list, tuple)):
+        return any(_holds_cc(item) for item in value)
+    return False
 
 
 def refuse_input_ranks(prog: str, request: jobopts.JobRequest) -> jobopts.JobRequest:
@@ -192,7 +222,7 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
                 failed += 1
                 continue
             if not args.quiet:
-                print(answer, file=out)
+                out.write(f"{answer}\n")
             if follow:
                 jobids.append(answer)
                 followed.append((out, err))
@@ -274,12 +304,20 @@ def cc_list(args: argparse.Namespace) -> Collection[int | None]:
     return IdSet.decode(text)
 
 
-def with_cc(args: argparse.Namespace, cc: int | None) -> argparse.Namespace:
-    """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments)."""
+def _with_cc_in(
+    args: argparse.Namespace, dests: Collection[str], cc: int | None
+) -> argparse.Namespace:
+    """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments);
+    ``dests`` (``_cc_dests``) are the options that hold one."""
     if cc is None:
         return args
-    values = {key: _replace(value, str(cc)) for key, value in vars(args).items()}
-    return argparse.Namespace(**values)
+    one = argparse.Namespace()
+    values = vars(one)
+    values.update(vars(args))
+    text = str(cc)
+    for dest in dests:
+        values[dest] = _replace(values[dest], text)
+    return one
 
 
 def _replace(value: Any, cc: str) -> Any:
