@@ -58,6 +58,7 @@ from pflux.protocol import shellwire as wire
 from pflux.protocol.impwire import encode_description, spawn_as
 from pflux.protocol.message import Message
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, Description
+from pflux.spec import jsontext
 from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 from pflux.spec.layout import Layout
@@ -354,10 +355,18 @@ class ShellRun(Takeover):
         if len(fences) < len(self.shells):
             return
         union: dict[str, str] = {}
-        for part in fences.values():
-            union.update(marshal.loads(part))
+        for rank, part in sorted(fences.items()):
+            put = _fence_puts(part)
+            if put is None:  # a guest's shell is the guest's to tamper with
+                fences.clear()
+                self.job.fatal(
+                    f"job shell on {self._host(rank)} (rank {rank}) sent a PMI barrier"
+                    " that is not a JSON object of strings"
+                )
+                return
+            union.update(put)
         fences.clear()
-        self._each_shell(wire.FENCE, marshal.dumps(union))
+        self._each_shell(wire.FENCE, jsontext.dumps(union))
 
     def _eof(self, stream: str, rank: int) -> None:
         if (stream, rank) in self.eof_pending:
@@ -558,3 +567,17 @@ def _unlink(path: str) -> None:
         return
     except OSError as exc:
         log.error("%s: %s", path, exc)
+
+
+def _fence_puts(payload: bytes) -> dict[str, str] | None:
+    """What one shell's tasks put before PMI's barrier (a JSON object of strings, as
+    ``pflux.shell.job`` sends it); None if the payload is not one."""
+    try:
+        puts = jsontext.loads(payload)
+    except jsontext.DecodeError:
+        return None
+    if type(puts) is not dict:
+        return None
+    if not all(type(value) is str for value in puts.values()):  # JSON's keys are strings
+        return None
+    return puts

@@ -28,7 +28,7 @@ job-exec to the launcher (which passes the job's on to its shell):
   file), the number of ranks (4 bytes, 0 for every task), the ranks (4 bytes
   each), then the data;
 - ``F`` FENCE: every shell of the job has entered PMI's barrier: the payload
-  is the union of what their tasks put (a ``marshal``-encoded dict), after
+  is the union of what their tasks put (a JSON object of strings), after
   which the shell lets its tasks out;
 - ``z`` WINSIZE: the size of the job's ptys: rows and columns, in decimal,
   space-separated;
@@ -63,7 +63,9 @@ the offsets ACK and RESUME name):
 - ``f`` EOF: a task's stream is closed (stream and rank, as for OUTPUT);
 - ``F`` FENCE: every task of the shell has entered PMI's barrier, in a job
   with other shells: the payload is what its tasks put since the last
-  (a ``marshal``-encoded dict); job-exec answers every shell with the union
+  (a JSON object of strings: a guest's shell is the guest's, and what job-exec
+  reads from one can at worst fail to decode); job-exec answers every shell with
+  the union
   once each has sent its own;
 - ``w`` EXITED: the shell's wait status in decimal, always its last record.
 

@@ -350,7 +350,9 @@ class Shell(JobStart, Rejoining):
     def _fence(self, puts: dict[str, str]) -> None:
         """Every task here is in PMI's barrier: send job-exec what they put, for the union
         of every shell's (FENCE, which lets them out)."""
-        self._emit(wire.FENCE, marshal.dumps(puts))
+        import json  # here: only PMI's jobs fence, and the launcher keeps its imports few
+
+        self._emit(wire.FENCE, json.dumps(puts, separators=(",", ":")).encode())
         self._flush()
 
     def _pmi_close(self, fd: int) -> None:
@@ -389,7 +391,9 @@ class Shell(JobStart, Rejoining):
         if kind == wire.WINSIZE:
             self._winsize(payload)
         elif kind == wire.FENCE and self.pmi is not None:
-            self.pmi.fenced(marshal.loads(payload))
+            import json
+
+            self.pmi.fenced(json.loads(payload))
 
     def _winsize(self, payload: bytes) -> None:
         """Size the job's ptys: each tells its foreground process group (SIGWINCH)."""
