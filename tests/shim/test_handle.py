@@ -39,11 +39,11 @@ def test_the_uri_may_be_given_as_str_or_bytes(instance: LiveInstance) -> None:
         f"""
         import flux
         for url in ({instance.uri!r}, {instance.uri.encode()!r}):
-            print(flux.Flux(url).rpc("broker.ping", {{"n": 1}}).get())
+            print(flux.Flux(url).rpc("broker.ping", {{"n": 1}}).get()["n"])
         """,
         None,
     )
-    assert out.splitlines() == ["{'n': 1}", "{'n': 1}"]
+    assert out.splitlines() == ["1", "1"]
 
 
 def test_rpc_get_get_str_and_an_unknown_topic_as_flux_words_it(instance: LiveInstance) -> None:
@@ -52,8 +52,8 @@ def test_rpc_get_get_str_and_an_unknown_topic_as_flux_words_it(instance: LiveIns
         import errno, flux
         h = flux.Flux()
         f = h.rpc("broker.ping", '{"a": [1, 2]}')
-        print(f.get_str())
-        print(f.get())
+        print(f.get_str().split(",\\"userid\\"")[0])  # with the requester's credentials
+        print(f.get()["a"])
         try:
             h.rpc("nosuch.method").get()
         except OSError as exc:
@@ -62,8 +62,8 @@ def test_rpc_get_get_str_and_an_unknown_topic_as_flux_words_it(instance: LiveIns
         instance.uri,
     )
     assert out.splitlines() == [
-        '{"a":[1,2]}',
-        "{'a': [1, 2]}",
+        '{"a":[1,2]',
+        "[1, 2]",
         "True No service matching nosuch.method is registered",
     ]
 
@@ -211,7 +211,7 @@ def test_a_rank_other_than_0_is_unreachable_and_a_closed_handle_refuses(
             h.rpc("broker.ping", {}, nodeid=1).get()
         except OSError as exc:
             print(errno.errorcode[exc.errno], exc.strerror)
-        print(h.rpc("broker.ping", {}, nodeid=0).get())
+        print(sorted(h.rpc("broker.ping", {}, nodeid=0).get()))
         waiting = h.rpc("kvs.watch", {"key": "shim.never", "waitcreate": True}, flags=2)
         h.close()
         for call in (waiting.get, lambda: h.rpc("broker.ping", {})):
@@ -224,7 +224,7 @@ def test_a_rank_other_than_0_is_unreachable_and_a_closed_handle_refuses(
     )
     assert out.splitlines() == [
         "EHOSTUNREACH broker.ping: no rank 1 in this instance (size 1)",
-        "{}",
+        "['rank', 'rolemask', 'userid']",
         "ECONNRESET Connection to the Flux instance was lost",
         "EBADF rpc: the Flux handle is closed",
     ]

@@ -15,9 +15,12 @@ from pflux import fluxshim
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_wheel_holds_pflux_alone_and_installs_only_the_pflux_command() -> None:
+def test_the_wheel_holds_pflux_alone_and_installs_only_pflux_commands() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["scripts"] == {"pflux": "pflux.cli:main"}
+    assert project["project"]["scripts"] == {
+        "pflux": "pflux.cli:main",
+        "pflux-imp": "pflux.imp.main:main",  # the privileged helper, for a site's instance
+    }
     assert "gui-scripts" not in project["project"]
     wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
     assert wheel == {"packages": ["src/pflux"]}  # no force-include, no shared scripts

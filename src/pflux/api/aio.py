@@ -90,7 +90,8 @@ class AsyncClient:
             from pflux.client.aio import AsyncHandle  # asyncio only for those who use it
 
             self._handle = await AsyncHandle.connect(self.uri, timeout=self.timeout)
-            self._cached["broker.ping"] = self._handle.hello  # the ping made on connecting
+            if self._handle.hello is not None:  # the ping made on connecting
+                self._cached["broker.ping"] = self._handle.hello
 
     async def __aenter__(self) -> AsyncClient:
         await self.open()

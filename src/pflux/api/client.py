@@ -62,7 +62,8 @@ class Client:
     def __init__(self, uri: str | None = None, *, timeout: float | None = None) -> None:
         self.handle = Handle(uri, timeout=timeout)
         # a ``cached`` call's answer, by topic: the ping made on connecting is one
-        self._cached: dict[str, Any] = {"broker.ping": self.handle.hello}
+        hello = self.handle.hello
+        self._cached: dict[str, Any] = {} if hello is None else {"broker.ping": hello}
 
     def __enter__(self) -> Client:
         return self

@@ -54,7 +54,7 @@ def test_a_guest_reaches_the_guest_handlers_only_and_is_told_what_was_refused() 
         (0, None, {"userid": GUEST}),
         (errno.EPERM, "desk.admin: only the instance owner may do this", None),
         (0, None, {"userid": OWNER}),
-        (0, None, {}),
+        (0, None, {"userid": GUEST, "rolemask": ROLE_USER, "rank": 0}),  # as flux-core's
     ]
 
 

@@ -39,6 +39,7 @@ def answering(monkeypatch: pytest.MonkeyPatch, reply: dict[str, Any]) -> dict[st
     class FakeHandle:
         def __init__(self, uri: str | None, timeout: float | None = None) -> None:
             self.uri = uri
+            self.hello = None  # no ping was made
 
         def close(self) -> None:
             pass
