@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
@@ -66,7 +66,7 @@ class AsyncHandle:
         self.timeout = timeout
         self._protocol: _Protocol | None = None
         self._tag = 0
-        self._queues: dict[int, asyncio.Queue[Message]] = {}
+        self._sinks: dict[int, Callable[[Message], None]] = {}  # matchtag -> where responses go
         self._streams: set[int] = set()
         self._error: RPCError | None = None
         self.events: asyncio.Queue[Message] = asyncio.Queue()  # subscribed to, unread
@@ -114,22 +114,29 @@ class AsyncHandle:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
 
-    def _send(
-        self, topic: str, payload: Any, flags: int, nodeid: int = NODEID_ANY
-    ) -> asyncio.Queue[Message]:
+    def open(
+        self,
+        topic: str,
+        payload: Any,
+        sink: Callable[[Message], None],
+        *,
+        flags: int = FLAG_STREAMING,
+        nodeid: int = NODEID_ANY,
+    ) -> int:
+        """Send a request now and give each of its responses, as a Message, to ``sink``:
+        its matchtag (which a cancel names)."""
         if self._error is not None:
             raise self._error
         assert self._protocol is not None
         assert self._protocol.transport is not None
         self._tag += 1
-        queue: asyncio.Queue[Message] = asyncio.Queue()
-        self._queues[self._tag] = queue
+        self._sinks[self._tag] = sink
         if flags & FLAG_STREAMING:
             self._streams.add(self._tag)
         self._protocol.transport.write(
             encode(Message(REQUEST, topic, self._tag, payload, flags=flags, nodeid=nodeid))
         )
-        return queue
+        return self._tag
 
     async def call(
         self,
@@ -146,13 +153,13 @@ class AsyncHandle:
         no limit unless ``timeout`` gives one; otherwise the limit is ``timeout``,
         else the handle's. ``nodeid``: the rank whose service is asked.
         """
-        queue = self._send(topic, payload, 0, nodeid)
-        tag = self._tag
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+        tag = self.open(topic, payload, queue.put_nowait, flags=0, nodeid=nodeid)
         limit = timeout if timeout is not None else None if wait else self.timeout
         try:
             msg = await asyncio.wait_for(queue.get(), limit)
         except TimeoutError:
-            self._queues.pop(tag, None)
+            self._sinks.pop(tag, None)
             assert limit is not None
             raise RPCTimeout(f"a response to {topic}", limit) from None
         return msg.raise_for_error()
@@ -162,19 +169,8 @@ class AsyncHandle:
     ) -> AsyncIterator[Any]:
         """Send a streaming request (to rank ``nodeid``: default any) and yield each
         response's payload until its end."""
-        _, replies = self.open_stream(topic, payload, nodeid=nodeid)
-        async for reply in replies:
-            yield reply
-
-    def open_stream(
-        self, topic: str, payload: Any = None, *, nodeid: int = NODEID_ANY
-    ) -> tuple[int, AsyncIterator[Any]]:
-        """Send a streaming request now: its matchtag (which a cancel names) and its
-        payloads until its end."""
-        queue = self._send(topic, payload, FLAG_STREAMING, nodeid)
-        return self._tag, self._replies(queue)
-
-    async def _replies(self, queue: asyncio.Queue[Message]) -> AsyncIterator[Any]:
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+        self.open(topic, payload, queue.put_nowait, nodeid=nodeid)
         while True:
             msg = await queue.get()
             if msg.errnum == errno.ENODATA:
@@ -192,18 +188,19 @@ class AsyncHandle:
         if msg.matchtag == 0 and msg.errnum:
             self._lost(RPCError(msg.errnum, msg.errstr))
             return
-        queue = self._queues.get(msg.matchtag)
-        if queue is None:
+        sink = self._sinks.get(msg.matchtag)
+        if sink is None:
             return
-        queue.put_nowait(msg)
         if msg.errnum or msg.matchtag not in self._streams:
-            del self._queues[msg.matchtag]
+            del self._sinks[msg.matchtag]
             self._streams.discard(msg.matchtag)
+        sink(msg)
 
     def _lost(self, error: RPCError) -> None:
         if self._error is None:
             self._error = error
-        for tag, queue in list(self._queues.items()):
-            queue.put_nowait(Message(REQUEST, "", tag, errnum=error.errnum, errstr=error.errstr))
-        self._queues.clear()
+        sinks = list(self._sinks.items())
+        self._sinks.clear()
+        for tag, sink in sinks:
+            sink(Message(REQUEST, "", tag, errnum=error.errnum, errstr=error.errstr))
         self._streams.clear()
