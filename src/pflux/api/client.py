@@ -13,12 +13,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from pflux.api import instance, jobqueue, jobs, kvs, submission
-from pflux.api.driven import Driven
 from pflux.api.exchange import Call, Exchange, method_of
 from pflux.api.instance import event_of
 from pflux.api.jobs import matches, never_received
 from pflux.api.kvs import kvs_payload
-from pflux.api.streams import Eventlog, Walk, dmesg, logged
 from pflux.api.submission import SUBMIT, SUBMIT_WINDOW, submit_payload, submit_window, urgency_of
 from pflux.client.handle import Handle
 from pflux.errors import RPCError
@@ -170,6 +168,9 @@ class Client:
         With ``follow`` they arrive live until the job is inactive (RPCTimeout once
         ``timeout`` seconds have passed in all); without it, the log as it is now.
         """
+        from pflux.api.driven import Driven  # only for those who stream
+        from pflux.api.streams import Eventlog, logged
+
         if not follow:
             yield from logged(self.read_log(jobid, path))
             return
@@ -255,6 +256,8 @@ class Client:
         """The instance's log entries (``timestamp``, ``severity``, ``message``...):
         ``new``: only those logged from now on; ``follow``: live, until the instance
         stops. The request is sent at once, before the first entry is asked for."""
+        from pflux.api.streams import dmesg
+
         call = dmesg(follow, new)
         return iter(self.handle.rpc(call.topic, call.payload, streaming=True, wait=call.wait))
 
@@ -284,6 +287,9 @@ class Client:
         self, key: str = ".", *, namespace: str | None = None
     ) -> Iterator[tuple[str, str]]:
         """Every ``(key, value)`` below directory ``key``, in key order, a page at a time."""
+        from pflux.api.driven import Driven
+        from pflux.api.streams import Walk
+
         yield from Driven(self.handle, Walk(kvs_payload(namespace, key=key)))
 
     kvs_namespaces = blocking(kvs.kvs_namespaces)

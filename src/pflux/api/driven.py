@@ -18,23 +18,26 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pflux.errors import RPCTimeout
 
 if TYPE_CHECKING:
     import asyncio
+    from typing import Generic as Parametric
 
     from pflux.api.exchange import Call
     from pflux.api.streams import Stream
     from pflux.client.aio import AsyncHandle
     from pflux.client.handle import Handle
     from pflux.protocol.message import Message
+else:
+    from pflux.api.streams import Parametric
 
 T = TypeVar("T")
 
 
-class Driven(Generic[T]):
+class Driven(Parametric[T]):
     """``stream`` on ``handle``; ``timeout``: seconds in all before iteration raises
     the stream's ``expired`` error (None: no limit)."""
 

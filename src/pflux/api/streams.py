@@ -14,14 +14,25 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pflux.api.exchange import Call
 from pflux.errors import RPCError, RPCTimeout
 from pflux.spec.eventlog import Event, EventlogReader
 
 if TYPE_CHECKING:
+    from typing import Generic as Parametric
+
     from pflux.protocol.message import Message
+else:
+
+    class Parametric:
+        """``typing.Generic`` to the type checker, a plain base at run time: subscripting
+        generic classes would cost every command's start-up a few hundred µs."""
+
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
+
 
 T = TypeVar("T")
 
@@ -35,7 +46,7 @@ LogItem = tuple[int, Event | RPCError | None]
 ExecItem = tuple[int, dict[str, Any] | RPCError | None]
 
 
-class Stream(Generic[T]):
+class Stream(Parametric[T]):
     """A streaming method: its requests, and the items each response gives."""
 
     def __init__(self, calls: list[Call]) -> None:

@@ -14,21 +14,12 @@ import errno
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
-from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
-from pflux.protocol.message import (
-    EVENT,
-    FLAG_STREAMING,
-    NODEID_ANY,
-    REQUEST,
-    RESPONSE,
-    Decoder,
-    Message,
-    encode,
-)
+from pflux.client.routing import Router, hello_failed
+from pflux.errors import ProtocolError, RPCError, RPCTimeout
+from pflux.protocol.message import FLAG_STREAMING, NODEID_ANY, Message
 from pflux.protocol.uri import (
     cannot_connect,
     client_timeout,
-    hung_up,
     not_an_instance,
     socket_path,
     unanswered,
@@ -39,7 +30,6 @@ from pflux.protocol.uri import (
 class _Protocol(asyncio.Protocol):
     def __init__(self, handle: AsyncHandle) -> None:
         self.handle = handle
-        self.decoder = Decoder(types=(REQUEST, RESPONSE, EVENT))
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -47,27 +37,25 @@ class _Protocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            messages = self.decoder.feed(data)
+            messages = self.handle.decoder.feed(data)
         except ProtocolError as exc:
             self.handle._lost(RPCError(errno.EPROTO, not_an_instance(self.handle.uri, exc)))
             return
         for msg in messages:
-            self.handle._route(msg)
+            self.handle.route(msg)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.handle._lost(RPCError(errno.ECONNRESET, "lost connection to the instance"))
 
 
-class AsyncHandle:
+class AsyncHandle(Router):
     """A connection; open it with ``await AsyncHandle.connect(uri)``."""
 
     def __init__(self, uri: str, timeout: float | None) -> None:
+        super().__init__()
         self.uri = uri
         self.timeout = timeout
         self._protocol: _Protocol | None = None
-        self._tag = 0
-        self._sinks: dict[int, Callable[[Message], None]] = {}  # matchtag -> where responses go
-        self._streams: set[int] = set()
         self._error: RPCError | None = None
         self.events: asyncio.Queue[Message] = asyncio.Queue()  # subscribed to, unread
 
@@ -93,16 +81,12 @@ class AsyncHandle:
         """Wait for the broker to answer a ping: any response proves a pflux instance."""
         try:
             await self.call("broker.ping", {})
-        except RPCTimeout:
-            self.close()
-            raise unanswered(self.uri, self.timeout) from None
         except RPCError as exc:
             self.close()
-            if exc.errnum == errno.EPROTO:  # what the socket sent is not a message
-                raise NoInstanceError(exc.errstr) from None
-            if exc.errnum == errno.ECONNRESET:
-                raise hung_up(self.uri) from None
-            raise  # the broker's own refusal (permission) says enough
+            error = hello_failed(self.uri, self.timeout, exc)
+            if error is exc:
+                raise
+            raise error from None
 
     async def __aenter__(self) -> AsyncHandle:
         return self
@@ -129,14 +113,9 @@ class AsyncHandle:
             raise self._error
         assert self._protocol is not None
         assert self._protocol.transport is not None
-        self._tag += 1
-        self._sinks[self._tag] = sink
-        if flags & FLAG_STREAMING:
-            self._streams.add(self._tag)
-        self._protocol.transport.write(
-            encode(Message(REQUEST, topic, self._tag, payload, flags=flags, nodeid=nodeid))
-        )
-        return self._tag
+        self._protocol.transport.write(self.request(topic, payload, flags, nodeid))
+        self.expect(sink, flags)
+        return self.matchtag
 
     async def call(
         self,
@@ -159,7 +138,7 @@ class AsyncHandle:
         try:
             msg = await asyncio.wait_for(queue.get(), limit)
         except TimeoutError:
-            self._sinks.pop(tag, None)
+            self.forget(tag)
             assert limit is not None
             raise RPCTimeout(f"a response to {topic}", limit) from None
         return msg.raise_for_error()
@@ -181,26 +160,13 @@ class AsyncHandle:
         """The next event subscribed to (``event.subscribe``)."""
         return await self.events.get()
 
-    def _route(self, msg: Message) -> None:
-        if msg.type == EVENT:
-            self.events.put_nowait(msg)
-            return
-        if msg.matchtag == 0 and msg.errnum:
-            self._lost(RPCError(msg.errnum, msg.errstr))
-            return
-        sink = self._sinks.get(msg.matchtag)
-        if sink is None:
-            return
-        if msg.errnum or msg.matchtag not in self._streams:
-            del self._sinks[msg.matchtag]
-            self._streams.discard(msg.matchtag)
-        sink(msg)
+    def event(self, msg: Message) -> None:
+        self.events.put_nowait(msg)
+
+    def refused(self, error: RPCError) -> None:
+        self._lost(error)
 
     def _lost(self, error: RPCError) -> None:
         if self._error is None:
             self._error = error
-        sinks = list(self._sinks.items())
-        self._sinks.clear()
-        for tag, sink in sinks:
-            sink(Message(REQUEST, "", tag, errnum=error.errnum, errstr=error.errstr))
-        self._streams.clear()
+        self.abandon(error)
