@@ -218,3 +218,16 @@ def test_execs_track_each_rank_s_process_and_feed_only_the_started() -> None:
     assert write.payload == {"eof": True, "data": "/w==", "encoding": "base64", "pid": 42}
     (kill,) = execs.kills(15)
     assert (kill.topic, kill.payload) == ("rexec.kill", {"pid": 42, "signum": 15})
+
+
+def test_the_blocking_client_s_streams_load_no_asyncio() -> None:
+    """The asyncio driver lives beside the blocking one; only using it loads asyncio."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pflux.api.client, pflux.api.logfollow, pflux.api.kvswatch, pflux.api.remote;"
+        "print('asyncio' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
