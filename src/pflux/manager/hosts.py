@@ -2,8 +2,8 @@
 
 The scheduler client (alloc.py), the execution client (start.py), the journal
 (journal.py), quiescence (quiescent.py), jobspec updates (update.py), purging
-(purge.py), the submit path (submit.py), moving jobs on (progress.py) and
-restart (restart.py) call back into the job manager;
+(purge.py), the submit path (submit.py), moving jobs on (progress.py), a user's
+interventions (interventions.py) and restart (restart.py) call back into the job manager;
 each is given only the few methods and attributes it uses, as the plugins are
 (``pflux.manager.plugins.Host``), so none of them imports the service and the
 service's surface stays its own. The ``JobManager`` is passed as each view:
@@ -180,6 +180,26 @@ class QuiescenceHost(Protocol):
     def exec(self) -> StartsInFlight: ...
 
 
+class Killer(Protocol):
+    """The execution client as a signal sees it: ``signum`` to a running job's tasks."""
+
+    async def kill(self, job: Job, signum: int) -> None: ...
+
+
+class InterventionHost(Poster, Protocol):
+    """What a user's raise, kill, urgency and memo (interventions.py) use."""
+
+    @property
+    def by_state(self) -> dict[State, dict[Job, None]]: ...
+
+    @property
+    def exec(self) -> Killer: ...
+
+    def lookup(self, jobid: int) -> Job | Ended | None: ...
+
+    def annotate(self, job: Job, annotations: dict[str, Any]) -> None: ...
+
+
 class UpdateHost(Poster, Protocol):
     """What a jobspec update (update.py) uses of the job manager."""
 
@@ -198,6 +218,9 @@ class UpdateHost(Poster, Protocol):
 
 class PurgeHost(Protocol):
     """What purging (purge.py) uses of the job manager: the tables a purged job leaves."""
+
+    @property
+    def jobs(self) -> dict[int, Job]: ...
 
     @property
     def ended(self) -> dict[int, Ended]: ...

@@ -15,17 +15,14 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import time
 from functools import partial
 from typing import Any, ClassVar
-
-from msgspec import UNSET
 
 from pflux.broker.config import Declared
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
-from pflux.manager import checkpoint, progress, purge, restart, submit
+from pflux.manager import checkpoint, interventions, progress, purge, restart, submit
 from pflux.manager.actions import INTERNAL_STATES
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import EventPoster
@@ -33,11 +30,7 @@ from pflux.manager.history import History
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin, perilog
-from pflux.manager.plugins.after import After, AfterAny, AfterExcept, AfterNotOk, AfterOk
-from pflux.manager.plugins.begin_time import BeginTime
-from pflux.manager.plugins.openmp import Fluid, String
-from pflux.manager.plugins.perilog import Perilog
-from pflux.manager.plugins.singleton import Singleton
+from pflux.manager.plugins.builtin import builtin
 from pflux.manager.purge import Retention
 from pflux.manager.queues import Queues
 from pflux.manager.quiescent import Quiescence
@@ -119,13 +112,8 @@ class JobManager(Service):
         self.idles: list[Request] = []
         self.depending: set[Job] = set()  # jobs whose dependencies are being added
         self.free_hooks = False  # a plugin may hold resources back (an epilog)
-        schemes = (After, AfterAny, AfterOk, AfterNotOk, AfterExcept, BeginTime, String, Fluid)
-        for scheme in schemes:
-            self.add_plugin(scheme(self))
-        self.add_plugin(Singleton(self))  # counts the jobs that pass every other check
-        perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
-        if perilog.active:
-            self.add_plugin(perilog)
+        for plugin in builtin(self, broker.config):
+            self.add_plugin(plugin)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -253,75 +241,23 @@ class JobManager(Service):
     @method("raiseall", guest=True)
     def raiseall(self, req: Request) -> None:
         request = decode("job-manager.raiseall", req.payload, RaiseAllRequest)
-        userid = request.userid
-        if userid is UNSET:
-            userid = req.userid if not req.owner else -1
-        if not req.owner and userid != req.userid:
-            raise RPCError(errno.EPERM, "guests may only raise exceptions on their own jobs")
-        states = request.states
-        targets = [
-            job
-            for state, jobs in self.by_state.items()
-            if state & states and state is not State.INACTIVE
-            for job in jobs
-            if userid in (-1, job.userid)
-        ]
-        if not request.dry_run:
-            for job in targets:
-                self.raise_exception(job, request.type, request.note, request.severity, req.userid)
-        self.events.after_commit(lambda: req.respond({"count": len(targets)}))
+        interventions.raise_all(self, req, request)
 
     @method("kill", guest=True)
     async def kill(self, req: Request) -> None:
         request = decode("job-manager.kill", req.payload, JobKillRequest)
-        job = self._active_job(req, request.id)
-        signum = request.signum
-        # RUN or CLEANUP, as in flux-core: tasks may outlive a fatal exception for a while
-        if not job.state & State.RUNNING or not job.start_pending:
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running")
-        try:
-            await self.exec.kill(job, signum)
-        except RPCError as exc:
-            if exc.errnum != errno.ENOENT:  # ENOENT: its tasks have just ended
-                raise
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running") from None
-        req.respond({})
+        await interventions.kill(self, req, self._active_job(req, request.id), request.signum)
 
     @method("urgency", guest=True)
     def urgency(self, req: Request) -> None:
         request = decode("job-manager.urgency", req.payload, UrgencyRequest)
         urgency = check_urgency(request.urgency, owner=req.owner)
-        job = self._active_job(req, request.id)
-        if not job.state & (State.PENDING | State.NEW):
-            raise RPCError(
-                errno.EINVAL,
-                f"job {JobID(job.id)}: urgency cannot be changed once resources are allocated",
-            )
-        old = job.urgency
-        self.post(job, "urgency", {"urgency": urgency, "userid": req.userid})
-        self.events.after_commit(lambda: req.respond({"old_urgency": old}))
+        interventions.set_urgency(self, req, self._active_job(req, request.id), urgency)
 
     @method("memo", guest=True)
     def memo(self, req: Request) -> None:
-        """A memo event (RFC 21), shown as the job's ``user`` annotations; ``volatile``:
-        the annotations only, not in the eventlog (lost at a restart), as in flux-core."""
-        request = decode("job-manager.memo", req.payload, MemoRequest)
-        memo = request.memo
-        job = self.lookup(request.id)
-        if not isinstance(job, Job):
-            raise RPCError(errno.ENOENT, "unknown job id" if job is None else "job is inactive")
-        if not req.owner and req.userid != job.userid:
-            raise RPCError(errno.EPERM, "guests can only add a memo to their own jobs")
-        if request.volatile:
-
-            def annotated() -> None:  # after the job's events posted so far, in the journal
-                self.annotate(job, {"user": memo})
-                req.respond({})
-
-            self.events.after_commit(annotated)
-            return
-        self.post(job, "memo", memo)
-        self.events.after_commit(lambda: req.respond({}))
+        """A memo event, or annotations alone (``interventions.memo``)."""
+        interventions.memo(self, req, decode("job-manager.memo", req.payload, MemoRequest))
 
     @method("set-flags", guest=True)
     def set_flags(self, req: Request) -> None:
@@ -435,35 +371,15 @@ class JobManager(Service):
 
     @method("purge")
     def purge_request(self, req: Request) -> None:
-        """Purge (``force``) or count the oldest inactive jobs past the request's limits."""
         request = decode("job-manager.purge", req.payload, PurgeRequest)
         self._require_owner(req, "purge jobs")
-        age = None if request.age_limit == -1 else request.age_limit
-        num = None if request.num_limit == -1 else request.num_limit
-        now = time.time()
-        if not request.force:  # counted now, told once the purges before it are durable
-            count, inactive = self.retention.count(age, num, now), len(self.ended)
-            self.events.after_commit(lambda: req.respond({"count": count, "inactive": inactive}))
-            return
-        jobs = self.retention.take(age, num, request.batch, now)
-        self.purge_jobs(jobs)
-        inactive = len(self.ended)
-        self.events.after_commit(lambda: req.respond({"count": len(jobs), "inactive": inactive}))
+        purge.purge_request(self, self.retention, req, request)
 
     @method("purge-id")
     def purge_id_request(self, req: Request) -> None:
-        """Purge (``force``) or check one inactive job."""
         request = decode("job-manager.purge-id", req.payload, PurgeIdRequest)
         self._require_owner(req, "purge jobs")
-        job = self.ended.get(request.id)
-        if job is None:
-            if request.id in self.jobs:
-                raise RPCError(errno.EINVAL, "cannot purge active job")
-            raise RPCError(errno.ENOENT, "id not found")
-        if request.force:
-            self.purge_jobs([job])
-        inactive = len(self.ended)
-        self.events.after_commit(lambda: req.respond({"count": 1, "inactive": inactive}))
+        purge.purge_id_request(self, req, request)
 
     def purge_jobs(self, jobs: list[Ended]) -> None:
         """Forget inactive ``jobs`` now, and remove them with this turn's events (purge.py)."""
