@@ -18,8 +18,8 @@ from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING, REQUEST
 def send_raw(handle: Handle, topic: str, payload: Any, flags: int = 0, **fields: Any) -> RPC | None:
     """Send one request, with ``fields`` (``nodeid``, say) on the wire too; its RPC, unless
     it wants no answer."""
-    handle._tag += 1
-    tag = handle._tag
+    handle.matchtag += 1
+    tag = handle.matchtag
     body = json.dumps(
         {
             "type": REQUEST,
@@ -34,5 +34,5 @@ def send_raw(handle: Handle, topic: str, payload: Any, flags: int = 0, **fields:
     if flags & FLAG_NORESPONSE:
         return None
     rpc = RPC(handle, topic, tag, bool(flags & FLAG_STREAMING), handle.timeout)
-    handle._rpcs[tag] = rpc
+    handle.expect(rpc.deliver, flags)
     return rpc

@@ -9,7 +9,6 @@ for it as async iterators.
 
 from __future__ import annotations
 
-import time
 from collections.abc import (
     AsyncIterator,
     Callable,
@@ -21,17 +20,20 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from pflux.api import instance, jobqueue, jobs, kvs, submission
+from pflux.api.driven import drive
 from pflux.api.exchange import Call, Exchange, method_of
 from pflux.api.instance import event_of
 from pflux.api.jobs import matches, never_received
 from pflux.api.kvs import kvs_payload
+from pflux.api.streams import Eventlog, Execs, Logs, Walk, dmesg, logged
 from pflux.api.submission import SUBMIT, SUBMIT_WINDOW, submit_payload, submit_window, urgency_of
-from pflux.errors import PfluxError, RPCError, RPCTimeout
-from pflux.spec.eventlog import Event, EventlogReader
+from pflux.errors import PfluxError, RPCError
+from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from pflux.spec.states import URGENCY_DEFAULT
 
 if TYPE_CHECKING:
+    import asyncio
     from typing import Unpack
 
     from pflux.api.jobhandle import AsyncJobHandle
@@ -234,29 +236,12 @@ class AsyncClient:
         timeout: float | None = None,
     ) -> AsyncIterator[Event]:
         """As ``Client.events``."""
-        reader = EventlogReader()
         if not follow:
-            for event in reader.feed(await self.read_log(jobid, path)):
+            for event in logged(await self.read_log(jobid, path)):
                 yield event
-            reader.finish()
             return
-        import asyncio
-
-        payload = {"id": int(jobid), "path": path}
-        replies = self.handle.stream("job-info.eventlog-watch", payload)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                reply = await asyncio.wait_for(anext(replies), remaining)
-            except StopAsyncIteration:
-                reader.finish()
-                return
-            except TimeoutError:
-                assert timeout is not None
-                raise RPCTimeout("a response to job-info.eventlog-watch", timeout) from None
-            for event in reader.feed(reply["data"]):
-                yield event
+        async for event in drive(self.handle, Eventlog(jobid, path), timeout):
+            yield event
 
     async def events_many(
         self, jobids: Sequence[int], *, path: str = "eventlog"
@@ -270,35 +255,8 @@ class AsyncClient:
         self, logs: Sequence[tuple[int, str]]
     ) -> AsyncIterator[tuple[int, Event | RPCError | None]]:
         """As ``Client.follow_logs``, but the requests are sent when iteration begins."""
-        import asyncio
-
-        arrived: asyncio.Queue[tuple[int, Event | Exception | None]] = asyncio.Queue()
-
-        async def follow(index: int, jobid: int, path: str) -> None:
-            try:
-                async for event in self.events(jobid, path=path):
-                    arrived.put_nowait((index, event))
-            except Exception as exc:  # an RPCError ends that log; anything else, all
-                arrived.put_nowait((index, exc))
-            else:
-                arrived.put_nowait((index, None))
-
-        tasks = [asyncio.ensure_future(follow(i, *log)) for i, log in enumerate(logs)]
-        following = len(tasks)
-        try:
-            while following:
-                index, item = await arrived.get()
-                if isinstance(item, Event):
-                    yield index, item
-                    continue
-                following -= 1
-                if item is None or isinstance(item, RPCError):
-                    yield index, item
-                else:
-                    raise item
-        finally:
-            for task in tasks:
-                task.cancel()
+        async for item in drive(self.handle, Logs(logs)):
+            yield item
 
     read_log = awaited(jobs.read_log)
 
@@ -344,34 +302,12 @@ class AsyncClient:
     ) -> AsyncIterator[tuple[int, dict[str, Any] | RPCError | None]]:
         """As ``Client.rexec``, the items as an async iterator; no input is fed here
         (``stdin`` True is refused)."""
-        import asyncio
-
         from pflux.api.remote import exec_payload
 
         if stdin:
             raise PfluxError("rexec: stdin: only Client.rexec feeds a process's input")
-        payload = exec_payload(command, env, cwd, stdin)
-        arrived: asyncio.Queue[tuple[int, dict[str, Any] | RPCError | None]] = asyncio.Queue()
-
-        async def follow(rank: int) -> None:
-            try:
-                async for entry in self.handle.stream("rexec.exec", payload, nodeid=rank):
-                    arrived.put_nowait((rank, entry))
-                arrived.put_nowait((rank, None))
-            except RPCError as exc:
-                arrived.put_nowait((rank, exc))
-
-        tasks = [asyncio.ensure_future(follow(rank)) for rank in ranks]
-        try:
-            for _ in ranks:
-                while (item := await arrived.get())[1] is not None and not isinstance(
-                    item[1], RPCError
-                ):
-                    yield item
-                yield item
-        finally:
-            for task in tasks:
-                task.cancel()
+        async for item in drive(self.handle, Execs(ranks, exec_payload(command, env, cwd, stdin))):
+            yield item
 
     resource_status = awaited(instance.resource_status)
     drain_resources = awaited(instance.drain_resources)
@@ -381,7 +317,8 @@ class AsyncClient:
         self, *, follow: bool = False, new: bool = False
     ) -> AsyncIterator[dict[str, Any]]:
         """As ``Client.dmesg``, but the request is sent when the first entry is asked for."""
-        async for entry in self.handle.stream("log.dmesg", {"follow": follow, "nobacklog": new}):
+        call = dmesg(follow, new)
+        async for entry in self.handle.stream(call.topic, call.payload):
             yield entry
 
     clear_log = awaited(instance.clear_log)
@@ -410,9 +347,8 @@ class AsyncClient:
         self, key: str = ".", *, namespace: str | None = None
     ) -> AsyncIterator[tuple[str, str]]:
         """As ``Client.kvs_walk``: iterate with ``async for``."""
-        async for reply in self.handle.stream("kvs.walk", kvs_payload(namespace, key=key)):
-            for entry_key, value in reply["entries"]:
-                yield entry_key, value
+        async for item in drive(self.handle, Walk(kvs_payload(namespace, key=key))):
+            yield item
 
     kvs_namespaces = awaited(kvs.kvs_namespaces)
     kvs_namespace_create = awaited(kvs.kvs_namespace_create)

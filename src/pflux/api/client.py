@@ -9,8 +9,6 @@ for on a ``Handle``, and what iterates written for it (events and logs followed,
 
 from __future__ import annotations
 
-import errno
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -22,7 +20,7 @@ from pflux.api.kvs import kvs_payload
 from pflux.api.submission import SUBMIT, SUBMIT_WINDOW, submit_payload, submit_window, urgency_of
 from pflux.client.handle import Handle
 from pflux.errors import RPCError
-from pflux.spec.eventlog import Event, EventlogReader
+from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from pflux.spec.states import URGENCY_DEFAULT
 
@@ -182,21 +180,13 @@ class Client:
         With ``follow`` they arrive live until the job is inactive (RPCTimeout once
         ``timeout`` seconds have passed in all); without it, the log as it is now.
         """
-        reader = EventlogReader()
+        from pflux.api.driven import Driven  # only for those who stream
+        from pflux.api.streams import Eventlog, logged
+
         if not follow:
-            yield from reader.feed(self.read_log(jobid, path))
-            reader.finish()
+            yield from logged(self.read_log(jobid, path))
             return
-        payload = {"id": int(jobid), "path": path}
-        rpc = self.handle.rpc("job-info.eventlog-watch", payload, streaming=True, wait=True)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            msg = rpc.next_message(remaining)
-            if msg.errnum == errno.ENODATA:
-                reader.finish()
-                return
-            yield from reader.feed(msg.raise_for_error()["data"])
+        yield from Driven(self.handle, Eventlog(jobid, path), timeout)
 
     def events_many(
         self, jobids: Sequence[int], *, path: str = "eventlog"
@@ -278,8 +268,10 @@ class Client:
         """The instance's log entries (``timestamp``, ``severity``, ``message``...):
         ``new``: only those logged from now on; ``follow``: live, until the instance
         stops. The request is sent at once, before the first entry is asked for."""
-        payload = {"follow": follow, "nobacklog": new}
-        return iter(self.handle.rpc("log.dmesg", payload, streaming=True, wait=True))
+        from pflux.api.streams import dmesg
+
+        call = dmesg(follow, new)
+        return iter(self.handle.rpc(call.topic, call.payload, streaming=True, wait=call.wait))
 
     clear_log = blocking(instance.clear_log)
     shutdown = blocking(instance.shutdown)
@@ -307,9 +299,10 @@ class Client:
         self, key: str = ".", *, namespace: str | None = None
     ) -> Iterator[tuple[str, str]]:
         """Every ``(key, value)`` below directory ``key``, in key order, a page at a time."""
-        rpc = self.handle.rpc("kvs.walk", kvs_payload(namespace, key=key), streaming=True)
-        for reply in rpc:
-            yield from ((entry_key, value) for entry_key, value in reply["entries"])
+        from pflux.api.driven import Driven
+        from pflux.api.streams import Walk
+
+        yield from Driven(self.handle, Walk(kvs_payload(namespace, key=key)))
 
     kvs_namespaces = blocking(kvs.kvs_namespaces)
     kvs_namespace_create = blocking(kvs.kvs_namespace_create)

@@ -11,24 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
-from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
-from pflux.protocol.message import (
-    EVENT,
-    FLAG_STREAMING,
-    NODEID_ANY,
-    REQUEST,
-    RESPONSE,
-    Decoder,
-    Message,
-    encode,
-)
+from pflux.client.routing import Router, hello_failed
+from pflux.errors import ProtocolError, RPCError, RPCTimeout
+from pflux.protocol.message import FLAG_STREAMING, NODEID_ANY, Message
 from pflux.protocol.uri import (
     cannot_connect,
     client_timeout,
-    hung_up,
     not_an_instance,
     socket_path,
     unanswered,
@@ -39,7 +30,6 @@ from pflux.protocol.uri import (
 class _Protocol(asyncio.Protocol):
     def __init__(self, handle: AsyncHandle) -> None:
         self.handle = handle
-        self.decoder = Decoder(types=(REQUEST, RESPONSE, EVENT))
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -47,27 +37,25 @@ class _Protocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            messages = self.decoder.feed(data)
+            messages = self.handle.decoder.feed(data)
         except ProtocolError as exc:
             self.handle._lost(RPCError(errno.EPROTO, not_an_instance(self.handle.uri, exc)))
             return
         for msg in messages:
-            self.handle._route(msg)
+            self.handle.route(msg)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.handle._lost(RPCError(errno.ECONNRESET, "lost connection to the instance"))
 
 
-class AsyncHandle:
+class AsyncHandle(Router):
     """A connection; open it with ``await AsyncHandle.connect(uri)``."""
 
     def __init__(self, uri: str, timeout: float | None) -> None:
+        super().__init__()
         self.uri = uri
         self.timeout = timeout
         self._protocol: _Protocol | None = None
-        self._tag = 0
-        self._queues: dict[int, asyncio.Queue[Message]] = {}
-        self._streams: set[int] = set()
         self._error: RPCError | None = None
         self.events: asyncio.Queue[Message] = asyncio.Queue()  # subscribed to, unread
         self.hello: Any = None  # the first ping's answer: who the instance takes us for
@@ -94,16 +82,12 @@ class AsyncHandle:
         """Wait for the broker to answer a ping: any response proves a pflux instance."""
         try:
             self.hello = await self.call("broker.ping", {})
-        except RPCTimeout:
-            self.close()
-            raise unanswered(self.uri, self.timeout) from None
         except RPCError as exc:
             self.close()
-            if exc.errnum == errno.EPROTO:  # what the socket sent is not a message
-                raise NoInstanceError(exc.errstr) from None
-            if exc.errnum == errno.ECONNRESET:
-                raise hung_up(self.uri) from None
-            raise  # the broker's own refusal (permission) says enough
+            error = hello_failed(self.uri, self.timeout, exc)
+            if error is exc:
+                raise
+            raise error from None
 
     async def __aenter__(self) -> AsyncHandle:
         return self
@@ -115,22 +99,24 @@ class AsyncHandle:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
 
-    def _send(
-        self, topic: str, payload: Any, flags: int, nodeid: int = NODEID_ANY
-    ) -> asyncio.Queue[Message]:
+    def open(
+        self,
+        topic: str,
+        payload: Any,
+        sink: Callable[[Message], None],
+        *,
+        flags: int = FLAG_STREAMING,
+        nodeid: int = NODEID_ANY,
+    ) -> int:
+        """Send a request now and give each of its responses, as a Message, to ``sink``:
+        its matchtag (which a cancel names)."""
         if self._error is not None:
             raise self._error
         assert self._protocol is not None
         assert self._protocol.transport is not None
-        self._tag += 1
-        queue: asyncio.Queue[Message] = asyncio.Queue()
-        self._queues[self._tag] = queue
-        if flags & FLAG_STREAMING:
-            self._streams.add(self._tag)
-        self._protocol.transport.write(
-            encode(Message(REQUEST, topic, self._tag, payload, flags=flags, nodeid=nodeid))
-        )
-        return queue
+        self._protocol.transport.write(self.request(topic, payload, flags, nodeid))
+        self.expect(sink, flags)
+        return self.matchtag
 
     async def call(
         self,
@@ -147,13 +133,13 @@ class AsyncHandle:
         no limit unless ``timeout`` gives one; otherwise the limit is ``timeout``,
         else the handle's. ``nodeid``: the rank whose service is asked.
         """
-        queue = self._send(topic, payload, 0, nodeid)
-        tag = self._tag
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+        tag = self.open(topic, payload, queue.put_nowait, flags=0, nodeid=nodeid)
         limit = timeout if timeout is not None else None if wait else self.timeout
         try:
             msg = await asyncio.wait_for(queue.get(), limit)
         except TimeoutError:
-            self._queues.pop(tag, None)
+            self.forget(tag)
             assert limit is not None
             raise RPCTimeout(f"a response to {topic}", limit) from None
         return msg.raise_for_error()
@@ -163,19 +149,8 @@ class AsyncHandle:
     ) -> AsyncIterator[Any]:
         """Send a streaming request (to rank ``nodeid``: default any) and yield each
         response's payload until its end."""
-        _, replies = self.open_stream(topic, payload, nodeid=nodeid)
-        async for reply in replies:
-            yield reply
-
-    def open_stream(
-        self, topic: str, payload: Any = None, *, nodeid: int = NODEID_ANY
-    ) -> tuple[int, AsyncIterator[Any]]:
-        """Send a streaming request now: its matchtag (which a cancel names) and its
-        payloads until its end."""
-        queue = self._send(topic, payload, FLAG_STREAMING, nodeid)
-        return self._tag, self._replies(queue)
-
-    async def _replies(self, queue: asyncio.Queue[Message]) -> AsyncIterator[Any]:
+        queue: asyncio.Queue[Message] = asyncio.Queue()
+        self.open(topic, payload, queue.put_nowait, nodeid=nodeid)
         while True:
             msg = await queue.get()
             if msg.errnum == errno.ENODATA:
@@ -186,25 +161,13 @@ class AsyncHandle:
         """The next event subscribed to (``event.subscribe``)."""
         return await self.events.get()
 
-    def _route(self, msg: Message) -> None:
-        if msg.type == EVENT:
-            self.events.put_nowait(msg)
-            return
-        if msg.matchtag == 0 and msg.errnum:
-            self._lost(RPCError(msg.errnum, msg.errstr))
-            return
-        queue = self._queues.get(msg.matchtag)
-        if queue is None:
-            return
-        queue.put_nowait(msg)
-        if msg.errnum or msg.matchtag not in self._streams:
-            del self._queues[msg.matchtag]
-            self._streams.discard(msg.matchtag)
+    def event(self, msg: Message) -> None:
+        self.events.put_nowait(msg)
+
+    def refused(self, error: RPCError) -> None:
+        self._lost(error)
 
     def _lost(self, error: RPCError) -> None:
         if self._error is None:
             self._error = error
-        for tag, queue in list(self._queues.items()):
-            queue.put_nowait(Message(REQUEST, "", tag, errnum=error.errnum, errstr=error.errstr))
-        self._queues.clear()
-        self._streams.clear()
+        self.abandon(error)

@@ -23,27 +23,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pflux.errors import NoInstanceError, ProtocolError, RPCError, RPCTimeout
-from pflux.protocol.message import (
-    EVENT,
-    FLAG_NORESPONSE,
-    FLAG_STREAMING,
-    NODEID_ANY,
-    REQUEST,
-    RESPONSE,
-    Decoder,
-    Message,
-    encode,
-)
-from pflux.protocol.uri import (
-    cannot_connect,
-    client_timeout,
-    hung_up,
-    not_an_instance,
-    socket_path,
-    unanswered,
-    uri_for,
-)
+from pflux.client.routing import Router, hello_failed
+from pflux.errors import ProtocolError, RPCError, RPCTimeout
+from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING, NODEID_ANY, Message
+from pflux.protocol.uri import cannot_connect, client_timeout, socket_path, unanswered, uri_for
 
 
 class RPC:
@@ -100,6 +83,15 @@ class RPC:
                 return
             yield msg.raise_for_error()
 
+    def deliver(self, msg: Message) -> None:
+        """A response has come (``Handle.route``): queue it, or give it to the callback."""
+        if not self.streaming or msg.errnum:
+            self.done = True
+        if self.callback is not None:
+            self.callback(msg)
+        else:
+            self.queue.append(msg)
+
     def then(self, callback: Callable[[Message], None]) -> RPC:
         """Deliver responses to ``callback`` (from ``Handle.process``) instead of queueing."""
         self.callback = callback
@@ -108,7 +100,7 @@ class RPC:
         return self
 
 
-class Handle:
+class Handle(Router):
     """A connection to an instance (``uri``, else PFLUX_URI, else the system instance);
     ``timeout`` as ``client_timeout``."""
 
@@ -128,10 +120,8 @@ class Handle:
             self.sock.close()
             raise cannot_connect(path, exc) from None
         self.sock.settimeout(None)
-        self._decoder = Decoder(types=(REQUEST, RESPONSE, EVENT))
+        super().__init__()
         self.events: deque[Message] = deque()  # those subscribed to (event.subscribe), unread
-        self._tag = 0
-        self._rpcs: dict[int, RPC] = {}
         self._out = bytearray()
         self._poller: select.poll | None = None
         self.closed = False
@@ -142,16 +132,12 @@ class Handle:
         """Wait for the broker to answer a ping: any response proves a pflux instance."""
         try:
             self.hello = self.rpc("broker.ping", {}).next_message().payload
-        except RPCTimeout:
+        except (ProtocolError, RPCError) as exc:
             self.close()
-            raise unanswered(self.uri, self.timeout) from None
-        except ProtocolError as exc:  # what the socket sent is not a message
-            self.close()
-            raise NoInstanceError(not_an_instance(self.uri, exc)) from None
-        except RPCError as exc:
-            if exc.errnum != errno.ECONNRESET:
-                raise  # the broker's own refusal (permission) says enough
-            raise hung_up(self.uri) from None
+            error = hello_failed(self.uri, self.timeout, exc)
+            if error is exc:
+                raise
+            raise error from None
 
     def __enter__(self) -> Handle:
         return self
@@ -185,19 +171,17 @@ class Handle:
         so waiting for them has no limit unless one is given. ``nodeid``: the rank
         whose service is asked (default: whichever provides it).
         """
-        self._tag += 1
         flags = FLAG_STREAMING if streaming else 0
-        self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=flags, nodeid=nodeid))
-        rpc = RPC(self, topic, self._tag, streaming, None if wait else self.timeout)
-        self._rpcs[self._tag] = rpc
+        self._out += self.request(topic, payload, flags, nodeid)
+        rpc = RPC(self, topic, self.matchtag, streaming, None if wait else self.timeout)
+        self.expect(rpc.deliver, flags)
         if len(self._out) > 65536:
             self.flush()
         return rpc
 
     def send(self, topic: str, payload: Any = None) -> None:
         """Send a request that wants no response."""
-        self._tag += 1
-        self._out += encode(Message(REQUEST, topic, self._tag, payload, flags=FLAG_NORESPONSE))
+        self._out += self.request(topic, payload, FLAG_NORESPONSE)
 
     def call(
         self,
@@ -240,12 +224,12 @@ class Handle:
         if not data:
             raise self._lost(None)
         try:
-            messages = self._decoder.feed(data)
+            messages = self.decoder.feed(data)
         except ProtocolError:
             self.close()
             raise
         for msg in messages:
-            self._route(msg)
+            self.route(msg)
         return True
 
     def next_event(self, timeout: float | None = None) -> Message | None:
@@ -259,31 +243,19 @@ class Handle:
             self.process(remaining)
         return self.events.popleft()
 
-    def _route(self, msg: Message) -> None:
-        if msg.type == EVENT:
-            self.events.append(msg)
-            return
-        if msg.matchtag == 0 and msg.errnum:
-            # the broker refused this connection (permission, protocol)
-            self.close()
-            raise RPCError(msg.errnum, msg.errstr)
-        rpc = self._rpcs.get(msg.matchtag)
-        if rpc is None:
-            return
-        if not rpc.streaming or msg.errnum:
-            rpc.done = True
-            del self._rpcs[msg.matchtag]
-        if rpc.callback is not None:
-            rpc.callback(msg)
-        else:
-            rpc.queue.append(msg)
+    def event(self, msg: Message) -> None:
+        self.events.append(msg)
+
+    def refused(self, error: RPCError) -> None:
+        self.close()
+        raise error
 
     def _lost(self, exc: OSError | None) -> RPCError:
         # the broker may have said why it hung up (permission, protocol): prefer its words
         if not self.closed:
             try:
                 data = self.sock.recv(1 << 16, _socket.MSG_DONTWAIT)
-                for msg in self._decoder.feed(data):
+                for msg in self.decoder.feed(data):
                     if msg.matchtag == 0 and msg.errnum:
                         self.close()
                         return RPCError(msg.errnum, msg.errstr)

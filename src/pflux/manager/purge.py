@@ -11,12 +11,14 @@ purge on request, with limits of their own.
 Inactive jobs are kept in the order they became inactive (a deque), so the
 jobs due are found at its front, never by a scan. A job purged by id stays in
 the deque until it reaches the front, where it is skipped. What a purge does
-(the KVS, the journal, the job manager's tables) is ``remove``.
+(the KVS, the journal, the job manager's tables) is ``remove``; what the two
+requests do, ``purge_request`` and ``purge_id_request``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import math
 import time
@@ -25,14 +27,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from pflux.broker.config import ConfigError
-from pflux.errors import DurationError
+from pflux.errors import DurationError, RPCError
 from pflux.manager import checkpoint
 from pflux.spec import duration
 from pflux.spec.kvs_keys import job_key
 
 if TYPE_CHECKING:
+    from pflux.broker.router import Request
     from pflux.manager.hosts import PurgeHost
     from pflux.manager.job import Ended
+    from pflux.protocol.manager import PurgeIdRequest, PurgeRequest
 
 log = logging.getLogger("pflux.job-manager")
 
@@ -201,3 +205,33 @@ def remove(host: PurgeHost, jobs: list[Ended]) -> None:
     host.events.add_ops(ops)
     host.events.batch.entries.extend(entries)
     log.debug("purged %d inactive jobs", len(jobs))
+
+
+def purge_request(
+    host: PurgeHost, retention: Retention, req: Request, request: PurgeRequest
+) -> None:
+    """Purge (``force``) or count the oldest inactive jobs past the request's limits."""
+    age = None if request.age_limit == -1 else request.age_limit
+    num = None if request.num_limit == -1 else request.num_limit
+    now = time.time()
+    if not request.force:  # counted now, told once the purges before it are durable
+        count, inactive = retention.count(age, num, now), len(host.ended)
+        host.events.after_commit(lambda: req.respond({"count": count, "inactive": inactive}))
+        return
+    jobs = retention.take(age, num, request.batch, now)
+    remove(host, jobs)
+    inactive = len(host.ended)
+    host.events.after_commit(lambda: req.respond({"count": len(jobs), "inactive": inactive}))
+
+
+def purge_id_request(host: PurgeHost, req: Request, request: PurgeIdRequest) -> None:
+    """Purge (``force``) or check one inactive job."""
+    job = host.ended.get(request.id)
+    if job is None:
+        if request.id in host.jobs:
+            raise RPCError(errno.EINVAL, "cannot purge active job")
+        raise RPCError(errno.ENOENT, "id not found")
+    if request.force:
+        remove(host, [job])
+    inactive = len(host.ended)
+    host.events.after_commit(lambda: req.respond({"count": 1, "inactive": inactive}))

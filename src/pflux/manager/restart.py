@@ -2,7 +2,9 @@
 
 Each eventlog is replayed by ``pflux.spec.replay``, which says what it skips in
 the job manager's log; a job whose log does not start with ``submit`` cannot be
-rebuilt and is left untouched in the KVS, with an error in the log.
+rebuilt and is left untouched in the KVS, with an error in the log. ``restore``
+puts what the replay found in place: the queues' checkpoint, the tables, the
+history, and ``flux-restart`` posted to every active job.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pflux.manager import checkpoint
 from pflux.manager.job import Ended, Job
+from pflux.manager.submit import validate
 from pflux.manager.wait import result_of
 from pflux.protocol.kvs import GetRequest, WalkRequest, value_of
 from pflux.protocol.manager import WaitReply
@@ -22,8 +26,33 @@ from pflux.spec.states import FLAG_WAITABLE, State
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
+    from pflux.manager.hosts import RestartHost
 
 log = logging.getLogger("pflux.job-manager")
+
+
+async def restore(host: RestartHost) -> None:
+    """Take up every job the KVS holds, as the instance starts."""
+    queues, stored_max_jobid = await checkpoint.load(host.broker)
+    host.queues.restore(queues)
+    host.jobs, host.ended, zombies = await load(host.broker)
+    host.waits.restarted(host.jobs, zombies)
+    known = max(max(host.jobs, default=0), max(host.ended, default=0))
+    host.max_jobid = max(known, stored_max_jobid)  # the largest may have been purged
+    valid = [(job.userid, job.id) for job in host.jobs.values() if job.state is not State.NEW]
+    host.history.rebuild([*valid, *((job.userid, job.id) for job in host.ended.values())])
+    for job in host.jobs.values():
+        host.by_state[job.state][job] = None
+    active = list(host.jobs.values())
+    if host.jobs or host.ended:
+        log.info("restart: %d jobs, %d active", len(host.jobs) + len(host.ended), len(active))
+    host.retention.rebuilt(host.ended)
+    for job in active:
+        host.post(job, "flux-restart")
+        for plugin in host.plugins:
+            plugin.restarted(job)
+        if job.state is State.NEW:
+            validate(host, job)
 
 
 async def load(

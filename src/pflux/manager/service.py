@@ -2,8 +2,10 @@
 
 The pure parts are RFC 21's transition table, shared with every service
 (``pflux.spec.states``), and beside this file the job record (job.py) and the
-choice of what to do next (actions.py). This module
-is the I/O around them: RPC methods, event posting (events.py), the scheduler
+choice of what to do next (actions.py). This module holds the RPC methods, each
+decoding its request and handing the work to the module of its concern, and the
+wiring between those modules: the submit path (submit.py), moving jobs on and
+what a commit sets off (progress.py), event posting (events.py), the scheduler
 protocol (alloc.py), the execution protocol (start.py), the journal
 (journal.py), restart (restart.py) and plugins.
 """
@@ -13,29 +15,22 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import time
-from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
-
-from msgspec import UNSET, json
 
 from pflux.broker.config import Declared
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
-from pflux.errors import PfluxError, RPCError
-from pflux.manager import checkpoint, purge, restart
-from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
+from pflux.errors import RPCError
+from pflux.manager import checkpoint, interventions, progress, purge, restart, submit
+from pflux.manager.actions import INTERNAL_STATES
 from pflux.manager.alloc import AllocClient
-from pflux.manager.events import Batch, EventPoster
+from pflux.manager.events import EventPoster
 from pflux.manager.history import History
 from pflux.manager.job import Ended, Job
 from pflux.manager.journal import Journal
 from pflux.manager.plugins import Plugin, perilog
-from pflux.manager.plugins.after import After, AfterAny, AfterExcept, AfterNotOk, AfterOk
-from pflux.manager.plugins.begin_time import BeginTime
-from pflux.manager.plugins.openmp import Fluid, String
-from pflux.manager.plugins.perilog import Perilog
-from pflux.manager.plugins.singleton import Singleton
+from pflux.manager.plugins.builtin import builtin
 from pflux.manager.purge import Retention
 from pflux.manager.queues import Queues
 from pflux.manager.quiescent import Quiescence
@@ -62,19 +57,15 @@ from pflux.protocol.manager import (
     UpdateRequest,
     UrgencyRequest,
 )
-from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from pflux.spec.jobspec import system_attributes
-from pflux.spec.kvs_keys import job_key
 from pflux.spec.queues import CONFIG_KEYS as QUEUE_KEYS
 from pflux.spec.queues import QueueConfig
-from pflux.spec.states import INACTIVE, SCHED, State, apply, priority
+from pflux.spec.states import State
 
 log = logging.getLogger("pflux.job-manager")
 
 # as plain names, quick to compare by identity (``post``)
 _DEPEND, _PRIORITY, _CLEANUP = INTERNAL_STATES
-_FREE = Action.FREE
 
 
 class JobManager(Service):
@@ -99,7 +90,12 @@ class JobManager(Service):
             state: {} for state in (State(1 << i) for i in range(7))
         }
         self.watchers: dict[str, list[Plugin]] = {}  # event name -> plugins that want it
-        self.events = EventPoster(broker, self._on_transition, self._on_commit, self.watchers)
+        self.events = EventPoster(
+            broker,
+            partial(progress.on_transition, self),
+            partial(progress.on_commit, self),
+            self.watchers,
+        )
         self.alloc: AllocClient = AllocClient(self)
         self.exec: StartClient = StartClient(self)
         self.quiescence: Quiescence = Quiescence(self)
@@ -112,17 +108,12 @@ class JobManager(Service):
         self.queue_config = QueueConfig.from_config(broker.config)
         self.queues = Queues(self.queue_config.queues)
         self.max_jobid = 0
-        self._drain: list[Request] = []
-        self._idle: list[Request] = []
-        self._depending: set[Job] = set()  # jobs whose dependencies are being added
-        self._free_hooks = False  # a plugin may hold resources back (an epilog)
-        schemes = (After, AfterAny, AfterOk, AfterNotOk, AfterExcept, BeginTime, String, Fluid)
-        for scheme in schemes:
-            self.add_plugin(scheme(self))
-        self.add_plugin(Singleton(self))  # counts the jobs that pass every other check
-        perilog = Perilog(self, broker.config)  # a bad [job-manager.*] table stops start-up
-        if perilog.active:
-            self.add_plugin(perilog)
+        self.drains: list[Request] = []
+        self.idles: list[Request] = []
+        self.depending: set[Job] = set()  # jobs whose dependencies are being added
+        self.free_hooks = False  # a plugin may hold resources back (an epilog)
+        for plugin in builtin(self, broker.config):
+            self.add_plugin(plugin)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -131,7 +122,7 @@ class JobManager(Service):
     def add_plugin(self, plugin: Plugin) -> None:
         self.plugins.append(plugin)
         if type(plugin).before_free is not Plugin.before_free:
-            self._free_hooks = True
+            self.free_hooks = True
         for scheme in plugin.schemes:
             self.schemes[scheme] = plugin
         for name in plugin.events:
@@ -140,26 +131,7 @@ class JobManager(Service):
     # --- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        queues, stored_max_jobid = await checkpoint.load(self.broker)
-        self.queues.restore(queues)
-        self.jobs, self.ended, zombies = await restart.load(self.broker)
-        self.waits.restarted(self.jobs, zombies)
-        known = max(max(self.jobs, default=0), max(self.ended, default=0))
-        self.max_jobid = max(known, stored_max_jobid)  # the largest may have been purged
-        valid = [(job.userid, job.id) for job in self.jobs.values() if job.state is not State.NEW]
-        self.history.rebuild([*valid, *((job.userid, job.id) for job in self.ended.values())])
-        for job in self.jobs.values():
-            self.by_state[job.state][job] = None
-        active = list(self.jobs.values())
-        if self.jobs or self.ended:
-            log.info("restart: %d jobs, %d active", len(self.jobs) + len(self.ended), len(active))
-        self.retention.rebuilt(self.ended)
-        for job in active:
-            self.post(job, "flux-restart")
-            for plugin in self.plugins:
-                plugin.restarted(job)
-            if job.state is State.NEW:
-                self._validate(job)
+        await restart.restore(self)
 
     async def stop(self) -> None:
         self.retention.stop()
@@ -224,96 +196,12 @@ class JobManager(Service):
         self.journal.annotations(job, annotations)
 
     def advance(self, job: Job) -> None:
-        """Perform the actions due for ``job``; those reaching outside wait for its commit."""
-        if job in self._depending:
-            return
-        actions = next_actions(
-            job,
-            sched_ready=self.alloc.ready,
-            exec_ready=self.exec.ready,
-            queue_started=self.queues.started(job.jobspec),
-        )
-        uncommitted = self.events.uncommitted(job)
-        for action in actions:
-            if action in _INTERNAL:
-                _INTERNAL[action](self, job)
-            elif not uncommitted or (action is _FREE and self.alloc.ready and not self._free_hooks):
-                # free is posted at once and sent once durable (AllocClient.free): with
-                # no epilog to start first, it joins the batch of the job's release (once
-                # the scheduler has said hello: until then, a job holding resources is one
-                # it must be told of)
-                _EXTERNAL[action](self, job)
+        """Perform the actions due for ``job`` (progress.py)."""
+        progress.advance(self, job)
 
     def advance_state(self, state: State) -> None:
         for job in list(self.by_state[state]):
-            self.advance(job)
-
-    def _run_dependencies(self, job: Job) -> None:
-        # no advancing this job until every dependency is added: one satisfied at once
-        # must not let it post depend while the rest are still to come
-        self._depending.add(job)
-        try:
-            for dependency in dependencies_of(job):
-                self.schemes[dependency["scheme"]].depend(job, dependency)
-        finally:
-            self._depending.discard(job)
-        job.depend_checked = True
-        self.advance(job)
-
-    def _free(self, job: Job) -> None:
-        if not any(plugin.before_free(job) for plugin in self.plugins):
-            self.alloc.free(job)
-
-    def _post_priority(self, job: Job) -> None:
-        self.post(job, "priority", {"priority": priority(job.urgency)})
-        if job.alloc_pending:
-            self.alloc.prioritize([job])
-
-    def _on_transition(self, job: Job, old: State) -> None:
-        del self.by_state[old][job]
-        if old is SCHED:
-            self.alloc.forget(job)
-        if job.state is INACTIVE:
-            waiters, job.waiters = job.waiters, []
-            self.events.after_commit(lambda: self._inactive(job, waiters))
-        else:
-            self.by_state[job.state][job] = None
-
-    def _inactive(self, job: Job, waiters: list[Request]) -> None:
-        """The job's end is durable: answer its waiters and keep only its outcome."""
-        reply = result_of(job.id, job)
-        for req in waiters:
-            req.respond(reply)
-        if self.jobs.pop(job.id, None) is not None:  # an invalidated job is gone entirely
-            ended = self.ended[job.id] = Ended(job)
-            self.waits.ended(job)
-            self.retention.add(ended)
-
-    def _on_commit(self, batch: Batch) -> None:
-        self.journal.publish(batch.entries)
-        for callback in batch.callbacks:
-            callback()
-        watchers = self.watchers
-        for jobid, event in batch.watched:
-            job = self.lookup(jobid)  # an Ended one, once inactive
-            if job is not None:
-                for plugin in watchers.get(event.name, ()):
-                    plugin.event(job, event)
-        for job in batch.jobs:
-            if job.state is not INACTIVE:
-                self.advance(job)
-        self._check_waiters()
-
-    def _check_waiters(self) -> None:
-        if self._drain and not self.count(State.ACTIVE | State.NEW):
-            for req in self._drain:
-                req.respond({})
-            self._drain = []
-        if self._idle and not self.count(State.RUNNING):
-            pending = self.count(State.PENDING | State.NEW)
-            for req in self._idle:
-                req.respond({"pending": pending})
-            self._idle = []
+            progress.advance(self, job)
 
     # --- dependencies, for plugins (RFC 26 event semantics) -------------------------------
 
@@ -336,56 +224,10 @@ class JobManager(Service):
     def submit(self, req: Request) -> None:
         """Take jobs that job-ingest has committed; refuse those a plugin rejects."""
         req.require_internal("job-ingest")
-        errors: list[tuple[int, str]] = []
         batch = decode("job-manager.submit", req.payload, SubmitBatch)
         req.payload = None  # a long jobspec's text: parsed once here, then let go
-        for spec in batch.jobs:
-            job = Job(spec.id)
-            self.max_jobid = max(self.max_jobid, job.id)
-            jobspec = spec.jobspec
-            # msgspec reads the text in place (orjson would copy it first)
-            job.jobspec = json.decode(jobspec) if type(jobspec) is str else jobspec
-            event = spec.event
-            if type(event) is not Event:  # from another process: its RFC 18 object
-                event = Event.from_json(event)
-            apply(job, event)
-            self.jobs[job.id] = job
-            self.by_state[job.state][job] = None
-            self.events.record(job, event, 0, commit=False)
-            error = self._validate(job)
-            if error:
-                errors.append((job.id, error))
+        errors = submit.take(self, batch)
         self.events.after_commit(lambda: req.respond(SubmitReply(errors)))
-
-    def _validate(self, job: Job) -> str | None:
-        """Post validate, or invalidate and remove the job; return why it was refused."""
-        error = self.queues.submit_error(job.jobspec or {})
-        if error is None:
-            try:
-                self._check_dependencies(job)
-                for plugin in self.plugins:
-                    plugin.validate(job)
-            except PfluxError as exc:
-                error = str(exc)
-        if error is None:
-            self.post(job, "validate")
-            self.waits.accepted(job)
-            self.history.add(job.userid, job.id)
-            return None
-        self.waits.refused(job)
-        self.post(job, "invalidate")
-        self.events.add_ops([["unlink", job_key(job.id), None]])
-        del self.jobs[job.id]
-        return error
-
-    def _check_dependencies(self, job: Job) -> None:
-        for dependency in dependencies_of(job):
-            plugin = self.schemes.get(dependency["scheme"])
-            if plugin is None:
-                raise RPCError(
-                    errno.EINVAL, f'dependency scheme "{dependency["scheme"]}" not supported'
-                )
-            plugin.validate_dependency(job, dependency)
 
     # --- job requests -------------------------------------------------------------------
 
@@ -399,75 +241,23 @@ class JobManager(Service):
     @method("raiseall", guest=True)
     def raiseall(self, req: Request) -> None:
         request = decode("job-manager.raiseall", req.payload, RaiseAllRequest)
-        userid = request.userid
-        if userid is UNSET:
-            userid = req.userid if not req.owner else -1
-        if not req.owner and userid != req.userid:
-            raise RPCError(errno.EPERM, "guests may only raise exceptions on their own jobs")
-        states = request.states
-        targets = [
-            job
-            for state, jobs in self.by_state.items()
-            if state & states and state is not State.INACTIVE
-            for job in jobs
-            if userid in (-1, job.userid)
-        ]
-        if not request.dry_run:
-            for job in targets:
-                self.raise_exception(job, request.type, request.note, request.severity, req.userid)
-        self.events.after_commit(lambda: req.respond({"count": len(targets)}))
+        interventions.raise_all(self, req, request)
 
     @method("kill", guest=True)
     async def kill(self, req: Request) -> None:
         request = decode("job-manager.kill", req.payload, JobKillRequest)
-        job = self._active_job(req, request.id)
-        signum = request.signum
-        # RUN or CLEANUP, as in flux-core: tasks may outlive a fatal exception for a while
-        if not job.state & State.RUNNING or not job.start_pending:
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running")
-        try:
-            await self.exec.kill(job, signum)
-        except RPCError as exc:
-            if exc.errnum != errno.ENOENT:  # ENOENT: its tasks have just ended
-                raise
-            raise RPCError(errno.EINVAL, f"job {JobID(job.id)} is not running") from None
-        req.respond({})
+        await interventions.kill(self, req, self._active_job(req, request.id), request.signum)
 
     @method("urgency", guest=True)
     def urgency(self, req: Request) -> None:
         request = decode("job-manager.urgency", req.payload, UrgencyRequest)
         urgency = check_urgency(request.urgency, owner=req.owner)
-        job = self._active_job(req, request.id)
-        if not job.state & (State.PENDING | State.NEW):
-            raise RPCError(
-                errno.EINVAL,
-                f"job {JobID(job.id)}: urgency cannot be changed once resources are allocated",
-            )
-        old = job.urgency
-        self.post(job, "urgency", {"urgency": urgency, "userid": req.userid})
-        self.events.after_commit(lambda: req.respond({"old_urgency": old}))
+        interventions.set_urgency(self, req, self._active_job(req, request.id), urgency)
 
     @method("memo", guest=True)
     def memo(self, req: Request) -> None:
-        """A memo event (RFC 21), shown as the job's ``user`` annotations; ``volatile``:
-        the annotations only, not in the eventlog (lost at a restart), as in flux-core."""
-        request = decode("job-manager.memo", req.payload, MemoRequest)
-        memo = request.memo
-        job = self.lookup(request.id)
-        if not isinstance(job, Job):
-            raise RPCError(errno.ENOENT, "unknown job id" if job is None else "job is inactive")
-        if not req.owner and req.userid != job.userid:
-            raise RPCError(errno.EPERM, "guests can only add a memo to their own jobs")
-        if request.volatile:
-
-            def annotated() -> None:  # after the job's events posted so far, in the journal
-                self.annotate(job, {"user": memo})
-                req.respond({})
-
-            self.events.after_commit(annotated)
-            return
-        self.post(job, "memo", memo)
-        self.events.after_commit(lambda: req.respond({}))
+        """A memo event, or annotations alone (``interventions.memo``)."""
+        interventions.memo(self, req, decode("job-manager.memo", req.payload, MemoRequest))
 
     @method("set-flags", guest=True)
     def set_flags(self, req: Request) -> None:
@@ -564,14 +354,14 @@ class JobManager(Service):
     @method("drain")
     def drain(self, req: Request) -> None:
         decode("job-manager.drain", req.payload, Empty)
-        self._drain.append(req)
-        self._check_waiters()
+        self.drains.append(req)
+        progress.check_waiters(self)
 
     @method("idle")
     def idle(self, req: Request) -> None:
         decode("job-manager.idle", req.payload, Empty)
-        self._idle.append(req)
-        self._check_waiters()
+        self.idles.append(req)
+        progress.check_waiters(self)
 
     def _require_owner(self, req: Request, what: str = "control the queue") -> None:
         if not req.owner:
@@ -581,35 +371,15 @@ class JobManager(Service):
 
     @method("purge")
     def purge_request(self, req: Request) -> None:
-        """Purge (``force``) or count the oldest inactive jobs past the request's limits."""
         request = decode("job-manager.purge", req.payload, PurgeRequest)
         self._require_owner(req, "purge jobs")
-        age = None if request.age_limit == -1 else request.age_limit
-        num = None if request.num_limit == -1 else request.num_limit
-        now = time.time()
-        if not request.force:  # counted now, told once the purges before it are durable
-            count, inactive = self.retention.count(age, num, now), len(self.ended)
-            self.events.after_commit(lambda: req.respond({"count": count, "inactive": inactive}))
-            return
-        jobs = self.retention.take(age, num, request.batch, now)
-        self.purge_jobs(jobs)
-        inactive = len(self.ended)
-        self.events.after_commit(lambda: req.respond({"count": len(jobs), "inactive": inactive}))
+        purge.purge_request(self, self.retention, req, request)
 
     @method("purge-id")
     def purge_id_request(self, req: Request) -> None:
-        """Purge (``force``) or check one inactive job."""
         request = decode("job-manager.purge-id", req.payload, PurgeIdRequest)
         self._require_owner(req, "purge jobs")
-        job = self.ended.get(request.id)
-        if job is None:
-            if request.id in self.jobs:
-                raise RPCError(errno.EINVAL, "cannot purge active job")
-            raise RPCError(errno.ENOENT, "id not found")
-        if request.force:
-            self.purge_jobs([job])
-        inactive = len(self.ended)
-        self.events.after_commit(lambda: req.respond({"count": 1, "inactive": inactive}))
+        purge.purge_id_request(self, req, request)
 
     def purge_jobs(self, jobs: list[Ended]) -> None:
         """Forget inactive ``jobs`` now, and remove them with this turn's events (purge.py)."""
@@ -666,29 +436,6 @@ class JobManager(Service):
     def sched_ready(self, req: Request) -> None:
         req.require_internal("the scheduler")
         self.alloc.sched_ready(req)
-
-
-def dependencies_of(job: Job) -> list[dict[str, Any]]:
-    """The RFC 26 dependencies in a job's jobspec (``attributes.system.dependencies``)."""
-    deps: list[dict[str, Any]] = system_attributes(job.jobspec).get("dependencies", [])
-    return deps
-
-
-_ActionFn = Callable[[JobManager, Job], None]
-
-_INTERNAL: dict[Action, _ActionFn] = {
-    Action.RUN_DEPENDENCIES: JobManager._run_dependencies,
-    Action.POST_DEPEND: lambda mgr, job: mgr.post(job, "depend"),
-    Action.POST_PRIORITY: JobManager._post_priority,
-    Action.POST_CLEAN: lambda mgr, job: mgr.post(job, "clean"),
-}
-_EXTERNAL: dict[Action, _ActionFn] = {
-    Action.ALLOC: lambda mgr, job: mgr.alloc.alloc(job),
-    Action.CANCEL_ALLOC: lambda mgr, job: mgr.alloc.cancel(job),
-    Action.START: lambda mgr, job: mgr.exec.start(job),
-    Action.KILL: lambda mgr, job: mgr.exec.exception(job),
-    Action.FREE: JobManager._free,
-}
 
 
 def _or_empty(payload: Any) -> Any:

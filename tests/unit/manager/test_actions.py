@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.manager import actions, service
+from pflux.manager import actions, progress
 from pflux.manager.actions import INTERNAL, INTERNAL_STATES, Action
 from pflux.manager.job import Job
 from pflux.spec.eventlog import Event
@@ -133,6 +133,6 @@ def test_only_the_internal_states_have_internal_actions(
 
 
 def test_the_internal_actions_are_those_the_manager_does_itself() -> None:
-    assert set(service._INTERNAL) == INTERNAL
-    assert not set(service._EXTERNAL) & INTERNAL
-    assert set(service._INTERNAL) | set(service._EXTERNAL) == set(Action)
+    assert set(progress._INTERNAL) == INTERNAL
+    assert not set(progress._EXTERNAL) & INTERNAL
+    assert set(progress._INTERNAL) | set(progress._EXTERNAL) == set(Action)
