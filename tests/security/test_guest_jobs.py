@@ -118,3 +118,13 @@ def test_a_guests_job_over_two_ranks_runs_as_the_guest_on_each(site: Site) -> No
             pytest.skip("job submission here does not sign a guest's job under MUNGE")
         assert proc.returncode == 0, (proc.stderr, s.helper.log)
         assert sorted(proc.stdout.split("\n")[:2]) == [f"{s.guest.uid} 0", f"{s.guest.uid} 1"]
+
+
+def test_a_guests_next_job_runs_in_the_shell_its_last_ran_in(site: Site) -> None:
+    """A guest's shell done with a job takes the guest's next one, which it checks as
+    the helper would, as its user: the helper is asked once, and no fork is paid."""
+    s = site
+    runs = [s.ok(s.guest, "run", "sh", "-c", "echo $PPID $(id -u)").split() for _ in range(3)]
+    assert {uid for _, uid in runs} == {str(s.guest.uid)}
+    shells = {ppid for ppid, _ in runs}  # a task's parent is its shell
+    assert len(shells) == 1, runs

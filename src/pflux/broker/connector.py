@@ -428,11 +428,13 @@ async def serve(broker: Broker, path: Path) -> asyncio.AbstractServer:
         lambda: Connection(broker, inbound, access=access), sock=sock, backlog=1024
     )
     if access.guest_user:
-        log.warning(
-            "[access] allow-guest-user: guests may connect; their jobs are refused,"
-            " since none may run as uid %d, the instance owner's",
-            broker.owner,
-        )
+        if not broker.config.get("exec", {}).get("imp"):
+            log.warning(
+                "[access] allow-guest-user: guests may connect; their jobs are refused,"
+                " since none may run as uid %d, the instance owner's, without a privileged"
+                " helper ([exec] imp)",
+                broker.owner,
+            )
         path.chmod(0o777)  # connecting needs write permission on the socket
         private.open_to_guests(path)
     else:

@@ -30,7 +30,7 @@ import resource
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pflux.errors import PfluxError
@@ -44,6 +44,7 @@ from pflux.protocol.shellwire import Description
 from pflux.shell import tasks as proc
 from pflux.shell.context import Context
 from pflux.shell.job import Shell
+from pflux.shell.serve import JOBS_PER_SHELL, next_job
 
 __all__ = ["ImpServer", "Refused", "become"]
 
@@ -186,12 +187,19 @@ class ImpServer:
             return 1
         _answer(conn, wire.STARTED, key, b"%d" % os.getpid())
         conn.close()
-        return _shell(*job)
+        return _shell(*job, checked=self._checked)
 
     def _check(self, key: int, payload: bytes, fds: list[int]) -> tuple[Any, ...]:
         """The arguments of ``_shell`` for the request, if it is to be run."""
         if len(fds) != 2 or not all(_is_seqpacket(fd) for fd in fds):
             raise Refused("the request must carry the shell's two sockets")
+        entry, description, uri = self._checked(payload)
+        return entry, key, description, fds, (uri or None, self.boot)
+
+    def _checked(self, payload: bytes) -> tuple[pwd.struct_passwd, Description, str]:
+        """(the user, the description as it is run, the URI line) of a request whose J
+        verifies and whose description is J's jobspec's; Refused otherwise. A guest's
+        shell asks it again, as its user, of each further job the launcher gives it."""
         try:
             uri, userid_text, signed, data = impwire.split_request(payload)
             description = impwire.decode_description(data)
@@ -206,7 +214,7 @@ class ImpServer:
             entry = pwd.getpwuid(uid)
         except KeyError:
             raise Refused(f"uid {uid} does not exist") from None
-        return entry, key, description, fds, (uri or None, self.boot)
+        return entry, description, uri
 
     def _user(self, userid_text: str, signed: str) -> tuple[Any, int]:
         """(J's jobspec, its user), once J verifies and names the job's user."""
@@ -289,9 +297,16 @@ def _shell(
     description: Description,
     fds: list[int],
     where: tuple[str | None, bytes],
+    *,
+    checked: Callable[[bytes], tuple[pwd.struct_passwd, Description, str]],
 ) -> int:
-    """Become the user, then be the job's shell; the exit code. ``where``: the broker URI
-    for the tasks (None: the description's) and the boot id."""
+    """Become the user, then be the job's shell, and the shell of the user's further jobs
+    the launcher gives it, each ``checked`` as the first was; the exit code. ``where``:
+    the broker URI for the tasks (None: the description's) and the boot id.
+
+    The shell is the user's own process from the first job on, so a further job needs
+    no privilege: only J, which the shell verifies itself, and which the user alone can
+    make. Reused, as the launcher's own shells are, a guest's job costs no fork."""
     uri, boot = where
     control, records = fds
     keep = sorted((0, 1, 2, control, records))
@@ -325,8 +340,31 @@ def _shell(
         exec_dir=-1,
         uri=uri,
     )
-    shell = Shell(key, ctx, socket.socket(fileno=control))
-    return shell.run(marshal.dumps(tuple(description)))
+    sock = socket.socket(fileno=control)
+    ran = 0
+    while True:
+        shell = Shell(key, ctx, sock)
+        code = shell.run(marshal.dumps(tuple(description)))
+        ran += 1
+        if code or ran == JOBS_PER_SHELL or not shell.reset():
+            return code
+        try:
+            sock.send(wire.record(wire.DONE, key))
+        except OSError:
+            return 0  # the launcher is gone: nobody would give another job
+        job = next_job(sock, wire.SPAWN_AS)
+        if job is None:
+            return 0  # retired
+        key, payload = job
+        try:
+            user, description, _ = checked(payload)
+            if user.pw_uid != os.getuid():
+                raise Refused(f"the job is uid {user.pw_uid}'s, not this shell's")
+        except Refused as exc:
+            _log(f"refused job {wire.key_name(key)}: {exc}")
+            note = f"pflux-imp: {exc}".encode()
+            os.write(records, wire.record(wire.EXCEPTION, key, note))
+            return 1
 
 
 def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:

@@ -66,6 +66,9 @@ STOP_AT_SPAWN: Final = "PFLUX_TEST_STOP_AT_SPAWN"
 IMP_TIMEOUT: Final = 10.0  # seconds the privileged helper may take to take a request
 IMP_CHUNK: Final = 65536  # a request to the helper goes in datagrams of this size
 GUEST_RECV_SIZE: Final = 1 << 20  # more than a guest's shell sends at once
+GUEST_SPARES: Final = 4  # a user's shells kept for the user's next jobs, at most
+GUEST_SPARES_KEPT: Final = 16  # guests' shells kept, all users together, at most
+GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
 _IN: Final = select.EPOLLIN
 _CREDENTIALS: Final = _struct.Struct("3i")
 _FD_SIZE: Final = 4
@@ -80,12 +83,14 @@ class _Shell:
         "generation",
         "guest",
         "held",
+        "idle",
         "jobid",
         "note",
         "outbox",
         "pid",
         "pidfd",
         "sock",
+        "uid",
     )
 
     def __init__(self, pid: int, sock: _socket.socket, generation: int) -> None:
@@ -107,6 +112,8 @@ class _Shell:
         self.held = b""
         self.exited = False
         self.note = b""
+        self.uid = -1  # a guest's shell's user
+        self.idle = 0.0  # when a guest's shell last became a spare (CLOCK_MONOTONIC)
 
 
 class _Orphan:
@@ -207,6 +214,8 @@ class LauncherServer:
         self.asking: dict[int, _Shell] = {}  # connections to the helper, by descriptor
         self.guest_fds: dict[int, _Shell] = {}  # guest shells' records sockets and pidfds
         self.blocked: list[_Shell] = []  # guest shells whose records wait for job-exec's socket
+        # guests' shells done with a job, each waiting for another of its user's, by uid
+        self.guest_spares: dict[int, list[_Shell]] = {}
         self.guest_buffer = bytearray()  # made when the first guest's records come
         if listener is not None:
             self._accept()  # shells that rejoined before it started
@@ -219,8 +228,10 @@ class LauncherServer:
                 break  # nothing left to take over
             wanted = not self.detached and len(self.spares) < SPARES
             refill = (refill or len(self.spares) <= SPARES_LOW) and wanted
-            if not self._turn(0 if refill else -1) and refill:
+            if not self._turn(0 if refill else self._guest_wait()) and refill:
                 refill = self._fork()  # one at a time: what is ready goes first
+            if self.guest_spares:
+                self._retire_idle_guests()
         if self.closing:
             self._shutdown()
         return 0
@@ -323,6 +334,7 @@ class LauncherServer:
         self.unsent.clear()
         self.inbuf.clear()
         self._retire_spares()  # they hold the dead job-exec's socket
+        self._retire_guest_spares()  # a guest's shell does not outlive its job-exec
         self._unblock()
         for entry in list(self.by_job.values()):
             if entry.guest is not None:  # a guest's shell keeps no spool: it ends its job
@@ -511,9 +523,12 @@ class LauncherServer:
         if not n:
             self._reap(entry)
             return
-        if entry.guest is not None:
-            return  # a guest's shell says nothing on it: it ends, and is reaped
-        for kind, jobid, _ in wire.split(memoryview(self.buffer)[:n])[0]:
+        found = wire.split(memoryview(self.buffer)[:n])[0]
+        if entry.guest is not None:  # a guest's shell says DONE on it, and nothing else
+            if any(kind == wire.DONE and key == entry.jobid >= 0 for kind, key, _ in found):
+                self._guest_done(entry)
+            return
+        for kind, jobid, _ in found:
             if kind == wire.DONE and jobid == entry.jobid >= 0:
                 self._done(entry)
 
@@ -584,6 +599,11 @@ class LauncherServer:
             return
         uri = (self.context.uri or "").encode()
         data = wire.record(wire.SPAWN_AS, jobid, b"%s\n%s" % (uri, payload))
+        userid = payload.split(b"\n", 1)[0]
+        uid = int(userid) if userid.isdigit() else -1
+        spare = self._guest_spare(uid)
+        if spare is not None and self._give_guest(spare, jobid, data):
+            return
         ends: list[_socket.socket] = []
         try:
             ends += _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
@@ -611,6 +631,7 @@ class LauncherServer:
         entry = _Shell(0, ends[0], self.generation)
         entry.adopted = True  # not our child
         entry.jobid = jobid
+        entry.uid = uid
         entry.guest = ends[2]
         entry.asking = conn
         self.by_job[jobid] = entry  # what job-exec sends waits in the shell's socket
@@ -735,6 +756,7 @@ class LauncherServer:
     def _end_guest(self, entry: _Shell, note: bytes) -> None:
         """End a guest's job: close its shell's socket, so that it kills its tasks and
         exits, and read no more of it; its end is its pidfd's."""
+        self._unspare(entry)
         if note and not entry.note:
             entry.note = note
         if entry.asking is not None:  # not started yet: the helper's child finds it closed
@@ -755,7 +777,11 @@ class LauncherServer:
 
     def _guest_ended(self, entry: _Shell) -> None:
         """A guest's shell has exited (or is forgotten): its last records, then its end."""
-        if entry.jobid < 0 or self.by_job.get(entry.jobid) is not entry:
+        if entry.jobid < 0:  # a spare: nothing of a job is left with it
+            self._unspare(entry)
+            self._forget_guest(entry)
+            return
+        if self.by_job.get(entry.jobid) is not entry:
             return
         while not entry.held and self._guest_records(entry):
             pass
@@ -770,6 +796,90 @@ class LauncherServer:
             note = entry.note or b"job shell ended without its status"
             self.unsent += wire.record(wire.EXITED, jobid, b"-1 " + note)
             self.ended.append(journal.end_lines([jobid]))
+
+    def _guest_done(self, entry: _Shell) -> None:
+        """A guest's shell has ended its job and waits for another of its user's: keep it
+        for one (the user's next job then costs neither the helper nor a fork; the shell
+        checks its J itself), or let it end as a shell used once does."""
+        while not entry.held and self._guest_records(entry):
+            pass
+        jobid = entry.jobid
+        spares = self.guest_spares.get(entry.uid, [])
+        guest = entry.guest
+        kept = entry.exited and not entry.held and guest is not None and guest.fileno() >= 0
+        kept = kept and len(spares) < GUEST_SPARES
+        kept = kept and sum(map(len, self.guest_spares.values())) < GUEST_SPARES_KEPT
+        if not kept or self.quit or self.closing or self.detached:
+            _retire(entry)  # it exits, and its end is the job's, as for a shell used once
+            return
+        del self.by_job[jobid]
+        self.ended.append(journal.end_lines([jobid]))
+        entry.jobid = -1
+        entry.exited = False
+        entry.note = b""
+        entry.idle = time.monotonic()
+        if entry.outbox:  # for the job that is over: moot
+            entry.outbox.clear()
+            self.poller.modify(entry.sock.fileno(), _IN)
+        self.guest_spares.setdefault(entry.uid, []).append(entry)
+
+    def _guest_spare(self, uid: int) -> _Shell | None:
+        """A spare shell of ``uid``'s, taken from the spares; None if there is none."""
+        spares = self.guest_spares.get(uid)
+        if not spares:
+            return None
+        entry = spares.pop()
+        if not spares:
+            del self.guest_spares[uid]
+        return entry
+
+    def _give_guest(self, entry: _Shell, jobid: int, data: bytes) -> bool:
+        """Give a guest's job (its SPAWN_AS record, ``data``) to a spare shell of its
+        user's, journalled as the helper's shells are; False if the shell is gone."""
+        try:
+            for start in range(0, len(data), SPAWN_CHUNK):
+                entry.sock.send(data[start : start + SPAWN_CHUNK])
+        except OSError:
+            _retire(entry)  # it has ended: its socket's end forgets it
+            return False
+        entry.jobid = jobid
+        self.by_job[jobid] = entry
+        when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        boot = self.context.boot
+        lines = journal.given_line(jobid, entry.pid, when, boot)
+        os.write(self.journal, lines + journal.start_line(jobid, entry.pid, when, boot))
+        return True
+
+    def _unspare(self, entry: _Shell) -> None:
+        """Take a guest's shell from the spares, if it is one."""
+        spares = self.guest_spares.get(entry.uid)
+        if spares and entry in spares:
+            spares.remove(entry)
+            if not spares:
+                del self.guest_spares[entry.uid]
+
+    def _guest_wait(self) -> float:
+        """Seconds until the longest idle guest's spare is to be retired (-1: none)."""
+        if not self.guest_spares:
+            return -1
+        oldest = min(entry.idle for spares in self.guest_spares.values() for entry in spares)
+        return max(0.0, oldest + GUEST_IDLE - time.monotonic())
+
+    def _retire_idle_guests(self) -> None:
+        """Retire guests' spares idle for GUEST_IDLE seconds: a user's process lingers no
+        longer than that after its last job."""
+        limit = time.monotonic() - GUEST_IDLE
+        for spares in list(self.guest_spares.values()):
+            for entry in [e for e in spares if e.idle <= limit]:
+                self._unspare(entry)
+                _retire(entry)  # it exits; its socket's end forgets it
+
+    def _retire_guest_spares(self) -> None:
+        """Retire every guest's spare (they exit; their sockets' ends forget them)."""
+        for spares in self.guest_spares.values():
+            for entry in spares:
+                _retire(entry)
+        self.guest_spares.clear()
 
     def _forget_guest(self, entry: _Shell) -> None:
         """Close everything of a guest's shell here."""
@@ -924,6 +1034,7 @@ class LauncherServer:
     def _shutdown(self) -> None:
         """job-exec is gone: SIGTERM every task, then after the grace SIGKILL the shells."""
         self._retire_spares()
+        self._retire_guest_spares()
         for jobid in self.by_job:
             self._to_shell(jobid, wire.record(wire.QUIT, jobid))
             self._to_shell(jobid, wire.record(wire.KILL, jobid, b"%d" % _signal.SIGTERM))

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out 
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-__all__ = ["JOBS_PER_SHELL", "SPAWN_CHUNK", "serve"]
+__all__ = ["JOBS_PER_SHELL", "SPAWN_CHUNK", "next_job", "serve"]
 
 SPAWN_CHUNK: Final = 65536  # the launcher sends a job's description in datagrams of this size
 JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
@@ -48,7 +48,7 @@ def serve(ctx: Context, sock: socket) -> int:
     if not proc.set_subreaper():
         warn("cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER)")
     ran = 0
-    while (job := _next_job(sock)) is not None:
+    while (job := next_job(sock)) is not None:
         shell = Shell(job[0], ctx, sock)
         try:
             code = shell.run(job[1])
@@ -70,8 +70,9 @@ def serve(ctx: Context, sock: socket) -> int:
     return code
 
 
-def _next_job(sock: socket) -> tuple[int, bytes] | None:
-    """(shell key, description) of the next SPAWN; None when the socket ends first."""
+def next_job(sock: socket, spawn: bytes = wire.SPAWN) -> tuple[int, bytes] | None:
+    """(shell key, payload) of the next ``spawn`` record (SPAWN: the description; a
+    guest's shell waits for SPAWN_AS); None when the socket ends first."""
     try:
         while True:
             data = sock.recv(SPAWN_CHUNK)
@@ -80,7 +81,7 @@ def _next_job(sock: socket) -> tuple[int, bytes] | None:
             if len(data) < wire.HEADER.size:
                 continue
             kind, jobid, rank, length = wire.HEADER.unpack_from(data)
-            if kind != wire.SPAWN:
+            if kind != spawn:
                 continue  # for the job before, passed on before the launcher heard it was done
             while len(data) < wire.HEADER.size + length:  # a large description comes in pieces
                 more = sock.recv(SPAWN_CHUNK)

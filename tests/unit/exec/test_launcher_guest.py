@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from support.shells import description
 
 JOB = 1 << 24
 OTHER = JOB + 1
+SECOND = 2 << 24
 
 # the guest's shell as the helper's child runs it (less the change of user); J "forge"
 # makes it send a record of another job first, as a guest who took over its shell could
@@ -38,6 +40,7 @@ import pflux
 from pflux.protocol import impwire, shellwire as wire
 from pflux.shell.context import Context
 from pflux.shell.job import Shell
+from pflux.shell.serve import next_job
 control, records, key = map(int, sys.argv[1:4])
 uri, userid, signed, data = impwire.split_request(sys.stdin.buffer.read())
 job = impwire.decode_description(data)
@@ -48,7 +51,19 @@ if signed == "forge":
 ctx = Context(journal=-1, boot=b"boot", devnull=os.open(os.devnull, os.O_RDONLY),
               cpus=tuple(os.sched_getaffinity(0)), cwd="/", path=os.environ.get("PATH"),
               records=sock, spool="", exec_dir=-1)
-sys.exit(Shell(key, ctx, socket.socket(fileno=control)).run(marshal.dumps(tuple(job))))
+launcher = socket.socket(fileno=control)
+while True:  # J "reuse": done with its job, it takes the next, as the helper's shells do
+    shell = Shell(key, ctx, launcher)
+    code = shell.run(marshal.dumps(tuple(job)))
+    if code or signed != "reuse" or not shell.reset():
+        sys.exit(code)
+    launcher.send(wire.record(wire.DONE, key))
+    given = next_job(launcher, wire.SPAWN_AS)
+    if given is None:
+        sys.exit(0)
+    key, payload = given
+    uri, userid, signed, data = impwire.split_request(payload)
+    job = impwire.decode_description(data)
 """
 
 
@@ -213,6 +228,28 @@ def test_a_guests_shell_that_sends_another_jobs_record_is_ended_and_the_other_ru
     assert marker.exists()
     assert not [r for r in launcher.got if r[0] == wire.OUTPUT and b"forged" in r[2]]
     assert launcher.close() == 0
+
+
+def test_a_guests_shell_done_with_a_job_runs_the_users_next_without_the_helper(
+    tmp_path: Path, helper: Helper
+) -> None:
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    launcher.guest_job(["sh", "-c", "echo $PPID"], signed="reuse")
+    first = launcher.until(wire.EXITED)
+    deadline = time.monotonic() + 30
+    while journal.live(str(launcher.journal)) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the job's end is journalled when its shell says DONE
+    assert journal.live(str(launcher.journal)) == {}
+    launcher.guest_job(["sh", "-c", "echo $PPID"], signed="reuse", jobid=SECOND)
+    second = launcher.until(wire.EXITED, SECOND)
+    assert len(helper.requests) == 1  # the second went to the first's shell
+    [shell] = helper.shells
+    out = (wire.OUTPUT, JOB, b"o\0\0\0\0%d\n" % shell.pid)
+    assert out in first
+    assert (wire.OUTPUT, SECOND, out[2]) in second
+    assert second[-1][2] == b"0"
+    assert launcher.close() == 0  # the spare is retired with the launcher
+    assert journal.live(str(launcher.journal)) == {}
 
 
 def test_a_helpers_refusal_is_the_jobs_end_with_its_reason(tmp_path: Path) -> None:

@@ -1,0 +1,126 @@
+"""Guests' real jobs against the owner's, through one site instance and its privileged helper.
+
+Run as root, with MUNGE running and two local users: the instance account and a
+guest (``useradd``; the tests make ``pfluxsec1`` and ``pfluxsec2``).
+
+    python bench/guests.py -n 300 --rounds 3 --account pfluxsec1 --guest pfluxsec2
+
+It starts the helper (``python -m pflux.imp``) as root, then an instance as the
+account with ``[exec] imp`` and ``[access] allow-guest-user``; then, alternating,
+the account and the guest each submit ``-n`` real ``true`` jobs with every request
+in flight (the API's ``submit_many``) and wait for them all, and it reports each
+round's jobs/s, N over the time from the first submit to the last end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+ROUND = """
+import sys, time
+from pflux.api import Client, jobspec_of
+n = int(sys.argv[1])
+jobspec = jobspec_of(["true"], environment={"PATH": "/usr/bin:/bin"})
+with Client() as client:
+    t0 = time.monotonic()
+    ids = client.submit_many([jobspec] * n)
+    results = client.wait_all(ids)
+    took = time.monotonic() - t0
+failed = sum(not r.success for r in results.values())
+print(n / took, failed)
+"""
+
+
+def python_for(base: Path, user: pwd.struct_passwd) -> str:
+    """A Python ``user`` can run with pflux importable (this one, or a venv beside the
+    system's Python of the same version that finds this one's packages)."""
+    probe = [sys.executable, "-c", "import pflux.api"]
+    try:
+        ran = subprocess.run(probe, user=user.pw_uid, group=user.pw_gid, check=False)
+    except OSError:
+        ran = None
+    if ran is not None and ran.returncode == 0:
+        return sys.executable
+    system = shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}", path="/usr/bin")
+    if system is None:
+        raise SystemExit(f"{user.pw_name} cannot run {sys.executable}, and no system Python")
+    env = base / "python"
+    subprocess.run([system, "-m", "venv", "--without-pip", str(env)], check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(env)}))
+    (site / "pflux-bench.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n"
+    )
+    return str(env / "bin" / "python")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("-n", "--jobs", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--account", default="pfluxsec1", help="the instance's account")
+    parser.add_argument("--guest", default="pfluxsec2", help="a user who submits as a guest")
+    args = parser.parse_args()
+    if os.getuid() != 0:
+        raise SystemExit("run as root: the privileged helper runs as root")
+    account, guest = pwd.getpwnam(args.account), pwd.getpwnam(args.guest)
+    base = Path(tempfile.mkdtemp(prefix="pflux-guests-"))
+    base.chmod(0o755)
+    try:
+        python = python_for(base, account)
+        sock = base / "imp" / "sock"
+        imp = base / "imp.toml"
+        imp.write_text(
+            f'socket = "{sock}"\nallowed-users = ["{args.account}"]\n'
+            f'allowed-mechanisms = ["munge"]\nmax-ttl = 300\npython = "{python}"\n'
+        )
+        helper = subprocess.Popen([sys.executable, "-m", "pflux.imp", "--config", str(imp)])
+        home = base / "home"
+        home.mkdir(mode=0o777)
+        config = base / "site.toml"
+        config.write_text(f'[access]\nallow-guest-user = true\n[exec]\nimp = "{sock}"\n')
+        wait = ["sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null']
+        instance = subprocess.Popen(
+            [python, "-m", "pflux.cli", "start", "--config", str(config), *wait],
+            user=account.pw_uid, group=account.pw_gid, extra_groups=[], cwd=home,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+        )  # fmt: skip
+        assert instance.stdout is not None
+        assert instance.stdin is not None
+        uri = instance.stdout.readline().strip()
+        rates: dict[str, list[float]] = {"owner": [], "guest": []}
+        try:
+            for _ in range(args.rounds):
+                for name, user in (("owner", account), ("guest", guest)):
+                    out = subprocess.run(
+                        [python, "-c", ROUND, str(args.jobs)],
+                        user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=home,
+                        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "PFLUX_URI": uri},
+                        capture_output=True, text=True, check=True,
+                    ).stdout.split()  # fmt: skip
+                    rate, failed = float(out[0]), int(out[1])
+                    rates[name].append(rate)
+                    print(f"{name}: {rate:.0f} jobs/s ({failed} failed)", flush=True)
+        finally:
+            instance.stdin.close()
+            instance.wait(60)
+            helper.terminate()
+            helper.wait(30)
+        owner, guests = statistics.median(rates["owner"]), statistics.median(rates["guest"])
+        print(f"median: owner {owner:.0f} jobs/s, guest {guests:.0f} ({guests / owner:.0%})")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
