@@ -75,12 +75,16 @@ class JournalConsumer(JournalConsumerBase):
         self.include_sentinel = include_sentinel
         self.processing_inactive = full
         self._seen: dict[int, int] = {}  # job id -> the highest eventlog index given
+        # (job id, index) given before the sentinel: a live entry may come before the
+        # history it follows, so only an entry given already is left out
+        self._given: set[tuple[int, int]] = set()
         self._ended = False
 
     def _request(self) -> RPC:
         self._ended = False
         self.processing_inactive = self.full
         self._seen.clear()
+        self._given.clear()
         return self.handle.rpc(
             "job-manager.events-journal", {"full": self.full}, 0, FLUX_RPC_STREAMING
         )
@@ -98,6 +102,7 @@ class JournalConsumer(JournalConsumerBase):
         if resp.get("sentinel"):
             if self.processing_inactive:
                 self.processing_inactive = False
+                self._given.clear()
                 self.backlog = deque(sorted(self.backlog, key=lambda e: e.timestamp))
                 if self.include_sentinel:
                     self.backlog.append(self.SENTINEL_EVENT)
@@ -109,9 +114,13 @@ class JournalConsumer(JournalConsumerBase):
                     self._seen.pop(item.get("id"), None)  # the job is gone for good
                 continue
             jobid = item["id"]
-            if seq <= self._seen.get(jobid, -1):
+            if self.processing_inactive:
+                if (jobid, seq) in self._given:
+                    continue  # sent live and with the history
+                self._given.add((jobid, seq))
+            elif seq <= self._seen.get(jobid, -1):
                 continue  # sent with the history already
-            self._seen[jobid] = seq
+            self._seen[jobid] = max(seq, self._seen.get(jobid, -1))
             event = JournalEvent(jobid, item["entry"], item.get("jobspec"), item.get("R"))
             if event.timestamp > self.since:
                 self.backlog.append(event)
