@@ -194,6 +194,7 @@ class Overlay:
         self.children: dict[int, _Child] = {}
         self.parent_up = False
         self._parent_heard = 0.0
+        self.stopping = False  # the tree was told to stop: a child's silence is its end
         self._ctx: zmq.Context[zmq.Socket[bytes]] | None = None
         self._router: zmq.Socket[bytes] | None = None
         self._dealer: zmq.Socket[bytes] | None = None
@@ -272,6 +273,7 @@ class Overlay:
 
     def shutdown_tree(self) -> None:
         """Tell every child to stop (and, through them, their subtrees)."""
+        self.stopping = True
         for rank in list(self.children):
             self._control(rank, "overlay.shutdown", {})
 
@@ -684,7 +686,8 @@ class Overlay:
         child = self.children.pop(rank)
         ranks = sorted(child.subtree)
         host = child.subtree.get(rank, {}).get("hostname", "?")
-        log.error(
+        # once the tree was told to stop, a child that goes quiet is stopping, as asked
+        (log.info if self.stopping else log.error)(
             "overlay: lost contact with rank %d (%s): %s; down: %s",
             rank,
             host,

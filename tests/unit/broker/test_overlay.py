@@ -492,3 +492,22 @@ def test_a_message_over_the_overlay_limit_is_refused_logged_and_never_taken(
     assert dropped[0].startswith("overlay: echo.rank to rank 1 not sent: ")
     assert dropped[0].endswith(f"bytes, more than the limit of {limit}")
     assert dropped[1].startswith("overlay: echo.long to rank 0 not sent: ")
+
+
+def test_a_child_quiet_once_the_tree_was_told_to_stop_is_no_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopping many ranks on few cores, a subtree may take longer than the timeout to
+    stop: its silence is what was asked for, said at INFO, not an error."""
+
+    async def scenario() -> None:
+        async with tree(test_size_boots(2, tmp_path, 2, ["a", "b"]), timeout=LOSS) as t:
+            t.overlays[0].shutdown_tree()
+            await t.stop_rank(1)
+            assert await t.change(1) is None
+
+    with caplog.at_level(logging.INFO, logger="pflux.overlay"):
+        run(scenario)
+    lost = [r for r in caplog.records if "lost contact with rank 1" in r.getMessage()]
+    assert lost
+    assert {r.levelno for r in lost} == {logging.INFO}
