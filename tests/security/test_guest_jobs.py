@@ -128,3 +128,17 @@ def test_a_guests_next_job_runs_in_the_shell_its_last_ran_in(site: Site) -> None
     assert {uid for _, uid in runs} == {str(s.guest.uid)}
     shells = {ppid for ppid, _ in runs}  # a task's parent is its shell
     assert len(shells) == 1, runs
+
+
+def test_a_guest_reads_its_own_jobs_logs_and_not_the_owners(site: Site) -> None:
+    s = site
+    mine = s.ok(s.guest, "submit", "echo", "guest-said").strip()
+    s.ok(s.guest, "job", "wait-event", "-t", "120", mine, "clean")
+    assert "shell.start" in s.ok(s.guest, "job", "eventlog", "-p", "exec", mine)
+    assert "guest-said" in s.ok(s.guest, "job", "eventlog", "-p", "output", mine)
+    theirs = s.ok(s.inst, "submit", "echo", "owner-said").strip()
+    s.ok(s.inst, "job", "wait-event", "-t", "120", theirs, "clean")
+    rc, out, err = s.pflux(s.guest, "job", "eventlog", "-p", "output", theirs)
+    assert rc != 0
+    assert "owner-said" not in out
+    assert "not your job" in err or "ermission" in err, err

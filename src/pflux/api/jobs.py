@@ -164,7 +164,11 @@ def read_log(jobid: int, path: str = "eventlog") -> Exchange[str]:
     except RPCError as exc:
         if exc.errnum in (errno.ENOENT, errno.EISDIR):
             raise RPCError(exc.errnum, f"eventlog path {path} not found") from None
-        raise
+        if exc.errnum != errno.EPERM:
+            raise
+        # a guest reads its own job's logs through job-info, which checks ownership
+        text: str = (yield from lookup(jobid, [path]))[path]
+        return text
     return "".join(piece["value"] for piece in pieces)
 
 
