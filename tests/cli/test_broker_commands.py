@@ -47,6 +47,21 @@ def test_ping_waits_its_interval_between_requests(uri: str) -> None:
     assert time.monotonic() - start >= 0.4  # two intervals: none after the last
 
 
+def test_ping_u_shows_the_credentials_the_answer_carries(uri: str) -> None:
+    line = ok(uri, "ping", "-u", "-c", "1", "kvs").strip()
+    assert re.fullmatch(
+        r"kvs\.ping pad=0 userid=\d+ rolemask=0x1 seq=0 time=\d+\.\d{3} ms \(0\)", line
+    ), line
+
+
+def test_ping_b_sends_every_request_before_it_reads_an_answer(uri: str) -> None:
+    start = time.monotonic()
+    lines = ok(uri, "ping", "-b", "-c", "4", "-i", "5", "broker").splitlines()
+    assert time.monotonic() - start < 5  # no interval between requests sent at once
+    assert [PING.match(line).group("seq") for line in lines] == ["0", "1", "2", "3"]  # type: ignore[union-attr]
+    assert "--batch should only be used with --count" in fails(uri, "ping", "-b", "kvs", rc=2)
+
+
 @pytest.fixture
 def subscriber(uri: str) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """``pflux event sub`` in a process of its own (the caller adds the arguments)."""

@@ -324,6 +324,7 @@ class AsyncClient:
     clear_log = awaited(instance.clear_log)
     shutdown = awaited(instance.shutdown)
     ping = awaited(instance.ping)
+    ping_many = awaited(instance.ping_many)
     publish_event = awaited(instance.publish_event)
 
     async def subscribe(self, topics: Sequence[str]) -> AsyncIterator[dict[str, Any]]:

@@ -276,6 +276,7 @@ class Client:
     clear_log = blocking(instance.clear_log)
     shutdown = blocking(instance.shutdown)
     ping = blocking(instance.ping)
+    ping_many = blocking(instance.ping_many)
     publish_event = blocking(instance.publish_event)
 
     def subscribe(self, topics: Sequence[str]) -> Iterator[dict[str, Any]]:

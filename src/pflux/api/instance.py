@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from pflux.api.exchange import Exchange, ask
+from pflux.api.exchange import Call, Exchange, ask
 from pflux.protocol.message import FLAG_PRIVATE as EVENT_PRIVATE
 from pflux.protocol.message import NODEID_ANY
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pflux.protocol.message import Message
 
 
@@ -61,6 +63,16 @@ def ping(service: str, payload: Any = None, *, rank: int | None = None) -> Excha
     at ``rank`` (default: whichever broker provides it)."""
     nodeid = NODEID_ANY if rank is None else rank
     return (yield from ask(f"{service}.ping", payload, nodeid=nodeid))
+
+
+def ping_many(
+    service: str, payloads: Sequence[Any], *, rank: int | None = None
+) -> Exchange[list[Any]]:
+    """``ping`` with each of ``payloads``, every request in flight at once (``flux ping
+    --batch``): the answers, in order."""
+    nodeid = NODEID_ANY if rank is None else rank
+    answers: list[Any] = yield [Call(f"{service}.ping", p, nodeid=nodeid) for p in payloads]
+    return answers
 
 
 def publish_event(topic: str, payload: Any = None, *, private: bool = False) -> Exchange[int]:

@@ -10,8 +10,12 @@ import argparse
 import statistics
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
+
+if TYPE_CHECKING:
+    from pflux import Client
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,6 +30,18 @@ def parser() -> argparse.ArgumentParser:
         "-i", "--interval", type=float, default=1.0, metavar="N", help="seconds between requests"
     )
     p.add_argument("-c", "--count", type=int, default=0, metavar="N", help="send N requests")
+    p.add_argument(
+        "-b",
+        "--batch",
+        action="store_true",
+        help="begin processing responses after all requests are sent (with --count)",
+    )
+    p.add_argument(
+        "-u",
+        "--userid",
+        action="store_true",
+        help="include the userid and rolemask the responses carry in the output",
+    )
     p.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     p.add_argument("target", help="a service name, RANK!SERVICE, or a rank")
     return p
@@ -75,14 +91,9 @@ def _ranks(rank: str, size: int) -> list[int] | None:
 
 def _ping(args: argparse.Namespace) -> None:
     from pflux import Client
-    from pflux.errors import PfluxError, UsageError
+    from pflux.errors import PfluxError
 
-    if args.pad < 0:
-        raise UsageError("pad must be >= 0")
-    if args.interval < 0:
-        raise UsageError("interval must be >= 0")
-    if args.count < 0:
-        raise UsageError("count must be >= 0")
+    _check(args)
     rank, service = _target(args)
     topic = f"{service}.ping"
     pad = "p" * args.pad
@@ -90,35 +101,85 @@ def _ping(args: argparse.Namespace) -> None:
         attrs = client.attrs()
         ranks = _ranks(rank, int(attrs.get("size", 1)))
         route = attrs.get("rank", "0")  # the broker that answers "any": this client's
+        targets: list[int | None] = list(ranks) if ranks is not None else [None]
+        batched: list[list[tuple[float, Any]]] = []
+        if args.batch:  # every request first, then the answers (flux ping -b)
+            batched = _batch(client, service, pad, targets, args.count)
         seq = 0
         while not args.count or seq < args.count:
-            times = []
-            targets: list[int | None] = list(ranks) if ranks is not None else [None]
-            for target in targets:
-                now = time.monotonic_ns()
-                payload = {
-                    "seq": seq,
-                    "time.tv_sec": now // 1_000_000_000,
-                    "time.tv_nsec": now % 1_000_000_000,
-                    "pad": pad,
-                }
-                answer = client.ping(service, payload, rank=target)
-                times.append((time.monotonic_ns() - now) / 1e6)
-                if not isinstance(answer, dict) or answer.get("pad") != pad:
-                    raise PfluxError(f"{rank}!{topic}: error in ping pad")
+            answers = [
+                batched[i][seq] if batched else _one(client, service, pad, seq, target)
+                for i, target in enumerate(targets)
+            ]
+            if any(not isinstance(a, dict) or a.get("pad") != pad for _, a in answers):
+                raise PfluxError(f"{rank}!{topic}: error in ping pad")
+            times = [took for took, _ in answers]
+            creds = _creds(answers[-1][1]) if args.userid else ""
+            head = f"{topic} pad={len(pad)}{creds} seq={seq}"
             if ranks is not None and len(ranks) > 1:
                 spread = statistics.pstdev(times)
                 line = (
-                    f"{rank}!{topic} pad={len(pad)} seq={seq}"
+                    f"{rank}!{head}"
                     f" time=({min(times):.3f}:{statistics.mean(times):.3f}:{max(times):.3f}) ms"
                     f" stddev {spread:.3f}"
                 )
             else:
                 prefix = "" if rank == "any" else f"{rank}!"
                 hops = route if ranks is None else str(ranks[0])
-                line = f"{prefix}{topic} pad={len(pad)} seq={seq} time={times[0]:.3f} ms ({hops})"
+                line = f"{prefix}{head} time={times[0]:.3f} ms ({hops})"
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             seq += 1
-            if args.interval and (not args.count or seq < args.count):
+            if args.interval and not batched and (not args.count or seq < args.count):
                 time.sleep(args.interval)
+
+
+def _one(client: Client, service: str, pad: str, seq: int, target: int | None) -> tuple[float, Any]:
+    """One ping, waited for: (its round trip in ms, the answer)."""
+    now = time.monotonic_ns()
+    answer = client.ping(service, _payload(seq, pad, now), rank=target)
+    return (time.monotonic_ns() - now) / 1e6, answer
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Refuse what flux-ping refuses, in its words."""
+    from pflux.errors import UsageError
+
+    if args.pad < 0:
+        raise UsageError("pad must be >= 0")
+    if args.interval < 0:
+        raise UsageError("interval must be >= 0")
+    if args.count < 0:
+        raise UsageError("count must be >= 0")
+    if args.batch and not args.count:
+        raise UsageError("--batch should only be used with --count")
+
+
+def _creds(answer: dict[str, Any]) -> str:
+    """`` userid=U rolemask=0xR`` as an answer carries them (``-u``)."""
+    return f" userid={answer.get('userid')} rolemask=0x{answer.get('rolemask', 0):x}"
+
+
+def _payload(seq: int, pad: str, now: int) -> dict[str, Any]:
+    """A request as flux-ping's: its sequence number, when it was sent, its padding."""
+    return {
+        "seq": seq,
+        "time.tv_sec": now // 1_000_000_000,
+        "time.tv_nsec": now % 1_000_000_000,
+        "pad": pad,
+    }
+
+
+def _batch(
+    client: Client, service: str, pad: str, targets: list[int | None], count: int
+) -> list[list[tuple[float, Any]]]:
+    """For each target, ``count`` pings sent all at once: (ms from its sending to the
+    answers' processing, the answer) for each."""
+    found = []
+    for target in targets:
+        sent = [time.monotonic_ns() for _ in range(count)]
+        payloads = [_payload(seq, pad, now) for seq, now in enumerate(sent)]
+        answers = client.ping_many(service, payloads, rank=target)
+        done = time.monotonic_ns()
+        found.append([((done - now) / 1e6, a) for now, a in zip(sent, answers, strict=True)])
+    return found
