@@ -44,3 +44,25 @@ def test_what_start_cannot_honour_is_refused(args: list[str], message: str) -> N
     proc = console("start", *args, "true")
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"pflux-start: ERROR: {message}")
+
+
+def test_wrap_runs_every_broker_under_its_arguments() -> None:
+    """``--wrap=env,VAR=1``: rank 0's broker and each other rank's run under ``env``, so
+    each has VAR (an initial program and a remote command inherit it from theirs)."""
+    script = 'echo "0 $PFLUX_WRAP_TEST"; pflux exec -r 1 sh -c "echo 1 \\$PFLUX_WRAP_TEST"'
+    proc = console("start", "--wrap=env,PFLUX_WRAP_TEST=wrapped", "-s", "2", "sh", "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["0 wrapped", "1 wrapped"]
+
+
+@pytest.mark.parametrize(
+    ("wrap", "message"),
+    [
+        ("env,,x", "--wrap=env,,x: an empty argument (ARGS are comma-separated)"),
+        ("/nonexistent/wrapper", "--wrap: cannot run /nonexistent/wrapper: No such file"),
+    ],
+)
+def test_a_wrap_that_cannot_run_is_refused(wrap: str, message: str) -> None:
+    proc = console("start", f"--wrap={wrap}", "true")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"pflux-start: ERROR: {message}"), proc.stderr

@@ -283,13 +283,16 @@ class Instance:
         tbon: Tbon | None = None,
         boot: Boot | None = None,
         socket_path: Path | None = None,
+        wrap: Sequence[str] = (),
     ) -> None:
         """``fresh``: the state directory's KVS database was lost; start with an empty one.
         ``attrs``: attributes to set or override (a nested instance's ``jobid``,
         ``parent-uri``, ``instance-level``, ...). ``test_size``: this many brokers on this
         machine (``pflux.broker.testsize``), on hosts ``test_hosts`` (default: this one),
-        with the tree's settings ``tbon``. ``socket_path``: where clients connect
-        (default: ``local`` in the state directory)."""
+        with the tree's settings ``tbon``, each rank's broker run under ``wrap`` (flux
+        start's ``--wrap``). ``socket_path``: where clients connect (default: ``local``
+        in the state directory)."""
+        self.wrap = tuple(wrap)
         self._temporary = state_dir is None
         self._fresh = fresh
         self.boot = boot  # rank 0 of brokers started elsewhere (pflux.broker.bootstrap)
@@ -463,7 +466,8 @@ class Instance:
             await self._quorum(overlay)
             return
         self._ranks = RankProcesses(
-            lambda rank, status: overlay.lost(rank, f"its broker exited with status {status}")
+            lambda rank, status: overlay.lost(rank, f"its broker exited with status {status}"),
+            wrap=self.wrap,
         )
         shared = {k: v for k, v in self.broker.attrs.items() if k in SHARED_ATTRS}
         handlers = [h for h in logging.getLogger().handlers if not isinstance(h, LogRing)]

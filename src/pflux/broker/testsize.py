@@ -113,8 +113,9 @@ class RankProcesses:
     """Ranks 1..N-1 as child processes of rank 0; one that exits unasked is reported to
     ``on_exit(rank, status)`` (rank 0's overlay then marks it down at once)."""
 
-    def __init__(self, on_exit: Callable[[int, int], None]) -> None:
+    def __init__(self, on_exit: Callable[[int, int], None], *, wrap: Sequence[str] = ()) -> None:
         self.on_exit = on_exit
+        self.wrap = tuple(wrap)  # each rank's broker runs under these arguments (--wrap)
         self.procs: dict[int, asyncio.subprocess.Process] = {}
         self._watchers: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -123,6 +124,7 @@ class RankProcesses:
         """Start rank ``rank`` with ``setup`` (its boot, rundir, hello, attributes) on its stdin,
         which stays open: its end tells the rank that rank 0 is gone."""
         proc = await asyncio.create_subprocess_exec(
+            *self.wrap,
             sys.executable,
             "-m",
             "pflux.broker.rankmain",

@@ -68,6 +68,11 @@ def main(argv: list[str]) -> int:
         "--simulate", type=Path, metavar="TRACE", help="replay this trace in simulated time"
     )
     parser.add_argument(
+        "--wrap",
+        metavar="ARGS",
+        help="run each broker under these comma-separated arguments (strace,-f or valgrind)",
+    )
+    parser.add_argument(
         "-s",
         "--test-size",
         metavar="N",
@@ -115,7 +120,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="initial program")
     args = parser.parse_args(argv)
-    return base.run("start", lambda: _start(args))
+    return base.run("start", lambda: _start(args, argv))
 
 
 #: flux broker's ``-S`` attributes that ``pflux start`` honours
@@ -307,9 +312,33 @@ def _test_size(args: argparse.Namespace) -> tuple[int, list[str] | None]:
     return size, hosts
 
 
-def _start(args: argparse.Namespace) -> int:
+#: set in the environment of a ``pflux start`` run under its ``--wrap`` (and taken out
+#: of it at once), so that it runs the broker rather than wrap itself again
+WRAPPED = "PFLUX_START_WRAPPED"
+
+
+def _wrap(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """flux start's ``--wrap``: the arguments each broker runs under. This process, rank
+    0's broker, runs itself again under them first (ranks above 0 are started under
+    them), so what wraps it sees the broker from its start."""
+    if args.wrap is None:
+        return []
+    wrap: list[str] = args.wrap.split(",")
+    if not all(wrap):
+        raise UsageError(f"--wrap={args.wrap}: an empty argument (ARGS are comma-separated)")
+    if os.environ.pop(WRAPPED, None) == args.wrap:
+        return wrap  # this is the wrapped run
+    again = [sys.executable, "-m", "pflux.cli", "start", *argv]
+    try:
+        os.execvpe(wrap[0], [*wrap, *again], {**os.environ, WRAPPED: args.wrap})
+    except OSError as exc:
+        raise UsageError(f"--wrap: cannot run {wrap[0]}: {exc.strerror}") from None
+
+
+def _start(args: argparse.Namespace, argv: list[str]) -> int:
     import logging
 
+    wrap = _wrap(args, argv)
     _apply_broker_opts(args)
     _apply_attrs(args)
     size, hosts = _test_size(args)
@@ -344,6 +373,7 @@ def _start(args: argparse.Namespace) -> int:
         tbon=Tbon(**args.tbon),
         boot=boot,
         socket_path=args.socket_path,
+        wrap=wrap,
     )
     command = args.command or None
     announce = False
