@@ -963,7 +963,7 @@ class JobspecV1(Jobspec):
         gpus_per_slot: int | None = None,
         exclusive: bool = False,
         broker_opts: Iterable[str] | None = None,
-        conf: Mapping[str, Any] | None = None,
+        conf: Any = None,
         bg: bool = False,
         name: str | None = None,
         queue: str | None = None,
@@ -1020,7 +1020,7 @@ class JobspecV1(Jobspec):
         gpus_per_slot: int | None = None,
         exclusive: bool = False,
         broker_opts: Iterable[str] | None = None,
-        conf: Mapping[str, Any] | None = None,
+        conf: Any = None,
         wrap: bool = False,
         name: str | None = None,
         queue: str | None = None,
@@ -1138,7 +1138,7 @@ class JobspecV1(Jobspec):
         num_nodes: int | None = None,
         broker_opts: Iterable[str] | None = None,
         exclusive: bool = False,
-        conf: Mapping[str, Any] | None = None,
+        conf: Any = None,
         **kwargs: Any,
     ) -> _V1T:
         """A nested instance whose initial program is ``script`` (its text, ``#!`` first).
@@ -1174,18 +1174,22 @@ class JobspecV1(Jobspec):
         num_nodes: int | None = None,
         broker_opts: Iterable[str] | None = None,
         exclusive: bool = False,
-        conf: Mapping[str, Any] | None = None,
+        conf: Any = None,
         **kwargs: Any,
     ) -> _V1T:
         """A nested instance (``flux broker [OPTS] COMMAND``), one broker per node.
 
         ``num_slots`` slots of ``cores_per_slot`` cores (and ``gpus_per_slot``
-        GPUs) size it; ``conf``, if given, is its configuration
-        (``attributes.system.files["conf.json"]``, passed as ``-c``); the
+        GPUs) size it; ``conf``, if given, is its configuration (a mapping, a
+        ``BatchConfig``, or what ``BatchConfig.update`` reads: KEY=VAL, JSON or TOML
+        text, a file; ``attributes.system.files["conf.json"]``, passed as ``-c``); the
         other keywords are ``from_command``'s.
         """
         opts = list(broker_opts) if broker_opts is not None else []
         if conf is not None:
+            from flux.job._utils import normalize_conf
+
+            conf = normalize_conf(conf)
             opts.append("-c{{tmpdir}}/conf.json")
         jobspec = cls.from_command(
             ["flux", "broker", *opts, *command],

@@ -70,6 +70,7 @@ _EXPORTS = {
     "EventLogEvent": "event",
     "JournalConsumer": "journal",
     "JournalEvent": "journal",
+    "BatchConfig": "_utils",
     "FluxExecutor": "executor",
     "FluxExecutorFuture": "executor",
 }
@@ -96,6 +97,7 @@ _SUBMODULES = frozenset(
 
 __all__ = [
     "MAIN_EVENTS",
+    "BatchConfig",
     "EventLogEvent",
     "FluxExecutor",
     "FluxExecutorFuture",
