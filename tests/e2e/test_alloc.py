@@ -4,7 +4,7 @@ job's pty, as ``flux alloc``."""
 
 from __future__ import annotations
 
-from support.instance import fails, pflux
+from support.instance import console, fails, pflux
 from support.terminal import Terminal
 
 
@@ -37,3 +37,38 @@ def test_alloc_on_a_terminal_runs_a_shell_on_the_jobs_pty(uri: str) -> None:
         term.expect(r"level=1 tty=/dev/pts/\d+")
         term.send(b"exit 6\n")
         assert term.wait() == 6
+
+
+def test_alloc_bg_prints_the_job_id_once_the_instance_answers_and_shutdown_stops_it(
+    uri: str,
+) -> None:
+    proc = pflux(uri, "alloc", "--bg", "-v", "-n1", script=True)
+    assert proc.returncode == 0, proc.stderr
+    jobid = proc.stdout.strip()
+    said = [line.split(": ", 2)[2] for line in proc.stderr.splitlines()]
+    assert said == ["waiting for resources", "resources allocated", "waiting for instance", "ready"]
+    nested = pflux(uri, "uri", jobid, script=True).stdout.strip()
+    inside = console("run", "echo", "inside", PFLUX_URI=nested)
+    assert inside.stdout == "inside\n", inside.stderr
+    listed = pflux(uri, "jobs", "-n", "-o", "{id.f58} {state}", script=True).stdout
+    assert f"{jobid} R" in listed  # running, with no initial program, until stopped
+    stopped = pflux(uri, "shutdown", "--quiet", jobid, script=True)
+    assert stopped.returncode == 0, stopped.stderr
+    pflux(uri, "job", "wait-event", "-t", "60", jobid, "clean", script=True)
+    assert pflux(uri, "job", "status", jobid, script=True).returncode == 0
+
+
+def test_alloc_bg_of_an_instance_that_ends_first_says_so(uri: str) -> None:
+    proc = pflux(uri, "alloc", "--bg", "-n1", "--conf=nosuch.key=1", script=True)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.endswith(": unexpectedly exited\n"), proc.stderr
+    assert "nosuch" in proc.stderr  # what the instance said when it refused the config
+
+
+def test_shutdown_takes_a_target_or_uri_not_both(uri: str) -> None:
+    err = fails(uri, "shutdown", "--uri", uri, "f1", rc=2)
+    assert (
+        err
+        == "pflux-shutdown: ERROR: --uri and TARGET: choose one (TARGET is found from $PFLUX_URI)\n"
+    )

@@ -1,4 +1,7 @@
-"""``pflux shutdown``: stop the instance, printing its log as it stops (as flux-shutdown(1)).
+"""``pflux shutdown [TARGET]``: stop the instance, printing its log as it stops (as
+flux-shutdown(1)); TARGET, as ``pflux uri`` reads it (a job id, ``jobid:ID``, a URI),
+names another instance: ``pflux shutdown JOBID`` stops the instance a job runs
+(``alloc --bg``'s).
 
 Running jobs are canceled with the exception note ``instance shutdown``; pending jobs
 stay in the state directory for the next start.
@@ -20,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--background", action="store_true", help="start the shutdown and exit at once")
     p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
     p.add_argument("-v", "--verbose", action="store_true", help="print every log entry")
+    p.add_argument("target", nargs="?", help="the instance to stop: a job id or a URI")
     return p
 
 
@@ -36,7 +40,14 @@ def _shutdown(args: argparse.Namespace) -> None:
     if args.quiet and args.verbose:
         raise UsageError("--quiet and --verbose: choose one")
     level = WARNING if args.quiet else DEBUG if args.verbose else INFO
-    with Client(args.uri) as client:
+    uri = args.uri
+    if args.target is not None:
+        from pflux.cli.uri import resolve
+
+        if args.uri is not None:
+            raise UsageError("--uri and TARGET: choose one (TARGET is found from $PFLUX_URI)")
+        uri = resolve(args.target)
+    with Client(uri) as client:
         if args.background:
             client.shutdown()
             return

@@ -978,9 +978,10 @@ class JobspecV1(Jobspec):
     ) -> _V1T:
         """The jobspec ``flux alloc`` builds: a nested instance (``from_nest_command``)
         of ``nslots`` slots (or ``nodes`` whole nodes), in this directory, then
-        ``apply_options``. ``bg`` is refused: pflux's alloc has no ``--bg``."""
-        if bg:
-            raise ValueError("bg: not supported by pflux (alloc has no --bg)")
+        ``apply_options``. ``bg`` (``alloc --bg``) builds the same jobspec: pflux's
+        nested broker with no command and no terminal serves without an initial
+        program, which flux's ``-Sbroker.rc2_none=1`` asks of flux's."""
+        del bg
         if nslots is None:
             if nodes is None:
                 raise ValueError("from_alloc() requires nslots or nodes")
