@@ -119,6 +119,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_ranks.py::test_bad_test_size_options_are_refused_naming_them",
     ),
     "start --test-hosts": ("tests/e2e/test_ranks.py::test_test_hosts_name_the_ranks",),
+    "start --wrap": (
+        "tests/cli/test_start_options.py::test_wrap_runs_every_broker_under_its_arguments",
+        "tests/cli/test_start_options.py::test_a_wrap_that_cannot_run_is_refused",
+    ),
     "exec --uri": URI,
     "exec --rank": (
         "tests/cli/test_exec.py::test_stdin_goes_to_each_chosen_rank_and_d_sets_the_directory",
@@ -960,6 +964,12 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_broker_commands.py::test_ping_a_service_a_rank_and_rank_bang_service",
     ),
     "ping --uri": URI,
+    "ping --batch": (
+        "tests/cli/test_broker_commands.py::test_ping_b_sends_every_request_before_it_reads_an_answer",
+    ),
+    "ping --userid": (
+        "tests/cli/test_broker_commands.py::test_ping_u_shows_the_credentials_the_answer_carries",
+    ),
     "event pub --loopback": (
         "tests/cli/test_broker_commands.py::test_event_sub_prints_each_event_published_as_topic_tab_payload",
     ),
@@ -1291,6 +1301,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "batch --time-limit": ("tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",),
     "batch --urgency": ("tests/cli/test_batch_alloc.py::test_job_options_apply_as_submits",),
     "alloc --bank": SAME_AS_SUBMIT,
+    "alloc --bg": (
+        "tests/e2e/test_alloc.py::test_alloc_bg_prints_the_job_id_once_the_instance_answers_and_shutdown_stops_it",
+        "tests/e2e/test_alloc.py::test_alloc_bg_of_an_instance_that_ends_first_says_so",
+    ),
     "alloc --begin-time": SAME_AS_SUBMIT,
     "alloc --dependency": SAME_AS_SUBMIT,
     "alloc --env-file": SAME_AS_SUBMIT,
