@@ -298,6 +298,8 @@ def test_queue_option_of_info_r_status_and_drain(
     assert (r.nodelist, dict(r.properties)) == (("node3",), {"debug": IdSet([3])})
     assert resource.main(["status", "-q", "batch", "-no", "{state} {nodelist}"]) == 0
     assert capsys.readouterr().out == "avail node[0-1]\n"
+    assert resource.main(["status", "-q", "batch", "-i", "1-2", "-no", "{state} {nodelist}"]) == 0
+    assert capsys.readouterr().out == "avail node1\n"  # the ranks of both
     queued["drain"] = {"1": {"timestamp": 0.0, "reason": "fan"}, "3": {"timestamp": 0.0}}
     assert resource.main(["drain", "-q", "debug", "-no", "{ranks} {reason}"]) == 0
     assert capsys.readouterr().out == "3 \n"
