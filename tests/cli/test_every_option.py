@@ -625,6 +625,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource list --no-header": ("tests/unit/sched/test_resource_cli.py::test_rlist_format",),
     "resource list --uri": URI,
+    "resource list --queue": (
+        "tests/unit/sched/test_resource_cli.py::test_queue_option_keeps_the_queues_ranks_and_names_only_them",
+        "tests/cli/test_resource_queues.py::test_resource_commands_show_and_select_queues",
+    ),
     "resource R --include": (
         "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
     ),
@@ -632,6 +636,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_resource_commands.py::test_resource_r_prints_the_resources_of_the_states_as_r",
     ),
     "resource R --uri": URI,
+    "resource R --queue": (
+        "tests/unit/sched/test_resource_cli.py::test_queue_option_of_info_r_status_and_drain",
+        "tests/cli/test_resource_queues.py::test_resource_commands_show_and_select_queues",
+    ),
     "resource eventlog --format": (
         "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
     ),
@@ -747,6 +755,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_resource_drain.py::test_drained_ranks_survive_a_restart",
     ),
     "resource info --uri": URI,
+    "resource info --queue": (
+        "tests/unit/sched/test_resource_cli.py::test_queue_option_of_info_r_status_and_drain",
+        "tests/cli/test_resource_queues.py::test_resource_commands_show_and_select_queues",
+    ),
     "resource status --color": (
         "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
     ),
@@ -768,6 +780,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_resource_drain.py::test_info_and_status_of_an_idle_instance",
     ),
     "resource status --uri": URI,
+    "resource status --queue": (
+        "tests/unit/sched/test_resource_cli.py::test_queue_option_of_info_r_status_and_drain",
+        "tests/cli/test_resource_queues.py::test_resource_commands_show_and_select_queues",
+    ),
     "resource drain --color": ("tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",),
     "resource drain --force": ("tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",),
     "resource drain --format": (
@@ -783,6 +799,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource drain --update": ("tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",),
     "resource drain --uri": URI,
+    "resource drain --queue": (
+        "tests/unit/sched/test_resource_cli.py::test_queue_option_of_info_r_status_and_drain",
+        "tests/cli/test_resource_queues.py::test_resource_commands_show_and_select_queues",
+    ),
     "resource undrain --update": (
         "tests/e2e/test_resource_drain.py::test_drain_refusals_and_modes",
     ),

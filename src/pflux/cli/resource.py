@@ -8,6 +8,9 @@ formats are Python format strings over the fields below, with flux's
 sentinels: ``?:`` drops a field that is empty on every line, ``+:`` widens it
 to its widest value, ``?+:`` does both; a spec ending in ``+`` marks a value
 cut short by its precision, one ending in ``h`` prints ``-`` for an empty value.
+Lines split by ``{queue}``, ``{properties}`` and ``{propertiesx}`` where the format shows
+them, and ``-q/--queue`` (``list``, ``info``, ``R``, ``status``, ``drain``) keeps the
+resources of the named queues, as flux's (``resource_queues``).
 ``eventlog`` prints the resource eventlog (``resource_eventlog``).
 ``info`` is ``list`` in one line per state (default ``all``); ``R`` prints the
 resources of the given states (default ``all``) as one line of RFC 20 R. ``reload`` is
@@ -35,7 +38,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pflux.cli import base, resource_eventlog
+from pflux.cli import base, resource_eventlog, resource_queues
 from pflux.cli.printable import printable
 from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
 
@@ -151,6 +154,7 @@ def main(argv: list[str]) -> int:
     lister.add_argument(
         "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
     )
+    _queue_option(lister)
     lister.add_argument("--skip-empty", action="store_true", help="skip lines with no resources")
     lister.add_argument("-n", "--no-header", action="store_true", help="suppress the header")
     lister.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
@@ -188,6 +192,7 @@ def _info_parser(commands: Any) -> None:
     info.add_argument(
         "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
     )
+    _queue_option(info)
     info.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
 
 
@@ -205,6 +210,7 @@ def _r_parser(commands: Any) -> None:
     r.add_argument(
         "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
     )
+    _queue_option(r)
     r.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
 
 
@@ -239,10 +245,22 @@ def _status_parser(commands: Any) -> None:
     )
 
 
+def _queue_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q",
+        "--queue",
+        action="append",
+        default=[],
+        metavar="QUEUE,...",
+        help="only the resources of these queues",
+    )
+
+
 def _common_status_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-i", "--include", metavar="TARGETS", help="only these ranks (idset) or hosts (hostlist)"
     )
+    _queue_option(parser)
     parser.add_argument("-n", "--no-header", action="store_true", help="suppress the header")
     parser.add_argument(
         "-L",
@@ -299,20 +317,15 @@ def _drain_parsers(commands: Any) -> None:
 def _info(args: argparse.Namespace) -> int:
     formatter = ResourceFormat(INFO_FORMAT)
     states = _states(args.states)
-    sets = _fetch(args.uri)
-    if args.include is not None:
-        sets = _include(sets, args.include)
-    rows = [_row(state, sets[state]) for state in states]
-    sys.stdout.write(formatter.render(rows, no_header=True))
+    sets = _resources(args)
+    sys.stdout.write(formatter.render(_rows(sets, states, formatter, args), no_header=True))
     return 0
 
 
 def _r(args: argparse.Namespace) -> int:
     """The union of the resources in the given states, as one line of R."""
     states = _states(args.states)
-    sets = _fetch(args.uri)
-    if args.include is not None:
-        sets = _include(sets, args.include)
+    sets = _resources(args)
     rset = sets[states[0]]
     for state in states[1:]:
         rset = rset | sets[state]
@@ -333,6 +346,8 @@ def _drain(args: argparse.Namespace) -> int:
     if args.targets is None:
         args.states, args.skip_empty = "drain", True
         return _show_status(args, DRAIN_FORMATS)
+    if args.queue:
+        raise PfluxError("--queue selects the drained ranks listed: not with TARGETS")
     if args.update and args.force:
         raise PfluxError("Only one of --force and --update may be specified")
     mode = None
@@ -377,10 +392,13 @@ def _show_status(args: argparse.Namespace, formats: dict[str, tuple[str, str]]) 
     fmt = formats[args.format][1] if args.format in formats else args.format
     formatter = ResourceFormat(fmt, STATUS_HEADINGS)
     states = _status_states(args.states)
-    sets = _fetch(args.uri)
+    names = resource_queues.wanted(args.queue)
+    sets = _fetch(args.uri, queues=bool(names))
     status = sets["status"]
     offline = _idset(status.get("offline"))
     ranks = {"all": set(sets["all"].targets) | offline}
+    if names:  # a queue with no requires holds the offline ranks too
+        ranks["all"] &= resource_queues.ranks_of(sets["queues"], names, sets["all"], ranks["all"])
     if args.include is not None:
         ranks["all"] &= set(_include(sets, args.include)["all"].targets) | _ranks_of(args.include)
     hosts = {rank: target.hostname for rank, target in sets["all"].targets.items()}
@@ -517,10 +535,8 @@ def _list(args: argparse.Namespace) -> int:
     fmt = FORMATS[args.format][1] if args.format in FORMATS else args.format
     formatter = ResourceFormat(fmt)  # check the format before asking the instance
     states = _states(args.states)
-    sets = _fetch(args.uri)
-    if args.include is not None:
-        sets = _include(sets, args.include)
-    rows = [_row(state, sets[state]) for state in states]
+    sets = _resources(args, queues=bool({"queue", "propertiesx"} & set(formatter.fields)))
+    rows = _rows(sets, states, formatter, args)
     if args.skip_empty:
         rows = [row for row in rows if row["nnodes"]]
     sys.stdout.write(formatter.render(rows, no_header=args.no_header))
@@ -537,13 +553,31 @@ def _states(text: str) -> list[str]:
     return states
 
 
-def _fetch(uri: str | None) -> dict[str, Any]:
-    """all, allocated and down from the scheduler; up and free worked out from them."""
+def _resources(args: argparse.Namespace, *, queues: bool = False) -> dict[str, Any]:
+    """The sets of ``_fetch`` (with the queues if ``queues`` or ``--queue``), kept to the
+    ranks of ``--queue`` and ``--include``."""
+    names = resource_queues.wanted(args.queue)
+    sets = _fetch(args.uri, queues=queues or bool(names))
+    if names:
+        everything = sets["all"]
+        sets = _keep(
+            sets, resource_queues.ranks_of(sets["queues"], names, everything, everything.targets)
+        )
+    if args.include is not None:
+        sets = _include(sets, args.include)
+    return sets
+
+
+def _fetch(uri: str | None, *, queues: bool = False) -> dict[str, Any]:
+    """all, allocated and down from the scheduler, each rank with the properties ``all``
+    gives it; up and free worked out from them; ``queues``: the configured queues."""
     from pflux import Client
+    from pflux.spec.queues import QueueConfig
     from pflux.spec.resource import ResourceSet
 
     with Client(uri) as client:
         status = client.resource_status()
+        config = client.config() if queues else None
     try:
         sets: dict[str, Any] = {
             name: ResourceSet.from_json(status.get(name), allow_empty=True)
@@ -551,17 +585,29 @@ def _fetch(uri: str | None) -> dict[str, Any]:
         }
     except (ResourceError, AttributeError) as exc:
         raise PfluxError(f"sched.resource-status: unexpected reply: {exc}") from None
+    for name in ("allocated", "down"):
+        sets[name] = sets["all"] & sets[name]
     sets["up"] = sets["all"] - sets["down"]
     sets["free"] = sets["up"] - sets["allocated"]
     sets["status"] = status
+    sets["queues"] = None if config is None else QueueConfig.from_config(config)
     return sets
+
+
+def _keep(sets: dict[str, Any], ranks: set[int]) -> dict[str, Any]:
+    """The sets on ``ranks`` only."""
+    from pflux.spec.resource import ResourceSet
+
+    return {
+        name: resource_queues.restrict(rs, ranks) if isinstance(rs, ResourceSet) else rs
+        for name, rs in sets.items()
+    }
 
 
 def _include(sets: dict[str, Any], targets: str) -> dict[str, Any]:
     """Keep only the ranks named by an idset, or the ranks of the hosts of a hostlist."""
     from pflux.spec import hostlist
     from pflux.spec.idset import IdSet
-    from pflux.spec.resource import ResourceSet
 
     try:
         ranks = set(IdSet.decode(targets))
@@ -571,12 +617,24 @@ def _include(sets: dict[str, Any], targets: str) -> dict[str, Any]:
         except HostlistError as exc:
             raise PfluxError(f"--include: {exc}") from None
         ranks = {rank for rank, t in sets["all"].targets.items() if t.hostname in hosts}
-    return {
-        name: ResourceSet({r: t for r, t in rs.targets.items() if r in ranks})
-        if isinstance(rs, ResourceSet)
-        else rs
-        for name, rs in sets.items()
-    }
+    return _keep(sets, ranks)
+
+
+def _rows(
+    sets: dict[str, Any], states: list[str], formatter: ResourceFormat, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """A row per line of ``states``: split by the queue and property fields the format
+    shows, as flux's (with one field, unless it is ``state``, by state alone)."""
+    fields = formatter.fields
+    splitting = []
+    if len(fields) > 1 or "state" in fields:
+        splitting = [field for field in fields if field in resource_queues.SPLITTING]
+    names = resource_queues.wanted(args.queue)
+    queues = sets["queues"]
+    return [
+        {**_row(line.state, line.resources), **line.fields(queues)}
+        for line in resource_queues.lines(sets, states, splitting, queues, names)
+    ]
 
 
 def _row(state: str, resources: Any) -> dict[str, Any]:
@@ -584,9 +642,6 @@ def _row(state: str, resources: Any) -> dict[str, Any]:
 
     return {
         "state": state,
-        "queue": "",
-        "properties": "",
-        "propertiesx": "",
         "nnodes": resources.nnodes,
         "ncores": resources.ncores(),
         "ngpus": resources.ngpus(),
@@ -644,6 +699,7 @@ class ResourceFormat:
             if field is not None and field not in headings and field != "up.ascii":
                 raise PfluxError(f"Unknown format field: {field}")
             self.parts.append((text, field, spec or "", conv))
+        self.fields = [field for _, field, _, _ in self.parts if field is not None]
 
     def render(self, rows: Sequence[dict[str, Any]], *, no_header: bool = False) -> str:
         """The header (unless ``no_header``) and one line per row, each ending in newline."""
