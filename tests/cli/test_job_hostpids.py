@@ -55,3 +55,23 @@ def test_hostpids_errors(instance: LiveInstance) -> None:
         assert "--ranks=x" in fails(uri, "job", "hostpids", "-r", "x", held)
     finally:
         ok(uri, "cancel", held)
+
+
+def test_hostpids_are_known_after_a_restart_takes_the_job_over(tmp_path: Path) -> None:
+    """The tasks' pids are kept with where job-exec stands: a job-exec that takes a
+    running job over knows them, though STARTED was behind the point it resumed from."""
+    state = tmp_path / "state"
+    first = LiveInstance(state)
+    jobid = ok(first.uri, "submit", "sleep", "300").strip()
+    try:
+        ok(first.uri, "job", "wait-event", "-p", "exec", jobid, "shell.start")
+        before = ok(first.uri, "job", "hostpids", jobid).strip()
+        first.kill()
+        with LiveInstance(state) as again:
+            ok(again.uri, "job", "wait-event", "-t", "60", "-p", "exec", jobid, "reattach")
+            assert ok(again.uri, "job", "hostpids", jobid).strip() == before
+            ok(again.uri, "cancel", jobid)
+            ok(again.uri, "job", "wait-event", "-t", "60", jobid, "clean")
+    finally:
+        if first.proc.poll() is None:
+            first.stop()

@@ -250,10 +250,14 @@ class Takeover:
             for stream, rank in state["eof"]:
                 self.eof_pending.discard((stream, rank))
             ended = {int(rank): int(status) for rank, status in state.get("ended", ())}
+            where = [str(w).encode() for w in state.get("where", [""] * len(offsets))]
+            if len(where) != len(offsets):
+                raise ValueError(f"{len(where)} task lists for {len(offsets)} shells")
         except (orjson.JSONDecodeError, LookupError, TypeError, ValueError) as exc:
             raise PfluxError(f"reattach: {self.state_key}: {exc!r}") from None
-        for shell, offset in zip(self.shells, offsets, strict=True):
+        for shell, offset, tasks in zip(self.shells, offsets, where, strict=True):
             shell.applied = shell.acked = offset
+            shell.where = shell.where or tasks  # STARTED's, which the offset may have passed
             if shell.rank in ended:
                 shell.exited = True
                 shell.status = ended[shell.rank]
@@ -268,6 +272,8 @@ class Takeover:
         )
         shells = self.shells
         state: dict[str, Any] = {"written": written, "kept": kept, "eof": ended}
+        if any(shell.where for shell in shells):  # each shell's tasks (``hostpids``)
+            state["where"] = [shell.where.decode(errors="replace") for shell in shells]
         if len(shells) == 1:
             state["offset"] = shells[0].applied
         else:  # per shell, in rank order, and the status of those that ended
