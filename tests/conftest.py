@@ -6,9 +6,17 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pflux.api import Client
 from support.instance import LiveInstance
+
+# Two pytest workers and the instances their tests start load the machine: making an
+# example may then take longer than hypothesis's health check allows, and running one
+# longer than its deadline. Neither is what a test asserts (none is timed), so neither
+# fails one here.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 # pytest-xdist's workers export LINES=24 and COLUMNS=80, which would override the size of
 # every terminal a test gives a command (and the width of what it prints elsewhere)
