@@ -11,6 +11,7 @@ import errno
 import json
 
 from flux.constants import FLUX_JOB_URGENCY_DEFAULT
+from flux.core.handle import _text
 from flux.job.JobID import JobID
 from flux.rpc import RPC
 
@@ -72,7 +73,7 @@ def submit_async(
     flags = (_INGEST_WAITABLE if waitable else 0) | (_INGEST_DEBUG if debug else 0)
     payload: dict[str, Any] = {"urgency": urgency, "flags": flags}
     if pre_signed:
-        payload["J"] = _signed(jobspec)
+        payload["J"] = _text(jobspec, "a pre_signed jobspec")
     elif _signs(flux_handle):
         from _pfluxcore.sign import SignError, wrap
 
@@ -84,15 +85,6 @@ def submit_async(
     else:
         payload["jobspec"] = _jobspec_object(jobspec)
     return SubmitFuture(flux_handle, "job-ingest.submit", payload)
-
-
-def _signed(signed: Any) -> str:
-    """J given ``pre_signed``: str, or bytes of ASCII."""
-    if isinstance(signed, bytes):
-        signed = signed.decode("utf-8")
-    if not isinstance(signed, str):
-        raise TypeError(f"a pre_signed jobspec must be a str or bytes, not {type(signed).__name__}")
-    return signed
 
 
 def _signs(h: Flux) -> bool:
