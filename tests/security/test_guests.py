@@ -9,9 +9,7 @@ nothing a client sends makes it another user.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import pytest
 
 from pflux.protocol.message import REQUEST, Decoder, Message, encode
 from support.instance import LiveInstance, console
-from support.users import User
+from support.users import User, guest_instance
 
 # a raw request as the guest's own connection sends it, with whatever envelope it likes
 RAW = """
@@ -71,15 +69,8 @@ class Guests:
 
 @pytest.fixture(scope="module")
 def guests(other_users: tuple[User, User], munged: None) -> Iterator[Guests]:
-    base = Path(tempfile.mkdtemp(prefix="pflux-guests-"))
-    base.chmod(0o711)  # the guests reach the socket below, and list nothing
-    config = base / "guests.toml"
-    config.write_text("[access]\nallow-guest-user = true\n")
-    try:
-        with LiveInstance(base / "state", "--config", str(config)) as live:
-            yield Guests(live, *other_users)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    with guest_instance("pflux-guests-") as live:
+        yield Guests(live, *other_users)
 
 
 def _state(g: Guests, jobid: str) -> str:

@@ -13,10 +13,7 @@ import base64
 import errno
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from _pfluxcore.sign import unwrap, wrap
@@ -25,7 +22,7 @@ from pflux._corefinder import SHIM_PYTHON
 from pflux.api import Client
 from pflux.spec.kvs_keys import job_key
 from support.instance import LiveInstance, console
-from support.users import User
+from support.users import User, guest_instance
 
 # a job-ingest.submit request sent as the user running it: [errnum, errstr, payload]
 SUBMIT = """
@@ -77,15 +74,8 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(other_users: tuple[User, User], munged: None) -> Iterator[Site]:
-    base = Path(tempfile.mkdtemp(prefix="pflux-signed-"))
-    base.chmod(0o711)  # the guests reach the socket below, and list nothing
-    config = base / "guests.toml"
-    config.write_text("[access]\nallow-guest-user = true\n")
-    try:
-        with LiveInstance(base / "state", "--config", str(config)) as live:
-            yield Site(live, *other_users)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    with guest_instance("pflux-signed-") as live:
+        yield Site(live, *other_users)
 
 
 def test_a_guests_job_is_signed_by_the_guest_and_stored_as_sent(site: Site) -> None:

@@ -12,6 +12,7 @@ finds this environment's packages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -140,6 +141,21 @@ def _python(base: Path, probe: tuple[int, int]) -> str:
     if why:
         pytest.skip(f"other users cannot run {sys.executable} nor {system} with pflux: {why}")
     return python
+
+
+@contextlib.contextmanager
+def guest_instance(prefix: str) -> Iterator[LiveInstance]:
+    """An instance of this process's user with ``[access] allow-guest-user``, its state
+    in a directory (named with ``prefix``) other users may traverse but not list."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    base.chmod(0o711)  # the guests reach the socket below, and list nothing
+    config = base / "guests.toml"
+    config.write_text("[access]\nallow-guest-user = true\n")
+    try:
+        with LiveInstance(base / "state", "--config", str(config)) as live:
+            yield live
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
