@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from support.instance import PFLUX
+from support.units import verify
 
 REPO = Path(__file__).parents[2]
 UNIT = REPO / "etc" / "pflux-imp.service"
@@ -31,15 +29,7 @@ def test_the_unit_runs_the_helper_as_root_before_the_instance_and_spares_running
 
 
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed: the unit is not checked by systemd")
-    unit = tmp_path / "pflux-imp.service"
-    # verify wants ExecStart's program to exist: this environment's pflux-imp
-    unit.write_text(UNIT.read_text().replace("/opt/pflux/bin/pflux-imp", str(IMP)))
-    proc = subprocess.run(
-        [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
-    )
+    proc = verify(UNIT, "/opt/pflux/bin/pflux-imp", IMP, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "pflux-imp.service" not in proc.stderr, proc.stderr
 

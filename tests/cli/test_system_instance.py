@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import socket
 import stat
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 from pflux.api import Client
 from pflux.protocol.uri import SYSTEM_URI, SYSTEM_URI_ENV
 from support.instance import PFLUX, environ
+from support.units import verify
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "etc" / "pflux.service"
@@ -256,13 +256,5 @@ def test_the_unit_is_a_notify_service_starting_the_documented_instance() -> None
 
 
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed: the unit is not checked by systemd")
-    unit = tmp_path / "pflux.service"
-    # verify wants ExecStart's program to exist: this environment's pflux
-    unit.write_text(UNIT.read_text().replace("/opt/pflux/bin/pflux", str(PFLUX)))
-    proc = subprocess.run(
-        [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=WAIT, check=False
-    )
+    proc = verify(UNIT, "/opt/pflux/bin/pflux", PFLUX, tmp_path)
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
