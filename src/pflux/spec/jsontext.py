@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DecodeError", "EncodeError", "dumps", "loads", "use_orjson", "use_stdlib"]
 
+_ENCODERS_KEPT = 8  # the standard library's encoders kept for reuse, at most
 #: what decoding bad JSON raises, from either codec (both raise a ValueError)
 DecodeError = ValueError
 #: what encoding a value JSON cannot hold raises, from either codec
@@ -87,10 +88,9 @@ def _choose(*, stdlib: bool) -> None:
         import json
 
         decode = json.loads
-        compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        ordered = json.JSONEncoder(
-            separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True
-        )
+        # one encoder for each (default, sort_keys) asked for: the callers' defaults are
+        # module functions (the message codec's), so there are few
+        encoders: dict[tuple[Callable[[Any], Any] | None, bool], json.JSONEncoder] = {}
 
         def std_dumps(
             obj: Any,
@@ -100,8 +100,8 @@ def _choose(*, stdlib: bool) -> None:
             newline: bool = False,
             sort_keys: bool = False,
         ) -> bytes:
-            encoder = ordered if sort_keys else compact
-            if default is not None:
+            encoder = encoders.get((default, sort_keys))
+            if encoder is None:
                 encoder = json.JSONEncoder(
                     separators=(",", ":"),
                     ensure_ascii=False,
@@ -109,6 +109,8 @@ def _choose(*, stdlib: bool) -> None:
                     sort_keys=sort_keys,
                     default=default,
                 )
+                if len(encoders) < _ENCODERS_KEPT:
+                    encoders[(default, sort_keys)] = encoder
             text = encoder.encode(obj)
             return (text + "\n" if newline else text).encode()
 
