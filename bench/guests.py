@@ -84,7 +84,8 @@ def main() -> int:
         )
         helper = subprocess.Popen([sys.executable, "-m", "pflux.imp", "--config", str(imp)])
         home = base / "home"
-        home.mkdir(mode=0o777)
+        home.mkdir()
+        home.chmod(0o1777)  # both users write here; sticky, as /tmp: neither removes the other's
         config = base / "site.toml"
         config.write_text(f'[access]\nallow-guest-user = true\n[exec]\nimp = "{sock}"\n')
         wait = ["sh", "-c", 'echo "$PFLUX_URI"; exec cat >/dev/null']
