@@ -116,9 +116,12 @@ def test_an_antecedent_that_never_started(client: Client) -> None:
 
 
 def test_failures_cascade_down_a_chain(client: Client) -> None:
-    a = client.submit(job("0.01s", wait_status=FAIL))
+    # held until the chain is submitted: an antecedent that has already failed is
+    # refused at submission, so a loaded machine must not let it end first
+    a = client.submit(job("0.01s", wait_status=FAIL), urgency="hold")
     b = client.submit(job("0.01s", dep("afterok", a)))
     c = client.submit(job("0.01s", dep("afterok", b)))
+    client.urgency(a, "default")
     assert not client.wait(c).success
     assert "after-success" in client.wait(c).errstr
 
