@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import pflux
@@ -32,7 +33,9 @@ SERVICE_PARTS = (
 SHIM = ROOT / "fluxshim" / "python"
 
 
+@cache
 def _modules() -> dict[str, tuple[Path, ast.Module]]:
+    """Every module of pflux, parsed once for all the checks here."""
     found = {}
     for path in ROOT.rglob("*.py"):
         if path.is_relative_to(SHIM):
@@ -42,6 +45,11 @@ def _modules() -> dict[str, tuple[Path, ast.Module]]:
             parts.pop()
         found[".".join(parts)] = (path, ast.parse(path.read_text()))
     return found
+
+
+@cache
+def _cycles_found() -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(cycle) for cycle in _cycles(_imports(_modules())))
 
 
 def _imports(modules: dict[str, tuple[Path, ast.Module]]) -> dict[str, set[str]]:
@@ -115,7 +123,7 @@ def test_no_import_cycle_goes_through_a_service_or_its_parts() -> None:
     assert {"pflux.manager.service", "pflux.exec.service"} <= services
     tangled = [
         sorted(cycle)
-        for cycle in _cycles(_imports(modules))
+        for cycle in _cycles_found()
         if cycle & services or cycle.intersection(SERVICE_PARTS)
     ]
     assert tangled == []
@@ -135,7 +143,7 @@ def test_no_import_cycle_goes_through_the_api() -> None:
     """The clients import job handles, and job handles ask of a client only through
     a protocol of their own: no module of ``pflux.api`` is in a cycle."""
     api = {name for name in _modules() if name == "pflux.api" or name.startswith("pflux.api.")}
-    tangled = [sorted(cycle) for cycle in _cycles(_imports(_modules())) if cycle & api]
+    tangled = [sorted(cycle) for cycle in _cycles_found() if cycle & api]
     assert tangled == []
 
 

@@ -210,4 +210,4 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 TestStoreModel = StoreMachine.TestCase
-TestStoreModel.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
+TestStoreModel.settings = settings(max_examples=50, stateful_step_count=30, deadline=None)
