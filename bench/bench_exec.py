@@ -1,9 +1,9 @@
 """job-exec alone: test-mode and real ``true`` jobs per second, and one job's latency.
 
 A broker with only kvs and job-exec runs in this process; the script plays the
-job-manager, sending ``job-exec.start`` and counting final releases. Real
-jobs run at most ``--concurrency`` at a time (default: one per CPU, as a
-scheduler giving each job one core would), each on its own core, with the
+job-manager: it answers job-exec's hello, sends ``job-exec.start`` and counts
+final releases. Real jobs run at most ``--concurrency`` at a time (default: one per
+CPU, as a scheduler giving each job one core would), each on its own core, with the
 environment of this process (as ``pflux run`` sends it); test-mode jobs are
 all started at once. The CPU figures split the cost between the broker (this
 process: job-exec and the KVS; R is built once per core, not per job), the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import os
 import statistics
@@ -31,7 +32,7 @@ from typing import Any
 import orjson
 
 from pflux.broker.connector import serve
-from pflux.broker.router import Broker
+from pflux.broker.router import Broker, Request, Service, method
 from pflux.exec.service import ExecService
 from pflux.kvs.service import KVSService
 from pflux.protocol.kvs import value_of
@@ -55,12 +56,44 @@ def resources(core: int) -> dict[str, Any]:
     return R
 
 
-def launcher_cpu(pid: int) -> tuple[float, float]:
-    """(the launcher's own CPU seconds, its reaped shells' and tasks')."""
+def _times(pid: int) -> tuple[float, float]:
+    """A process's own CPU seconds and its reaped children's."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         fields = f.read().rsplit(b")", 1)[1].split()
     hz = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / hz, (int(fields[13]) + int(fields[14])) / hz
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(child) for child in f.read().split()]
+
+
+def launcher_cpu(pid: int) -> tuple[float, float]:
+    """(the launcher's own CPU seconds, its shells' and tasks', reaped or still running:
+    shells are kept for the next jobs, so most are never reaped)."""
+    own, reaped = _times(pid)
+    shells = reaped
+    for child in _children(pid):
+        with contextlib.suppress(OSError):
+            child_own, child_reaped = _times(child)
+            shells += child_own + child_reaped
+    return own, shells
+
+
+class Manager(Service):
+    """The job-manager's two answers a starting job-exec waits for: its hello taken, and
+    no job in RUN to take over."""
+
+    name = "job-manager"
+
+    @method("exec-hello")
+    def exec_hello(self, req: Request) -> None:
+        req.respond({})
+
+    @method("running")
+    def running(self, req: Request) -> None:
+        req.respond({"jobs": []})
 
 
 class Driver:
@@ -82,9 +115,9 @@ class Driver:
         def response(msg: Message) -> None:
             if msg.errnum:
                 raise SystemExit(f"job-exec.start failed: {msg.errstr}")
-            if msg.payload["type"] == "exception":
-                print(f"  exception: {msg.payload['data']['note']}", file=sys.stderr)
-            if msg.payload["type"] == "release":
+            if msg.payload.type == "exception":
+                print(f"  exception: {msg.payload.data.note}", file=sys.stderr)
+            if msg.payload.type == "release":
                 on_release(jobid)
 
         payload = {
@@ -132,7 +165,7 @@ class Driver:
         began = time.perf_counter()
 
         def response(msg: Message) -> None:
-            kind = msg.payload["type"]
+            kind = msg.payload.type
             if kind == "start":
                 started.set_result(time.perf_counter() - began)
             elif kind == "release":
@@ -167,6 +200,7 @@ async def main(args: argparse.Namespace) -> None:
         attrs={"state-dir": str(state_dir), "uri": uri_for(str(sock)), "hostname": "localhost"},
     )
     broker.register(KVSService(broker))
+    broker.register(Manager(broker))
     job_exec = ExecService(broker)
     broker.register(job_exec)
     await broker.start()
