@@ -42,11 +42,13 @@ sys.exit(main())
 """
 
 
-@pytest.mark.parametrize("command", [["run", "true"], ["submit", "true"], ["job", "last"]])
+@pytest.mark.parametrize(
+    "command", [["run", "true"], ["submit", "true"], ["job", "last"], ["jobs", "-a"]]
+)
 def test_a_short_command_loads_nothing_heavy(uri: str, tmp_path: Path, command: list[str]) -> None:
     out = tmp_path / "modules.json"
     env = environ(PFLUX_URI=uri, PROBE_OUT=str(out))
-    if command[:2] == ["job", "last"]:
+    if command[:2] in (["job", "last"], ["jobs", "-a"]):
         subprocess.run([sys.executable, "-m", "pflux.cli", "submit", "true"], env=env, check=True)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *command],
