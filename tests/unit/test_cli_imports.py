@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 from tests.support.instance import environ
 
+from pflux import fluxshim
+
+SHIM_BIN = Path(fluxshim.__file__).parent / "bin"
+
 #: heavy to import and not needed by a short command: orjson (~20 ms, with uuid, platform,
 #: dataclasses), dataclasses and inspect (~12 ms), socket and selectors (enum conversions),
 #: shutil (bz2, lzma), asyncio, msgspec and yaml
@@ -61,3 +65,21 @@ def test_a_short_command_loads_nothing_heavy(uri: str, tmp_path: Path, command: 
     loaded = set(json.loads(out.read_text()))
     assert "pflux.api.client" in loaded  # the command did reach the instance
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+@pytest.mark.parametrize("command", ["flux", "pflux"])
+def test_the_instances_commands_start_pflux_without_runpy(uri: str, command: str) -> None:
+    """The ``flux`` and ``pflux`` an instance puts on PATH run the CLI with ``-c``:
+    ``-m`` would load runpy and importlib.util, a tenth of a short command's time."""
+    done = subprocess.run(
+        [str(SHIM_BIN / command), "getattr", "size"],
+        env=environ(PFLUX_URI=uri, PFLUX_PYTHON=sys.executable, PYTHONPROFILEIMPORTTIME="1"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "1\n"
+    loaded = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()}
+    assert "pflux.cli" in loaded
+    assert not loaded & {"runpy", "importlib.util"}
