@@ -16,6 +16,7 @@ import os
 import socket
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 
 from pflux.api import Client
 from pflux.broker import connector
+from pflux.broker.instance import BrokerBasics
 from pflux.broker.logbuf import LogRing
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
@@ -371,3 +373,82 @@ def test_providing_a_service_does_not_lift_a_client_s_output_bound(
         for _ in range(4):
             conn.deliver(event)
         assert (transport.aborted, conn.closed) == (closed, closed)
+
+
+# a process holding the instance's key: it sends its parent one frame of SIZE bytes, then
+# waits for its stdin to close
+OVERSIZED = """
+import sys, zmq
+public, secret, endpoint, size = sys.argv[1:]
+dealer = zmq.Context().socket(zmq.DEALER)
+dealer.curve_serverkey = dealer.curve_publickey = public.encode()
+dealer.curve_secretkey = secret.encode()
+dealer.connect(endpoint)
+dealer.send(bytes(int(size)))
+sys.stdin.read()
+"""
+
+
+def test_a_message_over_the_overlay_limit_from_a_key_holder_is_never_held(
+    tmp_path: Path,
+) -> None:
+    """A process with the instance's key sends rank 0 a 100M frame: ZeroMQ drops its
+    connection as the frame's length arrives (MAXMSGSIZE), so the broker never holds it;
+    the loss is logged, naming the sender's process, and ranks 0 and 1 go on."""
+    boots = test_size_boots(2, tmp_path, 2, ["a", "b"])
+    lines: list[str] = []
+
+    async def scenario() -> tuple[int, int, int]:
+        lost, joined = asyncio.Event(), asyncio.Event()
+
+        class Lines(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record.getMessage())
+                if "lost a connection from" in lines[-1]:
+                    lost.set()
+
+        handler = Lines()
+        logging.getLogger("pflux.overlay").addHandler(handler)
+        overlays = []
+        try:
+            for boot in boots:
+                broker = Broker(os.getuid())
+                broker.rank, broker.size = boot.rank, boot.size
+                broker.register(BrokerBasics(broker))
+                if boot.rank == 0:
+                    broker.rank_changed(0, {"hostname": "a"})
+                    broker.watch_ranks(lambda rank, info: joined.set() if info else None)
+                await broker.start()
+                overlays.append(Overlay(broker, boot, {"hostname": "ab"[boot.rank]}))
+                overlays[-1].heartbeat = 0.05
+                await overlays[-1].start()
+            await asyncio.wait_for(joined.wait(), timeout=30)
+            zero, one = (overlay.broker for overlay in overlays)
+            before = reset_peak(os.getpid())
+            cert, endpoint = boots[0].cert, overlays[0].endpoint
+            sender = await asyncio.create_subprocess_exec(
+                *[sys.executable, "-c", OVERSIZED, cert.public, cert.secret, endpoint],
+                str(100 * MIB),
+                stdin=asyncio.subprocess.PIPE,
+            )
+            try:
+                await asyncio.wait_for(lost.wait(), timeout=60)
+                peak = memory(os.getpid())["VmHWM"] - before  # unbounded: 100 more
+                assert (await one.call("broker.ping", {}, nodeid=0))["rank"] == 0
+                assert (await zero.call("broker.ping", {}, nodeid=1))["rank"] == 1
+            finally:
+                assert sender.stdin is not None
+                sender.stdin.close()
+                await sender.wait()
+            return peak, sender.pid, overlays[0].limit
+        finally:
+            for overlay in reversed(overlays):
+                await overlay.stop()
+            logging.getLogger("pflux.overlay").removeHandler(handler)
+
+    peak, pid, limit = asyncio.run(scenario())
+    assert peak < 40
+    assert (
+        f"overlay: lost a connection from pid {pid} (uid {os.getuid()}): it went away, or"
+        f" sent a message over the overlay's limit of {limit} bytes"
+    ) in lines
