@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+import zmq
 
 from pflux.api import Client
 from pflux.broker import connector
@@ -375,13 +376,14 @@ def test_providing_a_service_does_not_lift_a_client_s_output_bound(
         assert (transport.aborted, conn.closed) == (closed, closed)
 
 
-# a process holding the instance's key: it sends its parent one frame of SIZE bytes, then
-# waits for its stdin to close
-OVERSIZED = """
+# a process that connects to a broker of SERVER_KEY as PUBLIC/SECRET, sends it one frame of
+# SIZE bytes, then waits for its stdin to close
+SENDER = """
 import sys, zmq
-public, secret, endpoint, size = sys.argv[1:]
+server_key, public, secret, endpoint, size = sys.argv[1:]
 dealer = zmq.Context().socket(zmq.DEALER)
-dealer.curve_serverkey = dealer.curve_publickey = public.encode()
+dealer.curve_serverkey = server_key.encode()
+dealer.curve_publickey = public.encode()
 dealer.curve_secretkey = secret.encode()
 dealer.connect(endpoint)
 dealer.send(bytes(int(size)))
@@ -394,18 +396,21 @@ def test_a_message_over_the_overlay_limit_from_a_key_holder_is_never_held(
 ) -> None:
     """A process with the instance's key sends rank 0 a 100M frame: ZeroMQ drops its
     connection as the frame's length arrives (MAXMSGSIZE), so the broker never holds it;
-    the loss is logged, naming the sender's process, and ranks 0 and 1 go on."""
+    the loss is logged, naming the sender's process, and ranks 0 and 1 go on. The
+    connections of a key refused meanwhile are refusals, not losses."""
     boots = test_size_boots(2, tmp_path, 2, ["a", "b"])
     lines: list[str] = []
 
-    async def scenario() -> tuple[int, int, int]:
-        lost, joined = asyncio.Event(), asyncio.Event()
+    async def scenario() -> tuple[int, int, int, list[str]]:
+        lost, joined, refused = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
         class Lines(logging.Handler):
             def emit(self, record: logging.LogRecord) -> None:
                 lines.append(record.getMessage())
                 if "lost a connection from" in lines[-1]:
                     lost.set()
+                if "refused a connection from" in lines[-1]:
+                    refused.set()
 
         handler = Lines()
         logging.getLogger("pflux.overlay").addHandler(handler)
@@ -424,31 +429,40 @@ def test_a_message_over_the_overlay_limit_from_a_key_holder_is_never_held(
                 await overlays[-1].start()
             await asyncio.wait_for(joined.wait(), timeout=30)
             zero, one = (overlay.broker for overlay in overlays)
-            before = reset_peak(os.getpid())
             cert, endpoint = boots[0].cert, overlays[0].endpoint
-            sender = await asyncio.create_subprocess_exec(
-                *[sys.executable, "-c", OVERSIZED, cert.public, cert.secret, endpoint],
-                str(100 * MIB),
-                stdin=asyncio.subprocess.PIPE,
-            )
+            stranger = [k.decode() for k in zmq.curve_keypair()]
+            senders = []
             try:
+                for keys, size in ((stranger, 1), ([cert.public, cert.secret], 100 * MIB)):
+                    if size > 1:
+                        await asyncio.wait_for(refused.wait(), timeout=60)
+                        before = reset_peak(os.getpid())
+                    senders.append(
+                        await asyncio.create_subprocess_exec(
+                            *[sys.executable, "-c", SENDER, cert.public, *keys, endpoint],
+                            str(size),
+                            stdin=asyncio.subprocess.PIPE,
+                        )
+                    )
                 await asyncio.wait_for(lost.wait(), timeout=60)
                 peak = memory(os.getpid())["VmHWM"] - before  # unbounded: 100 more
                 assert (await one.call("broker.ping", {}, nodeid=0))["rank"] == 0
                 assert (await zero.call("broker.ping", {}, nodeid=1))["rank"] == 1
+                logged = list(lines)  # before the senders and brokers go away
             finally:
-                assert sender.stdin is not None
-                sender.stdin.close()
-                await sender.wait()
-            return peak, sender.pid, overlays[0].limit
+                for sender in senders:
+                    assert sender.stdin is not None
+                    sender.stdin.close()
+                    await sender.wait()
+            return peak, senders[1].pid, overlays[0].limit, logged
         finally:
             for overlay in reversed(overlays):
                 await overlay.stop()
             logging.getLogger("pflux.overlay").removeHandler(handler)
 
-    peak, pid, limit = asyncio.run(scenario())
+    peak, pid, limit, logged = asyncio.run(scenario())
     assert peak < 40
-    assert (
+    assert [line for line in logged if "lost a connection" in line] == [
         f"overlay: lost a connection from pid {pid} (uid {os.getuid()}): it went away, or"
         f" sent a message over the overlay's limit of {limit} bytes"
-    ) in lines
+    ]
