@@ -251,7 +251,7 @@ class Overlay:
         self._dealer_monitor: zmq.Socket[bytes] | None = None  # the parent's connection
         self._handshake_logged = -REFUSAL_LOG_INTERVAL
         self._peers: dict[int, str | None] = {}  # a child connection's fd -> its peer
-        self._failed = 0  # handshakes failed whose connection's close is still to come
+        self._refusing = False  # the router's last event was a failed handshake
         self._parent_connected = False  # the DEALER's handshake succeeded, not closed since
         self._tag = 0
         self._pending: dict[int, _Pending] = {}
@@ -776,28 +776,26 @@ class Overlay:
     # --- what ZeroMQ says of the connections -----------------------------------------
 
     def _children_connections(self) -> None:
-        """The ROUTER's connections, from its monitor. Each accepted one's peer is noted
-        while it is open (``_peer_of``; ZeroMQ names only this broker's endpoint). One
-        closed once it was in (no failed handshake just before: ZeroMQ sends the two
-        together) is logged with its peer: the peer went away, or sent a frame over
-        ``limit``. A peer whose CURVE handshake failed does not know this instance's
-        server key (another instance's certificate), so it never reaches ZAP, and it
-        retries every second: logged once a minute, unnamed."""
+        """The ROUTER's connections, from its monitor. ZeroMQ names only this broker's
+        endpoint, so each accepted connection's peer is noted while it is open
+        (``_peer_of``). A connection closed once it was in is logged with its peer: the
+        peer went away, or sent a frame over ``limit``. The close that ZeroMQ reports
+        right after a failed handshake is that refusal's, not logged again. A peer whose
+        CURVE handshake failed does not know this instance's server key (another
+        instance's certificate), so it never reaches ZAP, and it retries every second:
+        logged once a minute, unnamed."""
         failed = False
         for event, value in _monitor_events(self._monitor):
             if event == zmq.EVENT_ACCEPTED:
                 if len(self._peers) < PEERS_KEPT:
                     self._peers[value] = _peer_of(value)
-            elif event & HANDSHAKE_FAILED:
-                self._failed += 1
-                failed = failed or event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
             elif event == zmq.EVENT_DISCONNECTED:
                 peer = self._peers.pop(value, None)
-                if self._failed:
-                    self._failed -= 1
-                elif not self.stopping:
+                if not self._refusing and not self.stopping:
                     address = peer or f"a child at {self.endpoint}"
                     self._lost(address.encode(), address)
+            failed = failed or event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            self._refusing = bool(event & HANDSHAKE_FAILED)
         now = time.monotonic()
         if failed and now - self._handshake_logged >= REFUSAL_LOG_INTERVAL:
             self._handshake_logged = now
