@@ -253,6 +253,7 @@ class Overlay:
         self._peers: dict[int, str | None] = {}  # a child connection's fd -> its peer
         self._refusing = False  # the router's last event was a failed handshake
         self._parent_connected = False  # the DEALER's handshake succeeded, not closed since
+        self._parent_closed = False  # ... then closed, and ZeroMQ has not said it retries
         self._tag = 0
         self._pending: dict[int, _Pending] = {}
         self._served: dict[tuple[int, int], PeerRoute] = {}
@@ -321,7 +322,7 @@ class Overlay:
             dealer.setsockopt(zmq.RECONNECT_IVL, 100)
             dealer.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
             self._dealer_monitor = dealer.get_monitor_socket(
-                zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED
+                zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
             )
             dealer.connect(boot.parent)
             self._dealer = dealer
@@ -807,15 +808,29 @@ class Overlay:
 
     def _parent_connection(self) -> None:
         """The DEALER's connection, from its monitor: one lost once its handshake had
-        succeeded is logged (the parent went away, or sent a frame over ``limit``)."""
+        succeeded is logged (the parent went away, or sent a frame over ``limit``).
+        ZeroMQ connects again after the first, saying so right after the close
+        (CONNECT_RETRIED), and never after the second, a protocol error: a close with
+        no retry by the next look (a heartbeat later) is connected again here."""
+        closed_before = self._parent_closed
         for event, _ in _monitor_events(self._dealer_monitor):
             if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._parent_connected = True
+            elif event == zmq.EVENT_CONNECT_RETRIED:
+                self._parent_closed = closed_before = False
             elif event == zmq.EVENT_DISCONNECTED and self._parent_connected:
                 self._parent_connected = False
+                self._parent_closed = True
                 if not self.stopping:
                     name = f"the parent, rank {self._parent()} ({self.boot.parent})"
                     self._lost(b"parent", name)
+        dealer, endpoint = self._dealer, self.boot.parent
+        if closed_before and self._parent_closed and not self.stopping and dealer and endpoint:
+            self._parent_closed = False
+            log.info("overlay: connecting again to the parent, rank %d", self._parent())
+            with contextlib.suppress(zmq.ZMQError):
+                dealer.disconnect(endpoint)
+            dealer.connect(endpoint)
 
     def _lost(self, key: bytes, address: str) -> None:
         self.losses.refused(key, address, self._loop.call_later if self._loop else None)
