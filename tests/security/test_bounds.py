@@ -416,7 +416,8 @@ async def two_ranks(tmp_path: Path) -> AsyncIterator[tuple[Overlay, Overlay, Ove
     logged = OverlayLog()
     logger = logging.getLogger("pflux.overlay")
     logger.addHandler(logged)
-    level, logger.level = logger.level, logging.INFO
+    level = logger.level
+    logger.setLevel(logging.INFO)  # the child's "connecting again" line
     joined = asyncio.Event()
     overlays: list[Overlay] = []
     try:
