@@ -16,14 +16,17 @@ import os
 import socket
 import struct
 import subprocess
+import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 
 import pytest
+import zmq
 
 from pflux.api import Client
 from pflux.broker import connector
+from pflux.broker.instance import BrokerBasics
 from pflux.broker.logbuf import LogRing
 from pflux.broker.overlay import Overlay
 from pflux.broker.router import Broker
@@ -371,3 +374,139 @@ def test_providing_a_service_does_not_lift_a_client_s_output_bound(
         for _ in range(4):
             conn.deliver(event)
         assert (transport.aborted, conn.closed) == (closed, closed)
+
+
+# a process that connects to a broker of SERVER_KEY as PUBLIC/SECRET, sends it one frame of
+# SIZE bytes, then waits for its stdin to close
+SENDER = """
+import sys, zmq
+server_key, public, secret, endpoint, size = sys.argv[1:]
+dealer = zmq.Context().socket(zmq.DEALER)
+dealer.curve_serverkey = server_key.encode()
+dealer.curve_publickey = public.encode()
+dealer.curve_secretkey = secret.encode()
+dealer.connect(endpoint)
+dealer.send(bytes(int(size)))
+sys.stdin.read()
+"""
+
+
+class OverlayLog(logging.Handler):
+    """The overlay's log lines, as they come; ``seen`` awaits one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.logged = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        self.logged.set()
+
+    async def seen(self, text: str) -> None:
+        while not any(text in line for line in self.lines):
+            self.logged.clear()
+            await asyncio.wait_for(self.logged.wait(), timeout=60)
+
+
+@contextlib.asynccontextmanager
+async def two_ranks(tmp_path: Path) -> AsyncIterator[tuple[Overlay, Overlay, OverlayLog]]:
+    """Ranks 0 and 1 in this process, each answering ``broker.ping``, once 0 has heard
+    from 1; and the overlay's log."""
+    logged = OverlayLog()
+    logger = logging.getLogger("pflux.overlay")
+    logger.addHandler(logged)
+    level = logger.level
+    logger.setLevel(logging.INFO)  # the child's "connecting again" line
+    joined = asyncio.Event()
+    overlays: list[Overlay] = []
+    try:
+        for boot in test_size_boots(2, tmp_path, 2, ["a", "b"]):
+            broker = Broker(os.getuid())
+            broker.rank, broker.size = boot.rank, boot.size
+            broker.register(BrokerBasics(broker))
+            if boot.rank == 0:
+                broker.rank_changed(0, {"hostname": "a"})
+                broker.watch_ranks(lambda rank, info: joined.set() if rank and info else None)
+            await broker.start()
+            overlays.append(Overlay(broker, boot, {"hostname": "ab"[boot.rank]}))
+            overlays[-1].heartbeat = 0.05
+            await overlays[-1].start()
+        await asyncio.wait_for(joined.wait(), timeout=30)
+        yield overlays[0], overlays[1], logged
+    finally:
+        for overlay in reversed(overlays):
+            await overlay.stop()
+        logger.removeHandler(logged)
+        logger.setLevel(level)
+
+
+async def both_answer(zero: Overlay, one: Overlay) -> None:
+    assert (await one.broker.call("broker.ping", {}, nodeid=0))["rank"] == 0
+    assert (await zero.broker.call("broker.ping", {}, nodeid=1))["rank"] == 1
+
+
+def test_a_message_over_the_overlay_limit_from_a_key_holder_is_never_held(
+    tmp_path: Path,
+) -> None:
+    """A process with the instance's key sends rank 0 a 100M frame: ZeroMQ drops its
+    connection as the frame's length arrives (MAXMSGSIZE), so the broker never holds it;
+    the loss is logged, naming the sender's process, and ranks 0 and 1 go on. The
+    connections of a key refused meanwhile are refusals, not losses."""
+
+    async def scenario() -> tuple[int, int, int, list[str]]:
+        async with two_ranks(tmp_path) as (zero, one, logged):
+            server_key, endpoint = zero.boot.cert.public, zero.endpoint
+            stranger = [k.decode() for k in zmq.curve_keypair()]
+            senders = []
+
+            async def send(keys: list[str], size: int) -> None:
+                senders.append(
+                    await asyncio.create_subprocess_exec(
+                        *[sys.executable, "-c", SENDER, server_key, *keys, endpoint],
+                        str(size),
+                        stdin=asyncio.subprocess.PIPE,
+                    )
+                )
+
+            try:
+                await send(stranger, 1)
+                await logged.seen("refused a connection from")
+                before = reset_peak(os.getpid())
+                await send([server_key, zero.boot.cert.secret], 100 * MIB)
+                await logged.seen("lost a connection from")
+                peak = memory(os.getpid())["VmHWM"] - before  # unbounded: 100 more
+                await both_answer(zero, one)
+                lines = list(logged.lines)  # before the senders and brokers go away
+            finally:
+                for sender in senders:
+                    assert sender.stdin is not None
+                    sender.stdin.close()
+                    await sender.wait()
+            return peak, senders[1].pid, zero.limit, lines
+
+    peak, pid, limit, lines = asyncio.run(scenario())
+    assert peak < 40
+    assert [line for line in lines if "lost a connection" in line] == [
+        f"overlay: lost a connection from pid {pid} (uid {os.getuid()}): it went away, or"
+        f" sent a message over the overlay's limit of {limit} bytes"
+    ]
+
+
+def test_a_child_sent_a_message_over_the_limit_by_its_parent_connects_again(
+    tmp_path: Path,
+) -> None:
+    """A frame over the limit from the parent (only a process with the instance's key can
+    send one) ends the child's connection, a protocol error after which ZeroMQ does not
+    connect again: the child logs the loss, connects again itself, and both ranks go on."""
+
+    async def scenario() -> list[str]:
+        async with two_ranks(tmp_path) as (zero, one, logged):
+            assert zero._router is not None
+            zero._router.send_multipart([b"1", bytes(one.limit + 1)])
+            await logged.seen("connecting again to the parent")
+            await both_answer(zero, one)
+            return list(logged.lines)
+
+    lines = asyncio.run(scenario())
+    assert "overlay: lost a connection from the parent, rank 0 (" in "\n".join(lines)

@@ -37,7 +37,10 @@ refuses a longer frame as it arrives (``MAXMSGSIZE``: the peer that sent it is
 disconnected, and reconnects), so no broker holds one; a broker never sends
 one: a response over the limit goes as an EMSGSIZE error, a request is answered
 EMSGSIZE where it was sent, and each drop is logged, ``DROPS_LOGGED`` a minute in
-full and the rest as one count line.
+full and the rest as one count line. A connection lost once it was in (its peer
+went away, or sent a frame over the limit) is logged from the sockets' monitors,
+naming the peer: its address, or for ipc its process (``_peer_of``), ten a
+minute in full and the rest as one count line (``RefusalLog``).
 
 The sockets are plain (blocking-free) pyzmq sockets watched with the loop's
 ``add_reader`` on their ZMQ_FD, which is edge-triggered: a reader drains every
@@ -50,13 +53,17 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
+import socket
+import struct
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import zmq
 from zmq.utils import z85
+from zmq.utils.monitor import parse_monitor_message
 
 from pflux.broker.boot import Boot
 from pflux.broker.refusals import RefusalLog
@@ -89,6 +96,12 @@ FLAG_FROM_SERVICE = 1 << 8
 REFUSAL_LOG_INTERVAL = 60.0  # a refused key retrying is logged again after this long
 OVERLAY_ROOM = 64 << 10  # bytes a forwarded message may add to the longest one accepted
 DROPS_LOGGED = 10  # oversize messages logged in full each REFUSAL_LOG_INTERVAL
+PEERS_KEPT = 1024  # connections whose peer is remembered until they close
+HANDSHAKE_FAILED = (
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
 
 
 def _fd(sock: zmq.Socket[bytes]) -> int:
@@ -98,6 +111,41 @@ def _fd(sock: zmq.Socket[bytes]) -> int:
 
 def _events(sock: zmq.Socket[bytes]) -> int:
     return int(sock.getsockopt(zmq.EVENTS))
+
+
+def _monitor_events(sock: zmq.Socket[bytes] | None) -> Iterator[tuple[int, int]]:
+    """The (event, value) pairs queued on a monitor socket, in the order ZeroMQ sent them."""
+    while sock is not None and not sock.closed and _events(sock) & zmq.POLLIN:
+        try:
+            frames = sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        event = parse_monitor_message(frames)
+        yield int(event["event"]), int(event["value"])
+
+
+def _peer_of(fd: int) -> str | None:
+    """Who is at the other end of ZeroMQ's socket ``fd``: its address, or the process of
+    an ipc peer (its pid and uid); None once it has closed."""
+    try:
+        copy = os.dup(fd)
+    except OSError:
+        return None
+    try:
+        sock = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)
+        return None
+    with sock:
+        try:
+            if sock.family == socket.AF_UNIX:
+                cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                pid, uid, _ = struct.unpack("3i", cred)
+                return f"pid {pid} (uid {uid})"
+            host, port = sock.getpeername()[:2]
+        except OSError:
+            return None
+        return f"{host}:{port}"
 
 
 class _Child:
@@ -199,8 +247,13 @@ class Overlay:
         self._router: zmq.Socket[bytes] | None = None
         self._dealer: zmq.Socket[bytes] | None = None
         self._zap: zmq.Socket[bytes] | None = None
-        self._monitor: zmq.Socket[bytes] | None = None  # the router's failed handshakes
+        self._monitor: zmq.Socket[bytes] | None = None  # the router's connections
+        self._dealer_monitor: zmq.Socket[bytes] | None = None  # the parent's connection
         self._handshake_logged = -REFUSAL_LOG_INTERVAL
+        self._peers: dict[int, str | None] = {}  # a child connection's fd -> its peer
+        self._refusing = False  # the router's last event was a failed handshake
+        self._parent_connected = False  # the DEALER's handshake succeeded, not closed since
+        self._parent_closed = False  # ... then closed, and ZeroMQ has not said it retries
         self._tag = 0
         self._pending: dict[int, _Pending] = {}
         self._served: dict[tuple[int, int], PeerRoute] = {}
@@ -209,6 +262,7 @@ class Overlay:
         self.refusals = RefusalLog(
             log, "its CURVE key is not this instance's", clock=time.monotonic
         )
+        self.losses = RefusalLog(log, "", verb="lost", clock=time.monotonic)  # says why at start
         # bytes of the longest frame sent or taken (set before ``start``)
         self.limit = max(broker.max_request, MAX_SIZE) + OVERLAY_ROOM
         self._drops = 0  # oversize messages this window: the first DROPS_LOGGED logged
@@ -230,6 +284,9 @@ class Overlay:
         boot = self.boot
         ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._ctx = ctx
+        self.losses.what = (
+            f"it went away, or sent a message over the overlay's limit of {self.limit} bytes"
+        )
         if boot.bind is not None:
             self._zap = ctx.socket(zmq.REP)
             self._zap.bind(ZAP_ENDPOINT)
@@ -249,7 +306,9 @@ class Overlay:
             self._router = router
             loop.add_reader(_fd(router), self._readable, router)
             # read at each heartbeat (_tick): its descriptor does not wake a loop reliably
-            self._monitor = router.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL)
+            self._monitor = router.get_monitor_socket(
+                zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | HANDSHAKE_FAILED
+            )
         if boot.parent is not None:
             dealer = ctx.socket(zmq.DEALER)
             dealer.setsockopt(zmq.LINGER, 0)
@@ -262,6 +321,9 @@ class Overlay:
             dealer.setsockopt_string(zmq.CURVE_SECRETKEY, boot.cert.secret)
             dealer.setsockopt(zmq.RECONNECT_IVL, 100)
             dealer.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            self._dealer_monitor = dealer.get_monitor_socket(
+                zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
+            )
             dealer.connect(boot.parent)
             self._dealer = dealer
             loop.add_reader(_fd(dealer), self._readable, dealer)
@@ -291,10 +353,12 @@ class Overlay:
             if self._monitor is not None:
                 self._router.disable_monitor()
             self._router.close(linger=SHUTDOWN_LINGER_MS)
-        for sock in (self._dealer, self._zap, self._monitor):
+        if self._dealer is not None and self._dealer_monitor is not None:
+            self._dealer.disable_monitor()
+        for sock in (self._dealer, self._zap, self._monitor, self._dealer_monitor):
             if sock is not None:
                 sock.close(linger=0)
-        self._router = self._dealer = self._zap = self._monitor = None
+        self._router = self._dealer = self._zap = self._monitor = self._dealer_monitor = None
         if self._ctx is not None:
             ctx, self._ctx = self._ctx, None
             await asyncio.to_thread(ctx.term)
@@ -651,7 +715,8 @@ class Overlay:
     def _tick(self) -> None:
         assert self._loop is not None
         self._timer = self._loop.call_later(self.heartbeat, self._tick)
-        self._handshake_failed()
+        self._children_connections()
+        self._parent_connection()
         now = time.monotonic()
         if self._drops and now - self._drops_since >= REFUSAL_LOG_INTERVAL:
             self._log_drops()
@@ -709,20 +774,29 @@ class Overlay:
                 del self._served[key]
                 route.gone()
 
-    # --- ZAP: who may connect ---------------------------------------------------------
+    # --- what ZeroMQ says of the connections -----------------------------------------
 
-    def _handshake_failed(self) -> None:
-        """A peer whose CURVE handshake failed: it does not know this instance's server key
-        (another instance's certificate), so it never reaches ZAP. ZeroMQ does not say
-        who it was; it retries every second: logged once a minute."""
-        sock = self._monitor
+    def _children_connections(self) -> None:
+        """The ROUTER's connections, from its monitor. ZeroMQ names only this broker's
+        endpoint, so each accepted connection's peer is noted while it is open
+        (``_peer_of``). A connection closed once it was in is logged with its peer: the
+        peer went away, or sent a frame over ``limit``. The close that ZeroMQ reports
+        right after a failed handshake is that refusal's, not logged again. A peer whose
+        CURVE handshake failed does not know this instance's server key (another
+        instance's certificate), so it never reaches ZAP, and it retries every second:
+        logged once a minute, unnamed."""
         failed = False
-        while sock is not None and not sock.closed and _events(sock) & zmq.POLLIN:
-            try:
-                sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            failed = True
+        for event, value in _monitor_events(self._monitor):
+            if event == zmq.EVENT_ACCEPTED:
+                if len(self._peers) < PEERS_KEPT:
+                    self._peers[value] = _peer_of(value)
+            elif event == zmq.EVENT_DISCONNECTED:
+                peer = self._peers.pop(value, None)
+                if not self._refusing and not self.stopping:
+                    address = peer or f"a child at {self.endpoint}"
+                    self._lost(address.encode(), address)
+            failed = failed or event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            self._refusing = bool(event & HANDSHAKE_FAILED)
         now = time.monotonic()
         if failed and now - self._handshake_logged >= REFUSAL_LOG_INTERVAL:
             self._handshake_logged = now
@@ -732,7 +806,39 @@ class Overlay:
                 self.endpoint,
             )
 
+    def _parent_connection(self) -> None:
+        """The DEALER's connection, from its monitor: one lost once its handshake had
+        succeeded is logged (the parent went away, or sent a frame over ``limit``).
+        ZeroMQ connects again after the first, saying so right after the close
+        (CONNECT_RETRIED), and never after the second, a protocol error: a close with
+        no retry by the next look (a heartbeat later) is connected again here."""
+        closed_before = self._parent_closed
+        for event, _ in _monitor_events(self._dealer_monitor):
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._parent_connected = True
+            elif event == zmq.EVENT_CONNECT_RETRIED:
+                self._parent_closed = closed_before = False
+            elif event == zmq.EVENT_DISCONNECTED and self._parent_connected:
+                self._parent_connected = False
+                self._parent_closed = True
+                if not self.stopping:
+                    name = f"the parent, rank {self._parent()} ({self.boot.parent})"
+                    self._lost(b"parent", name)
+        dealer, endpoint = self._dealer, self.boot.parent
+        if closed_before and self._parent_closed and not self.stopping and dealer and endpoint:
+            self._parent_closed = False
+            log.info("overlay: connecting again to the parent, rank %d", self._parent())
+            with contextlib.suppress(zmq.ZMQError):
+                dealer.disconnect(endpoint)
+            dealer.connect(endpoint)
+
+    def _lost(self, key: bytes, address: str) -> None:
+        self.losses.refused(key, address, self._loop.call_later if self._loop else None)
+
+    # --- ZAP: who may connect ---------------------------------------------------------
+
     def _zap_ready(self) -> None:
+        self._children_connections()  # the connections asking are open: their peers known
         sock = self._zap
         while sock is not None and not sock.closed and _events(sock) & zmq.POLLIN:
             try:

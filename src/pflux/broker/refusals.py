@@ -1,7 +1,9 @@
-"""Refused overlay connections, logged at a bounded rate.
+"""Overlay connections refused or lost, logged at a bounded rate.
 
 Anyone who can reach the overlay's port can try keys as fast as ZeroMQ lets
-them, and ZeroMQ retries a refused peer every second. Each window of
+them, and ZeroMQ retries a refused peer every second; a peer with the
+instance's key can have its connection dropped (a message over the overlay's
+limit) as often, and reconnect each time. Each window of
 ``interval`` seconds logs at most ``burst`` refusals in full, one per key (a
 key retrying is not logged again within the window); the rest are counted
 and logged as one line when the window ends, with the addresses they came
@@ -21,19 +23,22 @@ Schedule = Callable[[float, Callable[[], None]], object]  # (delay, callback), a
 
 
 class RefusalLog:
-    """Logs refusals of one kind (``what``: why each was refused) at a bounded rate."""
+    """Logs refusals of one kind (``what``: why each was refused; ``verb``: what befell the
+    connection) at a bounded rate."""
 
     def __init__(
         self,
         log: logging.Logger,
         what: str,
         *,
+        verb: str = "refused",
         interval: float = 60.0,
         burst: int = 10,
         clock: Callable[[], float],
     ) -> None:
         self.log = log
         self.what = what
+        self.verb = verb
         self.interval = interval
         self.burst = burst
         self.clock = clock
@@ -52,7 +57,7 @@ class RefusalLog:
             self._start = now
         if key not in self.logged and len(self.logged) < self.burst:
             self.logged[key] = None
-            self.log.error("overlay: refused a connection from %s: %s", address, self.what)
+            self.log.error("overlay: %s a connection from %s: %s", self.verb, address, self.what)
             return
         self.more += 1
         if len(self.addresses) < ADDRESSES:
@@ -67,8 +72,9 @@ class RefusalLog:
         if self.more:
             names = ", ".join(self.addresses)
             self.log.error(
-                "overlay: %d more connections refused from %s%s in %.0f s: %s",
+                "overlay: %d more connections %s from %s%s in %.0f s: %s",
                 self.more,
+                self.verb,
                 names,
                 " and others" if len(self.addresses) == ADDRESSES else "",
                 min(self.interval, self.clock() - self._start),
