@@ -336,6 +336,7 @@ class Overlay:
     def shutdown_tree(self) -> None:
         """Tell every child to stop (and, through them, their subtrees)."""
         self.stopping = True
+        self.broker.ranks_stopping = True
         for rank in list(self.children):
             self._control(rank, "overlay.shutdown", {})
 

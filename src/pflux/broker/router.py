@@ -369,6 +369,8 @@ class Broker:
         self.ranks: dict[int, dict[str, Any]] = {}  # on rank 0: the ranks up, by their hellos
         # on rank 0: each rank's last change, (up or lost, when); none yet: offline
         self.rank_states: dict[int, tuple[str, float]] = {}
+        # the tree was told to stop: a rank lost from now on is stopping, as asked
+        self.ranks_stopping = False
         # the longest message a client's connection may send (job-ingest's jobspec limit
         # and room for the request around it); a peer providing a service may send MAX_SIZE
         self.max_request = MAX_SIZE

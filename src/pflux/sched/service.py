@@ -178,7 +178,10 @@ class Scheduler(Service):
                 self._up.discard(rank)
                 self.pool.set_down(rank)
                 self._post("offline", {"idset": str(rank)})
-                log.warning("rank %d is down: its resources are not allocatable", rank)
+                # once the tree was told to stop, each rank leaving is as asked
+                (log.info if self.broker.ranks_stopping else log.warning)(
+                    "rank %d is down: its resources are not allocatable", rank
+                )
             return
         known = self.pool.all.targets.get(rank)
         if known is None:

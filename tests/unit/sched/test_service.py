@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -855,6 +856,31 @@ def test_a_rank_down_is_not_allocatable_until_it_is_back(tmp_path: Path) -> None
             assert granted["R"]["execution"]["nodelist"] == [f"{HOST},node1"]
 
     run(body)
+
+
+def test_ranks_leaving_once_the_tree_was_told_to_stop_are_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopping 128 ranks, each said it was down at WARNING: 127 warnings for a
+    shutdown that went as asked."""
+
+    async def body() -> None:
+        async with live(tmp_path, cores=2, size=3) as t:
+            t.broker.rank_changed(1, hello("node1"))
+            t.broker.rank_changed(2, hello("node2"))
+            t.broker.rank_changed(1, None)
+            t.broker.ranks_stopping = True
+            t.broker.rank_changed(2, None)
+            status = await t.broker.call("sched.resource-status", {})
+            assert (status["online"], status["offline"]) == ("0", "1-2")
+
+    with caplog.at_level(logging.INFO, logger="pflux.sched"):
+        run(body)
+    down = {r.getMessage(): r.levelno for r in caplog.records if "is down" in r.getMessage()}
+    assert down == {
+        "rank 1 is down: its resources are not allocatable": logging.WARNING,
+        "rank 2 is down: its resources are not allocatable": logging.INFO,
+    }
 
 
 def test_configured_r_ranks_are_down_until_their_hello(
