@@ -141,6 +141,53 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "exec --quiet": (
         "tests/cli/test_exec.py::test_the_exit_code_is_the_largest_with_flux_summary",
     ),
+    "exec --bg": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "exec --waitable": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "exec --label": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "exec --jobid": (
+        "tests/cli/test_exec.py::test_jobid_runs_on_the_jobs_ranks_counted_from_zero",
+    ),
+    "sproc ps --uri": URI,
+    "sproc kill --uri": URI,
+    "sproc wait --uri": URI,
+    "sproc ps --rank": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc kill --rank": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc wait --rank": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc ps --service": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "sproc kill --service": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "sproc wait --service": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "sproc ps --format": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc ps --no-header": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc kill --wait": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc wait --output": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
     "start --broker-opts": (
         "tests/cli/test_start_options.py::"
         "test_broker_opts_set_log_filename_and_s_sizes_the_instance",

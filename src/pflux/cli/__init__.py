@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "keygen": "keygen",
     "help": "help",
     "exec": "exec",
+    "sproc": "sproc",
     "proxy": "proxy",
     "ping": "ping",
     "event": "event",
@@ -97,6 +98,7 @@ commands:
   keygen     generate a CURVE certificate for an instance's overlay network
   help       list the commands, or show one command's help
   exec       run a command on ranks of the instance, outside any job
+  sproc      list, signal and wait for exec's processes (ps, kill, wait)
   proxy      run a command (or a shell) with another instance's URI
   ping       measure the round trip to a service (kvs, RANK!SERVICE, a rank)
   event      publish events (pub) and print those subscribed to (sub)
