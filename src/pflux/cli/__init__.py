@@ -78,7 +78,7 @@ commands:
   update     update an active job's jobspec (duration=+10m, name=...)
   uri        print the URI of an instance
   getattr    print an instance attribute
-  setattr    set an instance attribute (log-stderr-level, log-ring-size)
+  setattr    set an instance attribute (log-stderr-level, log-level, log-ring-size)
   lsattr     list the instance's attributes
   version    print pflux's version (and the instance's)
   uptime     show how long the instance has been running
