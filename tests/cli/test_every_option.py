@@ -578,6 +578,17 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "kvs dir --uri": URI,
     "kvs dropcache --uri": URI,
+    "kvs version --uri": URI,
+    "kvs wait --uri": URI,
+    "kvs version --namespace": (
+        "tests/cli/test_kvs_commands.py::test_version_counts_commits_and_wait_returns_once_it_is_reached",
+    ),
+    "kvs wait --namespace": (
+        "tests/cli/test_kvs_commands.py::test_version_counts_commits_and_wait_returns_once_it_is_reached",
+    ),
+    "kvs get --treeobj": (
+        "tests/cli/test_kvs_commands.py::test_version_counts_commits_and_wait_returns_once_it_is_reached",
+    ),
     "kvs eventlog append --uri": URI,
     "kvs eventlog wait-event --uri": URI,
     "kvs mkdir --uri": URI,
