@@ -715,11 +715,12 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource eventlog --uri": URI,
     "resource reload --force": (
-        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+        "tests/cli/test_resource_reload.py::test_reload_schedules_the_r_file_s_resources",
     ),
     "resource reload --xml": (
-        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+        "tests/cli/test_resource_reload.py::test_reload_schedules_the_r_file_s_resources",
     ),
+    "resource reload --uri": URI,
     "pgrep --count": (
         "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
     ),
