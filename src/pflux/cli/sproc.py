@@ -62,9 +62,8 @@ def _sproc(args: argparse.Namespace) -> int:
 
 
 def _rank(args: argparse.Namespace) -> int:
-    from pflux.protocol.message import NODEID_ANY
-
-    return NODEID_ANY if args.rank is None else int(args.rank)
+    """``-r``'s rank, else -1: the rexec of the broker this command talks to."""
+    return -1 if args.rank is None else int(args.rank)
 
 
 def _target(text: str) -> dict[str, Any]:
