@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "exec": "exec",
     "sproc": "sproc",
     "proxy": "proxy",
+    "relay": "relay",
     "ping": "ping",
     "event": "event",
     "logger": "logger",
@@ -100,6 +101,7 @@ commands:
   exec       run a command on ranks of the instance, outside any job
   sproc      list, signal and wait for exec's processes (ps, kill, wait)
   proxy      run a command (or a shell) with another instance's URI
+  relay      join stdin and stdout to an instance's socket (what proxy ssh:// runs)
   ping       measure the round trip to a service (kvs, RANK!SERVICE, a rank)
   event      publish events (pub) and print those subscribed to (sub)
   logger     append a message to the instance's log ring buffer
