@@ -14,6 +14,7 @@ import pytest
 from pflux.client.handle import Handle
 from support.instance import LiveInstance, fails, ok, wait_for_log
 from support.raw import send_raw
+from support.shim import flux_output
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +86,15 @@ def test_events_cross_the_overlay_numbered_by_rank_zero(four: LiveInstance) -> N
         ok(uris[1], "event", "pub", "ovl.cli", '{"n": 1}')  # flux event pub at rank 1
         for events in heard.values():
             assert next(events) == {"topic": "ovl.cli", "seq": up + 1, "payload": {"n": 1}}
+        script = """
+            import flux
+            h = flux.Flux()
+            h.event_subscribe("ovl.shim")
+            h.event_send("ovl.shim", {"from": "shim"})
+            msg = h.event_recv()
+            print(msg.topic, msg.payload, msg.matchtag)
+        """
+        shim = flux_output(script, uris[2])  # the flux package, at rank 2
+        assert shim == f"ovl.shim {{'from': 'shim'}} {up + 2}\n"
+        for events in heard.values():
+            assert next(events)["seq"] == up + 2
