@@ -151,6 +151,7 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "exec --label": (
         "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
     ),
     "exec --jobid": (
         "tests/cli/test_exec.py::test_jobid_runs_on_the_jobs_ranks_counted_from_zero",

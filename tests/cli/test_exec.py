@@ -181,6 +181,10 @@ def test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one(ranks2:
     dup = pflux(ranks2, "exec", "--bg", "--label=long", "-r", "1", "true")
     assert dup.returncode == 1
     assert dup.stderr == "pflux-exec: Error: rank 1: true: rexec.exec: label long: already in use\n"
+    proc = pflux(ranks2, "exec", "-n", "-r", "1", "--label=long", "true")  # in use
+    assert (
+        proc.stderr == "pflux-exec: Error: rank 1: true: rexec.exec: label long: already in use\n"
+    )
     proc = pflux(ranks2, "sproc", "kill", "-w", "-r", "1", "15", "long")
     assert proc.returncode == 128 + signal.SIGTERM
     proc = pflux(ranks2, "sproc", "kill", "-w", "-r", "0", "9", "long")
@@ -194,6 +198,12 @@ def test_bg_without_waitable_is_reaped_and_the_refusals(ranks2: str) -> None:
     assert proc.returncode == 1
     assert proc.stderr == f"pflux-sproc: ERROR: rexec.wait: process {pid} is not waitable\n"
     ok(ranks2, "sproc", "kill", "-r", "0", "9", pid)
+    for _ in range(2):  # a foreground process's label, free again once it has ended
+        listed = ok(
+            ranks2, "exec", "-n", "-r", "0", "--label=fg", "pflux", "sproc", "ps", "-n", "-o",
+            "{label} {statex} {flags}",
+        )  # fmt: skip
+        assert "fg R+ -" in listed.splitlines()
     assert fails(ranks2, "sproc", "ps", "-s", "sdexec", rc=2) == (
         "pflux-sproc: ERROR: --service=sdexec: only rexec is served by pflux\n"
     )

@@ -9,7 +9,8 @@ unreachable), and ``[RANKS]: Exit N`` on stderr for each code above 0 (``-q``: n
 
 ``--bg`` starts the processes and prints ``RANK: PID`` for each once it has started,
 leaving them to run (their output is the broker's); ``--waitable`` keeps each once
-ended until ``sproc wait`` takes its status; ``--label`` names them. ``-j/--jobid``
+ended until ``sproc wait`` takes its status. ``--label`` names the processes (for
+``sproc``, in the foreground too). ``-j/--jobid``
 runs on the ranks of a running job of the instance owner's, ``-r``/``-x`` counting
 the job's ranks from 0.
 """
@@ -207,8 +208,6 @@ def _exec(args: argparse.Namespace) -> int:
         raise UsageError("COMMAND: required")
     if args.waitable and not args.bg:
         raise UsageError("--waitable can only be used with --bg")
-    if args.label is not None and not args.bg:
-        raise UsageError("--label can only be used with --bg")
     cwd = args.dir or os.getcwd()
     stdin = not args.noinput
     with Client(args.uri) as client:
@@ -221,7 +220,13 @@ def _exec(args: argparse.Namespace) -> int:
         if args.bg:
             return _background(client, args, ranks, cwd)
         run = _Exec(args, ranks)
-        remote = client.rexec(ranks, args.command, env=os.environ, cwd=cwd, stdin=stdin)
+        if args.label is None:
+            remote = client.rexec(ranks, args.command, env=os.environ, cwd=cwd, stdin=stdin)
+        else:  # Client.rexec's request, with the label
+            from pflux import Remote
+
+            payload = {"cmd": args.command, "env": dict(os.environ), "cwd": cwd, "stdin": stdin}
+            remote = Remote(client.handle, ranks, {**payload, "label": args.label})
         caught: list[int] = []
         handlers = {
             signum: signal.signal(signum, lambda signum, _frame: caught.append(signum))
