@@ -13,13 +13,14 @@ as flux's ssh connector does. proxy first makes sure the instance answers.
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from typing import IO
 from urllib.parse import SplitResult, urlsplit
 
 from pflux.cli import base
@@ -121,102 +122,81 @@ def _check(uri: str, target: str) -> None:
 
 class _Relay:
     """A socket at ``path`` whose each connection is joined to a process of ``argv``
-    (stdin and stdout), served by an event loop in a thread of its own."""
+    (its stdin and stdout), served by threads: one accepting, two for each connection."""
 
     def __init__(self, path: str, argv: list[str]) -> None:
         self.path = path
         self.argv = argv
-        self.loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._procs: set[asyncio.subprocess.Process] = set()
-        self._server: asyncio.AbstractServer | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._lock = threading.Lock()
+        self._joins: list[tuple[socket.socket, subprocess.Popen[bytes]]] = []
+        self._stopping = False
 
     def start(self) -> None:
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise PfluxError(f"{self.path}: {self._error}")
+        try:
+            self._listener.bind(self.path)
+            os.chmod(self.path, 0o600)
+            self._listener.listen()
+        except OSError as exc:
+            raise PfluxError(f"{self.path}: {exc.strerror or exc}") from None
+        threading.Thread(target=self._accept, daemon=True).start()
 
     def stop(self) -> None:
-        """End every connection and its process, then the loop."""
-        if not self._thread.is_alive():
-            return
-        ended = asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop)
-        ended.result(timeout=30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=30)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self._server = self.loop.run_until_complete(
-                asyncio.start_unix_server(self._joined, path=self.path)
-            )
-            os.chmod(self.path, 0o600)
-        except OSError as exc:
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        try:
-            self.loop.run_forever()
-        finally:
-            self.loop.close()
-
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for proc in self._procs:
-            if proc.returncode is None:
+        """End every connection and its process."""
+        with self._lock:
+            self._stopping = True
+            joins = list(self._joins)
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        for conn, proc in joins:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            if proc.poll() is None:
                 proc.kill()
-        for writer in self._writers:
-            writer.close()
-        current = asyncio.current_task()
-        tasks = [task for task in asyncio.all_tasks() if task is not current]
-        if tasks:  # each connection ends as its two sides close
-            await asyncio.wait(tasks, timeout=10)
+            proc.wait()
 
-    async def _joined(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE
-            )
-        except OSError:
-            writer.close()
-            return
-        self._procs.add(proc)
-        self._writers.add(writer)
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        stdin = proc.stdin
-        try:
-            await asyncio.gather(
-                _pump(reader, stdin.write, stdin.drain, stdin.close),
-                _pump(proc.stdout, writer.write, writer.drain, writer.close),
-            )
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-            await proc.wait()
-            self._procs.discard(proc)
-            self._writers.discard(writer)
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # closed: stopping
+            try:
+                proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            except OSError:
+                conn.close()
+                continue
+            with self._lock:
+                if self._stopping:
+                    proc.kill()
+                    proc.wait()
+                    conn.close()
+                    return
+                self._joins.append((conn, proc))
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            threading.Thread(target=_to_process, args=(conn, proc.stdin), daemon=True).start()
+            threading.Thread(target=_to_socket, args=(proc, conn), daemon=True).start()
 
 
-async def _pump(
-    source: asyncio.StreamReader,
-    write: Callable[[bytes], object],
-    drain: Callable[[], Awaitable[None]],
-    close: Callable[[], object],
-) -> None:
-    """Copy ``source`` to a writer until it ends, then close the writer."""
-    try:
-        while data := await source.read(CHUNK):
-            write(data)
-            await drain()
-    except (ConnectionError, BrokenPipeError):
-        pass
-    finally:
-        close()
+def _to_process(conn: socket.socket, stdin: IO[bytes]) -> None:
+    """The client's bytes to the process, until the client closes."""
+    with contextlib.suppress(OSError), stdin:
+        while data := conn.recv(CHUNK):
+            stdin.write(data)
+            stdin.flush()
+
+
+def _to_socket(proc: subprocess.Popen[bytes], conn: socket.socket) -> None:
+    """The process's bytes to the client, until it ends; then the client's end."""
+    assert proc.stdout is not None
+    with contextlib.suppress(OSError):
+        while data := os.read(proc.stdout.fileno(), CHUNK):
+            conn.sendall(data)
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
