@@ -141,6 +141,54 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "exec --quiet": (
         "tests/cli/test_exec.py::test_the_exit_code_is_the_largest_with_flux_summary",
     ),
+    "exec --bg": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "exec --waitable": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "exec --label": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "exec --jobid": (
+        "tests/cli/test_exec.py::test_jobid_runs_on_the_jobs_ranks_counted_from_zero",
+    ),
+    "sproc ps --uri": URI,
+    "sproc kill --uri": URI,
+    "sproc wait --uri": URI,
+    "sproc ps --rank": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc kill --rank": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc wait --rank": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc ps --service": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "sproc kill --service": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "sproc wait --service": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
+    "sproc ps --format": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc ps --no-header": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc kill --wait": (
+        "tests/cli/test_exec.py::test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one",
+    ),
+    "sproc wait --output": (
+        "tests/cli/test_exec.py::test_bg_without_waitable_is_reaped_and_the_refusals",
+    ),
     "start --broker-opts": (
         "tests/cli/test_start_options.py::"
         "test_broker_opts_set_log_filename_and_s_sizes_the_instance",
@@ -531,6 +579,17 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "kvs dir --uri": URI,
     "kvs dropcache --uri": URI,
+    "kvs version --uri": URI,
+    "kvs wait --uri": URI,
+    "kvs version --namespace": (
+        "tests/cli/test_kvs_commands.py::test_version_counts_commits_and_wait_returns_once_it_is_reached",
+    ),
+    "kvs wait --namespace": (
+        "tests/cli/test_kvs_commands.py::test_version_counts_commits_and_wait_returns_once_it_is_reached",
+    ),
+    "kvs get --treeobj": (
+        "tests/cli/test_kvs_commands.py::test_version_counts_commits_and_wait_returns_once_it_is_reached",
+    ),
     "kvs eventlog append --uri": URI,
     "kvs eventlog wait-event --uri": URI,
     "kvs mkdir --uri": URI,
@@ -657,11 +716,12 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     ),
     "resource eventlog --uri": URI,
     "resource reload --force": (
-        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+        "tests/cli/test_resource_reload.py::test_reload_schedules_the_r_file_s_resources",
     ),
     "resource reload --xml": (
-        "tests/cli/test_resource_commands.py::test_resource_reload_is_refused_with_the_reason",
+        "tests/cli/test_resource_reload.py::test_reload_schedules_the_r_file_s_resources",
     ),
+    "resource reload --uri": URI,
     "pgrep --count": (
         "tests/e2e/test_pgrep_pstree.py::test_pgrep_selects_by_pattern_range_state_and_user",
     ),

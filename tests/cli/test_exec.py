@@ -17,7 +17,7 @@ import pytest
 
 from pflux.client.handle import Handle
 from pflux.errors import RPCError
-from support.instance import PFLUX, LiveInstance, environ, pflux
+from support.instance import PFLUX, LiveInstance, environ, fails, ok, pflux
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +147,100 @@ def test_the_api_gives_each_ranks_entries_blocking_and_async(ranks2: str) -> Non
     assert [entry["type"] for _, entry in found[:-1]] == ["started", "output", "finished"]
     assert found[1][1]["data"] == "hi\n"
     assert found[-1] == (1, None)
+
+
+def test_bg_starts_and_leaves_running_and_sproc_waits_for_a_waitable_one(ranks2: str) -> None:
+    proc = pflux(
+        ranks2, "exec", "--bg", "--waitable", "--label=three", "-r", "1", "sh", "-c", "exit 3"
+    )
+    assert proc.returncode == 0, proc.stderr
+    rank, pid = proc.stdout.split(": ")
+    assert rank == "1"
+    assert int(pid) > 0
+    proc = pflux(ranks2, "sproc", "wait", "-r", "1", "three")
+    assert (proc.returncode, proc.stderr) == (3, "")
+    assert "is not waitable" not in proc.stderr
+    proc = pflux(ranks2, "sproc", "wait", "-r", "1", "three")  # taken once only
+    assert proc.returncode == 1
+    assert "no process labelled three on this rank" in proc.stderr
+
+    started = ok(ranks2, "exec", "--bg", "--waitable", "--label=long", "sleep", "300")
+    assert sorted(line.split(": ")[0] for line in started.splitlines()) == ["0", "1"]
+    pid1 = dict(line.split(": ") for line in started.splitlines())["1"]
+    listed = ok(
+        ranks2, "sproc", "ps", "-r", "1", "-n", "-o", "{pid} {statex} {flags} {label} {cmd}"
+    )
+    assert f"{pid1} R bg,waitable long sleep 300" in listed.splitlines()
+    assert ok(ranks2, "sproc", "ps", "-r", "1").splitlines()[0].split() == [
+        "PID",
+        "STAT",
+        "FLAGS",
+        "LABEL",
+        "CMD",
+    ]
+    dup = pflux(ranks2, "exec", "--bg", "--label=long", "-r", "1", "true")
+    assert dup.returncode == 1
+    assert dup.stderr == "pflux-exec: Error: rank 1: true: rexec.exec: label long: already in use\n"
+    proc = pflux(ranks2, "exec", "-n", "-r", "1", "--label=long", "true")  # in use
+    assert (
+        proc.stderr == "pflux-exec: Error: rank 1: true: rexec.exec: label long: already in use\n"
+    )
+    proc = pflux(ranks2, "sproc", "kill", "-w", "-r", "1", "15", "long")
+    assert proc.returncode == 128 + signal.SIGTERM
+    proc = pflux(ranks2, "sproc", "kill", "-w", "-r", "0", "9", "long")
+    assert proc.returncode == 128 + signal.SIGKILL
+
+
+def test_bg_without_waitable_is_reaped_and_the_refusals(ranks2: str) -> None:
+    started = ok(ranks2, "exec", "--bg", "-r", "0", "sleep", "300")
+    pid = started.split(": ")[1].strip()
+    proc = pflux(ranks2, "sproc", "wait", "-r", "0", pid)
+    assert proc.returncode == 1
+    assert proc.stderr == f"pflux-sproc: ERROR: rexec.wait: process {pid} is not waitable\n"
+    ok(ranks2, "sproc", "kill", "-r", "0", "9", pid)
+    for _ in range(2):  # a foreground process's label, free again once it has ended
+        listed = ok(
+            ranks2, "exec", "-n", "-r", "0", "--label=fg", "pflux", "sproc", "ps", "-n", "-o",
+            "{label} {statex} {flags}",
+        )  # fmt: skip
+        assert "fg R+ -" in listed.splitlines()
+    assert fails(ranks2, "sproc", "ps", "-s", "sdexec", rc=2) == (
+        "pflux-sproc: ERROR: --service=sdexec: only rexec is served by pflux\n"
+    )
+    assert fails(ranks2, "sproc", "wait", "-o", pid, rc=2) == (
+        "pflux-sproc: ERROR: --output: pflux's rexec retains no output of a background process\n"
+    )
+    assert fails(ranks2, "exec", "--waitable", "true", rc=2).endswith(
+        "--waitable can only be used with --bg\n"
+    )
+    assert fails(ranks2, "exec", "--bg", "-r", "0", "no-such-command-here") == (
+        "pflux-exec: Error: rank 0: no-such-command-here: error launching process:"
+        " No such file or directory\n"
+    )
+    with Handle(ranks2) as handle:
+        with pytest.raises(RPCError, match=r"waitable can only be used with bg"):
+            handle.rpc(
+                "rexec.exec", {"cmd": ["true"], "env": {}, "waitable": True}, streaming=True
+            ).get()
+        with pytest.raises(RPCError, match=r"bg: a plain request"):
+            handle.rpc("rexec.exec", {"cmd": ["true"], "env": {}, "bg": True}, streaming=True).get()
+
+
+def test_jobid_runs_on_the_jobs_ranks_counted_from_zero(ranks2: str) -> None:
+    jobid = ok(ranks2, "submit", "-N2", "sleep", "300").strip()
+    try:
+        ok(ranks2, "job", "wait-event", jobid, "start")
+        proc = pflux(ranks2, "exec", "-j", jobid, "-x", "0", "-n", "-l", "pflux", "getattr", "rank")
+        assert (proc.returncode, proc.stdout) == (0, "1: 1\n"), proc.stderr
+        proc = pflux(ranks2, "exec", "-j", jobid, "-r", "2", "true")
+        assert proc.stderr == "pflux-exec: ERROR: One or more invalid --ranks specified: 2\n"
+    finally:
+        ok(ranks2, "cancel", jobid)
+    ok(ranks2, "job", "wait-event", jobid, "clean")
+    assert fails(ranks2, "exec", "-j", jobid, "true") == (
+        f"pflux-exec: ERROR: job {jobid} is not currently running\n"
+    )
+    assert fails(ranks2, "exec", "-j", "ƒ1", "true") == "pflux-exec: ERROR: job ƒ1 not found\n"
+    assert fails(ranks2, "exec", "-j", "bad", "true") == (
+        'pflux-exec: ERROR: error parsing jobid: "bad"\n'
+    )

@@ -317,3 +317,54 @@ def test_links_made_read_listed_and_followed(capsys: pytest.CaptureFixture[str])
     assert kvs(capsys, "get", "-N", "ns-l", "z")[1] == "in ns\n"
     rc, _, err = kvs(capsys, "readlink", "k1.t")
     assert (rc, err) == (1, 'pflux-kvs: ERROR: key "k1.t": not a symbolic link\n')
+
+
+def test_version_counts_commits_and_wait_returns_once_it_is_reached(
+    capsys: pytest.CaptureFixture[str], uri: str
+) -> None:
+    from support.instance import PFLUX
+
+    rc, out, _ = kvs(capsys, "version")
+    assert rc == 0
+    start = int(out)
+    kvs(capsys, "put", "ver.a=1", "ver.b=2")  # one commit
+    assert kvs(capsys, "version") == (0, f"{start + 1}\n", "")
+    assert kvs(capsys, "wait", str(start + 1)) == (0, "", "")
+    waiter = subprocess.Popen(
+        [str(PFLUX), "kvs", "wait", str(start + 3)], env=environ(PFLUX_URI=uri)
+    )
+    try:
+        kvs(capsys, "put", "ver.a=3")
+        assert kvs(capsys, "wait", str(start + 2)) == (0, "", "")
+        assert waiter.poll() is None  # its version is not reached yet
+        kvs(capsys, "put", "ver.a=4")
+        assert waiter.wait(timeout=60) == 0
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    assert kvs(capsys, "version", "-N", "nosuch")[0] == 1
+    rc, _, err = kvs(capsys, "get", "-t", "ver.a")
+    assert (rc, err) == (
+        1,
+        "pflux-kvs: ERROR: get: --treeobj: not supported: pflux's KVS stores values as rows,"
+        " not RFC 11 tree objects (no blobrefs)\n",
+    )
+
+
+def test_the_version_is_kept_across_a_restart() -> None:
+    from support.instance import ok
+
+    state_dir = Path(tempfile.mkdtemp(prefix="pflux-kvsv-"))
+    try:
+        with kvs_broker(state_dir) as (_, uri):
+            for value in range(10):
+                ok(uri, "kvs", "put", f"k={value}")
+            before = int(ok(uri, "kvs", "version"))
+        with kvs_broker(state_dir) as (_, uri):  # it goes on counting (the start commits too)
+            after = int(ok(uri, "kvs", "version"))
+            assert after >= before
+            ok(uri, "kvs", "put", "k=last")
+            assert int(ok(uri, "kvs", "version")) == after + 1
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)

@@ -14,6 +14,7 @@ import pytest
 from pflux.client.handle import Handle
 from support.instance import LiveInstance, fails, ok, wait_for_log
 from support.raw import send_raw
+from support.shim import flux_output
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +61,40 @@ def test_overlay_status_draws_the_tree_and_tells_a_lost_rank(four: LiveInstance)
     assert re.fullmatch(rf"0 {host}: degraded for [\d.]+m?s\n", verbose), verbose
 
 
-def test_events_reach_rank_zero_s_clients_only(four: LiveInstance) -> None:
-    with Handle(four.uri) as handle:
-        rpc = send_raw(handle, "broker.attrs", None, nodeid=1)
-        assert rpc is not None
-        rank1 = rpc.get(30)["attrs"]["local-uri"]
-    error = fails(rank1, "event", "sub", "x")
-    assert "events reach the clients of rank 0's broker only" in error
+def test_events_cross_the_overlay_numbered_by_rank_zero(four: LiveInstance) -> None:
+    import pflux
+
+    with Handle(four.uri) as handle:  # ranks 1 and 2's sockets, from their attributes
+        uris = {}
+        for rank in (1, 2):
+            rpc = send_raw(handle, "broker.attrs", None, nodeid=rank)
+            assert rpc is not None
+            uris[rank] = rpc.get(30)["attrs"]["local-uri"]
+    with (
+        pflux.Client(four.uri, timeout=60) as zero,
+        pflux.Client(uris[1], timeout=60) as one,
+        pflux.Client(uris[2], timeout=60) as two,
+    ):
+        heard = {rank: client.subscribe(["ovl."]) for rank, client in ((0, zero), (1, one))}
+        seq = zero.publish_event("ovl.down", {"from": 0})
+        for events in heard.values():
+            assert next(events) == {"topic": "ovl.down", "seq": seq, "payload": {"from": 0}}
+        up = two.publish_event("ovl.up", {"from": 2})  # numbered by rank 0, after the first
+        assert up == seq + 1
+        for events in heard.values():
+            assert next(events) == {"topic": "ovl.up", "seq": up, "payload": {"from": 2}}
+        ok(uris[1], "event", "pub", "ovl.cli", '{"n": 1}')  # flux event pub at rank 1
+        for events in heard.values():
+            assert next(events) == {"topic": "ovl.cli", "seq": up + 1, "payload": {"n": 1}}
+        script = """
+            import flux
+            h = flux.Flux()
+            h.event_subscribe("ovl.shim")
+            h.event_send("ovl.shim", {"from": "shim"})
+            msg = h.event_recv()
+            print(msg.topic, msg.payload, msg.matchtag)
+        """
+        shim = flux_output(script, uris[2])  # the flux package, at rank 2
+        assert shim == f"ovl.shim {{'from': 'shim'}} {up + 2}\n"
+        for events in heard.values():
+            assert next(events)["seq"] == up + 2

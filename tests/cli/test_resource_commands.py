@@ -23,12 +23,6 @@ def test_resource_r_prints_the_resources_of_the_states_as_r(instance: LiveInstan
     assert "Invalid resource state bogus specified" in err
 
 
-def test_resource_reload_is_refused_with_the_reason(instance: LiveInstance) -> None:
-    for options in ((), ("-f",), ("--force", "--xml")):
-        err = fails(instance.uri, "resource", "reload", *options, "/dev/null")
-        assert "reload: not supported: the scheduler's resources are fixed" in err
-
-
 def test_resource_eventlog_records_the_start_and_each_drain(instance: LiveInstance) -> None:
     lines = ok(instance.uri, "resource", "eventlog", "-w", "resource-define").splitlines()
     names = [line.split()[1] for line in lines]

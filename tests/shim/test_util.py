@@ -56,6 +56,16 @@ NOW = datetime(2021, 6, 10, 8, 0, 0)
         ("last wed", ts(2021, 6, 9)),  # NOW is a Thursday
         ("next Wednesday 8pm", ts(2021, 6, 16, 20)),
         ("last thu", ts(2021, 6, 3)),
+        ("last friday", ts(2021, 6, 4)),
+        ("friday", ts(2021, 6, 11)),
+        ("next friday", ts(2021, 6, 18)),
+        ("next month", ts(2021, 7, 10)),  # not next Monday
+        ("next week", ts(2021, 6, 17)),
+        ("yesterday at 5pm", ts(2021, 6, 9, 17)),
+        ("monday 9:30", ts(2021, 6, 14, 9, 30)),
+        ("Dec 25", ts(2021, 12, 25)),
+        ("2 hours ago", NOW.timestamp() - 7200),
+        ("1 week from now", NOW.timestamp() + 604800),
     ],
 )
 def test_parse_datetime_reads_flux_cores_examples(flux: Any, text: str, expected: float) -> None:

@@ -1,9 +1,10 @@
 """``attr.set``: the broker attributes flux-core lets a running instance change.
 
-Two are changeable here, both of the log: ``log-stderr-level`` (the syslog
-severity down to which the broker writes its log to stderr) and
-``log-ring-size`` (the entries ``dmesg`` keeps). Any other attribute is fixed
-at start (EPERM), and a name that is no attribute is ENOENT, as flux-core answers.
+Three are changeable here, all of the log: ``log-stderr-level`` (the syslog
+severity down to which the broker writes its log to stderr), ``log-level`` (down
+to which the ring keeps entries for ``dmesg``) and ``log-ring-size`` (the entries
+it keeps). Any other attribute is fixed at start (EPERM), and a name that is no
+attribute is ENOENT.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ def stderr_handlers() -> list[logging.Handler]:
 
 def stderr_level() -> int:
     """The syslog severity the broker's stderr now shows down to."""
-    level = min((h.level for h in stderr_handlers()), default=logging.WARNING)
+    return _severity(min((h.level for h in stderr_handlers()), default=logging.WARNING))
+
+
+def _severity(level: int) -> int:
+    """The syslog severity of the Python level ``level`` (the most it passes)."""
     if level > logging.CRITICAL:
         return 0
     return max(severity for severity, passed in enumerate(_LEVELS) if passed >= level)
@@ -51,6 +56,9 @@ class AttrService(Service):
         self.ring = ring
         broker.attrs["log-stderr-level"] = str(stderr_level())
         broker.attrs["log-ring-size"] = str(ring.size)
+        # the ring keeps what passes the root logger and its own level
+        kept = max(ring.level, logging.getLogger().level)
+        broker.attrs["log-level"] = str(_severity(kept))
 
     @method("set")
     def set(self, req: Request) -> None:
@@ -62,6 +70,11 @@ class AttrService(Service):
             level = _number(name, value, 0, 7)
             for handler in stderr_handlers():
                 handler.setLevel(_LEVELS[level])
+            root = logging.getLogger()
+            root.setLevel(min(root.level, _LEVELS[level]))
+        elif name == "log-level":
+            level = _number(name, value, 0, 7)
+            self.ring.setLevel(_LEVELS[level])
             root = logging.getLogger()
             root.setLevel(min(root.level, _LEVELS[level]))
         elif name == "log-ring-size":

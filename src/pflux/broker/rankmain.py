@@ -3,7 +3,7 @@
 It reads one JSON line on stdin: its ``boot`` (``testsize.boot_to_json``), its
 ``rundir``, its ``hello`` (what it offers), the instance's shared ``attrs``, the
 overlay's ``heartbeat`` and ``timeout`` and the log ``level``. It serves the
-``broker`` (ping, attributes), ``config`` and ``log`` services, the overlay, and
+``broker`` (ping, attributes), ``config``, ``log`` and ``event`` services, the overlay, and
 its own local connector socket ``<rundir>/local``, so commands and jobs on its
 node talk to it; every other request goes up the tree to rank 0's services.
 It holds no KVS and no state directory. It stops on ``overlay.shutdown``, on
@@ -28,6 +28,7 @@ from pflux import __version__
 from pflux.broker import access, private
 from pflux.broker.boot import Boot
 from pflux.broker.connector import serve
+from pflux.broker.event import EventService
 from pflux.broker.heap import release_large_buffers
 from pflux.broker.instance import SOCKET_NAME, BrokerBasics, ConfigService, service_class
 from pflux.broker.logbuf import LogRing, LogService
@@ -76,6 +77,7 @@ async def run(setup: dict[str, Any]) -> int:
     ring = LogRing(rank=boot.rank)
     logging.getLogger().addHandler(ring)
     broker.register(LogService(broker, ring))
+    broker.register(EventService(broker))  # its clients' subscriptions; rank 0 numbers
     for path in RANK_SERVICES:
         broker.register(service_class(path)(broker))
     stop = asyncio.Event()

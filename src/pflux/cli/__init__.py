@@ -46,7 +46,9 @@ COMMANDS: dict[str, str] = {
     "keygen": "keygen",
     "help": "help",
     "exec": "exec",
+    "sproc": "sproc",
     "proxy": "proxy",
+    "relay": "relay",
     "ping": "ping",
     "event": "event",
     "logger": "logger",
@@ -77,7 +79,7 @@ commands:
   update     update an active job's jobspec (duration=+10m, name=...)
   uri        print the URI of an instance
   getattr    print an instance attribute
-  setattr    set an instance attribute (log-stderr-level, log-ring-size)
+  setattr    set an instance attribute (log-stderr-level, log-level, log-ring-size)
   lsattr     list the instance's attributes
   version    print pflux's version (and the instance's)
   uptime     show how long the instance has been running
@@ -97,7 +99,9 @@ commands:
   keygen     generate a CURVE certificate for an instance's overlay network
   help       list the commands, or show one command's help
   exec       run a command on ranks of the instance, outside any job
+  sproc      list, signal and wait for exec's processes (ps, kill, wait)
   proxy      run a command (or a shell) with another instance's URI
+  relay      join stdin and stdout to an instance's socket (what proxy ssh:// runs)
   ping       measure the round trip to a service (kvs, RANK!SERVICE, a rank)
   event      publish events (pub) and print those subscribed to (sub)
   logger     append a message to the instance's log ring buffer

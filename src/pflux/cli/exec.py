@@ -6,6 +6,13 @@ command's standard input goes to every rank (``-n``: none), its signals (SIGINT,
 SIGTERM) to every process. The exit code is flux's: the largest of the commands'
 (128+N for signal N; 127 a command not found, 126 one not permitted, 68 a rank
 unreachable), and ``[RANKS]: Exit N`` on stderr for each code above 0 (``-q``: not).
+
+``--bg`` starts the processes and prints ``RANK: PID`` for each once it has started,
+leaving them to run (their output is the broker's); ``--waitable`` keeps each once
+ended until ``sproc wait`` takes its status. ``--label`` names the processes (for
+``sproc``, in the foreground too). ``-j/--jobid``
+runs on the ranks of a running job of the instance owner's, ``-r``/``-x`` counting
+the job's ranks from 0.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from pflux.cli import base
 from pflux.errors import PfluxError, RPCError, UsageError
 
 if TYPE_CHECKING:
-    from pflux import Remote
+    from pflux import Client, Remote
 
 CHUNK = 65536
 
@@ -39,6 +46,12 @@ def parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="say when each process starts and ends"
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no summary of failed ranks")
+    p.add_argument("--bg", action="store_true", help="run the processes in the background")
+    p.add_argument(
+        "--waitable", action="store_true", help="keep each once ended until its status is taken"
+    )
+    p.add_argument("--label", metavar="LABEL", help="a name for the processes")
+    p.add_argument("-j", "--jobid", metavar="JOBID", help="run on the ranks of this job")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments")
     return p
 
@@ -48,11 +61,13 @@ def main(argv: list[str]) -> int:
     return base.run("exec", lambda: _exec(args))
 
 
-def _ranks(args: argparse.Namespace, size: int) -> list[int]:
-    """``--rank`` less ``--exclude``, every rank named checked against the instance."""
+def _ranks(args: argparse.Namespace, targets: list[int]) -> list[int]:
+    """``--rank`` less ``--exclude``, as indices into ``targets`` (the instance's ranks,
+    or a job's), every one named checked against them."""
     from pflux.errors import IdsetError
     from pflux.spec.idset import IdSet
 
+    size = len(targets)
     try:
         chosen = set(range(size)) if args.rank == "all" else set(IdSet.decode(args.rank))
         excluded = set(IdSet.decode(args.exclude)) if args.exclude else set()
@@ -60,7 +75,35 @@ def _ranks(args: argparse.Namespace, size: int) -> list[int]:
         raise UsageError(f"--rank/--exclude: {exc}") from None
     if any(rank >= size for rank in chosen):
         raise PfluxError(f"One or more invalid --ranks specified: {args.rank}")
-    return sorted(chosen - excluded)
+    ranks = [targets[index] for index in sorted(chosen - excluded)]
+    if not ranks:
+        raise PfluxError("No targets specified")
+    return ranks
+
+
+def _job_ranks(client: Client, text: str, owner: int) -> list[int]:
+    """The broker ranks of running job ``text``, which must be the instance owner's."""
+    from pflux.spec.fluid import JobID
+    from pflux.spec.idset import IdSet
+    from pflux.spec.states import State
+
+    try:
+        jobid = JobID.parse(text)
+    except ValueError:
+        raise PfluxError(f'error parsing jobid: "{text}"') from None
+    try:
+        job = client.job_info(jobid, ["state", "ranks", "userid"])
+    except RPCError as exc:
+        if exc.errnum == errno.ENOENT:
+            raise PfluxError(f"job {text} not found") from None
+        raise PfluxError(f"unable to get info for job {text}: {exc.errstr}") from None
+    if job.state != State.RUN:
+        raise PfluxError(f"job {text} is not currently running")
+    if job.userid != owner:
+        raise PfluxError(f"job {text}: --jobid is only for jobs of the instance owner")
+    if not job.ranks:
+        raise PfluxError(f"failed to get assigned ranks for {text}")
+    return list(IdSet.decode(job.ranks))
 
 
 class _Process:
@@ -163,12 +206,27 @@ def _exec(args: argparse.Namespace) -> int:
 
     if not args.command:
         raise UsageError("COMMAND: required")
+    if args.waitable and not args.bg:
+        raise UsageError("--waitable can only be used with --bg")
     cwd = args.dir or os.getcwd()
     stdin = not args.noinput
     with Client(args.uri) as client:
-        ranks = _ranks(args, int(client.attrs()["size"]))
+        attrs = client.attrs()
+        if args.jobid is not None:
+            targets = _job_ranks(client, args.jobid, int(attrs["security.owner"]))
+        else:
+            targets = list(range(int(attrs["size"])))
+        ranks = _ranks(args, targets)
+        if args.bg:
+            return _background(client, args, ranks, cwd)
         run = _Exec(args, ranks)
-        remote = client.rexec(ranks, args.command, env=os.environ, cwd=cwd, stdin=stdin)
+        if args.label is None:
+            remote = client.rexec(ranks, args.command, env=os.environ, cwd=cwd, stdin=stdin)
+        else:  # Client.rexec's request, with the label
+            from pflux import Remote
+
+            payload = {"cmd": args.command, "env": dict(os.environ), "cwd": cwd, "stdin": stdin}
+            remote = Remote(client.handle, ranks, {**payload, "label": args.label})
         caught: list[int] = []
         handlers = {
             signum: signal.signal(signum, lambda signum, _frame: caught.append(signum))
@@ -180,6 +238,31 @@ def _exec(args: argparse.Namespace) -> int:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
     return run.summary()
+
+
+def _background(client: Client, args: argparse.Namespace, ranks: list[int], cwd: str) -> int:
+    """Start the command on each rank, printing ``RANK: PID`` as each starts."""
+    payload: dict[str, Any] = {
+        "cmd": args.command,
+        "env": dict(os.environ),
+        "cwd": cwd,
+        "bg": True,
+        "waitable": args.waitable,
+    }
+    if args.label is not None:
+        payload["label"] = args.label
+    calls = [(rank, client.handle.rpc("rexec.exec", payload, nodeid=rank)) for rank in ranks]
+    code = 0
+    for rank, call in calls:
+        try:
+            print(f"{rank}: {call.get()['pid']}", flush=True)
+        except RPCError as exc:
+            print(
+                f"{base.PROG}-exec: Error: rank {rank}: {args.command[0]}: {exc.errstr}",
+                file=sys.stderr,
+            )
+            code = 1
+    return code
 
 
 def _follow(run: _Exec, remote: Remote, stdin: bool, caught: list[int]) -> None:

@@ -8,8 +8,10 @@ on its own line (``-l`` with ``key=``, ``-r`` as it is, without a newline),
 ``-w`` follows changes (``-A`` only appends, ``-u`` only new values, ``-W``
 waits for the key to appear, ``-c`` stops after so many); ``put`` stores
 ``key=value`` pairs in one commit (``-A`` appends, ``-r`` reads ``-`` from
-stdin). The listing commands are in ``kvs_list``, the other writes in
-``kvs_write``, eventlogs in ``kvs_eventlog``.
+stdin). ``version`` prints the root's version (the commits stored so far) and ``wait
+VERSION`` waits until it is reached; ``get -t`` (RFC 11 tree objects) is refused: the
+store holds rows, not a hash tree. The listing commands are in ``kvs_list``, the other
+writes in ``kvs_write``, eventlogs in ``kvs_eventlog``.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     get.add_argument("-A", "--append", action="store_true", help="with -w, only appended text")
     get.add_argument("-u", "--uniq", action="store_true", help="with -w, only changed values")
     get.add_argument("-c", "--count", type=_count, default=0, help="with -w, stop after COUNT")
+    get.add_argument("-t", "--treeobj", action="store_true", help="(refused: no tree objects)")
     get.add_argument("keys", nargs="+", metavar="KEY")
     get.set_defaults(func=("kvs", "_get"))
 
@@ -86,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     put.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
     put.set_defaults(func=("kvs", "_put"))
+
+    version = sub.add_parser("version", parents=[common], help="print the KVS's version")
+    version.set_defaults(func=("kvs", "_version"))
+    wait = sub.add_parser("wait", parents=[common], help="wait until the KVS reaches VERSION")
+    wait.add_argument("version", type=_count, metavar="VERSION")
+    wait.set_defaults(func=("kvs", "_wait"))
 
     _listing_parsers(sub, common)
     _write_parsers(sub, common, uri)
@@ -217,7 +226,37 @@ def _count(text: str) -> int:
 # --- get and put ---------------------------------------------------------------------------
 
 
+def _version(args: argparse.Namespace) -> None:
+    with client(args) as kvs:
+        print(_root(kvs, args)["rootseq"])
+
+
+def _wait(args: argparse.Namespace) -> None:
+    payload: dict[str, Any] = {"rootseq": args.version}
+    if (name := namespace(args)) is not None:
+        payload["namespace"] = name
+    with client(args) as kvs:
+        try:
+            kvs.handle.call("kvs.wait-version", payload, wait=True)
+        except RPCError as exc:
+            raise Failure(f"wait: {exc.errstr}") from None
+
+
+def _root(kvs: Client, args: argparse.Namespace) -> dict[str, Any]:
+    payload = {} if (name := namespace(args)) is None else {"namespace": name}
+    try:
+        root: dict[str, Any] = kvs.handle.call("kvs.getroot", payload)
+    except RPCError as exc:
+        raise Failure(f"version: {exc.errstr}") from None
+    return root
+
+
 def _get(args: argparse.Namespace) -> None:
+    if args.treeobj:
+        raise Failure(
+            "get: --treeobj: not supported: pflux's KVS stores values as rows, not RFC 11"
+            " tree objects (no blobrefs)"
+        )
     write = sys.stdout.write
     last: dict[str, str] = {}
 

@@ -13,8 +13,10 @@ them, and ``-q/--queue`` (``list``, ``info``, ``R``, ``status``, ``drain``) keep
 resources of the named queues, as flux's (``resource_queues``).
 ``eventlog`` prints the resource eventlog (``resource_eventlog``).
 ``info`` is ``list`` in one line per state (default ``all``); ``R`` prints the
-resources of the given states (default ``all``) as one line of RFC 20 R. ``reload`` is
-refused: the scheduler's resources are fixed at start.
+resources of the given states (default ``all``) as one line of RFC 20 R. ``reload
+PATH`` has the scheduler schedule the resources of an R file instead (the instance
+owner's, while no job holds or waits for any; ``-f`` keeps ranks the instance lacks,
+down; ``-x``, hwloc XML, is refused), until the instance restarts.
 
 ``status`` shows ranks by state (``avail``, ``allocated``, ``draining``,
 ``drained``; pflux has no excluded, torpid or housekeeping ranks, so those
@@ -216,10 +218,13 @@ def _r_parser(commands: Any) -> None:
 
 def _reload_parser(commands: Any) -> None:
     reload = commands.add_parser(
-        "reload", prog=f"{base.PROG} resource reload", help="(refused: see the error)"
+        "reload", prog=f"{base.PROG} resource reload", help="schedule the resources of an R file"
     )
-    reload.add_argument("-f", "--force", action="store_true", help="(refused)")
-    reload.add_argument("--xml", action="store_true", help="(refused)")
+    reload.add_argument(
+        "-f", "--force", action="store_true", help="keep ranks the instance lacks (down)"
+    )
+    reload.add_argument("-x", "--xml", action="store_true", help="(refused: no hwloc XML)")
+    reload.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
     reload.add_argument("path", help="R file, or hwloc XML directory with --xml")
 
 
@@ -334,10 +339,28 @@ def _r(args: argparse.Namespace) -> int:
 
 
 def _reload(args: argparse.Namespace) -> int:
-    raise PfluxError(
-        "reload: not supported: the scheduler's resources are fixed at the instance's start "
-        "(its configuration, or --cores); restart the instance with new resources"
-    )
+    from pflux import Client
+    from pflux.errors import RPCError
+
+    if args.xml:
+        raise PfluxError(
+            "reload: --xml: not supported: pflux reads no hwloc XML; give an R file (RFC 20)"
+        )
+    try:
+        with open(args.path, encoding="utf-8") as file:
+            doc = json.load(file)
+    except OSError as exc:
+        raise PfluxError(f"reload: {args.path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise PfluxError(f"reload: {args.path}: not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise PfluxError(f"reload: {args.path}: R must be a JSON object")
+    with Client(args.uri) as client:
+        try:
+            client.handle.call("sched.reload", {"R": doc, "force": args.force})
+        except RPCError as exc:
+            raise PfluxError(exc.errstr) from None
+    return 0
 
 
 def _drain(args: argparse.Namespace) -> int:

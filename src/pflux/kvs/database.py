@@ -77,6 +77,12 @@ SQL_SCHEMA = (
 # a removed namespace is forgotten with its keys: its prefix's directory unlinked (a purged
 # job's guest namespace), by prefix, so each needs an index (made at open, if missing)
 SQL_NS_PREFIX_INDEX = "CREATE INDEX IF NOT EXISTS namespace_prefix ON namespace (prefix)"
+# the root's version (flux's root sequence number): the commits stored since the database
+# was made; one row, made at open if missing (a database from before counts from 0)
+SQL_ROOT_TABLE = "CREATE TABLE IF NOT EXISTS root (version INTEGER NOT NULL)"
+SQL_ROOT_ROW = "INSERT INTO root (version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM root)"
+SQL_ROOT_GET = "SELECT version FROM root"
+SQL_ROOT_SET = "UPDATE root SET version = ?"
 # one step of the pragma gives back one page; Python's sqlite3 runs one step per execute
 SQL_RECLAIM_PAGE = "PRAGMA incremental_vacuum(1)"
 
@@ -140,6 +146,7 @@ class Database:
             )
         self.path = Path(path)
         self.wal = journal == "wal"  # False: nothing to checkpoint
+        self.version = 0  # the root's, as stored (read at open)
         self._checkpointer: sqlite3.Connection | None = None
         self._freed = False  # keys were removed since free pages were last given back
         self._lock = self._take_lock()
@@ -279,6 +286,8 @@ class Database:
         try:
             self._check_schema(fresh)
             conn.execute(SQL_NS_PREFIX_INDEX)
+            conn.execute(SQL_ROOT_TABLE)
+            conn.execute(SQL_ROOT_ROW)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -499,8 +508,16 @@ class Database:
             self._reload()
 
     def _reload(self) -> None:
-        """Read again what a subclass keeps of the database in memory: after opening it,
-        and after a transaction is rolled back."""
+        """Read again what is kept of the database in memory (the root's version, and
+        what a subclass keeps): after opening it, and after a transaction is rolled back."""
+        self.version = int(self._conn.execute(SQL_ROOT_GET).fetchone()[0])
+
+    def count_commits(self, count: int) -> None:
+        """``count`` more commits are stored by the transaction open: the root's version
+        goes up by as many, with it."""
+        if count:
+            self._conn.execute(SQL_ROOT_SET, (self.version + count,))
+            self.version += count
 
     def dropcache(self) -> None:
         """Give back the memory of SQLite's page cache (``flux kvs dropcache``)."""

@@ -108,10 +108,12 @@ from pflux.protocol.kvs import (
     CommitRequest,
     GetReply,
     GetRequest,
+    GetrootRequest,
     LsRequest,
     NamespaceCreateRequest,
     NamespaceRemoveRequest,
     ReadlinkRequest,
+    WaitVersionRequest,
     WalkRequest,
     WatchCancelRequest,
     WatchRequest,
@@ -206,6 +208,7 @@ class KVSService(Service):
         self._checkpointed = time.monotonic()
         self._held: asyncio.TimerHandle | None = None  # commits the held transaction
         self._catching_up: set[asyncio.Task[None]] = set()  # watches waiting for a drain
+        self._version_waits: list[tuple[int, Request]] = []  # kvs.wait-version's, unanswered
 
     @property
     def store(self) -> Store:
@@ -238,6 +241,9 @@ class KVSService(Service):
             self._held = None
         for watch in list(self._by_sender.values()):
             self._end(watch, errno.ENOSYS, "kvs: the instance is stopping")
+        for _, req in self._version_waits:
+            req.error(errno.ENOSYS, "kvs: the instance is stopping")
+        self._version_waits.clear()
         if self._checkpointing is not None:
             await asyncio.wait([self._checkpointing])
         if self._checkpoints is not None:
@@ -319,6 +325,7 @@ class KVSService(Service):
                         results.append((item, None, changes))
                         if item.kind == "commit":
                             nops += len(item.args[1])
+                store.count_commits(sum(1 for i, e, _ in results if i.kind == "commit" and not e))
                 store.reclaim()  # pages of purged jobs, a bounded step a transaction
         except StoreError as exc:
             self._failed_transaction(store, exc, queue)
@@ -332,7 +339,54 @@ class KVSService(Service):
             self._writing_again()
         self._written += 1
         self._answer(results)
+        self._versions_reached(store.version)
         self._checkpoint_if_due(store)
+
+    # --- the root's version --------------------------------------------------------------
+
+    @method("getroot", guest=True)
+    def getroot(self, req: Request) -> None:
+        """The root's version (flux's ``rootseq``): the commits stored since the database
+        was made, the same for every namespace; no ``rootref`` (rows, not a tree)."""
+        namespace = decode(req.topic, req.payload, GetrootRequest).namespace or PRIMARY
+        owner = self._reader(req, namespace)
+        req.respond({"rootseq": self.store.version, "owner": owner, "flags": 0})
+
+    @method("wait-version", guest=True)
+    def wait_version(self, req: Request) -> None:
+        request = decode(req.topic, req.payload, WaitVersionRequest)
+        self._reader(req, request.namespace or PRIMARY)
+        if self.store.version >= request.rootseq:
+            req.respond({})
+            return
+        waiting = (request.rootseq, req)
+        self._version_waits.append(waiting)
+
+        def gone() -> None:
+            if waiting in self._version_waits:
+                self._version_waits.remove(waiting)
+
+        req.on_disconnect(gone)
+
+    def _reader(self, req: Request, namespace: str) -> int:
+        """The owner of ``namespace``, which the requester must be allowed to read."""
+        if namespace == PRIMARY:
+            _require_owner(req, PRIMARY)
+            return self.broker.owner
+        self._namespace(req, namespace)
+        return self.store.namespace(namespace).owner
+
+    def _versions_reached(self, version: int) -> None:
+        """Answer the waits for a version up to ``version``."""
+        if not self._version_waits:
+            return
+        waiting = []
+        for wanted, req in self._version_waits:
+            if wanted <= version:
+                req.respond({})
+            else:
+                waiting.append((wanted, req))
+        self._version_waits = waiting
 
     def _release(self) -> None:
         """Commit the transaction a store that need not be crash-safe holds open."""

@@ -44,6 +44,18 @@ class EventPubRequest(Struct, frozen=True):
     payload: object = None
 
 
+class EventDeliverRequest(Struct, frozen=True):
+    """``event.deliver``: rank 0's broker passes an event it numbered ``seq`` to a
+    broker of a rank above 0, for that broker's subscribers."""
+
+    topic: Annotated[str, Meta(min_length=1, max_length=255)]
+    seq: Annotated[int, Meta(ge=1)]
+    flags: Annotated[int, Meta(ge=0)] = 0
+    payload: object = None
+    userid: int = -1
+    rolemask: int = 0
+
+
 class EventSubRequest(Struct, frozen=True):
     """``event.subscribe``/``event.unsubscribe``: events whose topic starts with ``topic``."""
 

@@ -99,3 +99,16 @@ class NamespaceRemoveRequest(Struct, frozen=True):
     """``kvs.namespace-remove``: its keys stay, read-only."""
 
     name: str
+
+
+class GetrootRequest(Struct, frozen=True, omit_defaults=True):
+    """``kvs.getroot``: the root's version (``rootseq``) as seen from ``namespace``."""
+
+    namespace: str | None = None
+
+
+class WaitVersionRequest(Struct, frozen=True, omit_defaults=True):
+    """``kvs.wait-version``: answered once the root's version is ``rootseq`` or more."""
+
+    rootseq: Annotated[int, Meta(ge=0)]
+    namespace: str | None = None

@@ -151,3 +151,11 @@ class DrainRequest(Struct, frozen=True):
     targets: str
     reason: str = ""
     mode: Literal["update", "overwrite", "force-overwrite"] | None = None
+
+
+class ReloadRequest(Struct, frozen=True):
+    """``sched.reload``: replace the resources scheduled by ``R`` (RFC 20, as an
+    object); ``force`` keeps ranks the instance does not have (down)."""
+
+    R: dict[str, Any]
+    force: bool = False

@@ -26,6 +26,11 @@ and once its broker is lost, a rank is down: what it has free is set aside as a
 drained rank's is, and a job asking for more nodes than are up waits (for more
 than the instance has, it is denied).  A single broker's ranks are all up.
 
+The owner may replace the resources (``sched.reload``, flux's ``flux resource
+reload``) with an R while no job holds or waits for any: the pool is made again from
+it (ranks the instance lacks only with ``force``, and down), the drains of its ranks
+kept. It lasts until the instance restarts, which reads its resources as before.
+
 The owner drains ranks (``sched.drain``, flux's ``flux resource drain``): a
 drained rank gets no new job, the jobs there run to their end.  Which ranks
 are drained, since when and why, is kept in the KVS (``DRAIN_KEY``) and
@@ -61,6 +66,7 @@ from pflux.protocol.sched import (
     FreeRequest,
     PrioritizeRequest,
     ReadyRequest,
+    ReloadRequest,
     SimTimeRequest,
 )
 from pflux.sched import eventlog
@@ -516,6 +522,48 @@ class Scheduler(Service):
             "overwrite": overwrite,
         }
         self._save_drains(req, eventlog.append("drain", context))
+
+    @method("reload")
+    def reload(self, req: Request) -> None:
+        """Schedule the resources of another R (module docstring)."""
+        _owner_only(req)
+        request = decode(req.topic, req.payload, ReloadRequest)
+        busy = len(self.pool) + len(self.policy.queue)
+        if busy:
+            raise RPCError(
+                errno.EBUSY,
+                f"reload: {busy} job{'s' * (busy > 1)} hold or wait for resources;"
+                " reload once none does",
+            )
+        try:
+            resources = ResourceSet.from_json(request.R)
+        except ResourceError as exc:
+            raise RPCError(errno.EINVAL, f"reload: R: {exc}") from None
+        size = self.broker.size
+        beyond = [rank for rank in resources.targets if size > 1 and rank >= size]
+        if beyond and not request.force:
+            raise RPCError(
+                errno.EINVAL,
+                f"reload: R has ranks {IdSet(beyond).encode()} this instance (size {size})"
+                " does not have (-f to keep them, down)",
+            )
+        pool = Pool(resources, 0)
+        up = set(resources.targets) if size == 1 else self._up & set(resources.targets)
+        if size == 1:
+            self._up = up  # one broker: every rank of its R is its own
+        for rank in resources.targets:
+            if rank not in up:
+                pool.set_down(rank)
+        self._drains = {rank: why for rank, why in self._drains.items() if rank in up}
+        for rank in self._drains:
+            pool.drain(rank)
+        self.pool = self.policy.pool = pool
+        self._r_configured = True  # a hello now only marks its rank up
+        self._placed_for, self._placed = pool.all, {}
+        log.info("reload: %s", resources.summary() or "no resources")
+        self._post("resource-define", {"method": "reload"})
+        req.respond({})
+        self._schedule_soon()
 
     @method("undrain")
     def undrain(self, req: Request) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pflux.errors import DependencyError, DurationError
 
 if TYPE_CHECKING:
-    from datetime import datetime, tzinfo
+    from datetime import tzinfo
 
 __all__ = ["begin_time", "format_uri", "parse_uri"]
 
@@ -142,24 +142,18 @@ def _quote(text: str) -> str:
 
 # -------------------------------------------------------------------- begin-time
 
-_DATE_ISO: Final = re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})")
-_DATE_US: Final = re.compile(r"([0-9]{1,2})/([0-9]{1,2})/([0-9]{4})")
-_CLOCK: Final = re.compile(r"([0-9]{1,2})(?::([0-9]{2}))?(?::([0-9]{2}))?([ap]m)?")
-_DAY_OFFSET: Final = {"today": 0, "tomorrow": 1}
-_NAMED_TIME: Final = {"midnight": (0, 0, 0), "noon": (12, 0, 0)}
-
 
 def begin_time(text: str, *, now: float, tz: tzinfo | None = None) -> dict[str, Any]:
     """The ``begin-time`` dependency for a ``--begin-time`` argument.
 
-    Accepted, as in flux-core (whose parser also reads free English): ``now``;
-    ``+FSD`` or ``-FSD`` from now; an ISO 8601 date or date-time; ``M/D/YYYY``;
-    a time of day (``17:30``, ``8:00:21``, ``8pm``, ``noon``, ``midnight``) and
-    a day (``today``, ``tomorrow`` or a date), alone or together, in either
-    order.  A time of day alone means today, even when it has passed (the job
-    is then released at once), and a day alone means its midnight.  ``now`` is
-    epoch seconds; ``tz`` is the zone of times given without one (the local
-    zone when None).
+    Accepted, as flux-core's ``flux.util.parse_datetime`` reads them: ``now``;
+    ``+FSD`` or ``-FSD`` from now; an ISO 8601 date or date-time; and the English
+    of ``_pfluxcore.datetimes`` (``M/D/YYYY``, ``Jun 10, 2021 8am``, ``17:30``,
+    ``noon tomorrow``, ``last wed``, ``next week``, ``in 10 min``, ``3 days ago``...).
+    A time of day alone means today, even when it has passed (the job is then
+    released at once), and a day alone means its midnight.  ``now`` is epoch
+    seconds; ``tz`` is the zone of times given without one (the local zone when
+    None).
     """
     try:
         when = _timestamp(text.strip(), now, tz)
@@ -179,17 +173,16 @@ def _timestamp(text: str, now: float, tz: tzinfo | None) -> float | None:
         return _offset(text, now)
     from datetime import datetime
 
+    from _pfluxcore import datetimes
+
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        today = datetime.fromtimestamp(now, tz).replace(hour=0, minute=0, second=0, microsecond=0)
-        try:
-            found = _day_and_time(text.lower().split(), today)
-        except ValueError:  # a field out of range, e.g. 2/30/2024 or 25:00
-            return None
+        found = datetimes.calendar_date(text, datetime.fromtimestamp(now, tz))
         if found is None:
-            return None
-        when = found
+            seconds = datetimes.offset(text)
+            return None if seconds is None else now + seconds
+        when = found.replace(tzinfo=None)
     if when.tzinfo is None and tz is not None:
         when = when.replace(tzinfo=tz)
     return when.timestamp()
@@ -205,61 +198,3 @@ def _offset(text: str, now: float) -> float:
     if seconds == math.inf:
         raise DependencyError(f'invalid datetime "{text}": the offset must be finite')
     return now + seconds if text[0] == "+" else now - seconds
-
-
-def _day_and_time(words: list[str], today: datetime) -> datetime | None:
-    """At most one day (a date, today, tomorrow) and one time of day, in any order."""
-    if not words:
-        return None
-    day: datetime | None = None
-    clock: tuple[int, int, int] | None = None
-    for word in _join_meridiem(words):
-        if day is None and (found := _day(word, today)) is not None:
-            day = found
-        elif clock is None and (hms := _time_of_day(word)) is not None:
-            clock = hms
-        else:
-            return None
-    hour, minute, second = (0, 0, 0) if clock is None else clock
-    return (today if day is None else day).replace(hour=hour, minute=minute, second=second)
-
-
-def _join_meridiem(words: list[str]) -> list[str]:
-    """Glue a separate ``am``/``pm`` to the time before it: ``8 pm`` -> ``8pm``."""
-    joined: list[str] = []
-    for word in words:
-        if word in ("am", "pm") and joined:
-            joined[-1] += word
-        else:
-            joined.append(word)
-    return joined
-
-
-def _day(word: str, today: datetime) -> datetime | None:
-    if word in _DAY_OFFSET:
-        from datetime import timedelta
-
-        return today + timedelta(days=_DAY_OFFSET[word])
-    if match := _DATE_ISO.fullmatch(word):
-        year, month, mday = (int(g) for g in match.groups())
-    elif match := _DATE_US.fullmatch(word):
-        month, mday, year = (int(g) for g in match.groups())
-    else:
-        return None
-    return today.replace(year=year, month=month, day=mday)
-
-
-def _time_of_day(word: str) -> tuple[int, int, int] | None:
-    if word in _NAMED_TIME:
-        return _NAMED_TIME[word]
-    match = _CLOCK.fullmatch(word)
-    if match is None or (match[2] is None and match[4] is None):
-        return None  # a bare number is not a time of day
-    hour, minute, second = int(match[1]), int(match[2] or 0), int(match[3] or 0)
-    if match[4] is not None:
-        if not 1 <= hour <= 12:
-            raise ValueError("hour must be 1-12 with am or pm")
-        hour = hour % 12 + (12 if match[4] == "pm" else 0)
-    if hour > 23 or minute > 59 or second > 59:
-        raise ValueError("time of day out of range")
-    return hour, minute, second

@@ -19,11 +19,11 @@ import re
 import shutil
 import sys
 from collections import namedtuple
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from string import Formatter
 
-from _pfluxcore import duration, outputformat
+from _pfluxcore import datetimes, duration, outputformat
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -346,117 +346,31 @@ def fsd(secs: float) -> str:
     return "inf" if math.isinf(secs) else duration.short(secs)
 
 
-_DATE_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})$")
-_CLOCK = re.compile(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*([ap]m)?$")
-_DAYS = {"today": 0, "tomorrow": 1, "yesterday": -1}
-_MONTH_DATE = re.compile(r"([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})")
-_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-_WEEKDAY = re.compile(r"\b(last|next)\s+(mon|tue|wed|thu|fri|sat|sun)[a-z]*\b")
-_WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
-_IN = re.compile(
-    r"in\s+(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$"
-)
-_NAMED_CLOCK = {"noon": (12, 0, 0), "midnight": (0, 0, 0)}
-
-
 def parse_datetime(string: str, now: datetime | None = None) -> datetime:
     """A local datetime from ``now``, ``+FSD``/``-FSD`` (from ``now``), an ISO 8601
-    date or date-time, ``M/D/YYYY`` or ``Jun 10, 2021``, a time of day (``17:30``,
-    ``8pm``, ``noon``) and a day (``today``, ``tomorrow``, ``yesterday`` or a date) in
-    either order (a day alone is its midnight; ``last wed``, ``next fri`` are days too),
-    or ``in N UNIT`` (``in 10 min``).
-    ValueError names the string otherwise."""
+    date or date-time, or English as flux-core's parser reads it
+    (``_pfluxcore.datetimes``: ``Jun 10, 2021 8am``, ``noon tomorrow``, ``last wed``,
+    ``next week``, ``in 10 min``, ``3 days ago``...). ValueError names the string
+    otherwise."""
     if now is None:
         now = datetime.now().astimezone()
     if string == "now":
         return now
     if string.startswith(("+", "-")):
-        offset = parse_fsd(string[1:])
+        seconds = parse_fsd(string[1:])
         sign = 1 if string[0] == "+" else -1
-        return datetime.fromtimestamp(now.timestamp() + sign * offset).astimezone()
+        return datetime.fromtimestamp(now.timestamp() + sign * seconds).astimezone()
     when: datetime | None
     try:
         when = datetime.fromisoformat(string.strip())
     except ValueError:
-        when = _day_and_clock(string, now)
+        when = datetimes.calendar_date(string, now)
     if when is None:
-        found = _IN.match(string.strip().lower())
-        if not found:
+        seconds_from_now = datetimes.offset(string)
+        if seconds_from_now is None:
             raise ValueError(f'Invalid datetime: "{string}"')
-        offset = float(found.group(1)) * _FSD_UNITS[found.group(2)[0]]
-        return datetime.fromtimestamp(now.timestamp() + offset).astimezone()
+        return datetime.fromtimestamp(now.timestamp() + seconds_from_now).astimezone()
     return when.astimezone() if when.tzinfo is None else when
-
-
-def _day_and_clock(string: str, now: datetime) -> datetime | None:
-    """At most one day (``today``, a date) and one time of day, in either order."""
-    text = _MONTH_DATE.sub(_iso_date, string.strip().lower())
-    text = _WEEKDAY.sub(lambda found: _weekday(found, now), text)
-    words = re.sub(r"\s+([ap]m)\b", r"\1", text).split()
-    if not words or len(words) > 2:
-        return None
-    day: datetime | None = None
-    clock: tuple[int, int, int] | None = None
-    midnight = now.replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
-    for word in words:
-        found_day = _day(word, midnight)
-        found_clock = None if found_day else _clock(word)
-        if found_day and day is None:
-            day = found_day
-        elif found_clock and clock is None:
-            clock = found_clock
-        else:
-            return None
-    hour, minute, second = clock or (0, 0, 0)
-    try:
-        return (day or midnight).replace(hour=hour, minute=minute, second=second)
-    except ValueError:
-        return None
-
-
-def _iso_date(found: re.Match[str]) -> str:
-    """``Jun 10, 2021`` as ``2021-06-10`` (left as is if the month is no month)."""
-    month, mday, year = found.groups()
-    if month not in _MONTHS:
-        return found.group()
-    return f"{year}-{_MONTHS.index(month) + 1:02d}-{int(mday):02d}"
-
-
-def _weekday(found: re.Match[str], now: datetime) -> str:
-    """``last wed`` (the latest Wednesday before today) or ``next wed`` (the first
-    after) as an ISO date."""
-    ahead = (_WEEKDAYS.index(found.group(2)) - now.weekday()) % 7
-    offset = ahead - 7 if found.group(1) == "last" else ahead or 7
-    return (now + timedelta(days=offset)).strftime("%Y-%m-%d")
-
-
-def _day(word: str, midnight: datetime) -> datetime | None:
-    if word in _DAYS:
-        return midnight + timedelta(days=_DAYS[word])
-    found = _DATE_US.match(word)
-    try:
-        if found:
-            month, mday, year = (int(part) for part in found.groups())
-            return datetime(year, month, mday)
-        return datetime.strptime(word, "%Y-%m-%d")
-    except ValueError:
-        return None
-
-
-def _clock(word: str) -> tuple[int, int, int] | None:
-    if word in _NAMED_CLOCK:
-        return _NAMED_CLOCK[word]
-    found = _CLOCK.match(word)
-    if not found or (found.group(2) is None and found.group(4) is None):
-        return None
-    hour, minute, second = (int(part or 0) for part in found.groups()[:3])
-    if found.group(4):
-        if not 1 <= hour <= 12:
-            return None
-        hour = hour % 12 + (12 if found.group(4) == "pm" else 0)
-    if hour > 23 or minute > 59 or second > 59:
-        return None
-    return hour, minute, second
 
 
 class UtilDatetime(datetime):

@@ -559,7 +559,7 @@ class Flux:
 
     def attr_set(self, attr_name: Any, value: Any) -> None:
         """Set a broker attribute flux-core lets change at run time (``log-stderr-level``,
-        ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
+        ``log-level``, ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
         name = _text(attr_name, "attr_name")
         text = _text(value, "value")
         self.rpc("attr.set", {"name": name, "value": text}).get()
