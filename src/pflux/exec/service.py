@@ -69,8 +69,7 @@ from pflux.protocol.exec import (
 )
 from pflux.protocol.manager import ExecHelloRequest
 from pflux.protocol.message import Message
-from pflux.protocol.shelljournal import alive, kill_recorded, live
-from pflux.protocol.shelljournal import asked_line as journal_asked_line
+from pflux.protocol.shelljournal import Appender, alive, asked_line, kill_recorded, live
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, IMP_SOCKET, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
@@ -148,8 +147,7 @@ class ExecService(Service):
         self._late: set[int] = set()  # ... those alive after ORPHANS_WAIT, until they rejoin
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
-        self._journal_fd = -1  # the journal, for its Q lines (``journal_asked``)
-        self._journal_ino = 0
+        self._asked = Appender(self.journal)  # the journal, for its Q lines (``journal_asked``)
 
     async def start(self) -> None:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
@@ -200,9 +198,7 @@ class ExecService(Service):
             task.cancel()
         if self.rundir:
             shutil.rmtree(self.rundir, ignore_errors=True)
-        if self._journal_fd >= 0:
-            os.close(self._journal_fd)
-            self._journal_fd = -1
+        self._asked.close()
 
     def ended(self, jobid: int) -> None:
         """The job has answered its final ``release``: forget it."""
@@ -283,19 +279,11 @@ class ExecService(Service):
         """Journal ``Q key`` before this broker's launcher is asked for the shell: a restart
         whose launcher is gone then knows the job was given to no shell if no ``P`` follows.
 
-        Through a descriptor kept open, opened again once the launcher has compacted the
-        journal into a new file (a stat a job); a line that fails is only logged.
+        Through a descriptor kept open (``Appender``: a compaction loses no line); a
+        line that fails is only logged.
         """
         try:
-            ino = os.stat(self.journal).st_ino
-            if ino != self._journal_ino or self._journal_fd < 0:
-                if self._journal_fd >= 0:
-                    os.close(self._journal_fd)
-                    self._journal_fd = -1
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
-                self._journal_fd = os.open(self.journal, flags)
-                self._journal_ino = os.fstat(self._journal_fd).st_ino
-            os.write(self._journal_fd, journal_asked_line(key))
+            self._asked.append(asked_line(key))
         except OSError as exc:  # no journal yet (no launcher has started): nothing to add to
             log.debug("journal: %s", exc)
 
