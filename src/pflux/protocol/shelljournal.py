@@ -26,6 +26,13 @@ file, and opens the journal again once the launcher has replaced it
 (``compact``), which it does under an exclusive lock: no line is written to a
 file being replaced, so none is lost.
 
+A shell on another broker's rank is that rank's launcher's, which journals it
+there; job-exec appends ``Q <key> <incarnation>`` here before it sends that
+rank the request, naming the rank's exec-node as it last named itself
+(``exec-node.keep``), and ``E <key>`` once the job's end is stored. A
+restart that finds the ``Q`` alone asks that exec-node, which says if it was
+never asked for the shell since it started (``pflux.exec.node``).
+
 A session id can be reused once its processes are gone, so a session is
 ours only if its leader, when alive, started no later than the record was
 written, and only processes started since the record count as its members
@@ -72,7 +79,8 @@ __all__ = [
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
-# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P or Q line, no shell has recorded)
+# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P or Q line, no shell has recorded);
+# a Q line's is (0, the incarnation of the exec-node asked, 0 for this rank's launcher, "", True)
 Entry = tuple[int, int, str, bool]
 
 
@@ -111,9 +119,10 @@ def start_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
     return b"S %d %d %d %s\n" % (jobid, pid, when, boot)
 
 
-def asked_line(jobid: int) -> bytes:
-    """The line job-exec writes before it asks the launcher for the job's shell."""
-    return b"Q %d\n" % jobid
+def asked_line(jobid: int, incarnation: int = 0) -> bytes:
+    """The line job-exec writes before it asks a launcher for the job's shell: its own, or
+    (``incarnation``) another rank's exec-node's, as that exec-node last named itself."""
+    return b"Q %d %d\n" % (jobid, incarnation) if incarnation else b"Q %d\n" % jobid
 
 
 def given_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
@@ -152,8 +161,9 @@ def _parse(data: bytes) -> tuple[dict[int, Entry], dict[int, int]]:
             if words[0] in (b"S", b"P") and len(words) == 5:
                 entry = (int(words[2]), int(words[3]), words[4].decode(), words[0] == b"P")
                 started[int(words[1])] = entry
-            elif words[0] == b"Q" and len(words) == 2:  # no process, so none alive
-                started.setdefault(int(words[1]), (0, 0, "", True))  # not over a shell's
+            elif words[0] == b"Q" and len(words) in (2, 3):  # no process, so none alive
+                asked = int(words[2]) if len(words) == 3 else 0  # the exec-node's incarnation
+                started.setdefault(int(words[1]), (0, asked, "", True))  # not over a shell's
             elif words[0] == b"E" and len(words) in (2, 3):
                 jobid = int(words[1])
                 started.pop(jobid, None)
@@ -339,7 +349,7 @@ def _compacted(data: bytes, shells: Mapping[int, int]) -> bytes:
     recorded = _parse(data)[0]
     boot = boot_id().encode()
     hz = os.sysconf("SC_CLK_TCK")
-    lines = [asked_line(jobid) for jobid, e in recorded.items() if not e[0] and jobid not in shells]
+    lines = [asked_line(j, e[1]) for j, e in recorded.items() if not e[0] and j not in shells]
     for jobid, pid in shells.items():
         entry = recorded.get(jobid)
         if entry is not None and entry[0] > 0:

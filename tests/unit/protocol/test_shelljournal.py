@@ -169,11 +169,13 @@ def test_compact_keeps_the_jobs_asked_for_that_no_shell_has_yet(tmp_path: Path) 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(fd, journal.asked_line(1) + journal.asked_line(2) + journal.asked_line(3))
+        os.write(fd, journal.asked_line(4, 77))  # another rank's, its exec-node's incarnation
         os.write(fd, journal.given_line(2, 22, 5, BOOT) + journal.end_lines([3]) * 1000)
         assert journal.compact(str(path), fd, {2: 22})
         assert journal.live(str(path)) == {
             1: (0, 0, "", True),
             2: (22, 5, BOOT.decode(), False),
+            4: (0, 77, "", True),
         }
     finally:
         os.close(fd)
