@@ -23,6 +23,7 @@ import subprocess
 from typing import Any
 
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.sigdefault import preexec
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.rexec import CommandRequest, InputRequest, SignalRequest
@@ -73,6 +74,7 @@ class RexecService(Service):
                 cwd=request.cwd,
                 env=env,
                 start_new_session=True,
+                preexec_fn=preexec(),
             )
         except OSError as exc:
             req.error(exc.errno or errno.EINVAL, f"error launching process: {exc.strerror or exc}")
