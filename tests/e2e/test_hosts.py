@@ -18,7 +18,7 @@ from pflux.exec.service import STOP_AT_REMOTE_ASK
 from pflux.spec.fluid import JobID
 from support import netns
 from support.crash import helpers, is_launcher
-from support.instance import PFLUX, LiveInstance, environ, pflux, wait_for_log
+from support.instance import PFLUX, LiveInstance, environ, pflux, read_fifo, wait_for_log
 from support.mpi import HELLO
 from support.procs import pidfd_wait
 
@@ -303,16 +303,17 @@ def test_a_job_no_host_had_begun_when_rank_zero_and_its_launcher_died_runs_once(
     """job-exec journalled asking for the job's three shells, and stopped before asking
     (its test hook): ranks 1 and 2 say they were never asked, so the restart starts it."""
     asked, runs = tmp_path / "asked", tmp_path / "runs"
-    os.mkfifo(asked)
     runs.mkdir()
     hook = {0: ["env", f"{STOP_AT_REMOTE_ASK}={asked}"]}
     with brokers(net, tmp_path, same, env=hook) as instance:
+        # a job on every host first: each rank has long answered rank 0 with its incarnation
+        ran = pflux(instance.uri, "run", "-N3", "-n3", "true")
+        assert ran.returncode == 0, ran.stderr
+        os.mkfifo(asked)  # the hook's, from now on
         script = f"echo ran >> {runs}/$FLUX_TASK_RANK"
         jobid = pflux(instance.uri, "submit", "-N3", "-n3", "sh", "-c", script).stdout.strip()
         # rank 0's job-exec has journalled the shells, and stopped its broker before sending
-        fd = os.open(asked, os.O_RDONLY)
-        with os.fdopen(fd) as f:
-            assert f.read().strip() == str(int(JobID(jobid)))
+        assert read_fifo(asked, timeout=60) == str(int(JobID(jobid)))
         kill_rank_zero(instance, launcher_too=True)  # ranks 1 and 2 go on, never asked
         assert not list(runs.iterdir())
         with LiveInstance(

@@ -86,7 +86,7 @@ ORPHANS_WAIT: Final = 10.0  # seconds a starting job-exec waits for a dead launc
 _RECORD: Final = wire.HEADER.size
 _JOB_BITS: Final = (1 << wire.RANK_SHIFT) - 1  # a shell key's job id (wire.key_job, inline)
 # for tests: having journalled the shells of a job with some on another rank, job-exec writes the
-# job's id to the file this names and stops its broker (SIGSTOP) before it asks for any
+# job's id to the file this names, if it exists, and stops its broker (SIGSTOP) before it asks
 STOP_AT_REMOTE_ASK: Final = "PFLUX_TEST_STOP_AT_REMOTE_ASK"
 
 
@@ -296,9 +296,18 @@ class ExecService(Service):
         except OSError as exc:  # no journal yet (no launcher has started): nothing to add to
             log.debug("journal: %s", exc)
         if self.stop_at_remote_ask and any(self._incarnation(wire.key_rank(k)) for k in keys):
-            with open(self.stop_at_remote_ask, "w") as f:
-                f.write(f"{keys[0] & _JOB_BITS}\n")
-            os.kill(os.getpid(), signal.SIGSTOP)
+            self._stop_for_test(self.stop_at_remote_ask, keys[0] & _JOB_BITS)
+
+    @staticmethod
+    def _stop_for_test(path: str, jobid: int) -> None:
+        """For tests (``STOP_AT_REMOTE_ASK``), once the file ``path`` exists (a FIFO)."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        with open(fd, "w") as f:
+            f.write(f"{jobid}\n")
+        os.kill(os.getpid(), signal.SIGSTOP)
 
     def _incarnation(self, rank: int) -> int:
         """Rank ``rank``'s exec-node's incarnation, as it last said; 0 for this broker's
