@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from pflux.exec.service import STOP_AT_REMOTE_ASK
+from pflux.spec.fluid import JobID
 from support import netns
 from support.crash import helpers, is_launcher
-from support.instance import PFLUX, LiveInstance, environ, pflux, wait_for_log
+from support.instance import PFLUX, LiveInstance, environ, pflux, read_fifo, wait_for_log
 from support.mpi import HELLO
 from support.procs import pidfd_wait
 
@@ -293,3 +295,36 @@ def test_rank_zero_restarted_keeps_its_jobs_and_the_hosts_rejoin(
             assert sorted(out.stdout.splitlines()) == [f"done from node{r}" for r in range(HOSTS)]
             events = pflux(again.uri, "job", "eventlog", "-p", "exec", running).stdout
             assert "reattach" in events
+
+
+def test_a_job_no_host_had_begun_when_rank_zero_and_its_launcher_died_runs_once(
+    net: netns.Network, tmp_path: Path, same: dict[int, list[str]]
+) -> None:
+    """job-exec journalled asking for the job's three shells, and stopped before asking
+    (its test hook): ranks 1 and 2 say they were never asked, so the restart starts it."""
+    asked, runs = tmp_path / "asked", tmp_path / "runs"
+    runs.mkdir()
+    hook = {0: ["env", f"{STOP_AT_REMOTE_ASK}={asked}"]}
+    with brokers(net, tmp_path, same, env=hook) as instance:
+        # a job on every host first: each rank has long answered rank 0 with its incarnation
+        ran = pflux(instance.uri, "run", "-N3", "-n3", "true")
+        assert ran.returncode == 0, ran.stderr
+        os.mkfifo(asked)  # the hook's, from now on
+        script = f"echo ran >> {runs}/$FLUX_TASK_RANK"
+        jobid = pflux(instance.uri, "submit", "-N3", "-n3", "sh", "-c", script).stdout.strip()
+        # rank 0's job-exec has journalled the shells, and stopped its broker before sending
+        assert read_fifo(asked, timeout=60) == str(int(JobID(jobid)))
+        kill_rank_zero(instance, launcher_too=True)  # ranks 1 and 2 go on, never asked
+        assert not list(runs.iterdir())
+        with LiveInstance(
+            tmp_path / "state", *FAST, *same[0], cores=None,
+            prefix=net.command(0, []),
+        ) as again:  # fmt: skip
+            waited = pflux(again.uri, "job", "wait-event", "-t", "120", jobid, "clean")
+            assert waited.returncode == 0, waited.stderr
+            result = pflux(again.uri, "jobs", "-n", "-o", "{result}", jobid).stdout
+            events = pflux(again.uri, "job", "eventlog", jobid).stdout
+            assert result == "COMPLETED\n", events
+            assert [line.split()[1] for line in events.splitlines()].count("start") == 1
+    assert sorted(p.name for p in runs.iterdir()) == ["0", "1", "2"]
+    assert all(p.read_text() == "ran\n" for p in runs.iterdir())  # each task once

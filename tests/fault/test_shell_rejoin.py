@@ -3,7 +3,8 @@ shell is too slow to rejoin the restarted instance in the first seconds.
 
 A job the launcher had journalled as given to a shell, and that the shell never
 received, or that job-exec had journalled as asked for and the launcher never read,
-is started again by the restarted instance, once: none of its tasks had run. A
+is started again by the restarted instance, once: none of its tasks had run; so is
+one job-exec journalled while the launcher was compacting the journal. A
 shell that still runs but rejoins late (stopped here with SIGSTOP) is waited for,
 and its job finishes. The tests sequence themselves with FIFOs and the processes'
 ends, never with sleeps.
@@ -23,7 +24,7 @@ from pflux.api import Client, jobspec_of
 from pflux.exec.service import ORPHANS_WAIT
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
-from pflux.shell.launcher import STOP_AT_SPAWN
+from pflux.shell.launcher import JOURNAL_IDLE_LIMIT, STOP_AT_COMPACT, STOP_AT_SPAWN
 from support.instance import LiveInstance, wait_exit
 
 
@@ -150,3 +151,42 @@ def test_a_live_shell_slow_to_rejoin_the_restarted_instance_is_waited_for(
         )
         assert output == "up\ndone\n"
     wait_exit([task])
+
+
+def test_a_job_asked_for_while_the_journal_is_compacted_runs_once_after_the_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    hook, go = tmp_path / "compact", tmp_path / "compact.go"
+    os.mkfifo(hook)
+    os.mkfifo(go)
+    runs = tmp_path / "runs"
+    monkeypatch.setenv(STOP_AT_COMPACT, str(hook))
+    first = LiveInstance(state, cores=2)
+    monkeypatch.delenv(STOP_AT_COMPACT)
+    with (state / "exec" / "journal").open("ab") as f:  # worth compacting at the next end
+        f.write(journal.end_lines([1]) * (JOURNAL_IDLE_LIMIT // 4 + 1))
+    with Client(first.uri) as client:
+        [ended] = client.submit_many([jobspec_of(["true"])])
+        assert read_fifo(hook) == "compacting\n"  # the launcher waits, before its lock
+        spec = jobspec_of(
+            ["sh", "-c", f"echo ran >> {runs}"], environment={"PATH": "/bin:/usr/bin"}
+        )
+        [jobid] = client.submit_many([spec])
+        # job-exec has journalled the job (Q), and asked the launcher, which has not read it
+        client.wait_event(jobid, "starting", path="guest.exec.eventlog")
+        with open(go, "w") as f:
+            f.write("go\n")
+        assert read_fifo(hook) == "compacted\n"  # and the launcher stops itself
+        assert client.wait(ended).success
+    assert journal.live(str(state / "exec" / "journal")) == {
+        wire.shell_key(jobid, 0): (0, 0, "", True)
+    }
+    kill_with_launcher(first)
+    assert not runs.exists()
+    with LiveInstance(state, cores=2) as second, Client(second.uri) as client:
+        result = client.wait(jobid)
+        assert result.success, result.errstr
+        names = [e.name for e in client.events(jobid, follow=False)]
+        assert names.count("start") == 1, names
+    assert runs.read_text() == "ran\n"  # once

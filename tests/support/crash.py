@@ -427,10 +427,9 @@ def lost(job: Job) -> bool:
     """Whether the job failed because a kill cost it its shell (``LOSS_NOTES``).
 
     A job without a ``start`` event may have been lost before its shell started a
-    task: job-exec had begun it (its guest ``exec.eventlog`` exists), and the kill
-    came before the launcher journalled the shell it gave the job to, so the restart
-    cannot tell it from a job whose shell ran and vanished, and fails it rather than
-    run it again.
+    task: job-exec had begun it (its guest ``exec.eventlog`` exists), and the
+    restart could not tell it from a job whose shell ran and vanished (the journal
+    named none of its shells), so failed it rather than run it again.
     """
     return job.exception is not None and job.exception[1].startswith(LOSS_NOTES)
 

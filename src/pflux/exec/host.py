@@ -11,7 +11,7 @@ passed: attribute access is as direct as before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
@@ -23,6 +23,15 @@ if TYPE_CHECKING:
     from pflux.protocol.shellwire import Record
 
 RunT_contra = TypeVar("RunT_contra", contravariant=True)  # the run whose guest keys are written
+
+
+class RankShells(NamedTuple):
+    """What another rank's exec-node said of the jobs job-exec runs with a shell there."""
+
+    running: set[int]  # the jobs whose shells run there
+    died: dict[int, int]  # the wait statuses of those whose shells died unheard
+    incarnation: int  # the exec-node's number (``pflux.exec.node``)
+    unasked: set[int]  # the jobs whose shell it was never asked for since it started
 
 
 class Launching(Protocol):
@@ -42,6 +51,9 @@ class LeftoverHost(Launching, Protocol):
 
     @property
     def journal(self) -> str: ...
+
+    def journal_ended(self, keys: list[int]) -> None:
+        """Journal the end of a job whose shells ``keys`` are over, its end stored."""
 
 
 class ShellHost(Launching, Protocol[RunT_contra]):
@@ -74,13 +86,14 @@ class ShellHost(Launching, Protocol[RunT_contra]):
 
     def on_records(self, records: list[Record], from_shell: bool) -> None: ...
 
-    def journal_asked(self, key: int) -> None:
-        """Journal that this broker's launcher is asked for shell ``key``, before it is."""
+    def journal_asked(self, keys: list[int]) -> None:
+        """Journal that launchers are asked for shells ``keys``, before they are."""
 
-    def remote_shells(self, rank: int) -> tuple[set[int], dict[int, int]] | None:
-        """What rank ``rank``'s exec-node said it runs since it last joined: the jobs
-        whose shells run there, and the wait statuses of those that died unheard; None
-        until it has said (``pflux.exec.node``)."""
+    def journal_ended(self, keys: list[int]) -> None: ...
+
+    def remote_shells(self, rank: int) -> RankShells | None:
+        """What rank ``rank``'s exec-node said since it last joined; None until it has
+        (``pflux.exec.node``)."""
 
     def track(self, coro: Coroutine[Any, Any, None]) -> None: ...
 

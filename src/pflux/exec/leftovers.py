@@ -15,7 +15,9 @@ A shell the launcher had given the job (journalled ``P``) but that ended
 before it recorded itself never started a task, nor did a job that job-exec
 asked a launcher for (``Q``) and that no launcher gave a shell: its leftover
 says so (``unstarted``), and the job may be started again
-(``Takeover.resume``). A
+(``Takeover.resume``). A shell on another broker's rank that job-exec had asked
+for (``Q`` with that rank's exec-node's incarnation) is ``asked``: that rank
+says whether it ever had it. A
 shell that runs but has not rejoined when job-exec goes on is ``late``: it is
 resumed once it rejoins.
 
@@ -64,6 +66,8 @@ class Leftover:
     spool: str | None = None  # the records its shell spooled
     unstarted: bool = False  # its shell was given the job, and ended before any task started
     late: bool = False  # its shell runs, but has not rejoined the launcher yet
+    # on another rank, asked for: the incarnation of the exec-node asked (0: not known)
+    asked: int | None = None
 
     def ended(self, exited: bytes, spool_dir: str) -> None:
         """Its shell ended before the job's start request came (the launcher's EXITED)."""
@@ -84,6 +88,10 @@ async def survey(
     jobs in RUN, any of which may have run, even to its end, with nothing left of it but
     its guest keys."""
     recorded, died = await asyncio.to_thread(journal.entries, service.journal)
+    # another rank's, asked for (Q): that rank says what became of it
+    asked = {key: e[1] for key, e in recorded.items() if not e[0] and _remote(service, key)}
+    for key in asked:
+        del recorded[key]
     # asked for (Q) and given to no shell (no P): none will be; this job-exec has asked none
     unstarted = {key for key, entry in recorded.items() if not entry[0]}
     if survivors is None:  # no shell runs: those given a job and gone never started it
@@ -101,6 +109,7 @@ async def survey(
         key: Leftover(key, key in running, died.get(key), spools.get(key), key in unstarted)
         for key in running | died.keys() | spools.keys() | unstarted
     }
+    left.update((key, Leftover(key, asked=incarnation)) for key, incarnation in asked.items())
     running_jobs = await _running_jobs(service)
     kept = {}
     for key, leftover in left.items():
@@ -112,6 +121,11 @@ async def survey(
         jobs = sorted({wire.key_job(key) for key in kept})
         log.info("jobs to take over: %s", ", ".join(str(JobID(j)) for j in jobs))
     return kept, running_jobs
+
+
+def _remote(service: LeftoverHost, key: int) -> bool:
+    """Shell ``key`` is another broker's (not one of R's ranks this broker runs)."""
+    return wire.key_rank(key) != 0 and service.broker.size > 1
 
 
 def _spools(directory: str) -> dict[int, str]:
@@ -139,6 +153,8 @@ def _let_go(service: LeftoverHost, leftover: Leftover) -> None:
     if leftover.running:
         service.send_launcher(rank, wire.record(wire.RESUME, key, b"%d" % ALL_RECORDS))
         service.send_launcher(rank, wire.record(wire.TERMINATE, key, b"%d" % signal.SIGKILL))
+    if leftover.asked is not None:
+        service.journal_ended([key])
     if leftover.spool is not None:
         try:
             os.unlink(leftover.spool)

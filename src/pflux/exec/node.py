@@ -21,6 +21,14 @@ reach it), or whose job a restarted rank 0 could not take over, never goes on
 beside a job given its cores. The shells running are those sent SPAWN (or SPAWN_AS,
 a guest's) less those
 that said EXITED, and those a launcher taken over still had.
+
+So that a restarted rank 0 can tell a shell this rank was never asked for from
+one that ran and ended, exec-node remembers every shell it was sent SPAWN for
+until job-exec says the job's end is journalled (``exec-node.forget``), and
+answers ``keep`` with the listed jobs it was never asked for since it started
+and its ``incarnation``, a random number of its own: job-exec journals that
+number with each shell it asks this rank for, so a restart believes "never
+asked" only from the exec-node that was there when the shell was asked for.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import asyncio
 import errno
 import logging
 import os
+import secrets
 import subprocess
 from pathlib import Path
 from typing import Final
@@ -40,7 +49,7 @@ from pflux.exec.config import imp_socket, rejoin_timeout
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
-from pflux.protocol.exec import KeepRequest, KeepResponse
+from pflux.protocol.exec import ForgetRequest, KeepRequest, KeepResponse
 from pflux.protocol.shellwire import IMP_SOCKET, RANK_URI, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
@@ -69,6 +78,8 @@ class ExecNodeService(Service):
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
         self.live: set[int] = set()  # the keys of the shells running here
+        self.asked: set[int] = set()  # the jobs sent SPAWN here, until job-exec says forget
+        self.incarnation = secrets.randbits(52) + 1  # this exec-node's, never 0 (none known)
         self._detached: list[subprocess.Popen[bytes]] = []  # our launcher, let go of once
 
     async def start(self) -> None:
@@ -97,6 +108,7 @@ class ExecNodeService(Service):
         for kind, key, _ in wire.split(req.payload)[0]:
             if kind in (wire.SPAWN, wire.SPAWN_AS):
                 self.live.add(key)
+                self.asked.add(wire.key_job(key))
         self.launcher.send(req.payload)
 
     @method("keep")
@@ -122,7 +134,15 @@ class ExecNodeService(Service):
                 self.launcher.send(wire.let_go(key))
                 self.live.discard(key)
         running = sorted({wire.key_job(key) for key in self.live})
-        req.respond(KeepResponse(running, [(j, s) for j, s in died.items() if j in jobs]))
+        died_listed = [(j, s) for j, s in died.items() if j in jobs]
+        unasked = sorted(jobs - self.asked)
+        req.respond(KeepResponse(running, died_listed, self.incarnation, unasked))
+
+    @method("forget")
+    def forget(self, req: Request) -> None:
+        """job-exec has journalled these jobs' end: no restart will ask about them."""
+        req.require_internal("job-exec")
+        self.asked.difference_update(decode(req.topic, req.payload, ForgetRequest).jobs)
 
     async def _take_over_again(self) -> Survivors | None:
         """Let go of the launcher and attach to it again (a new socket for its shells)."""

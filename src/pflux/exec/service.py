@@ -46,6 +46,7 @@ from pflux.exec.config import (
     job_rundir,
     rejoin_timeout,
 )
+from pflux.exec.host import RankShells
 from pflux.exec.job import ExecJob
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
@@ -58,6 +59,7 @@ from pflux.protocol.decode import decode
 from pflux.protocol.exec import (
     ExceptionRequest,
     ExecExpirationRequest,
+    ForgetRequest,
     HostpidsRequest,
     KeepRequest,
     KeepResponse,
@@ -69,8 +71,7 @@ from pflux.protocol.exec import (
 )
 from pflux.protocol.manager import ExecHelloRequest
 from pflux.protocol.message import Message
-from pflux.protocol.shelljournal import alive, kill_recorded, live
-from pflux.protocol.shelljournal import asked_line as journal_asked_line
+from pflux.protocol.shelljournal import Appender, alive, asked_line, end_lines, kill_recorded, live
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, IMP_SOCKET, REJOIN_TIMEOUT
 from pflux.spec.fluid import JobID
 
@@ -84,6 +85,9 @@ LAUNCHER_SETTLED: Final = 60.0  # seconds a launcher must live for the count to 
 ORPHANS_WAIT: Final = 10.0  # seconds a starting job-exec waits for a dead launcher's shells
 _RECORD: Final = wire.HEADER.size
 _JOB_BITS: Final = (1 << wire.RANK_SHIFT) - 1  # a shell key's job id (wire.key_job, inline)
+# for tests: having journalled the shells of a job with some on another rank, job-exec writes the
+# job's id to the file this names, if it exists, and stops its broker (SIGSTOP) before it asks
+STOP_AT_REMOTE_ASK: Final = "PFLUX_TEST_STOP_AT_REMOTE_ASK"
 
 
 class ExecService(Service):
@@ -105,6 +109,7 @@ class ExecService(Service):
         self.kill_signal = config_signal(conf, "kill-signal", signal.SIGKILL)
         # for the launcher, which gives it to its shells (see ``_adopt_orphans``)
         self.rejoin_timeout = rejoin_timeout(broker)
+        self.stop_at_remote_ask = os.environ.get(STOP_AT_REMOTE_ASK)
         self.launcher_env = {REJOIN_TIMEOUT: repr(self.rejoin_timeout)}
         self.imp = imp_socket(broker)  # the privileged helper's socket: guests' jobs run
         if self.imp is not None:
@@ -137,7 +142,7 @@ class ExecService(Service):
         # records for other ranks' launchers: a turn's, one message for each rank
         self._remote: TurnBatch[dict[int, bytearray]] = TurnBatch(broker, dict, self._send_remote)
         # what each other rank's exec-node runs, as it said when it last joined
-        self._answered: dict[int, tuple[set[int], dict[int, int]]] = {}
+        self._answered: dict[int, RankShells] = {}
         self.stopping = False
         # the launcher's word of shells that ended while this job-exec surveyed leftovers
         self._ended_early: dict[int, bytes] | None = {}
@@ -148,8 +153,7 @@ class ExecService(Service):
         self._late: set[int] = set()  # ... those alive after ORPHANS_WAIT, until they rejoin
         self._tasks: set[asyncio.Task[None]] = set()
         self.writes: GuestWrites[ShellRun] = GuestWrites(broker)  # the guest keys, a turn's
-        self._journal_fd = -1  # the journal, for its Q lines (``journal_asked``)
-        self._journal_ino = 0
+        self._asked = Appender(self.journal)  # the journal, for its Q lines (``journal_asked``)
 
     async def start(self) -> None:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
@@ -200,9 +204,7 @@ class ExecService(Service):
             task.cancel()
         if self.rundir:
             shutil.rmtree(self.rundir, ignore_errors=True)
-        if self._journal_fd >= 0:
-            os.close(self._journal_fd)
-            self._journal_fd = -1
+        self._asked.close()
 
     def ended(self, jobid: int) -> None:
         """The job has answered its final ``release``: forget it."""
@@ -279,25 +281,56 @@ class ExecService(Service):
             log.error("job shells %s did not rejoin: killed", sorted(late))
             await asyncio.to_thread(kill_recorded, self.journal, late)
 
-    def journal_asked(self, key: int) -> None:
-        """Journal ``Q key`` before this broker's launcher is asked for the shell: a restart
-        whose launcher is gone then knows the job was given to no shell if no ``P`` follows.
+    def journal_asked(self, keys: list[int]) -> None:
+        """Journal ``Q key`` for each shell before its launcher is asked for it: a restart
+        whose launcher is gone then knows the job was given to no shell if no ``P``
+        follows. Another rank's shell is journalled with that rank's exec-node's
+        incarnation, which a restart asks it about (``pflux.protocol.shelljournal``).
 
-        Through a descriptor kept open, opened again once the launcher has compacted the
-        journal into a new file (a stat a job); a line that fails is only logged.
+        Through a descriptor kept open (``Appender``: a compaction loses no line); a
+        line that fails is only logged.
         """
+        lines = b"".join(asked_line(key, self._incarnation(wire.key_rank(key))) for key in keys)
         try:
-            ino = os.stat(self.journal).st_ino
-            if ino != self._journal_ino or self._journal_fd < 0:
-                if self._journal_fd >= 0:
-                    os.close(self._journal_fd)
-                    self._journal_fd = -1
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
-                self._journal_fd = os.open(self.journal, flags)
-                self._journal_ino = os.fstat(self._journal_fd).st_ino
-            os.write(self._journal_fd, journal_asked_line(key))
+            self._asked.append(lines)
         except OSError as exc:  # no journal yet (no launcher has started): nothing to add to
             log.debug("journal: %s", exc)
+        if self.stop_at_remote_ask and any(self._incarnation(wire.key_rank(k)) for k in keys):
+            self._stop_for_test(self.stop_at_remote_ask, keys[0] & _JOB_BITS)
+
+    @staticmethod
+    def _stop_for_test(path: str, jobid: int) -> None:
+        """For tests (``STOP_AT_REMOTE_ASK``), once the file ``path`` exists (a FIFO)."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        with open(fd, "w") as f:
+            f.write(f"{jobid}\n")
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    def _incarnation(self, rank: int) -> int:
+        """Rank ``rank``'s exec-node's incarnation, as it last said; 0 for this broker's
+        own launcher's shells, and while it has not said."""
+        if not rank or self.broker.size == 1:
+            return 0
+        answer = self._answered.get(rank)
+        return answer.incarnation if answer is not None else 0
+
+    def journal_ended(self, keys: list[int]) -> None:
+        """The job of shells ``keys`` has its end stored: journal the end of those on other
+        ranks (``E``, after their ``Q``), and tell their exec-nodes they may forget them."""
+        remote = [key for key in keys if wire.key_rank(key) and self.broker.size > 1]
+        if not remote:
+            return
+        try:
+            self._asked.append(end_lines(remote))
+        except OSError as exc:
+            log.debug("journal: %s", exc)
+            return
+        for key in remote:
+            request = ForgetRequest([key & _JOB_BITS])
+            self.broker.send("exec-node.forget", request, nodeid=wire.key_rank(key))
 
     def _orphan_heard(self, key: int) -> None:
         """A shell ``_adopt_orphans`` waits for has rejoined or ended."""
@@ -480,7 +513,7 @@ class ExecService(Service):
                 shell.spool = os.path.join(self.spool_dir, str(shell.key))
             run.on_exit(-1, wire.LAUNCHER_DIED)
 
-    def remote_shells(self, rank: int) -> tuple[set[int], dict[int, int]] | None:
+    def remote_shells(self, rank: int) -> RankShells | None:
         return self._answered.get(rank)
 
     def _kept(self, rank: int, msg: Message) -> None:
@@ -490,11 +523,12 @@ class ExecService(Service):
         except RPCError as exc:
             log.error("rank %d: exec-node.keep: %s", rank, exc.errstr)
             answer = KeepResponse([], [])
-        running, died = set(answer.jobs), {jobid: status for jobid, status in answer.died}
-        self._answered[rank] = (running, died)
+        died = {jobid: status for jobid, status in answer.died}
+        said = RankShells(set(answer.jobs), died, answer.incarnation, set(answer.unasked))
+        self._answered[rank] = said
         for job in list(self.jobs.values()):
             if isinstance(job.impl, ShellRun):
-                job.impl.rank_answered(rank, running, died)
+                job.impl.rank_answered(rank, said)
 
     def _rank_changed(self, rank: int, info: dict[str, Any] | None) -> None:
         """A broker rank went down: every job with a shell there fails. One came up (or

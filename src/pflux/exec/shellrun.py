@@ -131,6 +131,7 @@ class ShellRun(Takeover):
         self.input_started = False  # the input eventlog exists
         self.input_open: set[int] = set()  # task ranks whose stdin is open
         self.ptys = False  # some tasks run on a pty
+        self.rank_waits = {}  # takeovers waiting for ranks' words, by rank
 
     @property
     def live(self) -> bool:
@@ -215,10 +216,9 @@ class ShellRun(Takeover):
         self._create(planned)
         self.job.started = True
         service = self.service
+        service.journal_asked([shell.key for shell in self.shells])
         for shell, (rank, description) in zip(self.shells, planned.shells, strict=True):
             shell.live = True
-            if not self._remote(rank):
-                service.journal_asked(shell.key)
             if signed is None:
                 service.send_launcher(rank, wire.record(wire.SPAWN, shell.key, description))
                 continue
@@ -479,6 +479,8 @@ class ShellRun(Takeover):
                 self.spools.add(shell.spool)
         for path in sorted(self.spools):
             _unlink(path)
+        if not msg.errnum:  # its end is stored
+            self.service.journal_ended([shell.key for shell in self.shells])
 
     def on_retried(self, msg: Message) -> None:
         """A commit of this job's keys alone, after a batch failed, is answered."""

@@ -15,7 +15,10 @@ reads them from its spool file; if neither, the job gets a fatal exception
 saying what became of it. Either way it posts ``reattach`` to the
 ``exec.eventlog``, as flux-core does. A shell on another broker is taken
 over once its rank says what it runs, and one that ends into its spool (its
-launcher died, or job-exec was away) is read from there.
+launcher died, or job-exec was away) is read from there. A job none of whose
+shells began it starts again: those on this broker were given the job and ended
+before they recorded themselves, or were never given it, and each rank's
+exec-node whose shell job-exec had journalled asking for says it was never asked.
 
 ``Takeover`` is this half of a run (``pflux.exec.shellrun.ShellRun`` the
 other): the run's state it reads and sets is declared here for the type
@@ -45,7 +48,7 @@ from pflux.spec.fluid import JobID
 from pflux.spec.idset import IdSet
 
 if TYPE_CHECKING:
-    from pflux.exec.host import GuestKeys, RunJob, ShellHost
+    from pflux.exec.host import GuestKeys, RankShells, RunJob, ShellHost
     from pflux.exec.leftovers import Leftover
     from pflux.exec.output import KVSOutput
     from pflux.exec.plan import Plan
@@ -68,7 +71,7 @@ class Takeover:
     """A run's takeover of its job from an earlier job-exec, and its shells' spools."""
 
     # the run's state a takeover sets, as well as the run
-    __slots__ = ("concluded", "exited", "input_bytes", "input_started")
+    __slots__ = ("concluded", "exited", "input_bytes", "input_started", "rank_waits")
 
     if TYPE_CHECKING:  # the rest of the run's (``ShellRun``) that a takeover uses
         job: RunJob
@@ -88,6 +91,7 @@ class Takeover:
         input_bytes: int
         input_started: bool
         input_open: set[int]
+        rank_waits: dict[int, list[asyncio.Future[RankShells]]]  # the ranks' words awaited
 
         def _plan(self) -> Plan | None: ...
 
@@ -124,7 +128,10 @@ class Takeover:
             self._conclude(events or [])
         elif events is None and not leftovers and not job.reattach:  # it never ran
             self._launch(planned)
-        elif self._never_started(leftovers, names):
+        elif await self._never_started(leftovers, names):
+            if self.job.finalizing:  # ended while the ranks were asked
+                self._forget(leftovers)
+                return
             log.info("job %s: its shells never started it: starting it again", JobID(job.id))
             self._launch(planned)
         elif events is None and not leftovers:  # it started, and nothing is left of it
@@ -133,17 +140,40 @@ class Takeover:
         else:
             await self._go_on(leftovers, planned, events is not None, "shell.start" in names)
 
-    def _never_started(self, leftovers: Mapping[int, Leftover], names: list[str]) -> bool:
+    async def _never_started(self, leftovers: Mapping[int, Leftover], names: list[str]) -> bool:
         """Whether none of the job's tasks can have run, nor ever will: each of its shells
-        was given the job and ended before it recorded itself, and neither the job manager
+        was given the job and ended before it recorded itself, or (on another rank) the
+        exec-node there was never asked for it, and neither the job manager
         (``reattach``) nor the exec.eventlog has heard of a start."""
         if self.job.reattach or "shell.start" in names:
             return False
         shells = self.shells
-        return len(leftovers) == len(shells) and all(
-            (leftover := leftovers.get(shell.rank)) is not None and leftover.unstarted
+        if len(leftovers) != len(shells) or not all(
+            (leftover := leftovers.get(shell.rank)) is not None
+            and (leftover.unstarted or bool(leftover.asked))
             for shell in shells
-        )
+        ):
+            return False
+        for shell in shells:
+            leftover = leftovers[shell.rank]
+            if not leftover.unstarted:
+                said = await self._rank_said(shell.rank)
+                if said is None or not _never_asked(said, self.job.id, leftover):
+                    return False
+        return True
+
+    async def _rank_said(self, rank: int) -> RankShells | None:
+        """What rank ``rank``'s exec-node says since it joined, once it has; None if it has
+        not within ``REJOIN_WAIT``."""
+        said = self.service.remote_shells(rank)
+        if said is not None:
+            return said
+        waiter: asyncio.Future[RankShells] = self.job.loop.create_future()
+        self.rank_waits.setdefault(rank, []).append(waiter)
+        try:
+            return await asyncio.wait_for(waiter, REJOIN_WAIT)
+        except TimeoutError:
+            return None
 
     async def _recover(self) -> list[Any] | None:
         """The job's exec.eventlog, having restored where the earlier job-exec stood."""
@@ -182,7 +212,7 @@ class Takeover:
                 self._reattach(shell)
             elif shell.spool is not None:
                 await self._replay(shell)
-            elif leftover is None and self._remote(shell.rank):
+            elif self._remote(shell.rank) and (leftover is None or leftover.asked is not None):
                 self._await_rank(shell)
             if not (shell.exited or shell.live or shell.awaiting or job.finalizing or self.exited):
                 died = leftover.died if leftover is not None else None
@@ -201,20 +231,25 @@ class Takeover:
         shell.awaiting = True
         answered = self.service.remote_shells(shell.rank)
         if answered is not None:
-            self.rank_answered(shell.rank, *answered)
+            self.rank_answered(shell.rank, answered)
         else:
             self.job.loop.call_later(REJOIN_WAIT, self._rank_too_late, shell)
 
-    def rank_answered(self, rank: int, running: set[int], died: dict[int, int]) -> None:
+    def rank_answered(self, rank: int, said: RankShells) -> None:
         """Rank ``rank``'s exec-node said which jobs' shells it runs: take this job's over."""
+        for waiter in self.rank_waits.pop(rank, []):
+            if not waiter.done():
+                waiter.set_result(said)
         for shell in self.shells:
             if shell.rank != rank or not shell.awaiting:
                 continue
             shell.awaiting = False
-            if self.job.id in running:
+            if self.job.id in said.running:
                 self._reattach(shell)
             elif not (self.job.finalizing or self.exited):
-                self._lost(shell, died.get(self.job.id))
+                leftover = self.taken.get(rank)
+                unstarted = leftover is not None and _never_asked(said, self.job.id, leftover)
+                self._lost(shell, said.died.get(self.job.id), unstarted=unstarted)
 
     def _rank_too_late(self, shell: ShellPart) -> None:
         if shell.awaiting and not shell.exited:
@@ -386,3 +421,8 @@ class Takeover:
                 rank = context.get("rank", "all")
                 closed = self.input_open if rank == "all" else set(IdSet.decode(str(rank)))
                 self.input_open -= closed
+
+
+def _never_asked(said: RankShells, jobid: int, leftover: Leftover) -> bool:
+    """The rank's exec-node, the one job-exec journalled asking, never had the job's shell."""
+    return bool(leftover.asked) and said.incarnation == leftover.asked and jobid in said.unasked

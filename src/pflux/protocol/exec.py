@@ -183,10 +183,25 @@ class KeepRequest(Struct, frozen=True):
 
 class KeepResponse(Struct, frozen=True):
     """``exec-node.keep``'s answer: the jobs whose shells run on that rank, and the wait
-    statuses of shells there that died unheard, as ``[job id, status]``."""
+    statuses of shells there that died unheard, as ``[job id, status]``; the exec-node's
+    ``incarnation`` (a number of its own, other each time it starts) and the jobs listed
+    whose shell it was never asked for since it started (``unasked``)."""
 
     jobs: list[JobId]
     died: list[tuple[JobId, int]]
+    incarnation: Annotated[int, Meta(ge=0, lt=1 << 53)] = 0
+    unasked: list[JobId] = []
+
+
+class ForgetRequest(Struct, frozen=True):
+    """``exec-node.forget``: the jobs whose end job-exec has journalled, which nobody will
+    ask that rank about again."""
+
+    jobs: list[JobId]
+
+    def __post_init__(self) -> None:
+        for jobid in self.jobs:
+            _check_id(jobid)
 
 
 class OverrideRequest(Struct, frozen=True):

@@ -20,10 +20,18 @@ A ``P`` line without ``S`` or ``E`` names a shell that may be about to start
 the job: while its process lives it may still record itself and run the
 job; once it is gone, the job never started (no task starts before ``S``). A
 ``Q`` line alone names a job no shell was given: once the launcher is gone,
-none will be. job-exec writes ``Q`` through a descriptor of its own, opened
-again when the launcher has replaced the file (``compact``); a line lost to
-that race only leaves the job as it was without it, failed rather than
-started again.
+none will be. job-exec writes ``Q`` (and the ``E`` of the shells it kills)
+through a descriptor of its own (``Appender``), under a shared ``flock`` of the
+file, and opens the journal again once the launcher has replaced it
+(``compact``), which it does under an exclusive lock: no line is written to a
+file being replaced, so none is lost.
+
+A shell on another broker's rank is that rank's launcher's, which journals it
+there; job-exec appends ``Q <key> <incarnation>`` here before it sends that
+rank the request, naming the rank's exec-node as it last named itself
+(``exec-node.keep``), and ``E <key>`` once the job's end is stored. A
+restart that finds the ``Q`` alone asks that exec-node, which says if it was
+never asked for the shell since it started (``pflux.exec.node``).
 
 A session id can be reused once its processes are gone, so a session is
 ours only if its leader, when alive, started no later than the record was
@@ -33,11 +41,15 @@ its session yet (a spare just forked): it is ours if it started no later than
 the line. A record from another boot names nothing alive.
 
 The launcher keeps the journal short: it rewrites it with the live shells'
-lines alone when it grows (``compact``).
+lines and the ``Q`` lines no shell has followed yet when it grows
+(``compact``): a new file renamed over the old, so a kill at any point leaves
+one whole journal or the other (the page cache outlives the process; the
+journal names processes, which a power loss ends, so it is never synced).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 
@@ -49,6 +61,7 @@ else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
 __all__ = [
+    "Appender",
     "alive",
     "asked_line",
     "boot_id",
@@ -66,7 +79,8 @@ __all__ = [
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
-# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P or Q line, no shell has recorded)
+# (pid, CLOCK_BOOTTIME ns when recorded, boot id, given: a P or Q line, no shell has recorded);
+# a Q line's is (0, the incarnation of the exec-node asked, 0 for this rank's launcher, "", True)
 Entry = tuple[int, int, str, bool]
 
 
@@ -105,9 +119,10 @@ def start_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
     return b"S %d %d %d %s\n" % (jobid, pid, when, boot)
 
 
-def asked_line(jobid: int) -> bytes:
-    """The line job-exec writes before it asks the launcher for the job's shell."""
-    return b"Q %d\n" % jobid
+def asked_line(jobid: int, incarnation: int = 0) -> bytes:
+    """The line job-exec writes before it asks a launcher for the job's shell: its own, or
+    (``incarnation``) another rank's exec-node's, as that exec-node last named itself."""
+    return b"Q %d %d\n" % (jobid, incarnation) if incarnation else b"Q %d\n" % jobid
 
 
 def given_line(jobid: int, pid: int, when: int, boot: bytes) -> bytes:
@@ -134,6 +149,10 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
             data = f.read()
     except FileNotFoundError:
         return {}, {}
+    return _parse(data)
+
+
+def _parse(data: bytes) -> tuple[dict[int, Entry], dict[int, int]]:
     started: dict[int, Entry] = {}
     died: dict[int, int] = {}
     for line in data.split(b"\n"):
@@ -142,8 +161,9 @@ def entries(path: str) -> tuple[dict[int, Entry], dict[int, int]]:
             if words[0] in (b"S", b"P") and len(words) == 5:
                 entry = (int(words[2]), int(words[3]), words[4].decode(), words[0] == b"P")
                 started[int(words[1])] = entry
-            elif words[0] == b"Q" and len(words) == 2:  # no process, so none alive
-                started.setdefault(int(words[1]), (0, 0, "", True))  # not over a shell's
+            elif words[0] == b"Q" and len(words) in (2, 3):  # no process, so none alive
+                asked = int(words[2]) if len(words) == 3 else 0  # the exec-node's incarnation
+                started.setdefault(int(words[1]), (0, asked, "", True))  # not over a shell's
             elif words[0] == b"E" and len(words) in (2, 3):
                 jobid = int(words[1])
                 started.pop(jobid, None)
@@ -234,10 +254,51 @@ def kill_recorded(
             survivors += _kill_session(pid, when * hz // 1_000_000_000, timeout)
     if jobids is None:
         _unlink(path)
-    elif entries and os.path.exists(path):
-        with open(path, "ab") as f:
-            f.write(end_lines(entries))
+    elif entries:
+        appender = Appender(path)
+        try:
+            appender.append(end_lines(entries))
+        except FileNotFoundError:  # removed meanwhile: nothing to add to
+            pass
+        finally:
+            appender.close()
     return sorted(entries), survivors
+
+
+class Appender:
+    """Lines appended by a process other than the launcher (job-exec), which a compaction
+    neither loses nor lets land in the file it replaced.
+
+    Each line is written under a shared ``flock`` of the file (``compact`` holds
+    it exclusively from its read to its rename); a file found replaced (no link
+    left) is let go of and the journal opened again.
+    """
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+
+    def append(self, data: bytes) -> None:
+        """Write ``data`` to the journal; FileNotFoundError if there is none (no launcher
+        has made it), other OSErrors as ``write`` raises them."""
+        while True:
+            if self.fd < 0:
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+            try:
+                if os.fstat(self.fd).st_nlink:
+                    os.write(self.fd, data)
+                    return
+            finally:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            self.close()  # compacted into another file: write there
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _unlink(path: str) -> None:
@@ -247,20 +308,48 @@ def _unlink(path: str) -> None:
         return
 
 
-def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
-    """Rewrite the journal with the start lines of ``shells`` (job id -> pid) alone.
+def compact(path: str, fd: int, shells: Mapping[int, int]) -> bool:
+    """Rewrite the journal with the start lines of ``shells`` (job id -> pid) and the jobs
+    asked for (``Q``) that no shell was given yet; False if a writer holds the file
+    (``Appender``), to be tried again later.
 
     The new file takes the place of the old one, and of descriptor ``fd``,
     which shells forked later inherit. A shell forked earlier that has not
     written its line yet writes it to the old file, but its line is already in
     the new one, made from /proc: only shells still alive need one. So a shell
     given its job (``P``) is written as started: it may record itself where
-    nobody will look.
+    nobody will look. job-exec's lines are all in the old file when it is read,
+    since it writes them only under a lock held from then until the rename.
     """
-    recorded = live(path)
+    try:
+        lock = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # the launcher's alone: no shell has it
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        if os.fstat(lock).st_ino != os.fstat(fd).st_ino:
+            return False  # not the file the launcher writes (removed and made again)
+        _replace(path, fd, _compacted(_read_all(lock), shells))
+        return True
+    finally:
+        os.close(lock)  # unlocks, after the rename
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _compacted(data: bytes, shells: Mapping[int, int]) -> bytes:
+    recorded = _parse(data)[0]
     boot = boot_id().encode()
     hz = os.sysconf("SC_CLK_TCK")
-    lines = []
+    lines = [asked_line(j, e[1]) for j, e in recorded.items() if not e[0] and j not in shells]
     for jobid, pid in shells.items():
         entry = recorded.get(jobid)
         if entry is not None and entry[0] > 0:
@@ -269,10 +358,15 @@ def compact(path: str, fd: int, shells: Mapping[int, int]) -> None:
         stat = proc_stat(pid)
         if stat is not None:  # else it died before it recorded itself: it started no task
             lines.append(start_line(jobid, pid, stat[1] * 1_000_000_000 // hz, boot))
+    return b"".join(lines)
+
+
+def _replace(path: str, fd: int, data: bytes) -> None:
+    """Put a file of ``data`` in place of ``path`` and of descriptor ``fd``."""
     new = f"{path}.new"
     tmp = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        os.write(tmp, b"".join(lines))
+        os.write(tmp, data)
         os.rename(new, path)
         os.dup2(tmp, fd, inheritable=False)
     finally:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pflux.broker.router import Broker, Request, Service, method
+from pflux.broker.sigdefault import preexec
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.rexec import CommandRequest, InputRequest, SignalRequest, WaitRequest
@@ -101,6 +102,7 @@ class RexecService(Service):
                 cwd=request.cwd,
                 env=env,
                 start_new_session=True,
+                preexec_fn=preexec(),
             )
         except OSError as exc:
             self.labels.discard(request.label or "")

@@ -63,6 +63,10 @@ UNSTARTED: Final = b"-3 job shell launcher died before the shell started the job
 # for tests: the launcher stops itself (SIGSTOP) once it has journalled a shell's job and before
 # the shell has it, having written the shell's key to the file this names
 STOP_AT_SPAWN: Final = "PFLUX_TEST_STOP_AT_SPAWN"
+# for tests: before it compacts the journal the launcher writes "compacting" to the FIFO this names
+# and reads the FIFO named so with ".go" added until its writer closes it, then compacts, writes
+# "compacted" to the first and stops itself
+STOP_AT_COMPACT: Final = "PFLUX_TEST_STOP_AT_COMPACT"
 IMP_TIMEOUT: Final = 10.0  # seconds the privileged helper may take to take a request
 IMP_CHUNK: Final = 65536  # a request to the helper goes in datagrams of this size
 GUEST_RECV_SIZE: Final = 1 << 20  # more than a guest's shell sends at once
@@ -210,6 +214,7 @@ class LauncherServer:
         self.link_open = True
         self.buffer = bytearray(RECV_SIZE)
         self.stop_at_spawn = os.environ.get(STOP_AT_SPAWN)
+        self.stop_at_compact = os.environ.get(STOP_AT_COMPACT)
         self.imp = os.environ.get(wire.IMP_SOCKET)  # the privileged helper's socket, if any
         self.asking: dict[int, _Shell] = {}  # connections to the helper, by descriptor
         self.guest_fds: dict[int, _Shell] = {}  # guest shells' records sockets and pidfds
@@ -453,11 +458,7 @@ class LauncherServer:
         """For tests (``STOP_AT_SPAWN``): write the shell's key there, then stop, between
         the journal and the shell."""
         assert self.stop_at_spawn is not None
-        fd = os.open(self.stop_at_spawn, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, b"%d\n" % key)
-        finally:
-            os.close(fd)
+        _tell_test(self.stop_at_spawn, b"%d\n" % key)
         os.kill(os.getpid(), _signal.SIGSTOP)
 
     def _not_started(self, jobid: int, reason: str) -> None:
@@ -1010,8 +1011,15 @@ class LauncherServer:
         if size > (JOURNAL_BUSY_LIMIT if self.by_job else JOURNAL_IDLE_LIMIT):
             shells = {jobid: entry.pid for jobid, entry in self.orphans.items()}
             shells.update((jobid, entry.pid) for jobid, entry in self.by_job.items() if entry.pid)
-            journal.compact(self.journal_path, self.journal, shells)
-            self._retire_spares()  # they hold the old journal
+            if self.stop_at_compact:
+                _tell_test(self.stop_at_compact, b"compacting\n")
+                _wait_test(self.stop_at_compact + ".go")
+            compacted = journal.compact(self.journal_path, self.journal, shells)
+            if self.stop_at_compact:
+                _tell_test(self.stop_at_compact, b"compacted\n")
+                os.kill(os.getpid(), _signal.SIGSTOP)
+            if compacted:
+                self._retire_spares()  # they hold the old journal
 
     def _write_link(self) -> None:
         """Send what job-exec has not taken; wait for its socket when it is full."""
@@ -1094,6 +1102,25 @@ def _refusal(conn: _socket.socket) -> str:
     if not found or found[0][0] != wire.EXCEPTION:
         return ""
     return f"privileged helper: {found[0][2].decode(errors='replace')}"
+
+
+def _tell_test(path: str, data: bytes) -> None:
+    """For tests: write ``data`` to the file ``path`` (a FIFO: once a reader has it open)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _wait_test(path: str) -> None:
+    """For tests: read the FIFO ``path`` until its writer closes it."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # once a writer opens it
+    try:
+        while os.read(fd, 64):
+            continue
+    finally:
+        os.close(fd)
 
 
 def _retire(entry: _Shell) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -158,3 +161,78 @@ def test_a_job_asked_for_is_live_with_no_process_until_a_shell_is_given_it(
         2: (200, 6, BOOT.decode(), False),
     }
     assert journal.kill_recorded(str(path), [1, 2]) == ([1, 2], [])
+
+
+def test_compact_keeps_the_jobs_asked_for_that_no_shell_has_yet(tmp_path: Path) -> None:
+    """Its launcher has not read the request yet: a restart may start the job."""
+    path = tmp_path / "journal"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, journal.asked_line(1) + journal.asked_line(2) + journal.asked_line(3))
+        os.write(fd, journal.asked_line(4, 77))  # another rank's, its exec-node's incarnation
+        os.write(fd, journal.given_line(2, 22, 5, BOOT) + journal.end_lines([3]) * 1000)
+        assert journal.compact(str(path), fd, {2: 22})
+        assert journal.live(str(path)) == {
+            1: (0, 0, "", True),
+            2: (22, 5, BOOT.decode(), False),
+            4: (0, 77, "", True),
+        }
+    finally:
+        os.close(fd)
+
+
+def test_a_line_appended_during_a_compaction_is_in_the_new_file(tmp_path: Path) -> None:
+    """The appender holds the file shared while it writes: compaction waits for it, and a
+    line appended to the file compaction replaced is written again to the new one."""
+    path = tmp_path / "journal"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    appender = journal.Appender(str(path))
+    try:
+        os.write(fd, journal.end_lines([9]) * 1000)
+        appender.append(journal.asked_line(1))  # opens the file compaction will replace
+        fcntl.flock(appender.fd, fcntl.LOCK_SH)  # as while it writes
+        assert not journal.compact(str(path), fd, {})  # not now: tried again later
+        fcntl.flock(appender.fd, fcntl.LOCK_UN)
+        assert journal.compact(str(path), fd, {})
+        appender.append(journal.asked_line(2))
+        assert journal.live(str(path)) == {k: (0, 0, "", True) for k in (1, 2)}
+        assert path.read_bytes() == journal.asked_line(1) + journal.asked_line(2)
+    finally:
+        appender.close()
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("call", "after"),
+    [("write", False), ("write", True), ("rename", False), ("rename", True), ("dup2", True)],
+)
+def test_a_compaction_killed_at_any_point_loses_no_line(
+    tmp_path: Path, call: str, after: bool
+) -> None:
+    """SIGKILL before or after each of its writes: one whole journal is left."""
+    path = tmp_path / "journal"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, journal.asked_line(1) + journal.given_line(2, 22, 5, BOOT))
+        os.write(fd, journal.asked_line(3) + journal.end_lines([3, 9]) * 1000)
+        pid = os.fork()
+        if pid == 0:  # the launcher, killed at that point of its compaction
+            real = getattr(os, call)
+
+            def killed(*args: object) -> object:
+                if not after:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                done = real(*args)
+                os.kill(os.getpid(), signal.SIGKILL)
+                return done
+
+            setattr(os, call, killed)
+            journal.compact(str(path), fd, {2: 22})
+            os._exit(0)
+        assert os.waitpid(pid, 0)[1] == signal.SIGKILL
+    finally:
+        os.close(fd)
+    entries = journal.live(str(path))
+    assert entries[1] == (0, 0, "", True)
+    assert entries[2][:3] == (22, 5, BOOT.decode())
+    assert set(entries) == {1, 2}

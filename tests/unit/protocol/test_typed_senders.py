@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
-from pflux.protocol.exec import KeepRequest, KeepResponse
+from pflux.protocol.exec import ForgetRequest, KeepRequest, KeepResponse
 from pflux.protocol.joblist import ListIdReply, ListReply
 from pflux.protocol.kvs import (
     MAX_USERID,
@@ -101,11 +101,20 @@ def test_a_guest_namespace_created_and_removed(name: str, owner: int, prefix: st
     same_on_the_wire(NamespaceRemoveRequest(name), {"name": name})
 
 
-@given(st.lists(ids, max_size=5), st.lists(st.tuples(ids, st.integers(0, 65535)), max_size=5))
-def test_a_keep_and_its_answer(jobs: list[int], died: list[tuple[int, int]]) -> None:
+@given(
+    st.lists(ids, max_size=5),
+    st.lists(st.tuples(ids, st.integers(0, 65535)), max_size=5),
+    st.integers(1, (1 << 53) - 1),
+)
+def test_a_keep_and_its_answer(
+    jobs: list[int], died: list[tuple[int, int]], incarnation: int
+) -> None:
     same_on_the_wire(KeepRequest(jobs), {"jobs": jobs})
     sent = {"jobs": jobs, "died": [list(pair) for pair in died]}
-    same_on_the_wire(KeepResponse(jobs, died), sent)
+    same_on_the_wire(KeepResponse(jobs, died), {**sent, "incarnation": 0, "unasked": []})
+    answer = KeepResponse(jobs, died, incarnation, jobs)
+    same_on_the_wire(answer, {**sent, "incarnation": incarnation, "unasked": jobs})
+    same_on_the_wire(ForgetRequest(jobs), {"jobs": jobs})
 
 
 @given(st.text(max_size=50))

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from pflux.broker.config import ConfigError
+from pflux.broker.sigdefault import preexec
 from pflux.errors import DurationError, PfluxError
 from pflux.manager.job import Job
 from pflux.manager.plugins import Host, Plugin
@@ -296,6 +297,7 @@ class Perilog(Plugin):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=preexec(),
             )
         except OSError as exc:
             log.error("%s: %s: %s: %s", jobid, run.action.kind, command[0], exc.strerror)
