@@ -5,7 +5,9 @@ gets a socket of its own for each job (``SOCK_SEQPACKET``; the launcher makes th
 pair and passes job-exec's end as GUEST_RECORDS), and what comes on it is taken
 only if every record of a datagram is of a kind a shell sends and of the job the
 socket was made for. The records skip the launcher, as the owner's shells' do;
-job-exec, not the shell, says which job a socket is for.
+job-exec, not the shell, says which job a socket is for. job-exec's records for
+the shell (``TO_SHELLS``) go back on the same socket, so a running job needs no
+launcher: one that dies takes none of its guests' jobs with it.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from typing import Final
 
 from pflux.protocol import shellwire as wire
 
-__all__ = ["FORGED", "FROM_SHELLS", "UNHEARD", "GuestRecords"]
+__all__ = ["FORGED", "FROM_SHELLS", "TO_SHELLS", "UNHEARD", "GuestRecords"]
 
 # what a shell sends job-exec: all a guest's shell may
 FROM_SHELLS: Final = frozenset(
     (wire.STARTED, wire.EXCEPTION, wire.LOG, wire.OUTPUT, wire.EOF, wire.FENCE, wire.EXITED)
 )
+# what job-exec sends a running shell, which goes on the guest's shell's socket
+TO_SHELLS: Final = frozenset((wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE))
 FORGED: Final = b"-1 job shell sent records not its job's"  # EXITED, for a forger's job
 UNHEARD: Final = b"-1 job shell ended without its status"  # EXITED, for a shell that did
 
@@ -29,7 +33,7 @@ UNHEARD: Final = b"-1 job shell ended without its status"  # EXITED, for a shell
 class GuestRecords:
     """The records socket of the guest's shell of job ``key`` (its shell key)."""
 
-    __slots__ = ("ended", "exited", "forged", "key", "sock")
+    __slots__ = ("ended", "exited", "forged", "key", "outbox", "sock")
 
     def __init__(self, key: int, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -38,6 +42,7 @@ class GuestRecords:
         self.exited = False  # the shell sent EXITED
         self.ended = False  # the socket reached its end, or was refused: close it
         self.forged = False  # a record not the job's came: end the shell
+        self.outbox: list[bytes] = []  # records for the shell its socket could not take yet
 
     @classmethod
     def adopt(cls, key: int, fd: int) -> GuestRecords | None:
@@ -87,6 +92,34 @@ class GuestRecords:
             self.exited = self.exited or any(kind == wire.EXITED for kind, _, _ in found)
             records += found
         return records
+
+    def send(self, data: bytes) -> bool:
+        """Send the shell a record, after those that wait; False if it has to wait."""
+        if not self.outbox:
+            try:
+                self.sock.send(data)
+            except BlockingIOError:
+                pass
+            except OSError:
+                return True  # the shell is gone: its socket's end says so
+            else:
+                return True
+        self.outbox.append(data)
+        return False
+
+    def drain(self) -> bool:
+        """Send what waits, in order; True once nothing does."""
+        outbox = self.outbox
+        while outbox:
+            try:
+                self.sock.send(outbox[0])
+            except BlockingIOError:
+                return False
+            except OSError:
+                outbox.clear()
+                break
+            del outbox[0]
+        return True
 
     def close(self) -> None:
         self.sock.close()

@@ -19,8 +19,10 @@ too long for a Unix socket is reached through the directory's descriptor
 A guest's shell, which runs as its user, sends its records on a socket of its
 own for each job, straight here too (``pflux.exec.guestrecords``): the
 launcher passes job-exec's end of it on the shells' socket (GUEST_RECORDS), and
-what is not the job's ends the shell (TERMINATE) and the job. Those sockets are
-job-exec's, not the launcher's: they outlive a launcher that dies.
+what is not the job's ends the shell (TERMINATE) and the job. What job-exec
+sends such a shell while it runs (signals, acknowledgements, input) goes back on
+that socket. Those sockets are job-exec's, not the launcher's: they outlive a
+launcher that dies, and so do the guests' jobs.
 
 job-exec keeps its own copy of the listening socket for as long as it runs
 launchers, so that when one dies its shells' connections (REJOIN) wait
@@ -47,7 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from pflux.broker.turn import TurnBatch
-from pflux.exec.guestrecords import GuestRecords
+from pflux.exec.guestrecords import TO_SHELLS, GuestRecords
 from pflux.protocol import shellwire as wire
 
 if TYPE_CHECKING:
@@ -240,13 +242,21 @@ class LauncherLink:
         if listener is not None:
             listener.close()
 
+    @property
+    def guest_keys(self) -> set[int]:
+        """The shells that job-exec reaches on a socket of their own (guests')."""
+        return {guest.key for guest in self._guests.values()}
+
     def send(self, data: bytes) -> None:
         """Send records: the first of a loop turn at once, the others of the turn in one write.
 
         At once, because a job's start waits on it; together, because a burst of
-        jobs is cheaper to send, and for the launcher to read, in one piece.
+        jobs is cheaper to send, and for the launcher to read, in one piece. A
+        guest's shell's go on its own socket.
         """
-        if self._sock is None or self._loop is None:
+        if self._guests:
+            data = self._to_guests(data)
+        if not data or self._sock is None or self._loop is None:
             return
         if self._out:  # the socket is full: the writer sends it when it can
             self._out += data
@@ -257,6 +267,27 @@ class LauncherLink:
             self._flush()
             if not self._out:
                 self._turn.get()  # the turn's next records gather
+
+    def _to_guests(self, data: bytes) -> bytes:
+        """Send guests' shells what is theirs in ``data`` on their own sockets; the rest."""
+        guests = {guest.key: fd for fd, guest in self._guests.items()}
+        records = wire.split(data)[0]
+        if not any(key in guests for _, key, _ in records):
+            return data
+        rest = bytearray()
+        for kind, key, payload in records:
+            fd = guests.get(key, -1)
+            if fd < 0 or kind not in TO_SHELLS:
+                rest += wire.record(kind, key, payload)
+            elif not self._guests[fd].send(wire.record(kind, key, payload)):
+                assert self._loop is not None  # it had a guest
+                self._loop.add_writer(fd, self._guest_writable, fd)
+        return bytes(rest)
+
+    def _guest_writable(self, fd: int) -> None:
+        guest = self._guests.get(fd)
+        if (guest is None or guest.drain()) and self._loop is not None:
+            self._loop.remove_writer(fd)
 
     def _send_turn(self, gathered: bytearray) -> None:
         if gathered:
@@ -367,6 +398,7 @@ class LauncherLink:
         del self._guests[fd]
         if self._loop is not None:
             self._loop.remove_reader(fd)
+            self._loop.remove_writer(fd)
         guest.close()
         if guest.forged:  # not its job's: its shell kills its tasks once its socket ends
             self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
@@ -377,6 +409,7 @@ class LauncherLink:
         for fd, guest in self._guests.items():
             if self._loop is not None:
                 self._loop.remove_reader(fd)
+                self._loop.remove_writer(fd)
             guest.close()
         self._guests.clear()
 
