@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from support.imp import Helper
-from support.instance import LiveInstance, wait_exit
+from support.instance import PFLUX, LiveInstance, wait_exit
 from support.munge import munged
 from support.users import User
 
@@ -188,3 +188,20 @@ def test_a_guests_job_outlives_its_launcher_and_completes_once_with_its_output(
     assert output == f"before\nafter released\n{s.guest.uid}\n", output
     assert runs.read_text() == "ran\n"  # once
     assert s.ok(s.guest, "run", "id", "-u").strip() == str(s.guest.uid)  # a new launcher runs it
+
+
+def test_a_guests_job_gets_its_stdin_and_its_signals_on_its_own_socket(site: Site) -> None:
+    """What job-exec sends a running guest's shell (INPUT, KILL) goes on the job's own
+    socket, not through the launcher."""
+    s = site
+    command = f"echo hello | {s.guest.python} {PFLUX} run cat"
+    piped = s.guest.run(["sh", "-c", command], PFLUX_URI=s.live.uri)
+    assert piped.returncode == 0, (piped.stderr, s.helper.log)
+    assert piped.stdout == "hello\n"
+    jobid = s.ok(s.guest, "submit", "sleep", "300").strip()
+    s.ok(s.guest, "job", "wait-event", "-t", "120", "-p", "exec", jobid, "shell.start")
+    s.ok(s.guest, "cancel", jobid)
+    s.ok(s.guest, "job", "wait-event", "-t", "120", jobid, "clean")
+    events = s.ok(s.guest, "job", "eventlog", jobid)
+    assert 'type="cancel"' in events, events
+    assert f"status={(128 + signal.SIGTERM) << 8}" in events, events  # SIGTERM killed it
