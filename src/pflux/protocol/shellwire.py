@@ -78,7 +78,8 @@ shell given the job by a launcher that died ended before it recorded itself, so
 none of the job's tasks ran); ``g`` GUEST_RECORDS, on the shells' socket, alone
 in its datagram: job-exec's end of the records socket (``SOCK_SEQPACKET``, passed
 with SCM_RIGHTS) of the guest's shell that runs the job of the record's key, whose
-records come there rather than on the shells' socket; ``L`` LIVE, the answer to
+records come there rather than on the shells' socket, and on which job-exec sends
+that shell its KILL, ACK, INPUT, WINSIZE and FENCE; ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when

@@ -8,7 +8,9 @@ first asks), sends EXITED and waits for the last ACK; ``reset`` puts the
 process back for the next job. Records are kept until acknowledged
 (``pflux.shell.acklog``), at most ``WINDOW`` bytes ahead; a shell whose
 launcher died rejoins the next on ``exec/sock`` (REJOIN), waiting for a
-restarted instance's if the broker died too (``pflux.shell.rejoin``). The steps and the
+restarted instance's if the broker died too (``pflux.shell.rejoin``). A guest's
+shell (run as its user by ``pflux.imp``) reads job-exec's records on its job's
+own records socket too, and runs its job on if its launcher dies. The steps and the
 reasons are in ``docs/architecture.md``, "The job shell" and "Execution
 across a crash".
 """
