@@ -10,6 +10,11 @@ account with ``[exec] imp`` and ``[access] allow-guest-user``; then, alternating
 the account and the guest each submit ``-n`` real ``true`` jobs with every request
 in flight (the API's ``submit_many``) and wait for them all, and it reports each
 round's jobs/s, N over the time from the first submit to the last end.
+
+With ``--serial N`` each also runs N jobs one at a time, and it reports the
+medians of where each job's time went, from its eventlog's timestamps:
+submit to clean, alloc to the shell's start (J read, the shell given the job),
+and start to finish (the tasks' run, their end reported).
 """
 
 from __future__ import annotations
@@ -39,6 +44,24 @@ failed = sum(not r.success for r in results.values())
 print(n / took, failed)
 """
 
+SERIAL = """
+import statistics, sys
+from pflux.api import Client, jobspec_of
+n = int(sys.argv[1])
+jobspec = jobspec_of(["true"], environment={"PATH": "/usr/bin:/bin"})
+spans = {"total": [], "alloc-start": [], "start-finish": []}
+with Client() as client:
+    for i in range(n + 1):  # the first warms the shells
+        jobid = client.submit(jobspec)
+        client.wait(jobid)
+        at = {e.name: e.timestamp for e in client.events(jobid, follow=False)}
+        if i:
+            spans["total"].append(at["clean"] - at["submit"])
+            spans["alloc-start"].append(at["start"] - at["alloc"])
+            spans["start-finish"].append(at["finish"] - at["start"])
+print(" ".join(f"{k}={statistics.median(v) * 1e3:.2f}ms" for k, v in spans.items()))
+"""
+
 
 def python_for(base: Path, user: pwd.struct_passwd) -> str:
     """A Python ``user`` can run with pflux importable (this one, or a venv beside the
@@ -66,6 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("-n", "--jobs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serial", type=int, default=0, help="jobs one at a time, a round")
     parser.add_argument("--account", default="pfluxsec1", help="the instance's account")
     parser.add_argument("--guest", default="pfluxsec2", help="a user who submits as a guest")
     args = parser.parse_args()
@@ -111,6 +135,14 @@ def main() -> int:
                     rate, failed = float(out[0]), int(out[1])
                     rates[name].append(rate)
                     print(f"{name}: {rate:.0f} jobs/s ({failed} failed)", flush=True)
+                    if args.serial:
+                        spans = subprocess.run(
+                            [python, "-c", SERIAL, str(args.serial)],
+                            user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=home,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(home), "PFLUX_URI": uri},
+                            capture_output=True, text=True, check=True,
+                        ).stdout.strip()  # fmt: skip
+                        print(f"{name}, one at a time (medians): {spans}", flush=True)
         finally:
             instance.stdin.close()
             instance.wait(60)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from support.imp import Helper
-from support.instance import LiveInstance
+from support.instance import PFLUX, LiveInstance, wait_exit
 from support.munge import munged
 from support.users import User
 
@@ -142,3 +144,64 @@ def test_a_guest_reads_its_own_jobs_logs_and_not_the_owners(site: Site) -> None:
     assert rc != 0
     assert "owner-said" not in out
     assert "not your job" in err or "ermission" in err, err
+
+
+def launcher_of(state: Path) -> int:
+    """The pid of the job shell launcher of the instance whose state directory is
+    ``state`` (its journal, an argument, is there)."""
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            try:
+                cmdline = Path(entry.path, "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"pflux.shell.launcher" in cmdline and os.fsencode(state) in cmdline:
+                return int(entry.name)
+    raise AssertionError("no job shell launcher")
+
+
+def test_a_guests_job_outlives_its_launcher_and_completes_once_with_its_output(
+    site: Site,
+) -> None:
+    """The guest's shell reaches job-exec on its job's own socket: the launcher's death
+    (SIGKILL) costs it only its next job; job-exec starts another launcher."""
+    s = site
+    release = s.guest.home / "release"
+    os.mkfifo(release, 0o600)
+    os.chown(release, s.guest.uid, s.guest.gid)
+    runs = s.guest.home / "runs"
+    script = f"echo ran >> {runs}; echo before; read word < {release}; echo after $word; id -u"
+    jobid = s.ok(s.guest, "submit", "sh", "-c", script).strip()
+    s.ok(s.guest, "job", "wait-event", "-t", "120", "-p", "exec", jobid, "shell.start")
+    launcher = launcher_of(s.inst.home / "site-state")
+    os.kill(launcher, signal.SIGKILL)
+    wait_exit([launcher])
+    writer = os.open(release, os.O_RDWR)  # never blocks; the task reads its line when it opens
+    try:
+        os.write(writer, b"released\n")
+        s.ok(s.guest, "job", "wait-event", "-t", "120", jobid, "clean")
+    finally:
+        os.close(writer)
+    rc, _, err = s.pflux(s.guest, "job", "status", jobid)
+    assert rc == 0, (err, s.ok(s.guest, "job", "eventlog", jobid), s.helper.log)
+    output = s.ok(s.guest, "job", "attach", jobid)
+    assert output == f"before\nafter released\n{s.guest.uid}\n", output
+    assert runs.read_text() == "ran\n"  # once
+    assert s.ok(s.guest, "run", "id", "-u").strip() == str(s.guest.uid)  # a new launcher runs it
+
+
+def test_a_guests_job_gets_its_stdin_and_its_signals_on_its_own_socket(site: Site) -> None:
+    """What job-exec sends a running guest's shell (INPUT, KILL) goes on the job's own
+    socket, not through the launcher."""
+    s = site
+    command = f"echo hello | {s.guest.python} {PFLUX} run cat"
+    piped = s.guest.run(["sh", "-c", command], PFLUX_URI=s.live.uri)
+    assert piped.returncode == 0, (piped.stderr, s.helper.log)
+    assert piped.stdout == "hello\n"
+    jobid = s.ok(s.guest, "submit", "sleep", "300").strip()
+    s.ok(s.guest, "job", "wait-event", "-t", "120", "-p", "exec", jobid, "shell.start")
+    s.ok(s.guest, "cancel", jobid)
+    s.ok(s.guest, "job", "wait-event", "-t", "120", jobid, "clean")
+    events = s.ok(s.guest, "job", "eventlog", jobid)
+    assert 'type="cancel"' in events, events
+    assert f"status={(128 + signal.SIGTERM) << 8}" in events, events  # SIGTERM killed it

@@ -16,6 +16,14 @@ shells' new socket (ATTACH) and reads the jobs it still runs (LIVE). A path
 too long for a Unix socket is reached through the directory's descriptor
 (``/proc/self/fd/N/sock``).
 
+A guest's shell, which runs as its user, sends its records on a socket of its
+own for each job, straight here too (``pflux.exec.guestrecords``): the
+launcher passes job-exec's end of it on the shells' socket (GUEST_RECORDS), and
+what is not the job's ends the shell (TERMINATE) and the job. What job-exec
+sends such a shell while it runs (signals, acknowledgements, input) goes back on
+that socket. Those sockets are job-exec's, not the launcher's: they outlive a
+launcher that dies, and so do the guests' jobs.
+
 job-exec keeps its own copy of the listening socket for as long as it runs
 launchers, so that when one dies its shells' connections (REJOIN) wait
 there for the next, which is given the same socket.
@@ -33,6 +41,7 @@ import array
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from pflux.broker.turn import TurnBatch
+from pflux.exec.guestrecords import TO_SHELLS, GuestRecords
 from pflux.protocol import shellwire as wire
 
 if TYPE_CHECKING:
@@ -51,6 +61,7 @@ SHUTDOWN_WAIT: Final = 15.0  # the launcher's shutdown grace, and some
 ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATTACH
 RECV_SIZE: Final = 1 << 20
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
+_FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize)  # one descriptor's room
 
 
 class Survivors:
@@ -97,6 +108,7 @@ class LauncherLink:
         self._closed: asyncio.Event | None = None
         self._listener: socket.socket | None = None  # exec/sock, kept across launchers
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
+        self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
 
     @property
     def running(self) -> bool:
@@ -230,13 +242,21 @@ class LauncherLink:
         if listener is not None:
             listener.close()
 
+    @property
+    def guest_keys(self) -> set[int]:
+        """The shells that job-exec reaches on a socket of their own (guests')."""
+        return {guest.key for guest in self._guests.values()}
+
     def send(self, data: bytes) -> None:
         """Send records: the first of a loop turn at once, the others of the turn in one write.
 
         At once, because a job's start waits on it; together, because a burst of
-        jobs is cheaper to send, and for the launcher to read, in one piece.
+        jobs is cheaper to send, and for the launcher to read, in one piece. A
+        guest's shell's go on its own socket.
         """
-        if self._sock is None or self._loop is None:
+        if self._guests:
+            data = self._to_guests(data)
+        if not data or self._sock is None or self._loop is None:
             return
         if self._out:  # the socket is full: the writer sends it when it can
             self._out += data
@@ -247,6 +267,27 @@ class LauncherLink:
             self._flush()
             if not self._out:
                 self._turn.get()  # the turn's next records gather
+
+    def _to_guests(self, data: bytes) -> bytes:
+        """Send guests' shells what is theirs in ``data`` on their own sockets; the rest."""
+        guests = {guest.key: fd for fd, guest in self._guests.items()}
+        records = wire.split(data)[0]
+        if not any(key in guests for _, key, _ in records):
+            return data
+        rest = bytearray()
+        for kind, key, payload in records:
+            fd = guests.get(key, -1)
+            if fd < 0 or kind not in TO_SHELLS:
+                rest += wire.record(kind, key, payload)
+            elif not self._guests[fd].send(wire.record(kind, key, payload)):
+                assert self._loop is not None  # it had a guest
+                self._loop.add_writer(fd, self._guest_writable, fd)
+        return bytes(rest)
+
+    def _guest_writable(self, fd: int) -> None:
+        guest = self._guests.get(fd)
+        if (guest is None or guest.drain()) and self._loop is not None:
+            self._loop.remove_writer(fd)
 
     def _send_turn(self, gathered: bytearray) -> None:
         if gathered:
@@ -300,6 +341,9 @@ class LauncherLink:
         if records:
             # whatever the shells sent before they ended comes before the launcher's word
             self._shell_records()
+            ended = {key for kind, key, _ in records if kind == wire.EXITED}
+            for fd in [fd for fd, guest in self._guests.items() if guest.key in ended]:
+                self._guest_records(fd)
             self._on_records(records, False)
 
     def _shell_records(self) -> None:
@@ -308,15 +352,66 @@ class LauncherLink:
         if sock is None:
             return
         batch: list[wire.Record] = []
+        guests: list[tuple[int, int]] = []
         with memoryview(self._buffer) as view:
             while True:
                 try:
-                    n = sock.recv_into(view)
+                    n, ancillary, _, _ = sock.recvmsg_into([view], _FD_SPACE)
                 except BlockingIOError:
                     break
-                batch += wire.split(view[:n])[0]
+                found = wire.split(view[:n])[0]
+                fds = _passed_fds(ancillary)
+                if fds:  # the launcher's GUEST_RECORDS, alone in its datagram
+                    if len(found) == 1 == len(fds) and found[0][0] == wire.GUEST_RECORDS:
+                        guests.append((found[0][1], fds.pop()))
+                    for fd in fds:
+                        os.close(fd)
+                    continue
+                batch += found
         if batch:
             self._on_records(batch, True)
+        for key, fd in guests:
+            self._adopt_guest(key, fd)
+
+    def _adopt_guest(self, key: int, fd: int) -> None:
+        """Take the records of the guest's shell of ``key`` on the socket ``fd``."""
+        guest = GuestRecords.adopt(key, fd)
+        if guest is None or self._loop is None:
+            if guest is not None:
+                guest.close()
+            return
+        self._guests[fd] = guest
+        self._loop.add_reader(fd, self._guest_records, fd)
+        self._guest_records(fd)  # what it sent before the socket came
+
+    def _guest_records(self, fd: int) -> None:
+        """What a guest's shell sent, if its job's; a forger is ended with its job."""
+        guest = self._guests.get(fd)
+        if guest is None:
+            return
+        with memoryview(self._buffer) as view:
+            batch = guest.read(view)
+        if batch:
+            self._on_records(batch, True)
+        if not guest.ended:
+            return
+        del self._guests[fd]
+        if self._loop is not None:
+            self._loop.remove_reader(fd)
+            self._loop.remove_writer(fd)
+        guest.close()
+        if guest.forged:  # not its job's: its shell kills its tasks once its socket ends
+            self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
+        if guest.note:
+            self._on_records([(wire.EXITED, guest.key, guest.note)], False)
+
+    def _close_guests(self) -> None:
+        for fd, guest in self._guests.items():
+            if self._loop is not None:
+                self._loop.remove_reader(fd)
+                self._loop.remove_writer(fd)
+            guest.close()
+        self._guests.clear()
 
     def _close(self) -> None:
         sock, self._sock = self._sock, None
@@ -361,13 +456,24 @@ class LauncherLink:
                 await asyncio.to_thread(proc.wait)
         self._proc = None
         self.close_listener()
+        self._close_guests()
 
     def detach(self) -> subprocess.Popen[bytes] | None:
         """Let go without QUIT, as a broker that dies does; the launcher, if ours, to reap."""
         proc, self._proc = self._proc, None
         self._close()
         self.close_listener()
+        self._close_guests()
         return proc
+
+
+def _passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return list(fds)
 
 
 @contextlib.contextmanager

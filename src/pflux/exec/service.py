@@ -442,6 +442,8 @@ class ExecService(Service):
         self.restarts += 1
         log.error("the job shell launcher died; starting another in %g s", delay)
         self.rejoining = {shell.key for run in runs for shell in run.shells if shell.live}
+        if self.launcher is not None:  # guests' shells, on sockets of their own, need not
+            self.rejoining -= self.launcher.guest_keys
         self._restart = self.broker.loop.call_later(delay, self._relaunch)
 
     def _relaunch(self) -> None:

@@ -6,8 +6,13 @@ Keys (all optional but ``allowed-users``)::
     allowed-users = ["pflux"]           # the instance accounts that may ask (names or uids)
     allowed-mechanisms = ["munge"]      # J's signing mechanisms it accepts
     max-ttl = 0                         # seconds J stays valid after signing (0: no limit)
-    job-tmpdir = "/tmp"                 # where a guest's FLUX_JOB_TMPDIR is made
+    job-tmpdir = "/dev/shm"             # where a guest's FLUX_JOB_TMPDIR is made
     python = "/opt/pflux/bin/python"    # the instance's interpreter (default: the helper's)
+
+``job-tmpdir`` is by default a tmpfs, ``/dev/shm`` (else ``/tmp`` where there is
+none), as the owner's jobs' are (``pflux.exec.config``): making and removing a
+directory for every job costs microseconds there and a millisecond or more on a
+disk-backed ``/tmp``, in every guest's job's time.
 
 ``python`` is the interpreter the flux shim's commands run in a job
 (``PFLUX_PYTHON``): the instance sets it to its own, and the helper accepts no
@@ -28,10 +33,19 @@ from typing import Any, Final
 
 from pflux.errors import PfluxError
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_SOCKET", "ImpConfig", "ImpConfigError", "load", "parse"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_SOCKET",
+    "DEFAULT_TMPDIR",
+    "ImpConfig",
+    "ImpConfigError",
+    "load",
+    "parse",
+]
 
 DEFAULT_CONFIG: Final = "/etc/pflux/imp.toml"
 DEFAULT_SOCKET: Final = "/run/pflux-imp/sock"
+DEFAULT_TMPDIR: Final = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
 MECHANISMS: Final = ("munge", "none")
 _KEYS: Final = (
     "socket",
@@ -96,7 +110,7 @@ def parse(table: dict[str, Any], where: str = "imp.toml") -> ImpConfig:
     ttl = table.get("max-ttl", 0)
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 <= ttl < float("inf"):
         raise fail("max-ttl", "must be a number of seconds, 0 or more (0: no limit)")
-    tmpdir = table.get("job-tmpdir", "/tmp")
+    tmpdir = table.get("job-tmpdir", DEFAULT_TMPDIR)
     if not isinstance(tmpdir, str) or not os.path.isabs(tmpdir):
         raise fail("job-tmpdir", "must be an absolute path")
     python = table.get("python", sys.executable)

@@ -44,9 +44,9 @@ from pflux.protocol.shellwire import Description
 from pflux.shell import tasks as proc
 from pflux.shell.context import Context
 from pflux.shell.job import Shell
-from pflux.shell.serve import JOBS_PER_SHELL, next_job
+from pflux.shell.serve import JOBS_PER_SHELL
 
-__all__ = ["ImpServer", "Refused", "become"]
+__all__ = ["ImpServer", "Refused", "become", "next_guest_job"]
 
 REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
@@ -316,6 +316,8 @@ def _shell(
             os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, _MAX_FD)
+    os.set_inheritable(control, False)  # the tasks get neither
+    os.set_inheritable(records, False)
     try:
         become(entry)
     except OSError as exc:
@@ -352,19 +354,65 @@ def _shell(
             sock.send(wire.record(wire.DONE, key))
         except OSError:
             return 0  # the launcher is gone: nobody would give another job
-        job = next_job(sock, wire.SPAWN_AS)
+        job = next_guest_job(sock)
         if job is None:
             return 0  # retired
-        key, payload = job
+        key, payload, fds = job
         try:
-            user, description, _ = checked(payload)
-            if user.pw_uid != os.getuid():
-                raise Refused(f"the job is uid {user.pw_uid}'s, not this shell's")
+            description = _next_description(payload, fds, records, checked)
         except Refused as exc:
             _log(f"refused job {wire.key_name(key)}: {exc}")
             note = f"pflux-imp: {exc}".encode()
             os.write(records, wire.record(wire.EXCEPTION, key, note))
             return 1
+
+
+def _next_description(
+    payload: bytes,
+    fds: list[int],
+    records: int,
+    checked: Callable[[bytes], tuple[pwd.struct_passwd, Description, str]],
+) -> Description:
+    """A further job's description, ``checked`` and the shell's user's, with the job's own
+    records socket (``fds``) in place of the last job's at ``records``; Refused if not."""
+    try:
+        if len(fds) != 1 or not _is_seqpacket(fds[0]):
+            raise Refused("the job came without its records socket")
+        os.dup2(fds[0], records, inheritable=False)  # job-exec reads it as this job's only
+    finally:
+        for fd in fds:
+            os.close(fd)
+    user, description, _ = checked(payload)
+    if user.pw_uid != os.getuid():
+        raise Refused(f"the job is uid {user.pw_uid}'s, not this shell's")
+    return description
+
+
+def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
+    """(shell key, payload, the descriptors passed: the job's records socket) of the next
+    SPAWN_AS the launcher gives a guest's shell; None when its socket ends first."""
+    space = socket.CMSG_SPACE(2 * _FD_SIZE)
+    try:
+        while True:
+            data, ancillary, _, _ = sock.recvmsg(impwire.SPAWN_CHUNK, space)
+            fds = _passed(ancillary)
+            if not data:
+                return None
+            if len(data) >= wire.HEADER.size and data[:1] == wire.SPAWN_AS:
+                break
+            for fd in fds:  # for the job before, passed on before the launcher heard it was done
+                os.close(fd)
+        _, jobid, rank, length = wire.HEADER.unpack_from(data)
+        while len(data) < wire.HEADER.size + length:  # a large request comes in pieces
+            more = sock.recv(impwire.SPAWN_CHUNK)
+            if not more:
+                for fd in fds:
+                    os.close(fd)
+                return None
+            data += more
+    except OSError:
+        return None
+    return wire.shell_key(jobid, rank), data[wire.HEADER.size :], fds
 
 
 def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:

@@ -36,7 +36,9 @@ job-exec to the launcher (which passes the job's on to its shell):
 - ``A`` ATTACH (job id 0): a new job-exec, after its broker died; the
   shells' new socket comes with it (SCM_RIGHTS);
 - ``u`` SPAWN_AS: a guest's job, run as its user by the privileged helper
-  whose socket ``IMP_SOCKET`` names (``pflux.protocol.impwire``).
+  whose socket ``IMP_SOCKET`` names (``pflux.protocol.impwire``); given to a
+  guest's shell kept from the user's job before, its first datagram carries the
+  shell's end of the job's own records socket (SCM_RIGHTS).
 
 A shell whose launcher died to the next one, as the first record of a
 connection to ``exec/sock``: ``j`` REJOIN, the payload its pid (decimal),
@@ -73,7 +75,11 @@ The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
 died, or never ran: then ``-1`` and a reason, or it ended before a new
 job-exec resumed it: ``-2``, its records are in its spool; ``-3`` and a reason: a
 shell given the job by a launcher that died ended before it recorded itself, so
-none of the job's tasks ran); ``L`` LIVE, the answer to
+none of the job's tasks ran); ``g`` GUEST_RECORDS, on the shells' socket, alone
+in its datagram: job-exec's end of the records socket (``SOCK_SEQPACKET``, passed
+with SCM_RIGHTS) of the guest's shell that runs the job of the record's key, whose
+records come there rather than on the shells' socket, and on which job-exec sends
+that shell its KILL, ACK, INPUT, WINSIZE and FENCE; ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when
@@ -111,6 +117,7 @@ __all__ = [
     "EXITED_SPOOLED",
     "EXITED_UNSTARTED",
     "FENCE",
+    "GUEST_RECORDS",
     "HEADER",
     "IMP_SOCKET",
     "INPUT",
@@ -164,6 +171,7 @@ DETACH: Final = b"d"
 REJOIN: Final = b"j"
 DONE: Final = b"D"
 LIVE: Final = b"L"
+GUEST_RECORDS: Final = b"g"
 OUTPUT: Final = b"o"
 EOF: Final = b"f"
 STARTED: Final = b"s"

@@ -8,7 +8,9 @@ first asks), sends EXITED and waits for the last ACK; ``reset`` puts the
 process back for the next job. Records are kept until acknowledged
 (``pflux.shell.acklog``), at most ``WINDOW`` bytes ahead; a shell whose
 launcher died rejoins the next on ``exec/sock`` (REJOIN), waiting for a
-restarted instance's if the broker died too (``pflux.shell.rejoin``). The steps and the
+restarted instance's if the broker died too (``pflux.shell.rejoin``). A guest's
+shell (run as its user by ``pflux.imp``) reads job-exec's records on its job's
+own records socket too, and runs its job on if its launcher dies. The steps and the
 reasons are in ``docs/architecture.md``, "The job shell" and "Execution
 across a crash".
 """
@@ -155,8 +157,7 @@ class Shell(JobStart, Rejoining):
             started = f"{time.time()!r} {self.host} {where}"
             self._emit(wire.STARTED, started.encode())
             hold = time.monotonic() + START_HOLD
-        sock = self.sock.fileno()
-        self.poller.register(sock, _IN)
+        self._watch_links()
         poll = self.poller.poll
         while self.pipes or self.pidfds:
             if (self.deadline or self.retry_at) and self._timers():
@@ -193,6 +194,13 @@ class Shell(JobStart, Rejoining):
         # the status is reported, to job-exec or to the spool: nobody need wait for us
         return SPOOLED if self._finish() else 0
 
+    def _watch_links(self) -> None:
+        """Poll the launcher's socket, and a guest's shell's own to job-exec, on which
+        job-exec's records for it come."""
+        self.poller.register(self.sock.fileno(), _IN)
+        if self.ctx.exec_dir < 0:
+            self.poller.register(self.ctx.records.fileno(), _IN)
+
     def _exit_code(self) -> int:
         """The shell's: a launch failure's, the task exit-on-error or exit-timeout ended
         the job for (flux-core's shell dies with it), else the largest task's."""
@@ -212,7 +220,7 @@ class Shell(JobStart, Rejoining):
     def _dispatch(self, ready: list[tuple[int, int]]) -> None:
         sock = self.sock.fileno()
         records = self.ctx.records.fileno()
-        for fd, _ in ready:
+        for fd, events in ready:
             if fd in self.pipes:
                 self._read(fd)
             elif fd in self.pidfds:
@@ -221,6 +229,8 @@ class Shell(JobStart, Rejoining):
                 self._pmi_read(fd)
             elif fd == sock:
                 self._from_launcher()
+            elif fd == records and self.ctx.exec_dir < 0:
+                self._guest_link(events)
             elif fd == records:
                 self.poller.unregister(fd)
                 self.waiting_out = False
@@ -368,6 +378,36 @@ class Shell(JobStart, Rejoining):
         if not data:
             self._orphan()
             return
+        self._handle(data, ancillary)
+
+    def _guest_link(self, events: int) -> None:
+        """A guest's shell's own socket to job-exec: room to send, job-exec's records (the
+        launcher's are the job's too), or its end (job-exec is gone, and no other can
+        resume a guest's job: its tasks are killed once its launcher goes too)."""
+        records = self.ctx.records
+        if events & _OUT and self.waiting_out:
+            self.waiting_out = False
+            self.poller.register(records.fileno(), _IN)
+            self._flush()
+        if not events & ~_OUT:
+            return
+        try:
+            data = records.recv(FROM_LAUNCHER, _DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._handle(data, [])
+            return
+        self.waiting_out = False
+        self.poller.unregister(records.fileno())
+        self._detach()
+        if self.orphaned:
+            self._kill_all(_signal.SIGKILL)
+
+    def _handle(self, data: bytes, ancillary: list[tuple[int, int, bytes]]) -> None:
+        """Records for the job's shell, from its launcher or job-exec."""
         for kind, jobid, payload in wire.split(data)[0]:
             if jobid != self.jobid:
                 continue  # passed on before the launcher heard that the last job was done
@@ -439,7 +479,8 @@ class Shell(JobStart, Rejoining):
                 send(data, _DONTWAIT)
             except BlockingIOError:  # job-exec is busy: go on when it has read
                 self.waiting_out = True
-                self.poller.register(self.ctx.records.fileno(), _OUT)
+                guest = _IN if self.ctx.exec_dir < 0 else 0  # and read what job-exec sends
+                self.poller.register(self.ctx.records.fileno(), _OUT | guest)
                 break
             except OSError:  # job-exec is gone
                 self._detach()

@@ -69,7 +69,6 @@ STOP_AT_SPAWN: Final = "PFLUX_TEST_STOP_AT_SPAWN"
 STOP_AT_COMPACT: Final = "PFLUX_TEST_STOP_AT_COMPACT"
 IMP_TIMEOUT: Final = 10.0  # seconds the privileged helper may take to take a request
 IMP_CHUNK: Final = 65536  # a request to the helper goes in datagrams of this size
-GUEST_RECV_SIZE: Final = 1 << 20  # more than a guest's shell sends at once
 GUEST_SPARES: Final = 4  # a user's shells kept for the user's next jobs, at most
 GUEST_SPARES_KEPT: Final = 16  # guests' shells kept, all users together, at most
 GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
@@ -83,16 +82,15 @@ class _Shell:
     __slots__ = (
         "adopted",
         "asking",
-        "exited",
         "generation",
         "guest",
-        "held",
         "idle",
         "jobid",
         "note",
         "outbox",
         "pid",
         "pidfd",
+        "records",
         "sock",
         "uid",
     )
@@ -106,15 +104,13 @@ class _Shell:
         # records the shell's socket could not take yet, in order, with a descriptor to
         # pass along (or -1): sent when it can (a busy shell reading a flood of input)
         self.outbox: list[tuple[bytes, int]] = []
-        # a guest's shell, run as its user by the privileged helper: the launcher's end of
-        # its records socket (None for ours), the connection waiting for the helper's
-        # answer, the shell's pidfd, its records that wait for job-exec's socket, whether
-        # it has sent EXITED, and why it was ended (for EXITED, if it had not)
-        self.guest: _socket.socket | None = None
+        # a guest's shell, run as its user by the privileged helper (not ours); job-exec's
+        # end of its records socket, until passed on (GUEST_RECORDS); the connection
+        # waiting for the helper's answer; the shell's pidfd; why it was ended (for EXITED)
+        self.guest = False
+        self.records: _socket.socket | None = None
         self.asking: _socket.socket | None = None
         self.pidfd = -1
-        self.held = b""
-        self.exited = False
         self.note = b""
         self.uid = -1  # a guest's shell's user
         self.idle = 0.0  # when a guest's shell last became a spare (CLOCK_MONOTONIC)
@@ -217,11 +213,11 @@ class LauncherServer:
         self.stop_at_compact = os.environ.get(STOP_AT_COMPACT)
         self.imp = os.environ.get(wire.IMP_SOCKET)  # the privileged helper's socket, if any
         self.asking: dict[int, _Shell] = {}  # connections to the helper, by descriptor
-        self.guest_fds: dict[int, _Shell] = {}  # guest shells' records sockets and pidfds
-        self.blocked: list[_Shell] = []  # guest shells whose records wait for job-exec's socket
+        self.guest_fds: dict[int, _Shell] = {}  # guest shells' pidfds
+        # job-exec's ends of guests' shells' records sockets (by job) that wait for its socket
+        self.passing: list[tuple[int, _socket.socket]] = []
         # guests' shells done with a job, each waiting for another of its user's, by uid
         self.guest_spares: dict[int, list[_Shell]] = {}
-        self.guest_buffer = bytearray()  # made when the first guest's records come
         if listener is not None:
             self._accept()  # shells that rejoined before it started
         self._watch_orphans()
@@ -299,11 +295,11 @@ class LauncherServer:
             self._to_shell(jobid, wire.record(kind, jobid, payload))
         elif kind == wire.RESUME:
             entry = self.by_job.get(jobid)
-            if entry is None or entry.guest is None:  # a guest's shell never gets job-exec's
+            if entry is None or not entry.guest:  # a guest's shell never gets job-exec's
                 self._to_shell(jobid, wire.record(kind, jobid, payload), self.records.fileno())
         elif kind == wire.TERMINATE:
             entry = self.by_job.get(jobid)
-            if entry is not None and entry.guest is not None:
+            if entry is not None and entry.guest:
                 self._end_guest(entry, b"")  # not ours to signal: it ends its tasks itself
                 return
             target = entry or self.orphans.get(jobid)
@@ -340,9 +336,9 @@ class LauncherServer:
         self.inbuf.clear()
         self._retire_spares()  # they hold the dead job-exec's socket
         self._retire_guest_spares()  # a guest's shell does not outlive its job-exec
-        self._unblock()
+        self._pass_records()  # nobody to pass them to: closed
         for entry in list(self.by_job.values()):
-            if entry.guest is not None:  # a guest's shell keeps no spool: it ends its job
+            if entry.guest:  # a guest's shell keeps no spool: it ends its job
                 self._end_guest(entry, b"")
             else:
                 self._to_shell(entry.jobid, wire.record(wire.DETACH, entry.jobid))
@@ -525,7 +521,7 @@ class LauncherServer:
             self._reap(entry)
             return
         found = wire.split(memoryview(self.buffer)[:n])[0]
-        if entry.guest is not None:  # a guest's shell says DONE on it, and nothing else
+        if entry.guest:  # a guest's shell says DONE on it, and nothing else
             if any(kind == wire.DONE and key == entry.jobid >= 0 for kind, key, _ in found):
                 self._guest_done(entry)
             return
@@ -550,7 +546,7 @@ class LauncherServer:
 
     def _reap(self, entry: _Shell) -> None:
         """The shell's socket has reached its end: the shell has exited, or is exiting."""
-        if entry.guest is not None:
+        if entry.guest:
             self._guest_ended(entry)
             return
         fd = entry.sock.fileno()
@@ -588,8 +584,9 @@ class LauncherServer:
         """Ask the helper to run a guest's job (SPAWN_AS) on two sockets of the shell's own.
 
         A shell that runs as the user holds nothing another job shares (the
-        records socket, the journal, the spool): its records come here, on its
-        own socket, and go on to job-exec only if they are its job's.
+        shells' socket, the journal, the spool): its control socket is the
+        launcher's, its records socket the job's own, whose other end goes to
+        job-exec (GUEST_RECORDS), which takes only the job's records from it.
         """
         if jobid in self.by_job:
             self._not_started(jobid, "a shell for the job runs already")
@@ -631,9 +628,10 @@ class LauncherServer:
         conn.setblocking(False)
         entry = _Shell(0, ends[0], self.generation)
         entry.adopted = True  # not our child
+        entry.guest = True
         entry.jobid = jobid
         entry.uid = uid
-        entry.guest = ends[2]
+        entry.records = ends[2]  # job-exec's, once the shell runs
         entry.asking = conn
         self.by_job[jobid] = entry  # what job-exec sends waits in the shell's socket
         self.asking[conn.fileno()] = entry
@@ -645,14 +643,10 @@ class LauncherServer:
             self._helper_answered(entry)
             return
         entry = self.guest_fds.get(fd)
-        if entry is None:
-            if fd == self.records.fileno() and events & select.EPOLLOUT:
-                self._unblock()
-            return
-        if fd == entry.pidfd:
-            self._guest_ended(entry)
-        else:
-            self._guest_records(entry)
+        if entry is not None:
+            self._guest_ended(entry)  # its pidfd: it has exited
+        elif fd == self.records.fileno() and events & select.EPOLLOUT:
+            self._pass_records()
 
     def _helper_answered(self, entry: _Shell) -> None:
         """The helper's answer: the shell's pid (it runs), or why it refused."""
@@ -683,80 +677,49 @@ class LauncherServer:
         os.write(self.journal, lines + journal.start_line(entry.jobid, entry.pid, when, boot))
         self.by_fd[entry.sock.fileno()] = entry
         self.poller.register(entry.sock.fileno(), _IN)
-        assert entry.guest is not None
-        self.guest_fds[entry.guest.fileno()] = entry
-        self.poller.register(entry.guest.fileno(), _IN)
+        assert entry.records is not None
+        self._pass_records((entry.jobid, entry.records))
+        entry.records = None
         try:
             entry.pidfd = os.pidfd_open(entry.pid)
-        except OSError:  # it has ended already: its sockets say so
+        except OSError:  # it has ended already: its socket says so
             return
         self.guest_fds[entry.pidfd] = entry
         self.poller.register(entry.pidfd, _IN)
 
-    def _guest_records(self, entry: _Shell) -> bool:
-        """Pass on what a guest's shell sent, if all of it is its job's; False once nothing
-        more is there (or it is held until job-exec's socket can take it)."""
-        guest = entry.guest
-        if guest is None or guest.fileno() < 0 or entry.held:
-            return False
-        if not self.guest_buffer:
-            self.guest_buffer = bytearray(GUEST_RECV_SIZE)
-        try:
-            n = guest.recv_into(self.guest_buffer, GUEST_RECV_SIZE, _socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return False
-        except OSError:
-            n = 0
-        if not n:
-            self.poller.unregister(guest.fileno())  # its end: the shell's socket says more
-            del self.guest_fds[guest.fileno()]
-            guest.close()  # closed, and still the mark of a guest's shell
-            return False
-        data = bytes(memoryview(self.guest_buffer)[:n])
-        found, used = wire.split(data)
-        forged = used != n or n == GUEST_RECV_SIZE or not found
-        for kind, key, _ in found:
-            forged = forged or key != entry.jobid or kind not in _FROM_SHELLS
-            entry.exited = entry.exited or kind == wire.EXITED
-        if forged:
-            self._end_guest(entry, b"job shell sent records not its job's")
-            return False
-        try:
-            self.records.send(data, _socket.MSG_DONTWAIT)
-        except BlockingIOError:  # job-exec is busy: read no more of this shell's until it is not
-            entry.held = data
-            self.poller.modify(guest.fileno(), 0)
-            if not self.blocked:
-                self.poller.register(self.records.fileno(), select.EPOLLOUT)
-            self.blocked.append(entry)
-            return False
-        except OSError:
-            pass  # job-exec is gone: the shell is ended with the detach
-        return True
-
-    def _unblock(self) -> None:
-        """job-exec's socket can take more (or is gone): send what guests' shells held."""
-        while self.blocked:
-            entry = self.blocked[0]
-            try:
-                if not self.detached and entry.held:
-                    self.records.send(entry.held, _socket.MSG_DONTWAIT)
-            except BlockingIOError:
+    def _pass_records(self, passing: tuple[int, _socket.socket] | None = None) -> None:
+        """Pass job-exec its end of a guest's shell's records socket (GUEST_RECORDS), with
+        those that wait for its socket to take them; closed, with no job-exec to take them."""
+        if passing is not None:
+            waiting = bool(self.passing)
+            self.passing.append(passing)
+            if waiting:
                 return
-            except OSError:
-                pass
-            del self.blocked[0]
-            entry.held = b""
-            if entry.guest is not None and entry.guest.fileno() in self.guest_fds:
-                self.poller.modify(entry.guest.fileno(), _IN)
-        try:
-            self.poller.unregister(self.records.fileno())
-        except (OSError, ValueError):
-            return
+        while self.passing:
+            jobid, sock = self.passing[0]
+            if not self.detached:
+                passed = sock.fileno().to_bytes(_FD_SIZE, sys.byteorder)
+                rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
+                data = wire.record(wire.GUEST_RECORDS, jobid)
+                try:
+                    self.records.sendmsg([data], rights, _socket.MSG_DONTWAIT)
+                except BlockingIOError:  # job-exec is busy: sent once its socket can take it
+                    if passing is not None:
+                        self.poller.register(self.records.fileno(), select.EPOLLOUT)
+                    return
+                except OSError:
+                    pass  # job-exec is gone: the shell is ended with the detach
+            sock.close()
+            del self.passing[0]
+        if passing is None:  # it was waiting for the socket
+            try:
+                self.poller.unregister(self.records.fileno())
+            except (OSError, ValueError):
+                return
 
     def _end_guest(self, entry: _Shell, note: bytes) -> None:
         """End a guest's job: close its shell's socket, so that it kills its tasks and
-        exits, and read no more of it; its end is its pidfd's."""
+        exits; its end is its pidfd's."""
         self._unspare(entry)
         if note and not entry.note:
             entry.note = note
@@ -769,28 +732,24 @@ class LauncherServer:
         fd = entry.sock.fileno()
         if self.by_fd.pop(fd, None) is not None:
             self.poller.unregister(fd)
-        guest = entry.guest
-        if note and guest is not None and self.guest_fds.pop(guest.fileno(), None) is not None:
-            self.poller.unregister(guest.fileno())
-            guest.close()
         if entry.pidfd < 0:  # gone already
             self._guest_ended(entry)
 
     def _guest_ended(self, entry: _Shell) -> None:
-        """A guest's shell has exited (or is forgotten): its last records, then its end."""
+        """A guest's shell has exited (or is forgotten): its job's end, if it had one.
+
+        Its records went to job-exec, which reads what it sent before this
+        EXITED, and takes the shell's own if it sent one.
+        """
         if entry.jobid < 0:  # a spare: nothing of a job is left with it
             self._unspare(entry)
             self._forget_guest(entry)
             return
         if self.by_job.get(entry.jobid) is not entry:
             return
-        while not entry.held and self._guest_records(entry):
-            pass
         self._forget_guest(entry)
         jobid = entry.jobid
-        if entry.exited:
-            self.ended.append(journal.end_lines([jobid]))
-        elif self.detached:
+        if self.detached:
             self.died[jobid] = _signal.SIGKILL
             self.ended.append(journal.ended_line(jobid, _signal.SIGKILL))
         else:
@@ -802,26 +761,20 @@ class LauncherServer:
         """A guest's shell has ended its job and waits for another of its user's: keep it
         for one (the user's next job then costs neither the helper nor a fork; the shell
         checks its J itself), or let it end as a shell used once does."""
-        while not entry.held and self._guest_records(entry):
-            pass
-        jobid = entry.jobid
-        spares = self.guest_spares.get(entry.uid, [])
-        guest = entry.guest
-        kept = entry.exited and not entry.held and guest is not None and guest.fileno() >= 0
-        kept = kept and len(spares) < GUEST_SPARES
-        kept = kept and sum(map(len, self.guest_spares.values())) < GUEST_SPARES_KEPT
-        if not kept or self.quit or self.closing or self.detached:
-            _retire(entry)  # it exits, and its end is the job's, as for a shell used once
-            return
-        del self.by_job[jobid]
-        self.ended.append(journal.end_lines([jobid]))
+        del self.by_job[entry.jobid]
+        self.ended.append(journal.end_lines([entry.jobid]))
         entry.jobid = -1
-        entry.exited = False
         entry.note = b""
-        entry.idle = time.monotonic()
         if entry.outbox:  # for the job that is over: moot
             entry.outbox.clear()
             self.poller.modify(entry.sock.fileno(), _IN)
+        spares = self.guest_spares.get(entry.uid, [])
+        kept = len(spares) < GUEST_SPARES
+        kept = kept and sum(map(len, self.guest_spares.values())) < GUEST_SPARES_KEPT
+        if not kept or self.quit or self.closing or self.detached:
+            _retire(entry)  # it exits, a spare's end
+            return
+        entry.idle = time.monotonic()
         self.guest_spares.setdefault(entry.uid, []).append(entry)
 
     def _guest_spare(self, uid: int) -> _Shell | None:
@@ -836,19 +789,32 @@ class LauncherServer:
 
     def _give_guest(self, entry: _Shell, jobid: int, data: bytes) -> bool:
         """Give a guest's job (its SPAWN_AS record, ``data``) to a spare shell of its
-        user's, journalled as the helper's shells are; False if the shell is gone."""
+        user's, with the job's own records socket, journalled as the helper's shells are;
+        False if the shell is gone."""
         try:
-            for start in range(0, len(data), SPAWN_CHUNK):
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        except OSError:
+            _retire(entry)
+            return False
+        try:
+            passed = theirs.fileno().to_bytes(_FD_SIZE, sys.byteorder)
+            rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
+            entry.sock.sendmsg([data[:SPAWN_CHUNK]], rights)
+            for start in range(SPAWN_CHUNK, len(data), SPAWN_CHUNK):
                 entry.sock.send(data[start : start + SPAWN_CHUNK])
         except OSError:
+            ours.close()
             _retire(entry)  # it has ended: its socket's end forgets it
             return False
+        finally:
+            theirs.close()
         entry.jobid = jobid
         self.by_job[jobid] = entry
         when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         boot = self.context.boot
         lines = journal.given_line(jobid, entry.pid, when, boot)
         os.write(self.journal, lines + journal.start_line(jobid, entry.pid, when, boot))
+        self._pass_records((jobid, ours))
         return True
 
     def _unspare(self, entry: _Shell) -> None:
@@ -886,9 +852,7 @@ class LauncherServer:
         """Close everything of a guest's shell here."""
         if self.by_job.get(entry.jobid) is entry:
             del self.by_job[entry.jobid]
-        if entry in self.blocked:
-            self.blocked.remove(entry)
-        for sock in (entry.asking, entry.guest, entry.sock):
+        for sock in (entry.asking, entry.records, entry.sock):
             if sock is None or sock.fileno() < 0:
                 continue
             fd = sock.fileno()
@@ -904,7 +868,7 @@ class LauncherServer:
             self.poller.unregister(entry.pidfd)
             os.close(entry.pidfd)
             entry.pidfd = -1
-        entry.asking = None
+        entry.asking = entry.records = None
 
     # --- the shells of a launcher that died -----------------------------------------------
 
@@ -1050,7 +1014,7 @@ class LauncherServer:
         while self.by_fd and time.monotonic() < deadline:
             self._turn(deadline - time.monotonic())
         for entry in list(self.by_fd.values()):
-            if entry.guest is not None:  # not ours to kill: it kills its tasks when forgotten
+            if entry.guest:  # not ours to kill: it kills its tasks when forgotten
                 self._guest_ended(entry)
             else:
                 _signal_group(entry.pid, _signal.SIGKILL)
@@ -1061,16 +1025,6 @@ class LauncherServer:
 
 
 _PASSED_ON: Final = (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE)
-# what a shell sends job-exec: all a guest's shell may
-_FROM_SHELLS: Final = (
-    wire.STARTED,
-    wire.EXCEPTION,
-    wire.LOG,
-    wire.OUTPUT,
-    wire.EOF,
-    wire.FENCE,
-    wire.EXITED,
-)
 
 
 def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:

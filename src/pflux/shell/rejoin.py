@@ -112,6 +112,11 @@ class Rejoining:
         if self.orphaned or self.retry_at:
             return
         self.poller.unregister(self.sock.fileno())
+        if self.ctx.exec_dir < 0 and not self.detached:
+            # a guest's shell: job-exec's records and its own go on the job's socket, which
+            # the launcher never had; it runs its job on, and takes no other
+            self.orphaned = True
+            return
         self._detach()
         # a guest's shell (no exec_dir) has nothing to rejoin and no spool: it ends its job
         if self.ctx.exec_dir < 0 or self.rejoins >= REJOINS:

@@ -70,9 +70,9 @@ def serve(ctx: Context, sock: socket) -> int:
     return code
 
 
-def next_job(sock: socket, spawn: bytes = wire.SPAWN) -> tuple[int, bytes] | None:
-    """(shell key, payload) of the next ``spawn`` record (SPAWN: the description; a
-    guest's shell waits for SPAWN_AS); None when the socket ends first."""
+def next_job(sock: socket) -> tuple[int, bytes] | None:
+    """(shell key, description) of the next SPAWN record; None when the socket ends first
+    (a guest's shell waits for SPAWN_AS: ``pflux.imp.server.next_guest_job``)."""
     try:
         while True:
             data = sock.recv(SPAWN_CHUNK)
@@ -81,7 +81,7 @@ def next_job(sock: socket, spawn: bytes = wire.SPAWN) -> tuple[int, bytes] | Non
             if len(data) < wire.HEADER.size:
                 continue
             kind, jobid, rank, length = wire.HEADER.unpack_from(data)
-            if kind != spawn:
+            if kind != wire.SPAWN:
                 continue  # for the job before, passed on before the launcher heard it was done
             while len(data) < wire.HEADER.size + length:  # a large description comes in pieces
                 more = sock.recv(SPAWN_CHUNK)

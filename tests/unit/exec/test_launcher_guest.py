@@ -1,5 +1,6 @@
 """A guest's job through the launcher: the shell runs where the privileged helper puts it,
-on sockets of its own, and only its own job's records reach job-exec.
+on sockets of its own, its records come to job-exec on a socket of its job's own, and
+only its own job's records are taken (``pflux.exec.guestrecords``, as job-exec reads them).
 
 The helper here is a stand-in of the test's own user (the real one, run as root, is
 tested in tests/security/test_imp.py): it takes the launcher's request as the helper
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from pflux.exec.guestrecords import GuestRecords
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
 from pflux.protocol.impwire import encode_description, spawn_as
@@ -40,7 +42,7 @@ import pflux
 from pflux.protocol import impwire, shellwire as wire
 from pflux.shell.context import Context
 from pflux.shell.job import Shell
-from pflux.shell.serve import next_job
+from pflux.imp.server import next_guest_job
 control, records, key = map(int, sys.argv[1:4])
 uri, userid, signed, data = impwire.split_request(sys.stdin.buffer.read())
 job = impwire.decode_description(data)
@@ -58,10 +60,12 @@ while True:  # J "reuse": done with its job, it takes the next, as the helper's 
     if code or signed != "reuse" or not shell.reset():
         sys.exit(code)
     launcher.send(wire.record(wire.DONE, key))
-    given = next_job(launcher, wire.SPAWN_AS)
+    given = next_guest_job(launcher)
     if given is None:
         sys.exit(0)
-    key, payload = given
+    key, payload, fds = given
+    os.dup2(fds[0], records)  # the job's own records socket
+    os.close(fds[0])
     uri, userid, signed, data = impwire.split_request(payload)
     job = impwire.decode_description(data)
 """
@@ -146,6 +150,8 @@ class Launcher:
         self.buffer = b""
         self.got: list[wire.Record] = []  # every record that came, in order
         self.acked: dict[int, int] = {}  # each shell's records' bytes, acknowledged
+        self.guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
+        self.passed = 0  # GUEST_RECORDS that came
 
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
@@ -168,13 +174,34 @@ class Launcher:
                     mine.append(record)
                     if record[0] == kind:
                         return mine
-            ready, _, _ = select.select([self.records, self.sock], [], [], timeout)
+            watched = [self.records, self.sock, *self.guests]
+            ready, _, _ = select.select(watched, [], [], timeout)
             assert ready, f"nothing came in {timeout} s; got {self.got}"
             if self.records in ready:
-                found = wire.split(self.records.recv(1 << 20))[0]
-                for _, key, payload in found:  # acknowledged as the KVS would hold them
-                    self.acked[key] = self.acked.get(key, 0) + wire.HEADER.size + len(payload)
-                    self.send(wire.ACK, b"%d" % self.acked[key], key)
+                data, ancillary, _, _ = self.records.recvmsg(1 << 20, socket.CMSG_SPACE(4))
+                found = wire.split(data)[0]
+                if ancillary:  # GUEST_RECORDS: a guest's shell's records socket
+                    [(passed, key, _)] = found
+                    assert passed == wire.GUEST_RECORDS
+                    fd = int.from_bytes(ancillary[0][2][:4], sys.byteorder)
+                    guest = GuestRecords.adopt(key, fd)
+                    assert guest is not None
+                    self.guests[fd] = guest
+                    self.passed += 1
+                    continue
+                self._acknowledge(found)
+            elif ready[0] in self.guests:
+                fd = ready[0]
+                guest = self.guests[fd]
+                found = guest.read(memoryview(bytearray(1 << 20)))
+                self._acknowledge(found)
+                if guest.ended:  # as job-exec's LauncherLink does
+                    del self.guests[fd]
+                    guest.close()
+                    if guest.forged:
+                        self.send(wire.TERMINATE, b"9", guest.key)
+                    if guest.note:
+                        found.append((wire.EXITED, guest.key, guest.note))
             else:
                 data = self.sock.recv(65536)
                 assert data, "the launcher closed its end"
@@ -182,7 +209,14 @@ class Launcher:
                 self.buffer = (self.buffer + data)[used:]
             self.got += found
 
+    def _acknowledge(self, found: list[wire.Record]) -> None:
+        for _, key, payload in found:  # acknowledged as the KVS would hold them
+            self.acked[key] = self.acked.get(key, 0) + wire.HEADER.size + len(payload)
+            self.send(wire.ACK, b"%d" % self.acked[key], key)
+
     def close(self) -> int:
+        for guest in self.guests.values():
+            guest.close()
         self.send(wire.QUIT, b"", jobid=0)
         self.sock.close()
         status = self.proc.wait(timeout=30)
@@ -243,6 +277,7 @@ def test_a_guests_shell_done_with_a_job_runs_the_users_next_without_the_helper(
     launcher.guest_job(["sh", "-c", "echo $PPID"], signed="reuse", jobid=SECOND)
     second = launcher.until(wire.EXITED, SECOND)
     assert len(helper.requests) == 1  # the second went to the first's shell
+    assert launcher.passed == 2  # each job's records on a socket of its own
     [shell] = helper.shells
     out = (wire.OUTPUT, JOB, b"o\0\0\0\0%d\n" % shell.pid)
     assert out in first

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -21,7 +22,7 @@ def test_the_defaults_and_a_full_table() -> None:
     assert config.allowed_users == {NOBODY}
     assert config.allowed_mechanisms == ("munge",)
     assert config.max_ttl is None
-    assert config.job_tmpdir == "/tmp"
+    assert config.job_tmpdir == ("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")
     assert config.python == sys.executable
     full = parse(
         {

@@ -1,0 +1,125 @@
+"""job-exec's end of a guest's shell's records socket: one job's records, and nothing else.
+
+A guest's shell runs as its user (``pflux.imp``), so it may send anything: it
+gets a socket of its own for each job (``SOCK_SEQPACKET``; the launcher makes the
+pair and passes job-exec's end as GUEST_RECORDS), and what comes on it is taken
+only if every record of a datagram is of a kind a shell sends and of the job the
+socket was made for. The records skip the launcher, as the owner's shells' do;
+job-exec, not the shell, says which job a socket is for. job-exec's records for
+the shell (``TO_SHELLS``) go back on the same socket, so a running job needs no
+launcher: one that dies takes none of its guests' jobs with it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Final
+
+from pflux.protocol import shellwire as wire
+
+__all__ = ["FORGED", "FROM_SHELLS", "TO_SHELLS", "UNHEARD", "GuestRecords"]
+
+# what a shell sends job-exec: all a guest's shell may
+FROM_SHELLS: Final = frozenset(
+    (wire.STARTED, wire.EXCEPTION, wire.LOG, wire.OUTPUT, wire.EOF, wire.FENCE, wire.EXITED)
+)
+# what job-exec sends a running shell, which goes on the guest's shell's socket
+TO_SHELLS: Final = frozenset((wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE))
+FORGED: Final = b"-1 job shell sent records not its job's"  # EXITED, for a forger's job
+UNHEARD: Final = b"-1 job shell ended without its status"  # EXITED, for a shell that did
+
+
+class GuestRecords:
+    """The records socket of the guest's shell of job ``key`` (its shell key)."""
+
+    __slots__ = ("ended", "exited", "forged", "key", "outbox", "sock")
+
+    def __init__(self, key: int, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.key = key
+        self.sock = sock
+        self.exited = False  # the shell sent EXITED
+        self.ended = False  # the socket reached its end, or was refused: close it
+        self.forged = False  # a record not the job's came: end the shell
+        self.outbox: list[bytes] = []  # records for the shell its socket could not take yet
+
+    @classmethod
+    def adopt(cls, key: int, fd: int) -> GuestRecords | None:
+        """The socket passed as descriptor ``fd``; None (``fd`` closed) if it is no
+        ``SOCK_SEQPACKET`` Unix socket."""
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_SEQPACKET:
+            sock.close()
+            return None
+        return cls(key, sock)
+
+    @property
+    def note(self) -> bytes:
+        """EXITED's payload for the job, once ended without the shell's own: b"" if it
+        sent one."""
+        if self.exited:
+            return b""
+        return FORGED if self.forged else UNHEARD
+
+    def read(self, buffer: memoryview) -> list[wire.Record]:
+        """What the shell has sent, up to a datagram that is not all its job's (then
+        ``forged``, and nothing more is read) or the socket's end (``ended``)."""
+        records: list[wire.Record] = []
+        while not self.ended:
+            try:
+                n = self.sock.recv_into(buffer)
+            except BlockingIOError:
+                break
+            except OSError:
+                n = 0
+            if not n:
+                self.ended = True
+                break
+            found, used = wire.split(buffer[:n])
+            if (
+                used != n
+                or n == len(buffer)  # as much as fits: it may have been cut short
+                or not found
+                or any(key != self.key or kind not in FROM_SHELLS for kind, key, _ in found)
+            ):
+                self.forged = self.ended = True
+                break
+            self.exited = self.exited or any(kind == wire.EXITED for kind, _, _ in found)
+            records += found
+        return records
+
+    def send(self, data: bytes) -> bool:
+        """Send the shell a record, after those that wait; False if it has to wait."""
+        if not self.outbox:
+            try:
+                self.sock.send(data)
+            except BlockingIOError:
+                pass
+            except OSError:
+                return True  # the shell is gone: its socket's end says so
+            else:
+                return True
+        self.outbox.append(data)
+        return False
+
+    def drain(self) -> bool:
+        """Send what waits, in order; True once nothing does."""
+        outbox = self.outbox
+        while outbox:
+            try:
+                self.sock.send(outbox[0])
+            except BlockingIOError:
+                return False
+            except OSError:
+                outbox.clear()
+                break
+            del outbox[0]
+        return True
+
+    def close(self) -> None:
+        self.sock.close()
