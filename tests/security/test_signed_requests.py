@@ -88,6 +88,25 @@ def test_a_guests_job_is_signed_by_the_guest_and_stored_as_sent(site: Site) -> N
     console("cancel", str(jobid), PFLUX_URI=site.live.uri)
 
 
+def test_a_guests_jobs_sent_at_once_are_verified_aside_and_numbered_in_order(
+    site: Site,
+) -> None:
+    """munged checks each J in a thread of job-ingest's while the broker serves on; the
+    jobs come out of it in the order they were sent, so their ids rise with it."""
+    code = (
+        "import json, sys; from pflux.api import Client;"
+        " c = Client(sys.argv[1]);"
+        " print(json.dumps(c.submit_many([json.loads(sys.argv[2])] * 24, urgency=0)))"
+    )
+    proc = site.alice.code(code, site.live.uri, site.text)
+    assert proc.returncode == 0, proc.stderr
+    ids = json.loads(proc.stdout)
+    assert len(ids) == 24
+    assert ids == sorted(set(ids))
+    assert {unwrap(site.stored(jobid, "J")).userid for jobid in ids} == {site.alice.uid}
+    console("cancel", *map(str, ids), PFLUX_URI=site.live.uri)
+
+
 def test_a_guest_signs_through_the_flux_package(site: Site) -> None:
     code = (
         "import sys, flux, flux.job; h = flux.Flux(sys.argv[1]);"

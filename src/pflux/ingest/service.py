@@ -1,9 +1,11 @@
 """job-ingest: validate a jobspec, sign J, assign a FLUID, commit, then answer the id.
 
 A guest's request carries J, its jobspec signed by its client under MUNGE
-(RFC 15, ``_pfluxcore.sign``): ingest verifies it, refuses one signed by
-anyone but the requester (EPERM), and stores it as sent, for the helper that
-runs the job as its submitter to verify again. The instance owner may send
+(RFC 15, ``_pfluxcore.sign``): ingest verifies it, in a thread while the
+broker serves on (munged's answer takes a round trip; jobs verified are taken
+in the order they came), refuses one signed by anyone but the requester
+(EPERM), and stores it as sent, for the helper that runs the job as its
+submitter to verify again. The instance owner may send
 the jobspec alone: ingest wraps it in J under ``none``, which only the
 owner's own processes believe, at no cost to MUNGE.
 
@@ -29,9 +31,11 @@ filled in (flux-core's frobnicator); J keeps the one submitted.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, ClassVar
 
@@ -66,6 +70,7 @@ REQUEST_ROOM = 64 << 10  # bytes of a submit request around its jobspec
 # bytes of a jobspec above which only its text is kept (the parsed object let go): a
 # long one costs the broker its copies, a short one the job manager's parse
 KEEP_PARSED = 1 << 20
+VERIFIERS = 4  # threads waiting on munged at once
 
 
 def max_jobspec_size(conf: object) -> int:
@@ -113,6 +118,19 @@ class _Submission:
         self.J = J  # as the client signed it; None: signed here, under ``none``
 
 
+class _Signed:
+    """A submission whose J munged has yet to check."""
+
+    __slots__ = ("flags", "req", "sent", "signed", "urgency")
+
+    def __init__(self, req: Request, urgency: int, flags: int, sent: Any, signed: str) -> None:
+        self.req = req
+        self.urgency = urgency
+        self.flags = flags
+        self.sent = sent
+        self.signed = signed
+
+
 class IngestService(Service):
     """Accepts jobs; the only writer of J, jobspec and the first event."""
 
@@ -127,10 +145,20 @@ class IngestService(Service):
         self.queues = queues if queues.active else None
         self.fluid = FluidGenerator(0)
         self._turn: TurnBatch[list[_Submission]] = TurnBatch(broker, list, self._flush)
+        # munged's checks of guests' J, off the event loop (libmunge through ctypes lets
+        # go of the GIL while munged answers), a turn's together; the last turn's still
+        # being checked, so that turns are taken in order
+        self._verifier = ThreadPoolExecutor(VERIFIERS, thread_name_prefix="job-ingest-munge")
+        self._to_verify: TurnBatch[list[_Signed]] = TurnBatch(broker, list, self._verify)
+        self._verifying: set[asyncio.Task[None]] = set()
+        self._last_verified: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         info = await self.broker.call("job-manager.getinfo", Empty())
         self.fluid = FluidGenerator(0, after=info["max_jobid"] or None)
+
+    async def stop(self) -> None:
+        self._verifier.shutdown(wait=False, cancel_futures=True)
 
     @method("submit", guest=True)
     def submit(self, req: Request) -> None:
@@ -144,13 +172,62 @@ class IngestService(Service):
             raise RPCError(
                 errno.EINVAL, "only the instance owner can submit with FLUX_JOB_WAITABLE"
             )
+        sent = request.jobspec
         signed = None if isinstance(request.J, UnsetType) else request.J
+        del request  # a long jobspec is let go of as soon as it can be (``_take``)
         if signed is None:
             if not req.owner:
                 raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
-            jobspec = request.jobspec
-        else:
-            jobspec = _unsigned(req, signed, request.jobspec)
+            self._take(req, urgency, flags, sent, None)
+            return
+        if _mechanism(req, signed) == "munge":
+            self._to_verify.get().append(_Signed(req, urgency, flags, sent, signed))
+            return
+        self._take(req, urgency, flags, _unsigned(req, signed, sent), signed)
+
+    def _verify(self, batch: list[_Signed]) -> None:
+        """Have munged check a turn's J in the verifier's threads, then take them in one
+        turn, in the order they came (one commit, as the owner's jobs of a turn)."""
+        loop = asyncio.get_running_loop()
+        checks = [
+            loop.run_in_executor(self._verifier, _unsigned, sub.req, sub.signed, sub.sent)
+            for sub in batch
+        ]
+        before, self._last_verified = self._last_verified, loop.create_future()
+        task = loop.create_task(self._take_verified(batch, checks, before, self._last_verified))
+        self._verifying.add(task)
+        task.add_done_callback(self._verifying.discard)
+
+    async def _take_verified(
+        self,
+        batch: list[_Signed],
+        checks: list[asyncio.Future[dict[str, Any]]],
+        before: asyncio.Future[None] | None,
+        mine: asyncio.Future[None],
+    ) -> None:
+        try:
+            verified = await asyncio.gather(*checks, return_exceptions=True)
+            if before is not None:
+                await before
+            for sub, jobspec in zip(batch, verified, strict=True):
+                try:
+                    if isinstance(jobspec, BaseException):
+                        raise jobspec
+                    self._take(sub.req, sub.urgency, sub.flags, jobspec, sub.signed)
+                except RPCError as exc:
+                    sub.req.error(exc.errnum, exc.errstr)
+                except Exception as exc:
+                    log.exception("job-ingest.submit failed")
+                    sub.req.error(errno.EINVAL, f"internal error in job-ingest.submit: {exc!r}")
+        finally:
+            mine.set_result(None)
+            if self._last_verified is mine:
+                self._last_verified = None
+
+    def _take(
+        self, req: Request, urgency: int, flags: int, jobspec: Any, signed: str | None
+    ) -> None:
+        """Check the jobspec, give it its FLUID and keep it for the turn's commit."""
         try:
             canonical = dumps(jobspec)
             if len(canonical) > self.max_jobspec:
@@ -182,7 +259,6 @@ class IngestService(Service):
             # the text alone from here on: the request lets go of the parsed jobspec, and J
             # is encoded from the text at the turn's end, once the request's message is gone
             parsed = jobspec = stored = req.payload = None
-            del request
         text = canonical.decode()
         del canonical
         self._turn.get().append(
@@ -236,15 +312,25 @@ class IngestService(Service):
                 sub.req.error(errno.EINVAL, error)
 
 
-def _unsigned(req: Request, signed: str, jobspec: Any) -> dict[str, Any]:
-    """The jobspec J carries, once J proves the requester signed it (flux-core's checks and
-    words: EPERM for a signer other than the requester, and for ``none`` from a guest)."""
+def _mechanism(req: Request, signed: str) -> str:
+    """J's mechanism, once its header names the requester (flux-core's checks and words:
+    EPERM for a signer other than the requester, and for ``none`` from a guest)."""
     try:
         mechanism, userid = signer(signed)
-        if userid != req.userid:
-            raise RPCError(errno.EPERM, f"signer={userid} != requestor={req.userid}")
-        if mechanism == "none" and not req.owner:
-            raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
+    except SignError as exc:
+        raise RPCError(errno.EINVAL, str(exc)) from None
+    if userid != req.userid:
+        raise RPCError(errno.EPERM, f"signer={userid} != requestor={req.userid}")
+    if mechanism == "none" and not req.owner:
+        raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
+    return mechanism
+
+
+def _unsigned(req: Request, signed: str, jobspec: Any) -> dict[str, Any]:
+    """The jobspec J carries, once J proves the requester signed it (``_mechanism``'s
+    checks, then the signature's: MUNGE's asks munged, so it runs off the event loop)."""
+    _mechanism(req, signed)
+    try:
         payload = unwrap(signed, allowed=MECHANISMS).payload
     except SignError as exc:
         raise RPCError(errno.EINVAL, str(exc)) from None
