@@ -19,6 +19,7 @@ logged, and the job's eventlog replayed instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,7 +27,7 @@ import orjson
 
 from pflux.manager.job import Ended
 from pflux.protocol.kvs import WalkRequest
-from pflux.spec.kvs_keys import job_id_from_key, job_key
+from pflux.spec.kvs_keys import job_key
 from pflux.spec.states import FLAG_WAITABLE
 
 if TYPE_CHECKING:
@@ -43,8 +44,22 @@ class RecordError(ValueError):
     """A stored record that cannot be read back (the eventlog is replayed instead)."""
 
 
+_new = object.__new__
+# a record's key, as ``job_key`` spells it (checked whole: a guest's keys, below
+# ``job.<id>.guest``, cannot take this shape)
+_KEY = re.compile(
+    r"job\.([0-9a-f]{4})\.([0-9a-f]{4})\.([0-9a-f]{4})\.([0-9a-f]{4})\.data\.job-manager\.inactive"
+)
+
+
 def key(jobid: int) -> str:
     return job_key(jobid, *PATH)
+
+
+def jobid_of(k: str) -> int | None:
+    """The job id of record key ``k``; None if ``k`` is not one."""
+    m = _KEY.fullmatch(k)
+    return None if m is None else int(m[1] + m[2] + m[3] + m[4], 16)
 
 
 def encode(job: JobRecord | Ended, flags: int) -> str:
@@ -78,6 +93,23 @@ def decode(jobid: int, text: str) -> tuple[Ended, bool]:
     if type(value) is not list or len(value) != _FIELDS or value[0] != VERSION:
         raise RecordError(f"not a version {VERSION} record of {_FIELDS} fields")
     _, userid, t_inactive, flags, nevents, allocated, started, status, etype, note, by_exc = value
+    if (  # the usual record, checked at once (a restart reads a million)
+        type(userid) is int
+        and type(flags) is int
+        and type(nevents) is int
+        and type(t_inactive) is float
+        and type(allocated) is bool
+        and type(started) is bool
+        and type(by_exc) is bool
+        and (status is None or type(status) is int)
+        and etype is None
+        and note is None
+    ):
+        job = _new(Ended)
+        job.id, job.userid, job.t_inactive, job.nevents = jobid, userid, t_inactive, nevents
+        job.allocated, job.started, job.finish_status = allocated, started, status
+        job.exception, job.ended_by_exception = None, by_exc
+        return job, bool(flags & FLAG_WAITABLE)
     if type(userid) is not int or type(flags) is not int or type(nevents) is not int:
         raise RecordError("userid, flags and nevents must be integers")
     if type(t_inactive) not in (int, float):
@@ -121,7 +153,7 @@ async def load(
     bad: list[int] = []
     async for payload in broker.stream("kvs.walk", WalkRequest("job", suffix=LEAF)):
         for k, text in payload.get("entries", []):
-            jobid = job_id_from_key(k, *PATH)
+            jobid = jobid_of(k)
             if jobid is None:
                 continue
             try:

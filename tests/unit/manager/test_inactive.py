@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from pflux.manager import inactive
 from pflux.manager.job import Ended
-from pflux.spec.kvs_keys import job_id_from_key
 from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
 
 FIELDS = ("id", "userid", "t_inactive", "nevents", "allocated", "started", "finish_status")
@@ -40,7 +39,7 @@ def ended_jobs(draw: st.DrawFn) -> Ended:
 def test_a_record_reads_back_as_the_job_it_was_made_of(job: Ended, flags: int) -> None:
     op, key, value = inactive.put(job, flags)
     assert op == "put"
-    assert job_id_from_key(key, *inactive.PATH) == job.id
+    assert inactive.jobid_of(key) == job.id
     back, waitable = inactive.decode(job.id, value)
     assert waitable == bool(flags & FLAG_WAITABLE)
     for name in FIELDS + MORE:
@@ -67,7 +66,7 @@ GOOD = [1, 1000, 5.5, 0, 10, True, True, 0, None, None, False]
         ({8: "cancel"}, "the exception's type and note must both be strings, or null"),
     ],
 )
-def test_a_damaged_record_is_refused_with_the_reason(change: dict[int, object], reason: str) -> None:
+def test_a_damaged_record_is_refused(change: dict[int, object], reason: str) -> None:
     value = list(GOOD)
     for i, v in change.items():
         value[i] = v
@@ -79,3 +78,22 @@ def test_a_damaged_record_is_refused_with_the_reason(change: dict[int, object], 
 def test_a_record_of_another_shape_is_refused(text: str) -> None:
     with pytest.raises(inactive.RecordError):
         inactive.decode(5, text)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "job.0000.0000.0001.0000.data.job-manager.inactive.x",
+        "job.0000.0000.0001.0000.guest.data.job-manager.inactive",
+        "job.0000.0000.0001.000G.data.job-manager.inactive",
+        "job.0000.0000.0001.00_0.data.job-manager.inactive",
+        "job.0000.0000.0001.data.job-manager.inactive",
+    ],
+)
+def test_only_a_record_key_is_taken_for_one(key: str) -> None:
+    assert inactive.jobid_of(key) is None
+
+
+@given(jobids)
+def test_a_record_key_names_its_job(jobid: int) -> None:
+    assert inactive.jobid_of(inactive.key(jobid)) == jobid
