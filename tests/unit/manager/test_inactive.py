@@ -97,3 +97,29 @@ def test_only_a_record_key_is_taken_for_one(key: str) -> None:
 @given(jobids)
 def test_a_record_key_names_its_job(jobid: int) -> None:
     assert inactive.jobid_of(inactive.key(jobid)) == jobid
+
+
+@given(
+    st.lists(
+        st.tuples(ended_jobs(), st.sampled_from([0, FLAG_WAITABLE])),
+        max_size=8,
+        unique_by=lambda pair: pair[0].id,
+    )
+)
+def test_a_page_of_records_reads_as_each_record_does(jobs: list[tuple[Ended, int]]) -> None:
+    entries = [[key, value] for _, key, value in (inactive.put(job, f) for job, f in jobs)]
+    damaged = inactive.key(0)  # no job drawn has id 0
+    entries += [[damaged, "[1, 2]"], ["job.0000.0000.0000.0008.eventlog", "x"]]
+    ended: dict[int, Ended] = {}
+    waitable: set[int] = set()
+    bad: list[int] = []
+    errors: list[str] = []
+    inactive.read_page(entries, ended, waitable, bad, errors.append)
+    expected = {job.id: inactive.decode(job.id, inactive.encode(job, f)) for job, f in jobs}
+    assert ended.keys() == expected.keys()
+    for jobid, job in ended.items():
+        assert inactive.encode(job, 0) == inactive.encode(expected[jobid][0], 0)
+    assert waitable == {jobid for jobid, (_, w) in expected.items() if w}
+    assert bad == [0]
+    (error,) = errors
+    assert error.startswith(f"restart: {damaged}: not a version 1 record of 11 fields; replaying")
