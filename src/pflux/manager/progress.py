@@ -6,7 +6,9 @@ and what each commit sets off.
 reaches another service waits for the job's events to be committed. A commit
 (events.py) publishes its entries to the journal, runs the callbacks that
 waited for it (responses), tells the plugins watching its events, advances its
-jobs and answers ``drain`` and ``idle`` once their condition holds.
+jobs and answers ``drain`` and ``idle`` once their condition holds. A job's
+``clean`` event is committed with its record (``inactive.py``), and, once for
+many jobs ended, with ``replay_from`` (``store_mark``).
 """
 
 from __future__ import annotations
