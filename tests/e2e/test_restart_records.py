@@ -115,6 +115,12 @@ def test_a_restart_reads_the_records_and_an_old_directory_gets_them(tmp_path: Pa
             assert all(zombie["success"] for zombie in zombies)
         assert live.stop() == 0
     assert restarted(state) == (len(ended) + 1, 1, len(ended) + 1)
+    # the records that restart stored, and the mark past them, are read back
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            assert check(client).keys() == ended.keys()
+        assert live.stop() == 0
+    assert restarted(state) == (len(ended) + 1, 1, 1)
 
 
 def submit_until(uri: str, stop: threading.Event) -> None:

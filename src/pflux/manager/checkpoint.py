@@ -11,7 +11,8 @@ issue an id below it again.
 And ``replay_from``, the smallest job id whose eventlog a restart replays:
 every job below it is inactive, with its record (``inactive.py``), or purged.
 It is the smallest active job's id (or the largest issued, plus one), stored
-as a restart ends and again now and then as jobs end (``ReplayMark``); kept
+now and then as jobs end (``ReplayMark``), and by a restart that stored the
+records of the inactive jobs it replayed (a state directory older than them); kept
 low, never too high: a job's id is issued above every id the job manager has
 been given (job-ingest's one FLUID generator, and its jobs handed over in the
 order of their ids), and an inactive job never becomes active again. Absent

@@ -10,7 +10,7 @@ is left untouched in the KVS, with an error in the log. ``restore`` puts what
 it found in place: the queues' checkpoint, the tables, the history, and
 ``flux-restart`` posted to every active job; with the restart's first
 events it stores the records of replayed inactive jobs that lacked one, and
-``replay_from`` again.
+then ``replay_from`` past them.
 """
 
 from __future__ import annotations
@@ -59,14 +59,12 @@ async def restore(host: RestartHost) -> None:
             found.replayed,
         )
     host.retention.rebuilt(host.ended)
-    mark = checkpoint.ReplayMark.of(host.jobs, host.max_jobid)
-    if found.records or mark != replay_from:
-        # the records first: the mark passes their jobs only once they are stored
+    host.replay_mark.value = replay_from
+    if found.records:  # replayed inactive jobs: their records, then the mark past them
         host.events.add_ops(found.records)
+        mark = checkpoint.ReplayMark.of(host.jobs, host.max_jobid)
         host.replay_mark.value = mark
         host.events.add_ops(checkpoint.ops(host.queues.stored(), host.max_jobid, mark))
-    else:
-        host.replay_mark.value = replay_from
     for job in active:
         host.post(job, "flux-restart")
         for plugin in host.plugins:
