@@ -1,10 +1,13 @@
 """Memory and restart time with many inactive jobs.
 
-Fills a state directory with N inactive test-mode jobs (or reuses one), reports
-the RSS of the broker and of the job-list process while they are loaded, then
-times restarts: ``pflux start --state-dir DIR pflux jobs -a -c 1`` lists a job
-once every job has been replayed by the job manager and job-list holds them
-all, so its wall time (start, replay, first listing, shutdown) is the restart.
+Fills a state directory with N inactive test-mode jobs (or reuses one), and
+with ``--active M`` M held jobs (active, pending), reports the RSS of the
+broker and of the job-list process while they are loaded, the state
+directory's size, and the wall time of ``pflux jobs -a`` (its first page) and
+``pflux jobs --stats`` (the command, and its request alone), then times
+restarts: ``pflux start --state-dir DIR pflux jobs -a -c 1`` lists a job
+once every job has been taken up by the job manager and job-list holds them
+all, so its wall time (start, restart, first listing, shutdown) is the restart.
 The CPU time of all its processes is reported too (steadier on a busy machine).
 
 The run that reports memory also writes job-list's cache of inactive jobs if
@@ -13,6 +16,7 @@ the timed restarts take inactive jobs from it; ``--no-cache`` removes it before
 each timed restart, to time job-list replaying every job from the journal.
 
     python bench/bench_restart.py -n 100000 --state-dir /tmp/pflux-100k
+    python bench/bench_restart.py -n 300000 --active 1000 --state-dir /tmp/pflux-300k
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pflux.api import Client, jobspec_of
 from pfluxcmd import pflux_command
 
 BATCH = 5000
+PAGE = 1000  # pflux jobs' default --count, as flux's
 
 
 def rss_mb(pid: int) -> float:
@@ -39,14 +44,26 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def fill(n: int) -> None:
-    """Inside an instance: submit n test-mode jobs and wait until all are inactive."""
+def timed(command: list[str]) -> float:
+    t0 = time.time()
+    subprocess.run(command, check=True, capture_output=True)
+    return time.time() - t0
+
+
+def fill(n: int, active: int) -> None:
+    """Inside an instance: submit n test-mode jobs and wait until all are inactive, then
+    ``active`` held ones (if there are fewer); report what the instance holds."""
     jobspec = jobspec_of(["true"], environment={})
     jobspec["attributes"]["system"]["exec"] = {"test": {"run_duration": "0.001s"}}
     with Client() as client:
         for done in range(0, n, BATCH):
             client.submit_many([jobspec] * min(BATCH, n - done))
             client.drain()
+        counts = client.handle.call("job-list.job-stats", {})
+        states = counts["job_states"]
+        held = active - (states["total"] - states["inactive"])
+        if held > 0:
+            client.submit_many([jobspec] * held, urgency="hold")
         attrs = client.handle.call("broker.attrs", {})["attrs"]
         broker = int(attrs["pid"])
         module = subprocess.run(  # this instance's job-list process: its argv ends in DIR
@@ -55,11 +72,26 @@ def fill(n: int) -> None:
             text=True,
             check=False,
         ).stdout.split()
-        total = len(client.list_jobs(attrs=["state"], max_entries=0))
-    print(f"jobs: {total}; broker RSS {rss_mb(broker):.0f} MB", end="")
+        t0 = time.time()
+        counts = client.handle.call("job-list.job-stats", {})
+        stats_rpc = time.time() - t0
+        t0 = time.time()
+        client.list_jobs(max_entries=PAGE)  # all states, as jobs -a
+        list_rpc = time.time() - t0
+    states = counts["job_states"]
+    total, active = states["total"], states["total"] - states["inactive"]
+    print(f"jobs: {total}, {active} active; broker RSS {rss_mb(broker):.0f} MB", end="")
     for pid in module:
         print(f"; job-list RSS {rss_mb(int(pid)):.0f} MB", end="")
-    print()
+    state = Path(attrs["state-dir"])
+    size = sum(path.stat().st_size for path in state.glob("*.sqlite*") if path.is_file())
+    print(f"; state directory {size / 1e6:.0f} MB")
+    jobs_a = timed([pflux_command(), "jobs", "-a"])
+    stats = timed([pflux_command(), "jobs", "--stats"])
+    print(
+        f"pflux jobs -a (first page) {jobs_a:.2f}s (its list request {list_rpc:.3f}s);"
+        f" pflux jobs --stats {stats:.2f}s (its request {stats_rpc:.3f}s)"
+    )
 
 
 def main() -> int:
@@ -67,21 +99,23 @@ def main() -> int:
     parser.add_argument("-n", "--njobs", type=int, default=100000)
     parser.add_argument("--state-dir", type=Path, default=Path("/tmp/pflux-bench-restart"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--active", type=int, default=0, help="held jobs kept active")
     parser.add_argument("--no-cache", action="store_true", help="time restarts without the cache")
     parser.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fill:
-        fill(args.njobs)
+        fill(args.njobs, args.active)
         return 0
     pflux = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(args.state_dir)]
     if not (args.state_dir / "kvs.sqlite").exists():
         t0 = time.time()
-        me = [sys.executable, __file__, "--fill", "-n", str(args.njobs)]
+        me = [sys.executable, __file__, "--fill", "-n", str(args.njobs), "--active"]
+        me.append(str(args.active))
         subprocess.run([*pflux, "--cores", "16", *me], check=True, env=dict(os.environ))
         print(f"filled in {time.time() - t0:.1f}s")
     else:
         # report memory with the jobs loaded, without adding any
-        me = [sys.executable, __file__, "--fill", "-n", "0"]
+        me = [sys.executable, __file__, "--fill", "-n", "0", "--active", str(args.active)]
         subprocess.run([*pflux, *me], check=True, env=dict(os.environ))
     walls, cpus = [], []
     for _ in range(args.repeat):

@@ -109,7 +109,7 @@ KVS: dict[type, dict[str, Any]] = {
     CommitRequest: {"ops": [["put", "a", "1"]], "namespace": "job-5"},
     GetRequest: {"key": "a.b", "namespace": "job-5"},
     LsRequest: {"key": "a", "namespace": "job-5"},
-    WalkRequest: {"key": "job", "namespace": "job-5", "suffix": "eventlog"},
+    WalkRequest: {"key": "job", "namespace": "job-5", "suffix": "eventlog", "after": "job.x"},
     WatchRequest: {"key": "a", "namespace": "job-5", "append": True, "waitcreate": False},
     WatchCancelRequest: {"matchtag": 3},
     NamespaceCreateRequest: {"name": "job-5", "owner": 1000, "prefix": "job.0000.0005.guest"},

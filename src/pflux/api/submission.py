@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 
 SUBMIT = "job-ingest.submit"
 #: ``submit_each``'s submissions in flight at once: enough to keep ingest's batches
-#: full, few enough that a million copies cost the client a window's memory, not theirs
-SUBMIT_WINDOW = 4096
+#: full, few enough that a million copies cost the client a window's memory, not theirs,
+#: and that another client's request waits behind a window's work at most (the broker
+#: serves requests in the order they come: 4096 in flight cost it seconds)
+SUBMIT_WINDOW = 256
 URGENCY_NAMES = {"hold": URGENCY_HOLD, "expedite": URGENCY_EXPEDITE, "default": URGENCY_DEFAULT}
 
 

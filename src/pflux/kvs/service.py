@@ -579,6 +579,8 @@ class KVSService(Service):
         key = to_primary(prefix, check_key(request.key, root=True))
         suffix = request.suffix
         after: str | None = None
+        if request.after is not None:
+            after = to_primary(prefix, check_key(request.after, root=True))
         while not req.done:
             page = list(islice(self.store.walk(key, suffix, after=after), WALK_BATCH))
             if page:

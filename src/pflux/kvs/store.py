@@ -265,7 +265,8 @@ class Store(Namespaces):
         """Every ``(key, value)`` below ``key`` in key order, in one range scan.
 
         With ``suffix``, only keys whose last component is ``suffix``; with
-        ``after``, only keys after that one (to walk page by page). Nothing below
+        ``after``, only keys after that one (to walk page by page, or from a
+        key on; a value at ``key`` then yields nothing). Nothing below
         (or no such directory) yields nothing; a value at ``key`` is ENOTDIR.
         """
         check_key(key, root=True)
@@ -278,7 +279,7 @@ class Store(Namespaces):
                 raise KVSError(errno.ENOTDIR, f"key {quote(key)}: not a directory")
             lo, hi = _range(key)
         if after is not None:
-            lo = after + "\x00"  # the smallest key after ``after``
+            lo = max(lo, after + "\x00")  # the smallest key after ``after``, below ``key``
         if suffix is None:
             return self._joined(self._conn.execute(SQL_WALK, (lo, hi)))
         return self._joined(self._conn.execute(SQL_WALK_SUFFIX, (lo, hi, suffix)))

@@ -141,6 +141,11 @@ class EventPoster:
         batch.ops.extend(ops)
         batch.appends.clear()  # later events must not be committed before these ops
 
+    def put(self, op: list[Any]) -> None:
+        """Commit a KVS operation on a key no event of this turn touches with this turn's
+        events (an inactive job's record), in any order with them."""
+        self.batch.ops.append(op)
+
     def _flush(self, batch: Batch) -> None:
         self._flushed.append(batch)
         for op in batch.joined:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker, Request
+    from pflux.manager.checkpoint import ReplayMark
     from pflux.manager.events import EventPoster
     from pflux.manager.history import History
     from pflux.manager.job import Ended, Job
@@ -238,6 +239,9 @@ class PurgeHost(Protocol):
     def max_jobid(self) -> int: ...
 
     @property
+    def replay_mark(self) -> ReplayMark: ...
+
+    @property
     def events(self) -> EventPoster: ...
 
 
@@ -247,6 +251,7 @@ class SubmitHost(Protocol):
     jobs: dict[int, Job]
     by_state: dict[State, dict[Job, None]]
     max_jobid: int
+    replay_mark: ReplayMark
     depending: set[Job]  # jobs whose dependencies are being added: not advanced meanwhile
 
     @property

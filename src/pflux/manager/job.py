@@ -87,5 +87,32 @@ class Ended(Outcome):
         self.ended_by_exception = job.ended_by_exception
         self.t_inactive = job.t_inactive
 
+    @classmethod
+    def of(
+        cls,
+        jobid: int,
+        *,
+        userid: int,
+        t_inactive: float,
+        nevents: int,
+        allocated: bool,
+        started: bool,
+        finish_status: int | None,
+        exception: tuple[str, str] | None,
+        ended_by_exception: bool,
+    ) -> Ended:
+        """An inactive job from its stored record (``inactive.py``), without replaying it."""
+        job = cls.__new__(cls)
+        job.id = jobid
+        job.userid = userid
+        job.t_inactive = t_inactive
+        job.nevents = nevents
+        job.allocated = allocated
+        job.started = started
+        job.finish_status = finish_status
+        job.exception = exception
+        job.ended_by_exception = ended_by_exception
+        return job
+
     def __repr__(self) -> str:
         return f"Ended({self.id}, {self.result})"

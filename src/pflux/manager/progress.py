@@ -6,7 +6,9 @@ and what each commit sets off.
 reaches another service waits for the job's events to be committed. A commit
 (events.py) publishes its entries to the journal, runs the callbacks that
 waited for it (responses), tells the plugins watching its events, advances its
-jobs and answers ``drain`` and ``idle`` once their condition holds.
+jobs and answers ``drain`` and ``idle`` once their condition holds. A job's
+``clean`` event is committed with its record (``inactive.py``), and, once for
+many jobs ended, with ``replay_from`` (``store_mark``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pflux.manager import checkpoint, inactive
 from pflux.manager.actions import INTERNAL_STATES, Action, next_actions
 from pflux.manager.job import Ended
 from pflux.manager.submit import run_dependencies
@@ -60,10 +63,22 @@ def on_transition(host: ProgressHost, job: Job, old: State) -> None:
     if old is SCHED:
         host.alloc.forget(job)
     if job.state is INACTIVE:
+        if job.history[-1] == "clean":  # not invalidated: that job's directory is removed
+            host.events.put(inactive.put(job, job.flags))  # with the clean event
+            if host.replay_mark.due(len(host.jobs)):
+                store_mark(host)
         waiters, job.waiters = job.waiters, []
         host.events.after_commit(lambda: _inactive(host, job, waiters))
     else:
         host.by_state[job.state][job] = None
+
+
+def store_mark(host: ProgressHost) -> None:
+    """Store ``replay_from`` (checkpoint.py) again with this turn's events: the smallest
+    active job's id (a job ending this turn still counts as active)."""
+    mark = checkpoint.ReplayMark.of(host.jobs, host.max_jobid)
+    host.replay_mark.value = mark
+    host.events.add_ops(checkpoint.ops(host.queues.stored(), host.max_jobid, mark))
 
 
 def _inactive(host: ProgressHost, job: Job, waiters: list[Request]) -> None:

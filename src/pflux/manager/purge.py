@@ -201,7 +201,8 @@ def remove(host: PurgeHost, jobs: list[Ended]) -> None:
         entry = {"timestamp": now, "name": "purge", "context": {}}
         entries.append({"id": job.id, "seq": -1, "entry": entry})
         if job.id == host.max_jobid:
-            ops.extend(checkpoint.ops(host.queues.stored(), host.max_jobid))
+            mark = host.replay_mark.value
+            ops.extend(checkpoint.ops(host.queues.stored(), host.max_jobid, mark))
     host.events.add_ops(ops)
     host.events.batch.entries.extend(entries)
     log.debug("purged %d inactive jobs", len(jobs))

@@ -1,10 +1,16 @@
-"""Rebuilding every job from its eventlog when the instance restarts (RFC 16, RFC 21).
+"""Taking up every job the KVS holds when the instance restarts (RFC 16, RFC 21).
 
-Each eventlog is replayed by ``pflux.spec.replay``, which says what it skips in
-the job manager's log; a job whose log does not start with ``submit`` cannot be
-rebuilt and is left untouched in the KVS, with an error in the log. ``restore``
-puts what the replay found in place: the queues' checkpoint, the tables, the
-history, and ``flux-restart`` posted to every active job.
+An inactive job is read from its record (``inactive.py``), in one walk of the
+records; the eventlog is replayed, by ``pflux.spec.replay`` (which says what
+it skips in the job manager's log), for every job at or after the
+checkpoint's ``replay_from`` that has no record, and for a job whose record
+does not read: the active jobs, and any job that ended before records were
+kept. A job whose log does not start with ``submit`` cannot be rebuilt and
+is left untouched in the KVS, with an error in the log. ``restore`` puts what
+it found in place: the queues' checkpoint, the tables, the history, and
+``flux-restart`` posted to every active job; with the restart's first
+events it stores the records of replayed inactive jobs that lacked one, and
+then ``replay_from`` past them.
 """
 
 from __future__ import annotations
@@ -14,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from pflux.manager import checkpoint
+from pflux.manager import checkpoint, inactive
 from pflux.manager.job import Ended, Job
 from pflux.manager.submit import validate
 from pflux.manager.wait import result_of
 from pflux.protocol.kvs import GetRequest, WalkRequest, value_of
 from pflux.protocol.manager import WaitReply
-from pflux.spec.kvs_keys import job_id_from_key
+from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import apply_jobspec_updates, events_of, rebuild
 from pflux.spec.states import FLAG_WAITABLE, State
 
@@ -33,10 +39,11 @@ log = logging.getLogger("pflux.job-manager")
 
 async def restore(host: RestartHost) -> None:
     """Take up every job the KVS holds, as the instance starts."""
-    queues, stored_max_jobid = await checkpoint.load(host.broker)
+    queues, stored_max_jobid, replay_from = await checkpoint.load(host.broker)
     host.queues.restore(queues)
-    host.jobs, host.ended, zombies = await load(host.broker)
-    host.waits.restarted(host.jobs, zombies)
+    found = await load(host.broker, replay_from)
+    host.jobs, host.ended = found.jobs, found.ended
+    host.waits.restarted(host.jobs, found.zombies)
     known = max(max(host.jobs, default=0), max(host.ended, default=0))
     host.max_jobid = max(known, stored_max_jobid)  # the largest may have been purged
     valid = [(job.userid, job.id) for job in host.jobs.values() if job.state is not State.NEW]
@@ -45,8 +52,19 @@ async def restore(host: RestartHost) -> None:
         host.by_state[job.state][job] = None
     active = list(host.jobs.values())
     if host.jobs or host.ended:
-        log.info("restart: %d jobs, %d active", len(host.jobs) + len(host.ended), len(active))
+        log.info(
+            "restart: %d jobs, %d active, %d eventlogs replayed",
+            len(host.jobs) + len(host.ended),
+            len(active),
+            found.replayed,
+        )
     host.retention.rebuilt(host.ended)
+    host.replay_mark.value = replay_from
+    if found.records:  # replayed inactive jobs: their records, then the mark past them
+        host.events.add_ops(found.records)
+        mark = checkpoint.ReplayMark.of(host.jobs, host.max_jobid)
+        host.replay_mark.value = mark
+        host.events.add_ops(checkpoint.ops(host.queues.stored(), host.max_jobid, mark))
     for job in active:
         host.post(job, "flux-restart")
         for plugin in host.plugins:
@@ -55,32 +73,50 @@ async def restore(host: RestartHost) -> None:
             validate(host, job)
 
 
-async def load(
-    broker: Broker,
-) -> tuple[dict[int, Job], dict[int, Ended], dict[int, WaitReply]]:
-    """Every job in the KVS, replayed: the active ones, with their jobspec (and R if
-    held), the inactive ones, reduced to their outcome, and the inactive waitable
-    ones' results (zombies again, ``wait.py``)."""
-    jobs: dict[int, Job] = {}
-    ended: dict[int, Ended] = {}
-    zombies: dict[int, WaitReply] = {}
-    inactive = State.INACTIVE
-    async for payload in broker.stream("kvs.walk", WalkRequest("job", suffix="eventlog")):
+class Found:
+    """What ``load`` found in the KVS."""
+
+    __slots__ = ("ended", "jobs", "records", "replayed", "zombies")
+
+    def __init__(self) -> None:
+        self.jobs: dict[int, Job] = {}  # active, with their jobspec (and R if held)
+        self.ended: dict[int, Ended] = {}  # inactive, reduced to their outcome
+        self.zombies: dict[int, WaitReply] = {}  # inactive waitable ones' results (wait.py)
+        self.records: list[list[Any]] = []  # KVS operations: records the replay made
+        self.replayed = 0  # eventlogs replayed
+
+
+async def load(broker: Broker, replay_from: int = 0) -> Found:
+    """Every job in the KVS: inactive ones from their records, the others replayed from
+    their eventlogs (those from ``replay_from`` on; 0: every one)."""
+    found = Found()
+    ended, waitable, bad = await inactive.load(broker, log.error)
+    walk = WalkRequest("job", suffix="eventlog")
+    if replay_from > 0:
+        walk = WalkRequest("job", suffix="eventlog", after=job_key(replay_from - 1, "eventlog"))
+    async for payload in broker.stream("kvs.walk", walk):
         for key, text in payload.get("entries", []):
             jobid = job_id_from_key(key, "eventlog")
-            if jobid is None:
+            if jobid is None or jobid in ended:
                 continue
-            events = events_of(jobid, text, log.error)
-            job = rebuild(Job(jobid), events, log.error)
-            if job is None:
-                continue
-            if job.state is inactive:
-                # the count of events is what the journal's digest tells job-list
-                ended[jobid] = Ended(job, len(events))
-                if job.flags & FLAG_WAITABLE:
-                    zombies[jobid] = result_of(jobid, job)
-            else:
-                jobs[jobid] = job
+            _replay(found, jobid, text)
+    for jobid in bad:
+        if jobid not in found.ended and jobid not in found.jobs:
+            text = await _get_text(broker, job_key(jobid, "eventlog"))
+            if text is not None:
+                _replay(found, jobid, text)
+    for jobid, job in found.ended.items():
+        ended[jobid] = job
+    found.ended = dict(sorted(ended.items())) if found.ended else ended
+    for jobid in waitable:
+        found.zombies[jobid] = result_of(jobid, ended[jobid])
+    found.zombies = dict(sorted(found.zombies.items()))
+    await _read_files(broker, found.jobs)
+    return found
+
+
+async def _read_files(broker: Broker, jobs: dict[int, Job]) -> None:
+    """Each active job's jobspec, and R if it holds resources."""
     for job in jobs.values():
         job.jobspec = await _get_json(broker, job.kvs("jobspec"))
         if job.jobspec is not None and job.jobspec_updates:
@@ -95,7 +131,33 @@ async def load(
         # (RFC 32's reattach, flux-core's "started" flag); one in RUN but not started
         # is started, unless the service finds it already running
         job.reattach = job.state is State.RUN and job.started
-    return jobs, ended, dict(sorted(zombies.items()))
+
+
+def _replay(found: Found, jobid: int, text: str) -> None:
+    """Rebuild one job from its eventlog into ``found``; an inactive one gets its record."""
+    found.replayed += 1
+    events = events_of(jobid, text, log.error)
+    job = rebuild(Job(jobid), events, log.error)
+    if job is None:
+        return
+    if job.state is State.INACTIVE:
+        # the count of events is what the journal's digest tells job-list
+        ended = found.ended[jobid] = Ended(job, len(events))
+        if job.flags & FLAG_WAITABLE:
+            found.zombies[jobid] = result_of(jobid, job)
+        found.records.append(inactive.put(ended, job.flags))
+    else:
+        found.jobs[jobid] = job
+
+
+async def _get_text(broker: Broker, key: str) -> str | None:
+    from pflux.errors import RPCError
+
+    try:
+        return value_of(await broker.call("kvs.get", GetRequest(key)))
+    except RPCError as exc:
+        log.error("restart: %s: %s", key, exc)
+        return None
 
 
 async def _get_json(broker: Broker, key: str) -> Any:

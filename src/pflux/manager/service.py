@@ -108,6 +108,7 @@ class JobManager(Service):
         self.queue_config = QueueConfig.from_config(broker.config)
         self.queues = Queues(self.queue_config.queues)
         self.max_jobid = 0
+        self.replay_mark = checkpoint.ReplayMark()
         self.drains: list[Request] = []
         self.idles: list[Request] = []
         self.depending: set[Job] = set()  # jobs whose dependencies are being added
@@ -336,7 +337,8 @@ class JobManager(Service):
 
     def _checkpoint(self, req: Request) -> None:
         """Store the queues' state with this turn's events; answer once it is durable."""
-        self.events.add_ops(checkpoint.ops(self.queues.stored(), self.max_jobid))
+        mark = self.replay_mark.value
+        self.events.add_ops(checkpoint.ops(self.queues.stored(), self.max_jobid, mark))
         self.events.after_commit(lambda: req.respond({}))
 
     @method("alloc-query")

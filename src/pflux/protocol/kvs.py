@@ -64,11 +64,13 @@ class LsRequest(Struct, frozen=True):
 
 
 class WalkRequest(Struct, frozen=True, omit_defaults=True):
-    """``kvs.walk``: the values below ``key`` (with the last component ``suffix``), in pages."""
+    """``kvs.walk``: the values below ``key`` (with the last component ``suffix``; only the
+    keys that sort after ``after``), in pages."""
 
     key: str = ROOT
     namespace: str | None = None
     suffix: str | None = None
+    after: str | None = None
 
 
 class WatchRequest(Struct, frozen=True, omit_defaults=True):

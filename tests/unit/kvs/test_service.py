@@ -397,6 +397,26 @@ def test_walk_streams_batches_in_key_order(run_kvs: Run) -> None:
     run_kvs(scenario)
 
 
+def test_walk_after_a_key_starts_past_it_and_never_before_the_key_walked(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        ops = [["append", f"job.{i:05d}.eventlog", f"e{i}\n"] for i in range(6)]
+        await client.call("kvs.commit", {"ops": [*ops, ["put", "a.eventlog", "x"]]})
+
+        async def walk(after: str) -> list[str]:
+            payload = {"key": "job", "suffix": "eventlog", "after": after}
+            msgs = await client.wait(client.send("kvs.walk", payload, streaming=True))
+            return [e[0] for m in msgs if not m.errnum for e in m.payload["entries"]]
+
+        assert await walk("job.00003.eventlog") == ["job.00004.eventlog", "job.00005.eventlog"]
+        assert await walk("a") == [f"job.{i:05d}.eventlog" for i in range(6)]
+        assert await walk("zzz") == []
+        msgs = await client.wait(client.send("kvs.walk", {"after": "a..b"}, streaming=True))
+        error = (errno.EINVAL, 'key "a..b": empty path component')
+        assert (msgs[0].errnum, msgs[0].errstr) == error
+
+    run_kvs(scenario)
+
+
 def test_a_long_value_comes_in_pieces_to_a_streaming_get_and_an_append_watch(
     run_kvs: Run,
 ) -> None:
