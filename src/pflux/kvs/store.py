@@ -367,6 +367,7 @@ class Store(Namespaces):
                 if not (
                     self._append_in_place(ops, watched, changes)
                     or self._insert_new(ops, watched, changes)
+                    or self._append_and_insert(ops, watched, changes)
                 ):
                     for i, op in enumerate(ops):
                         self._apply_one(i, op, watched, changes)
@@ -405,6 +406,29 @@ class Store(Namespaces):
         if watched:
             changes += [(k, APPEND, v) for _, k, v in ops if v and k in watched]
         return True
+
+    def _append_and_insert(
+        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+    ) -> bool:
+        """Appends that grow existing values and new keys, each kind in a statement or
+        two: the job manager's batches where jobs end (their eventlogs' last events, and
+        each one's record beside them). Neither kind can touch the other's keys (an
+        append here grows a value that exists, a new key has nothing at or below it),
+        so their order between them changes nothing; the new keys may not be watched,
+        so that what watchers hear keeps the ops' order. False, with nothing changed,
+        for anything else."""
+        appends = [op for op in ops if op[0] == APPEND]
+        news = [op for op in ops if op[0] != APPEND]
+        if not appends or not news or any(op[1] in watched for op in news):
+            return False
+        heard = len(changes)
+        if not self._append_in_place(appends, watched, changes):
+            return False
+        if self._insert_new(news, watched, changes):
+            return True
+        self._conn.execute("ROLLBACK TO kvs_commit")
+        del changes[heard:]
+        return False
 
     def _insert_new(
         self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]

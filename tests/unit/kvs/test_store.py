@@ -251,6 +251,45 @@ def test_new_keys_in_known_directories_are_inserted_in_one_statement(
     assert store.ls("job.2.T") == {"U": "val"}
 
 
+def test_ends_of_jobs_append_and_insert_their_records_in_a_few_statements(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job manager's commit where jobs end: each eventlog's last event appended and a
+    record beside it, the appends in one statement and the records in one more, none one
+    by one; a record in the way of nothing else, and a watched eventlog heard in order."""
+    store.apply([("append", f"job.{n}.eventlog", "a") for n in range(3)])
+    one_by_one: list[Any] = []
+    apply_one = store._apply_one
+    monkeypatch.setattr(store, "_apply_one", lambda *args: one_by_one.append(apply_one(*args)))
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        changes = store.apply(
+            [
+                op
+                for n in range(3)
+                for op in (
+                    ("append", f"job.{n}.eventlog", "b"),
+                    ("put", f"job.{n}.data.manager", f"r{n}"),
+                )
+            ],
+            {"job.0.eventlog", "job.2.eventlog"},
+        )
+    finally:
+        store._conn.set_trace_callback(None)
+    assert one_by_one == []
+    kinds = [s.split()[0] for s in statements]
+    assert (kinds.count("UPDATE"), kinds.count("INSERT"), kinds.count("DELETE")) == (3, 3, 0)
+    assert changes == [("job.0.eventlog", "append", "b"), ("job.2.eventlog", "append", "b")]
+    assert [store.get(f"job.{n}.eventlog") for n in range(3)] == ["ab"] * 3
+    assert [store.get(f"job.{n}.data.manager") for n in range(3)] == ["r0", "r1", "r2"]
+    # a new key where a value is: the appends are undone and all go one by one
+    store.apply([("append", "job.0.eventlog", "c"), ("put", "job.1.data.manager.x", "y")])
+    assert len(one_by_one) == 2
+    assert store.get("job.0.eventlog") == "abc"
+    assert store.ls("job.1.data.manager") == {"x": "val"}
+
+
 def test_a_commit_whose_key_stands_where_another_needs_a_directory(store: Store) -> None:
     """Found by the model test: all new directories, but a0.a is a key and a directory
     a0.a.a.a needs, so the commit goes one op at a time and the later put wins."""
