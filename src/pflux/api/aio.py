@@ -19,7 +19,7 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from pflux.api import instance, jobqueue, jobs, kvs, submission
+from pflux.api import instance, jobqueue, jobs, kvs, sproc, submission
 from pflux.api.driven import drive
 from pflux.api.exchange import Call, Exchange, method_of
 from pflux.api.instance import event_of
@@ -310,6 +310,11 @@ class AsyncClient:
             yield item
 
     resource_status = awaited(instance.resource_status)
+    resource_reload = awaited(instance.resource_reload)
+    rexec_background = awaited(sproc.rexec_background)
+    rexec_kill = awaited(sproc.rexec_kill)
+    rexec_wait = awaited(sproc.rexec_wait)
+    rexec_list = awaited(sproc.rexec_list)
     drain_resources = awaited(instance.drain_resources)
     undrain_resources = awaited(instance.undrain_resources)
 
@@ -355,6 +360,8 @@ class AsyncClient:
     kvs_namespace_create = awaited(kvs.kvs_namespace_create)
     kvs_namespace_remove = awaited(kvs.kvs_namespace_remove)
     kvs_dropcache = awaited(kvs.kvs_dropcache)
+    kvs_version = awaited(kvs.kvs_version)
+    kvs_wait_version = awaited(kvs.kvs_wait_version)
 
     def kvs_watch(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from pflux.api import instance, jobqueue, jobs, kvs, submission
+from pflux.api import instance, jobqueue, jobs, kvs, sproc, submission
 from pflux.api.exchange import Call, Exchange, method_of
 from pflux.api.instance import event_of
 from pflux.api.jobs import matches, never_received
@@ -261,6 +261,11 @@ class Client:
         return Remote(self.handle, ranks, exec_payload(command, env, cwd, stdin))
 
     resource_status = blocking(instance.resource_status)
+    resource_reload = blocking(instance.resource_reload)
+    rexec_background = blocking(sproc.rexec_background)
+    rexec_kill = blocking(sproc.rexec_kill)
+    rexec_wait = blocking(sproc.rexec_wait)
+    rexec_list = blocking(sproc.rexec_list)
     drain_resources = blocking(instance.drain_resources)
     undrain_resources = blocking(instance.undrain_resources)
 
@@ -309,6 +314,8 @@ class Client:
     kvs_namespace_create = blocking(kvs.kvs_namespace_create)
     kvs_namespace_remove = blocking(kvs.kvs_namespace_remove)
     kvs_dropcache = blocking(kvs.kvs_dropcache)
+    kvs_version = blocking(kvs.kvs_version)
+    kvs_wait_version = blocking(kvs.kvs_wait_version)
 
     def kvs_watch(
         self,

@@ -11,7 +11,7 @@ from pflux.protocol.message import FLAG_PRIVATE as EVENT_PRIVATE
 from pflux.protocol.message import NODEID_ANY
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from pflux.protocol.message import Message
 
@@ -26,6 +26,12 @@ def set_attr(name: str, value: str) -> Exchange[None]:
     """Change an instance attribute the broker lets change at run time (the log's:
     ``log-stderr-level``, ``log-ring-size``); RPCError says why not otherwise."""
     yield from ask("attr.set", {"name": name, "value": value})
+
+
+def resource_reload(R: Mapping[str, Any], *, force: bool = False) -> Exchange[None]:  # noqa: N803
+    """Have the scheduler take ``R``'s resources (the owner only, while no job holds or
+    waits for any); ``force``: keep ranks the instance lacks, as down."""
+    yield from ask("sched.reload", {"R": dict(R), "force": force})
 
 
 def resource_status() -> Exchange[dict[str, Any]]:

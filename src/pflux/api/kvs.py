@@ -73,3 +73,14 @@ def kvs_namespace_remove(name: str) -> Exchange[None]:
 def kvs_dropcache() -> Exchange[None]:
     """Have the KVS give back the memory of its page cache."""
     yield from ask("kvs.dropcache", {})
+
+
+def kvs_version(*, namespace: str | None = None) -> Exchange[int]:
+    """The KVS root's version: the commits stored (flux's root sequence number)."""
+    root = yield from ask("kvs.getroot", kvs_payload(namespace))
+    return int(root["rootseq"])
+
+
+def kvs_wait_version(version: int, *, namespace: str | None = None) -> Exchange[None]:
+    """Return once the KVS root's version is at least ``version``."""
+    yield from ask("kvs.wait-version", kvs_payload(namespace, rootseq=version), wait=True)

@@ -241,27 +241,25 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _background(client: Client, args: argparse.Namespace, ranks: list[int], cwd: str) -> int:
-    """Start the command on each rank, printing ``RANK: PID`` as each starts."""
-    payload: dict[str, Any] = {
-        "cmd": args.command,
-        "env": dict(os.environ),
-        "cwd": cwd,
-        "bg": True,
-        "waitable": args.waitable,
-    }
-    if args.label is not None:
-        payload["label"] = args.label
-    calls = [(rank, client.handle.rpc("rexec.exec", payload, nodeid=rank)) for rank in ranks]
+    """Start the command on each rank, printing ``RANK: PID`` for each, in rank order."""
+    started = client.rexec_background(
+        ranks,
+        args.command,
+        env=os.environ,
+        cwd=cwd,
+        waitable=args.waitable,
+        label=args.label,
+    )
     code = 0
-    for rank, call in calls:
-        try:
-            print(f"{rank}: {call.get()['pid']}", flush=True)
-        except RPCError as exc:
+    for rank, pid in zip(ranks, started, strict=True):
+        if isinstance(pid, RPCError):
             print(
-                f"{base.PROG}-exec: Error: rank {rank}: {args.command[0]}: {exc.errstr}",
+                f"{base.PROG}-exec: Error: rank {rank}: {args.command[0]}: {pid.errstr}",
                 file=sys.stderr,
             )
             code = 1
+        else:
+            print(f"{rank}: {pid}", flush=True)
     return code
 
 

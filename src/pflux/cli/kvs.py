@@ -228,27 +228,18 @@ def _count(text: str) -> int:
 
 def _version(args: argparse.Namespace) -> None:
     with client(args) as kvs:
-        print(_root(kvs, args)["rootseq"])
+        try:
+            print(kvs.kvs_version(namespace=namespace(args)))
+        except RPCError as exc:
+            raise Failure(f"version: {exc.errstr}") from None
 
 
 def _wait(args: argparse.Namespace) -> None:
-    payload: dict[str, Any] = {"rootseq": args.version}
-    if (name := namespace(args)) is not None:
-        payload["namespace"] = name
     with client(args) as kvs:
         try:
-            kvs.handle.call("kvs.wait-version", payload, wait=True)
+            kvs.kvs_wait_version(args.version, namespace=namespace(args))
         except RPCError as exc:
             raise Failure(f"wait: {exc.errstr}") from None
-
-
-def _root(kvs: Client, args: argparse.Namespace) -> dict[str, Any]:
-    payload = {} if (name := namespace(args)) is None else {"namespace": name}
-    try:
-        root: dict[str, Any] = kvs.handle.call("kvs.getroot", payload)
-    except RPCError as exc:
-        raise Failure(f"version: {exc.errstr}") from None
-    return root
 
 
 def _get(args: argparse.Namespace) -> None:

@@ -357,7 +357,7 @@ def _reload(args: argparse.Namespace) -> int:
         raise PfluxError(f"reload: {args.path}: R must be a JSON object")
     with Client(args.uri) as client:
         try:
-            client.handle.call("sched.reload", {"R": doc, "force": args.force})
+            client.resource_reload(doc, force=args.force)
         except RPCError as exc:
             raise PfluxError(exc.errstr) from None
     return 0

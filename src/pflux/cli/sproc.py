@@ -56,7 +56,7 @@ def _sproc(args: argparse.Namespace) -> int:
             return 0
         if args.command == "kill":
             target = _target(args.target)
-            client.handle.call("rexec.kill", {**target, "signum": args.signum}, nodeid=_rank(args))
+            client.rexec_kill(target, args.signum, rank=_rank(args))
             return _wait(client, args, target) if args.wait else 0
         return _wait(client, args, _target(args.target))
 
@@ -66,20 +66,20 @@ def _rank(args: argparse.Namespace) -> int:
     return -1 if args.rank is None else int(args.rank)
 
 
-def _target(text: str) -> dict[str, Any]:
-    """A pid, or -1 and the label."""
-    return {"pid": int(text)} if text.isdigit() else {"pid": -1, "label": text}
+def _target(text: str) -> int | str:
+    """A pid, or the label."""
+    return int(text) if text.isdigit() else text
 
 
-def _wait(client: Client, args: argparse.Namespace, target: dict[str, Any]) -> int:
-    status = int(client.handle.call("rexec.wait", target, wait=True, nodeid=_rank(args))["status"])
+def _wait(client: Client, args: argparse.Namespace, target: int | str) -> int:
+    status = client.rexec_wait(target, rank=_rank(args))
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)
 
 
 def _ps(client: Client, args: argparse.Namespace) -> None:
-    reply = client.handle.call("rexec.list", {}, nodeid=_rank(args))
+    reply = client.rexec_list(rank=_rank(args))
     rows = []
     for proc in reply["procs"]:
         flags = ",".join(name for name in ("bg", "waitable") if proc[name]) or "-"
