@@ -180,6 +180,29 @@ def test_wait_for_times_out_and_a_timer_ends_a_reactor_run(instance: LiveInstanc
     assert out.splitlines() == ["timeout 110 [1]", "[110]"]
 
 
+def test_a_timer_reset_runs_it_afresh_by_new_times(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+        fired = []
+
+        def tick(handle, watcher, revents, args):
+            fired.append(1)
+            if len(fired) == 3:
+                watcher.stop()
+
+        t = h.timer_watcher_create(60, tick)
+        t.start()
+        t.reset(after=0.01, repeat=0.01)
+        h.reactor_run()
+        print(len(fired), t.after, t.repeat)
+        """,
+        instance.uri,
+    )
+    assert out == "3 60.0 0.0\n"
+
+
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = run_flux(
         f"""

@@ -71,6 +71,18 @@ class Future:
     def get_flux(self) -> Flux | None:
         return self._flux
 
+    def set_flux(self, flux_handle: Flux) -> None:
+        """The handle whose responses (and reactor) fulfil the future."""
+        self._flux = flux_handle
+
+    def error_string(self) -> str | None:
+        """The current result's error text (the errno's own if the service gave
+        none); None if the future holds no result or no error. It does not wait."""
+        if not self._results or not self._results[0][1]:
+            return None
+        _value, errnum, errstr = self._results[0]
+        return str(errstr or os.strerror(errnum))
+
     def is_ready(self) -> bool:
         return bool(self._results)
 
@@ -156,9 +168,6 @@ class FutureExt(Future):
             raise TypeError(f"init_cb must be callable, not {type(init_cb).__name__}")
         super().__init__(flux_handle)
         self._init: tuple[Callable[..., Any], Any, Any] | None = (init_cb, args, kw)
-
-    def set_flux(self, flux_handle: Flux) -> None:
-        self._flux = flux_handle
 
     def _start(self) -> None:
         if self._init is not None:

@@ -79,19 +79,31 @@ class TimerWatcher(Watcher):
         if self.after < 0 or self.repeat < 0:
             raise OSError(errno.EINVAL, "timer: after and repeat must not be negative")
         self.due = 0.0
+        # the times the timer runs by: ``after`` and ``repeat`` until a reset changes them
+        self._after, self._repeat = self.after, self.repeat
 
     def start(self) -> TimerWatcher:
-        self.due = time.monotonic() + self.after
+        self.due = time.monotonic() + self._after
         self.flux_handle._timers.add(self)
         return self
+
+    def reset(self, after: float | None = None, repeat: float | None = None) -> None:
+        """Run the timer afresh, ``after`` seconds from now and then every ``repeat``
+        (each defaulting to what the watcher was created with), started or not."""
+        after = self.after if after is None else float(after)
+        repeat = self.repeat if repeat is None else float(repeat)
+        if after < 0 or repeat < 0:
+            raise OSError(errno.EINVAL, "timer: after and repeat must not be negative")
+        self._after, self._repeat = after, repeat
+        self.start()
 
     def stop(self) -> TimerWatcher:
         self.flux_handle._timers.discard(self)
         return self
 
     def _fire(self) -> None:
-        if self.repeat > 0:
-            self.due += self.repeat
+        if self._repeat > 0:
+            self.due += self._repeat
         else:
             self.stop()
         self.callback(self.flux_handle, self, 0, self.args)
