@@ -147,10 +147,11 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "flux.job.stats": ("JobStats.update", "JobStats.update_sync"),
     "flux.job.info": ("JobInfo", "StatsInfo"),
     "flux.job.executor": ("FluxExecutor.submit", "FluxExecutor.shutdown", "FluxExecutor.attach"),
-    "flux.util": ("parse_fsd", "fsd", "parse_datetime", "UtilConfig", "OutputFormat"),
+    "flux.util": ("Fileref", "parse_fsd", "fsd", "parse_datetime", "UtilConfig", "OutputFormat"),
     "flux.progress": ("Bottombar", "ProgressBar"),
     "flux.eventlog": ("EventLogFormatter",),
     "flux.queue": ("QueueList",),
+    "flux.abc": ("JournalConsumerBase", "JournalEventBase"),
     "flux.constraint.parser": ("ConstraintParser", "ConstraintLexer"),
     "flux.subprocess": ("rexec_bg", "command_create", "wait", "kill", "list", "Subprocess"),
 }
@@ -273,6 +274,9 @@ def test_the_names_added_to_match_flux_behave_as_flux_s() -> None:
         from flux.future import FutureExt
         from flux.job.info import StatsInfo
         from flux.resource import ResourceSet
+        from flux.abc import JournalEventBase
+        from flux.resource.journal import ResourceJournalEvent
+        from flux.util import Fileref
 
         R = {"version": 1, "execution": {"R_lite": [{"rank": "0-1", "children": {"core": "0"}}],
              "properties": {"fast": "0", "big": "1"}, "starttime": 10, "expiration": 20}}
@@ -288,7 +292,11 @@ def test_the_names_added_to_match_flux_behave_as_flux_s() -> None:
         f.fulfill_error(2)
         stats = StatsInfo.__new__(StatsInfo)
         stats.pending, stats.running, stats.successful, stats.failed = 1, 2, 3, 0
+        ends = JournalEventBase({})
+        define = ResourceJournalEvent({"timestamp": 1.5, "name": "up", "context": {"idset": "0"}})
         print(json.dumps([
+            json.dumps(Fileref({"a": 1}, 0o644)), json.dumps(Fileref("YQ==", encoding="base64")),
+            ends.is_empty(), str(ends).endswith(" End of historical data stream"), str(define),
             rset.properties, times, rset.to_dict()["execution"]["expiration"], bad,
             before, f.error_string(), f"{stats:>19}",
             flux.job.validate_jobspec.__module__, flux.job.JobWatcher.__module__,
@@ -297,6 +305,11 @@ def test_the_names_added_to_match_flux_behave_as_flux_s() -> None:
         None,
     )
     assert json.loads(out) == [
+        '{"mode": 33188, "data": {"a": 1}}',
+        '{"mode": 33152, "data": "YQ==", "encoding": "base64"}',
+        True,
+        True,
+        '1.50000 up {"idset":"0"}',
         "fast,big",
         [10.0, 20.0],
         30.5,

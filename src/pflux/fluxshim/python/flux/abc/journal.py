@@ -10,7 +10,10 @@ more before any of it is given (``_holding``: the job journal sorts its history)
 from __future__ import annotations
 
 import errno
+import time
 from collections import deque
+
+from flux.eventlog import EventLogEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,6 +24,25 @@ if TYPE_CHECKING:
     from flux.rpc import RPC
 
     _Consumer = TypeVar("_Consumer", bound="JournalConsumerBase")
+
+
+class JournalEventBase(EventLogEvent):
+    """An event of a journal: ``name``, ``timestamp`` (now, if the event has none) and
+    ``context``; an event with no name is the sentinel between history and live events."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        if "timestamp" not in event:
+            event = dict(event, timestamp=time.time())
+        super().__init__(event)
+
+    def is_empty(self) -> bool:
+        """Whether this is the sentinel between the history and live events."""
+        return "name" not in self
+
+    def __str__(self) -> str:
+        if self.is_empty():
+            return f"{self.timestamp:<0.5f} End of historical data stream"
+        return " ".join([f"{self.timestamp:<0.5f}", self.name, self.context_string])
 
 
 class JournalConsumerBase:
