@@ -661,6 +661,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "kvs eventlog wait-event --namespace": (
         "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
     ),
+    "kvs eventlog wait-event --human": (
+        "tests/cli/test_kvs_commands.py"
+        "::test_eventlog_timeouts_are_durations_and_h_is_human_as_flux_too",
+    ),
     "kvs eventlog wait-event --quiet": (
         "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
     ),
