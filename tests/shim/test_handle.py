@@ -203,6 +203,25 @@ def test_a_timer_reset_runs_it_afresh_by_new_times(instance: LiveInstance) -> No
     assert out == "3 60.0 0.0\n"
 
 
+def test_flux_core_s_parameter_names_and_positions(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import signal
+        import flux
+        from flux.constants import FLUX_MSGTYPE_EVENT, FLUX_MATCHTAG_NONE
+        from flux.core.watchers import SignalWatcher
+        from flux.message import MessageWatcher
+        h = flux.Flux()
+        h.attr_set(attr="log-ring-size", value="200")
+        w = MessageWatcher(h, FLUX_MSGTYPE_EVENT, print, "x.*", FLUX_MATCHTAG_NONE, None, "arg")
+        s = SignalWatcher(h, signal_int=signal.SIGUSR1, callback=print)
+        print(h.attr_get("log-ring-size"), w.args, w.rolemask, s.signum == signal.SIGUSR1)
+        """,
+        instance.uri,
+    )
+    assert out == "200 arg None True\n"
+
+
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = run_flux(
         f"""

@@ -382,7 +382,7 @@ class Flux:
         instance owner, whom any rolemask allows."""
         from flux.message import MessageWatcher
 
-        return MessageWatcher(self, type_mask, callback, topic_glob, match_tag, args)
+        return MessageWatcher(self, type_mask, callback, topic_glob, match_tag, rolemask, args)
 
     def add_watcher(self, watcher: Any) -> Any:
         """Keep ``watcher`` referenced (flux-core's guard against garbage collection)."""
@@ -557,10 +557,10 @@ class Flux:
             raise OSError(errno.ENOENT, os.strerror(errno.ENOENT)) from None
         return str(value)
 
-    def attr_set(self, attr_name: Any, value: Any) -> None:
+    def attr_set(self, attr: Any, value: Any) -> None:
         """Set a broker attribute flux-core lets change at run time (``log-stderr-level``,
         ``log-level``, ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
-        name = _text(attr_name, "attr_name")
+        name = _text(attr, "attr")
         text = _text(value, "value")
         self.rpc("attr.set", {"name": name, "value": text}).get()
         if self._attrs is not None:

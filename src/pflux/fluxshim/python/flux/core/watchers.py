@@ -139,16 +139,16 @@ class FDWatcher(Watcher):
 
 
 class SignalWatcher(Watcher):
-    """``callback(handle, watcher, signum, args)`` each time ``signum`` arrives while
+    """``callback(handle, watcher, signum, args)`` each time ``signal_int`` arrives while
     started (in the main thread: Python delivers signals there only)."""
 
     def __init__(
-        self, flux_handle: Flux, signum: int, callback: Callable[..., Any], args: Any = None
+        self, flux_handle: Flux, signal_int: int, callback: Callable[..., Any], args: Any = None
     ) -> None:
         super().__init__(flux_handle, callback, args)
-        if not isinstance(signum, int) or not 0 < signum < signal.NSIG:
-            raise OSError(errno.EINVAL, f"signal watcher: invalid signal number {signum!r}")
-        self.signum = signum
+        if not isinstance(signal_int, int) or not 0 < signal_int < signal.NSIG:
+            raise OSError(errno.EINVAL, f"signal watcher: invalid signal number {signal_int!r}")
+        self.signum = signal_int
         self._previous: Any = None
 
     def start(self) -> SignalWatcher:
