@@ -320,3 +320,19 @@ def test_the_names_added_to_match_flux_behave_as_flux_s() -> None:
         "flux.job.Jobspec",
         "flux.job.watcher",
     ]
+
+
+def test_resource_status_holds_housekeeping_ranks_as_flux_s() -> None:
+    out = flux_output(
+        """
+        from flux.idset import IDset
+        from flux.resource import ResourceStatus
+        R = {"version": 1, "execution": {"R_lite": [{"rank": "0-3", "children": {"core": "0"}}]}}
+        rstatus = {"R": R, "online": "0-3", "offline": "", "exclude": "", "drain": {}}
+        status = ResourceStatus(rstatus, IDset("1"), IDset("2-3"))
+        print(status.housekeeping, status["housekeeping"], status.allocated, status.avail)
+        print(len(ResourceStatus().housekeeping))
+        """,
+        None,
+    )
+    assert out == "2-3 2-3 1 0-3\n0\n"
