@@ -222,6 +222,27 @@ def test_flux_core_s_parameter_names_and_positions(instance: LiveInstance) -> No
     assert out == "200 arg None True\n"
 
 
+def test_reactor_run_once_and_nowait(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        from flux.constants import FLUX_REACTOR_NOWAIT, FLUX_REACTOR_ONCE
+        h = flux.Flux()
+        got = []
+        h.rpc("attr.get", {"name": "rank"}).then(lambda f: got.append("rpc"))
+        h.timer_watcher_create(60, lambda *a: got.append("late")).start()
+        print(h.reactor_run(flags=FLUX_REACTOR_ONCE), got)
+        print(h.reactor_run(flags=FLUX_REACTOR_NOWAIT), got)
+        try:
+            h.reactor_run(flags=4)
+        except OSError as exc:
+            print(exc.errno)
+        """,
+        instance.uri,
+    )
+    assert out == "1 ['rpc']\n1 ['rpc']\n22\n"
+
+
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = run_flux(
         f"""

@@ -65,7 +65,15 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "FutureExt.fulfill_error",
     ),
     "flux.message": ("Message.decode", "Message.topic", "Message.payload", "MessageWatcher"),
-    "flux.constants": ("FLUX_NODEID_ANY", "FLUX_MSGTYPE_REQUEST", "FLUX_RPC_STREAMING"),
+    "flux.constants": (
+        "FLUX_NODEID_ANY",
+        "FLUX_MSGTYPE_REQUEST",
+        "FLUX_RPC_STREAMING",
+        "FLUX_REACTOR_ONCE",
+        "FLUX_REACTOR_NOWAIT",
+        "FLUX_ROLE_OWNER",
+        "FLUX_KVS_WAITCREATE",
+    ),
     "flux.kvs": (
         "get",
         "put",

@@ -57,6 +57,8 @@ from flux.constants import (
     FLUX_POLLERR,
     FLUX_POLLIN,
     FLUX_POLLOUT,
+    FLUX_REACTOR_NOWAIT,
+    FLUX_REACTOR_ONCE,
     FLUX_RPC_NORESPONSE,
     FLUX_RPC_STREAMING,
 )
@@ -314,13 +316,21 @@ class Flux:
     def reactor_run(self, reactor: Any = None, flags: int = 0) -> int:
         """Call ``then`` callbacks and timers until nothing is left to wait for, or
         ``reactor_stop()``; re-raise what a callback raised. Returns 0; a connection
-        lost while a message watcher waited raises ECONNRESET."""
+        lost while a message watcher waited raises ECONNRESET. ``FLUX_REACTOR_NOWAIT``
+        calls only what is ready now, ``FLUX_REACTOR_ONCE`` waits until something is:
+        both return 1 if something is still to be waited for, else 0."""
+        if flags & ~(FLUX_REACTOR_NOWAIT | FLUX_REACTOR_ONCE):
+            raise OSError(errno.EINVAL, f"reactor_run: flags: invalid value {flags!r}")
         self._stopped = False
         self._reactor_depth += 1
         try:
             while True:
-                self._run_callbacks()
-                if self._stopped or not self._active():
+                ran = self._run_callbacks()
+                if self._stopped or not self._active() or (flags & FLUX_REACTOR_ONCE and ran):
+                    break
+                if flags & FLUX_REACTOR_NOWAIT:
+                    self._poll(0.0)
+                    self._run_callbacks()
                     break
                 self._poll(self._timer_wait())
         finally:
@@ -330,7 +340,7 @@ class Flux:
             raise exc
         if not self._stopped and self._sock is None and self._msg_watchers:
             raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
-        return 0
+        return int(bool(flags) and self._active())
 
     def reactor_running(self) -> bool:
         """Whether ``reactor_run`` is running on this handle."""
@@ -455,30 +465,33 @@ class Flux:
             return None
         return max(0.0, min(t.due for t in self._timers) - time.monotonic())
 
-    def _run_callbacks(self) -> None:
+    def _run_callbacks(self) -> bool:
         """Call every timer due, every watcher woken and every callback queued with a
         result it has not seen, until none is left (a callback may reset its future
-        or fulfil another)."""
+        or fulfil another): whether any was."""
+        ran = False
         progress = True
         while progress and not self._stopped:
             progress = False
             if self._timers:
                 fired = self._run_timers()
                 if fired is None:
-                    return
+                    return True
                 progress = fired
             if self._fired or self._signals:
                 progress = True
                 if not self._call_watchers():
-                    return
+                    return True
             if self._inbox and self._msg_watchers:
                 progress = True
                 if not self._dispatch():
-                    return
+                    return True
             if self._ready:
                 progress = True
                 if not self._run_thens():
-                    return
+                    return True
+            ran = ran or progress
+        return ran
 
     def _run_thens(self) -> bool:
         """Call the ``then`` callbacks queued (False: the reactor is to stop)."""
