@@ -21,6 +21,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "Flux.rpc",
         "Flux.attr_get",
         "Flux.attr_set",
+        "Flux.attr_remove",
         "Flux.conf_get",
         "Flux.log",
         "Flux.event_subscribe",

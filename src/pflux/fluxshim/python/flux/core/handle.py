@@ -573,11 +573,21 @@ class Flux:
     def attr_set(self, attr: Any, value: Any) -> None:
         """Set a broker attribute flux-core lets change at run time (``log-stderr-level``,
         ``log-level``, ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
-        name = _text(attr, "attr")
-        text = _text(value, "value")
-        self.rpc("attr.set", {"name": name, "value": text}).get()
+        if not isinstance(attr, str):
+            raise ValueError("Attribute name must be a string")
+        if not isinstance(value, str):
+            raise ValueError("Attribute value must be a string")
+        self.rpc("attr.set", {"name": attr, "value": value}).get()
         if self._attrs is not None:
-            self._attrs[name] = text
+            self._attrs[attr] = value
+
+    def attr_remove(self, attr: Any) -> None:
+        """Remove a broker attribute: none of pflux's may be (EPERM; ENOENT for an
+        unknown one), as ``setattr`` makes none."""
+        if not isinstance(attr, str):
+            raise ValueError("Attribute name must be a string")
+        self.attr_get(attr)
+        raise OSError(errno.EPERM, f"attr.rm: {attr} cannot be removed")
 
     def conf_get(self, key: Any = None, default: Any = None, update: bool = False) -> Any:
         """The instance's configuration (``config.get``, fetched once and kept unless
