@@ -330,3 +330,38 @@ def test_with_no_flux_uri_the_handle_opens_the_system_instance(
     monkeypatch.setenv("PFLUX_SYSTEM_URI", instance.uri)
     out = flux_output("import flux\nprint(flux.Flux().attr_get('size'))", None)
     assert out == "1\n"
+
+
+def test_a_wait_all_future_is_fulfilled_once_every_child_is(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        from flux.future import WaitAllFuture
+        h = flux.Flux()
+        one, two = h.rpc("broker.attrs", {}), h.rpc("broker.attrs", {})
+        both = WaitAllFuture()
+        both.push(one)
+        both.push(two)
+        print(both.get(), one.get()["attrs"]["rank"], two.is_ready(), len(both.children))
+        got = []
+        later = WaitAllFuture()
+        later.push(h.rpc("broker.attrs", {}))
+        later.push(h.rpc("nosuch.topic"))
+        later.then(lambda f: got.append([c.error_string() for c in f.children]))
+        h.reactor_run()
+        print(got)
+        taken = h.rpc("broker.attrs", {}).then(lambda f: None)
+        bad = WaitAllFuture()
+        bad.push(taken)
+        try:
+            bad.get()
+        except OSError as exc:
+            print(errno.errorcode[exc.errno])
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        "None 0 True 2",
+        "[[None, 'No service matching nosuch.topic is registered']]",
+        "EEXIST",
+    ]

@@ -62,6 +62,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "Future.error_string",
         "Future.__enter__",
         "Future.__exit__",
+        "WaitAllFuture.push",
         "FutureExt.fulfill",
         "FutureExt.fulfill_error",
     ),

@@ -153,6 +153,58 @@ class Future:
             self._flux._thens.pop(self, None)
 
 
+class WaitAllFuture(Future):
+    """A future fulfilled, with nothing, once every child ``push()``ed has a result
+    (each child keeps its own, for its ``get()``). It takes each child's ``then``,
+    as flux-core's composite does: a child with one already is EEXIST."""
+
+    def __init__(self, children: list[Future] | None = None) -> None:
+        super().__init__(None)
+        self.children = [] if children is None else children
+        self._pushed: list[Future] = []
+        self._waiting: set[int] | None = None  # the children not yet ready, once started
+
+    def push(self, child: Future, name: str | None = None) -> None:
+        """Add ``child`` to those waited for (its handle becomes this future's if it has none)."""
+        if self._flux is None:
+            self._flux = child.get_flux()
+        self._pushed.append(child)
+        self.children.append(child)
+
+    def _start(self) -> None:
+        if self._waiting is not None:
+            return
+        self._waiting = {id(child) for child in self._pushed if not child.is_ready()}
+        for child in self._pushed:
+            if id(child) in self._waiting:
+                child.then(self._child_ready)
+        self._check()
+
+    def _child_ready(self, child: Future) -> None:
+        assert self._waiting is not None
+        self._waiting.discard(id(child))
+        self._check()
+
+    def _check(self) -> None:
+        if not self._waiting and self._more:
+            self._more = False
+            self._fulfill(None)
+
+    def then(
+        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
+    ) -> Future:
+        super().then(callback, *args, timeout=timeout, **kwargs)
+        self._start()
+        return self
+
+    def wait_for(self, timeout: float = -1.0) -> Future:
+        if self._flux is None:
+            raise OSError(errno.EINVAL, "future has no Flux handle: push a child first")
+        self._start()
+        self._flux._run_until(self, timeout)
+        return self
+
+
 class FutureExt(Future):
     """A future fulfilled from Python (flux-core's): ``init_cb(future, *args, **kwargs)``
     runs once, when a ``then`` callback is set or a result is first waited for, and
