@@ -428,6 +428,9 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_cli_output.py::test_attach_show_events_prints_finish_and_exception_once",
     ),
     "job attach --stdin-ranks": ("tests/e2e/test_option_effects.py::test_attach_stdin_ranks",),
+    "job attach --quiet": (
+        "tests/cli/test_shell_messages.py::test_attach_quiet_prints_none_of_the_shells_messages",
+    ),
     "job attach --read-only": (
         "tests/e2e/test_option_effects.py::test_attach_read_only_forwards_nothing",
     ),
