@@ -190,7 +190,13 @@ SURFACE: dict[str, tuple[str, ...]] = {
     "flux.progress": ("Bottombar", "ProgressBar"),
     "flux.eventlog": ("EventLogFormatter",),
     "flux.queue": ("QueueList",),
-    "flux.abc": ("JournalConsumerBase", "JournalEventBase"),
+    "flux.abc": (
+        "JournalConsumerBase.process_response",
+        "JournalConsumerBase.create_event",
+        "JournalConsumerBase.is_empty_response",
+        "JournalConsumerBase.request_payload",
+        "JournalEventBase",
+    ),
     "flux.constraint.parser": ("ConstraintParser", "ConstraintLexer"),
     "flux.subprocess": ("rexec_bg", "command_create", "wait", "kill", "list", "Subprocess"),
 }
