@@ -243,6 +243,33 @@ def test_reactor_run_once_and_nowait(instance: LiveInstance) -> None:
     assert out == "1 ['rpc']\n1 ['rpc']\n22\n"
 
 
+def test_a_callback_s_exception_set_on_the_handle_is_raised_by_reactor_run(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+
+        def failing(handle, watcher, revents, args):
+            handle.set_exception(ValueError("from the callback"))
+            handle.reactor_stop()
+
+        h.timer_watcher_create(0.01, failing).start()
+        try:
+            h.reactor_run()
+        except ValueError as exc:
+            print(exc)
+        h.raise_if_exception()
+        with h.in_reactor():
+            print(h.reactor_running())
+        print(h.reactor_running(), h.set_exception(None))
+        """,
+        instance.uri,
+    )
+    assert out == "from the callback\nTrue\nFalse None\n"
+
+
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = run_flux(
         f"""

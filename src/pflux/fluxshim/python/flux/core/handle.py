@@ -65,7 +65,7 @@ from flux.constants import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterator
 
     from flux.core.watchers import FDWatcher, SignalWatcher, TimerWatcher
     from flux.future import Future
@@ -345,6 +345,34 @@ class Flux:
     def reactor_running(self) -> bool:
         """Whether ``reactor_run`` is running on this handle."""
         return self._reactor_depth > 0
+
+    def reactor_enter(self) -> None:
+        """Count this handle's reactor as running (``reactor_running``) until ``reactor_exit``."""
+        self._reactor_depth += 1
+
+    def reactor_exit(self) -> None:
+        self._reactor_depth -= 1
+
+    @contextlib.contextmanager
+    def in_reactor(self) -> Iterator[None]:
+        """``reactor_enter`` for the ``with`` block."""
+        self.reactor_enter()
+        try:
+            yield
+        finally:
+            self.reactor_exit()
+
+    def set_exception(self, exception: BaseException | None) -> BaseException | None:
+        """Set what ``reactor_run`` raises once it returns (a callback's error); the one
+        set before is returned."""
+        previous, self._exception = self._exception, exception
+        return previous
+
+    def raise_if_exception(self) -> None:
+        """Raise the exception set, if any, and clear it."""
+        exc = self.set_exception(None)
+        if exc is not None:
+            raise exc from None
 
     def reactor_stop(self, reactor: Any = None) -> None:
         self._stopped = True
