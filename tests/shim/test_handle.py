@@ -270,6 +270,37 @@ def test_a_callback_s_exception_set_on_the_handle_is_raised_by_reactor_run(
     assert out == "from the callback\nTrue\nFalse None\n"
 
 
+def test_prepare_idle_and_check_watchers_do_work_between_waits(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+        work, done, turns = [1, 2, 3], [], []
+        idle = h.idle_watcher_create()
+
+        def prepare(handle, watcher, revents, args):
+            turns.append("p")
+            if work:
+                idle.start()
+
+        def check(handle, watcher, revents, args):
+            turns.append("c")
+            if work:
+                done.append(work.pop(0))
+            if not work:
+                idle.stop()
+                prep.stop()
+                watcher.stop()
+
+        prep = h.prepare_watcher_create(prepare).start()
+        h.check_watcher_create(check).start()
+        print(h.reactor_run(), done, "".join(turns))
+        """,
+        instance.uri,
+    )
+    assert out == "0 [1, 2, 3] pcpcpc\n"
+
+
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = run_flux(
         f"""

@@ -67,7 +67,14 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
-    from flux.core.watchers import FDWatcher, SignalWatcher, TimerWatcher
+    from flux.core.watchers import (
+        CheckWatcher,
+        FDWatcher,
+        IdleWatcher,
+        PrepareWatcher,
+        SignalWatcher,
+        TimerWatcher,
+    )
     from flux.future import Future
     from flux.message import Message, MessageWatcher
     from flux.rpc import RPC
@@ -138,6 +145,8 @@ class Flux:
         self._timers: set[TimerWatcher] = set()
         self._fd_watchers: dict[FDWatcher, None] = {}  # started
         self._signal_watchers: dict[SignalWatcher, None] = {}  # started
+        # started prepare, check and idle watchers, called on each turn of reactor_run
+        self._turn_watchers: dict[str, dict[Any, None]] = {"prepare": {}, "check": {}, "idle": {}}
         self._msg_watchers: dict[MessageWatcher, None] = {}  # started, in the order started
         self._inbox: deque[Message] = deque()  # events and requests no watcher has taken
         self._signals: list[int] = []  # signals arrived, for their watchers
@@ -329,10 +338,10 @@ class Flux:
                 if self._stopped or not self._active() or (flags & FLUX_REACTOR_ONCE and ran):
                     break
                 if flags & FLUX_REACTOR_NOWAIT:
-                    self._poll(0.0)
+                    self._turn(0.0)
                     self._run_callbacks()
                     break
-                self._poll(self._timer_wait())
+                self._turn(self._timer_wait())
         finally:
             self._reactor_depth -= 1
         exc, self._exception = self._exception, None
@@ -388,6 +397,28 @@ class Flux:
 
         return TimerWatcher(self, after, callback, repeat=repeat, args=args)
 
+    def prepare_watcher_create(
+        self, callback: Callable[..., Any], args: Any = None
+    ) -> PrepareWatcher:
+        """A watcher called before each wait of ``reactor_run`` (not started)."""
+        from flux.core.watchers import PrepareWatcher
+
+        return PrepareWatcher(self, callback, args)
+
+    def check_watcher_create(self, callback: Callable[..., Any], args: Any = None) -> CheckWatcher:
+        """A watcher called after each wait of ``reactor_run`` (not started)."""
+        from flux.core.watchers import CheckWatcher
+
+        return CheckWatcher(self, callback, args)
+
+    def idle_watcher_create(
+        self, callback: Callable[..., Any] | None = None, args: Any = None
+    ) -> IdleWatcher:
+        """A watcher that keeps ``reactor_run`` from waiting while started (not started)."""
+        from flux.core.watchers import IdleWatcher
+
+        return IdleWatcher(self, callback, args)
+
     def fd_watcher_create(
         self, fd_int: int, callback: Callable[..., Any], events: int | None = None, args: Any = None
     ) -> FDWatcher:
@@ -432,6 +463,8 @@ class Flux:
 
     def _active(self) -> bool:
         if any(t.referenced for t in self._timers):
+            return True
+        if any(w.referenced for kind in self._turn_watchers.values() for w in kind):
             return True
         if any(w.referenced for w in self._fd_watchers) or any(
             w.referenced for w in self._signal_watchers
@@ -492,6 +525,24 @@ class Flux:
         if not self._timers:
             return None
         return max(0.0, min(t.due for t in self._timers) - time.monotonic())
+
+    def _turn(self, timeout: float | None) -> None:
+        """One wait of ``reactor_run`` (none while an idle watcher is started), between
+        its prepare watchers and its check and idle watchers."""
+        watchers = self._turn_watchers
+        if not self._call_turn(watchers["prepare"]):
+            return
+        self._poll(0.0 if watchers["idle"] else timeout)
+        if self._call_turn(watchers["check"]):
+            self._call_turn(watchers["idle"])
+
+    def _call_turn(self, started: dict[Any, None]) -> bool:
+        for watcher in list(started):
+            if watcher in started and not self._call(
+                partial(watcher.callback, self, watcher, 0, watcher.args)
+            ):
+                return False
+        return True
 
     def _run_callbacks(self) -> bool:
         """Call every timer due, every watcher woken and every callback queued with a

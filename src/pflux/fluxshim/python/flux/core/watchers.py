@@ -22,7 +22,15 @@ if TYPE_CHECKING:
 
     from flux.core.handle import Flux
 
-__all__ = ["FDWatcher", "SignalWatcher", "TimerWatcher", "Watcher"]
+__all__ = [
+    "CheckWatcher",
+    "FDWatcher",
+    "IdleWatcher",
+    "PrepareWatcher",
+    "SignalWatcher",
+    "TimerWatcher",
+    "Watcher",
+]
 
 
 class Watcher:
@@ -107,6 +115,51 @@ class TimerWatcher(Watcher):
         else:
             self.stop()
         self.callback(self.flux_handle, self, 0, self.args)
+
+
+class _TurnWatcher(Watcher):
+    """A watcher ``reactor_run`` calls at one point of each of its turns (``_kind``),
+    as ``callback(handle, watcher, revents, args)``."""
+
+    _kind = ""
+
+    def start(self) -> _TurnWatcher:
+        self.flux_handle._turn_watchers[self._kind][self] = None
+        return self
+
+    def stop(self) -> _TurnWatcher:
+        self.flux_handle._turn_watchers[self._kind].pop(self, None)
+        return self
+
+
+class PrepareWatcher(_TurnWatcher):
+    """Called on each turn of ``reactor_run`` before it waits (with an ``IdleWatcher``
+    started, it does not: the prepare, idle, check pattern of flux-core's)."""
+
+    _kind = "prepare"
+
+
+class CheckWatcher(_TurnWatcher):
+    """Called on each turn of ``reactor_run`` after it waited, before what arrived is
+    handed to its callbacks."""
+
+    _kind = "check"
+
+
+class IdleWatcher(_TurnWatcher):
+    """While started, ``reactor_run`` does not wait; its callback, if any, is called on
+    each turn."""
+
+    _kind = "idle"
+
+    def __init__(
+        self, flux_handle: Flux, callback: Callable[..., Any] | None = None, args: Any = None
+    ) -> None:
+        super().__init__(flux_handle, callback or _nothing, args)
+
+
+def _nothing(*_args: Any) -> None:
+    """An idle watcher's callback when it has none."""
 
 
 class FDWatcher(Watcher):
