@@ -30,6 +30,14 @@ ROOT = TESTS.parent
 SAME_AS_SUBMIT: Final = ("SAME_AS_SUBMIT",)
 URI: Final = ("tests/cli/test_uri_option.py::test_uri_names_the_instance",)
 
+RESOURCE_EVENTLOG_TMI: Final = (
+    "tests/cli/test_resource_commands.py"
+    "::test_resource_eventlog_matches_a_context_keeps_targets_and_times_out",
+)
+JOB_LIST: Final = (
+    "tests/cli/test_job_commands.py::test_job_list_commands_print_job_list_s_answers_one_a_line",
+)
+
 # the job shell's options pflux acts on: the table job-ingest checks them against
 SHELL_OPTIONS: Final = tuple(KNOWN)
 
@@ -420,6 +428,9 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/e2e/test_cli_output.py::test_attach_show_events_prints_finish_and_exception_once",
     ),
     "job attach --stdin-ranks": ("tests/e2e/test_option_effects.py::test_attach_stdin_ranks",),
+    "job attach --quiet": (
+        "tests/cli/test_shell_messages.py::test_attach_quiet_prints_none_of_the_shells_messages",
+    ),
     "job attach --read-only": (
         "tests/e2e/test_option_effects.py::test_attach_read_only_forwards_nothing",
     ),
@@ -653,6 +664,10 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "kvs eventlog wait-event --namespace": (
         "tests/cli/test_kvs_commands.py::test_every_writing_command_takes_a_namespace",
     ),
+    "kvs eventlog wait-event --human": (
+        "tests/cli/test_kvs_commands.py"
+        "::test_eventlog_timeouts_are_durations_and_h_is_human_as_flux_too",
+    ),
     "kvs eventlog wait-event --quiet": (
         "tests/cli/test_kvs_commands.py::test_eventlog_append_and_wait_event",
     ),
@@ -715,6 +730,9 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
         "tests/cli/test_resource_commands.py::test_resource_eventlog_records_the_start_and_each_drain",
     ),
     "resource eventlog --uri": URI,
+    "resource eventlog --timeout": RESOURCE_EVENTLOG_TMI,
+    "resource eventlog --match-context": RESOURCE_EVENTLOG_TMI,
+    "resource eventlog --include": RESOURCE_EVENTLOG_TMI,
     "resource reload --force": (
         "tests/cli/test_resource_reload.py::test_reload_schedules_the_r_file_s_resources",
     ),
@@ -1139,6 +1157,17 @@ PROOF: Final[dict[str, tuple[str, ...]]] = {
     "job stats --uri": URI,
     "job timeleft --uri": URI,
     "job hostpids --uri": URI,
+    "job list --uri": URI,
+    "job list --count": JOB_LIST,
+    "job list --states": JOB_LIST,
+    "job list --user": JOB_LIST,
+    "job list --all-user": JOB_LIST,
+    "job list --all": JOB_LIST,
+    "job list-inactive --uri": URI,
+    "job list-inactive --count": JOB_LIST,
+    "job list-inactive --since": JOB_LIST,
+    "job list-ids --uri": URI,
+    "job list-ids --wait-state": JOB_LIST,
     "job hostpids --delimiter": ("tests/cli/test_job_hostpids.py::test_hostpids_names_each_task",),
     "job hostpids --ranks": ("tests/cli/test_job_hostpids.py::test_hostpids_names_each_task",),
     "job hostpids --timeout": ("tests/cli/test_job_hostpids.py::test_hostpids_errors",),

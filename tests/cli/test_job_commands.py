@@ -349,3 +349,31 @@ def test_status_json(uri: str, client: Client) -> None:
     assert result["result"] == 1  # COMPLETED
     assert (result["exception_type"], result["exception_severity"]) == ("test", 1)
     assert result["t_submit"] < result["t_run"] < result["t_cleanup"]
+
+
+# ------------------------------------------- job list, list-inactive, list-ids
+
+
+def test_job_list_commands_print_job_list_s_answers_one_a_line(uri: str, client: Client) -> None:
+    done = finished(client)
+    waiting = held(client)
+    pending = [json.loads(line) for line in ok(uri, "job", "list").splitlines()]
+    assert waiting in [job["id"] for job in pending]
+    assert done not in [job["id"] for job in pending]
+    assert {job["state"] for job in pending} <= {2, 4, 8, 16, 32}
+    everything = [json.loads(line)["id"] for line in ok(uri, "job", "list", "-a").splitlines()]
+    assert {done, waiting} <= set(everything)
+    assert ok(uri, "job", "list", "-s", "inactive", "-c", "1", "-A").count("\n") == 1
+    assert ok(uri, "job", "list", "-u", str(UID)) == ok(uri, "job", "list")
+    assert ok(uri, "job", "list", "-u", "all", "-s", "sched") == ok(uri, "job", "list", "-s", "S")
+    inactive = [json.loads(line) for line in ok(uri, "job", "list-inactive").splitlines()]
+    assert done in [job["id"] for job in inactive]
+    assert {job["state"] for job in inactive} == {64}
+    assert ok(uri, "job", "list-inactive", "--since", "4e9") == ""
+    byid = [json.loads(line) for line in ok(uri, "job", "list-ids", str(done)).splitlines()]
+    assert [(job["id"], job["state"]) for job in byid] == [(done, 64)]
+    byid = ok(uri, "job", "list-ids", "-W", "sched", str(waiting))
+    assert json.loads(byid)["id"] == waiting
+    assert "error parsing --states: bogus is unknown" in fails(uri, "job", "list", "-s", "bogus")
+    assert "invalid job state specified" in fails(uri, "job", "list-ids", "-W", "x", str(done))
+    client.cancel(waiting)

@@ -368,3 +368,22 @@ def test_the_version_is_kept_across_a_restart() -> None:
             assert int(ok(uri, "kvs", "version")) == after + 1
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def test_eventlog_timeouts_are_durations_and_h_is_human_as_flux_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert kvs(capsys, "eventlog", "append", "-t", "10.5", "h1.log", "start", '{"n":1}')[0] == 0
+    rc, _, err = kvs(capsys, "eventlog", "wait-event", "-t", "0.2s", "h1.log", "never")
+    assert (rc, err) == (1, "pflux-kvs: ERROR: wait-event timeout on event 'never'\n")
+    with pytest.raises(SystemExit):
+        kvs(capsys, "eventlog", "wait-event", "-t", "soon", "h1.log", "never")
+    assert 'invalid Flux standard duration "soon"' in capsys.readouterr().err
+    plain = flux_kvs(capsys, monkeypatch, "eventlog", "get", "h1.log")
+    assert plain == (0, '10.500000 start {"n":1}\n', "")
+    for command in ("get", "wait-event"):
+        args = [command, "-H", "h1.log"] + (["start"] if command == "wait-event" else [])
+        rc, out, _ = flux_kvs(capsys, monkeypatch, "eventlog", *args)
+        assert rc == 0
+        assert out.startswith("["), out
+        assert out.endswith("] start n=1\n"), out

@@ -48,3 +48,28 @@ def test_resource_eventlog_records_the_start_and_each_drain(instance: LiveInstan
     assert followed.startswith("[")
     offsets = ok(instance.uri, "resource", "eventlog", "-T", "offset").splitlines()
     assert offsets[0].startswith("0.000000 restart ")
+
+
+def test_resource_eventlog_matches_a_context_keeps_targets_and_times_out(
+    instance: LiveInstance,
+) -> None:
+    host = ResourceSet.from_json(json.loads(ok(instance.uri, "resource", "R"))).nodelist[0]
+    for reason in ("first", "second"):
+        ok(instance.uri, "resource", "drain", "0", reason)
+        ok(instance.uri, "resource", "undrain", "0")
+    waited = ok(instance.uri, "resource", "eventlog", "-w", "drain", "-m", "reason=second")
+    assert waited.splitlines()[-1].endswith('reason="second" overwrite=0')
+    assert 'reason="first"' in waited
+    everything = ok(instance.uri, "resource", "eventlog").splitlines()
+    by_rank = ok(instance.uri, "resource", "eventlog", "-i", "0").splitlines()
+    by_host = ok(instance.uri, "resource", "eventlog", "--include", host).splitlines()
+    assert [line for line in everything if "resource-define" not in line] == by_rank == by_host
+    assert ok(instance.uri, "resource", "eventlog", "-i", "7") == ""
+    err = fails(instance.uri, "resource", "eventlog", "-w", "never", "-t", "0.2s")
+    assert err.endswith("ERROR: Connection timed out\n")
+    err = fails(instance.uri, "resource", "eventlog", "-w", "drain", "-m", "reason", rc=2)
+    assert "invalid KEY=VAL argument: 'reason' (missing '=')" in err
+    err = fails(instance.uri, "resource", "eventlog", "-t", "1s")
+    assert err.endswith("ERROR: -t/--timeout: only with --follow or --wait\n")
+    err = fails(instance.uri, "resource", "eventlog", "-m", "reason=second")
+    assert err.endswith("ERROR: -m/--match-context: only with --wait\n")

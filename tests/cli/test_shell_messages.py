@@ -41,3 +41,20 @@ def test_a_missing_command_logs_a_fatal_error(instance: LiveInstance, tmp_path: 
     assert illegal.returncode == 126, illegal.stderr
     assert re.search(r"flux-shell\[0\]: FATAL: task 0.*: start failed", illegal.stderr)
     assert "Permission denied" in illegal.stderr
+
+
+def test_attach_quiet_prints_none_of_the_shells_messages(
+    instance: LiveInstance, tmp_path: Path
+) -> None:
+    failed = pflux(instance.uri, "submit", "nosuchcommand").stdout.strip()
+    redirected = pflux(instance.uri, "submit", f"--output={tmp_path}/out", "true").stdout.strip()
+    loud = pflux(instance.uri, "job", "attach", failed)
+    assert "flux-shell[0]: FATAL:" in loud.stderr
+    quiet = pflux(instance.uri, "job", "attach", "-q", failed)
+    assert quiet.returncode == loud.returncode == 127
+    assert "flux-shell" not in quiet.stderr
+    assert "job.exception" in quiet.stderr
+    loud = pflux(instance.uri, "job", "attach", redirected)
+    assert f"0: stdout redirected to {tmp_path}/out" in loud.stderr
+    quiet = pflux(instance.uri, "job", "attach", "--quiet", redirected)
+    assert (quiet.returncode, quiet.stderr) == (0, "")

@@ -180,6 +180,127 @@ def test_wait_for_times_out_and_a_timer_ends_a_reactor_run(instance: LiveInstanc
     assert out.splitlines() == ["timeout 110 [1]", "[110]"]
 
 
+def test_a_timer_reset_runs_it_afresh_by_new_times(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+        fired = []
+
+        def tick(handle, watcher, revents, args):
+            fired.append(1)
+            if len(fired) == 3:
+                watcher.stop()
+
+        t = h.timer_watcher_create(60, tick)
+        t.start()
+        t.reset(after=0.01, repeat=0.01)
+        h.reactor_run()
+        print(len(fired), t.after, t.repeat)
+        """,
+        instance.uri,
+    )
+    assert out == "3 60.0 0.0\n"
+
+
+def test_flux_core_s_parameter_names_and_positions(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import signal
+        import flux
+        from flux.constants import FLUX_MSGTYPE_EVENT, FLUX_MATCHTAG_NONE
+        from flux.core.watchers import SignalWatcher
+        from flux.message import MessageWatcher
+        h = flux.Flux()
+        h.attr_set(attr="log-ring-size", value="200")
+        w = MessageWatcher(h, FLUX_MSGTYPE_EVENT, print, "x.*", FLUX_MATCHTAG_NONE, None, "arg")
+        s = SignalWatcher(h, signal_int=signal.SIGUSR1, callback=print)
+        print(h.attr_get("log-ring-size"), w.args, w.rolemask, s.signum == signal.SIGUSR1)
+        """,
+        instance.uri,
+    )
+    assert out == "200 arg None True\n"
+
+
+def test_reactor_run_once_and_nowait(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        from flux.constants import FLUX_REACTOR_NOWAIT, FLUX_REACTOR_ONCE
+        h = flux.Flux()
+        got = []
+        h.rpc("attr.get", {"name": "rank"}).then(lambda f: got.append("rpc"))
+        h.timer_watcher_create(60, lambda *a: got.append("late")).start()
+        print(h.reactor_run(flags=FLUX_REACTOR_ONCE), got)
+        print(h.reactor_run(flags=FLUX_REACTOR_NOWAIT), got)
+        try:
+            h.reactor_run(flags=4)
+        except OSError as exc:
+            print(exc.errno)
+        """,
+        instance.uri,
+    )
+    assert out == "1 ['rpc']\n1 ['rpc']\n22\n"
+
+
+def test_a_callback_s_exception_set_on_the_handle_is_raised_by_reactor_run(
+    instance: LiveInstance,
+) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+
+        def failing(handle, watcher, revents, args):
+            handle.set_exception(ValueError("from the callback"))
+            handle.reactor_stop()
+
+        h.timer_watcher_create(0.01, failing).start()
+        try:
+            h.reactor_run()
+        except ValueError as exc:
+            print(exc)
+        h.raise_if_exception()
+        with h.in_reactor():
+            print(h.reactor_running())
+        print(h.reactor_running(), h.set_exception(None))
+        """,
+        instance.uri,
+    )
+    assert out == "from the callback\nTrue\nFalse None\n"
+
+
+def test_prepare_idle_and_check_watchers_do_work_between_waits(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        h = flux.Flux()
+        work, done, turns = [1, 2, 3], [], []
+        idle = h.idle_watcher_create()
+
+        def prepare(handle, watcher, revents, args):
+            turns.append("p")
+            if work:
+                idle.start()
+
+        def check(handle, watcher, revents, args):
+            turns.append("c")
+            if work:
+                done.append(work.pop(0))
+            if not work:
+                idle.stop()
+                prep.stop()
+                watcher.stop()
+
+        prep = h.prepare_watcher_create(prepare).start()
+        h.check_watcher_create(check).start()
+        print(h.reactor_run(), done, "".join(turns))
+        """,
+        instance.uri,
+    )
+    assert out == "0 [1, 2, 3] pcpcpc\n"
+
+
 def test_no_instance_is_flux_unable_to_connect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     proc = run_flux(
         f"""
@@ -267,3 +388,38 @@ def test_with_no_flux_uri_the_handle_opens_the_system_instance(
     monkeypatch.setenv("PFLUX_SYSTEM_URI", instance.uri)
     out = flux_output("import flux\nprint(flux.Flux().attr_get('size'))", None)
     assert out == "1\n"
+
+
+def test_a_wait_all_future_is_fulfilled_once_every_child_is(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import errno, flux
+        from flux.future import WaitAllFuture
+        h = flux.Flux()
+        one, two = h.rpc("broker.attrs", {}), h.rpc("broker.attrs", {})
+        both = WaitAllFuture()
+        both.push(one)
+        both.push(two)
+        print(both.get(), one.get()["attrs"]["rank"], two.is_ready(), len(both.children))
+        got = []
+        later = WaitAllFuture()
+        later.push(h.rpc("broker.attrs", {}))
+        later.push(h.rpc("nosuch.topic"))
+        later.then(lambda f: got.append([c.error_string() for c in f.children]))
+        h.reactor_run()
+        print(got)
+        taken = h.rpc("broker.attrs", {}).then(lambda f: None)
+        bad = WaitAllFuture()
+        bad.push(taken)
+        try:
+            bad.get()
+        except OSError as exc:
+            print(errno.errorcode[exc.errno])
+        """,
+        instance.uri,
+    )
+    assert out.splitlines() == [
+        "None 0 True 2",
+        "[[None, 'No service matching nosuch.topic is registered']]",
+        "EEXIST",
+    ]

@@ -247,7 +247,7 @@ def test_attr_set_changes_the_log_s_attributes_and_refuses_the_others(tmp_path: 
             h = flux.Flux()
             print(h.attr_get("log-stderr-level"), h.attr_get("log-ring-size"))
             h.attr_set("log-ring-size", "2")
-            h.attr_set("log-stderr-level", b"6")
+            h.attr_set("log-stderr-level", "6")
             h.log(6, "one")
             h.log(6, "two")
             h.log(6, "three")
@@ -255,6 +255,16 @@ def test_attr_set_changes_the_log_s_attributes_and_refuses_the_others(tmp_path: 
             for name, value in (("version", "9"), ("nosuch", "1"), ("log-ring-size", "0")):
                 try:
                     h.attr_set(name, value)
+                except OSError as exc:
+                    print(errno.errorcode[exc.errno], exc.strerror)
+            for args in ((b"log-level", "1"), ("log-level", b"1"), (5,)):
+                try:
+                    h.attr_remove(*args) if len(args) == 1 else h.attr_set(*args)
+                except ValueError as exc:
+                    print(exc)
+            for name in ("log-level", "nosuch"):
+                try:
+                    h.attr_remove(name)
                 except OSError as exc:
                     print(errno.errorcode[exc.errno], exc.strerror)
             """,
@@ -269,6 +279,11 @@ def test_attr_set_changes_the_log_s_attributes_and_refuses_the_others(tmp_path: 
         "EPERM attr.set: version cannot be changed while the instance runs",
         "ENOENT attr.set: no attribute 'nosuch'",
         "EINVAL attr.set: log-ring-size: must be an integer 1-65536, got '0'",
+        "Attribute name must be a string",
+        "Attribute value must be a string",
+        "Attribute name must be a string",
+        "EPERM attr.rm: log-level cannot be removed",
+        "ENOENT No such file or directory",
     ]
     assert [line.rsplit(": ", 1)[1] for line in dmesg.splitlines()] == ["two", "three"]
     assert "shutdown started" in live.log.read_text()  # INFO, on stderr since level 6

@@ -163,7 +163,7 @@ def test_hostlist_decode_encode_and_refusals(flux: Any) -> None:
 def test_hostlist_index_append_delete_sort_uniq_copy(flux: Any) -> None:
     m = flux.hostlist
     hl = m.decode("foo[0-9]")
-    assert (hl[0], hl[9], hl[-2], hl[1:3], len(hl), hl.count()) == (
+    assert (hl[0], hl[9], hl[-2], list(hl[1:3]), len(hl), hl.count()) == (
         "foo0",
         "foo9",
         "foo8",
@@ -226,3 +226,15 @@ def test_hostlist_encodes_as_pflux_and_decodes_back(flux: Any, hosts: list[str])
     assert text == hostlist.encode(hosts)
     assert flux.hostlist.decode(text).expand() == hosts
     assert hostlist.decode(text) == hosts
+
+
+def test_hostlist_slices_and_index_lists_are_hostlists(flux: Any) -> None:
+    hl = flux.hostlist.Hostlist("foo[0-9]")
+    assert repr(hl[8:]) == "Hostlist('foo[8-9]')"
+    assert str(hl[1:3]) == "foo[1-2]"
+    assert str(hl[1, 3]) == "foo[1,3]"
+    assert str(hl[flux.idset.IDset("0,5-6")]) == "foo[0,5-6]"
+    with pytest.raises(TypeError, match="Invalid Hostlist index 'x'"):
+        hl[[1, "x"]]
+    with pytest.raises(IndexError, match="Hostlist index out of range"):
+        hl[[10]]

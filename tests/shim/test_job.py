@@ -292,3 +292,44 @@ def test_a_canceled_watch_gives_no_more_events(instance: LiveInstance) -> None:
         instance.uri,
     )
     assert out.splitlines() == ["submit", "None False"]
+
+
+def test_a_consumer_written_for_flux_core_s_journal_base_runs(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import flux
+        from flux.abc import JournalConsumerBase, JournalEventBase
+        from flux.job import JobspecV1, submit
+
+        class Consumer(JournalConsumerBase):
+            def __init__(self, h):
+                super().__init__(h, "job-manager.events-journal", include_sentinel=True)
+
+            @property
+            def request_payload(self):
+                return {"full": True}
+
+            def process_response(self, resp):
+                return {"ids": len(resp["events"])}
+
+            def create_event(self, entry, ids=0):
+                return JournalEventBase(entry["entry"])
+
+        h = flux.Flux()
+        submit(h, JobspecV1.from_command(["true"]), waitable=True)
+        consumer = Consumer(h).start()
+        history = []
+        while True:
+            event = consumer.poll(timeout=30)
+            if event.is_empty():
+                break
+            history.append(event)
+        times = [e.timestamp for e in history]
+        consumer.stop()
+        while consumer.poll(timeout=30) is not None:
+            pass
+        print("submit" in [e.name for e in history], times == sorted(times))
+        """,
+        instance.uri,
+    )
+    assert out == "True True\n"

@@ -61,3 +61,30 @@ def test_job_watcher_follows_output_status_and_exceptions(instance: LiveInstance
     assert any(line.endswith("job.exception: type=cancel severity=0 not today") for line in err)
     assert sum(": complete: status=0" in line for line in err) == 1, err
     assert sum(": failed: status=768" in line for line in err) == 1, err
+
+
+def test_an_output_callback_gets_the_output_instead(instance: LiveInstance) -> None:
+    proc = run_flux(
+        dedent(
+            """
+            import flux
+            from flux.job import JobspecV1, submit
+            from flux.job.watcher import JobWatcher
+            h = flux.Flux()
+            jobid = submit(h, JobspecV1.from_command(["sh", "-c", "echo hi; echo ho >&2"]))
+            got = []
+            watcher = JobWatcher(h, output_callback=lambda *a: got.append(a))
+            watcher.add_jobid(jobid)
+            h.reactor_run()
+            print(sorted((str(i == jobid), s, d) for i, s, d in got if s))
+            print([(str(i == jobid), s, d) for i, s, d in got if not s])
+            """
+        ),
+        instance.uri,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[('True', 'stderr', 'ho\\n'), ('True', 'stdout', 'hi\\n')]",
+        "[('True', None, None)]",
+    ]
+    assert proc.stderr == ""

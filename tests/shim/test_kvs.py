@@ -39,6 +39,29 @@ def test_values_are_stored_as_json_and_read_back_decoded(instance: LiveInstance)
         assert client.kvs_get("v.raw") == "not json"
 
 
+def test_raw_values_are_stored_as_their_text(instance: LiveInstance) -> None:
+    out = flux_output(
+        """
+        import json, flux, flux.kvs
+        h = flux.Flux()
+        flux.kvs.put(h, "raw.s", "[1, 2", raw=True)
+        flux.kvs.put(h, "raw.b", b"bytes", raw=True)
+        with flux.kvs.KVSTxn(h, "raw") as txn:
+            txn.put("t", "text", raw=True)
+        try:
+            flux.kvs.put(h, "raw.n", 5, raw=True)
+        except TypeError as exc:
+            print(exc)
+        flux.kvs.commit(h)
+        """,
+        instance.uri,
+    )
+    assert out == "kvs: put: a raw value must be bytes or str, not int\n"
+    with Client(instance.uri) as client:
+        assert [client.kvs_get(f"raw.{k}") for k in "sbt"] == ["[1, 2", "bytes", "text"]
+        assert sorted(client.kvs_ls("raw")) == ["b", "s", "t"]
+
+
 def test_lookups_fail_with_flux_cores_exceptions(instance: LiveInstance) -> None:
     out = flux_output(
         """

@@ -125,9 +125,15 @@ def list_jobs(
     return [JobListing.from_reply(job) for job in jobs]
 
 
-def job_info(jobid: int, attrs: Sequence[str] = ("all",)) -> Exchange[JobListing]:
-    """One job's job-list attributes (``attrs``; ``all``: every one)."""
-    reply = yield from ask("job-list.list-id", {"id": int(jobid), "attrs": list(attrs)})
+def job_info(
+    jobid: int, attrs: Sequence[str] = ("all",), *, state: int = 0
+) -> Exchange[JobListing]:
+    """One job's job-list attributes (``attrs``; ``all``: every one); with ``state``
+    (a state's bit), once the job is in or past that state."""
+    payload: dict[str, Any] = {"id": int(jobid), "attrs": list(attrs)}
+    if state:
+        payload["state"] = state
+    reply = yield from ask("job-list.list-id", payload)
     from pflux.api.replies import JobListing
 
     return JobListing.from_reply(reply["job"])

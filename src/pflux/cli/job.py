@@ -28,6 +28,9 @@ SUBCOMMANDS: dict[str, str] = {
     "taskmap": "job_taskmap",
     "namespace": "job_namespace",
     "hostpids": "job_hostpids",
+    "list": "job_list",
+    "list-inactive": "job_list_inactive",
+    "list-ids": "job_list_ids",
 }
 
 USAGE = """\
@@ -57,6 +60,9 @@ subcommands:
   taskmap    print or question a job's RFC 34 task map
   namespace  print the KVS namespace of each job
   hostpids   print host:pid of each task of a running job
+  list       list your pending and running jobs as JSON, one a line (for tools)
+  list-inactive list inactive jobs as JSON, one a line
+  list-ids   list jobs by id as JSON, one a line
 """
 
 

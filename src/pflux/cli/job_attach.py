@@ -60,6 +60,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "-r", "--read-only", action="store_true", help="do not forward standard input"
     )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print none of the shell's messages (its log, where output was redirected)",
+    )
     parser.add_argument("jobid", help="job id (any encoding)")
     args = parser.parse_args(argv)
 
@@ -83,6 +89,7 @@ def main(argv: list[str]) -> int:
                 stdin_ranks=stdin_ranks,
                 signals=signals,
                 interactive=interactive,
+                quiet=args.quiet,
             )
 
     return base.run("job attach", body)
@@ -201,6 +208,7 @@ class _Attach:
         self.exit_code = 0
         self.fatal = False
         self.error: Exception | None = None
+        self.quiet = False  # the shell's messages are not printed
 
     def on(self, log: int, item: Event | RPCError | None) -> None:
         """An item of log ``log`` (one of ``LOGS``): an event, its end, or its error."""
@@ -278,7 +286,10 @@ class _Attach:
         context = event.context or {}
         data = context.get("data")
         if event.name == "log":
-            self._log(event.timestamp, context)
+            if not self.quiet:
+                self._log(event.timestamp, context)
+            return
+        if event.name == "redirect" and self.quiet:
             return
         if event.name == "redirect":
             # where a stream went instead, as flux job attach tells it
@@ -330,6 +341,7 @@ def attach(
     stdin_ranks: str | None = None,
     signals: Signals | None = None,
     interactive: bool = False,
+    quiet: bool = False,
 ) -> int:
     """Follow job ``jobid`` with ``client`` until it is inactive; return its exit code.
 
@@ -337,11 +349,13 @@ def attach(
     those tasks; None forwards nothing. ``signals``: the signals caught for
     the job (``catching``); detaching with Ctrl-C Ctrl-Z returns 1 at once,
     as ``flux job attach`` does. ``interactive``: the job's pty becomes this
-    terminal once it runs (``attach_terminal``).
+    terminal once it runs (``attach_terminal``). ``quiet``: the shell's messages (its
+    log, where output was redirected) are not printed.
     """
     stdin = _Stdin(client, jobid, stdin_ranks) if stdin_ranks is not None else None
     state = _Attach(jobid, label_io, show_events, stdin)
     state.signals = signals
+    state.quiet = quiet
     if interactive:
         from pflux.cli.attach_terminal import RawTerminal
 

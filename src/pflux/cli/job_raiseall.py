@@ -18,8 +18,8 @@ from pflux.spec.states import State
 
 NAME = "job"
 
-# flux_job_strtostate's names, and the three unions flux-job accepts
-_STATES = {
+# flux_job_strtostate's names and short names, the three unions' among them
+STATES = {
     "new": State.NEW,
     "depend": State.DEPEND,
     "priority": State.PRIORITY,
@@ -30,6 +30,16 @@ _STATES = {
     "pending": State.PENDING,
     "running": State.RUNNING,
     "active": State.ACTIVE,
+    "n": State.NEW,
+    "d": State.DEPEND,
+    "p": State.PRIORITY,
+    "s": State.SCHED,
+    "r": State.RUN,
+    "c": State.CLEANUP,
+    "i": State.INACTIVE,
+    "pd": State.PENDING,
+    "ru": State.RUNNING,
+    "a": State.ACTIVE,
 }
 
 
@@ -75,7 +85,7 @@ def states_mask(options: list[str]) -> State:
     """The states named (comma-separated, any case) as one mask, as flux-job parses them."""
     mask = State(0)
     for name in ",".join(options).split(","):
-        state = _STATES.get(name.strip().lower())
+        state = STATES.get(name.strip().lower())
         if state is None:
             raise PfluxError(f"error parsing --states: {name} is unknown")
         mask |= state

@@ -178,7 +178,7 @@ def _namespace_parsers(sub: Any, uri: argparse.ArgumentParser) -> None:
 
 
 def _eventlog_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
-    from pflux.cli.kvs_eventlog import timestamp
+    from pflux.cli.kvs_eventlog import duration, timestamp
 
     eventlog = sub.add_parser("eventlog", help="RFC 18 eventlogs").add_subparsers(
         metavar="COMMAND", required=True
@@ -203,11 +203,14 @@ def _eventlog_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     append.set_defaults(func=("kvs_eventlog", "append"))
 
     wait = eventlog.add_parser("wait-event", parents=[common], help="wait for an event")
-    wait.add_argument("-t", "--timeout", type=timestamp, help="fail after SECONDS")
+    wait.add_argument(
+        "-t", "--timeout", type=duration, metavar="DURATION", help="fail after DURATION"
+    )
     wait.add_argument("-u", "--unformatted", action="store_true", help="the raw RFC 18 lines")
     wait.add_argument("-W", "--waitcreate", action="store_true", help="wait for KEY to exist")
     wait.add_argument("-q", "--quiet", action="store_true", help="do not print the event")
     wait.add_argument("-v", "--verbose", action="store_true", help="print the events before it")
+    wait.add_argument("-H", "--human", action="store_true", help="human-readable timestamps")
     wait.add_argument("key", metavar="KEY")
     wait.add_argument("event", metavar="EVENT")
     wait.set_defaults(func=("kvs_eventlog", "wait_event"))

@@ -4,9 +4,10 @@
 at most so many); ``append`` adds one (``-t`` its timestamp, else now; the
 context words joined make a JSON object); ``wait-event`` prints the first event
 of a name (``-v`` the events before it too, ``-q`` nothing) and fails after
-``-t`` seconds. As ``flux``, an event prints as flux-core's ``flux-kvs`` prints
+``-t`` (a duration). As ``flux``, an event prints as flux-core's ``flux-kvs`` prints
 it, ``TIMESTAMP NAME {context as JSON}``; as ``pflux``, in the text form of
-``pflux job eventlog`` (``-H`` with human-readable times). ``-u``: the raw lines.
+``pflux job eventlog``; ``-H``, that text with human-readable times either way.
+``-u``: the raw lines.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pflux.cli.kvs_common import (
     namespace,
     normalize,
 )
-from pflux.errors import RPCError
+from pflux.errors import PfluxError, RPCError
 
 if TYPE_CHECKING:
     from pflux.spec.eventlog import Event
@@ -41,9 +42,10 @@ def _printer(args: argparse.Namespace) -> Callable[[Event], str]:
 
     if args.unformatted or getattr(args, "format", "text") == "json":
         return lambda event: event.to_line()
-    if as_flux():
+    human = getattr(args, "human", False)
+    if as_flux() and not human:
         return _flux_line
-    formatter = TextFormatter("human" if getattr(args, "human", False) else "raw")
+    formatter = TextFormatter("human" if human else "raw")
     return lambda event: formatter.format(event) + "\n"
 
 
@@ -117,6 +119,19 @@ def append(args: argparse.Namespace) -> None:
             kvs.kvs_put([(key, event.to_line())], append=True, namespace=namespace(args))
         except RPCError as exc:
             raise commit_failure("flux_kvs_commit", exc) from None
+
+
+def duration(text: str) -> float | None:
+    """A Flux standard duration (a bare number: seconds) as seconds; None: no limit."""
+    import math
+
+    from pflux.spec import duration
+
+    try:
+        seconds = duration.parse(text)
+    except PfluxError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return None if math.isinf(seconds) else seconds
 
 
 def timestamp(text: str) -> float:

@@ -71,6 +71,18 @@ class Future:
     def get_flux(self) -> Flux | None:
         return self._flux
 
+    def set_flux(self, flux_handle: Flux) -> None:
+        """The handle whose responses (and reactor) fulfil the future."""
+        self._flux = flux_handle
+
+    def error_string(self) -> str | None:
+        """The current result's error text (the errno's own if the service gave
+        none); None if the future holds no result or no error. It does not wait."""
+        if not self._results or not self._results[0][1]:
+            return None
+        _value, errnum, errstr = self._results[0]
+        return str(errstr or os.strerror(errnum))
+
     def is_ready(self) -> bool:
         return bool(self._results)
 
@@ -141,6 +153,58 @@ class Future:
             self._flux._thens.pop(self, None)
 
 
+class WaitAllFuture(Future):
+    """A future fulfilled, with nothing, once every child ``push()``ed has a result
+    (each child keeps its own, for its ``get()``). It takes each child's ``then``,
+    as flux-core's composite does: a child with one already is EEXIST."""
+
+    def __init__(self, children: list[Future] | None = None) -> None:
+        super().__init__(None)
+        self.children = [] if children is None else children
+        self._pushed: list[Future] = []
+        self._waiting: set[int] | None = None  # the children not yet ready, once started
+
+    def push(self, child: Future, name: str | None = None) -> None:
+        """Add ``child`` to those waited for (its handle becomes this future's if it has none)."""
+        if self._flux is None:
+            self._flux = child.get_flux()
+        self._pushed.append(child)
+        self.children.append(child)
+
+    def _start(self) -> None:
+        if self._waiting is not None:
+            return
+        self._waiting = {id(child) for child in self._pushed if not child.is_ready()}
+        for child in self._pushed:
+            if id(child) in self._waiting:
+                child.then(self._child_ready)
+        self._check()
+
+    def _child_ready(self, child: Future) -> None:
+        assert self._waiting is not None
+        self._waiting.discard(id(child))
+        self._check()
+
+    def _check(self) -> None:
+        if not self._waiting and self._more:
+            self._more = False
+            self._fulfill(None)
+
+    def then(
+        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
+    ) -> Future:
+        super().then(callback, *args, timeout=timeout, **kwargs)
+        self._start()
+        return self
+
+    def wait_for(self, timeout: float = -1.0) -> Future:
+        if self._flux is None:
+            raise OSError(errno.EINVAL, "future has no Flux handle: push a child first")
+        self._start()
+        self._flux._run_until(self, timeout)
+        return self
+
+
 class FutureExt(Future):
     """A future fulfilled from Python (flux-core's): ``init_cb(future, *args, **kwargs)``
     runs once, when a ``then`` callback is set or a result is first waited for, and
@@ -156,9 +220,6 @@ class FutureExt(Future):
             raise TypeError(f"init_cb must be callable, not {type(init_cb).__name__}")
         super().__init__(flux_handle)
         self._init: tuple[Callable[..., Any], Any, Any] | None = (init_cb, args, kw)
-
-    def set_flux(self, flux_handle: Flux) -> None:
-        self._flux = flux_handle
 
     def _start(self) -> None:
         if self._init is not None:

@@ -93,7 +93,8 @@ class Hostlist:
         return len(self._hosts)
 
     def __getitem__(self, index: Any) -> Any:
-        """The host at ``index`` (negative counts from the end), or a list for a slice."""
+        """The host at ``index`` (negative counts from the end); a ``Hostlist`` of the
+        hosts of a slice or of an iterable of indices (an ``IDset`` of ranks)."""
         if isinstance(index, numbers.Integral):
             i = int(index)
             if i < 0:
@@ -102,7 +103,14 @@ class Hostlist:
                 return self._hosts[i]
             raise IndexError("Hostlist index out of range")
         if isinstance(index, slice):
-            return self._hosts[index]
+            return Hostlist(handle=self._hosts[index])
+        if hasattr(index, "__iter__"):
+            hosts = []
+            for n in index:
+                if not isinstance(n, numbers.Integral):
+                    raise TypeError(f"Invalid Hostlist index '{n}'")
+                hosts.append(self[n])
+            return Hostlist(handle=hosts)
         raise TypeError("Hostlist index must be integer or slice")
 
     def __iter__(self) -> Iterator[str]:

@@ -192,8 +192,13 @@ def _encode(value: Any) -> str:
     return text
 
 
-def put(flux_handle: Flux, key: str, value: Any, _kvstxn: Any = None) -> None:
-    """Stage ``key`` = ``value`` (JSON-encoded; ``bytes`` raw) until ``commit``."""
+def put(flux_handle: Flux, key: str, value: Any, _kvstxn: Any = None, raw: bool = False) -> None:
+    """Stage ``key`` = ``value`` (JSON-encoded; ``bytes`` raw, and with ``raw`` a ``str``
+    too, as its text) until ``commit``."""
+    if raw and isinstance(value, str):
+        value = value.encode("utf-8")
+    elif raw and not isinstance(value, bytes):
+        raise TypeError(f"kvs: put: a raw value must be bytes or str, not {type(value).__name__}")
     _ops(flux_handle, _kvstxn).append(["put", _key(key), _encode(value)])
 
 
@@ -319,8 +324,8 @@ class KVSTxn:
         self.clear()
         return future
 
-    def put(self, key: str, value: Any) -> None:
-        put(self._handle(), self._path + key, value, _kvstxn=self)
+    def put(self, key: str, value: Any, raw: bool = False) -> None:
+        put(self._handle(), self._path + key, value, _kvstxn=self, raw=raw)
 
     def mkdir(self, key: str) -> None:
         put_mkdir(self._handle(), self._path + key, _kvstxn=self)

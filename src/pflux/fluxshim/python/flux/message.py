@@ -160,7 +160,9 @@ class MessageWatcher:
     """Calls ``callback(handle, watcher, msg, args)`` from ``reactor_run`` for each
     message that matches: its type in ``type_mask``, its topic matching
     ``topic_glob`` (fnmatch's patterns), and ``match_tag`` unless it is
-    ``FLUX_MATCHTAG_NONE``. A started watcher keeps ``reactor_run`` going."""
+    ``FLUX_MATCHTAG_NONE``. A started watcher keeps ``reactor_run`` going.
+    ``rolemask`` is taken as flux-core's: every request here comes from the instance
+    owner, whom any rolemask allows."""
 
     def __init__(
         self,
@@ -169,6 +171,7 @@ class MessageWatcher:
         callback: Callable[..., Any],
         topic_glob: Any = "*",
         match_tag: int = FLUX_MATCHTAG_NONE,
+        rolemask: Any = None,
         args: Any = None,
     ) -> None:
         if topic_glob is None:
@@ -183,6 +186,7 @@ class MessageWatcher:
         self.type_mask = int(type_mask) & FLUX_MSGTYPE_ANY
         self.topic_glob = topic_glob
         self.match_tag = match_tag
+        self.rolemask = rolemask
         self.callback = callback
         self.args = args
         self.referenced = True

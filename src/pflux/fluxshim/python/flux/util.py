@@ -160,6 +160,17 @@ def del_treedict(in_dict: dict[str, Any], key: str, remove_empty: bool = False) 
         del in_dict[first]
 
 
+class Fileref(dict):  # type: ignore[type-arg]
+    """An RFC 37 file object, a dict (so JSON as it is): ``data`` a dict (kept, to be
+    encoded as JSON), text or base64 already encoded as ``encoding`` says, or else
+    the path of a file read now (as UTF-8 if it is, else base64); ``perms`` its mode."""
+
+    def __init__(self, data: Any, perms: int = 0o600, encoding: str | None = None) -> None:
+        from flux.job.Jobspec import _fileref
+
+        super().__init__(_fileref(data, perms, encoding))
+
+
 class TreedictAction(argparse.Action):
     """``key=value`` arguments into one dict, dotted keys as levels, values read as
     JSON where they are."""

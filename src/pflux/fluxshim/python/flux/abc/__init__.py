@@ -1,5 +1,5 @@
 """``flux.abc``: the base classes flux-core's consumers share."""
 
-from flux.abc.journal import JournalConsumerBase
+from flux.abc.journal import JournalConsumerBase, JournalEventBase
 
-__all__ = ["JournalConsumerBase"]
+__all__ = ["JournalConsumerBase", "JournalEventBase"]

@@ -57,15 +57,24 @@ from flux.constants import (
     FLUX_POLLERR,
     FLUX_POLLIN,
     FLUX_POLLOUT,
+    FLUX_REACTOR_NOWAIT,
+    FLUX_REACTOR_ONCE,
     FLUX_RPC_NORESPONSE,
     FLUX_RPC_STREAMING,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterator
 
-    from flux.core.watchers import FDWatcher, SignalWatcher, TimerWatcher
+    from flux.core.watchers import (
+        CheckWatcher,
+        FDWatcher,
+        IdleWatcher,
+        PrepareWatcher,
+        SignalWatcher,
+        TimerWatcher,
+    )
     from flux.future import Future
     from flux.message import Message, MessageWatcher
     from flux.rpc import RPC
@@ -136,6 +145,8 @@ class Flux:
         self._timers: set[TimerWatcher] = set()
         self._fd_watchers: dict[FDWatcher, None] = {}  # started
         self._signal_watchers: dict[SignalWatcher, None] = {}  # started
+        # started prepare, check and idle watchers, called on each turn of reactor_run
+        self._turn_watchers: dict[str, dict[Any, None]] = {"prepare": {}, "check": {}, "idle": {}}
         self._msg_watchers: dict[MessageWatcher, None] = {}  # started, in the order started
         self._inbox: deque[Message] = deque()  # events and requests no watcher has taken
         self._signals: list[int] = []  # signals arrived, for their watchers
@@ -314,15 +325,23 @@ class Flux:
     def reactor_run(self, reactor: Any = None, flags: int = 0) -> int:
         """Call ``then`` callbacks and timers until nothing is left to wait for, or
         ``reactor_stop()``; re-raise what a callback raised. Returns 0; a connection
-        lost while a message watcher waited raises ECONNRESET."""
+        lost while a message watcher waited raises ECONNRESET. ``FLUX_REACTOR_NOWAIT``
+        calls only what is ready now, ``FLUX_REACTOR_ONCE`` waits until something is:
+        both return 1 if something is still to be waited for, else 0."""
+        if flags & ~(FLUX_REACTOR_NOWAIT | FLUX_REACTOR_ONCE):
+            raise OSError(errno.EINVAL, f"reactor_run: flags: invalid value {flags!r}")
         self._stopped = False
         self._reactor_depth += 1
         try:
             while True:
-                self._run_callbacks()
-                if self._stopped or not self._active():
+                ran = self._run_callbacks()
+                if self._stopped or not self._active() or (flags & FLUX_REACTOR_ONCE and ran):
                     break
-                self._poll(self._timer_wait())
+                if flags & FLUX_REACTOR_NOWAIT:
+                    self._turn(0.0)
+                    self._run_callbacks()
+                    break
+                self._turn(self._timer_wait())
         finally:
             self._reactor_depth -= 1
         exc, self._exception = self._exception, None
@@ -330,11 +349,39 @@ class Flux:
             raise exc
         if not self._stopped and self._sock is None and self._msg_watchers:
             raise OSError(errno.ECONNRESET, "Connection to the Flux instance was lost")
-        return 0
+        return int(bool(flags) and self._active())
 
     def reactor_running(self) -> bool:
         """Whether ``reactor_run`` is running on this handle."""
         return self._reactor_depth > 0
+
+    def reactor_enter(self) -> None:
+        """Count this handle's reactor as running (``reactor_running``) until ``reactor_exit``."""
+        self._reactor_depth += 1
+
+    def reactor_exit(self) -> None:
+        self._reactor_depth -= 1
+
+    @contextlib.contextmanager
+    def in_reactor(self) -> Iterator[None]:
+        """``reactor_enter`` for the ``with`` block."""
+        self.reactor_enter()
+        try:
+            yield
+        finally:
+            self.reactor_exit()
+
+    def set_exception(self, exception: BaseException | None) -> BaseException | None:
+        """Set what ``reactor_run`` raises once it returns (a callback's error); the one
+        set before is returned."""
+        previous, self._exception = self._exception, exception
+        return previous
+
+    def raise_if_exception(self) -> None:
+        """Raise the exception set, if any, and clear it."""
+        exc = self.set_exception(None)
+        if exc is not None:
+            raise exc from None
 
     def reactor_stop(self, reactor: Any = None) -> None:
         self._stopped = True
@@ -349,6 +396,28 @@ class Flux:
         from flux.core.watchers import TimerWatcher
 
         return TimerWatcher(self, after, callback, repeat=repeat, args=args)
+
+    def prepare_watcher_create(
+        self, callback: Callable[..., Any], args: Any = None
+    ) -> PrepareWatcher:
+        """A watcher called before each wait of ``reactor_run`` (not started)."""
+        from flux.core.watchers import PrepareWatcher
+
+        return PrepareWatcher(self, callback, args)
+
+    def check_watcher_create(self, callback: Callable[..., Any], args: Any = None) -> CheckWatcher:
+        """A watcher called after each wait of ``reactor_run`` (not started)."""
+        from flux.core.watchers import CheckWatcher
+
+        return CheckWatcher(self, callback, args)
+
+    def idle_watcher_create(
+        self, callback: Callable[..., Any] | None = None, args: Any = None
+    ) -> IdleWatcher:
+        """A watcher that keeps ``reactor_run`` from waiting while started (not started)."""
+        from flux.core.watchers import IdleWatcher
+
+        return IdleWatcher(self, callback, args)
 
     def fd_watcher_create(
         self, fd_int: int, callback: Callable[..., Any], events: int | None = None, args: Any = None
@@ -382,7 +451,7 @@ class Flux:
         instance owner, whom any rolemask allows."""
         from flux.message import MessageWatcher
 
-        return MessageWatcher(self, type_mask, callback, topic_glob, match_tag, args)
+        return MessageWatcher(self, type_mask, callback, topic_glob, match_tag, rolemask, args)
 
     def add_watcher(self, watcher: Any) -> Any:
         """Keep ``watcher`` referenced (flux-core's guard against garbage collection)."""
@@ -394,6 +463,8 @@ class Flux:
 
     def _active(self) -> bool:
         if any(t.referenced for t in self._timers):
+            return True
+        if any(w.referenced for kind in self._turn_watchers.values() for w in kind):
             return True
         if any(w.referenced for w in self._fd_watchers) or any(
             w.referenced for w in self._signal_watchers
@@ -455,30 +526,51 @@ class Flux:
             return None
         return max(0.0, min(t.due for t in self._timers) - time.monotonic())
 
-    def _run_callbacks(self) -> None:
+    def _turn(self, timeout: float | None) -> None:
+        """One wait of ``reactor_run`` (none while an idle watcher is started), between
+        its prepare watchers and its check and idle watchers."""
+        watchers = self._turn_watchers
+        if not self._call_turn(watchers["prepare"]):
+            return
+        self._poll(0.0 if watchers["idle"] else timeout)
+        if self._call_turn(watchers["check"]):
+            self._call_turn(watchers["idle"])
+
+    def _call_turn(self, started: dict[Any, None]) -> bool:
+        for watcher in list(started):
+            if watcher in started and not self._call(
+                partial(watcher.callback, self, watcher, 0, watcher.args)
+            ):
+                return False
+        return True
+
+    def _run_callbacks(self) -> bool:
         """Call every timer due, every watcher woken and every callback queued with a
         result it has not seen, until none is left (a callback may reset its future
-        or fulfil another)."""
+        or fulfil another): whether any was."""
+        ran = False
         progress = True
         while progress and not self._stopped:
             progress = False
             if self._timers:
                 fired = self._run_timers()
                 if fired is None:
-                    return
+                    return True
                 progress = fired
             if self._fired or self._signals:
                 progress = True
                 if not self._call_watchers():
-                    return
+                    return True
             if self._inbox and self._msg_watchers:
                 progress = True
                 if not self._dispatch():
-                    return
+                    return True
             if self._ready:
                 progress = True
                 if not self._run_thens():
-                    return
+                    return True
+            ran = ran or progress
+        return ran
 
     def _run_thens(self) -> bool:
         """Call the ``then`` callbacks queued (False: the reactor is to stop)."""
@@ -557,14 +649,24 @@ class Flux:
             raise OSError(errno.ENOENT, os.strerror(errno.ENOENT)) from None
         return str(value)
 
-    def attr_set(self, attr_name: Any, value: Any) -> None:
+    def attr_set(self, attr: Any, value: Any) -> None:
         """Set a broker attribute flux-core lets change at run time (``log-stderr-level``,
         ``log-level``, ``log-ring-size``); others are EPERM, an unknown name ENOENT."""
-        name = _text(attr_name, "attr_name")
-        text = _text(value, "value")
-        self.rpc("attr.set", {"name": name, "value": text}).get()
+        if not isinstance(attr, str):
+            raise ValueError("Attribute name must be a string")
+        if not isinstance(value, str):
+            raise ValueError("Attribute value must be a string")
+        self.rpc("attr.set", {"name": attr, "value": value}).get()
         if self._attrs is not None:
-            self._attrs[name] = text
+            self._attrs[attr] = value
+
+    def attr_remove(self, attr: Any) -> None:
+        """Remove a broker attribute: none of pflux's may be (EPERM; ENOENT for an
+        unknown one), as ``setattr`` makes none."""
+        if not isinstance(attr, str):
+            raise ValueError("Attribute name must be a string")
+        self.attr_get(attr)
+        raise OSError(errno.EPERM, f"attr.rm: {attr} cannot be removed")
 
     def conf_get(self, key: Any = None, default: Any = None, update: bool = False) -> Any:
         """The instance's configuration (``config.get``, fetched once and kept unless

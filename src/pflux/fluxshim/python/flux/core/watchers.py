@@ -22,7 +22,15 @@ if TYPE_CHECKING:
 
     from flux.core.handle import Flux
 
-__all__ = ["FDWatcher", "SignalWatcher", "TimerWatcher", "Watcher"]
+__all__ = [
+    "CheckWatcher",
+    "FDWatcher",
+    "IdleWatcher",
+    "PrepareWatcher",
+    "SignalWatcher",
+    "TimerWatcher",
+    "Watcher",
+]
 
 
 class Watcher:
@@ -79,22 +87,79 @@ class TimerWatcher(Watcher):
         if self.after < 0 or self.repeat < 0:
             raise OSError(errno.EINVAL, "timer: after and repeat must not be negative")
         self.due = 0.0
+        # the times the timer runs by: ``after`` and ``repeat`` until a reset changes them
+        self._after, self._repeat = self.after, self.repeat
 
     def start(self) -> TimerWatcher:
-        self.due = time.monotonic() + self.after
+        self.due = time.monotonic() + self._after
         self.flux_handle._timers.add(self)
         return self
+
+    def reset(self, after: float | None = None, repeat: float | None = None) -> None:
+        """Run the timer afresh, ``after`` seconds from now and then every ``repeat``
+        (each defaulting to what the watcher was created with), started or not."""
+        after = self.after if after is None else float(after)
+        repeat = self.repeat if repeat is None else float(repeat)
+        if after < 0 or repeat < 0:
+            raise OSError(errno.EINVAL, "timer: after and repeat must not be negative")
+        self._after, self._repeat = after, repeat
+        self.start()
 
     def stop(self) -> TimerWatcher:
         self.flux_handle._timers.discard(self)
         return self
 
     def _fire(self) -> None:
-        if self.repeat > 0:
-            self.due += self.repeat
+        if self._repeat > 0:
+            self.due += self._repeat
         else:
             self.stop()
         self.callback(self.flux_handle, self, 0, self.args)
+
+
+class _TurnWatcher(Watcher):
+    """A watcher ``reactor_run`` calls at one point of each of its turns (``_kind``),
+    as ``callback(handle, watcher, revents, args)``."""
+
+    _kind = ""
+
+    def start(self) -> _TurnWatcher:
+        self.flux_handle._turn_watchers[self._kind][self] = None
+        return self
+
+    def stop(self) -> _TurnWatcher:
+        self.flux_handle._turn_watchers[self._kind].pop(self, None)
+        return self
+
+
+class PrepareWatcher(_TurnWatcher):
+    """Called on each turn of ``reactor_run`` before it waits (with an ``IdleWatcher``
+    started, it does not: the prepare, idle, check pattern of flux-core's)."""
+
+    _kind = "prepare"
+
+
+class CheckWatcher(_TurnWatcher):
+    """Called on each turn of ``reactor_run`` after it waited, before what arrived is
+    handed to its callbacks."""
+
+    _kind = "check"
+
+
+class IdleWatcher(_TurnWatcher):
+    """While started, ``reactor_run`` does not wait; its callback, if any, is called on
+    each turn."""
+
+    _kind = "idle"
+
+    def __init__(
+        self, flux_handle: Flux, callback: Callable[..., Any] | None = None, args: Any = None
+    ) -> None:
+        super().__init__(flux_handle, callback or _nothing, args)
+
+
+def _nothing(*_args: Any) -> None:
+    """An idle watcher's callback when it has none."""
 
 
 class FDWatcher(Watcher):
@@ -127,16 +192,16 @@ class FDWatcher(Watcher):
 
 
 class SignalWatcher(Watcher):
-    """``callback(handle, watcher, signum, args)`` each time ``signum`` arrives while
+    """``callback(handle, watcher, signum, args)`` each time ``signal_int`` arrives while
     started (in the main thread: Python delivers signals there only)."""
 
     def __init__(
-        self, flux_handle: Flux, signum: int, callback: Callable[..., Any], args: Any = None
+        self, flux_handle: Flux, signal_int: int, callback: Callable[..., Any], args: Any = None
     ) -> None:
         super().__init__(flux_handle, callback, args)
-        if not isinstance(signum, int) or not 0 < signum < signal.NSIG:
-            raise OSError(errno.EINVAL, f"signal watcher: invalid signal number {signum!r}")
-        self.signum = signum
+        if not isinstance(signal_int, int) or not 0 < signal_int < signal.NSIG:
+            raise OSError(errno.EINVAL, f"signal watcher: invalid signal number {signal_int!r}")
+        self.signum = signal_int
         self._previous: Any = None
 
     def start(self) -> SignalWatcher:

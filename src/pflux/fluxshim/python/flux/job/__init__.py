@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Jobspec": "Jobspec",
     "JobspecV1": "Jobspec",
+    "validate_jobspec": "Jobspec",
     "JobID": "JobID",
     "id_parse": "JobID",
     "id_encode": "JobID",
@@ -73,6 +74,7 @@ _EXPORTS = {
     "BatchConfig": "_utils",
     "FluxExecutor": "executor",
     "FluxExecutorFuture": "executor",
+    "JobWatcher": "watcher",
 }
 _SUBMODULES = frozenset(
     (
@@ -109,6 +111,7 @@ __all__ = [
     "JobKVSLookup",
     "JobList",
     "JobWaitResult",
+    "JobWatcher",
     "Jobspec",
     "JobspecV1",
     "JournalConsumer",
@@ -147,6 +150,7 @@ __all__ = [
     "submit_async",
     "submit_get_id",
     "timeleft",
+    "validate_jobspec",
     "wait",
     "wait_async",
     "wait_get_status",

@@ -281,6 +281,10 @@ class FluxExecutorFuture(_Future):
                 self._jobid_ready.wait_for(lambda: self._jobid_set, timeout)
             if not self._jobid_set:
                 raise concurrent.futures.TimeoutError()
+        return self._get_jobid()
+
+    def _get_jobid(self) -> Any:
+        """The job id once set, or the error set in its place raised."""
         if self._jobid_error is not None:
             raise self._jobid_error
         return self._jobid

@@ -160,14 +160,7 @@ class AnnotationsInfo:
 
 def _stats_info(handle: Any) -> Any:
     """``StatsInfo``: JobStats, printed as ``flux jobs`` prints an instance's counts."""
-    from flux.job.stats import JobStats
-
-    class StatsInfo(JobStats):
-        def __repr__(self) -> str:
-            return f"PD:{self.pending} R:{self.running} CD:{self.successful} F:{self.failed}"
-
-        def __format__(self, fmt: str) -> str:
-            return str(self).__format__(fmt)
+    from flux.job.stats import StatsInfo
 
     return StatsInfo(handle)
 
@@ -460,9 +453,13 @@ def job_fields_to_attrs(fields: Iterable[str]) -> set[str]:
 
 
 def __getattr__(name: str) -> Any:
-    """``JobInfoFormat``, loaded (with ``flux.util``) on first use."""
+    """``JobInfoFormat`` (with ``flux.util``) and ``StatsInfo``, loaded on first use."""
     if name == "JobInfoFormat":
         from flux.job._infoformat import JobInfoFormat
 
         return JobInfoFormat
+    if name == "StatsInfo":
+        from flux.job.stats import StatsInfo
+
+        return StatsInfo
     raise AttributeError(f"module 'flux.job.info' has no attribute {name!r}")

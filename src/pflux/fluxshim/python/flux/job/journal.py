@@ -10,12 +10,10 @@ its responses are ignored from then on and the consumer gives None.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 
-from flux.abc.journal import JournalConsumerBase
+from flux.abc.journal import JournalConsumerBase, JournalEventBase
 from flux.constants import FLUX_RPC_STREAMING
-from flux.eventlog import EventLogEvent
 from flux.job.JobID import JobID
 
 TYPE_CHECKING = False
@@ -26,13 +24,11 @@ if TYPE_CHECKING:
     from flux.rpc import RPC
 
 
-class JournalEvent(EventLogEvent):
+class JournalEvent(JournalEventBase):
     """An event of the journal: ``jobid``, ``name``, ``timestamp``, ``context``;
     ``jobspec`` on ``submit`` events, ``R`` on ``alloc`` events."""
 
     def __init__(self, jobid: int, event: dict[str, Any], jobspec: Any = None, R: Any = None):  # noqa: N803
-        if "timestamp" not in event:
-            event = dict(event, timestamp=time.time())
         super().__init__(event)
         self.jobid = JobID(jobid)
         self.jobspec = jobspec if self.get("name") == "submit" else None

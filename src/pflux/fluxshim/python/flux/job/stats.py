@@ -108,3 +108,13 @@ class JobStats:
         """Ask for the counts and set them now."""
         self._update_cb(self._query())
         return self
+
+
+class StatsInfo(JobStats):
+    """``JobStats`` that prints as ``flux jobs --stats`` shows it: ``PD:1 R:2 CD:3 F:0``."""
+
+    def __repr__(self) -> str:
+        return f"PD:{self.pending} R:{self.running} CD:{self.successful} F:{self.failed}"
+
+    def __format__(self, fmt: str) -> str:
+        return str(self).__format__(fmt)

@@ -20,7 +20,7 @@ from flux.progress import ProgressBar
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TextIO
+    from typing import Any, Callable, TextIO
 
     from flux.core.handle import Flux
     from flux.eventlog import EventLogEvent
@@ -184,7 +184,9 @@ class JobWatcher:
     (each job's own, if given to ``add_jobs``), ``exitcode`` is the worst of theirs,
     ``progress`` shows a ``JobProgressBar``, ``log_events`` writes each event and
     ``log_status`` each job's end to stderr. A job is followed until its ``wait``
-    event (``clean``, or ``exec.NAME`` of the exec eventlog)."""
+    event (``clean``, or ``exec.NAME`` of the exec eventlog). An ``output_callback``
+    gets each piece of output instead, as ``cb(jobid, stream, data)`` (``stream``
+    ``stdout`` or ``stderr``; both None once a job's output ends)."""
 
     class JobWatchStatus(JobStatus):
         """A job's status with where its output goes and the event that ends its watch."""
@@ -209,6 +211,7 @@ class JobWatcher:
         stderr: TextIO = sys.stderr,
         labelio: bool = False,
         starttime: float | None = None,
+        output_callback: Callable[[Any, str | None, str | None], Any] | None = None,
     ) -> None:
         self.flux_handle = flux_handle
         self.wait = wait
@@ -216,8 +219,9 @@ class JobWatcher:
         self.t0 = starttime
         self.log_events = log_events
         self.log_status = log_status
-        self.stdout = self._reopen(stdout)
-        self.stderr = self._reopen(stderr)
+        self.output_callback = output_callback
+        self.stdout = stdout if output_callback else self._reopen(stdout)
+        self.stderr = stderr if output_callback else self._reopen(stderr)
         self.labelio = labelio
         self.exitcode = 0
         self.show_progress = progress
@@ -261,8 +265,10 @@ class JobWatcher:
     ) -> JobWatcher:
         """Follow ``jobs`` (``JobInfo``s) until their ``wait`` event."""
         self.progress.add_jobs(*jobs)
-        out = self._reopen(self.stdout if stdout is None else stdout)
-        err = self._reopen(self.stderr if stderr is None else stderr)
+        out = self.stdout if stdout is None else stdout
+        err = self.stderr if stderr is None else stderr
+        if self.output_callback is None:
+            out, err = self._reopen(out), self._reopen(err)
         for job in jobs:
             if not self.t0 or job.t_submit < self.t0:
                 self.t0 = job.t_submit
@@ -340,6 +346,9 @@ class JobWatcher:
 
     def _output_watch_cb(self, future: Any, job: JobWatchStatus) -> None:
         stream, data = future.get_output()
+        if self.output_callback is not None:
+            self.output_callback(job.id, stream, data)
+            return
         if stream is None:
             job.stdout.flush()
             job.stderr.flush()

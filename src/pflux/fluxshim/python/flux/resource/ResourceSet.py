@@ -39,6 +39,13 @@ def _ids(value: Any, where: str) -> IDset:
         raise _invalid(f"{where}: {value!r} is not an idset") from None
 
 
+def _time(value: Any, name: str) -> float:
+    """A time of R's ``execution`` (seconds since the epoch, not negative)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{name} must be a number of seconds, not negative: {value!r}")
+    return float(value)
+
+
 def _check_constraint(constraint: Any) -> None:
     """ValueError naming what is wrong in an RFC 31 constraint."""
     if not isinstance(constraint, dict):
@@ -320,6 +327,29 @@ class ResourceSet:
     def get_properties(self) -> str:
         """The properties as JSON text: ``{"NAME": "RANKS", ...}``."""
         return json.dumps({k: v.encode() for k, v in self._properties.items()})
+
+    @property
+    def properties(self) -> str:
+        """The names of the set's properties, comma-separated."""
+        return ",".join(self._properties)
+
+    @property
+    def starttime(self) -> float:
+        """R's ``execution.starttime`` (0: not set)."""
+        return self._starttime
+
+    @starttime.setter
+    def starttime(self, value: float) -> None:
+        self._starttime = _time(value, "starttime")
+
+    @property
+    def expiration(self) -> float:
+        """R's ``execution.expiration`` (0: none)."""
+        return self._expiration
+
+    @expiration.setter
+    def expiration(self, value: float) -> None:
+        self._expiration = _time(value, "expiration")
 
     @property
     def nodelist(self) -> Hostlist:

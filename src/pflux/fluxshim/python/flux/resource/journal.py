@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 
-from flux.abc.journal import JournalConsumerBase
+from flux.abc.journal import JournalConsumerBase, JournalEventBase
 from flux.constants import FLUX_RPC_STREAMING
-from flux.eventlog import EventLogEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,22 +25,13 @@ __all__ = ["ResourceJournalConsumer", "ResourceJournalEvent"]
 _KEY = "resource.eventlog"
 
 
-class ResourceJournalEvent(EventLogEvent):
+class ResourceJournalEvent(JournalEventBase):
     """One event of the resource eventlog: ``name``, ``timestamp``, ``context``; ``R`` on
     ``resource-define``."""
 
     def __init__(self, event: dict[str, Any], R: Any = None) -> None:  # noqa: N803
         super().__init__(event)
         self.R = R
-
-    def is_empty(self) -> bool:
-        """Whether this is the sentinel between the history and live events."""
-        return "name" not in self
-
-    def __str__(self) -> str:
-        if self.is_empty():
-            return f"{self.timestamp:<0.5f} End of historical data stream"
-        return " ".join([f"{self.timestamp:<0.5f}", self.name, self.context_string])
 
 
 class ResourceJournalConsumer(JournalConsumerBase):

@@ -34,11 +34,15 @@ __all__ = ["DrainInfo", "ResourceStatus", "ResourceStatusRPC", "resource_status"
 
 class ResourceStatus:
     """Rank sets by state: ``all``, ``online``, ``offline``, ``exclude``, ``torpid``,
-    ``allocated``, ``drained`` (drained, nothing running), ``draining`` (drained, a job
-    still there), ``avail`` (neither excluded, drained nor torpid), ``drain_info``."""
+    ``allocated``, ``housekeeping`` (not filtered), ``drained`` (drained, nothing
+    running), ``draining`` (drained, a job still there), ``avail`` (neither excluded,
+    drained nor torpid), ``drain_info``."""
 
     def __init__(
-        self, rstatus: dict[str, Any] | None = None, allocated_ranks: IDset | None = None
+        self,
+        rstatus: dict[str, Any] | None = None,
+        allocated_ranks: IDset | None = None,
+        housekeeping_ranks: IDset | None = None,
     ) -> None:
         if rstatus is None:
             rstatus = {"R": None, "offline": "", "online": "", "exclude": "", "drain": {}}
@@ -46,6 +50,7 @@ class ResourceStatus:
         self.rset = ResourceSet(rstatus.get("R"))
         self.nodelist = self.rset.nodelist
         self.allocated_ranks = IDset() if allocated_ranks is None else allocated_ranks
+        self.housekeeping_ranks = IDset() if housekeeping_ranks is None else housekeeping_ranks
         self._recalculate()
 
     def filter(self, include: Any) -> None:
@@ -71,6 +76,7 @@ class ResourceStatus:
         self.offline, self.online = sets["offline"], sets["online"]
         self.exclude, self.torpid = sets["exclude"], sets["torpid"]
         self.allocated = sets["allocated"]
+        self.housekeeping = self.housekeeping_ranks
         self.drained = IDset()
         self.drain_info: list[DrainInfo] = []
         self._drain_lookup: dict[int, DrainInfo] = {}
