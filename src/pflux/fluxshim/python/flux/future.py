@@ -153,10 +153,36 @@ class Future:
             self._flux._thens.pop(self, None)
 
 
-class WaitAllFuture(Future):
+class _StartedFuture(Future):
+    """A future whose work starts (``_start``) when a ``then`` callback is set or its
+    result is first waited for; ``_NO_HANDLE`` says how it gets the handle it waits on."""
+
+    _NO_HANDLE: str  # the error of waiting with no handle, as each kind words it
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def then(
+        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
+    ) -> Future:
+        super().then(callback, *args, timeout=timeout, **kwargs)
+        self._start()
+        return self
+
+    def wait_for(self, timeout: float = -1.0) -> Future:
+        if self._flux is None:
+            raise OSError(errno.EINVAL, self._NO_HANDLE)
+        self._start()
+        self._flux._run_until(self, timeout)
+        return self
+
+
+class WaitAllFuture(_StartedFuture):
     """A future fulfilled, with nothing, once every child ``push()``ed has a result
     (each child keeps its own, for its ``get()``). It takes each child's ``then``,
     as flux-core's composite does: a child with one already is EEXIST."""
+
+    _NO_HANDLE = "future has no Flux handle: push a child first"
 
     def __init__(self, children: list[Future] | None = None) -> None:
         super().__init__(None)
@@ -190,28 +216,16 @@ class WaitAllFuture(Future):
             self._more = False
             self._fulfill(None)
 
-    def then(
-        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
-    ) -> Future:
-        super().then(callback, *args, timeout=timeout, **kwargs)
-        self._start()
-        return self
 
-    def wait_for(self, timeout: float = -1.0) -> Future:
-        if self._flux is None:
-            raise OSError(errno.EINVAL, "future has no Flux handle: push a child first")
-        self._start()
-        self._flux._run_until(self, timeout)
-        return self
-
-
-class FutureExt(Future):
+class FutureExt(_StartedFuture):
     """A future fulfilled from Python (flux-core's): ``init_cb(future, *args, **kwargs)``
     runs once, when a ``then`` callback is set or a result is first waited for, and
     starts what will ``fulfill()`` (or ``fulfill_error()``) it. While ``get()`` waits,
     the handle's callbacks and watchers run (what the init callback started among
     them), as flux-core runs a reactor for a blocking get. Once fulfilled, it keeps
     ``reactor_run`` going no longer."""
+
+    _NO_HANDLE = "future has no Flux handle: call set_flux() first"
 
     def __init__(
         self, init_cb: Callable[..., Any], *args: Any, flux_handle: Flux | None = None, **kw: Any
@@ -239,20 +253,6 @@ class FutureExt(Future):
     def fulfill_error(self, errnum: int = errno.ENOENT, errstr: str | None = None) -> None:
         self._more = False
         self._fulfill_error(errnum, errstr)
-
-    def then(
-        self, callback: Callable[..., Any], *args: Any, timeout: float = -1.0, **kwargs: Any
-    ) -> Future:
-        super().then(callback, *args, timeout=timeout, **kwargs)
-        self._start()
-        return self
-
-    def wait_for(self, timeout: float = -1.0) -> Future:
-        if self._flux is None:
-            raise OSError(errno.EINVAL, "future has no Flux handle: call set_flux() first")
-        self._start()
-        self._flux._run_until(self, timeout)
-        return self
 
     def get(self) -> Any:
         """The value ``fulfill()`` gave (an error raises its OSError)."""
