@@ -55,6 +55,19 @@ def kill_with_launcher(instance: LiveInstance) -> None:
     instance.kill()
 
 
+def restarted_it_runs_once(first: LiveInstance, state: Path, jobid: int, runs: Path) -> None:
+    """Kill ``first`` with its launcher before job ``jobid`` ran anything, restart it on
+    ``state``, and see the job succeed, started once, its command run once."""
+    kill_with_launcher(first)
+    assert not runs.exists()
+    with LiveInstance(state, cores=2) as second, Client(second.uri) as client:
+        result = client.wait(jobid)
+        assert result.success, result.errstr
+        names = [e.name for e in client.events(jobid, follow=False)]
+        assert names.count("start") == 1, names
+    assert runs.read_text() == "ran\n"  # once
+
+
 def read_fifo(path: Path, timeout: float = 60.0) -> str:
     """What the first writer of the FIFO ``path`` wrote (select, not polling)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -85,14 +98,7 @@ def test_a_job_journalled_but_not_yet_given_to_its_shell_runs_once_after_the_res
         assert int(read_fifo(stopped)) == wire.shell_key(jobid, 0)
         # job-exec has begun the job where the restart will read it
         client.wait_event(jobid, "starting", path="guest.exec.eventlog")
-    kill_with_launcher(first)
-    assert not runs.exists()
-    with LiveInstance(state, cores=2) as second, Client(second.uri) as client:
-        result = client.wait(jobid)
-        assert result.success, result.errstr
-        names = [e.name for e in client.events(jobid, follow=False)]
-        assert names.count("start") == 1, names
-    assert runs.read_text() == "ran\n"  # once
+    restarted_it_runs_once(first, state, jobid, runs)
 
 
 def test_a_job_whose_start_the_launcher_never_read_runs_once_after_the_restart(
@@ -182,11 +188,4 @@ def test_a_job_asked_for_while_the_journal_is_compacted_runs_once_after_the_rest
     assert journal.live(str(state / "exec" / "journal")) == {
         wire.shell_key(jobid, 0): (0, 0, "", True)
     }
-    kill_with_launcher(first)
-    assert not runs.exists()
-    with LiveInstance(state, cores=2) as second, Client(second.uri) as client:
-        result = client.wait(jobid)
-        assert result.success, result.errstr
-        names = [e.name for e in client.events(jobid, follow=False)]
-        assert names.count("start") == 1, names
-    assert runs.read_text() == "ran\n"  # once
+    restarted_it_runs_once(first, state, jobid, runs)
