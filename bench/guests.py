@@ -88,6 +88,18 @@ def python_for(base: Path, user: pwd.struct_passwd) -> str:
     return str(env / "bin" / "python")
 
 
+def run_as(
+    user: pwd.struct_passwd, code: str, jobs: int, *, python: str, home: Path, uri: str
+) -> str:
+    """What ``code`` prints, run with ``python`` as ``user`` against the instance ``uri``."""
+    return subprocess.run(
+        [python, "-c", code, str(jobs)],
+        user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=home,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "PFLUX_URI": uri},
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("-n", "--jobs", type=int, default=300)
@@ -133,22 +145,12 @@ def main() -> int:
         try:
             for _ in range(args.rounds):
                 for name, user in (("owner", account), ("guest", guest)):
-                    out = subprocess.run(
-                        [python, "-c", ROUND, str(args.jobs)],
-                        user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=home,
-                        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "PFLUX_URI": uri},
-                        capture_output=True, text=True, check=True,
-                    ).stdout.split()  # fmt: skip
+                    out = run_as(user, ROUND, args.jobs, python=python, home=home, uri=uri).split()
                     rate, failed = float(out[0]), int(out[1])
                     rates[name].append(rate)
                     print(f"{name}: {rate:.0f} jobs/s ({failed} failed)", flush=True)
                     if args.serial:
-                        spans = subprocess.run(
-                            [python, "-c", SERIAL, str(args.serial)],
-                            user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=home,
-                            env={"PATH": "/usr/bin:/bin", "HOME": str(home), "PFLUX_URI": uri},
-                            capture_output=True, text=True, check=True,
-                        ).stdout.strip()  # fmt: skip
+                        spans = run_as(user, SERIAL, args.serial, python=python, home=home, uri=uri)
                         print(f"{name}, one at a time (medians): {spans}", flush=True)
         finally:
             instance.stdin.close()
