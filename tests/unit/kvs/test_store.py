@@ -195,23 +195,37 @@ def test_an_append_costs_the_same_however_long_the_value(store: Store) -> None:
     assert long < 2 * short + 10, (short, long)
 
 
-def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
-    """job-ingest's commit, a new directory per job: a probe each, then one INSERT for all."""
-    store.put("job.a", "in the way")  # a value where the directories go is still replaced
+def traced(store: Store, ops: list[Any], watched: set[str]) -> tuple[list[str], list[Any]]:
+    """(the kind of each SQL statement ``store.apply(ops, watched)`` ran, its changes)."""
     statements: list[str] = []
     store._conn.set_trace_callback(statements.append)
     try:
-        changes = store.apply(
-            [
-                (op, f"job.a.{n}.{leaf}", f"{n}{leaf}")
-                for n in range(3)
-                for op, leaf in (("put", "J"), ("put", "jobspec"), ("append", "eventlog"))
-            ],
-            {"job.a", "job.a.1.eventlog"},
-        )
+        changes = store.apply(ops, watched)
     finally:
         store._conn.set_trace_callback(None)
-    kinds = [s.split()[0] for s in statements]
+    return [statement.split()[0] for statement in statements], changes
+
+
+def one_by_one(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """A list that gets an item for each op the store applies one at a time."""
+    applied: list[Any] = []
+    apply_one = store._apply_one
+    monkeypatch.setattr(store, "_apply_one", lambda *args: applied.append(apply_one(*args)))
+    return applied
+
+
+def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
+    """job-ingest's commit, a new directory per job: a probe each, then one INSERT for all."""
+    store.put("job.a", "in the way")  # a value where the directories go is still replaced
+    kinds, changes = traced(
+        store,
+        [
+            (op, f"job.a.{n}.{leaf}", f"{n}{leaf}")
+            for n in range(3)
+            for op, leaf in (("put", "J"), ("put", "jobspec"), ("append", "eventlog"))
+        ],
+        {"job.a", "job.a.1.eventlog"},
+    )
     assert kinds.count("SELECT") == 3  # one probe per job directory, none per key
     assert kinds.count("INSERT") == 9  # one executemany, traced a row at a time
     assert "UPDATE" not in kinds  # no append probing
@@ -229,24 +243,16 @@ def test_new_keys_in_known_directories_are_inserted_in_one_statement(
 ) -> None:
     """The scheduler's commit, an R in each job's directory: a probe per key, one INSERT."""
     store.apply([("put", f"job.{n}.{leaf}", "v") for n in range(3) for leaf in ("J", "jobspec")])
-    one_by_one: list[Any] = []
-    apply_one = store._apply_one
-    monkeypatch.setattr(store, "_apply_one", lambda *args: one_by_one.append(apply_one(*args)))
-    statements: list[str] = []
-    store._conn.set_trace_callback(statements.append)
-    try:
-        changes = store.apply([("put", f"job.{n}.R", f"R{n}") for n in range(3)], {"job.1.R"})
-    finally:
-        store._conn.set_trace_callback(None)
-    kinds = [s.split()[0] for s in statements]
+    applied = one_by_one(store, monkeypatch)
+    kinds, changes = traced(store, [("put", f"job.{n}.R", f"R{n}") for n in range(3)], {"job.1.R"})
     assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (3, 3, 0)
-    assert one_by_one == []
+    assert applied == []
     assert changes == [("job.1.R", "put", "R1")]
     assert [store.get(f"job.{n}.R") for n in range(3)] == ["R0", "R1", "R2"]
     # a key that is there already, or one below a key of the commit: one by one
     store.apply([("put", "job.0.R", "again"), ("put", "job.1.S", "s")])
     store.apply([("put", "job.2.T", "t"), ("put", "job.2.T.U", "u")])
-    assert len(one_by_one) == 4
+    assert len(applied) == 4
     assert (store.get("job.0.R"), store.get("job.1.S")) == ("again", "s")
     assert store.ls("job.2.T") == {"U": "val"}
 
@@ -258,34 +264,27 @@ def test_ends_of_jobs_append_and_insert_their_records_in_a_few_statements(
     record beside it, the appends in one statement and the records in one more, none one
     by one; a record in the way of nothing else, and a watched eventlog heard in order."""
     store.apply([("append", f"job.{n}.eventlog", "a") for n in range(3)])
-    one_by_one: list[Any] = []
-    apply_one = store._apply_one
-    monkeypatch.setattr(store, "_apply_one", lambda *args: one_by_one.append(apply_one(*args)))
-    statements: list[str] = []
-    store._conn.set_trace_callback(statements.append)
-    try:
-        changes = store.apply(
-            [
-                op
-                for n in range(3)
-                for op in (
-                    ("append", f"job.{n}.eventlog", "b"),
-                    ("put", f"job.{n}.data.manager", f"r{n}"),
-                )
-            ],
-            {"job.0.eventlog", "job.2.eventlog"},
-        )
-    finally:
-        store._conn.set_trace_callback(None)
-    assert one_by_one == []
-    kinds = [s.split()[0] for s in statements]
+    applied = one_by_one(store, monkeypatch)
+    kinds, changes = traced(
+        store,
+        [
+            op
+            for n in range(3)
+            for op in (
+                ("append", f"job.{n}.eventlog", "b"),
+                ("put", f"job.{n}.data.manager", f"r{n}"),
+            )
+        ],
+        {"job.0.eventlog", "job.2.eventlog"},
+    )
+    assert applied == []
     assert (kinds.count("UPDATE"), kinds.count("INSERT"), kinds.count("DELETE")) == (3, 3, 0)
     assert changes == [("job.0.eventlog", "append", "b"), ("job.2.eventlog", "append", "b")]
     assert [store.get(f"job.{n}.eventlog") for n in range(3)] == ["ab"] * 3
     assert [store.get(f"job.{n}.data.manager") for n in range(3)] == ["r0", "r1", "r2"]
     # a new key where a value is: the appends are undone and all go one by one
     store.apply([("append", "job.0.eventlog", "c"), ("put", "job.1.data.manager.x", "y")])
-    assert len(one_by_one) == 2
+    assert len(applied) == 2
     assert store.get("job.0.eventlog") == "abc"
     assert store.ls("job.1.data.manager") == {"x": "val"}
 
