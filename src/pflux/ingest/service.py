@@ -183,15 +183,14 @@ class IngestService(Service):
         if _mechanism(req, signed) == "munge":
             self._to_verify.get().append(_Signed(req, urgency, flags, sent, signed))
             return
-        self._take(req, urgency, flags, _unsigned(req, signed, sent), signed)
+        self._take(req, urgency, flags, _unsigned(signed, sent), signed)
 
     def _verify(self, batch: list[_Signed]) -> None:
         """Have munged check a turn's J in the verifier's threads, then take them in one
         turn, in the order they came (one commit, as the owner's jobs of a turn)."""
         loop = asyncio.get_running_loop()
         checks = [
-            loop.run_in_executor(self._verifier, _unsigned, sub.req, sub.signed, sub.sent)
-            for sub in batch
+            loop.run_in_executor(self._verifier, _unsigned, sub.signed, sub.sent) for sub in batch
         ]
         before, self._last_verified = self._last_verified, loop.create_future()
         task = loop.create_task(self._take_verified(batch, checks, before, self._last_verified))
@@ -326,10 +325,9 @@ def _mechanism(req: Request, signed: str) -> str:
     return mechanism
 
 
-def _unsigned(req: Request, signed: str, jobspec: Any) -> dict[str, Any]:
-    """The jobspec J carries, once J proves the requester signed it (``_mechanism``'s
-    checks, then the signature's: MUNGE's asks munged, so it runs off the event loop)."""
-    _mechanism(req, signed)
+def _unsigned(signed: str, jobspec: Any) -> dict[str, Any]:
+    """The jobspec J carries, once its signature verifies (J's header was checked by
+    ``_mechanism`` first; MUNGE's signature asks munged, so it runs off the event loop)."""
     try:
         payload = unwrap(signed, allowed=MECHANISMS).payload
     except SignError as exc:
