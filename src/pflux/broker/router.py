@@ -121,6 +121,16 @@ class Request:
                 Message(RESPONSE, self.topic, self.matchtag, None, errnum=errnum, errstr=errstr)
             )
 
+    def fail(self, exc: Exception) -> None:
+        """Answer a handler's exception as an error response; a bug is logged, not fatal."""
+        if isinstance(exc, RPCError):
+            self.error(exc.errnum, exc.errstr)
+        elif isinstance(exc, PfluxError):
+            self.error(errno.EINVAL, str(exc))
+        else:
+            log.exception("%s handler failed", self.topic)
+            self.error(errno.EINVAL, f"internal error in {self.topic}: {exc!r}")
+
     def end(self) -> None:
         """End a stream normally (ENODATA, as Flux does)."""
         self.error(errno.ENODATA)
@@ -490,7 +500,7 @@ class Broker:
         try:
             result = handler(req)
         except Exception as exc:
-            self._fail(req, exc)
+            req.fail(exc)
             return
         if result is not None:  # an async handler's coroutine
             task = self.loop.create_task(self._finish(req, result))
@@ -513,17 +523,7 @@ class Broker:
         try:
             await result
         except Exception as exc:
-            self._fail(req, exc)
-
-    def _fail(self, req: Request, exc: Exception) -> None:
-        """Turn a handler's exception into an error response; a bug is logged, not fatal."""
-        if isinstance(exc, RPCError):
-            req.error(exc.errnum, exc.errstr)
-        elif isinstance(exc, PfluxError):
-            req.error(errno.EINVAL, str(exc))
-        else:
-            log.exception("%s handler failed", req.topic)
-            req.error(errno.EINVAL, f"internal error in {req.topic}: {exc!r}")
+            req.fail(exc)
 
     # --- requests from inside the broker -----------------------------------------------
 

@@ -213,11 +213,8 @@ class IngestService(Service):
                     if isinstance(jobspec, BaseException):
                         raise jobspec
                     self._take(sub.req, sub.urgency, sub.flags, jobspec, sub.signed)
-                except RPCError as exc:
-                    sub.req.error(exc.errnum, exc.errstr)
                 except Exception as exc:
-                    log.exception("job-ingest.submit failed")
-                    sub.req.error(errno.EINVAL, f"internal error in job-ingest.submit: {exc!r}")
+                    sub.req.fail(exc)
         finally:
             mine.set_result(None)
             if self._last_verified is mine:
