@@ -242,7 +242,6 @@ class Overlay:
         self.children: dict[int, _Child] = {}
         self.parent_up = False
         self._parent_heard = 0.0
-        self.stopping = False  # the tree was told to stop: a child's silence is its end
         self._ctx: zmq.Context[zmq.Socket[bytes]] | None = None
         self._router: zmq.Socket[bytes] | None = None
         self._dealer: zmq.Socket[bytes] | None = None
@@ -335,7 +334,6 @@ class Overlay:
 
     def shutdown_tree(self) -> None:
         """Tell every child to stop (and, through them, their subtrees)."""
-        self.stopping = True
         self.broker.ranks_stopping = True
         for rank in list(self.children):
             self._control(rank, "overlay.shutdown", {})
@@ -753,7 +751,7 @@ class Overlay:
         ranks = sorted(child.subtree)
         host = child.subtree.get(rank, {}).get("hostname", "?")
         # once the tree was told to stop, a child that goes quiet is stopping, as asked
-        (log.info if self.stopping else log.error)(
+        (log.info if self.broker.ranks_stopping else log.error)(
             "overlay: lost contact with rank %d (%s): %s; down: %s",
             rank,
             host,
@@ -793,7 +791,7 @@ class Overlay:
                     self._peers[value] = _peer_of(value)
             elif event == zmq.EVENT_DISCONNECTED:
                 peer = self._peers.pop(value, None)
-                if not self._refusing and not self.stopping:
+                if not self._refusing and not self.broker.ranks_stopping:
                     address = peer or f"a child at {self.endpoint}"
                     self._lost(address.encode(), address)
             failed = failed or event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -822,11 +820,12 @@ class Overlay:
             elif event == zmq.EVENT_DISCONNECTED and self._parent_connected:
                 self._parent_connected = False
                 self._parent_closed = True
-                if not self.stopping:
+                if not self.broker.ranks_stopping:
                     name = f"the parent, rank {self._parent()} ({self.boot.parent})"
                     self._lost(b"parent", name)
         dealer, endpoint = self._dealer, self.boot.parent
-        if closed_before and self._parent_closed and not self.stopping and dealer and endpoint:
+        stopping = self.broker.ranks_stopping
+        if closed_before and self._parent_closed and not stopping and dealer and endpoint:
             self._parent_closed = False
             log.info("overlay: connecting again to the parent, rank %d", self._parent())
             with contextlib.suppress(zmq.ZMQError):
