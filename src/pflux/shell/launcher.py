@@ -70,8 +70,7 @@ STOP_AT_COMPACT: Final = "PFLUX_TEST_STOP_AT_COMPACT"
 IMP_TIMEOUT: Final = 10.0  # seconds the privileged helper may take to take a request
 IMP_CHUNK: Final = 65536  # a request to the helper goes in datagrams of this size
 # a user's shells kept for the user's next jobs, at most: a user whose jobs run many at
-# once needs as many, or each job past them pays the helper a shell (4 halved the rate
-# of eight jobs at a time)
+# once needs as many, or each job past them waits for the helper to make a shell
 GUEST_SPARES: Final = 16
 GUEST_SPARES_KEPT: Final = 64  # guests' shells kept, all users together, at most
 GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
