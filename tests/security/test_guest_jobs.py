@@ -205,3 +205,53 @@ def test_a_guests_job_gets_its_stdin_and_its_signals_on_its_own_socket(site: Sit
     events = s.ok(s.guest, "job", "eventlog", jobid)
     assert 'type="cancel"' in events, events
     assert f"status={(128 + signal.SIGTERM) << 8}" in events, events  # SIGTERM killed it
+
+
+def test_a_guests_job_outlives_the_broker_and_its_launcher_and_completes_once(
+    site: Site,
+) -> None:
+    """The broker and its launcher killed together (SIGKILL) while a guest's job waits:
+    its shell keeps its tasks and its records, meets the restarted instance's job-exec at
+    its rendezvous, and the job ends with its status and all its output, run once, as
+    the guest."""
+    s = site
+    state = s.inst.home / "survive-state"
+    config = s.inst.home / "site.toml"
+    release = s.guest.home / "survive-release"
+    os.mkfifo(release, 0o600)
+    os.chown(release, s.guest.uid, s.guest.gid)
+    runs = s.guest.home / "survive-runs"
+    script = f"echo ran >> {runs}; echo before; read word < {release}; echo after $word; id -u"
+    first = s.inst.instance(state, "--config", str(config))
+    try:
+        jobid = s.guest.pflux("submit", "sh", "-c", script, PFLUX_URI=first.uri).stdout.strip()
+        assert jobid, s.helper.log
+        waited = s.guest.pflux(
+            "job", "wait-event", "-t", "120", "-p", "exec", jobid, "shell.start",
+            PFLUX_URI=first.uri,
+        )  # fmt: skip
+        assert waited.returncode == 0, (waited.stderr, s.helper.log)
+        launcher = launcher_of(state)
+        first.proc.send_signal(signal.SIGSTOP)  # it cannot start another launcher first
+        os.kill(launcher, signal.SIGKILL)
+        wait_exit([launcher])
+    finally:
+        first.kill()
+    with s.inst.instance(state, "--config", str(config)) as second:
+        writer = os.open(release, os.O_RDWR)  # never blocks; the task reads its line when it opens
+        try:
+            os.write(writer, b"released\n")
+            done = s.guest.pflux(
+                "job", "wait-event", "-t", "120", jobid, "clean", PFLUX_URI=second.uri
+            )
+            assert done.returncode == 0, (done.stderr, s.helper.log)
+        finally:
+            os.close(writer)
+        status = s.guest.pflux("job", "status", jobid, PFLUX_URI=second.uri)
+        events = s.guest.pflux("job", "eventlog", jobid, PFLUX_URI=second.uri).stdout
+        assert status.returncode == 0, (status.stderr, events, second.log.read_text())
+        names = [line.split()[1] for line in events.splitlines() if line.strip()]
+        assert names.count("start") == 1, events
+        output = s.guest.pflux("job", "attach", jobid, PFLUX_URI=second.uri).stdout
+        assert output == f"before\nafter released\n{s.guest.uid}\n", output
+    assert runs.read_text() == "ran\n"  # once
