@@ -53,13 +53,18 @@ class Rendezvous:
         self._listening: dict[int, tuple[int, socket.socket, Entry]] = {}  # by fd
 
     def directory(self) -> int:
-        """The directory's descriptor (``O_PATH``), made once; -1 if it cannot be (then
-        a guest's job ends with job-exec, as one given no rendezvous does)."""
+        """The directory's descriptor (``O_PATH``), made once, emptied of what an earlier
+        job-exec left; -1 if it cannot be (then a guest's job ends with job-exec, as one
+        given no rendezvous does)."""
         if self._fd < 0:
             try:
                 self._fd = _open_directory(self.path)
             except OSError as exc:
                 log.error("%s: %s (guests' jobs will not survive job-exec)", self.path, exc)
+                return -1
+            for name in os.listdir(f"/proc/self/fd/{self._fd}"):  # no job-exec listens there
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=self._fd)
         return self._fd
 
     def listen(self, loop: asyncio.AbstractEventLoop, shells: Mapping[int, Entry]) -> None:
