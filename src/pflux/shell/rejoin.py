@@ -77,6 +77,7 @@ class Rejoining:
         give_up: float
         meeting: int
         orphaned: bool
+        quitting: bool
         pending: int
         rejoins: int
         retry_at: float
@@ -236,13 +237,14 @@ class Rejoining:
 
     def _guest_detached(self) -> None:
         """A guest's shell lost job-exec: wait for a restarted one at the rendezvous (up to
-        the rejoin timeout), or, with none, kill the tasks."""
+        the rejoin timeout), or, with none (or job-exec stopped for good: QUIT), kill the
+        tasks."""
         self.poller.unregister(self.ctx.records.fileno())  # a guest's shell's always is
         self.waiting_out = False
         if self.meeting == GAVE_UP:
             return
-        if self.ctx.guest_dir < 0 or self._instance_gone():
-            self._give_up(GUEST_GONE)
+        if self.quitting or self.ctx.guest_dir < 0 or self._instance_gone():
+            self._give_up(GUEST_GONE)  # stopped for good, or no rendezvous
             return
         now = time.monotonic()
         self.meeting = MEETING

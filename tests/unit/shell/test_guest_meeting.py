@@ -13,8 +13,8 @@ import pytest
 
 from pflux.protocol import shellwire as wire
 from pflux.shell.context import Context
-from pflux.shell.job import Shell
-from pflux.shell.rejoin import MEETING, MET
+from pflux.shell.job import WINDOW, Shell
+from pflux.shell.rejoin import GAVE_UP, MEETING, MET
 
 KEY = 9 << 24
 
@@ -99,3 +99,40 @@ def test_a_shell_meets_only_the_instances_uid_and_resumes_once(
         met.recv(1 << 16)
     met.close()
     listener.close()
+
+
+def test_a_guests_shell_away_from_job_exec_holds_a_window_at_most(
+    shell: tuple[Shell, socket.socket], tmp_path: Path
+) -> None:
+    """Its records wait in memory (it has no spool): past ``WINDOW`` unacknowledged it
+    reads its tasks' output no more, so they wait to write."""
+    guest, ours = shell
+    fd = directory(tmp_path / "guests", 0o711)
+    guest._rendezvous(b"300", [fd])
+    os.close(fd)
+    guest._watch_links()
+    ours.close()  # job-exec is gone
+    guest._detach()
+    assert guest.detached
+    assert guest.meeting == MEETING
+    chunk = b"o\0\0\0\0" + b"x" * 65536
+    while guest.log.end < WINDOW:
+        guest._emit(wire.OUTPUT, chunk)
+        guest._pace()
+    assert guest.paused
+    assert guest.log.end < WINDOW + len(chunk) + wire.HEADER.size  # all in memory, bounded
+
+
+def test_a_guests_shell_told_to_quit_does_not_wait_for_another_job_exec(
+    shell: tuple[Shell, socket.socket], tmp_path: Path
+) -> None:
+    guest, ours = shell
+    fd = directory(tmp_path / "guests", 0o711)
+    guest._rendezvous(b"300", [fd])
+    os.close(fd)
+    guest._watch_links()
+    guest.quitting = True  # job-exec stops for good (QUIT)
+    ours.close()
+    guest._detach()
+    assert guest.meeting == GAVE_UP
+    assert not guest.retry_at
