@@ -303,3 +303,20 @@ def test_a_guests_shell_no_instance_takes_in_time_kills_its_tasks_and_its_job_fa
         assert "not found when the instance restarted" in log, log
         assert job.events(second, jobid).count("start") == 1, log
     assert job.runs.read_text() == "ran\n"  # never again
+
+
+def test_an_instance_stopped_for_good_ends_a_guests_running_job(site: Site) -> None:
+    """A clean stop (QUIT) is no crash: the guest's shell waits for no later instance, its
+    tasks are ended and it exits with the instance."""
+    job = Restart(site, "stopped")
+    first = job.instance()
+    try:
+        script = f"echo $PPID > {job.shell}; read word < {job.release}"
+        jobid = job.pflux(first, "submit", "sh", "-c", script).stdout.strip()
+        assert jobid, site.helper.log
+        shell = int(read_fifo(job.shell, 120))
+        assert first.stop() == 0
+    finally:
+        if first.proc.poll() is None:
+            first.kill()
+    wait_exit([shell], 30)
