@@ -435,11 +435,6 @@ class LauncherLink:
         if self._rendezvous is not None and shells:
             self._rendezvous.listen(loop, shells)
 
-    @property
-    def meeting(self) -> set[int]:
-        """The guests' shells listened for, not met yet."""
-        return self._rendezvous.keys if self._rendezvous is not None else set()
-
     def forget_meetings(self) -> None:
         """Listen for no guest's shell any more (they have given up by now)."""
         if self._rendezvous is not None:

@@ -89,11 +89,6 @@ class Rendezvous:
             self._listening[sock.fileno()] = (key, sock, entry)
             loop.add_reader(sock.fileno(), self._ready, sock.fileno())
 
-    @property
-    def keys(self) -> set[int]:
-        """The shells listened for."""
-        return {key for key, _, _ in self._listening.values()}
-
     def _ready(self, fd: int) -> None:
         found = self._listening.get(fd)
         if found is None:

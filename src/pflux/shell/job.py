@@ -10,7 +10,8 @@ process back for the next job. Records are kept until acknowledged
 launcher died rejoins the next on ``exec/sock`` (REJOIN), waiting for a
 restarted instance's if the broker died too (``pflux.shell.rejoin``). A guest's
 shell (run as its user by ``pflux.imp``) reads job-exec's records on its job's
-own records socket too, and runs its job on if its launcher dies. The steps and the
+own records socket too, runs its job on if its launcher dies, and meets a
+restarted job-exec at its rendezvous if the broker does. The steps and the
 reasons are in ``docs/architecture.md``, "The job shell" and "Execution
 across a crash".
 """
