@@ -52,10 +52,11 @@ print("met" if sock.recv(64) == b"welcome" else "hung up")
 """
 
 
-def as_user(user: User, code: str, fd: int, *args: str) -> subprocess.Popen[str]:
-    """Python ``code`` as ``user``, holding descriptor ``fd`` (its first argument)."""
+def as_user(user: User, code: str, fd: int, *args: str, key: int = KEY) -> subprocess.Popen[str]:
+    """Python ``code`` as ``user``, holding descriptor ``fd`` (its first argument; ``key``
+    its second)."""
     return subprocess.Popen(
-        [user.python, "-c", code, str(fd), str(KEY), *args],
+        [user.python, "-c", code, str(fd), str(key), *args],
         user=user.uid,
         group=user.gid,
         extra_groups=[],
@@ -66,6 +67,11 @@ def as_user(user: User, code: str, fd: int, *args: str) -> subprocess.Popen[str]
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def journalled(proc: subprocess.Popen[str]) -> journal.Entry:
+    """A journal's entry for ``proc`` as a job's shell (recorded after its start)."""
+    return (proc.pid, time.clock_gettime_ns(time.CLOCK_BOOTTIME), journal.boot_id(), True)
 
 
 def said(proc: subprocess.Popen[str], line: str = "") -> str:
@@ -104,13 +110,19 @@ def test_a_jobs_connection_is_taken_only_from_its_shell_and_once(
         rendezvous = Rendezvous(str(tmp_path), on_met)
         fd = rendezvous.directory()
         shell = as_user(guest, CONNECT, fd, "wait")  # the job's shell, as the journal names it
-        entry = (shell.pid, time.clock_gettime_ns(time.CLOCK_BOOTTIME), journal.boot_id(), True)
-        rendezvous.listen(asyncio.get_running_loop(), {KEY: entry})
+        loop = asyncio.get_running_loop()
+        rendezvous.listen(loop, {KEY: (journalled(shell), guest.uid)})
         path = tmp_path / "guests" / str(KEY)
         assert stat.S_IMODE(path.stat().st_mode) == 0o666
         # another user, then another process of the job's user: each hung up on
         for impostor in (stranger, guest):
             assert await asyncio.to_thread(said, as_user(impostor, CONNECT, fd)) == "hung up"
+        assert not met
+        # the process the journal names, for a job of another user's: hung up on too
+        other = KEY + 1
+        wrong = as_user(guest, CONNECT, fd, "wait", key=other)
+        rendezvous.listen(loop, {other: (journalled(wrong), stranger.uid)})
+        assert await asyncio.to_thread(said, wrong, "go\n") == "hung up"
         assert not met
         assert await asyncio.to_thread(said, shell, "go\n") == "met"
         assert met == [KEY]

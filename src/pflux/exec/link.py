@@ -429,9 +429,10 @@ class LauncherLink:
         if guest.note:
             self._on_records([(wire.EXITED, guest.key, guest.note)], False)
 
-    def meet(self, loop: asyncio.AbstractEventLoop, shells: dict[int, Entry]) -> None:
-        """Listen for the guests' ``shells`` (journalled: key to entry) of an earlier
-        job-exec, each at its rendezvous, until it meets this one or ``forget_meetings``."""
+    def meet(self, loop: asyncio.AbstractEventLoop, shells: dict[int, tuple[Entry, int]]) -> None:
+        """Listen for the guests' ``shells`` of an earlier job-exec (key to journal entry
+        and job's userid), each at its rendezvous, until it meets this one or
+        ``forget_meetings``."""
         if self._rendezvous is not None and shells:
             self._rendezvous.listen(loop, shells)
 

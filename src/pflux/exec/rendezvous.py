@@ -12,9 +12,10 @@ A job-exec that starts after a crash listens at ``<key>`` (``SOCK_SEQPACKET``,
 mode 0666, since the guest connects) for each shell the journal names as
 running as another user, and takes one connection there: from the process the
 journal names as that shell (``SO_PEERCRED``'s pid, started before its journal
-line, so no reused pid), which runs as the job's user. So a guest's shell speaks
-only for its own job, and only once: the path is removed as the connection is
-taken; anyone else is hung up on, and the socket listens on.
+line, so no reused pid), running as the job's user (its uid, against the
+``submit`` event's userid). So a guest's shell speaks only for its own job, and
+only once: the path is removed as the connection is taken; anyone else is hung
+up on, and the socket listens on.
 """
 
 from __future__ import annotations
@@ -27,13 +28,20 @@ import os
 import socket
 import struct
 from collections.abc import Callable, Collection, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from pflux.errors import EventlogError, RPCError
 from pflux.protocol import shelljournal as journal
+from pflux.protocol.kvs import GetRequest, value_of
 from pflux.protocol.shelljournal import Entry
-from pflux.protocol.shellwire import key_name
+from pflux.protocol.shellwire import key_job, key_name
+from pflux.spec.eventlog import parse
+from pflux.spec.fluid import JobID
 
-__all__ = ["DIRECTORY", "Rendezvous", "guests_shells"]
+if TYPE_CHECKING:
+    from pflux.broker.router import Broker
+
+__all__ = ["DIRECTORY", "Rendezvous", "guests_shells", "owner"]
 
 log = logging.getLogger("pflux.job-exec")
 
@@ -50,7 +58,7 @@ class Rendezvous:
         self._on_met = on_met
         self._fd = -1
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._listening: dict[int, tuple[int, socket.socket, Entry]] = {}  # by fd
+        self._listening: dict[int, tuple[int, socket.socket, Entry, int]] = {}  # by fd
 
     def directory(self) -> int:
         """The directory's descriptor (``O_PATH``), made once, emptied of what an earlier
@@ -67,13 +75,16 @@ class Rendezvous:
                     os.unlink(name, dir_fd=self._fd)
         return self._fd
 
-    def listen(self, loop: asyncio.AbstractEventLoop, shells: Mapping[int, Entry]) -> None:
-        """Listen for each of ``shells`` (its key: its journal entry) at ``<key>``."""
+    def listen(
+        self, loop: asyncio.AbstractEventLoop, shells: Mapping[int, tuple[Entry, int]]
+    ) -> None:
+        """Listen for each of ``shells`` (its key: its journal entry and its job's userid)
+        at ``<key>``."""
         directory = self.directory()
         if directory < 0:
             return
         self._loop = loop
-        for key, entry in shells.items():
+        for key, (entry, userid) in shells.items():
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 with contextlib.suppress(FileNotFoundError):
@@ -86,22 +97,22 @@ class Rendezvous:
                 sock.close()
                 continue
             sock.setblocking(False)
-            self._listening[sock.fileno()] = (key, sock, entry)
+            self._listening[sock.fileno()] = (key, sock, entry, userid)
             loop.add_reader(sock.fileno(), self._ready, sock.fileno())
 
     def _ready(self, fd: int) -> None:
         found = self._listening.get(fd)
         if found is None:
             return
-        key, listener, entry = found
-        conn = _accept_shell(listener, entry)
+        key, listener, entry, userid = found
+        conn = _accept_shell(listener, entry, userid)
         if conn is None:
             return
         self._stop(fd)
         self._on_met(key, conn)
 
     def _stop(self, fd: int) -> None:
-        key, listener, _ = self._listening.pop(fd)
+        key, listener, _, _ = self._listening.pop(fd)
         if self._loop is not None:
             self._loop.remove_reader(fd)
         listener.close()
@@ -128,9 +139,22 @@ def guests_shells(path: str, keys: Collection[int]) -> dict[int, Entry]:
     return shells
 
 
-def _accept_shell(listener: socket.socket, entry: Entry) -> socket.socket | None:
-    """The connection of the shell the journal ``entry`` names, if it has connected; others
-    are closed."""
+async def owner(broker: Broker, key: int) -> int | None:
+    """The userid of the job of shell ``key`` (its ``submit`` event's); None if unknown."""
+    path = f"{JobID(key_job(key)).kvs}.eventlog"
+    try:
+        submit = parse(value_of(await broker.call("kvs.get", GetRequest(path))))[0]
+        if submit.name != "submit" or submit.context is None:
+            raise ValueError("its eventlog does not begin with its submit event")
+        return int(submit.context["userid"])
+    except (RPCError, EventlogError, LookupError, TypeError, ValueError) as exc:
+        log.error("job %s: its owner is not known (%s)", key_name(key), exc)
+        return None
+
+
+def _accept_shell(listener: socket.socket, entry: Entry, userid: int) -> socket.socket | None:
+    """The connection of the shell the journal ``entry`` names, running as ``userid``, if
+    it has connected; others are closed."""
     while True:
         try:
             conn, _ = listener.accept()
@@ -139,7 +163,7 @@ def _accept_shell(listener: socket.socket, entry: Entry) -> socket.socket | None
         pid, uid, _ = _CREDENTIALS.unpack(
             conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size)
         )
-        if pid == entry[0] and journal.runs(entry):
+        if pid == entry[0] and uid == userid and journal.runs(entry):
             return conn
         log.warning("refused uid %d (pid %d) at a guest's shell's rendezvous", uid, pid)
         conn.close()

@@ -51,7 +51,7 @@ from pflux.exec.job import ExecJob
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.node import FROM_SHELLS
-from pflux.exec.rendezvous import guests_shells
+from pflux.exec.rendezvous import guests_shells, owner
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun
 from pflux.exec.writes import GuestWrites
@@ -290,8 +290,10 @@ class ExecService(Service):
         if not keys or launcher is None:
             return
         shells = await asyncio.to_thread(guests_shells, self.journal, set(keys))
-        if shells:
-            launcher.meet(self.broker.loop, shells)
+        owners = {key: await owner(self.broker, key) for key in shells}
+        met = {key: (shells[key], uid) for key, uid in owners.items() if uid is not None}
+        if met:
+            launcher.meet(self.broker.loop, met)
             self.broker.loop.call_later(self.rejoin_timeout, launcher.forget_meetings)
 
     def _guest_rejoined(self, key: int) -> None:
