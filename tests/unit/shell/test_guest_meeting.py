@@ -4,12 +4,16 @@ in, meets only a listener of the instance's uid, and takes RESUME only once met.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pflux.protocol import shellwire as wire
 from pflux.shell.context import Context
@@ -19,8 +23,8 @@ from pflux.shell.rejoin import GAVE_UP, MEETING, MET
 KEY = 9 << 24
 
 
-@pytest.fixture
-def shell() -> Iterator[tuple[Shell, socket.socket]]:
+@contextlib.contextmanager
+def guest_shell() -> Iterator[tuple[Shell, socket.socket]]:
     """A guest's shell (no ``exec_dir``) and job-exec's end of its records socket."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -35,6 +39,12 @@ def shell() -> Iterator[tuple[Shell, socket.socket]]:
     os.close(devnull)
     if ctx.guest_dir >= 0:
         os.close(ctx.guest_dir)
+
+
+@pytest.fixture
+def shell() -> Iterator[tuple[Shell, socket.socket]]:
+    with guest_shell() as made:
+        yield made
 
 
 def directory(path: Path, mode: int) -> int:
@@ -136,3 +146,31 @@ def test_a_guests_shell_told_to_quit_does_not_wait_for_another_job_exec(
     guest._detach()
     assert guest.meeting == GAVE_UP
     assert not guest.retry_at
+
+
+@given(
+    st.one_of(
+        st.binary(max_size=24),
+        st.floats(allow_nan=True).map(lambda x: repr(x).encode()),
+        st.integers().map(lambda x: b"%d" % x),
+    )
+)
+def test_a_rendezvous_payload_is_a_positive_finite_number_of_seconds_or_ignored(
+    payload: bytes,
+) -> None:
+    """Whatever RENDEZVOUS says, the shell takes a timeout only of 0 < seconds < inf."""
+    try:
+        seconds: float | None = float(payload)
+    except ValueError:
+        seconds = None
+    with guest_shell() as (guest, _), tempfile.TemporaryDirectory() as place:
+        os.chmod(place, 0o711)
+        fd = os.open(place, os.O_PATH | os.O_DIRECTORY)
+        try:
+            guest._rendezvous(payload, [fd])
+        finally:
+            os.close(fd)
+        taken = guest.ctx.guest_dir >= 0
+        assert taken == (seconds is not None and 0 < seconds < float("inf"))
+        if taken:
+            assert guest.ctx.rejoin_timeout == seconds
