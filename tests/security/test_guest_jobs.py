@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from support.imp import Helper
-from support.instance import PFLUX, LiveInstance, wait_exit
+from support.instance import PFLUX, LiveInstance, read_fifo, wait_exit
 from support.munge import munged
 from support.users import User
 
@@ -205,3 +206,117 @@ def test_a_guests_job_gets_its_stdin_and_its_signals_on_its_own_socket(site: Sit
     events = s.ok(s.guest, "job", "eventlog", jobid)
     assert 'type="cancel"' in events, events
     assert f"status={(128 + signal.SIGTERM) << 8}" in events, events  # SIGTERM killed it
+
+
+class Restart:
+    """A guest's job that waits on a FIFO in an instance of the site's own, killed (SIGKILL)
+    with or without its launcher, and restarted on its state directory."""
+
+    def __init__(self, s: Site, name: str, config: str = "") -> None:
+        self.s = s
+        self.state = s.inst.home / f"{name}-state"
+        self.config = s.inst.home / f"{name}.toml"
+        self.config.write_text((s.inst.home / "site.toml").read_text() + config)
+        self.config.chmod(0o644)
+        self.release = s.guest.home / f"{name}-release"
+        os.mkfifo(self.release, 0o600)
+        os.chown(self.release, s.guest.uid, s.guest.gid)
+        self.runs = s.guest.home / f"{name}-runs"
+        self.shell = s.guest.home / f"{name}-shell"
+        os.mkfifo(self.shell, 0o600)
+        os.chown(self.shell, s.guest.uid, s.guest.gid)
+
+    def instance(self) -> LiveInstance:
+        return self.s.inst.instance(self.state, "--config", str(self.config))
+
+    def pflux(self, live: LiveInstance, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.s.guest.pflux(*args, PFLUX_URI=live.uri)
+
+    def crash(self, *, launcher: bool) -> tuple[str, int]:
+        """Start the instance, submit the job, kill the broker (and its launcher) once the
+        job's task runs; the job's id and its shell's pid."""
+        script = (
+            f"echo ran >> {self.runs}; echo $PPID > {self.shell}; echo before; "
+            f"read word < {self.release}; echo after $word; id -u"
+        )
+        first = self.instance()
+        try:
+            jobid = self.pflux(first, "submit", "sh", "-c", script).stdout.strip()
+            assert jobid, self.s.helper.log
+            shell = int(read_fifo(self.shell, 120))
+            started = self.pflux(first, "job", "wait-event", "-t", "120", jobid, "start")
+            assert started.returncode == 0, (started.stderr, self.s.helper.log)
+            if launcher:
+                pid = launcher_of(self.state)
+                first.proc.send_signal(signal.SIGSTOP)  # it cannot start another launcher first
+                os.kill(pid, signal.SIGKILL)
+                wait_exit([pid])
+        finally:
+            first.kill()
+        return jobid, shell
+
+    def events(self, live: LiveInstance, jobid: str) -> list[str]:
+        log = self.pflux(live, "job", "eventlog", jobid).stdout
+        return [line.split()[1] for line in log.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("launcher", [True, False], ids=["with-its-launcher", "alone"])
+def test_a_guests_job_outlives_the_broker_and_completes_once(site: Site, launcher: bool) -> None:
+    """The broker killed (SIGKILL), alone or with its launcher, while a guest's job waits:
+    its shell keeps its tasks and its records, meets the restarted instance's job-exec at
+    its rendezvous, and the job ends with its status and all its output, run once, as
+    the guest."""
+    job = Restart(site, "survive-launcher" if launcher else "survive-broker")
+    jobid, _ = job.crash(launcher=launcher)
+    with job.instance() as second:
+        writer = os.open(job.release, os.O_RDWR)  # never blocks; the task reads when it opens
+        try:
+            os.write(writer, b"released\n")
+            done = job.pflux(second, "job", "wait-event", "-t", "120", jobid, "clean")
+            assert done.returncode == 0, (done.stderr, site.helper.log)
+        finally:
+            os.close(writer)
+        status = job.pflux(second, "job", "status", jobid)
+        events = job.events(second, jobid)
+        assert status.returncode == 0, (status.stderr, events, second.log.read_text())
+        assert events.count("start") == 1, events
+        output = job.pflux(second, "job", "attach", jobid).stdout
+        assert output == f"before\nafter released\n{site.guest.uid}\n", output
+    assert job.runs.read_text() == "ran\n"  # once
+
+
+def test_a_guests_shell_no_instance_takes_in_time_kills_its_tasks_and_its_job_fails(
+    site: Site,
+) -> None:
+    """With nobody to meet within ``rejoin-timeout``, the shell kills its tasks and exits;
+    the restarted instance ends the job with an exception and never starts it again."""
+    job = Restart(site, "give-up", 'rejoin-timeout = "1s"\n')  # in [exec], the site's last
+    jobid, shell = job.crash(launcher=True)
+    wait_exit([shell], 60)  # it gave up
+    with job.instance() as second:
+        done = job.pflux(second, "job", "wait-event", "-t", "120", jobid, "clean")
+        assert done.returncode == 0, (done.stderr, site.helper.log)
+        status = job.pflux(second, "job", "status", jobid)
+        assert status.returncode != 0
+        log = job.pflux(second, "job", "eventlog", jobid).stdout
+        assert "exception" in job.events(second, jobid), log
+        assert "not found when the instance restarted" in log, log
+        assert job.events(second, jobid).count("start") == 1, log
+    assert job.runs.read_text() == "ran\n"  # never again
+
+
+def test_an_instance_stopped_for_good_ends_a_guests_running_job(site: Site) -> None:
+    """A clean stop (QUIT) is no crash: the guest's shell waits for no later instance, its
+    tasks are ended and it exits with the instance."""
+    job = Restart(site, "stopped")
+    first = job.instance()
+    try:
+        script = f"echo $PPID > {job.shell}; read word < {job.release}"
+        jobid = job.pflux(first, "submit", "sh", "-c", script).stdout.strip()
+        assert jobid, site.helper.log
+        shell = int(read_fifo(job.shell, 120))
+        assert first.stop() == 0
+    finally:
+        if first.proc.poll() is None:
+            first.kill()
+    wait_exit([shell], 30)

@@ -7,11 +7,15 @@ only if every record of a datagram is of a kind a shell sends and of the job the
 socket was made for. The records skip the launcher, as the owner's shells' do;
 job-exec, not the shell, says which job a socket is for. job-exec's records for
 the shell (``TO_SHELLS``) go back on the same socket, so a running job needs no
-launcher: one that dies takes none of its guests' jobs with it.
+launcher: one that dies takes none of its guests' jobs with it. The first of them
+says where the shell is to meet a restarted job-exec if this one dies
+(RENDEZVOUS, ``pflux.exec.rendezvous``), where the socket of that meeting is
+read as this one.
 """
 
 from __future__ import annotations
 
+import array
 import os
 import socket
 from typing import Final
@@ -25,7 +29,9 @@ FROM_SHELLS: Final = frozenset(
     (wire.STARTED, wire.EXCEPTION, wire.LOG, wire.OUTPUT, wire.EOF, wire.FENCE, wire.EXITED)
 )
 # what job-exec sends a running shell, which goes on the guest's shell's socket
-TO_SHELLS: Final = frozenset((wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE))
+TO_SHELLS: Final = frozenset(
+    (wire.KILL, wire.ACK, wire.INPUT, wire.WINSIZE, wire.FENCE, wire.RESUME)
+)
 FORGED: Final = b"-1 job shell sent records not its job's"  # EXITED, for a forger's job
 UNHEARD: Final = b"-1 job shell ended without its status"  # EXITED, for a shell that did
 
@@ -92,6 +98,17 @@ class GuestRecords:
             self.exited = self.exited or any(kind == wire.EXITED for kind, _, _ in found)
             records += found
         return records
+
+    def rendezvous(self, directory: int, timeout: float) -> None:
+        """Tell the shell where to meet a restarted job-exec (RENDEZVOUS: ``directory``, a
+        descriptor, and the rejoin timeout), before anything else is sent to it. If the
+        socket cannot take it, the shell has no rendezvous: its job ends with job-exec."""
+        data = wire.record(wire.RENDEZVOUS, self.key, repr(timeout).encode())
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [directory]).tobytes())]
+        try:
+            self.sock.sendmsg([data], rights)
+        except OSError:
+            return
 
     def send(self, data: bytes) -> bool:
         """Send the shell a record, after those that wait; False if it has to wait."""

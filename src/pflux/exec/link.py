@@ -22,7 +22,10 @@ launcher passes job-exec's end of it on the shells' socket (GUEST_RECORDS), and
 what is not the job's ends the shell (TERMINATE) and the job. What job-exec
 sends such a shell while it runs (signals, acknowledgements, input) goes back on
 that socket. Those sockets are job-exec's, not the launcher's: they outlive a
-launcher that dies, and so do the guests' jobs.
+launcher that dies, and so do the guests' jobs. Each shell is told where to
+meet a restarted job-exec (``pflux.exec.rendezvous``); a job-exec that starts
+after a crash listens there (``meet``), and the socket a shell connects with is
+read as the one the launcher had passed.
 
 job-exec keeps its own copy of the listening socket for as long as it runs
 launchers, so that when one dies its shells' connections (REJOIN) wait
@@ -50,10 +53,12 @@ from typing import TYPE_CHECKING, Final
 
 from pflux.broker.turn import TurnBatch
 from pflux.exec.guestrecords import TO_SHELLS, GuestRecords
+from pflux.exec.rendezvous import Rendezvous
 from pflux.protocol import shellwire as wire
 
 if TYPE_CHECKING:
     from pflux.broker.router import Broker
+    from pflux.protocol.shelljournal import Entry
 
 __all__ = ["LauncherLink", "Survivors"]
 
@@ -88,6 +93,9 @@ class LauncherLink:
         on_records: Callable[[list[wire.Record], bool], None],
         on_lost: Callable[[], None],
         env: dict[str, str] | None = None,
+        *,
+        rejoin_timeout: float = 0.0,
+        on_rejoined: Callable[[int], None] | None = None,
     ) -> None:
         self.exec_dir = exec_dir
         self._env = env or {}  # for the launcher, besides this process's environment
@@ -109,6 +117,10 @@ class LauncherLink:
         self._listener: socket.socket | None = None  # exec/sock, kept across launchers
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
         self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
+        # where guests' shells meet a restarted job-exec (none: their jobs end with it)
+        self._rendezvous = Rendezvous(exec_dir, self._met) if rejoin_timeout > 0 else None
+        self._rejoin_timeout = rejoin_timeout
+        self._on_rejoined = on_rejoined  # a guest's shell has met this job-exec
 
     @property
     def running(self) -> bool:
@@ -277,12 +289,18 @@ class LauncherLink:
         rest = bytearray()
         for kind, key, payload in records:
             fd = guests.get(key, -1)
+            if fd >= 0 and kind == wire.TERMINATE:  # its session is not ours: its tasks are
+                self._to_guest(fd, wire.record(wire.KILL, key, payload))
             if fd < 0 or kind not in TO_SHELLS:
                 rest += wire.record(kind, key, payload)
-            elif not self._guests[fd].send(wire.record(kind, key, payload)):
-                assert self._loop is not None  # it had a guest
-                self._loop.add_writer(fd, self._guest_writable, fd)
+            else:
+                self._to_guest(fd, wire.record(kind, key, payload))
         return bytes(rest)
+
+    def _to_guest(self, fd: int, data: bytes) -> None:
+        if not self._guests[fd].send(data):
+            assert self._loop is not None  # it had a guest
+            self._loop.add_writer(fd, self._guest_writable, fd)
 
     def _guest_writable(self, fd: int) -> None:
         guest = self._guests.get(fd)
@@ -373,13 +391,19 @@ class LauncherLink:
         for key, fd in guests:
             self._adopt_guest(key, fd)
 
-    def _adopt_guest(self, key: int, fd: int) -> None:
-        """Take the records of the guest's shell of ``key`` on the socket ``fd``."""
+    def _adopt_guest(self, key: int, fd: int, *, met: bool = False) -> None:
+        """Take the records of the guest's shell of ``key`` on the socket ``fd``: the one
+        the launcher passed (the shell is then told where to meet the next job-exec), or
+        the one it ``met`` this job-exec with."""
         guest = GuestRecords.adopt(key, fd)
         if guest is None or self._loop is None:
             if guest is not None:
                 guest.close()
             return
+        if not met and self._rendezvous is not None:
+            directory = self._rendezvous.directory()
+            if directory >= 0:
+                guest.rendezvous(directory, self._rejoin_timeout)
         self._guests[fd] = guest
         self._loop.add_reader(fd, self._guest_records, fd)
         self._guest_records(fd)  # what it sent before the socket came
@@ -404,6 +428,25 @@ class LauncherLink:
             self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
         if guest.note:
             self._on_records([(wire.EXITED, guest.key, guest.note)], False)
+
+    def meet(self, loop: asyncio.AbstractEventLoop, shells: dict[int, tuple[Entry, int]]) -> None:
+        """Listen for the guests' ``shells`` of an earlier job-exec (key to journal entry
+        and job's userid), each at its rendezvous, until it meets this one or
+        ``forget_meetings``."""
+        if self._rendezvous is not None and shells:
+            self._rendezvous.listen(loop, shells)
+
+    def forget_meetings(self) -> None:
+        """Listen for no guest's shell any more (they have given up by now)."""
+        if self._rendezvous is not None:
+            self._rendezvous.close()
+
+    def _met(self, key: int, conn: socket.socket) -> None:
+        """A guest's shell of ``key`` has met this job-exec: its records come on ``conn``."""
+        conn.setblocking(False)
+        self._adopt_guest(key, conn.detach(), met=True)
+        if self._on_rejoined is not None:
+            self._on_rejoined(key)
 
     def _close_guests(self) -> None:
         for fd, guest in self._guests.items():
@@ -456,6 +499,7 @@ class LauncherLink:
                 await asyncio.to_thread(proc.wait)
         self._proc = None
         self.close_listener()
+        self.forget_meetings()
         self._close_guests()
 
     def detach(self) -> subprocess.Popen[bytes] | None:
@@ -463,6 +507,7 @@ class LauncherLink:
         proc, self._proc = self._proc, None
         self._close()
         self.close_listener()
+        self.forget_meetings()
         self._close_guests()
         return proc
 

@@ -51,6 +51,7 @@ from pflux.exec.job import ExecJob
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.node import FROM_SHELLS
+from pflux.exec.rendezvous import guests_shells, owner
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun
 from pflux.exec.writes import GuestWrites
@@ -161,6 +162,7 @@ class ExecService(Service):
         survivors = await self.launcher.attach(self.broker.loop)
         if survivors is not None:
             log.info("took over the job shell launcher (pid %s)", self.launcher.pid)
+            await self._meet_guests(survivors.running)
         else:
             survivors = await self._adopt_orphans()
         self.rundir = job_rundir(self.broker, self.state_dir, fresh=survivors is None)
@@ -225,7 +227,13 @@ class ExecService(Service):
 
     def _link(self) -> LauncherLink:
         return LauncherLink(
-            self.broker, self.exec_dir, self.on_records, self._launcher_lost, self.launcher_env
+            self.broker,
+            self.exec_dir,
+            self.on_records,
+            self._launcher_lost,
+            self.launcher_env,
+            rejoin_timeout=self.rejoin_timeout,
+            on_rejoined=self._guest_rejoined,
         )
 
     def _start_launcher(self) -> None:
@@ -251,6 +259,7 @@ class ExecService(Service):
             return None
         log.info("waiting for the job shells of a launcher that died: %s", sorted(self._orphans))
         self._start_launcher()
+        await self._meet_guests(self._orphans)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._orphans_heard.wait(), ORPHANS_WAIT)
         unheard, self._orphans = self._orphans, set()
@@ -272,6 +281,25 @@ class ExecService(Service):
         survivors.running = self._rejoined_early - (self._ended_early or {}).keys() - gone
         survivors.running |= self._late
         return survivors
+
+    async def _meet_guests(self, keys: set[int]) -> None:
+        """Listen for the guests' shells among ``keys`` (running) at their rendezvous,
+        for the rejoin timeout (by then they have given up): each is resumed as a shell
+        that rejoined (``_guest_rejoined``)."""
+        launcher = self.launcher
+        if not keys or launcher is None:
+            return
+        shells = await asyncio.to_thread(guests_shells, self.journal, set(keys))
+        owners = {key: await owner(self.broker, key) for key in shells}
+        met = {key: (shells[key], uid) for key, uid in owners.items() if uid is not None}
+        if met:
+            launcher.meet(self.broker.loop, met)
+            self.broker.loop.call_later(self.rejoin_timeout, launcher.forget_meetings)
+
+    def _guest_rejoined(self, key: int) -> None:
+        """A guest's shell has met this job-exec at its rendezvous, on a socket of its own."""
+        log.info("job %s: its guest's shell rejoined", JobID(wire.key_job(key)))
+        self._rejoined([key])
 
     async def _too_late(self) -> None:
         """Kill the shells that ran but did not rejoin within the rejoin timeout; the

@@ -49,6 +49,13 @@ keep what is not acknowledged in the spool file until one resumes the job.
 A shell to the launcher: ``D`` DONE: everything the job's shell sent is in
 the KVS, and the shell waits for its next job (a SPAWN).
 
+job-exec to a guest's shell, first on the job's own records socket: ``m``
+RENDEZVOUS, the payload the instance's rejoin timeout (seconds, decimal), with a
+descriptor (``O_PATH``, SCM_RIGHTS) of the directory ``exec/guests``: if job-exec
+goes, the shell keeps its records and connects to ``<that directory>/<key>``
+(``SOCK_SEQPACKET``), which a restarted job-exec listens on, until the timeout;
+there job-exec sends RESUME (its offset alone: the connection is the new socket).
+
 A shell to job-exec (the bytes of these records, counted from the first, are
 the offsets ACK and RESUME name):
 
@@ -79,7 +86,7 @@ none of the job's tasks ran); ``g`` GUEST_RECORDS, on the shells' socket, alone
 in its datagram: job-exec's end of the records socket (``SOCK_SEQPACKET``, passed
 with SCM_RIGHTS) of the guest's shell that runs the job of the record's key, whose
 records come there rather than on the shells' socket, and on which job-exec sends
-that shell its KILL, ACK, INPUT, WINSIZE and FENCE; ``L`` LIVE, the answer to
+that shell its KILL, ACK, INPUT, WINSIZE, FENCE and RESUME; ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when
@@ -132,6 +139,7 @@ __all__ = [
     "RANK_URI",
     "REJOIN",
     "REJOIN_TIMEOUT",
+    "RENDEZVOUS",
     "RESUME",
     "SPAWN",
     "SPAWN_AS",
@@ -172,6 +180,7 @@ REJOIN: Final = b"j"
 DONE: Final = b"D"
 LIVE: Final = b"L"
 GUEST_RECORDS: Final = b"g"
+RENDEZVOUS: Final = b"m"
 OUTPUT: Final = b"o"
 EOF: Final = b"f"
 STARTED: Final = b"s"

@@ -6,8 +6,9 @@ job-exec is there, what is unacknowledged, and all that follows, goes to the
 spool file ``exec/spool/<shell key>``: its first ``SPOOL_HEADER`` bytes give the
 offset of its first record, then the records. A job-exec that takes the job
 over says from which offset to send again (RESUME, ``rewind``). A guest's
-shell has no spool (no path): it keeps its records in memory until it ends. The reasons
-are in ``docs/architecture.md``, "The job shell".
+shell has no spool (no path): it keeps its records in memory until it ends, job-exec
+there or not (``WINDOW`` unacknowledged at most). The reasons are in
+``docs/architecture.md``, "The job shell".
 """
 
 from __future__ import annotations

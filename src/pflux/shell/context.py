@@ -24,6 +24,8 @@ class Context:
         "cwd",
         "devnull",
         "exec_dir",
+        "guest_dir",
+        "instance_uid",
         "journal",
         "path",
         "records",
@@ -62,6 +64,10 @@ class Context:
         # seconds a shell whose launcher died, with nobody on exec/sock, waits for a
         # restarted instance before it kills its tasks (0: it kills them at once)
         self.rejoin_timeout = rejoin_timeout
+        # a guest's shell: where a restarted job-exec listens for it (a descriptor of
+        # exec/guests, from job-exec's RENDEZVOUS; -1: none), and the instance's uid
+        self.guest_dir = -1
+        self.instance_uid = -1
 
 
 def warn(message: str) -> None:

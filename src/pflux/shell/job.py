@@ -10,7 +10,8 @@ process back for the next job. Records are kept until acknowledged
 launcher died rejoins the next on ``exec/sock`` (REJOIN), waiting for a
 restarted instance's if the broker died too (``pflux.shell.rejoin``). A guest's
 shell (run as its user by ``pflux.imp``) reads job-exec's records on its job's
-own records socket too, and runs its job on if its launcher dies. The steps and the
+own records socket too, runs its job on if its launcher dies, and meets a
+restarted job-exec at its rendezvous if the broker does. The steps and the
 reasons are in ``docs/architecture.md``, "The job shell" and "Execution
 across a crash".
 """
@@ -30,7 +31,7 @@ from pflux.shell import tasks as proc
 from pflux.shell.acklog import DATAGRAM, AckLog, write_all
 from pflux.shell.context import warn
 from pflux.shell.lines import label
-from pflux.shell.rejoin import FD_SIZE, Rejoining
+from pflux.shell.rejoin import FD_SIZE, Rejoining, passed_fds
 from pflux.shell.start import LOG_FATAL, JobStart, StartFailed, TaskPipe
 from pflux.shell.stdin import StdinFeeder
 
@@ -76,6 +77,7 @@ class Shell(JobStart, Rejoining):
         "jobid",
         "log",
         "masters",
+        "meeting",
         "orphaned",
         "paused",
         "pending",
@@ -133,6 +135,7 @@ class Shell(JobStart, Rejoining):
         # no launcher to rejoin: when to try exec/sock again, and when to stop (monotonic; 0: not)
         self.retry_at = 0.0
         self.give_up = 0.0
+        self.meeting = 0  # a guest's shell's rendezvous with a restarted job-exec (rejoin.py)
         self.paused = False  # not reading the tasks' pipes: too much is unacknowledged
         self.waiting_out = False  # polling the records socket until it can take more
         self.pmi_fds: dict[int, int] = {}  # the shell's end of each task's PMI_FD -> its rank
@@ -239,11 +242,22 @@ class Shell(JobStart, Rejoining):
                 self.feeder.writable(fd)
 
     def _finish(self) -> bool:
-        """Wait until job-exec has everything in the KVS, or leave it in the spool (True)."""
+        """Wait until job-exec has everything in the KVS, or leave it in the spool (True).
+
+        A guest's shell waiting for a restarted job-exec waits for it here too."""
         poll = self.poller.poll
         self._flush()
-        while self.log.acked < self.log.end and not (self.detached or self.quitting):
-            self._dispatch(poll())
+        while self.log.acked < self.log.end and not self.quitting:
+            if self.detached and self.meeting <= 0:
+                break
+            if self.retry_at:
+                wait = self.retry_at - time.monotonic()
+                if wait <= 0:
+                    self._retry_rejoin()
+                    continue
+                self._dispatch(poll(wait * 1000))
+            else:
+                self._dispatch(poll())
             self._flush()
         if self.log.acked < self.log.end:
             self.log.spool_all()
@@ -382,8 +396,8 @@ class Shell(JobStart, Rejoining):
 
     def _guest_link(self, events: int) -> None:
         """A guest's shell's own socket to job-exec: room to send, job-exec's records (the
-        launcher's are the job's too), or its end (job-exec is gone, and no other can
-        resume a guest's job: its tasks are killed once its launcher goes too)."""
+        launcher's are the job's too), or its end (job-exec is gone: the shell waits for
+        a restarted one at its rendezvous, ``pflux.shell.rejoin``)."""
         records = self.ctx.records
         if events & _OUT and self.waiting_out:
             self.waiting_out = False
@@ -392,19 +406,22 @@ class Shell(JobStart, Rejoining):
         if not events & ~_OUT:
             return
         try:
-            data = records.recv(FROM_LAUNCHER, _DONTWAIT)
+            data, ancillary, _, _ = records.recvmsg(FROM_LAUNCHER, _CMSG_SPACE, _DONTWAIT)
         except BlockingIOError:
             return
         except OSError:
-            data = b""
+            data, ancillary = b"", []
         if data:
-            self._handle(data, [])
+            try:
+                self._handle(data, ancillary)
+            finally:
+                for fd in passed_fds(ancillary):
+                    os.close(fd)
             return
-        self.waiting_out = False
-        self.poller.unregister(records.fileno())
-        self._detach()
-        if self.orphaned:
-            self._kill_all(_signal.SIGKILL)
+        if self.detached:  # the rendezvous' socket, before RESUME: meet again
+            self._guest_detached()
+        else:
+            self._detach()
 
     def _handle(self, data: bytes, ancillary: list[tuple[int, int, bytes]]) -> None:
         """Records for the job's shell, from its launcher or job-exec."""
@@ -417,8 +434,12 @@ class Shell(JobStart, Rejoining):
                 self._acked(int(payload))
             elif kind == wire.INPUT:
                 self.feeder.receive(payload)
+            elif kind == wire.RESUME and self.ctx.exec_dir < 0:
+                self._guest_resume(int(payload))
             elif kind == wire.RESUME:
                 self._resume(int(payload), ancillary)
+            elif kind == wire.RENDEZVOUS and self.ctx.exec_dir < 0:
+                self._rendezvous(payload, passed_fds(ancillary))
             elif kind == wire.DETACH:
                 self._detach()
             elif kind == wire.QUIT:
@@ -489,9 +510,11 @@ class Shell(JobStart, Rejoining):
         self._pace()
 
     def _pace(self) -> None:
-        """Stop reading the tasks' output while a window's worth is unacknowledged."""
+        """Stop reading the tasks' output while a window's worth is unacknowledged (a
+        guest's shell, with no spool, while job-exec is away too: its memory's bound)."""
         log = self.log
-        hold = not self.detached and log.spool < 0 and log.end - log.acked >= WINDOW
+        hold = (not self.detached or not log.path) and log.spool < 0
+        hold = hold and log.end - log.acked >= WINDOW
         if hold == self.paused:
             return
         self.paused = hold

@@ -340,9 +340,7 @@ class LauncherServer:
         self._retire_guest_spares()  # a guest's shell does not outlive its job-exec
         self._pass_records()  # nobody to pass them to: closed
         for entry in list(self.by_job.values()):
-            if entry.guest:  # a guest's shell keeps no spool: it ends its job
-                self._end_guest(entry, b"")
-            else:
+            if not entry.guest:  # a guest's shell's socket to job-exec has ended: it knows
                 self._to_shell(entry.jobid, wire.record(wire.DETACH, entry.jobid))
 
     def _accept(self) -> None:

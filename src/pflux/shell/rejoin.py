@@ -8,6 +8,13 @@ socket through ``exec/sock`` (REJOIN), at most ``REJOINS`` times; when
 nobody listens there (the broker died too) it tries again every
 ``REJOIN_RETRY`` seconds until the instance's ``rejoin-timeout``, and if no
 launcher takes it, kills its tasks and leaves the job's end in its spool.
+A guest's shell has neither spool nor ``exec/sock``: job-exec tells it where
+to meet a restarted job-exec (RENDEZVOUS: a directory of the instance's and
+the rejoin timeout); when job-exec goes it keeps its records in memory (at
+most ``WINDOW`` unacknowledged: then its tasks wait to write) and connects to
+``<that directory>/<key>`` every ``REJOIN_RETRY`` seconds, taking only a peer
+of the instance's account (``SO_PEERCRED``), until one RESUMEs it there or the
+timeout passes (then it kills its tasks).
 ``Rejoining`` is this part of a shell (``pflux.shell.job.Shell`` the rest):
 the shell's state it reads is declared here for the type checker, the shell
 holds it.
@@ -34,7 +41,7 @@ if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out 
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-__all__ = ["FD_SIZE", "Rejoining"]
+__all__ = ["FD_SIZE", "Rejoining", "passed_fds"]
 
 REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
 REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
@@ -43,6 +50,13 @@ FD_SIZE: Final = 4  # a descriptor passed with SCM_RIGHTS
 _IN: Final = select.POLLIN
 _SOL_SOCKET: Final = _socket.SOL_SOCKET
 _SCM_RIGHTS: Final = _socket.SCM_RIGHTS
+_CREDENTIALS: Final = 12  # SO_PEERCRED's struct ucred: pid, uid, gid (4 bytes each)
+_S_IFMT: Final = 0o170000
+_S_IFDIR: Final = 0o040000
+MEETING: Final = 1  # a guest's shell connects to its rendezvous, every REJOIN_RETRY
+MET: Final = 2  # ... has connected, and waits for RESUME there
+GAVE_UP: Final = -1  # ... has killed its tasks: no job-exec took the job in time
+GUEST_GONE: Final = "job-exec went away and the job shell has nowhere to meet another"
 
 
 class Rejoining:
@@ -61,7 +75,9 @@ class Rejoining:
         log: AckLog
         detached: bool
         give_up: float
+        meeting: int
         orphaned: bool
+        quitting: bool
         pending: int
         rejoins: int
         retry_at: float
@@ -81,7 +97,9 @@ class Rejoining:
             return
         self.detached = True
         self.pending = 0
-        if self.waiting_out:
+        if self.ctx.exec_dir < 0:
+            self._guest_detached()
+        elif self.waiting_out:
             self.waiting_out = False
             self.poller.unregister(self.ctx.records.fileno())
         self.log.spool_all()
@@ -89,12 +107,7 @@ class Rejoining:
 
     def _resume(self, offset: int, ancillary: list[tuple[int, int, bytes]]) -> None:
         """A new job-exec: send from ``offset`` on the socket the launcher passed along."""
-        fds = [
-            int.from_bytes(data[i : i + FD_SIZE], sys.byteorder)
-            for level, kind, data in ancillary
-            if level == _SOL_SOCKET and kind == _SCM_RIGHTS
-            for i in range(0, len(data) - FD_SIZE + 1, FD_SIZE)
-        ]
+        fds = passed_fds(ancillary)
         if not fds or self.orphaned:
             for fd in fds:
                 os.close(fd)
@@ -109,17 +122,17 @@ class Rejoining:
     def _orphan(self) -> None:
         """The launcher is gone: rejoin the next, or wait for a restarted instance's (up to
         ``ctx.rejoin_timeout``), or, if none can take the job, end it."""
+        if self.ctx.exec_dir < 0:
+            # a guest's shell: job-exec's records and its own go on the job's socket, which
+            # the launcher never had; it runs its job on, and takes no other
+            self.poller.unregister(self.sock.fileno())
+            self.orphaned = True
+            return
         if self.orphaned or self.retry_at:
             return
         self.poller.unregister(self.sock.fileno())
-        if self.ctx.exec_dir < 0 and not self.detached:
-            # a guest's shell: job-exec's records and its own go on the job's socket, which
-            # the launcher never had; it runs its job on, and takes no other
-            self.orphaned = True
-            return
         self._detach()
-        # a guest's shell (no exec_dir) has nothing to rejoin and no spool: it ends its job
-        if self.ctx.exec_dir < 0 or self.rejoins >= REJOINS:
+        if self.rejoins >= REJOINS:
             self._abandon(wire.LAUNCHER_DIED)
         elif self._rejoin():
             self._rejoined()
@@ -132,6 +145,9 @@ class Rejoining:
 
     def _retry_rejoin(self) -> None:
         """Nobody listened on exec/sock: try again, until the instance's time is up."""
+        if self.ctx.exec_dir < 0:
+            self._meet_again()
+            return
         if self._rejoin():
             self.retry_at = self.give_up = 0.0
             self._rejoined()
@@ -156,9 +172,11 @@ class Rejoining:
         self._emit(wire.EXCEPTION, note.encode())
 
     def _instance_gone(self) -> bool:
-        """Whether exec/sock's directory was removed (a temporary instance's, at its end)."""
+        """Whether exec/sock's directory (a guest's: its rendezvous) was removed (a
+        temporary instance's, at its end)."""
+        directory = self.ctx.exec_dir if self.ctx.exec_dir >= 0 else self.ctx.guest_dir
         try:
-            return os.fstat(self.ctx.exec_dir).st_nlink == 0
+            return os.fstat(directory).st_nlink == 0
         except OSError:
             return True
 
@@ -188,3 +206,106 @@ class Rejoining:
         os.dup2(ours.fileno(), self.sock.fileno(), inheritable=False)
         ours.close()
         return True
+
+    # --- a guest's shell ----------------------------------------------------------------
+
+    def _rendezvous(self, payload: bytes, fds: list[int]) -> None:
+        """RENDEZVOUS: where a restarted job-exec would listen for this job's shell, and
+        for how long; taken only if the directory is the instance account's and no one
+        else may write in it (so nobody else can have made the socket there)."""
+        try:
+            timeout = float(payload)
+        except ValueError:
+            return
+        if not fds or not 0 < timeout < float("inf"):
+            return
+        try:
+            creds = self.ctx.records.getsockopt(_SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS)
+            found = os.fstat(fds[0])
+        except OSError:
+            return
+        uid = int.from_bytes(creds[4:8], sys.byteorder)
+        if found.st_mode & _S_IFMT != _S_IFDIR or found.st_uid != uid or found.st_mode & 0o022:
+            return
+        ctx = self.ctx
+        if ctx.guest_dir < 0:
+            ctx.guest_dir = os.dup(fds[0])
+        else:
+            os.dup2(fds[0], ctx.guest_dir, inheritable=False)
+        ctx.instance_uid = uid
+        ctx.rejoin_timeout = timeout
+
+    def _guest_detached(self) -> None:
+        """A guest's shell lost job-exec: wait for a restarted one at the rendezvous (up to
+        the rejoin timeout), or, with none (or job-exec stopped for good: QUIT), kill the
+        tasks."""
+        self.poller.unregister(self.ctx.records.fileno())  # a guest's shell's always is
+        self.waiting_out = False
+        if self.meeting == GAVE_UP:
+            return
+        if self.quitting or self.ctx.guest_dir < 0 or self._instance_gone():
+            self._give_up(GUEST_GONE)  # stopped for good, or no rendezvous
+            return
+        now = time.monotonic()
+        self.meeting = MEETING
+        self.retry_at = now + REJOIN_RETRY
+        self.give_up = now + self.ctx.rejoin_timeout
+
+    def _meet_again(self) -> None:
+        """Try the rendezvous again; once connected, wait there for RESUME until the time
+        is up; then, or if the instance is gone, kill the tasks."""
+        now = time.monotonic()
+        if self.meeting == MEETING and self._meet():
+            self.meeting = MET
+            self.retry_at = self.give_up  # RESUME is waited for until then
+        elif now >= self.give_up or self._instance_gone():
+            timeout = self.ctx.rejoin_timeout
+            self._give_up(f"job-exec went away; no instance took the job over in {timeout:g} s")
+        else:
+            self.retry_at = min(now + REJOIN_RETRY, self.give_up)
+
+    def _give_up(self, note: str) -> None:
+        """No job-exec will take the guest's job: kill its tasks, for good."""
+        self.meeting = GAVE_UP
+        self.retry_at = self.give_up = 0.0
+        self._abandon(note)
+
+    def _meet(self) -> bool:
+        """Connect to the job's socket at the rendezvous, if the instance's account listens
+        there (``SO_PEERCRED``): job-exec's records and the shell's go on it from now on."""
+        ctx = self.ctx
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        try:
+            conn.settimeout(REJOIN_WAIT)
+            conn.connect(f"/proc/self/fd/{ctx.guest_dir}/{self.jobid}")
+            creds = conn.getsockopt(_SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS)
+            conn.setblocking(True)
+            if int.from_bytes(creds[4:8], sys.byteorder) != ctx.instance_uid:
+                return False
+            os.dup2(conn.fileno(), ctx.records.fileno(), inheritable=False)
+        except OSError:
+            return False
+        finally:
+            conn.close()
+        self.poller.register(ctx.records.fileno(), _IN)
+        return True
+
+    def _guest_resume(self, offset: int) -> None:
+        """RESUME on the rendezvous' socket: send again from ``offset``."""
+        if self.meeting != MET:
+            return  # not waiting for one: a late duplicate would have job-exec count twice
+        self.meeting = 0
+        self.retry_at = self.give_up = 0.0
+        self.detached = False
+        self.log.rewind(offset)
+        self._flush()
+
+
+def passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    return [
+        int.from_bytes(data[i : i + FD_SIZE], sys.byteorder)
+        for level, kind, data in ancillary
+        if level == _SOL_SOCKET and kind == _SCM_RIGHTS
+        for i in range(0, len(data) - FD_SIZE + 1, FD_SIZE)
+    ]

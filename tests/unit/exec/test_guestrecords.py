@@ -4,12 +4,14 @@ ends the shell and its job, and none of that datagram is taken."""
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.exec.guestrecords import FORGED, FROM_SHELLS, UNHEARD, GuestRecords
+from pflux.exec.guestrecords import FORGED, FROM_SHELLS, TO_SHELLS, UNHEARD, GuestRecords
 from pflux.protocol import shellwire as wire
 
 KEY = 7 << 24
@@ -95,3 +97,29 @@ def test_a_datagram_is_taken_whole_if_all_its_jobs_else_not_at_all(
         assert guest.forged
     shell.close()
     guest.close()
+
+
+def test_rendezvous_tells_the_shell_the_timeout_and_passes_the_directory() -> None:
+    """RENDEZVOUS: the record of the socket's job, the timeout as its payload, and the
+    directory's descriptor with it."""
+    guest, shell = pair()
+    directory = os.open("/", os.O_PATH | os.O_DIRECTORY)
+    try:
+        guest.rendezvous(directory, 300.0)
+        data, ancillary, _, _ = shell.recvmsg(BUFFER, socket.CMSG_SPACE(4))
+        assert wire.split(data)[0] == [(wire.RENDEZVOUS, KEY, b"300.0")]
+        [(level, kind, passed)] = ancillary
+        assert (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS)
+        fd = int.from_bytes(passed[:4], sys.byteorder)
+        assert os.path.samestat(os.fstat(fd), os.fstat(directory))
+        os.close(fd)
+    finally:
+        os.close(directory)
+        guest.close()
+        shell.close()
+
+
+def test_resume_goes_to_a_guests_shell_on_its_own_socket() -> None:
+    """A shell met after a crash is resumed on its socket: RESUME is job-exec's to send it."""
+    assert wire.RESUME in TO_SHELLS
+    assert wire.RENDEZVOUS not in FROM_SHELLS  # a shell cannot send it job-exec
