@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from pflux.api.aio import AsyncClient
     from pflux.api.client import Client
     from pflux.api.jobhandle import AsyncJobHandle, JobHandle
-    from pflux.api.jobspec import BuilderOptions, Jobspec
+    from pflux.api.jobspec import Jobspec
     from pflux.api.logfollow import LogFollow
+    from pflux.api.options import BuilderOptions
     from pflux.api.remote import Remote
     from pflux.api.replies import AllocCounts, JobListing, QueueStatus
     from pflux.api.submission import JobResult
@@ -64,7 +65,7 @@ _HOMES = {
     "AllocCounts": "pflux.api.replies",
     "AsyncClient": "pflux.api.aio",
     "AsyncJobHandle": "pflux.api.jobhandle",
-    "BuilderOptions": "pflux.api.jobspec",
+    "BuilderOptions": "pflux.api.options",
     "Client": "pflux.api.client",
     "ConfigError": _ERRORS,
     "DependencyError": _ERRORS,

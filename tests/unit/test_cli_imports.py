@@ -21,7 +21,8 @@ SHIM_BIN = Path(fluxshim.__file__).parent / "bin"
 
 #: heavy to import and not needed by a short command: orjson (~20 ms, with uuid, platform,
 #: dataclasses), dataclasses and inspect (~12 ms), socket and selectors (enum conversions),
-#: shutil (bz2, lzma), asyncio, msgspec and yaml
+#: shutil (bz2, lzma), asyncio, msgspec and yaml; typing (~4 ms, with contextlib), signal
+#: (its enums), copy, and locale (gettext's search for a catalogue of argparse's messages)
 HEAVY = (
     "orjson",
     "dataclasses",
@@ -32,6 +33,11 @@ HEAVY = (
     "asyncio",
     "msgspec",
     "yaml",
+    "typing",
+    "contextlib",
+    "signal",
+    "copy",
+    "locale",
 )
 
 PROBE = """
@@ -47,12 +53,20 @@ sys.exit(main())
 
 
 @pytest.mark.parametrize(
-    "command", [["run", "true"], ["submit", "true"], ["job", "last"], ["jobs", "-a"]]
+    "command",
+    [
+        ["run", "true"],
+        ["submit", "true"],
+        ["submit", "--cc=1-2", "true"],
+        ["job", "last"],
+        ["jobs", "-a"],
+        ["jobs", "--stats"],
+    ],
 )
 def test_a_short_command_loads_nothing_heavy(uri: str, tmp_path: Path, command: list[str]) -> None:
     out = tmp_path / "modules.json"
     env = environ(PFLUX_URI=uri, PROBE_OUT=str(out))
-    if command[:2] in (["job", "last"], ["jobs", "-a"]):
+    if command[0] in ("job", "jobs"):
         subprocess.run([sys.executable, "-m", "pflux.cli", "submit", "true"], env=env, check=True)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *command],

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from pflux.api.jobhandle import AsyncJobHandle
-    from pflux.api.jobspec import BuilderOptions
     from pflux.api.kvswatch import AsyncKVSWatch
+    from pflux.api.options import BuilderOptions
     from pflux.client.aio import AsyncHandle
 
 P = ParamSpec("P")

@@ -10,7 +10,6 @@ for on a ``Handle``, and what iterates written for it (events and logs followed,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from pflux.api import instance, jobqueue, jobs, kvs, sproc, submission
 from pflux.api.exchange import Call, Exchange, method_of
@@ -24,18 +23,19 @@ from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
 from pflux.spec.states import URGENCY_DEFAULT
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import Unpack
+    from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
     from pflux.api.jobhandle import JobHandle
-    from pflux.api.jobspec import BuilderOptions
     from pflux.api.kvswatch import KVSWatch
     from pflux.api.logfollow import LogFollow
+    from pflux.api.options import BuilderOptions
     from pflux.api.remote import Remote
     from pflux.client.handle import RPC
 
-P = ParamSpec("P")
-T = TypeVar("T")
+    P = ParamSpec("P")
+    T = TypeVar("T")
 
 
 def blocking(describe: Callable[P, Exchange[T]]) -> Callable[Concatenate[Client, P], T]:

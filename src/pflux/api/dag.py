@@ -8,9 +8,12 @@ through an RFC 26 scheme (``afterok`` by default, so a failure cascades).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import Any
 
 from pflux.errors import PfluxError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class DagError(PfluxError, ValueError):

@@ -18,23 +18,26 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
 
 from pflux.errors import RPCTimeout
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import asyncio
     from typing import Generic as Parametric
+    from typing import TypeVar
 
     from pflux.api.exchange import Call
     from pflux.api.streams import Stream
     from pflux.client.aio import AsyncHandle
     from pflux.client.handle import Handle
     from pflux.protocol.message import Message
+
+    T = TypeVar("T")
 else:
     from pflux.api.streams import Parametric
 
-T = TypeVar("T")
+    T = object  # what ``Parametric[T]`` takes at run time: only the type checker reads it
 
 
 class Driven(Parametric[T]):

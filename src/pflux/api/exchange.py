@@ -16,14 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from pflux.protocol.message import NODEID_ANY
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from inspect import Signature
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
+else:
+    Any = T = object  # what run-time subscripts take: only the type checker reads them
 
 
 class Call:

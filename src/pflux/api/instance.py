@@ -4,14 +4,15 @@ request methods both clients share (``pflux.api.exchange``)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
 
 from pflux.api.exchange import Call, Exchange, ask
 from pflux.protocol.message import FLAG_PRIVATE as EVENT_PRIVATE
 from pflux.protocol.message import NODEID_ANY
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from typing import Any
 
     from pflux.protocol.message import Message
 

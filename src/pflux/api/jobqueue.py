@@ -3,11 +3,12 @@ share (``pflux.api.exchange``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from pflux.api.exchange import Exchange, ask
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.api.replies import AllocCounts, QueueStatus
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from pflux.api.exchange import Call, Exchange, ask
 from pflux.api.submission import urgency_of
 from pflux.errors import RPCError
 from pflux.spec.fluid import JobID
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.api.replies import JobListing
     from pflux.spec.eventlog import Event
 

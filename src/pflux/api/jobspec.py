@@ -9,30 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, Unpack
 
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Unpack
 
-class BuilderOptions(TypedDict, total=False):
-    """The options of ``Jobspec.from_command``, which ``Client.submit`` takes with a command."""
-
-    num_tasks: int
-    cores_per_task: int
-    gpus_per_task: int | None
-    num_nodes: int | None
-    exclusive: bool
-    duration: float | None
-    environment: Mapping[str, str] | None
-    cwd: str | None
-    name: str | None
-    input: str | None
-    output: str | None
-    error: str | None
-    label_io: bool
-    unbuffered: bool
-    queue: str | None
-    bank: str | None
+    from pflux.api.options import BuilderOptions
+else:
+    Any = object  # what run-time subscripts take: only the type checker reads it
 
 
 class Jobspec(dict[str, Any]):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from pflux.api.exchange import Exchange, ask
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def kvs_payload(namespace: str | None, **payload: Any) -> dict[str, Any]:

@@ -10,12 +10,14 @@ watch has ended: its key removed, or stopped. What a watch gives is
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from pflux.api.driven import Driven, drive
 from pflux.api.streams import Watches
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.client.aio import AsyncHandle
     from pflux.client.handle import Handle
 

@@ -6,12 +6,14 @@ each rank's stream gives is ``pflux.api.streams.Execs``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from pflux.api.driven import Driven
 from pflux.api.streams import ExecItem, Execs
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.client.handle import Handle
 
 #: what iterating gives: (rank, an entry of rexec.exec's stream, the error that ended

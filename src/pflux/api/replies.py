@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
 
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from pflux.spec.typedtuple import NamedTuple
 
 
 class JobListing(NamedTuple):

@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from pflux.api.exchange import Call
 from pflux.errors import RPCError, RPCTimeout
 from pflux.spec.eventlog import Event, EventlogReader
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
     from typing import Generic as Parametric
 
     from pflux.protocol.message import Message
+
+    T = TypeVar("T")
 else:
+    Any = T = object  # what run-time subscripts take: only the type checker reads them
 
     class Parametric:
         """``typing.Generic`` to the type checker, a plain base at run time: subscripting
@@ -33,8 +37,6 @@ else:
         def __class_getitem__(cls, item: object) -> type:
             return cls
 
-
-T = TypeVar("T")
 
 EVENTLOG_WATCH = "job-info.eventlog-watch"
 WATCH, CANCEL = "kvs.watch", "kvs.watch-cancel"

@@ -9,7 +9,6 @@ else. The owner sends the jobspec as it is, and job-ingest signs it.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from _pfluxcore.sign import SignError, client_signs, wrap
 
@@ -26,10 +25,13 @@ from pflux.spec.states import (
     URGENCY_HOLD,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import Unpack
+    from typing import Any, NamedTuple, Unpack
 
-    from pflux.api.jobspec import BuilderOptions
+    from pflux.api.options import BuilderOptions
+else:
+    from pflux.spec.typedtuple import NamedTuple
 
 SUBMIT = "job-ingest.submit"
 #: ``submit_each``'s submissions in flight at once: enough to keep ingest's batches

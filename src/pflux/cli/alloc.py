@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 NO_TTY = "stdin is not a tty - can't run interactive shell"
 

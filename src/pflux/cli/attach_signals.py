@@ -7,31 +7,37 @@ as usual, once warned. SIGTERM, SIGHUP, SIGALRM, SIGUSR1 and SIGUSR2 are
 sent on to the job's tasks (``Client.kill``). Signals are noted by
 the interpreter on a wakeup fd, so the attach loop handles them between
 messages rather than inside a handler that could interrupt the connection.
+They are set through ``_signal``: the ``signal`` module would build its enums of
+every signal and handler first, more than a millisecond of a short command.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Final
 
 from pflux.cli import base
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    import signal as _signal  # the same names, typed
+    from typing import Any, Final
+
     from pflux import Client
+else:
+    import _signal
 
 __all__ = ["FORWARDED", "Signals"]
 
 FORWARDED: Final = (
-    signal.SIGTERM,
-    signal.SIGHUP,
-    signal.SIGALRM,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
+    _signal.SIGTERM,
+    _signal.SIGHUP,
+    _signal.SIGALRM,
+    _signal.SIGUSR1,
+    _signal.SIGUSR2,
 )
 CTRL_C_WINDOW: Final = 2.0  # seconds within which a second Ctrl-C cancels
 CTRL_C_NOTICE: Final = "one more ctrl-C within 2s to cancel or ctrl-Z to detach"
@@ -56,27 +62,27 @@ class Signals:
 
     def __enter__(self) -> Signals:
         self.fd, self._write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._saved_wakeup = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
-        for signum in (signal.SIGINT, *FORWARDED):
+        self._saved_wakeup = _signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        for signum in (_signal.SIGINT, *FORWARDED):
             self._catch(signum)
         return self
 
     def __exit__(self, *exc: object) -> None:
         for signum, handler in self._saved.items():
-            signal.signal(signum, handler)
+            _signal.signal(signum, handler)
         self._saved.clear()
-        signal.set_wakeup_fd(self._saved_wakeup)
+        _signal.set_wakeup_fd(self._saved_wakeup)
         os.close(self.fd)
         os.close(self._write)
 
     def _catch(self, signum: int) -> None:
-        previous = signal.signal(signum, _noted)
+        previous = _signal.signal(signum, _noted)
         self._saved.setdefault(signum, previous)
 
     def on_winch(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the terminal's size changes (SIGWINCH), from now on."""
         self._on_winch = callback
-        self._catch(signal.SIGWINCH)
+        self._catch(_signal.SIGWINCH)
 
     def handle(self, client: Client, jobid: int) -> None:
         """The wakeup fd is readable: act on each signal it names for job ``jobid``."""
@@ -85,11 +91,11 @@ class Signals:
         except BlockingIOError:
             return
         for signum in data:
-            if signum == signal.SIGINT:
+            if signum == _signal.SIGINT:
                 self._interrupt(client, jobid)
-            elif signum == signal.SIGTSTP:
+            elif signum == _signal.SIGTSTP:
                 self._stop()
-            elif signum == signal.SIGWINCH and self._on_winch is not None:
+            elif signum == _signal.SIGWINCH and self._on_winch is not None:
                 self._on_winch()
             elif signum in FORWARDED:
                 _told("kill", client.kill, jobid, signum)
@@ -98,7 +104,7 @@ class Signals:
         now = time.monotonic()
         if now - self._t_sigint > CTRL_C_WINDOW:
             self._t_sigint = now
-            self._catch(signal.SIGTSTP)
+            self._catch(_signal.SIGTSTP)
             _say(CTRL_C_NOTICE)
             return
         _told("cancel", client.cancel, jobid, CANCEL_NOTE)
@@ -108,7 +114,7 @@ class Signals:
             _say("detaching...")
             self.detached = True
             return
-        signal.signal(signal.SIGTSTP, self._saved.pop(signal.SIGTSTP, signal.SIG_DFL))
+        _signal.signal(_signal.SIGTSTP, self._saved.pop(_signal.SIGTSTP, _signal.SIG_DFL))
         _say("one more ctrl-Z to suspend")
 
 

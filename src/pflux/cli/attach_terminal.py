@@ -13,11 +13,13 @@ client exits.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
 
 __all__ = ["RawTerminal", "asks_interactive", "looked_up"]

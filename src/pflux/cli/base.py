@@ -7,6 +7,7 @@ exit 1; usage errors exit 2 (argparse's convention). Set ``PFLUX_DEBUG=1`` to se
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -18,6 +19,13 @@ __all__ = ["PROG", "RPCError", "parser", "run"]
 #: the command's name in its usage and messages: ``flux`` when it runs as the flux
 #: command of ``pflux.fluxshim`` (flux's users and tools read ``flux-job: ERROR: ...``)
 PROG = "pflux"
+
+
+# argparse asks gettext for a translation of each message it builds, and gettext
+# searches the locale directories for a catalogue every time (loading ``locale`` for
+# it): pflux speaks English, as flux does, and Python ships argparse no catalogue.
+argparse._ = str  # type: ignore[attr-defined]
+argparse.ngettext = lambda singular, plural, n: singular if n == 1 else plural  # type: ignore[attr-defined]
 
 
 def parser(name: str, description: str) -> argparse.ArgumentParser:
@@ -44,9 +52,11 @@ class HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
+@functools.cache
 def terminal_columns() -> int:
     """The terminal's width as ``shutil.get_terminal_size().columns`` gives it: COLUMNS
-    if set, else stdout's terminal, else 80."""
+    if set, else stdout's terminal, else 80; asked once, as argparse makes a formatter
+    for every option it adds."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):

@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, bulkinputs, jobopts, jobtemplate, submit
 from pflux.errors import SpecError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from typing import Any
 
 
 def main(argv: list[str]) -> int:

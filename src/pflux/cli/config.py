@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from pflux.cli import base
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 TYPES = (
     "string",

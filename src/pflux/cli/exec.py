@@ -23,12 +23,14 @@ import os
 import selectors
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.errors import PfluxError, RPCError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client, Remote
 
 CHUNK = 65536

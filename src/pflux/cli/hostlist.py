@@ -15,10 +15,13 @@ import argparse
 import os
 import re
 import sys
-from typing import Any
 
 from pflux.cli import base
 from pflux.errors import HostlistError, IdsetError, JobIDError, PfluxError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCES = """\
 SOURCES may be:

@@ -16,13 +16,14 @@ takes the terminal over (``attach_terminal``), as with ``pflux run``.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.cli.printable import printable
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
+    from typing import Any
 
     from pflux import Client, LogFollow
     from pflux.cli.attach_signals import Signals

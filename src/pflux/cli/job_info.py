@@ -16,13 +16,15 @@ import argparse
 import base64
 import binascii
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobcommon
 from pflux.cli.printable import printable_json
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
     from pflux.spec.fluid import JobID
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.spec.eventlog import Event
     from pflux.spec.fluid import JobID
 

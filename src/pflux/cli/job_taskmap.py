@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-from typing import TYPE_CHECKING
 
 from pflux.cli import base, jobcommon
 from pflux.errors import JobIDError, PfluxError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux import Client
     from pflux.spec.fluid import JobID

@@ -15,11 +15,11 @@ import errno
 import math
 import os
 import time
-from typing import TYPE_CHECKING
 
 from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux import Client
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
-from typing import TYPE_CHECKING
 
 from pflux.cli import base, jobcommon
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux import Client
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
-from typing import Any
 
 from pflux.cli import base, eventwatch, jobcommon
 from pflux.errors import PfluxError, UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "job"
 # flux fails at once on a missing log unless -W; pflux's job-info always waits, so -W

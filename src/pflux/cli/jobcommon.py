@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pflux.cli import base
 from pflux.errors import PfluxError
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux.errors import RPCError
 

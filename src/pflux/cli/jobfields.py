@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any, Final
 
 from _pfluxcore import jobinfo as _jobinfo
 
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 from pflux.spec.resultcodes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
 from pflux.spec.states import SHORT, State
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 _PENDING_OR_RUNNING: Final = int(State.PENDING | State.RUNNING)
 

@@ -15,12 +15,10 @@ A format is Python's ``str.format`` syntax over job fields (``{id.f58:>12}``,
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import string
 from collections.abc import Callable, Iterable
-from typing import Any, Final
 
 from _pfluxcore import outputformat as _out
 
@@ -28,6 +26,10 @@ from pflux.cli.jobfields import JobInfo, heading, is_field, number
 from pflux.cli.printable import printable, printable_value
 from pflux.errors import PfluxError
 from pflux.spec.duration import format_short as fsd
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 
 class FormatError(PfluxError):
@@ -344,7 +346,8 @@ class JobFormat:
             sentinel = next((s for s in _SENTINELS if part.text.endswith(s)), None)
             if sentinel is not None and part.field is not None:
                 marked.append((part, sentinel))
-        result = copy.copy(self)
+        result = type(self).__new__(type(self))
+        result.__dict__.update(self.__dict__)  # copy.copy's, without loading copy
         if not marked:
             return result
         empty = _out.empty_outputs()

@@ -15,7 +15,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn
 
 from _pfluxcore import envrules, submitopts
 from _pfluxcore import rlimits as rlimit_rules
@@ -28,6 +27,12 @@ from pflux.errors import (
     UsageError,
 )
 from pflux.spec import builder
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple, NoReturn
+else:
+    from pflux.spec.typedtuple import NamedTuple
 
 __all__ = [
     "JobRequest",

@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Final
 
 from pflux.cli import base
 from pflux.errors import PfluxError
 from pflux.spec.resultcodes import USERID_ANY
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any, Final
+
     from pflux import Client, JobListing
     from pflux.cli.jobfields import JobInfo
     from pflux.cli.jobformat import JobFormat

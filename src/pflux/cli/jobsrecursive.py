@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.cli.jobfields import JobInfo
 
 Fetch = Callable[[argparse.Namespace], list["JobInfo"]]

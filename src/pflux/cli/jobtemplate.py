@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import argparse
 import operator
-from typing import TYPE_CHECKING, Any
 
 from pflux.errors import PfluxError
 from pflux.spec.jobspec.walker import is_text
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from pflux.cli.jobopts import JobRequest, Requests
+
+    Where = tuple[Any, ...]  # keys and indexes from the jobspec's top
 
 #: the options whose text goes into the jobspec whole (``command`` a string each word)
 WHOLE = ("command", "job_name", "cwd", "output", "error")
@@ -34,8 +37,6 @@ WHOLE = ("command", "job_name", "cwd", "output", "error")
 CLIENT_SIDE = frozenset({"log", "log_stderr"})
 _NOT_A_FILE = frozenset({"none", "kvs"})  # output paths that keep a stream in the KVS
 _MARKERS = ("\x01pflux-template-a{}\x01", "\x01pflux-template-bb{}\x01")
-
-Where = tuple[Any, ...]  # keys and indexes from the jobspec's top
 
 
 class Templates:

@@ -20,7 +20,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.cli.kvs_common import (
@@ -34,7 +33,10 @@ from pflux.cli.kvs_common import (
 )
 from pflux.errors import RPCError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
 
 from pflux.cli import base
 from pflux.errors import PfluxError, RPCError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux import Client
 

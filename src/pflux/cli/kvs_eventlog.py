@@ -17,7 +17,6 @@ import errno
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import orjson
 
@@ -32,6 +31,7 @@ from pflux.cli.kvs_common import (
 )
 from pflux.errors import PfluxError, RPCError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux.spec.eventlog import Event
 

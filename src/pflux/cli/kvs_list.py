@@ -15,12 +15,12 @@ import argparse
 import errno
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from pflux.cli import base
 from pflux.cli.kvs_common import ROOT, client, lookup_failure, namespace, normalize
 from pflux.errors import RPCError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pflux import Client
 

@@ -12,7 +12,6 @@ import argparse
 import errno
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli.kvs_common import (
     Failure,
@@ -23,7 +22,10 @@ from pflux.cli.kvs_common import (
 )
 from pflux.errors import RPCError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
 
 LIST_HEADER = "NAMESPACE                                 OWNER      FLAGS\n"

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
 
 from pflux.errors import PfluxError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["enclosing_job", "post_uri"]
 

@@ -15,10 +15,13 @@ reads (``-c``) and checks as any ``pflux start --config``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from pflux.cli import jobopts
 from pflux.errors import UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["add_nest_options", "conf_table", "nest_request"]
 

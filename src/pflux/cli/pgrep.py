@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.errors import JobIDError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.cli.jobfields import JobInfo
 
 # pgrep's named formats: its own default, and pflux jobs' as "full" and by their names

@@ -10,11 +10,13 @@ import argparse
 import statistics
 import sys
 import time
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
 
 

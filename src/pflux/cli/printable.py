@@ -14,7 +14,9 @@ characters) as JSON's own ``\\uHHHH``, the same value to any JSON reader.
 
 from __future__ import annotations
 
-from typing import Any, Final
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["printable", "printable_json", "printable_value"]
 

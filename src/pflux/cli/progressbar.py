@@ -13,9 +13,12 @@ from __future__ import annotations
 import sys
 import time
 from datetime import timedelta
-from typing import Any, TextIO
 
 from pflux.cli import base
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 #  flux's "vertbars" style: a cell's eighths, empty first
 STYLE = " \u258f\u258e\u258d\u258c\u258b\u258a\u2589\u2588"

@@ -20,11 +20,14 @@ import socket
 import subprocess
 import tempfile
 import threading
-from typing import IO
 from urllib.parse import SplitResult, urlsplit
 
 from pflux.cli import base
 from pflux.errors import PfluxError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import IO
 
 CHUNK = 65536
 

@@ -16,10 +16,13 @@ import argparse
 import os
 import shutil
 import sys
-from typing import Any
 
 from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 DETAILS = {
     "default": (

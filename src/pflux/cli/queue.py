@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import errno
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobcommon, queue_list
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client, QueueStatus
 
 NAME = "queue"

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client, QueueStatus
     from pflux.spec.queues import QueueConfig
 

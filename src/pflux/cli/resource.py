@@ -38,11 +38,14 @@ import re
 import string
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from pflux.cli import base, resource_eventlog, resource_queues
 from pflux.cli.printable import printable
 from pflux.errors import HostlistError, IdsetError, PfluxError, ResourceError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 HEADINGS = {
     "state": "STATE",

@@ -16,12 +16,13 @@ import errno
 import json
 import math
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.spec.eventlog import TIME_FORMATS
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from pflux import Client
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.spec.queues import QueueConfig
     from pflux.spec.resource import ResourceSet
 

@@ -11,9 +11,12 @@ them read the file instead). Signals and the status line are those of
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from pflux.cli import base, jobopts
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main(argv: list[str]) -> int:

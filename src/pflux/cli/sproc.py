@@ -7,12 +7,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
 
 DEFAULT_FORMAT = "{pid:>9} {statex:<3} {flags:<11} {label:<16} {cmd}"

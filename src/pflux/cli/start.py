@@ -37,13 +37,15 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
 
 TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux.broker.boot import Boot
 
 

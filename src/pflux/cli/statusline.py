@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Final
 
 from pflux.cli import base
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["FIRST_AFTER", "StatusLine", "wanted"]
 

@@ -18,19 +18,21 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pflux.cli import base, jobopts, jobtemplate
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator
-    from typing import TextIO
+    from typing import Any, NamedTuple, TextIO
 
     from pflux import Client
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
+else:
+    from pflux.spec.typedtuple import NamedTuple
 
 
 def main(argv: list[str]) -> int:

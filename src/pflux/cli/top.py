@@ -16,12 +16,14 @@ import argparse
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.errors import PfluxError, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client, JobListing
     from pflux.cli.topview import Counts, Snapshot
 

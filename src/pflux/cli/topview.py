@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import pwd
 from dataclasses import dataclass
-from typing import Any
 
 from pflux import Client, JobListing
 from pflux.cli.printable import printable
 from pflux.spec.fluid import JobID
 from pflux.spec.states import State
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # the job list pane's columns, as flux top's (flux jobs' names)
 _JOB_ATTRS = ("userid", "state", "ntasks", "nnodes", "t_run", "name", "annotations", "t_submit")

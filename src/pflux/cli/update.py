@@ -19,12 +19,14 @@ import argparse
 import json
 import math
 import time
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base, jobcommon
 from pflux.errors import PfluxError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from pflux import Client
     from pflux.spec.fluid import JobID
 

@@ -13,9 +13,12 @@ one. ``--local`` asks for the form every pflux URI has.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from pflux.cli import base
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def parser() -> argparse.ArgumentParser:

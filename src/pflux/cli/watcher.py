@@ -10,16 +10,16 @@ Each job's eventlog is one log followed; with ``watch`` its output is another.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
 from pflux.cli import base
 from pflux.cli.printable import printable
 from pflux.errors import RPCError
 from pflux.spec.results import exit_code, waitstatus_text
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import TextIO
+    from typing import Any, TextIO
 
     from pflux import Client
     from pflux.cli.progressbar import ProgressBar

@@ -21,12 +21,15 @@ import select
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from pflux.client.routing import Router, hello_failed
 from pflux.errors import ProtocolError, RPCError, RPCTimeout
 from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING, NODEID_ANY, Message
 from pflux.protocol.uri import cannot_connect, client_timeout, socket_path, unanswered, uri_for
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RPC:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
-from typing import Any
 
 from pflux.errors import NoInstanceError, PfluxError, ProtocolError, RPCError, RPCTimeout
 from pflux.protocol.message import (
@@ -26,6 +25,10 @@ from pflux.protocol.message import (
     encode,
 )
 from pflux.protocol.uri import hung_up, not_an_instance, unanswered
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 Sink = Callable[[Message], None]
 

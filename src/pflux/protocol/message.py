@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import errno
 import struct
-from typing import Any
 
 from pflux.errors import ProtocolError, RPCError
 from pflux.spec import jsontext
 from pflux.spec.eventlog import Event
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "EVENT",

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
 
 from _pfluxcore import builder as resources
 from _pfluxcore import submitopts
 
 from pflux.errors import JobspecError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 __all__ = ["attribute_path", "from_command", "per_resource", "set_attr", "set_shell_option"]
 

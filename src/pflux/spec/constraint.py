@@ -17,7 +17,6 @@ the flux package's ``ConstraintParser`` reads queries with too.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
 
 from _pfluxcore import constraint as _core
 
@@ -25,6 +24,10 @@ from pflux.errors import HostlistError, IdsetError, SpecError
 from pflux.spec import hostlist
 from pflux.spec.idset import IdSet
 from pflux.spec.resource import ResourceSet
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["matching_ranks", "parse", "placeable", "unmet"]
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
 
 from pflux.errors import DependencyError, DurationError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from datetime import tzinfo
+    from typing import Any, Final
 
 __all__ = ["begin_time", "format_uri", "parse_uri"]
 

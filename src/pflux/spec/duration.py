@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Final, Literal
 
 from _pfluxcore.duration import UNITS, in_unit, short
 
@@ -20,7 +19,13 @@ from pflux.errors import DurationError
 
 __all__ = ["Unit", "format", "format_short", "parse"]
 
-Unit = Literal["ms", "s", "m", "h", "d"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Final, Literal
+
+    Unit = Literal["ms", "s", "m", "h", "d"]
+else:
+    Unit = str  # the type checker's Literal: a command loads no typing
 
 _SECONDS: Final = UNITS
 # ASCII digits only: float() would also take other scripts' digits and "1_000"

@@ -15,9 +15,12 @@ plain components.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pflux.errors import PfluxError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["decode_files"]
 

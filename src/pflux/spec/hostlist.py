@@ -19,11 +19,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import NoReturn
 
 from _pfluxcore import hostlist as _hostlist
 
 from pflux.errors import HostlistError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["MAX_HOSTS", "decode", "encode"]
 

@@ -18,11 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from typing import NoReturn
 
 from _pfluxcore import idset as _ranges
 
 from pflux.errors import IdsetError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["MAX_ID", "IdSet", "decode", "encode"]
 

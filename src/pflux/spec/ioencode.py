@@ -6,7 +6,9 @@ Pure and small, so that the API encodes stdin without loading the job shell's mo
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["data_context"]
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final
 
 from pflux.errors import ConfigError, DurationError, SpecError
 from pflux.spec import duration as fsd
 from pflux.spec.jobspec import system_attributes
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["CONFIG_KEYS", "ConfiguredQueue", "JobPolicy", "QueueConfig"]
 

@@ -6,10 +6,12 @@ hold beside the eventlog; the CLI and job-exec replay into it as it is.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pflux.spec.results import Outcome
 from pflux.spec.states import FLAG_DEBUG, NEW, URGENCY_DEFAULT, State
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class JobRecord(Outcome):

@@ -7,9 +7,11 @@ to import.
 
 from __future__ import annotations
 
-from typing import Final
-
 from pflux.spec.results import CANCELED, COMPLETED, FAILED, TIMEOUT
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Final
 
 USERID_ANY: Final = 4294967295  # FLUX_USERID_UNKNOWN: every user, in a userid filter
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    _Check = Callable[[Any], str | None]
 
 __all__ = [
     "AFFINITY_MODES",
@@ -50,8 +55,6 @@ RLIMIT_NAMES: Final = frozenset(
     )
 )
 _MAX_CPU: Final = 1 << 16  # a CPU number in cpu-affinity=map: above this is refused
-
-_Check = Callable[[Any], str | None]
 
 
 def _describe(value: Any) -> str:

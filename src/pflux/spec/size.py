@@ -13,9 +13,12 @@ than a user would guess (``010`` is ten). A size past 2**64 - 1 is refused.
 from __future__ import annotations
 
 import re
-from typing import Final
 
 from pflux.errors import SizeError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["SIZE_RULE", "parse_size"]
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from pflux.errors import IdsetError, SpecError
 from pflux.spec.idset import IdSet
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class TaskmapError(SpecError):

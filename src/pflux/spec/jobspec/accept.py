@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final
 
 from pflux.spec.jobspec.walker import (
     INT64_MAX,
@@ -27,6 +26,10 @@ from pflux.spec.jobspec.walker import (
     raise_problems,
     texts,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 
 def accepts(obj: Any) -> bool:

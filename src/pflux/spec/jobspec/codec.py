@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from json import JSONDecodeError
-from typing import Any, Literal
 
 from pflux.errors import JobspecError
 from pflux.spec import jsontext
@@ -16,7 +15,13 @@ from pflux.spec.jobspec.accept import accepts
 from pflux.spec.jobspec.view import JobspecView
 from pflux.spec.jobspec.walker import raise_problems
 
-Format = Literal["auto", "json", "yaml"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Format = Literal["auto", "json", "yaml"]
+else:
+    Format = str  # the type checker's Literal: a command loads no typing
 
 
 def decode(data: bytes | str, *, fmt: Format = "auto") -> Any:

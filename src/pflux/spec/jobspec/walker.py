@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Final
 
 from pflux.errors import JobspecError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 INT64_MAX: Final = 2**63 - 1
 _DATA_INT_MIN: Final = -(2**63)  # the range orjson (and so dumps) can encode
