@@ -83,9 +83,7 @@ def test_a_shell_meets_only_the_instances_uid_and_resumes_once(
     shell: tuple[Shell, socket.socket], tmp_path: Path
 ) -> None:
     guest, _ = shell
-    fd = directory(tmp_path / "guests", 0o711)
-    guest._rendezvous(b"300", [fd])
-    os.close(fd)
+    _met_at(guest, tmp_path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(str(tmp_path / "guests" / str(KEY)))
     listener.listen(4)
@@ -117,9 +115,7 @@ def test_a_guests_shell_away_from_job_exec_holds_a_window_at_most(
     """Its records wait in memory (it has no spool): past ``WINDOW`` unacknowledged it
     reads its tasks' output no more, so they wait to write."""
     guest, ours = shell
-    fd = directory(tmp_path / "guests", 0o711)
-    guest._rendezvous(b"300", [fd])
-    os.close(fd)
+    _met_at(guest, tmp_path)
     guest._watch_links()
     ours.close()  # job-exec is gone
     guest._detach()
@@ -137,9 +133,7 @@ def test_a_guests_shell_told_to_quit_does_not_wait_for_another_job_exec(
     shell: tuple[Shell, socket.socket], tmp_path: Path
 ) -> None:
     guest, ours = shell
-    fd = directory(tmp_path / "guests", 0o711)
-    guest._rendezvous(b"300", [fd])
-    os.close(fd)
+    _met_at(guest, tmp_path)
     guest._watch_links()
     guest.quitting = True  # job-exec stops for good (QUIT)
     ours.close()
@@ -174,3 +168,10 @@ def test_a_rendezvous_payload_is_a_positive_finite_number_of_seconds_or_ignored(
         assert taken == (seconds is not None and 0 < seconds < float("inf"))
         if taken:
             assert guest.ctx.rejoin_timeout == seconds
+
+
+def _met_at(guest: Shell, tmp_path: Path) -> None:
+    """Give ``guest`` a rendezvous in ``tmp_path/guests`` with the usual timeout."""
+    fd = directory(tmp_path / "guests", 0o711)
+    guest._rendezvous(b"300", [fd])
+    os.close(fd)
