@@ -50,15 +50,23 @@ def timed(command: list[str]) -> float:
     return time.time() - t0
 
 
-def fill(n: int, active: int) -> None:
+def fill(n: int, active: int, every: int) -> None:
     """Inside an instance: submit n test-mode jobs and wait until all are inactive, then
-    ``active`` held ones (if there are fewer); report what the instance holds."""
+    ``active`` held ones (if there are fewer); report what the instance holds. The rate
+    (submitted and ended) is printed every ``every`` jobs."""
     jobspec = jobspec_of(["true"], environment={})
     jobspec["attributes"]["system"]["exec"] = {"test": {"run_duration": "0.001s"}}
     with Client() as client:
+        start = mark = time.time()
         for done in range(0, n, BATCH):
             client.submit_many([jobspec] * min(BATCH, n - done))
             client.drain()
+            ended = min(done + BATCH, n)
+            if every and (ended % every == 0 or ended == n):
+                now = time.time()
+                rate = min(every, ended - (ended - 1) // every * every) / (now - mark)
+                print(f"{ended} jobs at {now - start:.0f}s: {rate:.0f} jobs/s", flush=True)
+                mark = now
         counts = client.handle.call("job-list.job-stats", {})
         states = counts["job_states"]
         held = active - (states["total"] - states["inactive"])
@@ -101,21 +109,23 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--active", type=int, default=0, help="held jobs kept active")
     parser.add_argument("--no-cache", action="store_true", help="time restarts without the cache")
+    parser.add_argument("--every", type=int, default=10000, help="print the fill rate every N jobs")
     parser.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fill:
-        fill(args.njobs, args.active)
+        fill(args.njobs, args.active, args.every)
         return 0
     pflux = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(args.state_dir)]
     if not (args.state_dir / "kvs.sqlite").exists():
         t0 = time.time()
         me = [sys.executable, __file__, "--fill", "-n", str(args.njobs), "--active"]
-        me.append(str(args.active))
+        me += [str(args.active), "--every", str(args.every)]
         subprocess.run([*pflux, "--cores", "16", *me], check=True, env=dict(os.environ))
         print(f"filled in {time.time() - t0:.1f}s")
     else:
         # report memory with the jobs loaded, without adding any
         me = [sys.executable, __file__, "--fill", "-n", "0", "--active", str(args.active)]
+        me += ["--every", "0"]
         subprocess.run([*pflux, *me], check=True, env=dict(os.environ))
     walls, cpus = [], []
     for _ in range(args.repeat):
