@@ -223,6 +223,41 @@ def test_a_cache_that_cannot_be_written_only_logs(
         assert "cannot create the cache" in caplog.text
 
 
+def test_a_file_as_its_clean_close_left_it_is_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No quick_check, no CRCs: a row whose CRC is wrong, in a file restamped as it was
+    (same size and time), is read; the same file with another time is checked."""
+    path = tmp_path / CACHE_NAME
+    made = summaries()
+    written(path, made).close()
+    st = path.stat()
+    assert Path(f"{path}.state").read_bytes() == b"done\n%d %d\n" % (st.st_size, st.st_mtime_ns)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE job SET crc = crc + 1 WHERE id = ?", (made[0].id,))
+    conn.close()
+    assert path.stat().st_size == st.st_size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    cache = SummaryCache(path)
+    assert sorted(cache.load()) == sorted(s.id for s in made)
+    cache.close()  # nothing written: the file and its stamp are as they were
+    assert not [sql for sql in statements if "quick_check" in sql]
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    cache = SummaryCache(path)
+    assert made[0].id not in cache.load()
+    cache.close()
+    assert [sql for sql in statements if "quick_check" in sql]
+
+
 def test_one_process_at_a_time(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / CACHE_NAME
     made = summaries()
