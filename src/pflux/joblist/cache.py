@@ -38,6 +38,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import orjson
 
 from pflux.broker import lockfile, private
@@ -67,22 +68,23 @@ SQL_RECLAIM_PAGE: Final = "PRAGMA incremental_vacuum(1)"  # one page a step, a s
 RECLAIM_SLACK: Final = 1024  # free pages kept for the rows that follow (4 MiB)
 RECLAIM_STEP: Final = 1024  # pages given back per batch at most
 
-_NONE = type(None)
-_INT = (int,)
-_NUM = (int, float)
-_TEXT = (str, _NONE)
+_Num = int | float
+_Text = str | None
 # a record: the summary's attributes in this order, then exception, annotations, dependencies
-RECORD: Final = (
-    ("userid", _INT), ("urgency", _INT), ("priority", _INT), ("states", _INT),
-    ("t_submit", _NUM), ("t_depend", _NUM), ("t_priority", _NUM), ("t_sched", _NUM),
-    ("t_run", _NUM), ("t_cleanup", _NUM), ("t_inactive", _NUM),
-    ("name", _TEXT), ("cwd", _TEXT), ("queue", _TEXT), ("project", _TEXT), ("bank", _TEXT),
-    ("ntasks", _INT), ("ncores", _INT), ("nnodes", _INT), ("duration", _NUM),
-    ("ranks", _TEXT), ("nodelist", _TEXT), ("expiration", _NUM), ("waitstatus", _INT),
-    ("result", _INT), ("exception", (list, _NONE)), ("annotations", _TEXT),
-    ("dependencies", (list, _NONE)),
-)  # fmt: skip
-_SIGNATURES: dict[tuple[type, ...], bool] = {}  # the types of a record's fields: valid?
+# (``decode``), checked as it is read: the types job-list writes, each number int or float
+# as written, no bool for an int, the exception and dependencies as they are kept
+_RECORD = tuple[
+    int, int, int, int,  # userid, urgency, priority, states
+    _Num, _Num, _Num, _Num, _Num, _Num, _Num,  # t_submit ... t_inactive
+    _Text, _Text, _Text, _Text, _Text,  # name, cwd, queue, project, bank
+    int, int, int, _Num,  # ntasks, ncores, nnodes, duration
+    _Text, _Text, _Num,  # ranks, nodelist, expiration
+    int, int,  # waitstatus, result
+    tuple[str, int, str] | None,  # exception
+    _Text,  # annotations (a JSON object's text)
+    tuple[str, ...] | None,  # dependencies
+]  # fmt: skip
+_read_record = msgspec.json.Decoder(_RECORD).decode
 _TEXTS: dict[str, str] = {}  # annotations texts seen valid, shared by the jobs that repeat them
 _TEXTS_MAX: Final = 4096
 _ZERO: Final = 0.0  # one float for every unset time, as summaries share one
@@ -110,18 +112,8 @@ def encode(s: JobSummary) -> bytes:
 def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
     """The summary a record holds, or None if it is not a valid record."""
     try:
-        values = orjson.loads(record)
-    except orjson.JSONDecodeError:
-        return None
-    if type(values) is not list:
-        return None
-    signature = tuple(map(type, values))
-    valid = _SIGNATURES.get(signature)
-    if valid is None:
-        valid = _SIGNATURES[signature] = len(signature) == len(RECORD) and all(
-            kind in kinds for kind, (_, kinds) in zip(signature, RECORD, strict=False)
-        )
-    if not valid:
+        values = _read_record(record)
+    except msgspec.DecodeError:
         return None
     s = JobSummary.restored(jobid, nevents)
     (
@@ -130,10 +122,11 @@ def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
         s.ntasks, s.ncores, s.nnodes, duration, ranks, nodelist, expiration, s.waitstatus,
         s.result, exception, annotations, dependencies,
     ) = values  # fmt: skip
-    extras = _extras(exception, annotations, dependencies)
-    if extras is None:
-        return None
-    s.exception, s.annotations, s.dependencies = extras
+    if annotations is not None:
+        annotations = _annotations(annotations)
+        if annotations is None:
+            return None
+    s.exception, s.annotations, s.dependencies = exception, annotations, dependencies
     # share what many jobs repeat, as summaries built from events do
     s.name = None if name is None else _intern(name)
     s.cwd = None if cwd is None else _intern(cwd)
@@ -155,32 +148,6 @@ def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
     if not s.t_cleanup:
         s.t_cleanup = _ZERO
     return s
-
-
-Extras = tuple[tuple[str, int, str] | None, str | None, tuple[str, ...] | None]
-
-
-def _extras(exception: Any, annotations: Any, dependencies: Any) -> Extras | None:
-    """A record's exception, annotations and dependencies as a summary keeps them, or
-    None if one is not what job-list would have written."""
-    if exception is not None:
-        if not (
-            len(exception) == 3
-            and type(exception[0]) is str
-            and type(exception[1]) is int
-            and type(exception[2]) is str
-        ):
-            return None
-        exception = tuple(exception)
-    if annotations is not None:
-        annotations = _annotations(annotations)
-        if annotations is None:
-            return None
-    if dependencies is not None:
-        if not all(type(d) is str for d in dependencies):
-            return None
-        dependencies = tuple(dependencies)
-    return exception, annotations, dependencies
 
 
 def _annotations(text: str) -> str | None:
