@@ -8,7 +8,9 @@ directory's size, and the wall time of ``pflux jobs -a`` (its first page) and
 restarts: ``pflux start --state-dir DIR pflux jobs -a -c 1`` lists a job
 once every job has been taken up by the job manager and job-list holds them
 all, so its wall time (start, restart, first listing, shutdown) is the restart.
-The CPU time of all its processes is reported too (steadier on a busy machine).
+The CPU time of all its processes is reported too (steadier on a busy machine),
+and when each phase ended, from the instance's log: the KVS open, the job
+manager's restart, the instance ready (job-list holding every job), listed.
 
 The run that reports memory also writes job-list's cache of inactive jobs if
 the state directory has none (a directory filled before the cache existed), so
@@ -22,6 +24,7 @@ each timed restart, to time job-list replaying every job from the journal.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import resource
 import statistics
@@ -42,6 +45,27 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+# the log lines that end each phase of a restart, in the order they come
+PHASES = (
+    ("kvs open", "pflux.kvs INFO: kvs: "),
+    ("job manager", "pflux.job-manager INFO: restart: "),
+    ("ready", "instance ready at"),
+    ("listed", "shutdown started"),
+)
+
+
+def phases(t0: float, log: str) -> str:
+    """Seconds from ``t0`` to each phase's line in ``log`` (the broker's stderr)."""
+    found = []
+    for name, text in PHASES:
+        for line in log.splitlines():
+            if text in line:
+                stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+                found.append(f"{name} {stamp.timestamp() - t0:.2f}")
+                break
+    return ", ".join(found)
 
 
 def timed(command: list[str]) -> float:
@@ -135,8 +159,10 @@ def main() -> int:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         jobs = [pflux_command(), "jobs", "-a", "-c", "1"]
-        subprocess.run([*pflux, *jobs], check=True, capture_output=True)
+        logged = [*pflux[:-2], "-S", "log-stderr-level=6", *pflux[-2:]]
+        done = subprocess.run([*logged, *jobs], check=True, capture_output=True, text=True)
         walls.append(round(time.time() - t0, 2))
+        print(f"  {walls[-1]:.2f}s: {phases(t0, done.stderr)}", flush=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         cpus.append(round(cpu, 2))
