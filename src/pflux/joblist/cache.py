@@ -30,6 +30,7 @@ auto-vacuum; a file made without it is rewritten once, with ``VACUUM``).
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sqlite3
@@ -213,6 +214,10 @@ class SummaryCache:
         bad = 0
         if not self._take_lock():
             return summaries
+        # a row makes no reference cycle: no collection while a million are read (each
+        # would look at every summary made so far); the module freezes them once started
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             clean = self._stamped()
             self._conn = self._open(check=not clean)
@@ -234,6 +239,9 @@ class SummaryCache:
             log.exception("job-list: %s: starting the cache afresh", self.path)
             self._reset()
             return {}
+        finally:
+            if collecting:
+                gc.enable()
         if bad:
             log.warning("job-list: %s: %d invalid rows ignored", self.path, bad)
         return summaries

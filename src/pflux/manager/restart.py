@@ -15,6 +15,7 @@ then ``replay_from`` past them.
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +89,20 @@ class Found:
 
 async def load(broker: Broker, replay_from: int = 0) -> Found:
     """Every job in the KVS: inactive ones from their records, the others replayed from
-    their eventlogs (those from ``replay_from`` on; 0: every one)."""
+    their eventlogs (those from ``replay_from`` on; 0: every one).
+
+    No collection meanwhile: a record makes no reference cycle, and each collection
+    would look at every job read so far (the instance freezes them once ready)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return await _load(broker, replay_from)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _load(broker: Broker, replay_from: int) -> Found:
     found = Found()
     ended, waitable, bad = await inactive.load(broker, log.error)
     walk = WalkRequest("job", suffix="eventlog")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
 from pathlib import Path
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblist_entries import R_2NODES, Story, jobspec
 
+from pflux.joblist import cache as cache_module
 from pflux.joblist.attributes import select, to_json
 from pflux.joblist.cache import CACHE_NAME, FORMAT, SummaryCache, decode, encode
 from pflux.joblist.index import JobIndex
@@ -256,6 +258,25 @@ def test_a_file_as_its_clean_close_left_it_is_trusted(
     assert made[0].id not in cache.load()
     cache.close()
     assert [sql for sql in statements if "quick_check" in sql]
+
+
+def test_the_rows_are_read_with_no_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection in the middle of a million rows would look at every summary made."""
+    path = tmp_path / CACHE_NAME
+    made = summaries()
+    written(path, made).close()
+    collecting: list[bool] = []
+
+    def noted(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
+        collecting.append(gc.isenabled())
+        return decode(jobid, nevents, record)
+
+    monkeypatch.setattr(cache_module, "decode", noted)
+    assert len(SummaryCache(path).load()) == len(made)
+    assert collecting == [False] * len(made)
+    assert gc.isenabled()
 
 
 def test_one_process_at_a_time(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
