@@ -39,7 +39,18 @@ log = logging.getLogger("pflux.job-manager")
 
 
 async def restore(host: RestartHost) -> None:
-    """Take up every job the KVS holds, as the instance starts."""
+    """Take up every job the KVS holds, as the instance starts (with no collection, as
+    ``load``: the tables it builds from them make no cycle either)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        await _restore(host)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _restore(host: RestartHost) -> None:
     queues, stored_max_jobid, replay_from = await checkpoint.load(host.broker)
     host.queues.restore(queues)
     found = await load(host.broker, replay_from)
