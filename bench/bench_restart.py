@@ -10,7 +10,8 @@ once every job has been taken up by the job manager and job-list holds them
 all, so its wall time (start, restart, first listing, shutdown) is the restart.
 The CPU time of all its processes is reported too (steadier on a busy machine),
 and when each phase ended, from the instance's log: the KVS open, the job
-manager's restart, the instance ready (job-list holding every job), listed.
+manager's restart, the instance ready (job-list may still be taking up the
+journal's digest), and the job listed (job-list holding every job).
 
 The run that reports memory also writes job-list's cache of inactive jobs if
 the state directory has none (a directory filled before the cache existed), so
