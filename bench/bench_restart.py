@@ -8,7 +8,10 @@ directory's size, and the wall time of ``pflux jobs -a`` (its first page) and
 restarts: ``pflux start --state-dir DIR pflux jobs -a -c 1`` lists a job
 once every job has been taken up by the job manager and job-list holds them
 all, so its wall time (start, restart, first listing, shutdown) is the restart.
-The CPU time of all its processes is reported too (steadier on a busy machine).
+The CPU time of all its processes is reported too (steadier on a busy machine),
+and when each phase ended, from the instance's log: the KVS open, the job
+manager's restart, the instance ready (job-list may still be taking up the
+journal's digest), and the job listed (job-list holding every job).
 
 The run that reports memory also writes job-list's cache of inactive jobs if
 the state directory has none (a directory filled before the cache existed), so
@@ -22,6 +25,7 @@ each timed restart, to time job-list replaying every job from the journal.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import resource
 import statistics
@@ -44,21 +48,50 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+# the log lines that end each phase of a restart, in the order they come
+PHASES = (
+    ("kvs open", "pflux.kvs INFO: kvs: "),
+    ("job manager", "pflux.job-manager INFO: restart: "),
+    ("ready", "instance ready at"),
+    ("listed", "shutdown started"),
+)
+
+
+def phases(t0: float, log: str) -> str:
+    """Seconds from ``t0`` to each phase's line in ``log`` (the broker's stderr)."""
+    found = []
+    for name, text in PHASES:
+        for line in log.splitlines():
+            if text in line:
+                stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+                found.append(f"{name} {stamp.timestamp() - t0:.2f}")
+                break
+    return ", ".join(found)
+
+
 def timed(command: list[str]) -> float:
     t0 = time.time()
     subprocess.run(command, check=True, capture_output=True)
     return time.time() - t0
 
 
-def fill(n: int, active: int) -> None:
+def fill(n: int, active: int, every: int) -> None:
     """Inside an instance: submit n test-mode jobs and wait until all are inactive, then
-    ``active`` held ones (if there are fewer); report what the instance holds."""
+    ``active`` held ones (if there are fewer); report what the instance holds. The rate
+    (submitted and ended) is printed every ``every`` jobs."""
     jobspec = jobspec_of(["true"], environment={})
     jobspec["attributes"]["system"]["exec"] = {"test": {"run_duration": "0.001s"}}
     with Client() as client:
+        start = mark = time.time()
         for done in range(0, n, BATCH):
             client.submit_many([jobspec] * min(BATCH, n - done))
             client.drain()
+            ended = min(done + BATCH, n)
+            if every and (ended % every == 0 or ended == n):
+                now = time.time()
+                rate = min(every, ended - (ended - 1) // every * every) / (now - mark)
+                print(f"{ended} jobs at {now - start:.0f}s: {rate:.0f} jobs/s", flush=True)
+                mark = now
         counts = client.handle.call("job-list.job-stats", {})
         states = counts["job_states"]
         held = active - (states["total"] - states["inactive"])
@@ -101,21 +134,23 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--active", type=int, default=0, help="held jobs kept active")
     parser.add_argument("--no-cache", action="store_true", help="time restarts without the cache")
+    parser.add_argument("--every", type=int, default=10000, help="print the fill rate every N jobs")
     parser.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fill:
-        fill(args.njobs, args.active)
+        fill(args.njobs, args.active, args.every)
         return 0
     pflux = [sys.executable, "-m", "pflux.cli", "start", "--state-dir", str(args.state_dir)]
     if not (args.state_dir / "kvs.sqlite").exists():
         t0 = time.time()
         me = [sys.executable, __file__, "--fill", "-n", str(args.njobs), "--active"]
-        me.append(str(args.active))
+        me += [str(args.active), "--every", str(args.every)]
         subprocess.run([*pflux, "--cores", "16", *me], check=True, env=dict(os.environ))
         print(f"filled in {time.time() - t0:.1f}s")
     else:
         # report memory with the jobs loaded, without adding any
         me = [sys.executable, __file__, "--fill", "-n", "0", "--active", str(args.active)]
+        me += ["--every", "0"]
         subprocess.run([*pflux, *me], check=True, env=dict(os.environ))
     walls, cpus = [], []
     for _ in range(args.repeat):
@@ -125,8 +160,10 @@ def main() -> int:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         jobs = [pflux_command(), "jobs", "-a", "-c", "1"]
-        subprocess.run([*pflux, *jobs], check=True, capture_output=True)
+        logged = [*pflux[:-2], "-S", "log-stderr-level=6", *pflux[-2:]]
+        done = subprocess.run([*logged, *jobs], check=True, capture_output=True, text=True)
         walls.append(round(time.time() - t0, 2))
+        print(f"  {walls[-1]:.2f}s: {phases(t0, done.stderr)}", flush=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         cpus.append(round(cpu, 2))

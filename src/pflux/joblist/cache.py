@@ -16,6 +16,12 @@ and a file torn by a power loss fails ``quick_check`` or its rows' CRCs (a row
 once written never changes: a stale page can only lack rows, or hold a job
 built from another count of events, which the digest refuses).
 
+A clean close syncs the file and stamps it (its size and modification time
+in ``<path>.state``); a start that finds the file as stamped, with no WAL,
+trusts it as written and skips ``quick_check`` and the rows' CRCs, which
+read and hash the whole file (seconds for a million jobs); any other start
+checks both.
+
 A purged job's row is deleted with the next batch, and the pages freed are
 given back to the file system a bounded step a batch (incremental
 auto-vacuum; a file made without it is rewritten once, with ``VACUUM``).
@@ -24,6 +30,7 @@ auto-vacuum; a file made without it is rewritten once, with ``VACUUM``).
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sqlite3
@@ -32,6 +39,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import orjson
 
 from pflux.broker import lockfile, private
@@ -61,22 +69,23 @@ SQL_RECLAIM_PAGE: Final = "PRAGMA incremental_vacuum(1)"  # one page a step, a s
 RECLAIM_SLACK: Final = 1024  # free pages kept for the rows that follow (4 MiB)
 RECLAIM_STEP: Final = 1024  # pages given back per batch at most
 
-_NONE = type(None)
-_INT = (int,)
-_NUM = (int, float)
-_TEXT = (str, _NONE)
+_Num = int | float
+_Text = str | None
 # a record: the summary's attributes in this order, then exception, annotations, dependencies
-RECORD: Final = (
-    ("userid", _INT), ("urgency", _INT), ("priority", _INT), ("states", _INT),
-    ("t_submit", _NUM), ("t_depend", _NUM), ("t_priority", _NUM), ("t_sched", _NUM),
-    ("t_run", _NUM), ("t_cleanup", _NUM), ("t_inactive", _NUM),
-    ("name", _TEXT), ("cwd", _TEXT), ("queue", _TEXT), ("project", _TEXT), ("bank", _TEXT),
-    ("ntasks", _INT), ("ncores", _INT), ("nnodes", _INT), ("duration", _NUM),
-    ("ranks", _TEXT), ("nodelist", _TEXT), ("expiration", _NUM), ("waitstatus", _INT),
-    ("result", _INT), ("exception", (list, _NONE)), ("annotations", _TEXT),
-    ("dependencies", (list, _NONE)),
-)  # fmt: skip
-_SIGNATURES: dict[tuple[type, ...], bool] = {}  # the types of a record's fields: valid?
+# (``decode``), checked as it is read: the types job-list writes, each number int or float
+# as written, no bool for an int, the exception and dependencies as they are kept
+_RECORD = tuple[
+    int, int, int, int,  # userid, urgency, priority, states
+    _Num, _Num, _Num, _Num, _Num, _Num, _Num,  # t_submit ... t_inactive
+    _Text, _Text, _Text, _Text, _Text,  # name, cwd, queue, project, bank
+    int, int, int, _Num,  # ntasks, ncores, nnodes, duration
+    _Text, _Text, _Num,  # ranks, nodelist, expiration
+    int, int,  # waitstatus, result
+    tuple[str, int, str] | None,  # exception
+    _Text,  # annotations (a JSON object's text)
+    tuple[str, ...] | None,  # dependencies
+]  # fmt: skip
+_read_record = msgspec.json.Decoder(_RECORD).decode
 _TEXTS: dict[str, str] = {}  # annotations texts seen valid, shared by the jobs that repeat them
 _TEXTS_MAX: Final = 4096
 _ZERO: Final = 0.0  # one float for every unset time, as summaries share one
@@ -104,18 +113,8 @@ def encode(s: JobSummary) -> bytes:
 def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
     """The summary a record holds, or None if it is not a valid record."""
     try:
-        values = orjson.loads(record)
-    except orjson.JSONDecodeError:
-        return None
-    if type(values) is not list:
-        return None
-    signature = tuple(map(type, values))
-    valid = _SIGNATURES.get(signature)
-    if valid is None:
-        valid = _SIGNATURES[signature] = len(signature) == len(RECORD) and all(
-            kind in kinds for kind, (_, kinds) in zip(signature, RECORD, strict=False)
-        )
-    if not valid:
+        values = _read_record(record)
+    except msgspec.DecodeError:
         return None
     s = JobSummary.restored(jobid, nevents)
     (
@@ -124,10 +123,11 @@ def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
         s.ntasks, s.ncores, s.nnodes, duration, ranks, nodelist, expiration, s.waitstatus,
         s.result, exception, annotations, dependencies,
     ) = values  # fmt: skip
-    extras = _extras(exception, annotations, dependencies)
-    if extras is None:
-        return None
-    s.exception, s.annotations, s.dependencies = extras
+    if annotations is not None:
+        annotations = _annotations(annotations)
+        if annotations is None:
+            return None
+    s.exception, s.annotations, s.dependencies = exception, annotations, dependencies
     # share what many jobs repeat, as summaries built from events do
     s.name = None if name is None else _intern(name)
     s.cwd = None if cwd is None else _intern(cwd)
@@ -149,32 +149,6 @@ def decode(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
     if not s.t_cleanup:
         s.t_cleanup = _ZERO
     return s
-
-
-Extras = tuple[tuple[str, int, str] | None, str | None, tuple[str, ...] | None]
-
-
-def _extras(exception: Any, annotations: Any, dependencies: Any) -> Extras | None:
-    """A record's exception, annotations and dependencies as a summary keeps them, or
-    None if one is not what job-list would have written."""
-    if exception is not None:
-        if not (
-            len(exception) == 3
-            and type(exception[0]) is str
-            and type(exception[1]) is int
-            and type(exception[2]) is str
-        ):
-            return None
-        exception = tuple(exception)
-    if annotations is not None:
-        annotations = _annotations(annotations)
-        if annotations is None:
-            return None
-    if dependencies is not None:
-        if not all(type(d) is str for d in dependencies):
-            return None
-        dependencies = tuple(dependencies)
-    return exception, annotations, dependencies
 
 
 def _annotations(text: str) -> str | None:
@@ -240,13 +214,18 @@ class SummaryCache:
         bad = 0
         if not self._take_lock():
             return summaries
+        # a row makes no reference cycle: no collection while a million are read (each
+        # would look at every summary made so far); the module freezes them once started
+        collecting = gc.isenabled()
+        gc.disable()
         try:
-            self._conn = self._open()
+            clean = self._stamped()
+            self._conn = self._open(check=not clean)
             # row by row, not fetchall: 100,000 rows at once would grow the heap for good
             for rowid, nevents, record, crc in self._conn.execute(SQL_LOAD):
                 summary = None
                 typed = type(record) is bytes and type(nevents) is int and type(rowid) is int
-                if typed and crc == _crc(rowid, nevents, record):
+                if typed and (clean or crc == _crc(rowid, nevents, record)):
                     summary = decode(_job_id(rowid), nevents, record)
                 if summary is None:
                     bad += 1
@@ -260,6 +239,9 @@ class SummaryCache:
             log.exception("job-list: %s: starting the cache afresh", self.path)
             self._reset()
             return {}
+        finally:
+            if collecting:
+                gc.enable()
         if bad:
             log.warning("job-list: %s: %d invalid rows ignored", self.path, bad)
         return summaries
@@ -291,9 +273,47 @@ class SummaryCache:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+            if not self._failed:
+                self._stamp()
         if self._lock >= 0:
             os.close(self._lock)
             self._lock = -1
+
+    @property
+    def _state(self) -> Path:
+        return Path(f"{self.path}.state")
+
+    def _stamp(self) -> None:
+        """Sync the closed file and stamp it, so the next start may trust it (a failure
+        only leaves that start to check it)."""
+        try:
+            if os.path.exists(f"{self.path}-wal"):
+                return  # not closed cleanly after all (another connection?)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+            fd = os.open(self._state, flags, 0o600)
+            try:
+                os.write(fd, b"done\n%d %d\n" % (st.st_size, st.st_mtime_ns))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            log.warning("job-list: %s: cannot stamp the cache: %s", self.path, exc.strerror)
+
+    def _stamped(self) -> bool:
+        """Whether the file is as the last clean close left it (stamped, no WAL)."""
+        try:
+            stamp = self._state.read_bytes()
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        wal = os.path.exists(f"{self.path}-wal")
+        return not wal and stamp == b"done\n%d %d\n" % (st.st_size, st.st_mtime_ns)
 
     def _take_lock(self) -> bool:
         lock_path = f"{self.path}.lock"
@@ -324,7 +344,7 @@ class SummaryCache:
                 log.error("job-list: %s: cannot write the cache: %s", self.path, exc)
             self._failed = True
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, check: bool = True) -> sqlite3.Connection:
         try:
             private.database(self.path)  # summaries name the job's command and cwd
         except OSError as exc:
@@ -344,8 +364,8 @@ class SummaryCache:
             elif (version, app) != (FORMAT, APPLICATION_ID):
                 raise _Unusable(f"format {version} of application {app:#x}, not {FORMAT}")
             else:  # a cut or torn file may open, and then answer anything
-                problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
-                if problems != ["ok"]:
+                problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")] if check else []
+                if problems and problems != ["ok"]:
                     raise _Unusable("corrupt: " + "; ".join(problems).replace("\n", "; "))
                 if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:  # incremental
                     conn.execute("VACUUM")  # once, for a file made before purging

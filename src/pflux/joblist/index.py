@@ -150,7 +150,8 @@ class JobIndex:
         if not isinstance(pairs, list):
             log.warning("job-list: ignoring a digest that is not a list")
             return []
-        cached, jobs, wanted = self._cached, self.jobs, []
+        cached, jobs, removed, wanted = self._cached, self.jobs, self._removed, []
+        confirmed: list[JobSummary] = []
         for pair in pairs:
             if type(pair) is not list or len(pair) != 2:
                 log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
@@ -160,13 +161,14 @@ class JobIndex:
                 log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
                 continue
             summary = cached.pop(jobid, None)
-            if jobid in jobs or jobid in self._removed:
+            if jobid in jobs or jobid in removed:
                 continue
             if summary is not None and summary.next_seq == count:
                 jobs[jobid] = summary
-                self.job_counts.update(summary)
+                confirmed.append(summary)
             else:
                 wanted.append(jobid)
+        self.job_counts.update_inactive(confirmed)
         return wanted
 
     def feed(self, entries: Iterable[Any]) -> None:

@@ -91,6 +91,24 @@ class JobCounts:
             if key[1] is not None:
                 self._queues.add(key[1])
 
+    def update_inactive(self, summaries: list[JobSummary]) -> None:
+        """``update`` for many inactive jobs not listed before (a restart's cached jobs), a
+        million in a loop of its own."""
+        keys, counts, queues, endings = self._keys, self._counts, self._queues, _ENDINGS
+        made: dict[tuple[str | None, int], Key] = {}  # one key per queue and result
+        for summary in summaries:
+            queue, result = summary.queue, summary.result
+            key = made.get((queue, result))
+            if key is None:
+                key = made[queue, result] = ("inactive", queue, endings.get(result, "failed"))
+                if queue is not None:
+                    queues.add(queue)
+            old = keys.get(summary.id)
+            if old is not None:
+                self._take(old)
+            keys[summary.id] = key
+            counts[key] += 1
+
     def remove(self, summary: JobSummary, *, purged: bool = False) -> None:
         """The job is gone from the listing (``purged``: counted as an inactive job
         purged, as flux-core counts them)."""

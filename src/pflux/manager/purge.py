@@ -9,7 +9,9 @@ limit; ``job-manager.purge`` and ``job-manager.purge-id`` (``pflux job purge``)
 purge on request, with limits of their own.
 
 Inactive jobs are kept in the order they became inactive (a deque), so the
-jobs due are found at its front, never by a scan. A job purged by id stays in
+jobs due are found at its front, never by a scan. A restart sorts them into
+it only once something asks (a limit, a purge request): an instance without
+limits never does, and a restart of a million jobs does not wait for it. A job purged by id stays in
 the deque until it reaches the front, where it is skipped. What a purge does
 (the KVS, the journal, the job manager's tables) is ``remove``; what the two
 requests do, ``purge_request`` and ``purge_id_request``.
@@ -24,6 +26,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from pflux.broker.config import ConfigError
@@ -90,7 +93,7 @@ class Retention:
         self.ended = ended  # the job manager's inactive jobs, by id
         self.purge = purge
         self.age_limit, self.num_limit = limits(config)
-        self.order: deque[Ended] = deque()
+        self._order: deque[Ended] | None = deque()  # None: to be sorted from ``ended``
         self._soon: asyncio.Handle | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -98,15 +101,24 @@ class Retention:
     def limited(self) -> bool:
         return self.age_limit is not None or self.num_limit is not None
 
+    @property
+    def order(self) -> deque[Ended]:
+        """The inactive jobs, oldest end first (sorted from ``ended`` the first time after
+        a restart)."""
+        if self._order is None:
+            self._order = deque(sorted(self.ended.values(), key=_by_end))
+        return self._order
+
     def rebuilt(self, ended: dict[int, Ended]) -> None:
         """The inactive jobs a restart found; purge what the limits say is due."""
         self.ended = ended
-        self.order = deque(sorted(ended.values(), key=lambda job: (job.t_inactive, job.id)))
+        self._order = None
         self._due()
 
     def add(self, job: Ended) -> None:
         """``job`` has become inactive (durably)."""
-        self.order.append(job)
+        if self._order is not None:  # else it is sorted in with the others when asked
+            self._order.append(job)
         if self.num_limit is not None and len(self.ended) > self.num_limit:
             self._due()
         elif self.age_limit is not None and self._timer is None:
@@ -178,6 +190,9 @@ class Retention:
     def _expired(self) -> None:
         self._timer = None
         self._due()
+
+
+_by_end = attrgetter("t_inactive", "id")
 
 
 def remove(host: PurgeHost, jobs: list[Ended]) -> None:

@@ -15,6 +15,7 @@ then ``replay_from`` past them.
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,18 @@ log = logging.getLogger("pflux.job-manager")
 
 
 async def restore(host: RestartHost) -> None:
-    """Take up every job the KVS holds, as the instance starts."""
+    """Take up every job the KVS holds, as the instance starts (with no collection, as
+    ``load``: the tables it builds from them make no cycle either)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        await _restore(host)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _restore(host: RestartHost) -> None:
     queues, stored_max_jobid, replay_from = await checkpoint.load(host.broker)
     host.queues.restore(queues)
     found = await load(host.broker, replay_from)
@@ -88,7 +100,20 @@ class Found:
 
 async def load(broker: Broker, replay_from: int = 0) -> Found:
     """Every job in the KVS: inactive ones from their records, the others replayed from
-    their eventlogs (those from ``replay_from`` on; 0: every one)."""
+    their eventlogs (those from ``replay_from`` on; 0: every one).
+
+    No collection meanwhile: a record makes no reference cycle, and each collection
+    would look at every job read so far (the instance freezes them once ready)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return await _load(broker, replay_from)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+async def _load(broker: Broker, replay_from: int) -> Found:
     found = Found()
     ended, waitable, bad = await inactive.load(broker, log.error)
     walk = WalkRequest("job", suffix="eventlog")

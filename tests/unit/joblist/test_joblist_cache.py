@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
 from pathlib import Path
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblist_entries import R_2NODES, Story, jobspec
 
+from pflux.joblist import cache as cache_module
 from pflux.joblist.attributes import select, to_json
 from pflux.joblist.cache import CACHE_NAME, FORMAT, SummaryCache, decode, encode
 from pflux.joblist.index import JobIndex
@@ -221,6 +223,60 @@ def test_a_cache_that_cannot_be_written_only_logs(
         unwritable.chmod(0o700)
     if os.geteuid() != 0:  # root may write anyway
         assert "cannot create the cache" in caplog.text
+
+
+def test_a_file_as_its_clean_close_left_it_is_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No quick_check, no CRCs: a row whose CRC is wrong, in a file restamped as it was
+    (same size and time), is read; the same file with another time is checked."""
+    path = tmp_path / CACHE_NAME
+    made = summaries()
+    written(path, made).close()
+    st = path.stat()
+    assert Path(f"{path}.state").read_bytes() == b"done\n%d %d\n" % (st.st_size, st.st_mtime_ns)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE job SET crc = crc + 1 WHERE id = ?", (made[0].id,))
+    conn.close()
+    assert path.stat().st_size == st.st_size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    cache = SummaryCache(path)
+    assert sorted(cache.load()) == sorted(s.id for s in made)
+    cache.close()  # nothing written: the file and its stamp are as they were
+    assert not [sql for sql in statements if "quick_check" in sql]
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    cache = SummaryCache(path)
+    assert made[0].id not in cache.load()
+    cache.close()
+    assert [sql for sql in statements if "quick_check" in sql]
+
+
+def test_the_rows_are_read_with_no_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection in the middle of a million rows would look at every summary made."""
+    path = tmp_path / CACHE_NAME
+    made = summaries()
+    written(path, made).close()
+    collecting: list[bool] = []
+
+    def noted(jobid: int, nevents: int, record: bytes) -> JobSummary | None:
+        collecting.append(gc.isenabled())
+        return decode(jobid, nevents, record)
+
+    monkeypatch.setattr(cache_module, "decode", noted)
+    assert len(SummaryCache(path).load()) == len(made)
+    assert collecting == [False] * len(made)
+    assert gc.isenabled()
 
 
 def test_one_process_at_a_time(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import re
 import sqlite3
 import subprocess
@@ -658,6 +659,61 @@ def test_a_damaged_page_fails_quick_check(path: Path) -> None:
         Store(path)
     assert "page 3" in str(info.value)
     assert "move it aside" in str(info.value)
+
+
+def traced_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements every SQLite connection opened from here on runs."""
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return statements
+
+
+def test_a_clean_close_spares_the_next_open_its_quick_check(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Store(path) as store:
+        store.put("kept", "1")
+    marker = Path(f"{path}.state").read_bytes()
+    assert marker.startswith(b"done\n")
+    size, mtime = (int(n) for n in marker.split(b"\n")[1].split())
+    assert (size, mtime) == (path.stat().st_size, path.stat().st_mtime_ns)
+    statements = traced_opens(monkeypatch)
+    with Store(path) as store:
+        assert store.get("kept") == "1"
+    assert not [sql for sql in statements if "quick_check" in sql]
+    assert Path(f"{path}.state").read_bytes().startswith(b"done\n")
+
+
+def crashed_closing(path: Path) -> None:
+    """A crash after the marker said ``shut``, before it said ``done``."""
+    with Path(f"{path}.state").open("r+b") as f:
+        f.write(b"shut\n")
+
+
+def touched(path: Path) -> None:
+    """The file written after its clean close (its time moves on; the size may not)."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+
+
+@pytest.mark.parametrize("how", [crashed_closing, touched])
+def test_a_file_not_left_by_a_clean_close_gets_its_quick_check(
+    path: Path, monkeypatch: pytest.MonkeyPatch, how: Any
+) -> None:
+    with Store(path) as store:
+        store.put("kept", "1")
+    how(path)
+    statements = traced_opens(monkeypatch)
+    with Store(path) as store:
+        assert store.get("kept") == "1"
+    assert [sql for sql in statements if "quick_check" in sql]
 
 
 class FailingCommit:

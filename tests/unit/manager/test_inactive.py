@@ -3,14 +3,23 @@ record is refused with the reason (the restart then replays the job's eventlog).
 
 from __future__ import annotations
 
+import asyncio
+import gc
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pflux.manager import inactive
+from pflux.manager import inactive, restart
 from pflux.manager.job import Ended
+from pflux.protocol.kvs import WalkRequest
 from pflux.spec.states import FLAG_DEBUG, FLAG_WAITABLE
+
+if TYPE_CHECKING:
+    from pflux.broker.router import Broker
 
 FIELDS = ("id", "userid", "t_inactive", "nevents", "allocated", "started", "finish_status")
 MORE = ("exception", "ended_by_exception")
@@ -123,3 +132,30 @@ def test_a_page_of_records_reads_as_each_record_does(jobs: list[tuple[Ended, int
     assert bad == [0]
     (error,) = errors
     assert error.startswith(f"restart: {damaged}: not a version 1 record of 11 fields; replaying")
+
+
+class Walks:
+    """A broker whose KVS holds ``entries`` as records and no eventlog, noting whether the
+    garbage collector was on as each walk was read."""
+
+    def __init__(self, entries: list[list[str]]) -> None:
+        self.entries = entries
+        self.collecting: list[bool] = []
+
+    async def stream(self, topic: str, request: WalkRequest) -> AsyncIterator[dict[str, Any]]:
+        assert topic == "kvs.walk"
+        self.collecting.append(gc.isenabled())
+        if request.suffix == inactive.LEAF:
+            yield {"entries": self.entries}
+
+
+def test_a_restart_reads_the_records_with_no_collection() -> None:
+    """A collection in the middle of a million records would look at every one read."""
+    jobs = [Ended.of(i, userid=5, t_inactive=1.0, nevents=9, allocated=True, started=True,
+                     finish_status=0, exception=None, ended_by_exception=False)
+            for i in range(1, 4)]  # fmt: skip
+    broker = Walks([inactive.put(job, 0)[1:] for job in jobs])
+    found = asyncio.run(restart.load(cast("Broker", broker)))
+    assert sorted(found.ended) == [1, 2, 3]
+    assert broker.collecting == [False, False]
+    assert gc.isenabled()

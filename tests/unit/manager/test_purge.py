@@ -76,6 +76,23 @@ def test_the_oldest_by_end_are_taken_first_and_a_job_purged_by_id_is_skipped() -
     assert kept.take(None, None, most=10, now=100.0) == []
 
 
+def test_a_restart_without_limits_leaves_the_order_until_asked() -> None:
+    """A million inactive jobs are not sorted at a restart that has no use for them."""
+    jobs = [ended(1, 30.0), ended(2, 10.0), ended(3, 20.0)]
+    unread = Ended.__new__(Ended)  # its end unset: sorting it would fail
+    unread.id = 4
+    kept = retention([*jobs, unread], {}, [])
+    later = ended(5, 5.0)
+    kept.ended[5] = later
+    kept.add(later)
+    unread.t_inactive = 40.0
+    assert [job.id for job in kept.order] == [5, 2, 3, 1, 4]
+    newest = ended(6, 50.0)
+    kept.ended[6] = newest
+    kept.add(newest)
+    assert [job.id for job in kept.order] == [5, 2, 3, 1, 4, 6]
+
+
 def test_the_limits_purge_a_batch_a_turn_until_within_them() -> None:
     purged: list[list[int]] = []
 
