@@ -72,6 +72,21 @@ def test_a_request_splits_into_its_lines() -> None:
         ("task_env", [{"A": None}]),
         ("ptys", ["0"]),
         ("files", [["f", "not base64!", 384]]),
+        ("files", [["f", "AAE=", True]]),
+        ("tasks", []),
+        ("tasks", [[0, 0, None]]),
+        ("tmpdirs", "/t"),
+        ("host", None),
+        ("stdin", ["/dev/null"]),
+        ("stderr", [["a"], False]),
+        ("pmi", [2, [[0, 1, 2, True]]]),
+        ("rlimit", [[7, 1.5]]),
+        ("exit_timeout", "5"),
+        ("exit_on_error", 1),
+        ("tmpdir_env", [None]),
+        ("ptys", [True]),
+        ("nosetpgrp", None),
+        ("tmpdir_argv", "no"),
     ],
 )
 def test_a_field_of_the_wrong_shape_is_refused_naming_it(field: str, value: object) -> None:
@@ -86,3 +101,8 @@ def test_not_json_or_missing_fields_is_refused() -> None:
         decode_description(b"\x80marshal")
     with pytest.raises(DescriptionError, match="must be an object of"):
         decode_description(b'{"argv": ["true"]}')
+    with pytest.raises(DescriptionError, match="must be an object of"):
+        decode_description(b'[["true"]]')
+    fields = json.loads(encode_description(planned(["true"], {}, 1)))
+    with pytest.raises(DescriptionError, match=r"must be an object of .* unknown field `more`"):
+        decode_description(json.dumps({**fields, "more": 1}).encode())

@@ -223,12 +223,28 @@ def _head(mechanism: str, userid: int) -> bytes:
     return head
 
 
+# ``_parse_header``'s, kept: a verifier reads the same few users' headers again and again
+_parsed: dict[str, tuple[str, int]] = {}
+_PARSED_SIZE = 128  # characters of a header kept, at most: a genuine one is about 70
+
+
 def _parse_header(text: str, end: int) -> tuple[str, int]:
     """The mechanism and userid of J's HEADER, ``text`` (``end``: where its ``.`` was)."""
-    import json
-
     if end < 0:
         raise SignError("sign-unwrap: header decode error: J is not HEADER.PAYLOAD.SIGNATURE")
+    found = _parsed.get(text)
+    if found is None:
+        found = _read_header(text)
+        if len(text) <= _PARSED_SIZE:
+            if len(_parsed) >= 1024:  # the oldest go first where there are many
+                del _parsed[next(iter(_parsed))]
+            _parsed[text] = found
+    return found
+
+
+def _read_header(text: str) -> tuple[str, int]:
+    import json
+
     try:
         header = json.loads(_unb64(text, 0, len(text), "header"))
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
