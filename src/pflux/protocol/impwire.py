@@ -47,6 +47,10 @@ class DescriptionError(ValueError):
 
 def encode_description(description: Description) -> bytes:
     """A description as JSON (the files' contents in base64)."""
+    try:
+        return _encode(_Fields(*description))
+    except UnicodeEncodeError:  # a path that is not UTF-8: ``json`` escapes its surrogates
+        pass
     fields: dict[str, Any] = dict(zip(Description._fields, description, strict=True))
     fields["files"] = [
         [name, base64.b64encode(content).decode(), mode]
@@ -80,7 +84,14 @@ def split_request(payload: bytes) -> tuple[str, str, str, bytes]:
 def decode_description(data: bytes) -> Description:
     """The description ``encode_description`` made; DescriptionError naming a bad field."""
     try:
-        fields = _decode(data)
+        try:
+            fields = _decode(data)
+        except msgspec.ValidationError:
+            raise
+        except msgspec.DecodeError:
+            # ``json`` writes a path that is not UTF-8 (Python's surrogate escapes) as
+            # ``\udcXX``, which msgspec does not read: read as ``json`` does, checked alike
+            fields = msgspec.convert(_loads(data), _Fields)
     except msgspec.ValidationError as exc:
         field = _FIELD.search(str(exc))
         if field is None:
@@ -88,9 +99,14 @@ def decode_description(data: bytes) -> Description:
                 f"description: must be an object of {Description._fields}: {exc}"
             ) from None
         raise DescriptionError(f"description: {field[1]}: wrong type or shape: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise DescriptionError(f"description: not JSON: {exc}") from None
     return Description(*msgspec.structs.astuple(fields))
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise DescriptionError(f"description: not JSON: {exc}") from None
 
 
 class _Fields(msgspec.Struct, forbid_unknown_fields=True):
@@ -121,4 +137,5 @@ class _Fields(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _decode: Final = msgspec.json.Decoder(_Fields).decode
+_encode: Final = msgspec.json.Encoder().encode
 _FIELD: Final = re.compile(r" - at `\$\.([a-z_]+)")  # where msgspec says a field is wrong

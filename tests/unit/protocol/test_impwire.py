@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -48,6 +49,16 @@ def test_a_description_comes_back_as_it_went(
 ) -> None:
     description = planned(command, env, ntasks)
     assert decode_description(encode_description(description)) == description
+
+
+def test_a_path_that_is_not_utf8_comes_back_as_it_went() -> None:
+    description = planned(["true"], {}, 1)
+    fields = dict(zip(Description._fields, description, strict=True))
+    odd = Description(**{**fields, "cwd": os.fsdecode(b"/home/\xff"), "tmpdirs": ("/t\udcfe",)})
+    assert decode_description(encode_description(odd)) == odd
+    fields = json.loads(encode_description(odd))
+    with pytest.raises(DescriptionError, match="description: tmpdirs: wrong type or shape"):
+        decode_description(json.dumps({**fields, "tmpdirs": [1]}).encode())
 
 
 def test_a_request_splits_into_its_lines() -> None:
