@@ -196,6 +196,15 @@ def test_credential_damage_is_refused() -> None:
             _header(version=1, mechanism="none", userid=0) + ".e3/.none",
             "payload decode error: not unpadded base64url",
         ),
+        (
+            _header(version=1, mechanism="none", userid=0) + ".e30\u00e9.none",
+            "payload decode error: not unpadded base64url",
+        ),
+        (
+            _header(version=1, mechanism="none", userid=0) + ".e3\udcff.none",
+            "payload decode error: not unpadded base64url",
+        ),
+        ("e3\x00.e30.none", "header decode error: not unpadded base64url"),
     ],
 )
 def test_malformed_j_names_its_fault(signed: str, message: str) -> None:
