@@ -140,6 +140,9 @@ class ImpServer:
 
     def _worker(self) -> int:
         """Wait for a request, say it is taken, serve it; the exit code."""
+        # as the launcher's shells: reference counting frees what a job made, and a
+        # collection would write to the pages shared with the helper, in every job
+        gc.disable()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.close(self.taken)
         # a worker waiting for a request ends with the helper (a shell's job goes on)
