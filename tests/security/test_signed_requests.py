@@ -107,6 +107,47 @@ def test_a_guests_jobs_sent_at_once_are_verified_aside_and_numbered_in_order(
     console("cancel", *map(str, ids), PFLUX_URI=site.live.uri)
 
 
+# argv[2]: J's sent at once, each in a job-ingest.submit of its own: each answer, in order
+SUBMIT_ALL = """
+import json, sys
+from pflux.client.handle import Handle
+from pflux.errors import RPCError
+with Handle(sys.argv[1]) as h:
+    rpcs = [h.rpc("job-ingest.submit", {"J": J, "urgency": 0}) for J in json.loads(sys.argv[2])]
+    answers = []
+    for rpc in rpcs:
+        try:
+            answers.append([0, rpc.get()["id"]])
+        except RPCError as exc:
+            answers.append([exc.errnum, exc.errstr])
+print(json.dumps(answers))
+"""
+
+
+def test_jobs_verified_together_are_each_answered_in_order_a_forgery_among_them(
+    site: Site,
+) -> None:
+    """The threads check a turn's J in shares: a J that does not verify is refused alone,
+    and the others are taken, their ids rising in the order they were sent."""
+    header, _, signature = site.sign(site.alice, site.text).split(".")
+    changed = json.dumps({**site.jobspec, "attributes": {"system": {"duration": 1}}})
+    forged = ".".join(
+        (header, base64.urlsafe_b64encode(changed.encode()).decode().rstrip("="), signature)
+    )
+    sent = [site.sign(site.alice, site.text) for _ in range(9)]
+    sent[2:2] = [forged]
+    sent.append(forged)
+    proc = site.alice.code(SUBMIT_ALL, site.live.uri, json.dumps(sent))
+    assert proc.returncode == 0, proc.stderr
+    answers = json.loads(proc.stdout)
+    refused = [errno.EINVAL, "sign-munge-verify: SHA256 hash mismatch"]
+    assert [answers[2], answers[10]] == [refused, refused]
+    ids = [jobid for errnum, jobid in answers[:2] + answers[3:10] if errnum == 0]
+    assert len(ids) == 9
+    assert ids == sorted(set(ids))
+    console("cancel", *map(str, ids), PFLUX_URI=site.live.uri)
+
+
 def test_a_guest_signs_through_the_flux_package(site: Site) -> None:
     code = (
         "import sys, flux, flux.job; h = flux.Flux(sys.argv[1]);"

@@ -76,7 +76,8 @@ def _environment(
     description: Description, environment: Mapping[str, Any], expand: set[str], shim: ShimEnv | None
 ) -> str:
     env = description.env
-    shimmed = dict(environment)
+    # the shim's variables as the instance sets them from the jobspec's (not a copy of it all)
+    shimmed = {name: environment[name] for name in _SHIM_PATHS if name in environment}
     if shim is not None:
         shim.apply(shimmed)
     for name, value in environment.items():

@@ -33,6 +33,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+import msgspec
+
 from pflux.errors import PfluxError
 from pflux.fluxshim import shim_env
 from pflux.imp.check import mismatch
@@ -59,6 +61,8 @@ _QUEUED: Final = 64  # datagrams of a refused asker's discarded, at most
 _PR_SET_DUMPABLE: Final = 4
 _PR_SET_PDEATHSIG: Final = 1
 _TMPDIR_NAME: Final = re.compile(r"jobtmp-[0-9]+-[^/\x00]+")
+_TMPDIRS: Final = Description._fields.index("tmpdirs")
+_RLIMIT: Final = Description._fields.index("rlimit")
 
 
 class Refused(PfluxError):
@@ -136,6 +140,9 @@ class ImpServer:
 
     def _worker(self) -> int:
         """Wait for a request, say it is taken, serve it; the exit code."""
+        # as the launcher's shells: reference counting frees what a job made, and a
+        # collection would write to the pages shared with the helper, in every job
+        gc.disable()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.close(self.taken)
         # a worker waiting for a request ends with the helper (a shell's job goes on)
@@ -193,13 +200,18 @@ class ImpServer:
         """The arguments of ``_shell`` for the request, if it is to be run."""
         if len(fds) != 2 or not all(_is_seqpacket(fd) for fd in fds):
             raise Refused("the request must carry the shell's two sockets")
-        entry, description, uri = self._checked(payload)
+        uid, description, uri = self._checked(payload)
+        try:
+            entry = pwd.getpwuid(uid)
+        except KeyError:
+            raise Refused(f"uid {uid} does not exist") from None
         return entry, key, description, fds, (uri or None, self.boot)
 
-    def _checked(self, payload: bytes) -> tuple[pwd.struct_passwd, Description, str]:
-        """(the user, the description as it is run, the URI line) of a request whose J
+    def _checked(self, payload: bytes) -> tuple[int, Description, str]:
+        """(the job's uid, the description as it is run, the URI line) of a request whose J
         verifies and whose description is J's jobspec's; Refused otherwise. A guest's
-        shell asks it again, as its user, of each further job the launcher gives it."""
+        shell asks it again, as its user, of each further job the launcher gives it (the
+        helper then looks the uid up; the shell compares it with its own)."""
         try:
             uri, userid_text, signed, data = impwire.split_request(payload)
             description = impwire.decode_description(data)
@@ -209,12 +221,7 @@ class ImpServer:
         why = mismatch(description, jobspec, self.shim)
         if why:
             raise Refused(f"the job's shell is not what its user signed: {why}")
-        description = self._settled(description, jobspec)
-        try:
-            entry = pwd.getpwuid(uid)
-        except KeyError:
-            raise Refused(f"uid {uid} does not exist") from None
-        return entry, description, uri
+        return uid, self._settled(description, jobspec), uri
 
     def _user(self, userid_text: str, signed: str) -> tuple[Any, int]:
         """(J's jobspec, its user), once J verifies and names the job's user."""
@@ -233,12 +240,8 @@ class ImpServer:
         if userid == 0:
             raise Refused("the helper runs no job as root")
         try:
-            pwd.getpwuid(userid)
-        except KeyError:
-            raise Refused(f"uid {userid} does not exist") from None
-        try:
-            jobspec = json.loads(verified.payload)
-        except ValueError:
+            jobspec = msgspec.json.decode(verified.payload)
+        except msgspec.DecodeError:
             raise Refused("J's payload is not a JSON jobspec") from None
         return jobspec, userid
 
@@ -249,11 +252,11 @@ class ImpServer:
         names = {os.path.basename(path) for path in description.tmpdirs}
         if len(names) != 1 or not _TMPDIR_NAME.fullmatch(next(iter(names))):
             raise Refused(f"tmpdirs: {description.tmpdirs!r}: not one jobtmp-RANK-ID name")
-        fields: dict[str, Any] = dict(zip(Description._fields, description, strict=True))
-        fields["tmpdirs"] = (os.path.join(self.config.job_tmpdir, names.pop()),)
         options = jobspec["attributes"]["system"].get("shell", {}).get("options", {})
-        fields["rlimit"] = _limits(options.get("rlimit", {}))
-        return Description(**fields)
+        settled: list[Any] = list(description)
+        settled[_TMPDIRS] = (os.path.join(self.config.job_tmpdir, names.pop()),)
+        settled[_RLIMIT] = _limits(options.get("rlimit", {}))
+        return Description(*settled)
 
 
 def _limits(wanted: Any) -> list[tuple[int, int]]:
@@ -298,7 +301,7 @@ def _shell(
     fds: list[int],
     where: tuple[str | None, bytes],
     *,
-    checked: Callable[[bytes], tuple[pwd.struct_passwd, Description, str]],
+    checked: Callable[[bytes], tuple[int, Description, str]],
 ) -> int:
     """Become the user, then be the job's shell, and the shell of the user's further jobs
     the launcher gives it, each ``checked`` as the first was; the exit code. ``where``:
@@ -371,7 +374,7 @@ def _next_description(
     payload: bytes,
     fds: list[int],
     records: int,
-    checked: Callable[[bytes], tuple[pwd.struct_passwd, Description, str]],
+    checked: Callable[[bytes], tuple[int, Description, str]],
 ) -> Description:
     """A further job's description, ``checked`` and the shell's user's, with the job's own
     records socket (``fds``) in place of the last job's at ``records``; Refused if not."""
@@ -382,9 +385,9 @@ def _next_description(
     finally:
         for fd in fds:
             os.close(fd)
-    user, description, _ = checked(payload)
-    if user.pw_uid != os.getuid():
-        raise Refused(f"the job is uid {user.pw_uid}'s, not this shell's")
+    uid, description, _ = checked(payload)
+    if uid != os.getuid():
+        raise Refused(f"the job is uid {uid}'s, not this shell's")
     return description
 
 

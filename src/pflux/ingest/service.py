@@ -187,20 +187,23 @@ class IngestService(Service):
 
     def _verify(self, batch: list[_Signed]) -> None:
         """Have munged check a turn's J in the verifier's threads, then take them in one
-        turn, in the order they came (one commit, as the owner's jobs of a turn)."""
+        turn, in the order they came (one commit, as the owner's jobs of a turn).
+
+        Each thread checks a share of the turn's in one call: a call per J cost the
+        event loop a future, a wakeup and their locks for each."""
         loop = asyncio.get_running_loop()
-        checks = [
-            loop.run_in_executor(self._verifier, _unsigned, sub.signed, sub.sent) for sub in batch
-        ]
+        size = -(-len(batch) // VERIFIERS)
+        shares = [batch[start : start + size] for start in range(0, len(batch), size)]
+        checks = [loop.run_in_executor(self._verifier, _all_unsigned, share) for share in shares]
         before, self._last_verified = self._last_verified, loop.create_future()
-        task = loop.create_task(self._take_verified(batch, checks, before, self._last_verified))
+        task = loop.create_task(self._take_verified(shares, checks, before, self._last_verified))
         self._verifying.add(task)
         task.add_done_callback(self._verifying.discard)
 
     async def _take_verified(
         self,
-        batch: list[_Signed],
-        checks: list[asyncio.Future[dict[str, Any]]],
+        shares: list[list[_Signed]],
+        checks: list[asyncio.Future[list[dict[str, Any] | Exception]]],
         before: asyncio.Future[None] | None,
         mine: asyncio.Future[None],
     ) -> None:
@@ -208,13 +211,15 @@ class IngestService(Service):
             verified = await asyncio.gather(*checks, return_exceptions=True)
             if before is not None:
                 await before
-            for sub, jobspec in zip(batch, verified, strict=True):
-                try:
-                    if isinstance(jobspec, BaseException):
-                        raise jobspec
-                    self._take(sub.req, sub.urgency, sub.flags, jobspec, sub.signed)
-                except Exception as exc:
-                    sub.req.fail(exc)
+            for share, found in zip(shares, verified, strict=True):
+                each = [found] * len(share) if isinstance(found, BaseException) else found
+                for sub, jobspec in zip(share, each, strict=True):
+                    try:
+                        if isinstance(jobspec, BaseException):
+                            raise jobspec
+                        self._take(sub.req, sub.urgency, sub.flags, jobspec, sub.signed)
+                    except Exception as exc:
+                        sub.req.fail(exc)
         finally:
             mine.set_result(None)
             if self._last_verified is mine:
@@ -320,6 +325,17 @@ def _mechanism(req: Request, signed: str) -> str:
     if mechanism == "none" and not req.owner:
         raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
     return mechanism
+
+
+def _all_unsigned(batch: list[_Signed]) -> list[dict[str, Any] | Exception]:
+    """``_unsigned`` of each J, or what it raised, in order."""
+    found: list[dict[str, Any] | Exception] = []
+    for sub in batch:
+        try:
+            found.append(_unsigned(sub.signed, sub.sent))
+        except Exception as exc:  # the request's answer: taken with the others, in order
+            found.append(exc)
+    return found
 
 
 def _unsigned(signed: str, jobspec: Any) -> dict[str, Any]:

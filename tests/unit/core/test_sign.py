@@ -196,12 +196,46 @@ def test_credential_damage_is_refused() -> None:
             _header(version=1, mechanism="none", userid=0) + ".e3/.none",
             "payload decode error: not unpadded base64url",
         ),
+        (
+            _header(version=1, mechanism="none", userid=0) + ".e30\u00e9.none",
+            "payload decode error: not unpadded base64url",
+        ),
+        (
+            _header(version=1, mechanism="none", userid=0) + ".e3\udcff.none",
+            "payload decode error: not unpadded base64url",
+        ),
+        ("e3\x00.e30.none", "header decode error: not unpadded base64url"),
     ],
 )
 def test_malformed_j_names_its_fault(signed: str, message: str) -> None:
     with pytest.raises(SignError) as info:
         unwrap(signed, verify=False)
     assert str(info.value).startswith("sign-unwrap: " + message)
+
+
+def test_a_header_read_once_is_read_the_same_and_a_bad_one_refused_each_time() -> None:
+    good = _header(version=1, mechanism="none", userid=4242)
+    bad = _header(version=1, mechanism="none", userid=-1)
+    for _ in range(2):
+        assert signer(good + ".e30.none") == ("none", 4242)
+        with pytest.raises(SignError, match="header userid=-1 is not a userid"):
+            signer(bad + ".e30.none")
+    assert sign._parsed[good] == ("none", 4242)
+    assert bad not in sign._parsed
+
+
+def test_the_headers_kept_are_few_and_short() -> None:
+    padded = base64.urlsafe_b64encode(
+        json.dumps({"version": 1, "mechanism": "none", "userid": 1, "pad": "x" * 200}).encode()
+    ).decode()
+    assert signer(padded.rstrip("=") + ".e30.none") == ("none", 1)
+    assert padded.rstrip("=") not in sign._parsed
+    for userid in range(1100):
+        assert signer(_header(version=1, mechanism="none", userid=userid) + ".e30.none") == (
+            "none",
+            userid,
+        )
+    assert len(sign._parsed) <= 1024
 
 
 def test_wrap_refuses_what_it_cannot_sign() -> None:

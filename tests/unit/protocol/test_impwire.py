@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -50,6 +51,16 @@ def test_a_description_comes_back_as_it_went(
     assert decode_description(encode_description(description)) == description
 
 
+def test_a_path_that_is_not_utf8_comes_back_as_it_went() -> None:
+    description = planned(["true"], {}, 1)
+    fields = dict(zip(Description._fields, description, strict=True))
+    odd = Description(**{**fields, "cwd": os.fsdecode(b"/home/\xff"), "tmpdirs": ("/t\udcfe",)})
+    assert decode_description(encode_description(odd)) == odd
+    fields = json.loads(encode_description(odd))
+    with pytest.raises(DescriptionError, match="description: tmpdirs: wrong type or shape"):
+        decode_description(json.dumps({**fields, "tmpdirs": [1]}).encode())
+
+
 def test_a_request_splits_into_its_lines() -> None:
     payload = b"local:///r1\n" + spawn_as(1002, "HEADER.PAYLOAD.SIG", b'{"a": 1}\n')
     assert split_request(payload) == ("local:///r1", "1002", "HEADER.PAYLOAD.SIG", b'{"a": 1}\n')
@@ -72,6 +83,21 @@ def test_a_request_splits_into_its_lines() -> None:
         ("task_env", [{"A": None}]),
         ("ptys", ["0"]),
         ("files", [["f", "not base64!", 384]]),
+        ("files", [["f", "AAE=", True]]),
+        ("tasks", []),
+        ("tasks", [[0, 0, None]]),
+        ("tmpdirs", "/t"),
+        ("host", None),
+        ("stdin", ["/dev/null"]),
+        ("stderr", [["a"], False]),
+        ("pmi", [2, [[0, 1, 2, True]]]),
+        ("rlimit", [[7, 1.5]]),
+        ("exit_timeout", "5"),
+        ("exit_on_error", 1),
+        ("tmpdir_env", [None]),
+        ("ptys", [True]),
+        ("nosetpgrp", None),
+        ("tmpdir_argv", "no"),
     ],
 )
 def test_a_field_of_the_wrong_shape_is_refused_naming_it(field: str, value: object) -> None:
@@ -86,3 +112,8 @@ def test_not_json_or_missing_fields_is_refused() -> None:
         decode_description(b"\x80marshal")
     with pytest.raises(DescriptionError, match="must be an object of"):
         decode_description(b'{"argv": ["true"]}')
+    with pytest.raises(DescriptionError, match="must be an object of"):
+        decode_description(b'[["true"]]')
+    fields = json.loads(encode_description(planned(["true"], {}, 1)))
+    with pytest.raises(DescriptionError, match=r"must be an object of .* unknown field `more`"):
+        decode_description(json.dumps({**fields, "more": 1}).encode())

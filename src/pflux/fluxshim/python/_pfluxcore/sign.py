@@ -34,6 +34,7 @@ MAX_CREDENTIAL = 4096
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _STANDARD = bytes.maketrans(b"-_", b"+/")
+_BASE64URL = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 # libmunge's error codes and options (munge.h)
 _EMUNGE_SUCCESS = 0
 _EMUNGE_SOCKET = 6
@@ -223,12 +224,28 @@ def _head(mechanism: str, userid: int) -> bytes:
     return head
 
 
+# ``_parse_header``'s, kept: a verifier reads the same few users' headers again and again
+_parsed: dict[str, tuple[str, int]] = {}
+_PARSED_SIZE = 128  # characters of a header kept, at most: a genuine one is about 70
+
+
 def _parse_header(text: str, end: int) -> tuple[str, int]:
     """The mechanism and userid of J's HEADER, ``text`` (``end``: where its ``.`` was)."""
-    import json
-
     if end < 0:
         raise SignError("sign-unwrap: header decode error: J is not HEADER.PAYLOAD.SIGNATURE")
+    found = _parsed.get(text)
+    if found is None:
+        found = _read_header(text)
+        if len(text) <= _PARSED_SIZE:
+            if len(_parsed) >= 1024:  # the oldest go first where there are many
+                del _parsed[next(iter(_parsed))]
+            _parsed[text] = found
+    return found
+
+
+def _read_header(text: str) -> tuple[str, int]:
+    import json
+
     try:
         header = json.loads(_unb64(text, 0, len(text), "header"))
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
@@ -264,11 +281,15 @@ def _b64(data: bytes) -> bytes:
 def _unb64(text: str, start: int, end: int, part: str) -> bytes:
     """``text[start:end]``, unpadded base64url, decoded; anything else is refused by ``part``."""
     import binascii
-    import re
 
-    if re.compile(r"[^A-Za-z0-9_-]").search(text, start, end) or (end - start) % 4 == 1:
+    try:
+        data = text[start:end].encode("ascii")
+    except UnicodeEncodeError:
+        data = b"."  # not base64url either
+    # what is left once every base64url character is taken out: nothing, if it is all
+    if data.translate(None, _BASE64URL) or len(data) % 4 == 1:
         raise SignError(f"sign-unwrap: {part} decode error: not unpadded base64url")
-    data = text[start:end].encode().translate(_STANDARD)
+    data = data.translate(_STANDARD)
     return binascii.a2b_base64(data + b"=" * (-len(data) % 4))
 
 
