@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from pflux.api import Client
+from pflux.spec import jsontext
 from support.instance import LiveInstance
 
 # Two pytest workers and the instances their tests start load the machine: making an
@@ -26,6 +27,16 @@ for _name in ("LINES", "COLUMNS"):
 # a command given no instance finds none, whatever system instance this machine runs
 # (/dev/null is no directory: nothing can be there)
 os.environ["PFLUX_SYSTEM_URI"] = "local:///dev/null/pflux-system"
+
+
+@pytest.fixture(autouse=True)
+def _json_as_it_was() -> Iterator[None]:
+    """A command run in this process (``pflux.cli.main``) sets the standard library's JSON
+    for the rest of its process, as a command's own process wants; the next test gets
+    what the process had before, whichever test ran before it on this worker."""
+    chosen = jsontext.dumps, jsontext.loads
+    yield
+    jsontext.dumps, jsontext.loads = chosen
 
 
 @pytest.fixture(scope="module")
