@@ -6,6 +6,7 @@ every other call pay for nothing they do not use.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -115,6 +116,9 @@ commands:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pflux`` console script."""
+    # young objects collected rarely, as the broker's (``tune_gc``): loading a command's
+    # modules makes thousands that live as long as it does, and no cycles to speak of
+    gc.set_threshold(100_000, 50, 100)
     args = sys.argv[1:] if argv is None else argv
     # read once and dropped, so that it reaches no job this command submits
     as_flux = os.environ.pop(AS_FLUX_ENV, None) == "1"
