@@ -56,6 +56,7 @@ from pflux.exec.shellpart import ShellPart
 from pflux.exec.takeover import RESUME_KEY, Takeover
 from pflux.protocol import shellwire as wire
 from pflux.protocol.impwire import encode_description, spawn_as
+from pflux.protocol.kvs import GetRequest, value_of
 from pflux.protocol.message import Message
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, Description
 from pflux.spec import jsontext
@@ -187,23 +188,24 @@ class ShellRun(Takeover):
         """Plan the shells, create the namespace, write the first events, ask for the shells.
 
         A guest's job (not the instance owner's) runs through the privileged
-        helper, which needs the job's J: it is read first."""
+        helper, which needs the job's J: it is read first, and the job goes on in the
+        callback of the KVS's reply, in the broker's turn that brings it (not in a task's
+        step after it), so a burst of guests' jobs starts, and writes, a turn's together."""
         if self.job.userid != self.service.owner:
-            self.service.track(self._start_guest())
+            key = f"{JobID(self.job.id).kvs}.J"
+            self.service.broker.send("kvs.get", GetRequest(key), self._start_guest)
             return
         planned = self._plan()
         if planned is not None:
             self._launch(planned)
 
-    async def _start_guest(self) -> None:
+    def _start_guest(self, msg: Message) -> None:
+        """The KVS's answer to the read of J: launch the guest's shells with it."""
         job = self.job
         try:
-            signed = await self._read(f"{JobID(job.id).kvs}.J")
+            signed = value_of(msg.raise_for_error())
         except RPCError as exc:
-            signed, why = None, exc.errstr
-        else:
-            why = "it is not in the KVS"
-        if signed is None:
+            why = "it is not in the KVS" if exc.errnum == errno.ENOENT else exc.errstr
             job.fatal(f"cannot read the job's J: {why}")
             return
         planned = self._plan()
