@@ -284,7 +284,15 @@ class LauncherLink:
     def _to_guests(self, data: bytes) -> bytes:
         """Send guests' shells what is theirs in ``data`` on their own sockets; the rest."""
         guests = self._guest_fds
-        records = wire.split(data)[0]
+        records, used = wire.split(data)
+        if len(records) == 1 and used == len(data):  # the usual: one record, sent as it is
+            kind, key, payload = records[0]
+            fd = guests.get(key, -1)
+            if fd < 0 or (kind not in TO_SHELLS and kind != wire.TERMINATE):
+                return data
+            if kind in TO_SHELLS:
+                self._to_guest(fd, data)
+                return b""
         if not any(key in guests for _, key, _ in records):
             return data
         rest = bytearray()
