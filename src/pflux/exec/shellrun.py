@@ -200,8 +200,11 @@ class ShellRun(Takeover):
             self._launch(planned)
 
     def _start_guest(self, msg: Message) -> None:
-        """The KVS's answer to the read of J: launch the guest's shells with it."""
+        """The KVS's answer to the read of J: launch the guest's shells with it, unless
+        the job ended meanwhile (an exception while J was read)."""
         job = self.job
+        if job.finalizing:
+            return
         try:
             signed = value_of(msg.raise_for_error())
         except RPCError as exc:

@@ -1,6 +1,7 @@
-"""A turn's guests' jobs start together: J's reads are answered in one turn of the
-KVS, and the jobs go on in those answers' turn, so their namespaces' first keys go in
-one commit, as the owner's jobs' of a turn do."""
+"""A guest's job starts once its J is read: a turn's guests' jobs together (J's reads
+are answered in one turn of the KVS, and the jobs go on in those answers' turn, so
+their namespaces' first keys go in one commit, as the owner's jobs' of a turn do), and
+not at all if the job ended while J was read."""
 
 from __future__ import annotations
 
@@ -54,5 +55,41 @@ def test_a_turns_guests_jobs_write_their_first_keys_in_one_commit(
         first = [["put", f"{JobID(i).kvs}.guest.exec.eventlog"] for i in ids]
         holding = [n for n, ops in enumerate(commits) if any(op[:2] in first for op in ops)]
         assert len(holding) == 1, f"first keys in commits {holding} of {len(commits)}"
+    finally:
+        live.close()
+
+
+def test_a_guests_job_ended_while_its_j_is_read_is_not_started(tmp_path: Path, live: Any) -> None:
+    stream_of = sys.modules[type(live).__module__].Stream
+    live = type(live)(tmp_path, {"exec": {"imp": str(tmp_path / "no-helper")}})
+    try:
+        jobid = (2 * JOBS) << 24
+        live.call("kvs.commit", {"ops": [["put", f"{JobID(jobid).kvs}.J", "J"]]})
+        stream = stream_of(jobid)
+
+        def start_then_cancel() -> None:  # the exception comes before J's answer
+            body = {
+                "id": jobid,
+                "userid": os.getuid() + 1,
+                "jobspec": live.job(["true"]),
+                "reattach": False,
+                "R": live.make_R(),
+            }
+            live.broker.send("job-exec.start", body, stream.put, streaming=True)
+            exception = {"id": jobid, "type": "cancel", "severity": 0}
+            live.broker.send("job-exec.exception", exception)
+
+        live.loop.call_soon_threadsafe(start_then_cancel)
+        assert stream.kinds() == ["release"]
+
+        async def settled() -> list[str]:
+            """The namespaces, asked once J's answer was handled (turns enough for a job
+            started then to have created its own)."""
+            for _ in range(5):
+                listed = await live.broker.call("kvs.namespace-list", {})
+            return [namespace["name"] for namespace in listed["namespaces"]]
+
+        assert f"job-{jobid}" not in live.run(settled())
+        assert not live.exec.jobs
     finally:
         live.close()
