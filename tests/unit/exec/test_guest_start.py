@@ -1,7 +1,7 @@
-"""A guest's job starts once its J is read: a turn's guests' jobs together (J's reads
-are answered in one turn of the KVS, and the jobs go on in those answers' turn, so
-their namespaces' first keys go in one commit, as the owner's jobs' of a turn do), and
-not at all if the job ended while J was read."""
+"""A guest's job is started with its J: its namespace and first keys with its start's
+turn (a turn's guests' jobs in one commit, as the owner's), its shells asked for once
+J is read, not at all if the job ended meanwhile, and, started again after a restart,
+through the helper, never as the instance's shell."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux.broker.router import Route
+from pflux.protocol import shellwire as wire
 from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 
@@ -91,5 +92,41 @@ def test_a_guests_job_ended_while_its_j_is_read_is_not_started(tmp_path: Path, l
 
         assert f"job-{jobid}" not in live.run(settled())
         assert not live.exec.jobs
+    finally:
+        live.close()
+
+
+def test_a_guests_job_started_again_after_a_restart_runs_as_its_user(
+    tmp_path: Path, live: Any
+) -> None:
+    """A job in RUN when job-exec started, of which nothing ran, starts again: a guest's
+    through the helper, with its J (SPAWN_AS), never as a shell of the instance's."""
+    stream_of = sys.modules[type(live).__module__].Stream
+    live = type(live)(tmp_path, {"exec": {"imp": str(tmp_path / "no-helper")}})
+    try:
+        jobid = (3 * JOBS) << 24
+        live.call("kvs.commit", {"ops": [["put", f"{JobID(jobid).kvs}.J", "J"]]})
+        asked: list[bytes] = []
+        send_launcher = live.exec.send_launcher
+
+        def spy(rank: int, data: bytes) -> None:
+            asked.extend(kind for kind, _, _ in wire.split(data)[0])
+            send_launcher(rank, data)
+
+        live.exec.send_launcher = spy
+        live.exec.maybe_ran.add(jobid)  # as a restarted job-exec's survey finds it
+        stream = stream_of(jobid)
+        body = {
+            "id": jobid,
+            "userid": os.getuid() + 1,
+            "jobspec": live.job(["true"]),
+            "reattach": False,
+            "R": live.make_R(),
+        }
+        send = functools.partial(live.broker.send, streaming=True)
+        live.loop.call_soon_threadsafe(send, "job-exec.start", body, stream.put)
+        stream.all()  # no helper: it ends with an exception
+        assert wire.SPAWN not in asked
+        assert wire.SPAWN_AS in asked
     finally:
         live.close()
