@@ -54,12 +54,19 @@ class GuestRecords:
     def adopt(cls, key: int, fd: int) -> GuestRecords | None:
         """The socket passed as descriptor ``fd``; None (``fd`` closed) if it is no
         ``SOCK_SEQPACKET`` Unix socket."""
-        try:
-            sock = socket.socket(fileno=fd)
+        try:  # asked for its domain and type only, two calls (the constructor would make three)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=fd)
         except OSError:
             os.close(fd)
             return None
-        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_SEQPACKET:
+        try:
+            ours = (
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN) == socket.AF_UNIX
+                and sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
+            )
+        except OSError:  # not a socket
+            ours = False
+        if not ours:
             sock.close()
             return None
         return cls(key, sock)

@@ -117,6 +117,7 @@ class LauncherLink:
         self._listener: socket.socket | None = None  # exec/sock, kept across launchers
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
         self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
+        self._guest_fds: dict[int, int] = {}  # ... their fds, by shell key
         # where guests' shells meet a restarted job-exec (none: their jobs end with it)
         self._rendezvous = Rendezvous(exec_dir, self._met) if rejoin_timeout > 0 else None
         self._rejoin_timeout = rejoin_timeout
@@ -282,8 +283,16 @@ class LauncherLink:
 
     def _to_guests(self, data: bytes) -> bytes:
         """Send guests' shells what is theirs in ``data`` on their own sockets; the rest."""
-        guests = {guest.key: fd for fd, guest in self._guests.items()}
-        records = wire.split(data)[0]
+        guests = self._guest_fds
+        records, used = wire.split(data)
+        if len(records) == 1 and used == len(data):  # the usual: one record, sent as it is
+            kind, key, payload = records[0]
+            fd = guests.get(key, -1)
+            if fd < 0 or (kind not in TO_SHELLS and kind != wire.TERMINATE):
+                return data
+            if kind in TO_SHELLS:
+                self._to_guest(fd, data)
+                return b""
         if not any(key in guests for _, key, _ in records):
             return data
         rest = bytearray()
@@ -405,8 +414,8 @@ class LauncherLink:
             if directory >= 0:
                 guest.rendezvous(directory, self._rejoin_timeout)
         self._guests[fd] = guest
-        self._loop.add_reader(fd, self._guest_records, fd)
-        self._guest_records(fd)  # what it sent before the socket came
+        self._guest_fds[key] = fd
+        self._loop.add_reader(fd, self._guest_records, fd)  # and what it sent before
 
     def _guest_records(self, fd: int) -> None:
         """What a guest's shell sent, if its job's; a forger is ended with its job."""
@@ -420,9 +429,12 @@ class LauncherLink:
         if not guest.ended:
             return
         del self._guests[fd]
+        if self._guest_fds.get(guest.key) == fd:
+            del self._guest_fds[guest.key]
         if self._loop is not None:
             self._loop.remove_reader(fd)
-            self._loop.remove_writer(fd)
+            if guest.outbox:  # a writer waits on it only while records do
+                self._loop.remove_writer(fd)
         guest.close()
         if guest.forged:  # not its job's: its shell kills its tasks once its socket ends
             self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
@@ -455,6 +467,7 @@ class LauncherLink:
                 self._loop.remove_writer(fd)
             guest.close()
         self._guests.clear()
+        self._guest_fds.clear()
 
     def _close(self) -> None:
         sock, self._sock = self._sock, None

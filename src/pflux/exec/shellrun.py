@@ -56,6 +56,7 @@ from pflux.exec.shellpart import ShellPart
 from pflux.exec.takeover import RESUME_KEY, Takeover
 from pflux.protocol import shellwire as wire
 from pflux.protocol.impwire import encode_description, spawn_as
+from pflux.protocol.kvs import GetRequest, value_of
 from pflux.protocol.message import Message
 from pflux.protocol.shellwire import ALL_RECORDS, EXITED_SPOOLED, Description
 from pflux.spec import jsontext
@@ -184,36 +185,42 @@ class ShellRun(Takeover):
         return planned
 
     def start(self) -> None:
-        """Plan the shells, create the namespace, write the first events, ask for the shells.
-
-        A guest's job (not the instance owner's) runs through the privileged
-        helper, which needs the job's J: it is read first."""
-        if self.job.userid != self.service.owner:
-            self.service.track(self._start_guest())
-            return
+        """Plan the shells, create the namespace, write the first events, ask for the shells."""
         planned = self._plan()
         if planned is not None:
             self._launch(planned)
 
-    async def _start_guest(self) -> None:
-        job = self.job
-        try:
-            signed = await self._read(f"{JobID(job.id).kvs}.J")
-        except RPCError as exc:
-            signed, why = None, exc.errstr
+    def _launch(self, planned: Plan) -> None:
+        """Create the namespace and its first events, with this turn's writes, and ask
+        each rank's launcher for the job's shell.
+
+        A guest's job (not the instance owner's) runs through the privileged helper,
+        which needs the job's J: its shells are asked for in the callback of the KVS's
+        answer to J's read (no task), started or started again after a restart alike."""
+        self._create(planned)
+        if self.job.userid != self.service.owner:
+            key = f"{JobID(self.job.id).kvs}.J"
+            self.service.broker.send("kvs.get", GetRequest(key), partial(self._got_j, planned))
         else:
-            why = "it is not in the KVS"
-        if signed is None:
+            self._spawn(planned)
+
+    def _got_j(self, planned: Plan, msg: Message) -> None:
+        """The KVS's answer to the read of J: ask for the guest's shells with it, unless
+        the job ended meanwhile (an exception while J was read)."""
+        job = self.job
+        if job.finalizing:
+            return
+        try:
+            signed = value_of(msg.raise_for_error())
+        except RPCError as exc:
+            why = "it is not in the KVS" if exc.errnum == errno.ENOENT else exc.errstr
             job.fatal(f"cannot read the job's J: {why}")
             return
-        planned = self._plan()
-        if planned is not None:
-            self._launch(planned, signed)
+        self._spawn(planned, signed)
 
-    def _launch(self, planned: Plan, signed: str | None = None) -> None:
+    def _spawn(self, planned: Plan, signed: str | None = None) -> None:
         """Ask each rank's launcher for the job's shell; with J (``signed``), a guest's,
         run as its user by the helper (SPAWN_AS)."""
-        self._create(planned)
         self.job.started = True
         service = self.service
         service.journal_asked([shell.key for shell in self.shells])

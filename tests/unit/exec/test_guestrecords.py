@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -123,3 +124,11 @@ def test_resume_goes_to_a_guests_shell_on_its_own_socket() -> None:
     """A shell met after a crash is resumed on its socket: RESUME is job-exec's to send it."""
     assert wire.RESUME in TO_SHELLS
     assert wire.RENDEZVOUS not in FROM_SHELLS  # a shell cannot send it job-exec
+
+
+def test_a_descriptor_that_is_no_socket_is_refused_and_closed() -> None:
+    read_end, write_end = os.pipe()
+    assert GuestRecords.adopt(KEY, read_end) is None
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(read_end)
+    os.close(write_end)

@@ -1,0 +1,132 @@
+"""A guest's job is started with its J: its namespace and first keys with its start's
+turn (a turn's guests' jobs in one commit, as the owner's), its shells asked for once
+J is read, not at all if the job ended meanwhile, and, started again after a restart,
+through the helper, never as the instance's shell."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pflux.broker.router import Route
+from pflux.protocol import shellwire as wire
+from pflux.protocol.message import Message
+from pflux.spec.fluid import JobID
+
+JOBS = 6
+
+
+def test_a_turns_guests_jobs_write_their_first_keys_in_one_commit(
+    tmp_path: Path, live: Any
+) -> None:
+    stream_of = sys.modules[type(live).__module__].Stream  # the conftest's, not importable
+    live = type(live)(tmp_path, {"exec": {"imp": str(tmp_path / "no-helper")}})
+    try:
+        ids = [(JOBS + i) << 24 for i in range(JOBS)]
+        live.call("kvs.commit", {"ops": [["put", f"{JobID(i).kvs}.J", "J"] for i in ids]})
+        commits: list[Any] = []
+        dispatch = live.broker.dispatch
+
+        def capture(msg: Message, route: Route) -> None:
+            if msg.topic == "kvs.commit":
+                commits.append(msg.payload.ops)
+            dispatch(msg, route)
+
+        live.broker.dispatch = capture  # type: ignore[method-assign]
+        streams = [stream_of(jobid) for jobid in ids]
+
+        def start_all() -> None:  # in one turn, as the job manager's of a burst come
+            send = functools.partial(live.broker.send, streaming=True)
+            for stream in streams:
+                body = {
+                    "id": stream.id,
+                    "userid": os.getuid() + 1,
+                    "jobspec": live.job(["true"]),
+                    "reattach": False,
+                    "R": live.make_R(),
+                }
+                send("job-exec.start", body, stream.put)
+
+        live.loop.call_soon_threadsafe(start_all)
+        for stream in streams:  # no helper: each ends with a fatal exception
+            stream.all()
+        first = [["put", f"{JobID(i).kvs}.guest.exec.eventlog"] for i in ids]
+        holding = [n for n, ops in enumerate(commits) if any(op[:2] in first for op in ops)]
+        assert len(holding) == 1, f"first keys in commits {holding} of {len(commits)}"
+    finally:
+        live.close()
+
+
+def test_a_guests_job_ended_while_its_j_is_read_is_not_started(tmp_path: Path, live: Any) -> None:
+    stream_of = sys.modules[type(live).__module__].Stream
+    live = type(live)(tmp_path, {"exec": {"imp": str(tmp_path / "no-helper")}})
+    try:
+        jobid = (2 * JOBS) << 24
+        live.call("kvs.commit", {"ops": [["put", f"{JobID(jobid).kvs}.J", "J"]]})
+        stream = stream_of(jobid)
+
+        def start_then_cancel() -> None:  # the exception comes before J's answer
+            body = {
+                "id": jobid,
+                "userid": os.getuid() + 1,
+                "jobspec": live.job(["true"]),
+                "reattach": False,
+                "R": live.make_R(),
+            }
+            live.broker.send("job-exec.start", body, stream.put, streaming=True)
+            exception = {"id": jobid, "type": "cancel", "severity": 0}
+            live.broker.send("job-exec.exception", exception)
+
+        live.loop.call_soon_threadsafe(start_then_cancel)
+        assert stream.kinds() == ["release"]
+
+        async def settled() -> list[str]:
+            """The namespaces, asked once J's answer was handled (turns enough for a job
+            started then to have created its own)."""
+            for _ in range(5):
+                listed = await live.broker.call("kvs.namespace-list", {})
+            return [namespace["name"] for namespace in listed["namespaces"]]
+
+        assert f"job-{jobid}" not in live.run(settled())
+        assert not live.exec.jobs
+    finally:
+        live.close()
+
+
+def test_a_guests_job_started_again_after_a_restart_runs_as_its_user(
+    tmp_path: Path, live: Any
+) -> None:
+    """A job in RUN when job-exec started, of which nothing ran, starts again: a guest's
+    through the helper, with its J (SPAWN_AS), never as a shell of the instance's."""
+    stream_of = sys.modules[type(live).__module__].Stream
+    live = type(live)(tmp_path, {"exec": {"imp": str(tmp_path / "no-helper")}})
+    try:
+        jobid = (3 * JOBS) << 24
+        live.call("kvs.commit", {"ops": [["put", f"{JobID(jobid).kvs}.J", "J"]]})
+        asked: list[bytes] = []
+        send_launcher = live.exec.send_launcher
+
+        def spy(rank: int, data: bytes) -> None:
+            asked.extend(kind for kind, _, _ in wire.split(data)[0])
+            send_launcher(rank, data)
+
+        live.exec.send_launcher = spy
+        live.exec.maybe_ran.add(jobid)  # as a restarted job-exec's survey finds it
+        stream = stream_of(jobid)
+        body = {
+            "id": jobid,
+            "userid": os.getuid() + 1,
+            "jobspec": live.job(["true"]),
+            "reattach": False,
+            "R": live.make_R(),
+        }
+        send = functools.partial(live.broker.send, streaming=True)
+        live.loop.call_soon_threadsafe(send, "job-exec.start", body, stream.put)
+        stream.all()  # no helper: it ends with an exception
+        assert wire.SPAWN not in asked
+        assert wire.SPAWN_AS in asked
+    finally:
+        live.close()
