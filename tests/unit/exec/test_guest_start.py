@@ -69,13 +69,7 @@ def test_a_guests_job_ended_while_its_j_is_read_is_not_started(tmp_path: Path, l
         stream = stream_of(jobid)
 
         def start_then_cancel() -> None:  # the exception comes before J's answer
-            body = {
-                "id": jobid,
-                "userid": os.getuid() + 1,
-                "jobspec": live.job(["true"]),
-                "reattach": False,
-                "R": live.make_R(),
-            }
+            body = _guests_start(live, jobid)
             live.broker.send("job-exec.start", body, stream.put, streaming=True)
             exception = {"id": jobid, "type": "cancel", "severity": 0}
             live.broker.send("job-exec.exception", exception)
@@ -116,13 +110,7 @@ def test_a_guests_job_started_again_after_a_restart_runs_as_its_user(
         live.exec.send_launcher = spy
         live.exec.maybe_ran.add(jobid)  # as a restarted job-exec's survey finds it
         stream = stream_of(jobid)
-        body = {
-            "id": jobid,
-            "userid": os.getuid() + 1,
-            "jobspec": live.job(["true"]),
-            "reattach": False,
-            "R": live.make_R(),
-        }
+        body = _guests_start(live, jobid)
         send = functools.partial(live.broker.send, streaming=True)
         live.loop.call_soon_threadsafe(send, "job-exec.start", body, stream.put)
         stream.all()  # no helper: it ends with an exception
@@ -130,3 +118,14 @@ def test_a_guests_job_started_again_after_a_restart_runs_as_its_user(
         assert wire.SPAWN_AS in asked
     finally:
         live.close()
+
+
+def _guests_start(live: Any, jobid: int) -> dict[str, Any]:
+    """A ``job-exec.start`` of a guest's (another uid's) job ``true``."""
+    return {
+        "id": jobid,
+        "userid": os.getuid() + 1,
+        "jobspec": live.job(["true"]),
+        "reattach": False,
+        "R": live.make_R(),
+    }

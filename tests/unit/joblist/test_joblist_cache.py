@@ -20,6 +20,7 @@ from pflux.joblist.cache import CACHE_NAME, FORMAT, SummaryCache, decode, encode
 from pflux.joblist.index import JobIndex
 from pflux.joblist.summary import JobSummary
 from pflux.spec.states import State
+from support.sqltrace import traced_opens
 
 ALL = select(["all"])
 
@@ -240,15 +241,7 @@ def test_a_file_as_its_clean_close_left_it_is_trusted(
     conn.close()
     assert path.stat().st_size == st.st_size
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    statements = traced_opens(monkeypatch)
     cache = SummaryCache(path)
     assert sorted(cache.load()) == sorted(s.id for s in made)
     cache.close()  # nothing written: the file and its stamp are as they were

@@ -27,6 +27,7 @@ from pflux.kvs.store import (
     Store,
     link_value,
 )
+from support.sqltrace import traced_opens
 
 
 @pytest.fixture
@@ -659,20 +660,6 @@ def test_a_damaged_page_fails_quick_check(path: Path) -> None:
         Store(path)
     assert "page 3" in str(info.value)
     assert "move it aside" in str(info.value)
-
-
-def traced_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements every SQLite connection opened from here on runs."""
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
-    return statements
 
 
 def test_a_clean_close_spares_the_next_open_its_quick_check(
