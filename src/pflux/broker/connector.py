@@ -36,7 +36,6 @@ import errno
 import logging
 import os
 import socket
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
@@ -58,10 +57,10 @@ from pflux.protocol.message import (
     encode,
     frame,
 )
+from pflux.protocol.peer import peer_credentials
 
 log = logging.getLogger("pflux.connector")
 
-_UCRED = struct.Struct("3i")  # pid, uid, gid
 PARTIAL_BUDGET = 4  # longest requests' worth of incomplete messages held at once
 STALL_TIMEOUT = 30.0  # seconds a connection may stop in the middle of a message
 OUTPUT_LIMIT = 2 * MAX_SIZE  # bytes a client may leave unread before it is disconnected
@@ -75,13 +74,6 @@ class Inbound:
 
     def __init__(self) -> None:
         self.held = 0
-
-
-def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
-    """The (pid, uid, gid) of a Unix socket's peer, from the kernel."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
-    pid, uid, gid = _UCRED.unpack(raw)
-    return pid, uid, gid
 
 
 class Connection(asyncio.Protocol):

@@ -55,7 +55,6 @@ import errno
 import logging
 import os
 import socket
-import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -80,6 +79,7 @@ from pflux.protocol.message import (
     decode_body,
     encode_body,
 )
+from pflux.protocol.peer import peer_credentials
 
 __all__ = ["HEARTBEAT", "TIMEOUT", "Overlay"]
 
@@ -139,8 +139,7 @@ def _peer_of(fd: int) -> str | None:
     with sock:
         try:
             if sock.family == socket.AF_UNIX:
-                cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-                pid, uid, _ = struct.unpack("3i", cred)
+                pid, uid, _ = peer_credentials(sock)
                 return f"pid {pid} (uid {uid})"
             host, port = sock.getpeername()[:2]
         except OSError:

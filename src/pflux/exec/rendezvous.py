@@ -26,13 +26,13 @@ import errno
 import logging
 import os
 import socket
-import struct
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Final
 
 from pflux.errors import EventlogError, RPCError
 from pflux.protocol import shelljournal as journal
 from pflux.protocol.kvs import GetRequest, value_of
+from pflux.protocol.peer import peer_credentials
 from pflux.protocol.shelljournal import Entry
 from pflux.protocol.shellwire import key_job, key_name
 from pflux.spec.eventlog import parse
@@ -46,7 +46,6 @@ __all__ = ["DIRECTORY", "Rendezvous", "guests_shells", "owner"]
 log = logging.getLogger("pflux.job-exec")
 
 DIRECTORY: Final = "guests"  # in exec/: the rendezvous
-_CREDENTIALS: Final = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 
 
 class Rendezvous:
@@ -160,9 +159,7 @@ def _accept_shell(listener: socket.socket, entry: Entry, userid: int) -> socket.
             conn, _ = listener.accept()
         except OSError:  # none waits (BlockingIOError), or it went away first
             return None
-        pid, uid, _ = _CREDENTIALS.unpack(
-            conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size)
-        )
+        pid, uid, _ = peer_credentials(conn)
         if pid == entry[0] and uid == userid and journal.runs(entry):
             return conn
         log.warning("refused uid %d (pid %d) at a guest's shell's rendezvous", uid, pid)

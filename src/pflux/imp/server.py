@@ -42,6 +42,7 @@ from pflux.imp.config import ImpConfig
 from pflux.protocol import impwire
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
+from pflux.protocol.peer import peer_credentials
 from pflux.protocol.shellwire import Description
 from pflux.shell import tasks as proc
 from pflux.shell.context import Context
@@ -52,7 +53,6 @@ __all__ = ["ImpServer", "Refused", "become", "next_guest_job"]
 
 REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
-_CREDENTIALS: Final = "3i"
 _FD_SIZE: Final = 4
 SPARES: Final = 4  # workers waiting for a request
 _PID_SIZE: Final = 4
@@ -164,7 +164,7 @@ class ImpServer:
             conn, _ = self.listener.accept()
         except (InterruptedError, ConnectionAbortedError):
             return None
-        uid = _peer_uid(conn)
+        _, uid, _ = peer_credentials(conn)
         if uid in self.config.allowed_users:
             return conn
         _drop_queued(conn)  # read nothing more: it may not keep a worker waiting
@@ -473,14 +473,6 @@ def _passed(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
         for i in range(0, len(cdata) - _FD_SIZE + 1, _FD_SIZE)
     ]
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    import struct
-
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize(_CREDENTIALS))
-    uid: int = struct.unpack(_CREDENTIALS, creds)[1]
-    return uid
 
 
 def _is_seqpacket(fd: int) -> bool:

@@ -24,7 +24,6 @@ the reasons are in ``docs/architecture.md``, "The shell launcher".
 from __future__ import annotations
 
 import _socket
-import _struct
 import gc
 import os
 import select
@@ -33,6 +32,7 @@ import time
 
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
+from pflux.protocol.peer import peer_credentials
 from pflux.shell.context import Context
 from pflux.shell.job import SPOOLED
 from pflux.shell.serve import SPAWN_CHUNK, serve
@@ -75,7 +75,6 @@ GUEST_SPARES: Final = 16
 GUEST_SPARES_KEPT: Final = 64  # guests' shells kept, all users together, at most
 GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
 _IN: Final = select.EPOLLIN
-_CREDENTIALS: Final = _struct.Struct("3i")
 _FD_SIZE: Final = 4
 _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
 
@@ -1123,8 +1122,7 @@ def _accept_own(listener: _socket.socket) -> _socket.socket | None:
         except BlockingIOError:
             return None
         conn = _socket.socket(fileno=fd)
-        creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS.size)
-        if _CREDENTIALS.unpack(creds)[1] == os.getuid():
+        if peer_credentials(conn)[1] == os.getuid():
             return conn
         conn.close()
 

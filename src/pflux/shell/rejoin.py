@@ -29,6 +29,7 @@ import sys
 import time
 
 from pflux.protocol import shellwire as wire
+from pflux.protocol.peer import peer_credentials
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it
@@ -50,7 +51,6 @@ FD_SIZE: Final = 4  # a descriptor passed with SCM_RIGHTS
 _IN: Final = select.POLLIN
 _SOL_SOCKET: Final = _socket.SOL_SOCKET
 _SCM_RIGHTS: Final = _socket.SCM_RIGHTS
-_CREDENTIALS: Final = 12  # SO_PEERCRED's struct ucred: pid, uid, gid (4 bytes each)
 _S_IFMT: Final = 0o170000
 _S_IFDIR: Final = 0o040000
 MEETING: Final = 1  # a guest's shell connects to its rendezvous, every REJOIN_RETRY
@@ -220,11 +220,10 @@ class Rejoining:
         if not fds or not 0 < timeout < float("inf"):
             return
         try:
-            creds = self.ctx.records.getsockopt(_SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS)
+            _, uid, _ = peer_credentials(self.ctx.records)
             found = os.fstat(fds[0])
         except OSError:
             return
-        uid = int.from_bytes(creds[4:8], sys.byteorder)
         if found.st_mode & _S_IFMT != _S_IFDIR or found.st_uid != uid or found.st_mode & 0o022:
             return
         ctx = self.ctx
@@ -278,9 +277,8 @@ class Rejoining:
         try:
             conn.settimeout(REJOIN_WAIT)
             conn.connect(f"/proc/self/fd/{ctx.guest_dir}/{self.jobid}")
-            creds = conn.getsockopt(_SOL_SOCKET, _socket.SO_PEERCRED, _CREDENTIALS)
             conn.setblocking(True)
-            if int.from_bytes(creds[4:8], sys.byteorder) != ctx.instance_uid:
+            if peer_credentials(conn)[1] != ctx.instance_uid:
                 return False
             os.dup2(conn.fileno(), ctx.records.fileno(), inheritable=False)
         except OSError:
