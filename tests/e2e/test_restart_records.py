@@ -54,7 +54,7 @@ def check(client: Client) -> dict[int, Job]:
     assert set(records) == set(ended)  # a record exactly where there is a clean event
     for jobid, job in ended.items():
         record, waitable = inactive.decode(jobid, records[jobid])
-        assert inactive.encode(record, 0) == inactive.encode(Ended(job), 0)
+        assert inactive.encode(record, 0) == inactive.encode(Ended.from_job(job), 0)
         assert waitable == bool(job.flags & FLAG_WAITABLE)
         answer = client.handle.call("job-manager.result", {"id": jobid})
         expected = result_of(jobid, job)
