@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -60,8 +62,7 @@ async def _restore(host: RestartHost) -> None:
     host.waits.restarted(host.jobs, found.zombies)
     known = max(max(host.jobs, default=0), max(host.ended, default=0))
     host.max_jobid = max(known, stored_max_jobid)  # the largest may have been purged
-    valid = [(job.userid, job.id) for job in host.jobs.values() if job.state is not State.NEW]
-    host.history.rebuild([*valid, *((job.userid, job.id) for job in host.ended.values())])
+    host.history.rebuild(partial(_known, host))
     for job in host.jobs.values():
         host.by_state[job.state][job] = None
     active = list(host.jobs.values())
@@ -86,6 +87,16 @@ async def _restore(host: RestartHost) -> None:
             plugin.restarted(job)
         if job.state is State.NEW:
             validate(host, job)
+
+
+def _known(host: RestartHost) -> Iterator[tuple[int, int]]:
+    """Every job of the history (``History.rebuild``): the inactive ones, and the active
+    ones but those not yet validated (a NEW job joins it as it is)."""
+    for job in host.ended.values():
+        yield job.userid, job.id
+    for active in host.jobs.values():
+        if active.state is not State.NEW:
+            yield active.userid, active.id
 
 
 class Found:
