@@ -170,6 +170,7 @@ async def save(
         _kill_at("writing")
         await broker.call("kvs.commit", CommitRequest(ops))
         _kill_at("written")
+        log.info("stop: %d inactive jobs stored in %s", len(ended), KEY)
     except RPCError as exc:
         log.error("stop: %s not stored: %s", KEY, exc.errstr)
 
