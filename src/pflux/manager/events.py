@@ -87,6 +87,11 @@ class EventPoster:
         """Whether any event posted is not yet durable and acted on."""
         return self._turn.pending or bool(self._flushed)
 
+    @property
+    def blocked(self) -> bool:
+        """Whether batches wait for space on a full disk (``pending`` until there is)."""
+        return self._blocked
+
     def uncommitted(self, job: Job) -> bool:
         """Whether ``job`` has events not yet committed in this turn's batch."""
         batch = self._turn.peek()

@@ -17,7 +17,8 @@ ignored in the same way.
 
 The value is JSON: ``{"version": 1, "rootseq": N, "count": jobs, "data":
 base64}``, ``data`` the msgpack array ``[[Ended, ...], [waitable job id,
-...]]``, each ``Ended`` the array of its fields.
+...]]``, each ``Ended`` the array of its fields, in their order: a change to
+them is a new ``VERSION`` (an older snapshot is then ignored).
 """
 
 from __future__ import annotations
@@ -147,6 +148,9 @@ async def save(
 ) -> None:
     """Store the snapshot of ``ended`` once every event posted is durable (within
     ``SETTLE_TIMEOUT``; else none is stored, and the next start reads the records)."""
+    if events.blocked:  # a full disk: they are not sent again
+        log.warning("stop: events held back for want of space; no snapshot")
+        return
     if events.pending:
         settled: asyncio.Future[None] = broker.loop.create_future()
 

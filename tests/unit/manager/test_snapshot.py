@@ -61,6 +61,23 @@ def test_a_snapshot_reads_back_as_the_jobs_it_was_made_of(
         assert (read.result, read.error_text()) == (job.result, job.error_text())
 
 
+def test_the_fields_stored_are_those_of_this_version() -> None:
+    """A snapshot holds each job as the array of ``Ended``'s fields: another order, or
+    other fields, is another ``VERSION``, or an older snapshot would be misread."""
+    assert snapshot.VERSION == 1
+    assert FIELDS == (
+        "id",
+        "userid",
+        "t_inactive",
+        "nevents",
+        "allocated",
+        "started",
+        "finish_status",
+        "exception",
+        "ended_by_exception",
+    )
+
+
 def stored(**changes: object) -> str:
     job = Ended(7, 5, 1.5, 9, True, True, 0, None, False)
     value = orjson.loads(snapshot.encode(3, [job], {7}))
