@@ -4,8 +4,10 @@ records)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+from typing import Any, cast
 
 import msgspec
 import orjson
@@ -124,3 +126,59 @@ def test_any_data_decodes_or_is_refused(raw: bytes) -> None:
     text = stored(data=base64.b64encode(raw).decode())
     with contextlib.suppress(snapshot.SnapshotError):
         snapshot.decode(text)
+
+
+class Events:
+    """An EventPoster's state, as ``save`` reads it."""
+
+    def __init__(self, pending: int, *, blocked: bool = False, failed: bool = False) -> None:
+        self.left = pending  # looks until the batches in flight are durable
+        self.blocked = blocked
+        self.failed = failed
+
+    @property
+    def pending(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
+
+
+class Broker:
+    """The KVS's answers to ``save``: its root's version, and the commits it is sent."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.commits: list[list[list[object]]] = []
+
+    async def call(self, topic: str, payload: Any) -> Any:
+        if topic == "kvs.getroot":
+            return {"rootseq": 41}
+        assert topic == "kvs.commit"
+        self.commits.append(payload.ops)
+        return {}
+
+
+def saved(events: Events) -> list[list[list[object]]]:
+    """The commits ``save`` sends with ``events`` (one job, waitable)."""
+
+    async def run() -> list[list[list[object]]]:
+        broker = Broker(asyncio.get_running_loop())
+        job = Ended(7, 5, 1.5, 9, True, True, 0, None, False)
+        await snapshot.save(cast("Any", broker), cast("Any", events), {7: job}, {7})
+        return broker.commits
+
+    return asyncio.run(run())
+
+
+def test_a_stop_stores_the_snapshot_once_its_events_are_durable() -> None:
+    [ops] = saved(Events(pending=3))
+    [[op, key, value]] = ops
+    assert (op, key) == ("put", snapshot.KEY)
+    back = snapshot.decode(str(value))
+    assert (back.rootseq, list(back.ended), back.waitable) == (41, [7], {7})
+
+
+@pytest.mark.parametrize("state", [{"blocked": True}, {"failed": True}])
+def test_a_stop_whose_events_are_not_stored_stores_no_snapshot(state: dict[str, bool]) -> None:
+    events = Events(pending=1_000_000, **state)
+    assert saved(events) == []
+    assert events.left == 1_000_000 - 1  # at once, not after waiting for them in vain
