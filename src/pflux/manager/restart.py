@@ -4,7 +4,7 @@ An inactive job is read from the snapshot a clean stop left, if it is
 current (``snapshot.py``), else from its record (``inactive.py``), in one walk
 of the records; the eventlog is replayed, by ``pflux.spec.replay`` (which says what
 it skips in the job manager's log), for every job at or after the
-checkpoint's ``replay_from`` that has no record, and for a job whose record
+checkpoint's ``replay_from`` not found inactive there, and for a job whose record
 does not read: the active jobs, and any job that ended before records were
 kept. A job whose log does not start with ``submit`` cannot be rebuilt and
 is left untouched in the KVS, with an error in the log. ``restore`` puts what
