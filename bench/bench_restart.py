@@ -167,7 +167,10 @@ def main() -> int:
         t0 = time.time()
         jobs = [pflux_command(), "jobs", "-a", "-c", "1"]
         logged = [*pflux[:-2], "-S", "log-stderr-level=6", *pflux[-2:]]
-        done = subprocess.run([*logged, *jobs], check=True, capture_output=True, text=True)
+        # on a loaded machine job-list may take longer than a client's 10 s to hold every
+        # job, which is what the listing waits for
+        env = {**os.environ, "PFLUX_TIMEOUT": "300"}
+        done = subprocess.run([*logged, *jobs], check=True, capture_output=True, text=True, env=env)
         walls.append(round(time.time() - t0, 2))
         print(f"  {walls[-1]:.2f}s: {phases(t0, done.stderr)}", flush=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
