@@ -52,7 +52,7 @@ def rss_mb(pid: int) -> float:
 # the log lines that end each phase of a restart, in the order they come
 PHASES = (
     ("kvs open", "pflux.kvs INFO: kvs: "),
-    ("job manager", "pflux.job-manager INFO: restart: "),
+    ("job manager", "eventlogs replayed"),
     ("ready", "instance ready at"),
     ("listed", "shutdown started"),
 )
