@@ -8,19 +8,29 @@ every cleaned job has its record, saying what its eventlog says, and nothing
 else has one; the job manager's results, history, zombies and count of
 inactive jobs are those the eventlogs give; and a state directory without
 records (as an older pflux left it) is replayed and given them.
+
+A clean stop also leaves every inactive job in one snapshot
+(``pflux.manager.snapshot``), which a start takes in place of the records
+while nothing was committed after it: a kill -9 as it is stored, or once it
+is, or after a start that committed more, restarts to the same jobs; a stale
+or damaged snapshot is not taken.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import re
+import signal
 import threading
 from pathlib import Path
 
+import pytest
+
 from pflux.api import Client
 from pflux.errors import RPCError
-from pflux.manager import checkpoint, inactive
+from pflux.manager import checkpoint, inactive, snapshot
 from pflux.manager.job import Ended, Job
 from pflux.manager.wait import ANY, result_of
 from pflux.spec.kvs_keys import job_id_from_key
@@ -30,6 +40,7 @@ from support.instance import LiveInstance, jobspec
 
 INFO = "-Slog-stderr-level=6"  # the job manager's restart line, in the instance's log
 REPLAYED = re.compile(r"restart: (\d+) jobs, (\d+) active, (\d+) eventlogs replayed")
+FROM = re.compile(r"eventlogs replayed; inactive jobs from (their records|the snapshot)")
 
 
 def stored(client: Client) -> tuple[dict[int, Job], dict[int, str]]:
@@ -54,7 +65,7 @@ def check(client: Client) -> dict[int, Job]:
     assert set(records) == set(ended)  # a record exactly where there is a clean event
     for jobid, job in ended.items():
         record, waitable = inactive.decode(jobid, records[jobid])
-        assert inactive.encode(record, 0) == inactive.encode(Ended(job), 0)
+        assert inactive.encode(record, 0) == inactive.encode(Ended.from_job(job), 0)
         assert waitable == bool(job.flags & FLAG_WAITABLE)
         answer = client.handle.call("job-manager.result", {"id": jobid})
         expected = result_of(jobid, job)
@@ -155,3 +166,91 @@ def test_a_kill_while_jobs_end_leaves_a_record_exactly_where_a_clean_event_is(
             client.handle.call("job-manager.drain", {})
             assert check(client)
         assert live.stop() == 0
+
+
+def taken_from(state: Path) -> str:
+    """Where the last restart took the inactive jobs from."""
+    found = FROM.findall((state.parent / f"{state.name}.log").read_text())
+    assert found, "no restart line in the log"
+    return str(found[-1])
+
+
+def zombies_again(client: Client) -> None:
+    """The two waitable jobs of ``variety``, zombies again after a restart."""
+    zombies = [client.handle.call("job-manager.wait", {"id": ANY}) for _ in range(2)]
+    assert all(zombie["success"] for zombie in zombies)
+
+
+def test_a_start_takes_the_snapshot_until_anything_is_committed_after_it(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            variety(client)
+            ended = check(client)
+        assert live.stop() == 0
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            assert check(client).keys() == ended.keys()
+            zombies_again(client)
+            purged = sorted(ended)[2]  # not waitable; committed after the snapshot, which
+            # is stale from now on
+            client.handle.call("job-manager.purge-id", {"id": purged, "force": True})
+        live.kill()
+    assert taken_from(state) == "the snapshot"
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            assert check(client).keys() == ended.keys() - {purged}
+            zombies_again(client)
+        assert live.stop() == 0
+    assert taken_from(state) == "their records"
+    assert restarted(state) == (len(ended), 1, 1)
+    with LiveInstance(state, INFO, cores=2) as live:  # the stop stored it again
+        with Client(live.uri) as client:
+            assert check(client).keys() == ended.keys() - {purged}
+            zombies_again(client)
+        live.kill()
+    assert taken_from(state) == "the snapshot"
+
+
+@pytest.mark.parametrize(
+    ("point", "source"), [("writing", "their records"), ("written", "the snapshot")]
+)
+def test_a_kill_as_the_snapshot_is_stored_restarts_to_the_same_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str, source: str
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv(snapshot.KILL_AT, point)
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            variety(client)
+            ended = check(client)
+        assert live.stop() == -signal.SIGKILL  # killed in the middle of its stop
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(live.proc.pid, signal.SIGKILL)
+    monkeypatch.delenv(snapshot.KILL_AT)
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            assert check(client).keys() == ended.keys()
+            zombies_again(client)
+        live.kill()
+    assert taken_from(state) == source
+    assert restarted(state) == (len(ended) + 1, 1, 1)
+
+
+def test_a_damaged_snapshot_is_logged_and_the_records_read(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            variety(client)
+            ended = check(client)
+            client.kvs_commit([["put", snapshot.KEY, '{"version": 1, "rootseq": 1}']])
+        live.kill()
+    with LiveInstance(state, INFO, cores=2) as live:
+        with Client(live.uri) as client:
+            assert check(client).keys() == ended.keys()
+        live.kill()
+    assert taken_from(state) == "their records"
+    log = live.log.read_text()
+    assert (
+        f"restart: {snapshot.KEY}: rootseq and count must be integers; reading the records" in log
+    )

@@ -72,6 +72,7 @@ class EventPoster:
         self._flushed: deque[Batch] = deque()  # committing, answered in this order
         self._inflight = 0  # batches sent, not yet answered
         self._blocked = False  # a batch waits for space: later ones wait behind it
+        self.failed = False  # a commit failed: the instance stops, nothing is stored again
         self._retry: list[Batch] = []  # refused for want of space, to send again, in order
         self._unsent: list[Batch] = []  # flushed while blocked, to send after those
         self._backoff = RETRY_BACKOFF[0]
@@ -86,6 +87,11 @@ class EventPoster:
     def pending(self) -> bool:
         """Whether any event posted is not yet durable and acted on."""
         return self._turn.pending or bool(self._flushed)
+
+    @property
+    def blocked(self) -> bool:
+        """Whether batches wait for space on a full disk (``pending`` until there is)."""
+        return self._blocked
 
     def uncommitted(self, job: Job) -> bool:
         """Whether ``job`` has events not yet committed in this turn's batch."""
@@ -169,6 +175,7 @@ class EventPoster:
                 self._retry.append(batch)
             elif msg.errnum:
                 # never act on, or acknowledge, an event that is not durable
+                self.failed = True
                 self.broker.fatal(f"job-manager: KVS commit failed: {msg.errstr}")
                 return
             else:

@@ -2,7 +2,7 @@
 
 Job ids are FLUIDs, ordered as their submissions (RFC 19), so a user's
 history is the user's job ids in descending order; it is rebuilt from the
-replayed jobs at a restart. ``get`` answers a Python-style slice of it,
+jobs at a restart. ``get`` answers a Python-style slice of it,
 ``[start:stop[:step]]``, as flux-core's ``job-manager.history.get`` does.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import errno
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pflux.errors import RPCError
 
@@ -29,19 +29,41 @@ def parse_slice(text: str) -> slice:
 
 
 class History:
-    """Job ids by user, in submission order (ascending; read from the end)."""
+    """Job ids by user, in submission order (ascending; read from the end).
+
+    After a restart it is built only when first asked (``get``), from the job
+    manager's tables as they are then: a restart of a million jobs does not
+    wait for it. Until then ``add`` and ``remove`` have nothing to do, since
+    the tables it will be built from hold every job added and none removed.
+    """
 
     def __init__(self) -> None:
         self._users: dict[int, list[int]] = {}
+        self._known: Callable[[], Iterable[tuple[int, int]]] | None = None
 
-    def rebuild(self, jobs: Iterable[tuple[int, int]]) -> None:
-        """Every (userid, jobid) known at a restart."""
-        for userid, jobid in jobs:
-            self._users.setdefault(userid, []).append(jobid)
-        for ids in self._users.values():
-            ids.sort()
+    def rebuild(self, known: Callable[[], Iterable[tuple[int, int]]]) -> None:
+        """After a restart: ``known()`` gives every (userid, jobid) the history holds, at
+        any time until it is built."""
+        self._users = {}
+        self._known = known
+
+    def _built(self) -> dict[int, list[int]]:
+        if self._known is not None:
+            known, self._known = self._known, None
+            users = self._users
+            for userid, jobid in known():
+                ids = users.get(userid)
+                if ids is None:
+                    users[userid] = [jobid]
+                else:
+                    ids.append(jobid)
+            for ids in users.values():
+                ids.sort()
+        return self._users
 
     def add(self, userid: int, jobid: int) -> None:
+        if self._known is not None:
+            return
         ids = self._users.setdefault(userid, [])
         if not ids or jobid > ids[-1]:
             ids.append(jobid)
@@ -50,6 +72,8 @@ class History:
 
     def remove(self, userid: int, jobid: int) -> None:
         """Forget a purged job (the oldest, usually: near the front)."""
+        if self._known is not None:
+            return
         ids = self._users.get(userid)
         if ids:
             i = bisect.bisect_left(ids, jobid)
@@ -61,4 +85,4 @@ class History:
     def get(self, userid: int, text: str) -> list[int]:
         """The slice ``text`` of ``userid``'s jobs, index 0 the most recent."""
         selected = parse_slice(text)
-        return list(reversed(self._users.get(userid, ())))[selected]
+        return list(reversed(self._built().get(userid, ())))[selected]

@@ -44,7 +44,6 @@ class RecordError(ValueError):
     """A stored record that cannot be read back (the eventlog is replayed instead)."""
 
 
-_new = object.__new__
 # a record's key, as ``job_key`` spells it (checked whole: a guest's keys, below
 # ``job.<id>.guest``, cannot take this shape)
 _KEY = re.compile(
@@ -107,8 +106,8 @@ def decode(jobid: int, text: str) -> tuple[Ended, bool]:
         exception = (etype, note)
     else:
         raise RecordError("the exception's type and note must both be strings, or null")
-    job = Ended.of(
-        jobid,
+    job = Ended(
+        id=jobid,
         userid=userid,
         t_inactive=float(t_inactive),
         nevents=nevents,
@@ -151,7 +150,7 @@ def read_page(
     ``decode``'s checks, with the usual record's inlined: a restart reads a
     million of them, and a call and a keyword argument each cost about what the
     checks do."""
-    match, loads, new = _KEY.fullmatch, orjson.loads, _new
+    match, loads, new = _KEY.fullmatch, orjson.loads, Ended
     for k, text in entries:
         m = match(k)
         if m is None:
@@ -175,11 +174,7 @@ def read_page(
                 and type(by) is bool
                 and (status is None or type(status) is int)
             ):
-                job = new(Ended)
-                job.id, job.userid, job.t_inactive, job.nevents = jobid, userid, t, nevents
-                job.allocated, job.started, job.finish_status = allocated, started, status
-                job.exception, job.ended_by_exception = None, by
-                ended[jobid] = job
+                ended[jobid] = new(jobid, userid, t, nevents, allocated, started, status, None, by)
                 if flags & FLAG_WAITABLE:
                     waitable.add(jobid)
                 continue

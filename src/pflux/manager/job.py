@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
+
 from pflux.spec.record import JobRecord
 from pflux.spec.results import Outcome
 from pflux.spec.states import State
@@ -52,7 +54,7 @@ class Job(JobRecord):
         return f"{self.key}.{name}"
 
 
-class Ended(Outcome):
+class Ended(Struct, Outcome, array_like=True, gc=False, eq=False):
     """An inactive job, as small as can be: 100,000 of them stay in memory.
 
     It keeps what later requests and other jobs' dependencies ask of it: its
@@ -61,58 +63,39 @@ class Ended(Outcome):
     events its eventlog holds, which the journal tells job-list so that it can
     trust its cache of the job (``nevents``: the events replayed from the
     eventlog, or those the job went through when it ended live).
+
+    A ``msgspec`` struct, encoded as an array of its fields in this order, so
+    that a restart decodes the job manager's snapshot (``snapshot.py``) into
+    these records at once; untracked by the collector (none holds a reference
+    that could make a cycle), compared by identity.
     """
 
-    __slots__ = (
-        "allocated",
-        "ended_by_exception",
-        "exception",
-        "finish_status",
-        "id",
-        "nevents",
-        "started",
-        "t_inactive",
-        "userid",
-    )
-    state = State.INACTIVE
-
-    def __init__(self, job: JobRecord, nevents: int | None = None) -> None:
-        self.id = job.id
-        self.nevents = len(job.history) if nevents is None else nevents
-        self.userid = job.userid
-        self.allocated = job.allocated
-        self.started = job.started
-        self.finish_status = job.finish_status
-        self.exception = job.exception
-        self.ended_by_exception = job.ended_by_exception
-        self.t_inactive = job.t_inactive
+    id: int
+    userid: int
+    t_inactive: float
+    nevents: int
+    allocated: bool
+    started: bool
+    finish_status: int | None
+    exception: tuple[str, str] | None
+    ended_by_exception: bool
+    state = State.INACTIVE  # a class attribute, not a field
 
     @classmethod
-    def of(
-        cls,
-        jobid: int,
-        *,
-        userid: int,
-        t_inactive: float,
-        nevents: int,
-        allocated: bool,
-        started: bool,
-        finish_status: int | None,
-        exception: tuple[str, str] | None,
-        ended_by_exception: bool,
-    ) -> Ended:
-        """An inactive job from its stored record (``inactive.py``), without replaying it."""
-        job = cls.__new__(cls)
-        job.id = jobid
-        job.userid = userid
-        job.t_inactive = t_inactive
-        job.nevents = nevents
-        job.allocated = allocated
-        job.started = started
-        job.finish_status = finish_status
-        job.exception = exception
-        job.ended_by_exception = ended_by_exception
-        return job
+    def from_job(cls, job: JobRecord, nevents: int | None = None) -> Ended:
+        """The outcome of ``job``, just ended (or replayed), with ``nevents`` events (by
+        default, its history's)."""
+        return cls(
+            job.id,
+            job.userid,
+            job.t_inactive,
+            len(job.history) if nevents is None else nevents,
+            job.allocated,
+            job.started,
+            job.finish_status,
+            job.exception,
+            job.ended_by_exception,
+        )
 
     def __repr__(self) -> str:
         return f"Ended({self.id}, {self.result})"

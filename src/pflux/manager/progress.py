@@ -87,7 +87,7 @@ def _inactive(host: ProgressHost, job: Job, waiters: list[Request]) -> None:
     for req in waiters:
         req.respond(reply)
     if host.jobs.pop(job.id, None) is not None:  # an invalidated job is gone entirely
-        ended = host.ended[job.id] = Ended(job)
+        ended = host.ended[job.id] = Ended.from_job(job)
         host.waits.ended(job)
         host.retention.add(ended)
 

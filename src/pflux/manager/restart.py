@@ -1,9 +1,10 @@
 """Taking up every job the KVS holds when the instance restarts (RFC 16, RFC 21).
 
-An inactive job is read from its record (``inactive.py``), in one walk of the
-records; the eventlog is replayed, by ``pflux.spec.replay`` (which says what
+An inactive job is read from the snapshot a clean stop left, if it is
+current (``snapshot.py``), else from its record (``inactive.py``), in one walk
+of the records; the eventlog is replayed, by ``pflux.spec.replay`` (which says what
 it skips in the job manager's log), for every job at or after the
-checkpoint's ``replay_from`` that has no record, and for a job whose record
+checkpoint's ``replay_from`` not found inactive there, and for a job whose record
 does not read: the active jobs, and any job that ended before records were
 kept. A job whose log does not start with ``submit`` cannot be rebuilt and
 is left untouched in the KVS, with an error in the log. ``restore`` puts what
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from pflux.manager import checkpoint, inactive
+from pflux.manager import checkpoint, inactive, snapshot
 from pflux.manager.job import Ended, Job
 from pflux.manager.submit import validate
 from pflux.manager.wait import result_of
@@ -53,22 +56,23 @@ async def restore(host: RestartHost) -> None:
 async def _restore(host: RestartHost) -> None:
     queues, stored_max_jobid, replay_from = await checkpoint.load(host.broker)
     host.queues.restore(queues)
-    found = await load(host.broker, replay_from)
+    stored = await snapshot.load(host.broker)
+    found = await load(host.broker, replay_from, stored)
     host.jobs, host.ended = found.jobs, found.ended
     host.waits.restarted(host.jobs, found.zombies)
     known = max(max(host.jobs, default=0), max(host.ended, default=0))
     host.max_jobid = max(known, stored_max_jobid)  # the largest may have been purged
-    valid = [(job.userid, job.id) for job in host.jobs.values() if job.state is not State.NEW]
-    host.history.rebuild([*valid, *((job.userid, job.id) for job in host.ended.values())])
+    host.history.rebuild(partial(_known, host))
     for job in host.jobs.values():
         host.by_state[job.state][job] = None
     active = list(host.jobs.values())
     if host.jobs or host.ended:
         log.info(
-            "restart: %d jobs, %d active, %d eventlogs replayed",
+            "restart: %d jobs, %d active, %d eventlogs replayed; inactive jobs from %s",
             len(host.jobs) + len(host.ended),
             len(active),
             found.replayed,
+            "their records" if stored is None else "the snapshot",
         )
     host.retention.rebuilt(host.ended)
     host.replay_mark.value = replay_from
@@ -85,6 +89,16 @@ async def _restore(host: RestartHost) -> None:
             validate(host, job)
 
 
+def _known(host: RestartHost) -> Iterator[tuple[int, int]]:
+    """Every job of the history (``History.rebuild``): the inactive ones, and the active
+    ones but those not yet validated (a NEW job joins it as it is)."""
+    for job in host.ended.values():
+        yield job.userid, job.id
+    for active in host.jobs.values():
+        if active.state is not State.NEW:
+            yield active.userid, active.id
+
+
 class Found:
     """What ``load`` found in the KVS."""
 
@@ -98,24 +112,30 @@ class Found:
         self.replayed = 0  # eventlogs replayed
 
 
-async def load(broker: Broker, replay_from: int = 0) -> Found:
-    """Every job in the KVS: inactive ones from their records, the others replayed from
-    their eventlogs (those from ``replay_from`` on; 0: every one).
+async def load(
+    broker: Broker, replay_from: int = 0, stored: snapshot.Snapshot | None = None
+) -> Found:
+    """Every job in the KVS: inactive ones from ``stored`` (a current snapshot) or their
+    records, the others replayed from their eventlogs (those from ``replay_from`` on; 0:
+    every one).
 
     No collection meanwhile: a record makes no reference cycle, and each collection
     would look at every job read so far (the instance freezes them once ready)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return await _load(broker, replay_from)
+        return await _load(broker, replay_from, stored)
     finally:
         if collecting:
             gc.enable()
 
 
-async def _load(broker: Broker, replay_from: int) -> Found:
+async def _load(broker: Broker, replay_from: int, stored: snapshot.Snapshot | None) -> Found:
     found = Found()
-    ended, waitable, bad = await inactive.load(broker, log.error)
+    if stored is None:
+        ended, waitable, bad = await inactive.load(broker, log.error)
+    else:
+        ended, waitable, bad = stored.ended, stored.waitable, []
     walk = WalkRequest("job", suffix="eventlog")
     if replay_from > 0:
         walk = WalkRequest("job", suffix="eventlog", after=job_key(replay_from - 1, "eventlog"))
@@ -167,7 +187,7 @@ def _replay(found: Found, jobid: int, text: str) -> None:
         return
     if job.state is State.INACTIVE:
         # the count of events is what the journal's digest tells job-list
-        ended = found.ended[jobid] = Ended(job, len(events))
+        ended = found.ended[jobid] = Ended.from_job(job, len(events))
         if job.flags & FLAG_WAITABLE:
             found.zombies[jobid] = result_of(jobid, job)
         found.records.append(inactive.put(ended, job.flags))

@@ -22,7 +22,15 @@ from pflux.broker.config import Declared
 from pflux.broker.requests import check_urgency
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
-from pflux.manager import checkpoint, interventions, progress, purge, restart, submit
+from pflux.manager import (
+    checkpoint,
+    interventions,
+    progress,
+    purge,
+    restart,
+    snapshot,
+    submit,
+)
 from pflux.manager.actions import INTERNAL_STATES
 from pflux.manager.alloc import AllocClient
 from pflux.manager.events import EventPoster
@@ -139,6 +147,8 @@ class JobManager(Service):
         self.events.cancel_retry()  # events not stored were never acted on or answered
         for plugin in self.plugins:
             await plugin.stop()
+        if self.broker.attrs.get("state-dir-temporary") != "1":  # else nothing restarts
+            await snapshot.save(self.broker, self.events, self.ended, self.waits.inactive)
 
     # --- counting and lookup --------------------------------------------------------------
 

@@ -46,12 +46,15 @@ class Waits:
     def __init__(self) -> None:
         self.zombies: dict[int, WaitReply] = {}  # in the order the jobs ended
         self.active: set[int] = set()  # waitable jobs not yet inactive
+        # the inactive waitable jobs, waited for or not: zombies again at a restart
+        self.inactive: set[int] = set()
         self.by_id: dict[int, Request] = {}  # the one wait for each of these, if any
         self.any: list[Request] = []  # waits for any job, oldest first
 
     def restarted(self, jobs: dict[int, Job], zombies: dict[int, WaitReply]) -> None:
         """Take the waitable jobs a restart found, active or zombies."""
         self.zombies = zombies
+        self.inactive = set(zombies)
         self.active = {jobid for jobid, job in jobs.items() if job.flags & FLAG_WAITABLE}
 
     def accepted(self, job: Job) -> None:
@@ -65,6 +68,8 @@ class Waits:
 
     def ended(self, job: Job) -> None:
         """The job's end is durable: answer its wait, or the oldest wait for any, or keep it."""
+        if job.flags & FLAG_WAITABLE:
+            self.inactive.add(job.id)
         if job.id not in self.active:
             return
         self.active.discard(job.id)
@@ -78,6 +83,7 @@ class Waits:
     def purged(self, jobid: int) -> None:
         """The job is purged: a wait for it is for an unknown job from now on."""
         self.zombies.pop(jobid, None)
+        self.inactive.discard(jobid)
 
     def request(self, req: Request, jobid: int, job: Job | None) -> None:
         """A wait for ``jobid`` (or ``ANY``), ``job`` if active: answered now, kept, or

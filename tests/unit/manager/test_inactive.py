@@ -31,7 +31,7 @@ notes = st.text(max_size=40)
 @st.composite
 def ended_jobs(draw: st.DrawFn) -> Ended:
     exception = draw(st.none() | st.tuples(st.sampled_from(["cancel", "exec", "x y"]), notes))
-    return Ended.of(
+    return Ended(
         draw(jobids),
         userid=draw(st.integers(min_value=0, max_value=(1 << 32) - 1)),
         t_inactive=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
@@ -151,7 +151,7 @@ class Walks:
 
 def test_a_restart_reads_the_records_with_no_collection() -> None:
     """A collection in the middle of a million records would look at every one read."""
-    jobs = [Ended.of(i, userid=5, t_inactive=1.0, nevents=9, allocated=True, started=True,
+    jobs = [Ended(i, userid=5, t_inactive=1.0, nevents=9, allocated=True, started=True,
                      finish_status=0, exception=None, ended_by_exception=False)
             for i in range(1, 4)]  # fmt: skip
     broker = Walks([inactive.put(job, 0)[1:] for job in jobs])

@@ -24,7 +24,7 @@ from pflux.spec.record import JobRecord
 def ended(jobid: int, t_inactive: float) -> Ended:
     record = JobRecord(jobid)
     record.t_inactive = t_inactive
-    return Ended(record)
+    return Ended.from_job(record)
 
 
 def table(**keys: Any) -> dict[str, Any]:
@@ -79,8 +79,8 @@ def test_the_oldest_by_end_are_taken_first_and_a_job_purged_by_id_is_skipped() -
 def test_a_restart_without_limits_leaves_the_order_until_asked() -> None:
     """A million inactive jobs are not sorted at a restart that has no use for them."""
     jobs = [ended(1, 30.0), ended(2, 10.0), ended(3, 20.0)]
-    unread = Ended.__new__(Ended)  # its end unset: sorting it would fail
-    unread.id = 4
+    unread = ended(4, 0.0)
+    unread.t_inactive = None  # type: ignore[assignment]  # unset: sorting it would fail
     kept = retention([*jobs, unread], {}, [])
     later = ended(5, 5.0)
     kept.ended[5] = later
