@@ -27,8 +27,11 @@ import pytest
 from pflux.api import Client
 from pflux.errors import RPCError
 from pflux.joblist.cache import CACHE_NAME
+from pflux.protocol.manager import held_sum
 from pflux.spec.eventlog import parse
 from support.instance import LiveInstance, jobspec, ok
+
+HELD = "the journal's inactive jobs are those of the cache"
 
 
 @pytest.fixture(autouse=True)
@@ -116,6 +119,7 @@ def test_a_restart_from_the_cache_lists_what_a_replay_lists(reference: tuple[Pat
     assert jobs == expected
     assert "job-list: 7 inactive jobs from the cache" in log
     assert "asking for" not in log  # nothing replayed again
+    assert HELD in log  # and no digest sent
 
 
 def damage_rows(path: Path) -> None:
@@ -153,9 +157,11 @@ def test_a_damaged_cache_changes_nothing_listed(reference: tuple[Path, Any], dam
     assert rows(target) == 7  # the cache is whole again
     if damage == "rows":
         assert "asking for 3 inactive jobs the cache lacks" in log  # 1 lost, 2 invalid
+        assert HELD not in log
         jobs, log = listing(target)
         assert jobs == expected
         assert "asking for" not in log
+        assert HELD in log
 
 
 def module_pid(state: Path) -> int:
@@ -212,17 +218,17 @@ def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
     held = next(job["id"] for job in jobs if job["state"] != 64)
     with LiveInstance(copy(state, "journal"), cores=2) as live, Client(live.uri) as client:
         logs = {jobid: parse(client.lookup(jobid, ["eventlog"])["eventlog"]) for jobid in inactive}
-        stream = client.handle.rpc("job-manager.events-journal", {"full": True, "digest": True},
-                                   streaming=True)  # fmt: skip
-        digest, entries = [], []
-        while True:
-            payload = stream.get(timeout=30)
-            digest += payload.get("digest", [])
-            entries += payload.get("events", [])
-            if payload.get("sentinel"):
-                break
-        assert sorted(digest) == sorted([jobid, len(log)] for jobid, log in logs.items())
+        digest, entries = backlog(client, {"full": True, "digest": True})
+        pairs = sorted([jobid, len(log)] for jobid, log in logs.items())
+        assert sorted(digest) == pairs
         assert {entry["id"] for entry in entries} == {held}  # only the active job in full
+        # a subscriber holding exactly these jobs gets no digest; one count off, all of it
+        same = [len(pairs), held_sum((jobid, count) for jobid, count in pairs)]
+        for held_, sent in [(same, True), ([same[0], same[1] ^ 1], pairs), ([6, same[1]], pairs)]:
+            request = {"full": True, "digest": True, "held": held_}
+            digest, entries = backlog(client, request)
+            assert (digest if digest is True else sorted(digest)) == sent
+            assert {entry["id"] for entry in entries} == {held}
         history = client.handle.call("job-manager.journal-history", {"ids": [inactive[0], 12345]})
         sent = history["events"]
         assert [entry["entry"] for entry in sent] == [e.to_json() for e in logs[inactive[0]]]
@@ -244,6 +250,24 @@ def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
         assert info.value.errnum == errno.EPROTO
         assert info.value.errstr == "job-manager.events-journal: digest: expected bool, got int"
         assert live.stop() == 0
+
+
+def backlog(client: Client, request: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    """A ``full`` subscription's backlog: the digest's pairs (True if it answered ``held``
+    instead) and the entries, up to the sentinel."""
+    stream = client.handle.rpc("job-manager.events-journal", request, streaming=True)
+    digest: Any = []
+    entries: list[dict[str, Any]] = []
+    while True:
+        payload = stream.get(timeout=30)
+        if payload.get("held") is True:
+            assert digest == []
+            digest = True
+        elif "digest" in payload:
+            digest += payload["digest"]
+        entries += payload.get("events", [])
+        if payload.get("sentinel"):
+            return digest, entries
 
 
 def until_served(client: Client) -> list[dict[str, Any]]:

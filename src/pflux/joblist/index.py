@@ -24,8 +24,10 @@ Inactive jobs may come from job-list's cache instead (``preload``): the
 journal's digest names each inactive job with its event count, and a cached
 summary built from as many events is taken as it is; the others are asked
 for again (``digest`` returns them). Cached jobs no digest names are dropped
-at the sentinel (``dropped``). Jobs that become inactive here are collected
-in ``ended``, when it is a list, for the cache to write.
+at the sentinel (``dropped``). When the journal finds that the cached jobs are
+exactly its inactive jobs (``held``) it sends no digest, and all are taken
+(``take_cached``). Jobs that become inactive here are collected in ``ended``,
+when it is a list, for the cache to write.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pflux.errors import EventlogError
 from pflux.joblist.attributes import Selection, to_json
 from pflux.joblist.stats import JobCounts
 from pflux.joblist.summary import JobSummary
+from pflux.protocol.manager import held_sum
 from pflux.spec.eventlog import Event
 from pflux.spec.resultcodes import USERID_ANY
 from pflux.spec.states import State
@@ -170,6 +173,20 @@ class JobIndex:
                 wanted.append(jobid)
         self.job_counts.update_inactive(confirmed)
         return wanted
+
+    def cached_sum(self) -> tuple[int, int]:
+        """The count and ``held_sum`` of the cached jobs, for the journal to compare."""
+        cached = self._cached
+        return len(cached), held_sum((s.id, s.next_seq) for s in cached.values())
+
+    def take_cached(self) -> None:
+        """Take every cached job: the journal's inactive jobs are exactly these (``held``)."""
+        cached, self._cached = self._cached, {}
+        jobs, removed = self.jobs, self._removed
+        if jobs or removed:  # live entries came first: they have the jobs they name
+            cached = {i: s for i, s in cached.items() if i not in jobs and i not in removed}
+        jobs.update(cached)
+        self.job_counts.update_inactive(list(cached.values()))
 
     def feed(self, entries: Iterable[Any]) -> None:
         """Apply journal entries ``{id, seq, entry, jobspec?, R?}``; bad ones are logged."""

@@ -4,8 +4,9 @@ At start it subscribes to ``job-manager.events-journal`` with ``full``, so it
 gets every job's history and then each event as it is committed; it never
 reads job data from the KVS. Inactive jobs it has in its cache (``cache.py``,
 loaded by ``prepare``, which a module process runs while the broker is still
-replaying) it asks for as a digest instead, and it fetches the history of
-those its cache lacks with ``job-manager.journal-history``. Requests that
+replaying) it asks for as a digest instead (none if the journal finds it holds
+them all, ``held``), and it fetches the history of those its cache lacks with
+``job-manager.journal-history``. Requests that
 arrive before the history is in wait for it, as flux-core's job-list defers
 them. ``list-id`` for a job it has not seen yet (a client that has just been
 given the id by submit may ask first) waits briefly for it; a quick look for
@@ -105,6 +106,7 @@ class JobList(Service):
         request: dict[str, Any] = {"full": True}
         if self.index.preloaded:
             request["digest"] = True
+            request["held"] = self.index.cached_sum()
         self.broker.send("job-manager.events-journal", request, self._journal, streaming=True)
 
     async def stop(self) -> None:
@@ -135,6 +137,9 @@ class JobList(Service):
         if not isinstance(payload, dict):
             log.warning("job-list: ignoring a journal response that is not an object")
             return
+        if payload.get("held") is True:
+            self.index.take_cached()
+            log.info("job-list: the journal's inactive jobs are those of the cache")
         if "digest" in payload:
             wanted = self.index.digest(payload["digest"])
             if wanted:
