@@ -26,7 +26,9 @@ import pytest
 
 from pflux.api import Client
 from pflux.errors import RPCError
+from pflux.joblist import snapshot
 from pflux.joblist.cache import CACHE_NAME
+from pflux.joblist.snapshot import SNAPSHOT_NAME
 from pflux.protocol.manager import held_sum
 from pflux.spec.eventlog import parse
 from support.instance import LiveInstance, jobspec, ok
@@ -98,10 +100,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
         variety(client)
         assert live.stop() == 0
     assert rows(state) == 7  # every inactive job, written when job-list stopped
+    assert (state / SNAPSHOT_NAME).exists()  # and the snapshot
     replayed = copy(state, "replayed")
     (replayed / CACHE_NAME).unlink()
+    (replayed / SNAPSHOT_NAME).unlink()
     expected, log = listing(replayed)
-    assert "inactive jobs from the cache" not in log
+    assert "inactive jobs from the snapshot" not in log
     assert rows(replayed) == 7  # rebuilt from the journal
     return state, expected
 
@@ -113,11 +117,17 @@ def rows(state: Path) -> int:
     return count
 
 
-def test_a_restart_from_the_cache_lists_what_a_replay_lists(reference: tuple[Path, Any]) -> None:
+@pytest.mark.parametrize("source", ["snapshot", "cache"])
+def test_a_restart_from_the_cache_lists_what_a_replay_lists(
+    reference: tuple[Path, Any], source: str
+) -> None:
     state, expected = reference
-    jobs, log = listing(copy(state, "cached"))
+    target = copy(state, f"cached-{source}")
+    if source == "cache":
+        (target / SNAPSHOT_NAME).unlink()
+    jobs, log = listing(target)
     assert jobs == expected
-    assert "job-list: 7 inactive jobs from the cache" in log
+    assert f"job-list: 7 inactive jobs from the {source}" in log
     assert "asking for" not in log  # nothing replayed again
     assert HELD in log  # and no digest sent
 
@@ -162,6 +172,67 @@ def test_a_damaged_cache_changes_nothing_listed(reference: tuple[Path, Any], dam
         assert jobs == expected
         assert "asking for" not in log
         assert HELD in log
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "torn write", "stale"])
+def test_a_snapshot_not_current_or_damaged_is_not_used(
+    reference: tuple[Path, Any], damage: str, tmp_path: Path
+) -> None:
+    """Whatever the snapshot holds, the listing is a replay's; only a current, whole one
+    is read ("stale": a snapshot of an earlier cache, beside a cache written since)."""
+    state, expected = reference
+    target = copy(state, f"snapshot-{damage}")
+    path = target / SNAPSHOT_NAME
+    data = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":
+        path.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
+    elif damage == "torn write":  # a stop killed while writing: the old file stays
+        path.unlink()
+        Path(f"{path}.new").write_bytes(data[:200])
+    else:
+        earlier = snapshot.decode(data)
+        cache = target / CACHE_NAME
+        with sqlite3.connect(cache) as conn:  # what a later run writes, stamped
+            conn.execute("DELETE FROM job WHERE id = (SELECT max(id) FROM job)")
+        conn.close()
+        stamp = f"done\n{cache.stat().st_size} {cache.stat().st_mtime_ns}\n".encode()
+        (target / f"{CACHE_NAME}.state").write_bytes(stamp)
+        assert earlier.stamp != stamp
+    jobs, log = listing(target)
+    assert jobs == expected
+    assert "inactive jobs from the snapshot" not in log
+    if damage == "stale":
+        assert "is not current; reading the cache" in log
+    elif damage != "torn write":
+        assert f"{SNAPSHOT_NAME}: ignored: " in log
+    jobs, log = listing(target)  # the stop wrote a current one
+    assert jobs == expected
+    assert "job-list: 7 inactive jobs from the snapshot" in log
+
+
+def test_a_snapshot_the_journal_does_not_confirm_is_corrected(
+    reference: tuple[Path, Any],
+) -> None:
+    """A current snapshot whose jobs are not the journal's (one missing, one counted
+    otherwise) is corrected as a cache is: the digest, then those histories."""
+    state, expected = reference
+    target = copy(state, "snapshot-wrong")
+    path = target / SNAPSHOT_NAME
+    frozen = snapshot.Frozen(snapshot.decode(path.read_bytes()), lambda i, n: None)
+    frozen.confirm_all()
+    kept = list(frozen.rows())
+    first = kept[0]
+    wrong = [(first[0], first[1] + 1, *first[2:]), *kept[2:]]
+    path.write_bytes(snapshot.encode(frozen.stamp, wrong))
+    jobs, log = listing(target)
+    assert jobs == expected
+    assert "job-list: 6 inactive jobs from the snapshot" in log
+    assert HELD not in log
+    assert "asking for 2 inactive jobs the cache lacks" in log
 
 
 def module_pid(state: Path) -> int:
@@ -298,7 +369,8 @@ def test_a_job_list_process_killed_comes_back_with_the_same_list(
         assert module_pid(target) != pid
         assert live.stop() == 0
     log = (target.parent / f"{target.name}.log").read_text()
-    assert log.count("job-list: 7 inactive jobs from the cache") == 2
+    assert log.count("job-list: 7 inactive jobs from the snapshot") == 1  # as stopped
+    assert log.count("job-list: 7 inactive jobs from the cache") == 1  # its killed process's
 
 
 def test_a_second_instance_on_the_directory_leaves_the_first_alone(
@@ -324,4 +396,4 @@ def test_a_second_instance_on_the_directory_leaves_the_first_alone(
     assert rows(target) == 7
     jobs, log = listing(target)
     assert jobs == expected
-    assert "job-list: 7 inactive jobs from the cache" in log
+    assert "job-list: 7 inactive jobs from the snapshot" in log
