@@ -22,6 +22,11 @@ trusts it as written and skips ``quick_check`` and the rows' CRCs, which
 read and hash the whole file (seconds for a million jobs); any other start
 checks both.
 
+After a clean close job-list also writes a snapshot of its inactive jobs
+(``snapshot.py``) naming the stamp; a start that finds the file as that stamp
+says opens it without reading its rows (``open_as_stamped``) and reads a row
+only when a listing shows its job (``fetch``).
+
 A purged job's row is deleted with the next batch, and the pages freed are
 given back to the file system a bounded step a batch (incremental
 auto-vacuum; a file made without it is rewritten once, with ``VACUUM``).

@@ -4,7 +4,8 @@ At start it subscribes to ``job-manager.events-journal`` with ``full``, so it
 gets every job's history and then each event as it is committed; it never
 reads job data from the KVS. Inactive jobs it has in its cache (``cache.py``,
 loaded by ``prepare``, which a module process runs while the broker is still
-replaying) it asks for as a digest instead (none if the journal finds it holds
+replaying: the snapshot's columns after a clean stop, ``snapshot.py``, else the
+cache's rows) it asks for as a digest instead (none if the journal finds it holds
 them all, ``held``), and it fetches the history of those its cache lacks with
 ``job-manager.journal-history``. Requests that
 arrive before the history is in wait for it, as flux-core's job-list defers

@@ -40,7 +40,7 @@ from pflux.protocol.manager import HELD_SUM_MASK, held_sum
 
 log = logging.getLogger("pflux.job-list")
 
-SNAPSHOT_NAME: Final = "job-list.snapshot"
+SNAPSHOT_NAME: Final = "job-list.sqlite.snapshot"  # the cache's, and pflux's by its name
 FORMAT: Final = 1
 MAGIC: Final = b"pflux job-list snapshot\n"
 _CRC: Final = 4  # bytes of the trailing CRC-32 of everything before it
@@ -127,7 +127,8 @@ def encode(stamp: bytes, jobs: Iterable[Row], base: Frozen | None = None) -> byt
         queue.append(queue_index)
         counts[queue_index, res] += 1
     held = (held + held_sum(zip(ids[last:], nevents[last:], strict=True))) & HELD_SUM_MASK
-    if base is not None and (last == len(ids) or min(ids[last:]) > base.sorted_ids[-1]):
+    older = base.sorted_ids[-1] if base is not None and last else -1
+    if base is not None and (last == len(ids) or min(ids[last:]) > older):
         by_id = array("q", base.by_id)
         by_id.extend(sorted(range(last, len(ids)), key=ids.__getitem__))
     else:
