@@ -282,6 +282,44 @@ def test_a_job_that_ended_just_before_sigkill(tmp_path: Path) -> None:
     assert jobs[0]["waitstatus"] == 512
 
 
+@pytest.mark.parametrize("killed", ["job-list", "job-list and the broker"])
+def test_a_crash_after_a_start_from_the_snapshot(reference: tuple[Path, Any], killed: str) -> None:
+    """Jobs end and one is purged after a start from the snapshot, then SIGKILL: the
+    restart lists what a replay of every job lists (`pflux jobs -a`'s ids, states and
+    results too)."""
+    state, _ = reference
+    target = copy(state, f"crash-{killed.replace(' ', '-')}")
+    live = LiveInstance(target, cores=2)
+    with Client(live.uri) as client:
+        ended = [client.submit(jobspec(wait_status=256 * i)) for i in range(3)]
+        for jobid in ended:
+            client.wait(jobid)
+        oldest = client.list_jobs(max_entries=0)[-1].id
+        assert "purged 1" in ok(live.uri, "job", "purge", "--force", str(oldest)).lower()
+        shown = ok(live.uri, "jobs", "-a", "-o", "{id},{state},{result}")
+        pid = module_pid(target)
+    os.kill(pid, signal.SIGKILL)  # first, so that it cannot close its cache
+    wait_exit(pid)
+    if killed == "job-list":
+        with Client(live.uri) as client:
+            assert len(until_served(client)) == 10  # started again, from the rows
+        assert live.stop() == 0
+    else:
+        live.kill()
+    log = (target.parent / f"{target.name}.log").read_text()
+    assert log.count("job-list: 7 inactive jobs from the snapshot") == 1
+    replayed = copy(target, f"crash-{killed.replace(' ', '-')}-replayed")
+    (replayed / CACHE_NAME).unlink()
+    (replayed / SNAPSHOT_NAME).unlink()
+    expected, _ = listing(replayed)
+    found, _ = listing(target)
+    assert found == expected
+    assert len(found[0]) == 8 + 3 - 1
+    with LiveInstance(target, cores=2) as live:
+        assert ok(live.uri, "jobs", "-a", "-o", "{id},{state},{result}") == shown
+        assert live.stop() == 0
+
+
 def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
     state, expected = reference
     jobs = expected[0]

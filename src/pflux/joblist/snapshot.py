@@ -104,14 +104,9 @@ def encode(stamp: bytes, jobs: Iterable[Row], base: Frozen | None = None) -> byt
         queues: dict[str | None, int] = {}
         counts: Counter[tuple[int, int]] = Counter()
         held, last = 0, 0
-    else:
-        ids, nevents, times = (
-            array("Q", base.ids),
-            array("q", base.nevents),
-            array("d", base.t_inactive),
-        )
-        userid, result = array("q", base.userid), array("q", base.result)
-        name, queue = array("q", base.name), array("q", base.queue)
+    else:  # copies: a slice of an array is one memcpy
+        ids, nevents, times = base.ids[:], base.nevents[:], base.t_inactive[:]
+        userid, result, name, queue = base.userid[:], base.result[:], base.name[:], base.queue[:]
         names = {value: i for i, value in enumerate(base.names)}
         queues = {value: i for i, value in enumerate(base.queues)}
         counts = Counter({(q, r): n for q, r, n in base.counts})
@@ -129,11 +124,14 @@ def encode(stamp: bytes, jobs: Iterable[Row], base: Frozen | None = None) -> byt
     held = (held + held_sum(zip(ids[last:], nevents[last:], strict=True))) & HELD_SUM_MASK
     older = base.sorted_ids[-1] if base is not None and last else -1
     if base is not None and (last == len(ids) or min(ids[last:]) > older):
-        by_id = array("q", base.by_id)
-        by_id.extend(sorted(range(last, len(ids)), key=ids.__getitem__))
+        added = sorted(range(last, len(ids)), key=ids.__getitem__)
+        by_id = base.by_id[:]
+        by_id.extend(added)
+        sorted_ids = base.sorted_ids[:]
+        sorted_ids.extend(map(ids.__getitem__, added))
     else:
         by_id = array("q", sorted(range(len(ids)), key=ids.__getitem__))
-    sorted_ids = array("Q", map(ids.__getitem__, by_id))
+        sorted_ids = array("Q", map(ids.__getitem__, by_id))
     body = msgspec.msgpack.encode(
         Columns(
             FORMAT, stamp, len(ids), ids.tobytes(), nevents.tobytes(), times.tobytes(),
