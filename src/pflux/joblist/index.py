@@ -379,14 +379,8 @@ class JobIndex:
         self._removed.clear()
         self.dropped = list(self._cached)
         self._cached = {}
-        frozen = self.frozen
-        if frozen is not None:
-            unconfirmed = frozen.unconfirmed()
-            for jobid in unconfirmed:
-                i = frozen.find(jobid)
-                if i is not None:
-                    frozen.remove(i)
-            self.dropped += unconfirmed
+        if self.frozen is not None:
+            self.dropped += self.frozen.drop_unconfirmed()
         # one pass, a dict by state: enum.Flag's & would cost microseconds per job
         orderings = (self.pending, self.running, self.inactive)
         for ordering in orderings:

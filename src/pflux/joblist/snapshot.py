@@ -240,9 +240,12 @@ class Frozen:
         self.state[i] = GONE
         self.changed = True
 
-    def unconfirmed(self) -> list[int]:
-        """The ids of the jobs still READ."""
-        return [self.ids[i] for i in self._where(READ)]
+    def drop_unconfirmed(self) -> list[int]:
+        """Drop the jobs still READ (the journal named them in no digest); their ids."""
+        dropped = list(self._where(READ))
+        for i in dropped:
+            self.remove(i)
+        return [self.ids[i] for i in dropped]
 
     def _where(self, value: int) -> Iterator[int]:
         state, i = self.state, -1

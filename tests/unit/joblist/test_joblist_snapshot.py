@@ -224,3 +224,43 @@ def test_the_snapshot_written_at_a_stop_holds_every_inactive_job() -> None:
     plain, every = fed.inactive_rows()
     assert plain is None
     assert list(again.rows()) == list(every)
+
+
+def test_a_digest_confirms_a_snapshot_job_by_job() -> None:
+    """Not ``held``: a job the digest counts otherwise is asked for again, one it does not
+    name is dropped, the others are taken from the snapshot."""
+    stories = variety()
+    gone, other = stories[0], stories[1]
+    fed = JobIndex()
+    for story in stories[1:]:
+        fed.feed(story.entries)
+    fed.settle()
+    whole = JobIndex()
+    for story in stories:
+        whole.feed(story.entries)
+    whole.settle()
+    records = {s.id: encode(s) for s in whole.inactive.items}
+    data = snapshot.encode(
+        STAMP,
+        [
+            (
+                s.id,
+                s.next_seq - (s.id == other.jobid),
+                s.t_inactive,
+                s.userid,
+                s.result,
+                s.name,
+                s.queue,
+            )
+            for s in whole.inactive.items
+        ],
+    )
+    thawed = JobIndex()
+    thawed.preload_frozen(Frozen(snapshot.decode(data), lambda i, n: decode(i, n, records[i])))
+    pairs = [[s.id, s.next_seq] for s in whole.inactive.items if s.id != gone.jobid]
+    assert thawed.digest(pairs) == [other.jobid]
+    for story in [other, *stories[-2:]]:
+        thawed.feed(story.entries)
+    thawed.settle()
+    assert thawed.dropped == [gone.jobid]
+    same(fed, thawed)
