@@ -26,9 +26,14 @@ import pytest
 
 from pflux.api import Client
 from pflux.errors import RPCError
+from pflux.joblist import snapshot
 from pflux.joblist.cache import CACHE_NAME
+from pflux.joblist.snapshot import SNAPSHOT_NAME
+from pflux.protocol.manager import held_sum
 from pflux.spec.eventlog import parse
 from support.instance import LiveInstance, jobspec, ok
+
+HELD = "the journal's inactive jobs are those of the cache"
 
 
 @pytest.fixture(autouse=True)
@@ -95,10 +100,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
         variety(client)
         assert live.stop() == 0
     assert rows(state) == 7  # every inactive job, written when job-list stopped
+    assert (state / SNAPSHOT_NAME).exists()  # and the snapshot
     replayed = copy(state, "replayed")
     (replayed / CACHE_NAME).unlink()
+    (replayed / SNAPSHOT_NAME).unlink()
     expected, log = listing(replayed)
-    assert "inactive jobs from the cache" not in log
+    assert "inactive jobs from the snapshot" not in log
     assert rows(replayed) == 7  # rebuilt from the journal
     return state, expected
 
@@ -110,12 +117,19 @@ def rows(state: Path) -> int:
     return count
 
 
-def test_a_restart_from_the_cache_lists_what_a_replay_lists(reference: tuple[Path, Any]) -> None:
+@pytest.mark.parametrize("source", ["snapshot", "cache"])
+def test_a_restart_from_the_cache_lists_what_a_replay_lists(
+    reference: tuple[Path, Any], source: str
+) -> None:
     state, expected = reference
-    jobs, log = listing(copy(state, "cached"))
+    target = copy(state, f"cached-{source}")
+    if source == "cache":
+        (target / SNAPSHOT_NAME).unlink()
+    jobs, log = listing(target)
     assert jobs == expected
-    assert "job-list: 7 inactive jobs from the cache" in log
+    assert f"job-list: 7 inactive jobs from the {source}" in log
     assert "asking for" not in log  # nothing replayed again
+    assert HELD in log  # and no digest sent
 
 
 def damage_rows(path: Path) -> None:
@@ -153,9 +167,72 @@ def test_a_damaged_cache_changes_nothing_listed(reference: tuple[Path, Any], dam
     assert rows(target) == 7  # the cache is whole again
     if damage == "rows":
         assert "asking for 3 inactive jobs the cache lacks" in log  # 1 lost, 2 invalid
+        assert HELD not in log
         jobs, log = listing(target)
         assert jobs == expected
         assert "asking for" not in log
+        assert HELD in log
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "torn write", "stale"])
+def test_a_snapshot_not_current_or_damaged_is_not_used(
+    reference: tuple[Path, Any], damage: str, tmp_path: Path
+) -> None:
+    """Whatever the snapshot holds, the listing is a replay's; only a current, whole one
+    is read ("stale": a snapshot of an earlier cache, beside a cache written since)."""
+    state, expected = reference
+    target = copy(state, f"snapshot-{damage}")
+    path = target / SNAPSHOT_NAME
+    data = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":
+        path.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
+    elif damage == "torn write":  # a stop killed while writing: the old file stays
+        path.unlink()
+        Path(f"{path}.new").write_bytes(data[:200])
+    else:
+        earlier = snapshot.decode(data)
+        cache = target / CACHE_NAME
+        with sqlite3.connect(cache) as conn:  # what a later run writes, stamped
+            conn.execute("DELETE FROM job WHERE id = (SELECT max(id) FROM job)")
+        conn.close()
+        stamp = f"done\n{cache.stat().st_size} {cache.stat().st_mtime_ns}\n".encode()
+        (target / f"{CACHE_NAME}.state").write_bytes(stamp)
+        assert earlier.stamp != stamp
+    jobs, log = listing(target)
+    assert jobs == expected
+    assert "inactive jobs from the snapshot" not in log
+    if damage == "stale":
+        assert "is not current; reading the cache" in log
+    elif damage != "torn write":
+        assert f"{SNAPSHOT_NAME}: ignored: " in log
+    jobs, log = listing(target)  # the stop wrote a current one
+    assert jobs == expected
+    assert "job-list: 7 inactive jobs from the snapshot" in log
+
+
+def test_a_snapshot_the_journal_does_not_confirm_is_corrected(
+    reference: tuple[Path, Any],
+) -> None:
+    """A current snapshot whose jobs are not the journal's (one missing, one counted
+    otherwise) is corrected as a cache is: the digest, then those histories."""
+    state, expected = reference
+    target = copy(state, "snapshot-wrong")
+    path = target / SNAPSHOT_NAME
+    frozen = snapshot.Frozen(snapshot.decode(path.read_bytes()), lambda i, n: None)
+    frozen.confirm_all()
+    kept = list(frozen.rows())
+    first = kept[0]
+    wrong = [(first[0], first[1] + 1, *first[2:]), *kept[2:]]
+    path.write_bytes(snapshot.encode(frozen.stamp, wrong))
+    jobs, log = listing(target)
+    assert jobs == expected
+    assert "job-list: 6 inactive jobs from the snapshot" in log
+    assert HELD not in log
+    assert "asking for 2 inactive jobs the cache lacks" in log
 
 
 def module_pid(state: Path) -> int:
@@ -205,6 +282,44 @@ def test_a_job_that_ended_just_before_sigkill(tmp_path: Path) -> None:
     assert jobs[0]["waitstatus"] == 512
 
 
+@pytest.mark.parametrize("killed", ["job-list", "job-list and the broker"])
+def test_a_crash_after_a_start_from_the_snapshot(reference: tuple[Path, Any], killed: str) -> None:
+    """Jobs end and one is purged after a start from the snapshot, then SIGKILL: the
+    restart lists what a replay of every job lists (`pflux jobs -a`'s ids, states and
+    results too)."""
+    state, _ = reference
+    target = copy(state, f"crash-{killed.replace(' ', '-')}")
+    live = LiveInstance(target, cores=2)
+    with Client(live.uri) as client:
+        ended = [client.submit(jobspec(wait_status=256 * i)) for i in range(3)]
+        for jobid in ended:
+            client.wait(jobid)
+        oldest = client.list_jobs(max_entries=0)[-1].id
+        assert "purged 1" in ok(live.uri, "job", "purge", "--force", str(oldest)).lower()
+        shown = ok(live.uri, "jobs", "-a", "-o", "{id},{state},{result}")
+        pid = module_pid(target)
+    os.kill(pid, signal.SIGKILL)  # first, so that it cannot close its cache
+    wait_exit(pid)
+    if killed == "job-list":
+        with Client(live.uri) as client:
+            assert len(until_served(client)) == 10  # started again, from the rows
+        assert live.stop() == 0
+    else:
+        live.kill()
+    log = (target.parent / f"{target.name}.log").read_text()
+    assert log.count("job-list: 7 inactive jobs from the snapshot") == 1
+    replayed = copy(target, f"crash-{killed.replace(' ', '-')}-replayed")
+    (replayed / CACHE_NAME).unlink()
+    (replayed / SNAPSHOT_NAME).unlink()
+    expected, _ = listing(replayed)
+    found, _ = listing(target)
+    assert found == expected
+    assert len(found[0]) == 8 + 3 - 1
+    with LiveInstance(target, cores=2) as live:
+        assert ok(live.uri, "jobs", "-a", "-o", "{id},{state},{result}") == shown
+        assert live.stop() == 0
+
+
 def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
     state, expected = reference
     jobs = expected[0]
@@ -212,17 +327,17 @@ def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
     held = next(job["id"] for job in jobs if job["state"] != 64)
     with LiveInstance(copy(state, "journal"), cores=2) as live, Client(live.uri) as client:
         logs = {jobid: parse(client.lookup(jobid, ["eventlog"])["eventlog"]) for jobid in inactive}
-        stream = client.handle.rpc("job-manager.events-journal", {"full": True, "digest": True},
-                                   streaming=True)  # fmt: skip
-        digest, entries = [], []
-        while True:
-            payload = stream.get(timeout=30)
-            digest += payload.get("digest", [])
-            entries += payload.get("events", [])
-            if payload.get("sentinel"):
-                break
-        assert sorted(digest) == sorted([jobid, len(log)] for jobid, log in logs.items())
+        digest, entries = backlog(client, {"full": True, "digest": True})
+        pairs = sorted([jobid, len(log)] for jobid, log in logs.items())
+        assert sorted(digest) == pairs
         assert {entry["id"] for entry in entries} == {held}  # only the active job in full
+        # a subscriber holding exactly these jobs gets no digest; one count off, all of it
+        same = [len(pairs), held_sum((jobid, count) for jobid, count in pairs)]
+        for held_, sent in [(same, True), ([same[0], same[1] ^ 1], pairs), ([6, same[1]], pairs)]:
+            request = {"full": True, "digest": True, "held": held_}
+            digest, entries = backlog(client, request)
+            assert (digest if digest is True else sorted(digest)) == sent
+            assert {entry["id"] for entry in entries} == {held}
         history = client.handle.call("job-manager.journal-history", {"ids": [inactive[0], 12345]})
         sent = history["events"]
         assert [entry["entry"] for entry in sent] == [e.to_json() for e in logs[inactive[0]]]
@@ -244,6 +359,24 @@ def test_the_journal_digest_and_history(reference: tuple[Path, Any]) -> None:
         assert info.value.errnum == errno.EPROTO
         assert info.value.errstr == "job-manager.events-journal: digest: expected bool, got int"
         assert live.stop() == 0
+
+
+def backlog(client: Client, request: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    """A ``full`` subscription's backlog: the digest's pairs (True if it answered ``held``
+    instead) and the entries, up to the sentinel."""
+    stream = client.handle.rpc("job-manager.events-journal", request, streaming=True)
+    digest: Any = []
+    entries: list[dict[str, Any]] = []
+    while True:
+        payload = stream.get(timeout=30)
+        if payload.get("held") is True:
+            assert digest == []
+            digest = True
+        elif "digest" in payload:
+            digest += payload["digest"]
+        entries += payload.get("events", [])
+        if payload.get("sentinel"):
+            return digest, entries
 
 
 def until_served(client: Client) -> list[dict[str, Any]]:
@@ -274,7 +407,8 @@ def test_a_job_list_process_killed_comes_back_with_the_same_list(
         assert module_pid(target) != pid
         assert live.stop() == 0
     log = (target.parent / f"{target.name}.log").read_text()
-    assert log.count("job-list: 7 inactive jobs from the cache") == 2
+    assert log.count("job-list: 7 inactive jobs from the snapshot") == 1  # as stopped
+    assert log.count("job-list: 7 inactive jobs from the cache") == 1  # its killed process's
 
 
 def test_a_second_instance_on_the_directory_leaves_the_first_alone(
@@ -300,4 +434,4 @@ def test_a_second_instance_on_the_directory_leaves_the_first_alone(
     assert rows(target) == 7
     jobs, log = listing(target)
     assert jobs == expected
-    assert "job-list: 7 inactive jobs from the cache" in log
+    assert "job-list: 7 inactive jobs from the snapshot" in log

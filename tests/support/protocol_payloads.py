@@ -145,7 +145,7 @@ MANAGER: dict[type, dict[str, Any]] = {
     HistoryRequest: {"slice": "[:1]"},
     QueueEnableRequest: {"enable": False, "reason": "maintenance"},
     QueueStartRequest: {"start": False, "reason": "shutdown", "nocheckpoint": True},
-    JournalRequest: {"full": True, "digest": True},
+    JournalRequest: {"full": True, "digest": True, "held": [3, 2**63 - 1]},
     JournalHistoryRequest: {"ids": [5, 2**64 - 1]},
     ExecHelloRequest: {"service": "job-exec"},
 }

@@ -22,6 +22,11 @@ trusts it as written and skips ``quick_check`` and the rows' CRCs, which
 read and hash the whole file (seconds for a million jobs); any other start
 checks both.
 
+After a clean close job-list also writes a snapshot of its inactive jobs
+(``snapshot.py``) naming the stamp; a start that finds the file as that stamp
+says opens it without reading its rows (``open_as_stamped``) and reads a row
+only when a listing shows its job (``fetch``).
+
 A purged job's row is deleted with the next batch, and the pages freed are
 given back to the file system a bounded step a batch (incremental
 auto-vacuum; a file made without it is rewritten once, with ``VACUUM``).
@@ -36,6 +41,7 @@ import os
 import sqlite3
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -63,6 +69,7 @@ SQL_SCHEMA: Final = (
     f"PRAGMA application_id = {APPLICATION_ID}",
 )
 SQL_LOAD: Final = "SELECT id, nevents, record, crc FROM job"
+SQL_FETCH: Final = "SELECT nevents, record, crc FROM job WHERE id = ?"
 SQL_PUT: Final = "INSERT OR REPLACE INTO job (id, nevents, record, crc) VALUES (?, ?, ?, ?)"
 SQL_DELETE: Final = "DELETE FROM job WHERE id = ?"
 SQL_RECLAIM_PAGE: Final = "PRAGMA incremental_vacuum(1)"  # one page a step, a step an execute
@@ -219,7 +226,7 @@ class SummaryCache:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            clean = self._stamped()
+            clean = self._stamped() is not None
             self._conn = self._open(check=not clean)
             # row by row, not fetchall: 100,000 rows at once would grow the heap for good
             for rowid, nevents, record, crc in self._conn.execute(SQL_LOAD):
@@ -246,6 +253,41 @@ class SummaryCache:
             log.warning("job-list: %s: %d invalid rows ignored", self.path, bad)
         return summaries
 
+    def stamp(self) -> bytes | None:
+        """The stamp of the file as its last clean close left it, or None if it is not."""
+        return self._stamped()
+
+    def open_as_stamped(self, stamp: bytes) -> bool:
+        """Open the file without reading its rows, if it is as ``stamp`` says (a snapshot
+        of its jobs is then current); ``fetch`` reads a row."""
+        if self._stamped() != stamp or not self._take_lock():
+            return False
+        try:
+            self._conn = self._open(check=False)
+        except (sqlite3.Error, _Unusable) as exc:
+            log.warning("job-list: %s: %s", self.path, exc)
+            self._conn = None
+            return False
+        return True
+
+    def fetch(self, jobid: int, nevents: int) -> JobSummary | None:
+        """The summary of a job's row, if it is there, valid, and built from ``nevents``
+        events."""
+        if self._conn is None:
+            return None
+        rowid = _row_id(jobid)
+        try:
+            row = self._conn.execute(SQL_FETCH, (rowid,)).fetchone()
+        except sqlite3.Error as exc:
+            log.error("job-list: %s: %s", self.path, exc)
+            return None
+        if row is None:
+            return None
+        count, record, crc = row
+        if count != nevents or type(record) is not bytes or crc != _crc(rowid, count, record):
+            return None
+        return decode(jobid, nevents, record)
+
     def add(self, summaries: list[JobSummary]) -> None:
         """Jobs that have become inactive, to be written at the next ``flush``."""
         self._pending.extend(summaries)
@@ -268,13 +310,18 @@ class SummaryCache:
         if jobids and self._conn is not None:
             self._write(SQL_DELETE, [(_row_id(jobid),) for jobid in jobids])
 
-    def close(self) -> None:
+    def close(self, stamped: Callable[[bytes], None] | None = None) -> None:
+        """Write what waits, close, stamp; then, with the file still locked, call
+        ``stamped`` with the stamp (for the snapshot), if the file was stamped."""
         self.flush()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
             if not self._failed:
                 self._stamp()
+                stamp = self._stamped()
+                if stamp is not None and stamped is not None:
+                    stamped(stamp)
         if self._lock >= 0:
             os.close(self._lock)
             self._lock = -1
@@ -305,17 +352,21 @@ class SummaryCache:
         except OSError as exc:
             log.warning("job-list: %s: cannot stamp the cache: %s", self.path, exc.strerror)
 
-    def _stamped(self) -> bool:
-        """Whether the file is as the last clean close left it (stamped, no WAL)."""
+    def _stamped(self) -> bytes | None:
+        """The stamp, if the file is as the last clean close left it (stamped, no WAL)."""
         try:
             stamp = self._state.read_bytes()
             st = os.stat(self.path)
         except OSError:
-            return False
+            return None
         wal = os.path.exists(f"{self.path}-wal")
-        return not wal and stamp == b"done\n%d %d\n" % (st.st_size, st.st_mtime_ns)
+        if wal or stamp != b"done\n%d %d\n" % (st.st_size, st.st_mtime_ns):
+            return None
+        return stamp
 
     def _take_lock(self) -> bool:
+        if self._lock >= 0:
+            return True
         lock_path = f"{self.path}.lock"
         try:
             self._lock = lockfile.take(lock_path)

@@ -24,22 +24,28 @@ Inactive jobs may come from job-list's cache instead (``preload``): the
 journal's digest names each inactive job with its event count, and a cached
 summary built from as many events is taken as it is; the others are asked
 for again (``digest`` returns them). Cached jobs no digest names are dropped
-at the sentinel (``dropped``). Jobs that become inactive here are collected
-in ``ended``, when it is a list, for the cache to write.
+at the sentinel (``dropped``). When the journal finds that the cached jobs are
+exactly its inactive jobs (``held``) it sends no digest, and all are taken
+(``take_cached``). Jobs that become inactive here are collected in ``ended``,
+when it is a list, for the cache to write.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final
 
 from pflux.errors import EventlogError
 from pflux.joblist.attributes import Selection, to_json
+from pflux.joblist.snapshot import CONFIRMED, READ, Frozen, Row
 from pflux.joblist.stats import JobCounts
 from pflux.joblist.summary import JobSummary
+from pflux.protocol.manager import held_sum
 from pflux.spec.eventlog import Event
 from pflux.spec.resultcodes import USERID_ANY
 from pflux.spec.states import State
@@ -52,6 +58,7 @@ _PENDING_STATES: Final = frozenset((State.DEPEND, State.PRIORITY, State.SCHED))
 _INACTIVE: Final = int(State.INACTIVE)
 
 Key = tuple[float, int]
+_Filters = tuple[int, int, str | None, frozenset[str] | None]  # userid, results, name, queues
 
 
 def _pending_key(s: JobSummary) -> Key:
@@ -118,15 +125,23 @@ class JobIndex:
         self.purged: list[int] = []  # jobs purged since the cache was last told
         self.job_counts = JobCounts()  # job-stats' counts, kept as jobs move
         self._cached: dict[int, JobSummary] = {}  # from the cache, not yet named by a digest
+        self.frozen: Frozen | None = None  # inactive jobs from the snapshot, as columns
         self._held: dict[int, dict[int, dict[str, Any]]] = {}
         self._early_annotations: dict[int, list[dict[str, Any]]] = {}
         self._removed: set[int] = set()  # invalidated while the backlog is read
 
     def __len__(self) -> int:
-        return len(self.jobs)
+        frozen = self.frozen
+        return len(self.jobs) + (0 if frozen is None else frozen.confirmed)
 
     def get(self, jobid: int) -> JobSummary | None:
-        return self.jobs.get(jobid)
+        summary = self.jobs.get(jobid)
+        frozen = self.frozen
+        if summary is None and frozen is not None:
+            i = frozen.find(jobid)
+            if i is not None and frozen.state[i] == CONFIRMED:
+                return frozen.summary(i)
+        return summary
 
     @property
     def held(self) -> int:
@@ -139,10 +154,14 @@ class JobIndex:
         """Inactive jobs from the cache, each to be confirmed by the journal's digest."""
         self._cached = cached
 
+    def preload_frozen(self, frozen: Frozen) -> None:
+        """Inactive jobs from the snapshot, each to be confirmed by the journal."""
+        self.frozen = frozen
+
     @property
     def preloaded(self) -> int:
         """Cached jobs no digest has named yet."""
-        return len(self._cached)
+        return len(self._cached) + (0 if self.frozen is None else len(self.frozen))
 
     def digest(self, pairs: Any) -> list[int]:
         """Take the cached jobs a digest ``[[id, count], ...]`` confirms; return the ids of
@@ -151,7 +170,9 @@ class JobIndex:
             log.warning("job-list: ignoring a digest that is not a list")
             return []
         cached, jobs, removed, wanted = self._cached, self.jobs, self._removed, []
+        frozen = self.frozen
         confirmed: list[JobSummary] = []
+        keys: Counter[tuple[str | None, int]] = Counter()
         for pair in pairs:
             if type(pair) is not list or len(pair) != 2:
                 log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
@@ -161,6 +182,13 @@ class JobIndex:
                 log.warning("job-list: ignoring a malformed digest entry: %.200r", pair)
                 continue
             summary = cached.pop(jobid, None)
+            i = None if frozen is None else frozen.find(jobid)
+            if i is not None and frozen is not None and frozen.state[i] == READ:
+                if frozen.nevents[i] == count and jobid not in jobs and jobid not in removed:
+                    frozen.confirm(i)
+                    keys[frozen.key(i)] += 1
+                    continue
+                frozen.remove(i)
             if jobid in jobs or jobid in removed:
                 continue
             if summary is not None and summary.next_seq == count:
@@ -169,7 +197,32 @@ class JobIndex:
             else:
                 wanted.append(jobid)
         self.job_counts.update_inactive(confirmed)
+        if keys:
+            self.job_counts.add_inactive(keys)
         return wanted
+
+    def cached_sum(self) -> tuple[int, int]:
+        """The count and ``held_sum`` of the cached jobs, for the journal to compare."""
+        if self.frozen is not None:
+            return self.frozen.held()
+        cached = self._cached
+        return len(cached), held_sum((s.id, s.next_seq) for s in cached.values())
+
+    def take_cached(self) -> None:
+        """Take every cached job: the journal's inactive jobs are exactly these (``held``)."""
+        cached, self._cached = self._cached, {}
+        jobs, removed = self.jobs, self._removed
+        frozen = self.frozen
+        if frozen is not None:
+            for jobid in [*jobs, *removed]:  # live entries came first: they have the jobs
+                i = frozen.find(jobid)
+                if i is not None:
+                    frozen.remove(i)
+            self.job_counts.add_inactive(frozen.confirm_all())
+        if jobs or removed:  # live entries came first: they have the jobs they name
+            cached = {i: s for i, s in cached.items() if i not in jobs and i not in removed}
+        jobs.update(cached)
+        self.job_counts.update_inactive(list(cached.values()))
 
     def feed(self, entries: Iterable[Any]) -> None:
         """Apply journal entries ``{id, seq, entry, jobspec?, R?}``; bad ones are logged."""
@@ -189,6 +242,13 @@ class JobIndex:
                 self._annotate(jobid, entry)
             return
         summary = self.jobs.get(jobid)
+        frozen = self.frozen
+        if summary is None and frozen is not None:
+            i = frozen.find(jobid)
+            if i is not None:
+                if frozen.state[i] == CONFIRMED:
+                    return  # inactive: it has every event
+                frozen.remove(i)  # events of a job the snapshot has ended: not the same job
         expected = summary.next_seq if summary is not None else 0
         if seq < expected or (summary is None and jobid in self._removed):
             return  # already applied (the backlog and live entries overlap)
@@ -259,9 +319,17 @@ class JobIndex:
         self._early_annotations.pop(jobid, None)
         self._cached.pop(jobid, None)
         summary = self.jobs.get(jobid)
+        frozen = self.frozen
+        i = None if frozen is None or summary is not None else frozen.find(jobid)
         if summary is not None:
             self.job_counts.remove(summary, purged=True)
             self._forget(summary)
+        elif i is not None and frozen is not None:
+            if frozen.state[i] == CONFIRMED:
+                self.job_counts.remove_inactive(frozen.key(i), purged=True)
+            frozen.remove(i)
+            if not self.ready:
+                self._removed.add(jobid)
         elif not self.ready:
             self._removed.add(jobid)
 
@@ -311,6 +379,8 @@ class JobIndex:
         self._removed.clear()
         self.dropped = list(self._cached)
         self._cached = {}
+        if self.frozen is not None:
+            self.dropped += self.frozen.drop_unconfirmed()
         # one pass, a dict by state: enum.Flag's & would cost microseconds per job
         orderings = (self.pending, self.running, self.inactive)
         for ordering in orderings:
@@ -346,30 +416,79 @@ class JobIndex:
         """
         out: list[dict[str, Any]] = []
         match = _matcher(userid, states, results, name, queues)
-        for summary in self._candidates(states, results, since):
+        filters = (userid, results, name, queues)
+        for summary in self._candidates(states, results, since, filters):
             if match is None or match(summary):
                 out.append(to_json(summary, selection))
                 if len(out) == max_entries:
                     break
         return out
 
-    def _candidates(self, states: int, results: int, since: float) -> Iterator[JobSummary]:
+    def _candidates(
+        self, states: int, results: int, since: float, filters: _Filters
+    ) -> Iterator[JobSummary]:
         every = not states and not results
         if every or states & _PENDING:
             yield from self.pending.items
         if every or states & _RUNNING:
             yield from reversed(self.running.items)
         if every or states & _INACTIVE or results:
-            for summary in reversed(self.inactive.items):
-                if summary.t_inactive <= since:
-                    break
-                yield summary
+            yield from self._inactive(since, filters, bool(states & _INACTIVE))
+
+    def _inactive(self, since: float, filters: _Filters, all_results: bool) -> Iterator[JobSummary]:
+        """Inactive jobs newest first, down to ``since``: the snapshot's, those of the
+        filters given, merged with the others."""
+        listed: Iterator[JobSummary] = reversed(self.inactive.items)
+        frozen = self.frozen
+        if frozen is not None and frozen.confirmed:
+            userid, results, name, queues = filters
+            thawed = frozen.newest(
+                since=since,
+                userid=None if userid in (USERID_ANY, -1) else userid,
+                results=0 if all_results else results,
+                name=name,
+                queues=queues,
+            )
+            ours: Iterator[tuple[Key, JobSummary | int]] = ((_inactive_key(s), s) for s in listed)
+            theirs: Iterator[tuple[Key, JobSummary | int]] = iter(thawed)
+            merged = heapq.merge(ours, theirs, key=itemgetter(0), reverse=True)
+            for _, item in merged:
+                if isinstance(item, JobSummary):
+                    if item.t_inactive <= since:
+                        return
+                    yield item
+                else:
+                    summary = frozen.summary(item)
+                    if summary is not None:
+                        yield summary
+            return
+        for summary in listed:
+            if summary.t_inactive <= since:
+                break
+            yield summary
+
+    def inactive_rows(self) -> tuple[Frozen | None, Iterator[Row]]:
+        """Every inactive job as the snapshot keeps them, in listing order: the snapshot's
+        jobs as they are, if none has gone and all are older than the others (else None),
+        and the others as rows."""
+        items = self.inactive.items
+        rows: Iterator[Row] = (
+            (s.id, s.next_seq, s.t_inactive, s.userid, s.result, s.name, s.queue) for s in items
+        )
+        frozen = self.frozen
+        if frozen is None or not frozen.confirmed:
+            return None, rows
+        whole = not frozen.changed and frozen.confirmed == len(frozen)
+        if whole and (not items or _inactive_key(items[0]) > frozen.last_key()):
+            return frozen, rows
+        return None, heapq.merge(frozen.rows(), rows, key=itemgetter(2, 0))
 
     def counts(self) -> dict[str, int]:
+        frozen = self.frozen
         return {
             "pending": len(self.pending),
             "running": len(self.running),
-            "inactive": len(self.inactive),
+            "inactive": len(self.inactive) + (0 if frozen is None else frozen.confirmed),
         }
 
 

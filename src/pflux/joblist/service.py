@@ -4,8 +4,10 @@ At start it subscribes to ``job-manager.events-journal`` with ``full``, so it
 gets every job's history and then each event as it is committed; it never
 reads job data from the KVS. Inactive jobs it has in its cache (``cache.py``,
 loaded by ``prepare``, which a module process runs while the broker is still
-replaying) it asks for as a digest instead, and it fetches the history of
-those its cache lacks with ``job-manager.journal-history``. Requests that
+replaying: the snapshot's columns after a clean stop, ``snapshot.py``, else the
+cache's rows) it asks for as a digest instead (none if the journal finds it holds
+them all, ``held``), and it fetches the history of those its cache lacks with
+``job-manager.journal-history``. Requests that
 arrive before the history is in wait for it, as flux-core's job-list defers
 them. ``list-id`` for a job it has not seen yet (a client that has just been
 given the id by submit may ask first) waits briefly for it; a quick look for
@@ -28,9 +30,11 @@ from typing import Any, Final
 from pflux.broker.router import Broker, Request, Service, method
 from pflux.broker.timedbatch import TimedBatch
 from pflux.errors import RPCError
+from pflux.joblist import snapshot
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.index import JobIndex
+from pflux.joblist.snapshot import SNAPSHOT_NAME, Frozen
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.decode import decode
 from pflux.protocol.joblist import ListIdReply, ListIdRequest, ListReply, ListRequest, check_mask
@@ -75,6 +79,7 @@ class JobList(Service):
         self.index = JobIndex()
         self.wait_timeout = LIST_ID_WAIT
         self.cache: SummaryCache | None = None
+        self._snapshot = Path(SNAPSHOT_NAME)  # in the state directory, set by prepare
         self._prepared = False
         self._ready = asyncio.Event()
         self._waiters: dict[int, list[_Waiter]] = {}
@@ -95,16 +100,38 @@ class JobList(Service):
         if not state_dir:
             return
         self.cache = SummaryCache(Path(state_dir) / CACHE_NAME)
+        self._snapshot = Path(state_dir) / SNAPSHOT_NAME
+        self.index.ended = []
+        frozen = self._thaw(self.cache)
+        if frozen is not None:
+            self.index.preload_frozen(frozen)
+            log.info("job-list: %d inactive jobs from the snapshot", len(frozen))
+            return
         cached = self.cache.load()
         self.index.preload(cached)
-        self.index.ended = []
         log.info("job-list: %d inactive jobs from the cache", len(cached))
+
+    def _thaw(self, cache: SummaryCache) -> Frozen | None:
+        """The snapshot's jobs, if it is current with the cache (else None: the cache's rows
+        are read)."""
+        columns = snapshot.read(self._snapshot)
+        if columns is None:
+            return None
+        if not cache.open_as_stamped(columns.stamp):
+            log.info("job-list: %s is not current; reading the cache", self._snapshot)
+            return None
+        try:
+            return Frozen(columns, cache.fetch)
+        except snapshot.SnapshotError as exc:
+            log.warning("job-list: %s: ignored: %s", self._snapshot, exc)
+            return None
 
     async def start(self) -> None:
         await self.prepare()
         request: dict[str, Any] = {"full": True}
         if self.index.preloaded:
             request["digest"] = True
+            request["held"] = self.index.cached_sum()
         self.broker.send("job-manager.events-journal", request, self._journal, streaming=True)
 
     async def stop(self) -> None:
@@ -118,8 +145,17 @@ class JobList(Service):
         self._waiters.clear()
         if self.cache is not None:
             self._to_cache()
-            self.cache.close()
+            self.cache.close(self._write_snapshot if self.index.ready else None)
         self._writes.cancel()
+
+    def _write_snapshot(self, stamp: bytes) -> None:
+        """Write the inactive jobs for the next start, with the cache's stamp (unless the
+        snapshot read at start is still all of them, with the same stamp)."""
+        index = self.index
+        base, rows = index.inactive_rows()
+        if base is not None and base.stamp == stamp and not index.inactive.items:
+            return
+        snapshot.write(self._snapshot, snapshot.encode(stamp, rows, base))
 
     # --- the journal ------------------------------------------------------------------
 
@@ -135,6 +171,9 @@ class JobList(Service):
         if not isinstance(payload, dict):
             log.warning("job-list: ignoring a journal response that is not an object")
             return
+        if payload.get("held") is True:
+            self.index.take_cached()
+            log.info("job-list: the journal's inactive jobs are those of the cache")
         if "digest" in payload:
             wanted = self.index.digest(payload["digest"])
             if wanted:

@@ -109,6 +109,21 @@ class JobCounts:
             keys[summary.id] = key
             counts[key] += 1
 
+    def add_inactive(self, jobs: Counter[tuple[str | None, int]]) -> None:
+        """Inactive jobs kept without a summary (job-list's snapshot), counted by (queue,
+        result)."""
+        for (queue, result), count in jobs.items():
+            self._counts["inactive", queue, _ENDINGS.get(result, "failed")] += count
+            if queue is not None:
+                self._queues.add(queue)
+
+    def remove_inactive(self, job: tuple[str | None, int], *, purged: bool = False) -> None:
+        """``remove`` for a job counted by ``add_inactive``, given its (queue, result)."""
+        queue, result = job
+        self._take(("inactive", queue, _ENDINGS.get(result, "failed")))
+        if purged:
+            self._purged[queue] += 1
+
     def remove(self, summary: JobSummary, *, purged: bool = False) -> None:
         """The job is gone from the listing (``purged``: counted as an inactive job
         purged, as flux-core counts them)."""

@@ -14,6 +14,10 @@ subscribes come as ``{digest: [[id, count], ...]}`` (``count``: the events in
 the job's eventlog, final since an inactive job has no more), only the active
 jobs' histories are read from the KVS, and ``history`` sends the events of
 the inactive jobs whose copy the subscriber lacks or has with another count.
+A subscriber that also says what it holds (``held``: the count and
+``held_sum`` of its inactive jobs' ``[id, count]`` pairs) is answered
+``{held: true}`` instead of the digest when they are those of the jobs inactive
+as it subscribes: a restart after a clean stop then sends no pair at all.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import errno
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -32,7 +37,7 @@ from pflux.broker.timedbatch import TimedBatch
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
 from pflux.protocol.kvs import GetRequest, WalkRequest, value_of
-from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest
+from pflux.protocol.manager import Empty, JournalHistoryRequest, JournalRequest, held_sum
 from pflux.spec.kvs_keys import job_id_from_key, job_key
 from pflux.spec.replay import events_of
 
@@ -48,6 +53,7 @@ BATCH: Final = 4096  # entries that are sent at once without waiting
 DIGEST_BATCH: Final = 10_000  # [id, count] pairs per digest response
 _READ_CHUNK: Final = 64  # jobs whose files are read from the KVS at once
 _FILES: Final = ("eventlog", "jobspec", "R")
+_ID_AND_COUNT: Final = attrgetter("id", "nevents")  # an inactive job's digest pair
 Files = AsyncIterator[tuple[int, dict[str, str]]]  # (job id, {file name: text}) per job
 
 
@@ -74,7 +80,11 @@ class Journal:
                 # which jobs are inactive is decided now, as the subscription starts: later
                 # events reach the subscriber live
                 ended = list(self.manager.ended.values())
-                backlog = self._digest_backlog(req, ended, list(self.manager.jobs))
+                active = list(self.manager.jobs)
+                if request.held is not None and _holds(request.held, ended):
+                    backlog = self._held_backlog(req, active)
+                else:
+                    backlog = self._digest_backlog(req, ended, active)
             else:
                 backlog = self._backlog(req)
             task = self.manager.broker.loop.create_task(backlog)
@@ -154,6 +164,21 @@ class Journal:
         except RPCError as exc:
             log.error("journal backlog: %s", exc)
         req.respond({"sentinel": True})
+
+    async def _held_backlog(self, req: Request, active: list[int]) -> None:
+        """``held``, the active jobs' histories, then the sentinel."""
+        req.respond({"held": True})
+        try:
+            await _send(req, _read(self.manager, active))
+        except RPCError as exc:
+            log.error("journal backlog: %s", exc)
+        req.respond({"sentinel": True})
+
+
+def _holds(held: list[int], ended: list[Ended]) -> bool:
+    """Whether ``held`` (a count and a ``held_sum``) is that of the jobs ``ended``."""
+    count, checksum = held
+    return count == len(ended) and checksum == held_sum(map(_ID_AND_COUNT, ended))
 
 
 async def _send(req: Request, jobs: Files) -> None:

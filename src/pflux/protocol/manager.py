@@ -10,6 +10,7 @@ an update's keys, a job that is not in the state the request needs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Final, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -23,6 +24,8 @@ from pflux.spec.states import State
 
 Signum = Annotated[int, Meta(ge=1, le=64)]
 HISTORY_MAX: Final = 1000  # jobs one journal-history request may name
+HELD_SUM_MASK: Final = (1 << 63) - 1  # an int64, as msgspec bounds one
+HeldSum = Annotated[int, Meta(ge=0, le=HELD_SUM_MASK)]
 PURGE_BATCH_MAX: Final = 100  # jobs one purge request may remove (flux-core's)
 _ACTIVE: Final = int(State.ACTIVE | State.NEW)
 
@@ -213,10 +216,24 @@ class QueueStartRequest(Struct, frozen=True):
 
 class JournalRequest(Struct, frozen=True):
     """``events-journal`` (streaming): committed events; ``full``: every job's history first,
-    ``digest``: inactive jobs' as one entry each."""
+    ``digest``: inactive jobs' as one entry each; ``held``: the subscriber's count and
+    ``held_sum`` of the inactive jobs it holds, which spare it the digest if they match."""
 
     full: bool = False
     digest: bool = False
+    held: Annotated[list[HeldSum], Meta(min_length=2, max_length=2)] | None = None
+
+
+def held_sum(jobs: Iterable[tuple[int, int]]) -> int:
+    """A checksum of inactive jobs' ``(id, event count)`` pairs, in any order.
+
+    The sum of the pairs' hashes (Python's, computed in C, so a million pairs
+    cost a fraction of a second), 63 bits of it: job-list and the job manager
+    run the same interpreter, so they agree on it; equal counts and sums mean
+    the same jobs with the same counts (a pair differing by chance matches with
+    a chance of 2**-61).
+    """
+    return sum(map(hash, jobs)) & HELD_SUM_MASK
 
 
 class JournalHistoryRequest(Struct, frozen=True):

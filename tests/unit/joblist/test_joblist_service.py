@@ -18,6 +18,7 @@ from pflux.joblist import JobList
 from pflux.joblist.attributes import ATTRS, select, to_json
 from pflux.joblist.cache import CACHE_NAME, SummaryCache
 from pflux.joblist.index import JobIndex
+from pflux.protocol.manager import held_sum
 from pflux.spec.states import State
 from support.wire import as_sent
 
@@ -376,7 +377,9 @@ def test_cached_jobs_are_confirmed_by_the_digest(tmp_path: Path) -> None:
     replayed.settle()
 
     async def test(live: Live) -> None:
-        assert live.journal.payloads == [{"full": True, "digest": True}]
+        assert live.journal.payloads == [
+            {"full": True, "digest": True, "held": held_of(done, failed, gone, other)}
+        ]
         live.journal.histories = {4: truth.entries, 5: missing.entries}
         listing = asyncio.ensure_future(live.call("job-list.list", {}))
         live.journal.digest(done, failed, truth, missing)
@@ -390,6 +393,42 @@ def test_cached_jobs_are_confirmed_by_the_digest(tmp_path: Path) -> None:
     cached = SummaryCache(tmp_path / CACHE_NAME).load()
     assert sorted(cached) == [1, 2, 4, 5]
     assert to_json(cached[4], ALL) == to_json(replayed.jobs[4], ALL)
+
+
+def held_of(*stories: Story) -> tuple[int, int]:
+    """The ``held`` job-list sends for a cache of these jobs."""
+    return len(stories), held_sum((story.jobid, len(story.entries)) for story in stories)
+
+
+def test_a_journal_that_holds_the_same_jobs_sends_no_digest(tmp_path: Path) -> None:
+    done, failed = Story(1).completed(), Story(2, t0=2000.0).completed(status=256)
+    gone = Story(3, t0=3000.0).completed()  # purged while the instance starts
+    cache_of(tmp_path, done, failed, gone)
+    held = Story(4, t0=4000.0).pending()
+    replayed = JobIndex()
+    for story in (done, failed, held):
+        replayed.feed(story.entries)
+    replayed.settle()
+
+    async def test(live: Live) -> None:
+        assert live.journal.payloads == [
+            {"full": True, "digest": True, "held": held_of(done, failed, gone)}
+        ]
+        listing = asyncio.ensure_future(live.call("job-list.list", {}))
+        stats = asyncio.ensure_future(live.call("job-list.job-stats", {}))
+        for req in live.journal.subscribers:
+            req.respond({"held": True})
+        purge = {"id": 3, "seq": -1, "entry": {"timestamp": 5000.0, "name": "purge", "context": {}}}
+        live.journal.send(*held.entries, purge)
+        live.journal.sentinel()
+        assert await listing == {"jobs": replayed.list(select(["all"]))}
+        counts = await stats
+        assert counts["job_states"]["inactive"] == 2
+        assert (counts["successful"], counts["failed"], counts["inactive_purged"]) == (1, 1, 1)
+        assert live.journal.asked == []
+
+    run(test, state=tmp_path)
+    assert sorted(SummaryCache(tmp_path / CACHE_NAME).load()) == [1, 2]
 
 
 def test_listing_waits_for_the_histories_asked_for(tmp_path: Path) -> None:
