@@ -206,7 +206,7 @@ class ShellRun(Takeover):
         elif job.J is not None:
             self._spawn(planned, job.J)
         else:
-            key = f"{JobID(self.job.id).kvs}.J"
+            key = f"{JobID(job.id).kvs}.J"
             self.service.broker.send("kvs.get", GetRequest(key), partial(self._got_j, planned))
 
     def _got_j(self, planned: Plan, msg: Message) -> None:
