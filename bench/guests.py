@@ -5,7 +5,8 @@ guest (``useradd``; the tests make ``pfluxsec1`` and ``pfluxsec2``).
 
     python bench/guests.py -n 300 --rounds 3 --account pfluxsec1 --guest pfluxsec2
 
-It starts the helper (``python -m pflux.imp``) as root, then an instance as the
+It starts the helper (``python -m pflux.imp``) as root, on the instance's Python
+(a guest's shell is the helper's fork, an owner's the launcher's), then an instance as the
 account with ``[exec] imp`` and ``[access] allow-guest-user``; then, alternating,
 the account and the guest each submit ``-n`` real ``true`` jobs with every request
 in flight (the API's ``submit_many``) and wait for them all, and it reports each
@@ -242,7 +243,9 @@ def main() -> int:
             f'socket = "{sock}"\nallowed-users = ["{args.account}"]\n'
             f'allowed-mechanisms = ["munge"]\nmax-ttl = 300\npython = "{python}"\n'
         )
-        helper = subprocess.Popen([sys.executable, "-m", "pflux.imp", "--config", str(imp)])
+        # the helper runs the instance's Python: a guest's shell is forked from it, and
+        # is compared with the owner's, forked from the launcher, on the same interpreter
+        helper = subprocess.Popen([python, "-m", "pflux.imp", "--config", str(imp)])
         home = base / "home"
         home.mkdir()
         home.chmod(0o1777)  # both users write here; sticky, as /tmp: neither removes the other's

@@ -136,6 +136,7 @@ class RunJob(Protocol):
     jobspec: dict[str, Any]
     R: dict[str, Any]
     reattach: bool  # its start request says it had started
+    J: str | None  # a guest's J, as its start request carried it (None: in the KVS alone)
     started: bool
     running: bool
     finalizing: bool

@@ -88,6 +88,7 @@ class ExecJob:
         jobspec: dict[str, Any],
         R: dict[str, Any],  # noqa: N803
         reattach: bool,
+        J: str | None = None,  # noqa: N803 (RFC 15's name)
     ) -> None:
         self.service = service
         self.loop = service.broker.loop
@@ -97,6 +98,7 @@ class ExecJob:
         self.jobspec = jobspec
         self.R = R
         self.reattach = reattach
+        self.J = J  # a guest's, from the start request; None: read from the KVS at its start
         self.taken_over = False  # an earlier job-exec started it: its R times stand as they are
         self.impl: Execution | None = None
         self.started = False  # execution has begun: tasks may exist

@@ -611,6 +611,7 @@ class ExecService(Service):
             jobspec=start.jobspec,
             R=start.R,
             reattach=start.reattach,
+            J=start.J,
         )
         self.jobs[jobid] = job
         maybe_ran = jobid in self.maybe_ran

@@ -195,14 +195,19 @@ class ShellRun(Takeover):
         each rank's launcher for the job's shell.
 
         A guest's job (not the instance owner's) runs through the privileged helper,
-        which needs the job's J: its shells are asked for in the callback of the KVS's
-        answer to J's read (no task), started or started again after a restart alike."""
+        which needs the job's J: the start request's, which job-ingest gave the job
+        manager; or, where it carried none (a long J, a job manager restarted since),
+        the KVS's, its shells asked for in the callback of the answer to J's read (no
+        task), started or started again after a restart alike."""
         self._create(planned)
-        if self.job.userid != self.service.owner:
-            key = f"{JobID(self.job.id).kvs}.J"
-            self.service.broker.send("kvs.get", GetRequest(key), partial(self._got_j, planned))
-        else:
+        job = self.job
+        if job.userid == self.service.owner:
             self._spawn(planned)
+        elif job.J is not None:
+            self._spawn(planned, job.J)
+        else:
+            key = f"{JobID(job.id).kvs}.J"
+            self.service.broker.send("kvs.get", GetRequest(key), partial(self._got_j, planned))
 
     def _got_j(self, planned: Plan, msg: Message) -> None:
         """The KVS's answer to the read of J: ask for the guest's shells with it, unless

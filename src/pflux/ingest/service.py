@@ -71,6 +71,9 @@ REQUEST_ROOM = 64 << 10  # bytes of a submit request around its jobspec
 # long one costs the broker its copies, a short one the job manager's parse
 KEEP_PARSED = 1 << 20
 VERIFIERS = 4  # threads waiting on munged at once
+# characters of a guest's J that go with its job to the job manager and job-exec, which
+# then starts the job without reading J from the KVS; a longer one is read there
+CARRIED_J = 64 << 10
 
 
 def max_jobspec_size(conf: object) -> int:
@@ -291,7 +294,10 @@ class IngestService(Service):
             return
         jobs = [
             IngestedJob(
-                sub.jobid, (sub.stored or sub.text) if sub.parsed is None else sub.parsed, sub.event
+                sub.jobid,
+                (sub.stored or sub.text) if sub.parsed is None else sub.parsed,
+                sub.event,
+                _carried(sub),
             )
             for sub in batch
         ]
@@ -311,6 +317,15 @@ class IngestService(Service):
                 sub.req.respond({"id": sub.jobid})
             else:
                 sub.req.error(errno.EINVAL, error)
+
+
+def _carried(sub: _Submission) -> str | None:
+    """The J that goes with a guest's job (``CARRIED_J``); None for the owner's, whose
+    jobs run without it, and for a long one."""
+    signed = sub.J
+    if signed is None or sub.req.owner or len(signed) > CARRIED_J:
+        return None
+    return signed
 
 
 def _mechanism(req: Request, signed: str) -> str:

@@ -20,6 +20,7 @@ class Job(JobRecord):
     """One active job: its replayed state and what is in flight for it."""
 
     __slots__ = (
+        "J",
         "R",
         "alloc_canceled",
         "alloc_pending",
@@ -37,6 +38,8 @@ class Job(JobRecord):
         self.key = ""  # the job's KVS directory, once asked for
         self.jobspec: dict[str, Any] | None = None
         self.R: dict[str, Any] | None = None
+        # a guest's J, from job-ingest, for job-exec (None: job-exec reads it from the KVS)
+        self.J: str | None = None
         self.alloc_pending = False
         self.alloc_canceled = False
         self.depend_checked = False

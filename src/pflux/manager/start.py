@@ -158,6 +158,7 @@ class StartClient:
             jobspec=job.jobspec,
             R=job.R,
             reattach=job.reattach or job.started,
+            J=job.J,
         )
         generation = self.generation
         self.manager.broker.send(

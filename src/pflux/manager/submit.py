@@ -37,6 +37,7 @@ def take(host: SubmitHost, batch: SubmitBatch) -> list[tuple[int, str]]:
         jobspec = spec.jobspec
         # msgspec reads the text in place (orjson would copy it first)
         job.jobspec = json.decode(jobspec) if type(jobspec) is str else jobspec
+        job.J = spec.J
         event = spec.event
         if type(event) is not Event:  # from another process: its RFC 18 object
             event = Event.from_json(event)

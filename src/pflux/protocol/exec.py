@@ -48,7 +48,7 @@ def response(jobid: int, kind: ExecResponse, data: dict[str, Any] | None = None)
     return StartResponse(jobid, kind, DATA[kind](**(data or {})))
 
 
-class StartRequest(Struct, frozen=True):
+class StartRequest(Struct, frozen=True, omit_defaults=True):
     """``<service>.start``: run an allocated job (a streaming request); ``reattach`` if it ran."""
 
     id: JobId
@@ -56,6 +56,9 @@ class StartRequest(Struct, frozen=True):
     jobspec: Any  # an object; RFC 25's libraries read it
     R: Any  # an object; RFC 20's library reads it
     reattach: bool
+    # a guest's J, as job-ingest gave the job manager (``IngestedJob.J``); None: job-exec
+    # reads it from the KVS (a long one, or the job manager's restarted since)
+    J: str | None = None
 
     def __post_init__(self) -> None:
         _check_id(self.id)

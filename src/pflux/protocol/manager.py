@@ -58,7 +58,7 @@ class JobIdRequest(Struct, frozen=True):
         _check_id(self.id)
 
 
-class IngestedJob(Struct, frozen=True):
+class IngestedJob(Struct, frozen=True, omit_defaults=True):
     """One job of ``submit``: committed by job-ingest with its first event."""
 
     id: JobId
@@ -66,6 +66,9 @@ class IngestedJob(Struct, frozen=True):
     # the ``submit`` event: the ``Event`` job-ingest made (in this process), or, from
     # another process, its RFC 18 object (an ``Event`` is one as JSON)
     event: Any
+    # a guest's J as stored, which job-exec needs to start the job (RFC 15): carried up to
+    # job-ingest's ``CARRIED_J`` characters, to spare a KVS read at its start; else None
+    J: str | None = None
 
     def __post_init__(self) -> None:
         _check_id(self.id)

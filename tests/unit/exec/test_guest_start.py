@@ -1,7 +1,8 @@
 """A guest's job is started with its J: its namespace and first keys with its start's
-turn (a turn's guests' jobs in one commit, as the owner's), its shells asked for once
-J is read, not at all if the job ended meanwhile, and, started again after a restart,
-through the helper, never as the instance's shell."""
+turn (a turn's guests' jobs in one commit, as the owner's), its shells asked for in that
+turn with the start request's J, or once J is read where the request carried none, not
+at all if the job ended meanwhile, and, started again after a restart, through the
+helper, never as the instance's shell."""
 
 from __future__ import annotations
 
@@ -56,6 +57,48 @@ def test_a_turns_guests_jobs_write_their_first_keys_in_one_commit(
         first = [["put", f"{JobID(i).kvs}.guest.exec.eventlog"] for i in ids]
         holding = [n for n, ops in enumerate(commits) if any(op[:2] in first for op in ops)]
         assert len(holding) == 1, f"first keys in commits {holding} of {len(commits)}"
+    finally:
+        live.close()
+
+
+def test_a_guests_job_with_its_j_in_the_start_request_is_asked_for_in_that_turn(
+    tmp_path: Path, live: Any
+) -> None:
+    """The start request's J goes to the launcher in the start's turn: no read of J from
+    the KVS (the KVS's J, different here, would show in SPAWN_AS had it been read)."""
+    stream_of = sys.modules[type(live).__module__].Stream
+    live = type(live)(tmp_path, {"exec": {"imp": str(tmp_path / "no-helper")}})
+    try:
+        jobid = (4 * JOBS) << 24
+        live.call("kvs.commit", {"ops": [["put", f"{JobID(jobid).kvs}.J", "KVS-J"]]})
+        turns: list[list[str]] = [[]]  # what each turn dispatched, and sent the launcher
+        dispatch = live.broker.dispatch
+        send_launcher = live.exec.send_launcher
+
+        def capture(msg: Message, route: Route) -> None:
+            turns[-1].append(msg.topic)
+            dispatch(msg, route)
+
+        def spy(rank: int, data: bytes) -> None:
+            for kind, _, payload in wire.split(data)[0]:
+                if kind == wire.SPAWN_AS:
+                    turns[-1].append(payload.split(b"\n")[1].decode())
+            send_launcher(rank, data)
+
+        live.broker.dispatch = capture  # type: ignore[method-assign]
+        live.exec.send_launcher = spy
+        stream = stream_of(jobid)
+
+        def start() -> None:
+            body = {**_guests_start(live, jobid), "J": "START-J"}
+            live.broker.send("job-exec.start", body, stream.put, streaming=True)
+            live.broker.queue.at_end(lambda: turns.append([]))  # the start's turn ends
+
+        live.loop.call_soon_threadsafe(start)
+        stream.all()  # no helper: it ends with an exception
+        assert "kvs.get" not in [topic for turn in turns for topic in turn]
+        started = next(turn for turn in turns if "job-exec.start" in turn)
+        assert "START-J" in started, turns
     finally:
         live.close()
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import errno
+import time
 from pathlib import Path
 
 import pytest
 
 from pflux.errors import RPCError
+from pflux.protocol.manager import IngestedJob, SubmitBatch
+from pflux.spec.eventlog import Event
 from support.exec_double import ConnectedHello, ExecDouble
-from support.manager_live import DEBUG, live, run
+from support.manager_live import DEBUG, JOBSPEC, live, run
 from support.sched_double import r_json
 
 R = r_json({0: "0"})
@@ -39,6 +42,26 @@ def test_start_request_and_a_job_run_through(tmp_path: Path) -> None:
             await t.event(jobid, "clean")
             result = await t.call("job-manager.result", {"id": jobid})
             assert result["success"] is False
+
+    run(body)
+
+
+def test_a_guests_j_from_job_ingest_goes_with_its_start_request(tmp_path: Path) -> None:
+    """The J job-ingest hands the job manager with a guest's job reaches the execution
+    service in the start request, which then need not read it from the KVS."""
+
+    async def body() -> None:
+        async with live(tmp_path) as t:
+            await t.exec.hello()
+            jobid = 1 << 24
+            userid = t.broker.owner + 1
+            attrs = {"urgency": 16, "userid": userid, "flags": 0, "version": 1}
+            job = IngestedJob(jobid, JOBSPEC, Event(time.time(), "submit", attrs), "SIGNED")
+            await t.broker.call("job-manager.submit", SubmitBatch([job]))
+            assert (await t.sched.next_alloc())["id"] == jobid
+            t.sched.grant(jobid, R)
+            start = await t.exec.next_start()
+            assert (start["id"], start["userid"], start["J"]) == (jobid, userid, "SIGNED")
 
     run(body)
 
