@@ -97,13 +97,19 @@ def variety(client: Client) -> None:
     client.submit(jobspec(), urgency="hold")
 
 
-def test_a_restart_reads_the_records_and_an_old_directory_gets_them(tmp_path: Path) -> None:
-    state = tmp_path / "state"
+def stored_variety(state: Path) -> dict[int, Job]:
+    """``variety``'s jobs in an instance on ``state``, stopped cleanly; what ``check`` saw."""
     with LiveInstance(state, INFO, cores=2) as live:
         with Client(live.uri) as client:
             variety(client)
             ended = check(client)
         assert live.stop() == 0
+    return ended
+
+
+def test_a_restart_reads_the_records_and_an_old_directory_gets_them(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    ended = stored_variety(state)
     for _ in range(2):  # the second restart finds what the first stored
         with LiveInstance(state, INFO, cores=2) as live:
             with Client(live.uri) as client:
@@ -183,11 +189,7 @@ def zombies_again(client: Client) -> None:
 
 def test_a_start_takes_the_snapshot_until_anything_is_committed_after_it(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    with LiveInstance(state, INFO, cores=2) as live:
-        with Client(live.uri) as client:
-            variety(client)
-            ended = check(client)
-        assert live.stop() == 0
+    ended = stored_variety(state)
     with LiveInstance(state, INFO, cores=2) as live:
         with Client(live.uri) as client:
             assert check(client).keys() == ended.keys()

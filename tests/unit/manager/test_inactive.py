@@ -12,6 +12,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support.ended import ended_jobs, jobids
 
 from pflux.manager import inactive, restart
 from pflux.manager.job import Ended
@@ -23,25 +24,6 @@ if TYPE_CHECKING:
 
 FIELDS = ("id", "userid", "t_inactive", "nevents", "allocated", "started", "finish_status")
 MORE = ("exception", "ended_by_exception")
-
-jobids = st.integers(min_value=1, max_value=(1 << 64) - 1)
-notes = st.text(max_size=40)
-
-
-@st.composite
-def ended_jobs(draw: st.DrawFn) -> Ended:
-    exception = draw(st.none() | st.tuples(st.sampled_from(["cancel", "exec", "x y"]), notes))
-    return Ended(
-        draw(jobids),
-        userid=draw(st.integers(min_value=0, max_value=(1 << 32) - 1)),
-        t_inactive=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
-        nevents=draw(st.integers(min_value=1, max_value=1 << 20)),
-        allocated=draw(st.booleans()),
-        started=draw(st.booleans()),
-        finish_status=draw(st.none() | st.integers(min_value=0, max_value=65535)),
-        exception=exception,
-        ended_by_exception=draw(st.booleans()),
-    )
 
 
 @given(ended_jobs(), st.sampled_from([0, FLAG_WAITABLE, FLAG_DEBUG, FLAG_WAITABLE | FLAG_DEBUG]))

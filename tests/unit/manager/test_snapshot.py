@@ -14,29 +14,12 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support.ended import ended_jobs
 
 from pflux.manager import snapshot
 from pflux.manager.job import Ended
 
 FIELDS = Ended.__struct_fields__
-
-notes = st.text(max_size=40)
-
-
-@st.composite
-def ended_jobs(draw: st.DrawFn, jobid: int) -> Ended:
-    exception = draw(st.none() | st.tuples(st.sampled_from(["cancel", "exec", "x y"]), notes))
-    return Ended(
-        jobid,
-        userid=draw(st.integers(min_value=0, max_value=(1 << 32) - 1)),
-        t_inactive=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
-        nevents=draw(st.integers(min_value=1, max_value=1 << 20)),
-        allocated=draw(st.booleans()),
-        started=draw(st.booleans()),
-        finish_status=draw(st.none() | st.integers(min_value=0, max_value=65535)),
-        exception=exception,
-        ended_by_exception=draw(st.booleans()),
-    )
 
 
 @st.composite
