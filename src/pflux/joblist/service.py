@@ -122,7 +122,7 @@ class JobList(Service):
             return None
         try:
             return Frozen(columns, cache.fetch)
-        except snapshot.SnapshotError as exc:
+        except snapshot.ColumnsError as exc:
             log.warning("job-list: %s: ignored: %s", self._snapshot, exc)
             return None
 

@@ -78,14 +78,14 @@ class Columns(msgspec.Struct, array_like=True, frozen=True):
 _decode_columns = msgspec.msgpack.Decoder(Columns).decode
 
 
-class SnapshotError(Exception):
+class ColumnsError(Exception):
     """A snapshot that is not one job-list wrote, or not whole."""
 
 
 def _column(data: bytes, typecode: str, count: int, field: str) -> array:  # type: ignore[type-arg]
     column = array(typecode)
     if len(data) != count * column.itemsize:
-        raise SnapshotError(f"{field}: {len(data)} bytes for {count} jobs")
+        raise ColumnsError(f"{field}: {len(data)} bytes for {count} jobs")
     column.frombytes(data)
     return column
 
@@ -145,18 +145,18 @@ def encode(stamp: bytes, jobs: Iterable[Row], base: Frozen | None = None) -> byt
 
 
 def decode(data: bytes) -> Columns:
-    """The columns a file holds; ``SnapshotError`` if it is not whole or not of this format."""
+    """The columns a file holds; ``ColumnsError`` if it is not whole or not of this format."""
     if len(data) < len(MAGIC) + _CRC or not data.startswith(MAGIC):
-        raise SnapshotError("not a job-list snapshot")
+        raise ColumnsError("not a job-list snapshot")
     body = memoryview(data)[:-_CRC]
     if zlib.crc32(body).to_bytes(_CRC, "little") != data[-_CRC:]:
-        raise SnapshotError("its CRC does not match (torn or damaged)")
+        raise ColumnsError("its CRC does not match (torn or damaged)")
     try:
         columns = _decode_columns(body[len(MAGIC) :])
     except msgspec.DecodeError as exc:
-        raise SnapshotError(str(exc)) from None
+        raise ColumnsError(str(exc)) from None
     if columns.format != FORMAT:
-        raise SnapshotError(f"format {columns.format}, not {FORMAT}")
+        raise ColumnsError(f"format {columns.format}, not {FORMAT}")
     return columns
 
 
@@ -189,11 +189,11 @@ class Frozen:
             or min(self.by_id) < 0
             or max(self.by_id) >= n
         ):
-            raise SnapshotError("an index out of its table")
+            raise ColumnsError("an index out of its table")
         if sum(jobs for _, _, jobs in self.counts) != n or any(
             not 0 <= q < len(self.queues) for q, _, _ in self.counts
         ):
-            raise SnapshotError("counts that are not those of its jobs")
+            raise ColumnsError("counts that are not those of its jobs")
         self.state = bytearray([READ]) * n
         self.confirmed = 0
         self.changed = False  # a job has gone since the file was read
@@ -333,7 +333,7 @@ def read(path: Path) -> Columns | None:
         return None
     try:
         return decode(data)
-    except SnapshotError as exc:
+    except ColumnsError as exc:
         log.warning("job-list: %s: ignored: %s", path, exc)
         return None
 

@@ -113,7 +113,7 @@ class Found:
 
 
 async def load(
-    broker: Broker, replay_from: int = 0, stored: snapshot.Snapshot | None = None
+    broker: Broker, replay_from: int = 0, stored: snapshot.InactiveSnapshot | None = None
 ) -> Found:
     """Every job in the KVS: inactive ones from ``stored`` (a current snapshot) or their
     records, the others replayed from their eventlogs (those from ``replay_from`` on; 0:
@@ -130,7 +130,9 @@ async def load(
             gc.enable()
 
 
-async def _load(broker: Broker, replay_from: int, stored: snapshot.Snapshot | None) -> Found:
+async def _load(
+    broker: Broker, replay_from: int, stored: snapshot.InactiveSnapshot | None
+) -> Found:
     found = Found()
     if stored is None:
         ended, waitable, bad = await inactive.load(broker, log.error)

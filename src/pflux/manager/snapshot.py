@@ -66,7 +66,7 @@ class _Data(msgspec.Struct, array_like=True, gc=False):
 _decoder = msgspec.msgpack.Decoder(_Data)
 
 
-class Snapshot:
+class InactiveSnapshot:
     """A decoded snapshot: the version before its commit, the inactive jobs (in the
     order the job manager held them) and the waitable ones among them."""
 
@@ -91,7 +91,7 @@ def encode(rootseq: int, ended: Collection[Ended], waitable: Iterable[int]) -> s
     return orjson.dumps(stored).decode()
 
 
-def decode(text: str) -> Snapshot:
+def decode(text: str) -> InactiveSnapshot:
     """The snapshot ``text`` holds; SnapshotError says what is wrong."""
     try:
         stored = orjson.loads(text)
@@ -114,7 +114,7 @@ def decode(text: str) -> Snapshot:
     waitable = set(decoded.waitable)
     if not waitable <= ended.keys():
         raise SnapshotError("data: a waitable job that is not among the jobs")
-    return Snapshot(rootseq, ended, waitable)
+    return InactiveSnapshot(rootseq, ended, waitable)
 
 
 async def rootseq(broker: Broker) -> int:
@@ -123,7 +123,7 @@ async def rootseq(broker: Broker) -> int:
     return int(reply["rootseq"])
 
 
-async def load(broker: Broker) -> Snapshot | None:
+async def load(broker: Broker) -> InactiveSnapshot | None:
     """The stored snapshot if it is current (the KVS's version one past its ``rootseq``);
     None if there is none, or it is stale or does not decode (logged)."""
     try:

@@ -15,7 +15,7 @@ from pflux.joblist import snapshot
 from pflux.joblist.attributes import select, to_json
 from pflux.joblist.cache import decode, encode
 from pflux.joblist.index import JobIndex
-from pflux.joblist.snapshot import Frozen, Row, SnapshotError
+from pflux.joblist.snapshot import ColumnsError, Frozen, Row
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.manager import held_sum
 from pflux.spec.resultcodes import RESULT_CANCELED, RESULT_COMPLETED, RESULT_FAILED, USERID_ANY
@@ -89,7 +89,7 @@ def test_a_damaged_snapshot_is_refused(jobs: list[Row], data: st.DataObject) -> 
         data.draw(st.binary(max_size=200)),
     ]
     for bad in damaged:
-        with pytest.raises(SnapshotError):
+        with pytest.raises(ColumnsError):
             frozen_of(bad)
 
 
@@ -104,7 +104,7 @@ def test_columns_that_do_not_hold_together_are_refused() -> None:
         {"counts": [(0, 5, 2)]},
         {"counts": [(3, 5, 1)]},
     ]:
-        with pytest.raises(SnapshotError):
+        with pytest.raises(ColumnsError):
             Frozen(snapshot.Columns(**{**fields, **change}), lambda jobid, nevents: None)
 
 
