@@ -7,7 +7,6 @@ so that importing the jobspec modules costs next to nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from json import JSONDecodeError
 
 from pflux.errors import JobspecError
 from pflux.spec import jsontext
@@ -86,6 +85,8 @@ def _decode_json(data: bytes | str) -> Any:
     try:
         return jsontext.loads(data)
     except jsontext.DecodeError as exc:
+        from json import JSONDecodeError  # here: json loads re, which a command does without
+
         if isinstance(exc, JSONDecodeError):
             where = f"line {exc.lineno}, column {exc.colno}"
             raise JobspecError([("", f"invalid JSON at {where}: {exc.msg}")]) from None
