@@ -15,11 +15,10 @@ bad stops the submission there, the copies before it submitted (as flux-core's).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 
-from pflux.cli import base, jobopts, jobtemplate
+from pflux.cli import base, jobopts, jobtemplate, options
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
@@ -37,15 +36,19 @@ else:
 
 def main(argv: list[str]) -> int:
     """Entry point of ``pflux submit``."""
-    parser = base.parser("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
-    parser.usage = f"{base.PROG} submit [OPTIONS...] COMMAND [ARGS...]"
-    jobopts.add_options(parser)
-    add_submission_options(parser)
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     return base.run("submit", lambda: _submit(args))
 
 
-def add_submission_options(parser: argparse.ArgumentParser) -> None:
+def _parser() -> options.OptionParser:
+    parser = base.options("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
+    parser.usage = f"{base.PROG} submit [OPTIONS...] COMMAND [ARGS...]"
+    jobopts.add_options(parser)
+    add_submission_options(parser)
+    return parser
+
+
+def add_submission_options(parser: options.OptionParser) -> None:
     """The options of ``submit`` and ``bulksubmit`` beyond the job's own."""
     group = parser.add_argument_group("submission")
     group.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
@@ -75,7 +78,7 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--log-stderr", metavar="FILE", help="print messages to FILE ({cc} allowed)")
 
 
-def _submit(args: argparse.Namespace) -> int:
+def _submit(args: options.Args) -> int:
     ccs = cc_list(args)
     build = jobtemplate.Templates(jobopts.Requests())
     copies = copies_of("submit", args, ccs, cc_env=bool(args.cc), build=build)
@@ -96,11 +99,11 @@ class Copy(NamedTuple):
 
 def copies_of(
     prog: str,
-    args: argparse.Namespace,
+    args: options.Args,
     ccs: Collection[int | None],
     *,
     cc_env: bool,
-    build: Callable[[argparse.Namespace], jobopts.JobRequest],
+    build: Callable[[options.Args], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     """A copy of the job ``args`` describe per id of ``ccs``, each built by ``build`` as
     it is taken (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc``
@@ -118,12 +121,12 @@ def copies_of(
 
 def _built_each(
     prog: str,
-    args: argparse.Namespace,
+    args: options.Args,
     ccs: Collection[int | None],
     *,
     dests: Collection[str],
     cc_env: bool,
-    build: Callable[[argparse.Namespace], jobopts.JobRequest],
+    build: Callable[[options.Args], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     for cc in ccs:
         one = _with_cc_in(args, dests, cc)
@@ -137,7 +140,7 @@ def _copied(ccs: Collection[int | None]) -> bool:
     return not (len(ccs) == 1 and None in ccs)
 
 
-def _cc_dests(args: argparse.Namespace) -> list[str]:
+def _cc_dests(args: options.Args) -> list[str]:
     """The options (``args``' names) whose values hold ``{cc}``."""
     return [dest for dest, value in vars(args).items() if _holds_cc(value)]
 
@@ -179,7 +182,7 @@ def primed(copies: Iterator[Copy]) -> Iterator[Copy]:
     return copies if first is None else itertools.chain((first,), copies)
 
 
-def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], total: int) -> int:
+def submit_all(prog: str, args: options.Args, copies: Iterable[Copy], total: int) -> int:
     """Submit the ``total`` copies as they are built, a window in flight, print each id
     (unless ``--quiet``) or refusal in order, then follow the jobs as ``--wait``,
     ``--watch`` and ``--progress`` ask.
@@ -293,7 +296,7 @@ def _submitted(
         )
 
 
-def cc_list(args: argparse.Namespace) -> Collection[int | None]:
+def cc_list(args: options.Args) -> Collection[int | None]:
     """The ids of ``--cc`` or ``--bcc`` (an IdSet: a million of them cost nothing until
     taken), else one copy, None."""
     if args.cc and args.bcc:
@@ -306,14 +309,12 @@ def cc_list(args: argparse.Namespace) -> Collection[int | None]:
     return IdSet.decode(text)
 
 
-def _with_cc_in(
-    args: argparse.Namespace, dests: Collection[str], cc: int | None
-) -> argparse.Namespace:
+def _with_cc_in(args: options.Args, dests: Collection[str], cc: int | None) -> options.Args:
     """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments);
     ``dests`` (``_cc_dests``) are the options that hold one."""
     if cc is None:
         return args
-    one = argparse.Namespace()
+    one = options.Args()
     values = vars(one)
     values.update(vars(args))
     text = str(cc)
