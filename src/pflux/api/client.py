@@ -21,7 +21,7 @@ from pflux.client.handle import Handle
 from pflux.errors import RPCError
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from pflux.spec.states import URGENCY_DEFAULT
+from pflux.spec.statebits import URGENCY_DEFAULT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from pflux.errors import PfluxError
 from pflux.spec import jsontext
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
-from pflux.spec.states import (
+from pflux.spec.statebits import (
     FLAG_DEBUG,
     FLAG_WAITABLE,
     URGENCY_DEFAULT,

@@ -328,13 +328,11 @@ def _list_filters(args: options.Args) -> dict[str, Any]:
 
 def filter_masks(names: list[str]) -> tuple[int, int]:
     """(states, results) masks for ``-f`` names such as ``pending`` or ``FAILED``."""
+    from pflux.spec import statebits
     from pflux.spec.resultcodes import CODES
-    from pflux.spec.states import State
 
-    state_names = ("depend", "priority", "sched", "run", "cleanup", "inactive")
-    states = {name: int(State[name.upper()]) for name in state_names}
-    states.update(pending=int(State.PENDING), running=int(State.RUNNING))
-    states["active"] = int(State.ACTIVE)
+    states = {name.lower(): bit for bit, name in statebits.NAMES.items() if bit != statebits.NEW}
+    states.update(pending=statebits.PENDING, running=statebits.RUNNING, active=statebits.ACTIVE)
     results = {name.lower(): code for name, code in CODES.items()}
     state_mask = result_mask = 0
     for name in names:
