@@ -43,6 +43,9 @@ HEAVY = (
 #: expression compiler, a fifth of such a command's instructions), which argparse, the
 #: json package and gettext each import (``pflux.cli.options``, ``pflux.spec.jsonlean``)
 LEAN = ("re", "argparse", "json", "gettext")
+#: and what a plain run and submit do without besides: the state machine's enum (a client
+#: reads ``pflux.spec.statebits``) and functools
+LEANER = ("enum", "functools")
 
 # the probe itself imports nothing the command might not: it writes one name a line
 PROBE = """
@@ -87,6 +90,8 @@ def test_a_short_command_loads_nothing_heavy(uri: str, tmp_path: Path, command: 
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     if command[0] in ("run", "submit", "jobs"):
         assert not loaded & set(LEAN), sorted(loaded & set(LEAN))
+    if command in (["run", "true"], ["submit", "true"]):
+        assert not loaded & set(LEANER), sorted(loaded & set(LEANER))
 
 
 @pytest.mark.parametrize("command", ["flux", "pflux"])

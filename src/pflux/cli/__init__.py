@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     from pflux.spec import fluid, jsontext
 
     jsontext.use_stdlib()  # a command's few messages do not pay for loading orjson
-    base.terminal_columns.cache_clear()  # asked once a command, even where one process runs many
+    base.forget_terminal_columns()  # asked once a command, even where one process runs many
     base.PROG = "flux" if as_flux else "pflux"
     if as_flux and os.environ.get("FLUX_URI"):
         # flux's variable names the instance for the flux command, as for flux-core's:

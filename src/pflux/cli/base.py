@@ -6,16 +6,15 @@ exit 1; usage errors exit 2 (argparse's convention). Set ``PFLUX_DEBUG=1`` to se
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Callable
 
 from pflux.errors import PfluxError, RPCError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
     from pflux.cli.options import OptionParser
 
@@ -42,11 +41,24 @@ def options(name: str, description: str) -> OptionParser:
     return OptionParser(f"{PROG} {name}", description)
 
 
-@functools.cache
+_COLUMNS: list[int] = []  # the terminal's width, once asked
+
+
 def terminal_columns() -> int:
     """The terminal's width as ``shutil.get_terminal_size().columns`` gives it: COLUMNS
-    if set, else stdout's terminal, else 80; asked once, as argparse makes a formatter
-    for every option it adds."""
+    if set, else stdout's terminal, else 80; asked once (``forget_terminal_columns``),
+    as argparse makes a formatter for every option it adds."""
+    if not _COLUMNS:
+        _COLUMNS.append(_ask_terminal_columns())
+    return _COLUMNS[0]
+
+
+def forget_terminal_columns() -> None:
+    """Ask the terminal's width again at the next ``terminal_columns()``."""
+    _COLUMNS.clear()
+
+
+def _ask_terminal_columns() -> int:
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):

@@ -19,7 +19,6 @@ import os
 
 # string.Formatter's parse, without importing string (which imports re)
 from _string import formatter_parser  # type: ignore[import-not-found]
-from collections.abc import Callable, Iterable
 
 from _pfluxcore import outputformat as _out
 
@@ -30,6 +29,7 @@ from pflux.spec.duration import format_short as fsd
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any, Final
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
 
 from _pfluxcore import envrules, submitopts
 from _pfluxcore import rlimits as rlimit_rules
@@ -29,6 +28,7 @@ from pflux.spec import builder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, NamedTuple, NoReturn
 else:
     from pflux.spec.typedtuple import NamedTuple
