@@ -7,7 +7,6 @@ every other call pay for nothing they do not use.
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 
@@ -162,6 +161,8 @@ def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> i
     if module is None:
         sys.stderr.write(f"{prog}: '{argv[0]}' is not a command here\n{usage}")
         return 2
-    command = importlib.import_module(f"pflux.cli.{module}")
+    name = f"pflux.cli.{module}"
+    __import__(name)  # importlib's import_module, without loading importlib
+    command = sys.modules[name]
     rc: int = command.main(argv[1:])
     return rc
