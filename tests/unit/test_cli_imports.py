@@ -44,8 +44,9 @@ HEAVY = (
 #: json package and gettext each import (``pflux.cli.options``, ``pflux.spec.jsonlean``)
 LEAN = ("re", "argparse", "json", "gettext")
 #: and what a plain run and submit do without besides: the state machine's enum (a client
-#: reads ``pflux.spec.statebits``) and functools
-LEANER = ("enum", "functools")
+#: reads ``pflux.spec.statebits``), functools, and the collections package (its classes
+#: taken from ``_collections_abc`` and ``_collections``, where it would find them)
+LEANER = ("enum", "functools", "collections", "importlib", "datetime")
 
 # the probe itself imports nothing the command might not: it writes one name a line
 PROBE = """

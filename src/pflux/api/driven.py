@@ -15,15 +15,14 @@ until ``poll()`` returns nothing.
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
 
 from pflux.errors import RPCTimeout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Callable
+    from collections import deque
+    from collections.abc import AsyncIterator, Callable, Iterator
     from typing import Generic as Parametric
     from typing import TypeVar
 
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 else:
+    from _collections import deque  # the collections package costs a command more
+
     from pflux.api.streams import Parametric
 
     T = object  # what ``Parametric[T]`` takes at run time: only the type checker reads it

@@ -14,12 +14,15 @@ generator, which may turn it into another error, unless the request is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Generator
 
 from pflux.protocol.message import NODEID_ANY
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from inspect import Signature
     from typing import Any, TypeVar
 

@@ -24,6 +24,7 @@ from pflux.errors import PfluxError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections import deque
     from collections.abc import Callable, Collection, Iterable, Iterator
     from typing import Any, NamedTuple, TextIO
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 else:
+    from _collections import deque  # without the collections package, a command's import
+
     from pflux.spec.typedtuple import NamedTuple
 
 
@@ -190,8 +193,6 @@ def submit_all(prog: str, args: options.Args, copies: Iterable[Copy], total: int
     A copy's ``log`` and ``log_stderr`` (None: stdout, stderr) are where its id,
     messages and watched output go. The exit code is 1 if a submission was refused,
     else the largest job exit code when the jobs were waited for, else 0."""
-    from collections import deque
-
     from pflux import Client
     from pflux.errors import RPCError
 
@@ -209,12 +210,14 @@ def submit_all(prog: str, args: options.Args, copies: Iterable[Copy], total: int
                 where.append(streams.pair(copy.log, copy.log_stderr))
                 yield copy.request
 
-        from pflux.cli import progressbar
-
-        progress = progressbar.wanted(args.progress)
+        progress = False
         bar = None
-        if progress and not follow:
-            bar = progressbar.ProgressBar(total, jps=args.jps, counts=False).start()
+        if args.progress:  # the bar's module (and its datetime) only where asked for
+            from pflux.cli import progressbar
+
+            progress = progressbar.wanted(args.progress)
+            if progress and not follow:
+                bar = progressbar.ProgressBar(total, jps=args.jps, counts=False).start()
         failed = 0
         jobids = []
         followed = []

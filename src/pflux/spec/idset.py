@@ -15,7 +15,6 @@ size is capped at ``INT_MAX + 1``). The set algebra and the text are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from _pfluxcore import idset as _ranges
@@ -24,6 +23,7 @@ from pflux.errors import IdsetError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import NoReturn
 
 __all__ = ["MAX_ID", "IdSet", "decode", "encode"]

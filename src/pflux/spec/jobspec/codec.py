@@ -6,8 +6,6 @@ so that importing the jobspec modules costs next to nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pflux.errors import JobspecError
 from pflux.spec import jsontext
 from pflux.spec.jobspec.accept import accepts
@@ -16,6 +14,7 @@ from pflux.spec.jobspec.walker import raise_problems
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Literal
 
     Format = Literal["auto", "json", "yaml"]
