@@ -20,11 +20,18 @@ def test_a_glob_matches_as_fnmatchcase(pattern: str, name: str) -> None:
     assert matcher("--env", pattern, pattern)(name) == fnmatchcase(name, pattern)
 
 
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet="ab*", max_size=7), st.text(alphabet="ab", max_size=7))
+def test_a_glob_of_text_and_stars_matches_as_fnmatchcase(pattern: str, name: str) -> None:
+    assert matcher("--env", pattern, pattern)(name) == fnmatchcase(name, pattern)
+
+
 def test_examples() -> None:
     assert matcher("--env", "-*", "*")("PATH")
     assert matcher("--env", "-FLUX_*", "FLUX_*")("FLUX_URI")
     assert not matcher("--env", "-FLUX_*", "FLUX_*")("PFLUX_URI")
     assert matcher("--env", "a*b*a", "a*b*a")("aba")
     assert not matcher("--env", "a*a", "a*a")("a")
+    assert not matcher("--env", "a*b*b", "a*b*b")("ab")
     assert matcher("--rlimit", "-nofile", "nofile")("nofile")
     assert not matcher("--rlimit", "-nofile", "nofile")("nofiles")
