@@ -6,7 +6,7 @@ patterns of its pure-Python fallbacks. ``_json``'s scanner and encoder are what
 ``json.loads`` and ``json.dumps`` run on CPython; called here as they call them,
 they give the same values, the same bytes and the same errors
 (tests/unit/spec/test_jsonlean.py). Only a failure loads ``json.decoder``, for
-its ``JSONDecodeError``, as ``_json`` itself does.
+its ``JSONDecodeError``, which the scanner raises its own errors as.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ def loads(data: bytes | bytearray | str) -> Any:
         value, end = _scan(text, start)
     except StopIteration as stop:
         _fail("Expecting value", text, stop.value)
+    except SystemError:
+        value, end = _scan_again(text, start)
     size = len(text)
     while end < size and text[end] in _WHITESPACE:
         end += 1
@@ -82,7 +84,7 @@ def value_or(text: str, default: Any) -> Any:
     where ``text`` is not JSON at all."""
     try:
         value, end = _scan_data(text, len(text) - len(text.lstrip(_WHITESPACE)))
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, SystemError):  # SystemError: see _scan_again
         return default
     return value if not text[end:].strip(_WHITESPACE) else default
 
@@ -107,6 +109,15 @@ def _encoding(data: bytes | bytearray) -> str:
         if not data[1]:
             return "utf-16-le"
     return "utf-8"
+
+
+def _scan_again(text: str, start: int) -> Any:
+    """Scan ``text`` again with ``json.decoder`` loaded: the scanner raises its errors as
+    that module's JSONDecodeError, and where Python (3.11) only looks the module up,
+    not loaded it fails with a SystemError instead."""
+    import json.decoder  # noqa: F401 - loaded for the scanner
+
+    return _scan(text, start)
 
 
 def _fail(message: str, text: str, position: int) -> Any:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -124,3 +126,30 @@ def _value_or_none(text: str) -> Any:
 @given(_texts())
 def test_value_or_is_json_loads_refusing_the_constants(text: str) -> None:
     assert repr(jsonlean.value_or(text, None)) == repr(_value_or_none(text))
+
+
+def test_errors_are_json_s_where_the_json_package_is_not_loaded() -> None:
+    """A command loads no json: the scanner's own errors (inside a text) still come as
+    json's JSONDecodeError, and a ``-o KEY=VALUE`` that is not JSON is text."""
+    probe = (
+        "import sys\n"
+        "from pflux.spec import jsonlean\n"
+        "assert jsonlean.value_or('{\"a\" 1}', 'text') == 'text'\n"
+        "assert 'json' not in sys.modules\n"
+        "for bad in ('\"abc', '{\"a\" 1}', '[1,', '[1] x'):\n"
+        "    try:\n"
+        "        jsonlean.loads(bad)\n"
+        "    except ValueError as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    expected = []
+    for bad in ('"abc', '{"a" 1}', "[1,", "[1] x"):
+        try:
+            json.loads(bad)
+        except ValueError as exc:
+            expected.append(f"{type(exc).__name__} {exc}")
+    assert done.stdout.splitlines() == expected
