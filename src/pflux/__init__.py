@@ -16,6 +16,8 @@ connection (``LogFollow``), commands run on ranks (``Remote``), an instance's
 address (``socket_path``, ``uri_for``) and the flux shim's paths (``shim_env``).
 """
 
+import sys
+
 from pflux import _corefinder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -144,9 +146,8 @@ def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'pflux' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(home), name)
+    __import__(home)  # importlib's import_module, without loading importlib
+    value = getattr(sys.modules[home], name)
     globals()[name] = value
     return value
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib.machinery import ModuleSpec, PathFinder
+
+# importlib.machinery's PathFinder, from where it defines it: the importlib package
+# (with warnings) would cost a short command more than all of this module
+from _frozen_importlib_external import PathFinder
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 CORE = "_pfluxcore"
 SHIM_PYTHON = os.path.join(os.path.dirname(__file__), "fluxshim", "python")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 from unittest import mock
 
-from pflux.cli import COMMANDS
+from pflux.cli import COMMANDS, options
 from pflux.cli.job import SUBCOMMANDS
 from pflux.spec.shell_options import KNOWN
 
@@ -1495,9 +1495,13 @@ def _parser(module_name: str) -> argparse.ArgumentParser:
     def grab(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         raise _Parsed(self)
 
+    def grab_declared(self: options.OptionParser, *args: object, **kwargs: object) -> None:
+        raise _Parsed(self.argparse())
+
     with (
         mock.patch.object(argparse.ArgumentParser, "parse_args", grab),
         mock.patch.object(argparse.ArgumentParser, "parse_known_args", grab),
+        mock.patch.object(options.OptionParser, "parse_args", grab_declared),
     ):
         try:
             module.main([])

@@ -48,9 +48,9 @@ def _fixed_clock_and_utf8_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.delenv("PFLUX_F58_FORCE_ASCII", raising=False)
     monkeypatch.delenv("PFLUX_JOBS_FORMAT_DEFAULT", raising=False)
     monkeypatch.delenv("FLUX_JOBS_FORMAT_DEFAULT", raising=False)
-    jobfields._ascii_ids.cache_clear()
+    jobfields._ASCII_IDS.clear()
     yield
-    jobfields._ascii_ids.cache_clear()
+    jobfields._ASCII_IDS.clear()
 
 
 def job(jobid: int, state: int, **attrs: Any) -> dict[str, Any]:
@@ -269,7 +269,7 @@ def test_id_encodings() -> None:
 
 def test_ids_in_ascii_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PFLUX_F58_FORCE_ASCII", "1")
-    jobfields._ascii_ids.cache_clear()
+    jobfields._ASCII_IDS.clear()
     assert field(job(6787342413402046, R), "id.f58") == "fuzzybunny"
     assert str(field(job(6787342413402046, R), "id")) == "fuzzybunny"
 

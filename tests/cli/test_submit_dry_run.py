@@ -8,7 +8,6 @@ code (v0.88) prints for the same command line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -21,6 +20,7 @@ import yaml
 from _pfluxcore import rlimits
 
 from pflux.cli import jobopts, main
+from pflux.cli.options import Args, OptionParser
 from pflux.errors import SpecError, UsageError
 from pflux.spec.jobspec import validate
 from support.instance import console
@@ -671,7 +671,7 @@ def test_setopt_as_flux_t2710(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def request(*args: str) -> jobopts.JobRequest:
-    parser = argparse.ArgumentParser()
+    parser = OptionParser("pflux submit")
     jobopts.add_options(parser)
     options = parser.parse_args([*args, "--env=-*", "--rlimit=-*", "a"])
     return jobopts.job_request(options, environ={}, cwd="/", now=0.0, rlimits={})
@@ -713,7 +713,7 @@ def test_request_fields() -> None:
     assert request("--input=file").input_ranks is None
     with pytest.raises(UsageError, match="job command and arguments are missing"):
         jobopts.job_request(
-            argparse.Namespace(**{**vars(_namespace()), "command": []}),
+            Args(**{**vars(_namespace()), "command": []}),
             environ={},
             cwd="/",
             now=0.0,
@@ -721,8 +721,8 @@ def test_request_fields() -> None:
         )
 
 
-def _namespace() -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
+def _namespace() -> Args:
+    parser = OptionParser("pflux submit")
     jobopts.add_options(parser)
     return parser.parse_args(["a"])
 

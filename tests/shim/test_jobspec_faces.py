@@ -4,7 +4,6 @@ its bindings agree (``-n`` always given, time limits with a unit)."""
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
@@ -17,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pflux.cli import jobopts
+from pflux.cli.options import OptionParser
 from pflux.spec import builder
 from support.shim import SHIM_PYTHON
 
@@ -100,7 +100,7 @@ def pflux_jobspec(req: dict[str, Any]) -> dict[str, Any]:
         for flag in ("exclusive", "label_io", "unbuffered")
         if req[flag]
     ]
-    parser = argparse.ArgumentParser()
+    parser = OptionParser("pflux submit")
     jobopts.add_options(parser)
     options = parser.parse_args([*args, "--", *req["command"]])
     request = jobopts.job_request(

@@ -9,8 +9,6 @@ for on a ``Handle``, and what iterates written for it (events and logs followed,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-
 from pflux.api import instance, jobqueue, jobs, kvs, sproc, submission
 from pflux.api.exchange import Call, Exchange, method_of
 from pflux.api.instance import event_of
@@ -21,10 +19,12 @@ from pflux.client.handle import Handle
 from pflux.errors import RPCError
 from pflux.spec.eventlog import Event
 from pflux.spec.fluid import JobID
-from pflux.spec.states import URGENCY_DEFAULT
+from pflux.spec.statebits import URGENCY_DEFAULT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections import deque
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
     from pflux.api.jobhandle import JobHandle
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
     P = ParamSpec("P")
     T = TypeVar("T")
+else:
+    from _collections import deque  # the collections package costs a command more
 
 
 def blocking(describe: Callable[P, Exchange[T]]) -> Callable[Concatenate[Client, P], T]:
@@ -353,8 +355,6 @@ def _windowed(
 ) -> Iterator[JobID | RPCError]:
     """Each submission's id, or its refusal, in order; a payload is taken from
     ``payloads`` (built then) only while fewer than ``window`` requests are in flight."""
-    from collections import deque
-
     pending: deque[RPC] = deque()
     try:
         for payload in payloads:

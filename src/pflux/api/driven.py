@@ -15,15 +15,14 @@ until ``poll()`` returns nothing.
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from functools import partial
 
 from pflux.errors import RPCTimeout
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import asyncio
+    from collections import deque
+    from collections.abc import AsyncIterator, Callable, Iterator
     from typing import Generic as Parametric
     from typing import TypeVar
 
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 else:
+    from _collections import deque  # the collections package costs a command more
+
     from pflux.api.streams import Parametric
 
     T = object  # what ``Parametric[T]`` takes at run time: only the type checker reads it
@@ -58,7 +59,7 @@ class Driven(Parametric[T]):
                 call.topic, call.payload, streaming=True, wait=call.wait, nodeid=call.nodeid
             )
             stream.opened(index, rpc.matchtag)
-            rpc.then(partial(_arrive, self._arrived, index))
+            rpc.then(_arriving(self._arrived, index))
 
     def __iter__(self) -> Iterator[T]:
         """Every stream's items as they come, until every stream has ended."""
@@ -111,8 +112,10 @@ class Driven(Parametric[T]):
             self._handle.rpc(call.topic, call.payload, nodeid=call.nodeid).then(_ignore)
 
 
-def _arrive(arrived: deque[tuple[int, Message]], index: int, msg: Message) -> None:
-    arrived.append((index, msg))
+def _arriving(arrived: deque[tuple[int, Message]], index: int) -> Callable[[Message], None]:
+    """What an answer to stream ``index`` does: join ``arrived`` (a closure, as
+    functools.partial would cost a short command that module's import)."""
+    return lambda msg: arrived.append((index, msg))
 
 
 def _ignore(msg: Message) -> None:
@@ -129,7 +132,7 @@ async def drive(
 
     arrived: asyncio.Queue[tuple[int, Message]] = asyncio.Queue()
     for index, call in enumerate(stream.calls):
-        sink = partial(_put, arrived, index)
+        sink = _putting(arrived, index)
         stream.opened(index, handle.open(call.topic, call.payload, sink, nodeid=call.nodeid))
     deadline = None if timeout is None else time.monotonic() + timeout
     while stream.live or not arrived.empty():
@@ -146,5 +149,5 @@ async def drive(
             yield item
 
 
-def _put(arrived: asyncio.Queue[tuple[int, Message]], index: int, msg: Message) -> None:
-    arrived.put_nowait((index, msg))
+def _putting(arrived: asyncio.Queue[tuple[int, Message]], index: int) -> Callable[[Message], None]:
+    return lambda msg: arrived.put_nowait((index, msg))

@@ -14,13 +14,15 @@ generator, which may turn it into another error, unless the request is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from functools import cache
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Generator
 
 from pflux.protocol.message import NODEID_ANY
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from inspect import Signature
     from typing import Any, TypeVar
 
@@ -120,10 +122,20 @@ class _Described:
         return _signature(self.describe)
 
 
-@cache
+_SIGNATURES: dict[Callable[..., Any], Signature] = {}
+
+
 def _signature(describe: Callable[..., Any]) -> Signature:
     """``describe``'s signature as a method's: ``self`` first, and for ``Exchange[T]``
-    (an annotation as text) returning ``T``."""
+    (an annotation as text) returning ``T``; made once (without functools, which a
+    short command does not load)."""
+    made = _SIGNATURES.get(describe)
+    if made is None:
+        made = _SIGNATURES[describe] = _make_signature(describe)
+    return made
+
+
+def _make_signature(describe: Callable[..., Any]) -> Signature:
     from inspect import Parameter, signature
 
     sig = signature(describe)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable, Mapping, Sequence
 
 from pflux.api.exchange import Call, Exchange, ask
 from pflux.api.submission import urgency_of
@@ -13,6 +12,7 @@ from pflux.spec.fluid import JobID
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
     from pflux.api.replies import JobListing

@@ -8,12 +8,16 @@ over ``pflux.spec.builder``, which holds the rules and their messages.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Mapping
 
 from pflux.errors import PfluxError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Unpack
 
     from pflux.api.options import BuilderOptions

@@ -10,13 +10,13 @@ on ``fileno()`` and takes what has arrived with ``poll()``, which never waits
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pflux.api.driven import Driven
 from pflux.api.streams import LogItem, Logs
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pflux.client.handle import Handle
 
 #: what one followed log gives: an event, its end (None), or the error that ends it

@@ -10,7 +10,6 @@ rather than dataclasses: ``dataclasses`` loads ``inspect``, about 10 ms of every
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
 
 from pflux.spec.fluid import JobID
@@ -18,6 +17,7 @@ from pflux.spec.states import State
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, NamedTuple
 else:
     from pflux.spec.typedtuple import NamedTuple

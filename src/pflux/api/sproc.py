@@ -4,13 +4,12 @@ its pid or by its label; ``rank`` -1 is the broker the client talks to."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from pflux.api.exchange import Call, Exchange, ask
 from pflux.errors import RPCError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 

@@ -13,7 +13,6 @@ An error response ends its stream (ENODATA: the normal end).
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator, Mapping, Sequence
 
 from pflux.api.exchange import Call
 from pflux.errors import RPCError, RPCTimeout
@@ -21,6 +20,7 @@ from pflux.spec.eventlog import Event, EventlogReader
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
     from typing import Any, TypeVar
     from typing import Generic as Parametric
 

@@ -8,7 +8,9 @@ else. The owner sends the jobspec as it is, and job-ingest signs it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Mapping
 
 from _pfluxcore.sign import SignError, client_signs, wrap
 
@@ -17,7 +19,7 @@ from pflux.errors import PfluxError
 from pflux.spec import jsontext
 from pflux.spec.fluid import JOBID_ANY as WAIT_ANY
 from pflux.spec.fluid import JobID
-from pflux.spec.states import (
+from pflux.spec.statebits import (
     FLAG_DEBUG,
     FLAG_WAITABLE,
     URGENCY_DEFAULT,
@@ -27,6 +29,7 @@ from pflux.spec.states import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Hashable, Iterable, Sequence
     from typing import Any, NamedTuple, Unpack
 
     from pflux.api.options import BuilderOptions

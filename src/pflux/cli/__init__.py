@@ -7,7 +7,6 @@ every other call pay for nothing they do not use.
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     from pflux.spec import fluid, jsontext
 
     jsontext.use_stdlib()  # a command's few messages do not pay for loading orjson
-    base.terminal_columns.cache_clear()  # asked once a command, even where one process runs many
+    base.forget_terminal_columns()  # asked once a command, even where one process runs many
     base.PROG = "flux" if as_flux else "pflux"
     if as_flux and os.environ.get("FLUX_URI"):
         # flux's variable names the instance for the flux command, as for flux-core's:
@@ -162,6 +161,8 @@ def dispatch(prog: str, table: dict[str, str], usage: str, argv: list[str]) -> i
     if module is None:
         sys.stderr.write(f"{prog}: '{argv[0]}' is not a command here\n{usage}")
         return 2
-    command = importlib.import_module(f"pflux.cli.{module}")
+    name = f"pflux.cli.{module}"
+    __import__(name)  # importlib's import_module, without loading importlib
+    command = sys.modules[name]
     rc: int = command.main(argv[1:])
     return rc

@@ -15,10 +15,9 @@ JOBID``, a cancel or its time limit, as flux's.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from pflux.cli import base
+from pflux.cli import base, options
 from pflux.errors import PfluxError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -29,9 +28,14 @@ NO_TTY = "stdin is not a tty - can't run interactive shell"
 
 
 def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return base.run("alloc", lambda: _alloc(args))
+
+
+def _parser() -> options.OptionParser:
     from pflux.cli.nestjob import add_nest_options
 
-    parser = base.parser("alloc", "Run a nested instance interactively, with COMMAND or a shell.")
+    parser = base.options("alloc", "Run a nested instance interactively, with COMMAND or a shell.")
     parser.usage = f"{base.PROG} alloc [OPTIONS...] --nslots=N [COMMAND...]"
     add_nest_options(parser)
     parser.add_argument(
@@ -42,11 +46,10 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="wait for the new instance to start, but do not attach to it",
     )
-    args = parser.parse_args(argv)
-    return base.run("alloc", lambda: _alloc(args))
+    return parser
 
 
-def _alloc(args: argparse.Namespace) -> int:
+def _alloc(args: options.Args) -> int:
     for option in ("input", "output", "error"):
         if getattr(args, option) is not None:
             raise UsageError(f"--{option}: not an alloc option (its I/O is this terminal's)")

@@ -6,57 +6,59 @@ exit 1; usage errors exit 2 (argparse's convention). Set ``PFLUX_DEBUG=1`` to se
 
 from __future__ import annotations
 
-import argparse
-import functools
 import os
 import sys
-from collections.abc import Callable
 
 from pflux.errors import PfluxError, RPCError, UsageError
 
-__all__ = ["PROG", "RPCError", "parser", "run"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from pflux.cli.options import OptionParser
+
+__all__ = ["PROG", "RPCError", "options", "parser", "run"]
 
 #: the command's name in its usage and messages: ``flux`` when it runs as the flux
 #: command of ``pflux.fluxshim`` (flux's users and tools read ``flux-job: ERROR: ...``)
 PROG = "pflux"
 
 
-# argparse asks gettext for a translation of each message it builds, and gettext
-# searches the locale directories for a catalogue every time (loading ``locale`` for
-# it): pflux speaks English, as flux does, and Python ships argparse no catalogue.
-argparse._ = str  # type: ignore[attr-defined]
-argparse.ngettext = lambda singular, plural, n: singular if n == 1 else plural  # type: ignore[attr-defined]
-
-
 def parser(name: str, description: str) -> argparse.ArgumentParser:
-    """An argument parser whose messages say ``pflux NAME``."""
-    return argparse.ArgumentParser(
-        prog=f"{PROG} {name}", description=description, formatter_class=HelpFormatter
-    )
+    """An argument parser whose messages say ``pflux NAME`` (argparse: ``options``
+    is the lean choice for a command that runs often and short)."""
+    from pflux.cli import argparser
+
+    return argparser.parser(f"{PROG} {name}", description)
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, as wide as the terminal without importing shutil for it:
-    argparse makes a formatter for every option it adds, and shutil brings bz2, lzma and
-    more with it, a twentieth of a short command's time."""
+def options(name: str, description: str) -> OptionParser:
+    """The options of sub-command ``name``: argparse's declarations, parsed without
+    importing argparse in the common case (``pflux.cli.options``)."""
+    from pflux.cli.options import OptionParser
 
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ) -> None:
-        if width is None:
-            width = terminal_columns() - 2  # as argparse does
-        super().__init__(prog, indent_increment, max_help_position, width)
+    return OptionParser(f"{PROG} {name}", description)
 
 
-@functools.cache
+_COLUMNS: list[int] = []  # the terminal's width, once asked
+
+
 def terminal_columns() -> int:
     """The terminal's width as ``shutil.get_terminal_size().columns`` gives it: COLUMNS
-    if set, else stdout's terminal, else 80; asked once, as argparse makes a formatter
-    for every option it adds."""
+    if set, else stdout's terminal, else 80; asked once (``forget_terminal_columns``),
+    as argparse makes a formatter for every option it adds."""
+    if not _COLUMNS:
+        _COLUMNS.append(_ask_terminal_columns())
+    return _COLUMNS[0]
+
+
+def forget_terminal_columns() -> None:
+    """Ask the terminal's width again at the next ``terminal_columns()``."""
+    _COLUMNS.clear()
+
+
+def _ask_terminal_columns() -> int:
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):

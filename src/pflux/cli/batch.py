@@ -15,20 +15,19 @@ job id alone is printed.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from pflux.cli import base
+from pflux.cli import base, options
 from pflux.errors import PfluxError, SpecError, UsageError
 
 SCRIPT_MODE = 0o100700  # a regular file, rwx for its owner (flux's)
 DEFAULT_OUTPUT = "flux-{{id}}.out"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> options.OptionParser:
     from pflux.cli.nestjob import add_nest_options
 
-    parser = base.parser("batch", "Submit a batch script to run in a nested instance.")
+    parser = base.options("batch", "Submit a batch script to run in a nested instance.")
     parser.usage = f"{base.PROG} batch [OPTIONS...] --nslots=N SCRIPT [ARGS...]"
     parser.add_argument(
         "--wrap",
@@ -45,7 +44,7 @@ def main(argv: list[str]) -> int:
     return base.run("batch", lambda: _batch(parser, args, argv))
 
 
-def _batch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+def _batch(parser: options.OptionParser, args: options.Args, argv: list[str]) -> int:
     _drop_separator(args)
     name, script = _script(args)
     if not args.wrap or not args.command:
@@ -80,13 +79,13 @@ def _batch(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
     return submit_all("batch", args, [Copy(request, None, None)], 1)
 
 
-def _drop_separator(args: argparse.Namespace) -> None:
+def _drop_separator(args: options.Args) -> None:
     """``--`` between the options and the script (or ``--wrap``'s command) is no argument."""
     if args.command[:1] == ["--"]:
         del args.command[0]
 
 
-def _script(args: argparse.Namespace) -> tuple[str, str]:
+def _script(args: options.Args) -> tuple[str, str]:
     """The script's name (its path, or ``stdin``) and text."""
     if args.wrap and args.command:
         return "wrap", " ".join(args.command) + "\n"
@@ -110,8 +109,8 @@ def _decode(name: str, data: bytes) -> str:
 
 
 def _with_directives(
-    parser: argparse.ArgumentParser, name: str, script: str, argv: list[str]
-) -> argparse.Namespace:
+    parser: options.OptionParser, name: str, script: str, argv: list[str]
+) -> options.Args:
     """The options of the script's directives, then the command line's over them."""
     from pflux.spec.directives import parse_directives
 

@@ -14,11 +14,10 @@ prints what each job would be (``bulksubmit: submit ...``) and submits none.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 
-from pflux.cli import base, bulkinputs, jobopts, jobtemplate, submit
+from pflux.cli import base, bulkinputs, jobopts, jobtemplate, options, submit
 from pflux.errors import SpecError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -29,7 +28,12 @@ if TYPE_CHECKING:
 
 def main(argv: list[str]) -> int:
     """Entry point of ``pflux bulksubmit``."""
-    parser = base.parser("bulksubmit", "Submit a job per input (from ::: lists or stdin).")
+    args = _parser().parse_args(argv)
+    return base.run("bulksubmit", lambda: _bulksubmit(args))
+
+
+def _parser() -> options.OptionParser:
+    parser = base.options("bulksubmit", "Submit a job per input (from ::: lists or stdin).")
     parser.usage = "pflux bulksubmit [OPTIONS...] COMMAND [ARGS...] [::: INPUTS...]..."
     jobopts.add_options(parser, jobspec_format=False)
     submit.add_submission_options(parser)
@@ -49,11 +53,10 @@ def main(argv: list[str]) -> int:
         metavar="NAME=CODE",
         help="{.NAME} (or {N.NAME}) is the Python expression CODE of the input x",
     )
-    args = parser.parse_args(argv)
-    return base.run("bulksubmit", lambda: _bulksubmit(args))
+    return parser
 
 
-def _bulksubmit(args: argparse.Namespace) -> int:
+def _bulksubmit(args: options.Args) -> int:
     commands = _commands(args)
     if args.shuffle:
         import random
@@ -82,7 +85,7 @@ def _bulksubmit(args: argparse.Namespace) -> int:
     return submit.submit_all("bulksubmit", args, jobs, total)
 
 
-def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:
+def _commands(args: options.Args) -> list[tuple[options.Args, str]]:
     """Each job's options and command (a namespace as ``submit`` parses one), and how a
     dry run shows it."""
     sep: str | None = args.sep.encode("utf-8").decode("unicode_escape")
@@ -107,7 +110,7 @@ def _commands(args: argparse.Namespace) -> list[tuple[argparse.Namespace, str]]:
     jobs = []
     for seq, combo in enumerate(bulkinputs.combine(lists, links)):
         named = {"seq": seq, "seq1": seq + 1, "cc": cc}
-        job = argparse.Namespace()
+        job = options.Args()
         values = vars(job)
         values.update(given)
         values["command"] = bulkinputs.expand(template or ["{}"], combo, found, named)

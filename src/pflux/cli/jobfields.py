@@ -9,20 +9,18 @@ listing asks for no more.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable
-
 from _pfluxcore import jobinfo as _jobinfo
 
+from pflux.spec import statebits
 from pflux.spec.fluid import JobID, ascii_f58_preferred
 from pflux.spec.resultcodes import ABBREVIATIONS, NAMES, RESULT_CANCELED, RESULT_FAILED
-from pflux.spec.states import SHORT, State
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any, Final
 
-_PENDING_OR_RUNNING: Final = int(State.PENDING | State.RUNNING)
+_PENDING_OR_RUNNING: Final = statebits.PENDING | statebits.RUNNING
 
 
 def number(value: Any) -> float | None:
@@ -38,20 +36,29 @@ def number(value: Any) -> float | None:
 _DEFAULTS: Final[dict[str, Any]] = {"t_submit": 0.0, **_jobinfo.ZERO_DEFAULTS}
 
 
-@functools.cache
+# asked once a process (functools.cache would cost a short command its import)
+_ASCII_IDS: list[bool] = []
+_USERNAMES: dict[int, str] = {}
+
+
 def _ascii_ids() -> bool:
-    return ascii_f58_preferred()
+    if not _ASCII_IDS:
+        _ASCII_IDS.append(ascii_f58_preferred())
+    return _ASCII_IDS[0]
 
 
-@functools.cache
 def username(userid: int) -> str:
     """The user name of ``userid``, or the number when there is none."""
-    import pwd
+    name = _USERNAMES.get(userid)
+    if name is None:
+        import pwd
 
-    try:
-        return pwd.getpwuid(userid).pw_name
-    except (KeyError, OverflowError):
-        return str(userid)
+        try:
+            name = pwd.getpwuid(userid).pw_name
+        except (KeyError, OverflowError):
+            name = str(userid)
+        _USERNAMES[userid] = name
+    return name
 
 
 class DisplayID(JobID):
@@ -184,12 +191,12 @@ class JobInfo:
 
 def _state_name(job: JobInfo) -> str:
     state = job.state_id
-    return State(state).name or "" if state in _STATE_VALUES else ""
+    return statebits.NAMES.get(state, "") if isinstance(state, int) else ""
 
 
 def _state_single(job: JobInfo) -> str:
     state = job.state_id
-    return SHORT[State(state)] if state in _STATE_VALUES else ""
+    return statebits.LETTERS.get(state, "") if isinstance(state, int) else ""
 
 
 def _status(job: JobInfo) -> str:
@@ -372,7 +379,6 @@ FIELDS: Final[dict[str, Callable[[JobInfo], Any]]] = {
     **{name: _instance_field(name) for name in _jobinfo.INSTANCE_HEADINGS},
 }
 
-_STATE_VALUES: Final = frozenset(int(state) for state in SHORT)
 _ZERO_UNSET: Final = frozenset(("runtime", "expiration"))
 _JSON_KEYS: Final = (
     "t_depend", "t_priority", "t_sched", "t_run", "t_cleanup", "t_inactive", "duration",

@@ -16,9 +16,9 @@ A format is Python's ``str.format`` syntax over job fields (``{id.f58:>12}``,
 from __future__ import annotations
 
 import os
-import re
-import string
-from collections.abc import Callable, Iterable
+
+# string.Formatter's parse, without importing string (which imports re)
+from _string import formatter_parser  # type: ignore[import-not-found]
 
 from _pfluxcore import outputformat as _out
 
@@ -29,6 +29,7 @@ from pflux.spec.duration import format_short as fsd
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any, Final
 
 
@@ -85,6 +86,8 @@ def resolve_format(name: str) -> str:
                 return name
     entry = NAMED_FORMATS.get(name)
     if entry is None:
+        import re
+
         suggestion = re.sub(r"\w+", r"{\g<0>}", name)
         raise FormatError(f"--format: No such format {name} (Did you mean '{suggestion}'?)")
     return entry[1]
@@ -173,12 +176,47 @@ def _format(value: Any, spec: str, shown: str | None = None) -> str:
         raise FormatError(f"Error in user format: spec '{shown or spec}': {exc}") from None
 
 
-_SPEC_RE: Final = re.compile(
-    r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?(?P<zero>0)?"
-    r"(?P<width>\d+)?(?P<grouping>[_,])?(?:\.(?P<precision>\d+))?"
-    r"(?P<type>[bcdeEfFgGnosxX%])?(?P<hyphen>h)?(?P<truncate>\+)?",
-    re.DOTALL,
+#: a spec's parts after fill and align, in order: each one character of its set, but
+#: width and precision (".DIGITS"), which are digits
+_SPEC_PARTS: Final = (
+    ("sign", "-+ "),
+    ("z", "z"),
+    ("alt", "#"),
+    ("zero", "0"),
+    ("width", None),
+    ("grouping", "_,"),
+    ("precision", None),
+    ("type", "bcdeEfFgGnosxX%"),
+    ("hyphen", "h"),
+    ("truncate", "+"),
 )
+
+
+def spec_parts(spec: str) -> dict[str, str] | None:
+    """A format spec's parts (Python's format spec with pflux's ``h`` and ``+`` after
+    it), each "" where absent; None if ``spec`` is not one."""
+    parts = dict.fromkeys(("fill", "align"), "")
+    at = 0
+    if len(spec) > 1 and spec[1] in "<>=^":
+        parts["fill"], parts["align"], at = spec[0], spec[1], 2
+    elif spec[:1] and spec[0] in "<>=^":
+        parts["align"], at = spec[0], 1
+    for name, chars in _SPEC_PARTS:
+        parts[name] = ""
+        if chars is not None:
+            if spec[at : at + 1] and spec[at] in chars:
+                parts[name], at = spec[at], at + 1
+            continue
+        start = at + 1 if name == "precision" else at
+        if name == "precision" and spec[at : at + 1] != ".":
+            continue
+        end = start
+        while end < len(spec) and spec[end].isdecimal():
+            end += 1
+        if name == "precision" and end == start:
+            return None  # a "." with no digits
+        parts[name], at = spec[start:end], end
+    return parts if at == len(spec) else None
 
 
 class _SpecParts:
@@ -191,10 +229,7 @@ class _SpecParts:
         if "::" in spec:
             cut = spec.index("::") + 2
             self.prefix, spec = spec[:cut], spec[cut:]
-        match = _SPEC_RE.fullmatch(spec)
-        self.parts: dict[str, str] = (
-            {k: v or "" for k, v in match.groupdict().items()} if match else {}
-        )
+        self.parts: dict[str, str] = spec_parts(spec) or {}
 
     @property
     def width(self) -> int:
@@ -229,7 +264,6 @@ class _SpecParts:
 
 
 _SENTINELS: Final = ("?+:", "?:", "+:")  # longest first
-_SORT_RE: Final = re.compile(r"sort:([^{\s]+)( ?)")
 
 
 class _Part:
@@ -272,12 +306,15 @@ class JobFormat:
 
     def __init__(self, fmt: str) -> None:
         self.sort_keys: list[tuple[str, bool]] = []
-        match = _SORT_RE.match(fmt)
-        if match:
-            self.set_sort_keys(match[1])
-            fmt = fmt[match.end() :]
+        if fmt.startswith("sort:"):
+            import re
+
+            match = re.match(r"sort:([^{\s]+)( ?)", fmt)
+            if match:
+                self.set_sort_keys(match[1])
+                fmt = fmt[match.end() :]
         try:
-            parsed = list(string.Formatter().parse(fmt))
+            parsed = list(formatter_parser(fmt))
         except ValueError as exc:
             raise FormatError(f"Error in user format: {exc}") from None
         self.parts = [
@@ -300,7 +337,7 @@ class JobFormat:
             raise FormatError(f"Error in user format: nested fields are not supported: {part.spec}")
         # a !d spec without ``::`` is a strftime format; any other must be a format spec
         spec = part.spec.partition("::")[2] if "::" in part.spec else part.spec
-        if (part.conversion != "d" or "::" in part.spec) and not _SPEC_RE.fullmatch(spec):
+        if (part.conversion != "d" or "::" in part.spec) and spec_parts(spec) is None:
             raise FormatError(
                 f"Error in user format: Invalid format specifier '{spec}' for field {part.field}"
             )

@@ -1,4 +1,4 @@
-"""The job options of ``flux submit`` (and later ``run``): argparse in, a job request out.
+"""The job options of ``flux submit`` (and ``run``, ``batch``...): options in, a job request out.
 
 Names, defaults and meanings follow flux-core's submission commands
 (``flux/cli/base.py``, ``MiniCmd`` and ``SubmitBaseCmd``) so that a Flux user
@@ -10,15 +10,13 @@ own usage errors exit 2.
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
 
 from _pfluxcore import envrules, submitopts
 from _pfluxcore import rlimits as rlimit_rules
 
+from pflux.cli import options
 from pflux.errors import (
     DependencyError,
     DurationError,
@@ -30,6 +28,7 @@ from pflux.spec import builder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, NamedTuple, NoReturn
 else:
     from pflux.spec.typedtuple import NamedTuple
@@ -46,7 +45,6 @@ __all__ = [
 URGENCY_NAMES = {"hold": 0, "default": 16, "expedite": 31}
 URGENCY_MAX = 31
 SUBMIT_FLAGS = ("debug", "waitable", "novalidate")
-_IDSET = re.compile(r"\[?[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*\]?")
 
 
 class JobRequest(NamedTuple):
@@ -59,7 +57,7 @@ class JobRequest(NamedTuple):
     input_ranks: str | None
 
 
-class _Ordered(argparse.Action):
+class _Ordered(options.OptionAction):
     """Append ``(const, value)`` to a list that several options share, in command-line order.
 
     flux-core applies ``--env``, ``--env-remove`` and ``--env-file`` as one
@@ -68,8 +66,8 @@ class _Ordered(argparse.Action):
 
     def __call__(
         self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
+        parser: Any,
+        namespace: options.Args,
         values: Any,
         option_string: str | None = None,
     ) -> None:
@@ -79,7 +77,7 @@ class _Ordered(argparse.Action):
 
 
 def add_options(
-    parser: argparse.ArgumentParser, *, jobspec_format: bool = True, slots: bool = False
+    parser: options.OptionParser, *, jobspec_format: bool = True, slots: bool = False
 ) -> None:
     """Add the job options and the trailing ``COMMAND [ARGS...]`` to ``parser``;
     ``--format`` (how ``--dry-run`` prints the jobspec) only with ``jobspec_format``.
@@ -131,9 +129,7 @@ def add_options(
     _add_job_options(parser, jobspec_format=jobspec_format, label_io=True)
 
 
-def _add_job_options(
-    parser: argparse.ArgumentParser, *, jobspec_format: bool, label_io: bool
-) -> None:
+def _add_job_options(parser: options.OptionParser, *, jobspec_format: bool, label_io: bool) -> None:
     job = parser.add_argument_group("job")
     job.add_argument(
         "-t",
@@ -261,11 +257,11 @@ def _add_job_options(
             default="json",
             help="how --dry-run prints the jobspec (default json)",
         )
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="job command and arguments")
+    parser.add_argument("command", nargs=options.REMAINDER, help="job command and arguments")
 
 
 def job_request(
-    args: argparse.Namespace,
+    args: options.Args,
     *,
     environ: Mapping[str, str],
     cwd: str,
@@ -334,7 +330,7 @@ def job_request(
     return JobRequest(jobspec, urgency, flags, input_ranks)
 
 
-def request_for(args: argparse.Namespace) -> JobRequest:
+def request_for(args: options.Args) -> JobRequest:
     """``job_request`` for this process: its environment, directory, clock and rlimits."""
     return Requests()(args)
 
@@ -380,7 +376,7 @@ class Requests:
         self.rules = RuleCache()
         self._cwd: str | None = None  # read when a job without --cwd needs it
 
-    def __call__(self, args: argparse.Namespace) -> JobRequest:
+    def __call__(self, args: options.Args) -> JobRequest:
         import time
 
         cwd: str | None = args.cwd
@@ -426,7 +422,7 @@ def _count(option: str, text: str | None, minimum: int) -> int | None:
     return int(text)
 
 
-def _counts(args: argparse.Namespace) -> dict[str, Any]:
+def _counts(args: options.Args) -> dict[str, Any]:
     """flux-core's rule: -N without -n runs one task per node, on whole nodes."""
     ntasks = _count("--ntasks", args.ntasks, 1)
     nodes = _count("--nodes", args.nodes, 1)
@@ -442,7 +438,7 @@ def _counts(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _per_resource(args: argparse.Namespace) -> dict[str, Any] | None:
+def _per_resource(args: options.Args) -> dict[str, Any] | None:
     """flux-core's per-resource request (``--cores``, ``--tasks-per-node``/``core``,
     ``--gpus-per-node``): the arguments of ``builder.per_resource``, or None without one."""
     per_node = _count("--tasks-per-node", args.tasks_per_node, 1)
@@ -471,6 +467,8 @@ def _per_resource(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _taskmap(uri: str) -> dict[str, str]:
     """``--taskmap=SCHEME[:VALUE]`` as flux-core writes it, if pflux can map tasks so."""
+    import re
+
     from pflux.spec.shell_options import taskmap_scheme
 
     scheme, _, value = uri.partition(":")
@@ -510,7 +508,11 @@ def _time_limit(text: str | None) -> float | None:
 
 def _input(text: str | None) -> tuple[str | None, str | None]:
     """``--input``: a file to read stdin from, or an idset of task ranks (flux-core's rule)."""
-    if text is not None and _IDSET.fullmatch(text):
+    if text is None:
+        return None, None
+    import re  # here, as a short command does without it
+
+    if re.fullmatch(r"\[?[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*\]?", text):
         return None, text
     return text, None
 
@@ -595,12 +597,9 @@ def _keyval(option: str, text: str) -> tuple[str, Any]:
 
 
 def _json_or_text(text: str) -> Any:
-    import json
+    from pflux.spec import jsonlean
 
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
-        return text
+    return jsonlean.value_or(text, text)
 
 
 def _reject_constant(name: str) -> NoReturn:

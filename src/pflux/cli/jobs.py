@@ -13,11 +13,10 @@ active.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from pflux.cli import base
+from pflux.cli import base, options
 from pflux.errors import PfluxError
 from pflux.spec.resultcodes import USERID_ANY
 
@@ -38,8 +37,8 @@ def main(argv: list[str]) -> int:
     return base.run("jobs", lambda: _jobs(args))
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = base.parser("jobs", "List jobs: by default your pending and running ones.")
+def _parser() -> options.OptionParser:
+    p = base.options("jobs", "List jobs: by default your pending and running ones.")
     p.add_argument("-a", action="store_true", help="list jobs in all states, inactive too")
     p.add_argument("-A", action="store_true", help="list the jobs of all users")
     p.add_argument(
@@ -64,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         help="only jobs active since WHEN (-DURATION ago, a date, or a timestamp); implies -a",
     )
     p.add_argument("-n", "--no-header", action="store_true", help="print no header line")
-    p.add_argument("--suppress-header", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--suppress-header", action="store_true", help=options.SUPPRESS)
     p.add_argument(
         "-u", "--user", metavar="USER", help='list the jobs of USER (name or id, or "all")'
     )
@@ -133,12 +132,12 @@ def _parser() -> argparse.ArgumentParser:
         "as in 'while pflux jobs --stats-only; do sleep 1; done'",
     )
     p.add_argument("--uri", help="the instance to ask (default: PFLUX_URI)")
-    p.add_argument("--from-stdin", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--from-stdin", action="store_true", help=options.SUPPRESS)
     p.add_argument("jobids", nargs="*", metavar="JOBID", help="list only these jobs")
     return p
 
 
-def _jobs(args: argparse.Namespace) -> int:
+def _jobs(args: options.Args) -> int:
     from pflux.cli import jobformat
 
     if args.format == "help":
@@ -173,7 +172,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _print_listing(
-    jobs: list[JobInfo], formatter: JobFormat, args: argparse.Namespace, *, no_header: bool
+    jobs: list[JobInfo], formatter: JobFormat, args: options.Args, *, no_header: bool
 ) -> None:
     """The table, then with ``-R`` the nested instances' jobs below it."""
     colored = _color_enabled(args.color)
@@ -191,7 +190,7 @@ def _print_listing(
 # --- statistics ---------------------------------------------------------------------------
 
 
-def _print_stats(args: argparse.Namespace) -> bool:
+def _print_stats(args: options.Args) -> bool:
     """Print flux's statistics line (of the ``--queue`` queues' jobs, summed, if given);
     return whether any job is active."""
     from pflux import Client
@@ -228,7 +227,7 @@ def _print_stats(args: argparse.Namespace) -> bool:
 # --- fetching -----------------------------------------------------------------------------
 
 
-def _fetch(args: argparse.Namespace, fields: list[str]) -> tuple[list[JobInfo], bool]:
+def _fetch(args: options.Args, fields: list[str]) -> tuple[list[JobInfo], bool]:
     """The jobs to show, and whether ``--count`` cut the list short."""
     from pflux.cli.jobfields import JobInfo, attrs_for
 
@@ -289,7 +288,7 @@ def _on(job: JobListing, include: tuple[str, set[Any]]) -> bool:
     return not targets.isdisjoint(held)
 
 
-def _filters_given(args: argparse.Namespace) -> bool:
+def _filters_given(args: options.Args) -> bool:
     return bool(
         args.a
         or args.A
@@ -303,7 +302,7 @@ def _filters_given(args: argparse.Namespace) -> bool:
     )
 
 
-def _list_filters(args: argparse.Namespace) -> dict[str, Any]:
+def _list_filters(args: options.Args) -> dict[str, Any]:
     """``Client.list_jobs``'s filters for the filtering options."""
     names = [name for value in args.filter for name in value.split(",") if name]
     since = 0.0
@@ -329,13 +328,11 @@ def _list_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 def filter_masks(names: list[str]) -> tuple[int, int]:
     """(states, results) masks for ``-f`` names such as ``pending`` or ``FAILED``."""
+    from pflux.spec import statebits
     from pflux.spec.resultcodes import CODES
-    from pflux.spec.states import State
 
-    state_names = ("depend", "priority", "sched", "run", "cleanup", "inactive")
-    states = {name: int(State[name.upper()]) for name in state_names}
-    states.update(pending=int(State.PENDING), running=int(State.RUNNING))
-    states["active"] = int(State.ACTIVE)
+    states = {name.lower(): bit for bit, name in statebits.NAMES.items() if bit != statebits.NEW}
+    states.update(pending=statebits.PENDING, running=statebits.RUNNING, active=statebits.ACTIVE)
     results = {name.lower(): code for name, code in CODES.items()}
     state_mask = result_mask = 0
     for name in names:
@@ -396,7 +393,7 @@ def parse_since(text: str, now: float | None = None) -> float:
     return when
 
 
-def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[JobListing]:
+def _by_id(args: options.Args, attrs: list[str]) -> list[JobListing]:
     """``list-id`` for each job id given, all in flight at once; unknown ids are reported."""
     import errno
 
@@ -415,7 +412,7 @@ def _by_id(args: argparse.Namespace, attrs: list[str]) -> list[JobListing]:
     return jobs
 
 
-def _connect(args: argparse.Namespace) -> Client:
+def _connect(args: options.Args) -> Client:
     from pflux import Client
 
     return Client(args.uri)
@@ -490,7 +487,7 @@ def _color(job: JobInfo) -> str:
     return _INSTANCE_COLOR if job.get("uri") else ""
 
 
-def _print_json(jobs: list[JobInfo], args: argparse.Namespace) -> None:
+def _print_json(jobs: list[JobInfo], args: options.Args) -> None:
     import json
 
     if args.recursive:

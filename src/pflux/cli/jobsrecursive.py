@@ -11,9 +11,10 @@ as flux skips it. The instances are read one after another.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
+
+from pflux.cli import options
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -21,10 +22,10 @@ if TYPE_CHECKING:
 
     from pflux.cli.jobfields import JobInfo
 
-Fetch = Callable[[argparse.Namespace], list["JobInfo"]]
+Fetch = Callable[[options.Args], list["JobInfo"]]
 
 
-def instances(args: argparse.Namespace, jobs: list[JobInfo]) -> list[JobInfo]:
+def instances(args: options.Args, jobs: list[JobInfo]) -> list[JobInfo]:
     """The listed jobs to descend into."""
     me = os.getuid()
     return [
@@ -36,11 +37,11 @@ def instances(args: argparse.Namespace, jobs: list[JobInfo]) -> list[JobInfo]:
     ]
 
 
-def _child(args: argparse.Namespace, job: JobInfo, fetch: Fetch) -> list[JobInfo] | None:
+def _child(args: options.Args, job: JobInfo, fetch: Fetch) -> list[JobInfo] | None:
     """The jobs of the instance ``job`` runs, listed with ``args``; None if unreachable."""
     from pflux.errors import PfluxError
 
-    inner = argparse.Namespace(**{**vars(args), "uri": str(job.get("uri")), "jobids": []})
+    inner = options.Args(**{**vars(args), "uri": str(job.get("uri")), "jobids": []})
     try:
         return fetch(inner)
     except (PfluxError, OSError):
@@ -65,7 +66,7 @@ def _stats_line(uri: str) -> str | None:
 
 
 def print_below(
-    args: argparse.Namespace,
+    args: options.Args,
     jobs: list[JobInfo],
     fetch: Fetch,
     show: Callable[[list[JobInfo]], None],
@@ -91,7 +92,7 @@ def print_below(
 
 
 def json_tree(
-    args: argparse.Namespace, jobs: list[JobInfo], fetch: Fetch, level: int = 0
+    args: options.Args, jobs: list[JobInfo], fetch: Fetch, level: int = 0
 ) -> list[dict[str, Any]]:
     """The jobs as ``--json`` gives them, each instance's with its ``jobs``."""
     result = []

@@ -16,9 +16,9 @@ is built in full, as is every job where the template does not hold.
 
 from __future__ import annotations
 
-import argparse
 import operator
 
+from pflux.cli import options
 from pflux.errors import PfluxError
 from pflux.spec.jobspec.walker import is_text
 
@@ -49,7 +49,7 @@ class Templates:
         self._template: _Template | None = None
         self._candidates = 0  # jobs seen that could have a template
 
-    def __call__(self, args: argparse.Namespace) -> JobRequest:
+    def __call__(self, args: options.Args) -> JobRequest:
         """``args``' request, as ``build(args)`` makes it."""
         texts = _whole_texts(args)
         if texts is not None:
@@ -79,9 +79,7 @@ class _Template:
         self.places = _trie(places)
 
     @classmethod
-    def of(
-        cls, args: argparse.Namespace, texts: Sequence[str], build: Requests
-    ) -> _Template | None:
+    def of(cls, args: options.Args, texts: Sequence[str], build: Requests) -> _Template | None:
         """The template of jobs shaped as ``args``, or None where it would not hold."""
         if args.dependencies:  # built per job: 'after' warns once a job
             return None
@@ -98,7 +96,7 @@ class _Template:
         base = {k: v for k, v in vars(args).items() if k not in WHOLE and k not in CLIENT_SIDE}
         return cls(base, _shape(args), first, places)
 
-    def fits(self, args: argparse.Namespace) -> bool:
+    def fits(self, args: options.Args) -> bool:
         """Whether ``args`` is this template's job with other whole texts."""
         return _shape(args) == self.shape and self._others(vars(args)) == self._values
 
@@ -107,7 +105,7 @@ class _Template:
         return self.request_._replace(jobspec=_filled(self.request_.jobspec, self.places, texts))
 
 
-def _whole_texts(args: argparse.Namespace) -> list[str] | None:
+def _whole_texts(args: options.Args) -> list[str] | None:
     """``args``' whole texts in order, or None if one could be read other than whole."""
     command = args.command
     texts = list(command)
@@ -124,11 +122,11 @@ def _whole_texts(args: argparse.Namespace) -> list[str] | None:
     return None
 
 
-def _shape(args: argparse.Namespace) -> tuple[Any, ...]:
+def _shape(args: options.Args) -> tuple[Any, ...]:
     return (len(args.command), *(getattr(args, key) is None for key in WHOLE[1:]))
 
 
-def _marked(args: argparse.Namespace, marker: str, count: int) -> argparse.Namespace:
+def _marked(args: options.Args, marker: str, count: int) -> options.Args:
     """``args`` with its whole texts (``count`` of them) the markers numbered in order."""
     values = vars(args).copy()
     numbers = iter(range(count))
@@ -136,7 +134,7 @@ def _marked(args: argparse.Namespace, marker: str, count: int) -> argparse.Names
     for key in WHOLE[1:]:
         if values[key] is not None:
             values[key] = marker.format(next(numbers))
-    return argparse.Namespace(**values)
+    return options.Args(**values)
 
 
 def _places(jobspec: Any, markers: list[str]) -> list[tuple[Where, int]] | None:

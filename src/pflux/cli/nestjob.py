@@ -14,9 +14,7 @@ reads (``-c``) and checks as any ``pflux start --config``.
 
 from __future__ import annotations
 
-import argparse
-
-from pflux.cli import jobopts
+from pflux.cli import jobopts, options
 from pflux.errors import UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -29,7 +27,7 @@ __all__ = ["add_nest_options", "conf_table", "nest_request"]
 CONF_PATH = "{{tmpdir}}/conf.json"
 
 
-def add_nest_options(parser: argparse.ArgumentParser) -> None:
+def add_nest_options(parser: options.OptionParser) -> None:
     """The job options, by slots, with ``--broker-opts``, ``--conf`` and ``--uri``."""
     jobopts.add_options(parser, slots=True)
     group = parser.add_argument_group("instance")
@@ -51,7 +49,7 @@ def add_nest_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
 
 
-def nest_request(args: argparse.Namespace, command: list[str]) -> jobopts.JobRequest:
+def nest_request(args: options.Args, command: list[str]) -> jobopts.JobRequest:
     """The request of a job whose one task is ``flux broker [OPTS] COMMAND``, sized by
     ``args``' slots (flux's rule: ``-N`` without ``-n`` is a slot per whole node)."""
     if args.ntasks is None and args.nodes is None:

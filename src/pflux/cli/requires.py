@@ -3,12 +3,11 @@ meet are refused before they are submitted, as the scheduler would deny them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 from pflux.errors import SpecError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
     from pflux import Client

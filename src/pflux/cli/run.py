@@ -10,17 +10,22 @@ them read the file instead). Signals and the status line are those of
 
 from __future__ import annotations
 
-import argparse
-
 from pflux.cli import base, jobopts
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
+    from pflux.cli import options
+
 
 def main(argv: list[str]) -> int:
-    parser = base.parser("run", "Run a job interactively: submit it and follow its output.")
+    args = _parser().parse_args(argv)
+    return base.run("run", lambda: _run(args))
+
+
+def _parser() -> options.OptionParser:
+    parser = base.options("run", "Run a job interactively: submit it and follow its output.")
     parser.usage = f"{base.PROG} run [OPTIONS...] COMMAND [ARGS...]"
     jobopts.add_options(parser)
     parser.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
@@ -34,11 +39,10 @@ def main(argv: list[str]) -> int:
         default=0,
         help="print the job id on stderr; twice: the job's events too (as -E)",
     )
-    args = parser.parse_args(argv)
-    return base.run("run", lambda: _run(args))
+    return parser
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: options.Args) -> int:
     import sys
 
     if args.verbose > 2:

@@ -15,16 +15,16 @@ bad stops the submission there, the copies before it submitted (as flux-core's).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 
-from pflux.cli import base, jobopts, jobtemplate
+from pflux.cli import base, jobopts, jobtemplate, options
 from pflux.cli.printable import printable
 from pflux.errors import PfluxError, UsageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections import deque
     from collections.abc import Callable, Collection, Iterable, Iterator
     from typing import Any, NamedTuple, TextIO
 
@@ -32,20 +32,26 @@ if TYPE_CHECKING:
     from pflux.errors import RPCError
     from pflux.spec.fluid import JobID
 else:
+    from _collections import deque  # without the collections package, a command's import
+
     from pflux.spec.typedtuple import NamedTuple
 
 
 def main(argv: list[str]) -> int:
     """Entry point of ``pflux submit``."""
-    parser = base.parser("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
-    parser.usage = f"{base.PROG} submit [OPTIONS...] COMMAND [ARGS...]"
-    jobopts.add_options(parser)
-    add_submission_options(parser)
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     return base.run("submit", lambda: _submit(args))
 
 
-def add_submission_options(parser: argparse.ArgumentParser) -> None:
+def _parser() -> options.OptionParser:
+    parser = base.options("submit", "Enqueue a job; --dry-run prints its jobspec instead.")
+    parser.usage = f"{base.PROG} submit [OPTIONS...] COMMAND [ARGS...]"
+    jobopts.add_options(parser)
+    add_submission_options(parser)
+    return parser
+
+
+def add_submission_options(parser: options.OptionParser) -> None:
     """The options of ``submit`` and ``bulksubmit`` beyond the job's own."""
     group = parser.add_argument_group("submission")
     group.add_argument("--uri", help="instance URI (default: $PFLUX_URI)")
@@ -75,7 +81,7 @@ def add_submission_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--log-stderr", metavar="FILE", help="print messages to FILE ({cc} allowed)")
 
 
-def _submit(args: argparse.Namespace) -> int:
+def _submit(args: options.Args) -> int:
     ccs = cc_list(args)
     build = jobtemplate.Templates(jobopts.Requests())
     copies = copies_of("submit", args, ccs, cc_env=bool(args.cc), build=build)
@@ -96,11 +102,11 @@ class Copy(NamedTuple):
 
 def copies_of(
     prog: str,
-    args: argparse.Namespace,
+    args: options.Args,
     ccs: Collection[int | None],
     *,
     cc_env: bool,
-    build: Callable[[argparse.Namespace], jobopts.JobRequest],
+    build: Callable[[options.Args], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     """A copy of the job ``args`` describe per id of ``ccs``, each built by ``build`` as
     it is taken (``cc_env``: with ``FLUX_JOB_CC`` set, as ``--cc`` and not ``--bcc``
@@ -118,12 +124,12 @@ def copies_of(
 
 def _built_each(
     prog: str,
-    args: argparse.Namespace,
+    args: options.Args,
     ccs: Collection[int | None],
     *,
     dests: Collection[str],
     cc_env: bool,
-    build: Callable[[argparse.Namespace], jobopts.JobRequest],
+    build: Callable[[options.Args], jobopts.JobRequest],
 ) -> Iterator[Copy]:
     for cc in ccs:
         one = _with_cc_in(args, dests, cc)
@@ -137,7 +143,7 @@ def _copied(ccs: Collection[int | None]) -> bool:
     return not (len(ccs) == 1 and None in ccs)
 
 
-def _cc_dests(args: argparse.Namespace) -> list[str]:
+def _cc_dests(args: options.Args) -> list[str]:
     """The options (``args``' names) whose values hold ``{cc}``."""
     return [dest for dest, value in vars(args).items() if _holds_cc(value)]
 
@@ -179,7 +185,7 @@ def primed(copies: Iterator[Copy]) -> Iterator[Copy]:
     return copies if first is None else itertools.chain((first,), copies)
 
 
-def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], total: int) -> int:
+def submit_all(prog: str, args: options.Args, copies: Iterable[Copy], total: int) -> int:
     """Submit the ``total`` copies as they are built, a window in flight, print each id
     (unless ``--quiet``) or refusal in order, then follow the jobs as ``--wait``,
     ``--watch`` and ``--progress`` ask.
@@ -187,8 +193,6 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
     A copy's ``log`` and ``log_stderr`` (None: stdout, stderr) are where its id,
     messages and watched output go. The exit code is 1 if a submission was refused,
     else the largest job exit code when the jobs were waited for, else 0."""
-    from collections import deque
-
     from pflux import Client
     from pflux.errors import RPCError
 
@@ -206,12 +210,14 @@ def submit_all(prog: str, args: argparse.Namespace, copies: Iterable[Copy], tota
                 where.append(streams.pair(copy.log, copy.log_stderr))
                 yield copy.request
 
-        from pflux.cli import progressbar
-
-        progress = progressbar.wanted(args.progress)
+        progress = False
         bar = None
-        if progress and not follow:
-            bar = progressbar.ProgressBar(total, jps=args.jps, counts=False).start()
+        if args.progress:  # the bar's module (and its datetime) only where asked for
+            from pflux.cli import progressbar
+
+            progress = progressbar.wanted(args.progress)
+            if progress and not follow:
+                bar = progressbar.ProgressBar(total, jps=args.jps, counts=False).start()
         failed = 0
         jobids = []
         followed = []
@@ -293,7 +299,7 @@ def _submitted(
         )
 
 
-def cc_list(args: argparse.Namespace) -> Collection[int | None]:
+def cc_list(args: options.Args) -> Collection[int | None]:
     """The ids of ``--cc`` or ``--bcc`` (an IdSet: a million of them cost nothing until
     taken), else one copy, None."""
     if args.cc and args.bcc:
@@ -306,14 +312,12 @@ def cc_list(args: argparse.Namespace) -> Collection[int | None]:
     return IdSet.decode(text)
 
 
-def _with_cc_in(
-    args: argparse.Namespace, dests: Collection[str], cc: int | None
-) -> argparse.Namespace:
+def _with_cc_in(args: options.Args, dests: Collection[str], cc: int | None) -> options.Args:
     """``args`` with every ``{cc}`` replaced by ``cc`` (flux substitutes in all arguments);
     ``dests`` (``_cc_dests``) are the options that hold one."""
     if cc is None:
         return args
-    one = argparse.Namespace()
+    one = options.Args()
     values = vars(one)
     values.update(vars(args))
     text = str(cc)

@@ -19,8 +19,6 @@ import _socket
 import errno
 import select
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
 
 from pflux.client.routing import Router, hello_failed
 from pflux.errors import ProtocolError, RPCError, RPCTimeout
@@ -29,7 +27,11 @@ from pflux.protocol.uri import cannot_connect, client_timeout, socket_path, unan
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections import deque
+    from collections.abc import Callable, Iterator
     from typing import Any
+else:
+    from _collections import deque  # the collections package costs a command more
 
 
 class RPC:

@@ -11,7 +11,10 @@ and wait, and in what their sinks are (an ``RPC``, a queue).
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Callable
 
 from pflux.errors import NoInstanceError, PfluxError, ProtocolError, RPCError, RPCTimeout
 from pflux.protocol.message import (

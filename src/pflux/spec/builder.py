@@ -14,7 +14,10 @@ JobspecError with flux-core's wording.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Sequence
 
 from _pfluxcore import builder as resources
 from _pfluxcore import submitopts
@@ -23,6 +26,7 @@ from pflux.errors import JobspecError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, NoReturn
 
 __all__ = ["attribute_path", "from_command", "per_resource", "set_attr", "set_shell_option"]

@@ -11,7 +11,6 @@ milliseconds below 0.1 s, and six significant digits.
 from __future__ import annotations
 
 import math
-import re
 
 from _pfluxcore.duration import UNITS, in_unit, short
 
@@ -29,13 +28,15 @@ else:
 
 _SECONDS: Final = UNITS
 # ASCII digits only: float() would also take other scripts' digits and "1_000"
-_FSD: Final = re.compile(r"\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(ms|s|m|h|d)?")
+_FSD: Final = r"\+?((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(ms|s|m|h|d)?"
 _INFINITE: Final = frozenset({"inf", "infinity"})
 
 
 def parse(text: str, *, default_unit: Unit = "s") -> float:
     """Seconds in ``text``; a bare number is in ``default_unit`` (flux's ``-t`` uses minutes)."""
-    match = _FSD.fullmatch(text)
+    import re  # here, as printing a duration (``pflux jobs``) does without it
+
+    match = re.fullmatch(_FSD, text)
     if match is None:
         if text.lower() in _INFINITE:
             return math.inf

@@ -15,8 +15,6 @@ size is capped at ``INT_MAX + 1``). The set algebra and the text are
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from _pfluxcore import idset as _ranges
@@ -25,6 +23,7 @@ from pflux.errors import IdsetError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import NoReturn
 
 __all__ = ["MAX_ID", "IdSet", "decode", "encode"]
@@ -41,6 +40,8 @@ Range = tuple[int, int]
 
 def _show(text: str) -> str:
     """Quote user text for an error message, shortened if it is long."""
+    import json  # here: only an error needs it, and it loads re
+
     return json.dumps(text if len(text) <= 64 else text[:61] + "...", ensure_ascii=False)
 
 

@@ -5,7 +5,8 @@ second; but importing it costs about 25 ms (it loads dataclasses, uuid, inspect
 and more), more than the whole work of a short command. So each process picks
 once: orjson, loaded on first use, unless ``use_stdlib()`` came first, as the
 command line does (``pflux start`` turns to orjson for the broker it runs, with
-``use_orjson()``). Both write the same bytes for what pflux sends: compact
+``use_orjson()``); the standard library's codec is its C accelerator without the
+json package (``jsonlean``). Both write the same bytes for what pflux sends: compact
 UTF-8, keys in the order given. Where they differ, on what JSON cannot hold:
 a NaN is refused by the standard library and written as null by orjson; a lone
 surrogate and an object of another type are refused by both (``EncodeError``).
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DecodeError", "EncodeError", "dumps", "loads", "use_orjson", "use_stdlib"]
 
-_ENCODERS_KEPT = 8  # the standard library's encoders kept for reuse, at most
 #: what decoding bad JSON raises, from either codec (both raise a ValueError)
 DecodeError = ValueError
 #: what encoding a value JSON cannot hold raises, from either codec
@@ -85,12 +85,10 @@ def _choose(*, stdlib: bool) -> None:
         except ImportError:  # pragma: no cover - a dependency; the stdlib still serves
             stdlib = True
     if stdlib:
-        import json
+        from pflux.spec import jsonlean
 
-        decode = json.loads
-        # one encoder for each (default, sort_keys) asked for: the callers' defaults are
-        # module functions (the message codec's), so there are few
-        encoders: dict[tuple[Callable[[Any], Any] | None, bool], json.JSONEncoder] = {}
+        decode = jsonlean.loads
+        encode = jsonlean.dumps_text
 
         def std_dumps(
             obj: Any,
@@ -100,18 +98,7 @@ def _choose(*, stdlib: bool) -> None:
             newline: bool = False,
             sort_keys: bool = False,
         ) -> bytes:
-            encoder = encoders.get((default, sort_keys))
-            if encoder is None:
-                encoder = json.JSONEncoder(
-                    separators=(",", ":"),
-                    ensure_ascii=False,
-                    allow_nan=False,
-                    sort_keys=sort_keys,
-                    default=default,
-                )
-                if len(encoders) < _ENCODERS_KEPT:
-                    encoders[(default, sort_keys)] = encoder
-            text = encoder.encode(obj)
+            text = encode(obj, default=default, sort_keys=sort_keys)
             return (text + "\n" if newline else text).encode()
 
         def std_loads(data: bytes | bytearray | memoryview | str, /) -> Any:

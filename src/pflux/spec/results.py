@@ -6,7 +6,11 @@ CLI (``pflux run``'s exit code), so that all three read an ending the same way.
 
 from __future__ import annotations
 
-from pflux.spec.states import State
+from pflux.spec.statebits import INACTIVE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pflux.spec.states import State
 
 # job results, as flux-core names them
 COMPLETED, FAILED, CANCELED, TIMEOUT = "COMPLETED", "FAILED", "CANCELED", "TIMEOUT"
@@ -24,7 +28,7 @@ class Outcome:
     @property
     def result(self) -> str | None:
         """COMPLETED, FAILED, CANCELED or TIMEOUT once inactive (flux-core's rule)."""
-        if self.state is not State.INACTIVE:
+        if self.state != INACTIVE:
             return None
         if self.exception is not None:
             etype = self.exception[0]

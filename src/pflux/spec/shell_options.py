@@ -10,10 +10,14 @@ pflux's does not are refused as such. Pure: no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+
+# the class collections.abc re-exports, without the collections package (a command
+# that loads it pays for OrderedDict, Counter, ChainMap...)
+from _collections_abc import Mapping
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Final
 
     _Check = Callable[[Any], str | None]

@@ -15,6 +15,7 @@ import enum
 from collections.abc import Callable
 
 from pflux.errors import PfluxError
+from pflux.spec import statebits
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -27,18 +28,18 @@ if TYPE_CHECKING:
 class State(enum.IntFlag):
     """Job states; the values are flux-core's, so masks mean the same in both."""
 
-    NEW = 1
-    DEPEND = 2
-    PRIORITY = 4
-    SCHED = 8
-    RUN = 16
-    CLEANUP = 32
-    INACTIVE = 64
+    NEW = statebits.NEW
+    DEPEND = statebits.DEPEND
+    PRIORITY = statebits.PRIORITY
+    SCHED = statebits.SCHED
+    RUN = statebits.RUN
+    CLEANUP = statebits.CLEANUP
+    INACTIVE = statebits.INACTIVE
 
     # virtual states (RFC 21)
-    PENDING = DEPEND | PRIORITY | SCHED
-    RUNNING = RUN | CLEANUP
-    ACTIVE = PENDING | RUNNING
+    PENDING = statebits.PENDING
+    RUNNING = statebits.RUNNING
+    ACTIVE = statebits.ACTIVE
 
     @property
     def short(self) -> str:
@@ -58,23 +59,18 @@ class State(enum.IntFlag):
         raise PfluxError(f"invalid job state {text!r}")
 
 
-SHORT = {
-    State.NEW: "N",
-    State.DEPEND: "D",
-    State.PRIORITY: "P",
-    State.SCHED: "S",
-    State.RUN: "R",
-    State.CLEANUP: "C",
-    State.INACTIVE: "I",
-}
+SHORT = {State(bit): letter for bit, letter in statebits.LETTERS.items()}
 
-URGENCY_MIN, URGENCY_DEFAULT, URGENCY_MAX = 0, 16, 31
-URGENCY_HOLD, URGENCY_EXPEDITE = URGENCY_MIN, URGENCY_MAX
+# the numbers of ``statebits``, for the services that read them with the states
+URGENCY_MIN, URGENCY_DEFAULT, URGENCY_MAX = (
+    statebits.URGENCY_MIN,
+    statebits.URGENCY_DEFAULT,
+    statebits.URGENCY_MAX,
+)
+URGENCY_HOLD, URGENCY_EXPEDITE = statebits.URGENCY_HOLD, statebits.URGENCY_EXPEDITE
+FLAG_DEBUG, FLAG_WAITABLE = statebits.FLAG_DEBUG, statebits.FLAG_WAITABLE
 PRIORITY_MIN, PRIORITY_MAX = 0, 4294967295
 SEVERITY_MAX = 7
-
-FLAG_DEBUG = 1  # submit flags (RFC 21 "flags": 1=debug)
-FLAG_WAITABLE = 2
 
 
 def priority(urgency: int) -> int:

@@ -84,3 +84,36 @@ def test_any_fields_make_the_same_tuple_as_typings(names: list[str], data: st.Da
     assert ours._field_defaults == defaults
     assert ours(*values) == theirs(*values)
     assert repr(ours(*values)) == repr(theirs(*values))
+
+
+def test_errors_and_protocols_as_typings() -> None:
+    for kind in (Point, TypingPoint):
+        with pytest.raises(TypeError, match="Expected 2 arguments, got 3"):
+            kind._make((1, 2, 3))
+        with pytest.raises(ValueError, match="Got unexpected field names: \\['z'\\]"):
+            kind(1)._replace(z=2)
+        with pytest.raises(TypeError):
+            kind()
+        with pytest.raises(AttributeError):
+            kind(1).x = 2  # type: ignore[misc]
+        assert not hasattr(kind(1), "__dict__")
+        assert kind.__match_args__ == ("x", "y")
+        assert hash(kind(1)) == hash((1, 3))
+        assert kind(y=2, x=1) == (1, 2)
+        assert kind(1).__getnewargs__() == (1, 3)
+    match Point(4, 5):
+        case Point(a, b):
+            assert (a, b) == (4, 5)
+
+
+def test_one_field_and_none() -> None:
+    class One(NamedTuple):
+        only: str
+
+    class Empty(NamedTuple):
+        pass
+
+    assert One("a") == ("a",)
+    assert repr(One("a")) == "One(only='a')"
+    assert Empty() == ()
+    assert repr(Empty()) == "Empty()"

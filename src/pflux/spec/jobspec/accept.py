@@ -13,7 +13,6 @@ flat on purpose: each call or generator here costs as much as a rule.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from pflux.spec.jobspec.walker import (
     INT64_MAX,
@@ -29,6 +28,7 @@ from pflux.spec.jobspec.walker import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Final
 
 

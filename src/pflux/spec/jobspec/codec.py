@@ -6,9 +6,6 @@ so that importing the jobspec modules costs next to nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from json import JSONDecodeError
-
 from pflux.errors import JobspecError
 from pflux.spec import jsontext
 from pflux.spec.jobspec.accept import accepts
@@ -17,6 +14,7 @@ from pflux.spec.jobspec.walker import raise_problems
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, Literal
 
     Format = Literal["auto", "json", "yaml"]
@@ -86,6 +84,8 @@ def _decode_json(data: bytes | str) -> Any:
     try:
         return jsontext.loads(data)
     except jsontext.DecodeError as exc:
+        from json import JSONDecodeError  # here: json loads re, which a command does without
+
         if isinstance(exc, JSONDecodeError):
             where = f"line {exc.lineno}, column {exc.colno}"
             raise JobspecError([("", f"invalid JSON at {where}: {exc.msg}")]) from None

@@ -3,11 +3,11 @@ system attributes of any jobspec (``system_attributes``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 _NONE: Mapping[str, Any] = MappingProxyType({})

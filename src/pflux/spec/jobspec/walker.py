@@ -30,12 +30,12 @@ tests pin each one):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 from pflux.errors import JobspecError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Final
 
 INT64_MAX: Final = 2**63 - 1

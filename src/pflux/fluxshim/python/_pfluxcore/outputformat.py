@@ -22,9 +22,9 @@ def empty_outputs() -> tuple[str, ...]:
     """The texts a value shows when it is unset (the ``h`` suffix shows them as ``-``),
     worked out once."""
     if not _empty:
-        from datetime import datetime
+        import time  # as datetime's strftime of it, without importing datetime
 
-        localepoch = datetime.fromtimestamp(0.0).strftime(ISO)
+        localepoch = time.strftime(ISO, time.localtime(0.0))
         _empty.append(("", "0s", "0.0", "0:00:00", "1970-01-01T00:00:00", localepoch))
     return _empty[0]
 
