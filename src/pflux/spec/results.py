@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from pflux.spec.statebits import INACTIVE
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
-    from pflux.spec.states import State
-
 # job results, as flux-core names them
 COMPLETED, FAILED, CANCELED, TIMEOUT = "COMPLETED", "FAILED", "CANCELED", "TIMEOUT"
 
@@ -20,7 +16,7 @@ class Outcome:
     """How a job ended, for a job being replayed and for one reduced to its ending."""
 
     __slots__ = ()
-    state: State
+    state: int  # a State (an int); named here without importing its enum
     exception: tuple[str, str] | None
     ended_by_exception: bool  # a fatal exception, not finish, took it to CLEANUP
     finish_status: int | None
