@@ -357,28 +357,37 @@ class Store(Namespaces):
         changes: list[Change] = []
         if not ops:
             return changes
-        with self.transaction():
-            if len(ops) == 1:
-                # a single op checks everything before it writes anything
-                self._apply_one(0, ops[0], watched, changes)
-                return changes
-            self._conn.execute("SAVEPOINT kvs_commit")
-            try:
-                if not (
-                    self._append_in_place(ops, watched, changes)
-                    or self._insert_new(ops, watched, changes)
-                    or self._append_and_insert(ops, watched, changes)
-                ):
-                    for i, op in enumerate(ops):
-                        self._apply_one(i, op, watched, changes)
-            except KVSError:
-                self._conn.execute("ROLLBACK TO kvs_commit")
-                self._conn.execute("RELEASE kvs_commit")
-                self._dirs.clear()
-                self._load_links()
-                raise
-            self._conn.execute("RELEASE kvs_commit")
+        if self._conn.in_transaction:  # the KVS's flush holds one: join it as it is
+            self._apply_ops(ops, watched, changes)
+        else:
+            with self.transaction():
+                self._apply_ops(ops, watched, changes)
         return changes
+
+    def _apply_ops(
+        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+    ) -> None:
+        """``apply``'s ops, checked, in the transaction open: all or none."""
+        if len(ops) == 1:
+            # a single op checks everything before it writes anything
+            self._apply_one(0, ops[0], watched, changes)
+            return
+        self._conn.execute("SAVEPOINT kvs_commit")
+        try:
+            if not (
+                self._append_in_place(ops, watched, changes)
+                or self._insert_new(ops, watched, changes)
+                or self._append_and_insert(ops, watched, changes)
+            ):
+                for i, op in enumerate(ops):
+                    self._apply_one(i, op, watched, changes)
+        except KVSError:
+            self._conn.execute("ROLLBACK TO kvs_commit")
+            self._conn.execute("RELEASE kvs_commit")
+            self._dirs.clear()
+            self._load_links()
+            raise
+        self._conn.execute("RELEASE kvs_commit")
 
     def _append_in_place(
         self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
