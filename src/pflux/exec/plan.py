@@ -94,15 +94,16 @@ def plan(
     try:
         spec = JobspecView(jobspec)
         places = layout(spec, targets(R))
-        config = output_config(spec.shell_options.get("output", {}), output_limit)
-        stdin = input_config(spec.shell_options.get("input", {}))
-        pmi = pmi_enabled(spec.shell_options.get("pmi"), len(places.tasks))
-        ptys = pty_ranks(spec.shell_options.get("pty"), len(places.tasks))
+        given = spec.shell_options
+        config = output_config(given.get("output", {}), output_limit)
+        stdin = input_config(given.get("input", {}))
+        pmi = pmi_enabled(given.get("pmi"), len(places.tasks))
+        ptys = pty_ranks(given.get("pty"), len(places.tasks))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
         name = spec.name
-        options: ShellOptions = shell_options(spec.shell_options, spec)
+        options: ShellOptions = shell_options(given, spec)
         files = spec.data["attributes"]["system"].get("files")
         written = [] if files is None else decode_files(files)
     except PfluxError as exc:
