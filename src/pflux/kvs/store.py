@@ -475,8 +475,9 @@ class Store(Namespaces):
         firsts = set(fresh.values())
         for kind, key, value in ops:  # the changes in the order one by one would make them
             if key in firsts:
-                # the probe found no value at the directory itself: only those above it
-                self._make_way(key[: key.rfind(".")], watched, changes)
+                # the probe found no value at the directory itself: only those above it,
+                # less the other new directories, which their own probes found empty
+                self._make_way(key[: key.rfind(".")], watched, changes, fresh)
             if key in watched:
                 changes.append((key, kind, value))
         self._insert(rows)
@@ -593,12 +594,19 @@ class Store(Namespaces):
         self._make_way(key, watched, changes)
         self._insert([(*_kl(key), value)])
 
-    def _make_way(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
+    def _make_way(
+        self,
+        key: str,
+        watched: Collection[str],
+        changes: list[Change],
+        empty: Collection[str] = (),
+    ) -> None:
         """Remove any value standing where ``key``'s directories go.
 
         Only the ancestors below the deepest known directory are looked at: a known
         directory has no value above it. A value removed to make way had nothing below
-        it, so no known directory is affected.
+        it, so no known directory is affected. ``empty``: ancestors known to hold no
+        value (probed), skipped.
         """
         dirs = self._dirs
         end = key.rfind(".")
@@ -609,6 +617,8 @@ class Store(Namespaces):
                 end = key.rfind(".", 0, end)
             execute = self._conn.execute
             for ancestor in reversed(unknown):
+                if ancestor in empty:
+                    continue
                 if execute(SQL_DELETE_VALUE, _kl(ancestor)).rowcount and ancestor in watched:
                     changes.append((ancestor, UNLINK, None))
             self._remember_dirs(unknown)
