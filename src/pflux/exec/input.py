@@ -46,6 +46,9 @@ class InputConfig:
     limit: int = DEFAULT_INPUT_LIMIT
 
 
+_DEFAULT = InputConfig()
+
+
 def _fail(key: str, message: str) -> JobspecError:
     return JobspecError([(f"{_OPTIONS}.{key}" if key else _OPTIONS, message)])
 
@@ -54,6 +57,8 @@ def input_config(options: object) -> InputConfig:
     """The ``input`` shell options (``attributes.system.shell.options.input``)."""
     if not isinstance(options, Mapping):
         raise _fail("", "must be a mapping")
+    if not options:
+        return _DEFAULT  # most jobs (the config is frozen)
     stdin = options.get("stdin", {})
     if not isinstance(stdin, Mapping):
         raise _fail("stdin", "must be a mapping")

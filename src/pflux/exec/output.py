@@ -147,6 +147,18 @@ def output_config(options: Mapping[str, Any], default_limit: str = DEFAULT_LIMIT
     """
     if not isinstance(options, Mapping):
         raise _fail("", "must be a mapping")
+    if not options:  # most jobs: the defaults, made once a limit (the config is frozen)
+        config = _DEFAULT_CONFIGS.get(default_limit)
+        if config is None:
+            config = _DEFAULT_CONFIGS[default_limit] = _output_config({}, default_limit)
+        return config
+    return _output_config(options, default_limit)
+
+
+_DEFAULT_CONFIGS: dict[str, OutputConfig] = {}  # default limit -> the config of no options
+
+
+def _output_config(options: Mapping[str, Any], default_limit: str) -> OutputConfig:
     stdout = _stream(options, "stdout", StreamConfig())
     inherited = StreamConfig(stdout.type, stdout.path, stdout.label, "none", stdout.mode)
     stderr = _stream(options, "stderr", inherited)

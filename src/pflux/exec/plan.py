@@ -94,15 +94,16 @@ def plan(
     try:
         spec = JobspecView(jobspec)
         places = layout(spec, targets(R))
-        config = output_config(spec.shell_options.get("output", {}), output_limit)
-        stdin = input_config(spec.shell_options.get("input", {}))
-        pmi = pmi_enabled(spec.shell_options.get("pmi"), len(places.tasks))
-        ptys = pty_ranks(spec.shell_options.get("pty"), len(places.tasks))
+        given = spec.shell_options
+        config = output_config(given.get("output", {}), output_limit)
+        stdin = input_config(given.get("input", {}))
+        pmi = pmi_enabled(given.get("pmi"), len(places.tasks))
+        ptys = pty_ranks(given.get("pty"), len(places.tasks))
         argv = list(spec.command)
         env = dict(spec.environment)
         cwd = spec.cwd
         name = spec.name
-        options: ShellOptions = shell_options(spec.shell_options, spec)
+        options: ShellOptions = shell_options(given, spec)
         files = spec.data["attributes"]["system"].get("files")
         written = [] if files is None else decode_files(files)
     except PfluxError as exc:
@@ -112,12 +113,13 @@ def plan(
     if not argv:
         raise PfluxError("invalid job: the command is empty")
     fluid = JobID(jobid)
-    env["FLUX_JOB_ID"] = fluid.f58
+    f58 = fluid.f58
+    env["FLUX_JOB_ID"] = f58
     env["FLUX_JOB_SIZE"] = str(len(places.tasks))
     env["FLUX_JOB_NNODES"] = str(places.nnodes)
     env["PFLUX_URI"] = env["FLUX_URI"] = uri
     env["PFLUX_KVS_NAMESPACE"] = env["FLUX_KVS_NAMESPACE"] = namespace
-    env["FLUX_JOB_ID_PATH"] = f"{'' if jobid_path == '/' else jobid_path}/{fluid.f58}"
+    env["FLUX_JOB_ID_PATH"] = f"{'' if jobid_path == '/' else jobid_path}/{f58}"
     if shim is not None:
         shim.apply(env)
     if "HOSTNAME" in env:
@@ -163,7 +165,7 @@ def plan(
         tmpdir_argv=any(TMPDIR_TAG in arg for arg in argv),
     )
     return Plan(
-        _per_rank(fields, places, fluid.f58, tmp_parents),
+        _per_rank(fields, places, f58, tmp_parents),
         places,
         config,
         stdin,

@@ -357,28 +357,37 @@ class Store(Namespaces):
         changes: list[Change] = []
         if not ops:
             return changes
-        with self.transaction():
-            if len(ops) == 1:
-                # a single op checks everything before it writes anything
-                self._apply_one(0, ops[0], watched, changes)
-                return changes
-            self._conn.execute("SAVEPOINT kvs_commit")
-            try:
-                if not (
-                    self._append_in_place(ops, watched, changes)
-                    or self._insert_new(ops, watched, changes)
-                    or self._append_and_insert(ops, watched, changes)
-                ):
-                    for i, op in enumerate(ops):
-                        self._apply_one(i, op, watched, changes)
-            except KVSError:
-                self._conn.execute("ROLLBACK TO kvs_commit")
-                self._conn.execute("RELEASE kvs_commit")
-                self._dirs.clear()
-                self._load_links()
-                raise
-            self._conn.execute("RELEASE kvs_commit")
+        if self._conn.in_transaction:  # the KVS's flush holds one: join it as it is
+            self._apply_ops(ops, watched, changes)
+        else:
+            with self.transaction():
+                self._apply_ops(ops, watched, changes)
         return changes
+
+    def _apply_ops(
+        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+    ) -> None:
+        """``apply``'s ops, checked, in the transaction open: all or none."""
+        if len(ops) == 1:
+            # a single op checks everything before it writes anything
+            self._apply_one(0, ops[0], watched, changes)
+            return
+        self._conn.execute("SAVEPOINT kvs_commit")
+        try:
+            if not (
+                self._append_in_place(ops, watched, changes)
+                or self._insert_new(ops, watched, changes)
+                or self._append_and_insert(ops, watched, changes)
+            ):
+                for i, op in enumerate(ops):
+                    self._apply_one(i, op, watched, changes)
+        except KVSError:
+            self._conn.execute("ROLLBACK TO kvs_commit")
+            self._conn.execute("RELEASE kvs_commit")
+            self._dirs.clear()
+            self._load_links()
+            raise
+        self._conn.execute("RELEASE kvs_commit")
 
     def _append_in_place(
         self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
@@ -466,8 +475,9 @@ class Store(Namespaces):
         firsts = set(fresh.values())
         for kind, key, value in ops:  # the changes in the order one by one would make them
             if key in firsts:
-                # the probe found no value at the directory itself: only those above it
-                self._make_way(key[: key.rfind(".")], watched, changes)
+                # the probe found no value at the directory itself: only those above it,
+                # less the other new directories, which their own probes found empty
+                self._make_way(key[: key.rfind(".")], watched, changes, fresh)
             if key in watched:
                 changes.append((key, kind, value))
         self._insert(rows)
@@ -584,12 +594,19 @@ class Store(Namespaces):
         self._make_way(key, watched, changes)
         self._insert([(*_kl(key), value)])
 
-    def _make_way(self, key: str, watched: Collection[str], changes: list[Change]) -> None:
+    def _make_way(
+        self,
+        key: str,
+        watched: Collection[str],
+        changes: list[Change],
+        empty: Collection[str] = (),
+    ) -> None:
         """Remove any value standing where ``key``'s directories go.
 
         Only the ancestors below the deepest known directory are looked at: a known
         directory has no value above it. A value removed to make way had nothing below
-        it, so no known directory is affected.
+        it, so no known directory is affected. ``empty``: ancestors known to hold no
+        value (probed), skipped.
         """
         dirs = self._dirs
         end = key.rfind(".")
@@ -600,6 +617,8 @@ class Store(Namespaces):
                 end = key.rfind(".", 0, end)
             execute = self._conn.execute
             for ancestor in reversed(unknown):
+                if ancestor in empty:
+                    continue
                 if execute(SQL_DELETE_VALUE, _kl(ancestor)).rowcount and ancestor in watched:
                     changes.append((ancestor, UNLINK, None))
             self._remember_dirs(unknown)

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 # as plain names, quick to compare by identity
 DEPEND, PRIORITY, CLEANUP = INTERNAL_STATES
 _FREE = Action.FREE
+# the masks ``check_waiters`` counts, made once: enum.Flag arithmetic is slow
+_UNFINISHED = State.ACTIVE | State.NEW
+_WAITING = State.PENDING | State.NEW
 
 
 def advance(host: ProgressHost, job: Job) -> None:
@@ -111,12 +114,12 @@ def on_commit(host: ProgressHost, batch: Batch) -> None:
 
 def check_waiters(host: ProgressHost) -> None:
     """Answer ``drain`` once no job is active, ``idle`` once none runs."""
-    if host.drains and not host.count(State.ACTIVE | State.NEW):
+    if host.drains and not host.count(_UNFINISHED):
         for req in host.drains:
             req.respond({})
         host.drains.clear()
     if host.idles and not host.count(State.RUNNING):
-        pending = host.count(State.PENDING | State.NEW)
+        pending = host.count(_WAITING)
         for req in host.idles:
             req.respond({"pending": pending})
         host.idles.clear()

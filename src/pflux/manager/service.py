@@ -74,6 +74,7 @@ log = logging.getLogger("pflux.job-manager")
 
 # as plain names, quick to compare by identity (``post``)
 _DEPEND, _PRIORITY, _CLEANUP = INTERNAL_STATES
+_INACTIVE_BIT = int(State.INACTIVE)
 
 
 class JobManager(Service):
@@ -97,6 +98,9 @@ class JobManager(Service):
         self.by_state: dict[State, dict[Job, None]] = {
             state: {} for state in (State(1 << i) for i in range(7))
         }
+        # a mask's dicts of by_state (never replaced), for ``count``, which every
+        # commit asks while anyone waits for a drain or an idle queue
+        self._counted: dict[int, tuple[dict[Job, None], ...]] = {}
         self.watchers: dict[str, list[Plugin]] = {}  # event name -> plugins that want it
         self.events = EventPoster(
             broker,
@@ -153,9 +157,13 @@ class JobManager(Service):
     # --- counting and lookup --------------------------------------------------------------
 
     def count(self, mask: State) -> int:
-        bits = mask.value  # plain ints: enum.Flag arithmetic is slow
-        count = sum(len(jobs) for state, jobs in self.by_state.items() if state.value & bits)
-        return count + (len(self.ended) if bits & State.INACTIVE.value else 0)
+        bits = int(mask)  # plain ints: enum.Flag arithmetic is slow
+        dicts = self._counted.get(bits)
+        if dicts is None:
+            dicts = tuple(jobs for state, jobs in self.by_state.items() if state & bits)
+            self._counted[bits] = dicts
+        count = sum(map(len, dicts))
+        return count + (len(self.ended) if bits & _INACTIVE_BIT else 0)
 
     def lookup(self, jobid: int) -> Job | Ended | None:
         return self.jobs.get(jobid) or self.ended.get(jobid)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import JobspecError, PfluxError
+from pflux.exec.input import InputConfig, input_config
 from pflux.exec.output import (
     KVSOutput,
     StreamConfig,
@@ -159,6 +160,19 @@ def test_a_path_alone_means_a_file_and_kvs_drops_the_path() -> None:
     assert (conf.stdout.type, conf.stdout.path, conf.stdout.mode) == ("file", "o", "append")
     assert (conf.stderr.type, conf.stderr.path) == ("kvs", None)
     assert conf.limit == 1024
+
+
+def test_no_options_mean_the_defaults_each_limit_its_own() -> None:
+    # no options take the configs made once a limit; any option, the long way
+    for limit in ("10M", "1G", "10M"):
+        conf = output_config({}, limit)
+        assert conf == output_config({"stdout": {}}, limit)
+        assert conf.stdout == StreamConfig("kvs", None, False, "line", "truncate")
+        assert conf.limit_text == limit
+    assert output_config({}, "1G").limit == 1 << 30
+    assert input_config({}) == input_config({"stdin": {}}) == InputConfig(None)
+    with pytest.raises(JobspecError):
+        output_config({}, "lots")  # a bad default limit is refused, not kept
 
 
 @pytest.mark.parametrize(

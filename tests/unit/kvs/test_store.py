@@ -291,6 +291,44 @@ def test_ends_of_jobs_append_and_insert_their_records_in_a_few_statements(
     assert store.ls("job.1.data.manager") == {"x": "val"}
 
 
+def test_new_directories_one_inside_another_probed_once_each_and_never_deleted(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """job-exec's first keys of a job: ``guest.exec.eventlog`` and ``guest.output`` in a
+    known job directory. Each new directory's probe found nothing at it, so the outer one
+    is not deleted to make way for the inner; a value above them still is."""
+    store.apply([("put", f"job.{n}.jobspec", "v") for n in range(2)])
+    applied = one_by_one(store, monkeypatch)
+    ops = [("put", "job.0.guest.exec.eventlog", "e"), ("put", "job.0.guest.output", "o")]
+    kinds, changes = traced(store, ops, {"job.0.guest"})
+    assert applied == []
+    assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (2, 2, 0)
+    assert changes == []
+    assert store.ls("job.0.guest") == {"exec": "dir", "output": "val"}
+    # a value where the outer directory goes is found by its probe: one by one, replaced
+    store.put("job.1.guest", "in the way")
+    del applied[:]
+    changes = store.apply(
+        [("put", "job.1.guest.exec.eventlog", "e"), ("put", "job.1.guest.output", "o")],
+        {"job.1.guest"},
+    )
+    assert len(applied) == 2
+    assert changes == [("job.1.guest", "unlink", None)]
+    assert store.ls("job.1.guest") == {"exec": "dir", "output": "val"}
+    # one above both, in a directory not known: deleted once, heard once
+    store._dirs.clear()
+    store.put("job.x", "in the way")
+    store._dirs.clear()
+    del applied[:]
+    kinds, changes = traced(
+        store, [("put", "job.x.a.b.k", "1"), ("put", "job.x.a.k", "2")], {"job.x", "job.x.a"}
+    )
+    assert applied == []
+    assert kinds.count("DELETE") == 2  # at job.x and job, none at job.x.a
+    assert changes == [("job.x", "unlink", None)]
+    assert (store.get("job.x.a.b.k"), store.get("job.x.a.k")) == ("1", "2")
+
+
 def test_a_commit_whose_key_stands_where_another_needs_a_directory(store: Store) -> None:
     """Found by the model test: all new directories, but a0.a is a key and a directory
     a0.a.a.a needs, so the commit goes one op at a time and the later put wins."""
