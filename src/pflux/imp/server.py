@@ -20,9 +20,9 @@ user's environment: the tasks get the description's, which was checked.
 
 from __future__ import annotations
 
+import _socket
 import gc
 import json
-import marshal
 import os
 import pwd
 import re
@@ -249,7 +249,7 @@ class ImpServer:
         """The description as the helper runs it: ``FLUX_JOB_TMPDIR`` in the configured
         directory (the instance's is not the user's to write in), and every limit the
         jobspec asks for (the helper's own are not the submitter's)."""
-        names = {os.path.basename(path) for path in description.tmpdirs}
+        names = {path.rpartition("/")[2] for path in description.tmpdirs}  # basenames
         if len(names) != 1 or not _TMPDIR_NAME.fullmatch(next(iter(names))):
             raise Refused(f"tmpdirs: {description.tmpdirs!r}: not one jobtmp-RANK-ID name")
         options = jobspec["attributes"]["system"].get("shell", {}).get("options", {})
@@ -349,7 +349,7 @@ def _shell(
     ran = 0
     while True:
         shell = Shell(key, ctx, sock)
-        code = shell.run(marshal.dumps(tuple(description)))
+        code = shell.run_job(description)
         ran += 1
         if code or ran == JOBS_PER_SHELL or not shell.reset():
             return code
@@ -477,13 +477,13 @@ def _passed(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 def _is_seqpacket(fd: int) -> bool:
     try:
-        sock = socket.socket(fileno=os.dup(fd))
+        sock = _socket.socket(fileno=fd)  # the C type's: no dup, no enums to make
     except OSError:
         return False
     try:
-        return bool(sock.family == socket.AF_UNIX and sock.type == socket.SOCK_SEQPACKET)
+        return bool(sock.family == _socket.AF_UNIX and sock.type == _socket.SOCK_SEQPACKET)
     finally:
-        sock.close()
+        sock.detach()  # the descriptor stays open: it is the caller's
 
 
 def _answer(conn: socket.socket, kind: bytes, key: int, payload: bytes) -> None:
