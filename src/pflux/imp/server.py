@@ -36,8 +36,8 @@ from typing import Any, Final
 import msgspec
 
 from pflux.errors import PfluxError
-from pflux.fluxshim import shim_env
-from pflux.imp.check import mismatch
+from pflux.fluxshim import ShimEnv, shim_env
+from pflux.imp.check import Allowed, mismatch
 from pflux.imp.config import ImpConfig
 from pflux.protocol import impwire
 from pflux.protocol import shelljournal as journal
@@ -49,7 +49,7 @@ from pflux.shell.context import Context
 from pflux.shell.job import Shell
 from pflux.shell.serve import JOBS_PER_SHELL
 
-__all__ = ["ImpServer", "Refused", "become", "next_guest_job"]
+__all__ = ["ImpServer", "Known", "Refused", "become", "next_guest_job"]
 
 REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
@@ -81,6 +81,7 @@ class ImpServer:
         self.idle: set[int] = set()  # workers waiting for a request
         self.parent = os.getpid()
         self.taken, self.taking = os.pipe()  # a worker's pid, once it has a request
+        self.known: Known | None = None  # the jobspec of the last job checked
 
     def run(self) -> None:
         signal.signal(signal.SIGCHLD, self._reap)
@@ -218,13 +219,16 @@ class ImpServer:
         except impwire.DescriptionError as exc:
             raise Refused(str(exc)) from None
         jobspec, uid = self._user(userid_text, signed)
-        why = mismatch(description, jobspec, self.shim)
+        known = self.known
+        if known is None or known.payload != jobspec:  # a shell's jobs mostly share one
+            known = self.known = Known(jobspec, self.shim)
+        why = known.allowed.mismatch(description)
         if why:
             raise Refused(f"the job's shell is not what its user signed: {why}")
-        return uid, self._settled(description, jobspec), uri
+        return uid, self._settled(description, known), uri
 
-    def _user(self, userid_text: str, signed: str) -> tuple[Any, int]:
-        """(J's jobspec, its user), once J verifies and names the job's user."""
+    def _user(self, userid_text: str, signed: str) -> tuple[bytes, int]:
+        """(J's payload, its user), once J verifies and names the job's user."""
         from _pfluxcore.sign import SignError, unwrap
 
         if not userid_text.isdigit():
@@ -239,24 +243,41 @@ class ImpServer:
             raise Refused(f"J is signed by uid {verified.userid}, not the job's uid {userid}")
         if userid == 0:
             raise Refused("the helper runs no job as root")
-        try:
-            jobspec = msgspec.json.decode(verified.payload)
-        except msgspec.DecodeError:
-            raise Refused("J's payload is not a JSON jobspec") from None
-        return jobspec, userid
+        return verified.payload, userid
 
-    def _settled(self, description: Description, jobspec: Any) -> Description:
+    def _settled(self, description: Description, known: Known) -> Description:
         """The description as the helper runs it: ``FLUX_JOB_TMPDIR`` in the configured
         directory (the instance's is not the user's to write in), and every limit the
         jobspec asks for (the helper's own are not the submitter's)."""
         names = {path.rpartition("/")[2] for path in description.tmpdirs}  # basenames
         if len(names) != 1 or not _TMPDIR_NAME.fullmatch(next(iter(names))):
             raise Refused(f"tmpdirs: {description.tmpdirs!r}: not one jobtmp-RANK-ID name")
-        options = jobspec["attributes"]["system"].get("shell", {}).get("options", {})
+        if known.limits is None:
+            system = known.jobspec["attributes"]["system"]
+            options = system.get("shell", {}).get("options", {})
+            known.limits = _limits(options.get("rlimit", {}))
         settled: list[Any] = list(description)
         settled[_TMPDIRS] = (os.path.join(self.config.job_tmpdir, names.pop()),)
-        settled[_RLIMIT] = _limits(options.get("rlimit", {}))
+        settled[_RLIMIT] = list(known.limits)
         return Description(*settled)
+
+
+class Known:
+    """A jobspec J carried, decoded, with what a job's check against it needs, worked out
+    once (``pflux.imp.check.Allowed``, the limits it asks for). A guest's shell keeps the
+    last one: the jobs a user submits together carry the same jobspec, each in its own
+    J, which the shell verifies for each job before the jobspec is compared."""
+
+    __slots__ = ("allowed", "jobspec", "limits", "payload")
+
+    def __init__(self, payload: bytes, shim: ShimEnv | None) -> None:
+        try:
+            self.jobspec = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            raise Refused("J's payload is not a JSON jobspec") from None
+        self.payload = payload
+        self.allowed = Allowed(self.jobspec, shim)
+        self.limits: list[tuple[int, int]] | None = None  # once a job of it is settled
 
 
 def _limits(wanted: Any) -> list[tuple[int, int]]:
