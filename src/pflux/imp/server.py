@@ -54,6 +54,7 @@ __all__ = ["ImpServer", "Known", "Refused", "become", "next_guest_job"]
 REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
 _FD_SIZE: Final = 4
+_TWO_FDS: Final = socket.CMSG_SPACE(2 * _FD_SIZE)  # a request's room for its sockets
 SPARES: Final = 4  # workers waiting for a request
 _PID_SIZE: Final = 4
 _MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
@@ -82,6 +83,7 @@ class ImpServer:
         self.parent = os.getpid()
         self.taken, self.taking = os.pipe()  # a worker's pid, once it has a request
         self.known: Known | None = None  # the jobspec of the last job checked
+        self.tmpdirs = os.path.join(config.job_tmpdir, "")  # a job's is this and its name
 
     def run(self) -> None:
         signal.signal(signal.SIGCHLD, self._reap)
@@ -257,7 +259,7 @@ class ImpServer:
             options = system.get("shell", {}).get("options", {})
             known.limits = _limits(options.get("rlimit", {}))
         settled: list[Any] = list(description)
-        settled[_TMPDIRS] = (os.path.join(self.config.job_tmpdir, names.pop()),)
+        settled[_TMPDIRS] = (self.tmpdirs + names.pop(),)
         settled[_RLIMIT] = list(known.limits)
         return Description(*settled)
 
@@ -415,10 +417,9 @@ def _next_description(
 def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
     """(shell key, payload, the descriptors passed: the job's records socket) of the next
     SPAWN_AS the launcher gives a guest's shell; None when its socket ends first."""
-    space = socket.CMSG_SPACE(2 * _FD_SIZE)
     try:
         while True:
-            data, ancillary, _, _ = sock.recvmsg(impwire.SPAWN_CHUNK, space)
+            data, ancillary, _, _ = sock.recvmsg(impwire.SPAWN_CHUNK, _TWO_FDS)
             fds = _passed(ancillary)
             if not data:
                 return None
@@ -441,8 +442,7 @@ def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
 
 def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
     """(shell key, payload, the descriptors passed) of a SPAWN_AS request."""
-    space = socket.CMSG_SPACE(2 * _FD_SIZE)
-    data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space)
+    data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, _TWO_FDS)
     fds = _passed(ancillary)
     try:
         if flags & socket.MSG_CTRUNC:
