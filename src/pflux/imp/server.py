@@ -20,9 +20,9 @@ user's environment: the tasks get the description's, which was checked.
 
 from __future__ import annotations
 
+import _socket
 import gc
 import json
-import marshal
 import os
 import pwd
 import re
@@ -36,8 +36,8 @@ from typing import Any, Final
 import msgspec
 
 from pflux.errors import PfluxError
-from pflux.fluxshim import shim_env
-from pflux.imp.check import mismatch
+from pflux.fluxshim import ShimEnv, shim_env
+from pflux.imp.check import Allowed, mismatch
 from pflux.imp.config import ImpConfig
 from pflux.protocol import impwire
 from pflux.protocol import shelljournal as journal
@@ -49,11 +49,12 @@ from pflux.shell.context import Context
 from pflux.shell.job import Shell
 from pflux.shell.serve import JOBS_PER_SHELL
 
-__all__ = ["ImpServer", "Refused", "become", "next_guest_job"]
+__all__ = ["ImpServer", "Known", "Refused", "become", "next_guest_job"]
 
 REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
 _FD_SIZE: Final = 4
+_TWO_FDS: Final = socket.CMSG_SPACE(2 * _FD_SIZE)  # a request's room for its sockets
 SPARES: Final = 4  # workers waiting for a request
 _PID_SIZE: Final = 4
 _MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
@@ -81,6 +82,8 @@ class ImpServer:
         self.idle: set[int] = set()  # workers waiting for a request
         self.parent = os.getpid()
         self.taken, self.taking = os.pipe()  # a worker's pid, once it has a request
+        self.known: Known | None = None  # the jobspec of the last job checked
+        self.tmpdirs = os.path.join(config.job_tmpdir, "")  # a job's is this and its name
 
     def run(self) -> None:
         signal.signal(signal.SIGCHLD, self._reap)
@@ -218,13 +221,16 @@ class ImpServer:
         except impwire.DescriptionError as exc:
             raise Refused(str(exc)) from None
         jobspec, uid = self._user(userid_text, signed)
-        why = mismatch(description, jobspec, self.shim)
+        known = self.known
+        if known is None or known.payload != jobspec:  # a shell's jobs mostly share one
+            known = self.known = Known(jobspec, self.shim)
+        why = known.allowed.mismatch(description)
         if why:
             raise Refused(f"the job's shell is not what its user signed: {why}")
-        return uid, self._settled(description, jobspec), uri
+        return uid, self._settled(description, known), uri
 
-    def _user(self, userid_text: str, signed: str) -> tuple[Any, int]:
-        """(J's jobspec, its user), once J verifies and names the job's user."""
+    def _user(self, userid_text: str, signed: str) -> tuple[bytes, int]:
+        """(J's payload, its user), once J verifies and names the job's user."""
         from _pfluxcore.sign import SignError, unwrap
 
         if not userid_text.isdigit():
@@ -239,24 +245,41 @@ class ImpServer:
             raise Refused(f"J is signed by uid {verified.userid}, not the job's uid {userid}")
         if userid == 0:
             raise Refused("the helper runs no job as root")
-        try:
-            jobspec = msgspec.json.decode(verified.payload)
-        except msgspec.DecodeError:
-            raise Refused("J's payload is not a JSON jobspec") from None
-        return jobspec, userid
+        return verified.payload, userid
 
-    def _settled(self, description: Description, jobspec: Any) -> Description:
+    def _settled(self, description: Description, known: Known) -> Description:
         """The description as the helper runs it: ``FLUX_JOB_TMPDIR`` in the configured
         directory (the instance's is not the user's to write in), and every limit the
         jobspec asks for (the helper's own are not the submitter's)."""
-        names = {os.path.basename(path) for path in description.tmpdirs}
+        names = {path.rpartition("/")[2] for path in description.tmpdirs}  # basenames
         if len(names) != 1 or not _TMPDIR_NAME.fullmatch(next(iter(names))):
             raise Refused(f"tmpdirs: {description.tmpdirs!r}: not one jobtmp-RANK-ID name")
-        options = jobspec["attributes"]["system"].get("shell", {}).get("options", {})
+        if known.limits is None:
+            system = known.jobspec["attributes"]["system"]
+            options = system.get("shell", {}).get("options", {})
+            known.limits = _limits(options.get("rlimit", {}))
         settled: list[Any] = list(description)
-        settled[_TMPDIRS] = (os.path.join(self.config.job_tmpdir, names.pop()),)
-        settled[_RLIMIT] = _limits(options.get("rlimit", {}))
+        settled[_TMPDIRS] = (self.tmpdirs + names.pop(),)
+        settled[_RLIMIT] = list(known.limits)
         return Description(*settled)
+
+
+class Known:
+    """A jobspec J carried, decoded, with what a job's check against it needs, worked out
+    once (``pflux.imp.check.Allowed``, the limits it asks for). A guest's shell keeps the
+    last one: the jobs a user submits together carry the same jobspec, each in its own
+    J, which the shell verifies for each job before the jobspec is compared."""
+
+    __slots__ = ("allowed", "jobspec", "limits", "payload")
+
+    def __init__(self, payload: bytes, shim: ShimEnv | None) -> None:
+        try:
+            self.jobspec = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            raise Refused("J's payload is not a JSON jobspec") from None
+        self.payload = payload
+        self.allowed = Allowed(self.jobspec, shim)
+        self.limits: list[tuple[int, int]] | None = None  # once a job of it is settled
 
 
 def _limits(wanted: Any) -> list[tuple[int, int]]:
@@ -349,7 +372,7 @@ def _shell(
     ran = 0
     while True:
         shell = Shell(key, ctx, sock)
-        code = shell.run(marshal.dumps(tuple(description)))
+        code = shell.run_job(description)
         ran += 1
         if code or ran == JOBS_PER_SHELL or not shell.reset():
             return code
@@ -394,10 +417,9 @@ def _next_description(
 def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
     """(shell key, payload, the descriptors passed: the job's records socket) of the next
     SPAWN_AS the launcher gives a guest's shell; None when its socket ends first."""
-    space = socket.CMSG_SPACE(2 * _FD_SIZE)
     try:
         while True:
-            data, ancillary, _, _ = sock.recvmsg(impwire.SPAWN_CHUNK, space)
+            data, ancillary, _, _ = sock.recvmsg(impwire.SPAWN_CHUNK, _TWO_FDS)
             fds = _passed(ancillary)
             if not data:
                 return None
@@ -420,8 +442,7 @@ def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
 
 def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
     """(shell key, payload, the descriptors passed) of a SPAWN_AS request."""
-    space = socket.CMSG_SPACE(2 * _FD_SIZE)
-    data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space)
+    data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, _TWO_FDS)
     fds = _passed(ancillary)
     try:
         if flags & socket.MSG_CTRUNC:
@@ -477,13 +498,13 @@ def _passed(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 def _is_seqpacket(fd: int) -> bool:
     try:
-        sock = socket.socket(fileno=os.dup(fd))
+        sock = _socket.socket(fileno=fd)  # the C type's: no dup, no enums to make
     except OSError:
         return False
     try:
-        return bool(sock.family == socket.AF_UNIX and sock.type == socket.SOCK_SEQPACKET)
+        return bool(sock.family == _socket.AF_UNIX and sock.type == _socket.SOCK_SEQPACKET)
     finally:
-        sock.close()
+        sock.detach()  # the descriptor stays open: it is the caller's
 
 
 def _answer(conn: socket.socket, kind: bytes, key: int, payload: bytes) -> None:

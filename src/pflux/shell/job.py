@@ -143,9 +143,13 @@ class Shell(JobStart, Rejoining):
         self.pmi: Any = None  # the job's PMI-1 server (pflux.shell.pmi), made when first asked
 
     def run(self, description: bytes) -> int:
+        return self.run_job(Description(*marshal.loads(description)))
+
+    def run_job(self, job: Description) -> int:
+        """Run ``job`` (a guest's shell has it decoded and checked already)."""
         try:
             self._record()
-            self._start(Description(*marshal.loads(description)))
+            self._start(job)
         except StartFailed as exc:
             self.failure = exc.with_traceback(None)  # no cycle through this frame to leak
             self._kill_all(_signal.SIGKILL)
