@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_wheel_holds_pflux_alone_and_installs_only_pflux_commands() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["scripts"] == {
-        "pflux": "pflux.cli:main",
+        "pflux": "pflux.cli:command",
         "pflux-imp": "pflux.imp.main:main",  # the privileged helper, for a site's instance
     }
     assert "gui-scripts" not in project["project"]

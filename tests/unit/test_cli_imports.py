@@ -43,10 +43,14 @@ HEAVY = (
 #: expression compiler, a fifth of such a command's instructions), which argparse, the
 #: json package and gettext each import (``pflux.cli.options``, ``pflux.spec.jsonlean``)
 LEAN = ("re", "argparse", "json", "gettext")
-#: and what a plain run and submit do without besides: the state machine's enum (a client
-#: reads ``pflux.spec.statebits``), functools, and the collections package (its classes
-#: taken from ``_collections_abc`` and ``_collections``, where it would find them)
+#: and what a plain run and submit, and jobs, do without besides: the state machine's enum
+#: (a client reads ``pflux.spec.statebits``; a listing's ``State`` is made when it is
+#: read), functools, and the collections package (its classes taken from
+#: ``_collections_abc`` and ``_collections``, where it would find them)
 LEANER = ("enum", "functools", "collections", "importlib", "datetime")
+#: and what a plain run and submit, which build a jobspec and validate it, do without: the
+#: jobspec's codec and view, the API's builder (``pflux.api.jobspec``) and ``types``
+BUILT = ("pflux.spec.jobspec.codec", "pflux.spec.jobspec.view", "pflux.api.jobspec", "types")
 
 # the probe itself imports nothing the command might not: it writes one name a line
 PROBE = """
@@ -91,8 +95,10 @@ def test_a_short_command_loads_nothing_heavy(uri: str, tmp_path: Path, command: 
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     if command[0] in ("run", "submit", "jobs"):
         assert not loaded & set(LEAN), sorted(loaded & set(LEAN))
-    if command in (["run", "true"], ["submit", "true"]):
+    if command in (["run", "true"], ["submit", "true"]) or command[0] == "jobs":
         assert not loaded & set(LEANER), sorted(loaded & set(LEANER))
+    if command in (["run", "true"], ["submit", "true"]):
+        assert not loaded & set(BUILT), sorted(loaded & set(BUILT))
 
 
 @pytest.mark.parametrize("command", ["flux", "pflux"])

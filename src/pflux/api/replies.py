@@ -5,22 +5,26 @@ Each is built from its RPC's reply as docs/interfaces.md describes it; a field
 the reply leaves out is None (job-list answers an attribute only once it means
 something, and only those asked for). They are named tuples, as ``JobResult`` is,
 rather than dataclasses: ``dataclasses`` loads ``inspect``, about 10 ms of every
-``pflux jobs``.
+``pflux jobs``. A listing keeps its state as the int job-list answered, and makes
+it a ``State`` when ``state`` is read: the states' enum (with the state machine
+that defines it) is a fifth of ``pflux jobs``, which prints from the reply.
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from pflux.spec.fluid import JobID
-from pflux.spec.states import State
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from types import MappingProxyType
     from typing import Any, NamedTuple
+
+    from pflux.spec.states import State
 else:
     from pflux.spec.typedtuple import NamedTuple
+
+    MappingProxyType = type(type.__dict__)  # types' own definition, without types
 
 
 class JobListing(NamedTuple):
@@ -67,8 +71,6 @@ class JobListing(NamedTuple):
         """The listing of one job object of a job-list reply."""
         known = {name: job[name] for name in _LISTED if name in job}
         known["id"] = JobID(job["id"])
-        if "state" in job:
-            known["state"] = State(job["state"])
         return cls(**known, answered=job)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,13 +90,31 @@ class JobListing(NamedTuple):
         return hash(self[:-1])
 
     def __repr__(self) -> str:
-        shown = ", ".join(
-            f"{name}={value!r}" for name, value in zip(_LISTED, self[:-1], strict=True)
-        )
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _LISTED)
         return f"JobListing({shown})"
 
 
 _LISTED = JobListing._fields[:-1]
+_STATE = JobListing._fields.index("state")
+
+
+class _StateItem:
+    """``JobListing.state``: the tuple's item, read as a ``State`` (a subclass of int,
+    so listings compare and hash alike either way)."""
+
+    def __get__(self, listing: JobListing | None, owner: object = None) -> Any:
+        if listing is None:
+            return self
+        state: Any = listing[_STATE]  # an int from a reply, or the State given
+        if state is None:
+            return None
+        from pflux.spec.states import State
+
+        return State(state)
+
+
+if not TYPE_CHECKING:  # the type checker reads the field's declared type
+    JobListing.state = _StateItem()
 
 
 class QueueStatus(NamedTuple):

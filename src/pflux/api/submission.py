@@ -111,9 +111,12 @@ def submit(
     **options: Unpack[BuilderOptions],
 ) -> Exchange[JobID]:
     """Submit a jobspec, or a command line with builder options; return its id."""
-    from pflux.api.jobspec import jobspec_of  # what a command needs, once one is given
+    if isinstance(job, Mapping) and not options:  # as jobspec_of, which a command needs
+        jobspec = dict(job)
+    else:
+        from pflux.api.jobspec import jobspec_of
 
-    jobspec = jobspec_of(job, **options)
+        jobspec = jobspec_of(job, **options)
     (jobid,) = yield from submit_many([jobspec], urgency=urgency, waitable=waitable, debug=debug)
     return jobid
 

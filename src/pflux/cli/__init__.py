@@ -10,6 +10,10 @@ import gc
 import os
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 # sub-command -> module under pflux.cli with a ``main(argv) -> int``
 COMMANDS: dict[str, str] = {
     "start": "start",
@@ -111,6 +115,31 @@ commands:
   overlay    show the brokers' tree and each subtree's state (status, lookup, parentof)
   watch      copy jobs' output to this terminal until they end
 """
+
+
+def command() -> NoReturn:
+    """The ``pflux`` program (its script, ``python -m pflux.cli``, the instance's ``flux``
+    and ``pflux``): ``main``, then its exit code as ``sys.exit``'s (``exit_now``)."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit with ``code`` without the interpreter's teardown: freeing and collecting every
+    module's objects, which the process's end frees anyway, costs a short command a
+    seventh of its instructions. Standard output and error are flushed first; the usual
+    exit runs where anything waits for the teardown (an atexit function, such as
+    logging's or a temporary directory's cleanup, or threads) or a flush fails (a closed
+    pipe: Python reports it as it always does)."""
+    import atexit
+
+    if atexit._ncallbacks() or "threading" in sys.modules:
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # ValueError: a stream the command closed
+        sys.exit(code)
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,5 @@
 """Allow ``python -m pflux.cli``."""
 
-import sys
+from pflux.cli import command
 
-from pflux.cli import main
-
-sys.exit(main())
+command()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from types import FrameType
 
 from pflux.cli import base
 
@@ -24,6 +23,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import signal as _signal  # the same names, typed
     from collections.abc import Callable
+    from types import FrameType
     from typing import Any, Final
 
     from pflux import Client

@@ -279,6 +279,26 @@ def test_import_does_not_load_the_wordlist() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_f58_encodes_alike_before_and_after_its_pairs_table() -> None:
+    """A command's first ids encode a digit per division (making the pairs table would cost
+    it more), the many after them two at a time: the text is the same."""
+    code = (
+        "import random, pflux.spec.fluid\n"
+        "from _pfluxcore import fluid as core\n"
+        "rng = random.Random(1)\n"
+        "ids = [0, 57, 58, 3363, 3364, 2**64 - 1, *(rng.getrandbits(64) for _ in range(50))]\n"
+        "before = [core.f58(n) for n in ids]\n"
+        "assert not core._B58_PAIRS\n"
+        "for _ in range(64):\n"
+        "    core.f58(1)\n"
+        "after = [core.f58(n) for n in ids]\n"
+        "assert core._B58_PAIRS\n"
+        "assert before == after, [p for p in zip(before, after) if p[0] != p[1]]\n"
+        "assert before[:6] == ['ƒ1', 'ƒz', 'ƒ21', 'ƒzz', 'ƒ211', 'ƒjpXCZedGfVQ']\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 @settings(max_examples=300)
 @given(ids)
 def test_round_trip_every_encoding(n: int) -> None:

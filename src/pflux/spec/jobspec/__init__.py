@@ -10,14 +10,34 @@ they report every problem (fastjsonschema stops at the first) in the user's
 terms, which jsonschema's errors on ``oneOf`` branches are not.  ``codec``
 decodes and encodes JSON and YAML; ``view`` is the read-only ``JobspecView``.
 
-This package re-exports the public names its many callers use.
+This package re-exports the public names its many callers use, each loading its
+module on first use: a command that only validates (``run``, ``submit``) loads
+neither the codec nor the view.
 """
 
 from __future__ import annotations
 
-from pflux.spec.jobspec.accept import validate
-from pflux.spec.jobspec.codec import Format, decode, dumps, dumps_yaml, loads
-from pflux.spec.jobspec.view import JobspecView, system_attributes
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pflux.spec.jobspec.accept import validate
+    from pflux.spec.jobspec.codec import Format, decode, dumps, dumps_yaml, loads
+    from pflux.spec.jobspec.view import JobspecView, system_attributes
+
+_CODEC = "pflux.spec.jobspec.codec"
+_VIEW = "pflux.spec.jobspec.view"
+# where each name is defined
+_HOMES = {
+    "Format": _CODEC,
+    "JobspecView": _VIEW,
+    "decode": _CODEC,
+    "dumps": _CODEC,
+    "dumps_yaml": _CODEC,
+    "loads": _CODEC,
+    "system_attributes": _VIEW,
+    "validate": "pflux.spec.jobspec.accept",
+}
 
 __all__ = [
     "Format",
@@ -29,3 +49,18 @@ __all__ = [
     "system_attributes",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Load a name from its module on first use, and keep it here."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pflux.spec.jobspec' has no attribute {name!r}")
+    __import__(home)  # importlib's import_module, without loading importlib
+    value = getattr(sys.modules[home], name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

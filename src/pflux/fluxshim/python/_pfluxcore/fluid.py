@@ -18,8 +18,11 @@ _B58_VALUE = {c: i for i, c in enumerate(B58)}
 # ASCII code -> digit value, 0xff for a character that is not a base58 digit
 _NOT_B58 = 0xFF
 _B58_CODES = bytes(_B58_VALUE.get(chr(code), _NOT_B58) for code in range(256))
-# every two-digit base58 string, so encoding takes half as many divisions
-_B58_PAIRS = tuple(a + b for a in B58 for b in B58)
+# every two-digit base58 string, so encoding takes half as many divisions: made once
+# enough ids were encoded to repay making it (3% of a short command's instructions)
+_B58_PAIRS: list[str] = []
+# ids left to encode a digit per division before the pairs are made
+_UNPAIRED = [64]
 F58_PREFIX = "\u0192"  # ƒ
 F58_ASCII_PREFIX = "f"
 F58_MAX_DIGITS = 12  # as flux-core: 11 digits cover 64 bits, one more allows a leading '1'
@@ -41,9 +44,18 @@ def wordlist() -> tuple[tuple[str, ...], dict[str, int]]:
 
 
 def f58(n: int, prefix: str = F58_PREFIX) -> str:
-    """``prefix`` and base58, two digits per division (the pairs table)."""
+    """``prefix`` and base58: a digit per division for a command's few ids, then two
+    (the pairs table) for the many of a listing."""
     pairs = _B58_PAIRS
     digits = ""
+    if not pairs:
+        if _UNPAIRED[0]:
+            _UNPAIRED[0] -= 1
+            while n >= 58:
+                digits = B58[n % 58] + digits
+                n //= 58
+            return prefix + B58[n] + digits
+        pairs.extend(a + b for a in B58 for b in B58)
     while n >= 3364:
         digits = pairs[n % 3364] + digits
         n //= 3364
