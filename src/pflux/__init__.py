@@ -16,9 +16,8 @@ connection (``LogFollow``), commands run on ranks (``Remote``), an instance's
 address (``socket_path``, ``uri_for``) and the flux shim's paths (``shim_env``).
 """
 
-import sys
-
 from pflux import _corefinder
+from pflux.spec.lazy import lazy_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -141,16 +140,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """Load a public name from its module on first use, and keep it here."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'pflux' has no attribute {name!r}")
-    __import__(home)  # importlib's import_module, without loading importlib
-    value = getattr(sys.modules[home], name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)

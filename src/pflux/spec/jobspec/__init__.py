@@ -17,7 +17,7 @@ neither the codec nor the view.
 
 from __future__ import annotations
 
-import sys
+from pflux.spec.lazy import lazy_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -51,16 +51,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """Load a name from its module on first use, and keep it here."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'pflux.spec.jobspec' has no attribute {name!r}")
-    __import__(home)  # importlib's import_module, without loading importlib
-    value = getattr(sys.modules[home], name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)
