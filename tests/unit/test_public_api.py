@@ -36,8 +36,10 @@ def test_unknown_names_are_attribute_errors() -> None:
 def test_import_pflux_loads_no_client_until_asked() -> None:
     code = "import sys, pflux; print(sorted(m for m in sys.modules if m.startswith('pflux')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    # the finder of _pfluxcore, the logic pflux shares with its flux package, alone
-    assert out.stdout.strip() == "['pflux', 'pflux._corefinder']"
+    # the finder of _pfluxcore, the logic pflux shares with its flux package, and the
+    # loader of the names, alone
+    loaded = "['pflux', 'pflux._corefinder', 'pflux.spec', 'pflux.spec.lazy']"
+    assert out.stdout.strip() == loaded
 
 
 def test_every_exception_is_a_pflux_error_defined_in_errors() -> None:
