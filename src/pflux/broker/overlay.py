@@ -397,7 +397,8 @@ class Overlay:
                 self._refuse(msg, route, f"rank {nodeid} is down")
                 return None
             if not self.parent_up:
-                self._refuse(msg, route, f"lost contact with the parent (rank {self._parent()})")
+                state = "lost contact with" if self._parent_heard else "no word yet from"
+                self._refuse(msg, route, f"{state} the parent (rank {self._parent()})")
                 return None
         else:
             child = self.children.get(peer)

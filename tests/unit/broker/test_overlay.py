@@ -157,7 +157,9 @@ class Tree:
         return overlay
 
     async def start(self) -> None:
-        """Start every rank, and wait until rank 0 has heard from each."""
+        """Start every rank, and wait until rank 0 has heard from each and each has heard
+        from its parent (a request from rank 0 reached it: rank 0's hello from a rank
+        can come before that rank has read its parent's first word)."""
         for rank in range(self.count):
             await self.start_rank(rank)
         joined = {0}
@@ -165,6 +167,8 @@ class Tree:
             rank, info = await asyncio.wait_for(self.changes.get(), WAIT)
             assert info is not None
             joined.add(rank)
+        for rank in range(1, self.count):
+            assert (await self.brokers[0].call("echo.rank", None, nodeid=rank))["rank"] == rank
 
     async def stop_rank(self, rank: int) -> None:
         """Close rank's sockets without a word, as a killed broker would."""
@@ -277,6 +281,21 @@ def test_rank_zero_learns_each_rank_from_its_hello(
             assert {c: sorted(child.subtree) for c, child in t.overlays[1].children.items()} == {
                 3: [3]
             }
+
+    run(scenario)
+
+
+def test_a_rank_that_never_heard_from_its_parent_says_so(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        t = Tree(test_size_boots(2, tmp_path, 1, ["a", "b"]), TIMEOUT, 0)
+        await t.start_rank(1)  # rank 0 never starts
+        try:
+            with pytest.raises(RPCError) as info:
+                await t.brokers[1].call("zero.where", None)
+            assert info.value.errnum == errno.EHOSTUNREACH
+            assert "zero.where: no word yet from the parent (rank 0)" in str(info.value)
+        finally:
+            await t.stop()
 
     run(scenario)
 
