@@ -77,6 +77,7 @@ class EventPoster:
         self._unsent: list[Batch] = []  # flushed while blocked, to send after those
         self._backoff = RETRY_BACKOFF[0]
         self._timer: asyncio.TimerHandle | None = None
+        self._waiters: list[asyncio.Future[bool]] = []  # ``settled``'s, told False if stuck
 
     @property
     def batch(self) -> Batch:
@@ -141,6 +142,25 @@ class EventPoster:
         """Run ``callback`` once everything posted so far is durable."""
         self.batch.callbacks.append(callback)
 
+    async def settled(self) -> bool:
+        """Wait until every event posted so far is durable: True; False as soon as they
+        cannot be (a full disk holds them back, or a commit failed)."""
+        if not self.pending:
+            return True
+        if self._blocked or self.failed:
+            return False
+        waiter: asyncio.Future[bool] = self.broker.loop.create_future()
+        self._waiters.append(waiter)
+        self.after_commit(lambda: _tell(waiter, True))
+        try:
+            return await waiter
+        finally:
+            self._waiters.remove(waiter)
+
+    def _stuck(self) -> None:
+        for waiter in self._waiters:
+            _tell(waiter, False)
+
     def add_ops(self, ops: list[list[Any]]) -> None:
         """Commit extra KVS operations with this turn's events (e.g. removing a job)."""
         batch = self.batch
@@ -173,9 +193,11 @@ class EventPoster:
                     )
                 self._blocked = True
                 self._retry.append(batch)
+                self._stuck()
             elif msg.errnum:
                 # never act on, or acknowledge, an event that is not durable
                 self.failed = True
+                self._stuck()
                 self.broker.fatal(f"job-manager: KVS commit failed: {msg.errstr}")
                 return
             else:
@@ -220,3 +242,8 @@ class EventPoster:
         flushed = self._flushed
         while flushed and flushed[0].durable:
             self._on_commit(flushed.popleft())
+
+
+def _tell(waiter: asyncio.Future[bool], settled: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(settled)

@@ -48,7 +48,6 @@ log = logging.getLogger("pflux.job-manager")
 KEY: Final = "checkpoint.job-manager-inactive"
 VERSION: Final = 1
 SETTLE_TIMEOUT: Final = 10.0  # seconds a stop waits for the events posted to be durable
-SETTLE_POLL: Final = 0.01  # seconds between looks
 # for tests: the broker kills itself (SIGKILL) at this point of ``save``: "writing", the
 # snapshot built and its commit about to be sent; "written", its commit answered
 KILL_AT: Final = "PFLUX_TEST_KILL_AT_SNAPSHOT"
@@ -149,22 +148,18 @@ async def save(
 ) -> None:
     """Store the snapshot of ``ended`` once every event posted is durable (within
     ``SETTLE_TIMEOUT``; else none is stored, and the next start reads the records)."""
-
-    def pending() -> bool:  # looked at again after each wait
-        return events.pending
-
-    deadline = broker.loop.time() + SETTLE_TIMEOUT
-    while pending():  # batches in flight, answered within milliseconds
-        if events.blocked or events.failed:  # a full disk (not sent again), a failed commit
-            log.warning("stop: events not stored; no snapshot")
-            return
-        if broker.loop.time() > deadline:
-            log.warning("stop: events not stored after %.0fs; no snapshot", SETTLE_TIMEOUT)
-            return
-        await asyncio.sleep(SETTLE_POLL)
+    try:
+        async with asyncio.timeout(SETTLE_TIMEOUT):
+            settled = await events.settled()
+    except TimeoutError:
+        log.warning("stop: events not stored after %.0fs; no snapshot", SETTLE_TIMEOUT)
+        return
+    if not settled:  # a full disk (not sent again), a failed commit
+        log.warning("stop: events not stored; no snapshot")
+        return
     try:
         version = await rootseq(broker)
-        if pending():  # posted meanwhile: a commit to come would make it stale
+        if events.pending:  # posted meanwhile: a commit to come would make it stale
             log.warning("stop: events posted while stopping; no snapshot")
             return
         # built and sent in one go: nothing the job manager holds changes in between

@@ -7,6 +7,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
+import os
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any, cast
 
 import msgspec
@@ -17,7 +21,9 @@ from hypothesis import strategies as st
 from tests.support.ended import ended_jobs
 
 from pflux.manager import snapshot
-from pflux.manager.job import Ended
+from pflux.manager.events import EventPoster
+from pflux.manager.job import Ended, Job
+from pflux.spec.eventlog import Event
 
 FIELDS = Ended.__struct_fields__
 
@@ -111,26 +117,29 @@ def test_any_data_decodes_or_is_refused(raw: bytes) -> None:
         snapshot.decode(text)
 
 
-class Events:
-    """An EventPoster's state, as ``save`` reads it."""
-
-    def __init__(self, pending: int, *, blocked: bool = False, failed: bool = False) -> None:
-        self.left = pending  # looks until the batches in flight are durable
-        self.blocked = blocked
-        self.failed = failed
-
-    @property
-    def pending(self) -> bool:
-        self.left -= 1
-        return self.left >= 0
-
-
 class Broker:
-    """The KVS's answers to ``save``: its root's version, and the commits it is sent."""
+    """What ``save`` and the event poster use of the broker: the end of a turn, the KVS's
+    root version, and commits, the poster's answered by the test (``answer``)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.commits: list[list[list[object]]] = []
+        self.commits: list[list[list[object]]] = []  # save's
+        self.in_flight: list[Callable[[Any], None]] = []  # the poster's, unanswered
+        self.sent = asyncio.Event()
+
+    def at_turn_end(self, fn: Callable[[], None]) -> None:
+        self.loop.call_soon(fn)
+
+    def send(self, topic: str, payload: Any, callback: Callable[[Any], None]) -> None:
+        assert topic == "kvs.commit"
+        self.in_flight.append(callback)
+        self.sent.set()
+
+    def answer(self, errnum: int = 0) -> None:
+        self.in_flight.pop(0)(SimpleNamespace(errnum=errnum, errstr=os.strerror(errnum)))
+
+    def fatal(self, reason: str) -> None:
+        pass
 
     async def call(self, topic: str, payload: Any) -> Any:
         if topic == "kvs.getroot":
@@ -140,28 +149,42 @@ class Broker:
         return {}
 
 
-def saved(events: Events) -> list[list[list[object]]]:
-    """The commits ``save`` sends with ``events`` (one job, waitable)."""
+async def stopping(errnum: int | None) -> list[list[list[object]]]:
+    """The commits ``save`` sends at a stop while an event is in flight, its commit then
+    answered with ``errnum`` (None: never answered)."""
+    broker = Broker(asyncio.get_running_loop())
 
-    async def run() -> list[list[list[object]]]:
-        broker = Broker(asyncio.get_running_loop())
-        job = Ended(7, 5, 1.5, 9, True, True, 0, None, False)
-        await snapshot.save(cast("Any", broker), cast("Any", events), {7: job}, {7})
-        return broker.commits
+    def acted_on(batch: Any) -> None:  # as the job manager's progress does
+        for callback in batch.callbacks:
+            callback()
 
-    return asyncio.run(run())
+    events = EventPoster(cast("Any", broker), lambda job, old: None, acted_on)
+    events.record(Job(7), Event(1.0, "memo", {"n": 1}), 1)
+    await broker.sent.wait()
+    job = Ended(7, 5, 1.5, 9, True, True, 0, None, False)
+    saving = asyncio.ensure_future(snapshot.save(cast("Any", broker), events, {7: job}, {7}))
+    await asyncio.sleep(0)  # save runs up to its wait
+    assert not saving.done()
+    assert broker.commits == []  # nothing stored before the events are
+    if errnum is not None:
+        broker.answer(errnum)
+    await asyncio.wait_for(saving, 5.0)  # at once, not at the settle timeout
+    return broker.commits
 
 
 def test_a_stop_stores_the_snapshot_once_its_events_are_durable() -> None:
-    [ops] = saved(Events(pending=3))
+    [ops] = asyncio.run(stopping(0))
     [[op, key, value]] = ops
     assert (op, key) == ("put", snapshot.KEY)
     back = snapshot.decode(str(value))
     assert (back.rootseq, list(back.ended), back.waitable) == (41, [7], {7})
 
 
-@pytest.mark.parametrize("state", [{"blocked": True}, {"failed": True}])
-def test_a_stop_whose_events_are_not_stored_stores_no_snapshot(state: dict[str, bool]) -> None:
-    events = Events(pending=1_000_000, **state)
-    assert saved(events) == []
-    assert events.left == 1_000_000 - 1  # at once, not after waiting for them in vain
+@pytest.mark.parametrize("errnum", [errno.ENOSPC, errno.EIO])
+def test_a_stop_whose_events_are_not_stored_stores_no_snapshot(errnum: int) -> None:
+    assert asyncio.run(stopping(errnum)) == []  # a full disk (sent again later), a failure
+
+
+def test_a_stop_waits_no_longer_than_the_settle_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "SETTLE_TIMEOUT", 0.01)
+    assert asyncio.run(stopping(None)) == []
