@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from pflux.broker.config import ConfigError
 from pflux.errors import DurationError
+from pflux.safefs.replace import replace_file
 from pflux.safefs.shared import unsafe_parent
 from pflux.spec import duration
 
@@ -57,13 +58,7 @@ def job_rundir(broker: Broker, state_dir: str, *, fresh: bool) -> str:
             _empty(path)
         return path
     path = tempfile.mkdtemp(prefix="pflux-jobs-", dir=_run_parent(broker))
-    scratch = f"{record}.new"
-    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, path.encode())
-    finally:
-        os.close(fd)
-    os.replace(scratch, record)
+    replace_file(record, path.encode())
     return path
 
 

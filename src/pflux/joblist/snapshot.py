@@ -22,9 +22,7 @@ synced, then renamed over the old one, so a crash leaves one or the other.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import zlib
 from array import array
 from bisect import bisect_left
@@ -37,6 +35,7 @@ import msgspec
 
 from pflux.joblist.summary import JobSummary
 from pflux.protocol.manager import HELD_SUM_MASK, held_sum
+from pflux.safefs.replace import replace_file
 
 log = logging.getLogger("pflux.job-list")
 
@@ -340,21 +339,8 @@ def read(path: Path) -> Columns | None:
 
 def write(path: Path, data: bytes) -> None:
     """Replace the file at ``path`` with ``data``, synced (a failure is logged)."""
-    tmp = Path(f"{path}.new")
     try:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        replace_file(str(path), data)
     except OSError as exc:
         log.warning("job-list: %s: cannot write the snapshot: %s", path, exc.strerror)
 
