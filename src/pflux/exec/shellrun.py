@@ -157,6 +157,7 @@ class ShellRun(Takeover):
                 output_limit=OWNER_LIMIT if job.userid == service.owner else DEFAULT_LIMIT,
                 shim=service.shim,
                 jobid_path=service.jobid_path,
+                memo=service.plans,
             )
         except PfluxError as exc:
             job.fatal(str(exc))
