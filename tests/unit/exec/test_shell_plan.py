@@ -354,8 +354,9 @@ def test_a_job_whose_description_names_its_id_elsewhere_is_planned_afresh(
 
 def test_a_jobspec_changed_in_place_since_its_plan_is_planned_afresh() -> None:
     jobspec = from_command(["true"], num_tasks=2)
+    R = resources()  # noqa: N806
     memo = PlanMemo()
-    plan(JOB, jobspec, resources(), namespace=f"job-{JOB}", memo=memo, **SETTING)
+    plan(JOB, jobspec, R, namespace=f"job-{JOB}", memo=memo, **SETTING)
     set_shell_option(jobspec, "cpu-affinity", "per-task")
-    again = plan(JOB + 1, jobspec, resources(), namespace=f"job-{JOB + 1}", memo=memo, **SETTING)
+    again = plan(JOB + 1, jobspec, R, namespace=f"job-{JOB + 1}", memo=memo, **SETTING)
     assert [task[2] for task in _described(again)[0].tasks] == [(0,), (1,)]
