@@ -15,9 +15,9 @@ the job has one task.
 Jobs submitted alike (``submit --cc``, an executor's) have equal jobspecs:
 a ``PlanMemo`` keeps the last few plans whose descriptions differ from job
 to job only in the job's id (its variables and ``FLUX_JOB_TMPDIR``: no
-``env-expand``, no output file), and a job whose jobspec, R and settings
-equal one of theirs is planned from it, the id's parts put in, at about a
-third of the work.
+``env-expand``, no output file), and a job whose jobspec and R (as JSON
+text) and settings equal one of theirs is planned from it, the id's parts
+put in, at about a quarter of the work.
 
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
