@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
     from pflux.broker.router import Broker
+    from pflux.exec.plan import PlanMemo
     from pflux.fluxshim import ShimEnv
     from pflux.protocol.exec import ExecResponse
     from pflux.protocol.shellwire import Record
@@ -79,6 +80,10 @@ class ShellHost(Launching, Protocol[RunT_contra]):
 
     @property
     def jobid_path(self) -> str: ...
+
+    @property
+    def plans(self) -> PlanMemo:
+        """The last jobs' plans, for the jobs like them (``pflux.exec.plan``)."""
 
     @property
     def imp(self) -> str | None:

@@ -12,6 +12,13 @@ environment, the RFC 34 task map PMI serves) is the job's, whole. PMI-1 is on
 (``pmi_enabled``) unless the ``pmi`` shell option turns it off or, unset,
 the job has one task.
 
+Jobs submitted alike (``submit --cc``, an executor's) have equal jobspecs:
+a ``PlanMemo`` keeps the last few plans whose descriptions differ from job
+to job only in the job's id (its variables and ``FLUX_JOB_TMPDIR``: no
+``env-expand``, no output file), and a job whose jobspec and R (as JSON
+text) and settings equal one of theirs is planned from it, the id's parts
+put in, at about a quarter of the work.
+
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
 warnings, ``verbose``), which job-exec writes as ``log`` events of the
@@ -42,12 +49,13 @@ from pflux.exec.shelloptions import TMPDIR_TAG, Log, ShellOptions, shell_options
 from pflux.exec.terminal import pty_ranks
 from pflux.fluxshim import ShimEnv
 from pflux.protocol.shellwire import Description
+from pflux.spec import jsontext
 from pflux.spec.files import decode_files
 from pflux.spec.fluid import JobID
 from pflux.spec.jobspec import JobspecView
 from pflux.spec.layout import Layout, layout, targets
 
-__all__ = ["STREAMS", "Plan", "plan", "pmi_enabled"]
+__all__ = ["STREAMS", "Plan", "PlanMemo", "plan", "pmi_enabled"]
 
 STREAMS = ("stdout", "stderr")
 
@@ -69,6 +77,37 @@ class Plan(NamedTuple):
         return len(self.layout.tasks)
 
 
+class _Kept(NamedTuple):
+    """A job's plan as ``PlanMemo`` keeps it for the jobs like it."""
+
+    fields: dict[str, Any]  # the description's, its job's id in ``env``
+    plan: Plan
+
+
+class PlanMemo:
+    """The last ``SIZE`` plans that another job's id can be put in (module docstring).
+
+    Each is found by its jobspec and R as JSON text, and plan()'s other
+    arguments: a jobspec changed in place since is another jobspec.
+    """
+
+    SIZE = 8
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[bytes, tuple[Any, ...]], _Kept] = {}
+
+    def find(self, key: tuple[bytes, tuple[Any, ...]]) -> _Kept | None:
+        return self._kept.get(key)
+
+    def keep(self, key: tuple[bytes, tuple[Any, ...]], kept: _Kept) -> None:
+        kept_now = self._kept
+        kept_now[key] = kept
+        if len(kept_now) > self.SIZE:
+            del kept_now[next(iter(kept_now))]  # the oldest
+
+
 def plan(
     jobid: int,
     jobspec: dict[str, Any],
@@ -82,6 +121,7 @@ def plan(
     output_limit: str = DEFAULT_LIMIT,
     shim: ShimEnv | None = None,
     jobid_path: str = "/",
+    memo: PlanMemo | None = None,
 ) -> Plan:
     """Plan job ``jobid``; PfluxError naming the problem if it cannot be run.
 
@@ -89,8 +129,16 @@ def plan(
     best first; ``cpus`` those R's core ids map onto; ``output_limit`` the
     KVS output limit unless the job sets ``output.limit``; ``shim`` the flux
     shim's paths for the tasks' PATH and PYTHONPATH (None: left as they are);
-    ``jobid_path`` the instance's ``jobid-path`` attribute (``/`` at the root).
+    ``jobid_path`` the instance's ``jobid-path`` attribute (``/`` at the root);
+    ``memo`` the plans of earlier jobs to plan this one from, if it is like one.
     """
+    key = None
+    if memo is not None:
+        setting = (uri, tuple(tmp_parents), hostname, tuple(cpus), output_limit, shim, jobid_path)
+        key = _memo_key(jobspec, R, setting)
+        kept = None if key is None else memo.find(key)
+        if kept is not None:
+            return _again(kept, jobid, namespace, jobid_path, tmp_parents)
     try:
         spec = JobspecView(jobspec)
         places = layout(spec, targets(R))
@@ -118,8 +166,7 @@ def plan(
     env["FLUX_JOB_SIZE"] = str(len(places.tasks))
     env["FLUX_JOB_NNODES"] = str(places.nnodes)
     env["PFLUX_URI"] = env["FLUX_URI"] = uri
-    env["PFLUX_KVS_NAMESPACE"] = env["FLUX_KVS_NAMESPACE"] = namespace
-    env["FLUX_JOB_ID_PATH"] = f"{'' if jobid_path == '/' else jobid_path}/{f58}"
+    _set_job_env(env, f58, namespace, jobid_path)
     if shim is not None:
         shim.apply(env)
     if "HOSTNAME" in env:
@@ -127,22 +174,7 @@ def plan(
     tasks = options.tasks(places, cpus)
     effects = options.effects(env, jobid=fluid, name=name, places=places, hostname=hostname)
     logs = options.logs(places, cpus)
-    redirects = []
-    outputs: list[tuple[tuple[str, ...], bool, bool] | bool] = []
-    for stream in STREAMS:
-        conf: StreamConfig = getattr(config, stream)
-        if conf.type == "file" and conf.path is not None:
-            paths = output_paths(
-                conf.path, stream, jobid=fluid, name=name, places=places, hostname=hostname
-            )
-            if paths and paths.count(paths[0]) == len(paths):
-                # one file: said in the output eventlog, and sent once; a file per task
-                # or node is not announced there, as in flux-core
-                paths = paths[:1]
-                redirects.append((stream, paths[0]))
-            outputs.append((paths, conf.mode == "append", conf.label))
-        else:
-            outputs.append(conf.buffer == "line")
+    redirects, outputs = _outputs(config, fluid, name, places, hostname)
     fields: dict[str, Any] = dict(
         argv=argv,
         env=env,
@@ -164,16 +196,71 @@ def plan(
         files=written,
         tmpdir_argv=any(TMPDIR_TAG in arg for arg in argv),
     )
-    return Plan(
-        _per_rank(fields, places, f58, tmp_parents),
-        places,
-        config,
-        stdin,
-        tuple(redirects),
-        options.signal,
-        logs,
-        ptys,
-    )
+    planned = Plan((), places, config, stdin, tuple(redirects), options.signal, logs, ptys)
+    # a description that names the job elsewhere than its variables and directory is its own
+    reusable = not options.env_expand and not any(map(_is_file, outputs))
+    if key is not None and memo is not None and reusable:
+        memo.keep(key, _Kept(dict(fields), planned))
+    return planned._replace(shells=_per_rank(fields, places, f58, tmp_parents))
+
+
+def _outputs(
+    config: OutputConfig, jobid: JobID, name: str, places: Layout, hostname: str
+) -> tuple[list[tuple[str, str]], list[tuple[tuple[str, ...], bool, bool] | bool]]:
+    """(the streams sent to one file, and that file; the description's ``stdout`` and
+    ``stderr``: files, or whether the KVS's is line-buffered)."""
+    redirects = []
+    outputs: list[tuple[tuple[str, ...], bool, bool] | bool] = []
+    for stream in STREAMS:
+        conf: StreamConfig = getattr(config, stream)
+        if conf.type == "file" and conf.path is not None:
+            paths = output_paths(
+                conf.path, stream, jobid=jobid, name=name, places=places, hostname=hostname
+            )
+            if paths and paths.count(paths[0]) == len(paths):
+                # one file: said in the output eventlog, and sent once; a file per task
+                # or node is not announced there, as in flux-core
+                paths = paths[:1]
+                redirects.append((stream, paths[0]))
+            outputs.append((paths, conf.mode == "append", conf.label))
+        else:
+            outputs.append(conf.buffer == "line")
+    return redirects, outputs
+
+
+def _memo_key(
+    jobspec: dict[str, Any],
+    R: Mapping[str, Any],  # noqa: N803
+    setting: tuple[Any, ...],
+) -> tuple[bytes, tuple[Any, ...]] | None:
+    """What a ``PlanMemo`` finds a job's plan by (None: what JSON cannot hold, never kept)."""
+    try:
+        return jsontext.dumps([jobspec, R]), setting
+    except jsontext.EncodeError:
+        return None
+
+
+def _again(
+    kept: _Kept, jobid: int, namespace: str, jobid_path: str, tmp_parents: Sequence[str]
+) -> Plan:
+    """Job ``jobid``'s plan, from the kept plan of a job like it."""
+    fields = dict(kept.fields)
+    fields["env"] = env = dict(fields["env"])
+    f58 = JobID(jobid).f58
+    _set_job_env(env, f58, namespace, jobid_path)
+    return kept.plan._replace(shells=_per_rank(fields, kept.plan.layout, f58, tmp_parents))
+
+
+def _set_job_env(env: dict[str, str], f58: str, namespace: str, jobid_path: str) -> None:
+    """The tasks' variables that name their job (all that a ``PlanMemo`` changes)."""
+    env["FLUX_JOB_ID"] = f58
+    env["PFLUX_KVS_NAMESPACE"] = env["FLUX_KVS_NAMESPACE"] = namespace
+    env["FLUX_JOB_ID_PATH"] = f"{'' if jobid_path == '/' else jobid_path}/{f58}"
+
+
+def _is_file(output: Any) -> bool:
+    """An output of the description that names files (their names may hold the job's id)."""
+    return isinstance(output, tuple)
 
 
 def _per_rank(

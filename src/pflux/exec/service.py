@@ -51,6 +51,7 @@ from pflux.exec.job import ExecJob
 from pflux.exec.leftovers import Leftover, survey
 from pflux.exec.link import LauncherLink, Survivors
 from pflux.exec.node import FROM_SHELLS
+from pflux.exec.plan import PlanMemo
 from pflux.exec.rendezvous import guests_shells, owner
 from pflux.exec.shellrun import ShellRun
 from pflux.exec.testexec import SimulatedRun
@@ -128,6 +129,7 @@ class ExecService(Service):
         self.shim = fluxshim.shim_env() if fluxshim.enabled(broker.config) else None
         self.hostname = socket.gethostname()  # the shells' host, which notes name
         self.cpus = tuple(sorted(os.sched_getaffinity(0)))  # the launcher's, inherited
+        self.plans = PlanMemo()  # the last jobs' plans, for the jobs like them
         self.jobs: dict[int, ExecJob] = {}
         self.leftovers: dict[int, Leftover] = {}  # what earlier job-execs left, by shell key
         # jobs in RUN when this job-exec started: an earlier one may have run them to the

@@ -157,6 +157,7 @@ class ShellRun(Takeover):
                 output_limit=OWNER_LIMIT if job.userid == service.owner else DEFAULT_LIMIT,
                 shim=service.shim,
                 jobid_path=service.jobid_path,
+                memo=service.plans,
             )
         except PfluxError as exc:
             job.fatal(str(exc))
@@ -245,9 +246,10 @@ class ShellRun(Takeover):
         out.header(planned.ntasks)
         for level, component, message in planned.logs:
             out.log(message, level, component)
-        ranks = IdSet.range(0, planned.ntasks - 1).encode(brackets=True)
-        for stream, path in planned.redirects:
-            out.redirect(stream, ranks, path)
+        if planned.redirects:
+            ranks = IdSet.range(0, planned.ntasks - 1).encode(brackets=True)
+            for stream, path in planned.redirects:
+                out.redirect(stream, ranks, path)
         writes.create_namespace(self)
         writes.append(self, "exec.eventlog", event_line("init") + event_line("starting"), new=True)
         writes.append(self, "output", out.take().decode(), new=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import marshal
 from typing import Any
 
@@ -10,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pflux.errors import PfluxError
-from pflux.exec.plan import plan
+from pflux.exec import plan as plan_module
+from pflux.exec.plan import Plan, PlanMemo, plan
 from pflux.fluxshim import ShimEnv
 from pflux.protocol.shellwire import Description
 from pflux.spec.builder import from_command, set_shell_option
@@ -271,3 +273,90 @@ def test_a_rank_with_no_task_gets_no_shell() -> None:
         tmp_parents=("/run/jobs",), hostname="h", cpus=(0, 1),
     )  # fmt: skip
     assert [rank for rank, _ in planned.shells] == [0]
+
+
+def _jobs_like(jobspec: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """``n`` equal jobspecs, each its own (as submitted with ``--cc``)."""
+    return [copy.deepcopy(jobspec) for _ in range(n)]
+
+
+def _described(planned: Plan) -> list[Description]:
+    return [Description(*marshal.loads(shell)) for _, shell in planned.shells]
+
+
+SETTING: dict[str, Any] = {"uri": "u", "tmp_parents": ("/t",), "hostname": "h", "cpus": (0, 1)}
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_a_job_like_an_earlier_one_is_planned_from_its_plan(
+    nodes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobspec = from_command(["sh", "-c", "x"], num_tasks=2, num_nodes=nodes, environment={"A": "1"})
+    cores = {rank: (IdSet.decode("0-1"), IdSet()) for rank in range(nodes)}
+    R = ResourceSet.build(cores, [f"h{rank}" for rank in range(nodes)]).to_json()  # noqa: N806
+    first, second, third = _jobs_like(jobspec, 3)
+    afresh = [
+        plan(jobid, spec, R, namespace=f"job-{jobid}", **SETTING)
+        for jobid, spec in ((JOB, first), (JOB + 1, second))
+    ]
+    laid_out = []
+    real_layout = plan_module.layout
+    monkeypatch.setattr(plan_module, "layout", lambda *a: laid_out.append(1) or real_layout(*a))
+    memo = PlanMemo()
+    kept = plan(JOB, first, R, namespace=f"job-{JOB}", memo=memo, **SETTING)
+    again = plan(JOB + 1, second, R, namespace=f"job-{JOB + 1}", memo=memo, **SETTING)
+    assert len(laid_out) == 1  # the second job was planned from the first's plan
+    for planned, alone in zip((kept, again), afresh, strict=True):
+        # the same descriptions (marshal's bytes may differ as the objects' sharing does)
+        assert _described(planned) == _described(alone)
+        assert [rank for rank, _ in planned.shells] == [rank for rank, _ in alone.shells]
+        assert planned._replace(shells=()) == alone._replace(shells=())
+    f58 = JobID(JOB + 1).f58
+    for rank, shell in enumerate(_described(again)):
+        assert shell.env["FLUX_JOB_ID"] == f58
+        assert shell.env["FLUX_KVS_NAMESPACE"] == f"job-{JOB + 1}"
+        assert shell.tmpdirs == (f"/t/jobtmp-{rank}-{f58}",)
+    third["attributes"]["system"]["environment"]["A"] = "2"  # another job: planned afresh
+    other = plan(JOB + 2, third, R, namespace=f"job-{JOB + 2}", memo=memo, **SETTING)
+    assert len(laid_out) == 2
+    assert _described(other)[0].env["A"] == "2"
+    elsewhere = {**SETTING, "hostname": "elsewhere"}
+    moved = plan(JOB + 3, second, R, namespace=f"job-{JOB + 3}", memo=memo, **elsewhere)
+    assert len(laid_out) == 3  # planned for another host: afresh
+    assert _described(moved)[0].host == "elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("output", {"stdout": {"type": "file", "path": "/o/{{id}}.out"}}),
+        ("env-expand", {"MINE": "{{id}}"}),
+    ],
+)
+def test_a_job_whose_description_names_its_id_elsewhere_is_planned_afresh(
+    option: str, value: Any
+) -> None:
+    jobspec = from_command(["true"])
+    set_shell_option(jobspec, option, value)
+    memo = PlanMemo()
+    for jobid, spec in zip((JOB, JOB + 1, JOB + 2), _jobs_like(jobspec, 3), strict=True):
+        planned = plan(jobid, spec, resources(), namespace=f"job-{jobid}", memo=memo, **SETTING)
+        alone = plan(jobid, spec, resources(), namespace=f"job-{jobid}", **SETTING)
+        assert _described(planned) == _described(alone)
+        assert planned._replace(shells=()) == alone._replace(shells=())
+        shell = _described(planned)[0]
+        f58 = JobID(jobid).f58
+        if option == "output":
+            assert shell.stdout == ((f"/o/{f58}.out",), False, False)
+        else:
+            assert shell.env["MINE"] == f58
+
+
+def test_a_jobspec_changed_in_place_since_its_plan_is_planned_afresh() -> None:
+    jobspec = from_command(["true"], num_tasks=2)
+    R = resources()  # noqa: N806
+    memo = PlanMemo()
+    plan(JOB, jobspec, R, namespace=f"job-{JOB}", memo=memo, **SETTING)
+    set_shell_option(jobspec, "cpu-affinity", "per-task")
+    again = plan(JOB + 1, jobspec, R, namespace=f"job-{JOB + 1}", memo=memo, **SETTING)
+    assert [task[2] for task in _described(again)[0].tasks] == [(0,), (1,)]
