@@ -674,11 +674,16 @@ def _in_the_way(rows: Sequence[tuple[str, str, str | None]], fresh: Collection[s
     keys = {row[0] for row in rows}
     if len(keys) != len(rows):
         return True
+    looked: set[str] = set()  # directories looked at, with all their ancestors
     for parent in fresh:
         end = len(parent)
         while end > 0:
-            if parent[:end] in keys:
+            directory = parent[:end]
+            if directory in looked:
+                break  # the jobs of a commit share their ancestors
+            if directory in keys:
                 return True
+            looked.add(directory)
             end = parent.rfind(".", 0, end)
     return False
 
