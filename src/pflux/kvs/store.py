@@ -52,6 +52,7 @@ SQL_GET = "SELECT data FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq"
 SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
 SQL_CHUNKS = "SELECT seq, data FROM kv WHERE leaf = ?2 AND key = ?1 AND seq > ?3 ORDER BY seq"
 SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, ?4, ?3)"
+SQL_INSERT_WHOLE = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, 0, ?3)"  # one chunk
 SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
 # grow the first chunk while it is small, the usual append (an eventlog of a few events):
 # one lookup; rowcount 0 means a full chunk, or no such value
@@ -583,14 +584,14 @@ class Store(Namespaces):
         """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
         a small cache (``PIECE``, ``LONG_CACHE_KIB``)."""
         execute = self._conn.execute
-        long = any(len(value) > PIECE for _, _, value in rows)
-        if long:
-            execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
+        if all(len(value) <= PIECE for _, _, value in rows):
+            self._conn.executemany(SQL_INSERT_WHOLE, rows)  # the usual: as they are
+            return
+        execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
         try:
             self._conn.executemany(SQL_INSERT, _pieces(rows))
         finally:
-            if long:
-                execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
     def _remember_long(self, key: str) -> bool:
         """Note that ``key``'s value has more than its first chunk (True, for ``_apply_one``)."""
