@@ -52,6 +52,7 @@ SQL_GET = "SELECT data FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq"
 SQL_HAS_VALUE = "SELECT 1 FROM kv WHERE leaf = ?2 AND key = ?1 LIMIT 1"
 SQL_CHUNKS = "SELECT seq, data FROM kv WHERE leaf = ?2 AND key = ?1 AND seq > ?3 ORDER BY seq"
 SQL_INSERT = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, ?4, ?3)"
+SQL_INSERT_WHOLE = "INSERT INTO kv (leaf, key, seq, data) VALUES (?2, ?1, 0, ?3)"  # one chunk
 SQL_DELETE_VALUE = "DELETE FROM kv WHERE leaf = ?2 AND key = ?1"
 # grow the first chunk while it is small, the usual append (an eventlog of a few events):
 # one lookup; rowcount 0 means a full chunk, or no such value
@@ -65,6 +66,9 @@ SQL_APPEND_NEW_CHUNK = """INSERT INTO kv (leaf, key, seq, data)
     SELECT ?2, ?1, seq + 1, ?3 FROM kv WHERE leaf = ?2 AND key = ?1 ORDER BY seq DESC LIMIT 1"""
 # directories: everything between ?1 = "dir." and ?2 = "dir/"
 SQL_HAS_RANGE = "SELECT 1 FROM kv WHERE key >= ? AND key < ? LIMIT 1"
+# SQL_HAS_RANGE for each key of a JSON list (``_at_or_below``'s ranges), in one query
+SQL_HAS_ANY_RANGE = """SELECT 1 FROM json_each(?) AS r
+    WHERE EXISTS (SELECT 1 FROM kv WHERE key >= r.value AND key < r.value || '/') LIMIT 1"""
 SQL_DELETE_RANGE = "DELETE FROM kv WHERE key >= ? AND key < ? RETURNING key"
 # ls: the first key after a cursor, to skip a whole child directory per step
 SQL_NEXT_AFTER = "SELECT key FROM kv WHERE key > ? AND key < ? ORDER BY key LIMIT 1"
@@ -452,37 +456,69 @@ class Store(Namespaces):
         directories go. False, with nothing changed, for anything else, for the
         caller to apply one by one.
         """
-        execute = self._conn.execute
         known = self._dirs
         fresh: dict[str, str] = {}  # new directory -> the first key in it
         rows: list[tuple[str, str, str]] = []
+        probes: list[str] = []  # keys at and below which nothing may be
         for kind, key, value in ops:
             end = key.rfind(".")
             if kind in _NULL_OPS or kind == SYMLINK or value is None or end <= 0:
                 return False
             parent = key[:end]
             if parent in known:  # no value above it: only the key's own range matters
-                if execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone():
-                    return False
+                probes.append(key)
             elif parent not in fresh:
-                # one probe for a value at the directory or anything in it
-                if execute(SQL_HAS_RANGE, _at_or_below(parent)).fetchone():
-                    return False
+                probes.append(parent)  # a value at the directory or anything in it
                 fresh[parent] = key
             rows.append((key, key[end + 1 :], value))
-        if _in_the_way(rows, fresh):
+        if _in_the_way(rows, fresh) or self._any_at_or_below(probes):
             return False
-        firsts = set(fresh.values())
-        for kind, key, value in ops:  # the changes in the order one by one would make them
-            if key in firsts:
-                # the probe found no value at the directory itself: only those above it,
-                # less the other new directories, which their own probes found empty
-                self._make_way(key[: key.rfind(".")], watched, changes, fresh)
-            if key in watched:
-                changes.append((key, kind, value))
+        # the probes found no value at the new directories themselves: only those above
+        # them, less the other new directories, which their own probes found empty
+        above = self._new_ancestors(fresh)
+        if watched and any(ancestor in watched for ancestor in above):
+            firsts = set(fresh.values())
+            for kind, key, value in ops:  # the changes in the order one by one would make them
+                if key in firsts:
+                    self._make_way(key[: key.rfind(".")], watched, changes, fresh)
+                if key in watched:
+                    changes.append((key, kind, value))
+        else:
+            doomed = [_kl(ancestor) for ancestor in above if ancestor not in fresh]
+            if doomed:
+                self._conn.executemany(SQL_DELETE_VALUE, doomed)
+            self._remember_dirs(above)
+            if watched:
+                changes += [(key, kind, value) for kind, key, value in ops if key in watched]
         self._insert(rows)
         self._remember_dirs(fresh)
         return True
+
+    def _any_at_or_below(self, keys: list[str]) -> bool:
+        """Whether a value is at or below any of ``keys``: one query for all of them."""
+        if len(keys) == 1:
+            return self._conn.execute(SQL_HAS_RANGE, _at_or_below(keys[0])).fetchone() is not None
+        try:
+            listed = orjson.dumps(keys).decode()
+        except orjson.JSONEncodeError:  # a key JSON cannot carry (lone surrogates): each alone
+            execute = self._conn.execute
+            return any(execute(SQL_HAS_RANGE, _at_or_below(key)).fetchone() for key in keys)
+        return self._conn.execute(SQL_HAS_ANY_RANGE, (listed,)).fetchone() is not None
+
+    def _new_ancestors(self, dirs: Iterable[str]) -> dict[str, None]:
+        """The ancestors of ``dirs`` not known as directories (``dirs`` among them, where
+        one holds another), shallowest first under each: where a value may stand that
+        ``_make_way`` would remove, in the order it would remove them."""
+        known = self._dirs
+        found: dict[str, None] = {}
+        for key in dirs:
+            end = key.rfind(".")
+            unknown = []  # deepest first
+            while end > 0 and (ancestor := key[:end]) not in known and ancestor not in found:
+                unknown.append(ancestor)
+                end = key.rfind(".", 0, end)
+            found.update(dict.fromkeys(reversed(unknown)))
+        return found
 
     def _apply_one(self, i: int, op: Op, watched: Collection[str], changes: list[Change]) -> None:
         kind, key, value = op
@@ -548,14 +584,14 @@ class Store(Namespaces):
         """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
         a small cache (``PIECE``, ``LONG_CACHE_KIB``)."""
         execute = self._conn.execute
-        long = any(len(value) > PIECE for _, _, value in rows)
-        if long:
-            execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
+        if all(len(value) <= PIECE for _, _, value in rows):
+            self._conn.executemany(SQL_INSERT_WHOLE, rows)  # the usual: as they are
+            return
+        execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
         try:
             self._conn.executemany(SQL_INSERT, _pieces(rows))
         finally:
-            if long:
-                execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
     def _remember_long(self, key: str) -> bool:
         """Note that ``key``'s value has more than its first chunk (True, for ``_apply_one``)."""
@@ -639,11 +675,16 @@ def _in_the_way(rows: Sequence[tuple[str, str, str | None]], fresh: Collection[s
     keys = {row[0] for row in rows}
     if len(keys) != len(rows):
         return True
+    looked: set[str] = set()  # directories looked at, with all their ancestors
     for parent in fresh:
         end = len(parent)
         while end > 0:
-            if parent[:end] in keys:
+            directory = parent[:end]
+            if directory in looked:
+                break  # the jobs of a commit share their ancestors
+            if directory in keys:
                 return True
+            looked.add(directory)
             end = parent.rfind(".", 0, end)
     return False
 

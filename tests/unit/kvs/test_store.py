@@ -217,7 +217,7 @@ def one_by_one(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
-    """job-ingest's commit, a new directory per job: a probe each, then one INSERT for all."""
+    """job-ingest's commit, a new directory per job: one probe and one INSERT for all."""
     store.put("job.a", "in the way")  # a value where the directories go is still replaced
     kinds, changes = traced(
         store,
@@ -228,7 +228,7 @@ def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
         ],
         {"job.a", "job.a.1.eventlog"},
     )
-    assert kinds.count("SELECT") == 3  # one probe per job directory, none per key
+    assert kinds.count("SELECT") == 1  # one probe of every job directory, none per key
     assert kinds.count("INSERT") == 9  # one executemany, traced a row at a time
     assert "UPDATE" not in kinds  # no append probing
     # the probes covered each job's directory itself: only the value in the way is deleted
@@ -240,14 +240,63 @@ def test_new_jobs_are_inserted_in_one_statement(store: Store) -> None:
     assert store.get("job.a.2.eventlog") == "2eventlog+"
 
 
+class Calls:
+    """A connection that notes each call's method and statement kind, as ``execute DELETE``."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.calls: list[str] = []
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self.calls.append(f"execute {sql.split(maxsplit=1)[0]}")
+        return self._conn.execute(sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        self.calls.append(f"executemany {sql.split(maxsplit=1)[0]}")
+        return self._conn.executemany(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def test_values_where_new_directories_go_are_removed_in_one_statement(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs in new directories under new ones: one probe, the values in the way go at once."""
+    store.put("job.a", "in the way")
+    store.put("job.b.x", "in the way too")
+    store.put("job.c.1.J", "a job's, not in the way")
+    applied = one_by_one(store, monkeypatch)
+    conn = Calls(store._conn)
+    monkeypatch.setattr(store, "_conn", conn)
+    ops = [
+        ("put", f"job.{d}.{n}.J", f"{d}{n}")
+        for d, n in (("a", 0), ("a", 1), ("b", "x.0"), ("c", 2), ("new", 0))
+    ]
+    changes = store.apply(ops, {"job.c.2.J", "job.new.0.J"})
+    assert applied == []
+    within = conn.calls[conn.calls.index("execute SAVEPOINT") + 1 :]
+    assert within[: within.index("execute RELEASE")] == [
+        "execute SELECT",  # every probe
+        "executemany DELETE",  # job.a, job.b.x, job.new
+        "executemany INSERT",
+    ]
+    assert changes == [("job.c.2.J", "put", "c2"), ("job.new.0.J", "put", "new0")]
+    assert store.ls("job.a") == {"0": "dir", "1": "dir"}
+    assert store.ls("job.b") == {"x": "dir"}
+    assert store.get("job.b.x.0.J") == "bx.0"
+    assert store.get("job.c.1.J") == "a job's, not in the way"
+    assert store.get("job.new.0.J") == "new0"
+
+
 def test_new_keys_in_known_directories_are_inserted_in_one_statement(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The scheduler's commit, an R in each job's directory: a probe per key, one INSERT."""
+    """The scheduler's commit, an R in each job's directory: one probe, one INSERT."""
     store.apply([("put", f"job.{n}.{leaf}", "v") for n in range(3) for leaf in ("J", "jobspec")])
     applied = one_by_one(store, monkeypatch)
     kinds, changes = traced(store, [("put", f"job.{n}.R", f"R{n}") for n in range(3)], {"job.1.R"})
-    assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (3, 3, 0)
+    assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (1, 3, 0)
     assert applied == []
     assert changes == [("job.1.R", "put", "R1")]
     assert [store.get(f"job.{n}.R") for n in range(3)] == ["R0", "R1", "R2"]
@@ -302,7 +351,8 @@ def test_new_directories_one_inside_another_probed_once_each_and_never_deleted(
     ops = [("put", "job.0.guest.exec.eventlog", "e"), ("put", "job.0.guest.output", "o")]
     kinds, changes = traced(store, ops, {"job.0.guest"})
     assert applied == []
-    assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (2, 2, 0)
+    # one query probes both new directories
+    assert (kinds.count("SELECT"), kinds.count("INSERT"), kinds.count("DELETE")) == (1, 2, 0)
     assert changes == []
     assert store.ls("job.0.guest") == {"exec": "dir", "output": "val"}
     # a value where the outer directory goes is found by its probe: one by one, replaced

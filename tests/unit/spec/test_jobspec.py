@@ -1021,6 +1021,36 @@ def test_fast_path_accepts_no_single_change_that_the_walker_rejects(case: str, b
             assert walker.collect(doc) == [], doc
 
 
+def limited(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the shell options ``pflux submit`` writes by default: resource limits."""
+    system(doc)["shell"] = {"options": {"rlimit": {"nofile": 1024, "core": 0, "cpu": -1}}}
+    return doc
+
+
+def test_fast_path_checks_resource_limits_itself() -> None:
+    # the walker's check of shell options is not asked for the limits alone
+    def walked(value: object, path: str, problems: walker.Problems) -> None:
+        raise AssertionError(f"the walker checked {path}")
+
+    with mock.patch.dict(walker.SYSTEM_CHECKS, shell=walked):
+        assert accept.accepts(limited(example("example")))
+
+
+def test_fast_path_accepts_no_single_change_to_resource_limits_that_the_walker_rejects() -> None:
+    for doc in single_changes(limited(example("example"))):
+        if accept.accepts(doc):
+            assert walker.collect(doc) == [], doc
+
+
+@pytest.mark.parametrize("size", [99_992, 99_993, 99_994])
+def test_resource_limits_count_against_the_size_budget(size: int) -> None:
+    # a list of 99,993 values (and itself) and the limits' shell options (6 values) fill it
+    doc = limited(edited(lambda d: system(d).update(x=list(range(size)))))
+    found = walker.collect(doc)
+    assert bool(found) == (size > 99_993)
+    assert accept.accepts(doc) == (not found)
+
+
 @pytest.mark.parametrize(
     "change",
     [

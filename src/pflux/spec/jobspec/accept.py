@@ -2,8 +2,9 @@
 
 ``validate`` first asks ``accepts``: a check without paths of the common
 shapes (node>slot or a lone slot, holding a core and perhaps a gpu, without
-``unit``; one task; duration, cwd and environment; any other system key, and
-``attributes.user``, get the walker's own checks) on exact built-in types.
+``unit``; one task; duration, cwd, environment and shell options of resource
+limits alone; any other system key, and ``attributes.user``, get the walker's
+own checks) on exact built-in types.
 It answers True only for a document that the walker accepts (the property
 tests hold it to that); False sends the document to the walker, which
 accepts the rarer shapes and reports every problem with its path.  It is
@@ -25,6 +26,7 @@ from pflux.spec.jobspec.walker import (
     raise_problems,
     texts,
 )
+from pflux.spec.shell_options import RLIMIT_NAMES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -146,11 +148,37 @@ def _plain_attributes(attributes: Any) -> bool:
     problems = Problems()
     for key, value in system.items():
         if key not in _PLAIN_SYSTEM_KEYS:
+            if key == "shell" and _plain_shell(value, problems):
+                continue
             check = SYSTEM_CHECKS.get(key)
             if check is None and not is_text(key):
                 return False
             (check or check_data)(value, key, problems)
     return not problems
+
+
+def _plain_shell(shell: Any, problems: Problems) -> bool:
+    """Whether ``shell`` is ``{"options": {"rlimit": {NAME: LIMIT, ...}}}`` and valid: the
+    shell options ``pflux submit`` writes by default (the submitter's resource limits),
+    known limit names with integers from -1 to INT64_MAX. Its values count against
+    ``problems``' budget as the walker's ``check_data`` counts them; anything else is
+    left to the walker (False)."""
+    if type(shell) is not dict or len(shell) != 1:
+        return False
+    options = shell.get("options")
+    if type(options) is not dict or len(options) != 1:
+        return False
+    limits = options.get("rlimit")
+    if type(limits) is not dict or not limits.keys() <= RLIMIT_NAMES:
+        return False
+    for limit in limits.values():
+        if type(limit) is not int or not -1 <= limit <= INT64_MAX:
+            return False
+    left = problems.nodes_left - 3 - len(limits)  # shell, options, rlimit and each limit
+    if left < 0:
+        return False
+    problems.nodes_left = left
+    return True
 
 
 def _walker_accepts(check: Callable[[Any, Problems], None], value: Any) -> bool:
