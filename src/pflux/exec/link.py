@@ -44,6 +44,7 @@ import array
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -65,6 +66,7 @@ __all__ = ["LauncherLink", "Survivors"]
 SHUTDOWN_WAIT: Final = 15.0  # the launcher's shutdown grace, and some
 ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATTACH
 RECV_SIZE: Final = 1 << 20
+GUESTS_READY: Final = 256  # guests' sockets read in one wakeup, at most (the rest: the next)
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
 _FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize)  # one descriptor's room
 
@@ -118,6 +120,7 @@ class LauncherLink:
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
         self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
         self._guest_fds: dict[int, int] = {}  # ... their fds, by shell key
+        self._guest_poll: select.epoll | None = None  # what of those is readable
         # where guests' shells meet a restarted job-exec (none: their jobs end with it)
         self._rendezvous = Rendezvous(exec_dir, self._met) if rejoin_timeout > 0 else None
         self._rejoin_timeout = rejoin_timeout
@@ -415,10 +418,35 @@ class LauncherLink:
                 guest.rendezvous(directory, self._rejoin_timeout)
         self._guests[fd] = guest
         self._guest_fds[key] = fd
-        self._loop.add_reader(fd, self._guest_records, fd)  # and what it sent before
+        poll = self._guest_poll
+        if poll is None:
+            poll = self._guest_poll = select.epoll()
+            self._loop.add_reader(poll.fileno(), self._guests_ready)
+        poll.register(fd, select.EPOLLIN)  # and what it sent before
+
+    def _guests_ready(self) -> None:
+        """What the guests' shells sent, from every socket that has something, handed on
+        in one batch (as the owner's shells' are); each socket's end after it."""
+        poll = self._guest_poll
+        if poll is None:
+            return
+        batch: list[wire.Record] = []
+        ended: list[int] = []
+        guests = self._guests
+        with memoryview(self._buffer) as view:
+            for fd, _ in poll.poll(0, GUESTS_READY):
+                guest = guests.get(fd)
+                if guest is not None:
+                    batch += guest.read(view)
+                    if guest.ended:
+                        ended.append(fd)
+        if batch:
+            self._on_records(batch, True)
+        for fd in ended:
+            self._guest_ended(fd)
 
     def _guest_records(self, fd: int) -> None:
-        """What a guest's shell sent, if its job's; a forger is ended with its job."""
+        """What the guest's shell on ``fd`` sent, if its job's; a forger is ended with its job."""
         guest = self._guests.get(fd)
         if guest is None:
             return
@@ -426,15 +454,21 @@ class LauncherLink:
             batch = guest.read(view)
         if batch:
             self._on_records(batch, True)
-        if not guest.ended:
+        if guest.ended:
+            self._guest_ended(fd)
+
+    def _guest_ended(self, fd: int) -> None:
+        """The guest's socket on ``fd`` has ended (or was refused): close it, and end its
+        job if its shell did not say how it ended."""
+        guest = self._guests.pop(fd, None)
+        if guest is None:
             return
-        del self._guests[fd]
         if self._guest_fds.get(guest.key) == fd:
             del self._guest_fds[guest.key]
-        if self._loop is not None:
-            self._loop.remove_reader(fd)
-            if guest.outbox:  # a writer waits on it only while records do
-                self._loop.remove_writer(fd)
+        if self._guest_poll is not None:
+            self._guest_poll.unregister(fd)
+        if guest.outbox and self._loop is not None:  # a writer waits on it only while records do
+            self._loop.remove_writer(fd)
         guest.close()
         if guest.forged:  # not its job's: its shell kills its tasks once its socket ends
             self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
@@ -461,9 +495,13 @@ class LauncherLink:
             self._on_rejoined(key)
 
     def _close_guests(self) -> None:
+        poll, self._guest_poll = self._guest_poll, None
+        if poll is not None:
+            if self._loop is not None:
+                self._loop.remove_reader(poll.fileno())
+            poll.close()
         for fd, guest in self._guests.items():
             if self._loop is not None:
-                self._loop.remove_reader(fd)
                 self._loop.remove_writer(fd)
             guest.close()
         self._guests.clear()
