@@ -437,7 +437,7 @@ class LauncherLink:
             for fd, _ in poll.poll(0, GUESTS_READY):
                 guest = guests.get(fd)
                 if guest is not None:
-                    batch += guest.read(view)
+                    batch += guest.read(view, once=True)
                     if guest.ended:
                         ended.append(fd)
         if batch:
