@@ -68,7 +68,8 @@ ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATT
 RECV_SIZE: Final = 1 << 20
 GUESTS_READY: Final = 256  # guests' sockets read in one wakeup, at most (the rest: the next)
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
-_FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize)  # one descriptor's room
+# room for the most descriptors a datagram of GUEST_RECORDS passes
+_FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize * wire.GUEST_RECORDS_MAX)
 
 
 class Survivors:
@@ -391,9 +392,10 @@ class LauncherLink:
                     break
                 found = wire.split(view[:n])[0]
                 fds = _passed_fds(ancillary)
-                if fds:  # the launcher's GUEST_RECORDS, alone in its datagram
-                    if len(found) == 1 == len(fds) and found[0][0] == wire.GUEST_RECORDS:
-                        guests.append((found[0][1], fds.pop()))
+                if fds:  # the launcher's GUEST_RECORDS, a descriptor for each, in order
+                    if len(found) == len(fds) and all(r[0] == wire.GUEST_RECORDS for r in found):
+                        guests += [(key, fd) for (_, key, _), fd in zip(found, fds, strict=True)]
+                        continue
                     for fd in fds:
                         os.close(fd)
                     continue

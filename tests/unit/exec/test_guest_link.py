@@ -4,6 +4,7 @@ ends, or carries another job's records, ends its job alone."""
 
 from __future__ import annotations
 
+import array
 import asyncio
 import socket
 from pathlib import Path
@@ -101,5 +102,37 @@ def test_another_jobs_record_ends_the_forgers_job_and_not_the_others(tmp_path: P
         link.detach()
         for shell in shells:
             shell.close()
+
+    asyncio.run(scenario())
+
+
+def _pass(launcher: socket.socket, keys: list[int], socks: list[socket.socket]) -> None:
+    """Send GUEST_RECORDS of ``keys`` in one datagram, passing ``socks``, as the launcher does."""
+    data = b"".join(wire.record(wire.GUEST_RECORDS, key) for key in keys)
+    fds = array.array("i", [sock.fileno() for sock in socks]).tobytes()
+    launcher.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+
+
+def test_a_turns_guests_sockets_come_in_one_datagram_each_its_jobs(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        link, batches, _ = link_with_guests(loop, tmp_path, [])
+        ours, launcher = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ours.setblocking(False)
+        link._records = ours
+        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(3)]
+        _pass(launcher, [FIRST, SECOND], [pairs[0][0], pairs[1][0]])
+        _pass(launcher, [FIRST + 1, SECOND + 1], [pairs[2][0]])  # a descriptor short: refused
+        link._shell_records()
+        assert link.guest_keys == {FIRST, SECOND}
+        pairs[1][1].send(wire.record(wire.STARTED, SECOND, b"1.0 h 0:2"))
+        await _settle(batches, 1)
+        assert batches == [([(wire.STARTED, SECOND, b"1.0 h 0:2")], True)]
+        for ends in pairs:
+            ends[0].close()
+        assert pairs[2][1].recv(100) == b""  # job-exec kept no copy of the one refused
+        link.detach()
+        for sock in (launcher, *(end for ends in pairs for end in ends)):
+            sock.close()
 
     asyncio.run(scenario())
