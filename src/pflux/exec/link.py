@@ -32,7 +32,8 @@ launchers, so that when one dies its shells' connections (REJOIN) wait
 there for the next, which is given the same socket.
 
 The first record sent in a turn of the event loop goes out at once, the
-others of the turn together at the end of it (a ``TurnBatch``); records received are handed to
+others of the turn together at the end of it (a ``TurnBatch``); a turn's records for a
+guest's shell go on its socket at the turn's end, together; records received are handed to
 job-exec in the batches they arrived in. Stopping for good sends QUIT first,
 which tells the launcher to end its jobs rather than wait for another
 job-exec.
@@ -67,6 +68,7 @@ SHUTDOWN_WAIT: Final = 15.0  # the launcher's shutdown grace, and some
 ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATTACH
 RECV_SIZE: Final = 1 << 20
 GUESTS_READY: Final = 256  # guests' sockets read in one wakeup, at most (the rest: the next)
+GUEST_DATAGRAM: Final = 1 << 16  # a turn's records for a guest's shell, gathered, at most
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
 # room for the most descriptors a datagram of GUEST_RECORDS passes
 _FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize * wire.GUEST_RECORDS_MAX)
@@ -122,6 +124,10 @@ class LauncherLink:
         self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
         self._guest_fds: dict[int, int] = {}  # ... their fds, by shell key
         self._guest_poll: select.epoll | None = None  # what of those is readable
+        # this turn's records for guests' shells, by fd, sent at its end (one send a socket)
+        self._guest_turn: TurnBatch[dict[int, list[bytes]]] = TurnBatch(
+            broker, dict, self._send_guests
+        )
         # where guests' shells meet a restarted job-exec (none: their jobs end with it)
         self._rendezvous = Rendezvous(exec_dir, self._met) if rejoin_timeout > 0 else None
         self._rejoin_timeout = rejoin_timeout
@@ -311,9 +317,21 @@ class LauncherLink:
         return bytes(rest)
 
     def _to_guest(self, fd: int, data: bytes) -> None:
-        if not self._guests[fd].send(data):
-            assert self._loop is not None  # it had a guest
-            self._loop.add_writer(fd, self._guest_writable, fd)
+        """Send the guest's shell on ``fd`` a record at the turn's end, with the turn's others
+        for it: each send wakes a shell, and a send a record cost the loop one each."""
+        self._guest_turn.get().setdefault(fd, []).append(data)
+
+    def _send_guests(self, gathered: dict[int, list[bytes]]) -> None:
+        """A turn's records for guests' shells: one datagram a shell, unless they are many."""
+        guests = self._guests
+        for fd, records in gathered.items():
+            guest = guests.get(fd)
+            if guest is None:  # its socket has ended since: its job's end says what became of it
+                continue
+            for datagram in _datagrams(records):
+                if not guest.send(datagram):
+                    assert self._loop is not None  # it had a guest
+                    self._loop.add_writer(fd, self._guest_writable, fd)
 
     def _guest_writable(self, fd: int) -> None:
         guest = self._guests.get(fd)
@@ -497,6 +515,7 @@ class LauncherLink:
             self._on_rejoined(key)
 
     def _close_guests(self) -> None:
+        self._guest_turn.flush()
         poll, self._guest_poll = self._guest_poll, None
         if poll is not None:
             if self._loop is not None:
@@ -563,6 +582,21 @@ class LauncherLink:
         self.forget_meetings()
         self._close_guests()
         return proc
+
+
+def _datagrams(records: list[bytes]) -> Iterator[bytes]:
+    """``records`` joined in datagrams of up to ``GUEST_DATAGRAM`` bytes (or one record)."""
+    if len(records) == 1:
+        yield records[0]
+        return
+    datagram = bytearray()
+    for record in records:
+        if datagram and len(datagram) + len(record) > GUEST_DATAGRAM:
+            yield bytes(datagram)
+            datagram.clear()
+        datagram += record
+    if datagram:
+        yield bytes(datagram)
 
 
 def _passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
