@@ -54,19 +54,12 @@ class GuestRecords:
     def adopt(cls, key: int, fd: int) -> GuestRecords | None:
         """The socket passed as descriptor ``fd``; None (``fd`` closed) if it is no
         ``SOCK_SEQPACKET`` Unix socket."""
-        try:  # asked for its domain and type only, two calls (the constructor would make three)
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=fd)
-        except OSError:
+        try:  # its domain (getsockname) and type (SO_TYPE) asked by the constructor alone
+            sock = socket.socket(-1, -1, 0, fileno=fd)
+        except OSError:  # not a socket
             os.close(fd)
             return None
-        try:
-            ours = (
-                sock.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN) == socket.AF_UNIX
-                and sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
-            )
-        except OSError:  # not a socket
-            ours = False
-        if not ours:
+        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_SEQPACKET:
             sock.close()
             return None
         return cls(key, sock)
@@ -79,9 +72,11 @@ class GuestRecords:
             return b""
         return FORGED if self.forged else UNHEARD
 
-    def read(self, buffer: memoryview) -> list[wire.Record]:
+    def read(self, buffer: memoryview, *, once: bool = False) -> list[wire.Record]:
         """What the shell has sent, up to a datagram that is not all its job's (then
-        ``forged``, and nothing more is read) or the socket's end (``ended``)."""
+        ``forged``, and nothing more is read) or the socket's end (``ended``); with
+        ``once``, one datagram at most (a poll said there is one: what follows it waits
+        for the next poll, which says so again, rather than for a read that finds none)."""
         records: list[wire.Record] = []
         while not self.ended:
             try:
@@ -104,6 +99,8 @@ class GuestRecords:
                 break
             self.exited = self.exited or any(kind == wire.EXITED for kind, _, _ in found)
             records += found
+            if once:
+                break
         return records
 
     def rendezvous(self, directory: int, timeout: float) -> None:

@@ -32,7 +32,8 @@ launchers, so that when one dies its shells' connections (REJOIN) wait
 there for the next, which is given the same socket.
 
 The first record sent in a turn of the event loop goes out at once, the
-others of the turn together at the end of it (a ``TurnBatch``); records received are handed to
+others of the turn together at the end of it (a ``TurnBatch``); a turn's records for a
+guest's shell go on its socket at the turn's end, together; records received are handed to
 job-exec in the batches they arrived in. Stopping for good sends QUIT first,
 which tells the launcher to end its jobs rather than wait for another
 job-exec.
@@ -44,6 +45,7 @@ import array
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -65,8 +67,11 @@ __all__ = ["LauncherLink", "Survivors"]
 SHUTDOWN_WAIT: Final = 15.0  # the launcher's shutdown grace, and some
 ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATTACH
 RECV_SIZE: Final = 1 << 20
+GUESTS_READY: Final = 256  # guests' sockets read in one wakeup, at most (the rest: the next)
+GUEST_DATAGRAM: Final = 1 << 16  # a turn's records for a guest's shell, gathered, at most
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
-_FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize)  # one descriptor's room
+# room for the most descriptors a datagram of GUEST_RECORDS passes
+_FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize * wire.GUEST_RECORDS_MAX)
 
 
 class Survivors:
@@ -118,6 +123,11 @@ class LauncherLink:
         self._live: asyncio.Future[tuple[int, bytes]] | None = None  # LIVE, while attaching
         self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
         self._guest_fds: dict[int, int] = {}  # ... their fds, by shell key
+        self._guest_poll: select.epoll | None = None  # what of those is readable
+        # this turn's records for guests' shells, by fd, sent at its end (one send a socket)
+        self._guest_turn: TurnBatch[dict[int, list[bytes]]] = TurnBatch(
+            broker, dict, self._send_guests
+        )
         # where guests' shells meet a restarted job-exec (none: their jobs end with it)
         self._rendezvous = Rendezvous(exec_dir, self._met) if rejoin_timeout > 0 else None
         self._rejoin_timeout = rejoin_timeout
@@ -307,9 +317,21 @@ class LauncherLink:
         return bytes(rest)
 
     def _to_guest(self, fd: int, data: bytes) -> None:
-        if not self._guests[fd].send(data):
-            assert self._loop is not None  # it had a guest
-            self._loop.add_writer(fd, self._guest_writable, fd)
+        """Send the guest's shell on ``fd`` a record at the turn's end, with the turn's others
+        for it: each send wakes a shell, and a send a record cost the loop one each."""
+        self._guest_turn.get().setdefault(fd, []).append(data)
+
+    def _send_guests(self, gathered: dict[int, list[bytes]]) -> None:
+        """A turn's records for guests' shells: one datagram a shell, unless they are many."""
+        guests = self._guests
+        for fd, records in gathered.items():
+            guest = guests.get(fd)
+            if guest is None:  # its socket has ended since: its job's end says what became of it
+                continue
+            for datagram in _datagrams(records):
+                if not guest.send(datagram):
+                    assert self._loop is not None  # it had a guest
+                    self._loop.add_writer(fd, self._guest_writable, fd)
 
     def _guest_writable(self, fd: int) -> None:
         guest = self._guests.get(fd)
@@ -388,9 +410,10 @@ class LauncherLink:
                     break
                 found = wire.split(view[:n])[0]
                 fds = _passed_fds(ancillary)
-                if fds:  # the launcher's GUEST_RECORDS, alone in its datagram
-                    if len(found) == 1 == len(fds) and found[0][0] == wire.GUEST_RECORDS:
-                        guests.append((found[0][1], fds.pop()))
+                if fds:  # the launcher's GUEST_RECORDS, a descriptor for each, in order
+                    if len(found) == len(fds) and all(r[0] == wire.GUEST_RECORDS for r in found):
+                        guests += [(key, fd) for (_, key, _), fd in zip(found, fds, strict=True)]
+                        continue
                     for fd in fds:
                         os.close(fd)
                     continue
@@ -415,10 +438,35 @@ class LauncherLink:
                 guest.rendezvous(directory, self._rejoin_timeout)
         self._guests[fd] = guest
         self._guest_fds[key] = fd
-        self._loop.add_reader(fd, self._guest_records, fd)  # and what it sent before
+        poll = self._guest_poll
+        if poll is None:
+            poll = self._guest_poll = select.epoll()
+            self._loop.add_reader(poll.fileno(), self._guests_ready)
+        poll.register(fd, select.EPOLLIN)  # and what it sent before
+
+    def _guests_ready(self) -> None:
+        """What the guests' shells sent, from every socket that has something, handed on
+        in one batch (as the owner's shells' are); each socket's end after it."""
+        poll = self._guest_poll
+        if poll is None:
+            return
+        batch: list[wire.Record] = []
+        ended: list[int] = []
+        guests = self._guests
+        with memoryview(self._buffer) as view:
+            for fd, _ in poll.poll(0, GUESTS_READY):
+                guest = guests.get(fd)
+                if guest is not None:
+                    batch += guest.read(view, once=True)
+                    if guest.ended:
+                        ended.append(fd)
+        if batch:
+            self._on_records(batch, True)
+        for fd in ended:
+            self._guest_ended(fd)
 
     def _guest_records(self, fd: int) -> None:
-        """What a guest's shell sent, if its job's; a forger is ended with its job."""
+        """What the guest's shell on ``fd`` sent, if its job's; a forger is ended with its job."""
         guest = self._guests.get(fd)
         if guest is None:
             return
@@ -426,15 +474,21 @@ class LauncherLink:
             batch = guest.read(view)
         if batch:
             self._on_records(batch, True)
-        if not guest.ended:
+        if guest.ended:
+            self._guest_ended(fd)
+
+    def _guest_ended(self, fd: int) -> None:
+        """The guest's socket on ``fd`` has ended (or was refused): close it, and end its
+        job if its shell did not say how it ended."""
+        guest = self._guests.pop(fd, None)
+        if guest is None:
             return
-        del self._guests[fd]
         if self._guest_fds.get(guest.key) == fd:
             del self._guest_fds[guest.key]
-        if self._loop is not None:
-            self._loop.remove_reader(fd)
-            if guest.outbox:  # a writer waits on it only while records do
-                self._loop.remove_writer(fd)
+        if self._guest_poll is not None:
+            self._guest_poll.unregister(fd)
+        if guest.outbox and self._loop is not None:  # a writer waits on it only while records do
+            self._loop.remove_writer(fd)
         guest.close()
         if guest.forged:  # not its job's: its shell kills its tasks once its socket ends
             self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
@@ -461,9 +515,14 @@ class LauncherLink:
             self._on_rejoined(key)
 
     def _close_guests(self) -> None:
+        self._guest_turn.flush()
+        poll, self._guest_poll = self._guest_poll, None
+        if poll is not None:
+            if self._loop is not None:
+                self._loop.remove_reader(poll.fileno())
+            poll.close()
         for fd, guest in self._guests.items():
             if self._loop is not None:
-                self._loop.remove_reader(fd)
                 self._loop.remove_writer(fd)
             guest.close()
         self._guests.clear()
@@ -523,6 +582,21 @@ class LauncherLink:
         self.forget_meetings()
         self._close_guests()
         return proc
+
+
+def _datagrams(records: list[bytes]) -> Iterator[bytes]:
+    """``records`` joined in datagrams of up to ``GUEST_DATAGRAM`` bytes (or one record)."""
+    if len(records) == 1:
+        yield records[0]
+        return
+    datagram = bytearray()
+    for record in records:
+        if datagram and len(datagram) + len(record) > GUEST_DATAGRAM:
+            yield bytes(datagram)
+            datagram.clear()
+        datagram += record
+    if datagram:
+        yield bytes(datagram)
 
 
 def _passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:

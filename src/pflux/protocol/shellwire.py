@@ -82,9 +82,10 @@ The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
 died, or never ran: then ``-1`` and a reason, or it ended before a new
 job-exec resumed it: ``-2``, its records are in its spool; ``-3`` and a reason: a
 shell given the job by a launcher that died ended before it recorded itself, so
-none of the job's tasks ran); ``g`` GUEST_RECORDS, on the shells' socket, alone
-in its datagram: job-exec's end of the records socket (``SOCK_SEQPACKET``, passed
-with SCM_RIGHTS) of the guest's shell that runs the job of the record's key, whose
+none of the job's tasks ran); ``g`` GUEST_RECORDS, on the shells' socket, up to
+``GUEST_RECORDS_MAX`` in a datagram of nothing else, which passes (SCM_RIGHTS) a
+descriptor for each, in their order: job-exec's end of the records socket
+(``SOCK_SEQPACKET``) of the guest's shell that runs the job of the record's key, whose
 records come there rather than on the shells' socket, and on which job-exec sends
 that shell its KILL, ACK, INPUT, WINSIZE, FENCE and RESUME; ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
@@ -125,6 +126,7 @@ __all__ = [
     "EXITED_UNSTARTED",
     "FENCE",
     "GUEST_RECORDS",
+    "GUEST_RECORDS_MAX",
     "HEADER",
     "IMP_SOCKET",
     "INPUT",
@@ -180,6 +182,7 @@ REJOIN: Final = b"j"
 DONE: Final = b"D"
 LIVE: Final = b"L"
 GUEST_RECORDS: Final = b"g"
+GUEST_RECORDS_MAX: Final = 64  # GUEST_RECORDS (and descriptors) in one datagram, at most
 RENDEZVOUS: Final = b"m"
 OUTPUT: Final = b"o"
 EOF: Final = b"f"

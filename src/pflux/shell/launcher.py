@@ -217,6 +217,7 @@ class LauncherServer:
         self.guest_fds: dict[int, _Shell] = {}  # guest shells' pidfds
         # job-exec's ends of guests' shells' records sockets (by job) that wait for its socket
         self.passing: list[tuple[int, _socket.socket]] = []
+        self.passing_held = False  # those wait for job-exec's socket to take them
         # guests' shells done with a job, each waiting for another of its user's, by uid
         self.guest_spares: dict[int, list[_Shell]] = {}
         if listener is not None:
@@ -260,6 +261,7 @@ class LauncherServer:
                 self._orphan_ended(self.orphan_fds[fd])
             else:
                 self._guest_ready(fd, events)
+        self._pass_records()  # before any EXITED of their jobs
         if self.unsent and not self.writing:
             self._write_link()
         if self.ended:
@@ -337,7 +339,7 @@ class LauncherServer:
         self.inbuf.clear()
         self._retire_spares()  # they hold the dead job-exec's socket
         self._retire_guest_spares()  # a guest's shell does not outlive its job-exec
-        self._pass_records()  # nobody to pass them to: closed
+        self._pass_records(writable=True)  # nobody to pass them to: closed
         for entry in list(self.by_job.values()):
             if not entry.guest:  # a guest's shell's socket to job-exec has ended: it knows
                 self._to_shell(entry.jobid, wire.record(wire.DETACH, entry.jobid))
@@ -645,7 +647,7 @@ class LauncherServer:
         if entry is not None:
             self._guest_ended(entry)  # its pidfd: it has exited
         elif fd == self.records.fileno() and events & select.EPOLLOUT:
-            self._pass_records()
+            self._pass_records(writable=True)
 
     def _helper_answered(self, entry: _Shell) -> None:
         """The helper's answer: the shell's pid (it runs), or why it refused."""
@@ -677,7 +679,7 @@ class LauncherServer:
         self.by_fd[entry.sock.fileno()] = entry
         self.poller.register(entry.sock.fileno(), _IN)
         assert entry.records is not None
-        self._pass_records((entry.jobid, entry.records))
+        self.passing.append((entry.jobid, entry.records))
         entry.records = None
         try:
             entry.pidfd = os.pidfd_open(entry.pid)
@@ -686,31 +688,34 @@ class LauncherServer:
         self.guest_fds[entry.pidfd] = entry
         self.poller.register(entry.pidfd, _IN)
 
-    def _pass_records(self, passing: tuple[int, _socket.socket] | None = None) -> None:
-        """Pass job-exec its end of a guest's shell's records socket (GUEST_RECORDS), with
-        those that wait for its socket to take them; closed, with no job-exec to take them."""
-        if passing is not None:
-            waiting = bool(self.passing)
-            self.passing.append(passing)
-            if waiting:
-                return
-        while self.passing:
-            jobid, sock = self.passing[0]
+    def _pass_records(self, *, writable: bool = False) -> None:
+        """Pass job-exec its ends of guests' shells' records sockets (GUEST_RECORDS) that
+        wait, a turn's together (up to ``GUEST_RECORDS_MAX`` in a datagram: one send, and
+        one read for job-exec); closed, with no job-exec to take them. Run at a turn's
+        end, and once job-exec's socket, full then, is ``writable``."""
+        passing = self.passing
+        if self.passing_held and not writable:
+            return
+        while passing:
+            some = passing[: wire.GUEST_RECORDS_MAX]
             if not self.detached:
-                passed = sock.fileno().to_bytes(_FD_SIZE, sys.byteorder)
-                rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
-                data = wire.record(wire.GUEST_RECORDS, jobid)
+                data = b"".join(wire.record(wire.GUEST_RECORDS, jobid) for jobid, _ in some)
+                fds = b"".join(s.fileno().to_bytes(_FD_SIZE, sys.byteorder) for _, s in some)
+                rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)]
                 try:
                     self.records.sendmsg([data], rights, _socket.MSG_DONTWAIT)
                 except BlockingIOError:  # job-exec is busy: sent once its socket can take it
-                    if passing is not None:
+                    if not self.passing_held:
+                        self.passing_held = True
                         self.poller.register(self.records.fileno(), select.EPOLLOUT)
                     return
                 except OSError:
-                    pass  # job-exec is gone: the shell is ended with the detach
-            sock.close()
-            del self.passing[0]
-        if passing is None:  # it was waiting for the socket
+                    pass  # job-exec is gone: the shells are ended with the detach
+            for _, sock in some:
+                sock.close()
+            del passing[: len(some)]
+        if self.passing_held:  # it was waiting for the socket
+            self.passing_held = False
             try:
                 self.poller.unregister(self.records.fileno())
             except (OSError, ValueError):
@@ -813,7 +818,7 @@ class LauncherServer:
         boot = self.context.boot
         lines = journal.given_line(jobid, entry.pid, when, boot)
         os.write(self.journal, lines + journal.start_line(jobid, entry.pid, when, boot))
-        self._pass_records((jobid, ours))
+        self.passing.append((jobid, ours))
         return True
 
     def _unspare(self, entry: _Shell) -> None:

@@ -81,3 +81,36 @@ def test_a_stop_sends_what_the_turn_gathered_before_quit(tmp_path: Path) -> None
         theirs.close()
 
     asyncio.run(scenario())
+
+
+def test_a_turns_records_for_a_guests_shell_go_in_one_datagram_at_its_end(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        broker = Broker(os.getuid())
+        link, theirs = _linked(broker, tmp_path)
+        key = 9 << 24
+        ours, shell = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        link._adopt_guest(key, ours.detach())
+        shell.setblocking(False)
+        seen: list[bytes] = []
+        big = wire.record(wire.INPUT, key, b"x" * 40000)
+
+        def turn() -> None:
+            link.send(wire.record(wire.ACK, key, b"10"))
+            link.send(wire.record(wire.ACK, key, b"20") + big)
+            link.send(big)
+            seen.append(_read(shell))  # nothing before the turn's end
+
+        broker.queue.push(turn)
+        await _turns(broker)
+        datagrams = [_read(shell) for _ in range(3)]
+        assert seen == [b""]
+        acks = wire.record(wire.ACK, key, b"10") + wire.record(wire.ACK, key, b"20")
+        assert datagrams == [acks + big, big, b""]  # what would not fit in one: in the next
+        assert _read(theirs) == b""  # none of it went through the launcher
+        link.detach()
+        shell.close()
+        theirs.close()
+
+    asyncio.run(scenario())

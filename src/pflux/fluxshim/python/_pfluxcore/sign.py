@@ -293,20 +293,37 @@ def _unb64(text: str, start: int, end: int, part: str) -> bytes:
     return binascii.a2b_base64(data + b"=" * (-len(data) % 4))
 
 
-_munge: dict[str, Any] = {}  # "lib": libmunge's CDLL, "free": libc's free, once loaded
+_munge: dict[str, Any] = {}  # "lib": libmunge's functions, "free": libc's free, once loaded
 
 
 def _libmunge() -> tuple[Any, Any]:
-    """libmunge and libc's ``free``, loaded once, typed; SignError if MUNGE is not installed."""
+    """libmunge's functions and libc's ``free``, loaded once, typed; SignError if MUNGE is
+    not installed.
+
+    Only ``munge_encode`` and ``munge_decode``, which wait for munged, let other threads
+    run meanwhile (``CDLL``); the others are quick and keep the GIL (``PyDLL``): a thread
+    that let go of it for each would win it back from a busy event loop each time, job-ingest's
+    verifiers a forced switch of its loop's thread a call.
+    """
     if not _munge:
         import ctypes
+        from types import SimpleNamespace
 
         try:
-            lib = ctypes.CDLL(LIBMUNGE)
-            libc = ctypes.CDLL(None)
+            waits = ctypes.CDLL(LIBMUNGE)
+            quick = ctypes.PyDLL(LIBMUNGE)
+            libc = ctypes.PyDLL(None)
         except OSError:
             raise SignError(f"MUNGE is not installed ({LIBMUNGE} not found)") from None
         ptr, err, ctx = ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p
+        lib = SimpleNamespace(
+            munge_ctx_create=quick.munge_ctx_create,
+            munge_ctx_destroy=quick.munge_ctx_destroy,
+            munge_ctx_strerror=quick.munge_ctx_strerror,
+            munge_ctx_get=quick.munge_ctx_get,
+            munge_encode=waits.munge_encode,
+            munge_decode=waits.munge_decode,
+        )
         lib.munge_ctx_create.restype = ctx
         lib.munge_ctx_create.argtypes = []
         lib.munge_ctx_destroy.restype = None
