@@ -17,7 +17,17 @@ from pflux.protocol import shellwire as wire
 FIRST = 5 << 24
 SECOND = 6 << 24
 
-Batches = list[tuple[list[wire.Record], bool]]
+
+class Batches(list[tuple[list[wire.Record], bool]]):
+    """What the link hands on, each batch as it comes; ``arrived`` set at each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = asyncio.Event()
+
+    def add(self, records: list[wire.Record], from_shells: bool) -> None:
+        self.append((records, from_shells))
+        self.arrived.set()
 
 
 def link_with_guests(
@@ -25,9 +35,9 @@ def link_with_guests(
 ) -> tuple[LauncherLink, Batches, list[socket.socket]]:
     """A link with no launcher that has adopted a guest's socket for each of ``keys``: the
     link, what it hands on, and the shells' ends."""
-    batches: Batches = []
+    batches = Batches()
     broker: Any = None  # only records for the launcher use it: none are sent here
-    link = LauncherLink(broker, str(tmp_path), lambda r, s: batches.append((r, s)), lambda: None)
+    link = LauncherLink(broker, str(tmp_path), batches.add, lambda: None)
     link._loop = loop
     shells = []
     for key in keys:
@@ -38,11 +48,10 @@ def link_with_guests(
 
 
 async def _settle(batches: Batches, count: int) -> None:
-    for _ in range(1000):
-        if len(batches) >= count:
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError(f"{count} batches never came: {batches}")
+    """Wait until ``count`` batches have come."""
+    while len(batches) < count:
+        batches.arrived.clear()
+        await asyncio.wait_for(batches.arrived.wait(), 10.0)
 
 
 def test_one_wakeup_hands_on_every_guests_records_in_one_batch(tmp_path: Path) -> None:
