@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     from pflux.spec import fluid, jsontext
 
     jsontext.use_stdlib()  # a command's few messages do not pay for loading orjson
-    base.forget_terminal_columns()  # asked once a command, even where one process runs many
+    columns = sys.modules.get("pflux.cli.columns")  # loaded with argparse, where it was
+    if columns is not None:  # asked once a command, even where one process runs many
+        columns.forget_terminal_columns()
     base.PROG = "flux" if as_flux else "pflux"
     if as_flux and os.environ.get("FLUX_URI"):
         # flux's variable names the instance for the flux command, as for flux-core's:

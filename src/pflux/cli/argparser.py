@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from pflux.cli import base
+from pflux.cli.columns import terminal_columns
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
-    from pflux.cli.options import OptionAction
-
-__all__ = ["HelpFormatter", "argparse_action", "parser"]
+__all__ = ["HelpFormatter", "parser"]
 
 # argparse asks gettext for a translation of each message it builds, and gettext
 # searches the locale directories for a catalogue every time (loading ``locale`` for
@@ -31,9 +27,7 @@ def parser(prog: str, description: str | None) -> argparse.ArgumentParser:
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, as wide as the terminal without importing shutil for it:
-    argparse makes a formatter for every option it adds, and shutil brings bz2, lzma and
-    more with it, a twentieth of a short command's time."""
+    """argparse's formatter, as wide as the terminal (``pflux.cli.columns``)."""
 
     def __init__(
         self,
@@ -43,17 +37,5 @@ class HelpFormatter(argparse.HelpFormatter):
         width: int | None = None,
     ) -> None:
         if width is None:
-            width = base.terminal_columns() - 2  # as argparse does
+            width = terminal_columns() - 2  # as argparse does
         super().__init__(prog, indent_increment, max_help_position, width)
-
-
-_ACTIONS: dict[type[OptionAction], type[argparse.Action]] = {}
-
-
-def argparse_action(action: type[OptionAction]) -> type[argparse.Action]:
-    """argparse's Action class that calls ``action``'s ``__call__``."""
-    made = _ACTIONS.get(action)
-    if made is None:
-        made = type(action.__name__, (argparse.Action,), {"__call__": action.__call__})
-        _ACTIONS[action] = made
-    return made

@@ -41,36 +41,6 @@ def options(name: str, description: str) -> OptionParser:
     return OptionParser(f"{PROG} {name}", description)
 
 
-_COLUMNS: list[int] = []  # the terminal's width, once asked
-
-
-def terminal_columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size().columns`` gives it: COLUMNS
-    if set, else stdout's terminal, else 80; asked once (``forget_terminal_columns``),
-    as argparse makes a formatter for every option it adds."""
-    if not _COLUMNS:
-        _COLUMNS.append(_ask_terminal_columns())
-    return _COLUMNS[0]
-
-
-def forget_terminal_columns() -> None:
-    """Ask the terminal's width again at the next ``terminal_columns()``."""
-    _COLUMNS.clear()
-
-
-def _ask_terminal_columns() -> int:
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
 def run(name: str, body: Callable[[], int | None]) -> int:
     """Run a sub-command's body, turning pflux errors into one line on stderr."""
     try:

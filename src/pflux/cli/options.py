@@ -232,7 +232,7 @@ class OptionParser:
 
     def argparse(self) -> argparse.ArgumentParser:
         """argparse's parser of these declarations: help, usage and errors."""
-        from pflux.cli.argparser import argparse_action, parser
+        from pflux.cli.argparser import parser
 
         real = parser(self.prog, self.description)
         real.usage = self.usage
@@ -411,3 +411,17 @@ class _Scan:
         groups = [item.group for item in set(self.seen) if item.group >= 0]
         if len(groups) != len(set(groups)):
             raise _HandOver
+
+
+_ACTIONS: dict[type[OptionAction], type[argparse.Action]] = {}
+
+
+def argparse_action(action: type[OptionAction]) -> type[argparse.Action]:
+    """argparse's Action class that calls ``action``'s ``__call__``."""
+    made = _ACTIONS.get(action)
+    if made is None:
+        import argparse
+
+        made = type(action.__name__, (argparse.Action,), {"__call__": action.__call__})
+        _ACTIONS[action] = made
+    return made
