@@ -16,9 +16,23 @@ from collections import deque
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Protocol
 
-    from flux.core.handle import Flux
+    class FutureHandle(Protocol):
+        """What a future asks of the handle whose responses fulfil it (``flux.Flux``
+        is one): its reactor's queues of callbacks, a wait for a result, a timer."""
+
+        _ready: deque[Future]  # futures whose callback has a result to see
+        _thens: dict[Future, None]  # futures with a callback
+
+        def _wait(self, future: Future, timeout: float | None) -> None: ...
+
+        def _run_until(self, future: Future, timeout: float | None) -> None: ...
+
+        def timer_watcher_create(self, after: float, callback: Callable[..., Any]) -> Startable: ...
+
+    class Startable(Protocol):
+        def start(self) -> object: ...
 
 
 def _error(errnum: int, errstr: str | None) -> OSError:
@@ -29,7 +43,7 @@ def _error(errnum: int, errstr: str | None) -> OSError:
 class Future:
     """A future fulfilled by responses from ``flux_handle``."""
 
-    def __init__(self, flux_handle: Flux | None = None) -> None:
+    def __init__(self, flux_handle: FutureHandle | None = None) -> None:
         self._flux = flux_handle
         self._results: deque[list[Any]] = deque()  # [value, errnum, errstr]
         self._more = True  # more results may still come
@@ -68,10 +82,10 @@ class Future:
 
     # --- the caller's side ------------------------------------------------------------
 
-    def get_flux(self) -> Flux | None:
+    def get_flux(self) -> FutureHandle | None:
         return self._flux
 
-    def set_flux(self, flux_handle: Flux) -> None:
+    def set_flux(self, flux_handle: FutureHandle) -> None:
         """The handle whose responses (and reactor) fulfil the future."""
         self._flux = flux_handle
 
@@ -228,7 +242,11 @@ class FutureExt(_StartedFuture):
     _NO_HANDLE = "future has no Flux handle: call set_flux() first"
 
     def __init__(
-        self, init_cb: Callable[..., Any], *args: Any, flux_handle: Flux | None = None, **kw: Any
+        self,
+        init_cb: Callable[..., Any],
+        *args: Any,
+        flux_handle: FutureHandle | None = None,
+        **kw: Any,
     ) -> None:
         if not callable(init_cb):
             raise TypeError(f"init_cb must be callable, not {type(init_cb).__name__}")

@@ -23,9 +23,14 @@ from flux.constants import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Protocol
 
-    from flux.core.handle import Flux
+    class MessageHandle(Protocol):
+        """What a message watcher asks of its handle (``flux.Flux`` is one): the
+        started watchers its reactor hands messages to."""
+
+        _msg_watchers: dict[MessageWatcher, None]
+
 
 __all__ = ["Message", "MessageWatcher", "msg_typestr"]
 
@@ -166,7 +171,7 @@ class MessageWatcher:
 
     def __init__(
         self,
-        flux_handle: Flux,
+        flux_handle: MessageHandle,
         type_mask: int,
         callback: Callable[..., Any],
         topic_glob: Any = "*",

@@ -10,9 +10,24 @@ from flux.future import Future
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
-    from flux.core.handle import Flux
+    from flux.future import FutureHandle
+
+    class RPCHandle(FutureHandle, Protocol):
+        """What an RPC asks of its handle (``flux.Flux`` is one): to send its request
+        and keep it, by matchtag, until its last response."""
+
+        _rpcs: dict[int, RPC]  # the RPCs waiting for a response, by matchtag
+
+        def _send_request(
+            self, rpc: RPC, topic: str, payload: Any, nodeid: int, flags: int
+        ) -> int: ...
+
+        def rpc(
+            self, topic: Any, payload: Any = ..., nodeid: int = ..., flags: int = ...
+        ) -> RPC: ...
+
 
 # what pflux's broker says of a topic nobody serves, and flux-core's words for it
 _PFLUX_NO_SERVICE = "no service provides "
@@ -46,7 +61,7 @@ class RPC(Future):
 
     def __init__(
         self,
-        flux_handle: Flux,
+        flux_handle: RPCHandle,
         topic: Any,
         payload: Any = None,
         nodeid: int = FLUX_NODEID_ANY,

@@ -18,9 +18,20 @@ from flux.constants import FLUX_POLLERR, FLUX_POLLIN, FLUX_POLLOUT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Protocol
 
-    from flux.core.handle import Flux
+    class WatcherHandle(Protocol):
+        """What a watcher asks of its handle (``flux.Flux`` is one): the started
+        watchers its reactor waits on, and the pipe a signal wakes it by."""
+
+        _timers: set[TimerWatcher]
+        _turn_watchers: dict[str, dict[Any, None]]  # prepare, check, idle
+        _fd_watchers: dict[FDWatcher, None]
+        _signal_watchers: dict[SignalWatcher, None]
+        _signals: list[int]  # signals arrived, for their watchers
+
+        def _wake_fd(self) -> int: ...
+
 
 __all__ = [
     "CheckWatcher",
@@ -36,7 +47,7 @@ __all__ = [
 class Watcher:
     """What every watcher does: start, stop, ref, unref, and a context manager."""
 
-    def __init__(self, flux_handle: Flux, callback: Callable[..., Any], args: Any) -> None:
+    def __init__(self, flux_handle: WatcherHandle, callback: Callable[..., Any], args: Any) -> None:
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         self.flux_handle = flux_handle
@@ -75,7 +86,7 @@ class TimerWatcher(Watcher):
 
     def __init__(
         self,
-        flux_handle: Flux,
+        flux_handle: WatcherHandle,
         after: float,
         callback: Callable[..., Any],
         repeat: float = 0.0,
@@ -153,7 +164,10 @@ class IdleWatcher(_TurnWatcher):
     _kind = "idle"
 
     def __init__(
-        self, flux_handle: Flux, callback: Callable[..., Any] | None = None, args: Any = None
+        self,
+        flux_handle: WatcherHandle,
+        callback: Callable[..., Any] | None = None,
+        args: Any = None,
     ) -> None:
         super().__init__(flux_handle, callback or _nothing, args)
 
@@ -168,7 +182,7 @@ class FDWatcher(Watcher):
 
     def __init__(
         self,
-        flux_handle: Flux,
+        flux_handle: WatcherHandle,
         fd_int: int,
         events: int,
         callback: Callable[..., Any],
@@ -196,7 +210,11 @@ class SignalWatcher(Watcher):
     started (in the main thread: Python delivers signals there only)."""
 
     def __init__(
-        self, flux_handle: Flux, signal_int: int, callback: Callable[..., Any], args: Any = None
+        self,
+        flux_handle: WatcherHandle,
+        signal_int: int,
+        callback: Callable[..., Any],
+        args: Any = None,
     ) -> None:
         super().__init__(flux_handle, callback, args)
         if not isinstance(signal_int, int) or not 0 < signal_int < signal.NSIG:

@@ -75,8 +75,7 @@ class JobEventWatchFuture(RPC):
     def cancel(self, stop: bool = False) -> None:
         """Stop watching: no more events are taken (``get_event`` then gives None);
         with ``stop``, the ``then`` callback is not called again either."""
-        if self._flux is not None:
-            self._flux._rpcs.pop(self._matchtag, None)
+        self.flux_handle._rpcs.pop(self._matchtag, None)
         if self._more:
             self._more = False
             self._fulfill_error(errno.ENODATA, None)

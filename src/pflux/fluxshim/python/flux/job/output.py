@@ -295,6 +295,7 @@ class JobOutputEventWatch(_Stream):
         self.started = False  # the main eventlog's start event was seen
         self.finished = False  # ... and its finish event
         self.closed = False  # the output eventlog ended
+        self._handle = flux_handle  # the handle watched on (get_flux(): a future's view of it)
         super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
 
     def get_event(self, autoreset: bool = True) -> EventLogEvent | None:
@@ -309,9 +310,7 @@ class JobOutputEventWatch(_Stream):
     def _watch(self, jobid: JobID, eventlog: str, callback: Any, *args: Any) -> None:
         from flux.job.event import event_watch_async
 
-        flux_handle = self.get_flux()
-        assert flux_handle is not None
-        event_watch_async(flux_handle, int(jobid), eventlog=eventlog).then(callback, *args)
+        event_watch_async(self._handle, int(jobid), eventlog=eventlog).then(callback, *args)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
         if self.nowait:
@@ -382,12 +381,11 @@ class JobOutputWatch(_Stream):
         self.labelio = labelio
         self.log_stderr_level = log_stderr_level
         self.nowait = nowait
+        self._handle = flux_handle  # the handle watched on (get_flux(): a future's view of it)
         super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
-        flux_handle = self.get_flux()
-        assert flux_handle is not None
-        JobOutputEventWatch(flux_handle, jobid, labelio=self.labelio, nowait=self.nowait).then(
+        JobOutputEventWatch(self._handle, jobid, labelio=self.labelio, nowait=self.nowait).then(
             self._on_event
         )
 
@@ -433,13 +431,12 @@ class JobOutputWatchLines(_Stream):
         self.log_stderr_level = log_stderr_level
         self.nowait = nowait
         self.keepends = keepends
+        self._handle = flux_handle  # the handle watched on (get_flux(): a future's view of it)
         super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
-        flux_handle = self.get_flux()
-        assert flux_handle is not None
         JobOutputWatch(
-            flux_handle,
+            self._handle,
             jobid,
             labelio=self.labelio,
             log_stderr_level=self.log_stderr_level,
