@@ -25,6 +25,8 @@ from string import Formatter
 
 from _pfluxcore import datetimes, duration, outputformat
 
+from flux._fileref import fileref
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from typing import Any, Callable, ClassVar, Mapping, Sequence
@@ -166,9 +168,7 @@ class Fileref(dict):  # type: ignore[type-arg]
     the path of a file read now (as UTF-8 if it is, else base64); ``perms`` its mode."""
 
     def __init__(self, data: Any, perms: int = 0o600, encoding: str | None = None) -> None:
-        from flux.job.Jobspec import _fileref
-
-        super().__init__(_fileref(data, perms, encoding))
+        super().__init__(fileref(data, perms, encoding))
 
 
 class TreedictAction(argparse.Action):

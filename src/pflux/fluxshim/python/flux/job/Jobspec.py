@@ -13,10 +13,12 @@ from __future__ import annotations
 import _collections_abc as abc  # collections.abc's types without loading collections
 import errno
 import os
-import stat
 import sys
 
 from _pfluxcore import builder
+
+from flux._fileref import fileref
+from flux._fsd import parse_fsd
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Jobspec", "JobspecV1", "validate_jobspec"]
 
-_S_IFREG = stat.S_IFREG
 _INVALID_PROPERTY_CHARS = frozenset("&'\"`|()")
 
 
@@ -64,32 +65,6 @@ def _validate_keys(
 # ------------------------------------------------------------ flux.util's helpers
 
 
-def parse_fsd(fsd_string: str) -> float:
-    """Seconds in an RFC 23 Flux Standard Duration (``30``, ``1.5m``, ``2h``, ``inf``)."""
-    if fsd_string in ("inf", "infinity", "INF", "INFINITY"):
-        return float("inf")
-    # a unit ends the string (before one newline, as a regular expression's ``$``)
-    body = fsd_string[:-1] if fsd_string.endswith("\n") else fsd_string
-    unit = None
-    if "\n" not in body:
-        unit = next((u for u in ("ms", "s", "m", "h", "d") if body.endswith(u)), None)
-    number = body[: -len(unit)] if unit is not None else fsd_string
-    try:
-        value = float(number)
-    except ValueError:
-        raise ValueError("invalid Flux standard duration") from None
-    if unit is None or unit == "s":
-        seconds = value
-    else:  # as timedelta counts them, in whole microseconds
-        import datetime
-
-        name = {"ms": "milliseconds", "m": "minutes", "h": "hours", "d": "days"}[unit]
-        seconds = datetime.timedelta(**{name: value}).total_seconds()
-    if not 0 <= seconds < float("inf"):  # also NaN
-        raise ValueError("invalid Flux standard duration")
-    return seconds
-
-
 def set_treedict(in_dict: Any, key: str, val: Any) -> None:
     """``set_treedict(d, "a.b.c", 42)`` is ``d["a"]["b"]["c"] = 42``, levels made as needed."""
     head, dot, rest = key.partition(".")
@@ -112,33 +87,6 @@ def del_treedict(in_dict: Any, key: str, remove_empty: bool = False) -> None:
     child = in_dict[head]
     if remove_empty and isinstance(child, abc.Mapping) and len(child) == 0:
         del in_dict[head]
-
-
-def _fileref(data: Any, perms: int, encoding: str | None) -> dict[str, Any]:
-    """An RFC 37 file object: a mapping's JSON, data already encoded, or a local file read."""
-    ref: dict[str, Any] = {"mode": perms | _S_IFREG}
-    if isinstance(data, dict):
-        ref["data"] = data
-    elif encoding is not None:
-        if encoding not in ("base64", "utf-8"):
-            raise ValueError(f"invalid encoding: {encoding}")
-        ref["data"] = data
-        ref["encoding"] = encoding
-    else:
-        info = os.stat(data)
-        ref["size"] = info.st_size
-        ref["mode"] = info.st_mode
-        with open(data, "rb") as infile:
-            content = infile.read()
-        try:
-            ref["data"] = content.decode("utf-8")
-            ref["encoding"] = "utf-8"
-        except UnicodeError:
-            import base64
-
-            ref["data"] = base64.b64encode(content).decode("utf-8")
-            ref["encoding"] = "base64"
-    return ref
 
 
 # ------------------------------------------------ RFC 22 idsets, RFC 29 hostlists
@@ -643,7 +591,7 @@ class Jobspec:
         files = system.get("files", {})
         if encoding is None and "\n" in data:
             encoding = "utf-8"
-        files[path] = _fileref(data, perms, encoding)
+        files[path] = fileref(data, perms, encoding)
         system["files"] = files
 
     def getattr(self, key: str) -> Any:

@@ -12,16 +12,26 @@ import os
 from _pfluxcore import envrules, rlimits, submitopts
 from _pfluxcore.namepattern import bad as _bad
 
+from flux._fsd import parse_fsd
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from typing import Any, Protocol, Sequence
 
-    from flux.job.Jobspec import Jobspec
+    class Jobspec(Protocol):
+        """What the options change of a jobspec (``flux.job.Jobspec`` is one)."""
+
+        environment: Any
+        duration: Any
+
+        def setattr(self, key: str, val: Any) -> None: ...
+
+        def setattr_shell_option(self, key: str, val: Any) -> None: ...
+
+        def add_file(self, path: str, data: Any) -> None: ...
 
 
 def _seconds(text: Any, option: str) -> float:
-    from flux.job.Jobspec import parse_fsd
-
     try:
         return float(text) if isinstance(text, (int, float)) else parse_fsd(text)
     except ValueError as exc:
