@@ -17,7 +17,6 @@ import sys
 
 from _pfluxcore import builder
 
-from flux._fileref import fileref
 from flux._fsd import parse_fsd
 
 TYPE_CHECKING = False
@@ -583,6 +582,8 @@ class Jobspec:
         given, a mapping (kept as JSON), or else the path of a local file to
         read (whose mode is kept). ``perms`` defaults to 0o600.
         """
+        from flux._fileref import fileref  # a job adds files seldom
+
         if not isinstance(data, (abc.Mapping, str)):
             raise TypeError("data must be a Mapping or string")
         if perms is None:
