@@ -295,7 +295,7 @@ class JobOutputEventWatch(_Stream):
         self.started = False  # the main eventlog's start event was seen
         self.finished = False  # ... and its finish event
         self.closed = False  # the output eventlog ended
-        self._handle = flux_handle  # the handle watched on (get_flux(): a future's view of it)
+        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
         super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
 
     def get_event(self, autoreset: bool = True) -> EventLogEvent | None:
@@ -381,7 +381,7 @@ class JobOutputWatch(_Stream):
         self.labelio = labelio
         self.log_stderr_level = log_stderr_level
         self.nowait = nowait
-        self._handle = flux_handle  # the handle watched on (get_flux(): a future's view of it)
+        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
         super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
@@ -431,7 +431,7 @@ class JobOutputWatchLines(_Stream):
         self.log_stderr_level = log_stderr_level
         self.nowait = nowait
         self.keepends = keepends
-        self._handle = flux_handle  # the handle watched on (get_flux(): a future's view of it)
+        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
         super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
