@@ -317,7 +317,7 @@ class JobInfo:
         found = self.user.uri
         if not str(found):
             return None
-        from flux.uri._joburi import JobURI
+        from flux._joburi import JobURI
 
         return JobURI(str(found))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from _pfluxcore import uri as _uri
 
-from flux.uri._joburi import URI, JobURI
+from flux._joburi import URI, JobURI
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

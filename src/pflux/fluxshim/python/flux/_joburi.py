@@ -2,8 +2,8 @@
 remote forms (``JobURI``): what ``flux.uri.uri`` and ``flux.uri`` give.
 
 A leaf: a job's ``JobInfo.uri`` is a ``JobURI``, and the resolver of job ids to
-URIs lists jobs, so the job information takes the classes from here, not from the
-resolver's module.
+URIs (``flux.uri``) lists jobs, so the job information takes the classes from
+here, not from the resolver's package.
 """
 
 from __future__ import annotations
