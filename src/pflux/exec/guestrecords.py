@@ -15,9 +15,9 @@ read as this one.
 
 from __future__ import annotations
 
+import _socket
 import array
 import os
-import socket
 from typing import Final
 
 from pflux.protocol import shellwire as wire
@@ -41,7 +41,7 @@ class GuestRecords:
 
     __slots__ = ("ended", "exited", "forged", "key", "outbox", "sock")
 
-    def __init__(self, key: int, sock: socket.socket) -> None:
+    def __init__(self, key: int, sock: _socket.socket) -> None:
         sock.setblocking(False)
         self.key = key
         self.sock = sock
@@ -54,12 +54,14 @@ class GuestRecords:
     def adopt(cls, key: int, fd: int) -> GuestRecords | None:
         """The socket passed as descriptor ``fd``; None (``fd`` closed) if it is no
         ``SOCK_SEQPACKET`` Unix socket."""
-        try:  # its domain (getsockname) and type (SO_TYPE) asked by the constructor alone
-            sock = socket.socket(-1, -1, 0, fileno=fd)
+        try:  # its domain (getsockname) and type (SO_TYPE) asked by the constructor alone;
+            # the C type's, whose domain and type are plain numbers (a job's enums, the
+            # Python class's wrapping and its close cost the loop more than the checks)
+            sock = _socket.socket(fileno=fd)
         except OSError:  # not a socket
             os.close(fd)
             return None
-        if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_SEQPACKET:
+        if sock.family != _socket.AF_UNIX or sock.type != _socket.SOCK_SEQPACKET:
             sock.close()
             return None
         return cls(key, sock)
@@ -108,7 +110,7 @@ class GuestRecords:
         descriptor, and the rejoin timeout), before anything else is sent to it. If the
         socket cannot take it, the shell has no rendezvous: its job ends with job-exec."""
         data = wire.record(wire.RENDEZVOUS, self.key, repr(timeout).encode())
-        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [directory]).tobytes())]
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", [directory]).tobytes())]
         try:
             self.sock.sendmsg([data], rights)
         except OSError:

@@ -69,6 +69,7 @@ ATTACH_WAIT: Final = 10.0  # how long a launcher that accepted has to answer ATT
 RECV_SIZE: Final = 1 << 20
 GUESTS_READY: Final = 256  # guests' sockets read in one wakeup, at most (the rest: the next)
 GUEST_DATAGRAM: Final = 1 << 16  # a turn's records for a guest's shell, gathered, at most
+_LAST_ACK: Final = b"%d" % wire.ALL_RECORDS  # the ACK that lets a shell go: its job is over
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
 # room for the most descriptors a datagram of GUEST_RECORDS passes
 _FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize * wire.GUEST_RECORDS_MAX)
@@ -124,6 +125,7 @@ class LauncherLink:
         self._guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
         self._guest_fds: dict[int, int] = {}  # ... their fds, by shell key
         self._guest_poll: select.epoll | None = None  # what of those is readable
+        self._guests_done: set[int] = set()  # ... those whose last record is to be sent
         # this turn's records for guests' shells, by fd, sent at its end (one send a socket)
         self._guest_turn: TurnBatch[dict[int, list[bytes]]] = TurnBatch(
             broker, dict, self._send_guests
@@ -301,7 +303,7 @@ class LauncherLink:
             if fd < 0 or (kind not in TO_SHELLS and kind != wire.TERMINATE):
                 return data
             if kind in TO_SHELLS:
-                self._to_guest(fd, data)
+                self._to_guest(fd, data, last=kind == wire.ACK and payload == _LAST_ACK)
                 return b""
         if not any(key in guests for _, key, _ in records):
             return data
@@ -313,16 +315,23 @@ class LauncherLink:
             if fd < 0 or kind not in TO_SHELLS:
                 rest += wire.record(kind, key, payload)
             else:
-                self._to_guest(fd, wire.record(kind, key, payload))
+                last = kind == wire.ACK and payload == _LAST_ACK
+                self._to_guest(fd, wire.record(kind, key, payload), last=last)
         return bytes(rest)
 
-    def _to_guest(self, fd: int, data: bytes) -> None:
+    def _to_guest(self, fd: int, data: bytes, *, last: bool = False) -> None:
         """Send the guest's shell on ``fd`` a record at the turn's end, with the turn's others
-        for it: each send wakes a shell, and a send a record cost the loop one each."""
+        for it: each send wakes a shell, and a send a record cost the loop one each. The
+        ``last`` (the ACK that lets the shell go: its job is over) closes the socket once
+        sent: a kept shell would close its end when given its next job, which would wake
+        the loop for nothing else."""
         self._guest_turn.get().setdefault(fd, []).append(data)
+        if last:
+            self._guests_done.add(fd)
 
     def _send_guests(self, gathered: dict[int, list[bytes]]) -> None:
-        """A turn's records for guests' shells: one datagram a shell, unless they are many."""
+        """A turn's records for guests' shells: one datagram a shell, unless they are many;
+        a socket whose last record went, closed."""
         guests = self._guests
         for fd, records in gathered.items():
             guest = guests.get(fd)
@@ -332,11 +341,29 @@ class LauncherLink:
                 if not guest.send(datagram):
                     assert self._loop is not None  # it had a guest
                     self._loop.add_writer(fd, self._guest_writable, fd)
+            if fd in self._guests_done and not guest.outbox:
+                self._let_go(fd)
 
     def _guest_writable(self, fd: int) -> None:
         guest = self._guests.get(fd)
         if (guest is None or guest.drain()) and self._loop is not None:
             self._loop.remove_writer(fd)
+            if fd in self._guests_done:
+                self._let_go(fd)
+
+    def _let_go(self, fd: int) -> None:
+        """Close the socket of a guest's shell whose job is over (its EXITED read, its last
+        ACK sent): nothing more of the job comes on it, and what the shell sends after
+        is not read."""
+        self._guests_done.discard(fd)
+        guest = self._guests.pop(fd, None)
+        if guest is None:
+            return
+        if self._guest_fds.get(guest.key) == fd:
+            del self._guest_fds[guest.key]
+        if self._guest_poll is not None:
+            self._guest_poll.unregister(fd)
+        guest.close()
 
     def _send_turn(self, gathered: bytearray) -> None:
         if gathered:
@@ -480,6 +507,7 @@ class LauncherLink:
     def _guest_ended(self, fd: int) -> None:
         """The guest's socket on ``fd`` has ended (or was refused): close it, and end its
         job if its shell did not say how it ended."""
+        self._guests_done.discard(fd)
         guest = self._guests.pop(fd, None)
         if guest is None:
             return
@@ -527,6 +555,7 @@ class LauncherLink:
             guest.close()
         self._guests.clear()
         self._guest_fds.clear()
+        self._guests_done.clear()
 
     def _close(self) -> None:
         sock, self._sock = self._sock, None

@@ -46,6 +46,9 @@ with a new socket to the shell (SCM_RIGHTS) in place of the one it had.
 
 The launcher to a shell, besides the above: ``d`` DETACH: job-exec is gone;
 keep what is not acknowledged in the spool file until one resumes the job.
+The launcher to a spare shell, waiting for a job: ``J`` JOURNAL (job id 0): the
+journal was rewritten, and the new file comes with it (SCM_RIGHTS): record
+the next job's start there.
 A shell to the launcher: ``D`` DONE: everything the job's shell sent is in
 the KVS, and the shell waits for its next job (a SPAWN).
 
@@ -132,6 +135,7 @@ __all__ = [
     "INPUT",
     "INPUT_DATA",
     "INPUT_EOF",
+    "JOURNAL",
     "KILL",
     "LAUNCHER_COMMAND",
     "LIVE",
@@ -180,6 +184,7 @@ ATTACH: Final = b"A"
 DETACH: Final = b"d"
 REJOIN: Final = b"j"
 DONE: Final = b"D"
+JOURNAL: Final = b"J"
 LIVE: Final = b"L"
 GUEST_RECORDS: Final = b"g"
 GUEST_RECORDS_MAX: Final = 64  # GUEST_RECORDS (and descriptors) in one datagram, at most

@@ -964,8 +964,8 @@ class LauncherServer:
     def _retire_spares(self) -> None:
         """End the spares, and the busy shells once they are done: they hold what changed.
 
-        That is the journal's descriptor (``_trim_journal``) or job-exec's
-        socket (``_detach``), which shells forked from now on inherit anew.
+        That is job-exec's socket (``_detach``), which shells forked from now on
+        inherit anew.
         """
         for entry in self.spares:
             _retire(entry)
@@ -987,7 +987,27 @@ class LauncherServer:
                 _tell_test(self.stop_at_compact, b"compacted\n")
                 os.kill(os.getpid(), _signal.SIGSTOP)
             if compacted:
-                self._retire_spares()  # they hold the old journal
+                self._pass_journal()
+
+    def _pass_journal(self) -> None:
+        """Give each spare the rewritten journal (JOURNAL), which it records its next job
+        in: a spare kept costs a send, one forked again a fork and its page faults. The
+        busy shells, which hold the old one, are retired once done, as after a detach."""
+        passed = self.journal.to_bytes(_FD_SIZE, sys.byteorder)
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
+        record = wire.record(wire.JOURNAL, 0)
+        kept = []
+        for entry in self.spares:
+            try:
+                entry.sock.sendmsg([record], rights, _socket.MSG_DONTWAIT)
+            except OSError:
+                _retire(entry)  # it has ended, or cannot take it: it holds the old journal
+                continue
+            kept.append(entry)
+        self.spares[:] = kept
+        self.generation += 1
+        for entry in kept:
+            entry.generation = self.generation
 
     def _write_link(self) -> None:
         """Send what job-exec has not taken; wait for its socket when it is full."""

@@ -17,6 +17,7 @@ from pflux.protocol import shellwire as wire
 from pflux.shell import tasks as proc
 from pflux.shell.context import warn
 from pflux.shell.job import Shell
+from pflux.shell.rejoin import FD_SIZE, passed_fds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it
@@ -34,6 +35,7 @@ SPAWN_CHUNK: Final = 65536  # the launcher sends a job's description in datagram
 JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
 _IDLE: Final = os.sched_param(0)
 _DONTWAIT: Final = _socket.MSG_DONTWAIT
+_FD_SPACE: Final = _socket.CMSG_SPACE(FD_SIZE)  # JOURNAL's descriptor
 
 
 def serve(ctx: Context, sock: socket) -> int:
@@ -48,7 +50,7 @@ def serve(ctx: Context, sock: socket) -> int:
     if not proc.set_subreaper():
         warn("cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER)")
     ran = 0
-    while (job := next_job(sock)) is not None:
+    while (job := next_job(sock, ctx.journal)) is not None:
         shell = Shell(job[0], ctx, sock)
         try:
             code = shell.run(job[1])
@@ -70,12 +72,15 @@ def serve(ctx: Context, sock: socket) -> int:
     return code
 
 
-def next_job(sock: socket) -> tuple[int, bytes] | None:
+def next_job(sock: socket, journal: int = -1) -> tuple[int, bytes] | None:
     """(shell key, description) of the next SPAWN record; None when the socket ends first
-    (a guest's shell waits for SPAWN_AS: ``pflux.imp.server.next_guest_job``)."""
+    (a guest's shell waits for SPAWN_AS: ``pflux.imp.server.next_guest_job``). A JOURNAL
+    read meanwhile puts the rewritten journal it carries in place of ``journal``."""
     try:
         while True:
-            data = sock.recv(SPAWN_CHUNK)
+            data, ancillary, _, _ = sock.recvmsg(SPAWN_CHUNK, _FD_SPACE)
+            if ancillary:
+                _take_journal(data, passed_fds(ancillary), journal)
             if not data:
                 return None
             if len(data) < wire.HEADER.size:
@@ -91,6 +96,17 @@ def next_job(sock: socket) -> tuple[int, bytes] | None:
             return wire.shell_key(jobid, rank), data[wire.HEADER.size :]
     except OSError:
         return None
+
+
+def _take_journal(data: bytes, fds: list[int], journal: int) -> None:
+    """The journal the launcher rewrote (JOURNAL), in place of the old one at ``journal``:
+    a spare forked before the rewrite records its next job where a restart looks."""
+    try:
+        if journal >= 0 and len(fds) == 1 and data[:1] == wire.JOURNAL:
+            os.dup2(fds[0], journal, inheritable=False)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _crashed(shell: Shell, exc: BaseException) -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import array
 import asyncio
+import os
 import socket
 from pathlib import Path
 from typing import Any
 
+from pflux.broker.router import Broker
 from pflux.exec.guestrecords import FORGED, UNHEARD
 from pflux.exec.link import LauncherLink
 from pflux.protocol import shellwire as wire
@@ -143,5 +145,40 @@ def test_a_turns_guests_sockets_come_in_one_datagram_each_its_jobs(tmp_path: Pat
         link.detach()
         for sock in (launcher, *(end for ends in pairs for end in ends)):
             sock.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_guests_socket_is_closed_with_the_ack_that_lets_its_shell_go(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        broker = Broker(os.getuid())  # the records for a guest's shell go at a turn's end
+        batches = Batches()
+        link = LauncherLink(broker, str(tmp_path), batches.add, lambda: None)
+        link._loop = loop
+        shells = []
+        for key in (FIRST, SECOND):
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            link._adopt_guest(key, ours.detach())
+            theirs.settimeout(10)
+            shells.append(theirs)
+        shells[0].send(wire.record(wire.EXITED, FIRST, b"0"))
+        await _settle(batches, 1)
+        last = wire.record(wire.ACK, FIRST, b"%d" % wire.ALL_RECORDS)
+        running = wire.record(wire.ACK, SECOND, b"100")
+        done = loop.create_future()
+        broker.queue.push(lambda: (link.send(last), link.send(running)))
+        broker.queue.push(done.set_result, None)
+        await done
+        assert shells[0].recv(100) == last
+        assert shells[0].recv(100) == b""  # closed with it: the shell's next job wakes no one
+        assert shells[1].recv(100) == running  # a job that runs keeps its socket
+        assert link.guest_keys == {SECOND}
+        shells[1].send(wire.record(wire.EXITED, SECOND, b"0"))
+        await _settle(batches, 2)
+        assert batches[1] == ([(wire.EXITED, SECOND, b"0")], True)  # and nothing of FIRST's
+        link.detach()
+        for shell in shells:
+            shell.close()
 
     asyncio.run(scenario())

@@ -22,7 +22,7 @@ from pflux.protocol import shellwire as wire
 from pflux.protocol.shellwire import REJOIN_TIMEOUT
 from pflux.shell.acklog import DATAGRAM
 from pflux.shell.job import WINDOW
-from pflux.shell.launcher import SPARES_KEPT, STOP_AT_SPAWN
+from pflux.shell.launcher import JOURNAL_IDLE_LIMIT, SPARES_KEPT, STOP_AT_SPAWN
 from pflux.spec.eventlog import parse
 from support.procs import children, pidfd_wait
 from support.shells import description
@@ -764,3 +764,30 @@ def test_input_a_busy_shell_cannot_take_yet_waits_for_it_in_order(launcher: Laun
     output = b"".join(p[5:] for kind, _, p in got if kind == wire.OUTPUT)
     assert int(output) == 128 * len(chunk)
     assert got[-1][2] == b"0"
+
+
+def test_the_spares_are_kept_when_the_journal_is_rewritten(launcher: Launcher) -> None:
+    def run(jobid: int, ended: Callable[[], bool]) -> int:
+        """Run a job until ``ended``; the pid of the shell that ran it."""
+        launcher.send(wire.SPAWN, launcher.job(["sh", "-c", 'echo "$PPID"'], jobid), jobid)
+        got = launcher.until(wire.EXITED)
+        size = sum(wire.HEADER.size + len(p) for _, _, p in got)
+        launcher.send(wire.ACK, b"%d" % size, jobid)
+        deadline = time.monotonic() + 20  # no event says when the end is recorded: look
+        while not ended() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ended()
+        return int(b"".join(p[5:] for kind, _, p in got if kind == wire.OUTPUT))
+
+    def recorded(jobid: int) -> Callable[[], bool]:
+        return lambda: f"E {jobid}\n" in launcher.journal.read_text()
+
+    ran = run(JOB, recorded(JOB))
+    spares = set(children(launcher.proc.pid))
+    assert ran in spares
+    with launcher.journal.open("ab") as appended:  # past the limit: the next end rewrites it
+        appended.write(journal.end_lines([1]) * (JOURNAL_IDLE_LIMIT // 4))
+    run(JOB + 1, lambda: launcher.journal.stat().st_size < JOURNAL_IDLE_LIMIT)
+    shell = run(JOB + 2, recorded(JOB + 2))
+    assert shell in spares  # a spare of before the rewrite, not one forked since
+    assert b"S %d %d " % (JOB + 2, shell) in launcher.journal.read_bytes()  # in the new file

@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -216,4 +217,21 @@ def test_a_shell_gives_back_its_heap_after_much_output(
         forked.link.send(wire.record(wire.ACK, JOB + 1, b"%d" % size(JOB + 1, got)))
     forked.done(JOB + 1, got)
     assert trimmed.exists()
+    assert forked.close() == 0
+
+
+def test_a_spare_records_its_next_job_in_the_journal_the_launcher_passes(
+    forked: Forked, tmp_path: Path
+) -> None:
+    forked.done(JOB, forked.run(JOB, forked.job(JOB, "true")))
+    fds = sorted(os.listdir(f"/proc/{forked.pid}/fd"))
+    rewritten = tmp_path / "journal.new"
+    fd = os.open(rewritten, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, sys.byteorder))]
+    forked.link.sendmsg([wire.record(wire.JOURNAL, 0)], rights)  # as the launcher's compaction
+    os.close(fd)
+    forked.done(JOB + 1, forked.run(JOB + 1, forked.job(JOB + 1, "true")))
+    assert journal.live(str(rewritten)).keys() == {JOB + 1}
+    assert journal.live(str(tmp_path / "journal")).keys() == {JOB}
+    assert sorted(os.listdir(f"/proc/{forked.pid}/fd")) == fds  # in the old one's place
     assert forked.close() == 0
