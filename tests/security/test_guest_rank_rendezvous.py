@@ -94,17 +94,17 @@ class Site:
         self.config.chmod(0o644)
         self.state = self.home / "state"
         self.rank1_state = self.home / "rank1-state"
-        self.rank1 = self._rank1()
+        self.rank1 = self.start_rank1()
         self.rank0 = self.start_rank0()
 
     def _as_inst(self, rank: int) -> list[str]:
         ids = [f"--reuid={self.inst.uid}", f"--regid={self.inst.gid}", "--clear-groups"]
         return self.net.command(rank, ["setpriv", *ids, "--inh-caps=-all", self.inst.python])
 
-    def _rank1(self) -> subprocess.Popen[bytes]:
+    def start_rank1(self) -> subprocess.Popen[bytes]:
         argv = [*self._as_inst(1), str(PFLUX), "start", *FAST, "--config", str(self.config)]
         argv += ["--state-dir", str(self.rank1_state)]
-        with (self.base / "rank1.log").open("w") as log:
+        with (self.base / "rank1.log").open("a") as log:
             return subprocess.Popen(
                 argv, stdout=log, stderr=log, env=self.inst.env(), start_new_session=True
             )
@@ -188,8 +188,16 @@ def submit_over_both_ranks(s: Site) -> tuple[str, dict[int, Path], dict[int, int
     return jobid, gates, pids
 
 
-def restart_rank0(s: Site) -> None:
-    s.rank0.kill()  # its broker alone: rank 1 goes on, and says hello to the next
+def restart_rank0(s: Site, *, rank1_too: bool = False) -> None:
+    """SIGKILL rank 0's broker, and with ``rank1_too`` rank 1's after it (before rank 0
+    could lose rank 1), and start them again; else rank 1 goes on, and says hello to the
+    next rank 0."""
+    s.rank0.kill()
+    if rank1_too:
+        assert s.rank1 is not None
+        s.rank1.kill()
+        s.rank1.wait()
+        s.rank1 = s.start_rank1()
     s.rank0 = s.start_rank0()
 
 
@@ -214,9 +222,14 @@ def release_and_check(s: Site, jobid: str, gates: dict[int, Path]) -> None:
     assert sorted(output.splitlines()) == sorted(expected), (output, events)
 
 
-def test_a_guests_shell_on_rank_1_meets_its_exec_node_when_rank_0_restarts(site: Site) -> None:
+@pytest.mark.parametrize("rank1_too", [False, True], ids=["alone", "with-rank-1"])
+def test_a_guests_shell_on_rank_1_meets_its_exec_node_when_rank_0_restarts(
+    site: Site, rank1_too: bool
+) -> None:
+    """Rank 0's broker killed and restarted, alone or with rank 1's: the guest's shells on
+    both ranks meet theirs, and the job ends as it would have."""
     jobid, gates, _ = submit_over_both_ranks(site)
-    restart_rank0(site)
+    restart_rank0(site, rank1_too=rank1_too)
     release_and_check(site, jobid, gates)
 
 
