@@ -79,11 +79,11 @@ class ExecNodeService(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
-        env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
+        self.rejoin_timeout = rejoin_timeout(broker)
+        env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(self.rejoin_timeout)}
         imp = imp_socket(broker)  # guests' shells run through this rank's own helper
         if imp is not None:
             env[IMP_SOCKET] = imp
-        self.rejoin_timeout = rejoin_timeout(broker)
         self.launcher = LauncherLink(
             broker,
             self.exec_dir,
