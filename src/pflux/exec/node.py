@@ -22,6 +22,14 @@ beside a job given its cores. The shells running are those sent SPAWN (or SPAWN_
 a guest's) less those
 that said EXITED, and those a launcher taken over still had.
 
+A guest's shell here is told where to meet the next exec-node (RENDEZVOUS, in this
+rank's ``exec/guests``: ``pflux.exec.rendezvous``), as rank 0's guests are told where
+to meet a restarted job-exec. Taking the launcher over again ends its socket too:
+exec-node then listens for it at its rendezvous (``keep`` names the guests' jobs and
+their userids, which their shells must run as), until the rejoin timeout, holding what
+job-exec sends it (its RESUME) until it has met, then sending that on the socket it
+met with.
+
 So that a restarted rank 0 can tell a shell this rank was never asked for from
 one that ran and ended, exec-node remembers every shell it was sent SPAWN for
 until job-exec says the job's end is journalled (``exec-node.forget``), and
@@ -47,6 +55,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
 from pflux.exec.config import imp_socket, rejoin_timeout
 from pflux.exec.link import LauncherLink, Survivors
+from pflux.exec.rendezvous import guests_shells
 from pflux.protocol import shellwire as wire
 from pflux.protocol.decode import decode
 from pflux.protocol.exec import ForgetRequest, KeepRequest, KeepResponse
@@ -70,13 +79,25 @@ class ExecNodeService(Service):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker)
         self.exec_dir = os.path.join(broker.attrs["rundir"], "exec")
-        env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(rejoin_timeout(broker))}
+        self.rejoin_timeout = rejoin_timeout(broker)
+        env = {RANK_URI: broker.attrs["uri"], REJOIN_TIMEOUT: repr(self.rejoin_timeout)}
         imp = imp_socket(broker)  # guests' shells run through this rank's own helper
         if imp is not None:
             env[IMP_SOCKET] = imp
-        self.launcher = LauncherLink(broker, self.exec_dir, self._up, self._lost, env=env)
+        self.launcher = LauncherLink(
+            broker,
+            self.exec_dir,
+            self._up,
+            self._lost,
+            env=env,
+            rejoin_timeout=self.rejoin_timeout,
+            on_rejoined=self._guest_met,
+        )
         self.stopping = False
         self._restart: asyncio.TimerHandle | None = None
+        # guests' shells listened for at their rendezvous: the records held for each
+        self._meeting: dict[int, bytearray] = {}
+        self._meeting_ends: asyncio.TimerHandle | None = None
         self.live: set[int] = set()  # the keys of the shells running here
         self.asked: set[int] = set()  # the jobs sent SPAWN here, until job-exec says forget
         self.incarnation = secrets.randbits(52) + 1  # this exec-node's, never 0 (none known)
@@ -95,6 +116,8 @@ class ExecNodeService(Service):
         self.stopping = True
         if self._restart is not None:
             self._restart.cancel()
+        if self._meeting_ends is not None:
+            self._meeting_ends.cancel()
         await self.launcher.stop()
         for proc in self._detached:  # the launcher taken over again: its end, to reap
             await asyncio.to_thread(proc.wait)
@@ -109,7 +132,7 @@ class ExecNodeService(Service):
             if kind in (wire.SPAWN, wire.SPAWN_AS):
                 self.live.add(key)
                 self.asked.add(wire.key_job(key))
-        self.launcher.send(req.payload)
+        self.launcher.send(self._hold(req.payload) if self._meeting else req.payload)
 
     @method("keep")
     async def keep(self, req: Request) -> None:
@@ -123,6 +146,8 @@ class ExecNodeService(Service):
         request = decode(req.topic, req.payload, KeepRequest)
         jobs = set(request.jobs)
         died: dict[int, int] = {}
+        self._meeting.clear()  # held for an earlier job-exec: this one says what it wants
+        self._stop_meeting()
         if self.live:
             survivors = await self._take_over_again()
             if survivors is not None:
@@ -133,6 +158,7 @@ class ExecNodeService(Service):
                 log.warning("job %s: job-exec does not run its shell here: killed", JobID(jobid))
                 self.launcher.send(wire.let_go(key))
                 self.live.discard(key)
+        await self._meet_guests(dict(request.guests))
         running = sorted({wire.key_job(key) for key in self.live})
         died_listed = [(j, s) for j, s in died.items() if j in jobs]
         unasked = sorted(jobs - self.asked)
@@ -157,10 +183,58 @@ class ExecNodeService(Service):
         self.live = set(survivors.running)
         return survivors
 
+    async def _meet_guests(self, guests: dict[int, int]) -> None:
+        """Listen for the shells running here of ``guests`` (job id to userid) at their
+        rendezvous, for the rejoin timeout (then they have given up); what job-exec sends
+        one is held until it has met this exec-node (``_guest_met``)."""
+        keys = {key for key in self.live if wire.key_job(key) in guests}
+        if not keys:
+            return
+        shells = await asyncio.to_thread(guests_shells, self.launcher.journal, keys)
+        met = {key: (entry, guests[wire.key_job(key)]) for key, entry in shells.items()}
+        if not met or self.stopping:
+            return
+        self._meeting = {key: bytearray() for key in met}
+        self.launcher.meet(self.broker.loop, met)
+        names = ", ".join(wire.key_name(key) for key in sorted(met))
+        log.info("listening for guests' job shells at their rendezvous: %s", names)
+        self._meeting_ends = self.broker.loop.call_later(self.rejoin_timeout, self._stop_meeting)
+
+    def _hold(self, data: bytes) -> bytes:
+        """Keep the records for the guests' shells not met yet until they are; the rest."""
+        rest = bytearray()
+        for kind, key, payload in wire.split(data)[0]:
+            held = self._meeting.get(key)
+            (rest if held is None else held).extend(wire.record(kind, key, payload))
+        return bytes(rest)
+
+    def _guest_met(self, key: int) -> None:
+        """A guest's shell has met this exec-node, on a socket of its own: what job-exec
+        sent it meanwhile (its RESUME) goes on that socket."""
+        log.info("job %s: its guest's shell rejoined", JobID(wire.key_job(key)))
+        held = self._meeting.pop(key, None)
+        if held:
+            self.launcher.send(bytes(held))
+
+    def _stop_meeting(self) -> None:
+        """Listen for no guest's shell any more; what was held for those not met goes to
+        the launcher (which ends a guest's shell it is told to)."""
+        if self._meeting_ends is not None:
+            self._meeting_ends.cancel()
+            self._meeting_ends = None
+        self.launcher.forget_meetings()
+        held = b"".join(self._meeting.values())
+        self._meeting.clear()
+        if held:
+            self.launcher.send(held)
+
     def _up(self, records: list[wire.Record], from_shell: bool) -> None:
         for kind, key, payload in records:
             if kind == wire.EXITED:
                 self.live.discard(key)
+                held = self._meeting.pop(key, None)
+                if held:  # a guest's shell that gave up, or died, before it met this one
+                    self.launcher.send(bytes(held))
             elif kind == wire.LIVE and not from_shell:  # shells of a launcher that died
                 self.live.update(Survivors(payload).running)
         data = b"".join(wire.record(kind, key, payload) for kind, key, payload in records)

@@ -16,6 +16,10 @@ line, so no reused pid), running as the job's user (its uid, against the
 ``submit`` event's userid). So a guest's shell speaks only for its own job, and
 only once: the path is removed as the connection is taken; anyone else is hung
 up on, and the socket listens on.
+
+On a rank above 0 the job's records socket is that rank's exec-node's
+(``pflux.exec.node``), which listens so, in its own ``exec/guests``, once told which
+of its shells are guests' (``exec-node.keep``, with their userids).
 """
 
 from __future__ import annotations

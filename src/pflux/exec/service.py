@@ -568,8 +568,8 @@ class ExecService(Service):
         if info is not None:
             if rank and self.broker.size > 1:
                 # a job still being planned or taken over may have a shell there too
-                jobs = [
-                    job.id
+                listed = [
+                    job
                     for job in self.jobs.values()
                     if isinstance(job.impl, ShellRun)
                     and not job.finalizing
@@ -578,9 +578,10 @@ class ExecService(Service):
                         or any(s.rank == rank and not s.exited for s in job.impl.shells)
                     )
                 ]
-                self.broker.send(
-                    "exec-node.keep", KeepRequest(jobs), partial(self._kept, rank), nodeid=rank
-                )
+                # a guest's shell there meets exec-node running as its job's user
+                guests = [(job.id, job.userid) for job in listed if job.userid != self.owner]
+                request = KeepRequest([job.id for job in listed], guests)
+                self.broker.send("exec-node.keep", request, partial(self._kept, rank), nodeid=rank)
             return
         self._answered.pop(rank, None)
         for job in list(self.jobs.values()):

@@ -175,12 +175,17 @@ class WinsizeRequest(Struct, frozen=True):
 
 
 class KeepRequest(Struct, frozen=True):
-    """``exec-node.keep``: the jobs job-exec runs with a shell on the rank it is sent to."""
+    """``exec-node.keep``: the jobs job-exec runs with a shell on the rank it is sent to;
+    those of them that are guests', as ``[job id, userid]`` (whose shells meet the
+    exec-node at their rendezvous, running as that user)."""
 
     jobs: list[JobId]
+    guests: list[tuple[JobId, Annotated[int, Meta(ge=0, lt=1 << 32)]]] = []
 
     def __post_init__(self) -> None:
         for jobid in self.jobs:
+            _check_id(jobid)
+        for jobid, _ in self.guests:
             _check_id(jobid)
 
 

@@ -109,7 +109,9 @@ def test_a_guest_namespace_created_and_removed(name: str, owner: int, prefix: st
 def test_a_keep_and_its_answer(
     jobs: list[int], died: list[tuple[int, int]], incarnation: int
 ) -> None:
-    same_on_the_wire(KeepRequest(jobs), {"jobs": jobs})
+    same_on_the_wire(KeepRequest(jobs), {"jobs": jobs, "guests": []})
+    guests = [(jobid, 1000 + status) for jobid, status in died]
+    same_on_the_wire(KeepRequest(jobs, guests), {"jobs": jobs, "guests": [list(g) for g in guests]})
     sent = {"jobs": jobs, "died": [list(pair) for pair in died]}
     same_on_the_wire(KeepResponse(jobs, died), {**sent, "incarnation": 0, "unasked": []})
     answer = KeepResponse(jobs, died, incarnation, jobs)
