@@ -115,6 +115,8 @@ class ExecJob:
         self.warning: tuple[int, float] | None = None  # (signal, seconds before expiration)
         self.held_releases: list[str] = []  # partial releases that wait for the start
         self._warning: asyncio.TimerHandle | None = None
+        # the answers of this turn, from the start on, that wait for its writes (set_running)
+        self._after_writes: list[tuple[ExecResponse, dict[str, Any]]] | None = None
 
     def __repr__(self) -> str:
         return f"ExecJob({JobID(self.id)})"
@@ -122,7 +124,17 @@ class ExecJob:
     # --- the start stream ---------------------------------------------------------------
 
     def respond(self, kind: ExecResponse, data: dict[str, Any]) -> None:
-        self.req.respond(response(self.id, kind, data))
+        held = self._after_writes
+        if held is not None:
+            held.append((kind, data))
+        else:
+            self.req.respond(response(self.id, kind, data))
+
+    def _answer_held(self) -> None:
+        """This turn's writes are sent: the answers held for them, in order."""
+        held, self._after_writes = self._after_writes, None
+        for kind, data in held or ():
+            self.respond(kind, data)
 
     def begin(self, leftovers: Mapping[int, Leftover], *, maybe_ran: bool = False) -> None:
         """Choose how the job runs and start it, or take over what an earlier job-exec ran
@@ -153,12 +165,22 @@ class ExecJob:
         else:
             run.start()
 
-    def set_running(self) -> None:
-        """The tasks run: answer ``start`` (unless the job-manager has it); arm the time limit."""
+    def set_running(self, *, after_writes: bool = False) -> None:
+        """The tasks run: answer ``start`` (unless the job-manager has it); arm the time limit.
+
+        ``after_writes``: this turn writes the run's records (``service.writes``), and
+        ``start``, with every answer after it in this turn, goes out at the turn's end
+        once they are sent, in order: a short job's shell reports its start and its end
+        together, and its ``start``, ``finish`` and ``release`` then reach the job
+        manager in one turn, posted and committed together.
+        """
         if self.running or self.finalizing:
             return
         self.running = True
         self._arm_expiration()
+        if after_writes:
+            self._after_writes = []
+            self.service.writes.after_flush(self._answer_held)
         if not self.reattach:
             self.respond(ExecResponse.START, {})
         for ranks in self.held_releases:

@@ -12,12 +12,14 @@ environment, the RFC 34 task map PMI serves) is the job's, whole. PMI-1 is on
 (``pmi_enabled``) unless the ``pmi`` shell option turns it off or, unset,
 the job has one task.
 
-Jobs submitted alike (``submit --cc``, an executor's) have equal jobspecs:
-a ``PlanMemo`` keeps the last few plans whose descriptions differ from job
-to job only in the job's id (its variables and ``FLUX_JOB_TMPDIR``: no
-``env-expand``, no output file), and a job whose jobspec and R (as JSON
-text) and settings equal one of theirs is planned from it, the id's parts
-put in, at about a quarter of the work.
+Jobs submitted alike (``submit --cc``, an executor's) have equal jobspecs,
+but for the ``--cc`` index in ``FLUX_JOB_CC``: a ``PlanMemo`` keeps the last
+few plans whose descriptions differ from job to job only in the job's id
+(its variables and ``FLUX_JOB_TMPDIR``: no ``env-expand``, no output file),
+and a job whose jobspec (its index, digits, aside), R's ``R_lite`` (all of R
+a plan reads: R's times differ for every job) and settings equal one of
+theirs is planned from it, the id's parts and the index put in, at about a
+quarter of the work.
 
 Shell options that job-exec acts on itself come back in the Plan
 (``signal``), and so do the shell's diagnostics (``logs``: ``rlimit``
@@ -58,6 +60,8 @@ from pflux.spec.layout import Layout, layout, targets
 __all__ = ["STREAMS", "Plan", "PlanMemo", "plan", "pmi_enabled"]
 
 STREAMS = ("stdout", "stderr")
+CC_VARIABLE = "FLUX_JOB_CC"  # ``submit --cc``'s index, one job's of those submitted alike
+_CC_MARK = "#"  # in a memo's key, where a job's index stands
 
 
 class Plan(NamedTuple):
@@ -138,7 +142,7 @@ def plan(
         key = _memo_key(jobspec, R, setting)
         kept = None if key is None else memo.find(key)
         if kept is not None:
-            return _again(kept, jobid, namespace, jobid_path, tmp_parents)
+            return _again(kept, jobid, namespace, jobid_path, tmp_parents, index=_cc_index(jobspec))
     try:
         spec = JobspecView(jobspec)
         places = layout(spec, targets(R))
@@ -233,19 +237,48 @@ def _memo_key(
     R: Mapping[str, Any],  # noqa: N803
     setting: tuple[Any, ...],
 ) -> tuple[bytes, tuple[Any, ...]] | None:
-    """What a ``PlanMemo`` finds a job's plan by (None: what JSON cannot hold, never kept)."""
+    """What a ``PlanMemo`` finds a job's plan by (None: what JSON cannot hold, never kept):
+    the jobspec with its ``--cc`` index marked, R's ``R_lite`` (``targets`` reads no more
+    of R) and the setting."""
     try:
-        return jsontext.dumps([jobspec, R]), setting
+        placed = R["execution"]["R_lite"]
+    except (LookupError, TypeError):
+        placed = R  # not a plan's to judge here: plan() says what is wrong with it
+    if _cc_index(jobspec) is not None:
+        system = jobspec["attributes"]["system"]
+        environment = {**system["environment"], CC_VARIABLE: _CC_MARK}
+        system = {**system, "environment": environment}
+        jobspec = {**jobspec, "attributes": {**jobspec["attributes"], "system": system}}
+    try:
+        return jsontext.dumps([jobspec, placed]), setting
     except jsontext.EncodeError:
         return None
 
 
+def _cc_index(jobspec: Mapping[str, Any]) -> str | None:
+    """The job's ``--cc`` index (``FLUX_JOB_CC`` in its environment, if digits), or None."""
+    try:
+        index = jobspec["attributes"]["system"]["environment"].get(CC_VARIABLE)
+    except (LookupError, TypeError, AttributeError):
+        return None
+    return index if type(index) is str and index.isascii() and index.isdigit() else None
+
+
 def _again(
-    kept: _Kept, jobid: int, namespace: str, jobid_path: str, tmp_parents: Sequence[str]
+    kept: _Kept,
+    jobid: int,
+    namespace: str,
+    jobid_path: str,
+    tmp_parents: Sequence[str],
+    *,
+    index: str | None,
 ) -> Plan:
-    """Job ``jobid``'s plan, from the kept plan of a job like it."""
+    """Job ``jobid``'s plan, from the kept plan of a job like it (``index``: its ``--cc``
+    index, where the kept job had one)."""
     fields = dict(kept.fields)
     fields["env"] = env = dict(fields["env"])
+    if index is not None:
+        env[CC_VARIABLE] = index
     f58 = JobID(jobid).f58
     _set_job_env(env, f58, namespace, jobid_path)
     return kept.plan._replace(shells=_per_rank(fields, kept.plan.layout, f58, tmp_parents))

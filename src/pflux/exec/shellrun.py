@@ -8,9 +8,9 @@ header, and asks each rank's launcher for a shell
 (``ShellHost.send_launcher``), all in the same loop turn. Every record is
 keyed by its shell (``pflux.protocol.shellwire.shell_key``: job id and rank). The
 shells' records come straight back: STARTED with the time the tasks started
-(once every shell's have, job-exec answers ``start`` and posts
-``shell.init``, whose ``size`` is the number of shells, and
-``shell.start``), an EXCEPTION for a launch failure, what the tasks write,
+(once every shell's have, job-exec posts ``shell.init``, whose ``size`` is
+the number of shells, and ``shell.start``, and answers ``start`` once they
+are sent, at the turn's end), an EXCEPTION for a launch failure, what the tasks write,
 in whole lines, the ends of their streams (job-exec builds the RFC 24
 ``output`` events, capped as flux-core's shell does), FENCE when a shell's
 tasks enter PMI's barrier (every shell is answered with the union of their
@@ -352,7 +352,6 @@ class ShellRun(Takeover):
         shells = self.shells
         if len(shells) > 1 and not all(s.started for s in shells):
             return
-        self.job.set_running()
         places = self.places
         assert places is not None
         at = self.started_at or None
@@ -360,6 +359,7 @@ class ShellRun(Takeover):
         text = event_line("shell.init", {"leader-rank": leader, "size": len(shells)}, at)
         text += event_line("shell.start", {"taskmap": places.taskmap()}, at)
         self.writes.append(self, "exec.eventlog", text)
+        self.job.set_running(after_writes=True)  # start goes out with these written
 
     def _fence(self, shell: ShellPart, puts: bytes) -> None:
         """A shell's tasks are all in PMI's barrier: once every shell's are, send each the

@@ -326,6 +326,35 @@ def test_a_job_like_an_earlier_one_is_planned_from_its_plan(
     assert _described(moved)[0].host == "elsewhere"
 
 
+def test_jobs_submitted_with_cc_are_planned_from_the_first_ones_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a real instance gives them: each its own ``--cc`` index, and R with its own
+    start time; a value of ``FLUX_JOB_CC`` not an index is the jobspec's like any other."""
+    jobspec = from_command(["true"], environment={"A": "1", "FLUX_JOB_CC": "1"})
+    specs = _jobs_like(jobspec, 4)
+    for index, spec in enumerate(specs[1:3], start=2):
+        spec["attributes"]["system"]["environment"]["FLUX_JOB_CC"] = str(index)
+    specs[3]["attributes"]["system"]["environment"]["FLUX_JOB_CC"] = "x"
+    laid_out = []
+    real_layout = plan_module.layout
+    monkeypatch.setattr(plan_module, "layout", lambda *a: laid_out.append(1) or real_layout(*a))
+    memo = PlanMemo()
+    for n, spec in enumerate(specs):
+        R = resources()  # noqa: N806
+        R["execution"]["starttime"] = 1000.0 + n
+        jobid = JOB + n
+        planned = plan(jobid, spec, R, namespace=f"job-{jobid}", memo=memo, **SETTING)
+        alone = plan(jobid, spec, R, namespace=f"job-{jobid}", **SETTING)
+        assert _described(planned) == _described(alone)
+        assert planned._replace(shells=()) == alone._replace(shells=())
+        index = spec["attributes"]["system"]["environment"]["FLUX_JOB_CC"]
+        assert _described(planned)[0].env["FLUX_JOB_CC"] == index
+        assert _described(planned)[0].env["FLUX_JOB_ID"] == JobID(jobid).f58
+    # the first job, then each job alone (``alone``), and the one whose value is no index
+    assert len(laid_out) == 1 + 4 + 1
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [
