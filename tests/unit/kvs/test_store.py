@@ -734,6 +734,14 @@ def test_a_file_that_is_not_a_database_is_corrupt(path: Path) -> None:
         Store(path)
 
 
+@pytest.mark.parametrize("journal", ["wal", "memory"])
+def test_what_a_change_removes_is_not_zeroed(path: Path, journal: str) -> None:
+    """Zeroing is a write for each append (its chunk is rewritten) that a file private to
+    its owner does not need, whatever SQLite was built to do."""
+    with Store(path, journal=journal) as s:
+        assert s._conn.execute("PRAGMA secure_delete").fetchone()[0] == 0
+
+
 def test_a_damaged_page_fails_quick_check(path: Path) -> None:
     with Store(path) as store:
         store.apply([(PUT, f"k.{i:05d}", "v" * 500) for i in range(400)])
