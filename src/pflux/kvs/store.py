@@ -444,8 +444,9 @@ class Store(Namespaces):
         """Appends that grow existing values and new keys, each kind in a statement or
         two: the job manager's batches where jobs end (their eventlogs' last events, and
         each one's record beside them). Neither kind can touch the other's keys (an
-        append here grows a value that exists, a new key has nothing at or below it),
-        so their order between them changes nothing; the new keys may not be watched,
+        append here grows a value that exists, a new key has nothing at or below it,
+        and no appended value may stand where the new keys' directories go), so their
+        order between them changes nothing; the new keys may not be watched,
         so that what watchers hear keeps the ops' order. False, with nothing changed,
         for anything else."""
         appends = [op for op in ops if op[0] == APPEND]
@@ -455,14 +456,18 @@ class Store(Namespaces):
         heard = len(changes)
         if not self._append_in_place(appends, watched, changes):
             return False
-        if self._insert_new(news, watched, changes):
+        if self._insert_new(news, watched, changes, {op[1] for op in appends}):
             return True
         self._conn.execute("ROLLBACK TO kvs_commit")
         del changes[heard:]
         return False
 
     def _insert_new(
-        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+        self,
+        ops: Sequence[Op],
+        watched: Collection[str],
+        changes: list[Change],
+        appended: Collection[str] = (),
     ) -> bool:
         """New keys in one statement: job-ingest's batches, in directories not there yet,
         and the scheduler's, an R in each job's directory.
@@ -471,8 +476,9 @@ class Store(Namespaces):
         known nor found (one probe each), so that nothing is at the key or
         below it, or known, with nothing found at the key or below it (one
         probe each); no key may come twice or stand where another's
-        directories go. False, with nothing changed, for anything else, for the
-        caller to apply one by one.
+        directories go, nor any of ``appended`` (values the commit appended to,
+        which one by one would make such a directory an EISDIR). False, with
+        nothing changed, for anything else, for the caller to apply one by one.
         """
         known = self._dirs
         fresh: dict[str, str] = {}  # new directory -> the first key in it
@@ -488,11 +494,21 @@ class Store(Namespaces):
                 probes.append(parent)  # a value at the directory or anything in it
                 fresh[parent] = key
             rows.append((key, leaf, value))
-        if _in_the_way(rows, fresh) or self._any_at_or_below(probes):
+        # the directories to be made: the new ones, and those above them not known
+        above = self._new_ancestors(fresh)
+        # no key may come twice, nor stand where a directory is to be made (a known
+        # directory has values below it, which the probes find)
+        keys = set(map(_FIRST, rows))
+        if (
+            len(keys) != len(rows)
+            or not keys.isdisjoint(fresh)
+            or not keys.isdisjoint(above)
+            or (appended and not above.keys().isdisjoint(appended))
+            or self._any_at_or_below(probes)
+        ):
             return False
         # the probes found no value at the new directories themselves: only those above
         # them, less the other new directories, which their own probes found empty
-        above = self._new_ancestors(fresh)
         if watched and any(ancestor in watched for ancestor in above):
             firsts = set(fresh.values())
             for kind, key, value in ops:  # the changes in the order one by one would make them
@@ -690,25 +706,6 @@ _NEW_OPS = (PUT, APPEND)  # the ops that may make new keys in a statement (``_in
 _FIRST = itemgetter(0)  # an op's kind, a row's key
 _VALUE = itemgetter(2)  # a row's (or an op's) value
 _Batched = Callable[[Sequence[Op], Collection[str], list[Change]], bool]
-
-
-def _in_the_way(rows: Sequence[tuple[str, str, str | None]], fresh: Collection[str]) -> bool:
-    """Whether a key of ``rows`` comes twice, or stands where a ``fresh`` directory goes."""
-    keys = set(map(_FIRST, rows))
-    if len(keys) != len(rows):
-        return True
-    looked: set[str] = set()  # directories looked at, with all their ancestors
-    for parent in fresh:
-        end = len(parent)
-        while end > 0:
-            directory = parent[:end]
-            if directory in looked:
-                break  # the jobs of a commit share their ancestors
-            if directory in keys:
-                return True
-            looked.add(directory)
-            end = parent.rfind(".", 0, end)
-    return False
 
 
 def _op_error(i: int, op: object) -> KVSError:

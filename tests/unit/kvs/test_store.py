@@ -103,6 +103,26 @@ def test_put_replaces_a_directory_and_a_value_in_the_way(store: Store) -> None:
     assert list(store.walk()) == [("a.b.x.y", "3")]
 
 
+@pytest.mark.parametrize("known", [True, False])
+def test_a_commit_appending_to_a_value_its_puts_need_as_a_directory_fails_whole(
+    store: Store, known: bool
+) -> None:
+    """One op after another, the put makes ``b`` a directory and the append to it fails:
+    so must the commit, however it is applied (its appends and new keys apart too)."""
+    store.put("b", "v")
+    store.put("c.d", "w")
+    if not known:
+        store._dirs.clear()
+    ops: list[Any] = [(PUT, "b.x.y", "1"), (PUT, "c.e", "2"), (APPEND, "b", "+")]
+    ops.append((PUT, "b.z.w", "3"))
+    with pytest.raises(KVSError) as caught:
+        store.apply(ops)
+    assert caught.value.errnum == errno.EISDIR
+    assert list(store.walk()) == [("b", "v"), ("c.d", "w")]
+    store.apply([(APPEND, "b", "+"), *ops[:2]])  # appended first, it is replaced after
+    assert list(store.walk()) == [("b.x.y", "1"), ("c.d", "w"), ("c.e", "2")]
+
+
 def test_unlink_a_value_a_directory_and_nothing(store: Store) -> None:
     store.put("a.b.c", "1")
     store.put("a.b.d", "2")
