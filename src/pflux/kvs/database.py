@@ -303,6 +303,10 @@ class Database:
                 conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             conn.execute(f"PRAGMA synchronous = {sync.upper()}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            # SQLite may be built to zero what a change removes (Debian's is): every append
+            # rewrites its chunk, so that is a write of zeros per append for nothing, the
+            # file being the owner's alone (0600) and its free pages reused or given back
+            conn.execute("PRAGMA secure_delete = OFF")
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # see checkpoint()
             # a WAL the checkpoints have emptied is cut back to this when it starts again,
             # so a burst of writes does not keep its size for good

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -378,11 +379,7 @@ class Store(Namespaces):
             return
         self._conn.execute("SAVEPOINT kvs_commit")
         try:
-            if not (
-                self._append_in_place(ops, watched, changes)
-                or self._insert_new(ops, watched, changes)
-                or self._append_and_insert(ops, watched, changes)
-            ):
+            if not any(batched(ops, watched, changes) for batched in self._batched_ways(ops)):
                 for i, op in enumerate(ops):
                     self._apply_one(i, op, watched, changes)
         except KVSError:
@@ -393,23 +390,44 @@ class Store(Namespaces):
             raise
         self._conn.execute("RELEASE kvs_commit")
 
+    def _batched_ways(self, ops: Sequence[Op]) -> tuple[_Batched, ...]:
+        """The ways of applying ``ops`` in a few statements that may fit them, likeliest
+        first (each tries, and changes nothing where it does not fit).
+
+        Appends alone are most often the job manager's, to values that exist; puts alone
+        new keys; a mix is job-ingest's new keys with their first eventlog lines, or the
+        job manager's lines where jobs end with their records beside them, told apart by
+        whether the first append's directory is known.
+        """
+        kinds = set(map(_FIRST, ops))
+        if APPEND not in kinds:
+            return (self._insert_new,)
+        if len(kinds) == 1:
+            return (self._append_in_place, self._insert_new)
+        key = next(op[1] for op in ops if op[0] == APPEND)
+        if key[: key.rfind(".")] in self._dirs:
+            return (self._append_and_insert, self._insert_new)
+        return (self._insert_new, self._append_and_insert)
+
     def _append_in_place(
         self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
     ) -> bool:
-        """job-manager's batches in a statement or two: appends that all grow an existing chunk.
+        """job-manager's batches in a statement or two: appends (``ops`` are nothing else)
+        that all grow an existing chunk.
 
         The first chunk for most (``SQL_APPEND_FIRST``), the last for those
         known to have more (``_long``). False (with nothing changed) if the
         ops are anything else, for the caller to apply one by one (which learns
         the values whose first chunk is full).
         """
-        if any(op[0] != APPEND for op in ops):
-            return False
         long = self._long
-        first: list[tuple[str, str, str | None]] = []
         last: list[tuple[str, str, str | None]] = []
-        for _, key, value in ops:
-            (last if key in long else first).append((key, key[key.rfind(".") + 1 :], value))
+        if long:
+            first: list[tuple[str, str, str | None]] = []
+            for _, key, value in ops:
+                (last if key in long else first).append((key, key.rpartition(".")[2], value))
+        else:
+            first = [(key, key.rpartition(".")[2], value) for _, key, value in ops]
         executemany = self._conn.executemany
         if (first and executemany(SQL_APPEND_FIRST, first).rowcount != len(first)) or (
             last and executemany(SQL_APPEND_CHUNK, last).rowcount != len(last)
@@ -426,25 +444,30 @@ class Store(Namespaces):
         """Appends that grow existing values and new keys, each kind in a statement or
         two: the job manager's batches where jobs end (their eventlogs' last events, and
         each one's record beside them). Neither kind can touch the other's keys (an
-        append here grows a value that exists, a new key has nothing at or below it),
-        so their order between them changes nothing; the new keys may not be watched,
+        append here grows a value that exists, a new key has nothing at or below it,
+        and no appended value may stand where the new keys' directories go), so their
+        order between them changes nothing; the new keys may not be watched,
         so that what watchers hear keeps the ops' order. False, with nothing changed,
         for anything else."""
         appends = [op for op in ops if op[0] == APPEND]
         news = [op for op in ops if op[0] != APPEND]
-        if not appends or not news or any(op[1] in watched for op in news):
+        if not appends or not news or (watched and any(op[1] in watched for op in news)):
             return False
         heard = len(changes)
         if not self._append_in_place(appends, watched, changes):
             return False
-        if self._insert_new(news, watched, changes):
+        if self._insert_new(news, watched, changes, {op[1] for op in appends}):
             return True
         self._conn.execute("ROLLBACK TO kvs_commit")
         del changes[heard:]
         return False
 
     def _insert_new(
-        self, ops: Sequence[Op], watched: Collection[str], changes: list[Change]
+        self,
+        ops: Sequence[Op],
+        watched: Collection[str],
+        changes: list[Change],
+        appended: Collection[str] = (),
     ) -> bool:
         """New keys in one statement: job-ingest's batches, in directories not there yet,
         and the scheduler's, an R in each job's directory.
@@ -453,29 +476,39 @@ class Store(Namespaces):
         known nor found (one probe each), so that nothing is at the key or
         below it, or known, with nothing found at the key or below it (one
         probe each); no key may come twice or stand where another's
-        directories go. False, with nothing changed, for anything else, for the
-        caller to apply one by one.
+        directories go, nor any of ``appended`` (values the commit appended to,
+        which one by one would make such a directory an EISDIR). False, with
+        nothing changed, for anything else, for the caller to apply one by one.
         """
         known = self._dirs
         fresh: dict[str, str] = {}  # new directory -> the first key in it
         rows: list[tuple[str, str, str]] = []
         probes: list[str] = []  # keys at and below which nothing may be
         for kind, key, value in ops:
-            end = key.rfind(".")
-            if kind in _NULL_OPS or kind == SYMLINK or value is None or end <= 0:
+            parent, _, leaf = key.rpartition(".")
+            if kind not in _NEW_OPS or value is None or not parent:
                 return False
-            parent = key[:end]
             if parent in known:  # no value above it: only the key's own range matters
                 probes.append(key)
             elif parent not in fresh:
                 probes.append(parent)  # a value at the directory or anything in it
                 fresh[parent] = key
-            rows.append((key, key[end + 1 :], value))
-        if _in_the_way(rows, fresh) or self._any_at_or_below(probes):
+            rows.append((key, leaf, value))
+        # the directories to be made: the new ones, and those above them not known
+        above = self._new_ancestors(fresh)
+        # no key may come twice, nor stand where a directory is to be made (a known
+        # directory has values below it, which the probes find)
+        keys = set(map(_FIRST, rows))
+        if (
+            len(keys) != len(rows)
+            or not keys.isdisjoint(fresh)
+            or not keys.isdisjoint(above)
+            or (appended and not above.keys().isdisjoint(appended))
+            or self._any_at_or_below(probes)
+        ):
             return False
         # the probes found no value at the new directories themselves: only those above
         # them, less the other new directories, which their own probes found empty
-        above = self._new_ancestors(fresh)
         if watched and any(ancestor in watched for ancestor in above):
             firsts = set(fresh.values())
             for kind, key, value in ops:  # the changes in the order one by one would make them
@@ -517,7 +550,8 @@ class Store(Namespaces):
             while end > 0 and (ancestor := key[:end]) not in known and ancestor not in found:
                 unknown.append(ancestor)
                 end = key.rfind(".", 0, end)
-            found.update(dict.fromkeys(reversed(unknown)))
+            if unknown:  # most often none: a batch's new directories share a known parent
+                found.update(dict.fromkeys(reversed(unknown)))
         return found
 
     def _apply_one(self, i: int, op: Op, watched: Collection[str], changes: list[Change]) -> None:
@@ -584,7 +618,7 @@ class Store(Namespaces):
         """Insert new values ``(key, leaf, value)``, a long one a piece at a time through
         a small cache (``PIECE``, ``LONG_CACHE_KIB``)."""
         execute = self._conn.execute
-        if all(len(value) <= PIECE for _, _, value in rows):
+        if max(map(len, map(_VALUE, rows))) <= PIECE:
             self._conn.executemany(SQL_INSERT_WHOLE, rows)  # the usual: as they are
             return
         execute(f"PRAGMA cache_size = -{LONG_CACHE_KIB}")
@@ -668,25 +702,10 @@ class Store(Namespaces):
 
 _SEQUENCES = (list, tuple)
 _TEXT_OPS = (PUT, APPEND, SYMLINK)
-
-
-def _in_the_way(rows: Sequence[tuple[str, str, str | None]], fresh: Collection[str]) -> bool:
-    """Whether a key of ``rows`` comes twice, or stands where a ``fresh`` directory goes."""
-    keys = {row[0] for row in rows}
-    if len(keys) != len(rows):
-        return True
-    looked: set[str] = set()  # directories looked at, with all their ancestors
-    for parent in fresh:
-        end = len(parent)
-        while end > 0:
-            directory = parent[:end]
-            if directory in looked:
-                break  # the jobs of a commit share their ancestors
-            if directory in keys:
-                return True
-            looked.add(directory)
-            end = parent.rfind(".", 0, end)
-    return False
+_NEW_OPS = (PUT, APPEND)  # the ops that may make new keys in a statement (``_insert_new``)
+_FIRST = itemgetter(0)  # an op's kind, a row's key
+_VALUE = itemgetter(2)  # a row's (or an op's) value
+_Batched = Callable[[Sequence[Op], Collection[str], list[Change]], bool]
 
 
 def _op_error(i: int, op: object) -> KVSError:

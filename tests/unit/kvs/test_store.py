@@ -103,6 +103,26 @@ def test_put_replaces_a_directory_and_a_value_in_the_way(store: Store) -> None:
     assert list(store.walk()) == [("a.b.x.y", "3")]
 
 
+@pytest.mark.parametrize("known", [True, False])
+def test_a_commit_appending_to_a_value_its_puts_need_as_a_directory_fails_whole(
+    store: Store, known: bool
+) -> None:
+    """One op after another, the put makes ``b`` a directory and the append to it fails:
+    so must the commit, however it is applied (its appends and new keys apart too)."""
+    store.put("b", "v")
+    store.put("c.d", "w")
+    if not known:
+        store._dirs.clear()
+    ops: list[Any] = [(PUT, "b.x.y", "1"), (PUT, "c.e", "2"), (APPEND, "b", "+")]
+    ops.append((PUT, "b.z.w", "3"))
+    with pytest.raises(KVSError) as caught:
+        store.apply(ops)
+    assert caught.value.errnum == errno.EISDIR
+    assert list(store.walk()) == [("b", "v"), ("c.d", "w")]
+    store.apply([(APPEND, "b", "+"), *ops[:2]])  # appended first, it is replaced after
+    assert list(store.walk()) == [("b.x.y", "1"), ("c.d", "w"), ("c.e", "2")]
+
+
 def test_unlink_a_value_a_directory_and_nothing(store: Store) -> None:
     store.put("a.b.c", "1")
     store.put("a.b.d", "2")
@@ -732,6 +752,14 @@ def test_a_file_that_is_not_a_database_is_corrupt(path: Path) -> None:
     path.write_bytes(b"this is not SQLite, not even close" * 200)
     with pytest.raises(StoreError, match=f"{path}: the KVS database is corrupt"):
         Store(path)
+
+
+@pytest.mark.parametrize("journal", ["wal", "memory"])
+def test_what_a_change_removes_is_not_zeroed(path: Path, journal: str) -> None:
+    """Zeroing is a write for each append (its chunk is rewritten) that a file private to
+    its owner does not need, whatever SQLite was built to do."""
+    with Store(path, journal=journal) as s:
+        assert s._conn.execute("PRAGMA secure_delete").fetchone()[0] == 0
 
 
 def test_a_damaged_page_fails_quick_check(path: Path) -> None:
