@@ -355,15 +355,20 @@ class LauncherLink:
         """Close the socket of a guest's shell whose job is over (its EXITED read, its last
         ACK sent): nothing more of the job comes on it, and what the shell sends after
         is not read."""
+        guest = self._forget_guest(fd)
+        if guest is not None:
+            guest.close()
+
+    def _forget_guest(self, fd: int) -> GuestRecords | None:
+        """Take the guest's socket on ``fd`` out of every table and the poll set."""
         self._guests_done.discard(fd)
         guest = self._guests.pop(fd, None)
-        if guest is None:
-            return
-        if self._guest_fds.get(guest.key) == fd:
-            del self._guest_fds[guest.key]
-        if self._guest_poll is not None:
-            self._guest_poll.unregister(fd)
-        guest.close()
+        if guest is not None:
+            if self._guest_fds.get(guest.key) == fd:
+                del self._guest_fds[guest.key]
+            if self._guest_poll is not None:
+                self._guest_poll.unregister(fd)
+        return guest
 
     def _send_turn(self, gathered: bytearray) -> None:
         if gathered:
@@ -507,14 +512,9 @@ class LauncherLink:
     def _guest_ended(self, fd: int) -> None:
         """The guest's socket on ``fd`` has ended (or was refused): close it, and end its
         job if its shell did not say how it ended."""
-        self._guests_done.discard(fd)
-        guest = self._guests.pop(fd, None)
+        guest = self._forget_guest(fd)
         if guest is None:
             return
-        if self._guest_fds.get(guest.key) == fd:
-            del self._guest_fds[guest.key]
-        if self._guest_poll is not None:
-            self._guest_poll.unregister(fd)
         if guest.outbox and self._loop is not None:  # a writer waits on it only while records do
             self._loop.remove_writer(fd)
         guest.close()
