@@ -50,6 +50,39 @@ def test_submit_wait_and_result_of_a_job(instance: LiveInstance) -> None:
     assert lines[2:] == ["False", "FAILED 1 True", "clean", "{'status': 0}"]
 
 
+def test_a_jobspec_is_sent_as_its_dumps_says_unless_that_is_the_package_s_own(
+    instance: LiveInstance,
+) -> None:
+    # a plain Jobspec's object goes out as it is (not made into text and read back);
+    # a subclass's or an instance's own dumps is what is sent, as flux-core sends it
+    out = flux_output(
+        dedent(
+            """
+        import json, flux, flux.job
+        from flux.job import JobspecV1
+        from flux.job.submit import _jobspec_object
+
+        class Swapped(JobspecV1):
+            def dumps(self, **kw):
+                return super().dumps(**kw).replace('"true"', '"false"')
+
+        h = flux.Flux()
+        plain = JobspecV1.from_command(["true"])
+        print(_jobspec_object(plain) is plain.jobspec)
+        swapped = Swapped.from_command(["true"])
+        print(_jobspec_object(swapped)["tasks"][0]["command"])
+        patched = JobspecV1.from_command(["true"])
+        patched.dumps = lambda **kw: JobspecV1.dumps(patched, **kw).replace("true", "false")
+        print(_jobspec_object(patched)["tasks"][0]["command"])
+        for js in (plain, swapped, patched):
+            print(flux.job.wait(h, flux.job.submit(h, js, waitable=True)).success)
+        """
+        ),
+        instance.uri,
+    )
+    assert out.splitlines() == ["True", "['false']", "['false']", "True", "False", "False"]
+
+
 def test_a_canceled_job_result_and_its_exception(instance: LiveInstance) -> None:
     out = flux_output(
         JOBSPEC

@@ -31,6 +31,8 @@ def _jobspec_object(jobspec: Any) -> dict[str, Any]:
     if jobspec is None:
         raise OSError(errno.EINVAL, "jobspec must not be None/NULL")
     if hasattr(jobspec, "dumps"):
+        if _plain_jobspec(jobspec):  # its object as it is: the request encodes it once
+            return jobspec.jobspec  # type: ignore[no-any-return]
         jobspec = jobspec.dumps()
     if isinstance(jobspec, bytes):
         jobspec = jobspec.decode("utf-8")
@@ -44,6 +46,20 @@ def _jobspec_object(jobspec: Any) -> dict[str, Any]:
             f"jobspec must be a Jobspec, a str or bytes of JSON, not {type(jobspec).__name__}"
         )
     return jobspec
+
+
+def _plain_jobspec(jobspec: Any) -> bool:
+    """Whether ``jobspec`` is a Jobspec whose ``dumps`` is the package's own, so that its
+    text would be its object's: the request then encodes the object once, rather than
+    it being made into text and read back first."""
+    from flux.job.Jobspec import Jobspec
+
+    return (
+        isinstance(jobspec, Jobspec)
+        and type(jobspec).dumps is Jobspec.dumps
+        and "dumps" not in vars(jobspec)
+        and isinstance(jobspec.jobspec, dict)
+    )
 
 
 class SubmitFuture(RPC):
