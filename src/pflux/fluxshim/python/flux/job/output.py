@@ -280,6 +280,10 @@ class _Stream(FutureExt):
     """A FutureExt fulfilled many times: each ``_emit`` queues one more result, and
     ``fulfill``/``fulfill_error`` give the last."""
 
+    def __init__(self, init_cb: Any, jobid: JobID, flux_handle: Flux) -> None:
+        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
+        super().__init__(init_cb, jobid, flux_handle=flux_handle)
+
     def _emit(self, value: Any) -> None:
         self._fulfill(value)
 
@@ -295,8 +299,7 @@ class JobOutputEventWatch(_Stream):
         self.started = False  # the main eventlog's start event was seen
         self.finished = False  # ... and its finish event
         self.closed = False  # the output eventlog ended
-        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
-        super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
+        super().__init__(self._watch_init, JobID(jobid), flux_handle)
 
     def get_event(self, autoreset: bool = True) -> EventLogEvent | None:
         """The next output event (OutputEvent, LogEvent, ...), or None after the last."""
@@ -381,8 +384,7 @@ class JobOutputWatch(_Stream):
         self.labelio = labelio
         self.log_stderr_level = log_stderr_level
         self.nowait = nowait
-        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
-        super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
+        super().__init__(self._watch_init, JobID(jobid), flux_handle)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
         JobOutputEventWatch(self._handle, jobid, labelio=self.labelio, nowait=self.nowait).then(
@@ -431,8 +433,7 @@ class JobOutputWatchLines(_Stream):
         self.log_stderr_level = log_stderr_level
         self.nowait = nowait
         self.keepends = keepends
-        self._handle = flux_handle  # a Flux (get_flux() gives what a future needs of one)
-        super().__init__(self._watch_init, JobID(jobid), flux_handle=flux_handle)
+        super().__init__(self._watch_init, JobID(jobid), flux_handle)
 
     def _watch_init(self, future: Any, jobid: JobID) -> None:
         JobOutputWatch(
