@@ -139,10 +139,11 @@ def plan(
     key = None
     if memo is not None:
         setting = (uri, tuple(tmp_parents), hostname, tuple(cpus), output_limit, shim, jobid_path)
-        key = _memo_key(jobspec, R, setting)
+        index = _cc_index(jobspec)
+        key = _memo_key(jobspec, R, index, setting)
         kept = None if key is None else memo.find(key)
         if kept is not None:
-            return _again(kept, jobid, namespace, jobid_path, tmp_parents, index=_cc_index(jobspec))
+            return _again(kept, jobid, namespace, jobid_path, tmp_parents, index=index)
     try:
         spec = JobspecView(jobspec)
         places = layout(spec, targets(R))
@@ -235,22 +236,24 @@ def _outputs(
 def _memo_key(
     jobspec: dict[str, Any],
     R: Mapping[str, Any],  # noqa: N803
+    index: str | None,
     setting: tuple[Any, ...],
 ) -> tuple[bytes, tuple[Any, ...]] | None:
     """What a ``PlanMemo`` finds a job's plan by (None: what JSON cannot hold, never kept):
-    the jobspec with its ``--cc`` index marked, R's ``R_lite`` (``targets`` reads no more
-    of R) and the setting."""
+    the jobspec with its ``--cc`` ``index`` marked, R's ``R_lite`` (``targets`` reads no
+    more of R), and the setting with whether an index was marked (a jobspec whose own
+    value is the mark is another)."""
     try:
         placed = R["execution"]["R_lite"]
     except (LookupError, TypeError):
         placed = R  # not a plan's to judge here: plan() says what is wrong with it
-    if _cc_index(jobspec) is not None:
+    if index is not None:
         system = jobspec["attributes"]["system"]
         environment = {**system["environment"], CC_VARIABLE: _CC_MARK}
         system = {**system, "environment": environment}
         jobspec = {**jobspec, "attributes": {**jobspec["attributes"], "system": system}}
     try:
-        return jsontext.dumps([jobspec, placed]), setting
+        return jsontext.dumps([jobspec, placed]), (index is not None, *setting)
     except jsontext.EncodeError:
         return None
 

@@ -330,12 +330,14 @@ def test_jobs_submitted_with_cc_are_planned_from_the_first_ones_plan(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As a real instance gives them: each its own ``--cc`` index, and R with its own
-    start time; a value of ``FLUX_JOB_CC`` not an index is the jobspec's like any other."""
+    start time; a value of ``FLUX_JOB_CC`` not an index is the jobspec's like any other,
+    even the mark that stands for an index in the memo's keys."""
     jobspec = from_command(["true"], environment={"A": "1", "FLUX_JOB_CC": "1"})
-    specs = _jobs_like(jobspec, 4)
+    specs = _jobs_like(jobspec, 5)
     for index, spec in enumerate(specs[1:3], start=2):
         spec["attributes"]["system"]["environment"]["FLUX_JOB_CC"] = str(index)
     specs[3]["attributes"]["system"]["environment"]["FLUX_JOB_CC"] = "x"
+    specs[4]["attributes"]["system"]["environment"]["FLUX_JOB_CC"] = plan_module._CC_MARK
     laid_out = []
     real_layout = plan_module.layout
     monkeypatch.setattr(plan_module, "layout", lambda *a: laid_out.append(1) or real_layout(*a))
@@ -351,8 +353,8 @@ def test_jobs_submitted_with_cc_are_planned_from_the_first_ones_plan(
         index = spec["attributes"]["system"]["environment"]["FLUX_JOB_CC"]
         assert _described(planned)[0].env["FLUX_JOB_CC"] == index
         assert _described(planned)[0].env["FLUX_JOB_ID"] == JobID(jobid).f58
-    # the first job, then each job alone (``alone``), and the one whose value is no index
-    assert len(laid_out) == 1 + 4 + 1
+    # the first job, then each job alone (``alone``), and the two whose value is no index
+    assert len(laid_out) == 1 + 5 + 2
 
 
 @pytest.mark.parametrize(
