@@ -423,7 +423,9 @@ FSD = st.one_of(
 
 @given(FSD)
 def test_durations_parse_as_flux_parses_them(text: str) -> None:
-    assert outcome(module.parse_fsd, text) == outcome(flux_parse_fsd, text)
+    expected = outcome(flux_parse_fsd, text)
+    assert outcome(module.parse_fsd, text) == expected
+    assert outcome(importlib.import_module("flux.util").parse_fsd, text) == expected
 
 
 def test_cwd_environment_and_queue() -> None:

@@ -97,6 +97,7 @@ def test_fsd_and_parse_fsd_as_flux_core(flux: Any) -> None:
         "inf",
     ]
     assert flux.parse_fsd("1.5h") == 5400
+    assert flux.parse_fsd("1.1h") == 3960  # timedelta's whole microseconds, not 1.1 * 3600
     assert flux.parse_fsd("INFINITY") == float("inf")
     for bad in ("-1", "1x", "", "nan"):
         with pytest.raises(ValueError, match="invalid Flux standard duration"):

@@ -26,6 +26,7 @@ from string import Formatter
 from _pfluxcore import datetimes, duration, outputformat
 
 from flux._fileref import fileref
+from flux._fsd import parse_fsd
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -331,25 +332,6 @@ class CLIMain:
         finally:
             logging.shutdown()
             sys.exit(exit_code)
-
-
-_FSD_UNITS = duration.UNITS
-
-
-def parse_fsd(fsd_string: str) -> float:
-    """Seconds of an RFC 23 Flux Standard Duration (``1.5m``, ``30``, ``inf``);
-    ValueError if it is not one."""
-    if fsd_string in ("inf", "infinity", "INF", "INFINITY"):
-        return float("inf")
-    match = re.match(r"(.*?)(s|m|h|d|ms)$", fsd_string)
-    try:
-        value = float(match.group(1) if match else fsd_string)
-    except (TypeError, ValueError):
-        raise ValueError("invalid Flux standard duration") from None
-    seconds = value * _FSD_UNITS[match.group(2) if match else "s"]
-    if seconds < 0 or math.isnan(seconds) or math.isinf(seconds):
-        raise ValueError("invalid Flux standard duration")
-    return seconds
 
 
 def fsd(secs: float) -> str:
