@@ -1,7 +1,9 @@
 """The events journal: every committed job event, streamed to subscribers such as job-list.
 
 Each entry is ``{id, seq, entry}`` where ``seq`` is the event's index in the
-job's eventlog; ``submit`` entries carry the jobspec and ``alloc`` entries R.
+job's eventlog (a live event's ``entry`` is its eventlog line, an
+``orjson.Fragment``, which is sent as it is: a subscriber inside the broker gets
+it decoded); ``submit`` entries carry the jobspec and ``alloc`` entries R.
 A subscriber asking for ``full`` first gets every job's history read back from
 the KVS, then ``{sentinel: true}``; live entries may arrive while the history is
 read, and ``seq`` tells the subscriber which it already has. Annotations from
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from pflux.broker.router import Request
+from pflux.broker.router import LocalRoute, Request
 from pflux.broker.timedbatch import TimedBatch
 from pflux.errors import RPCError
 from pflux.protocol.decode import decode
@@ -62,7 +64,9 @@ class Journal:
 
     def __init__(self, manager: JournalHost) -> None:
         self.manager = manager
-        self.subscribers: dict[Request, None] = {}
+        # each subscriber, and whether it is a service of this broker: a message to it is
+        # never encoded, so it gets the entries' events as objects, not as JSON text
+        self.subscribers: dict[Request, bool] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: list[dict[str, Any]] = []  # entries waiting to be sent together
         self._batch = TimedBatch(
@@ -73,8 +77,8 @@ class Journal:
         if not req.streaming:
             raise RPCError(errno.EPROTO, "events-journal must be a streaming request")
         request = decode("job-manager.events-journal", req.payload, JournalRequest)
-        self.subscribers[req] = None
-        req.on_disconnect(lambda: self.subscribers.pop(req, None))
+        self.subscribers[req] = isinstance(req.sender, LocalRoute)
+        req.on_disconnect(lambda: self._unsubscribe(req))
         if request.full:
             if request.digest:
                 # which jobs are inactive is decided now, as the subscription starts: later
@@ -90,6 +94,9 @@ class Journal:
             task = self.manager.broker.loop.create_task(backlog)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _unsubscribe(self, req: Request) -> None:
+        self.subscribers.pop(req, None)
 
     def publish(self, entries: list[dict[str, Any]]) -> None:
         """Send committed entries to every subscriber: at once, or with those that follow soon.
@@ -125,8 +132,11 @@ class Journal:
         entries, self._pending = self._pending, []
         if entries:
             payload = {"events": entries}
-            for req in list(self.subscribers):
-                req.respond(payload)
+            decoded = None
+            for req, local in list(self.subscribers.items()):
+                if local:  # the events' JSON text read back, once for all such subscribers
+                    decoded = decoded or orjson.loads(orjson.dumps(payload))
+                req.respond(decoded if local else payload)
 
     def annotations(self, job: Job, annotations: dict[str, Any]) -> None:
         """Publish the scheduler's annotations of a job (not an event: seq -1)."""

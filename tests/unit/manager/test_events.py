@@ -7,8 +7,14 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from pflux.manager.events import EventPoster
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pflux.errors import EventlogError
+from pflux.manager.events import EventPoster, _line
 from pflux.manager.job import Job
+from pflux.protocol.message import RESPONSE, Message, decode_body, encode_body
 from pflux.spec.eventlog import Event
 from support.wire import as_sent
 
@@ -130,3 +136,64 @@ def test_batches_a_full_disk_refused_are_sent_again_in_order_and_acted_on_once_s
     assert not poster.pending
     turn(3)  # unblocked: sent at once
     assert len(broker.sent) == 9
+
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+events = st.builds(
+    Event,
+    timestamp=st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False),
+    name=st.text(min_size=1).filter(lambda s: "\n" not in s),
+    context=st.none() | st.dictionaries(st.text(), json_values, max_size=5),
+)
+
+
+@settings(max_examples=200)
+@given(events)
+def test_the_posters_line_of_an_event_is_the_eventlogs(event: Event) -> None:
+    expected = _outcome(event.to_line, ())
+    assert _outcome(_line, (event,)) == expected  # a lone surrogate: refused the same way
+
+
+def _outcome(fn: Callable[..., str], args: tuple[Any, ...]) -> str:
+    """What ``fn(*args)`` returns, or the EventlogError it raises, as text."""
+    try:
+        return fn(*args)
+    except EventlogError as exc:
+        return f"EventlogError: {exc}"
+
+
+def test_a_journal_entry_goes_out_as_the_eventlog_line_committed() -> None:
+    broker = Broker()
+    batches: list[Any] = []
+    poster = EventPoster(broker, lambda job, old: None, batches.append)  # type: ignore[arg-type]
+    job = Job(1 << 30)
+    events = [Event(1.5, "memo", {"note": {"s": "é\u2028"}}), Event(2.0, "start")]
+    for seq, event in enumerate(events, 1):
+        poster.record(job, event, seq)
+    broker.ends[0]()
+    ((_, payload),) = broker.sent
+    assert as_sent(payload)["ops"] == [
+        ["append", job.kvs("eventlog"), "".join(e.to_line() for e in events)]
+    ]
+    poster._durable(poster._flushed[0])
+    (batch,) = batches
+    response = Message(RESPONSE, "job-manager.events-journal", 1, {"events": batch.entries})
+    body = encode_body(response)
+    assert b"\n" not in body  # compact, as every message is
+    assert decode_body(body).payload == {
+        "events": [
+            {"id": job.id, "seq": seq, "entry": orjson.loads(event.to_line())}
+            for seq, event in enumerate(events, 1)
+        ]
+    }

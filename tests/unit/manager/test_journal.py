@@ -7,6 +7,7 @@ import os
 import time
 from typing import Any
 
+import orjson
 import pytest
 
 from pflux.broker.router import Broker
@@ -39,7 +40,7 @@ def run(scenario: Any) -> None:
         broker = Broker(os.getuid())
         journal = Journal(Manager(broker))  # type: ignore[arg-type]
         subscriber = Subscriber()
-        journal.subscribers[subscriber] = None  # type: ignore[index]
+        journal.subscribers[subscriber] = False  # type: ignore[index]
         await scenario(journal, subscriber)
 
     asyncio.run(main())
@@ -95,5 +96,31 @@ def test_only_the_owner_may_sync() -> None:
     async def scenario(journal: Journal, subscriber: Subscriber) -> None:
         with pytest.raises(RPCError, match="journal-sync: only the instance owner"):
             journal.sync(Request(owner=False))  # type: ignore[arg-type]
+
+    run(scenario)
+
+
+class Raw:
+    """A subscriber that keeps each payload as given."""
+
+    def __init__(self) -> None:
+        self.payloads: list[Any] = []
+
+    def respond(self, payload: Any) -> None:
+        self.payloads.append(payload)
+
+
+def test_a_subscriber_inside_the_broker_gets_the_events_decoded() -> None:
+    async def scenario(journal: Journal, subscriber: Subscriber) -> None:
+        local, remote = Raw(), Raw()
+        journal.subscribers[local] = True  # type: ignore[index]
+        journal.subscribers[remote] = False  # type: ignore[index]
+        line = '{"timestamp":1.0,"name":"start"}\n'
+        journal.publish([{"id": 7, "seq": 3, "entry": orjson.Fragment(line)}])
+        decoded = {"events": [{"id": 7, "seq": 3, "entry": {"timestamp": 1.0, "name": "start"}}]}
+        assert local.payloads == [decoded]
+        (sent,) = remote.payloads
+        assert type(sent["events"][0]["entry"]) is orjson.Fragment  # encoded as it is, once
+        assert orjson.loads(orjson.dumps(sent)) == decoded
 
     run(scenario)
