@@ -9,13 +9,13 @@ from typing import Any
 
 import orjson
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pflux.errors import EventlogError
 from pflux.manager.events import EventPoster, _line
 from pflux.manager.job import Job
 from pflux.protocol.message import RESPONSE, Message, decode_body, encode_body
 from pflux.spec.eventlog import Event
+from support.eventgen import events
 from support.wire import as_sent
 
 
@@ -136,26 +136,6 @@ def test_batches_a_full_disk_refused_are_sent_again_in_order_and_acted_on_once_s
     assert not poster.pending
     turn(3)  # unblocked: sent at once
     assert len(broker.sent) == 9
-
-
-json_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**63 - 1),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(),
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=12,
-)
-events = st.builds(
-    Event,
-    timestamp=st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False),
-    name=st.text(min_size=1).filter(lambda s: "\n" not in s),
-    context=st.none() | st.dictionaries(st.text(), json_values, max_size=5),
-)
 
 
 @settings(max_examples=200)
