@@ -1,6 +1,7 @@
 """A guest's job through the launcher: the shell runs where the privileged helper puts it,
-on sockets of its own, its records come to job-exec on a socket of its job's own, and
-only its own job's records are taken (``pflux.exec.guestrecords``, as job-exec reads them).
+on sockets of its own, its records come to job-exec on a socket of its job's own, which
+job-exec made and passed with the job's SPAWN_AS, and only its own job's records are taken
+(``pflux.exec.guestrecords``, as job-exec reads them).
 
 The helper here is a stand-in of the test's own user (the real one, run as root, is
 tested in tests/security/test_imp.py): it takes the launcher's request as the helper
@@ -9,6 +10,7 @@ does and runs the job shell as the helper's child does, without changing user.
 
 from __future__ import annotations
 
+import array
 import marshal
 import os
 import select
@@ -151,14 +153,22 @@ class Launcher:
         self.got: list[wire.Record] = []  # every record that came, in order
         self.acked: dict[int, int] = {}  # each shell's records' bytes, acknowledged
         self.guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
-        self.passed = 0  # GUEST_RECORDS that came
+        self.told: list[wire.Record] = []  # what the launcher itself sent, on either socket
 
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
 
     def guest_job(self, command: list[str], signed: str = "J", jobid: int = JOB) -> None:
+        """SPAWN_AS, with the shell's end of the job's records socket, as job-exec sends it."""
         plain = encode_description(Description(*marshal.loads(self.job(command, jobid))))
-        self.send(wire.SPAWN_AS, spawn_as(os.getuid(), signed, plain), jobid)
+        data = wire.record(wire.SPAWN_AS, jobid, spawn_as(os.getuid(), signed, plain))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        guest = GuestRecords(jobid, ours)
+        self.guests[ours.fileno()] = guest
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))]
+        sent = self.sock.sendmsg([data], rights)
+        theirs.close()
+        self.sock.sendall(data[sent:])
 
     def job(self, command: list[str], jobid: int = JOB) -> bytes:
         return description(jobid, command, self.tmp)
@@ -179,16 +189,9 @@ class Launcher:
             assert ready, f"nothing came in {timeout} s; got {self.got}"
             if self.records in ready:
                 data, ancillary, _, _ = self.records.recvmsg(1 << 20, socket.CMSG_SPACE(4))
+                assert not ancillary, "the shells' socket passes no descriptor"
                 found = wire.split(data)[0]
-                if ancillary:  # GUEST_RECORDS: a guest's shell's records socket
-                    [(passed, key, _)] = found
-                    assert passed == wire.GUEST_RECORDS
-                    fd = int.from_bytes(ancillary[0][2][:4], sys.byteorder)
-                    guest = GuestRecords.adopt(key, fd)
-                    assert guest is not None
-                    self.guests[fd] = guest
-                    self.passed += 1
-                    continue
+                self.told += [record for record in found if record[1] not in self.guest_keys]
                 self._acknowledge(found)
             elif ready[0] in self.guests:
                 fd = ready[0]
@@ -200,14 +203,19 @@ class Launcher:
                     guest.close()
                     if guest.forged:
                         self.send(wire.TERMINATE, b"9", guest.key)
-                    if guest.note:
+                    if guest.note:  # the launcher's word, sent first, is the job's
                         found.append((wire.EXITED, guest.key, guest.note))
             else:
                 data = self.sock.recv(65536)
                 assert data, "the launcher closed its end"
                 found, used = wire.split(self.buffer + data)
                 self.buffer = (self.buffer + data)[used:]
+                self.told += found
             self.got += found
+
+    @property
+    def guest_keys(self) -> set[int]:
+        return {guest.key for guest in self.guests.values()}
 
     def _acknowledge(self, found: list[wire.Record]) -> None:
         for _, key, payload in found:  # acknowledged as the KVS would hold them
@@ -277,7 +285,9 @@ def test_a_guests_shell_done_with_a_job_runs_the_users_next_without_the_helper(
     launcher.guest_job(["sh", "-c", "echo $PPID"], signed="reuse", jobid=SECOND)
     second = launcher.until(wire.EXITED, SECOND)
     assert len(helper.requests) == 1  # the second went to the first's shell
-    assert launcher.passed == 2  # each job's records on a socket of its own
+    # each job's records came on the socket job-exec made for it; the launcher told
+    # job-exec nothing of either job, on its socket or on the shells'
+    assert launcher.told == []
     [shell] = helper.shells
     out = (wire.OUTPUT, JOB, b"o\0\0\0\0%d\n" % shell.pid)
     assert out in first
@@ -294,6 +304,10 @@ def test_a_helpers_refusal_is_the_jobs_end_with_its_reason(tmp_path: Path) -> No
         launcher.guest_job(["true"])
         got = launcher.until(wire.EXITED)
         assert got == [(wire.EXITED, JOB, b"-1 privileged helper: J does not verify")]
+        assert launcher.told == got  # the launcher's word, before the job's socket ended
+        [guest] = launcher.guests.values()
+        assert select.select([guest.sock], [], [], 30)[0]  # nobody else holds the shell's end
+        assert guest.sock.recv(100) == b""
         assert launcher.close() == 0
     finally:
         refusing.close()
