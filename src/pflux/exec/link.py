@@ -661,6 +661,8 @@ class LauncherLink:
             self._turn.flush()
             self._out += wire.record(wire.QUIT, 0)
             sock.setblocking(True)  # what is left goes out before the end of the stream
+            while self._out_ends:  # with the guests' shells' ends that go with it
+                self._flush()
             with contextlib.suppress(OSError):
                 sock.sendall(self._out)
                 self._out.clear()

@@ -244,3 +244,39 @@ def test_why_the_launcher_says_a_shell_never_ran_comes_before_its_sockets_end(
             sock.close()
 
     asyncio.run(scenario())
+
+
+def test_a_stop_sends_what_waits_with_its_guests_shells_ends(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        broker = Broker(os.getuid())
+        link = LauncherLink(broker, str(tmp_path), lambda records, shells: None, lambda: None)
+        ours, launcher = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        link._open(loop, ours, records)
+        big = wire.record(wire.INPUT, SECOND, b"x" * (1 << 18))
+        spawn = wire.record(wire.SPAWN_AS, FIRST, b"1000\nJ\n{}")
+        done = loop.create_future()
+        broker.queue.push(lambda: (link.send(big), link.send(spawn)))
+        broker.queue.push(done.set_result, None)
+        await done
+        assert link._out_ends  # the launcher reads nothing: the SPAWN_AS waits, with its end
+        expected = big + spawn + wire.record(wire.QUIT, 0)
+
+        def launcher_reads() -> tuple[bytes, list[int]]:
+            try:
+                return _received(launcher, len(expected))
+            finally:
+                launcher.close()  # as the launcher does once it has ended its shells
+
+        reading = loop.run_in_executor(None, launcher_reads)
+        await link.stop()
+        data, fds = await reading
+        assert data == expected
+        assert len(fds) == 1
+        for fd in fds:
+            os.close(fd)
+        shells.close()
+
+    asyncio.run(scenario())
