@@ -11,9 +11,11 @@ does and runs the job shell as the helper's child does, without changing user.
 from __future__ import annotations
 
 import array
+import contextlib
 import marshal
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux.exec.guestrecords import GuestRecords
+from pflux.exec.guestrecords import UNHEARD, GuestRecords
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
 from pflux.protocol.impwire import encode_description, spawn_as
@@ -78,6 +80,9 @@ class Helper:
 
     def __init__(self, path: Path, refuse: bytes = b"") -> None:
         self.refuse = refuse
+        self.took = threading.Event()  # a request has come
+        self.go = threading.Event()  # ... and may be served
+        self.go.set()
         self.requests: list[bytes] = []
         self.shells: list[subprocess.Popen[bytes]] = []
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -108,6 +113,8 @@ class Helper:
             payload += conn.recv(1 << 16)
         key = wire.shell_key(jobid, rank)
         self.requests.append(payload)
+        self.took.set()
+        self.go.wait(30)
         if self.refuse:
             conn.send(wire.record(wire.EXCEPTION, key, self.refuse))
         else:
@@ -117,7 +124,8 @@ class Helper:
             shell.stdin.write(payload)
             shell.stdin.close()
             self.shells.append(shell)
-            conn.send(wire.record(wire.STARTED, key, b"%d" % shell.pid))
+            with contextlib.suppress(OSError):  # a launcher that died hears nothing
+                conn.send(wire.record(wire.STARTED, key, b"%d" % shell.pid))
         for fd in fds:
             os.close(fd)
 
@@ -154,6 +162,7 @@ class Launcher:
         self.acked: dict[int, int] = {}  # each shell's records' bytes, acknowledged
         self.guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
         self.told: list[wire.Record] = []  # what the launcher itself sent, on either socket
+        self.killed = False  # the test killed it: its socket's end is no failure
 
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
@@ -184,7 +193,7 @@ class Launcher:
                     mine.append(record)
                     if record[0] == kind:
                         return mine
-            watched = [self.records, self.sock, *self.guests]
+            watched = [self.records, *([] if self.sock.fileno() < 0 else [self.sock]), *self.guests]
             ready, _, _ = select.select(watched, [], [], timeout)
             assert ready, f"nothing came in {timeout} s; got {self.got}"
             if self.records in ready:
@@ -206,8 +215,14 @@ class Launcher:
                     if guest.note:  # the launcher's word, sent first, is the job's
                         found.append((wire.EXITED, guest.key, guest.note))
             else:
-                data = self.sock.recv(65536)
-                assert data, "the launcher closed its end"
+                try:
+                    data = self.sock.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                if not data:
+                    assert self.killed, "the launcher closed its end"
+                    self.sock.close()
+                    continue
                 found, used = wire.split(self.buffer + data)
                 self.buffer = (self.buffer + data)[used:]
                 self.told += found
@@ -220,7 +235,13 @@ class Launcher:
     def _acknowledge(self, found: list[wire.Record]) -> None:
         for _, key, payload in found:  # acknowledged as the KVS would hold them
             self.acked[key] = self.acked.get(key, 0) + wire.HEADER.size + len(payload)
-            self.send(wire.ACK, b"%d" % self.acked[key], key)
+            ack = wire.record(wire.ACK, key, b"%d" % self.acked[key])
+            guests = [guest for guest in self.guests.values() if guest.key == key]
+            if guests:  # on the job's own socket, as job-exec sends a guest's shell its ACKs
+                with contextlib.suppress(OSError):
+                    guests[0].sock.send(ack)
+            else:
+                self.sock.sendall(ack)
 
     def close(self) -> int:
         for guest in self.guests.values():
@@ -324,3 +345,37 @@ def test_an_unreachable_or_unconfigured_helper_is_the_jobs_end(tmp_path: Path) -
     [(_, _, note)] = bare.until(wire.EXITED)
     assert note == b"-1 no privileged helper is configured ([exec] imp)"
     assert bare.close() == 0
+
+
+def test_a_guests_job_whose_launcher_dies_before_the_helper_starts_its_shell_runs_on(
+    tmp_path: Path, helper: Helper
+) -> None:
+    """The shell's end went to the helper with the request: the launcher's death loses
+    nothing, as job-exec's end is the job's, and the shell sends its records there."""
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    helper.go.clear()
+    launcher.guest_job(["sh", "-c", "echo out"])
+    assert helper.took.wait(30)
+    launcher.proc.kill()
+    launcher.proc.wait(30)
+    launcher.killed = True
+    helper.go.set()
+    got = launcher.until(wire.EXITED)
+    assert (wire.OUTPUT, JOB, b"o\0\0\0\0out\n") in got
+    assert got[-1] == (wire.EXITED, JOB, b"0")
+    for guest in launcher.guests.values():
+        guest.close()
+    launcher.records.close()
+
+
+def test_a_guests_job_whose_launcher_dies_holding_its_shells_end_ends(tmp_path: Path) -> None:
+    """A launcher that dies before it hands the shell's end on takes it with it: the job's
+    socket ends, and the job with it, as a shell's that ended without its status."""
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    os.kill(launcher.proc.pid, signal.SIGSTOP)  # it reads nothing more
+    launcher.guest_job(["true"])
+    launcher.proc.kill()
+    launcher.proc.wait(30)
+    launcher.killed = True
+    assert launcher.until(wire.EXITED) == [(wire.EXITED, JOB, UNHEARD)]
+    launcher.records.close()
