@@ -83,6 +83,7 @@ class Helper:
         self.took = threading.Event()  # a request has come
         self.go = threading.Event()  # ... and may be served
         self.go.set()
+        self.answered = threading.Event()  # ... and was answered
         self.requests: list[bytes] = []
         self.shells: list[subprocess.Popen[bytes]] = []
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -124,10 +125,13 @@ class Helper:
             shell.stdin.write(payload)
             shell.stdin.close()
             self.shells.append(shell)
-            with contextlib.suppress(OSError):  # a launcher that died hears nothing
+            try:
                 conn.send(wire.record(wire.STARTED, key, b"%d" % shell.pid))
+            except OSError:  # as the helper: a launcher that died could not journal it
+                shell.kill()
         for fd in fds:
             os.close(fd)
+        self.answered.set()
 
     def close(self) -> None:
         self.listener.shutdown(socket.SHUT_RDWR)
@@ -347,11 +351,34 @@ def test_an_unreachable_or_unconfigured_helper_is_the_jobs_end(tmp_path: Path) -
     assert bare.close() == 0
 
 
-def test_a_guests_job_whose_launcher_dies_before_the_helper_starts_its_shell_runs_on(
+def test_a_guests_job_whose_launcher_dies_before_it_reads_the_helpers_answer_runs_on(
     tmp_path: Path, helper: Helper
 ) -> None:
-    """The shell's end went to the helper with the request: the launcher's death loses
-    nothing, as job-exec's end is the job's, and the shell sends its records there."""
+    """The shell's end went to the helper with the request, and job-exec's end is the
+    job's: a launcher that dies once the helper has started the shell loses nothing."""
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    helper.go.clear()
+    launcher.guest_job(["sh", "-c", "echo out"])
+    assert helper.took.wait(30)
+    os.kill(launcher.proc.pid, signal.SIGSTOP)  # it reads no answer
+    helper.go.set()
+    assert helper.answered.wait(30)
+    launcher.proc.kill()
+    launcher.proc.wait(30)
+    launcher.killed = True
+    got = launcher.until(wire.EXITED)
+    assert (wire.OUTPUT, JOB, b"o\0\0\0\0out\n") in got
+    assert got[-1] == (wire.EXITED, JOB, b"0")
+    for guest in launcher.guests.values():
+        guest.close()
+    launcher.records.close()
+
+
+def test_a_guests_job_whose_launcher_dies_before_the_helper_answers_ends(
+    tmp_path: Path, helper: Helper
+) -> None:
+    """The helper runs no shell whose launcher cannot hear of it (nor journal it): the
+    job's socket ends, and the job with it."""
     launcher = Launcher(tmp_path, tmp_path / "imp")
     helper.go.clear()
     launcher.guest_job(["sh", "-c", "echo out"])
@@ -360,11 +387,7 @@ def test_a_guests_job_whose_launcher_dies_before_the_helper_starts_its_shell_run
     launcher.proc.wait(30)
     launcher.killed = True
     helper.go.set()
-    got = launcher.until(wire.EXITED)
-    assert (wire.OUTPUT, JOB, b"o\0\0\0\0out\n") in got
-    assert got[-1] == (wire.EXITED, JOB, b"0")
-    for guest in launcher.guests.values():
-        guest.close()
+    assert launcher.until(wire.EXITED) == [(wire.EXITED, JOB, UNHEARD)]
     launcher.records.close()
 
 
