@@ -76,6 +76,33 @@ if answer and answer[0][0] == wire.STARTED:
 print(json.dumps({"answer": [(k.decode(), p.decode()) for k, _, p in answer], "records": got}))
 """
 
+# the instance account's side of a launcher that dies once its request is sent: the
+# connection closed before any answer; what came on the shell's records socket until its end
+HANG_UP = """
+import json, select, socket, sys
+from pflux.protocol import shellwire as wire
+path, key, request = sys.argv[1], int(sys.argv[2]), open(sys.argv[3], "rb").read()
+control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+conn.connect(path)
+data = wire.record(b"u", key, request)
+fds = theirs.fileno().to_bytes(4, sys.byteorder) + shells.fileno().to_bytes(4, sys.byteorder)
+conn.sendmsg([data[:65536]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+for start in range(65536, len(data), 65536):
+    conn.send(data[start:start + 65536])
+conn.close()
+theirs.close(); shells.close()
+got = []
+while True:
+    assert select.select([records], [], [], 60)[0], got
+    data = records.recv(1 << 20)
+    if not data:
+        break
+    got += [kind.decode() for kind, _, _ in wire.split(data)[0]]
+print(json.dumps(got))
+"""
+
 SIGN = """
 import os, sys, pflux, _pfluxcore.sign as s
 uid = None if sys.argv[2] == "munge" else os.getuid()
@@ -202,6 +229,24 @@ def test_a_guests_output_file_is_the_guests(imp: Imp) -> None:
 def marker_job(imp: Imp, name: str) -> tuple[dict[str, Any], Path]:
     marker = imp.shared / name
     return imp.jobspec(["touch", str(marker)]), marker
+
+
+def test_a_request_whose_asker_is_gone_by_the_answer_is_not_run(imp: Imp) -> None:
+    """A launcher that dies before it hears the helper's answer could not journal the
+    shell: the helper runs nothing then, and the job's records socket ends."""
+    jobspec, marker = marker_job(imp, "asker-gone")
+    # an environment long enough that checking it outlasts the asker's hang-up by far
+    environment = jobspec["attributes"]["system"]["environment"]
+    environment.update({f"PAD{n}": "x" * 1000 for n in range(100)})
+    signed = imp.sign(jobspec)
+    request = imp.base / "request"
+    plain = encode_description(imp.description(jobspec))
+    request.write_bytes(b"\n" + spawn_as(imp.guest.uid, signed, plain))
+    request.chmod(0o644)
+    proc = imp.inst.code(HANG_UP, str(imp.socket), str(JOB), str(request))
+    assert proc.returncode == 0, (proc.stderr, imp.log)
+    assert json.loads(proc.stdout) == []
+    assert not marker.exists()
 
 
 def test_a_request_from_a_user_not_allowed_is_refused(imp: Imp) -> None:

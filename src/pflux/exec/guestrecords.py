@@ -1,8 +1,8 @@
 """job-exec's end of a guest's shell's records socket: one job's records, and nothing else.
 
 A guest's shell runs as its user (``pflux.imp``), so it may send anything: it
-gets a socket of its own for each job (``SOCK_SEQPACKET``; the launcher makes the
-pair and passes job-exec's end as GUEST_RECORDS), and what comes on it is taken
+gets a socket of its own for each job (``SOCK_SEQPACKET``; job-exec makes the
+pair and passes the shell's end with the job's SPAWN_AS), and what comes on it is taken
 only if every record of a datagram is of a kind a shell sends and of the job the
 socket was made for. The records skip the launcher, as the owner's shells' do;
 job-exec, not the shell, says which job a socket is for. job-exec's records for

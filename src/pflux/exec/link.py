@@ -17,15 +17,16 @@ too long for a Unix socket is reached through the directory's descriptor
 (``/proc/self/fd/N/sock``).
 
 A guest's shell, which runs as its user, sends its records on a socket of its
-own for each job, straight here too (``pflux.exec.guestrecords``): the
-launcher passes job-exec's end of it on the shells' socket (GUEST_RECORDS), and
-what is not the job's ends the shell (TERMINATE) and the job. What job-exec
+own for each job, straight here too (``pflux.exec.guestrecords``): job-exec makes
+the pair as it sends the job's SPAWN_AS, whose send passes the shell's end to
+the launcher (SCM_RIGHTS), and reads its own end from then on; what is not the
+job's ends the shell (TERMINATE) and the job. What job-exec
 sends such a shell while it runs (signals, acknowledgements, input) goes back on
 that socket. Those sockets are job-exec's, not the launcher's: they outlive a
 launcher that dies, and so do the guests' jobs. Each shell is told where to
 meet a restarted job-exec (``pflux.exec.rendezvous``); a job-exec that starts
 after a crash listens there (``meet``), and the socket a shell connects with is
-read as the one the launcher had passed.
+read as the one made with the job's SPAWN_AS.
 
 job-exec keeps its own copy of the listening socket for as long as it runs
 launchers, so that when one dies its shells' connections (REJOIN) wait
@@ -41,6 +42,7 @@ job-exec.
 
 from __future__ import annotations
 
+import _socket
 import array
 import asyncio
 import contextlib
@@ -71,8 +73,8 @@ GUESTS_READY: Final = 256  # guests' sockets read in one wakeup, at most (the re
 GUEST_DATAGRAM: Final = 1 << 16  # a turn's records for a guest's shell, gathered, at most
 _LAST_ACK: Final = b"%d" % wire.ALL_RECORDS  # the ACK that lets a shell go: its job is over
 MAX_SOCKET_PATH: Final = 100  # sun_path holds 108 bytes, with the terminating NUL
-# room for the most descriptors a datagram of GUEST_RECORDS passes
-_FD_SPACE: Final = socket.CMSG_SPACE(array.array("i").itemsize * wire.GUEST_RECORDS_MAX)
+_SIZE: Final = wire.HEADER.size
+_unpack: Final = wire.HEADER.unpack_from
 
 
 class Survivors:
@@ -117,6 +119,10 @@ class LauncherLink:
         self._in = bytearray()
         self._buffer = bytearray(RECV_SIZE)
         self._out = bytearray()  # what the socket has not taken yet
+        # guests' shells' ends of their records sockets, to pass with the SPAWN_AS at
+        # each offset of ``_out`` (the turn's: of what it gathered), in order
+        self._out_ends: list[tuple[int, _socket.socket]] = []
+        self._turn_ends: list[tuple[int, _socket.socket]] = []
         # the records sent after the first of a turn, written at its end
         self._turn: TurnBatch[bytearray] = TurnBatch(broker, bytearray, self._send_turn)
         self._closed: asyncio.Event | None = None
@@ -228,6 +234,7 @@ class LauncherLink:
         gathered = self._turn.peek()
         if gathered is not None:
             gathered.clear()
+        self._drop_ends()
         self._closed = asyncio.Event()
         loop.add_reader(sock.fileno(), self._readable)
         loop.add_reader(records.fileno(), self._shell_records)
@@ -277,21 +284,71 @@ class LauncherLink:
 
         At once, because a job's start waits on it; together, because a burst of
         jobs is cheaper to send, and for the launcher to read, in one piece. A
-        guest's shell's go on its own socket.
+        guest's shell's go on its own socket; a guest's job's SPAWN_AS goes with its
+        shell's end of a records socket made here (``_pair``).
         """
-        if self._guests:
+        made = self._pair(data) if self._sock is not None else None
+        if made is not None:
+            data, shells = made
+        if self._guests:  # what follows a SPAWN_AS for its job goes on the job's socket too
             data = self._to_guests(data)
         if not data or self._sock is None or self._loop is None:
             return
+        ends = list(zip(_spawns_as(data), shells, strict=True)) if made is not None else None
         if self._out:  # the socket is full: the writer sends it when it can
+            if ends:
+                self._out_ends += [(len(self._out) + at, end) for at, end in ends]
             self._out += data
         elif self._turn.pending:
-            self._turn.get().extend(data)
+            gathered = self._turn.get()
+            if ends:
+                self._turn_ends += [(len(gathered) + at, end) for at, end in ends]
+            gathered.extend(data)
         else:
             self._out += data
+            if ends:
+                self._out_ends += ends
             self._flush()
             if not self._out:
                 self._turn.get()  # the turn's next records gather
+
+    def _pair(self, data: bytes) -> tuple[bytes, list[_socket.socket]] | None:
+        """A records socket for each guest's job ``data`` asks for (SPAWN_AS): this end
+        read as the job's at once; ``data`` and the shells' ends, in order. None if
+        ``data`` asks for none. A job whose socket cannot be made is not asked for: it
+        ends, saying why."""
+        if len(data) < _SIZE:
+            return None
+        kind, jobid, rank, length = _unpack(data)
+        if kind != wire.SPAWN_AS and len(data) == _SIZE + length:  # the usual: one record
+            return None
+        shells: list[_socket.socket] = []
+        failed: list[tuple[int, int, str]] = []  # (offset, end, why) of jobs with none
+        at, size = 0, len(data)
+        while size - at >= _SIZE:
+            kind, jobid, rank, length = _unpack(data, at)
+            end = at + _SIZE + length
+            if kind == wire.SPAWN_AS:
+                key = wire.shell_key(jobid, rank)
+                try:
+                    ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+                except OSError as exc:
+                    failed.append((at, end, f"-1 job shell's records socket: {exc.strerror}"))
+                else:
+                    self._keep_guest(GuestRecords(key, ours))
+                    shells.append(theirs)
+            at = end
+        if failed:
+            kept = bytearray()
+            start = 0
+            for at, end, why in failed:
+                kept += data[start:at]
+                start = end
+                key = wire.shell_key(*_unpack(data, at)[1:3])
+                assert self._loop is not None  # the link is open
+                self._loop.call_soon(self._on_records, [(wire.EXITED, key, why.encode())], False)
+            data = bytes(kept + data[start:])
+        return data, shells
 
     def _to_guests(self, data: bytes) -> bytes:
         """Send guests' shells what is theirs in ``data`` on their own sockets; the rest."""
@@ -372,6 +429,10 @@ class LauncherLink:
 
     def _send_turn(self, gathered: bytearray) -> None:
         if gathered:
+            if self._turn_ends:
+                base = len(self._out)
+                self._out_ends += [(base + at, end) for at, end in self._turn_ends]
+                self._turn_ends.clear()
             self._out += gathered
             self._flush()
 
@@ -379,23 +440,43 @@ class LauncherLink:
         sock, loop = self._sock, self._loop
         if sock is None or loop is None:
             return
+        ends = self._out_ends
         try:
-            sent = sock.send(self._out)
+            if ends:  # each end in the send of its record's first byte, or an earlier one
+                some = ends[: wire.SPAWN_AS_ENDS]
+                upto = ends[len(some)][0] if len(ends) > len(some) else len(self._out)
+                fds = array.array("i", [end.fileno() for _, end in some]).tobytes()
+                rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+                sent = sock.sendmsg([self._out[:upto]], rights)
+                for _, end in some:  # the launcher's now
+                    end.close()
+                ends[:] = [(at - sent, end) for at, end in ends[len(some) :]]
+            else:
+                sent = sock.send(self._out)
         except BlockingIOError:
             sent = 0
         except OSError:
             sent = len(self._out)  # the reader sees the end and reports the loss
+            self._drop_ends()
         del self._out[:sent]
         if not self._out:
             loop.remove_writer(sock.fileno())
         else:
             loop.add_writer(sock.fileno(), self._flush)
 
-    def _readable(self) -> None:
-        """The launcher's records (a shell's status, when the shell could not send it)."""
+    def _drop_ends(self) -> None:
+        """Close the shells' ends not passed to the launcher: their jobs' sockets end."""
+        for _, end in self._out_ends + self._turn_ends:
+            end.close()
+        self._out_ends.clear()
+        self._turn_ends.clear()
+
+    def _readable(self) -> bool:
+        """The launcher's records (a shell's status, when the shell could not send it);
+        False if none were there."""
         sock = self._sock
         if sock is None:
-            return
+            return False
         try:
             if self._live is not None:  # LIVE comes with the launcher's listening socket
                 n, ancillary, _, _ = sock.recvmsg_into([self._buffer], socket.CMSG_SPACE(4))
@@ -403,7 +484,7 @@ class LauncherLink:
             else:
                 n = sock.recv_into(self._buffer)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             n = 0
         if not n:
@@ -411,7 +492,7 @@ class LauncherLink:
             self._close()
             if not attaching:
                 self._on_lost()
-            return
+            return False
         with memoryview(self._buffer) as view:
             self._in += view[:n]
         records, used = wire.split(self._in)
@@ -424,8 +505,9 @@ class LauncherLink:
             self._shell_records()
             ended = {key for kind, key, _ in records if kind == wire.EXITED}
             for fd in [fd for fd, guest in self._guests.items() if guest.key in ended]:
-                self._guest_records(fd)
+                self._guest_records(fd, told=True)
             self._on_records(records, False)
+        return True
 
     def _shell_records(self) -> None:
         """Every datagram the shells have sent, handed on in one batch."""
@@ -433,37 +515,24 @@ class LauncherLink:
         if sock is None:
             return
         batch: list[wire.Record] = []
-        guests: list[tuple[int, int]] = []
         with memoryview(self._buffer) as view:
             while True:
                 try:
-                    n, ancillary, _, _ = sock.recvmsg_into([view], _FD_SPACE)
+                    n = sock.recv_into(view)
                 except BlockingIOError:
                     break
-                found = wire.split(view[:n])[0]
-                fds = _passed_fds(ancillary)
-                if fds:  # the launcher's GUEST_RECORDS, a descriptor for each, in order
-                    if len(found) == len(fds) and all(r[0] == wire.GUEST_RECORDS for r in found):
-                        guests += [(key, fd) for (_, key, _), fd in zip(found, fds, strict=True)]
-                        continue
-                    for fd in fds:
-                        os.close(fd)
-                    continue
-                batch += found
+                batch += wire.split(view[:n])[0]
         if batch:
             self._on_records(batch, True)
-        for key, fd in guests:
-            self._adopt_guest(key, fd)
 
-    def _adopt_guest(self, key: int, fd: int, *, met: bool = False) -> None:
-        """Take the records of the guest's shell of ``key`` on the socket ``fd``: the one
-        the launcher passed (the shell is then told where to meet the next job-exec), or
-        the one it ``met`` this job-exec with."""
-        guest = GuestRecords.adopt(key, fd)
-        if guest is None or self._loop is None:
-            if guest is not None:
-                guest.close()
+    def _keep_guest(self, guest: GuestRecords, *, met: bool = False) -> None:
+        """Take the records of a guest's shell on its socket: the one made with its
+        SPAWN_AS (the shell is then told where to meet the next job-exec), or the one it
+        ``met`` this job-exec with."""
+        if self._loop is None:
+            guest.close()
             return
+        fd, key = guest.sock.fileno(), guest.key
         if not met and self._rendezvous is not None:
             directory = self._rendezvous.directory()
             if directory >= 0:
@@ -497,8 +566,9 @@ class LauncherLink:
         for fd in ended:
             self._guest_ended(fd)
 
-    def _guest_records(self, fd: int) -> None:
-        """What the guest's shell on ``fd`` sent, if its job's; a forger is ended with its job."""
+    def _guest_records(self, fd: int, *, told: bool = False) -> None:
+        """What the guest's shell on ``fd`` sent, if its job's; a forger is ended with its
+        job (``told``: the launcher has said how the shell ended)."""
         guest = self._guests.get(fd)
         if guest is None:
             return
@@ -507,11 +577,11 @@ class LauncherLink:
         if batch:
             self._on_records(batch, True)
         if guest.ended:
-            self._guest_ended(fd)
+            self._guest_ended(fd, told=told)
 
-    def _guest_ended(self, fd: int) -> None:
+    def _guest_ended(self, fd: int, *, told: bool = False) -> None:
         """The guest's socket on ``fd`` has ended (or was refused): close it, and end its
-        job if its shell did not say how it ended."""
+        job if its shell did not say how it ended (nor, ``told``, the launcher)."""
         guest = self._forget_guest(fd)
         if guest is None:
             return
@@ -520,8 +590,14 @@ class LauncherLink:
         guest.close()
         if guest.forged:  # not its job's: its shell kills its tasks once its socket ends
             self.send(wire.record(wire.TERMINATE, guest.key, b"%d" % signal.SIGKILL))
-        if guest.note:
-            self._on_records([(wire.EXITED, guest.key, guest.note)], False)
+        elif told or not guest.note:
+            return
+        elif self._live is None:
+            # why a shell never ran (the helper refused it, say) is the launcher's word,
+            # which it sends before it lets go of the shell's end: that comes first
+            while self._readable():
+                pass
+        self._on_records([(wire.EXITED, guest.key, guest.note)], False)
 
     def meet(self, loop: asyncio.AbstractEventLoop, shells: dict[int, tuple[Entry, int]]) -> None:
         """Listen for the guests' ``shells`` of an earlier job-exec (key to journal entry
@@ -537,8 +613,9 @@ class LauncherLink:
 
     def _met(self, key: int, conn: socket.socket) -> None:
         """A guest's shell of ``key`` has met this job-exec: its records come on ``conn``."""
-        conn.setblocking(False)
-        self._adopt_guest(key, conn.detach(), met=True)
+        guest = GuestRecords.adopt(key, conn.detach())
+        if guest is not None:
+            self._keep_guest(guest, met=True)
         if self._on_rejoined is not None:
             self._on_rejoined(key)
 
@@ -563,6 +640,7 @@ class LauncherLink:
             self._loop.remove_reader(sock.fileno())
             self._loop.remove_writer(sock.fileno())
             sock.close()
+        self._drop_ends()  # what was not sent never will be
         records, self._records = self._records, None
         if records is not None and self._loop is not None:
             self._loop.remove_reader(records.fileno())
@@ -583,6 +661,8 @@ class LauncherLink:
             self._turn.flush()
             self._out += wire.record(wire.QUIT, 0)
             sock.setblocking(True)  # what is left goes out before the end of the stream
+            while self._out_ends:  # with the guests' shells' ends that go with it
+                self._flush()
             with contextlib.suppress(OSError):
                 sock.sendall(self._out)
                 self._out.clear()
@@ -628,13 +708,16 @@ def _datagrams(records: list[bytes]) -> Iterator[bytes]:
         yield bytes(datagram)
 
 
-def _passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
-    """The descriptors a message carried (SCM_RIGHTS)."""
-    fds = array.array("i")
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-    return list(fds)
+def _spawns_as(data: bytes) -> list[int]:
+    """The offsets of the SPAWN_AS records in ``data``."""
+    found: list[int] = []
+    at, size = 0, len(data)
+    while size - at >= _SIZE:
+        kind, _, _, length = _unpack(data, at)
+        if kind == wire.SPAWN_AS:
+            found.append(at)
+        at += _SIZE + length
+    return found
 
 
 @contextlib.contextmanager

@@ -195,7 +195,10 @@ class ImpServer:
             else:
                 _log(f"request: {exc}")
             return 1
-        _answer(conn, wire.STARTED, key, b"%d" % os.getpid())
+        if not _answer(conn, wire.STARTED, key, b"%d" % os.getpid()):
+            for fd in fds:  # the asker is gone, and with it who would journal the shell
+                os.close(fd)
+            return 1
         conn.close()
         return _shell(*job, checked=self._checked)
 
@@ -507,11 +510,14 @@ def _is_seqpacket(fd: int) -> bool:
         sock.detach()  # the descriptor stays open: it is the caller's
 
 
-def _answer(conn: socket.socket, kind: bytes, key: int, payload: bytes) -> None:
+def _answer(conn: socket.socket, kind: bytes, key: int, payload: bytes) -> bool:
+    """Send the asker the answer; False (said why) if it cannot take it."""
     try:
         conn.send(wire.record(kind, key, payload))
     except OSError as exc:
         _log(f"cannot answer for job {wire.key_name(key)}: {exc.strerror}")
+        return False
+    return True
 
 
 def _log(message: str) -> None:

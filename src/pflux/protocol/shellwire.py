@@ -36,9 +36,17 @@ job-exec to the launcher (which passes the job's on to its shell):
 - ``A`` ATTACH (job id 0): a new job-exec, after its broker died; the
   shells' new socket comes with it (SCM_RIGHTS);
 - ``u`` SPAWN_AS: a guest's job, run as its user by the privileged helper
-  whose socket ``IMP_SOCKET`` names (``pflux.protocol.impwire``); given to a
-  guest's shell kept from the user's job before, its first datagram carries the
-  shell's end of the job's own records socket (SCM_RIGHTS).
+  whose socket ``IMP_SOCKET`` names (``pflux.protocol.impwire``), on a records
+  socket of the job's own (``SOCK_SEQPACKET``), which job-exec makes: the shell's
+  end comes with the record (SCM_RIGHTS, in the send that carries the record's
+  first byte or an earlier one; a send passes one for each SPAWN_AS whose first
+  byte it carries, in their order, up to ``SPAWN_AS_ENDS``), and job-exec reads
+  its own end as the job's (whose records come there rather than on the shells'
+  socket, and on which job-exec sends that shell its KILL, ACK, INPUT, WINSIZE,
+  FENCE and RESUME). The launcher passes the end on with the request, to the
+  helper or to a guest's shell kept from the user's job before (its first
+  datagram), and keeps its copy until the helper has answered: a job the helper
+  refuses is EXITED (below) before job-exec sees its socket end.
 
 A shell whose launcher died to the next one, as the first record of a
 connection to ``exec/sock``: ``j`` REJOIN, the payload its pid (decimal),
@@ -85,12 +93,7 @@ The launcher to job-exec: ``w`` EXITED when a shell could not send it (it
 died, or never ran: then ``-1`` and a reason, or it ended before a new
 job-exec resumed it: ``-2``, its records are in its spool; ``-3`` and a reason: a
 shell given the job by a launcher that died ended before it recorded itself, so
-none of the job's tasks ran); ``g`` GUEST_RECORDS, on the shells' socket, up to
-``GUEST_RECORDS_MAX`` in a datagram of nothing else, which passes (SCM_RIGHTS) a
-descriptor for each, in their order: job-exec's end of the records socket
-(``SOCK_SEQPACKET``) of the guest's shell that runs the job of the record's key, whose
-records come there rather than on the shells' socket, and on which job-exec sends
-that shell its KILL, ACK, INPUT, WINSIZE, FENCE and RESUME; ``L`` LIVE, the answer to
+none of the job's tasks ran); ``L`` LIVE, the answer to
 ATTACH (in the job id's place, the launcher's pid): a line per job whose
 shell runs (``ID``) or ended while no job-exec was there without saying how
 (``ID STATUS``). A launcher also sends LIVE unasked, a line per job, when
@@ -128,8 +131,6 @@ __all__ = [
     "EXITED_SPOOLED",
     "EXITED_UNSTARTED",
     "FENCE",
-    "GUEST_RECORDS",
-    "GUEST_RECORDS_MAX",
     "HEADER",
     "IMP_SOCKET",
     "INPUT",
@@ -149,6 +150,7 @@ __all__ = [
     "RESUME",
     "SPAWN",
     "SPAWN_AS",
+    "SPAWN_AS_ENDS",
     "STARTED",
     "STDERR",
     "STDOUT",
@@ -172,6 +174,7 @@ _JOB_BITS: Final = (1 << RANK_SHIFT) - 1
 
 SPAWN: Final = b"p"
 SPAWN_AS: Final = b"u"
+SPAWN_AS_ENDS: Final = 64  # records sockets' ends passed with one send to the launcher, at most
 KILL: Final = b"k"
 TERMINATE: Final = b"t"
 ACK: Final = b"a"
@@ -186,8 +189,6 @@ REJOIN: Final = b"j"
 DONE: Final = b"D"
 JOURNAL: Final = b"J"
 LIVE: Final = b"L"
-GUEST_RECORDS: Final = b"g"
-GUEST_RECORDS_MAX: Final = 64  # GUEST_RECORDS (and descriptors) in one datagram, at most
 RENDEZVOUS: Final = b"m"
 OUTPUT: Final = b"o"
 EOF: Final = b"f"

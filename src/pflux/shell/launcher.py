@@ -77,6 +77,8 @@ GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
 _IN: Final = select.EPOLLIN
 _FD_SIZE: Final = 4
 _CMSG_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE)
+# room for the most guests' records sockets' ends a send of job-exec's passes
+_ENDS_SPACE: Final = _socket.CMSG_SPACE(_FD_SIZE * wire.SPAWN_AS_ENDS)
 
 
 class _Shell:
@@ -105,11 +107,12 @@ class _Shell:
         # records the shell's socket could not take yet, in order, with a descriptor to
         # pass along (or -1): sent when it can (a busy shell reading a flood of input)
         self.outbox: list[tuple[bytes, int]] = []
-        # a guest's shell, run as its user by the privileged helper (not ours); job-exec's
-        # end of its records socket, until passed on (GUEST_RECORDS); the connection
-        # waiting for the helper's answer; the shell's pidfd; why it was ended (for EXITED)
+        # a guest's shell, run as its user by the privileged helper (not ours); the
+        # shell's end of its job's records socket (job-exec's, with SPAWN_AS), kept until
+        # the helper answers; the connection waiting for that answer; the shell's pidfd;
+        # why it was ended (for EXITED)
         self.guest = False
-        self.records: _socket.socket | None = None
+        self.records = -1
         self.asking: _socket.socket | None = None
         self.pidfd = -1
         self.note = b""
@@ -215,9 +218,10 @@ class LauncherServer:
         self.imp = os.environ.get(wire.IMP_SOCKET)  # the privileged helper's socket, if any
         self.asking: dict[int, _Shell] = {}  # connections to the helper, by descriptor
         self.guest_fds: dict[int, _Shell] = {}  # guest shells' pidfds
-        # job-exec's ends of guests' shells' records sockets (by job) that wait for its socket
-        self.passing: list[tuple[int, _socket.socket]] = []
-        self.passing_held = False  # those wait for job-exec's socket to take them
+        # guests' shells' ends of their records sockets job-exec passed, in order, each
+        # for the next SPAWN_AS read; those let go of once job-exec has what precedes
+        self.ends: list[int] = []
+        self.ends_held: list[int] = []
         # guests' shells done with a job, each waiting for another of its user's, by uid
         self.guest_spares: dict[int, list[_Shell]] = {}
         if listener is not None:
@@ -261,7 +265,6 @@ class LauncherServer:
                 self._orphan_ended(self.orphan_fds[fd])
             else:
                 self._guest_ready(fd, events)
-        self._pass_records()  # before any EXITED of their jobs
         if self.unsent and not self.writing:
             self._write_link()
         if self.ended:
@@ -276,11 +279,13 @@ class LauncherServer:
     def _from_jobexec(self) -> bool:
         """Handle what job-exec sent; False once nothing more is there (or its end was)."""
         try:
-            data = self.link.recv(RECV_SIZE)
+            data, ancillary, _, _ = self.link.recvmsg(RECV_SIZE, _ENDS_SPACE)
         except BlockingIOError:
             return False
         except OSError:
-            data = b""
+            data, ancillary = b"", []
+        if ancillary:  # guests' records sockets' ends, for the SPAWN_AS records they precede
+            self.ends += _passed_fds(ancillary)
         if not data:
             self._link_closed()
             return False
@@ -309,7 +314,7 @@ class LauncherServer:
             if target is not None:
                 _signal_group(target.pid, int(payload))
         elif kind == wire.SPAWN_AS:
-            self._spawn_guest(jobid, payload)
+            self._spawn_guest(jobid, payload, self.ends.pop(0) if self.ends else -1)
         elif kind == wire.QUIT:
             self.quit = True
             for entry in self.by_job.values():
@@ -324,6 +329,7 @@ class LauncherServer:
             self.poller.unregister(self.link.fileno())
             self.link_open = False
             self.unsent.clear()
+            self._let_go_ends()
             return
         self.closing = True
         self.poller.modify(self.link.fileno(), select.EPOLLOUT if self.writing else 0)
@@ -337,9 +343,12 @@ class LauncherServer:
         self.writing = False
         self.unsent.clear()
         self.inbuf.clear()
+        for fd in self.ends:  # of SPAWN_AS records it did not finish sending
+            os.close(fd)
+        self.ends.clear()
+        self._let_go_ends()
         self._retire_spares()  # they hold the dead job-exec's socket
         self._retire_guest_spares()  # a guest's shell does not outlive its job-exec
-        self._pass_records(writable=True)  # nobody to pass them to: closed
         for entry in list(self.by_job.values()):
             if not entry.guest:  # a guest's shell's socket to job-exec has ended: it knows
                 self._to_shell(entry.jobid, wire.record(wire.DETACH, entry.jobid))
@@ -581,58 +590,67 @@ class LauncherServer:
 
     # --- guests' shells, run as their users by the privileged helper ---------------------
 
-    def _spawn_guest(self, jobid: int, payload: bytes) -> None:
+    def _spawn_guest(self, jobid: int, payload: bytes, records: int) -> None:
         """Ask the helper to run a guest's job (SPAWN_AS) on two sockets of the shell's own.
 
         A shell that runs as the user holds nothing another job shares (the
         shells' socket, the journal, the spool): its control socket is the
-        launcher's, its records socket the job's own, whose other end goes to
-        job-exec (GUEST_RECORDS), which takes only the job's records from it.
+        launcher's, its records socket the job's own, ``records`` its end, which
+        job-exec made and passed with the request, and whose other end it reads
+        as the job's alone. A job not started is EXITED before the launcher lets
+        go of that end, so that job-exec hears why before the socket ends.
         """
+        if records < 0:
+            self._not_started(jobid, "the job came without its records socket")
+            self.ended.append(journal.end_lines([jobid]))
+            return
         if jobid in self.by_job:
             self._not_started(jobid, "a shell for the job runs already")
+            self._let_go_end(records)
             return
         if not self.imp:
             self._not_started(jobid, "no privileged helper is configured ([exec] imp)")
             self.ended.append(journal.end_lines([jobid]))
+            self._let_go_end(records)
             return
         uri = (self.context.uri or "").encode()
         data = wire.record(wire.SPAWN_AS, jobid, b"%s\n%s" % (uri, payload))
         userid = payload.split(b"\n", 1)[0]
         uid = int(userid) if userid.isdigit() else -1
         spare = self._guest_spare(uid)
-        if spare is not None and self._give_guest(spare, jobid, data):
+        if spare is not None and self._give_guest(spare, jobid, data, records):
             return
         ends: list[_socket.socket] = []
         try:
-            ends += _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
             ends += _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
             conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
             ends.append(conn)
             conn.settimeout(IMP_TIMEOUT)
             conn.connect(self.imp)
-            passed = b"".join(s.fileno().to_bytes(_FD_SIZE, sys.byteorder) for s in ends[1:4:2])
+            passed = b"".join(
+                fd.to_bytes(_FD_SIZE, sys.byteorder) for fd in (ends[1].fileno(), records)
+            )
             rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
             conn.sendmsg([data[:IMP_CHUNK]], rights)
             for start in range(IMP_CHUNK, len(data), IMP_CHUNK):
                 conn.send(data[start : start + IMP_CHUNK])
         except OSError as exc:
-            why = _refusal(ends[4]) if len(ends) == 5 else ""  # it may have said why it hung up
+            why = _refusal(ends[2]) if len(ends) == 3 else ""  # it may have said why it hung up
             for sock in ends:
                 sock.close()
             why = why or f"privileged helper {self.imp}: {exc.strerror or exc}"
             self._not_started(jobid, why)
             self.ended.append(journal.end_lines([jobid]))
+            self._let_go_end(records)
             return
-        ends[1].close()  # the helper has the shell's ends now
-        ends[3].close()
+        ends[1].close()  # the helper has the shell's control end now
         conn.setblocking(False)
         entry = _Shell(0, ends[0], self.generation)
         entry.adopted = True  # not our child
         entry.guest = True
         entry.jobid = jobid
         entry.uid = uid
-        entry.records = ends[2]  # job-exec's, once the shell runs
+        entry.records = records  # kept until the helper answers
         entry.asking = conn
         self.by_job[jobid] = entry  # what job-exec sends waits in the shell's socket
         self.asking[conn.fileno()] = entry
@@ -646,8 +664,6 @@ class LauncherServer:
         entry = self.guest_fds.get(fd)
         if entry is not None:
             self._guest_ended(entry)  # its pidfd: it has exited
-        elif fd == self.records.fileno() and events & select.EPOLLOUT:
-            self._pass_records(writable=True)
 
     def _helper_answered(self, entry: _Shell) -> None:
         """The helper's answer: the shell's pid (it runs), or why it refused."""
@@ -667,10 +683,12 @@ class LauncherServer:
         kind, key, payload = found[0] if found else (b"", 0, b"")
         if kind != wire.STARTED or key != entry.jobid or not payload.isdigit():
             why = payload.decode(errors="replace") if kind == wire.EXCEPTION else "no answer"
-            self._forget_guest(entry)
             self._not_started(entry.jobid, f"privileged helper: {why}")
             self.ended.append(journal.end_lines([entry.jobid]))
+            self._forget_guest(entry)
             return
+        os.close(entry.records)  # the shell has its end
+        entry.records = -1
         entry.pid = int(payload)
         when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         boot = self.context.boot
@@ -678,9 +696,6 @@ class LauncherServer:
         os.write(self.journal, lines + journal.start_line(entry.jobid, entry.pid, when, boot))
         self.by_fd[entry.sock.fileno()] = entry
         self.poller.register(entry.sock.fileno(), _IN)
-        assert entry.records is not None
-        self.passing.append((entry.jobid, entry.records))
-        entry.records = None
         try:
             entry.pidfd = os.pidfd_open(entry.pid)
         except OSError:  # it has ended already: its socket says so
@@ -688,38 +703,19 @@ class LauncherServer:
         self.guest_fds[entry.pidfd] = entry
         self.poller.register(entry.pidfd, _IN)
 
-    def _pass_records(self, *, writable: bool = False) -> None:
-        """Pass job-exec its ends of guests' shells' records sockets (GUEST_RECORDS) that
-        wait, a turn's together (up to ``GUEST_RECORDS_MAX`` in a datagram: one send, and
-        one read for job-exec); closed, with no job-exec to take them. Run at a turn's
-        end, and once job-exec's socket, full then, is ``writable``."""
-        passing = self.passing
-        if self.passing_held and not writable:
-            return
-        while passing:
-            some = passing[: wire.GUEST_RECORDS_MAX]
-            if not self.detached:
-                data = b"".join(wire.record(wire.GUEST_RECORDS, jobid) for jobid, _ in some)
-                fds = b"".join(s.fileno().to_bytes(_FD_SIZE, sys.byteorder) for _, s in some)
-                rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)]
-                try:
-                    self.records.sendmsg([data], rights, _socket.MSG_DONTWAIT)
-                except BlockingIOError:  # job-exec is busy: sent once its socket can take it
-                    if not self.passing_held:
-                        self.passing_held = True
-                        self.poller.register(self.records.fileno(), select.EPOLLOUT)
-                    return
-                except OSError:
-                    pass  # job-exec is gone: the shells are ended with the detach
-            for _, sock in some:
-                sock.close()
-            del passing[: len(some)]
-        if self.passing_held:  # it was waiting for the socket
-            self.passing_held = False
-            try:
-                self.poller.unregister(self.records.fileno())
-            except (OSError, ValueError):
-                return
+    def _let_go_end(self, fd: int) -> None:
+        """Close a guest's records socket's end once what job-exec is to hear first (the
+        job's EXITED) is sent: job-exec reads the launcher before ending a job whose
+        socket ended."""
+        if self.unsent:
+            self.ends_held.append(fd)
+        else:
+            os.close(fd)
+
+    def _let_go_ends(self) -> None:
+        for fd in self.ends_held:
+            os.close(fd)
+        self.ends_held.clear()
 
     def _end_guest(self, entry: _Shell, note: bytes) -> None:
         """End a guest's job: close its shell's socket, so that it kills its tasks and
@@ -728,9 +724,9 @@ class LauncherServer:
         if note and not entry.note:
             entry.note = note
         if entry.asking is not None:  # not started yet: the helper's child finds it closed
-            self._forget_guest(entry)
             self._not_started(entry.jobid, (note or b"job shell ended").decode())
             self.ended.append(journal.end_lines([entry.jobid]))
+            self._forget_guest(entry)
             return
         _retire(entry)
         fd = entry.sock.fileno()
@@ -791,34 +787,29 @@ class LauncherServer:
             del self.guest_spares[uid]
         return entry
 
-    def _give_guest(self, entry: _Shell, jobid: int, data: bytes) -> bool:
+    def _give_guest(self, entry: _Shell, jobid: int, data: bytes, records: int) -> bool:
         """Give a guest's job (its SPAWN_AS record, ``data``) to a spare shell of its
-        user's, with the job's own records socket, journalled as the helper's shells are;
-        False if the shell is gone."""
+        user's, with the shell's end of the job's own records socket (``records``, then
+        closed here), journalled as the helper's shells are; False if the shell is gone."""
         try:
-            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-        except OSError:
-            _retire(entry)
-            return False
-        try:
-            passed = theirs.fileno().to_bytes(_FD_SIZE, sys.byteorder)
+            passed = records.to_bytes(_FD_SIZE, sys.byteorder)
             rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
             entry.sock.sendmsg([data[:SPAWN_CHUNK]], rights)
+        except OSError:
+            _retire(entry)  # it has ended: its socket's end forgets it
+            return False
+        os.close(records)
+        try:
             for start in range(SPAWN_CHUNK, len(data), SPAWN_CHUNK):
                 entry.sock.send(data[start : start + SPAWN_CHUNK])
         except OSError:
-            ours.close()
-            _retire(entry)  # it has ended: its socket's end forgets it
-            return False
-        finally:
-            theirs.close()
+            _retire(entry)  # it has ended with the job: its socket's end says so
         entry.jobid = jobid
         self.by_job[jobid] = entry
         when = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         boot = self.context.boot
         lines = journal.given_line(jobid, entry.pid, when, boot)
         os.write(self.journal, lines + journal.start_line(jobid, entry.pid, when, boot))
-        self.passing.append((jobid, ours))
         return True
 
     def _unspare(self, entry: _Shell) -> None:
@@ -856,7 +847,10 @@ class LauncherServer:
         """Close everything of a guest's shell here."""
         if self.by_job.get(entry.jobid) is entry:
             del self.by_job[entry.jobid]
-        for sock in (entry.asking, entry.records, entry.sock):
+        if entry.records >= 0:
+            self._let_go_end(entry.records)
+            entry.records = -1
+        for sock in (entry.asking, entry.sock):
             if sock is None or sock.fileno() < 0:
                 continue
             fd = sock.fileno()
@@ -872,7 +866,7 @@ class LauncherServer:
             self.poller.unregister(entry.pidfd)
             os.close(entry.pidfd)
             entry.pidfd = -1
-        entry.asking = entry.records = None
+        entry.asking = None
 
     # --- the shells of a launcher that died -----------------------------------------------
 
@@ -1013,6 +1007,7 @@ class LauncherServer:
         """Send what job-exec has not taken; wait for its socket when it is full."""
         if not self.link_open:
             self.unsent.clear()
+            self._let_go_ends()
             return
         try:
             sent = self.link.send(self.unsent)
@@ -1021,6 +1016,8 @@ class LauncherServer:
         except OSError:
             sent = len(self.unsent)  # job-exec is gone: nobody to tell
         del self.unsent[:sent]
+        if self.ends_held and not self.unsent:
+            self._let_go_ends()
         writing = bool(self.unsent)
         if writing != self.writing:
             self.writing = writing

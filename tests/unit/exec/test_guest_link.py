@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pflux.broker.router import Broker
-from pflux.exec.guestrecords import FORGED, UNHEARD
+from pflux.exec.guestrecords import FORGED, UNHEARD, GuestRecords
 from pflux.exec.link import LauncherLink
 from pflux.protocol import shellwire as wire
 
@@ -44,7 +44,7 @@ def link_with_guests(
     shells = []
     for key in keys:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        link._adopt_guest(key, ours.detach())
+        link._keep_guest(GuestRecords(key, ours))
         shells.append(theirs)
     return link, batches, shells
 
@@ -117,33 +117,68 @@ def test_another_jobs_record_ends_the_forgers_job_and_not_the_others(tmp_path: P
     asyncio.run(scenario())
 
 
-def _pass(launcher: socket.socket, keys: list[int], socks: list[socket.socket]) -> None:
-    """Send GUEST_RECORDS of ``keys`` in one datagram, passing ``socks``, as the launcher does."""
-    data = b"".join(wire.record(wire.GUEST_RECORDS, key) for key in keys)
-    fds = array.array("i", [sock.fileno() for sock in socks]).tobytes()
-    launcher.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+def _received(launcher: socket.socket, size: int) -> tuple[bytes, list[int]]:
+    """``size`` bytes from the launcher's end of the link, with the descriptors that came
+    with them, in order."""
+    data = b""
+    fds = array.array("i")
+    launcher.settimeout(10)
+    while len(data) < size:
+        more, ancillary, flags, _ = launcher.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 256))
+        assert more
+        assert not flags & socket.MSG_CTRUNC
+        data += more
+        for _, _, cdata in ancillary:
+            fds.frombytes(cdata)
+    return data, list(fds)
 
 
-def test_a_turns_guests_sockets_come_in_one_datagram_each_its_jobs(tmp_path: Path) -> None:
+def test_a_guests_job_goes_with_its_shells_end_of_a_socket_read_as_its_own(
+    tmp_path: Path,
+) -> None:
+    """job-exec makes each guest's job's records socket as it sends the job's SPAWN_AS:
+    the shell's end goes with the record (a descriptor a SPAWN_AS, in order, however many
+    a turn sends), and what comes on it is the job's."""
+
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
-        link, batches, _ = link_with_guests(loop, tmp_path, [])
-        ours, launcher = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ours.setblocking(False)
-        link._records = ours
-        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(3)]
-        _pass(launcher, [FIRST, SECOND], [pairs[0][0], pairs[1][0]])
-        _pass(launcher, [FIRST + 1, SECOND + 1], [pairs[2][0]])  # a descriptor short: refused
-        link._shell_records()
-        assert link.guest_keys == {FIRST, SECOND}
-        pairs[1][1].send(wire.record(wire.STARTED, SECOND, b"1.0 h 0:2"))
-        await _settle(batches, 1)
-        assert batches == [([(wire.STARTED, SECOND, b"1.0 h 0:2")], True)]
-        for ends in pairs:
-            ends[0].close()
-        assert pairs[2][1].recv(100) == b""  # job-exec kept no copy of the one refused
+        broker = Broker(os.getuid())
+        batches = Batches()
+        link = LauncherLink(broker, str(tmp_path), batches.add, lambda: None)
+        ours, launcher = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        link._open(loop, ours, records)
+        keys = [FIRST + n for n in range(wire.SPAWN_AS_ENDS + 6)]  # more than a send passes
+        sent = [wire.record(wire.SPAWN_AS, key, b"%d\nJ\n{}" % n) for n, key in enumerate(keys)]
+        owners = wire.record(wire.KILL, SECOND, b"15")  # an owner's job's, in between
+        done = loop.create_future()
+
+        def turn() -> None:
+            link.send(sent[0])
+            link.send(owners)
+            for record in sent[1:]:
+                link.send(record)
+
+        broker.queue.push(turn)
+        broker.queue.push(done.set_result, None)
+        await done
+        expected = sent[0] + owners + b"".join(sent[1:])
+        data, fds = await asyncio.to_thread(_received, launcher, len(expected))
+        assert data == expected
+        assert len(fds) == len(keys)
+        assert link.guest_keys == set(keys)
+        ends = [socket.socket(fileno=fd) for fd in fds]
+        for key, end in zip(keys, ends, strict=True):
+            end.send(wire.record(wire.STARTED, key, b"1.0 h 0:1"))
+        got: list[wire.Record] = []
+        while len(got) < len(keys):
+            batches.arrived.clear()
+            got = [record for batch, _ in batches for record in batch]
+            if len(got) < len(keys):
+                await asyncio.wait_for(batches.arrived.wait(), 10.0)
+        assert sorted(got) == [(wire.STARTED, key, b"1.0 h 0:1") for key in keys]
         link.detach()
-        for sock in (launcher, *(end for ends in pairs for end in ends)):
+        for sock in (launcher, shells, *ends):
             sock.close()
 
     asyncio.run(scenario())
@@ -159,7 +194,7 @@ def test_a_guests_socket_is_closed_with_the_ack_that_lets_its_shell_go(tmp_path:
         shells = []
         for key in (FIRST, SECOND):
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            link._adopt_guest(key, ours.detach())
+            link._keep_guest(GuestRecords(key, ours))
             theirs.settimeout(10)
             shells.append(theirs)
         shells[0].send(wire.record(wire.EXITED, FIRST, b"0"))
@@ -180,5 +215,68 @@ def test_a_guests_socket_is_closed_with_the_ack_that_lets_its_shell_go(tmp_path:
         link.detach()
         for shell in shells:
             shell.close()
+
+    asyncio.run(scenario())
+
+
+def test_why_the_launcher_says_a_shell_never_ran_comes_before_its_sockets_end(
+    tmp_path: Path,
+) -> None:
+    """The launcher says why a guest's shell never ran (the helper refused it) before it
+    lets go of the shell's end: job-exec, finding the job's socket ended first, reads the
+    launcher before ending the job as a shell that ended without its status."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        link, batches, shells = link_with_guests(loop, tmp_path, [FIRST])
+        ours, launcher = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        records, others = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        link._open(loop, ours, records)
+        refused = b"-1 privileged helper: J does not verify"
+        launcher.sendall(wire.record(wire.EXITED, FIRST, refused))
+        shells[0].close()
+        link._guests_ready()  # as when the guests' poll is read before the launcher's socket
+        records_seen = [record for batch, _ in batches for record in batch]
+        assert records_seen[0] == (wire.EXITED, FIRST, refused)
+        assert link.guest_keys == set()
+        link.detach()
+        for sock in (launcher, others):
+            sock.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_stop_sends_what_waits_with_its_guests_shells_ends(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        broker = Broker(os.getuid())
+        link = LauncherLink(broker, str(tmp_path), lambda records, shells: None, lambda: None)
+        ours, launcher = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        records, shells = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        link._open(loop, ours, records)
+        big = wire.record(wire.INPUT, SECOND, b"x" * (1 << 18))
+        spawn = wire.record(wire.SPAWN_AS, FIRST, b"1000\nJ\n{}")
+        done = loop.create_future()
+        broker.queue.push(lambda: (link.send(big), link.send(spawn)))
+        broker.queue.push(done.set_result, None)
+        await done
+        assert link._out_ends  # the launcher reads nothing: the SPAWN_AS waits, with its end
+        expected = big + spawn + wire.record(wire.QUIT, 0)
+
+        def launcher_reads() -> tuple[bytes, list[int]]:
+            try:
+                return _received(launcher, len(expected))
+            finally:
+                launcher.close()  # as the launcher does once it has ended its shells
+
+        reading = loop.run_in_executor(None, launcher_reads)
+        await link.stop()
+        data, fds = await reading
+        assert data == expected
+        assert len(fds) == 1
+        for fd in fds:
+            os.close(fd)
+        shells.close()
 
     asyncio.run(scenario())

@@ -6,9 +6,14 @@ helper, never as the instance's shell."""
 
 from __future__ import annotations
 
+import array
+import contextlib
 import functools
 import os
+import socket
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,7 @@ from pflux.protocol.message import Message
 from pflux.spec.fluid import JobID
 
 JOBS = 6
+TIMEOUT = 30.0
 
 
 def test_a_turns_guests_jobs_write_their_first_keys_in_one_commit(
@@ -172,3 +178,68 @@ def _guests_start(live: Any, jobid: int) -> dict[str, Any]:
         "reattach": False,
         "R": live.make_R(),
     }
+
+
+def test_a_guests_job_the_helper_refuses_ends_with_its_reason_and_leaves_no_socket(
+    tmp_path: Path, live: Any
+) -> None:
+    """job-exec makes a guest's job's records socket as it asks for the job: one the helper
+    refuses ends with the helper's reason (the launcher's word comes before the socket's
+    end), and job-exec's end of the socket is closed, job after job."""
+    stream_of = sys.modules[type(live).__module__].Stream
+    imp = tmp_path / "imp"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(str(imp))
+    listener.listen(8)
+
+    def refuse() -> None:  # a stand-in helper: takes each request, closes its sockets, refuses
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(8))
+                for _, _, fds in ancillary:
+                    for fd in array.array("i", fds):
+                        os.close(fd)
+                _, jobid, rank, _ = wire.HEADER.unpack_from(data)
+                key = wire.shell_key(jobid, rank)
+                conn.send(wire.record(wire.EXCEPTION, key, b"J does not verify"))
+
+    helper = threading.Thread(target=refuse, daemon=True)
+    helper.start()
+    live = type(live)(tmp_path, {"exec": {"imp": str(imp)}})
+    try:
+
+        def refused(jobid: int) -> list[str]:
+            live.call("kvs.commit", {"ops": [["put", f"{JobID(jobid).kvs}.J", "J"]]})
+            stream = stream_of(jobid)
+            send = functools.partial(live.broker.send, streaming=True)
+            body = _guests_start(live, jobid)
+            live.loop.call_soon_threadsafe(send, "job-exec.start", body, stream.put)
+            got = stream.all()
+            return [data["note"] for kind, data in got if kind == "exception"]
+
+        def sockets() -> int:
+            """This process's open sockets, once job-exec holds no guest's socket."""
+            deadline = time.monotonic() + TIMEOUT
+            while live.exec.launcher.guest_keys and time.monotonic() < deadline:
+                time.sleep(0.01)  # a socket's end may be read after the job's release
+            assert not live.exec.launcher.guest_keys
+            found = 0
+            for fd in os.scandir("/proc/self/fd"):
+                with contextlib.suppress(FileNotFoundError):  # closed meanwhile
+                    found += os.readlink(fd.path).startswith("socket:")
+            return found
+
+        assert refused((4 * JOBS) << 24) == ["privileged helper: J does not verify"]
+        before = sockets()
+        for n in range(1, 6):
+            assert refused((4 * JOBS + n) << 24) == ["privileged helper: J does not verify"]
+        assert sockets() == before
+    finally:
+        live.close()
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        helper.join(10)

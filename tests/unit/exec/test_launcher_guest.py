@@ -1,6 +1,7 @@
 """A guest's job through the launcher: the shell runs where the privileged helper puts it,
-on sockets of its own, its records come to job-exec on a socket of its job's own, and
-only its own job's records are taken (``pflux.exec.guestrecords``, as job-exec reads them).
+on sockets of its own, its records come to job-exec on a socket of its job's own, which
+job-exec made and passed with the job's SPAWN_AS, and only its own job's records are taken
+(``pflux.exec.guestrecords``, as job-exec reads them).
 
 The helper here is a stand-in of the test's own user (the real one, run as root, is
 tested in tests/security/test_imp.py): it takes the launcher's request as the helper
@@ -9,9 +10,12 @@ does and runs the job shell as the helper's child does, without changing user.
 
 from __future__ import annotations
 
+import array
+import contextlib
 import marshal
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from pflux.exec.guestrecords import GuestRecords
+from pflux.exec.guestrecords import UNHEARD, GuestRecords
 from pflux.protocol import shelljournal as journal
 from pflux.protocol import shellwire as wire
 from pflux.protocol.impwire import encode_description, spawn_as
@@ -76,6 +80,10 @@ class Helper:
 
     def __init__(self, path: Path, refuse: bytes = b"") -> None:
         self.refuse = refuse
+        self.took = threading.Event()  # a request has come
+        self.go = threading.Event()  # ... and may be served
+        self.go.set()
+        self.answered = threading.Event()  # ... and was answered
         self.requests: list[bytes] = []
         self.shells: list[subprocess.Popen[bytes]] = []
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -106,6 +114,8 @@ class Helper:
             payload += conn.recv(1 << 16)
         key = wire.shell_key(jobid, rank)
         self.requests.append(payload)
+        self.took.set()
+        self.go.wait(30)
         if self.refuse:
             conn.send(wire.record(wire.EXCEPTION, key, self.refuse))
         else:
@@ -115,9 +125,13 @@ class Helper:
             shell.stdin.write(payload)
             shell.stdin.close()
             self.shells.append(shell)
-            conn.send(wire.record(wire.STARTED, key, b"%d" % shell.pid))
+            try:
+                conn.send(wire.record(wire.STARTED, key, b"%d" % shell.pid))
+            except OSError:  # as the helper: a launcher that died could not journal it
+                shell.kill()
         for fd in fds:
             os.close(fd)
+        self.answered.set()
 
     def close(self) -> None:
         self.listener.shutdown(socket.SHUT_RDWR)
@@ -151,14 +165,23 @@ class Launcher:
         self.got: list[wire.Record] = []  # every record that came, in order
         self.acked: dict[int, int] = {}  # each shell's records' bytes, acknowledged
         self.guests: dict[int, GuestRecords] = {}  # guests' shells' records sockets, by fd
-        self.passed = 0  # GUEST_RECORDS that came
+        self.told: list[wire.Record] = []  # what the launcher itself sent, on either socket
+        self.killed = False  # the test killed it: its socket's end is no failure
 
     def send(self, kind: bytes, payload: bytes, jobid: int = JOB) -> None:
         self.sock.sendall(wire.record(kind, jobid, payload))
 
     def guest_job(self, command: list[str], signed: str = "J", jobid: int = JOB) -> None:
+        """SPAWN_AS, with the shell's end of the job's records socket, as job-exec sends it."""
         plain = encode_description(Description(*marshal.loads(self.job(command, jobid))))
-        self.send(wire.SPAWN_AS, spawn_as(os.getuid(), signed, plain), jobid)
+        data = wire.record(wire.SPAWN_AS, jobid, spawn_as(os.getuid(), signed, plain))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        guest = GuestRecords(jobid, ours)
+        self.guests[ours.fileno()] = guest
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))]
+        sent = self.sock.sendmsg([data], rights)
+        theirs.close()
+        self.sock.sendall(data[sent:])
 
     def job(self, command: list[str], jobid: int = JOB) -> bytes:
         return description(jobid, command, self.tmp)
@@ -174,21 +197,14 @@ class Launcher:
                     mine.append(record)
                     if record[0] == kind:
                         return mine
-            watched = [self.records, self.sock, *self.guests]
+            watched = [self.records, *([] if self.sock.fileno() < 0 else [self.sock]), *self.guests]
             ready, _, _ = select.select(watched, [], [], timeout)
             assert ready, f"nothing came in {timeout} s; got {self.got}"
             if self.records in ready:
                 data, ancillary, _, _ = self.records.recvmsg(1 << 20, socket.CMSG_SPACE(4))
+                assert not ancillary, "the shells' socket passes no descriptor"
                 found = wire.split(data)[0]
-                if ancillary:  # GUEST_RECORDS: a guest's shell's records socket
-                    [(passed, key, _)] = found
-                    assert passed == wire.GUEST_RECORDS
-                    fd = int.from_bytes(ancillary[0][2][:4], sys.byteorder)
-                    guest = GuestRecords.adopt(key, fd)
-                    assert guest is not None
-                    self.guests[fd] = guest
-                    self.passed += 1
-                    continue
+                self.told += [record for record in found if record[1] not in self.guest_keys]
                 self._acknowledge(found)
             elif ready[0] in self.guests:
                 fd = ready[0]
@@ -200,19 +216,36 @@ class Launcher:
                     guest.close()
                     if guest.forged:
                         self.send(wire.TERMINATE, b"9", guest.key)
-                    if guest.note:
+                    if guest.note:  # the launcher's word, sent first, is the job's
                         found.append((wire.EXITED, guest.key, guest.note))
             else:
-                data = self.sock.recv(65536)
-                assert data, "the launcher closed its end"
+                try:
+                    data = self.sock.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                if not data:
+                    assert self.killed, "the launcher closed its end"
+                    self.sock.close()
+                    continue
                 found, used = wire.split(self.buffer + data)
                 self.buffer = (self.buffer + data)[used:]
+                self.told += found
             self.got += found
+
+    @property
+    def guest_keys(self) -> set[int]:
+        return {guest.key for guest in self.guests.values()}
 
     def _acknowledge(self, found: list[wire.Record]) -> None:
         for _, key, payload in found:  # acknowledged as the KVS would hold them
             self.acked[key] = self.acked.get(key, 0) + wire.HEADER.size + len(payload)
-            self.send(wire.ACK, b"%d" % self.acked[key], key)
+            ack = wire.record(wire.ACK, key, b"%d" % self.acked[key])
+            guests = [guest for guest in self.guests.values() if guest.key == key]
+            if guests:  # on the job's own socket, as job-exec sends a guest's shell its ACKs
+                with contextlib.suppress(OSError):
+                    guests[0].sock.send(ack)
+            else:
+                self.sock.sendall(ack)
 
     def close(self) -> int:
         for guest in self.guests.values():
@@ -277,7 +310,9 @@ def test_a_guests_shell_done_with_a_job_runs_the_users_next_without_the_helper(
     launcher.guest_job(["sh", "-c", "echo $PPID"], signed="reuse", jobid=SECOND)
     second = launcher.until(wire.EXITED, SECOND)
     assert len(helper.requests) == 1  # the second went to the first's shell
-    assert launcher.passed == 2  # each job's records on a socket of its own
+    # each job's records came on the socket job-exec made for it; the launcher told
+    # job-exec nothing of either job, on its socket or on the shells'
+    assert launcher.told == []
     [shell] = helper.shells
     out = (wire.OUTPUT, JOB, b"o\0\0\0\0%d\n" % shell.pid)
     assert out in first
@@ -294,6 +329,10 @@ def test_a_helpers_refusal_is_the_jobs_end_with_its_reason(tmp_path: Path) -> No
         launcher.guest_job(["true"])
         got = launcher.until(wire.EXITED)
         assert got == [(wire.EXITED, JOB, b"-1 privileged helper: J does not verify")]
+        assert launcher.told == got  # the launcher's word, before the job's socket ended
+        [guest] = launcher.guests.values()
+        assert select.select([guest.sock], [], [], 30)[0]  # nobody else holds the shell's end
+        assert guest.sock.recv(100) == b""
         assert launcher.close() == 0
     finally:
         refusing.close()
@@ -310,3 +349,56 @@ def test_an_unreachable_or_unconfigured_helper_is_the_jobs_end(tmp_path: Path) -
     [(_, _, note)] = bare.until(wire.EXITED)
     assert note == b"-1 no privileged helper is configured ([exec] imp)"
     assert bare.close() == 0
+
+
+def test_a_guests_job_whose_launcher_dies_before_it_reads_the_helpers_answer_runs_on(
+    tmp_path: Path, helper: Helper
+) -> None:
+    """The shell's end went to the helper with the request, and job-exec's end is the
+    job's: a launcher that dies once the helper has started the shell loses nothing."""
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    helper.go.clear()
+    launcher.guest_job(["sh", "-c", "echo out"])
+    assert helper.took.wait(30)
+    os.kill(launcher.proc.pid, signal.SIGSTOP)  # it reads no answer
+    helper.go.set()
+    assert helper.answered.wait(30)
+    launcher.proc.kill()
+    launcher.proc.wait(30)
+    launcher.killed = True
+    got = launcher.until(wire.EXITED)
+    assert (wire.OUTPUT, JOB, b"o\0\0\0\0out\n") in got
+    assert got[-1] == (wire.EXITED, JOB, b"0")
+    for guest in launcher.guests.values():
+        guest.close()
+    launcher.records.close()
+
+
+def test_a_guests_job_whose_launcher_dies_before_the_helper_answers_ends(
+    tmp_path: Path, helper: Helper
+) -> None:
+    """The helper runs no shell whose launcher cannot hear of it (nor journal it): the
+    job's socket ends, and the job with it."""
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    helper.go.clear()
+    launcher.guest_job(["sh", "-c", "echo out"])
+    assert helper.took.wait(30)
+    launcher.proc.kill()
+    launcher.proc.wait(30)
+    launcher.killed = True
+    helper.go.set()
+    assert launcher.until(wire.EXITED) == [(wire.EXITED, JOB, UNHEARD)]
+    launcher.records.close()
+
+
+def test_a_guests_job_whose_launcher_dies_holding_its_shells_end_ends(tmp_path: Path) -> None:
+    """A launcher that dies before it hands the shell's end on takes it with it: the job's
+    socket ends, and the job with it, as a shell's that ended without its status."""
+    launcher = Launcher(tmp_path, tmp_path / "imp")
+    os.kill(launcher.proc.pid, signal.SIGSTOP)  # it reads nothing more
+    launcher.guest_job(["true"])
+    launcher.proc.kill()
+    launcher.proc.wait(30)
+    launcher.killed = True
+    assert launcher.until(wire.EXITED) == [(wire.EXITED, JOB, UNHEARD)]
+    launcher.records.close()

@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 
 from pflux.broker.router import Broker
+from pflux.exec.guestrecords import GuestRecords
 from pflux.exec.link import LauncherLink
 from pflux.protocol import shellwire as wire
 
@@ -91,7 +92,7 @@ def test_a_turns_records_for_a_guests_shell_go_in_one_datagram_at_its_end(
         link, theirs = _linked(broker, tmp_path)
         key = 9 << 24
         ours, shell = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        link._adopt_guest(key, ours.detach())
+        link._keep_guest(GuestRecords(key, ours))
         shell.setblocking(False)
         seen: list[bytes] = []
         big = wire.record(wire.INPUT, key, b"x" * 40000)
