@@ -91,15 +91,18 @@ class GuestRecords:
                 self.ended = True
                 break
             found, used = wire.split(buffer[:n])
-            if (
-                used != n
-                or n == len(buffer)  # as much as fits: it may have been cut short
-                or not found
-                or any(key != self.key or kind not in FROM_SHELLS for kind, key, _ in found)
-            ):
+            # whole records, not as much as fits (that may have been cut short), some
+            taken = used == n and n != len(buffer) and bool(found)
+            exited = False
+            for kind, key, _ in found if taken else ():  # one pass: a datagram holds few
+                if key != self.key or kind not in FROM_SHELLS:
+                    taken = False
+                    break
+                exited = exited or kind == wire.EXITED
+            if not taken:
                 self.forged = self.ended = True
                 break
-            self.exited = self.exited or any(kind == wire.EXITED for kind, _, _ in found)
+            self.exited = self.exited or exited
             records += found
             if once:
                 break

@@ -353,15 +353,21 @@ class LauncherLink:
     def _to_guests(self, data: bytes) -> bytes:
         """Send guests' shells what is theirs in ``data`` on their own sockets; the rest."""
         guests = self._guest_fds
-        records, used = wire.split(data)
-        if len(records) == 1 and used == len(data):  # the usual: one record, sent as it is
-            kind, key, payload = records[0]
-            fd = guests.get(key, -1)
-            if fd < 0 or (kind not in TO_SHELLS and kind != wire.TERMINATE):
-                return data
-            if kind in TO_SHELLS:
-                self._to_guest(fd, data, last=kind == wire.ACK and payload == _LAST_ACK)
-                return b""
+        if len(data) >= _SIZE:  # the usual: one record, sent as it is, read from its header
+            kind, jobid, rank, length = _unpack(data)
+            if len(data) == _SIZE + length:
+                if kind not in TO_SHELLS and kind != wire.TERMINATE:
+                    return data  # a SPAWN_AS, say: its payload (J) is not copied
+                fd = guests.get(wire.shell_key(jobid, rank), -1)
+                if fd < 0:
+                    return data
+                if kind in TO_SHELLS:
+                    last = (
+                        kind == wire.ACK and length == len(_LAST_ACK) and data.endswith(_LAST_ACK)
+                    )
+                    self._to_guest(fd, data, last=last)
+                    return b""
+        records, _ = wire.split(data)
         if not any(key in guests for _, key, _ in records):
             return data
         rest = bytearray()

@@ -64,6 +64,16 @@ def test_a_record_of_another_job_ends_it_and_nothing_of_its_datagram_is_taken() 
     guest.close()
 
 
+def test_an_exited_in_a_refused_datagram_is_not_the_shells_word() -> None:
+    guest, shell = pair()
+    shell.send(wire.record(wire.EXITED, KEY, b"0") + wire.record(wire.OUTPUT, KEY + 1, b"x"))
+    assert read(guest) == []
+    assert not guest.exited
+    assert guest.note == FORGED
+    shell.close()
+    guest.close()
+
+
 def test_a_socket_that_is_not_seqpacket_is_refused() -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     assert GuestRecords.adopt(KEY, ours.detach()) is None
@@ -93,9 +103,11 @@ def test_a_datagram_is_taken_whole_if_all_its_jobs_else_not_at_all(
     if mine and not tail:
         assert got == records
         assert not guest.forged
+        assert guest.exited == any(kind == wire.EXITED for kind, _, _ in records)
     else:
         assert got == []
         assert guest.forged
+        assert guest.note == FORGED  # an EXITED in a refused datagram is not the shell's word
     shell.close()
     guest.close()
 
