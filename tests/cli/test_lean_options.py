@@ -8,6 +8,7 @@ line (an error, help), the lean parser hands it over.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 
 import pytest
@@ -67,15 +68,16 @@ def _lean(parser: options.OptionParser, argv: list[str]) -> options.Args | None:
         return None
 
 
-@st.composite
-def command_lines(draw: st.DrawFn) -> tuple[str, list[str]]:
-    name = draw(st.sampled_from(sorted(PARSERS)))
+@functools.cache
+def _tokens(name: str) -> st.SearchStrategy[str]:
+    """The words of a command line for the command ``name`` (built once: building a
+    strategy costs more than drawing from it)."""
     parser = PARSERS[name]()
     strings = sorted(s for item in parser._declared for s in item.strings)
     longs = [s for s in strings if s.startswith("--")]
     shorts = [s[1] for s in strings if not s.startswith("--")]
     value = st.sampled_from(VALUES) | st.text(max_size=4)
-    token = st.one_of(
+    return st.one_of(
         st.sampled_from(strings),
         st.sampled_from(["-h", "--help", "--ur", "--stat", "-Z", "--nosuch"]),
         st.builds(lambda opt, text: f"{opt}={text}", st.sampled_from(longs), value),
@@ -87,7 +89,12 @@ def command_lines(draw: st.DrawFn) -> tuple[str, list[str]]:
         value,
         st.sampled_from(["true", "sleep", "ƒ2", "123"]),
     )
-    return name, draw(st.lists(token, max_size=8))
+
+
+@st.composite
+def command_lines(draw: st.DrawFn) -> tuple[str, list[str]]:
+    name = draw(st.sampled_from(sorted(PARSERS)))
+    return name, draw(st.lists(_tokens(name), max_size=8))
 
 
 @settings(max_examples=600, deadline=None)

@@ -11,6 +11,7 @@ and still run a real job.
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import inspect
 import re
@@ -99,7 +100,7 @@ words = st.sampled_from(
 )
 
 
-def _values(ids: list[int]) -> st.SearchStrategy[Any]:
+def _values(ids: tuple[int, ...]) -> st.SearchStrategy[Any]:
     """JSON values, the instance's job ids among them so that checks past the id are reached."""
     leaves = st.one_of(
         st.none(),
@@ -133,8 +134,10 @@ def deep(draw: st.DrawFn) -> Any:
     return value
 
 
-def payloads(ids: list[int], fields: list[str]) -> st.SearchStrategy[Any]:
-    """Mostly objects with the fields the handler reads (and others), holding mutated values."""
+@functools.cache
+def payloads(ids: tuple[int, ...], fields: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    """Mostly objects with the fields the handler reads (and others), holding mutated values
+    (built once a topic: building a strategy costs more than drawing from it)."""
     values = _values(ids)
     names = st.sampled_from(fields) | st.sampled_from(FIELDS) if fields else st.sampled_from(FIELDS)
     fielded = st.dictionaries(names, values | deep(), max_size=6)
@@ -187,7 +190,7 @@ def handle(fuzzed: LiveInstance) -> Iterator[Handle]:
 def test_every_request_is_answered(
     handle: Handle, jobids: list[int], topic: str, flags: int, data: st.DataObject
 ) -> None:
-    payload = data.draw(payloads(jobids, TOPICS[topic]), label="payload")
+    payload = data.draw(payloads(tuple(jobids), tuple(TOPICS[topic])), label="payload")
     rpc = send_raw(handle, topic, _neutral(topic, payload), flags)
     if rpc is None or rpc.streaming or topic in WAITS:
         # a stream may rightly stay open (a watch); it ends when the connection does

@@ -8,20 +8,26 @@ from pflux.manager.job import Ended
 
 jobids = st.integers(min_value=1, max_value=(1 << 64) - 1)
 notes = st.text(max_size=40)
+# each built once: building a strategy costs more than drawing from it
+exceptions = st.none() | st.tuples(st.sampled_from(["cancel", "exec", "x y"]), notes)
+userids = st.integers(min_value=0, max_value=(1 << 32) - 1)
+times = st.floats(min_value=0, max_value=4e9, allow_nan=False)
+event_counts = st.integers(min_value=1, max_value=1 << 20)
+statuses = st.none() | st.integers(min_value=0, max_value=65535)
 
 
 @st.composite
 def ended_jobs(draw: st.DrawFn, jobid: int | None = None) -> Ended:
     """An inactive job, ``jobid`` or any."""
-    exception = draw(st.none() | st.tuples(st.sampled_from(["cancel", "exec", "x y"]), notes))
+    exception = draw(exceptions)
     return Ended(
         draw(jobids) if jobid is None else jobid,
-        userid=draw(st.integers(min_value=0, max_value=(1 << 32) - 1)),
-        t_inactive=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
-        nevents=draw(st.integers(min_value=1, max_value=1 << 20)),
+        userid=draw(userids),
+        t_inactive=draw(times),
+        nevents=draw(event_counts),
         allocated=draw(st.booleans()),
         started=draw(st.booleans()),
-        finish_status=draw(st.none() | st.integers(min_value=0, max_value=65535)),
+        finish_status=draw(statuses),
         exception=exception,
         ended_by_exception=draw(st.booleans()),
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -76,18 +77,22 @@ def _top(name: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-MODULES = {_module_name(path): _imports(path) for path in sorted(ROOT.rglob("*.py"))}
+@cache
+def _modules() -> dict[str, set[str]]:
+    """Every pflux module's imports, read once when a test first asks (not when the
+    tests are collected)."""
+    return {_module_name(path): _imports(path) for path in sorted(ROOT.rglob("*.py"))}
 
 
 def test_the_modules_are_found() -> None:
-    assert {"pflux.spec.states", "pflux.manager.service", "pflux.cli"} <= MODULES.keys()
-    assert "pflux.spec.states" in MODULES["pflux.manager.service"]
+    assert {"pflux.spec.states", "pflux.manager.service", "pflux.cli"} <= _modules().keys()
+    assert "pflux.spec.states" in _modules()["pflux.manager.service"]
 
 
 def test_nothing_outside_the_job_manager_imports_it() -> None:
     reaching = sorted(
         f"{module} imports {name}"
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) != "manager"
         for name in names
         if _top(name) == "manager"
@@ -98,7 +103,7 @@ def test_nothing_outside_the_job_manager_imports_it() -> None:
 def test_no_service_imports_another() -> None:
     crossing = sorted(
         f"{module} imports {name}"
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) in SERVICES
         for name in names
         if _top(name) in SERVICES
@@ -113,7 +118,7 @@ def test_each_allowed_edge_is_still_needed(edge: tuple[str, str]) -> None:
     importer, imported = edge
     assert any(
         _top(name) == imported
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) == importer
         for name in names
     ), f"{importer} no longer imports {imported}: drop it from ALLOWED"
@@ -123,7 +128,7 @@ def test_the_spec_libraries_import_only_themselves() -> None:
     """``pflux.spec`` is pure: it needs nothing but itself and the error types."""
     impure = sorted(
         f"{module} imports {name}"
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) == "spec"
         for name in names
         if _top(name) not in ("spec", "errors") and name != "pflux"
@@ -135,7 +140,7 @@ def _outside(package: str, allowed: set[str]) -> list[str]:
     """Each import by a module of ``package`` of a pflux package not in ``allowed``."""
     return sorted(
         f"{module} imports {name}"
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) == package
         for name in names
         if name != "pflux" and _top(name) not in allowed
@@ -146,7 +151,7 @@ def _into(package: str, banned: set[str]) -> list[str]:
     """Each import by a module of ``package`` of a package in ``banned``."""
     return sorted(
         f"{module} imports {name}"
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) == package
         for name in names
         if _top(name) in banned
@@ -197,7 +202,7 @@ def _cli_may_import(name: str) -> bool:
 
 def _cli_reaching(module: str) -> list[str]:
     return sorted(
-        f"{module} imports {name}" for name in MODULES[module] if not _cli_may_import(name)
+        f"{module} imports {name}" for name in _modules()[module] if not _cli_may_import(name)
     )
 
 
@@ -207,7 +212,7 @@ def test_the_cli_imports_only_the_facade_spec_and_errors() -> None:
     imports too, so the modules behind the facade can move without touching it."""
     reaching = [
         line
-        for module in sorted(MODULES)
+        for module in sorted(_modules())
         if _top(module) == "cli" and module not in CLI_EXCEPTIONS
         for line in _cli_reaching(module)
     ]
@@ -227,15 +232,17 @@ def test_a_facade_name_is_told_from_a_module() -> None:
     assert not _cli_may_import("pflux.client.handle")
 
 
-#: the nodes: each package and top-level module below pflux
-PACKAGES = frozenset(filter(None, (_top(module) for module in MODULES)))
+@cache
+def _packages() -> frozenset[str]:
+    """The nodes: each package and top-level module below pflux."""
+    return frozenset(filter(None, (_top(module) for module in _modules())))
 
 
 def _node(name: str) -> str | None:
     """The package-level node of an imported name: the first component below ``pflux``
     (a top-level module is its own node), a facade name standing for its home's."""
     top = _top(name)
-    if top is None or top in PACKAGES:
+    if top is None or top in _packages():
         return top
     home = pflux._HOMES.get(top)  # ``from pflux import Client``
     return _top(home) if home else None  # a name pflux/__init__.py defines itself
@@ -244,8 +251,8 @@ def _node(name: str) -> str | None:
 def _graph() -> dict[str, set[str]]:
     """Which package imports which, from the code (the facade itself is no node: it
     imports nothing until a name is asked for)."""
-    graph: dict[str, set[str]] = {node: set() for node in PACKAGES}
-    for module, names in MODULES.items():
+    graph: dict[str, set[str]] = {node: set() for node in _packages()}
+    for module, names in _modules().items():
         importer = _top(module)
         if importer is None:
             continue
@@ -318,7 +325,7 @@ def test_the_safe_file_helpers_import_nothing_of_pflux() -> None:
     depends on none of them."""
     reaching = sorted(
         f"{module} imports {name}"
-        for module, names in MODULES.items()
+        for module, names in _modules().items()
         if _top(module) == "safefs"
         for name in names
         if _top(name) not in ("safefs", None)
@@ -329,9 +336,9 @@ def test_the_safe_file_helpers_import_nothing_of_pflux() -> None:
 def test_the_instance_fields_do_not_import_the_jobs_fields() -> None:
     """``pflux.cli.jobfields`` loads the ``instance.*`` fields' module when a format
     asks for one; that module reads a job through a protocol, so the two form no cycle."""
-    names = MODULES["pflux.cli.jobinstance"]
+    names = _modules()["pflux.cli.jobinstance"]
     assert not any(name.startswith("pflux.cli.jobfields") for name in names)
-    assert "pflux.cli.jobinstance" in MODULES["pflux.cli.jobfields"]
+    assert "pflux.cli.jobinstance" in _modules()["pflux.cli.jobfields"]
 
 
 def test_the_privileged_helper_imports_no_service_but_the_shell() -> None:
