@@ -18,6 +18,7 @@ from pflux.exec.service import STOP_AT_REMOTE_ASK
 from pflux.spec.fluid import JobID
 from support import netns
 from support.crash import helpers, is_launcher
+from support.hosts import FAST, PORT, bootstrap_config, keygen
 from support.instance import PFLUX, LiveInstance, environ, pflux, read_fifo, wait_for_log
 from support.mpi import HELLO
 from support.procs import pidfd_wait
@@ -26,26 +27,6 @@ _why = netns.skip_reason()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no separate hosts here: {_why}")
 
 HOSTS = 3
-PORT = 8050
-FAST = ("-S", "tbon.heartbeat=0.2s", "-S", "tbon.timeout=1.5s")
-
-
-def keygen(path: Path) -> Path:
-    subprocess.run([str(PFLUX), "keygen", str(path)], check=True, capture_output=True)
-    return path
-
-
-def bootstrap_config(where: Path, cert: Path) -> Path:
-    config = where / "hosts.toml"
-    config.write_text(
-        "[bootstrap]\n"
-        f'curve_cert = "{cert}"\n'
-        f"default_port = {PORT}\n"
-        'default_bind = "tcp://*:%p"\n'
-        'default_connect = "tcp://%h:%p"\n'
-        f'hosts = [{{ host = "node[0-{HOSTS - 1}]" }}]\n'
-    )
-    return config
 
 
 def srun_environment(rank: int) -> list[str]:
@@ -113,7 +94,7 @@ def brokers(
 @pytest.fixture
 def same(tmp_path: Path) -> dict[int, list[str]]:
     """Every rank's options: one [bootstrap] config, with one instance certificate."""
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"), HOSTS)
     return {rank: ["--config", str(config)] for rank in range(HOSTS)}
 
 
@@ -136,10 +117,10 @@ def test_brokers_on_three_hosts_are_one_instance(
 
 
 def test_a_broker_with_another_certificate_is_refused(net: netns.Network, tmp_path: Path) -> None:
-    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"))
+    config = bootstrap_config(tmp_path, keygen(tmp_path / "cert"), HOSTS)
     stranger = tmp_path / "stranger"
     stranger.mkdir()
-    other = bootstrap_config(stranger, keygen(stranger / "cert"))
+    other = bootstrap_config(stranger, keygen(stranger / "cert"), HOSTS)
     options = {0: ["--config", str(config)], 1: ["--config", str(config)]}
     options[2] = ["--config", str(other)]
     quorum = ("-S", "broker.quorum-timeout=2s")

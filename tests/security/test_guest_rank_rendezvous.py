@@ -29,6 +29,7 @@ import pytest
 from pflux.protocol import shellwire as wire
 from pflux.spec.fluid import JobID
 from support import netns
+from support.hosts import FAST, bootstrap_config, keygen
 from support.imp import Helper
 from support.instance import PFLUX, LiveInstance, read_fifo
 from support.munge import munged
@@ -40,8 +41,6 @@ _why = netns.skip_reason()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no separate hosts here: {_why}")
 
 HOSTS = 2
-PORT = 8050
-FAST = ("-S", "tbon.heartbeat=0.2s", "-S", "tbon.timeout=1.5s")
 TIMEOUT = "120"
 
 CONNECT = """
@@ -77,19 +76,13 @@ class Site:
 
     def _start(self) -> None:
         inst = self.inst
-        cert = self.home / "cert"
-        subprocess.run([str(PFLUX), "keygen", str(cert)], check=True, capture_output=True)
+        cert = keygen(self.home / "cert")
         os.chown(cert, inst.uid, inst.gid)
-        self.config = self.home / "hosts.toml"
-        self.config.write_text(
-            "[bootstrap]\n"
-            f'curve_cert = "{cert}"\n'
-            f"default_port = {PORT}\n"
-            'default_bind = "tcp://*:%p"\n'
-            'default_connect = "tcp://%h:%p"\n'
-            f'hosts = [{{ host = "node[0-{HOSTS - 1}]" }}]\n'
-            "[access]\nallow-guest-user = true\n"
-            f'[exec]\nimp = "{self.helper.socket}"\n'
+        self.config = bootstrap_config(
+            self.home,
+            cert,
+            HOSTS,
+            f'[access]\nallow-guest-user = true\n[exec]\nimp = "{self.helper.socket}"\n',
         )
         self.config.chmod(0o644)
         self.state = self.home / "state"
