@@ -25,6 +25,19 @@ from support.users import User
 __all__ = ["munged"]
 
 
+# argv[1]: the URI; J signed by the user running this for the jobspec argv[2], its payload
+# then changed to the jobspec argv[3], submitted: the job's id
+CHANGED_AFTER_SIGNING = """
+import base64, sys
+from pflux.client.handle import Handle
+from _pfluxcore.sign import wrap
+header, _, credential = wrap(sys.argv[2]).split(".")
+payload = base64.urlsafe_b64encode(sys.argv[3].encode()).decode().rstrip("=")
+with Handle(sys.argv[1]) as h:
+    print(h.call("job-ingest.submit", {"J": f"{header}.{payload}.{credential}"})["id"])
+"""
+
+
 class Site:
     """The instance, its helper, its account and a guest."""
 
@@ -131,6 +144,23 @@ def test_a_guests_next_job_runs_in_the_shell_its_last_ran_in(site: Site) -> None
     assert {uid for _, uid in runs} == {str(s.guest.uid)}
     shells = {ppid for ppid, _ in runs}  # a task's parent is its shell
     assert len(shells) == 1, runs
+
+
+def test_a_guests_request_changed_after_signing_fails_and_runs_nothing(site: Site) -> None:
+    """job-ingest takes J well formed in the guest's name; the guest's shell (here, as
+    the guest has one) or the helper proves the signature before anything runs."""
+    s = site
+    made = s.guest.home / "changed-request-ran"
+    signed = s.ok(s.guest, "submit", "--dry-run", "true")
+    changed = s.ok(s.guest, "submit", "--dry-run", "touch", str(made))
+    proc = s.guest.code(CHANGED_AFTER_SIGNING, s.live.uri, signed, changed)
+    assert proc.returncode == 0, proc.stderr
+    jobid = proc.stdout.strip()
+    s.ok(s.guest, "job", "wait-event", "-t", "120", jobid, "clean")
+    eventlog = s.ok(s.guest, "job", "eventlog", jobid)
+    assert "SHA256 hash mismatch" in eventlog, (eventlog, s.helper.log)
+    assert "start" not in [line.split()[1] for line in eventlog.splitlines()], eventlog
+    assert not made.exists()
 
 
 def test_a_guest_reads_its_own_jobs_logs_and_not_the_owners(site: Site) -> None:

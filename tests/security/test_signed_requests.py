@@ -1,15 +1,15 @@
 """Signed job requests (RFC 15's J under MUNGE): a guest's job carries proof of who asked.
 
 The instance is root's, with guests; two other local users submit to it. Each
-guest's client signs its jobspec with its own MUNGE credential and job-ingest
-verifies it: a jobspec unsigned, signed by someone else, changed after signing,
-or claiming a userid under ``none`` is refused, each with its own message; the
-owner's submissions go unsigned, as before.
+guest's client signs its jobspec with its own MUNGE credential, and job-ingest
+checks what the connection can tell: a jobspec unsigned, signed in the name of
+someone else, malformed, or claiming a userid under ``none`` is refused, each
+with its own message; the signature itself is proved by the helper that runs the
+job (``test_guest_jobs``); the owner's submissions go unsigned, as before.
 """
 
 from __future__ import annotations
 
-import base64
 import errno
 import json
 import os
@@ -88,11 +88,7 @@ def test_a_guests_job_is_signed_by_the_guest_and_stored_as_sent(site: Site) -> N
     console("cancel", str(jobid), PFLUX_URI=site.live.uri)
 
 
-def test_a_guests_jobs_sent_at_once_are_verified_aside_and_numbered_in_order(
-    site: Site,
-) -> None:
-    """munged checks each J in a thread of job-ingest's while the broker serves on; the
-    jobs come out of it in the order they were sent, so their ids rise with it."""
+def test_a_guests_jobs_sent_at_once_are_numbered_in_order(site: Site) -> None:
     code = (
         "import json, sys; from pflux.api import Client;"
         " c = Client(sys.argv[1]);"
@@ -124,23 +120,20 @@ print(json.dumps(answers))
 """
 
 
-def test_jobs_verified_together_are_each_answered_in_order_a_forgery_among_them(
+def test_jobs_sent_together_are_each_answered_in_order_a_malformed_one_among_them(
     site: Site,
 ) -> None:
-    """The threads check a turn's J in shares: a J that does not verify is refused alone,
-    and the others are taken, their ids rising in the order they were sent."""
-    header, _, signature = site.sign(site.alice, site.text).split(".")
-    changed = json.dumps({**site.jobspec, "attributes": {"system": {"duration": 1}}})
-    forged = ".".join(
-        (header, base64.urlsafe_b64encode(changed.encode()).decode().rstrip("="), signature)
-    )
+    """A J that is not well formed is refused alone, and the others are taken, their
+    ids rising in the order they were sent."""
+    header, payload, _ = site.sign(site.alice, site.text).split(".")
+    malformed = f"{header}.{payload}.none"
     sent = [site.sign(site.alice, site.text) for _ in range(9)]
-    sent[2:2] = [forged]
-    sent.append(forged)
+    sent[2:2] = [malformed]
+    sent.append(malformed)
     proc = site.alice.code(SUBMIT_ALL, site.live.uri, json.dumps(sent))
     assert proc.returncode == 0, proc.stderr
     answers = json.loads(proc.stdout)
-    refused = [errno.EINVAL, "sign-munge-verify: SHA256 hash mismatch"]
+    refused = [errno.EINVAL, "sign-unwrap: signature: not a MUNGE credential (MUNGE:...:)"]
     assert [answers[2], answers[10]] == [refused, refused]
     ids = [jobid for errnum, jobid in answers[:2] + answers[3:10] if errnum == 0]
     assert len(ids) == 9
@@ -182,17 +175,6 @@ def test_a_request_signed_by_another_user_is_refused(site: Site) -> None:
     assert info.value.errnum == errno.EPERM  # type: ignore[attr-defined]
 
 
-def test_a_request_changed_after_signing_is_refused(site: Site) -> None:
-    header, _, signature = site.sign(site.alice, site.text).split(".")
-    changed = json.dumps({**site.jobspec, "attributes": {"system": {"duration": 1}}})
-    payload = base64.urlsafe_b64encode(changed.encode()).decode().rstrip("=")
-    assert site.submit(site.alice, J=f"{header}.{payload}.{signature}") == (
-        errno.EINVAL,
-        "sign-munge-verify: SHA256 hash mismatch",
-        None,
-    )
-
-
 def test_none_claims_nothing_for_a_guest(site: Site) -> None:
     as_owner = site.sign(site.alice, site.text, "none", os.getuid())
     assert site.submit(site.alice, J=as_owner) == (
@@ -212,7 +194,7 @@ def test_none_claims_nothing_for_a_guest(site: Site) -> None:
     ("damage", "message"),
     [
         (lambda j: j[: len(j) // 2], "sign-unwrap: payload decode error: "),
-        (lambda j: j[:-20], "sign-munge-verify: munge_decode: "),
+        (lambda j: j[:-20], "sign-unwrap: signature: not a MUNGE credential"),
         (lambda j: "x" + j, "sign-unwrap: header decode error: "),
         (lambda j: j.replace(".", "!", 1), "sign-unwrap: header decode error: "),
         (lambda j: j.split(".")[0], "sign-unwrap: header decode error: "),

@@ -1,11 +1,12 @@
 """job-ingest: validate a jobspec, sign J, assign a FLUID, commit, then answer the id.
 
 A guest's request carries J, its jobspec signed by its client under MUNGE
-(RFC 15, ``_pfluxcore.sign``): ingest verifies it, in a thread while the
-broker serves on (munged's answer takes a round trip; jobs verified are taken
-in the order they came), refuses one signed by anyone but the requester
-(EPERM), and stores it as sent, for the helper that runs the job as its
-submitter to verify again. The instance owner may send
+(RFC 15, ``_pfluxcore.sign``): ingest refuses one whose header names anyone
+but the requester (EPERM) or that is malformed, and stores it as sent; as
+flux-core's, it leaves the proof of the signature to the helper that runs the
+job as its submitter, which asks munged (a guest's J proved twice would cost
+the site's munged and the broker a round trip more a job, and prove nothing
+more: the connection already names the guest). The instance owner may send
 the jobspec alone: ingest wraps it in J under ``none``, which only the
 owner's own processes believe, at no cost to MUNGE.
 
@@ -31,16 +32,14 @@ filled in (flux-core's frobnicator); J keeps the one submitted.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, ClassVar
 
 import orjson
-from _pfluxcore.sign import MECHANISMS, SignError, signer, unwrap, wrap
+from _pfluxcore.sign import SignError, parse, wrap
 from msgspec import UnsetType
 
 from pflux.broker.config import Declared
@@ -70,7 +69,6 @@ REQUEST_ROOM = 64 << 10  # bytes of a submit request around its jobspec
 # bytes of a jobspec above which only its text is kept (the parsed object let go): a
 # long one costs the broker its copies, a short one the job manager's parse
 KEEP_PARSED = 1 << 20
-VERIFIERS = 4  # threads waiting on munged at once
 # characters of a guest's J that go with its job to the job manager and job-exec, which
 # then starts the job without reading J from the KVS; a longer one is read there
 CARRIED_J = 64 << 10
@@ -121,19 +119,6 @@ class _Submission:
         self.J = J  # as the client signed it; None: signed here, under ``none``
 
 
-class _Signed:
-    """A submission whose J munged has yet to check."""
-
-    __slots__ = ("flags", "req", "sent", "signed", "urgency")
-
-    def __init__(self, req: Request, urgency: int, flags: int, sent: Any, signed: str) -> None:
-        self.req = req
-        self.urgency = urgency
-        self.flags = flags
-        self.sent = sent
-        self.signed = signed
-
-
 class IngestService(Service):
     """Accepts jobs; the only writer of J, jobspec and the first event."""
 
@@ -148,20 +133,10 @@ class IngestService(Service):
         self.queues = queues if queues.active else None
         self.fluid = FluidGenerator(0)
         self._turn: TurnBatch[list[_Submission]] = TurnBatch(broker, list, self._flush)
-        # munged's checks of guests' J, off the event loop (libmunge through ctypes lets
-        # go of the GIL while munged answers), a turn's together; the last turn's still
-        # being checked, so that turns are taken in order
-        self._verifier = ThreadPoolExecutor(VERIFIERS, thread_name_prefix="job-ingest-munge")
-        self._to_verify: TurnBatch[list[_Signed]] = TurnBatch(broker, list, self._verify)
-        self._verifying: set[asyncio.Task[None]] = set()
-        self._last_verified: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         info = await self.broker.call("job-manager.getinfo", Empty())
         self.fluid = FluidGenerator(0, after=info["max_jobid"] or None)
-
-    async def stop(self) -> None:
-        self._verifier.shutdown(wait=False, cancel_futures=True)
 
     @method("submit", guest=True)
     def submit(self, req: Request) -> None:
@@ -183,50 +158,7 @@ class IngestService(Service):
                 raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
             self._take(req, urgency, flags, sent, None)
             return
-        if _mechanism(req, signed) == "munge":
-            self._to_verify.get().append(_Signed(req, urgency, flags, sent, signed))
-            return
-        self._take(req, urgency, flags, _unsigned(signed, sent), signed)
-
-    def _verify(self, batch: list[_Signed]) -> None:
-        """Have munged check a turn's J in the verifier's threads, then take them in one
-        turn, in the order they came (one commit, as the owner's jobs of a turn).
-
-        Each thread checks a share of the turn's in one call: a call per J cost the
-        event loop a future, a wakeup and their locks for each."""
-        loop = asyncio.get_running_loop()
-        size = -(-len(batch) // VERIFIERS)
-        shares = [batch[start : start + size] for start in range(0, len(batch), size)]
-        checks = [loop.run_in_executor(self._verifier, _all_unsigned, share) for share in shares]
-        before, self._last_verified = self._last_verified, loop.create_future()
-        task = loop.create_task(self._take_verified(shares, checks, before, self._last_verified))
-        self._verifying.add(task)
-        task.add_done_callback(self._verifying.discard)
-
-    async def _take_verified(
-        self,
-        shares: list[list[_Signed]],
-        checks: list[asyncio.Future[list[dict[str, Any] | Exception]]],
-        before: asyncio.Future[None] | None,
-        mine: asyncio.Future[None],
-    ) -> None:
-        try:
-            verified = await asyncio.gather(*checks, return_exceptions=True)
-            if before is not None:
-                await before
-            for share, found in zip(shares, verified, strict=True):
-                each = [found] * len(share) if isinstance(found, BaseException) else found
-                for sub, jobspec in zip(share, each, strict=True):
-                    try:
-                        if isinstance(jobspec, BaseException):
-                            raise jobspec
-                        self._take(sub.req, sub.urgency, sub.flags, jobspec, sub.signed)
-                    except Exception as exc:
-                        sub.req.fail(exc)
-        finally:
-            mine.set_result(None)
-            if self._last_verified is mine:
-                self._last_verified = None
+        self._take(req, urgency, flags, _unsigned(req, signed, sent), signed)
 
     def _take(
         self, req: Request, urgency: int, flags: int, jobspec: Any, signed: str | None
@@ -328,40 +260,22 @@ def _carried(sub: _Submission) -> str | None:
     return signed
 
 
-def _mechanism(req: Request, signed: str) -> str:
-    """J's mechanism, once its header names the requester (flux-core's checks and words:
-    EPERM for a signer other than the requester, and for ``none`` from a guest)."""
+def _unsigned(req: Request, signed: str, jobspec: Any) -> dict[str, Any]:
+    """The jobspec J carries, once J's header names the requester and J is well formed
+    (flux-core's checks and words: EPERM for a signer other than the requester, and for
+    ``none`` from a guest). A guest's MUNGE signature is not proved here: the connection
+    already names the guest, and the helper that runs the job as its submitter proves it
+    (``pflux.imp``), as flux-core's job-ingest leaves it to its IMP."""
     try:
-        mechanism, userid = signer(signed)
+        found = parse(signed)
     except SignError as exc:
         raise RPCError(errno.EINVAL, str(exc)) from None
-    if userid != req.userid:
-        raise RPCError(errno.EPERM, f"signer={userid} != requestor={req.userid}")
-    if mechanism == "none" and not req.owner:
+    if found.userid != req.userid:
+        raise RPCError(errno.EPERM, f"signer={found.userid} != requestor={req.userid}")
+    if found.mechanism == "none" and not req.owner:
         raise RPCError(errno.EPERM, "only instance owner can use sign-type=none")
-    return mechanism
-
-
-def _all_unsigned(batch: list[_Signed]) -> list[dict[str, Any] | Exception]:
-    """``_unsigned`` of each J, or what it raised, in order."""
-    found: list[dict[str, Any] | Exception] = []
-    for sub in batch:
-        try:
-            found.append(_unsigned(sub.signed, sub.sent))
-        except Exception as exc:  # the request's answer: taken with the others, in order
-            found.append(exc)
-    return found
-
-
-def _unsigned(signed: str, jobspec: Any) -> dict[str, Any]:
-    """The jobspec J carries, once its signature verifies (J's header was checked by
-    ``_mechanism`` first; MUNGE's signature asks munged, so it runs off the event loop)."""
     try:
-        payload = unwrap(signed, allowed=MECHANISMS).payload
-    except SignError as exc:
-        raise RPCError(errno.EINVAL, str(exc)) from None
-    try:
-        carried = orjson.loads(payload)
+        carried = orjson.loads(found.payload)
     except orjson.JSONDecodeError as exc:
         raise RPCError(errno.EINVAL, f"jobspec: invalid JSON: {exc}") from None
     if type(carried) is not dict:

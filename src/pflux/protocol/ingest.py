@@ -3,7 +3,7 @@
 The jobspec is checked to be an object here and read by RFC 25's validator
 (``pflux.spec.jobspec``), whose faults are EINVAL ``invalid jobspec: ...``.
 A signed request carries J (RFC 15, ``_pfluxcore.sign``) instead of, or as
-well as, the jobspec; job-ingest unwraps and verifies it.
+well as, the jobspec; job-ingest unwraps it and checks that it names the requester.
 What the type cannot state stays in the handler: unknown flag bits (EINVAL),
 an urgency above the default or the waitable flag from a guest (EPERM,
 EINVAL as flux-core words it).

@@ -13,7 +13,7 @@ from unittest import mock
 
 import pytest
 from _pfluxcore import sign
-from _pfluxcore.sign import SignError, munge_available, signer, unwrap, wrap
+from _pfluxcore.sign import SignError, munge_available, parse, unwrap, wrap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +57,7 @@ def test_none_holds_the_payload_and_the_userid(
         _bytes(payload),
         0,
     )
-    assert signer(signed) == ("none", userid)
+    assert (parse(signed).userid, parse(signed).mechanism) == (userid, "none")
 
 
 def test_none_is_believed_for_the_verifier_alone() -> None:
@@ -161,6 +161,41 @@ def test_credential_damage_is_refused() -> None:
         unwrap(signed + "A" * 4096)
 
 
+@uses_munge
+def test_parse_checks_a_signatures_form_and_leaves_its_proof_to_unwrap() -> None:
+    signed = wrap(b"{}")
+    head, body, credential = signed.split(".")
+    found = parse(signed)
+    assert (found.userid, found.mechanism, found.payload, found.ctime) == (
+        os.getuid(),
+        "munge",
+        b"{}",
+        0,
+    )
+    altered = f"{head}.{base64.urlsafe_b64encode(b'[1]').decode().rstrip('=')}.{credential}"
+    assert parse(altered).payload == b"[1]"  # well formed: only munged can tell
+    for damaged, fault in [
+        (signed[:-1], "not a MUNGE credential"),
+        (f"{head}.{body}.none", "not a MUNGE credential"),
+        (f"{head}.{body}.MUNGE::", "not a MUNGE credential"),
+        (signed + "é", "the credential is not ASCII"),
+        (signed + "\0:", "the credential holds a NUL"),
+        (signed + "A" * 4096, "the credential is longer than 4096 characters"),
+    ]:
+        with pytest.raises(SignError, match=r"^sign-unwrap: signature: " + fault):
+            parse(damaged)
+    none = wrap(b"{}", mechanism="none", userid=5)
+    assert parse(none).userid == 5
+    with pytest.raises(SignError, match=r"^sign-none-verify: signature invalid$"):
+        parse(none[: -len("none")] + "nonf")
+
+
+@given(st.text(max_size=300))
+def test_parse_refuses_garbage_as_sign_error(text: str) -> None:
+    with pytest.raises(SignError, match=r"^sign-"):
+        parse(text)
+
+
 @pytest.mark.parametrize(
     ("signed", "message"),
     [
@@ -217,9 +252,9 @@ def test_a_header_read_once_is_read_the_same_and_a_bad_one_refused_each_time() -
     good = _header(version=1, mechanism="none", userid=4242)
     bad = _header(version=1, mechanism="none", userid=-1)
     for _ in range(2):
-        assert signer(good + ".e30.none") == ("none", 4242)
+        assert _claims(good + ".e30.none") == ("none", 4242)
         with pytest.raises(SignError, match="header userid=-1 is not a userid"):
-            signer(bad + ".e30.none")
+            _claims(bad + ".e30.none")
     assert sign._parsed[good] == ("none", 4242)
     assert bad not in sign._parsed
 
@@ -228,10 +263,10 @@ def test_the_headers_kept_are_few_and_short() -> None:
     padded = base64.urlsafe_b64encode(
         json.dumps({"version": 1, "mechanism": "none", "userid": 1, "pad": "x" * 200}).encode()
     ).decode()
-    assert signer(padded.rstrip("=") + ".e30.none") == ("none", 1)
+    assert _claims(padded.rstrip("=") + ".e30.none") == ("none", 1)
     assert padded.rstrip("=") not in sign._parsed
     for userid in range(1100):
-        assert signer(_header(version=1, mechanism="none", userid=userid) + ".e30.none") == (
+        assert _claims(_header(version=1, mechanism="none", userid=userid) + ".e30.none") == (
             "none",
             userid,
         )
@@ -294,3 +329,9 @@ def test_munged_not_running_is_named() -> None:
     available, signing = proc.stdout.splitlines()
     assert available.startswith("munged is not running: Failed to access ")
     assert signing == available
+
+
+def _claims(J: str) -> tuple[str, int]:  # noqa: N803 (RFC 15's name)
+    """The mechanism and userid J's header claims."""
+    found = unwrap(J, verify=False)
+    return found.mechanism, found.userid

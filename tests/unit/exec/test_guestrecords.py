@@ -51,6 +51,20 @@ def test_a_socket_that_ends_before_exited_is_the_jobs_end_unheard() -> None:
     guest.close()
 
 
+def test_what_a_shell_sent_before_it_ended_with_ours_unread_is_still_taken() -> None:
+    """A kept shell that refuses its next job says why and ends without reading what
+    job-exec sent it: its end then resets the connection, which reads as an error once,
+    before what it sent."""
+    guest, shell = pair()
+    assert guest.send(wire.record(wire.ACK, KEY))
+    shell.send(wire.record(wire.EXCEPTION, KEY, b"pflux-imp: J does not verify"))
+    shell.close()
+    assert read(guest) == [(wire.EXCEPTION, KEY, b"pflux-imp: J does not verify")]
+    assert guest.ended
+    assert guest.note == UNHEARD
+    guest.close()
+
+
 def test_a_record_of_another_job_ends_it_and_nothing_of_its_datagram_is_taken() -> None:
     guest, shell = pair()
     shell.send(wire.record(wire.OUTPUT, KEY, b"mine"))

@@ -113,12 +113,6 @@ def wrap(payload: bytes | str, *, mechanism: str = "munge", userid: int | None =
     return signed
 
 
-def signer(J: str) -> tuple[str, int]:  # noqa: N803 (RFC 15's name)
-    """The mechanism and userid J's header claims, unverified (its payload not read)."""
-    end = J.find(".") if isinstance(J, str) else -1
-    return _parse_header(J[:end] if end >= 0 else J, end)
-
-
 def unwrap(
     J: str,  # noqa: N803 (RFC 15's name)
     *,
@@ -151,6 +145,21 @@ def unwrap(
     elif verify:
         ctime = _verify_munge(userid, J, pay_end, max_ttl)
     return Signed(userid, mechanism, payload, ctime)
+
+
+def parse(J: str) -> Signed:  # noqa: N803 (RFC 15's name)
+    """J unwrapped with its signature checked for form only, not proved (flux-security's
+    NOVERIFY): job-ingest's check of a guest's request, which the connection already
+    names, the proof left to the helper that runs the job as its signer. Raises
+    SignError naming what is malformed."""
+    signed = unwrap(J, verify=False)
+    signature = J[J.rfind(".") + 1 :]
+    if signed.mechanism == "none":
+        if signature != "none":
+            raise SignError("sign-none-verify: signature invalid")
+    else:
+        _credential(signature, "sign-unwrap: signature")
+    return signed
 
 
 def _verify_none(userid: int, signature: str) -> None:
@@ -375,21 +384,27 @@ def _munge_encode(data: bytes) -> str:
         lib.munge_ctx_destroy(ctx)
 
 
+def _credential(signature: str, where: str) -> bytes:
+    """``signature`` as the bytes of a MUNGE credential (``MUNGE:``, base64, ``:``), if it
+    can be one; SignError, its message opening with ``where``, if not."""
+    if len(signature) > MAX_CREDENTIAL:
+        raise SignError(f"{where}: the credential is longer than {MAX_CREDENTIAL} characters")
+    try:
+        cred = signature.encode("ascii")
+    except UnicodeEncodeError:
+        raise SignError(f"{where}: the credential is not ASCII") from None
+    if b"\0" in cred:
+        raise SignError(f"{where}: the credential holds a NUL")
+    if not (cred.startswith(b"MUNGE:") and cred.endswith(b":") and len(cred) > 7):
+        raise SignError(f"{where}: not a MUNGE credential (MUNGE:...:)")
+    return cred
+
+
 def _munge_decode(signature: str) -> tuple[bytes, int, float]:
     """The payload, uid and encode time of the MUNGE credential ``signature``."""
     import ctypes
 
-    if len(signature) > MAX_CREDENTIAL:
-        raise SignError(
-            f"sign-munge-verify: munge_decode: the credential is longer than {MAX_CREDENTIAL}"
-            " characters"
-        )
-    try:
-        cred = signature.encode("ascii")
-    except UnicodeEncodeError:
-        raise SignError("sign-munge-verify: munge_decode: the credential is not ASCII") from None
-    if b"\0" in cred:
-        raise SignError("sign-munge-verify: munge_decode: the credential holds a NUL")
+    cred = _credential(signature, "sign-munge-verify: munge_decode")
     lib, free = _libmunge()
     ctx = lib.munge_ctx_create()
     if not ctx:
