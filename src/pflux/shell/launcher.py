@@ -75,6 +75,9 @@ IMP_CHUNK: Final = 65536  # a request to the helper goes in datagrams of this si
 GUEST_SPARES: Final = 16
 GUEST_SPARES_KEPT: Final = 64  # guests' shells kept, all users together, at most
 GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
+# seconds between a detached launcher's looks at its directory: once the instance's state
+# is removed, no job-exec can come back for its jobs
+DETACHED_LOOK: Final = 2.0
 _IN: Final = select.EPOLLIN
 _CMSG_SPACE: Final = _socket.CMSG_SPACE(FD_SIZE)
 # room for the most guests' records sockets' ends a send of job-exec's passes
@@ -235,10 +238,12 @@ class LauncherServer:
                 break  # nothing left to take over
             wanted = not self.detached and len(self.spares) < SPARES
             refill = (refill or len(self.spares) <= SPARES_LOW) and wanted
-            if not self._turn(0 if refill else self._guest_wait()) and refill:
+            if not self._turn(0 if refill else self._wait()) and refill:
                 refill = self._fork()  # one at a time: what is ready goes first
             if self.guest_spares:
                 self._retire_idle_guests()
+            if self.detached and os.fstat(self.exec_dir).st_nlink == 0:
+                self.closing = True  # its directory is removed: its jobs end with it
         if self.closing:
             self._shutdown()
         return 0
@@ -819,6 +824,13 @@ class LauncherServer:
             spares.remove(entry)
             if not spares:
                 del self.guest_spares[entry.uid]
+
+    def _wait(self) -> float:
+        """Seconds the next turn may wait for something to happen (-1: for ever)."""
+        wait = self._guest_wait()
+        if self.detached:
+            return DETACHED_LOOK if wait < 0 else min(wait, DETACHED_LOOK)
+        return wait
 
     def _guest_wait(self) -> float:
         """Seconds until the longest idle guest's spare is to be retired (-1: none)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -682,6 +683,31 @@ def test_a_launcher_left_with_no_job_and_no_job_exec_exits(tmp_path: Path) -> No
     assert launcher.proc.wait(timeout=20) == 0
     assert pidfd_wait([task], 10) == []
     assert journal.entries(str(launcher.journal)) == ({}, {JOB: signal.SIGKILL})
+    launcher.records.close()
+    assert launcher.listener is not None
+    launcher.listener.close()
+
+
+def test_a_detached_launcher_whose_directory_is_removed_ends_its_jobs_and_exits(
+    tmp_path: Path,
+) -> None:
+    """Once the instance's state is removed (a rank's directory, with its instance gone),
+    no job-exec can come back: the launcher ends the jobs it kept and exits."""
+    directory = tmp_path / "exec"
+    directory.mkdir()
+    launcher = Launcher(directory, listening=True)
+    launcher.send(wire.SPAWN, launcher.job(["sleep", "300"]))
+    launcher.until(wire.STARTED)
+    [(shell, task)] = [(p, kids[0]) for p in children(launcher.proc.pid) if (kids := children(p))]
+    launcher.sock.close()  # its broker died
+    spool = directory / "spool" / str(JOB)
+    deadline = time.monotonic() + 20
+    while not spool.exists():  # the shell spools what job-exec has not acknowledged
+        assert time.monotonic() < deadline, "the shell spooled nothing"
+        time.sleep(0.01)
+    shutil.rmtree(directory)
+    assert launcher.proc.wait(timeout=20) == 0
+    assert pidfd_wait([shell, task], 10) == []
     launcher.records.close()
     assert launcher.listener is not None
     launcher.listener.close()
