@@ -198,6 +198,8 @@ class KVSService(Service):
         self._queue: TurnBatch[list[_Pending]] = TurnBatch(broker, list, self._flush, store=True)
         self._watches: dict[str, list[_Watch]] = {}  # by primary key
         self._by_sender: dict[tuple[object, int], _Watch] = {}
+        # the watches of each namespace but the primary, by sender: a job's ends with it
+        self._by_namespace: dict[str, dict[tuple[object, int], _Watch]] = {}
         self._failed: str | None = None
         self._full: str | None = None  # why writes are refused (a full disk), until _full_until
         self._full_until = 0.0
@@ -621,6 +623,8 @@ class KVSService(Service):
                 req.respond({"value": watch.value})
         self._watches.setdefault(key, []).append(watch)
         self._by_sender[watch.sender] = watch
+        if namespace != PRIMARY:
+            self._by_namespace.setdefault(namespace, {})[watch.sender] = watch
         watch.gone = partial(self._forget, watch)
         req.on_disconnect(watch.gone)
         if watch.started and append and self._read_on(watch):
@@ -741,6 +745,11 @@ class KVSService(Service):
         """Drop a watch from the indexes (its requester hung up, or it ended)."""
         if self._by_sender.get(watch.sender) is watch:
             del self._by_sender[watch.sender]
+        held = self._by_namespace.get(watch.namespace)
+        if held is not None and held.get(watch.sender) is watch:
+            del held[watch.sender]
+            if not held:
+                del self._by_namespace[watch.namespace]
         watches = self._watches.get(watch.key)
         if watches is not None and watch in watches:
             watches.remove(watch)
@@ -748,7 +757,7 @@ class KVSService(Service):
                 del self._watches[watch.key]
 
     def _namespace_gone(self, name: str) -> None:
-        for watch in [w for w in self._by_sender.values() if w.namespace == name]:
+        for watch in list(self._by_namespace.get(name, {}).values()):
             self._end(watch, errno.ENOTSUP, f"namespace {quote(name)}: removed")
 
     @method("dropcache")

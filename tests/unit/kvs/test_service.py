@@ -559,6 +559,37 @@ def test_in_broker_watch_is_dropped_by_route_cancel(run_kvs: Run) -> None:
 # --- namespaces -------------------------------------------------------------------------
 
 
+def test_a_namespace_removed_ends_its_own_watches_alone(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> None:
+        watches = {}
+        for n in (1, 2):
+            ns = {"name": f"job-{n}", "owner": 5000, "prefix": f"job.000{n}.guest"}
+            assert await client.call("kvs.namespace-create", ns) == {}
+            commit = {"ops": [["append", "log", "a\n"]], "namespace": f"job-{n}"}
+            assert await client.call("kvs.commit", commit) == {}
+            payload = {"key": "log", "namespace": f"job-{n}", "append": True}
+            watches[n] = client.send("kvs.watch", payload, streaming=True)
+            await client.wait(watches[n])
+        assert await client.call("kvs.commit", {"ops": [["append", "main", "a\n"]]}) == {}
+        main = client.send("kvs.watch", {"key": "main", "append": True}, streaming=True)
+        await client.wait(main)
+
+        assert await client.call("kvs.namespace-remove", {"name": "job-1"}) == {}
+        assert client.values(watches[1]) == ["a\n", (errno.ENOTSUP, 'namespace "job-1": removed')]
+        for ns in ("job-2", None):  # the others' watches go on
+            commit = {"ops": [["append", "log" if ns else "main", "b\n"]], "namespace": ns}
+            assert await client.call("kvs.commit", {k: v for k, v in commit.items() if v}) == {}
+        await client.wait(watches[2], 2)
+        await client.wait(main, 2)
+        assert client.values(watches[2]) == ["a\n", "b\n"]
+        assert client.values(main) == ["a\n", "b\n"]
+        assert await client.call("kvs.namespace-remove", {"name": "job-2"}) == {}
+        assert client.values(watches[2])[-1] == (errno.ENOTSUP, 'namespace "job-2": removed')
+        assert client.values(main) == ["a\n", "b\n"]
+
+    run_kvs(scenario)
+
+
 def test_guest_namespace_lifecycle(run_kvs: Run) -> None:
     async def scenario(broker: Broker, client: Any) -> None:
         ns = {"name": "job-42", "owner": 5000, "prefix": "job.0000.0000.0000.002a.guest"}
