@@ -140,14 +140,8 @@ class Event:
 
     def to_line(self) -> str:
         """The compact JSON line, newline included, ready to append to an eventlog."""
-        return self.encode()[1]
-
-    def encode(self) -> tuple[dict[str, Any], str]:
-        """``to_json()`` and ``to_line()`` from one object: the job manager needs both
-        for every event it posts (the journal's entry and the eventlog's line)."""
-        obj = self.to_json()
         try:
-            return obj, jsontext.dumps(obj, newline=True).decode()
+            return jsontext.dumps(self.to_json(), newline=True).decode()
         except jsontext.EncodeError as exc:
             raise EventlogError(f"event {self.name!r}: context is not JSON: {exc}") from None
 
