@@ -258,11 +258,7 @@ class LauncherLink:
 
     def _keep_listener(self, ancillary: list[tuple[int, int, bytes]]) -> None:
         """Keep the listening socket of a launcher taken over (passed with LIVE)."""
-        fds = array.array("i")
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-        for fd in fds:
+        for fd in wire.passed_fds(ancillary):
             if self._listener is None:
                 self._listener = socket.socket(fileno=fd)
             else:

@@ -47,14 +47,13 @@ from pflux.protocol.shellwire import Description
 from pflux.shell import tasks as proc
 from pflux.shell.context import Context
 from pflux.shell.job import Shell
-from pflux.shell.rejoin import FD_SIZE, passed_fds
 from pflux.shell.serve import JOBS_PER_SHELL
 
 __all__ = ["ImpServer", "Known", "Refused", "become", "next_guest_job"]
 
 REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 CLEAN_PATH: Final = "/usr/sbin:/usr/bin:/sbin:/bin"  # the helper's own, and its shells'
-_TWO_FDS: Final = socket.CMSG_SPACE(2 * FD_SIZE)  # a request's room for its sockets
+_TWO_FDS: Final = socket.CMSG_SPACE(2 * wire.FD_SIZE)  # a request's room for its sockets
 SPARES: Final = 4  # workers waiting for a request
 _PID_SIZE: Final = 4
 _MAX_FD: Final = 1 << 30  # past any descriptor (closerange stops at the table's end)
@@ -423,7 +422,7 @@ def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
     try:
         while True:
             data, ancillary, _, _ = sock.recvmsg(impwire.SPAWN_CHUNK, _TWO_FDS)
-            fds = passed_fds(ancillary)
+            fds = wire.passed_fds(ancillary)
             if not data:
                 return None
             if len(data) >= wire.HEADER.size and data[:1] == wire.SPAWN_AS:
@@ -446,7 +445,7 @@ def next_guest_job(sock: socket.socket) -> tuple[int, bytes, list[int]] | None:
 def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
     """(shell key, payload, the descriptors passed) of a SPAWN_AS request."""
     data, ancillary, flags, _ = conn.recvmsg(impwire.SPAWN_CHUNK, _TWO_FDS)
-    fds = passed_fds(ancillary)
+    fds = wire.passed_fds(ancillary)
     try:
         if flags & socket.MSG_CTRUNC:
             raise Refused("the request carried more than the shell's two sockets")
@@ -477,13 +476,13 @@ def _receive(conn: socket.socket) -> tuple[int, bytes, list[int]]:
 def _drop_queued(conn: socket.socket) -> None:
     """Discard what a connection has queued (closing any descriptor it passed), without
     waiting: closed with data unread, the asker's end would lose the answer to a reset."""
-    space = socket.CMSG_SPACE(8 * FD_SIZE)
+    space = socket.CMSG_SPACE(8 * wire.FD_SIZE)
     for _ in range(_QUEUED):
         try:
             data, ancillary, _, _ = conn.recvmsg(impwire.SPAWN_CHUNK, space, socket.MSG_DONTWAIT)
         except OSError:
             return
-        for fd in passed_fds(ancillary):
+        for fd in wire.passed_fds(ancillary):
             os.close(fd)
         if not data:
             return

@@ -110,7 +110,9 @@ one definition of its fields below. The shell rebuilds it with
 from __future__ import annotations
 
 import _operator
+import _socket
 import _struct
+import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher and the shells import this: keep typing out of them
@@ -130,6 +132,7 @@ __all__ = [
     "EXITED",
     "EXITED_SPOOLED",
     "EXITED_UNSTARTED",
+    "FD_SIZE",
     "FENCE",
     "HEADER",
     "IMP_SOCKET",
@@ -163,6 +166,7 @@ __all__ = [
     "key_name",
     "key_rank",
     "let_go",
+    "passed_fds",
     "record",
     "shell_key",
     "split",
@@ -175,6 +179,7 @@ _JOB_BITS: Final = (1 << RANK_SHIFT) - 1
 SPAWN: Final = b"p"
 SPAWN_AS: Final = b"u"
 SPAWN_AS_ENDS: Final = 64  # records sockets' ends passed with one send to the launcher, at most
+FD_SIZE: Final = 4  # a descriptor passed with SCM_RIGHTS
 KILL: Final = b"k"
 TERMINATE: Final = b"t"
 ACK: Final = b"a"
@@ -354,3 +359,13 @@ def split(data: bytes | bytearray | memoryview, start: int = 0) -> tuple[list[Re
             found.append((kind, key, view[start + _SIZE : stop].tobytes()))
             start = stop
     return found, start
+
+
+def passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    return [
+        int.from_bytes(data[i : i + FD_SIZE], sys.byteorder)
+        for level, kind, data in ancillary
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+        for i in range(0, len(data) - FD_SIZE + 1, FD_SIZE)
+    ]

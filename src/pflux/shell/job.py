@@ -31,7 +31,7 @@ from pflux.shell import tasks as proc
 from pflux.shell.acklog import DATAGRAM, AckLog, write_all
 from pflux.shell.context import warn
 from pflux.shell.lines import label
-from pflux.shell.rejoin import FD_SIZE, Rejoining, passed_fds
+from pflux.shell.rejoin import Rejoining
 from pflux.shell.start import LOG_FATAL, JobStart, StartFailed, TaskPipe
 from pflux.shell.stdin import StdinFeeder
 
@@ -56,7 +56,7 @@ SPOOLED: Final = 3  # the exit code of a shell that left its last records in its
 _IN: Final = select.POLLIN
 _OUT: Final = select.POLLOUT
 _DONTWAIT: Final = _socket.MSG_DONTWAIT  # per send: the records socket is every shell's
-_CMSG_SPACE: Final = _socket.CMSG_SPACE(FD_SIZE)
+_CMSG_SPACE: Final = _socket.CMSG_SPACE(wire.FD_SIZE)
 
 _inbox: list[bytearray] = []  # this process's buffer for the launcher's records, once made
 
@@ -433,7 +433,7 @@ class Shell(JobStart, Rejoining):
             try:
                 self._handle(data, ancillary)
             finally:
-                for fd in passed_fds(ancillary):
+                for fd in wire.passed_fds(ancillary):
                     os.close(fd)
             return
         if self.detached:  # the rendezvous' socket, before RESUME: meet again
@@ -457,7 +457,7 @@ class Shell(JobStart, Rejoining):
             elif kind == wire.RESUME:
                 self._resume(int(payload), ancillary)
             elif kind == wire.RENDEZVOUS and self.ctx.exec_dir < 0:
-                self._rendezvous(payload, passed_fds(ancillary))
+                self._rendezvous(payload, wire.passed_fds(ancillary))
             elif kind == wire.DETACH:
                 self._detach()
             elif kind == wire.QUIT:

@@ -35,7 +35,6 @@ from pflux.protocol import shellwire as wire
 from pflux.protocol.peer import peer_credentials
 from pflux.shell.context import Context
 from pflux.shell.job import SPOOLED
-from pflux.shell.rejoin import FD_SIZE, passed_fds
 from pflux.shell.serve import SPAWN_CHUNK, serve
 from pflux.shell.tasks import children, set_subreaper, trim_heap
 
@@ -79,9 +78,9 @@ GUEST_IDLE: Final = 10.0  # seconds a guest's shell is kept without a job
 # is removed, no job-exec can come back for its jobs
 DETACHED_LOOK: Final = 2.0
 _IN: Final = select.EPOLLIN
-_CMSG_SPACE: Final = _socket.CMSG_SPACE(FD_SIZE)
+_CMSG_SPACE: Final = _socket.CMSG_SPACE(wire.FD_SIZE)
 # room for the most guests' records sockets' ends a send of job-exec's passes
-_ENDS_SPACE: Final = _socket.CMSG_SPACE(FD_SIZE * wire.SPAWN_AS_ENDS)
+_ENDS_SPACE: Final = _socket.CMSG_SPACE(wire.FD_SIZE * wire.SPAWN_AS_ENDS)
 
 
 class _Shell:
@@ -290,7 +289,7 @@ class LauncherServer:
         except OSError:
             data, ancillary = b"", []
         if ancillary:  # guests' records sockets' ends, for the SPAWN_AS records they precede
-            self.ends += passed_fds(ancillary)
+            self.ends += wire.passed_fds(ancillary)
         if not data:
             self._link_closed()
             return False
@@ -377,7 +376,7 @@ class LauncherServer:
             data, ancillary = b"", []
         fd = conn.fileno()
         del self.callers[fd]
-        fds = passed_fds(ancillary)
+        fds = wire.passed_fds(ancillary)
         records = wire.split(data)[0]
         kind, jobid, payload = records[0] if records and fds else (b"", 0, b"")
         while kind == wire.ATTACH and not self.detached and self.link_open:
@@ -410,7 +409,7 @@ class LauncherServer:
         self.died.clear()
         live = wire.record(wire.LIVE, os.getpid(), b"".join(lines))
         assert self.listener is not None  # ATTACH came through it
-        passed = self.listener.fileno().to_bytes(FD_SIZE, sys.byteorder)
+        passed = self.listener.fileno().to_bytes(wire.FD_SIZE, sys.byteorder)
         try:  # a new connection: its buffer is empty
             sent = conn.sendmsg([live], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)])
         except OSError:
@@ -633,7 +632,7 @@ class LauncherServer:
             conn.settimeout(IMP_TIMEOUT)
             conn.connect(self.imp)
             passed = b"".join(
-                fd.to_bytes(FD_SIZE, sys.byteorder) for fd in (ends[1].fileno(), records)
+                fd.to_bytes(wire.FD_SIZE, sys.byteorder) for fd in (ends[1].fileno(), records)
             )
             rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
             conn.sendmsg([data[:IMP_CHUNK]], rights)
@@ -797,7 +796,7 @@ class LauncherServer:
         user's, with the shell's end of the job's own records socket (``records``, then
         closed here), journalled as the helper's shells are; False if the shell is gone."""
         try:
-            passed = records.to_bytes(FD_SIZE, sys.byteorder)
+            passed = records.to_bytes(wire.FD_SIZE, sys.byteorder)
             rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
             entry.sock.sendmsg([data[:SPAWN_CHUNK]], rights)
         except OSError:
@@ -999,7 +998,7 @@ class LauncherServer:
         """Give each spare the rewritten journal (JOURNAL), which it records its next job
         in: a spare kept costs a send, one forked again a fork and its page faults. The
         busy shells, which hold the old one, are retired once done, as after a detach."""
-        passed = self.journal.to_bytes(FD_SIZE, sys.byteorder)
+        passed = self.journal.to_bytes(wire.FD_SIZE, sys.byteorder)
         rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
         record = wire.record(wire.JOURNAL, 0)
         kept = []
@@ -1069,7 +1068,7 @@ def _send_to(entry: _Shell, data: bytes, fd: int) -> bool:
         if fd < 0:
             entry.sock.send(data, _socket.MSG_DONTWAIT)
         else:
-            passed = fd.to_bytes(FD_SIZE, sys.byteorder)
+            passed = fd.to_bytes(wire.FD_SIZE, sys.byteorder)
             rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)]
             entry.sock.sendmsg([data], rights, _socket.MSG_DONTWAIT)
     except BlockingIOError:

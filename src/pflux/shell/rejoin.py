@@ -42,12 +42,11 @@ if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out 
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
-__all__ = ["FD_SIZE", "Rejoining", "passed_fds"]
+__all__ = ["Rejoining"]
 
 REJOINS: Final = 8  # launchers a shell rejoins, at most, before it gives its job up
 REJOIN_WAIT: Final = 10.0  # seconds a connection to exec/sock may wait to be queued
 REJOIN_RETRY: Final = 0.5  # seconds between tries to reach a restarted instance's exec/sock
-FD_SIZE: Final = 4  # a descriptor passed with SCM_RIGHTS
 _IN: Final = select.POLLIN
 _SOL_SOCKET: Final = _socket.SOL_SOCKET
 _SCM_RIGHTS: Final = _socket.SCM_RIGHTS
@@ -107,7 +106,7 @@ class Rejoining:
 
     def _resume(self, offset: int, ancillary: list[tuple[int, int, bytes]]) -> None:
         """A new job-exec: send from ``offset`` on the socket the launcher passed along."""
-        fds = passed_fds(ancillary)
+        fds = wire.passed_fds(ancillary)
         if not fds or self.orphaned:
             for fd in fds:
                 os.close(fd)
@@ -194,7 +193,7 @@ class Rejoining:
         try:
             conn.settimeout(REJOIN_WAIT)
             conn.connect(f"/proc/self/fd/{self.ctx.exec_dir}/sock")
-            passed = theirs.fileno().to_bytes(FD_SIZE, sys.byteorder)
+            passed = theirs.fileno().to_bytes(wire.FD_SIZE, sys.byteorder)
             hello = wire.record(wire.REJOIN, self.jobid, b"%d" % os.getpid())
             conn.sendmsg([hello], [(_SOL_SOCKET, _SCM_RIGHTS, passed)])
         except OSError:
@@ -297,13 +296,3 @@ class Rejoining:
         self.detached = False
         self.log.rewind(offset)
         self._flush()
-
-
-def passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
-    """The descriptors a message carried (SCM_RIGHTS)."""
-    return [
-        int.from_bytes(data[i : i + FD_SIZE], sys.byteorder)
-        for level, kind, data in ancillary
-        if level == _SOL_SOCKET and kind == _SCM_RIGHTS
-        for i in range(0, len(data) - FD_SIZE + 1, FD_SIZE)
-    ]

@@ -17,7 +17,6 @@ from pflux.protocol import shellwire as wire
 from pflux.shell import tasks as proc
 from pflux.shell.context import warn
 from pflux.shell.job import Shell
-from pflux.shell.rejoin import FD_SIZE, passed_fds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy knows it)
 if TYPE_CHECKING:  # the launcher imports this before it forks: keep typing out of it
@@ -35,7 +34,7 @@ SPAWN_CHUNK: Final = 65536  # the launcher sends a job's description in datagram
 JOBS_PER_SHELL: Final = 256  # jobs one shell process runs, one after another, before it exits
 _IDLE: Final = os.sched_param(0)
 _DONTWAIT: Final = _socket.MSG_DONTWAIT
-_FD_SPACE: Final = _socket.CMSG_SPACE(FD_SIZE)  # JOURNAL's descriptor
+_FD_SPACE: Final = _socket.CMSG_SPACE(wire.FD_SIZE)  # JOURNAL's descriptor
 
 
 def serve(ctx: Context, sock: socket) -> int:
@@ -80,7 +79,7 @@ def next_job(sock: socket, journal: int = -1) -> tuple[int, bytes] | None:
         while True:
             data, ancillary, _, _ = sock.recvmsg(SPAWN_CHUNK, _FD_SPACE)
             if ancillary:
-                _take_journal(data, passed_fds(ancillary), journal)
+                _take_journal(data, wire.passed_fds(ancillary), journal)
             if not data:
                 return None
             if len(data) < wire.HEADER.size:
