@@ -358,6 +358,7 @@ def _shell(
     os.setsid()
     if not proc.set_subreaper():
         _log("cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER)")
+    proc.give_way()
     ctx = Context(
         journal=-1,
         boot=boot,

@@ -38,7 +38,8 @@ _FD_SPACE: Final = _socket.CMSG_SPACE(wire.FD_SIZE)  # JOURNAL's descriptor
 
 
 def serve(ctx: Context, sock: socket) -> int:
-    """Be a shell: lead a session, then run the jobs the launcher gives; the exit code.
+    """Be a shell: lead a session, give way (``tasks.give_way``), then run the jobs the
+    launcher gives; the exit code.
 
     The launcher forks shells ahead of need, so that a job waits for one
     ``send`` rather than for a fork, and gives a shell that says DONE its next
@@ -48,6 +49,7 @@ def serve(ctx: Context, sock: socket) -> int:
     os.setsid()
     if not proc.set_subreaper():
         warn("cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER)")
+    proc.give_way()
     ran = 0
     while (job := next_job(sock, ctx.journal)) is not None:
         shell = Shell(job[0], ctx, sock)

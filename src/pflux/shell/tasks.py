@@ -6,7 +6,8 @@ itself just before each spawn, since a child inherits its parent's affinity,
 and the PATH search uses the shell's own PATH, which the shell sets to the
 job's. Each task leads its own process group, so a signal reaches the
 processes it started too, as in flux-core's shell (unless the job sets
-``-o nosetpgrp``: the task is then signalled alone).
+``-o nosetpgrp``: the task is then signalled alone). A shell that gives way
+(``give_way``) starts its tasks under the scheduling policy it had itself.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (mypy kn
 if TYPE_CHECKING:  # forked shells import this: keep typing out of the launcher
     import signal as _signal
     from collections.abc import Mapping
-    from typing import Any, Final
+    from typing import Any, Final, TypedDict
+
+    class _Scheduler(TypedDict, total=False):
+        scheduler: tuple[int, os.sched_param]
+
 else:
     import _signal  # not signal, which imports enum: the launcher keeps its imports few
 
 __all__ = [
     "children",
     "exit_code",
+    "give_way",
     "set_subreaper",
     "signal_task",
     "spawn",
@@ -35,6 +41,10 @@ __all__ = [
 
 _PR_SET_CHILD_SUBREAPER: Final = 36
 _libc: list[Any] = []
+_NORMAL: Final = os.sched_param(0)
+# ``posix_spawn``'s ``scheduler`` where the shell's policy is not its tasks' (not None:
+# Python 3.11 refuses an explicit None)
+_tasks_policy: _Scheduler = {}
 
 # every signal a task may catch starts at its default action: one its shell's parents
 # ignored (Python ignores SIGPIPE and SIGXFSZ; an instance started under nohup, SIGHUP)
@@ -69,9 +79,16 @@ def spawn(
             setpgroup=0,
             setsigdef=_DEFAULT_SIGNALS,
             setsigmask=(),
+            **_tasks_policy,
         )
     return os.posix_spawnp(
-        argv[0], argv, env, file_actions=actions, setsigdef=_DEFAULT_SIGNALS, setsigmask=()
+        argv[0],
+        argv,
+        env,
+        file_actions=actions,
+        setsigdef=_DEFAULT_SIGNALS,
+        setsigmask=(),
+        **_tasks_policy,
     )
 
 
@@ -126,6 +143,26 @@ def trim_heap() -> None:
     _c_library().malloc_trim(0)
 
 
+def give_way() -> bool:
+    """Run this shell under ``SCHED_BATCH``, and its tasks under the ``SCHED_OTHER`` it
+    leaves: True if so.
+
+    A shell's work is a fraction of a millisecond a job, between the broker and
+    the tasks; under ``SCHED_BATCH`` a shell that wakes (a task has ended, its
+    records are acknowledged) does not take the CPU from the broker, which every
+    job waits on, nor from a task. A shell of an instance started under another
+    policy (``chrt``) keeps it, and so do its tasks.
+    """
+    try:
+        if os.sched_getscheduler(0) != os.SCHED_OTHER:
+            return False
+        os.sched_setscheduler(0, os.SCHED_BATCH, _NORMAL)
+    except OSError:
+        return False
+    _tasks_policy["scheduler"] = (os.SCHED_OTHER, _NORMAL)
+    return True
+
+
 def set_subreaper() -> bool:
     """Adopt orphaned descendants (``PR_SET_CHILD_SUBREAPER``, not inherited by a fork).
 
@@ -171,4 +208,5 @@ def spawn_on_tty(argv: list[str], env: Mapping[str, str], tty: str, *, stdin: in
         setsid=True,
         setsigdef=_DEFAULT_SIGNALS,
         setsigmask=(),
+        **_tasks_policy,
     )

@@ -27,6 +27,14 @@ from support.shells import description
 
 JOB = 1 << 24
 REPORT = 'echo "$PPID"; pwd; echo "$PATH"; grep Cpus_allowed_list /proc/self/status | cut -f2'
+POLICIES = [  # the task's scheduling policy, then its shell's
+    sys.executable,
+    "-c",
+    "import os; print(os.sched_getscheduler(0), os.sched_getscheduler(os.getppid()))",
+]
+UNDER_OTHER = pytest.mark.skipif(
+    os.sched_getscheduler(0) != os.SCHED_OTHER, reason="the tests run under another policy"
+)
 
 
 class Forked:
@@ -185,6 +193,28 @@ def test_what_comes_for_the_job_before_is_ignored(forked: Forked) -> None:
     )
     assert got[-1] == (wire.EXITED, JOB + 1, b"%d" % ((128 + signal.SIGTERM) << 8))
     forked.done(JOB + 1, got)  # the late ACK did not count for this job's records
+
+
+@UNDER_OTHER
+def test_a_shell_gives_way_and_its_tasks_run_as_it_found_them(forked: Forked) -> None:
+    for jobid in (JOB, JOB + 1):  # the next job's tasks too
+        got = forked.run(jobid, forked.job(jobid, POLICIES))
+        assert stdout(got) == [f"{os.SCHED_OTHER} {os.SCHED_BATCH}"]
+        forked.done(jobid, got)
+    assert forked.close() == 0
+
+
+@UNDER_OTHER
+def test_a_shell_started_under_another_policy_keeps_it_for_its_tasks(tmp_path: Path) -> None:
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    try:
+        forked = Forked(tmp_path)
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    got = forked.run(JOB, forked.job(JOB, POLICIES))
+    assert stdout(got) == [f"{os.SCHED_BATCH} {os.SCHED_BATCH}"]
+    forked.done(JOB, got)
+    assert forked.close() == 0
 
 
 def test_a_shell_exits_after_its_last_job(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
