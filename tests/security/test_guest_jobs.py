@@ -146,6 +146,23 @@ def test_a_guests_next_job_runs_in_the_shell_its_last_ran_in(site: Site) -> None
     assert len(shells) == 1, runs
 
 
+@pytest.mark.skipif(shutil.which("chrt") is None, reason="no chrt (util-linux) here")
+@pytest.mark.skipif(
+    os.sched_getscheduler(0) != os.SCHED_OTHER, reason="the tests run under another policy"
+)
+def test_a_guests_shell_gives_way_and_its_tasks_run_as_usual(site: Site) -> None:
+    """Run as the guest, the shell still takes SCHED_BATCH and starts its task under
+    SCHED_OTHER (a change of policy the guest may make)."""
+    s = site
+    policy = "chrt -p {} | head -n1 | cut -d: -f2"
+    script = f"echo $({policy.format('$$')}) $({policy.format('$PPID')})"
+    rc, out, err = s.pflux(s.guest, "run", "sh", "-c", script)
+    if not s.signed_under_munge(s.ok(s.guest, "job", "last").strip()):
+        pytest.skip("job submission here does not sign a guest's job under MUNGE")
+    assert rc == 0, (err, s.helper.log)
+    assert out.split() == ["SCHED_OTHER", "SCHED_BATCH"]
+
+
 def test_a_guests_request_changed_after_signing_fails_and_runs_nothing(site: Site) -> None:
     """job-ingest takes J well formed in the guest's name; the guest's shell (here, as
     the guest has one) or the helper proves the signature before anything runs."""
