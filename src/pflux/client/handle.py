@@ -25,6 +25,9 @@ from pflux.errors import ProtocolError, RPCError, RPCTimeout
 from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING, NODEID_ANY, Message
 from pflux.protocol.uri import cannot_connect, client_timeout, socket_path, unanswered, uri_for
 
+ROOM = 1 << 16  # bytes one read takes in at first: a buffer reused, not one made a read
+ROOM_MAX = 1 << 20  # the most it grows to while reads fill it
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections import deque
@@ -128,6 +131,7 @@ class Handle(Router):
         super().__init__()
         self.events: deque[Message] = deque()  # those subscribed to (event.subscribe), unread
         self._out = bytearray()
+        self._room = memoryview(bytearray(ROOM))
         self._poller: select.poll | None = None
         self.closed = False
         self.hello: Any = None  # the first ping's answer: who the instance takes us for
@@ -222,14 +226,17 @@ class Handle(Router):
                 self._poller.register(self.sock, select.POLLIN)
             if not self._poller.poll(max(timeout, 0.0) * 1e3):  # ms, rounded up
                 return False
+        room = self._room
         try:
-            data = self.sock.recv(1 << 20)
+            got = self.sock.recv_into(room)
         except OSError as exc:
             raise self._lost(exc) from None
-        if not data:
+        if not got:
             raise self._lost(None)
+        if got == len(room) and got < ROOM_MAX:  # more came than it holds: hold more
+            self._room = memoryview(bytearray(2 * got))
         try:
-            messages = self.decoder.feed(data)
+            messages = self.decoder.feed(room[:got])
         except ProtocolError:
             self.close()
             raise

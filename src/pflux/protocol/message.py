@@ -285,7 +285,7 @@ class Decoder:
         self.limit = limit
         self.types = types  # the message types accepted (``decode_body``)
 
-    def feed(self, data: bytes) -> list[Message]:
+    def feed(self, data: bytes | memoryview) -> list[Message]:
         """Add ``data``; return every message now complete (ProtocolError on garbage)."""
         buf = self._buf
         buf += data
