@@ -143,9 +143,9 @@ def trim_heap() -> None:
     _c_library().malloc_trim(0)
 
 
-def give_way() -> bool:
+def give_way() -> None:
     """Run this shell under ``SCHED_BATCH``, and its tasks under the ``SCHED_OTHER`` it
-    leaves: True if so.
+    leaves.
 
     A shell's work is a fraction of a millisecond a job, between the broker and
     the tasks; under ``SCHED_BATCH`` a shell that wakes (a task has ended, its
@@ -155,12 +155,11 @@ def give_way() -> bool:
     """
     try:
         if os.sched_getscheduler(0) != os.SCHED_OTHER:
-            return False
+            return
         os.sched_setscheduler(0, os.SCHED_BATCH, _NORMAL)
     except OSError:
-        return False
+        return
     _tasks_policy["scheduler"] = (os.SCHED_OTHER, _NORMAL)
-    return True
 
 
 def set_subreaper() -> bool:
