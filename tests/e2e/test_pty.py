@@ -6,6 +6,9 @@ is the terminal's output, carriage returns included, as flux-core captures it.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from support.instance import ok, pflux
@@ -23,6 +26,20 @@ def test_a_task_on_a_pty_has_it_as_stdin_stdout_stderr_and_controlling_terminal(
     assert lines[:4] == ["in", "out", "err", "done"]
     assert lines[4].startswith("pts/")  # the session's controlling terminal
     assert proc.stderr == ""  # the terminal has one stream: stdout
+
+
+@pytest.mark.skipif(
+    os.sched_getscheduler(0) != os.SCHED_OTHER, reason="the tests run under another policy"
+)
+def test_a_task_on_a_pty_runs_under_the_usual_policy_its_shell_does_not(uri: str) -> None:
+    """The shell gives way to the broker (SCHED_BATCH); its task on a pty starts under
+    SCHED_OTHER, as one on pipes does."""
+    script = (
+        "import os; print(os.sched_getscheduler(0) == os.SCHED_OTHER,"
+        " os.sched_getscheduler(os.getppid()) == os.SCHED_BATCH)"
+    )
+    out = ok(uri, "run", "-o", "pty", sys.executable, "-c", script)
+    assert out.split() == ["True", "True"]
 
 
 def test_a_shell_reused_after_a_pty_job_gives_the_next_job_pipes(uri: str) -> None:
