@@ -20,13 +20,12 @@ import errno
 import select
 import time
 
+from _pfluxcore.readbuffer import ReadBuffer
+
 from pflux.client.routing import Router, hello_failed
 from pflux.errors import ProtocolError, RPCError, RPCTimeout
 from pflux.protocol.message import FLAG_NORESPONSE, FLAG_STREAMING, NODEID_ANY, Message
 from pflux.protocol.uri import cannot_connect, client_timeout, socket_path, unanswered, uri_for
-
-ROOM = 1 << 16  # bytes one read takes in at first: a buffer reused, not one made a read
-ROOM_MAX = 1 << 20  # the most it grows to while reads fill it
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -131,7 +130,7 @@ class Handle(Router):
         super().__init__()
         self.events: deque[Message] = deque()  # those subscribed to (event.subscribe), unread
         self._out = bytearray()
-        self._room = memoryview(bytearray(ROOM))
+        self._reads = ReadBuffer()
         self._poller: select.poll | None = None
         self.closed = False
         self.hello: Any = None  # the first ping's answer: who the instance takes us for
@@ -226,17 +225,14 @@ class Handle(Router):
                 self._poller.register(self.sock, select.POLLIN)
             if not self._poller.poll(max(timeout, 0.0) * 1e3):  # ms, rounded up
                 return False
-        room = self._room
         try:
-            got = self.sock.recv_into(room)
+            data = self._reads.recv(self.sock)
         except OSError as exc:
             raise self._lost(exc) from None
-        if not got:
+        if not data:
             raise self._lost(None)
-        if got == len(room) and got < ROOM_MAX:  # more came than it holds: hold more
-            self._room = memoryview(bytearray(2 * got))
         try:
-            messages = self.decoder.feed(room[:got])
+            messages = self.decoder.feed(data)
         except ProtocolError:
             self.close()
             raise

@@ -44,6 +44,7 @@ from collections import deque
 from functools import partial
 
 from _pfluxcore import uri as _uri
+from _pfluxcore.readbuffer import ReadBuffer
 
 from flux.constants import (
     FLUX_MATCHTAG_NONE,
@@ -84,8 +85,6 @@ _RESPONSE = 2
 _WIRE_STREAMING = 1
 _WIRE_NORESPONSE = 2
 _MAX_SIZE = 64 * 1024 * 1024
-_ROOM = 1 << 16  # bytes one read takes in at first: a buffer reused, not one made a read
-_ROOM_MAX = 1 << 20  # the most it grows to while reads fill it
 
 
 def _system_uri() -> str:
@@ -142,7 +141,7 @@ class Flux:
         self._tag = 0
         self._rpcs: dict[int, RPC] = {}
         self._inbuf = bytearray()
-        self._room = memoryview(bytearray(_ROOM))  # what one read takes in
+        self._reads = ReadBuffer()
         self._thens: dict[Future, None] = {}  # futures with a callback, in the order set
         self._ready: deque[Future] = deque()  # futures whose callback has a result to see
         self._timers: set[TimerWatcher] = set()
@@ -245,20 +244,17 @@ class Flux:
     def _take_in(self, sock: _socket.socket) -> bool:
         """Add what one read gets to ``_inbuf``; False if nothing came (the connection lost
         or the read interrupted)."""
-        room = self._room
         try:
-            got = sock.recv_into(room)
+            data = self._reads.recv(sock)
         except InterruptedError:
             return False
         except OSError as exc:
             self._lost(exc)
             return False
-        if not got:
+        if not data:
             self._lost(None)
             return False
-        self._inbuf += room[:got]
-        if got == len(room) and got < _ROOM_MAX:  # more came than it holds: hold more
-            self._room = memoryview(bytearray(2 * got))
+        self._inbuf += data
         return True
 
     def _route(self, msg: dict[str, Any]) -> None:
