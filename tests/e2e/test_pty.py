@@ -6,12 +6,12 @@ is the terminal's output, carriage returns included, as flux-core captures it.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 
 from support.instance import ok, pflux
+from support.policy import UNDER_OTHER
 
 SH = ("--env=PATH=/usr/bin:/bin", "sh", "-c")
 WHICH_TTY = "test -t 0 && echo in; test -t 1 && echo out; test -t 2 && echo err >&2; echo done"
@@ -28,9 +28,7 @@ def test_a_task_on_a_pty_has_it_as_stdin_stdout_stderr_and_controlling_terminal(
     assert proc.stderr == ""  # the terminal has one stream: stdout
 
 
-@pytest.mark.skipif(
-    os.sched_getscheduler(0) != os.SCHED_OTHER, reason="the tests run under another policy"
-)
+@UNDER_OTHER
 def test_a_task_on_a_pty_runs_under_the_usual_policy_its_shell_does_not(uri: str) -> None:
     """The shell gives way to the broker (SCHED_BATCH); its task on a pty starts under
     SCHED_OTHER, as one on pipes does."""

@@ -20,6 +20,7 @@ import pytest
 from support.imp import Helper
 from support.instance import PFLUX, LiveInstance, read_fifo, wait_exit
 from support.munge import munged
+from support.policy import UNDER_OTHER
 from support.users import User
 
 __all__ = ["munged"]
@@ -147,9 +148,7 @@ def test_a_guests_next_job_runs_in_the_shell_its_last_ran_in(site: Site) -> None
 
 
 @pytest.mark.skipif(shutil.which("chrt") is None, reason="no chrt (util-linux) here")
-@pytest.mark.skipif(
-    os.sched_getscheduler(0) != os.SCHED_OTHER, reason="the tests run under another policy"
-)
+@UNDER_OTHER
 def test_a_guests_shell_gives_way_and_its_tasks_run_as_usual(site: Site) -> None:
     """Run as the guest, the shell still takes SCHED_BATCH and starts its task under
     SCHED_OTHER (a change of policy the guest may make)."""

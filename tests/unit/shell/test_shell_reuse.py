@@ -23,6 +23,7 @@ from pflux.protocol import shellwire as wire
 from pflux.shell import serve, tasks
 from pflux.shell.context import Context
 from pflux.shell.job import TRIM_AFTER
+from support.policy import UNDER_OTHER
 from support.shells import description
 
 JOB = 1 << 24
@@ -32,9 +33,6 @@ POLICIES = [  # the task's scheduling policy, then its shell's
     "-c",
     "import os; print(os.sched_getscheduler(0), os.sched_getscheduler(os.getppid()))",
 ]
-UNDER_OTHER = pytest.mark.skipif(
-    os.sched_getscheduler(0) != os.SCHED_OTHER, reason="the tests run under another policy"
-)
 
 
 class Forked:
