@@ -5,10 +5,14 @@ the keys' (``store``).
 A durable store is WAL with ``synchronous=NORMAL`` (``full`` for power loss),
 owned by one instance (an exclusive ``flock`` on ``<db>.lock``), with
 automatic checkpoints off: ``checkpoint`` runs a passive one on a connection
-of its own, for the service to call from a thread. With ``journal="memory"``
-(an instance whose state is thrown away) the journal stays in memory, the
-database is locked once, and ``hold`` may keep one transaction open across
-commits. Removing keys frees pages, and ``reclaim`` gives them back to the
+of its own, for the service to call from a thread. ``hold`` keeps one
+transaction open across many, until ``release`` commits it: so a page that
+many transactions write is written once. In a durable store each transaction
+held so is a savepoint whose writes go to the redo log (``redo``) before it
+ends, and opening the store applies what the log holds past the last commit;
+with ``journal="memory"`` (an instance whose state is thrown away) the journal
+stays in memory, the database is locked once, and a held transaction is all
+there is. Removing keys frees pages, and ``reclaim`` gives them back to the
 file system a step at a time (incremental auto-vacuum). Why each choice:
 ``docs/architecture.md``, "The KVS" and "Durability".
 """
@@ -23,11 +27,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
-from typing import ParamSpec, Self, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 
 from pflux.broker import lockfile, private
 from pflux.errors import RPCError
-from pflux.kvs import wal
+from pflux.kvs import redo, wal
+from pflux.kvs.keys import KVSError
 
 log = logging.getLogger("pflux.kvs")
 
@@ -51,6 +56,7 @@ RECLAIM_SLACK = 2048
 WAL_SIZE_LIMIT = 16 << 20  # bytes past which an emptied WAL is cut back (checkpoint)
 RESTART_FRAMES_LEFT = 256  # frames a passive checkpoint may leave for a truncating one
 RECLAIM_STEP = 256  # pages given back per transaction at most (about 10 us each)
+LARGE_VALUE = 1 << 20  # characters of a value whose turn is committed, not logged
 AUTO_VACUUM_INCREMENTAL = 2
 
 # --- SQL ---------------------------------------------------------------------------------
@@ -84,6 +90,11 @@ SQL_ROOT_TABLE = "CREATE TABLE IF NOT EXISTS root (version INTEGER NOT NULL)"
 SQL_ROOT_ROW = "INSERT INTO root (version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM root)"
 SQL_ROOT_GET = "SELECT version FROM root"
 SQL_ROOT_SET = "UPDATE root SET version = ?"
+# the number of the last redo log record the database holds; one row, made at open
+SQL_REDO_TABLE = "CREATE TABLE IF NOT EXISTS redo (lsn INTEGER NOT NULL)"
+SQL_REDO_ROW = "INSERT INTO redo (lsn) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM redo)"
+SQL_REDO_GET = "SELECT lsn FROM redo"
+SQL_REDO_SET = "UPDATE redo SET lsn = ?"
 # one step of the pragma gives back one page; Python's sqlite3 runs one step per execute
 SQL_RECLAIM_PAGE = "PRAGMA incremental_vacuum(1)"
 
@@ -127,6 +138,18 @@ def reading(method: Callable[P, R]) -> Callable[P, R]:
     return guarded
 
 
+def _holds_large_value(entries: list[Any]) -> bool:
+    """Whether a turn's calls write a value past ``LARGE_VALUE``: such a turn is committed
+    at once rather than copied into the redo log (a client's largest request is not
+    held twice over)."""
+    return any(
+        type(op[2]) is str and len(op[2]) > LARGE_VALUE
+        for entry in entries
+        if entry[0] == "a"
+        for op in entry[1]
+    )
+
+
 class Database:
     """One instance's SQLite database, open; its contents are a subclass's."""
 
@@ -150,6 +173,11 @@ class Database:
         self.version = 0  # the root's, as stored (read at open)
         self._checkpointer: sqlite3.Connection | None = None
         self._freed = False  # keys were removed since free pages were last given back
+        self._redo: redo.RedoLog | None = None  # a durable store's
+        self._lsn = 0  # the number of the redo log's last record (or the database's)
+        self._holding = False  # a durable store's transaction is held: turns are logged
+        self._noting: list[Any] | None = None  # the store's calls in the turn open
+        self._pending: list[bytes] = []  # the records logged since the last commit
         self._lock = self._take_lock()
         checked = False  # the file is as a clean close left it: no quick_check needed
         try:
@@ -165,6 +193,8 @@ class Database:
             raise StoreError(f"{self.path}: cannot open the KVS database: {exc}") from None
         try:
             self._open(sync, journal, fresh, checked)
+            if self.wal:
+                self._recover(sync, fresh)
         except BaseException:
             self._shut()
             self._conn.close()
@@ -319,6 +349,8 @@ class Database:
             conn.execute(SQL_NS_PREFIX_INDEX)
             conn.execute(SQL_ROOT_TABLE)
             conn.execute(SQL_ROOT_ROW)
+            conn.execute(SQL_REDO_TABLE)
+            conn.execute(SQL_REDO_ROW)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -328,6 +360,86 @@ class Database:
             self._truncate_wal()
         self._mark(MARK_OPEN if self.wal else MARK_SHUT)
         self._reload()
+
+    def _recover(self, sync: str, fresh: bool) -> None:
+        """Open the redo log, apply the records it holds past the database's last, in one
+        transaction, and empty it (``fresh``: drop them, as the database they follow is)."""
+        path = Path(f"{self.path}-redo")
+        try:
+            log_file = redo.RedoLog(path, sync=sync == "full")
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot open the redo log: {exc.strerror}") from None
+        try:
+            self._replay_log(path, log_file, fresh)
+        except BaseException:
+            log_file.close()
+            raise
+        self._redo = log_file
+
+    def _replay_log(self, path: Path, log_file: redo.RedoLog, fresh: bool) -> None:
+        """``_recover``'s work on the log it opened."""
+        try:
+            records, torn = log_file.read()
+        except redo.RedoError as exc:
+            raise StoreError(
+                f"{path}: the redo log is damaged ({exc}): it holds answered writes the"
+                " database lacks. Put back an undamaged copy; or, to go on with what the"
+                f" database holds (losing them), remove {path.name}"
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read the redo log: {exc.strerror}") from None
+        conn = self._conn
+        self._lsn = int(conn.execute(SQL_REDO_GET).fetchone()[0])
+        todo = [] if fresh else [(lsn, entries) for lsn, entries in records if lsn > self._lsn]
+        if todo and todo[0][0] != self._lsn + 1:
+            # the log is past the database: a power loss under sync=normal kept the log's
+            # cut and later records but not the commit before them (the database is whole)
+            log.warning(
+                "%s: its records begin at %d, past the database's last (%d): a power loss"
+                " took the commits between; going on without them",
+                path,
+                todo[0][0],
+                self._lsn,
+            )
+            todo = []
+        if torn:
+            log.info("%s: dropping the %d bytes of a record a crash cut short", path, torn)
+        if todo:
+            self._apply_records(path, todo)
+        if records or torn:
+            try:
+                log_file.cut()
+            except OSError as exc:
+                raise StoreError(f"{path}: cannot empty the redo log: {exc.strerror}") from None
+
+    def _apply_records(self, path: Path, todo: list[tuple[int, list[Any]]]) -> None:
+        """Apply the redo log's records ``todo``, in order, and commit them."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for lsn, entries in todo:
+                if lsn != self._lsn + 1:
+                    raise KVSError(errno.EINVAL, f"record {lsn} follows record {self._lsn}")
+                for entry in entries:
+                    self._replay(entry)
+                self._lsn = lsn
+            conn.execute(SQL_REDO_SET, (self._lsn,))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise failed(self.path, f"cannot apply {path.name}", exc) from None
+        except (KVSError, TypeError, ValueError) as exc:
+            self._rollback()
+            raise StoreError(
+                f"{path}: the redo log does not fit the database ({exc}). Put back the"
+                " database it follows; or, to go on with what the database holds (losing"
+                f" the log's writes), remove {path.name}"
+            ) from None
+        log.info("%s: applied %d turns the last commit did not hold", path, len(todo))
+
+    def _replay(self, entry: list[Any]) -> None:
+        """Make again one call of the store's that the redo log holds (a subclass's)."""
+        raise KVSError(errno.EINVAL, f"cannot replay {entry[:1]!r}")
 
     def _switch_auto_vacuum(self) -> None:
         """Make a database created without incremental auto-vacuum use it: one VACUUM.
@@ -434,7 +546,13 @@ class Database:
             return  # closed already
         try:
             self.release()
+            if self._redo is not None:
+                self._redo.close()
+                with suppress(OSError):  # empty (the commit holds it all): left, it is cut
+                    self._redo.path.unlink()
         finally:
+            if self._redo is not None:
+                self._redo.close()
             self._shut()
             if self._checkpointer is not None:
                 self._checkpointer.close()
@@ -489,9 +607,15 @@ class Database:
 
         A KVSError from the body rolls everything back and propagates; any SQLite
         failure, the final COMMIT included, becomes StoreError (StoreFull for a
-        full disk): nothing of the transaction may be reported as done.
+        full disk): nothing of the transaction may be reported as done. Under a
+        durable store's ``hold`` it is a savepoint, durable once its record is in
+        the redo log (``_logged``).
         """
         conn = self._conn
+        if self._holding and self._noting is None:
+            with self._logged():
+                yield
+            return
         if conn.in_transaction:
             yield
             return
@@ -509,28 +633,127 @@ class Database:
             self._rollback()
             raise
 
-    def hold(self) -> None:
-        """Open a transaction that later ones join, until ``release`` commits it.
+    @contextmanager
+    def _logged(self) -> Iterator[None]:
+        """A transaction under a durable store's hold: a savepoint, and the store's calls
+        in it (``_note``) appended to the redo log as one record before it is released."""
+        conn = self._conn
+        noting: list[Any] = []
+        self._noting = noting
+        try:
+            conn.execute("SAVEPOINT kvs_turn")
+        except sqlite3.Error as exc:
+            self._noting = None
+            raise failed(self.path, "cannot begin a transaction", exc) from None
+        released = False
+        try:
+            yield
+            large = bool(noting) and _holds_large_value(noting)
+            if noting and not large:
+                self._log(noting)
+            conn.execute("RELEASE kvs_turn")
+            released = True
+            if large:  # committed rather than copied into the log: all that is held with it
+                self._noting = None
+                self._commit_held(again=True)
+        except BaseException as exc:
+            if not released:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK TO kvs_turn")
+                    conn.execute("RELEASE kvs_turn")
+                with suppress(sqlite3.Error):  # a database this broken is already fatal
+                    self._reload()
+            if isinstance(exc, sqlite3.Error):
+                raise failed(self.path, "transaction failed", exc) from None
+            raise
+        finally:
+            self._noting = None
 
-        For a store that need not be crash-safe (``journal="memory"``): one
-        COMMIT, and one write of each page, for many commits. A crash loses
-        every commit since the hold, so a crash-safe store never holds (this
-        does nothing there).
+    def _log(self, entries: list[Any]) -> None:
+        """Append a turn's calls to the redo log: StoreFull where there is no room."""
+        assert self._redo is not None
+        header, body = redo.encode(self._lsn + 1, entries)
+        try:
+            self._redo.append(header, body)
+        except OSError as exc:
+            message = f"{self._redo.path}: cannot write the redo log: {exc.strerror}"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFull(f"{message} (no space left on device)") from None
+            raise StoreError(message) from None
+        self._lsn += 1
+        self._pending.append(body)
+
+    def _note(self, *entry: Any) -> None:
+        """One call of the store's that changed it, for the turn's redo log record."""
+        if self._noting is not None:
+            self._noting.append(entry)
+
+    def hold(self) -> None:
+        """Open a transaction that later ones join, until ``release`` commits it: one
+        COMMIT, and one write of each page, for many transactions.
+
+        A durable store's joins it as a savepoint logged in the redo log, so a crash
+        loses none of them; a memory journal's plainly (a crash loses every one since
+        the hold, which is what such a store may do).
         """
-        if not self.wal and not self._conn.in_transaction:
+        if not self._conn.in_transaction:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: cannot begin a transaction: {exc}") from None
+            self._holding = self._redo is not None
 
     def release(self) -> None:
-        """Commit the transaction ``hold`` opened, if any."""
+        """Commit the transaction ``hold`` opened, if any, and empty the redo log.
+
+        Where the commit fails, the transaction is rolled back and what the log
+        holds applied again under a new hold: StoreFull (a full disk) leaves the
+        store as it was, to be released again later; StoreError is fatal.
+        """
         if self._conn.in_transaction:
+            self._commit_held(again=False)
+
+    def _commit_held(self, *, again: bool) -> None:
+        """``release``'s work; ``again``: hold anew after it (a turn committed at once)."""
+        conn = self._conn
+        holding, self._holding = self._holding, False
+        try:
+            if holding:
+                conn.execute(SQL_REDO_SET, (self._lsn,))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            error = failed(self.path, "transaction failed", exc)
+            self._rollback()
+            if holding and self._pending:
+                self._hold_again()
+            elif again:
+                self.hold()
+            raise error from None
+        self._pending.clear()
+        if holding and self._redo is not None:
             try:
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise StoreError(f"{self.path}: transaction failed: {exc}") from None
+                self._redo.cut()
+            except OSError as exc:  # its records are skipped at open: the database has them
+                log.warning("%s: cannot empty the redo log: %s", self._redo.path, exc.strerror)
+        if again:
+            self.hold()
+
+    def _hold_again(self) -> None:
+        """After a held commit failed: hold anew, with the redo log's records since the
+        last commit applied again (not logged again: they are there)."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for body in self._pending:
+                for entry in redo.entries_of(body):
+                    self._replay(entry)
+        except (sqlite3.Error, KVSError) as exc:
+            self._rollback()
+            raise StoreError(
+                f"{self.path}: cannot apply the redo log's writes again after a failed"
+                f" commit ({exc}); the next start applies them"
+            ) from None
+        self._holding = True
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -551,6 +774,7 @@ class Database:
         if count:
             self._conn.execute(SQL_ROOT_SET, (self.version + count,))
             self.version += count
+            self._note("v", count)
 
     def dropcache(self) -> None:
         """Give back the memory of SQLite's page cache (``flux kvs dropcache``)."""

@@ -77,6 +77,7 @@ class Namespaces(Database):
         with self.transaction():
             self._conn.execute(SQL_NS_CREATE, (name, owner, prefix))
             ns = self._namespaces[name] = Namespace(name, owner, prefix)
+            self._note("c", name, owner, prefix)
         return ns
 
     def namespace_remove(self, name: str) -> bool:
@@ -88,4 +89,5 @@ class Namespaces(Database):
         with self.transaction():
             self._conn.execute(SQL_NS_REMOVE, (name,))
             del self._namespaces[name]
+            self._note("r", name)
         return True

@@ -10,21 +10,24 @@ thousands of jobs per second. The queue is a store's ``TurnBatch``
 so that a job's end is one transaction (the rule is written there). Requests
 are applied in the order they arrive.
 
-A store that need not be crash-safe (a temporary instance's, ``journal_mode``
-"memory") goes further: it keeps one SQLite transaction open across turns and
-commits it every ``HOLD_SECONDS`` and at stop (``Store.hold``), so that a page
-many turns write is written once; each turn's commits are still atomic, and
-answered after their turn's work is applied.
+The store keeps one SQLite transaction open across turns and commits it every
+``HOLD_SECONDS`` and at stop (``Store.hold``), so that a page many turns write is
+written once; each turn's commits are still atomic, and answered after their
+turn's work is applied and, in a durable store, in its redo log (``redo``), which
+the store applies again at open. A store that need not be crash-safe (a
+temporary instance's, ``journal_mode`` "memory") has no log.
 
 A failed SQLite transaction is fatal: the requests in it get EIO, the service
 refuses everything after, and the broker is told to stop (``Broker.fatal``).
 Carrying on would let other services act on events that were never stored;
-stopping lets a restart recover from what was. A full disk is the exception,
-where each transaction is its own (WAL): the transaction was rolled back, its
-requests get ENOSPC, and writes are refused with ENOSPC, untried, for a while
+stopping lets a restart recover from what was. A full disk is the exception
+in a durable store: a turn that finds it full was rolled back, its requests get
+ENOSPC, and writes are refused with ENOSPC, untried, for a while
 (``FULL_BACKOFF``, doubling while the disk stays full), so that a writer's
 commits sent after a failed one fail too and it can send them again in order;
-the first transaction that commits ends it. Reads go on.
+the first turn that is stored ends it. A held commit that finds it full is held
+again with its turns (answered, and in the log) and tried again after the
+pause, writes refused meanwhile. Reads go on.
 
 Watches are fed from the changes each transaction reports, after it commits,
 in commit order: a watcher sees every change once, with exactly the appended
@@ -60,9 +63,10 @@ link leads to is checked as the key itself would be: a guest stays in its
 namespace, and nobody writes ``exec``, ``output`` or ``input`` through one.
 
 Checkpoints (``Store.checkpoint``) run in a thread of their own, one at a
-time, once ``CHECKPOINT_TRANSACTIONS`` transactions have committed since the
-last one began, or a second has passed with any: the loop never waits for
-SQLite to copy and sync the WAL.
+time, once the held transaction has been committed ``CHECKPOINT_COMMITS`` times
+since the last one began, or a second has passed with a commit: the loop never
+waits for SQLite to copy and sync the WAL, and a page many commits wrote is
+copied once.
 """
 
 from __future__ import annotations
@@ -127,10 +131,10 @@ DB_NAME = "kvs.sqlite"
 # other ``<service>`` keys) except these, which job-exec writes through the primary namespace
 EXEC_KEYS = frozenset(("exec", "output", "input"))
 WALK_BATCH = 1024  # entries per kvs.walk response
-CHECKPOINT_TRANSACTIONS = 256  # transactions after which a checkpoint is due
+CHECKPOINT_COMMITS = 16  # commits of the held transaction after which a checkpoint is due
 CHECKPOINT_INTERVAL = 1.0  # seconds after which any transaction makes one due
 FULL_BACKOFF = (0.1, 2.0)  # seconds writes are refused after a full disk: first, most
-HOLD_SECONDS = 0.05  # a store that need not be crash-safe commits this often (Store.hold)
+HOLD_SECONDS = 0.05  # the store commits the transaction it holds this often (Store.hold)
 VALUE_PIECE = 1 << 20  # characters per response of a value sent in pieces
 _SEQUENCES = (list, tuple)
 
@@ -206,7 +210,7 @@ class KVSService(Service):
         self._full_backoff = FULL_BACKOFF[0]
         self._checkpoints: ThreadPoolExecutor | None = None
         self._checkpointing: asyncio.Future[int] | None = None
-        self._written = 0  # transactions since the last checkpoint began
+        self._written = 0  # commits since the last checkpoint began
         self._checkpointed = time.monotonic()
         self._held: asyncio.TimerHandle | None = None  # commits the held transaction
         self._catching_up: set[asyncio.Task[None]] = set()  # watches waiting for a drain
@@ -314,7 +318,7 @@ class KVSService(Service):
         results: list[tuple[_Pending, KVSError | None, list[Change]]] = []
         nops = 0
         try:
-            if not store.wal and self._held is None:
+            if self._held is None:
                 store.hold()
                 self._held = self.broker.loop.call_later(HOLD_SECONDS, self._release)
             with store.transaction():
@@ -339,10 +343,8 @@ class KVSService(Service):
         log.debug("kvs: %d requests, %d ops, one transaction", len(queue), nops)
         if self._full is not None:
             self._writing_again()
-        self._written += 1
         self._answer(results)
         self._versions_reached(store.version)
-        self._checkpoint_if_due(store)
 
     # --- the root's version --------------------------------------------------------------
 
@@ -391,12 +393,22 @@ class KVSService(Service):
         self._version_waits = waiting
 
     def _release(self) -> None:
-        """Commit the transaction a store that need not be crash-safe holds open."""
+        """Commit the transaction the store holds open. A durable store's that found the
+        disk full is held again, its turns safe in the redo log: writes are refused for
+        a while, and the commit tried again after it."""
         self._held = None
         if self._store is None or self._failed is not None:
             return
         try:
             self._store.release()
+            self._written += 1
+            self._checkpoint_if_due(self._store)
+        except StoreFull as exc:
+            if not self._store.wal:
+                self._fail(str(exc), [])
+                return
+            self._refuse_while_full(str(exc), [])
+            self._held = self.broker.loop.call_later(self._full_backoff, self._release)
         except StoreError as exc:
             self._fail(str(exc), [])
 
@@ -404,7 +416,7 @@ class KVSService(Service):
         if self._checkpointing is not None or not store.wal:
             return
         recent = time.monotonic() - self._checkpointed < CHECKPOINT_INTERVAL
-        if self._written < CHECKPOINT_TRANSACTIONS and recent:
+        if self._written < CHECKPOINT_COMMITS and recent:
             return
         if self._checkpoints is None:
             self._checkpoints = ThreadPoolExecutor(1, thread_name_prefix="kvs-checkpoint")

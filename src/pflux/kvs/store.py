@@ -149,6 +149,20 @@ class Store(Namespaces):
         self._load_links()
         super()._reload()
 
+    def _replay(self, entry: list[Any]) -> None:
+        """Make again a call the redo log holds (``Database._note``'s entries)."""
+        kind, *args = entry
+        if kind == "a":
+            self.apply(*args)
+        elif kind == "c":
+            self.namespace_create(*args)
+        elif kind == "r":
+            self.namespace_remove(*args)
+        elif kind == "v":
+            self.count_commits(*args)
+        else:
+            super()._replay(entry)
+
     def _load_links(self) -> None:
         self._links = {
             key[: -len(LINK) - 1]: link_target(data)
@@ -362,11 +376,13 @@ class Store(Namespaces):
         changes: list[Change] = []
         if not ops:
             return changes
-        if self._conn.in_transaction:  # the KVS's flush holds one: join it as it is
+        if self._conn.in_transaction and not self._holding:  # the KVS's flush, or a replay
             self._apply_ops(ops, watched, changes)
+            self._note("a", ops)
         else:
             with self.transaction():
                 self._apply_ops(ops, watched, changes)
+                self._note("a", ops)
         return changes
 
     def _apply_ops(

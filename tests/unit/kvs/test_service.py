@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import errno
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from pflux.broker.router import Broker, Request, Service, method
 from pflux.errors import RPCError
 from pflux.kvs import service as kvs_service
 from pflux.kvs.database import StoreError
-from pflux.kvs.service import CHECKPOINT_TRANSACTIONS, WALK_BATCH, KVSService
+from pflux.kvs.service import CHECKPOINT_COMMITS, WALK_BATCH, KVSService
 from pflux.protocol.kvs import GetReply, GetRequest
 from pflux.protocol.message import Message
 
@@ -34,13 +36,17 @@ def count_transactions(broker: Broker, events: list[str]) -> None:
     """Record each transaction's commit in ``events``, next to the responses the test records."""
     store = kvs(broker).store
     inner = store.transaction
+    depth = [0]  # the store's own calls open transactions within the turn's
 
     @contextmanager
     def counted() -> Iterator[None]:
-        outermost = not store._conn.in_transaction
-        with inner():
-            yield
-        if outermost:
+        depth[0] += 1
+        try:
+            with inner():
+                yield
+        finally:
+            depth[0] -= 1
+        if depth[0] == 0:
             events.append("transaction")
 
     store.transaction = counted  # type: ignore[method-assign]
@@ -354,25 +360,36 @@ def test_a_temporary_state_dir_gets_the_fast_journal(run_kvs: Run) -> None:
     assert run_kvs(modes, config={"kvs": {"journal_mode": "memory"}}) == ("memory", 0)
 
 
-def test_a_temporary_store_commits_many_commits_at_once_a_while_later(run_kvs: Run) -> None:
-    async def scenario(broker: Broker, client: Any) -> list[bool]:
+def test_a_store_commits_many_commits_at_once_a_while_later(run_kvs: Run) -> None:
+    async def scenario(broker: Broker, client: Any) -> list[tuple[bool, int]]:
         service = kvs(broker)
         conn = service.store._conn
+        redo = Path(f"{service.store.path}-redo")
+
+        def logged() -> int:
+            return redo.stat().st_size if redo.exists() else 0
+
         seen = []
         for key in ("a", "b"):
             await client.call("kvs.commit", {"ops": [["put", key, "v"]]})
-            seen.append(conn.in_transaction)  # answered, and held open for more
+            seen.append((conn.in_transaction, logged()))  # answered, and held open for more
         timer = service._held
-        if timer is not None:
-            assert 0 < timer.when() - broker.loop.time() <= kvs_service.HOLD_SECONDS
-            service._release()  # what the timer does
-            timer.cancel()
-        seen.append(conn.in_transaction)
+        assert timer is not None
+        assert 0 < timer.when() - broker.loop.time() <= kvs_service.HOLD_SECONDS
+        service._release()  # what the timer does
+        timer.cancel()
+        seen.append((conn.in_transaction, logged()))
         assert await client.call("kvs.get", {"key": "b"}) == {"value": "v"}
         return seen
 
-    assert run_kvs(scenario, temporary=True) == [True, True, False]
-    assert run_kvs(scenario) == [False, False, False]  # a kept state: a transaction a turn
+    assert run_kvs(scenario, temporary=True) == [(True, 0), (True, 0), (False, 0)]
+    # a kept state's answered turns are in the redo log until the commit holds them
+    [(held_a, one), (held_b, two), (held, after)] = run_kvs(scenario)
+    assert held_a
+    assert held_b
+    assert not held
+    assert 0 < one < two
+    assert after == 0
 
 
 # --- walk ----------------------------------------------------------------------------------------
@@ -748,10 +765,12 @@ def test_requests_after_stop_are_refused(run_kvs: Run) -> None:
 
 
 def test_checkpoints_run_off_the_loop_once_enough_is_committed(run_kvs: Run) -> None:
-    """After CHECKPOINT_TRANSACTIONS transactions the WAL is copied, by a thread of the service."""
+    """After CHECKPOINT_COMMITS commits of the held transaction the WAL is copied, by a
+    thread of the service, and not before (within the second that also makes one due)."""
 
     async def scenario(broker: Broker, client: Any) -> None:
-        store = kvs(broker).store
+        service = kvs(broker)
+        store = service.store
         threads: list[str] = []
         inner = store.checkpoint
 
@@ -760,15 +779,23 @@ def test_checkpoints_run_off_the_loop_once_enough_is_committed(run_kvs: Run) -> 
             return inner()
 
         store.checkpoint = spied  # type: ignore[method-assign]
-        for i in range(CHECKPOINT_TRANSACTIONS):
-            await client.call("kvs.commit", {"ops": [["put", f"k.{i}", "v"]]})
-        assert threads == [] or threads[0].startswith("kvs-checkpoint")
-        await client.call("kvs.commit", {"ops": [["put", "last", "v"]]})
-        pending = kvs(broker)._checkpointing
-        if pending is not None:
-            await pending
-        assert threads
-        assert all(name.startswith("kvs-checkpoint") for name in threads)
+
+        async def commit(key: str) -> None:
+            await client.call("kvs.commit", {"ops": [["put", key, "v"]]})
+            timer = service._held
+            assert timer is not None
+            timer.cancel()
+            service._release()  # what the timer does
+
+        service._checkpointed = time.monotonic()
+        for i in range(CHECKPOINT_COMMITS - 1):
+            await commit(f"k.{i}")
+        assert threads == []
+        await commit("last")
+        pending = service._checkpointing
+        assert pending is not None
+        await pending
+        assert threads == ["kvs-checkpoint_0"]
         assert inner() == 0  # nothing was left uncopied
 
     run_kvs(scenario)

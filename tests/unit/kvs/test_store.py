@@ -674,11 +674,22 @@ def test_a_held_transaction_groups_commits_until_released(path: Path) -> None:
         assert again.ls() == {"a": "val", "b": "val", "c": "val"}
 
 
-def test_a_crash_safe_store_never_holds(store: Store) -> None:
+def test_a_crash_safe_store_logs_what_it_holds_and_empties_the_log_at_commit(
+    store: Store, path: Path
+) -> None:
+    redo = Path(f"{path}-redo")
     store.hold()
+    sizes = []
+    for key in ("a", "b"):
+        store.put(key, "1")  # a savepoint of the held transaction, and a record
+        sizes.append(redo.stat().st_size)
+    assert store._conn.in_transaction
+    assert 0 < sizes[0] < sizes[1]
+    store.release()
     assert not store._conn.in_transaction
-    store.put("a", "1")
-    assert not store._conn.in_transaction
+    assert redo.stat().st_size == 0
+    store.close()
+    assert not redo.exists()  # a clean close leaves no log
 
 
 def test_a_second_opener_is_refused(store: Store, path: Path) -> None:
