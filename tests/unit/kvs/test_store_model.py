@@ -1,10 +1,13 @@
-"""The store against a dict model: random put/append/unlink/commit/get/ls/walk/reopen sequences."""
+"""The store against a dict model: random put/append/unlink/commit/get/ls/walk/reopen sequences,
+held transactions and crashes."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -203,6 +206,33 @@ class StoreMachine(RuleBasedStateMachine):
     def reopen(self) -> None:
         self.store.close()
         self.store = Store(self.dir / "kvs.sqlite")
+
+    @rule()
+    def hold(self) -> None:
+        """What the service does: later turns are savepoints of one transaction, each in
+        the redo log before it ends."""
+        self.store.hold()
+
+    @rule()
+    def release(self) -> None:
+        self.store.release()
+
+    @rule()
+    def crash(self) -> None:
+        """The process dies (kill -9): the transaction held is lost with it, the files stay
+        as they are; what the store said it applied is there once it is opened again."""
+        store = self.store
+        # the last connection to close would copy the WAL in and remove it: a dead
+        # process leaves it, so another connection outlives the store's
+        with contextlib.closing(sqlite3.connect(store.path)) as keeper:
+            keeper.execute("SELECT 1 FROM root").fetchall()
+            if store._redo is not None:
+                store._redo.close()
+            if store._checkpointer is not None:
+                store._checkpointer.close()
+            store._conn.close()  # a transaction left open is not committed
+            os.close(store._lock)
+            self.store = Store(self.dir / "kvs.sqlite")
 
     @invariant()
     def everything_matches(self) -> None:
