@@ -95,7 +95,7 @@ def test_a_body_that_is_not_a_record_is_refused() -> None:
 # --- a durable store across kill -9 --------------------------------------------------------
 
 
-def crash_after(path: Path, body: str) -> None:
+def crash_after(path: Path, body: str, sync: str = "normal") -> None:
     """Run ``body`` in a child with ``store`` open and held on ``path``, then kill it -9."""
     script = (
         textwrap.dedent(
@@ -103,7 +103,7 @@ def crash_after(path: Path, body: str) -> None:
         import os, signal, sys
         from pathlib import Path
         from pflux.kvs.store import Store
-        store = Store({str(path)!r})
+        store = Store({str(path)!r}, sync={sync!r})
         store.hold()
         """
         )
@@ -116,7 +116,8 @@ def crash_after(path: Path, body: str) -> None:
     assert child.returncode == -signal.SIGKILL, child.stderr
 
 
-def test_held_writes_answered_before_a_kill_9_are_there_after(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sync", ["normal", "full"])
+def test_held_writes_answered_before_a_kill_9_are_there_after(tmp_path: Path, sync: str) -> None:
     path = tmp_path / "kvs.sqlite"
     crash_after(
         path,
@@ -130,6 +131,7 @@ def test_held_writes_answered_before_a_kill_9_are_there_after(tmp_path: Path) ->
             store.apply([("put", "job.1.guest.x", "1"), ("put", "job.1.R", "{}")])
             store.count_commits(1)
         """,
+        sync,
     )
     assert Path(f"{path}-redo").stat().st_size > 0  # never committed to SQLite
     with Store(path) as store:
