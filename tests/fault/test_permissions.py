@@ -30,7 +30,13 @@ def test_a_created_state_directory_is_0700_and_its_databases_0600(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert mode(state) == 0o700
     modes = dict(line.split()[::-1] for line in listing.read_text().splitlines())
-    for name in ("kvs.sqlite", "kvs.sqlite-wal", "kvs.sqlite-shm", "job-list.sqlite"):
+    for name in (
+        "kvs.sqlite",
+        "kvs.sqlite-wal",
+        "kvs.sqlite-shm",
+        "kvs.sqlite-redo",
+        "job-list.sqlite",
+    ):
         assert modes[str(state / name)] == "600", modes
 
 
@@ -69,9 +75,15 @@ def test_databases_others_could_read_are_made_0600(tmp_path: Path) -> None:
     assert start(state, command=(str(PFLUX), "submit", "true")).returncode == 0
     for name in ("kvs.sqlite", "job-list.sqlite"):
         os.chmod(state / name, 0o644)
-    assert start(state).returncode == 0
+    redo = state / "kvs.sqlite-redo"  # gone after a clean stop: as a crash might leave it
+    redo.touch(mode=0o644)
+    os.chmod(redo, 0o644)
+    listing = tmp_path / "modes"
+    proc = start(state, command=("sh", "-c", f"stat -c %a {redo} > {listing}"))
+    assert proc.returncode == 0, proc.stderr
     assert mode(state / "kvs.sqlite") == 0o600
     assert mode(state / "job-list.sqlite") == 0o600
+    assert listing.read_text() == "600\n"
 
 
 def test_a_state_directory_that_cannot_be_made_is_one_clear_error(tmp_path: Path) -> None:
