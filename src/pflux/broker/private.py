@@ -24,12 +24,8 @@ from pflux.errors import PfluxError
 log = logging.getLogger("pflux.state")
 
 GUEST_DIRECTORY_MODE = 0o711  # others may pass through to the socket, and list nothing
-SIDE_FILES = (
-    "-wal",
-    "-shm",
-    "-journal",
-    "-redo",
-)  # SQLite's files beside a database, the KVS's log
+# SQLite's files beside a database, and the KVS's redo log beside its own
+SIDE_FILES = ("-wal", "-shm", "-journal", "-redo")
 
 
 MARKER = "pflux-state"  # in a state directory: pflux made it, and may restart from it

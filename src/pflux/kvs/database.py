@@ -547,7 +547,6 @@ class Database:
         try:
             self.release()
             if self._redo is not None:
-                self._redo.close()
                 with suppress(OSError):  # empty (the commit holds it all): left, it is cut
                     self._redo.path.unlink()
         finally:
