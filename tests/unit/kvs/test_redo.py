@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -255,3 +256,12 @@ def test_a_turn_with_a_large_value_is_committed_at_once_not_copied_into_the_log(
     with Store(path) as store:
         assert store.ls() == {"after": "val", "large": "val", "small": "val"}
         assert len(store.get("large")) == LARGE_VALUE + 1
+
+
+def test_a_log_others_could_read_is_made_the_owners_alone(tmp_path: Path) -> None:
+    path = tmp_path / "kvs.sqlite"
+    redo_path = Path(f"{path}-redo")
+    redo_path.touch()
+    os.chmod(redo_path, 0o644)
+    with Store(path):
+        assert stat.S_IMODE(redo_path.stat().st_mode) == 0o600
